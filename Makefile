@@ -1,0 +1,112 @@
+# perfd build.  `make` builds build/perfd and build/perfctl; `make run`
+# starts the daemon on ./run/perfd.sock; `make test` runs every test.
+# SANITIZE=1 builds everything with ASan+UBSan into build-san/.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+ifeq ($(SANITIZE),1)
+BUILD ?= build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD ?= build
+SANFLAGS :=
+endif
+
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PYTHON ?= /usr/bin/python3
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+PKGS := libbpf libelf libsystemd json-c
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+	-Wmissing-prototypes -D_GNU_SOURCE -Iinclude -Idaemon -I$(BUILD) $(PKG_CFLAGS) $(SANFLAGS)
+override LDFLAGS += $(SANFLAGS)
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Iinclude
+
+DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
+DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
+CLI_SRCS := $(sort $(wildcard cli/*.c))
+CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS)))
+UNIT_SRCS := $(sort $(wildcard tests/unit/test-*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
+WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
+SOCKET ?= $(CURDIR)/run/perfd.sock
+
+.PHONY: all deps deps-test run test unit integration workloads clean
+all: $(BUILD)/perfd $(BUILD)/perfctl
+
+deps:
+	@packaging/install-deps.sh build
+deps-test:
+	@packaging/install-deps.sh test
+
+# --- BPF ---------------------------------------------------------------
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c include/perfd/sample.h $(BUILD)/vmlinux.h $(wildcard bpf/*.bpf.h)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
+	$(BPFTOOL) gen object $@ $@.tmp.o
+	@rm -f $@.tmp.o
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+# --- user space --------------------------------------------------------
+$(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h include/perfd/*.h) $(BUILD)/perfd.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h include/perfd/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Icli -c $< -o $@
+
+$(BUILD)/perfd: $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+$(BUILD)/perfctl: $(BUILD)/cli/perfctl.o $(CLI_LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs json-c) -lm
+
+# --- tests -------------------------------------------------------------
+# Each unit suite links the daemon's and the CLI's modules (not their main).
+$(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Icli -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs criterion) -lm
+
+# Workloads have known hot paths; frame pointers keep their stacks whole.
+$(BUILD)/workloads/%: tests/workloads/%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
+
+workloads: $(WORKLOAD_BINS)
+
+unit: deps-test $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t --jobs 2; done
+
+integration: deps-test all workloads
+	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider tests/integration
+
+test: deps-test
+	$(MAKE) all unit workloads
+	$(MAKE) integration
+	$(MAKE) SANITIZE=1 all unit
+
+run: deps all
+	@mkdir -p run
+	@echo "perfd: listening on $(SOCKET); in another shell:"
+	@echo "  PERFD_SOCKET=$(SOCKET) $(BUILD)/perfctl status"
+	@echo "  PERFD_SOCKET=$(SOCKET) $(BUILD)/perfctl ps"
+	@echo "  PERFD_SOCKET=$(SOCKET) $(BUILD)/perfctl snapshot --pid PID --duration 5"
+	exec $(BUILD)/perfd --socket $(SOCKET)
+
+clean:
+	rm -rf build build-san run

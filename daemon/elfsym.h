@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * elfsym.h - function symbols of one ELF file, for address -> name lookup.
+ */
+#ifndef PERFD_ELFSYM_H
+#define PERFD_ELFSYM_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct elf_symtab;
+
+/* Loads the function symbols (STT_FUNC and STT_GNU_IFUNC with a section) of
+ * .symtab and .dynsym, merged and sorted by address, and the PT_LOAD program
+ * headers and the GNU build-id.  The fd is only read (pread), not kept or
+ * closed.  Returns 0 or -errno (-ENOEXEC for a file that is not ELF). */
+int elf_symtab_load_fd(int fd, struct elf_symtab **ret);
+int elf_symtab_load(const char *path, struct elf_symtab **ret);
+
+/* Turns an offset in the file (as /proc/PID/maps gives: addr - start + pgoff)
+ * into the ELF virtual address that symbols use, through the PT_LOAD segment
+ * that contains it.  Returns 0 or -ENOENT. */
+int elf_symtab_offset_to_vaddr(const struct elf_symtab *t, uint64_t file_offset,
+			       uint64_t *ret_vaddr);
+
+/* The symbol containing vaddr: the one with the greatest address <= vaddr
+ * whose size covers vaddr (or whose size is 0 and is the last before the
+ * next symbol).  Returns its name (owned by t) and the offset into it, or
+ * NULL when no symbol covers vaddr. */
+const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr,
+			      uint64_t *ret_offset);
+
+size_t elf_symtab_count(const struct elf_symtab *t);
+/* Build-id as lowercase hex ("" when the file has none); owned by t. */
+const char *elf_symtab_build_id(const struct elf_symtab *t);
+/* Approximate bytes held, for the daemon's memory accounting. */
+size_t elf_symtab_memory(const struct elf_symtab *t);
+
+struct elf_symtab *elf_symtab_free(struct elf_symtab *t);
+
+#endif

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * protocol.h - the perfd socket protocol, version 1.
+ *
+ * Transport: a Unix stream socket (default PERFD_DEFAULT_SOCKET, overridden
+ * by $PERFD_SOCKET for both perfd and perfctl).  The client writes one request
+ * as a single JSON object on one line ending in '\n' (at most
+ * PERFD_MAX_REQUEST_BYTES including the newline); the daemon answers with one
+ * JSON object on one line ending in '\n'.  A connection may carry several
+ * requests; answers come in order.  A snapshot answers when its duration has
+ * passed (or earlier, when the process exits).
+ *
+ * Every request:   {"version": 1, "command": "<name>", ...arguments}
+ * Every answer:    {"version": 1, "ok": true, ...result}
+ *             or   {"version": 1, "ok": false,
+ *                   "error": {"code": "<PERFD_ERR_*>", "message": "<text>"}}
+ *
+ * Commands
+ *  "status"   no arguments.  Result:
+ *      daemon_version (string), protocol_version, pid, uptime_seconds,
+ *      frequency_hz, cpus, sample_period_ns,
+ *      samples: { received, idle, profiled,
+ *                 lost: { ringbuf_full, evicted }, lost_total,
+ *                 truncated: { kernel_stack, user_stack, stack_limit } },
+ *      exit_events: { received, lost },
+ *      processes: { tracked, exited, evicted },
+ *      stacks: { interned, frames, modules },
+ *      limits: { max_processes, max_stacks, max_frames },
+ *      daemon_rss_bytes
+ *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
+ *             (default PERFD_PS_DEFAULT_INTERVAL).  Result:
+ *      interval_seconds (the window actually covered: min(interval, uptime)),
+ *      processes: [ { pid, start_time_ns, comm, samples, cpu_percent,
+ *                     rss_bytes, peak_rss_bytes, rss_anon_bytes,
+ *                     rss_file_bytes, rss_shmem_bytes, exited, total_samples } ]
+ *      holding the processes with at least one sample in the window, most
+ *      samples first.  cpu_percent = samples / (frequency * interval) * 100.
+ *  "snapshot" "pid": integer (required), "duration": seconds, number
+ *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (required), "format":
+ *             "folded" (default).  Collects the samples of that process for
+ *             the duration, then answers:
+ *      pid, comm, start_time_ns, duration_seconds (actually covered),
+ *      samples, exited (bool: the process exited during the snapshot),
+ *      note (string, present when something the user should know happened),
+ *      format, profile (string: the encoded profile).
+ *      Folded format: one line per stack, "comm;root;...;leaf COUNT\n",
+ *      kernel frames carry the suffix "_[k]".
+ *
+ * Error codes are stable strings, listed below; messages are for people.
+ */
+#ifndef PERFD_PROTOCOL_H
+#define PERFD_PROTOCOL_H
+
+#define PERFD_PROTOCOL_VERSION 1
+#define PERFD_DEFAULT_SOCKET "/run/perfd/perfd.sock"
+#define PERFD_SOCKET_ENV "PERFD_SOCKET"
+
+#define PERFD_MAX_REQUEST_BYTES (64 * 1024)
+#define PERFD_PS_DEFAULT_INTERVAL 10
+#define PERFD_PS_MAX_INTERVAL 60
+#define PERFD_SNAPSHOT_MAX_SECONDS 3600
+
+#define PERFD_ERR_BAD_REQUEST "bad_request"         /* not JSON, wrong field types or values */
+#define PERFD_ERR_TOO_LARGE "request_too_large"     /* line longer than PERFD_MAX_REQUEST_BYTES */
+#define PERFD_ERR_VERSION "unsupported_version"
+#define PERFD_ERR_UNKNOWN_COMMAND "unknown_command"
+#define PERFD_ERR_NO_SUCH_PROCESS "no_such_process"
+#define PERFD_ERR_BUSY "busy"                       /* too many snapshots or clients */
+#define PERFD_ERR_INTERNAL "internal"
+
+#endif

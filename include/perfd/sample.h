@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sample.h - the ABI between bpf/perfd.bpf.c and the daemon.
+ *
+ * The BPF side writes variable-length records into one BPF ring buffer
+ * (see the design comment in bpf/perfd.bpf.c for why a ring buffer and not
+ * in-kernel aggregation).  Every record starts with struct perfd_event_header;
+ * `kind` says which struct follows.  Only fixed-width kernel types are used so
+ * that this header compiles both against vmlinux.h and against libc.
+ */
+#ifndef PERFD_SAMPLE_H
+#define PERFD_SAMPLE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PERFD_TASK_COMM_LEN 16
+/* Matches the kernel's PERF_MAX_STACK_DEPTH default. */
+#define PERFD_MAX_STACK_DEPTH 127
+
+enum perfd_event_kind {
+	PERFD_EVENT_SAMPLE = 1,
+	PERFD_EVENT_EXIT = 2,
+};
+
+/* Resident-set counters, in pages, in the order of the kernel's MM_* enum
+ * values we copy them from (file, anon, shmem). */
+enum perfd_rss_counter {
+	PERFD_RSS_FILE = 0,
+	PERFD_RSS_ANON = 1,
+	PERFD_RSS_SHMEM = 2,
+	PERFD_RSS_COUNTERS = 3,
+};
+
+struct perfd_event_header {
+	__u32 kind; /* enum perfd_event_kind */
+	__u32 tgid;
+	__u32 tid;
+	__u32 cpu;
+	__u64 timestamp_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	/* The thread-group leader's start_boottime: with tgid it names one
+	 * process for its whole life, so a reused pid is a new process. */
+	__u64 start_time_ns;
+};
+
+/*
+ * One cpu-clock sample.  ips[] holds kernel_depth kernel frames followed by
+ * user_depth user frames, each list leaf first.  A negative depth is the
+ * -errno that bpf_get_stack() returned; no frames are stored for it.
+ */
+struct perfd_sample {
+	struct perfd_event_header hdr;
+	char comm[PERFD_TASK_COMM_LEN]; /* of the sampled thread */
+	__u64 rss_pages[PERFD_RSS_COUNTERS];
+	__u64 hiwater_rss_pages; /* mm->hiwater_rss, updated lazily by the kernel */
+	__u32 page_size;
+	__s32 kernel_depth;
+	__s32 user_depth;
+	__u32 flags; /* PERFD_SAMPLE_F_* */
+	__u64 ips[];
+};
+
+#define PERFD_SAMPLE_F_KTHREAD (1u << 0) /* no mm: a kernel thread */
+
+#define PERFD_SAMPLE_MAX_SIZE                                                  \
+	(sizeof(struct perfd_sample) + 2 * PERFD_MAX_STACK_DEPTH * sizeof(__u64))
+
+/* The last thread of a process we have sampled exited. */
+struct perfd_exit {
+	struct perfd_event_header hdr;
+	__s32 exit_code;
+	__u32 reserved;
+};
+
+/* Indexes into the per-CPU `counters` map. */
+enum perfd_counter {
+	PERFD_CNT_SAMPLES = 0,       /* program runs, idle included */
+	PERFD_CNT_IDLE,              /* pid 0: counted, never sent */
+	PERFD_CNT_RINGBUF_FULL,      /* sample dropped: no room in the ring */
+	PERFD_CNT_KSTACK_ERROR,      /* kernel stack could not be read */
+	PERFD_CNT_USTACK_ERROR,      /* user stack could not be read */
+	PERFD_CNT_EXIT_SENT,
+	PERFD_CNT_EXIT_LOST,         /* exit event dropped: no room */
+	PERFD_CNT_MAX,
+};
+
+#endif
