@@ -3,6 +3,7 @@
 # SANITIZE=1 builds everything with ASan+UBSan into build-san/.
 
 .DELETE_ON_ERROR:
+.SECONDARY:
 .SUFFIXES:
 
 ifeq ($(SANITIZE),1)

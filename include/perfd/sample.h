@@ -22,6 +22,7 @@
 enum perfd_event_kind {
 	PERFD_EVENT_SAMPLE = 1,
 	PERFD_EVENT_EXIT = 2,
+	PERFD_EVENT_EXEC = 3,
 };
 
 /* Resident-set counters, in pages, in the order of the kernel's MM_* enum
@@ -73,6 +74,9 @@ struct perfd_exit {
 	__u32 reserved;
 };
 
+/* A process we have sampled called exec(): its mappings are new.  The
+ * record is a bare header. */
+
 /* Indexes into the per-CPU `counters` map. */
 enum perfd_counter {
 	PERFD_CNT_SAMPLES = 0,       /* program runs, idle included */
@@ -82,6 +86,8 @@ enum perfd_counter {
 	PERFD_CNT_USTACK_ERROR,      /* user stack could not be read */
 	PERFD_CNT_EXIT_SENT,
 	PERFD_CNT_EXIT_LOST,         /* exit event dropped: no room */
+	PERFD_CNT_EXEC_SENT,
+	PERFD_CNT_EXEC_LOST,         /* exec event dropped: no room */
 	PERFD_CNT_MAX,
 };
 

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * folded.h - the folded-stack encoder (Brendan Gregg's flamegraph.pl input,
+ * also read by speedscope, inferno and `perf script | stackcollapse`).
+ *
+ * One line per stack: "comm;root;...;leaf COUNT\n".  Kernel frames carry the
+ * suffix "_[k]" as in stackcollapse-perf.pl.  Lines come most samples first
+ * (ties by text), so the output is deterministic.  A ';' or a control byte in
+ * a name would break the format and is replaced by '_'.
+ */
+#ifndef PERFD_FOLDED_H
+#define PERFD_FOLDED_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stacktab.h"
+#include "u64map.h"
+
+/* Names a frame into buf (NUL-terminated) and returns buf. */
+typedef const char *(*frame_namer_t)(void *ctx, uint64_t frame, char *buf,
+				     size_t size);
+
+/* Writes the stacks of counts (stack id -> samples).  Returns 0 or -errno
+ * (-EIO when the stream failed, -ENOMEM). */
+int folded_write(FILE *f, const char *comm, const struct u64map *counts,
+		 const struct stacktab *stacks, frame_namer_t namer, void *ctx);
+
+#endif

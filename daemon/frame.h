@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * frame.h - how one stack frame is stored: a 64-bit word that says where the
+ * code lives independently of any process.
+ *
+ *   bits 63..48  module id   (FRAME_MODULE_*, or a binary in symbolize.c)
+ *   bits 47..0   address     (for a binary: the offset in its file)
+ *
+ * User addresses are normalized at ingest, while the process still lives,
+ * to (binary, file offset): the profile of a process that has exited, or of
+ * a binary mapped at different addresses in many processes, is symbolized
+ * the same way later, and identical code in forked workers interns to one
+ * stack.  Kernel addresses keep their low 48 bits; their upper bits are all
+ * ones on x86_64 and arm64, restored by frame_kernel_address().
+ */
+#ifndef PERFD_FRAME_H
+#define PERFD_FRAME_H
+
+#include <stdint.h>
+
+#define FRAME_ADDRESS_BITS 48
+#define FRAME_ADDRESS_MASK ((1ULL << FRAME_ADDRESS_BITS) - 1)
+
+#define FRAME_MODULE_NONE 0         /* user address in no known mapping */
+#define FRAME_MODULE_FIRST 1        /* first id of a binary */
+#define FRAME_MODULE_LAST 0xfffd    /* last id of a binary */
+#define FRAME_MODULE_SPECIAL 0xfffe /* a placeholder, address = enum frame_special */
+#define FRAME_MODULE_KERNEL 0xffff
+
+enum frame_special {
+	FRAME_SPECIAL_STACK_LIMIT = 1, /* sample kept, stack dropped: stack table full */
+	FRAME_SPECIAL_KSTACK_ERROR,    /* kernel stack could not be read */
+	FRAME_SPECIAL_USTACK_ERROR,    /* user stack could not be read */
+};
+
+static inline uint64_t frame_make(uint16_t module, uint64_t address)
+{
+	return ((uint64_t)module << FRAME_ADDRESS_BITS) | (address & FRAME_ADDRESS_MASK);
+}
+
+static inline uint16_t frame_module(uint64_t frame)
+{
+	return frame >> FRAME_ADDRESS_BITS;
+}
+
+static inline uint64_t frame_address(uint64_t frame)
+{
+	return frame & FRAME_ADDRESS_MASK;
+}
+
+static inline uint64_t frame_kernel_address(uint64_t frame)
+{
+	return frame | ~FRAME_ADDRESS_MASK;
+}
+
+#endif

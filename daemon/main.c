@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - perfd's command line: parses the options into struct
+ * manager_opts, checks them, and runs the manager.  The only place that
+ * turns an error into an exit status.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "manager.h"
+#include "perfd/protocol.h"
+#include "sampler.h"
+
+#define EXIT_USAGE 2
+
+static void help(void)
+{
+	printf("Usage: perfd [OPTIONS]\n"
+	       "System-wide sampling profiler daemon.\n\n"
+	       "  --socket PATH        listen on PATH (default $%s or %s)\n"
+	       "  --frequency HZ       samples per second per CPU (default 99)\n"
+	       "  --max-processes N    processes kept (default 4096)\n"
+	       "  --max-stacks N       unique stacks kept (default 200000)\n"
+	       "  --max-frames N       frames kept in all stacks (default 8000000)\n"
+	       "  --ringbuf-mib N      BPF ring buffer size, power of two (default 8)\n"
+	       "  --verbose            log debug messages, libbpf's included\n"
+	       "  --help, --version\n",
+	       PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET);
+}
+
+static int parse_ulong(const char *s, unsigned long min, unsigned long max,
+		       unsigned long *ret)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	if (!s[0] || s[0] == '-')
+		return -EINVAL;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+
+	if (level == LIBBPF_DEBUG && log_get_max_level() < LOG_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	log_full_errno(level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG, 0, "libbpf: %s", buf);
+	return 0;
+}
+
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	/* One descriptor per binary profiled, held until its symbols are read. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int make_socket_dir(const char *path)
+{
+	char *copy = strdup(path), *dir;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		r = -errno;
+	free(copy);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_VERBOSE,
+	       OPT_HELP, OPT_VERSION };
+	static const struct option options[] = {
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "frequency", required_argument, NULL, OPT_FREQ },
+		{ "max-processes", required_argument, NULL, OPT_MAXP },
+		{ "max-stacks", required_argument, NULL, OPT_MAXS },
+		{ "max-frames", required_argument, NULL, OPT_MAXF },
+		{ "ringbuf-mib", required_argument, NULL, OPT_RB },
+		{ "verbose", no_argument, NULL, OPT_VERBOSE },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{}
+	};
+	struct manager_opts opts = {
+		.socket_path = getenv(PERFD_SOCKET_ENV) ? getenv(PERFD_SOCKET_ENV) : PERFD_DEFAULT_SOCKET,
+		.frequency_hz = 99,
+		.ringbuf_bytes = 8u << 20,
+		.limits = { .max_processes = 4096, .max_stacks = 200000, .max_frames = 8000000 },
+		.kallsyms_path = "/proc/kallsyms",
+	};
+	unsigned long v;
+	long max_hz;
+	struct manager *m = NULL;
+	int c, r;
+
+	log_open();
+	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+		switch (c) {
+		case OPT_SOCKET:
+			if (!optarg[0]) {
+				fprintf(stderr, "perfd: --socket needs a path\n");
+				return EXIT_USAGE;
+			}
+			opts.socket_path = optarg;
+			break;
+		case OPT_FREQ:
+			if (parse_ulong(optarg, 0, 10000000, &v) < 0) {
+				fprintf(stderr, "perfd: --frequency takes a whole number of Hz, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			opts.frequency_hz = v;
+			break;
+		case OPT_MAXP:
+		case OPT_MAXS:
+		case OPT_MAXF:
+			if (parse_ulong(optarg, 1, 1UL << 32, &v) < 0) {
+				fprintf(stderr, "perfd: %s takes a number from 1 to 2^32, not '%s'\n",
+					argv[optind - 2], optarg);
+				return EXIT_USAGE;
+			}
+			if (c == OPT_MAXP)
+				opts.limits.max_processes = v;
+			else if (c == OPT_MAXS)
+				opts.limits.max_stacks = v;
+			else
+				opts.limits.max_frames = v;
+			break;
+		case OPT_RB:
+			if (parse_ulong(optarg, 1, 1024, &v) < 0 || (v & (v - 1))) {
+				fprintf(stderr, "perfd: --ringbuf-mib takes a power of two from 1 to 1024, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			opts.ringbuf_bytes = v << 20;
+			break;
+		case OPT_VERBOSE:
+			log_set_max_level(LOG_DEBUG);
+			break;
+		case OPT_HELP:
+			help();
+			return 0;
+		case OPT_VERSION:
+			printf("perfd 0.1.0\n");
+			return 0;
+		default:
+			fprintf(stderr, "Try 'perfd --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "perfd: unexpected argument '%s'; try 'perfd --help'.\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+
+	max_hz = sampler_max_frequency();
+	if (opts.frequency_hz == 0) {
+		fprintf(stderr, "perfd: --frequency must be at least 1 Hz\n");
+		return EXIT_USAGE;
+	}
+	if (max_hz > 0 && opts.frequency_hz > (unsigned long)max_hz) {
+		fprintf(stderr,
+			"perfd: --frequency %u Hz is above the kernel's limit of %ld Hz "
+			"(/proc/sys/kernel/perf_event_max_sample_rate)\n",
+			opts.frequency_hz, max_hz);
+		return EXIT_USAGE;
+	}
+
+	libbpf_set_print(libbpf_log);
+	raise_nofile_limit();
+	r = make_socket_dir(opts.socket_path);
+	if (r < 0) {
+		log_error_errno(r, "Failed to create the directory of %s: %m", opts.socket_path);
+		return EXIT_FAILURE;
+	}
+	r = manager_new(&opts, &m);
+	if (r < 0)
+		return EXIT_FAILURE;
+	r = manager_run(m);
+	manager_free(m);
+	return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* query.c - see query.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "perfd/macro.h"
+#include "perfd/protocol.h"
+#include "query.h"
+
+#ifndef PERFD_VERSION
+#define PERFD_VERSION "0.1.0"
+#endif
+
+#define NSEC_PER_SEC 1000000000ULL
+
+static void add_u64(json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+json_object *query_ok(void)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	return o;
+}
+
+json_object *query_error(const char *code, const char *fmt, ...)
+{
+	json_object *o = json_object_new_object(), *e = json_object_new_object();
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(e, "code", json_object_new_string(code));
+	json_object_object_add(e, "message", json_object_new_string(msg));
+	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", e);
+	return o;
+}
+
+json_object *query_status(const struct status_info *in)
+{
+	json_object *o = query_ok(), *samples = json_object_new_object(),
+		    *lost = json_object_new_object(), *trunc = json_object_new_object(),
+		    *exits = json_object_new_object(), *procs = json_object_new_object(),
+		    *stacks = json_object_new_object(), *limits = json_object_new_object(),
+		    *syms = json_object_new_object();
+	uint64_t lost_total = in->bpf[PERFD_CNT_RINGBUF_FULL] + in->agg.samples_evicted;
+
+	json_object_object_add(o, "daemon_version", json_object_new_string(PERFD_VERSION));
+	json_object_object_add(o, "protocol_version", json_object_new_int(PERFD_PROTOCOL_VERSION));
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
+	json_object_object_add(o, "uptime_seconds", json_object_new_double(in->uptime_seconds));
+	json_object_object_add(o, "frequency_hz", json_object_new_int(in->frequency_hz));
+	json_object_object_add(o, "sample_period_ns", json_object_new_uint64(in->period_ns));
+	json_object_object_add(o, "cpus", json_object_new_int(in->cpus));
+
+	add_u64(samples, "taken", in->bpf[PERFD_CNT_SAMPLES]);
+	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);
+	add_u64(samples, "received", in->agg.samples);
+	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
+	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
+	add_u64(lost, "evicted", in->agg.samples_evicted);
+	json_object_object_add(samples, "lost", lost);
+	add_u64(samples, "lost_total", lost_total);
+	add_u64(trunc, "kernel_stack", in->bpf[PERFD_CNT_KSTACK_ERROR]);
+	add_u64(trunc, "user_stack", in->bpf[PERFD_CNT_USTACK_ERROR]);
+	add_u64(trunc, "stack_limit", in->agg.stack_limit);
+	json_object_object_add(samples, "truncated", trunc);
+	json_object_object_add(o, "samples", samples);
+
+	add_u64(exits, "received", in->agg.exit_events);
+	add_u64(exits, "lost", in->bpf[PERFD_CNT_EXIT_LOST] + in->bpf[PERFD_CNT_EXEC_LOST]);
+	json_object_object_add(o, "exit_events", exits);
+
+	add_u64(procs, "tracked", in->agg.processes);
+	add_u64(procs, "exited", in->agg.processes_exited);
+	add_u64(procs, "evicted", in->agg.processes_evicted);
+	json_object_object_add(o, "processes", procs);
+
+	add_u64(stacks, "interned", in->agg.stacks);
+	add_u64(stacks, "frames", in->agg.frames);
+	add_u64(stacks, "modules", in->sym.modules);
+	add_u64(stacks, "aggregation_bytes", in->agg.memory_bytes);
+	json_object_object_add(o, "stacks", stacks);
+
+	add_u64(syms, "modules_loaded", in->sym.modules_loaded);
+	add_u64(syms, "modules_failed", in->sym.modules_failed);
+	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
+	add_u64(syms, "memory_bytes", in->sym.memory_bytes);
+	json_object_object_add(o, "symbols", syms);
+
+	add_u64(limits, "max_processes", in->limits.max_processes);
+	add_u64(limits, "max_stacks", in->limits.max_stacks);
+	add_u64(limits, "max_frames", in->limits.max_frames);
+	json_object_object_add(o, "limits", limits);
+
+	add_u64(o, "clients", in->clients);
+	add_u64(o, "snapshots", in->snapshots);
+	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);
+	return o;
+}
+
+struct ps_row {
+	struct process *p;
+	uint64_t samples;
+};
+
+struct ps_ctx {
+	struct ps_row *rows;
+	size_t n, cap;
+	uint64_t now_ns;
+	unsigned interval;
+	int oom;
+};
+
+static void collect_row(struct process *p, void *userdata)
+{
+	struct ps_ctx *ctx = userdata;
+	uint64_t n = process_recent_samples(p, ctx->now_ns, ctx->interval);
+
+	if (n == 0 || ctx->oom)
+		return;
+	if (ctx->n == ctx->cap) {
+		size_t cap = ctx->cap ? ctx->cap * 2 : 64;
+		struct ps_row *rows = realloc(ctx->rows, cap * sizeof(*rows));
+
+		if (!rows) {
+			ctx->oom = 1;
+			return;
+		}
+		ctx->rows = rows;
+		ctx->cap = cap;
+	}
+	ctx->rows[ctx->n++] = (struct ps_row){ p, n };
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+	const struct ps_row *a = x, *b = y;
+
+	if (a->samples != b->samples)
+		return a->samples < b->samples ? 1 : -1;
+	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
+}
+
+json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
+		      double uptime_seconds, unsigned frequency_hz)
+{
+	struct ps_ctx ctx = { .now_ns = now_ns, .interval = interval };
+	json_object *o, *list;
+	double covered;
+
+	aggregator_foreach_process(a, collect_row, &ctx);
+	if (ctx.oom) {
+		free(ctx.rows);
+		return NULL;
+	}
+	qsort(ctx.rows, ctx.n, sizeof(*ctx.rows), row_cmp);
+
+	/* The window is the current, partial second plus interval-1 whole
+	 * ones, never more than the daemon has been running. */
+	covered = (interval - 1) + (double)(now_ns % NSEC_PER_SEC) / NSEC_PER_SEC;
+	if (covered > uptime_seconds)
+		covered = uptime_seconds;
+	if (covered <= 0)
+		covered = 1e-3;
+
+	o = query_ok();
+	list = json_object_new_array();
+	json_object_object_add(o, "interval_seconds", json_object_new_double(covered));
+	for (size_t i = 0; i < ctx.n; i++) {
+		const struct process *p = ctx.rows[i].p;
+		json_object *row = json_object_new_object();
+
+		json_object_object_add(row, "pid", json_object_new_int64(p->pid));
+		add_u64(row, "start_time_ns", p->start_time_ns);
+		json_object_object_add(row, "comm", json_object_new_string(p->comm));
+		add_u64(row, "samples", ctx.rows[i].samples);
+		json_object_object_add(row, "cpu_percent",
+				       json_object_new_double(100.0 * ctx.rows[i].samples /
+							      (frequency_hz * covered)));
+		add_u64(row, "rss_bytes", process_rss_bytes(p));
+		add_u64(row, "peak_rss_bytes", MAX(p->peak_rss_bytes, process_rss_bytes(p)));
+		add_u64(row, "rss_anon_bytes", p->rss_pages[PERFD_RSS_ANON] * p->page_size);
+		add_u64(row, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
+		add_u64(row, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);
+		json_object_object_add(row, "exited", json_object_new_boolean(p->exited));
+		add_u64(row, "total_samples", p->total_samples);
+		json_object_array_add(list, row);
+	}
+	json_object_object_add(o, "processes", list);
+	free(ctx.rows);
+	return o;
+}

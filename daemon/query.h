@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.h - the answers to "status" and "ps", built as JSON objects from
+ * the daemon's state (see include/perfd/protocol.h for their fields).
+ * Separate from the loop so they can be built from synthetic state in tests.
+ */
+#ifndef PERFD_QUERY_H
+#define PERFD_QUERY_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "perfd/sample.h"
+#include "symbolize.h"
+
+struct status_info {
+	double uptime_seconds;
+	unsigned frequency_hz;
+	unsigned cpus;
+	uint64_t period_ns;
+	uint64_t bpf[PERFD_CNT_MAX];
+	struct aggregator_stats agg;
+	struct symbolizer_stats sym;
+	struct aggregator_limits limits;
+	uint64_t daemon_rss_bytes;
+	size_t clients, snapshots;
+};
+
+/* New reference; NULL when out of memory. */
+json_object *query_status(const struct status_info *info);
+
+/* The processes with samples in the last interval_seconds up to now_ns,
+ * most samples first.  The window covered is never longer than uptime. */
+json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval_seconds,
+		      double uptime_seconds, unsigned frequency_hz);
+
+/* {"version":1,"ok":true} to which the caller adds fields. */
+json_object *query_ok(void);
+json_object *query_error(const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

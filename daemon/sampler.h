@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.h - loads bpf/perfd.bpf.c, attaches it to a cpu-clock perf event
+ * on every online CPU and to the process exit/exec tracepoints, and hands
+ * each ring-buffer record to a callback when drained.
+ */
+#ifndef PERFD_SAMPLER_H
+#define PERFD_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perfd/sample.h"
+
+struct sampler_opts {
+	unsigned frequency_hz;
+	size_t ringbuf_bytes; /* power of two, >= page size */
+	/* Called for every record; the record is valid only during the call. */
+	int (*on_record)(void *ctx, void *data, size_t size);
+	void *ctx;
+};
+
+struct sampler;
+
+/* Opens, loads and attaches everything.  Returns 0 or -errno; on failure
+ * nothing stays attached.  *ret_what (may be NULL) names the step that
+ * failed, for the caller's message. */
+int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
+		const char **ret_what);
+struct sampler *sampler_free(struct sampler *s);
+
+/* The fd to poll for "records are waiting" (the ring buffer's epoll fd). */
+int sampler_fd(const struct sampler *s);
+/* Hands every waiting record to on_record.  Returns the count or -errno. */
+int sampler_drain(struct sampler *s);
+/* Sums the per-CPU counters of the BPF side, indexed by enum perfd_counter. */
+int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX]);
+unsigned sampler_cpus(const struct sampler *s);
+uint64_t sampler_period_ns(const struct sampler *s);
+
+/* The highest sampling frequency the kernel allows
+ * (/proc/sys/kernel/perf_event_max_sample_rate), or -errno. */
+long sampler_max_frequency(void);
+
+#endif
