@@ -83,10 +83,11 @@ $(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icli -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs criterion) -lm
 
-# Workloads have known hot paths; frame pointers keep their stacks whole.
+# Workloads have known hot paths; frame pointers, leaf functions included,
+# keep their stacks whole under the frame-pointer walk.
 $(BUILD)/workloads/%: tests/workloads/%.c
 	@mkdir -p $(@D)
-	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
+	$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
 
 workloads: $(WORKLOAD_BINS)
 

@@ -169,7 +169,7 @@ static int read_start_ticks(pid_t pid, uint64_t *ret)
 	p = strrchr(buf, ')'); /* comm may hold anything, but not after this */
 	if (!p)
 		return -EIO;
-	p++;
+	/* p is at the end of field 2; each space found starts the next one */
 	for (int field = 2; field < 22; field++) {
 		p = strchr(p + 1, ' ');
 		if (!p)
