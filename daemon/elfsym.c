@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * elfsym.c - function symbols of one ELF file, for address -> name lookup.
+ *
+ * A file is read once with libelf and reduced to three compact tables: the
+ * PT_LOAD segments (to turn file offsets from /proc/PID/maps into virtual
+ * addresses), the build-id, and a sorted array of disjoint address ranges,
+ * each naming the function that owns it.  Names are copied into one string
+ * arena, so nothing refers back to libelf or to the fd afterwards.
+ *
+ * Symbols from .symtab and .dynsym are merged; aliases at one address are
+ * reduced to the best name (global over weak over local, a default symbol
+ * version over a hidden compat one, .symtab over .dynsym, fewer leading
+ * underscores, then alphabetical, so the choice is stable).  Version
+ * suffixes ("free@@GLIBC_2.2.5" in .symtab) are dropped from names.  A
+ * symbol of size 0 extends to the next symbol (within its segment).  Nested
+ * symbols (an assembly entry point inside a bigger function) are flattened
+ * at load time so that the innermost one wins and the enclosing one resumes
+ * after it.  Loading costs O(n log n) for n symbols; a lookup is one binary
+ * search; memory is about 32 bytes per symbol plus its name.
+ */
+#include "elfsym.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perfd/macro.h"
+
+/* In a .gnu.version entry: the version is not the default one (the
+ * symbol can only be bound by version, like glibc's compat symbols). */
+#define VERSYM_HIDDEN 0x8000
+
+/* [start, end) belongs to the function named names + name, which begins at
+ * sym_addr (which is below start when an inner symbol interrupted it). */
+struct elf_range {
+	uint64_t start, end;
+	uint64_t sym_addr;
+	uint32_t name;
+};
+
+struct elf_segment {
+	uint64_t offset, vaddr, filesz, memsz;
+	bool exec;
+};
+
+struct elf_symtab {
+	struct elf_range *ranges;
+	size_t n_ranges;
+	size_t n_syms;
+	char *names;
+	size_t names_size;
+	struct elf_segment *segs;
+	size_t n_segs;
+	char *build_id;
+};
+
+/* A symbol as read, before merging; name points into libelf's buffers and
+ * is only valid until elf_end(); its first len bytes are the name without
+ * any version suffix. */
+struct sym_candidate {
+	uint64_t addr, size;
+	const char *name;
+	uint32_t len;
+	uint8_t bind_rank;      /* 0 global, 1 weak, 2 local */
+	uint8_t hidden_version; /* a compat version, not the default one */
+	uint8_t from_dynsym;
+};
+
+struct elf_symtab *elf_symtab_free(struct elf_symtab *t)
+{
+	if (!t)
+		return NULL;
+	free(t->ranges);
+	free(t->names);
+	free(t->segs);
+	free(t->build_id);
+	free(t);
+	return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct elf_symtab, elf_symtab_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
+
+static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
+static bool libelf_ready;
+
+static void libelf_init(void)
+{
+	libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
+}
+
+static int read_segments(Elf *elf, struct elf_symtab *t)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n) < 0)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+
+	t->segs = calloc(n, sizeof(*t->segs));
+	if (!t->segs)
+		return -ENOMEM;
+
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -EINVAL;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		t->segs[t->n_segs++] = (struct elf_segment){
+			.offset = ph.p_offset,
+			.vaddr = ph.p_vaddr,
+			.filesz = ph.p_filesz,
+			.memsz = ph.p_memsz,
+			.exec = ph.p_flags & PF_X,
+		};
+	}
+	return 0;
+}
+
+/* Looks for an NT_GNU_BUILD_ID note in data; on success stores its
+ * descriptor as a new lowercase hex string in *ret and returns 1, returns 0
+ * when there is none, -ENOMEM on allocation failure. */
+static int find_build_id_note(Elf_Data *data, char **ret)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t offset = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while ((next = gelf_getnote(data, offset, &nh, &name_off, &desc_off)) > 0) {
+		const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
+		char *s;
+
+		offset = next;
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != sizeof(ELF_NOTE_GNU) ||
+		    memcmp((const char *)data->d_buf + name_off, ELF_NOTE_GNU,
+			   sizeof(ELF_NOTE_GNU)) != 0 ||
+		    nh.n_descsz == 0)
+			continue;
+
+		s = malloc(2 * (size_t)nh.n_descsz + 1);
+		if (!s)
+			return -ENOMEM;
+		for (size_t i = 0; i < nh.n_descsz; i++) {
+			s[2 * i] = hex[desc[i] >> 4];
+			s[2 * i + 1] = hex[desc[i] & 0xf];
+		}
+		s[2 * (size_t)nh.n_descsz] = '\0';
+		*ret = s;
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads the build-id from the SHT_NOTE sections, or from the PT_NOTE
+ * segments when the section headers are gone (sstrip).  A file without one
+ * gets "". */
+static int read_build_id(Elf *elf, struct elf_symtab *t)
+{
+	bool have_sections = false;
+	size_t n;
+	int r;
+
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		have_sections = true;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		r = find_build_id_note(data, &t->build_id);
+		if (r != 0)
+			return r < 0 ? r : 0;
+	}
+
+	if (!have_sections && elf_getphdrnum(elf, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			Elf_Data *data;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+				continue;
+			data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+						    ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+			if (!data)
+				continue;
+			r = find_build_id_note(data, &t->build_id);
+			if (r != 0)
+				return r < 0 ? r : 0;
+		}
+	}
+
+	t->build_id = strdup("");
+	return t->build_id ? 0 : -ENOMEM;
+}
+
+static int bind_rank(unsigned char bind)
+{
+	switch (bind) {
+	case STB_GLOBAL:
+	case STB_GNU_UNIQUE:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* The .gnu.version data describing the symbol table section scn, or
+ * NULL (only .dynsym has one). */
+static Elf_Data *versym_data(Elf *elf, Elf_Scn *scn)
+{
+	size_t index = elf_ndxscn(scn);
+
+	for (Elf_Scn *v = elf_nextscn(elf, NULL); v; v = elf_nextscn(elf, v)) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(v, &sh) && sh.sh_type == SHT_GNU_versym && sh.sh_link == index)
+			return elf_getdata(v, NULL);
+	}
+	return NULL;
+}
+
+/* Appends the defined function symbols of one symbol table section to
+ * cands, which has room for cap entries of which *n_cands are used. */
+static int read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
+			struct sym_candidate *cands, size_t cap, size_t *n_cands)
+{
+	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	Elf_Data *data = elf_getdata(scn, NULL);
+	Elf_Data *versym = versym_data(elf, scn);
+
+	if (!data || entsize == 0)
+		return -EINVAL;
+
+	/* Entry 0 is the reserved null symbol. */
+	for (size_t i = 1; i < data->d_size / entsize; i++) {
+		GElf_Sym sym;
+		GElf_Versym vs;
+		const char *name, *at;
+		unsigned char type;
+		bool hidden;
+		size_t len;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			return -EINVAL;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name)
+			continue;
+		/* .symtab spells versions into the name: "f@@V" is the
+		 * default version, "f@V" a hidden one; .dynsym keeps them in
+		 * .gnu.version, where bit 15 marks a hidden one. */
+		at = strchr(name, '@');
+		len = at ? (size_t)(at - name) : strlen(name);
+		hidden = at && at[1] != '@';
+		if (versym && gelf_getversym(versym, (int)i, &vs) && (vs & VERSYM_HIDDEN))
+			hidden = true;
+		if (len == 0 || len > UINT32_MAX)
+			continue;
+		/* cap comes from sh_size; the data cannot be larger unless
+		 * the file contradicts itself. */
+		if (*n_cands == cap)
+			return -EINVAL;
+
+		cands[(*n_cands)++] = (struct sym_candidate){
+			.addr = sym.st_value,
+			.size = sym.st_size,
+			.name = name,
+			.len = (uint32_t)len,
+			.bind_rank = (uint8_t)bind_rank(GELF_ST_BIND(sym.st_info)),
+			.hidden_version = hidden,
+			.from_dynsym = sh->sh_type == SHT_DYNSYM,
+		};
+	}
+	return 0;
+}
+
+static size_t leading_underscores(const struct sym_candidate *c)
+{
+	size_t n = 0;
+
+	while (n < c->len && c->name[n] == '_')
+		n++;
+	return n;
+}
+
+/* By address, and at one address the preferred name first. */
+static int candidate_cmp(const void *a, const void *b)
+{
+	const struct sym_candidate *x = a, *y = b;
+	size_t ux, uy;
+	int r;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->bind_rank != y->bind_rank)
+		return x->bind_rank < y->bind_rank ? -1 : 1;
+	if (x->hidden_version != y->hidden_version)
+		return x->hidden_version < y->hidden_version ? -1 : 1;
+	if (x->from_dynsym != y->from_dynsym)
+		return x->from_dynsym < y->from_dynsym ? -1 : 1;
+	ux = leading_underscores(x);
+	uy = leading_underscores(y);
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	r = memcmp(x->name, y->name, MIN(x->len, y->len));
+	if (r != 0)
+		return r;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static const struct elf_segment *segment_by_vaddr(const struct elf_symtab *t, uint64_t vaddr)
+{
+	for (size_t i = 0; i < t->n_segs; i++)
+		if (vaddr >= t->segs[i].vaddr && vaddr - t->segs[i].vaddr < t->segs[i].memsz)
+			return &t->segs[i];
+	return NULL;
+}
+
+/* Where the unique symbol i of the sorted array u stops covering: its size
+ * if it has one, else the next symbol, but never past its segment. */
+static uint64_t symbol_end(const struct elf_symtab *t, const struct sym_candidate *u,
+			   size_t n, size_t i)
+{
+	const struct elf_segment *seg;
+	uint64_t end;
+
+	if (u[i].size > 0)
+		return u[i].addr + u[i].size < u[i].addr ? UINT64_MAX : u[i].addr + u[i].size;
+
+	end = i + 1 < n ? u[i + 1].addr : UINT64_MAX;
+	seg = segment_by_vaddr(t, u[i].addr);
+	if (seg && seg->vaddr + seg->memsz < end)
+		end = seg->vaddr + seg->memsz;
+	return end > u[i].addr ? end : u[i].addr + 1;
+}
+
+/* Turns the n unique symbols u (sorted, each with its name already at
+ * names_off[i] in the arena) into disjoint ranges.  Walking up the
+ * addresses with a stack of the symbols still open, each stretch up to the
+ * next symbol's start goes to the innermost open symbol, and a symbol whose
+ * end is reached is popped so the one around it resumes. */
+static int build_ranges(struct elf_symtab *t, const struct sym_candidate *u, size_t n,
+			const uint32_t *names_off)
+{
+	_cleanup_free_ uint64_t *ends = NULL;
+	_cleanup_free_ size_t *stack = NULL;
+	struct elf_range *shrunk;
+	size_t depth = 0;
+	uint64_t pos = 0;
+
+	if (n == 0)
+		return 0;
+
+	ends = calloc(n, sizeof(*ends));
+	stack = calloc(n, sizeof(*stack));
+	/* Each range either ends a symbol or is cut by the next one's start. */
+	t->ranges = calloc(2 * n, sizeof(*t->ranges));
+	if (!ends || !stack || !t->ranges)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ends[i] = symbol_end(t, u, n, i);
+
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t next = i < n ? u[i].addr : UINT64_MAX;
+
+		while (depth > 0 && pos < next) {
+			size_t top = stack[depth - 1];
+			uint64_t stop;
+
+			if (ends[top] <= pos) {
+				depth--;
+				continue;
+			}
+			stop = MIN(ends[top], next);
+			t->ranges[t->n_ranges++] = (struct elf_range){
+				.start = pos,
+				.end = stop,
+				.sym_addr = u[top].addr,
+				.name = names_off[top],
+			};
+			pos = stop;
+		}
+		if (i == n)
+			break;
+		pos = next;
+		stack[depth++] = i;
+	}
+
+	/* Usually close to n ranges were needed, not 2n; give the rest back. */
+	shrunk = reallocarray(t->ranges, t->n_ranges, sizeof(*t->ranges));
+	if (shrunk)
+		t->ranges = shrunk;
+	return 0;
+}
+
+/* Merges the candidates (consumed: sorted and compacted in place) into
+ * t->names and t->ranges. */
+static int build_symbols(struct elf_symtab *t, struct sym_candidate *cands, size_t n)
+{
+	_cleanup_free_ uint32_t *names_off = NULL;
+	size_t n_unique = 0, arena = 0;
+
+	if (n == 0)
+		return 0;
+
+	qsort(cands, n, sizeof(*cands), candidate_cmp);
+
+	/* Keep the first (preferred) name at each address; an alias with a
+	 * size lends it to a preferred name without one. */
+	for (size_t i = 0; i < n; i++) {
+		if (n_unique > 0 && cands[n_unique - 1].addr == cands[i].addr) {
+			cands[n_unique - 1].size = MAX(cands[n_unique - 1].size, cands[i].size);
+			continue;
+		}
+		cands[n_unique++] = cands[i];
+	}
+
+	for (size_t i = 0; i < n_unique; i++)
+		arena += (size_t)cands[i].len + 1;
+	if (arena > UINT32_MAX)
+		return -EFBIG;
+
+	t->names = malloc(arena);
+	names_off = calloc(n_unique, sizeof(*names_off));
+	if (!t->names || !names_off)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_unique; i++) {
+		names_off[i] = (uint32_t)t->names_size;
+		memcpy(t->names + t->names_size, cands[i].name, cands[i].len);
+		t->names[t->names_size + cands[i].len] = '\0';
+		t->names_size += (size_t)cands[i].len + 1;
+	}
+	t->n_syms = n_unique;
+
+	return build_ranges(t, cands, n_unique, names_off);
+}
+
+static int read_all_symbols(Elf *elf, struct elf_symtab *t)
+{
+	_cleanup_free_ struct sym_candidate *cands = NULL;
+	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	size_t total = 0, n = 0;
+	int r;
+
+	if (entsize == 0)
+		return -EINVAL;
+
+	/* First pass: an upper bound, so the candidates need one allocation. */
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -EINVAL;
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+			total += sh.sh_size / entsize;
+	}
+	if (total == 0)
+		return 0;
+
+	cands = calloc(total, sizeof(*cands));
+	if (!cands)
+		return -ENOMEM;
+
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -EINVAL;
+		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
+			continue;
+		r = read_symbols(elf, scn, &sh, cands, total, &n);
+		if (r < 0)
+			return r;
+	}
+
+	return build_symbols(t, cands, n);
+}
+
+/* Beyond the header's contract: -ENOEXEC also covers an ELF file whose
+ * header libelf cannot read (truncated, an archive); -EINVAL means the
+ * header was fine but a table in the file is malformed. */
+int elf_symtab_load_fd(int fd, struct elf_symtab **ret)
+{
+	_cleanup_(elf_symtab_freep) struct elf_symtab *t = NULL;
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	unsigned char ident[SELFMAG];
+	GElf_Ehdr ehdr;
+	ssize_t n;
+	int r;
+
+	(void)pthread_once(&libelf_once, libelf_init);
+	if (!libelf_ready)
+		return -ENOTSUP;
+
+	/* Check the magic ourselves: libelf's errors do not tell "not ELF"
+	 * apart from a read error. */
+	n = pread(fd, ident, sizeof(ident), 0);
+	if (n < 0)
+		return negative_errno();
+	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		return -ENOEXEC;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+
+	if ((r = read_segments(elf, t)) < 0 || (r = read_build_id(elf, t)) < 0 ||
+	    (r = read_all_symbols(elf, t)) < 0)
+		return r;
+
+	*ret = TAKE_PTR(t);
+	return 0;
+}
+
+int elf_symtab_load(const char *path, struct elf_symtab **ret)
+{
+	_cleanup_close_ int fd = -1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	return elf_symtab_load_fd(fd, ret);
+}
+
+int elf_symtab_offset_to_vaddr(const struct elf_symtab *t, uint64_t file_offset,
+			       uint64_t *ret_vaddr)
+{
+	const struct elf_segment *found = NULL;
+
+	if (!t)
+		return -ENOENT;
+
+	/* Segments may share a page in the file; code addresses are what
+	 * gets symbolized, so an executable segment wins a tie. */
+	for (size_t i = 0; i < t->n_segs; i++) {
+		const struct elf_segment *s = &t->segs[i];
+
+		if (file_offset < s->offset || file_offset - s->offset >= s->filesz)
+			continue;
+		if (!found || (s->exec && !found->exec))
+			found = s;
+	}
+	if (!found)
+		return -ENOENT;
+
+	*ret_vaddr = found->vaddr + (file_offset - found->offset);
+	return 0;
+}
+
+const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr,
+			      uint64_t *ret_offset)
+{
+	const struct elf_range *r;
+	size_t lo = 0, hi;
+
+	if (!t)
+		return NULL;
+
+	hi = t->n_ranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->ranges[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	r = &t->ranges[lo - 1];
+	if (vaddr >= r->end)
+		return NULL;
+
+	if (ret_offset)
+		*ret_offset = vaddr - r->sym_addr;
+	return t->names + r->name;
+}
+
+size_t elf_symtab_count(const struct elf_symtab *t)
+{
+	return t ? t->n_syms : 0;
+}
+
+const char *elf_symtab_build_id(const struct elf_symtab *t)
+{
+	return t && t->build_id ? t->build_id : "";
+}
+
+size_t elf_symtab_memory(const struct elf_symtab *t)
+{
+	if (!t)
+		return 0;
+	return sizeof(*t) + t->n_ranges * sizeof(*t->ranges) + t->names_size +
+	       t->n_segs * sizeof(*t->segs) + (t->build_id ? strlen(t->build_id) + 1 : 0);
+}
