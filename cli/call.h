@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * call.h - one request to perfd as a subcommand sees it: connect, ask, wait,
+ * and turn every way that can fail into a printed error and an exit code.
+ */
+#ifndef PERFCTL_CALL_H
+#define PERFCTL_CALL_H
+
+#include "perfctl.h"
+
+struct json_object;
+
+/* Timeout for commands the daemon answers at once. */
+#define CTL_CALL_TIMEOUT_MS (30 * 1000)
+
+/* Builds {"version": PERFD_PROTOCOL_VERSION, "command": command}.  NULL on
+ * ENOMEM.  The caller adds arguments and drops it with json_object_put(). */
+struct json_object *ctl_request_new(const char *command);
+
+/* Sends request to the daemon at env->socket_path and waits up to timeout_ms
+ * (< 0: forever) for the answer.  Returns PERFCTL_EXIT_OK and the whole
+ * answer object ({"version":1,"ok":true,...}, owned by the caller) in
+ * *ret_response; otherwise the error has been reported (see ctl_error(); a
+ * daemon error is printed as "perfctl: MESSAGE", or in JSON mode as the
+ * daemon's answer itself) and the exit code is returned:
+ * PERFCTL_EXIT_CONNECT, PERFCTL_EXIT_NO_PROCESS or PERFCTL_EXIT_FAILURE. */
+enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,
+			   int timeout_ms, struct json_object **ret_response);
+
+#endif

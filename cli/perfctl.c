@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfctl.c - perfctl's main(): global options, the subcommand table and
+ * the usage text.
+ *
+ * Design: like bpftool, a table of { "name", do_name } dispatches the first
+ * word; each subcommand parses its own options (and accepts the global ones
+ * after its name too).  main() alone owns the process's fate: it prints the
+ * usage after a usage error, checks stdout for write errors (a full disk or
+ * a closed pipe must not look like success) and returns the exit code the
+ * subcommand chose.  SIGPIPE is ignored so that a closed pipe shows up as
+ * EPIPE on stdout and is reported, rather than killing perfctl silently.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+#include "perfctl.h"
+#include "perfd/macro.h"
+#include "perfd/protocol.h"
+
+static const struct command {
+	const char *name;
+	ctl_command_fn fn;
+} commands[] = {
+	{ "status", do_status },
+	{ "ps", do_ps },
+	{ "snapshot", do_snapshot },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: perfctl [--socket PATH] [--json] COMMAND [OPTIONS]\n"
+		"\n"
+		"Commands:\n"
+		"  status                 perfd's counters, losses and limits\n"
+		"  ps [--interval S]      processes seen on CPU in the last S seconds\n"
+		"                         (1..%d, default %d), busiest first\n"
+		"  snapshot --pid PID --duration SECONDS [--format folded] [-o FILE]\n"
+		"                         profile one process for 0 < SECONDS <= %d and write\n"
+		"                         the profile to stdout, or to FILE (replaced only when\n"
+		"                         complete); a note and a summary go to stderr\n"
+		"  help                   this text\n"
+		"\n"
+		"Options (before or after the command):\n"
+		"  --socket PATH          perfd's socket; default $%s, else %s\n"
+		"  --json                 print exactly one JSON object on stdout: perfd's\n"
+		"                         answer as it came ({\"version\":1,\"ok\":true,...}), or\n"
+		"                         {\"ok\":false,\"error\":{\"code\":...,\"message\":...}}\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"Exit status:\n"
+		"  %d  success\n"
+		"  %d  failure: perfd reported an error, or an I/O or protocol error\n"
+		"  %d  usage error: bad or missing arguments, unknown command\n"
+		"  %d  cannot connect to perfd\n"
+		"  %d  no such process (snapshot)\n",
+		PERFD_PS_MAX_INTERVAL, PERFD_PS_DEFAULT_INTERVAL, PERFD_SNAPSHOT_MAX_SECONDS,
+		PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET, PERFCTL_EXIT_OK, PERFCTL_EXIT_FAILURE,
+		PERFCTL_EXIT_USAGE, PERFCTL_EXIT_CONNECT, PERFCTL_EXIT_NO_PROCESS);
+}
+
+/* True when the words after a command ask for help.  A "--" ends options. */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return false;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return true;
+	}
+	return false;
+}
+
+static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "socket", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *name;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			env->socket_path = optarg;
+			break;
+		case 'j':
+			env->json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return PERFCTL_EXIT_OK;
+		default:
+			ctl_option_error(env, "perfctl", c, argv);
+			return PERFCTL_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		ctl_error(env, CTL_ERR_USAGE, "missing command");
+		return PERFCTL_EXIT_USAGE;
+	}
+
+	name = argv[optind];
+	if (strcmp(name, "help") == 0) {
+		usage(stdout);
+		return PERFCTL_EXIT_OK;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
+		if (strcmp(name, commands[i].name) != 0)
+			continue;
+		if (wants_help(argc - optind, argv + optind)) {
+			usage(stdout);
+			return PERFCTL_EXIT_OK;
+		}
+		return commands[i].fn(env, argc - optind, argv + optind);
+	}
+	ctl_error(env, CTL_ERR_USAGE, "unknown command '%s'", name);
+	return PERFCTL_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl_env env = { .socket_path = PERFD_DEFAULT_SOCKET };
+	const char *s = getenv(PERFD_SOCKET_ENV);
+	enum perfctl_exit rc;
+
+	if (s && *s)
+		env.socket_path = s;
+	(void)signal(SIGPIPE, SIG_IGN);
+
+	rc = run(&env, argc, argv);
+	if (rc == PERFCTL_EXIT_USAGE)
+		usage(stderr);
+
+	/* errno still holds the cause when a subcommand stopped at a failed
+	 * write; fflush() sets it when the failure happens here. */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "perfctl: cannot write to stdout: %s\n",
+			strerror(errno ? errno : EIO));
+		if (rc == PERFCTL_EXIT_OK)
+			rc = PERFCTL_EXIT_FAILURE;
+	}
+	return rc;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ps.c - `perfctl ps`: which processes were on CPU in the last interval.
+ *
+ * Design: perfd already sorts and computes %CPU, so this file only prints.
+ * --json passes perfd's answer through unchanged ({"version":1,"ok":true,
+ * "interval_seconds":N,"processes":[{pid, comm, samples, cpu_percent,
+ * rss_bytes, peak_rss_bytes, ...}]}), every field the daemon sends included.
+ * The human table escapes COMM, since a process can name itself anything,
+ * escape sequences included.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <json-c/json.h>
+
+#include "call.h"
+#include "format.h"
+#include "output.h"
+#include "perfctl.h"
+#include "perfd/protocol.h"
+
+static void format_size_at(struct json_object *p, const char *key, char buf[static CTL_SIZE_MAX])
+{
+	int64_t v;
+
+	if (ctl_json_int(p, key, &v) && v >= 0)
+		(void)ctl_format_size((uint64_t)v, buf);
+	else
+		(void)snprintf(buf, CTL_SIZE_MAX, "-");
+}
+
+static int print_table(const struct ctl_env *env, struct json_object *resp)
+{
+	struct json_object *procs = ctl_json_path(resp, "processes");
+	size_t n;
+
+	if (!json_object_is_type(procs, json_type_array)) {
+		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's ps answer has no \"processes\" array");
+		return -EBADMSG;
+	}
+
+	printf("%7s %-16s %9s %6s %8s %8s\n", "PID", "COMM", "SAMPLES", "%CPU", "RSS", "PEAK");
+	n = json_object_array_length(procs);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *p = json_object_array_get_idx(procs, i);
+		_cleanup_free_ char *comm = ctl_json_string_escaped(p, "comm");
+		char pid[CTL_COUNT_MAX], samples[CTL_COUNT_MAX], cpu[16];
+		char rss[CTL_SIZE_MAX], peak[CTL_SIZE_MAX];
+		struct json_object *exited = ctl_json_path(p, "exited");
+		double pct;
+
+		if (ctl_json_double(p, "cpu_percent", &pct))
+			(void)snprintf(cpu, sizeof(cpu), "%.1f", pct);
+		else
+			(void)snprintf(cpu, sizeof(cpu), "-");
+		format_size_at(p, "rss_bytes", rss);
+		format_size_at(p, "peak_rss_bytes", peak);
+
+		printf("%7s %-16s %9s %6s %8s %8s%s\n", ctl_json_count(p, "pid", pid),
+		       comm ? comm : "-", ctl_json_count(p, "samples", samples), cpu, rss, peak,
+		       json_object_get_boolean(exited) ? "  (exited)" : "");
+	}
+	return 0;
+}
+
+enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{}
+	};
+	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
+	int64_t interval = PERFD_PS_DEFAULT_INTERVAL;
+	enum perfctl_exit rc;
+	int c;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:", options, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (ctl_parse_int64(optarg, 1, PERFD_PS_MAX_INTERVAL, &interval) < 0) {
+				ctl_error(env, CTL_ERR_USAGE,
+					  "ps: --interval must be a whole number of seconds, 1..%d, not '%s'",
+					  PERFD_PS_MAX_INTERVAL, optarg);
+				return PERFCTL_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			env->json = true;
+			break;
+		case 'S':
+			env->socket_path = optarg;
+			break;
+		default:
+			ctl_option_error(env, "ps", c, argv);
+			return PERFCTL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		ctl_error(env, CTL_ERR_USAGE, "ps: unexpected argument '%s'", argv[optind]);
+		return PERFCTL_EXIT_USAGE;
+	}
+
+	req = ctl_request_new("ps");
+	if (!req || json_object_object_add(req, "interval", json_object_new_int64(interval)) < 0) {
+		ctl_error(env, CTL_ERR_IO, "out of memory");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	rc = ctl_call(env, req, CTL_CALL_TIMEOUT_MS, &resp);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
+
+	if (env->json)
+		return ctl_print_answer(env, resp);
+	return print_table(env, resp) < 0 ? PERFCTL_EXIT_FAILURE : PERFCTL_EXIT_OK;
+}

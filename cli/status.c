@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * status.c - `perfctl status`: the daemon's health at a glance.
+ *
+ * Design: --json prints perfd's whole answer unchanged ({"version":1,
+ * "ok":true, ...result}), so scripts see every counter, including ones
+ * added after this perfctl was written.  Human output picks the fields a
+ * person checks first (is it sampling, is it losing samples, is it near its
+ * limits) and prints "-" for any field the daemon did not send.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <json-c/json.h>
+
+#include "call.h"
+#include "format.h"
+#include "output.h"
+#include "perfctl.h"
+
+static void print_status(struct json_object *r)
+{
+	_cleanup_free_ char *version = ctl_json_string_escaped(r, "daemon_version");
+	char a[CTL_COUNT_MAX], b[CTL_COUNT_MAX], c[CTL_COUNT_MAX];
+	char up[CTL_DURATION_MAX];
+	double uptime = -1, rss;
+	int64_t hz;
+
+	(void)ctl_json_double(r, "uptime_seconds", &uptime);
+	printf("perfd %s (protocol %s), pid %s, up %s\n", version ? version : "-",
+	       ctl_json_count(r, "protocol_version", a), ctl_json_count(r, "pid", b),
+	       ctl_format_duration(uptime, up));
+
+	if (ctl_json_int(r, "frequency_hz", &hz))
+		printf("Sampling:     %" PRId64 " Hz on %s CPUs (period %s ns)\n", hz,
+		       ctl_json_count(r, "cpus", a), ctl_json_count(r, "sample_period_ns", b));
+	else
+		printf("Sampling:     - Hz on %s CPUs\n", ctl_json_count(r, "cpus", a));
+
+	printf("Samples:      received %s, profiled %s, idle %s\n",
+	       ctl_json_count(r, "samples.received", a), ctl_json_count(r, "samples.profiled", b),
+	       ctl_json_count(r, "samples.idle", c));
+	printf("Lost:         %s total (ring buffer full %s, evicted %s)\n",
+	       ctl_json_count(r, "samples.lost_total", a),
+	       ctl_json_count(r, "samples.lost.ringbuf_full", b),
+	       ctl_json_count(r, "samples.lost.evicted", c));
+	printf("Truncated:    kernel stack %s, user stack %s, stack limit %s\n",
+	       ctl_json_count(r, "samples.truncated.kernel_stack", a),
+	       ctl_json_count(r, "samples.truncated.user_stack", b),
+	       ctl_json_count(r, "samples.truncated.stack_limit", c));
+	printf("Exit events:  received %s, lost %s\n",
+	       ctl_json_count(r, "exit_events.received", a),
+	       ctl_json_count(r, "exit_events.lost", b));
+	printf("Processes:    tracked %s, exited %s, evicted %s\n",
+	       ctl_json_count(r, "processes.tracked", a), ctl_json_count(r, "processes.exited", b),
+	       ctl_json_count(r, "processes.evicted", c));
+	printf("Interned:     stacks %s, frames %s, modules %s\n",
+	       ctl_json_count(r, "stacks.interned", a), ctl_json_count(r, "stacks.frames", b),
+	       ctl_json_count(r, "stacks.modules", c));
+	printf("Limits:       processes %s, stacks %s, frames %s\n",
+	       ctl_json_count(r, "limits.max_processes", a),
+	       ctl_json_count(r, "limits.max_stacks", b),
+	       ctl_json_count(r, "limits.max_frames", c));
+	if (ctl_json_double(r, "daemon_rss_bytes", &rss))
+		printf("Daemon RSS:   %.1f MiB\n", rss / (1024.0 * 1024.0));
+	else
+		printf("Daemon RSS:   -\n");
+}
+
+enum perfctl_exit do_status(struct ctl_env *env, int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{}
+	};
+	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
+	enum perfctl_exit rc;
+	int c;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			env->json = true;
+			break;
+		case 'S':
+			env->socket_path = optarg;
+			break;
+		default:
+			ctl_option_error(env, "status", c, argv);
+			return PERFCTL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		ctl_error(env, CTL_ERR_USAGE, "status: unexpected argument '%s'", argv[optind]);
+		return PERFCTL_EXIT_USAGE;
+	}
+
+	req = ctl_request_new("status");
+	if (!req) {
+		ctl_error(env, CTL_ERR_IO, "out of memory");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	rc = ctl_call(env, req, CTL_CALL_TIMEOUT_MS, &resp);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
+
+	if (env->json)
+		return ctl_print_answer(env, resp);
+	print_status(resp);
+	return PERFCTL_EXIT_OK;
+}
