@@ -19,14 +19,17 @@
  *  "status"   no arguments.  Result:
  *      daemon_version (string), protocol_version, pid, uptime_seconds,
  *      frequency_hz, cpus, sample_period_ns,
- *      samples: { received, idle, profiled,
+ *      samples: { taken (BPF program runs, idle included), idle,
+ *                 received (records the daemon aggregated), profiled
+ *                 (received and still in a profile),
  *                 lost: { ringbuf_full, evicted }, lost_total,
  *                 truncated: { kernel_stack, user_stack, stack_limit } },
  *      exit_events: { received, lost },
  *      processes: { tracked, exited, evicted },
- *      stacks: { interned, frames, modules },
+ *      stacks: { interned, frames, modules, aggregation_bytes },
+ *      symbols: { modules_loaded, modules_failed, kernel_symbols, memory_bytes },
  *      limits: { max_processes, max_stacks, max_frames },
- *      daemon_rss_bytes
+ *      clients, snapshots, daemon_rss_bytes
  *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
  *             (default PERFD_PS_DEFAULT_INTERVAL).  Result:
  *      interval_seconds (the window actually covered: min(interval, uptime)),
