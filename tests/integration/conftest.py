@@ -1,0 +1,48 @@
+"""Fixtures for perfd's integration tests (see perfdtest.py for the helpers).
+
+One daemon at the default frequency serves the whole session: starting one
+loads and attaches BPF, which is the slow part.  Tests share it but not its
+state: each profiles only processes it started itself and asserts only on
+those, or on counters it reads before and after.  Tests that need another
+configuration (test_profile's 999 Hz daemon, test_daemon's start/stop cases)
+start their own.  Every daemon is stopped with SIGTERM at the end and must
+exit 0 within 10 s and remove its socket.
+"""
+
+import pytest
+
+import perfdtest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def environment():
+    """Fails every test, loudly, on a machine that cannot run them."""
+    problems = perfdtest.environment_problems()
+    if problems:
+        pytest.fail("cannot run perfd's integration tests:\n  " + "\n  ".join(problems),
+                    pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def perfd(environment):
+    """The shared daemon, default options (99 Hz)."""
+    daemon = perfdtest.start_perfd()
+    yield daemon
+    daemon.stop()
+
+
+@pytest.fixture
+def workloads():
+    """A spawner: workloads("split", 7) starts build/workloads/split 7 and
+    returns a perfdtest.Workload.  Whatever is still running at the end of
+    the test is killed, so a failed test leaves no CPU burner behind."""
+    started = []
+
+    def spawn(name, *args):
+        w = perfdtest.Workload(name, *args)
+        started.append(w)
+        return w
+
+    yield spawn
+    for w in started:
+        w.kill()

@@ -1,0 +1,425 @@
+"""Helpers for perfd's integration tests: start the real daemon, talk to it
+through perfctl and through the raw socket, run workloads, read folded stacks.
+
+The daemon is started the way systemd starts it: NOTIFY_SOCKET points at a
+datagram socket we bind, and the daemon counts as up only once it has sent
+READY=1 (BPF attached, socket listening).  Everything that can hang has a
+timeout, and every failure message carries the daemon's stderr, because a
+test that fails without saying why costs more than it saves.
+"""
+
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+
+def build_dir():
+    """The build folder under test: $PERFD_BUILD (absolute, as `make
+    integration` passes it), else the repository's build/."""
+    return Path(os.environ.get("PERFD_BUILD") or REPO / "build")
+
+
+def perfd_binary():
+    return str(build_dir() / "perfd")
+
+
+def perfctl_binary():
+    return str(build_dir() / "perfctl")
+
+
+def workload_binary(name):
+    return str(build_dir() / "workloads" / name)
+
+
+def online_cpus():
+    """The number of online CPUs, from the kernel's own list ("0-1,4")."""
+    text = Path("/sys/devices/system/cpu/online").read_text().strip()
+    count = 0
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        count += int(last or first) - int(first) + 1
+    return count
+
+
+def max_sample_rate():
+    return int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
+
+
+def environment_problems():
+    """Why this machine cannot run the suite, as a list of sentences (empty
+    when it can).  The suite fails on these rather than skipping: a CI job
+    that silently skips every test looks exactly like one that passes."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the integration tests need root (BPF and perf events)")
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        problems.append("no kernel BTF at /sys/kernel/btf/vmlinux: CO-RE BPF cannot load")
+    if not Path("/proc/sys/kernel/unprivileged_bpf_disabled").exists():
+        problems.append("the kernel has no bpf() syscall (CONFIG_BPF_SYSCALL)")
+    for binary in (perfd_binary(), perfctl_binary()):
+        if not os.access(binary, os.X_OK):
+            problems.append(f"{binary} is missing: run `make all workloads`")
+    for name in ("split", "syscalls", "rss", "exiter", "spin"):
+        if not os.access(workload_binary(name), os.X_OK):
+            problems.append(f"workload {workload_binary(name)} is missing: run `make workloads`")
+    return problems
+
+
+def _read_text(path):
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError as e:
+        return f"<cannot read {path}: {e}>"
+
+
+def read_lines(sock, count):
+    """Reads up to count answer lines from a connected socket, each with its
+    '\n'.  Stops early at EOF; what came before EOF without a newline is
+    returned as a last, unterminated line.  Raises socket.timeout when the
+    socket's timeout passes without data."""
+    buf, lines = b"", []
+    while len(lines) < count:
+        if b"\n" in buf:
+            line, _, buf = buf.partition(b"\n")
+            lines.append(line + b"\n")
+            continue
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            # The daemon closed with bytes of ours unread (it answered and
+            # hung up on an over-long line): same as EOF once the queued
+            # answer has been read, which recv() returns first.
+            chunk = b""
+        if not chunk:
+            if buf:
+                lines.append(buf)
+            break
+        buf += chunk
+    return lines
+
+
+def decode_answer(line, what):
+    """Checks that line is one JSON object ending in a newline; returns it."""
+    assert line, f"perfd closed the connection without answering {what}"
+    assert line.endswith(b"\n"), f"answer to {what} not terminated by a newline: {line[:200]!r}"
+    try:
+        answer = json.loads(line)
+    except ValueError as e:
+        raise AssertionError(f"answer to {what} is not JSON ({e}): {line[:200]!r}")
+    assert isinstance(answer, dict), f"answer to {what} is not a JSON object: {line[:200]!r}"
+    return answer
+
+
+class Perfd:
+    """One running daemon: its process, its socket, how to talk to it."""
+
+    def __init__(self, proc, socket_path, tmpdir, frequency, stderr_path):
+        self.proc = proc
+        self.socket_path = socket_path
+        self.tmpdir = tmpdir
+        self.frequency = frequency  # as asked on the command line; None: default
+        self.stderr_path = stderr_path
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def stderr(self):
+        return _read_text(self.stderr_path)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def perfctl(self, *args, timeout=60):
+        """Runs `perfctl --socket SOCKET ARGS...`; returns (rc, stdout, stderr)."""
+        return run_perfctl("--socket", self.socket_path, *args, timeout=timeout)
+
+    def perfctl_json(self, *args, timeout=60):
+        """Runs perfctl with --json before ARGS, asserts exit 0, returns the
+        parsed JSON document."""
+        rc, out, err = self.perfctl("--json", *args, timeout=timeout)
+        assert rc == 0, f"perfctl --json {' '.join(args)} exited {rc}: {err}"
+        try:
+            return json.loads(out)
+        except ValueError as e:
+            raise AssertionError(f"perfctl --json {' '.join(args)} printed no JSON ({e}): {out!r}")
+
+    def connect(self, timeout=10.0):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(self.socket_path)
+        return s
+
+    def request(self, req, timeout=10.0):
+        """Sends one request on a new connection and returns the decoded
+        answer.  req is a JSON-able object (sent as one line) or raw bytes
+        (sent as they are).  A daemon that stops reading and closes is fine
+        as long as its answer arrives; one that closes without answering or
+        answers with something other than one JSON object fails the test."""
+        data = req if isinstance(req, bytes) else (json.dumps(req) + "\n").encode()
+        with self.connect(timeout) as s:
+            try:
+                s.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the daemon gave up reading; its answer may be queued
+            lines = read_lines(s, 1)
+        return decode_answer(lines[0] if lines else b"", repr(data[:80]))
+
+    def status(self):
+        answer = self.request({"version": 1, "command": "status"})
+        assert answer.get("ok") is True, f"status failed: {answer}"
+        return answer
+
+    def stop(self, sig=signal.SIGTERM):
+        """Asks the daemon to stop with sig and checks it did so cleanly:
+        exit status 0 within STOP_TIMEOUT seconds and its socket removed."""
+        if self.proc.poll() is not None:
+            raise AssertionError(
+                f"perfd died before it was asked to stop (status {self.proc.returncode})\n"
+                f"stderr:\n{self.stderr()}")
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(
+                f"perfd did not exit within {STOP_TIMEOUT:.0f} s of {sig.name}\n"
+                f"stderr:\n{self.stderr()}")
+        assert rc == 0, f"perfd exited with status {rc} on {sig.name}\nstderr:\n{self.stderr()}"
+        assert not os.path.exists(self.socket_path), \
+            f"perfd left its socket {self.socket_path} behind after {sig.name}"
+
+    def kill(self):
+        """Last-resort cleanup when a test already failed: no checks."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_perfctl(*args, timeout=60):
+    """Runs perfctl with exactly ARGS (no --socket added, $PERFD_SOCKET
+    removed); returns (rc, stdout, stderr) as text."""
+    env = dict(os.environ)
+    env.pop("PERFD_SOCKET", None)
+    p = subprocess.run([perfctl_binary(), *args], capture_output=True, env=env,
+                       timeout=timeout)
+    return (p.returncode, p.stdout.decode(errors="replace"),
+            p.stderr.decode(errors="replace"))
+
+
+class NotifySocket:
+    """The datagram socket a service manager listens on for sd_notify()."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.messages = []
+
+    def wait_ready(self, proc, timeout):
+        """Collects notifications until one says READY=1 (True), proc exits
+        or timeout seconds pass (False)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.drain(wait=0.1):
+                return True
+            if proc.poll() is not None:
+                return self.drain(wait=0)
+        return False
+
+    def drain(self, wait):
+        """Reads what has arrived (waiting up to wait seconds for the first
+        datagram); True once any message so far holds READY=1."""
+        while select.select([self.sock], [], [], wait)[0]:
+            self.messages.append(self.sock.recv(65536).decode(errors="replace"))
+            wait = 0
+        return any("READY=1" in m.split("\n") for m in self.messages)
+
+    def close(self):
+        self.sock.close()
+
+
+def make_tmpdir():
+    # Short, so that socket paths stay far below sun_path's 108 bytes.
+    return tempfile.mkdtemp(prefix="perfd-it-")
+
+
+def spawn_perfd(args, tmpdir, socket_path=None):
+    """Starts build/perfd with ARGS (plus --socket) under a notify socket,
+    without waiting.  Returns (proc, socket_path, notify, stderr_path)."""
+    socket_path = socket_path or os.path.join(tmpdir, "perfd.sock")
+    notify = NotifySocket(os.path.join(tmpdir, f"notify-{time.monotonic_ns()}"))
+    stderr_path = os.path.join(tmpdir, f"perfd-{time.monotonic_ns()}.stderr")
+    env = dict(os.environ)
+    env.pop("PERFD_SOCKET", None)
+    env["NOTIFY_SOCKET"] = notify.path
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen([perfd_binary(), "--socket", socket_path, *args],
+                                stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                env=env)
+    return proc, socket_path, notify, stderr_path
+
+
+def start_perfd(frequency=None, extra_args=(), tmpdir=None, socket_path=None):
+    """Starts a daemon and waits for its READY=1.  Fails loudly, with the
+    daemon's stderr, when it exits first or is not ready in READY_TIMEOUT."""
+    tmpdir = tmpdir or make_tmpdir()
+    args = list(extra_args)
+    if frequency is not None:
+        args += ["--frequency", str(frequency)]
+    proc, socket_path, notify, stderr_path = spawn_perfd(args, tmpdir, socket_path)
+    try:
+        ready = notify.wait_ready(proc, READY_TIMEOUT)
+    finally:
+        notify.close()
+    if not ready:
+        status = proc.poll()
+        if status is None:
+            proc.kill()
+            proc.wait()
+            why = f"did not send READY=1 within {READY_TIMEOUT:.0f} s"
+        else:
+            why = f"exited with status {status} before sending READY=1"
+        raise AssertionError(
+            f"perfd {' '.join(args)} {why}\nnotifications: {notify.messages}\n"
+            f"stderr:\n{_read_text(stderr_path)}")
+    assert os.path.exists(socket_path), \
+        f"perfd sent READY=1 but {socket_path} does not exist"
+    return Perfd(proc, socket_path, tmpdir, frequency, stderr_path)
+
+
+def run_perfd_expect_exit(args, timeout=30, tmpdir=None, socket_path=None):
+    """Runs a perfd that is expected to refuse to start.  Returns (status,
+    stderr, ready) where ready says whether it (wrongly) sent READY=1."""
+    tmpdir = tmpdir or make_tmpdir()
+    proc, socket_path, notify, stderr_path = spawn_perfd(args, tmpdir, socket_path)
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(
+                f"perfd {' '.join(args)} was expected to exit but still ran after "
+                f"{timeout} s\nstderr:\n{_read_text(stderr_path)}")
+        ready = notify.drain(wait=0)
+    finally:
+        notify.close()
+    return proc.returncode, _read_text(stderr_path), ready
+
+
+class Workload:
+    """A workload process from build/workloads, with line-wise access to its
+    stdout.  Always kill() it at the end (the `workloads` fixture does)."""
+
+    def __init__(self, name, *args):
+        self.name = name
+        self.proc = subprocess.Popen([workload_binary(name), *map(str, args)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self._buf = b""
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def expect_line(self, prefix, timeout=60):
+        """Waits for the next stdout line and checks it starts with prefix;
+        returns the line without its newline."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise AssertionError(f"{self.name} printed no line within {timeout} s "
+                                     f"(waiting for {prefix!r})")
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise AssertionError(f"{self.name} ended its output before {prefix!r} "
+                                     f"(status {self.proc.wait()})")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        text = line.decode()
+        assert text.startswith(prefix), f"{self.name} printed {text!r}, expected {prefix!r}"
+        return text
+
+    def finish(self, timeout=120):
+        """Waits for the process to end; asserts it exited 0; returns the rest
+        of its stdout as text."""
+        out, err = self.proc.communicate(timeout=timeout)
+        assert self.proc.returncode == 0, \
+            f"{self.name} exited with {self.proc.returncode}: {err.decode(errors='replace')}"
+        return (self._buf + out).decode()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+
+
+# --- folded stacks -----------------------------------------------------------
+
+_OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
+
+
+def parse_folded(text):
+    """Parses folded output ("comm;root;...;leaf COUNT" per line) into
+    {(comm, root, ..., leaf): count}.  Any line that is not of that form
+    fails the test: the format is a contract with other tools."""
+    stacks = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stack, sep, count = line.rpartition(" ")
+        assert sep and stack and count.isdigit() and int(count) > 0, \
+            f"folded line {lineno} is not 'comm;frames COUNT': {line!r}"
+        frames = tuple(stack.split(";"))
+        stacks[frames] = stacks.get(frames, 0) + int(count)
+    return stacks
+
+
+def is_kernel(frame):
+    return frame.endswith("_[k]")
+
+
+def function(frame):
+    """A frame's bare function name: without the kernel suffix or a
+    "+0x1f" offset, should the encoder add one."""
+    if is_kernel(frame):
+        frame = frame[: -len("_[k]")]
+    return _OFFSET.sub("", frame)
+
+
+def functions(stack):
+    """The bare function names of a stack, comm (its first element) left out."""
+    return [function(f) for f in stack[1:]]
+
+
+def total(stacks):
+    return sum(stacks.values())
+
+
+def count_where(stacks, predicate):
+    """Samples whose stack satisfies predicate(stack)."""
+    return sum(n for s, n in stacks.items() if predicate(s))
+
+
+def contains(name):
+    """Predicate: the stack holds a frame of function name."""
+    return lambda stack: name in functions(stack)
+
+
+def show(stacks, limit=15):
+    """The heaviest stacks, one per line, for failure messages."""
+    top = sorted(stacks.items(), key=lambda kv: -kv[1])[:limit]
+    return "\n".join(f"  {n:6d} {';'.join(s)}" for s, n in top)

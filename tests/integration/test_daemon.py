@@ -1,0 +1,78 @@
+"""perfd's life cycle: it refuses what it cannot do (a socket another perfd
+serves, an impossible frequency) with a clear message and without touching
+the running instance, takes over a stale socket file, and stops cleanly.
+Each test starts its own daemons, so a failure here cannot break others."""
+
+import os
+import re
+import signal
+import socket
+
+import perfdtest
+
+
+def test_second_daemon_on_same_socket_refuses_and_first_keeps_serving():
+    """A second perfd on a socket a live perfd serves exits non-zero, says
+    why, never reports READY, and leaves the first one serving on its
+    socket.  Protects against two daemons fighting over one socket (and the
+    second unlinking the first's)."""
+    first = perfdtest.start_perfd()
+    try:
+        status, err, ready = perfdtest.run_perfd_expect_exit([], tmpdir=first.tmpdir,
+                                                             socket_path=first.socket_path)
+        assert status != 0, f"second perfd exited 0\nstderr:\n{err}"
+        assert not ready, "second perfd sent READY=1 although it refused to start"
+        assert re.search(r"already|in use|another|running", err, re.IGNORECASE), \
+            f"second perfd does not say the socket is taken:\n{err}"
+        assert os.path.exists(first.socket_path), "the first perfd's socket is gone"
+        assert first.alive(), f"first perfd died\nstderr:\n{first.stderr()}"
+        assert first.status()["pid"] == first.pid, "the socket no longer leads to the first perfd"
+    except BaseException:
+        first.kill()
+        raise
+    first.stop()
+
+
+def assert_frequency_refused(frequency):
+    status, err, ready = perfdtest.run_perfd_expect_exit(["--frequency", str(frequency)])
+    assert status != 0, f"perfd --frequency {frequency} exited 0\nstderr:\n{err}"
+    assert not ready, f"perfd --frequency {frequency} sent READY=1"
+    assert "frequency" in err.lower(), \
+        f"perfd --frequency {frequency} does not say what is wrong:\n{err}"
+
+
+def test_frequency_zero_is_refused():
+    """--frequency 0 is an error, reported as such, not a default."""
+    assert_frequency_refused(0)
+
+
+def test_frequency_above_kernel_limit_is_refused():
+    """A frequency above kernel.perf_event_max_sample_rate is refused with a
+    message, instead of failing obscurely in perf_event_open or sampling at
+    some other rate."""
+    assert_frequency_refused(perfdtest.max_sample_rate() + 1)
+
+
+def test_stale_socket_file_is_replaced():
+    """A socket file left by a perfd that died (nobody listening) does not
+    stop a new perfd: it replaces it and serves.  Protects restarts after a
+    crash or SIGKILL."""
+    tmpdir = perfdtest.make_tmpdir()
+    path = os.path.join(tmpdir, "perfd.sock")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(path)
+    stale.close()  # the file stays, nobody listens: what a crash leaves
+    daemon = perfdtest.start_perfd(tmpdir=tmpdir, socket_path=path)
+    try:
+        assert daemon.status()["pid"] == daemon.pid
+    except BaseException:
+        daemon.kill()
+        raise
+    daemon.stop()
+
+
+def test_sigint_stops_cleanly():
+    """SIGINT (Ctrl-C in a terminal) stops perfd like SIGTERM: exit 0 within
+    10 s, socket removed.  (SIGTERM is checked by every fixture teardown.)"""
+    daemon = perfdtest.start_perfd()
+    daemon.stop(signal.SIGINT)
