@@ -259,7 +259,7 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 		refresh_maps(p, now_ns);
 	if (p->maps)
 		m = procmaps_find(p->maps, addr);
-	if (!m && (!p->maps || now_ns - p->maps_read_ns > MAPS_REREAD_INTERVAL_NS)) {
+	if (!m && now_ns - p->maps_read_ns > MAPS_REREAD_INTERVAL_NS) {
 		refresh_maps(p, now_ns);
 		if (p->maps)
 			m = procmaps_find(p->maps, addr);
