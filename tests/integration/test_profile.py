@@ -1,5 +1,6 @@
 """What perfd measures: where CPU goes (split, syscalls), how much of it
-(spin), memory (rss), and processes that end mid-snapshot (exiter).
+(spin, ps windows), memory (rss), and processes that end mid-snapshot
+(exiter).
 
 Every workload is sized in CPU seconds, so sample counts do not depend on how
 busy the machine is, and every snapshot is given a duration longer than its
@@ -73,7 +74,7 @@ def test_split_attributes_cpu_to_the_right_functions(perfd_fast, workloads):
         f"main in only {with_main} of {n} samples ({with_main / n:.1%})\n{show(stacks)}"
 
 
-READ_PATH = {"read_zero", "vfs_read", "ksys_read", "__x64_sys_read", "do_syscall_64"}
+READ_PATH = {"read_zero", "vfs_read", "ksys_read", "__x64_sys_read"}
 
 
 def test_syscalls_kernel_frames_sit_under_user_frames(perfd, workloads):
