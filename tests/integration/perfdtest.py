@@ -12,6 +12,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -124,8 +125,9 @@ def decode_answer(line, what):
 class Perfd:
     """One running daemon: its process, its socket, how to talk to it."""
 
-    def __init__(self, proc, socket_path, tmpdir, frequency, stderr_path):
+    def __init__(self, proc, socket_path, tmpdir, frequency, stderr_path, own_tmpdir):
         self.proc = proc
+        self.own_tmpdir = own_tmpdir  # remove tmpdir after a clean stop
         self.socket_path = socket_path
         self.tmpdir = tmpdir
         self.frequency = frequency  # as asked on the command line; None: default
@@ -200,6 +202,8 @@ class Perfd:
         assert rc == 0, f"perfd exited with status {rc} on {sig.name}\nstderr:\n{self.stderr()}"
         assert not os.path.exists(self.socket_path), \
             f"perfd left its socket {self.socket_path} behind after {sig.name}"
+        if self.own_tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
 
     def kill(self):
         """Last-resort cleanup when a test already failed: no checks."""
@@ -274,7 +278,10 @@ def spawn_perfd(args, tmpdir, socket_path=None):
 
 def start_perfd(frequency=None, extra_args=(), tmpdir=None, socket_path=None):
     """Starts a daemon and waits for its READY=1.  Fails loudly, with the
-    daemon's stderr, when it exits first or is not ready in READY_TIMEOUT."""
+    daemon's stderr, when it exits first or is not ready in READY_TIMEOUT.
+    A tmpdir made here is removed when the daemon stops cleanly, and kept
+    (with the daemon's stderr in it) when anything failed."""
+    own_tmpdir = tmpdir is None
     tmpdir = tmpdir or make_tmpdir()
     args = list(extra_args)
     if frequency is not None:
@@ -297,12 +304,13 @@ def start_perfd(frequency=None, extra_args=(), tmpdir=None, socket_path=None):
             f"stderr:\n{_read_text(stderr_path)}")
     assert os.path.exists(socket_path), \
         f"perfd sent READY=1 but {socket_path} does not exist"
-    return Perfd(proc, socket_path, tmpdir, frequency, stderr_path)
+    return Perfd(proc, socket_path, tmpdir, frequency, stderr_path, own_tmpdir)
 
 
 def run_perfd_expect_exit(args, timeout=30, tmpdir=None, socket_path=None):
     """Runs a perfd that is expected to refuse to start.  Returns (status,
     stderr, ready) where ready says whether it (wrongly) sent READY=1."""
+    own_tmpdir = tmpdir is None
     tmpdir = tmpdir or make_tmpdir()
     proc, socket_path, notify, stderr_path = spawn_perfd(args, tmpdir, socket_path)
     try:
@@ -317,7 +325,10 @@ def run_perfd_expect_exit(args, timeout=30, tmpdir=None, socket_path=None):
         ready = notify.drain(wait=0)
     finally:
         notify.close()
-    return proc.returncode, _read_text(stderr_path), ready
+    stderr = _read_text(stderr_path)
+    if own_tmpdir:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return proc.returncode, stderr, ready
 
 
 class Workload:

@@ -5,6 +5,7 @@ Each test starts its own daemons, so a failure here cannot break others."""
 
 import os
 import re
+import shutil
 import signal
 import socket
 
@@ -69,6 +70,7 @@ def test_stale_socket_file_is_replaced():
         daemon.kill()
         raise
     daemon.stop()
+    shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def test_sigint_stops_cleanly():
