@@ -479,13 +479,13 @@ struct process *aggregator_find_process(struct aggregator *a, uint32_t pid)
 	return slot ? (struct process *)(uintptr_t)*slot : NULL;
 }
 
-uint64_t process_recent_samples(const struct process *p, uint64_t now_ns,
-				unsigned seconds)
+uint64_t process_window_samples(const struct process *p, uint64_t first_second,
+				uint64_t end_second)
 {
-	uint64_t now = now_ns / NSEC_PER_SEC, sum = 0;
+	uint64_t sum = 0;
 
 	for (size_t i = 0; i < AGG_BUCKETS; i++)
-		if (p->bucket_second[i] <= now && p->bucket_second[i] + seconds > now)
+		if (p->bucket_second[i] >= first_second && p->bucket_second[i] < end_second)
 			sum += p->bucket_samples[i];
 	return sum;
 }

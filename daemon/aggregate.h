@@ -101,10 +101,10 @@ void aggregator_foreach_process(struct aggregator *a,
 /* The current incarnation of pid, or NULL. */
 struct process *aggregator_find_process(struct aggregator *a, uint32_t pid);
 
-/* Samples of p whose timestamp falls in the last `seconds` one-second
- * buckets up to now_ns. */
-uint64_t process_recent_samples(const struct process *p, uint64_t now_ns,
-				unsigned seconds);
+/* Samples of p whose timestamp falls in the whole seconds
+ * [first_second, end_second) of CLOCK_MONOTONIC; at most AGG_BUCKETS back. */
+uint64_t process_window_samples(const struct process *p, uint64_t first_second,
+				uint64_t end_second);
 uint64_t process_rss_bytes(const struct process *p);
 
 /* Starts counting samples for c (filled by the caller: pid, start_ticks,

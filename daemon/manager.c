@@ -376,7 +376,7 @@ static int on_request(void *userdata, struct client *c, const char *line, size_t
 	case PERFD_CMD_PS:
 		drain(m);
 		reply_json(c, query_ps(m->aggregator, now_monotonic_ns(), req.interval_seconds,
-				       uptime_seconds(m), m->opts.frequency_hz));
+				       m->start_ns, m->opts.frequency_hz));
 		return 0;
 	case PERFD_CMD_SNAPSHOT:
 		answer = start_snapshot(m, c, &req);

@@ -116,15 +116,14 @@ struct ps_row {
 struct ps_ctx {
 	struct ps_row *rows;
 	size_t n, cap;
-	uint64_t now_ns;
-	unsigned interval;
+	uint64_t first_second, end_second;
 	int oom;
 };
 
 static void collect_row(struct process *p, void *userdata)
 {
 	struct ps_ctx *ctx = userdata;
-	uint64_t n = process_recent_samples(p, ctx->now_ns, ctx->interval);
+	uint64_t n = process_window_samples(p, ctx->first_second, ctx->end_second);
 
 	if (n == 0 || ctx->oom)
 		return;
@@ -152,11 +151,29 @@ static int row_cmp(const void *x, const void *y)
 }
 
 json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
-		      double uptime_seconds, unsigned frequency_hz)
+		      uint64_t start_ns, unsigned frequency_hz)
 {
-	struct ps_ctx ctx = { .now_ns = now_ns, .interval = interval };
+	struct ps_ctx ctx = { .end_second = now_ns / NSEC_PER_SEC };
 	json_object *o, *list;
 	double covered;
+
+	/* The window is the last `interval` whole seconds: samples are counted
+	 * per second of their timestamp, and a whole second has a known length
+	 * (the current one does not, and would make short windows noisy).  In
+	 * the daemon's first seconds it is the time since the start. */
+	ctx.first_second = ctx.end_second - MIN(interval, ctx.end_second);
+	covered = interval;
+	if (ctx.first_second * NSEC_PER_SEC < start_ns) {
+		if (ctx.end_second * NSEC_PER_SEC > start_ns) {
+			covered = (double)(ctx.end_second * NSEC_PER_SEC - start_ns) / NSEC_PER_SEC;
+		} else {
+			/* not one whole second yet: take the partial one */
+			ctx.end_second++;
+			covered = (double)(now_ns - start_ns) / NSEC_PER_SEC;
+		}
+	}
+	if (covered < 1e-3)
+		covered = 1e-3;
 
 	aggregator_foreach_process(a, collect_row, &ctx);
 	if (ctx.oom) {
@@ -164,14 +181,6 @@ json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
 		return NULL;
 	}
 	qsort(ctx.rows, ctx.n, sizeof(*ctx.rows), row_cmp);
-
-	/* The window is the current, partial second plus interval-1 whole
-	 * ones, never more than the daemon has been running. */
-	covered = (interval - 1) + (double)(now_ns % NSEC_PER_SEC) / NSEC_PER_SEC;
-	if (covered > uptime_seconds)
-		covered = uptime_seconds;
-	if (covered <= 0)
-		covered = 1e-3;
 
 	o = query_ok();
 	list = json_object_new_array();

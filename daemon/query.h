@@ -30,10 +30,11 @@ struct status_info {
 /* New reference; NULL when out of memory. */
 json_object *query_status(const struct status_info *info);
 
-/* The processes with samples in the last interval_seconds up to now_ns,
- * most samples first.  The window covered is never longer than uptime. */
+/* The processes with samples in the last interval_seconds whole seconds
+ * before now_ns, most samples first; never before start_ns, when the
+ * daemon started (CLOCK_MONOTONIC ns). */
 json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval_seconds,
-		      double uptime_seconds, unsigned frequency_hz);
+		      uint64_t start_ns, unsigned frequency_hz);
 
 /* {"version":1,"ok":true} to which the caller adds fields. */
 json_object *query_ok(void);

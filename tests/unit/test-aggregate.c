@@ -262,10 +262,11 @@ Test(aggregate, recent_samples_by_second)
 	feed_user(NOPID, 1, 105 * SEC + 5, 0x1000, 0x2000);
 	feed_user(NOPID, 1, 109 * SEC + 5, 0x1000, 0x2000);
 	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(process_recent_samples(p, 109 * SEC + 7, 1), 1);
-	cr_assert_eq(process_recent_samples(p, 109 * SEC + 7, 5), 2);
-	cr_assert_eq(process_recent_samples(p, 109 * SEC + 7, 10), 3);
-	cr_assert_eq(process_recent_samples(p, 200 * SEC, 60), 0);
+	cr_assert_eq(process_window_samples(p, 109, 110), 1);
+	cr_assert_eq(process_window_samples(p, 105, 110), 2);
+	cr_assert_eq(process_window_samples(p, 100, 110), 3);
+	cr_assert_eq(process_window_samples(p, 101, 109), 1);
+	cr_assert_eq(process_window_samples(p, 140, 200), 0);
 	destroy();
 }
 
