@@ -94,13 +94,19 @@ workloads: $(WORKLOAD_BINS)
 unit: deps-test $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t --jobs 2; done
 
+INTEGRATION_TESTS ?= tests/integration
+# Under ASan+UBSan the daemon runs the suites that attack its input paths.
+SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
+	tests/integration/test_cli.py tests/integration/test_daemon.py
+
 integration: deps-test all workloads
-	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider tests/integration
+	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider $(INTEGRATION_TESTS)
 
 test: deps-test
 	$(MAKE) all unit workloads
 	$(MAKE) integration
 	$(MAKE) SANITIZE=1 all unit
+	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS="$(SANITIZED_INTEGRATION_TESTS)"
 
 run: deps all
 	@mkdir -p run
