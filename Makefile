@@ -85,7 +85,7 @@ $(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
 
 # Workloads have known hot paths; frame pointers, leaf functions included,
 # keep their stacks whole under the frame-pointer walk.
-$(BUILD)/workloads/%: tests/workloads/%.c
+$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/workload.h
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
 

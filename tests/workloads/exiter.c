@@ -12,30 +12,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-static volatile uint64_t sink;
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0) {
-		perror("clock_gettime");
-		exit(1);
-	}
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "workload.h"
 
 __attribute__((noipa)) static void busy_until_exit(double seconds)
 {
-	double until = cpu_seconds() + seconds;
-
-	while (cpu_seconds() < until) {
-		uint64_t x = sink | 1;
-
-		for (int i = 0; i < 100000; i++)
-			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		sink = x;
-	}
+	burn_until(cpu_seconds() + seconds);
 }
 
 int main(int argc, char **argv)

@@ -21,32 +21,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "workload.h"
+
 #define SIZE (200UL * 1024 * 1024)
-
-static volatile uint64_t sink;
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0) {
-		perror("clock_gettime");
-		exit(1);
-	}
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Burns CPU until the process has used `until` CPU seconds in total. */
-static void burn_until(double until)
-{
-	while (cpu_seconds() < until) {
-		uint64_t x = sink | 1;
-
-		for (int i = 0; i < 100000; i++)
-			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		sink = x;
-	}
-}
 
 __attribute__((noipa)) static void spin_holding(double seconds)
 {
@@ -56,17 +33,6 @@ __attribute__((noipa)) static void spin_holding(double seconds)
 __attribute__((noipa)) static void spin_freed(double seconds)
 {
 	burn_until(cpu_seconds() + seconds);
-}
-
-static int parse_seconds(const char *s, double *ret)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || *end != '\0' || !(v >= 0))
-		return -1;
-	*ret = v;
-	return 0;
 }
 
 int main(int argc, char **argv)

@@ -19,41 +19,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static volatile uint64_t sink;
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0) {
-		perror("clock_gettime");
-		exit(1);
-	}
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "workload.h"
 
 __attribute__((noipa)) static void spin_burn(double seconds)
 {
-	double until = cpu_seconds() + seconds;
-
-	while (cpu_seconds() < until) {
-		uint64_t x = sink | 1;
-
-		for (int i = 0; i < 100000; i++)
-			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		sink = x;
-	}
-}
-
-static int parse_seconds(const char *s, double *ret)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || *end != '\0' || !(v >= 0))
-		return -1;
-	*ret = v;
-	return 0;
+	burn_until(cpu_seconds() + seconds);
 }
 
 int main(int argc, char **argv)

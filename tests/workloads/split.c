@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "workload.h"
+
 /* About 0.1 ms per unit on a 3 GHz core: a multiply-add chain, each step
  * depending on the previous one, so its cost does not depend on what the
  * compiler or the CPU can overlap. */
@@ -25,15 +27,13 @@
 
 #define BURN(units)                                                            \
 	do {                                                                   \
-		uint64_t x_ = sink | 1;                                        \
+		uint64_t x_ = workload_sink | 1;                                        \
 		for (unsigned long i_ = 0; i_ < (units) * UNIT_ITERS; i_++)   \
 			x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL; \
 		publish(x_);                                                   \
 	} while (0)
 
 /* Written by both burners so that their loops cannot be optimised away. */
-static volatile uint64_t sink;
-
 /* Stores a burner's result.  It is a call, not a plain store, for a reason:
  * GCC drops the frame pointer of a leaf function that uses no stack, even
  * with -fno-omit-frame-pointer (ix86_finalize_stack_frame_flags), and a
@@ -41,7 +41,7 @@ static volatile uint64_t sink;
  * Calling publish() keeps the burners non-leaf, with a frame of their own. */
 __attribute__((noipa)) static void publish(uint64_t x)
 {
-	sink = x;
+	workload_sink = x;
 }
 
 /* noipa: keep both functions separate frames; never inlined, cloned or
@@ -54,17 +54,6 @@ __attribute__((noipa)) static void hot_three_quarters(unsigned long units)
 __attribute__((noipa)) static void cold_one_quarter(unsigned long units)
 {
 	BURN(units);
-}
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0) {
-		perror("clock_gettime");
-		exit(1);
-	}
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 #define BLOCK (1024 * 1024)
 #define READS_PER_CALL 16
 
@@ -36,17 +38,6 @@ __attribute__((noipa)) static long read_zero_blocks(int fd, char *buf)
 		total += n;
 	}
 	return total;
-}
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0) {
-		perror("clock_gettime");
-		exit(1);
-	}
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)
