@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind.h - the unwind tables shared by the daemon (which builds them from
+ * .eh_frame/.debug_frame) and bpf/perfd.bpf.c (which walks user stacks with
+ * them, without copying the stack).
+ *
+ * A table is a sorted array of rows for one binary.  A row holds from its pc
+ * up to the next row's pc, and says how to find the caller's frame:
+ *   CFA  = (rsp or rbp) + cfa_offset          (PERFD_CFA_RSP / _RBP)
+ *   return address = *(CFA - 8)               (always so on x86_64)
+ *   rbp  = *(CFA + 8 * rbp_offset8)  when rbp_offset8 != 0 and != PERFD_RBP_LOST,
+ *          unchanged when 0, unknown when PERFD_RBP_LOST.
+ * pc is relative to the table's base address (the binary's lowest
+ * executable vaddr), so that 32 bits suffice for any binary below 4 GiB.
+ * Rows are 8 bytes so a large library (libpython: ~100k rows) costs < 1 MiB.
+ *
+ * Programs attached to other architectures do not use these tables yet.
+ */
+#ifndef PERFD_UNWIND_H
+#define PERFD_UNWIND_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+enum perfd_cfa_type {
+	PERFD_CFA_END = 0,      /* no caller: outermost frame (RA undefined), or no FDE here */
+	PERFD_CFA_RSP = 1,      /* CFA = rsp + cfa_offset */
+	PERFD_CFA_RBP = 2,      /* CFA = rbp + cfa_offset */
+	PERFD_CFA_PLT = 3,      /* PLT stub: CFA = rsp + 8 + (((rip & 15) >= cfa_offset) ? 8 : 0) */
+	PERFD_CFA_SIGNAL = 4,   /* signal trampoline: registers saved in the ucontext at rsp */
+	PERFD_CFA_UNSUPPORTED = 5, /* a rule BPF cannot evaluate: the stack ends here, truncated */
+};
+
+#define PERFD_RBP_LOST (-128)
+
+struct perfd_unwind_row {
+	__u32 pc;
+	__s16 cfa_offset;
+	__u8 cfa_type;   /* enum perfd_cfa_type */
+	__s8 rbp_offset8;
+};
+
+#endif
