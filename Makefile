@@ -20,7 +20,7 @@ BPFTOOL ?= bpftool
 PYTHON ?= /usr/bin/python3
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-PKGS := libbpf libelf libsystemd json-c
+PKGS := libbpf libdw libelf libsystemd json-c
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -118,3 +118,27 @@ run: deps all
 
 clean:
 	rm -rf build build-san run
+
+# --- benchmarks (not part of `make test`) ------------------------------
+# `make bench` measures perfd next to perf record and bpftrace and writes
+# $(BUILD)/bench.json; `make bench-compare OLD=a.json NEW=b.json` prints the
+# changes between two such files.  See docs/PERFORMANCE.md.
+BENCH_WORKLOAD_SRCS := $(sort $(wildcard tests/bench/workloads/*.c))
+BENCH_WORKLOAD_BINS := $(patsubst tests/bench/workloads/%.c,$(BUILD)/bench/%,$(BENCH_WORKLOAD_SRCS))
+BENCH_ARGS ?=
+
+# Like the test workloads: frame pointers everywhere, leaves included, so
+# the frame-pointer walks of all three profilers see whole stacks.
+$(BUILD)/bench/%: tests/bench/workloads/%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
+
+.PHONY: bench bench-compare
+bench:
+	@packaging/install-deps.sh bench
+	$(MAKE) all $(BENCH_WORKLOAD_BINS)
+	$(PYTHON) tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+
+bench-compare:
+	@test -n "$(OLD)" -a -n "$(NEW)" || { echo "usage: make bench-compare OLD=old.json NEW=new.json" >&2; exit 2; }
+	$(PYTHON) tests/bench/bench.py --compare $(OLD) $(NEW)
