@@ -1,0 +1,689 @@
+#!/usr/bin/python3
+"""bench.py - `make bench`: what perfd costs, measured side by side with
+`perf record` and `bpftrace` on the same workloads in the same run.
+
+Phases (run one after the other: on a 2-CPU machine, two at once would
+measure each other):
+  cost      kernel cost per sample (BPF run time / run count) of perfd and
+            of bpftrace, and the CPU of the perfd, perf record and bpftrace
+            processes, at 99 and 999 Hz, with a deep-stack CPU burner on
+            every CPU;
+  procs     perfd's RSS idle and after 500 sleeping-and-waking processes;
+  stacks    perfd's RSS per unique stack, and how long status, ps and a
+            snapshot of ~10k and ~100k unique stacks take to answer;
+  fidelity  samples received vs expected and the error on a known 75/25
+            split, perfd and perf record watching the same run;
+  slowdown  wall time of a fixed amount of work with and without perfd at
+            999 Hz, alternating.
+
+Every figure is measured in at least --runs runs and printed as min /
+median / max; ratios are taken within a run.  Results go to build/bench.json
+(every value with its unit) and build/bench.md (Markdown tables);
+`bench.py --compare OLD NEW` prints what changed between two bench.json.
+
+usage: bench.py [--build DIR] [--runs N] [--phases LIST] [--out FILE]
+       bench.py --compare OLD.json NEW.json
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import (BenchError, BpfStats, Bpftrace, CpuWindow, Perfd, PerfRecord, Procs,  # noqa: E402
+                      bpf_prog_name, cpu_ns, log, memory_kib, online_cpus, request, wait_until)
+import report  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+PHASES = ("cost", "procs", "stacks", "fidelity", "slowdown")
+MIB = 1024 * 1024
+
+# Stack depth of the deep-stack burner: deep enough that the frame-pointer
+# walk dominates, well under the 127-frame limit of both profilers.
+DEEP_DEPTH = 60
+# The unique-stacks workload walks 2^PATHS_DEPTH distinct call paths.
+PATHS_DEPTH = 20
+# perfd runs the unique-stacks phase at this rate, so that ~100k distinct
+# stacks are sampled within seconds, not minutes; what is measured there
+# (memory per stack, encoding time) depends on the number of stacks, not
+# on the rate they arrived at.
+STACKS_HZ = 9999
+
+GOALS = [
+    ("kernel cost/sample <= 0.5x bpftrace (999 Hz, frame-pointer stacks)", "kernel.ratio.999", 0.5, ""),
+    ("kernel cost/sample <= 0.5x bpftrace (99 Hz, frame-pointer stacks)", "kernel.ratio.99", 0.5, ""),
+    ("daemon <= 0.1% of one core at 99 Hz on all CPUs", "cpu.pct.perfd.99", 0.1, ""),
+    ("daemon RSS <= 30 MiB with 500 processes", "mem.procs.rss", 30.0, ""),
+    ("snapshot of 100k unique stacks <= 300 ms", "query.snapshot_100k.ms", 300.0, ""),
+]
+
+
+class Context:
+    def __init__(self, args, procs, results, tmpdir):
+        self.args = args
+        self.build = Path(args.build).resolve()
+        self.procs = procs
+        self.results = results
+        self.tmpdir = tmpdir
+        self.cpus = online_cpus()
+        self.runs = args.runs
+        self.window = args.window
+        self.perfd_bin = str(self.build / "perfd")
+
+    def workload(self, name):
+        return str(self.build / "bench" / name)
+
+    def add(self, *a, **kw):
+        self.results.add(*a, **kw)
+
+    def perfd(self, hz, extra=()):
+        return Perfd(self.procs, self.perfd_bin, self.tmpdir, hz, extra)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+# --- phase 1 and 2: kernel cost per sample, and the daemons' CPU ---------
+
+def measure_perfd(ctx, hz):
+    p = ctx.perfd(hz)
+    try:
+        time.sleep(ctx.args.warmup)
+        st0 = p.status()
+        w = CpuWindow(p.pid)
+        w.start()
+        time.sleep(ctx.window)
+        w.stop()
+        st1 = p.status()
+        if not getattr(ctx, "perfd_prog_checked", False):
+            names = [bpf_prog_name(i) for i in w.progs1]
+            if names != ["on_cpu_clock"]:
+                raise BenchError(f"perfd's perf_event programs are {names}, expected ['on_cpu_clock']")
+            ctx.perfd_prog_checked = True
+    finally:
+        p.stop()
+    lost = st1["samples"]["lost_total"] - st0["samples"]["lost_total"]
+    return {"w": w, "samples": w.run_cnt, "lost": lost,
+            "received": st1["samples"]["received"] - st0["samples"]["received"]}
+
+
+def measure_bpftrace(ctx, hz):
+    b = Bpftrace(ctx.procs, ctx.tmpdir, hz, ctx.cpus)
+    try:
+        time.sleep(ctx.args.warmup)
+        w = CpuWindow(b.pid)
+        w.start()
+        time.sleep(ctx.window)
+        w.stop()
+    finally:
+        b.stop()
+    return {"w": w, "samples": w.run_cnt}
+
+
+def measure_perf(ctx, hz):
+    p = PerfRecord(ctx.procs, ctx.tmpdir, hz, ctx.cpus)
+    try:
+        time.sleep(ctx.args.warmup)
+        w = CpuWindow(p.pid)
+        w.start()
+        time.sleep(ctx.window)
+        w.stop()
+    finally:
+        p.stop()
+        try:
+            os.unlink(p.data)
+        except OSError:
+            pass
+    # perf's samples are not observable while it runs: count the nominal
+    # number (it samples a timer, so nominal is what it takes).
+    return {"w": w, "samples": hz * ctx.cpus * w.seconds}
+
+
+def phase_cost(ctx):
+    tools = {"perfd": measure_perfd, "bpftrace": measure_bpftrace, "perf": measure_perf}
+    burner = ctx.procs.start([ctx.workload("deep"), "-d", str(DEEP_DEPTH), "-w", str(ctx.cpus),
+                              "-t", "3600"])
+    sec1 = "1. Kernel cost per sample (BPF run time / run count, deep-stack burner on every CPU)"
+    sec2 = "2. Daemon CPU (process user+sys over the same window)"
+    try:
+        time.sleep(0.3)
+        with BpfStats():
+            for hz in ctx.args.frequencies:
+                for run in range(ctx.runs):
+                    order = list(tools)[run % 3:] + list(tools)[:run % 3]
+                    log(f"cost: {hz} Hz, run {run + 1}/{ctx.runs} ({', '.join(order)})")
+                    m = {name: tools[name](ctx, hz) for name in order}
+                    if burner.poll() is not None:
+                        raise BenchError("the deep-stack burner exited early")
+                    k_perfd, k_bt = m["perfd"]["w"].ns_per_run(), m["bpftrace"]["w"].ns_per_run()
+                    ctx.add(f"kernel.perfd.{hz}", sec1, f"perfd on_cpu_clock, {hz} Hz", "ns/sample", k_perfd, "lower")
+                    ctx.add(f"kernel.bpftrace.{hz}", sec1, f"bpftrace profile, {hz} Hz", "ns/sample", k_bt, "lower")
+                    ctx.add(f"kernel.ratio.{hz}", sec1, f"perfd / bpftrace, {hz} Hz", "x", ratio(k_perfd, k_bt), "lower")
+                    pct = {}
+                    for name in order:
+                        w = m[name]["w"]
+                        pct[name] = w.cpu_seconds / w.seconds * 100
+                        per_k = w.cpu_seconds * 1000 / (m[name]["samples"] / 1000) if m[name]["samples"] else None
+                        label = {"perfd": "perfd", "perf": "perf record -g -a", "bpftrace": "bpftrace"}[name]
+                        ctx.add(f"cpu.pct.{name}.{hz}", sec2, f"{label}, {hz} Hz", "% of one core", pct[name], "lower")
+                        ctx.add(f"cpu.per_1k.{name}.{hz}", sec2, f"{label} per 1k samples, {hz} Hz",
+                                "CPU-ms / 1k samples", per_k, "lower")
+                    ctx.add(f"cpu.ratio.perf.{hz}", sec2, f"perfd / perf record, {hz} Hz", "x",
+                            ratio(pct["perfd"], pct["perf"]), "lower")
+                    ctx.add(f"cpu.ratio.bpftrace.{hz}", sec2, f"perfd / bpftrace, {hz} Hz", "x",
+                            ratio(pct["perfd"], pct["bpftrace"]), "lower")
+                    ctx.add(f"cpu.lost.perfd.{hz}", sec2, f"perfd samples lost in the window, {hz} Hz", "samples",
+                            m["perfd"]["lost"], "lower")
+    finally:
+        ctx.procs.stop(burner, signal.SIGKILL, group=True)
+
+
+# --- phase 3a: memory with many processes --------------------------------
+
+def phase_procs(ctx):
+    sec = "3. Daemon memory (RSS)"
+    n = ctx.args.processes
+    for run in range(ctx.runs):
+        log(f"procs: run {run + 1}/{ctx.runs}, {n} processes at 999 Hz")
+        p = ctx.perfd(999)
+        try:
+            time.sleep(1.0)
+            idle_kib, _ = memory_kib(p.pid)
+            st0 = p.status()
+            w = ctx.procs.start([ctx.workload("procs"), "-n", str(n), "-s", "5"])
+            rc = w.wait(timeout=90)
+            ctx.procs.forget(w)
+            if rc != 0:
+                raise BenchError(f"the procs workload exited with status {rc}")
+            time.sleep(0.5)  # two drains: every sample is in
+            rss_kib, hwm_kib = memory_kib(p.pid)
+            st1 = p.status()
+            ps, ps_s, _ = p.call({"command": "ps", "interval": 10}, timeout=30)
+            seen = sum(1 for e in ps["processes"] if e["comm"] == "procs")
+        finally:
+            p.stop()
+        ctx.add("mem.idle.rss", sec, "perfd RSS at idle (just started)", "MiB", idle_kib / 1024, "lower")
+        ctx.add("mem.procs.rss", sec, f"perfd RSS after {n} sleeping/waking processes", "MiB", rss_kib / 1024, "lower")
+        ctx.add("mem.procs.hwm", sec, f"perfd peak RSS (VmHWM), {n} processes", "MiB", hwm_kib / 1024, "lower")
+        ctx.add("mem.procs.seen", sec, f"workload processes perfd saw (of {n + 1})", "processes", seen, "higher")
+        ctx.add("mem.procs.tracked", sec, "processes perfd tracked (all of the machine's)", "processes",
+                st1["processes"]["tracked"])
+        grown = st1["processes"]["tracked"] - st0["processes"]["tracked"]
+        ctx.add("mem.procs.per_process", sec, "RSS growth per process tracked", "bytes",
+                (rss_kib - idle_kib) * 1024 / grown if grown > 0 else None, "lower")
+        ctx.add("query.ps.procs.ms", "5. Query latency (connect to last byte)",
+                f"ps with {seen}+ processes in the window", "ms", ps_s * 1000, "lower")
+
+
+# --- phase 3b and 5: memory per unique stack, query latency ---------------
+
+def timed_snapshot(p, pid, duration, on_close=None):
+    """Takes a snapshot of pid for duration seconds.  on_close, when given,
+    is called just before the window closes (with the snapshot still
+    running).  Returns (answer, seconds from the end of the window to the
+    answer's last byte, answer bytes, what on_close returned)."""
+    box = {}
+
+    def run():
+        try:
+            box["t0"] = time.perf_counter()
+            box["answer"] = request(p.socket, {"version": 1, "command": "snapshot", "pid": pid,
+                                               "duration": duration}, timeout=duration + 300)
+        except Exception as e:  # handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    closing = None
+    if on_close:
+        wait_until(lambda: "t0" in box, 5, "the snapshot thread")
+        time.sleep(max(0.0, box["t0"] + duration - 0.1 - time.perf_counter()))
+        closing = on_close()
+    t.join(duration + 330)
+    if "error" in box:
+        raise box["error"]
+    if "answer" not in box:
+        raise BenchError("the snapshot never answered")
+    answer, elapsed, size = box["answer"]
+    return answer, elapsed - duration, size, closing
+
+
+def profile_lines(answer):
+    return [line for line in answer.get("profile", "").split("\n") if line]
+
+
+def phase_stacks(ctx):
+    secm = "3. Daemon memory (RSS)"
+    secq = "5. Query latency (connect to last byte)"
+    extra = ["--max-stacks", "2000000", "--max-frames", "100000000"]
+    for run in range(ctx.runs):
+        log(f"stacks: run {run + 1}/{ctx.runs}, perfd at {STACKS_HZ} Hz")
+        p = ctx.perfd(STACKS_HZ, extra)
+        wl = None
+        try:
+            time.sleep(1.0)
+            idle_kib, _ = memory_kib(p.pid)
+            st_idle = p.status()
+            status_idle = [p.call({"command": "status"})[1] for _ in range(5)]
+            ps_idle = [p.call({"command": "ps"})[1] for _ in range(5)]
+
+            wl = ctx.procs.start([ctx.workload("paths"), "-d", str(PATHS_DEPTH), "-T", str(ctx.cpus),
+                                  "-s", "600"])
+            time.sleep(0.3)
+
+            # The workload is stopped (SIGSTOP) just before each window
+            # closes, so the encoding does not compete with it for the CPUs
+            # (it still competes with whatever else runs on the machine).
+            def pause():
+                os.kill(wl.pid, signal.SIGSTOP)
+
+            def resume():
+                os.kill(wl.pid, signal.SIGCONT)
+
+            # How fast unique stacks arrive depends on the CPU the workload
+            # gets, which other users of the machine change: learn it from a
+            # first window, and again from the '10k' one, to size the next.
+            cal, _, _, _ = timed_snapshot(p, wl.pid, 1.5, pause)
+            resume()
+            lines, seconds = len(profile_lines(cal)), cal["duration_seconds"]
+            d10 = min(max(10500 / max(lines / seconds, 100.0), 0.2), 20.0)
+
+            def close_window():
+                pause()
+                return cpu_ns(p.pid)
+
+            ans10, lat10, _, cpu10 = timed_snapshot(p, wl.pid, d10, close_window)
+            cpu10 = (cpu_ns(p.pid) - cpu10) / 1e9
+            resume()
+            lines += len(profile_lines(ans10))
+            seconds += ans10["duration_seconds"]
+
+            def close_100k():
+                pause()
+                kib, _ = memory_kib(p.pid)
+                st = p.status()
+                return kib, st, cpu_ns(p.pid)
+
+            d100 = min(max(105000 / max(lines / seconds, 100.0), 1.0), ctx.args.max_window)
+            ans100, lat100, size100, (rss_kib, st_full, cpu100) = timed_snapshot(p, wl.pid, d100, close_100k)
+            cpu100 = (cpu_ns(p.pid) - cpu100) / 1e9
+            _, hwm_kib = memory_kib(p.pid)
+            ctx.procs.stop(wl, signal.SIGKILL)
+            wl = None
+            time.sleep(0.3)
+
+            status_full = [p.call({"command": "status"})[1] for _ in range(7)]
+            ps_full = [p.call({"command": "ps"})[1] for _ in range(7)]
+            st_end = p.status()
+        finally:
+            if wl is not None:
+                ctx.procs.stop(wl, signal.SIGKILL)
+            p.stop()
+
+        n10, n100 = len(profile_lines(ans10)), len(profile_lines(ans100))
+        interned = st_full["stacks"]["interned"] - st_idle["stacks"]["interned"]
+        ctx.add("mem.stacks.idle", secm, f"perfd RSS at idle ({STACKS_HZ} Hz, large limits)", "MiB",
+                idle_kib / 1024, "lower")
+        ctx.add("mem.stacks.interned", secm, "unique stacks interned by the end", "stacks",
+                st_full["stacks"]["interned"], "higher")
+        ctx.add("mem.stacks.rss", secm, "perfd RSS with those stacks", "MiB", rss_kib / 1024, "lower")
+        ctx.add("mem.stacks.per_stack", secm, "RSS growth per unique stack", "bytes",
+                (rss_kib - idle_kib) * 1024 / interned if interned > 0 else None, "lower")
+        ctx.add("mem.stacks.agg_per_stack", secm, "perfd's own count (aggregation_bytes) per stack", "bytes",
+                st_full["stacks"]["aggregation_bytes"] / max(st_full["stacks"]["interned"], 1), "lower")
+        ctx.add("mem.stacks.hwm", secm, "perfd peak RSS (VmHWM) after encoding the big snapshot", "MiB",
+                hwm_kib / 1024, "lower")
+        ctx.add("mem.stacks.lost", secm, f"samples lost during the phase ({STACKS_HZ} Hz)", "samples",
+                st_end["samples"]["lost_total"], "lower")
+
+        ctx.add("query.status.idle.ms", secq, "status, idle daemon (median of 5)", "ms",
+                sorted(status_idle)[2] * 1000, "lower")
+        ctx.add("query.ps.idle.ms", secq, "ps, idle daemon (median of 5)", "ms", sorted(ps_idle)[2] * 1000, "lower")
+        ctx.add("query.status.full.ms", secq, "status, daemon holding the stacks (median of 7)", "ms",
+                sorted(status_full)[3] * 1000, "lower")
+        ctx.add("query.ps.full.ms", secq, "ps, daemon holding the stacks (median of 7)", "ms",
+                sorted(ps_full)[3] * 1000, "lower")
+        ctx.add("query.snapshot_10k.lines", secq, "snapshot '10k': unique stacks (folded lines) reached",
+                "stacks", n10, "higher")
+        ctx.add("query.snapshot_10k.ms", secq, "snapshot '10k': end of window to last byte", "ms",
+                lat10 * 1000, "lower")
+        ctx.add("query.snapshot_10k.cpu_ms", secq, "snapshot '10k': perfd CPU from window end to answer", "ms",
+                cpu10 * 1000, "lower")
+        ctx.add("query.snapshot_100k.lines", secq, "snapshot '100k': unique stacks (folded lines) reached",
+                "stacks", n100, "higher")
+        ctx.add("query.snapshot_100k.ms", secq, "snapshot '100k': end of window to last byte", "ms",
+                lat100 * 1000, "lower")
+        ctx.add("query.snapshot_100k.cpu_ms", secq, "snapshot '100k': perfd CPU from window end to answer",
+                "ms", cpu100 * 1000, "lower")
+        ctx.add("query.snapshot_100k.per_100k", secq, "snapshot '100k': time scaled to 100k stacks", "ms",
+                lat100 * 1000 * 100000 / n100 if n100 else None, "lower")
+        ctx.add("query.snapshot_100k.mib", secq, "snapshot '100k': answer size", "MiB", size100 / MIB)
+        ctx.add("query.snapshot_100k.window", secq, "snapshot '100k': window", "s", d100)
+
+
+# --- phase 4: fidelity ----------------------------------------------------
+
+def perf_pid_samples(perf, pid):
+    out = perf.report("--no-children", "--pid", str(pid), "--sort", "pid", "-g", "none", "--show-nr-samples")
+    total = 0
+    for line in out.splitlines():
+        m = re.match(r"\s*[\d.]+%\s+(\d+)\s+(\d+):", line)
+        if m and int(m.group(2)) == pid:
+            total += int(m.group(1))
+    return total
+
+
+def perf_split(perf, pid):
+    """(hot %, cold %) of pid's samples under hot_75 / cold_25, children
+    included, as `perf report` prints them."""
+    out = perf.report("--children", "--pid", str(pid), "--sort", "sym", "-g", "none")
+    found = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+[\d.]+%\s+\[\.\]\s+(hot_75|cold_25)\s*$", line)
+        if m:
+            found[m.group(2)] = float(m.group(1))
+    return found.get("hot_75", 0.0), found.get("cold_25", 0.0)
+
+
+def perf_lost(perf):
+    m = re.search(r"Total Lost Samples:\s*(\d+)", perf.report("--sort", "pid", "-g", "none"))
+    return int(m.group(1)) if m else None
+
+
+def phase_fidelity(ctx):
+    sec = "4. Fidelity at 999 Hz (perfd and perf record on the same run of a 75/25 workload)"
+    hz = 999
+    cpu_s = ctx.args.fidelity_seconds
+    p = ctx.perfd(hz)
+    try:
+        for run in range(ctx.runs):
+            log(f"fidelity: run {run + 1}/{ctx.runs}")
+            perf = PerfRecord(ctx.procs, ctx.tmpdir, hz, ctx.cpus, name="fidelity")
+            try:
+                st0 = p.status()
+                wl = ctx.procs.start([ctx.workload("ratio"), str(cpu_s), "1.0"])
+                box = {}
+                t = threading.Thread(target=lambda: box.update(a=request(
+                    p.socket, {"version": 1, "command": "snapshot", "pid": wl.pid, "duration": 60},
+                    timeout=120)), daemon=True)
+                t.start()
+                _, status, ru = os.wait4(wl.pid, 0)
+                wl.returncode = os.waitstatus_to_exitcode(status)
+                ctx.procs.forget(wl)
+                t.join(120)
+                if "a" not in box:
+                    raise BenchError("the fidelity snapshot did not answer")
+                time.sleep(0.3)
+                st1 = p.status()
+            finally:
+                perf.stop()
+            try:
+                ans = box["a"][0]
+                cpu = ru.ru_utime + ru.ru_stime
+                expected = hz * cpu
+                hot = cold = 0
+                for line in profile_lines(ans):
+                    frames, _, count = line.rpartition(" ")
+                    names = frames.split(";")
+                    if "hot_75" in names:
+                        hot += int(count)
+                    elif "cold_25" in names:
+                        cold += int(count)
+                perfd_hot = hot / (hot + cold) * 100 if hot + cold else None
+                perf_n = perf_pid_samples(perf, wl.pid)
+                ph, pc = perf_split(perf, wl.pid)
+                perf_hot = ph / (ph + pc) * 100 if ph + pc else None
+                plost = perf_lost(perf)
+            finally:
+                os.unlink(perf.data)
+            ctx.add("fid.expected", sec, "expected samples (999 Hz x workload CPU-seconds)", "samples", expected)
+            ctx.add("fid.perfd.received", sec, "perfd: samples received / expected", "%",
+                    ans["samples"] / expected * 100)
+            ctx.add("fid.perf.received", sec, "perf: samples recorded / expected", "%", perf_n / expected * 100)
+            ctx.add("fid.perfd.lost", sec, "perfd: samples lost (whole machine, during the run)", "samples",
+                    st1["samples"]["lost_total"] - st0["samples"]["lost_total"], "lower")
+            ctx.add("fid.perf.lost", sec, "perf: samples lost (whole recording)", "samples", plost, "lower")
+            ctx.add("fid.perfd.hot", sec, "perfd: share under hot_75 (truth 75)", "%", perfd_hot)
+            ctx.add("fid.perf.hot", sec, "perf report: share under hot_75 (truth 75)", "%", perf_hot)
+            ctx.add("fid.perfd.error", sec, "perfd: attribution error |measured - 75|", "pp",
+                    abs(perfd_hot - 75) if perfd_hot is not None else None, "lower")
+            ctx.add("fid.perf.error", sec, "perf report: attribution error |measured - 75|", "pp",
+                    abs(perf_hot - 75) if perf_hot is not None else None, "lower")
+    finally:
+        p.stop()
+
+
+# --- phase 6: slowdown ----------------------------------------------------
+
+def run_fixed_work(ctx, rounds):
+    t0 = time.perf_counter()
+    w = ctx.procs.start([ctx.workload("deep"), "-d", str(DEEP_DEPTH), "-w", str(ctx.cpus), "-n", str(rounds)])
+    rc = w.wait(timeout=120)
+    elapsed = time.perf_counter() - t0
+    ctx.procs.forget(w)
+    if rc != 0:
+        raise BenchError(f"deep -n {rounds} exited with status {rc}")
+    return elapsed
+
+
+def phase_slowdown(ctx):
+    sec = "6. Workload slowdown at 999 Hz (fixed work on every CPU; none / perfd / perf record, rotating)"
+    probe = 500
+    t = run_fixed_work(ctx, probe)
+    rounds = max(100, int(probe * ctx.args.slowdown_seconds / t))
+    runs = max(ctx.runs, ctx.args.slowdown_pairs)
+    kinds = ["none", "perfd", "perf"]
+    without = []
+    for i in range(runs):
+        order = kinds[i % 3:] + kinds[:i % 3]
+        log(f"slowdown: run {i + 1}/{runs} ({rounds} rounds x {ctx.cpus} workers; {', '.join(order)})")
+        wall, perfd_cpu = {}, None
+        for kind in order:
+            if kind == "perfd":
+                p = ctx.perfd(999)
+                try:
+                    time.sleep(0.3)
+                    c0 = cpu_ns(p.pid)
+                    wall[kind] = run_fixed_work(ctx, rounds)
+                    perfd_cpu = (cpu_ns(p.pid) - c0) / 1e9
+                finally:
+                    p.stop()
+            elif kind == "perf":
+                rec = PerfRecord(ctx.procs, ctx.tmpdir, 999, ctx.cpus, name="slowdown")
+                try:
+                    time.sleep(0.3)
+                    wall[kind] = run_fixed_work(ctx, rounds)
+                finally:
+                    rec.stop()
+                    os.unlink(rec.data)
+            else:
+                wall[kind] = run_fixed_work(ctx, rounds)
+        without.append(wall["none"])
+        ctx.add("slow.without", sec, "wall time without a profiler", "s", wall["none"], "lower")
+        ctx.add("slow.perfd", sec, "wall time with perfd", "s", wall["perfd"], "lower")
+        ctx.add("slow.perf", sec, "wall time with perf record -g -a", "s", wall["perf"], "lower")
+        ctx.add("slow.pct", sec, "perfd slowdown, run by run", "%", (wall["perfd"] / wall["none"] - 1) * 100, "lower")
+        ctx.add("slow.perf_pct", sec, "perf record slowdown, run by run", "%",
+                (wall["perf"] / wall["none"] - 1) * 100, "lower")
+        ctx.add("slow.perfd_cpu", sec, "perfd's own CPU during the run", "% of the work's CPU",
+                perfd_cpu / (wall["perfd"] * ctx.cpus) * 100, "lower")
+    med = sorted(without)[len(without) // 2]
+    noise = (max(without) - min(without)) / med * 100
+    ctx.add("slow.noise", sec, "noise: spread (max-min)/median of the runs without", "%", noise)
+    for key, who in (("slow.pct", "perfd"), ("slow.perf_pct", "perf record")):
+        slow = ctx.results.median(key)
+        verdict = "within noise" if abs(slow) <= noise else "beyond noise"
+        ctx.results.note(f"slowdown with {who} at 999 Hz: median {slow:+.1f}% against a run-to-run spread "
+                         f"of {noise:.1f}% without any profiler: {verdict}")
+
+
+# --- driver ---------------------------------------------------------------
+
+def read_first(path, pattern):
+    try:
+        for line in Path(path).read_text().splitlines():
+            if re.match(pattern, line):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def os_name():
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip('"')
+    return "?"
+
+
+def tool_version(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        return "missing"
+
+
+def metadata(ctx):
+    def git(*a):
+        try:
+            return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        except OSError:
+            return "?"
+    dirty = git("status", "--porcelain", "--", "daemon", "bpf", "include", "cli")
+    mem_kib = int(read_first("/proc/meminfo", r"MemTotal:").split()[0] or 0)
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": ("make bench: " if os.environ.get("MAKELEVEL") else "") +
+                   " ".join(["tests/bench/bench.py"] + sys.argv[1:]),
+        "perfd_commit": git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else ""),
+        "machine": {
+            "cpu": read_first("/proc/cpuinfo", r"model name"),
+            "cpus": ctx.cpus,
+            "memory_gib": round(mem_kib / 1024 / 1024, 1),
+            "kernel": platform.release(),
+            "os": os_name(),
+        },
+        "tools": {"perf": tool_version(["perf", "--version"]), "bpftrace": tool_version(["bpftrace", "--version"])},
+        "settings": {"runs": ctx.runs, "window_s": ctx.window, "warmup_s": ctx.args.warmup,
+                     "frequencies": ctx.args.frequencies, "stacks_hz": STACKS_HZ, "deep_depth": DEEP_DEPTH,
+                     "paths_depth": PATHS_DEPTH, "processes": ctx.args.processes},
+        "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
+    }
+
+
+def preflight(ctx):
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the benchmark needs root (BPF, perf events, sysctl)")
+    for tool in ("perf", "bpftrace", "bpftool"):
+        if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode != 0:
+            problems.append(f"{tool} is missing: run packaging/install-deps.sh bench")
+    for path in [ctx.perfd_bin] + [ctx.workload(w) for w in ("deep", "paths", "procs", "ratio")]:
+        if not os.access(path, os.X_OK):
+            problems.append(f"{path} is missing: run `make bench` (it builds them)")
+    max_rate = int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
+    if max_rate < STACKS_HZ:
+        problems.append(f"kernel.perf_event_max_sample_rate is {max_rate}, below the {STACKS_HZ} Hz "
+                        "the stacks phase needs")
+    if problems:
+        raise BenchError("cannot run the benchmark:\n  " + "\n  ".join(problems))
+
+
+def raise_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(REPO / "build"), help="build folder holding perfd and bench/")
+    ap.add_argument("--out", help="JSON results (default BUILD/bench.json)")
+    ap.add_argument("--markdown", help="Markdown tables (default BUILD/bench.md)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per figure (at least 3)")
+    ap.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
+    ap.add_argument("--window", type=float, default=4.0, help="seconds measured per tool in the cost phase")
+    ap.add_argument("--warmup", type=float, default=1.0, help="seconds between start and measurement")
+    ap.add_argument("--frequencies", default="99,999", help="frequencies of the cost phase")
+    ap.add_argument("--processes", type=int, default=500, help="processes in the procs phase")
+    ap.add_argument("--max-window", type=float, default=25.0, help="longest '100k stacks' snapshot window, s")
+    ap.add_argument("--fidelity-seconds", type=float, default=3.0, help="CPU-seconds of each 75/25 run")
+    ap.add_argument("--slowdown-seconds", type=float, default=1.5, help="wall time of one fixed-work run")
+    ap.add_argument("--slowdown-pairs", type=int, default=5, help="with/without pairs (at least --runs)")
+    ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two bench.json and exit")
+    args = ap.parse_args()
+
+    if args.compare:
+        return report.compare(args.compare[0], args.compare[1], sys.stdout)
+    if args.runs < 3:
+        ap.error("--runs must be at least 3: every figure is a min/median/max")
+    phases = [p for p in args.phases.split(",") if p]
+    unknown = set(phases) - set(PHASES)
+    if unknown:
+        ap.error(f"unknown phases: {', '.join(sorted(unknown))}")
+    args.frequencies = [int(f) for f in args.frequencies.split(",")]
+    out = Path(args.out or Path(args.build) / "bench.json")
+    md = Path(args.markdown or Path(args.build) / "bench.md")
+
+    # Ctrl-C must reach us even when started with SIGINT ignored (as a
+    # background job): the finally blocks put kernel settings back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, raise_on_signal)
+    signal.signal(signal.SIGHUP, raise_on_signal)
+    procs, results = Procs(), report.Results()
+    status = 0
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="perfd-bench-") as tmpdir:
+        ctx = Context(args, procs, results, tmpdir)
+        try:
+            preflight(ctx)
+            meta = metadata(ctx)
+            log(f"{ctx.cpus} CPUs, load average {' '.join(meta['loadavg_start'])}; phases: {', '.join(phases)}")
+            for name in phases:
+                t0 = time.monotonic()
+                try:
+                    globals()[f"phase_{name}"](ctx)
+                except Exception as e:  # one broken phase must not cost the others
+                    what = str(e) if isinstance(e, BenchError) else f"{type(e).__name__}: {e}"
+                    results.errors.append(f"phase {name}: {what}")
+                    log(f"phase {name} failed: {what}")
+                    if not isinstance(e, BenchError):
+                        traceback.print_exc()
+                    status = 1
+                finally:
+                    procs.cleanup()
+                log(f"phase {name}: {time.monotonic() - t0:.0f} s")
+        except BenchError as e:
+            log(str(e))
+            return 1
+        except (KeyboardInterrupt, SystemExit) as e:
+            log("interrupted; stopping what the benchmark started")
+            return e.code if isinstance(e, SystemExit) and isinstance(e.code, int) else 130
+        finally:
+            procs.cleanup()
+
+    meta["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    meta["duration_s"] = round(time.monotonic() - started, 1)
+    doc = results.to_json(meta, report.judge_goals(results, GOALS))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    md.write_text(report.markdown(doc))
+    report.print_table(doc, sys.stdout)
+    log(f"done in {meta['duration_s']:.0f} s; results in {out} and {md}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
