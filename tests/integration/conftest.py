@@ -31,6 +31,15 @@ def perfd(environment):
     daemon.stop()
 
 
+@pytest.fixture(scope="session")
+def perfd_fast(environment):
+    """A second daemon sampling at perfdtest.FAST_HZ, for tests that need many
+    samples from a few CPU seconds."""
+    daemon = perfdtest.start_perfd(frequency=perfdtest.FAST_HZ)
+    yield daemon
+    daemon.stop()
+
+
 @pytest.fixture
 def workloads():
     """A spawner: workloads("split", 7) starts build/workloads/split 7 and
@@ -38,8 +47,8 @@ def workloads():
     the test is killed, so a failed test leaves no CPU burner behind."""
     started = []
 
-    def spawn(name, *args):
-        w = perfdtest.Workload(name, *args)
+    def spawn(name, *args, command=None):
+        w = perfdtest.Workload(name, *args, command=command)
         started.append(w)
         return w
 

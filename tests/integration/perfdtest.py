@@ -25,6 +25,10 @@ READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 
 
+# The frequency of the perfd_fast fixture's daemon.
+FAST_HZ = 999
+
+
 def build_dir():
     """The build folder under test: $PERFD_BUILD (absolute, as `make
     integration` passes it), else the repository's build/."""
@@ -335,9 +339,12 @@ class Workload:
     """A workload process from build/workloads, with line-wise access to its
     stdout.  Always kill() it at the end (the `workloads` fixture does)."""
 
-    def __init__(self, name, *args):
+    def __init__(self, name, *args, command=None):
+        """Runs build/workloads/NAME ARGS, or the given command (a list)
+        under that name."""
         self.name = name
-        self.proc = subprocess.Popen([workload_binary(name), *map(str, args)],
+        argv = command or [workload_binary(name), *map(str, args)]
+        self.proc = subprocess.Popen(argv,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         self._buf = b""
@@ -434,3 +441,25 @@ def show(stacks, limit=15):
     """The heaviest stacks, one per line, for failure messages."""
     top = sorted(stacks.items(), key=lambda kv: -kv[1])[:limit]
     return "\n".join(f"  {n:6d} {';'.join(s)}" for s, n in top)
+
+
+# --- snapshots ------------------------------------------------------------------
+
+# Long enough for any workload here to finish even on a loaded machine; a
+# snapshot ends early when its process exits, so this is an upper bound.
+SNAPSHOT_SECONDS = 60
+
+
+def snapshot_workload(daemon, workload, duration=SNAPSHOT_SECONDS, comm=None):
+    """Snapshots workload through perfctl; asserts success; returns
+    (stacks, stderr).  Only the workload's own stacks are expected (comm
+    defaults to the workload's name)."""
+    rc, out, err = daemon.perfctl("snapshot", "--pid", str(workload.pid),
+                                  "--duration", str(duration), timeout=duration + 60)
+    assert rc == 0, f"perfctl snapshot exited {rc}\nstderr: {err}\nstdout: {out[:2000]}"
+    stacks = parse_folded(out)
+    assert stacks, f"snapshot of {workload.name} holds no samples\nstderr: {err}"
+    comms = {s[0] for s in stacks}
+    expected = comm or workload.name
+    assert comms == {expected}, f"snapshot of pid {workload.pid} holds comms {comms}"
+    return stacks, err

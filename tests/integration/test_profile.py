@@ -14,35 +14,11 @@ import time
 import pytest
 
 import perfdtest
-from perfdtest import contains, count_where, functions, is_kernel, parse_folded, show, total
+from perfdtest import snapshot_workload, contains, count_where, functions, is_kernel, parse_folded, show, total
 
-FAST_HZ = 999
+FAST_HZ = perfdtest.FAST_HZ
 
-# Long enough for any workload here to finish even on a loaded machine; a
-# snapshot ends early when its process exits, so this is an upper bound.
-SNAPSHOT_SECONDS = 60
-
-
-@pytest.fixture(scope="module")
-def perfd_fast(environment):
-    """A second daemon sampling at 999 Hz, for tests that need many samples
-    from a few CPU seconds."""
-    daemon = perfdtest.start_perfd(frequency=FAST_HZ)
-    yield daemon
-    daemon.stop()
-
-
-def snapshot(daemon, workload, duration=SNAPSHOT_SECONDS):
-    """Snapshots workload through perfctl; asserts success; returns
-    (stacks, stderr).  Only the workload's own stacks are expected."""
-    rc, out, err = daemon.perfctl("snapshot", "--pid", str(workload.pid),
-                                  "--duration", str(duration), timeout=duration + 60)
-    assert rc == 0, f"perfctl snapshot exited {rc}\nstderr: {err}\nstdout: {out[:2000]}"
-    stacks = parse_folded(out)
-    assert stacks, f"snapshot of {workload.name} holds no samples\nstderr: {err}"
-    comms = {s[0] for s in stacks}
-    assert comms == {workload.name}, f"snapshot of pid {workload.pid} holds comms {comms}"
-    return stacks, err
+SNAPSHOT_SECONDS = perfdtest.SNAPSHOT_SECONDS
 
 
 def test_split_attributes_cpu_to_the_right_functions(perfd_fast, workloads):
@@ -51,7 +27,7 @@ def test_split_attributes_cpu_to_the_right_functions(perfd_fast, workloads):
     split and put main under (nearly) everything.  Protects attribution of
     samples to the function and the call chain that was running."""
     w = workloads("split", 7)
-    stacks, _ = snapshot(perfd_fast, w)
+    stacks, _ = snapshot_workload(perfd_fast, w)
     w.finish()
 
     n = total(stacks)
@@ -84,7 +60,7 @@ def test_syscalls_kernel_frames_sit_under_user_frames(perfd, workloads):
     the kernel path, ending in the read path.  Protects kernel stack capture
     and the user/kernel merge order."""
     w = workloads("syscalls", 3)
-    stacks, _ = snapshot(perfd, w)
+    stacks, _ = snapshot_workload(perfd, w)
     w.finish()
 
     n = total(stacks)
@@ -192,7 +168,7 @@ def test_snapshot_of_a_process_that_exits_returns_its_samples(perfd, workloads):
     and symbolization of dead processes."""
     w = workloads("exiter", 2)
     started = time.monotonic()
-    stacks, err = snapshot(perfd, w)
+    stacks, err = snapshot_workload(perfd, w)
     elapsed = time.monotonic() - started
     w.finish()
 
@@ -220,7 +196,7 @@ def test_sample_count_matches_frequency_times_cpu_time(daemon_fixture, request, 
     hz = daemon.status()["frequency_hz"]
     assert hz == (daemon.frequency or 99), f"perfd samples at {hz} Hz, asked {daemon.frequency}"
     w = workloads("spin", 4)
-    stacks, _ = snapshot(daemon, w)
+    stacks, _ = snapshot_workload(daemon, w)
     cpu_seconds = float(w.finish().strip())
 
     n = total(stacks)
