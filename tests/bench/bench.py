@@ -120,8 +120,8 @@ def measure_perfd(ctx, hz):
             "received": st1["samples"]["received"] - st0["samples"]["received"]}
 
 
-def measure_bpftrace(ctx, hz):
-    b = Bpftrace(ctx.procs, ctx.tmpdir, hz, ctx.cpus)
+def measure_bpftrace(ctx, hz, body=Bpftrace.ANCHOR):
+    b = Bpftrace(ctx.procs, ctx.tmpdir, hz, ctx.cpus, body)
     try:
         time.sleep(ctx.args.warmup)
         w = CpuWindow(b.pid)
@@ -150,6 +150,21 @@ def measure_perf(ctx, hz):
     # perf's samples are not observable while it runs: count the nominal
     # number (it samples a timer, so nominal is what it takes).
     return {"w": w, "samples": hz * ctx.cpus * w.seconds}
+
+
+def floors(ctx, hz, sec, k_perfd):
+    """What any BPF sampler pays on this machine, from two minimal bpftrace
+    programs in the same run: an empty-ish one (the price of running a
+    program at all, with the stats on) and one that only reads the user
+    stack.  They say how far below bpftrace a design that still walks the
+    user stack in the kernel can go."""
+    count = measure_bpftrace(ctx, hz, "@ = count();")["w"].ns_per_run()
+    ustack = measure_bpftrace(ctx, hz, "@[ustack] = count();")["w"].ns_per_run()
+    ctx.add(f"kernel.floor.count.{hz}", sec, f"floor: bpftrace '@ = count()', {hz} Hz", "ns/sample", count)
+    ctx.add(f"kernel.floor.ustack.{hz}", sec, f"floor: bpftrace '@[ustack] = count()', {hz} Hz", "ns/sample",
+            ustack)
+    ctx.add(f"kernel.floor.ratio.{hz}", sec, f"perfd / user-stack-only floor, {hz} Hz", "x",
+            ratio(k_perfd, ustack), "lower")
 
 
 def phase_cost(ctx):
@@ -187,6 +202,8 @@ def phase_cost(ctx):
                             ratio(pct["perfd"], pct["bpftrace"]), "lower")
                     ctx.add(f"cpu.lost.perfd.{hz}", sec2, f"perfd samples lost in the window, {hz} Hz", "samples",
                             m["perfd"]["lost"], "lower")
+                    if hz == max(ctx.args.frequencies):
+                        floors(ctx, hz, sec1, k_perfd)
     finally:
         ctx.procs.stop(burner, signal.SIGKILL, group=True)
 
@@ -469,9 +486,17 @@ def phase_fidelity(ctx):
 # --- phase 6: slowdown ----------------------------------------------------
 
 def run_fixed_work(ctx, rounds):
+    """Wall time of `deep -n rounds` on every CPU, start to exit.  The wait
+    blocks in waitpid(): Popen.wait(timeout) polls every 50 ms, which would
+    round every run to a multiple of 50 ms.  A timer guards against a hang."""
     t0 = time.perf_counter()
     w = ctx.procs.start([ctx.workload("deep"), "-d", str(DEEP_DEPTH), "-w", str(ctx.cpus), "-n", str(rounds)])
-    rc = w.wait(timeout=120)
+    guard = threading.Timer(120, lambda: ctx.procs.stop(w, signal.SIGKILL, group=True))
+    guard.start()
+    try:
+        rc = w.wait()
+    finally:
+        guard.cancel()
     elapsed = time.perf_counter() - t0
     ctx.procs.forget(w)
     if rc != 0:

@@ -330,12 +330,15 @@ class Perfd:
 # --- the anchors --------------------------------------------------------
 
 class Bpftrace:
-    """`bpftrace -e 'profile:hz:F { @[kstack, ustack, pid] = count(); }'`."""
+    """`bpftrace -e 'profile:hz:F { BODY }'`, by default the anchor
+    `@[kstack, ustack, pid] = count();`."""
 
-    def __init__(self, procs, tmpdir, frequency, cpus):
+    ANCHOR = "@[kstack, ustack, pid] = count();"
+
+    def __init__(self, procs, tmpdir, frequency, cpus, body=ANCHOR):
         self.procs = procs
-        program = f"profile:hz:{frequency} {{ @[kstack, ustack, pid] = count(); }}"
-        self.out_path = Path(tmpdir) / f"bpftrace-{frequency}.out"
+        program = f"profile:hz:{frequency} {{ {body} }}"
+        self.out_path = Path(tmpdir) / f"bpftrace-{frequency}-{time.monotonic_ns()}.out"
         with open(self.out_path, "wb") as out:
             self.proc = procs.start(["bpftrace", "-e", program], stdout=out, stderr=subprocess.STDOUT)
         try:
