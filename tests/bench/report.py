@@ -6,13 +6,16 @@ runs, each ratio computed within one run, pair by pair), printed as
 min / median / max.  bench.json keeps the values themselves, not only the
 summary, so a later comparison can tell a change from noise: a change is
 called out only when the new median falls outside the old run's [min, max]
-and the other way round.
+and the other way round, and it is at least SMALL_CHANGE_PCT.
 """
 
 import json
 import statistics
 
 SCHEMA = 1
+# Changes of the median smaller than this are never called out, even when
+# the runs were tight enough for the ranges not to overlap.
+SMALL_CHANGE_PCT = 3.0
 
 
 class Results:
@@ -119,6 +122,9 @@ def markdown(doc):
         for g in doc["goals"]:
             comment = f" ({g['comment']})" if g.get("comment") else ""
             lines.append(f"| {g['goal']} | {fmt(g['value'])} {g['unit']} | **{g['verdict']}**{comment} |")
+    if doc["notes"] or doc["errors"]:
+        lines.append("")
+    lines += [f"- {n}" for n in doc["notes"]] + [f"- **error**: {e}" for e in doc["errors"]]
     return "\n".join(lines) + "\n"
 
 
@@ -165,7 +171,7 @@ def compare(old_path, new_path, out):
         change = (n["median"] - o["median"]) / abs(o["median"]) * 100 if o["median"] else None
         overlap = n["median"] >= o["min"] and n["median"] <= o["max"] or \
             o["median"] >= n["min"] and o["median"] <= n["max"]
-        if overlap:
+        if overlap or (change is not None and abs(change) < SMALL_CHANGE_PCT):
             verdict = "within noise"
         elif n.get("better") in ("lower", "higher"):
             lower = n["median"] < o["median"]
