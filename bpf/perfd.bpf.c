@@ -36,6 +36,11 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define ENOENT 2
+
+static __always_inline __u64 *unwind_out(void);
+#include "unwind.bpf.h"
+
 /* Set by the daemon between open and load. */
 const volatile __u64 ringbuf_wakeup_bytes = 256 * 1024;
 const volatile __u32 page_size = 4096;
@@ -130,8 +135,51 @@ static __always_inline void read_rss(struct mm_struct *mm, struct perfd_sample *
 	s->hiwater_rss_pages = BPF_CORE_READ(mm, hiwater_rss);
 }
 
-SEC("perf_event")
-int on_cpu_clock(struct bpf_perf_event_data *ctx)
+static __always_inline __u64 *unwind_out(void)
+{
+	__u32 zero = 0;
+	struct sample_buf *buf = bpf_map_lookup_elem(&scratch, &zero);
+
+	return buf ? ((struct perfd_sample *)buf->bytes)->ips : NULL;
+}
+
+/* Unwinds the user stack of the current task with the tables into
+ * s->ips[kdepth...].  Returns the number of frames, or -ENOENT when the
+ * process has no tables (the caller then walks frame pointers). */
+static __always_inline long unwind_user_with_tables(__u32 tgid,
+						    struct perfd_sample *s, __u32 kdepth)
+{
+	struct perfd_unwind_process *proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
+	struct user_unwind u = {};
+	struct pt_regs *regs;
+
+	if (!proc)
+		return -ENOENT;
+	/* The user registers saved at kernel entry: right whether the tick
+	 * interrupted user code or a system call. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return -ENOENT;
+	u.pc = BPF_CORE_READ(regs, ip);
+	u.sp = BPF_CORE_READ(regs, sp);
+	u.bp = BPF_CORE_READ(regs, bp);
+	u.bp_known = true;
+	u.pc_exact = true;
+	u.offset = kdepth;
+	u.maps_first = proc->mappings_first;
+	u.maps_count = proc->mappings_count;
+
+	bpf_loop(PERFD_MAX_STACK_DEPTH, unwind_step, &u, 0);
+	count(PERFD_CNT_UNWIND_DWARF);
+	s->flags |= PERFD_SAMPLE_F_DWARF;
+	if (u.result != UNWIND_COMPLETE) {
+		count(PERFD_CNT_UNWIND_TRUNCATED);
+		s->flags |= PERFD_SAMPLE_F_TRUNCATED;
+	}
+	return u.written;
+}
+
+static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -191,19 +239,23 @@ int on_cpu_clock(struct bpf_perf_event_data *ctx)
 		kdepth = 0;
 
 	udepth = 0;
+	s->user_depth = 0;
 	if (mm) {
-		n = bpf_get_stack(ctx, &s->ips[kdepth],
-				  PERFD_MAX_STACK_DEPTH * sizeof(__u64),
-				  BPF_F_USER_STACK);
+		n = tables ? unwind_user_with_tables(tgid, s, kdepth) : -ENOENT;
+		if (n == -ENOENT) {
+			n = bpf_get_stack(ctx, &s->ips[kdepth],
+					  PERFD_MAX_STACK_DEPTH * sizeof(__u64),
+					  BPF_F_USER_STACK);
+			if (n > 0)
+				n = (__u64)n / sizeof(__u64);
+		}
 		if (n < 0) {
 			count(PERFD_CNT_USTACK_ERROR);
 			s->user_depth = n;
 		} else {
-			udepth = n / sizeof(__u64);
+			udepth = n;
 			s->user_depth = udepth;
 		}
-	} else {
-		s->user_depth = 0;
 	}
 	if (udepth > PERFD_MAX_STACK_DEPTH)
 		udepth = PERFD_MAX_STACK_DEPTH;
@@ -230,6 +282,21 @@ int on_cpu_clock(struct bpf_perf_event_data *ctx)
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		count(PERFD_CNT_RINGBUF_FULL);
 	return 0;
+}
+
+/* Two variants of one program; the daemon loads the first when the kernel
+ * has bpf_loop(), bpf_task_pt_regs() and bpf_get_current_task_btf(), the
+ * second otherwise. */
+SEC("perf_event")
+int on_cpu_clock(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, true);
+}
+
+SEC("perf_event")
+int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, false);
 }
 
 SEC("tp_btf/sched_process_exit")

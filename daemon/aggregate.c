@@ -20,7 +20,6 @@
 #define MAPS_REREAD_INTERVAL_NS (1 * NSEC_PER_SEC)
 /* Bound on evictions for one sample, so one sample can't stall the loop. */
 #define EVICTIONS_PER_SAMPLE 4
-#define MODULE_UNRESOLVED 0
 #define MODULE_NONE UINT16_MAX
 
 struct aggregator {
@@ -33,6 +32,7 @@ struct aggregator {
 	struct collector *collectors;
 	uint64_t ns_per_tick;
 	uint32_t stack_limit_id; /* the placeholder stack, always interned */
+	struct aggregator_hooks hooks;
 	struct aggregator_stats stats;
 };
 
@@ -61,6 +61,17 @@ struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 	return a;
 }
 
+void aggregator_set_hooks(struct aggregator *a, const struct aggregator_hooks *hooks)
+{
+	a->hooks = *hooks;
+}
+
+static void notify_gone(struct aggregator *a, const struct process *p)
+{
+	if (a->hooks.process_gone)
+		a->hooks.process_gone(a->hooks.userdata, p);
+}
+
 static void release_counts(struct aggregator *a, struct u64map *counts)
 {
 	U64MAP_FOREACH(slot, counts)
@@ -80,6 +91,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 {
 	if (!a)
 		return NULL;
+	a->hooks = (struct aggregator_hooks){ 0 };
 	while (a->collectors)
 		aggregator_remove_collector(a, a->collectors);
 	for (size_t i = 0; i < a->n_procs; i++)
@@ -103,6 +115,8 @@ static void evict(struct aggregator *a, size_t index)
 	if (p->exited)
 		a->stats.processes_exited--;
 	a->procs[index] = a->procs[--a->n_procs];
+	if (!p->exited)
+		notify_gone(a, p); /* an exited one was reported at its exit */
 	process_free(a, p);
 }
 
@@ -152,22 +166,34 @@ static void read_comm(uint32_t pid, char comm[PERFD_TASK_COMM_LEN])
 	memcpy(comm, buf, PERFD_TASK_COMM_LEN);
 }
 
-static void refresh_maps(struct process *p, uint64_t now_ns)
+/* Reads p's executable mappings and resolves the module of each, opening
+ * binaries while the process still lives. */
+static void refresh_maps(struct aggregator *a, struct process *p, uint64_t now_ns)
 {
 	struct procmaps *maps = NULL;
+	uint16_t *modules;
 
 	p->maps_read_ns = now_ns;
 	p->maps_stale = false;
 	/* A process that is already gone keeps the maps it had. */
 	if (procmaps_read_pid(p->pid, true, &maps) < 0)
 		return;
+	modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
+	if (!modules) {
+		procmaps_free(maps);
+		return;
+	}
+	for (size_t i = 0; i < maps->n; i++) {
+		int id = symbolizer_module_for_mapping(a->symbolizer, p->pid, &maps->maps[i]);
+
+		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
+	}
 	procmaps_free(p->maps);
 	free(p->map_modules);
 	p->maps = maps;
-	p->map_modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
-	if (!p->map_modules) {
-		p->maps = procmaps_free(p->maps);
-	}
+	p->map_modules = modules;
+	if (a->hooks.maps_changed)
+		a->hooks.maps_changed(a->hooks.userdata, p);
 }
 
 static struct process *process_new(struct aggregator *a,
@@ -212,7 +238,7 @@ static struct process *process_new(struct aggregator *a,
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD))
-		refresh_maps(p, s->hdr.timestamp_ns);
+		refresh_maps(a, p, s->hdr.timestamp_ns);
 	return p;
 }
 
@@ -240,6 +266,7 @@ static struct process *process_for_sample(struct aggregator *a,
 		if (!old->exited) {
 			old->exited = true;
 			a->stats.processes_exited++;
+			notify_gone(a, old);
 		}
 		u64map_remove(&a->by_pid, s->hdr.tgid);
 	}
@@ -256,11 +283,11 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 	uint16_t *mod;
 
 	if (p->maps_stale)
-		refresh_maps(p, now_ns);
+		refresh_maps(a, p, now_ns);
 	if (p->maps)
 		m = procmaps_find(p->maps, addr);
 	if (!m && now_ns - p->maps_read_ns > MAPS_REREAD_INTERVAL_NS) {
-		refresh_maps(p, now_ns);
+		refresh_maps(a, p, now_ns);
 		if (p->maps)
 			m = procmaps_find(p->maps, addr);
 	}
@@ -269,11 +296,6 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 
 	i = m - p->maps->maps;
 	mod = &p->map_modules[i];
-	if (*mod == MODULE_UNRESOLVED) {
-		int id = symbolizer_module_for_mapping(a->symbolizer, p->pid, m);
-
-		*mod = id > 0 ? (uint16_t)id : MODULE_NONE;
-	}
 	if (*mod == MODULE_NONE)
 		return frame_make(FRAME_MODULE_NONE, addr);
 	return frame_make(*mod, addr - m->start + m->pgoff);
@@ -423,6 +445,7 @@ static void ingest_exit(struct aggregator *a, const struct perfd_exit *e)
 	if (p && !p->exited) {
 		p->exited = true;
 		a->stats.processes_exited++;
+		notify_gone(a, p);
 	}
 	/* on_exit may remove the collector: keep the next one first */
 	for (c = a->collectors; c; c = next) {

@@ -36,7 +36,7 @@ struct process {
 	uint64_t start_time_ns;
 	char comm[PERFD_TASK_COMM_LEN];
 	struct procmaps *maps; /* executable mappings, NULL until read */
-	uint16_t *map_modules; /* module id per mapping, 0 = not yet looked up */
+	uint16_t *map_modules; /* module id per mapping, MODULE_NONE for none */
 	uint64_t maps_read_ns; /* when maps were last read (rate limit) */
 	bool maps_stale;       /* exec: re-read before the next lookup */
 	struct u64map counts;  /* stack id -> samples */
@@ -84,10 +84,22 @@ struct aggregator_stats {
 	size_t memory_bytes;
 };
 
+/* Optional observers of process life, called from inside
+ * aggregator_ingest: maps_changed after a process's mappings were (re)read
+ * and every executable mapping's module resolved (map_modules), and
+ * process_gone when a process exited, was replaced by a new incarnation of
+ * its pid, or was evicted. */
+struct aggregator_hooks {
+	void (*maps_changed)(void *userdata, const struct process *p);
+	void (*process_gone)(void *userdata, const struct process *p);
+	void *userdata;
+};
+
 struct aggregator;
 
 struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 				  struct symbolizer *symbolizer);
+void aggregator_set_hooks(struct aggregator *a, const struct aggregator_hooks *hooks);
 struct aggregator *aggregator_free(struct aggregator *a);
 
 /* Consumes one record from the BPF ring buffer.  Returns 0, or -EINVAL for

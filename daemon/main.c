@@ -18,6 +18,7 @@
 #include "log.h"
 #include "manager.h"
 #include "perfd/protocol.h"
+#include "perfd/unwind.h"
 #include "sampler.h"
 
 #define EXIT_USAGE 2
@@ -32,6 +33,8 @@ static void help(void)
 	       "  --max-stacks N       unique stacks kept (default 200000)\n"
 	       "  --max-frames N       frames kept in all stacks (default 8000000)\n"
 	       "  --ringbuf-mib N      BPF ring buffer size, power of two (default 8)\n"
+	       "  --unwind-mib N       kernel memory for unwind tables, 0 for frame\n"
+	       "                       pointers only (default 16)\n"
 	       "  --verbose            log debug messages, libbpf's included\n"
 	       "  --help, --version\n",
 	       PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET);
@@ -53,14 +56,18 @@ static int parse_ulong(const char *s, unsigned long min, unsigned long max,
 	return 0;
 }
 
+/* libbpf's messages, the verifier's log among them, one log line each. */
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	_cleanup_free_ char *text = NULL;
+	char *line, *save = NULL;
 
 	if (level == LIBBPF_DEBUG && log_get_max_level() < LOG_DEBUG)
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	log_full_errno(level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG, 0, "libbpf: %s", buf);
+	if (vasprintf(&text, fmt, ap) < 0)
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		log_full_errno(level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG, 0, "libbpf: %s", line);
 	return 0;
 }
 
@@ -91,7 +98,7 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_VERBOSE,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_VERBOSE,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -100,6 +107,7 @@ int main(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, OPT_MAXS },
 		{ "max-frames", required_argument, NULL, OPT_MAXF },
 		{ "ringbuf-mib", required_argument, NULL, OPT_RB },
+		{ "unwind-mib", required_argument, NULL, OPT_UNWIND },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -111,6 +119,8 @@ int main(int argc, char **argv)
 		.ringbuf_bytes = 8u << 20,
 		.limits = { .max_processes = 4096, .max_stacks = 200000, .max_frames = 8000000 },
 		.kallsyms_path = "/proc/kallsyms",
+		.unwind_rows = (16u << 20) / sizeof(struct perfd_unwind_row),
+		.unwind_mappings = 65536,
 	};
 	unsigned long v;
 	long max_hz;
@@ -155,6 +165,13 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			opts.ringbuf_bytes = v << 20;
+			break;
+		case OPT_UNWIND:
+			if (parse_ulong(optarg, 0, 1024, &v) < 0) {
+				fprintf(stderr, "perfd: --unwind-mib takes a number from 0 to 1024, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			opts.unwind_rows = (v << 20) / sizeof(struct perfd_unwind_row);
 			break;
 		case OPT_VERBOSE:
 			log_set_max_level(LOG_DEBUG);

@@ -23,6 +23,7 @@
 #include "sampler.h"
 #include "server.h"
 #include "symbolize.h"
+#include "unwinder.h"
 
 #define NSEC_PER_SEC 1000000000ULL
 #define USEC_PER_SEC 1000000ULL
@@ -50,6 +51,7 @@ struct manager {
 	struct symbolizer *symbolizer;
 	struct aggregator *aggregator;
 	struct server *server;
+	struct unwinder *unwinder; /* NULL: frame pointers only */
 	sd_event_source *ring_io, *drain_timer, *sigterm, *sigint;
 	uint64_t start_ns;
 	struct snapshot *snapshots;
@@ -146,6 +148,9 @@ static json_object *build_status(struct manager *m)
 		memset(info.bpf, 0, sizeof(info.bpf));
 	aggregator_get_stats(m->aggregator, &info.agg);
 	symbolizer_get_stats(m->symbolizer, &info.sym);
+	info.unwind_tables = m->unwinder != NULL;
+	if (m->unwinder)
+		unwinder_get_stats(m->unwinder, &info.unwind);
 	return query_status(&info);
 }
 
@@ -398,6 +403,53 @@ static void on_cancel(void *userdata, struct client *c)
 	client_set_data(c, NULL);
 }
 
+/* --- unwind tables follow the processes ---------------------------- */
+
+static void on_maps_changed(void *userdata, const struct process *p)
+{
+	struct manager *m = userdata;
+	int r;
+
+	if (!m->unwinder || !p->maps)
+		return;
+	r = unwinder_update_process(m->unwinder, p->pid, p->start_time_ns, p->maps,
+				    p->map_modules);
+	if (r < 0)
+		log_debug("No unwind tables for pid %u (%s), using frame pointers: %s", p->pid,
+			  p->comm, strerror(-r));
+}
+
+static void on_process_gone(void *userdata, const struct process *p)
+{
+	struct manager *m = userdata;
+
+	if (m->unwinder)
+		unwinder_forget_process(m->unwinder, p->pid, p->start_time_ns);
+}
+
+static int setup_unwinder(struct manager *m)
+{
+	struct unwinder_opts uo = {
+		.rows_capacity = m->opts.unwind_rows,
+		.mappings_capacity = m->opts.unwind_mappings,
+		.symbolizer = m->symbolizer,
+	};
+	struct aggregator_hooks hooks = {
+		.maps_changed = on_maps_changed,
+		.process_gone = on_process_gone,
+		.userdata = m,
+	};
+
+	if (!sampler_has_unwind_tables(m->sampler)) {
+		if (m->opts.unwind_rows > 0)
+			log_notice("This kernel lacks bpf_loop() or bpf_task_pt_regs(): user stacks are walked with frame pointers only.");
+		return 0;
+	}
+	sampler_unwind_map_fds(m->sampler, &uo.rows_fd, &uo.mappings_fd, &uo.processes_fd);
+	aggregator_set_hooks(m->aggregator, &hooks);
+	return unwinder_new(&uo, &m->unwinder);
+}
+
 /* --- setup ---------------------------------------------------------- */
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -424,6 +476,9 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	struct sampler_opts so = {
 		.frequency_hz = opts->frequency_hz,
 		.ringbuf_bytes = opts->ringbuf_bytes,
+		.unwind_rows = opts->unwind_rows,
+		.unwind_mappings = opts->unwind_mappings,
+		.unwind_processes = opts->limits.max_processes,
 		.on_record = on_record,
 	};
 	struct server_opts sv = {
@@ -475,6 +530,11 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	r = sampler_new(&so, &m->sampler, &what);
 	if (r < 0) {
 		log_error_errno(r, "Failed to %s: %m", what);
+		goto fail;
+	}
+	r = setup_unwinder(m);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up the unwinder: %m");
 		goto fail;
 	}
 	r = sd_event_add_io(m->event, &m->ring_io, sampler_fd(m->sampler), EPOLLIN,
@@ -534,8 +594,9 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->drain_timer);
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);
-	sampler_free(m->sampler);
 	aggregator_free(m->aggregator);
+	unwinder_free(m->unwinder);
+	sampler_free(m->sampler);
 	symbolizer_free(m->symbolizer);
 	sd_event_unref(m->event);
 	free(m);

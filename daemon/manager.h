@@ -21,6 +21,8 @@ struct manager_opts {
 	unsigned frequency_hz;
 	size_t ringbuf_bytes;
 	struct aggregator_limits limits;
+	uint32_t unwind_rows;     /* 0: frame pointers only */
+	uint32_t unwind_mappings;
 	const char *kallsyms_path;
 };
 

@@ -6,6 +6,7 @@
 
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
+#include "perfd/unwind.h"
 #include "query.h"
 
 #ifndef PERFD_VERSION
@@ -97,6 +98,28 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "memory_bytes", in->sym.memory_bytes);
 	json_object_object_add(o, "symbols", syms);
 
+	{
+		json_object *uw = json_object_new_object();
+
+		json_object_object_add(uw, "method",
+				       json_object_new_string(in->unwind_tables ? "tables" : "frame_pointers"));
+		add_u64(uw, "stacks_with_tables", in->bpf[PERFD_CNT_UNWIND_DWARF]);
+		add_u64(uw, "stacks_truncated", in->bpf[PERFD_CNT_UNWIND_TRUNCATED]);
+		add_u64(uw, "tables", in->unwind.tables);
+		add_u64(uw, "tables_built", in->unwind.tables_built);
+		add_u64(uw, "tables_failed", in->unwind.tables_failed);
+		add_u64(uw, "processes", in->unwind.processes);
+		add_u64(uw, "processes_refused", in->unwind.processes_refused);
+		add_u64(uw, "rows_used", in->unwind.rows_used);
+		add_u64(uw, "rows_capacity", in->unwind.rows_capacity);
+		add_u64(uw, "mappings_used", in->unwind.mappings_used);
+		add_u64(uw, "mappings_capacity", in->unwind.mappings_capacity);
+		add_u64(uw, "table_bytes", in->unwind.rows_used * sizeof(struct perfd_unwind_row));
+		add_u64(uw, "cfi_bytes_read", in->unwind.cfi_bytes);
+		json_object_object_add(uw, "build_seconds",
+				       json_object_new_double(in->unwind.build_ns / 1e9));
+		json_object_object_add(o, "unwind", uw);
+	}
 	add_u64(limits, "max_processes", in->limits.max_processes);
 	add_u64(limits, "max_stacks", in->limits.max_stacks);
 	add_u64(limits, "max_frames", in->limits.max_frames);

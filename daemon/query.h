@@ -13,6 +13,7 @@
 #include "aggregate.h"
 #include "perfd/sample.h"
 #include "symbolize.h"
+#include "unwinder.h"
 
 struct status_info {
 	double uptime_seconds;
@@ -22,6 +23,8 @@ struct status_info {
 	uint64_t bpf[PERFD_CNT_MAX];
 	struct aggregator_stats agg;
 	struct symbolizer_stats sym;
+	bool unwind_tables;
+	struct unwinder_stats unwind;
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	size_t clients, snapshots;

@@ -33,6 +33,7 @@ struct sampler {
 	unsigned n_cpus_possible;
 	unsigned n_attached;
 	uint64_t period_ns;
+	bool unwind_tables;
 };
 
 long sampler_max_frequency(void)
@@ -107,7 +108,8 @@ static int attach_cpus(struct sampler *s, const char **what)
 			return r;
 		s->event_fds[cpu] = r;
 		*what = "attach the BPF program to a perf event";
-		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_cpu_clock, r);
+		s->links[cpu] = bpf_program__attach_perf_event(
+			s->unwind_tables ? s->skel->progs.on_cpu_clock : s->skel->progs.on_cpu_clock_fp, r);
 		if (!s->links[cpu]) {
 			r = negative_errno();
 			s->links[cpu] = NULL;
@@ -149,6 +151,21 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	what = "size the ring buffer";
 	r = bpf_map__set_max_entries(s->skel->maps.events, opts->ringbuf_bytes);
 	if (r < 0)
+		goto fail;
+
+	/* Table unwinding needs bpf_loop() (5.17), bpf_task_pt_regs() (5.15)
+	 * and bpf_get_current_task_btf() (5.11): probe for them rather than
+	 * trust a kernel version. */
+	s->unwind_tables = opts->unwind_rows > 0 &&
+			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
+			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) > 0 &&
+			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, NULL) > 0;
+	bpf_program__set_autoload(s->skel->progs.on_cpu_clock, s->unwind_tables);
+	bpf_program__set_autoload(s->skel->progs.on_cpu_clock_fp, !s->unwind_tables);
+	what = "size the unwind maps";
+	if ((r = bpf_map__set_max_entries(s->skel->maps.unwind_rows, MAX(opts->unwind_rows, 1u))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_mappings, MAX(opts->unwind_mappings, 1u))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_processes, MAX(opts->unwind_processes, 1u))) < 0)
 		goto fail;
 
 	what = "load the BPF programs (is this root, with BTF?)";
@@ -214,6 +231,19 @@ int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 unsigned sampler_cpus(const struct sampler *s)
 {
 	return s->n_attached;
+}
+
+bool sampler_has_unwind_tables(const struct sampler *s)
+{
+	return s->unwind_tables;
+}
+
+void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
+			    int *ret_processes)
+{
+	*ret_rows = bpf_map__fd(s->skel->maps.unwind_rows);
+	*ret_mappings = bpf_map__fd(s->skel->maps.unwind_mappings);
+	*ret_processes = bpf_map__fd(s->skel->maps.unwind_processes);
 }
 
 uint64_t sampler_period_ns(const struct sampler *s)

@@ -7,6 +7,7 @@
 #ifndef PERFD_SAMPLER_H
 #define PERFD_SAMPLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,8 @@
 struct sampler_opts {
 	unsigned frequency_hz;
 	size_t ringbuf_bytes; /* power of two, >= page size */
+	/* Capacities of the unwind maps; rows 0 turns table unwinding off. */
+	uint32_t unwind_rows, unwind_mappings, unwind_processes;
 	/* Called for every record; the record is valid only during the call. */
 	int (*on_record)(void *ctx, void *data, size_t size);
 	void *ctx;
@@ -36,6 +39,11 @@ int sampler_drain(struct sampler *s);
 /* Sums the per-CPU counters of the BPF side, indexed by enum perfd_counter. */
 int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX]);
 unsigned sampler_cpus(const struct sampler *s);
+/* Whether user stacks are unwound with tables (the kernel has what it
+ * takes and it was asked for), and the fds of the maps that hold them. */
+bool sampler_has_unwind_tables(const struct sampler *s);
+void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
+			    int *ret_processes);
 uint64_t sampler_period_ns(const struct sampler *s);
 
 /* The highest sampling frequency the kernel allows

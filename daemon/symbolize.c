@@ -181,9 +181,6 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 		return NULL;
 	}
 	s->modules_loaded++;
-	/* the symbols are all we needed the file for */
-	closep(&m->fd);
-	m->fd = -1;
 	return m->symtab;
 }
 
@@ -232,6 +229,14 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 		snprintf(buf, size, "[unknown]");
 	}
 	return buf;
+}
+
+int symbolizer_module_fd(const struct symbolizer *s, uint16_t module)
+{
+	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
+		return -ENOENT;
+	return s->modules[module - FRAME_MODULE_FIRST].fd >= 0 ?
+		       s->modules[module - FRAME_MODULE_FIRST].fd : -EBADF;
 }
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret)

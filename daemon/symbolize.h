@@ -6,7 +6,7 @@
  * or processes map it.  When the first process mapping it is sampled, the
  * daemon opens it through /proc/PID/map_files (which works for files deleted
  * since, and for other mount namespaces) and keeps the descriptor, so the
- * symbols can still be read after the process has gone.  Symbol tables are
+ * symbols and unwind tables can still be read after the process has gone.  Symbol tables are
  * parsed lazily on the first query that needs them, once per module.
  * Kernel frames are named from /proc/kallsyms, read once at start.
  */
@@ -46,6 +46,10 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
  * be named prints as "module+0xOFFSET" or "[unknown]". */
 const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 				  char *buf, size_t size);
+
+/* The descriptor of a module's file (owned by s: do not close), -EBADF
+ * when it could not be opened, -ENOENT for an unknown id. */
+int symbolizer_module_fd(const struct symbolizer *s, uint16_t module);
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);
 

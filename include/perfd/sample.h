@@ -63,6 +63,8 @@ struct perfd_sample {
 };
 
 #define PERFD_SAMPLE_F_KTHREAD (1u << 0) /* no mm: a kernel thread */
+#define PERFD_SAMPLE_F_DWARF (1u << 1)   /* user stack unwound with tables */
+#define PERFD_SAMPLE_F_TRUNCATED (1u << 2) /* the unwinder stopped before the root */
 
 #define PERFD_SAMPLE_MAX_SIZE                                                  \
 	(sizeof(struct perfd_sample) + 2 * PERFD_MAX_STACK_DEPTH * sizeof(__u64))
@@ -88,6 +90,8 @@ enum perfd_counter {
 	PERFD_CNT_EXIT_LOST,         /* exit event dropped: no room */
 	PERFD_CNT_EXEC_SENT,
 	PERFD_CNT_EXEC_LOST,         /* exec event dropped: no room */
+	PERFD_CNT_UNWIND_DWARF,      /* user stacks unwound with tables */
+	PERFD_CNT_UNWIND_TRUNCATED,  /* ... of which stopped early (no rule, bad read) */
 	PERFD_CNT_MAX,
 };
 

@@ -41,4 +41,26 @@ struct perfd_unwind_row {
 	__s8 rbp_offset8;
 };
 
+/*
+ * Where a process's executable mappings are: a contiguous range of the
+ * `unwind_mappings` array, sorted by start, found through `unwind_processes`
+ * (tgid -> struct perfd_unwind_process).  A process without an entry is
+ * unwound with frame pointers only.
+ */
+struct perfd_unwind_mapping {
+	__u64 start, end;  /* [start, end) in the process */
+	__u64 pc_adjust;   /* row pc = address - pc_adjust (load bias + table base) */
+	__u32 rows_first;  /* index into `unwind_rows` */
+	__u32 rows_count;  /* 0: no table, walk frame pointers here (JIT, no CFI) */
+};
+
+struct perfd_unwind_process {
+	__u32 mappings_first;
+	__u32 mappings_count;
+};
+
+/* Binary searches run at most this many steps: 2^23 rows, 2^16 mappings. */
+#define PERFD_UNWIND_ROW_SEARCH_STEPS 23
+#define PERFD_UNWIND_MAPPING_SEARCH_STEPS 16
+
 #endif

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * unwind.bpf.h - walks a user stack with the daemon's unwind tables
+ * (include/perfd/unwind.h), in the kernel, without copying the stack.
+ *
+ * For each frame: find the mapping that holds pc (binary search over the
+ * process's mappings), then the row that holds pc (binary search over the
+ * binary's rows), compute the CFA from rsp or rbp, and read the return
+ * address (and saved rbp) from the user stack: two reads of 8 bytes per
+ * frame instead of perf's 8 KiB copy.  Code without a table (JIT, binaries
+ * without CFI) is walked with its frame pointer, so one stack can mix both.
+ *
+ * The frame loop runs under bpf_loop(), so the verifier checks one step
+ * instead of 127 unrolled ones; the program that uses this is only loaded
+ * when the kernel has bpf_loop (probed by the daemon).  All state the step
+ * needs is in scalars of struct user_unwind; map values are looked up again
+ * in each step (array lookups, inlined by the verifier).
+ */
+#ifndef PERFD_UNWIND_BPF_H
+#define PERFD_UNWIND_BPF_H
+
+#include "perfd/unwind.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by the daemon */
+	__type(key, __u32);
+	__type(value, struct perfd_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by the daemon */
+	__type(key, __u32);
+	__type(value, struct perfd_unwind_mapping);
+} unwind_mappings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the daemon */
+	__type(key, __u32);
+	__type(value, struct perfd_unwind_process);
+} unwind_processes SEC(".maps");
+
+enum user_unwind_result {
+	UNWIND_RUNNING = 0,
+	UNWIND_COMPLETE, /* reached the outermost frame */
+	UNWIND_TRUNCATED,
+};
+
+struct user_unwind {
+	__u64 pc, sp, bp;
+	bool bp_known;
+	bool pc_exact;   /* the first frame, or one a signal interrupted */
+	__u32 written;   /* frames stored so far */
+	__u32 offset;    /* where in ips[] the user frames start */
+	__u32 maps_first, maps_count;
+	__u32 result;
+};
+
+/* Set by the caller: the buffer being filled (per-CPU scratch). */
+static __always_inline __u64 *unwind_out(void);
+
+static __always_inline const struct perfd_unwind_mapping *
+find_mapping(const struct user_unwind *u, __u64 addr)
+{
+	const struct perfd_unwind_mapping *m;
+	__u32 lo = 0, hi = u->maps_count, idx;
+
+	/* last mapping with start <= addr */
+	for (int i = 0; i < PERFD_UNWIND_MAPPING_SEARCH_STEPS && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		idx = u->maps_first + mid;
+		m = bpf_map_lookup_elem(&unwind_mappings, &idx);
+		if (!m)
+			return NULL;
+		if (m->start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	idx = u->maps_first + lo - 1;
+	m = bpf_map_lookup_elem(&unwind_mappings, &idx);
+	if (!m || addr >= m->end)
+		return NULL;
+	return m;
+}
+
+static __always_inline const struct perfd_unwind_row *
+find_row(const struct perfd_unwind_mapping *m, __u32 pc)
+{
+	__u32 lo = 0, hi = m->rows_count, first = m->rows_first, idx;
+	const struct perfd_unwind_row *r;
+
+	/* last row with row.pc <= pc */
+	for (int i = 0; i < PERFD_UNWIND_ROW_SEARCH_STEPS && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		idx = first + mid;
+		r = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!r)
+			return NULL;
+		if (r->pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	idx = first + lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+static __always_inline long frame_pointer_step(struct user_unwind *u)
+{
+	__u64 next_bp = 0, ra = 0;
+
+	if (!u->bp_known || u->bp == 0 ||
+	    bpf_probe_read_user(&next_bp, sizeof(next_bp), (void *)u->bp) ||
+	    bpf_probe_read_user(&ra, sizeof(ra), (void *)(u->bp + 8))) {
+		u->result = u->bp == 0 && u->bp_known ? UNWIND_COMPLETE : UNWIND_TRUNCATED;
+		return 1;
+	}
+	u->sp = u->bp + 16;
+	u->bp = next_bp;
+	u->pc = ra;
+	u->pc_exact = false;
+	return 0;
+}
+
+/* rt_sigframe as the kernel builds it: after the handler's return popped
+ * pretcode, rsp points at the ucontext; uc_mcontext (struct sigcontext)
+ * starts 40 bytes in, and holds rbp, rsp, rip at 80, 120, 128. */
+#define UC_MCONTEXT 40
+#define SIGCONTEXT_RBP 80
+#define SIGCONTEXT_RSP 120
+#define SIGCONTEXT_RIP 128
+
+static __always_inline long signal_step(struct user_unwind *u)
+{
+	__u64 regs[3];
+	void *mc = (void *)(u->sp + UC_MCONTEXT);
+
+	if (bpf_probe_read_user(&regs[0], 8, mc + SIGCONTEXT_RBP) ||
+	    bpf_probe_read_user(&regs[1], 8, mc + SIGCONTEXT_RSP) ||
+	    bpf_probe_read_user(&regs[2], 8, mc + SIGCONTEXT_RIP)) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
+	u->bp = regs[0];
+	u->bp_known = true;
+	u->sp = regs[1];
+	u->pc = regs[2];
+	u->pc_exact = true;
+	return 0;
+}
+
+/* One frame: records pc, then moves to the caller.  Returns 1 to stop. */
+static long unwind_step(__u32 i, struct user_unwind *u)
+{
+	const struct perfd_unwind_mapping *m;
+	const struct perfd_unwind_row *row;
+	__u64 *ips = unwind_out();
+	__u64 lookup, cfa, ra = 0;
+	__u32 slot = u->offset + u->written;
+
+	if (!ips || slot >= 2 * PERFD_MAX_STACK_DEPTH) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
+	ips[slot] = u->pc;
+	u->written++;
+
+	/* A return address points after the call, maybe past the end of the
+	 * caller's function: look up the call instruction instead. */
+	lookup = u->pc_exact ? u->pc : u->pc - 1;
+	m = find_mapping(u, lookup);
+	if (!m || m->rows_count == 0)
+		return frame_pointer_step(u);
+	row = find_row(m, (__u32)(lookup - m->pc_adjust));
+	if (!row) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
+
+	switch (row->cfa_type) {
+	case PERFD_CFA_RSP:
+		cfa = u->sp + row->cfa_offset;
+		break;
+	case PERFD_CFA_RBP:
+		if (!u->bp_known) {
+			u->result = UNWIND_TRUNCATED;
+			return 1;
+		}
+		cfa = u->bp + row->cfa_offset;
+		break;
+	case PERFD_CFA_PLT:
+		cfa = u->sp + 8 + (((u->pc & 15) >= (__u64)row->cfa_offset) ? 8 : 0);
+		break;
+	case PERFD_CFA_SIGNAL:
+		return signal_step(u);
+	case PERFD_CFA_END:
+		u->result = UNWIND_COMPLETE;
+		return 1;
+	default:
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
+
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
+	if (row->rbp_offset8 == PERFD_RBP_LOST) {
+		u->bp_known = false;
+	} else if (row->rbp_offset8 != 0) {
+		__u64 bp = 0;
+
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + 8 * (__s64)row->rbp_offset8))) {
+			u->result = UNWIND_TRUNCATED;
+			return 1;
+		}
+		u->bp = bp;
+		u->bp_known = true;
+	}
+	u->sp = cfa;
+	u->pc = ra;
+	u->pc_exact = false;
+	if (ra == 0) {
+		u->result = UNWIND_COMPLETE;
+		return 1;
+	}
+	return 0;
+}
+
+#endif
