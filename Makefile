@@ -89,6 +89,20 @@ $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/workload.h
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
 
+# Workloads that prove table unwinding are built the way distributions
+# build code: optimized, without frame pointers, some of it in a library.
+NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror
+$(BUILD)/workloads/libnofplib.so: tests/workloads/lib/nofplib.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/workloads/nofp: tests/workloads/nofp.c tests/workloads/workload.h $(BUILD)/workloads/libnofplib.so
+	$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(@D) -lnofplib -Wl,-rpath,'$$ORIGIN'
+
+$(BUILD)/workloads/threads: tests/workloads/threads.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) $(NOFP_CFLAGS) -o $@ $< -lpthread
+
 workloads: $(WORKLOAD_BINS)
 
 unit: deps-test $(UNIT_BINS)

@@ -39,6 +39,22 @@ static inline __attribute__((always_inline)) void burn_until(double until)
 	}
 }
 
+/* One unit of work with a stack frame of its own (so the CFA moves), the
+ * same instructions wherever it is expanded: functions doing n units cost
+ * n times as much, which is what makes a split known by construction. */
+#define WORK_UNITS(seed, units)                                                \
+	({                                                                     \
+		volatile uint64_t scratch_[8];                                 \
+		uint64_t x_ = (seed) | 1;                                      \
+		for (unsigned u_ = 0; u_ < (units); u_++)                      \
+			for (int i_ = 0; i_ < 200000; i_++) {                  \
+				x_ = x_ * 6364136223846793005ULL +             \
+				     1442695040888963407ULL;                   \
+				scratch_[i_ & 7] = x_;                         \
+			}                                                      \
+		x_ ^ scratch_[3];                                              \
+	})
+
 /* A non-negative number of seconds; -1 for anything else. */
 static inline int parse_seconds(const char *s, double *ret)
 {
