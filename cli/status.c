@@ -59,6 +59,23 @@ static void print_status(struct json_object *r)
 	printf("Interned:     stacks %s, frames %s, modules %s\n",
 	       ctl_json_count(r, "stacks.interned", a), ctl_json_count(r, "stacks.frames", b),
 	       ctl_json_count(r, "stacks.modules", c));
+	{
+		_cleanup_free_ char *method = ctl_json_string_escaped(r, "unwind.method");
+		char d[CTL_COUNT_MAX], e[CTL_COUNT_MAX];
+		double table_bytes;
+
+		printf("Unwinding:    %s; %s stacks with tables, %s truncated\n",
+		       method ? method : "-", ctl_json_count(r, "unwind.stacks_with_tables", a),
+		       ctl_json_count(r, "unwind.stacks_truncated", b));
+		if (ctl_json_double(r, "unwind.table_bytes", &table_bytes))
+			printf("Tables:       %s binaries (%s without CFI), %s processes, "
+			       "%.1f MiB, rows %s of %s\n",
+			       ctl_json_count(r, "unwind.tables", a),
+			       ctl_json_count(r, "unwind.tables_failed", b),
+			       ctl_json_count(r, "unwind.processes", c), table_bytes / (1024.0 * 1024.0),
+			       ctl_json_count(r, "unwind.rows_used", d),
+			       ctl_json_count(r, "unwind.rows_capacity", e));
+	}
 	printf("Limits:       processes %s, stacks %s, frames %s\n",
 	       ctl_json_count(r, "limits.max_processes", a),
 	       ctl_json_count(r, "limits.max_stacks", b),

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,9 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 	}
 	u->stats.build_ns += now_ns() - t0;
 	unwind_table_free(ut);
+	/* A big library's table is megabytes of heap, used once to upload:
+	 * give it back to the system rather than keep it in malloc's arena. */
+	(void)malloc_trim(0);
 	return t;
 }
 
