@@ -107,6 +107,11 @@ def print_table(doc, out):
         out.write(f"ERROR: {e}\n")
 
 
+def cell(text):
+    """Text safe inside a Markdown table cell."""
+    return str(text).replace("|", "\\|")
+
+
 def markdown(doc):
     """The results as Markdown tables, for docs/PERFORMANCE.md."""
     lines = []
@@ -116,12 +121,12 @@ def markdown(doc):
             section = sec
             lines += ["", f"### {sec}", "", "| figure | unit | min | median | max | runs |",
                       "|---|---|--:|--:|--:|--:|"]
-        lines.append(f"| {title} | {unit} | {lo} | {med} | {hi} | {n} |")
+        lines.append(f"| {cell(title)} | {cell(unit)} | {lo} | {med} | {hi} | {n} |")
     if doc["goals"]:
         lines += ["", "### Goals", "", "| goal | median today | verdict |", "|---|--:|---|"]
         for g in doc["goals"]:
-            comment = f" ({g['comment']})" if g.get("comment") else ""
-            lines.append(f"| {g['goal']} | {fmt(g['value'])} {g['unit']} | **{g['verdict']}**{comment} |")
+            comment = f" ({cell(g['comment'])})" if g.get("comment") else ""
+            lines.append(f"| {cell(g['goal'])} | {fmt(g['value'])} {cell(g['unit'])} | **{g['verdict']}**{comment} |")
     if doc["notes"] or doc["errors"]:
         lines.append("")
     lines += [f"- {n}" for n in doc["notes"]] + [f"- **error**: {e}" for e in doc["errors"]]
