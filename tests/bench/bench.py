@@ -363,7 +363,7 @@ def phase_stacks(ctx):
         ctx.add("mem.stacks.idle", secm, f"perfd RSS at idle ({STACKS_HZ} Hz, large limits)", "MiB",
                 idle_kib / 1024, "lower")
         ctx.add("mem.stacks.interned", secm, "unique stacks interned by the end", "stacks",
-                st_full["stacks"]["interned"], "higher")
+                st_full["stacks"]["interned"])
         ctx.add("mem.stacks.rss", secm, "perfd RSS with those stacks", "MiB", rss_kib / 1024, "lower")
         ctx.add("mem.stacks.per_stack", secm, "RSS growth per unique stack", "bytes",
                 (rss_kib - idle_kib) * 1024 / interned if interned > 0 else None, "lower")
@@ -382,13 +382,13 @@ def phase_stacks(ctx):
         ctx.add("query.ps.full.ms", secq, "ps, daemon holding the stacks (median of 7)", "ms",
                 sorted(ps_full)[3] * 1000, "lower")
         ctx.add("query.snapshot_10k.lines", secq, "snapshot '10k': unique stacks (folded lines) reached",
-                "stacks", n10, "higher")
+                "stacks", n10)
         ctx.add("query.snapshot_10k.ms", secq, "snapshot '10k': end of window to last byte", "ms",
                 lat10 * 1000, "lower")
         ctx.add("query.snapshot_10k.cpu_ms", secq, "snapshot '10k': perfd CPU from window end to answer", "ms",
                 cpu10 * 1000, "lower")
         ctx.add("query.snapshot_100k.lines", secq, "snapshot '100k': unique stacks (folded lines) reached",
-                "stacks", n100, "higher")
+                "stacks", n100)
         ctx.add("query.snapshot_100k.ms", secq, "snapshot '100k': end of window to last byte", "ms",
                 lat100 * 1000, "lower")
         ctx.add("query.snapshot_100k.cpu_ms", secq, "snapshot '100k': perfd CPU from window end to answer",
