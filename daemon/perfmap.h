@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfmap.h - JIT symbol maps in perf's /tmp/perf-PID.map format, as written
+ * by `node --perf-basic-prof`, Python 3.12+ `-X perf`, the JVM's agents and
+ * others: one "START SIZE NAME" line (hex, hex, rest of line) per function.
+ */
+#ifndef PERFD_PERFMAP_H
+#define PERFD_PERFMAP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct perfmap;
+
+/* Parses a whole map.  Malformed lines are skipped (a JIT may be writing the
+ * last one right now) and counted in *ret_skipped (may be NULL).  When
+ * ranges overlap, the line written last wins: code was recompiled there
+ * (what remains of an older function past a newer one is dropped, so an
+ * address there is unknown rather than named from stale code).
+ * Returns 0 or -errno. */
+int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped);
+/* The function containing addr, or NULL; *ret_offset (may be NULL) gets
+ * addr's offset into it.  O(log n). */
+const char *perfmap_lookup(const struct perfmap *m, uint64_t addr, uint64_t *ret_offset);
+size_t perfmap_count(const struct perfmap *m);
+size_t perfmap_memory(const struct perfmap *m);
+struct perfmap *perfmap_free(struct perfmap *m);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for daemon/perfmap.c (JIT maps) and daemon/demangle.c. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "demangle.h"
+#include "perfmap.h"
+
+static struct perfmap *parse(const char *text, size_t *skipped)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	struct perfmap *m = NULL;
+
+	cr_assert_not_null(f);
+	cr_assert_eq(perfmap_parse(f, &m, skipped), 0);
+	fclose(f);
+	return m;
+}
+
+Test(perfmap, lookup_by_range)
+{
+	struct perfmap *m = parse("7f0000001000 40 LazyCompile:*hot /app/x.js:3:10\n"
+				  "7f0000002000 10 Builtin:ArgumentsAdaptorTrampoline\n",
+				  NULL);
+	uint64_t off;
+
+	cr_assert_eq(perfmap_count(m), 2);
+	cr_assert_str_eq(perfmap_lookup(m, 0x7f0000001000, &off), "LazyCompile:*hot /app/x.js:3:10");
+	cr_assert_eq(off, 0);
+	cr_assert_str_eq(perfmap_lookup(m, 0x7f000000103f, &off), "LazyCompile:*hot /app/x.js:3:10");
+	cr_assert_eq(off, 0x3f);
+	cr_assert_null(perfmap_lookup(m, 0x7f0000001040, NULL));
+	cr_assert_null(perfmap_lookup(m, 0x7f0000000fff, NULL));
+	cr_assert_str_eq(perfmap_lookup(m, 0x7f000000200f, NULL), "Builtin:ArgumentsAdaptorTrampoline");
+	perfmap_free(m);
+}
+
+Test(perfmap, later_lines_win_where_code_was_recompiled)
+{
+	struct perfmap *m = parse("1000 100 old\n"
+				  "1040 20 new\n"
+				  "2000 10 a\n"
+				  "2000 10 b\n",
+				  NULL);
+
+	cr_assert_str_eq(perfmap_lookup(m, 0x1000, NULL), "old");
+	cr_assert_str_eq(perfmap_lookup(m, 0x1045, NULL), "new");
+	/* the old function's part after the new one is dropped: unknown
+	 * there rather than a name that may be stale */
+	cr_assert_null(perfmap_lookup(m, 0x1070, NULL));
+	cr_assert_str_eq(perfmap_lookup(m, 0x2005, NULL), "b");
+	perfmap_free(m);
+}
+
+Test(perfmap, malformed_and_unfinished_lines_are_skipped)
+{
+	size_t skipped = 0;
+	struct perfmap *m = parse("zz 10 bad\n"
+				  "1000 0 empty\n"
+				  "1000 10\n"
+				  "3000 10 good\n"
+				  "4000 10 being-writ",
+				  &skipped);
+
+	cr_assert_eq(perfmap_count(m), 1);
+	cr_assert_eq(skipped, 4);
+	cr_assert_str_eq(perfmap_lookup(m, 0x3001, NULL), "good");
+	cr_assert_null(perfmap_lookup(m, 0x4001, NULL));
+	perfmap_free(m);
+}
+
+Test(demangle, cpp_rust_legacy_and_v0)
+{
+	struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "_ZN3app6detail4workIiEEvT_", "void app::detail::work<int>(int)" },
+		{ "_ZN4core3ptr13drop_in_place17h1234567890abcdefE", "core::ptr::drop_in_place" },
+		{ "_RNvCs1234_7mycrate4main", "mycrate::main" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *d = demangle(cases[i].in);
+
+		cr_assert_not_null(d, "%s not demangled", cases[i].in);
+		cr_assert_str_eq(d, cases[i].out);
+		free(d);
+	}
+	cr_assert_null(demangle("main"));
+	cr_assert_null(demangle("_start"));
+	cr_assert_null(demangle("_Zgarbage"));
+}
