@@ -205,6 +205,8 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	case PERFD_CFA_END:
 		u->result = UNWIND_COMPLETE;
 		return 1;
+	case PERFD_CFA_NO_CFI:
+		return frame_pointer_step(u);
 	default:
 		u->result = UNWIND_TRUNCATED;
 		return 1;

@@ -8,7 +8,7 @@
  *
  * FDEs are enumerated with dwarf_next_cfi over the raw section rather than
  * through the .eh_frame_hdr index: that gives each FDE's exact [start, end),
- * so an END row goes exactly where a function's CFI stops; it is the same
+ * so a NO_CFI row goes exactly where a function's CFI stops; it is the same
  * code for .debug_frame, which has no index; and it does not depend on the
  * index being present.  The price is decoding each FDE's initial location
  * ourselves, with the pointer encoding from its CIE's 'R' augmentation.
@@ -59,8 +59,8 @@ struct code_range {
 	uint64_t start, end;
 };
 
-/* A row before sorting, at its full address.  gap_end marks the END row put
- * where a walked range stops; a real row at the same address wins over it. */
+/* A row before sorting, at its full address.  gap_end marks the NO_CFI row
+ * put where a walked range stops; a real row at the same address wins over it. */
 struct pending_row {
 	uint64_t vaddr;
 	bool gap_end;
@@ -491,7 +491,7 @@ static void classify(Dwarf_Frame *frame, int ra_reg, bool signal, struct pending
 	row->rbp_offset8 = rbp_rule(frame);
 }
 
-/* Emits the rows of [lo, hi) from cfi, then an END row at hi that yields
+/* Emits the rows of [lo, hi) from cfi, then a NO_CFI row at hi that yields
  * to a row of the code that follows.  An address libdw finds no rule for
  * (malformed CFI) gets an UNSUPPORTED row that holds up to hi. */
 static int walk_range(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t hi)
@@ -522,7 +522,7 @@ static int walk_range(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t h
 			return r;
 		addr = end;
 	}
-	row = (struct pending_row){ .vaddr = hi, .gap_end = true, .type = PERFD_CFA_END };
+	row = (struct pending_row){ .vaddr = hi, .gap_end = true, .type = PERFD_CFA_NO_CFI };
 	return push_row(b, &row);
 }
 
@@ -914,7 +914,7 @@ int unwind_table_build_memory(const void *image, size_t size, struct unwind_tabl
 }
 
 /* Rows hold from their pc up to the next row's; the last row is always the
- * END row closing the last FDE, so any address past it gets that END.  NULL
+ * NO_CFI row closing the last FDE, so any address past it gets that.  NULL
  * below the first row, and for an address more than 4 GiB above the base,
  * which no row can describe. */
 const struct perfd_unwind_row *unwind_table_find(const struct unwind_table *t, uint64_t vaddr)

@@ -30,8 +30,10 @@ int unwind_table_build(int fd, struct unwind_table **ret);
 /* Same for an ELF image in memory (the vDSO). */
 int unwind_table_build_memory(const void *image, size_t size, struct unwind_table **ret);
 
-/* The row that applies at vaddr, or NULL (before the first row, or past the
- * last one).  The same binary search the BPF program does. */
+/* The row that applies at vaddr: the last one whose pc is <= vaddr (past
+ * the last FDE that is the closing PERFD_CFA_NO_CFI row), or NULL before
+ * the first row or more than 4 GiB above the base.  The same binary search
+ * the BPF program does. */
 const struct perfd_unwind_row *unwind_table_find(const struct unwind_table *t,
 						 uint64_t vaddr);
 

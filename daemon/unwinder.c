@@ -7,7 +7,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <time.h>
 
 #include <bpf/bpf.h>
@@ -21,11 +20,11 @@
 #include "unwind_table.h"
 #include "unwinder.h"
 
-#define VDSO_KEY 0 /* modules start at FRAME_MODULE_FIRST: 0 is free for it */
 #define UPLOAD_CHUNK 8192
 
 struct segment {
 	uint64_t offset, vaddr, filesz;
+	bool executable;
 };
 
 struct table {
@@ -48,7 +47,7 @@ struct proc {
 struct unwinder {
 	struct unwinder_opts opts;
 	struct rangealloc rows, mappings;
-	struct u64map tables; /* module id (or VDSO_KEY) -> struct table * */
+	struct u64map tables; /* module id -> struct table * */
 	struct u64map procs;  /* pid -> struct proc * */
 	struct unwinder_stats stats;
 };
@@ -154,48 +153,30 @@ static int read_segments(Elf *elf, struct table *t)
 
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		t->segs[t->n_segs++] = (struct segment){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+		t->segs[t->n_segs++] = (struct segment){ ph.p_offset, ph.p_vaddr, ph.p_filesz,
+							 (ph.p_flags & PF_X) != 0 };
 	}
 	return 0;
 }
 
-/* Builds the table of a module (or the vDSO) and uploads its rows. */
+/* Builds the table of a module and uploads its rows. */
 static struct table *table_build(struct unwinder *u, uint64_t key)
 {
 	struct unwind_table *ut = NULL;
 	struct table *t = calloc(1, sizeof(*t));
 	uint64_t t0 = now_ns();
 	Elf *elf = NULL;
-	int r;
+	int fd, r;
 
 	if (!t)
 		return NULL;
-	if (key == VDSO_KEY) {
-		const void *image = (const void *)getauxval(AT_SYSINFO_EHDR);
-		size_t size = 0;
-
-		r = -ENOENT;
-		if (image) {
-			/* The vDSO is a few pages; its section headers end it. */
-			const Elf64_Ehdr *eh = image;
-
-			size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-			r = unwind_table_build_memory(image, size, &ut);
-			if (r == 0) {
-				elf = elf_memory((char *)image, size);
-				r = elf ? read_segments(elf, t) : -ENOEXEC;
-			}
-		}
-	} else {
-		int fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)key);
-
-		r = fd;
-		if (fd >= 0)
-			r = unwind_table_build(fd, &ut);
-		if (r == 0) {
-			elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-			r = elf ? read_segments(elf, t) : -ENOEXEC;
-		}
+	fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)key);
+	r = fd;
+	if (fd >= 0)
+		r = unwind_table_build(fd, &ut);
+	if (r == 0) {
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		r = elf ? read_segments(elf, t) : -ENOEXEC;
 	}
 	if (elf)
 		elf_end(elf);
@@ -263,13 +244,18 @@ static void table_unref(struct unwinder *u, uint64_t key)
 	table_free(t);
 }
 
-/* The mapping's row-pc adjustment: address - pc_adjust = vaddr - base. */
+/* The mapping's row-pc adjustment: address - pc_adjust = vaddr - base.
+ * The executable segment whose file range overlaps the mapping's decides:
+ * linkers (lld) may start it mid-page, so the page-aligned pgoff can lie in
+ * the segment before it. */
 static bool mapping_adjust(const struct table *t, const struct procmap *m, uint64_t *ret)
 {
+	uint64_t lo = m->pgoff, hi = m->pgoff + (m->end - m->start);
+
 	for (size_t i = 0; i < t->n_segs; i++) {
 		const struct segment *s = &t->segs[i];
 
-		if (m->pgoff >= s->offset && m->pgoff < s->offset + MAX(s->filesz, 1)) {
+		if (s->executable && s->offset < hi && s->offset + s->filesz > lo) {
 			*ret = m->start - m->pgoff + s->offset - s->vaddr + t->base_vaddr;
 			return true;
 		}
@@ -305,13 +291,13 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
-		uint64_t key = strcmp(m->path, "[vdso]") == 0 ? VDSO_KEY : module_ids[i];
+		uint64_t key = module_ids[i];
 		struct table *t;
 		uint64_t adjust;
 
 		entries[i].start = m->start;
 		entries[i].end = m->end;
-		if (key != VDSO_KEY && (key < FRAME_MODULE_FIRST || key > FRAME_MODULE_LAST))
+		if (key < FRAME_MODULE_FIRST || key > FRAME_MODULE_LAST)
 			continue; /* anonymous (JIT) or unreadable: frame pointers */
 		t = table_get(u, key);
 		if (!t || t->error || !mapping_adjust(t, m, &adjust))

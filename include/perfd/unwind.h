@@ -24,12 +24,14 @@
 #endif
 
 enum perfd_cfa_type {
-	PERFD_CFA_END = 0,      /* no caller: outermost frame (RA undefined), or no FDE here */
+	PERFD_CFA_END = 0,      /* no caller: the outermost frame (RA undefined) */
 	PERFD_CFA_RSP = 1,      /* CFA = rsp + cfa_offset */
 	PERFD_CFA_RBP = 2,      /* CFA = rbp + cfa_offset */
 	PERFD_CFA_PLT = 3,      /* PLT stub: CFA = rsp + 8 + (((rip & 15) >= cfa_offset) ? 8 : 0) */
 	PERFD_CFA_SIGNAL = 4,   /* signal trampoline: registers saved in the ucontext at rsp */
 	PERFD_CFA_UNSUPPORTED = 5, /* a rule BPF cannot evaluate: the stack ends here, truncated */
+	PERFD_CFA_NO_CFI = 6,   /* no FDE covers this code (hand-written, generated):
+				 * walk this frame with its frame pointer */
 };
 
 #define PERFD_RBP_LOST (-128)

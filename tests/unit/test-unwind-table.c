@@ -265,7 +265,8 @@ static int build_path(const char *path, struct unwind_table **ret)
 
 static const char *type_name(unsigned type)
 {
-	static const char *const names[] = { "END", "RSP", "RBP", "PLT", "SIGNAL", "UNSUPPORTED" };
+	static const char *const names[] = { "END", "RSP", "RBP", "PLT", "SIGNAL", "UNSUPPORTED",
+					     "NO_CFI" };
 
 	return type < ELEMENTSOF(names) ? names[type] : "?";
 }
@@ -281,7 +282,7 @@ static void check_invariants(const char *what, const struct unwind_table *t)
 	for (size_t i = 0; i < t->n_rows; i++) {
 		const struct perfd_unwind_row *r = &t->rows[i], *p = i ? &t->rows[i - 1] : NULL;
 
-		cr_assert_leq(r->cfa_type, PERFD_CFA_UNSUPPORTED, "%s: row %zu type %u", what, i,
+		cr_assert_leq(r->cfa_type, PERFD_CFA_NO_CFI, "%s: row %zu type %u", what, i,
 			      r->cfa_type);
 		unsupported += r->cfa_type == PERFD_CFA_UNSUPPORTED;
 		if (!p)
@@ -291,7 +292,7 @@ static void check_invariants(const char *what, const struct unwind_table *t)
 				  r->rbp_offset8 != p->rbp_offset8,
 			  "%s: rows %zu and %zu (pc %#x, %#x) not merged", what, i - 1, i, p->pc, r->pc);
 	}
-	cr_expect_eq(t->rows[t->n_rows - 1].cfa_type, PERFD_CFA_END, "%s: last row is %s", what,
+	cr_expect_eq(t->rows[t->n_rows - 1].cfa_type, PERFD_CFA_NO_CFI, "%s: last row is %s", what,
 		     type_name(t->rows[t->n_rows - 1].cfa_type));
 	cr_expect_eq(unsupported, t->rows_unsupported, "%s: %zu unsupported rows, reported %zu",
 		     what, unsupported, t->rows_unsupported);
@@ -754,8 +755,8 @@ static size_t check_against_readelf(const char *what, const struct unwind_table 
 		}
 		if (!any_fde_covers(o, f->end)) {
 			checked++;
-			cr_expect_eq(find_type(t, f->end), PERFD_CFA_END,
-				     "%s: after the FDE %#" PRIx64 "..%#" PRIx64 ": %s, want END",
+			cr_expect_eq(find_type(t, f->end), PERFD_CFA_NO_CFI,
+				     "%s: after the FDE %#" PRIx64 "..%#" PRIx64 ": %s, want NO_CFI",
 				     what, f->start, f->end, type_name(find_type(t, f->end)));
 		}
 	}
@@ -961,7 +962,7 @@ Test(unwind_table, gap_between_fdes_is_end)
 	}
 	cr_assert(before && after, "fx_nocfi is not between FDEs");
 	for (uint64_t a = f; a < f + 4; a++)
-		expect_row(t, a, PERFD_CFA_END, 0, 0, "fx_nocfi");
+		expect_row(t, a, PERFD_CFA_NO_CFI, 0, 0, "fx_nocfi");
 	oracle_free(&o);
 	unwind_table_free(t);
 }
