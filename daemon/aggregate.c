@@ -15,9 +15,16 @@
 #include "symbolize.h"
 
 #define NSEC_PER_SEC 1000000000ULL
-/* A user address outside every known mapping makes us re-read the maps
- * (dlopen, JIT), but at most this often per process. */
-#define MAPS_REREAD_INTERVAL_NS (1 * NSEC_PER_SEC)
+/* A user address outside every known mapping makes us re-read the maps: a
+ * library was mapped since (dlopen, or libc itself when the first sample
+ * came while ld.so was still loading it).  The first time at once; while
+ * re-reading finds nothing new (garbage addresses from a truncated stack),
+ * the wait doubles up to MAPS_REREAD_MAX_NS; a re-read that explains the
+ * address starts over. */
+#define MAPS_REREAD_FIRST_NS (16 * 1000 * 1000ULL)
+#define MAPS_REREAD_MAX_NS (8 * NSEC_PER_SEC)
+/* How often to look again for a JIT's perf map that was not there. */
+#define JIT_MAP_RECHECK_NS (1 * NSEC_PER_SEC)
 /* Bound on evictions for one sample, so one sample can't stall the loop. */
 #define EVICTIONS_PER_SAMPLE 4
 #define MODULE_NONE UINT16_MAX
@@ -84,6 +91,7 @@ static void process_free(struct aggregator *a, struct process *p)
 	release_counts(a, &p->counts);
 	procmaps_free(p->maps);
 	free(p->map_modules);
+	free(p->cgroup);
 	free(p);
 }
 
@@ -166,6 +174,60 @@ static void read_comm(uint32_t pid, char comm[PERFD_TASK_COMM_LEN])
 	memcpy(comm, buf, PERFD_TASK_COMM_LEN);
 }
 
+/* Reads the pid as p's own pid namespace sees it (the last NSpid field)
+ * and p's cgroup v2 path: what names it inside a container. */
+static void read_identity(struct process *p)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	char path[64];
+	FILE *f;
+
+	p->ns_pid = p->pid;
+	snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
+	f = fopen(path, "re");
+	if (f) {
+		while (getline(&line, &cap, f) > 0) {
+			char *last;
+
+			if (strncmp(line, "NSpid:", 6) != 0)
+				continue;
+			last = strrchr(line, '\t');
+			if (last)
+				p->ns_pid = (uint32_t)strtoul(last + 1, NULL, 10);
+			break;
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
+	f = fopen(path, "re");
+	if (f) {
+		while (getline(&line, &cap, f) > 0) {
+			if (strncmp(line, "0::", 3) != 0)
+				continue;
+			line[strcspn(line, "\n")] = 0;
+			p->cgroup = strdup(line + 3);
+			break;
+		}
+		fclose(f);
+	}
+}
+
+/* The process's JIT map, as its JIT wrote it: /tmp/perf-<pid in its own
+ * namespace>.map under its own root. */
+static void find_jit_map(struct aggregator *a, struct process *p)
+{
+	char path[96];
+	int id;
+
+	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->ns_pid);
+	if (access(path, R_OK) < 0)
+		return;
+	id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path);
+	if (id > 0)
+		p->jit_module = (uint16_t)id;
+}
+
 /* Reads p's executable mappings and resolves the module of each, opening
  * binaries while the process still lives. */
 static void refresh_maps(struct aggregator *a, struct process *p, uint64_t now_ns)
@@ -184,10 +246,15 @@ static void refresh_maps(struct aggregator *a, struct process *p, uint64_t now_n
 		return;
 	}
 	for (size_t i = 0; i < maps->n; i++) {
-		int id = symbolizer_module_for_mapping(a->symbolizer, p->pid, &maps->maps[i]);
+		const struct procmap *m = &maps->maps[i];
+		int id = strcmp(m->path, "[vdso]") == 0 ?
+				 symbolizer_vdso_module(a->symbolizer) :
+				 symbolizer_module_for_mapping(a->symbolizer, p->pid, m);
 
 		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
 	}
+	if (!p->jit_module)
+		find_jit_map(a, p);
 	procmaps_free(p->maps);
 	free(p->map_modules);
 	p->maps = maps;
@@ -237,8 +304,10 @@ static struct process *process_new(struct aggregator *a,
 	if (!p->comm[0])
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
-	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD))
+	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD)) {
+		read_identity(p);
 		refresh_maps(a, p, s->hdr.timestamp_ns);
+	}
 	return p;
 }
 
@@ -286,18 +355,29 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 		refresh_maps(a, p, now_ns);
 	if (p->maps)
 		m = procmaps_find(p->maps, addr);
-	if (!m && now_ns - p->maps_read_ns > MAPS_REREAD_INTERVAL_NS) {
+	if (!m && now_ns - p->maps_read_ns >= p->maps_reread_wait_ns) {
 		refresh_maps(a, p, now_ns);
 		if (p->maps)
 			m = procmaps_find(p->maps, addr);
+		if (m)
+			p->maps_reread_wait_ns = 0;
+		else
+			p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns,
+							 MAPS_REREAD_FIRST_NS),
+						     MAPS_REREAD_MAX_NS);
 	}
-	if (!m)
-		return frame_make(FRAME_MODULE_NONE, addr);
+	if (!m || p->map_modules[m - p->maps->maps] == MODULE_NONE) {
+		/* Anonymous code: JIT-compiled, named by the JIT's map.  A JIT
+		 * may write its map only once it has compiled something. */
+		if (!p->jit_module && now_ns - p->jit_checked_ns > JIT_MAP_RECHECK_NS) {
+			p->jit_checked_ns = now_ns;
+			find_jit_map(a, p);
+		}
+		return frame_make(p->jit_module ? p->jit_module : FRAME_MODULE_NONE, addr);
+	}
 
 	i = m - p->maps->maps;
 	mod = &p->map_modules[i];
-	if (*mod == MODULE_NONE)
-		return frame_make(FRAME_MODULE_NONE, addr);
 	return frame_make(*mod, addr - m->start + m->pgoff);
 }
 
@@ -479,8 +559,11 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 		return 0;
 	case PERFD_EVENT_EXEC:
 		p = lookup(a, h->tgid, h->start_time_ns);
-		if (p)
+		if (p) {
 			p->maps_stale = true;
+			p->maps_reread_wait_ns = 0;
+			p->jit_module = 0;
+		}
 		return 0;
 	default:
 		return -EINVAL;
