@@ -20,7 +20,7 @@ BPFTOOL ?= bpftool
 PYTHON ?= /usr/bin/python3
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-PKGS := libbpf libdw libelf libsystemd json-c
+PKGS := libbpf libdw libelf libsystemd json-c liblzma zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty
 
@@ -102,6 +102,24 @@ $(BUILD)/workloads/nofp: tests/workloads/nofp.c tests/workloads/workload.h $(BUI
 $(BUILD)/workloads/threads: tests/workloads/threads.c tests/workloads/workload.h
 	@mkdir -p $(@D)
 	$(CC) $(NOFP_CFLAGS) -o $@ $< -lpthread
+
+# Symbolization workloads: C++ templates, and Rust in its default (legacy)
+# mangling and in v0.
+RUSTC ?= $(shell command -v rustc 2>/dev/null || echo $(HOME)/.cargo/bin/rustc)
+$(BUILD)/workloads/templates: tests/workloads/cxx/templates.cpp
+	@mkdir -p $(@D)
+	$(CXX) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -o $@ $<
+
+$(BUILD)/workloads/rust-spin-legacy: tests/workloads/rust/spin.rs
+	@mkdir -p $(@D)
+	$(RUSTC) -O -C force-frame-pointers=yes -o $@ $<
+
+$(BUILD)/workloads/rust-spin-v0: tests/workloads/rust/spin.rs
+	@mkdir -p $(@D)
+	$(RUSTC) -O -C force-frame-pointers=yes -C symbol-mangling-version=v0 -o $@ $<
+
+WORKLOAD_BINS += $(BUILD)/workloads/templates $(BUILD)/workloads/rust-spin-legacy \
+	$(BUILD)/workloads/rust-spin-v0
 
 workloads: $(WORKLOAD_BINS)
 

@@ -35,6 +35,7 @@ static void help(void)
 	       "  --ringbuf-mib N      BPF ring buffer size, power of two (default 8)\n"
 	       "  --unwind-mib N       kernel memory for unwind tables, 0 for frame\n"
 	       "                       pointers only (default 16)\n"
+	       "  --no-demangle        print C++ and Rust symbols as they are mangled\n"
 	       "  --verbose            log debug messages, libbpf's included\n"
 	       "  --help, --version\n",
 	       PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET);
@@ -98,7 +99,7 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_VERBOSE,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_VERBOSE,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -108,6 +109,7 @@ int main(int argc, char **argv)
 		{ "max-frames", required_argument, NULL, OPT_MAXF },
 		{ "ringbuf-mib", required_argument, NULL, OPT_RB },
 		{ "unwind-mib", required_argument, NULL, OPT_UNWIND },
+		{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -121,6 +123,7 @@ int main(int argc, char **argv)
 		.kallsyms_path = "/proc/kallsyms",
 		.unwind_rows = (16u << 20) / sizeof(struct perfd_unwind_row),
 		.unwind_mappings = 65536,
+		.demangle = true,
 	};
 	unsigned long v;
 	long max_hz;
@@ -172,6 +175,9 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			opts.unwind_rows = (v << 20) / sizeof(struct perfd_unwind_row);
+			break;
+		case OPT_NO_DEMANGLE:
+			opts.demangle = false;
 			break;
 		case OPT_VERBOSE:
 			log_set_max_level(LOG_DEBUG);

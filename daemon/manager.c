@@ -512,7 +512,9 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	}
 	(void)sd_event_set_watchdog(m->event, true);
 
-	m->symbolizer = symbolizer_new(opts->kallsyms_path, &kr);
+	m->symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = opts->kallsyms_path,
+								   .demangle = opts->demangle },
+				       &kr);
 	if (!m->symbolizer) {
 		r = log_error_errno(ENOMEM, "Out of memory.");
 		goto fail;

@@ -12,6 +12,7 @@
 #ifndef PERFD_MANAGER_H
 #define PERFD_MANAGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "aggregate.h"
@@ -24,6 +25,7 @@ struct manager_opts {
 	uint32_t unwind_rows;     /* 0: frame pointers only */
 	uint32_t unwind_mappings;
 	const char *kallsyms_path;
+	bool demangle;
 };
 
 struct manager;

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
@@ -18,6 +19,23 @@
 static void add_u64(json_object *o, const char *key, uint64_t v)
 {
 	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+const char *query_unit_of_cgroup(const char *cgroup)
+{
+	const char *unit = NULL;
+
+	/* the innermost path element that is a systemd unit */
+	for (const char *p = cgroup; p && *p; p = strchr(p, '/')) {
+		size_t len;
+
+		p += *p == '/';
+		len = strcspn(p, "/");
+		if ((len > 8 && strncmp(p + len - 8, ".service", 8) == 0) ||
+		    (len > 6 && strncmp(p + len - 6, ".scope", 6) == 0))
+			unit = p;
+	}
+	return unit;
 }
 
 json_object *query_ok(void)
@@ -95,6 +113,10 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "modules_loaded", in->sym.modules_loaded);
 	add_u64(syms, "modules_failed", in->sym.modules_failed);
 	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
+	add_u64(syms, "jit_maps_read", in->sym.jit_maps);
+	add_u64(syms, "lookups", in->sym.lookups);
+	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
+	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);
 	add_u64(syms, "memory_bytes", in->sym.memory_bytes);
 	json_object_object_add(o, "symbols", syms);
 
@@ -225,6 +247,15 @@ json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
 		add_u64(row, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
 		add_u64(row, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);
 		json_object_object_add(row, "exited", json_object_new_boolean(p->exited));
+		json_object_object_add(row, "ns_pid", json_object_new_int64(p->ns_pid));
+		if (p->cgroup) {
+			const char *unit = query_unit_of_cgroup(p->cgroup);
+
+			json_object_object_add(row, "cgroup", json_object_new_string(p->cgroup));
+			if (unit)
+				json_object_object_add(row, "unit",
+						       json_object_new_string_len(unit, (int)strcspn(unit, "/")));
+		}
 		add_u64(row, "total_samples", p->total_samples);
 		json_object_array_add(list, row);
 	}

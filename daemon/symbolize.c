@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* symbolize.c - see symbolize.h for the design. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -8,20 +9,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "elfsym.h"
 #include "frame.h"
 #include "ksyms.h"
 #include "perfd/macro.h"
+#include "perfmap.h"
 #include "symbolize.h"
 #include "u64map.h"
 
 #define MODULES_MAX (FRAME_MODULE_LAST - FRAME_MODULE_FIRST + 1)
 
+enum module_kind {
+	MODULE_FILE,
+	MODULE_VDSO,
+	MODULE_JIT,
+};
+
 struct module {
+	enum module_kind kind;
 	dev_t dev;
 	uint64_t inode;
 	char *path;           /* as the first process mapped it */
@@ -29,6 +41,11 @@ struct module {
 	int fd;               /* -1 when it could not be opened */
 	struct elf_symtab *symtab;
 	int load_error; /* <0 once loading failed: not retried */
+	/* JIT: the process and its perf map */
+	pid_t pid;
+	uint64_t start_time_ns;
+	struct perfmap *perfmap;
+	off_t perfmap_size; /* when last parsed */
 };
 
 struct symbolizer {
@@ -36,7 +53,11 @@ struct symbolizer {
 	struct module *modules; /* index = id - FRAME_MODULE_FIRST */
 	size_t n_modules, cap_modules;
 	struct u64map by_file; /* hash(dev, inode) -> id; collisions scanned */
-	size_t modules_loaded, modules_failed;
+	struct u64map jit_by_process; /* hash(pid, start) -> id; collisions scanned */
+	int vdso_id;                  /* 0 until first asked for */
+	struct u64map demangled;      /* name pointer -> char * (or 0: not mangled) */
+	bool demangle;
+	struct symbolizer_stats stats;
 };
 
 static uint64_t file_key(dev_t dev, uint64_t inode)
@@ -44,7 +65,7 @@ static uint64_t file_key(dev_t dev, uint64_t inode)
 	return hash_u64(hash_u64(dev) ^ inode) & ~1ULL; /* never U64MAP_EMPTY */
 }
 
-struct symbolizer *symbolizer_new(const char *kallsyms_path, int *ret_kernel_error)
+struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_kernel_error)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 	int r = 0;
@@ -52,8 +73,11 @@ struct symbolizer *symbolizer_new(const char *kallsyms_path, int *ret_kernel_err
 	if (!s)
 		return NULL;
 	u64map_init(&s->by_file);
-	if (kallsyms_path)
-		r = ksyms_load(kallsyms_path, &s->ksyms);
+	u64map_init(&s->jit_by_process);
+	u64map_init(&s->demangled);
+	s->demangle = opts->demangle;
+	if (opts->kallsyms_path)
+		r = ksyms_load(opts->kallsyms_path, &s->ksyms);
 	if (ret_kernel_error)
 		*ret_kernel_error = r;
 	return s;
@@ -69,9 +93,14 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 		free(m->path);
 		closep(&m->fd);
 		elf_symtab_free(m->symtab);
+		perfmap_free(m->perfmap);
 	}
+	U64MAP_FOREACH(slot, &s->demangled)
+		free((char *)(uintptr_t)slot->value);
 	free(s->modules);
 	u64map_done(&s->by_file);
+	u64map_done(&s->jit_by_process);
+	u64map_done(&s->demangled);
 	ksyms_free(s->ksyms);
 	free(s);
 	return NULL;
@@ -84,11 +113,13 @@ static int find_module(const struct symbolizer *s, dev_t dev, uint64_t inode)
 	if (!id)
 		return -ENOENT;
 	if (s->modules[*id - FRAME_MODULE_FIRST].dev == dev &&
-	    s->modules[*id - FRAME_MODULE_FIRST].inode == inode)
+	    s->modules[*id - FRAME_MODULE_FIRST].inode == inode &&
+	    s->modules[*id - FRAME_MODULE_FIRST].kind == MODULE_FILE)
 		return (int)*id;
 	/* two files with one key: rare enough for a scan */
 	for (size_t i = 0; i < s->n_modules; i++)
-		if (s->modules[i].dev == dev && s->modules[i].inode == inode)
+		if (s->modules[i].dev == dev && s->modules[i].inode == inode &&
+		    s->modules[i].kind == MODULE_FILE)
 			return (int)(i + FRAME_MODULE_FIRST);
 	return -ENOENT;
 }
@@ -118,20 +149,13 @@ static int open_mapped_file(pid_t pid, const struct procmap *map, dev_t dev)
 	return fd;
 }
 
-int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
-				  const struct procmap *map)
+/* Appends a module with the given path; returns its id or -errno. */
+static int add_module(struct symbolizer *s, enum module_kind kind, const char *path,
+		      struct module **ret)
 {
-	dev_t dev = makedev(map->dev_major, map->dev_minor);
 	struct module *m;
-	uint64_t *slot;
 	const char *slash;
-	int id;
 
-	if (map->inode == 0 || map->path[0] != '/')
-		return -EINVAL;
-	id = find_module(s, dev, map->inode);
-	if (id >= 0)
-		return id;
 	if (s->n_modules >= MODULES_MAX)
 		return -ENOSPC;
 	if (s->n_modules == s->cap_modules) {
@@ -144,27 +168,110 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 		s->cap_modules = cap;
 	}
 	m = &s->modules[s->n_modules];
-	*m = (struct module){ .dev = dev, .inode = map->inode };
-	m->path = strdup(map->path);
+	*m = (struct module){ .kind = kind, .fd = -1 };
+	m->path = strdup(path);
 	if (!m->path)
 		return -ENOMEM;
 	slash = strrchr(m->path, '/');
 	m->basename = slash ? slash + 1 : m->path;
+	s->n_modules++;
+	*ret = m;
+	return (int)(s->n_modules - 1 + FRAME_MODULE_FIRST);
+}
+
+int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
+				  const struct procmap *map)
+{
+	dev_t dev = makedev(map->dev_major, map->dev_minor);
+	struct module *m;
+	uint64_t *slot;
+	int id;
+
+	if (map->inode == 0 || map->path[0] != '/')
+		return -EINVAL;
+	id = find_module(s, dev, map->inode);
+	if (id >= 0)
+		return id;
+	slot = u64map_upsert(&s->by_file, file_key(dev, map->inode), NULL);
+	if (!slot)
+		return -ENOMEM;
+	id = add_module(s, MODULE_FILE, map->path, &m);
+	if (id < 0) {
+		u64map_remove(&s->by_file, file_key(dev, map->inode));
+		return id;
+	}
+	*slot = id;
+	m->dev = dev;
+	m->inode = map->inode;
 	m->fd = open_mapped_file(pid, map, dev);
 	if (m->fd < 0) {
 		m->load_error = m->fd;
 		m->fd = -1;
-		s->modules_failed++;
+		s->stats.modules_failed++;
 	}
-	id = (int)(s->n_modules + FRAME_MODULE_FIRST);
-	slot = u64map_upsert(&s->by_file, file_key(dev, map->inode), NULL);
-	if (!slot) {
-		free(m->path);
-		closep(&m->fd);
-		return -ENOMEM;
+	return id;
+}
+
+int symbolizer_vdso_module(struct symbolizer *s)
+{
+	const Elf64_Ehdr *eh = (const void *)getauxval(AT_SYSINFO_EHDR);
+	struct module *m;
+	size_t size;
+	int id, fd;
+
+	if (s->vdso_id)
+		return s->vdso_id;
+	if (!eh)
+		return -ENOENT;
+	id = add_module(s, MODULE_VDSO, "[vdso]", &m);
+	if (id < 0)
+		return id;
+	s->vdso_id = id;
+	/* A copy in a memfd lets the ELF reader treat it like any file.  Its
+	 * section headers come last in the image. */
+	size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	fd = memfd_create("perfd-vdso", MFD_CLOEXEC);
+	if (fd >= 0 && write(fd, eh, size) != (ssize_t)size) {
+		close(fd);
+		fd = -1;
 	}
-	*slot = id;
-	s->n_modules++;
+	m->fd = fd;
+	if (fd < 0)
+		m->load_error = -EIO;
+	return id;
+}
+
+static uint64_t process_key(pid_t pid, uint64_t start_time_ns)
+{
+	return hash_u64(hash_u64((uint64_t)pid) ^ start_time_ns) & ~1ULL;
+}
+
+int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
+			  const char *map_path)
+{
+	uint64_t key = process_key(pid, start_time_ns), *slot = u64map_get(&s->jit_by_process, key);
+	struct module *m;
+	int id, fd;
+
+	if (slot) {
+		m = &s->modules[*slot - FRAME_MODULE_FIRST];
+		if (m->pid == pid && m->start_time_ns == start_time_ns)
+			return (int)*slot;
+	}
+	fd = open(map_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	id = add_module(s, MODULE_JIT, map_path, &m);
+	if (id < 0) {
+		close(fd);
+		return id;
+	}
+	m->fd = fd;
+	m->pid = pid;
+	m->start_time_ns = start_time_ns;
+	slot = u64map_upsert(&s->jit_by_process, key, NULL);
+	if (slot)
+		*slot = id; /* without the index it is only found again by a new id */
 	return id;
 }
 
@@ -177,10 +284,10 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 	r = elf_symtab_load_fd(m->fd, &m->symtab);
 	if (r < 0) {
 		m->load_error = r;
-		s->modules_failed++;
+		s->stats.modules_failed++;
 		return NULL;
 	}
-	s->modules_loaded++;
+	s->stats.modules_loaded++;
 	return m->symtab;
 }
 
@@ -198,6 +305,71 @@ static const char *special_name(uint64_t what)
 	}
 }
 
+/* (Re)reads a JIT module's perf map when it was never read or has grown
+ * since: the JIT appends as it compiles.  Reads through the descriptor
+ * opened while the process lived, so it works after the process is gone. */
+static void refresh_perfmap(struct symbolizer *s, struct module *m)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	struct perfmap *pm = NULL;
+	struct stat st;
+	int fd;
+
+	if (m->fd < 0 || fstat(m->fd, &st) < 0 || (m->perfmap && st.st_size == m->perfmap_size))
+		return;
+	fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "re");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	if (fseeko(f, 0, SEEK_SET) < 0 || perfmap_parse(f, &pm, NULL) < 0)
+		return;
+	perfmap_free(m->perfmap);
+	m->perfmap = pm;
+	m->perfmap_size = st.st_size;
+	s->stats.jit_maps++;
+}
+
+static const char *jit_name(struct symbolizer *s, struct module *m, uint64_t addr)
+{
+	const char *name = NULL;
+
+	if (m->perfmap)
+		name = perfmap_lookup(m->perfmap, addr, NULL);
+	if (!name) {
+		refresh_perfmap(s, m);
+		if (m->perfmap)
+			name = perfmap_lookup(m->perfmap, addr, NULL);
+	}
+	return name;
+}
+
+/* The demangled form of a symbol name owned by a symbol table, cached by
+ * the name's address (tables live as long as the symbolizer). */
+static const char *demangled(struct symbolizer *s, const char *name)
+{
+	uint64_t *slot;
+	bool added;
+	char *d;
+
+	if (!s->demangle || name[0] != '_')
+		return name;
+	slot = u64map_upsert(&s->demangled, (uintptr_t)name, &added);
+	if (!slot)
+		return name;
+	if (!added) {
+		s->stats.demangle_cache_hits++;
+		return *slot ? (const char *)(uintptr_t)*slot : name;
+	}
+	s->stats.demangle_cache_misses++;
+	d = demangle(name);
+	*slot = (uintptr_t)d;
+	return d ? d : name;
+}
+
 const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 				  char *buf, size_t size)
 {
@@ -206,6 +378,7 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 	const char *name = NULL;
 	uint64_t off = 0;
 
+	s->stats.lookups++;
 	if (module == FRAME_MODULE_KERNEL) {
 		if (s->ksyms)
 			name = ksyms_lookup(s->ksyms, frame_kernel_address(frame),
@@ -216,13 +389,23 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 	} else if (module >= FRAME_MODULE_FIRST &&
 		   (size_t)(module - FRAME_MODULE_FIRST) < s->n_modules) {
 		struct module *m = &s->modules[module - FRAME_MODULE_FIRST];
-		struct elf_symtab *t = module_symtab(s, m);
-		uint64_t vaddr;
 
-		if (t && elf_symtab_offset_to_vaddr(t, addr, &vaddr) == 0)
-			name = elf_symtab_lookup(t, vaddr, &off);
+		if (m->kind == MODULE_JIT) {
+			name = jit_name(s, m, addr);
+			if (name)
+				snprintf(buf, size, "%s", name);
+			else
+				snprintf(buf, size, "[jit]+0x%" PRIx64, addr);
+			return buf;
+		} else {
+			struct elf_symtab *t = module_symtab(s, m);
+			uint64_t vaddr;
+
+			if (t && elf_symtab_offset_to_vaddr(t, addr, &vaddr) == 0)
+				name = elf_symtab_lookup(t, vaddr, &off);
+		}
 		if (name)
-			snprintf(buf, size, "%s", name);
+			snprintf(buf, size, "%s", demangled(s, name));
 		else
 			snprintf(buf, size, "%s+0x%" PRIx64, m->basename, addr);
 	} else {
@@ -233,7 +416,8 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 
 int symbolizer_module_fd(const struct symbolizer *s, uint16_t module)
 {
-	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
+	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules ||
+	    s->modules[module - FRAME_MODULE_FIRST].kind == MODULE_JIT)
 		return -ENOENT;
 	return s->modules[module - FRAME_MODULE_FIRST].fd >= 0 ?
 		       s->modules[module - FRAME_MODULE_FIRST].fd : -EBADF;
@@ -242,18 +426,21 @@ int symbolizer_module_fd(const struct symbolizer *s, uint16_t module)
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret)
 {
 	size_t mem = sizeof(*s) + s->cap_modules * sizeof(struct module) +
-		     u64map_memory(&s->by_file);
+		     u64map_memory(&s->by_file) + u64map_memory(&s->jit_by_process) +
+		     u64map_memory(&s->demangled);
 
 	for (size_t i = 0; i < s->n_modules; i++) {
 		mem += strlen(s->modules[i].path) + 1;
 		if (s->modules[i].symtab)
 			mem += elf_symtab_memory(s->modules[i].symtab);
+		if (s->modules[i].perfmap)
+			mem += perfmap_memory(s->modules[i].perfmap);
 	}
-	*ret = (struct symbolizer_stats){
-		.modules = s->n_modules,
-		.modules_loaded = s->modules_loaded,
-		.modules_failed = s->modules_failed,
-		.kernel_symbols = s->ksyms ? ksyms_count(s->ksyms) : 0,
-		.memory_bytes = mem,
-	};
+	U64MAP_FOREACH(slot, &s->demangled)
+		if (slot->value)
+			mem += strlen((const char *)(uintptr_t)slot->value) + 1;
+	*ret = s->stats;
+	ret->modules = s->n_modules;
+	ret->kernel_symbols = s->ksyms ? ksyms_count(s->ksyms) : 0;
+	ret->memory_bytes = mem;
 }

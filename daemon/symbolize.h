@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symbolize.h - the table of binaries (modules) and frame -> name.
+ * symbolize.h - the table of modules and frame -> name.
  *
- * A module is one executable file, known by (device, inode), whatever paths
- * or processes map it.  When the first process mapping it is sampled, the
- * daemon opens it through /proc/PID/map_files (which works for files deleted
- * since, and for other mount namespaces) and keeps the descriptor, so the
- * symbols and unwind tables can still be read after the process has gone.  Symbol tables are
- * parsed lazily on the first query that needs them, once per module.
- * Kernel frames are named from /proc/kallsyms, read once at start.
+ * A module is where user code lives, named by a frame's module id:
+ *  - a file (executable or library), known by (device, inode) whatever paths
+ *    or processes map it.  When the first process mapping it is sampled, the
+ *    daemon opens it through /proc/PID/map_files (which works for files
+ *    deleted since, and for other mount namespaces) and keeps the
+ *    descriptor, so symbols and unwind tables can still be read after the
+ *    process has gone.  Symbols are parsed once, on the first query that
+ *    needs them, however many processes map the file;
+ *  - the vDSO: one image for the whole kernel, read from perfd's own;
+ *  - a process's JIT code, named by its /tmp/perf-PID.map, re-read when a
+ *    lookup misses and the file has grown.
+ * Kernel frames are named from /proc/kallsyms, read once at start.  Names
+ * are demangled (C++, Rust) once per symbol and cached.
  */
 #ifndef PERFD_SYMBOLIZE_H
 #define PERFD_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -21,17 +28,25 @@
 
 struct symbolizer;
 
+struct symbolizer_opts {
+	const char *kallsyms_path; /* NULL: no kernel symbols */
+	bool demangle;
+};
+
 struct symbolizer_stats {
 	size_t modules;
 	size_t modules_loaded; /* symbol tables parsed */
 	size_t modules_failed; /* could not be opened or parsed */
+	size_t jit_maps;       /* perf maps parsed (re-reads included) */
 	size_t kernel_symbols;
+	uint64_t lookups;      /* frames named */
+	uint64_t demangle_cache_hits, demangle_cache_misses;
 	size_t memory_bytes;
 };
 
-/* kallsyms_path may be NULL to run without kernel symbols.  *ret_kernel_error
- * gets the -errno from loading them (0 when they loaded). */
-struct symbolizer *symbolizer_new(const char *kallsyms_path, int *ret_kernel_error);
+/* *ret_kernel_error gets the -errno from loading kernel symbols (0 when
+ * they loaded). */
+struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_kernel_error);
 struct symbolizer *symbolizer_free(struct symbolizer *s);
 
 /* Returns the module id (FRAME_MODULE_FIRST..LAST) for a file mapping of
@@ -40,6 +55,16 @@ struct symbolizer *symbolizer_free(struct symbolizer *s);
  * is not backed by a file. */
 int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 				  const struct procmap *map);
+/* The module of the vDSO; frames in it carry their offset from the start of
+ * the [vdso] mapping.  -ENOENT when this system has none. */
+int symbolizer_vdso_module(struct symbolizer *s);
+/* The JIT module of one process (pid, start_time_ns), whose names come
+ * from map_path (e.g. /proc/PID/root/tmp/perf-NSPID.map, opened now and
+ * read when needed, even after the process is gone); frames in it carry
+ * raw addresses.  Registers it the first time; -errno when the map cannot
+ * be opened. */
+int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
+			  const char *map_path);
 
 /* Writes the name of frame into buf (always NUL-terminated; truncated to
  * size) and returns buf.  Frames are never reported as errors: what cannot
@@ -47,8 +72,8 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 				  char *buf, size_t size);
 
-/* The descriptor of a module's file (owned by s: do not close), -EBADF
- * when it could not be opened, -ENOENT for an unknown id. */
+/* The descriptor of a file module (owned by s: do not close), -EBADF when
+ * it could not be opened, -ENOENT for an unknown or non-file id. */
 int symbolizer_module_fd(const struct symbolizer *s, uint16_t module);
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);

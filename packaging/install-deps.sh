@@ -9,7 +9,7 @@
 set -eu
 
 build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
-       libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev"
+       libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev"
 test="$build libcriterion-dev python3 python3-pytest"
 bench="$test linux-perf bpftrace"
 

@@ -26,7 +26,7 @@ static void make(size_t max_processes, size_t max_stacks)
 {
 	struct aggregator_limits l = { max_processes, max_stacks, 1000000 };
 
-	sym = symbolizer_new(NULL, NULL);
+	sym = symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, NULL);
 	agg = aggregator_new(&l, sym);
 	cr_assert_not_null(agg);
 }

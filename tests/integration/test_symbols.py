@@ -1,0 +1,97 @@
+"""Symbolization users can trust: demangled C++ and Rust names, JIT frames
+from perf maps, binaries that were deleted or live in another mount
+namespace.  Each workload spends its CPU in one function known by
+construction; the test asserts that function is named in most samples."""
+
+import os
+import shutil
+import subprocess
+
+import perfdtest
+from perfdtest import count_where, functions, show, snapshot_workload, total
+
+NODE = shutil.which("node") or "/usr/bin/node"
+
+
+def share_named(stacks, name):
+    n = total(stacks)
+    return count_where(stacks, lambda s: name in functions(s)) / n if n else 0.0
+
+
+def test_cpp_names_are_demangled(perfd, workloads):
+    """A member of a class template in nested namespaces prints as C++
+    source spells it, parameters included, as perf does."""
+    w = workloads("templates", 3)
+    stacks, _ = snapshot_workload(perfd, w)
+    w.finish()
+    name = "app::engine::Accumulator<unsigned long>::churn(unsigned long)"
+    # ~300 samples, the function holds >95% of the CPU by construction
+    assert share_named(stacks, name) >= 0.8, show(stacks)
+    assert not any(f.startswith("_Z") for s in stacks for f in s), show(stacks)
+
+
+def test_rust_names_are_demangled_in_both_manglings(perfd, workloads):
+    """rustc's default (legacy) mangling and v0 both print as Rust paths,
+    without the legacy hash."""
+    for variant in ("rust-spin-legacy", "rust-spin-v0"):
+        w = workloads(variant, 3)
+        stacks, _ = snapshot_workload(perfd, w, comm=variant[:15])
+        w.finish()
+        assert share_named(stacks, "spin::engine::core::hot_rust_function") >= 0.8, \
+            f"{variant}\n{show(stacks)}"
+        assert "main" in {f for s in stacks for f in functions(s)}, f"{variant}\n{show(stacks)}"
+
+
+def test_node_jit_frames_are_named_from_perf_map(perfd, workloads, tmp_path):
+    """node --perf-basic-prof writes /tmp/perf-PID.map as it compiles; the
+    JavaScript function that burns the CPU is named from it, even though the
+    snapshot is symbolized after node has exited."""
+    script = os.path.join(perfdtest.REPO, "tests", "workloads", "js", "hot.js")
+    w = workloads("node", command=[NODE, "--perf-basic-prof", script, "4"])
+    stacks, _ = snapshot_workload(perfd, w)
+    w.finish()
+    try:
+        os.unlink(f"/tmp/perf-{w.pid}.map")
+    except FileNotFoundError:
+        pass
+    named = count_where(stacks, lambda s: any("hotJavaScriptFunction" in f for f in s))
+    # node spends most of its 4 s in the function once it is compiled
+    assert named >= 0.5 * total(stacks), show(stacks)
+
+
+def test_deleted_binary_is_still_named(perfd, workloads, tmp_path):
+    """A program whose file is deleted while it runs is named from the
+    inode it runs from (/proc/PID/map_files)."""
+    copy = tmp_path / "exiter-deleted"
+    shutil.copy(perfdtest.workload_binary("exiter"), copy)
+    w = workloads("exiter-deleted", command=[str(copy), "3"])
+    os.unlink(copy)
+    stacks, _ = snapshot_workload(perfd, w, comm="exiter-deleted")
+    w.finish()
+    assert share_named(stacks, "busy_until_exit") >= 0.8, show(stacks)
+
+
+def test_binary_in_another_mount_namespace_is_named(perfd, workloads):
+    """A program started inside `unshare -m` from a path that exists only in
+    that namespace (a tmpfs mounted there) is symbolized from its own files."""
+    src = perfdtest.workload_binary("exiter")
+    inner = "/mnt/perfd-ns-only"
+    assert not os.path.exists(inner)
+    # a tmpfs over /mnt, private to the namespace, holds the directory too
+    script = (f"mount -t tmpfs none /mnt && mkdir {inner} && "
+              f"cp {src} {inner}/exiter-ns && exec {inner}/exiter-ns 3")
+    w = workloads("exiter-ns", command=["unshare", "-m", "--propagation", "private",
+                                        "sh", "-c", script])
+    # the snapshot must name the exec'd program: wait for the exec
+    for _ in range(200):
+        try:
+            with open(f"/proc/{w.pid}/comm") as f:
+                if f.read().strip() == "exiter-ns":
+                    break
+        except FileNotFoundError:
+            break
+        subprocess.run(["sleep", "0.01"])
+    assert not os.path.exists(f"{inner}/exiter-ns"), "the binary is visible on the host"
+    stacks, _ = snapshot_workload(perfd, w, comm="exiter-ns")
+    w.finish()
+    assert share_named(stacks, "busy_until_exit") >= 0.8, show(stacks)
