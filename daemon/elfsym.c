@@ -18,6 +18,17 @@
  * at load time so that the innermost one wins and the enclosing one resumes
  * after it.  Loading costs O(n log n) for n symbols; a lookup is one binary
  * search; memory is about 32 bytes per symbol plus its name.
+ *
+ * A stripped file can be completed later with the function symbols of its
+ * separate debug file or its MiniDebugInfo (see debuginfo.h): those share
+ * the file's addresses, so the file's own segments stay the reference.  To
+ * merge without keeping libelf or a second copy of every symbol, each range
+ * remembers in otherwise unused padding how its symbol ranked (binding,
+ * version) and whether it had a size; a merge turns the ranges back
+ * into candidates, adds the new ones and rebuilds, so the result is the one
+ * the unstripped file would have given.  Merging costs O((n + m) log(n + m))
+ * for m new symbols, and the tables are rebuilt aside: on failure t is
+ * left as it was.
  */
 #include "elfsym.h"
 
@@ -26,6 +37,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -38,13 +50,22 @@
  * symbol can only be bound by version, like glibc's compat symbols). */
 #define VERSYM_HIDDEN 0x8000
 
+/* How a range's symbol ranked among aliases, kept so that a later merge
+ * can rank it again: the low two bits are its bind_rank. */
+#define RANGE_BIND_MASK 0x03
+#define RANGE_HIDDEN 0x04 /* a compat version, not the default one */
+#define RANGE_SIZED 0x08  /* had a size; else it ran to the next symbol */
+
 /* [start, end) belongs to the function named names + name, which begins at
  * sym_addr (which is below start when an inner symbol interrupted it). */
 struct elf_range {
 	uint64_t start, end;
 	uint64_t sym_addr;
 	uint32_t name;
+	uint8_t flags; /* RANGE_*: fills padding, the range stays 32 bytes */
 };
+
+_Static_assert(sizeof(struct elf_range) == 32, "the flags must fit in the padding");
 
 struct elf_segment {
 	uint64_t offset, vaddr, filesz, memsz;
@@ -60,6 +81,7 @@ struct elf_symtab {
 	struct elf_segment *segs;
 	size_t n_segs;
 	char *build_id;
+	bool has_symtab; /* a .symtab was read, from the file or merged */
 };
 
 /* A symbol as read, before merging; name points into libelf's buffers and
@@ -163,9 +185,9 @@ static int find_build_id_note(Elf_Data *data, char **ret)
 }
 
 /* Reads the build-id from the SHT_NOTE sections, or from the PT_NOTE
- * segments when the section headers are gone (sstrip).  A file without one
- * gets "". */
-static int read_build_id(Elf *elf, struct elf_symtab *t)
+ * segments when the section headers are gone (sstrip), into a new string in
+ * *ret.  A file without one gets "". */
+static int read_build_id(Elf *elf, char **ret)
 {
 	bool have_sections = false;
 	size_t n;
@@ -181,7 +203,7 @@ static int read_build_id(Elf *elf, struct elf_symtab *t)
 		data = elf_getdata(scn, NULL);
 		if (!data)
 			continue;
-		r = find_build_id_note(data, &t->build_id);
+		r = find_build_id_note(data, ret);
 		if (r != 0)
 			return r < 0 ? r : 0;
 	}
@@ -197,14 +219,14 @@ static int read_build_id(Elf *elf, struct elf_symtab *t)
 						    ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
 			if (!data)
 				continue;
-			r = find_build_id_note(data, &t->build_id);
+			r = find_build_id_note(data, ret);
 			if (r != 0)
 				return r < 0 ? r : 0;
 		}
 	}
 
-	t->build_id = strdup("");
-	return t->build_id ? 0 : -ENOMEM;
+	*ret = strdup("");
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int bind_rank(unsigned char bind)
@@ -352,6 +374,12 @@ static uint64_t symbol_end(const struct elf_symtab *t, const struct sym_candidat
 	return end > u[i].addr ? end : u[i].addr + 1;
 }
 
+static uint8_t range_flags(const struct sym_candidate *c)
+{
+	return (uint8_t)((c->bind_rank & RANGE_BIND_MASK) | (c->hidden_version ? RANGE_HIDDEN : 0) |
+			 (c->size > 0 ? RANGE_SIZED : 0));
+}
+
 /* Turns the n unique symbols u (sorted, each with its name already at
  * names_off[i] in the arena) into disjoint ranges.  Walking up the
  * addresses with a stack of the symbols still open, each stretch up to the
@@ -395,6 +423,7 @@ static int build_ranges(struct elf_symtab *t, const struct sym_candidate *u, siz
 				.end = stop,
 				.sym_addr = u[top].addr,
 				.name = names_off[top],
+				.flags = range_flags(&u[top]),
 			};
 			pos = stop;
 		}
@@ -453,11 +482,18 @@ static int build_symbols(struct elf_symtab *t, struct sym_candidate *cands, size
 	return build_ranges(t, cands, n_unique, names_off);
 }
 
-static int read_all_symbols(Elf *elf, struct elf_symtab *t)
+/* Reads the function symbols of every .symtab and .dynsym of elf into a
+ * new array *ret_cands of *ret_n used entries, with room for reserve more
+ * after them (*ret_cands stays NULL when there is nothing to hold).  A table
+ * a debug file emptied (SHT_NOBITS) has another type and is not read.
+ * *ret_symtab tells whether there was a .symtab. */
+static int read_candidates(Elf *elf, size_t reserve, struct sym_candidate **ret_cands,
+			   size_t *ret_n, bool *ret_symtab)
 {
 	_cleanup_free_ struct sym_candidate *cands = NULL;
 	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 	size_t total = 0, n = 0;
+	bool symtab = false;
 	int r;
 
 	if (entsize == 0)
@@ -469,17 +505,21 @@ static int read_all_symbols(Elf *elf, struct elf_symtab *t)
 
 		if (!gelf_getshdr(scn, &sh))
 			return -EINVAL;
+		if (sh.sh_type == SHT_SYMTAB)
+			symtab = true;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
 			total += sh.sh_size / entsize;
 	}
-	if (total == 0)
-		return 0;
 
-	cands = calloc(total, sizeof(*cands));
-	if (!cands)
-		return -ENOMEM;
+	if (total + reserve > 0) {
+		if (total + reserve < total)
+			return -EFBIG;
+		cands = calloc(total + reserve, sizeof(*cands));
+		if (!cands)
+			return -ENOMEM;
+	}
 
-	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn && total > 0; scn = elf_nextscn(elf, scn)) {
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh))
@@ -491,6 +531,21 @@ static int read_all_symbols(Elf *elf, struct elf_symtab *t)
 			return r;
 	}
 
+	*ret_cands = TAKE_PTR(cands);
+	*ret_n = n;
+	*ret_symtab = symtab;
+	return 0;
+}
+
+static int read_all_symbols(Elf *elf, struct elf_symtab *t)
+{
+	_cleanup_free_ struct sym_candidate *cands = NULL;
+	size_t n = 0;
+	int r;
+
+	r = read_candidates(elf, 0, &cands, &n, &t->has_symtab);
+	if (r < 0)
+		return r;
 	return build_symbols(t, cands, n);
 }
 
@@ -526,7 +581,7 @@ int elf_symtab_load_fd(int fd, struct elf_symtab **ret)
 	if (!t)
 		return -ENOMEM;
 
-	if ((r = read_segments(elf, t)) < 0 || (r = read_build_id(elf, t)) < 0 ||
+	if ((r = read_segments(elf, t)) < 0 || (r = read_build_id(elf, &t->build_id)) < 0 ||
 	    (r = read_all_symbols(elf, t)) < 0)
 		return r;
 
@@ -542,6 +597,138 @@ int elf_symtab_load(const char *path, struct elf_symtab **ret)
 	if (fd < 0)
 		return negative_errno();
 	return elf_symtab_load_fd(fd, ret);
+}
+
+/* The symbol that range r belongs to, as a candidate again: its name points
+ * into t->names, its size is as far as its ranges reach (the size it was
+ * loaded with, unless a later symbol overlapped its end, which cut it
+ * there already), and 0 when it had none, so that its end is found anew
+ * among the merged symbols.  A symbol split into several ranges yields
+ * equal candidates that the merge folds into one.
+ *
+ * It ranks as a .symtab symbol even when t read it from .dynsym: an
+ * unstripped file's .symtab repeats every .dynsym function, but
+ * MiniDebugInfo leaves those out, so a name from .dynsym stands for its
+ * .symtab twin; otherwise any alias in the merged .symtab would beat it,
+ * which the unstripped file would not do. */
+static struct sym_candidate candidate_from_range(const struct elf_symtab *t,
+						 const struct elf_range *r)
+{
+	const char *name = t->names + r->name;
+
+	return (struct sym_candidate){
+		.addr = r->sym_addr,
+		.size = (r->flags & RANGE_SIZED) ? r->end - r->sym_addr : 0,
+		.name = name,
+		.len = (uint32_t)strlen(name),
+		.bind_rank = r->flags & RANGE_BIND_MASK,
+		.hidden_version = !!(r->flags & RANGE_HIDDEN),
+		.from_dynsym = 0,
+	};
+}
+
+/* Merges the function symbols of elf into t; see elf_symtab_add_from_fd(). */
+static int merge_elf(struct elf_symtab *t, Elf *elf)
+{
+	_cleanup_free_ struct sym_candidate *cands = NULL;
+	_cleanup_free_ char *build_id = NULL;
+	struct elf_symtab fresh;
+	GElf_Ehdr ehdr;
+	size_t n = 0, added;
+	bool symtab = false;
+	int r;
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		return -ENOEXEC;
+
+	r = read_build_id(elf, &build_id);
+	if (r < 0)
+		return r;
+	if (t->build_id && t->build_id[0] && build_id[0] && strcmp(t->build_id, build_id) != 0)
+		return -ESTALE;
+
+	r = read_candidates(elf, t->n_ranges, &cands, &n, &symtab);
+	if (r < 0)
+		return r;
+	if (n == 0) {
+		t->has_symtab = t->has_symtab || symtab;
+		return 0;
+	}
+	for (size_t i = 0; i < t->n_ranges; i++)
+		cands[n++] = candidate_from_range(t, &t->ranges[i]);
+
+	/* Built aside, against t's segments, so that a failure leaves t
+	 * whole; the old names stay alive until the new arena has its copy. */
+	fresh = (struct elf_symtab){ .segs = t->segs, .n_segs = t->n_segs };
+	r = build_symbols(&fresh, cands, n);
+	if (r < 0) {
+		free(fresh.ranges);
+		free(fresh.names);
+		return r;
+	}
+
+	/* Every old symbol keeps its address, so the count does not drop. */
+	added = fresh.n_syms > t->n_syms ? fresh.n_syms - t->n_syms : 0;
+	free(t->ranges);
+	free(t->names);
+	t->ranges = fresh.ranges;
+	t->n_ranges = fresh.n_ranges;
+	t->names = fresh.names;
+	t->names_size = fresh.names_size;
+	t->n_syms = fresh.n_syms;
+	t->has_symtab = t->has_symtab || symtab;
+	return (int)MIN(added, (size_t)INT_MAX);
+}
+
+int elf_symtab_add_from_fd(struct elf_symtab *t, int fd)
+{
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	unsigned char ident[SELFMAG];
+	ssize_t n;
+
+	if (!t)
+		return -EINVAL;
+	(void)pthread_once(&libelf_once, libelf_init);
+	if (!libelf_ready)
+		return -ENOTSUP;
+
+	n = pread(fd, ident, sizeof(ident), 0);
+	if (n < 0)
+		return negative_errno();
+	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	return merge_elf(t, elf);
+}
+
+int elf_symtab_add_from_memory(struct elf_symtab *t, const void *image, size_t size)
+{
+	_cleanup_(elf_endp) Elf *elf = NULL;
+
+	if (!t || (!image && size > 0))
+		return -EINVAL;
+	(void)pthread_once(&libelf_once, libelf_init);
+	if (!libelf_ready)
+		return -ENOTSUP;
+
+	if (size < SELFMAG || memcmp(image, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+
+	/* elf_memory() takes a writable image, but only reads it when the
+	 * Elf is only read: data of another byte order or alignment is
+	 * converted into libelf's own buffers. */
+	elf = elf_memory((char *)image, size);
+	if (!elf)
+		return -ENOEXEC;
+	return merge_elf(t, elf);
+}
+
+bool elf_symtab_has_symtab(const struct elf_symtab *t)
+{
+	return t && t->has_symtab;
 }
 
 int elf_symtab_offset_to_vaddr(const struct elf_symtab *t, uint64_t file_offset,

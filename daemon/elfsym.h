@@ -5,6 +5,7 @@
 #ifndef PERFD_ELFSYM_H
 #define PERFD_ELFSYM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -29,6 +30,28 @@ int elf_symtab_offset_to_vaddr(const struct elf_symtab *t, uint64_t file_offset,
  * NULL when no symbol covers vaddr. */
 const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr,
 			      uint64_t *ret_offset);
+
+/* True when t holds the symbols of a .symtab: the file had one (it was not
+ * stripped), or one was merged in by elf_symtab_add_*().  A table without
+ * one knows only the exported functions (.dynsym); the symbolizer then
+ * looks for debug information (debuginfo.h). */
+bool elf_symtab_has_symtab(const struct elf_symtab *t);
+
+/* Merges into t the function symbols (.symtab, and .dynsym when not emptied)
+ * of the separate debug file read from fd (only pread; not kept or closed),
+ * or of an in-memory ELF image such as decompressed MiniDebugInfo (only
+ * read; the caller keeps it and may free it on return).  Such files share
+ * t's addresses; t's own PT_LOAD segments stay the reference for
+ * elf_symtab_offset_to_vaddr().  The merged table is what loading the
+ * unstripped file would have given: aliases ranked as at load time.
+ * Costs O((n + m) log(n + m)) for n symbols in t and m new ones; reads only
+ * the symbol and string tables, not the DWARF.  Lookups stay one binary
+ * search.  Returns the number of symbols new to t (>= 0), -ENOEXEC when the
+ * source is not ELF, -ESTALE when both have a build-id and they differ
+ * (the debug file of another build), -EINVAL for a malformed table or a NULL
+ * t, -ENOMEM; on failure t is unchanged. */
+int elf_symtab_add_from_fd(struct elf_symtab *t, int fd);
+int elf_symtab_add_from_memory(struct elf_symtab *t, const void *image, size_t size);
 
 size_t elf_symtab_count(const struct elf_symtab *t);
 /* Build-id as lowercase hex ("" when the file has none); owned by t. */

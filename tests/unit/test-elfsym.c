@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <link.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -681,31 +682,43 @@ static double monotonic_seconds(void)
 
 #define MANY 100000
 
+/* Writes many.s: MANY functions of 16 bytes each (3 bytes of code, then
+ * padding), one after the other, named many_0, many_1, ...; with
+ * hide_odd, the odd ones are hidden, so only .symtab has them. */
+static void write_many_source(bool hide_odd)
+{
+	_cleanup_free_ char *src = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = open_memstream(&src, &len);
+	cr_assert_not_null(f);
+	fprintf(f, ".section .note.GNU-stack, \"\", @progbits\n.text\n.p2align 4\n");
+	for (int i = 0; i < MANY; i++) {
+		if (hide_odd && i % 2)
+			fprintf(f, ".hidden many_%d\n", i);
+		fprintf(f, ".globl many_%d\n.type many_%d, @function\nmany_%d:\n"
+			   "xor %%eax, %%eax\nret\n.size many_%d, .-many_%d\n.p2align 4\n",
+			i, i, i, i, i);
+	}
+	cr_assert_eq(fclose(f), 0);
+	write_file("many.s", src, len);
+}
+
 /* A library of MANY functions of 16 bytes each, one after the other, in
  * both .symtab and .dynsym: the loader must merge 200k entries, and every
  * lookup is checked. */
 Test(elfsym, hundred_thousand_symbols)
 {
-	_cleanup_free_ char *src = NULL;
 	char path[PATH_MAX], name[32];
 	struct elf_symtab *t = NULL;
-	size_t len = 0;
 	uint64_t base, vaddr;
 	struct link_map *lm = NULL;
 	Dl_info info;
 	double t0, elapsed;
-	FILE *f;
 	void *h, *first, *last;
 
-	f = open_memstream(&src, &len);
-	cr_assert_not_null(f);
-	fprintf(f, ".section .note.GNU-stack, \"\", @progbits\n.text\n.p2align 4\n");
-	for (int i = 0; i < MANY; i++)
-		fprintf(f, ".globl many_%d\n.type many_%d, @function\nmany_%d:\n"
-			   "xor %%eax, %%eax\nret\n.size many_%d, .-many_%d\n.p2align 4\n",
-			i, i, i, i, i);
-	cr_assert_eq(fclose(f), 0);
-	write_file("many.s", src, len);
+	write_many_source(false);
 	run((char *const[]){ "cc", "-shared", "-o", "libmany.so", "many.s", NULL });
 	path_in_workdir(path, sizeof(path), "libmany.so");
 
@@ -777,9 +790,352 @@ Test(elfsym, big_system_library_if_present)
 	cr_skip_test("no large system library on this machine");
 }
 
+/* Splits libfx.so's debug file off (libfx.debug) and strips it
+ * (libfx-stripped.so), as distributions ship it; the fixture reports
+ * itself through the unstripped library, whose layout strip keeps.
+ * Returns the dlopen handle. */
+static void *build_split_library(char *full, char *stripped, size_t size, struct fx_report *rep)
+{
+	void *h = dlopen_report(build(VARIANT_SHARED, full, size), rep);
+
+	build(VARIANT_STRIPPED, stripped, size);
+	run((char *const[]){ "objcopy", "--only-keep-debug", "libfx.so", "libfx.debug", NULL });
+	return h;
+}
+
+/* a and b name every byte around the fixture's functions alike. */
+static void expect_same_names(const struct elf_symtab *a, const struct elf_symtab *b,
+			      const struct fx_report *rep)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t i = 0; i < rep->n; i++) {
+		lo = MIN(lo, rep->funcs[i].vaddr);
+		hi = MAX(hi, rep->funcs[i].vaddr);
+	}
+	/* and the compiler's static helpers (frame_dummy, ...) around them */
+	lo = lo > 512 ? lo - 512 : 0;
+	hi += 512;
+	for (uint64_t v = lo; v < hi; v++) {
+		uint64_t oa = 0, ob = 0;
+		const char *na = elf_symtab_lookup(a, v, &oa);
+		const char *nb = elf_symtab_lookup(b, v, &ob);
+
+		if (!na && !nb)
+			continue;
+		if (!na || !nb || strcmp(na, nb) != 0 || oa != ob)
+			cr_assert_fail("%#" PRIx64 ": %s+%" PRIu64 " vs %s+%" PRIu64, v,
+				       na ? na : "(none)", oa, nb ? nb : "(none)", ob);
+	}
+}
+
+Test(elfsym, stripped_library_plus_debug_file)
+{
+	char path[PATH_MAX], stripped[PATH_MAX], debug[PATH_MAX];
+	struct elf_symtab *full, *t;
+	struct fx_report rep;
+	size_t before;
+	void *h;
+	int fd, r;
+
+	h = build_split_library(path, stripped, sizeof(path), &rep);
+	full = load_ok(path);
+	t = load_ok(stripped);
+	cr_expect(elf_symtab_has_symtab(full));
+	cr_expect_not(elf_symtab_has_symtab(t));
+
+	/* alone, the stripped library names only what .dynsym has */
+	expect_symbol(t, func(&rep, "fx_alpha")->vaddr + 3, "fx_alpha", 3);
+	cr_expect_neq(strcmp(elf_symtab_lookup(t, func(&rep, "fx_local")->vaddr, NULL) ?: "",
+			     "fx_local"),
+		      0);
+	before = elf_symtab_count(t);
+
+	path_in_workdir(debug, sizeof(debug), "libfx.debug");
+	fd = open(debug, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	r = elf_symtab_add_from_fd(t, fd);
+	cr_assert_gt(r, 0, "add_from_fd: %d", r);
+	cr_expect_eq(elf_symtab_count(t), before + (size_t)r);
+	cr_expect(elf_symtab_has_symtab(t));
+
+	/* the static function, at its address and inside it */
+	expect_symbol(t, func(&rep, "fx_local")->vaddr, "fx_local", 0);
+	expect_symbol(t, func(&rep, "fx_local")->vaddr + 3, "fx_local", 3);
+	/* offsets still go through the library's own segments */
+	check_c_functions(t, &rep);
+	/* aliases rank as in the unstripped file: fx_beta over its local
+	 * alias, fx_alpha over its weak one; nesting and sizes as well */
+	expect_symbol(t, func(&rep, "fx_beta")->vaddr, "fx_beta", 0);
+	expect_symbol(t, func(&rep, "fx_alpha")->vaddr, "fx_alpha", 0);
+	expect_symbol(t, func(&rep, "fx_outer")->vaddr + 8, "fx_outer", 8);
+	expect_symbol(t, func(&rep, "fx_nosize")->vaddr + 7, "fx_nosize", 7);
+	cr_expect_eq(elf_symtab_count(t), elf_symtab_count(full));
+	expect_same_names(full, t, &rep);
+
+	/* merging the same file again adds nothing and changes nothing */
+	cr_expect_eq(elf_symtab_add_from_fd(t, fd), 0);
+	cr_expect_eq(elf_symtab_count(t), elf_symtab_count(full));
+	expect_same_names(full, t, &rep);
+	cr_expect_geq(fcntl(fd, F_GETFD), 0, "fd was closed");
+
+	(void)close(fd);
+	elf_symtab_free(full);
+	elf_symtab_free(t);
+	dlclose(h);
+}
+
+/* Reads a whole file into a malloc'd buffer. */
+static void *read_whole(const char *name, size_t *ret_size)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	void *buf;
+	int fd;
+
+	path_in_workdir(path, sizeof(path), name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size);
+	cr_assert_not_null(buf);
+	cr_assert_eq(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+	(void)close(fd);
+	*ret_size = (size_t)st.st_size;
+	return buf;
+}
+
+/* Fedora's MiniDebugInfo, before xz, into "mini", for the stripped file $1
+ * and its debug file $2: the function symbols that .dynsym lacks, without
+ * the DWARF. */
+static void make_minidebuginfo(const char *stripped, const char *debug)
+{
+	static const char script[] =
+		"set -e\n"
+		"nm -D \"$1\" --format=posix --defined-only | awk '{ print $1 }' | sort > dynsyms\n"
+		"nm \"$2\" --format=sysv --defined-only |"
+		" awk -F '|' '$4 ~ /FUNC/ { gsub(/ /, \"\", $1); print $1 }' | sort > funcsyms\n"
+		"comm -13 dynsyms funcsyms > keep\n"
+		"objcopy -S --remove-section .comment --keep-symbols=keep \"$2\" mini\n";
+
+	write_file("mini.sh", script, sizeof(script) - 1);
+	run((char *const[]){ "sh", "mini.sh", (char *)stripped, (char *)debug, NULL });
+}
+
+Test(elfsym, stripped_library_plus_minidebuginfo)
+{
+	char path[PATH_MAX], stripped[PATH_MAX];
+	struct elf_symtab *full, *t;
+	struct fx_report rep;
+	void *image;
+	size_t size;
+	void *h;
+	int r;
+
+	h = build_split_library(path, stripped, sizeof(path), &rep);
+	make_minidebuginfo("libfx-stripped.so", "libfx.debug");
+	full = load_ok(path);
+	t = load_ok(stripped);
+
+	image = read_whole("mini", &size);
+	r = elf_symtab_add_from_memory(t, image, size);
+	/* the table keeps nothing of the image */
+	memset(image, 0, size);
+	free(image);
+	cr_assert_gt(r, 0, "add_from_memory: %d", r);
+	cr_expect(elf_symtab_has_symtab(t));
+
+	expect_symbol(t, func(&rep, "fx_local")->vaddr, "fx_local", 0);
+	expect_symbol(t, func(&rep, "fx_local")->vaddr + 3, "fx_local", 3);
+	check_c_functions(t, &rep);
+	cr_expect_eq(elf_symtab_count(t), elf_symtab_count(full));
+	expect_same_names(full, t, &rep);
+
+	elf_symtab_free(full);
+	elf_symtab_free(t);
+	dlclose(h);
+}
+
+/* In an executable, a global function can be exported (.dynsym) while a
+ * global alias of it is not; both are in .symtab, where the name sorting
+ * first wins.  MiniDebugInfo holds only the alias, and the merge must
+ * still choose as the unstripped file does. */
+Test(elfsym, minidebuginfo_ranks_aliases_like_unstripped)
+{
+	static const char source[] =
+		"#define _GNU_SOURCE\n"
+		"#include <dlfcn.h>\n"
+		"#include <link.h>\n"
+		"#include <stdint.h>\n"
+		"#include <stdio.h>\n"
+		"int aaa_exported(int x) { return x + 1; }\n"
+		"extern int zzz_alias(int x) __attribute__((alias(\"aaa_exported\")));\n"
+		"int main(void)\n"
+		"{\n"
+		"	struct link_map *lm = NULL;\n"
+		"	Dl_info info;\n"
+		"\n"
+		"	if (!dladdr1((void *)zzz_alias, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)\n"
+		"		return 1;\n"
+		"	printf(\"%lx\\n\", (unsigned long)((uintptr_t)zzz_alias - lm->l_addr));\n"
+		"	return 0;\n"
+		"}\n";
+	char path[PATH_MAX];
+	struct elf_symtab *full, *t;
+	unsigned long long vaddr;
+	size_t size;
+	void *image;
+	FILE *p;
+
+	write_file("alias.c", source, sizeof(source) - 1);
+	run((char *const[]){ "cc", "-O0", "-g", "-Wl,--export-dynamic-symbol=aaa_exported",
+			     "-o", "alias", "alias.c", NULL });
+	run((char *const[]){ "objcopy", "--only-keep-debug", "alias", "alias.debug", NULL });
+	run((char *const[]){ "strip", "--strip-all", "-o", "alias-stripped", "alias", NULL });
+	make_minidebuginfo("alias-stripped", "alias.debug");
+
+	path_in_workdir(path, sizeof(path), "alias");
+	p = popen(path, "re");
+	cr_assert_not_null(p);
+	cr_assert_eq(fscanf(p, "%llx", &vaddr), 1);
+	cr_assert_eq(pclose(p), 0);
+
+	full = load_ok(path);
+	expect_symbol(full, vaddr + 1, "aaa_exported", 1);
+	path_in_workdir(path, sizeof(path), "alias-stripped");
+	t = load_ok(path);
+	expect_symbol(t, vaddr + 1, "aaa_exported", 1);
+
+	image = read_whole("mini", &size);
+	cr_assert_gt(elf_symtab_add_from_memory(t, image, size), 0);
+	free(image);
+	expect_symbol(t, vaddr + 1, "aaa_exported", 1);
+	cr_expect_eq(elf_symtab_count(t), elf_symtab_count(full));
+	elf_symtab_free(full);
+	elf_symtab_free(t);
+}
+
+Test(elfsym, add_refuses_foreign_or_broken_input)
+{
+	static const char junk[] = "\177ELF but not really an ELF file at all";
+	char path[PATH_MAX], stripped[PATH_MAX], other[PATH_MAX];
+	struct elf_symtab *t;
+	struct fx_report rep;
+	size_t before;
+	void *h;
+	int fd;
+
+	h = build_split_library(path, stripped, sizeof(path), &rep);
+	t = load_ok(stripped);
+	before = elf_symtab_count(t);
+
+	/* the debug file of another build (the PIE fixture's) */
+	build(VARIANT_PIE, other, sizeof(other));
+	run((char *const[]){ "objcopy", "--only-keep-debug", "fx-pie", "fx-pie.debug", NULL });
+	path_in_workdir(other, sizeof(other), "fx-pie.debug");
+	fd = open(other, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(elf_symtab_add_from_fd(t, fd), -ESTALE);
+	(void)close(fd);
+
+	path_in_workdir(other, sizeof(other), "fx.c");
+	fd = open(other, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(elf_symtab_add_from_fd(t, fd), -ENOEXEC);
+	(void)close(fd);
+	cr_expect_eq(elf_symtab_add_from_fd(t, -1), -EBADF);
+
+	cr_expect_eq(elf_symtab_add_from_memory(t, "text", 4), -ENOEXEC);
+	cr_expect_eq(elf_symtab_add_from_memory(t, junk, sizeof(junk)), -ENOEXEC);
+	cr_expect_eq(elf_symtab_add_from_memory(t, NULL, 0), -ENOEXEC);
+	cr_expect_eq(elf_symtab_add_from_memory(NULL, junk, sizeof(junk)), -EINVAL);
+
+	/* t is as it was */
+	cr_expect_eq(elf_symtab_count(t), before);
+	cr_expect_not(elf_symtab_has_symtab(t));
+	expect_symbol(t, func(&rep, "fx_alpha")->vaddr + 3, "fx_alpha", 3);
+	elf_symtab_free(t);
+	dlclose(h);
+}
+
+/* MANY functions, the odd half hidden, so that the stripped library's
+ * .dynsym names 50k and its debug file all 100k: the merge must stay fast
+ * and name every one. */
+Test(elfsym, hundred_thousand_symbols_from_debug_file)
+{
+	char path[PATH_MAX], name[32];
+	struct elf_symtab *t = NULL;
+	struct link_map *lm = NULL;
+	uint64_t base, vaddr;
+	double t0, load_s, add_s;
+	void *h, *first, *last;
+	Dl_info info;
+	int fd, r;
+
+	write_many_source(true);
+	run((char *const[]){ "cc", "-shared", "-Wl,--build-id", "-o", "libmany.so", "many.s",
+			     NULL });
+	run((char *const[]){ "objcopy", "--only-keep-debug", "libmany.so", "libmany.debug",
+			     NULL });
+	run((char *const[]){ "strip", "--strip-all", "-o", "libmany-stripped.so", "libmany.so",
+			     NULL });
+
+	path_in_workdir(path, sizeof(path), "libmany-stripped.so");
+	t0 = monotonic_seconds();
+	cr_assert_eq(elf_symtab_load(path, &t), 0);
+	load_s = monotonic_seconds() - t0;
+	cr_expect_geq(elf_symtab_count(t), MANY / 2);
+	cr_expect_lt(elf_symtab_count(t), MANY / 2 + 50);
+
+	path_in_workdir(path, sizeof(path), "libmany.debug");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	t0 = monotonic_seconds();
+	r = elf_symtab_add_from_fd(t, fd);
+	add_s = monotonic_seconds() - t0;
+	(void)close(fd);
+	cr_assert_geq(r, MANY / 2, "add_from_fd: %d", r);
+	cr_log_info("stripped: %.3f s; debug file merged, %d new, %zu symbols in %.3f s, %zu bytes",
+		    load_s, r, elf_symtab_count(t), add_s, elf_symtab_memory(t));
+	cr_expect_lt(add_s, 3.0, "merging took %.3f s", add_s);
+	cr_expect_geq(elf_symtab_count(t), MANY);
+	cr_expect_lt(elf_symtab_count(t), MANY + 50);
+	cr_expect_lt(elf_symtab_memory(t), (size_t)MANY * 64);
+
+	path_in_workdir(path, sizeof(path), "libmany.so");
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "dlopen: %s", dlerror());
+	first = dlsym(h, "many_0");
+	last = dlsym(h, "many_99998");
+	cr_assert(first && last);
+	cr_assert_null(dlsym(h, "many_1"), "odd functions should be hidden");
+	cr_assert(dladdr1(first, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm);
+	base = (uint64_t)(uintptr_t)first - lm->l_addr;
+	cr_assert_eq((uintptr_t)last - (uintptr_t)first, (uintptr_t)16 * (MANY - 2));
+
+	for (int i = 0; i < MANY; i++) {
+		uint64_t off = UINT64_MAX;
+		const char *got;
+
+		vaddr = base + (uint64_t)i * 16;
+		snprintf(name, sizeof(name), "many_%d", i);
+		got = elf_symtab_lookup(t, vaddr + 2, &off);
+		if (!got || strcmp(got, name) != 0 || off != 2)
+			cr_assert_fail("%#" PRIx64 ": got %s+%" PRIu64 ", expected %s+2", vaddr,
+				       got ? got : "(null)", off, name);
+		if (elf_symtab_lookup(t, vaddr + 3, &off))
+			cr_assert_fail("padding after %s is attributed", name);
+	}
+	elf_symtab_free(t);
+	dlclose(h);
+}
+
 Test(elfsym, null_object_is_harmless)
 {
 	uint64_t v;
+
+	cr_expect_not(elf_symtab_has_symtab(NULL));
+	cr_expect_eq(elf_symtab_add_from_fd(NULL, 0), -EINVAL);
 
 	cr_expect_null(elf_symtab_free(NULL));
 	cr_expect_null(elf_symtab_lookup(NULL, 0x1000, NULL));
