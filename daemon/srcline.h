@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * srcline.h - source lines and inlined frames of one ELF file, from its
+ * DWARF (libdw): ELF virtual address -> chain of (function, file:line),
+ * innermost inlined function first, the way `perf report --inline` and
+ * `addr2line -i` show it.
+ *
+ * One struct srcline per binary, opened on the binary itself or, when that
+ * is stripped, on its separate debug file (same addresses).  Each compile
+ * unit is indexed on its first lookup; see srcline.c for the design.
+ */
+#ifndef PERFD_SRCLINE_H
+#define PERFD_SRCLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct srcline;
+
+/* One frame of a chain.  The strings are owned by the struct srcline and
+ * stay valid until srcline_free().  function is the DWARF linkage name when
+ * there is one (mangled, as the symbol table spells it), else DW_AT_name;
+ * NULL when no function DIE covers the address (assembly with line info
+ * only, padding after a function).  file is the full path, comp_dir-joined
+ * when recorded relative; NULL when the DWARF does not say.  line is 0 when
+ * unknown, also with a file: DWARF gives compiler-made code line 0. */
+struct srcline_frame {
+	const char *function;
+	const char *file;
+	unsigned line;
+};
+
+/* Opens the DWARF of the ELF file on fd, which is mapped (ELF_C_READ_MMAP)
+ * and then no longer needed: the caller keeps or closes it.  Indexes which
+ * compile unit covers which addresses (.debug_aranges, and the units'
+ * own ranges for units aranges do not list).  Returns 0, -ENODATA when the
+ * file has no .debug_info (stripped: try the separate debug file's fd, the
+ * same call), -ENOEXEC when it is not ELF, -EBADMSG when libdw rejects its
+ * DWARF, -EIO when the file cannot be read, -ENOMEM. */
+int srcline_open(int fd, struct srcline **ret);
+
+/* Fills ret[] with the frames at the ELF virtual address vaddr, innermost
+ * first: one per inlined subroutine containing vaddr, then the function
+ * they are inlined into.  The innermost frame's file:line is the line
+ * table's row for vaddr; each outer frame's is the call site (DW_AT_call_file,
+ * DW_AT_call_line) of the frame inside it.  When the chain is longer than
+ * max, the innermost max - 1 frames and the outermost are written (the
+ * outermost is the function the symbol table names).
+ * Returns the number of frames written (>= 1), 0 when no DWARF describes
+ * vaddr (no compile unit covers it, or its unit has neither a function nor
+ * a line row there), -EINVAL when max is 0, -EBADMSG when the unit covering
+ * vaddr cannot be read (remembered: the unit is not retried), -ENOMEM.
+ * Not thread-safe: one thread at a time per struct srcline. */
+int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret, size_t max);
+
+/* Counters, for status and benchmarks. */
+struct srcline_stats {
+	size_t units;        /* compile units */
+	size_t units_loaded; /* indexed so far */
+	size_t lookups;
+	size_t cache_hits;   /* lookups answered from the recent-lookup cache */
+	size_t memory_bytes; /* held by srcline itself; libdw's caches not counted */
+};
+
+void srcline_get_stats(const struct srcline *s, struct srcline_stats *ret);
+
+struct srcline *srcline_free(struct srcline *s);
+
+#endif

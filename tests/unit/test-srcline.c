@@ -1,0 +1,925 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-srcline.c - unit tests for daemon/srcline.c.
+ *
+ * The fixture is compiled at run time in a temporary directory: a hot loop
+ * in a static always_inline helper (itself inlining a second one) that
+ * lives in a header under a relative include directory, called from the
+ * noinline outer_fn, and a plain function in a second compile unit.  The
+ * expected chains come from two independent addr2line implementations, run
+ * once over every byte of the fixture's functions: elfutils' eu-addr2line
+ * -i (install the elfutils package) and binutils' addr2line -i.  The line
+ * numbers the acceptance test looks for come from markers in the fixture's
+ * own source, so nothing a compiler may move is written down here.
+ * Variants: DWARF 5 and 4 from gcc; clang, which writes no .debug_aranges
+ * (checked against the same file built with them); a gcc unit linked with
+ * a clang one; no -g; stripped, with the debug file split off.  The last
+ * test measures lookups per second on libc's debug file (libc6-dbg).
+ */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <gelf.h>
+#include <gnu/libc-version.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perfd/macro.h"
+#include "srcline.h"
+
+extern char **environ;
+
+static const char fixture_helper[] =
+	"/* inlined into outer_fn, two levels deep */\n"
+	"static inline __attribute__((always_inline)) unsigned fx_mix(unsigned a, unsigned b)\n"
+	"{\n"
+	"	return (a ^ (b >> 3)) * 2654435761u; /* MIX_LINE */\n"
+	"}\n"
+	"\n"
+	"static inline __attribute__((always_inline)) unsigned long hot_helper(const unsigned *v, int n)\n"
+	"{\n"
+	"	unsigned long acc = 0;\n"
+	"\n"
+	"	for (int i = 0; i < n; i++)\n"
+	"		acc = acc * 31 + fx_mix(v[i], (unsigned)acc); /* HOT_LINE */\n"
+	"	return acc;\n"
+	"}\n";
+
+/* outer_fn's arguments are not constants, so that gcc makes no clone. */
+static const char fixture_main[] =
+	"#include <stdio.h>\n"
+	"#include \"fx-helper.h\"\n"
+	"\n"
+	"int plain_fn(int x);\n"
+	"\n"
+	"__attribute__((noinline)) unsigned long outer_fn(const unsigned *v, int n)\n"
+	"{\n"
+	"	unsigned long r = hot_helper(v, n); /* CALL_LINE */\n"
+	"\n"
+	"	return r ^ 0x5a5a;\n"
+	"}\n"
+	"\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"	unsigned v[64];\n"
+	"\n"
+	"	for (int i = 0; i < 64; i++)\n"
+	"		v[i] = (unsigned)(i * argc);\n"
+	"	printf(\"%lu %d\\n\", outer_fn(v, 60 + argc), plain_fn(argc));\n"
+	"	return 0;\n"
+	"}\n";
+
+static const char fixture_plain[] =
+	"__attribute__((noinline)) int plain_fn(int x)\n"
+	"{\n"
+	"	return x * 7 + 3; /* PLAIN_LINE */\n"
+	"}\n";
+
+/* The fixture's own functions: DWARF describes every byte of them. */
+static const char *const fixture_functions[] = { "outer_fn", "plain_fn", "main" };
+
+#define MAX_FRAMES 8
+
+#define WORKDIR_TEMPLATE "/tmp/test-srcline.XXXXXX"
+static char workdir[sizeof(WORKDIR_TEMPLATE)];
+static char realdir[PATH_MAX]; /* as the compiler records it */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void suite_setup(void)
+{
+	memcpy(workdir, WORKDIR_TEMPLATE, sizeof(WORKDIR_TEMPLATE));
+	cr_assert_not_null(mkdtemp(workdir), "mkdtemp: %s", strerror(errno));
+	cr_assert_not_null(realpath(workdir, realdir));
+	cr_assert_eq(elf_version(EV_CURRENT) != EV_NONE, true);
+}
+
+static void suite_teardown(void)
+{
+	(void)nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(srcline, .init = suite_setup, .fini = suite_teardown, .timeout = 240);
+
+/* --- fixtures ------------------------------------------------------------ */
+
+static const char *wpath(char *buf, size_t size, const char *name)
+{
+	int n = snprintf(buf, size, "%s/%s", workdir, name);
+
+	cr_assert(n > 0 && (size_t)n < size);
+	return buf;
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f = fopen(wpath(path, sizeof(path), name), "we");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fputs(text, f) >= 0, true);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* Runs argv (searched in PATH) in the work directory; asserts it exits 0. */
+static void run(char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int status, r;
+
+	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
+	cr_assert_eq(posix_spawn_file_actions_addchdir_np(&fa, workdir), 0);
+	r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	(void)posix_spawn_file_actions_destroy(&fa);
+	cr_assert_eq(r, 0, "spawn %s: %s", argv[0], strerror(r));
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s %s failed (status %#x)",
+		  argv[0], argv[1], status);
+}
+
+static void write_sources(void)
+{
+	char path[PATH_MAX];
+
+	if (mkdir(wpath(path, sizeof(path), "inc"), 0755) < 0)
+		cr_assert_eq(errno, EEXIST);
+	write_file("inc/fx-helper.h", fixture_helper);
+	write_file("fx.c", fixture_main);
+	write_file("fx2.c", fixture_plain);
+}
+
+enum variant {
+	GCC_DWARF5, /* gcc -O2 -g */
+	GCC_DWARF4,
+	GCC_NODEBUG,
+	CLANG,         /* no .debug_aranges */
+	CLANG_ARANGES, /* the same with them */
+	MIXED,         /* fx.c by gcc, fx2.c by clang: aranges for one unit only */
+	_VARIANT_MAX,
+};
+
+static const char *const variant_file[_VARIANT_MAX] = {
+	[GCC_DWARF5] = "fx",       [GCC_DWARF4] = "fx-dwarf4",
+	[GCC_NODEBUG] = "fx-nog",  [CLANG] = "fx-clang",
+	[CLANG_ARANGES] = "fx-clang-aranges", [MIXED] = "fx-mixed",
+};
+
+/* Builds a variant of the fixture in the work directory; returns its path. */
+static const char *build(enum variant v, char *path, size_t size)
+{
+	char *out = (char *)variant_file[v];
+
+	write_sources();
+	switch (v) {
+	case GCC_DWARF5:
+		run((char *const[]){ "gcc", "-O2", "-g", "-Iinc", "-o", out, "fx.c", "fx2.c", NULL });
+		break;
+	case GCC_DWARF4:
+		run((char *const[]){ "gcc", "-O2", "-gdwarf-4", "-Iinc", "-o", out, "fx.c", "fx2.c",
+				     NULL });
+		break;
+	case GCC_NODEBUG:
+		run((char *const[]){ "gcc", "-O2", "-Iinc", "-o", out, "fx.c", "fx2.c", NULL });
+		break;
+	case CLANG:
+		run((char *const[]){ "clang", "-O2", "-g", "-Iinc", "-o", out, "fx.c", "fx2.c", NULL });
+		break;
+	case CLANG_ARANGES:
+		run((char *const[]){ "clang", "-O2", "-g", "-gdwarf-aranges", "-Iinc", "-o", out,
+				     "fx.c", "fx2.c", NULL });
+		break;
+	case MIXED:
+		run((char *const[]){ "gcc", "-O2", "-g", "-Iinc", "-c", "-o", "fx-gcc.o", "fx.c",
+				     NULL });
+		run((char *const[]){ "clang", "-O2", "-g", "-c", "-o", "fx2-clang.o", "fx2.c", NULL });
+		run((char *const[]){ "gcc", "-o", out, "fx-gcc.o", "fx2-clang.o", NULL });
+		break;
+	default:
+		cr_assert_fail("bad variant");
+	}
+	return wpath(path, size, out);
+}
+
+/* The line of the fixture text containing marker (1-based). */
+static unsigned marker_line(const char *text, const char *marker)
+{
+	const char *at = strstr(text, marker);
+	unsigned line = 1;
+
+	cr_assert_not_null(at, "no %s", marker);
+	for (const char *p = text; p < at; p++)
+		line += *p == '\n';
+	return line;
+}
+
+/* --- reading the fixture's ELF --------------------------------------------- */
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct srcline, srcline_free);
+
+/* [*ret_lo, *ret_hi) of symbol name in the .symtab of path. */
+static bool find_symbol(const char *path, const char *name, uint64_t *ret_lo, uint64_t *ret_hi)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_(elf_endp) Elf *elf = NULL;
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	cr_assert_not_null(elf);
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		Elf_Data *data = elf_getdata(scn, NULL);
+		GElf_Shdr sh;
+
+		cr_assert_not_null(gelf_getshdr(scn, &sh));
+		if (sh.sh_type != SHT_SYMTAB || !data || sh.sh_entsize == 0)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			const char *n;
+			GElf_Sym sym;
+
+			cr_assert_not_null(gelf_getsym(data, (int)i, &sym));
+			n = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (n && strcmp(n, name) == 0 && sym.st_size > 0) {
+				*ret_lo = sym.st_value;
+				*ret_hi = sym.st_value + sym.st_size;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+static void symbol_range(const char *path, const char *name, uint64_t *ret_lo, uint64_t *ret_hi)
+{
+	cr_assert(find_symbol(path, name, ret_lo, ret_hi), "%s: no symbol %s", path, name);
+}
+
+/* Address of the section called name. */
+static uint64_t section_addr(const char *path, const char *name)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	size_t shstrndx;
+
+	cr_assert_geq(fd, 0);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	cr_assert_not_null(elf);
+	cr_assert_eq(elf_getshdrstrndx(elf, &shstrndx), 0);
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		const char *n;
+		GElf_Shdr sh;
+
+		cr_assert_not_null(gelf_getshdr(scn, &sh));
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && strcmp(n, name) == 0)
+			return sh.sh_addr;
+	}
+	cr_assert_fail("%s: no section %s", path, name);
+	return 0;
+}
+
+/* Every byte address of the fixture's functions in path. */
+static size_t fixture_addresses(const char *path, uint64_t **ret)
+{
+	uint64_t *addrs = NULL;
+	size_t n = 0;
+
+	for (size_t f = 0; f < ELEMENTSOF(fixture_functions); f++) {
+		uint64_t lo, hi;
+
+		symbol_range(path, fixture_functions[f], &lo, &hi);
+		cr_assert_lt(hi - lo, 4096);
+		addrs = realloc(addrs, (n + (hi - lo)) * sizeof(*addrs));
+		cr_assert_not_null(addrs);
+		for (uint64_t a = lo; a < hi; a++)
+			addrs[n++] = a;
+	}
+	*ret = addrs;
+	return n;
+}
+
+/* --- chains ------------------------------------------------------------- */
+
+struct text_frame {
+	char function[128]; /* "" when unknown */
+	char file[256];     /* "" when unknown */
+	unsigned line;
+};
+
+struct chain {
+	size_t n;
+	struct text_frame f[MAX_FRAMES];
+};
+
+static void copy_text(char *dst, size_t size, const char *src)
+{
+	if (!src)
+		src = "";
+	cr_assert_lt(strlen(src), size, "name too long: %s", src);
+	strcpy(dst, src);
+}
+
+static struct chain lookup_chain(struct srcline *s, uint64_t vaddr)
+{
+	struct srcline_frame f[MAX_FRAMES];
+	struct chain c = {};
+	int n = srcline_lookup(s, vaddr, f, MAX_FRAMES);
+
+	cr_assert_geq(n, 0, "lookup %#" PRIx64 ": %s", vaddr, strerror(-n));
+	cr_assert_leq(n, MAX_FRAMES);
+	c.n = (size_t)n;
+	for (int i = 0; i < n; i++) {
+		copy_text(c.f[i].function, sizeof(c.f[i].function), f[i].function);
+		copy_text(c.f[i].file, sizeof(c.f[i].file), f[i].file);
+		c.f[i].line = f[i].line;
+	}
+	return c;
+}
+
+static void chain_string(const struct chain *c, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (c->n == 0)
+		snprintf(buf, size, "(nothing)");
+	for (size_t i = 0; i < c->n && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%s@%s:%u", i ? " <- " : "",
+					  c->f[i].function[0] ? c->f[i].function : "??",
+					  c->f[i].file[0] ? c->f[i].file : "??", c->f[i].line);
+}
+
+static bool chain_eq(const struct chain *a, const struct chain *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->f[i].function, b->f[i].function) != 0 ||
+		    strcmp(a->f[i].file, b->f[i].file) != 0 || a->f[i].line != b->f[i].line)
+			return false;
+	return true;
+}
+
+/* Parses one addr2line location: "file:line", eu-addr2line's
+ * "file:line:column", binutils' "file:line (discriminator n)"; "??:0" and
+ * binutils' "??:?" are unknown. */
+static void parse_location(char *text, struct text_frame *f)
+{
+	char *p = strstr(text, " (discriminator");
+	char *colon;
+
+	if (p)
+		*p = '\0';
+	colon = strrchr(text, ':');
+	cr_assert_not_null(colon, "location %s", text);
+	*colon = '\0';
+	f->line = (unsigned)strtoul(colon + 1, NULL, 10);
+	/* eu-addr2line adds the column when there is one */
+	p = strrchr(text, ':');
+	if (p && p[1] && strspn(p + 1, "0123456789") == strlen(p + 1)) {
+		*p = '\0';
+		f->line = (unsigned)strtoul(p + 1, NULL, 10);
+	}
+	copy_text(f->file, sizeof(f->file), strcmp(text, "??") == 0 ? "" : text);
+}
+
+/* Runs tool (an addr2line with -a -i -f) on binary for addrs, one process
+ * for all, and parses one chain per address.  A chain of unknowns (no
+ * DWARF there) becomes empty; binutils names such code from the symbol
+ * table, eu-addr2line too when no unit covers it. */
+static void oracle(const char *tool, const char *binary, const uint64_t *addrs, size_t n,
+		   struct chain *ret)
+{
+	char list[PATH_MAX], cmd[3 * PATH_MAX], line[1024];
+	size_t k = SIZE_MAX;
+	bool want_function = true;
+	FILE *f, *p;
+
+	f = fopen(wpath(list, sizeof(list), "addresses"), "we");
+	cr_assert_not_null(f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%#" PRIx64 "\n", addrs[i]);
+	cr_assert_eq(fclose(f), 0);
+
+	snprintf(cmd, sizeof(cmd), "%s -a -i -f -e '%s' < '%s'", tool, binary, list);
+	p = popen(cmd, "re");
+	cr_assert_not_null(p);
+	memset(ret, 0, n * sizeof(*ret));
+	while (fgets(line, sizeof(line), p)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "0x", 2) == 0 && strlen(line) == 18) {
+			k = k == SIZE_MAX ? 0 : k + 1;
+			cr_assert_lt(k, n);
+			cr_assert_eq(strtoull(line, NULL, 16), addrs[k], "%s: out of order", tool);
+			want_function = true;
+			continue;
+		}
+		cr_assert_lt(k, n, "%s printed %s first", tool, line);
+		if (want_function) {
+			char *inl = strstr(line, " inlined at ");
+			struct chain *c = &ret[k];
+
+			cr_assert_lt(c->n, MAX_FRAMES);
+			if (inl)
+				*inl = '\0';
+			copy_text(c->f[c->n].function, sizeof(c->f[c->n].function),
+				  strcmp(line, "??") == 0 ? "" : line);
+		} else {
+			parse_location(line, &ret[k].f[ret[k].n]);
+			ret[k].n++;
+		}
+		want_function = !want_function;
+	}
+	(void)pclose(p); /* eu-addr2line exits 1 when an address is unknown */
+	cr_assert_eq(k + 1, n, "%s answered %zu of %zu addresses (is it installed?"
+		     " eu-addr2line is in the elfutils package)", tool, k + 1, n);
+
+	for (size_t i = 0; i < n; i++) {
+		bool known = false;
+
+		for (size_t j = 0; j < ret[i].n; j++)
+			known |= ret[i].f[j].file[0] != '\0';
+		if (!known)
+			ret[i].n = 0;
+	}
+}
+
+static struct srcline *open_ok(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct srcline *s = NULL;
+	int r;
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	r = srcline_open(fd, &s);
+	cr_assert_eq(r, 0, "srcline_open(%s): %s", path, strerror(-r));
+	cr_assert_not_null(s);
+	/* closed on return: srcline must not need it any more */
+	return s;
+}
+
+/* Compares srcline's chain with tool's at every byte of the fixture's
+ * functions; all must match, and there must be inlined chains among them. */
+static void check_against(const char *tool, const char *path)
+{
+	_cleanup_(srcline_freep) struct srcline *s = open_ok(path);
+	_cleanup_free_ struct chain *want = NULL;
+	_cleanup_free_ uint64_t *addrs = NULL;
+	size_t n = fixture_addresses(path, &addrs), bad = 0, inlined = 0;
+
+	want = calloc(n, sizeof(*want));
+	cr_assert_not_null(want);
+	oracle(tool, path, addrs, n, want);
+	for (size_t i = 0; i < n; i++) {
+		struct chain got = lookup_chain(s, addrs[i]);
+		char g[2048], w[2048];
+
+		inlined += got.n > 1;
+		if (chain_eq(&got, &want[i]))
+			continue;
+		if (bad++ < 5) {
+			chain_string(&got, g, sizeof(g));
+			chain_string(&want[i], w, sizeof(w));
+			cr_log_error("%s at %#" PRIx64 ":\n  srcline: %s\n  %s: %s", path, addrs[i],
+				     g, tool, w);
+		}
+	}
+	cr_assert_eq(bad, 0, "%s: %zu of %zu addresses differ from %s", path, bad, n, tool);
+	cr_assert_gt(inlined, 10, "only %zu inlined chains", inlined);
+}
+
+/* --- tests -------------------------------------------------------------- */
+
+Test(srcline, gcc_dwarf5_matches_eu_addr2line)
+{
+	char path[PATH_MAX];
+
+	check_against("eu-addr2line -A", build(GCC_DWARF5, path, sizeof(path)));
+}
+
+Test(srcline, gcc_dwarf5_matches_binutils_addr2line)
+{
+	char path[PATH_MAX];
+
+	check_against("addr2line", build(GCC_DWARF5, path, sizeof(path)));
+}
+
+Test(srcline, gcc_dwarf4_matches_both_addr2lines)
+{
+	char path[PATH_MAX];
+
+	build(GCC_DWARF4, path, sizeof(path));
+	check_against("eu-addr2line -A", path);
+	check_against("addr2line", path);
+}
+
+/* The acceptance test: the hot loop's line in the inlined helper, with the
+ * helper as its own frame called from outer_fn's line; the known line of a
+ * plain function. */
+Test(srcline, hot_line_and_inlined_frames)
+{
+	_cleanup_free_ uint64_t *addrs = NULL;
+	char path[PATH_MAX], helper[PATH_MAX + 32], main_c[PATH_MAX + 32], plain_c[PATH_MAX + 32];
+	unsigned mix = marker_line(fixture_helper, "MIX_LINE");
+	unsigned hot = marker_line(fixture_helper, "HOT_LINE");
+	unsigned call = marker_line(fixture_main, "CALL_LINE");
+	unsigned plain = marker_line(fixture_plain, "PLAIN_LINE");
+	size_t hot_hits = 0, mix_hits = 0, plain_hits = 0;
+	uint64_t lo, hi;
+	struct srcline *s;
+
+	snprintf(helper, sizeof(helper), "%s/inc/fx-helper.h", realdir);
+	snprintf(main_c, sizeof(main_c), "%s/fx.c", realdir);
+	snprintf(plain_c, sizeof(plain_c), "%s/fx2.c", realdir);
+	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
+
+	symbol_range(path, "outer_fn", &lo, &hi);
+	for (uint64_t a = lo; a < hi; a++) {
+		struct chain c = lookup_chain(s, a);
+
+		cr_assert_geq(c.n, 1, "nothing at %#" PRIx64, a);
+		cr_expect_str_eq(c.f[c.n - 1].function, "outer_fn");
+		if (c.n == 2 && strcmp(c.f[0].function, "hot_helper") == 0 &&
+		    strcmp(c.f[0].file, helper) == 0 && c.f[0].line == hot &&
+		    strcmp(c.f[1].file, main_c) == 0 && c.f[1].line == call)
+			hot_hits++;
+		if (c.n == 3 && strcmp(c.f[0].function, "fx_mix") == 0 &&
+		    strcmp(c.f[0].file, helper) == 0 && c.f[0].line == mix &&
+		    strcmp(c.f[1].function, "hot_helper") == 0 &&
+		    strcmp(c.f[1].file, helper) == 0 && c.f[1].line == hot &&
+		    strcmp(c.f[2].file, main_c) == 0 && c.f[2].line == call)
+			mix_hits++;
+	}
+	cr_expect_gt(hot_hits, 0, "no hot_helper@%s:%u <- outer_fn@%s:%u", helper, hot, main_c,
+		     call);
+	cr_expect_gt(mix_hits, 0, "no fx_mix@:%u <- hot_helper@:%u <- outer_fn@:%u", mix, hot,
+		     call);
+
+	symbol_range(path, "plain_fn", &lo, &hi);
+	for (uint64_t a = lo; a < hi; a++) {
+		struct chain c = lookup_chain(s, a);
+
+		cr_assert_eq(c.n, 1, "%zu frames at %#" PRIx64, c.n, a);
+		cr_expect_str_eq(c.f[0].function, "plain_fn");
+		cr_expect_str_eq(c.f[0].file, plain_c);
+		plain_hits += c.f[0].line == plain;
+	}
+	cr_expect_gt(plain_hits, 0, "plain_fn never at %s:%u", plain_c, plain);
+	srcline_free(s);
+}
+
+/* clang writes no .debug_aranges: the units' own ranges must give the same
+ * answers as aranges do, and those the same as eu-addr2line (which relies
+ * on aranges, so only checks the variant that has them). */
+Test(srcline, clang_without_aranges)
+{
+	_cleanup_(srcline_freep) struct srcline *with = NULL, *without = NULL;
+	_cleanup_free_ uint64_t *addrs = NULL;
+	char p_with[PATH_MAX], p_without[PATH_MAX];
+	struct srcline_stats st;
+	size_t n;
+
+	build(CLANG_ARANGES, p_with, sizeof(p_with));
+	build(CLANG, p_without, sizeof(p_without));
+	check_against("eu-addr2line -A", p_with);
+
+	with = open_ok(p_with);
+	without = open_ok(p_without);
+	n = fixture_addresses(p_with, &addrs);
+	for (size_t i = 0; i < n; i++) {
+		struct chain a = lookup_chain(with, addrs[i]), b = lookup_chain(without, addrs[i]);
+		char sa[2048], sb[2048];
+
+		chain_string(&a, sa, sizeof(sa));
+		chain_string(&b, sb, sizeof(sb));
+		cr_assert_gt(a.n, 0, "nothing at %#" PRIx64, addrs[i]);
+		cr_assert(chain_eq(&a, &b), "at %#" PRIx64 ": with aranges %s, without %s",
+			  addrs[i], sa, sb);
+	}
+	srcline_get_stats(without, &st);
+	cr_expect_geq(st.units, 2);
+	cr_expect_eq(st.units_loaded, 2);
+}
+
+/* A unit with aranges linked with one without: both found. */
+Test(srcline, aranges_for_some_units_only)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	char path[PATH_MAX], plain_c[PATH_MAX + 32];
+	unsigned plain = marker_line(fixture_plain, "PLAIN_LINE");
+	size_t plain_hits = 0;
+	uint64_t lo, hi;
+
+	snprintf(plain_c, sizeof(plain_c), "%s/fx2.c", realdir);
+	s = open_ok(build(MIXED, path, sizeof(path)));
+	symbol_range(path, "plain_fn", &lo, &hi);
+	for (uint64_t a = lo; a < hi; a++) {
+		struct chain c = lookup_chain(s, a);
+
+		cr_assert_eq(c.n, 1, "%zu frames at %#" PRIx64, c.n, a);
+		cr_expect_str_eq(c.f[0].function, "plain_fn");
+		cr_expect_str_eq(c.f[0].file, plain_c);
+		plain_hits += c.f[0].line == plain;
+	}
+	cr_expect_gt(plain_hits, 0);
+
+	symbol_range(path, "outer_fn", &lo, &hi);
+	for (uint64_t a = lo; a < hi; a++) {
+		struct chain c = lookup_chain(s, a);
+
+		cr_assert_geq(c.n, 1);
+		cr_expect_str_eq(c.f[c.n - 1].function, "outer_fn");
+	}
+}
+
+Test(srcline, outside_any_unit)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	struct srcline_frame f[MAX_FRAMES] = { { "untouched", "untouched", 7 } };
+	char path[PATH_MAX];
+	uint64_t plt;
+
+	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
+	plt = section_addr(path, ".plt");
+	cr_assert_neq(plt, 0);
+	cr_expect_eq(srcline_lookup(s, plt, f, MAX_FRAMES), 0);
+	cr_expect_eq(srcline_lookup(s, plt + 1, f, MAX_FRAMES), 0);
+	cr_expect_eq(srcline_lookup(s, 0, f, MAX_FRAMES), 0);
+	cr_expect_eq(srcline_lookup(s, UINT64_MAX, f, MAX_FRAMES), 0);
+	cr_expect_str_eq(f[0].function, "untouched");
+	cr_expect_eq(srcline_lookup(s, plt, f, 0), -EINVAL);
+	/* and again, now from the cache */
+	cr_expect_eq(srcline_lookup(s, plt, f, MAX_FRAMES), 0);
+}
+
+Test(srcline, no_debug_info)
+{
+	char path[PATH_MAX], text[PATH_MAX];
+	_cleanup_close_ int fd = -1, tfd = -1;
+	struct srcline *s = NULL;
+
+	fd = open(build(GCC_NODEBUG, path, sizeof(path)), O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(srcline_open(fd, &s), -ENODATA);
+	cr_expect_null(s);
+
+	write_file("not-elf", "#!/bin/sh\nexit 0\n");
+	tfd = open(wpath(text, sizeof(text), "not-elf"), O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(tfd, 0);
+	cr_expect_eq(srcline_open(tfd, &s), -ENOEXEC);
+	cr_expect_eq(srcline_open(-1, &s), -EINVAL);
+	cr_expect_null(s);
+}
+
+/* The stripped binary has no DWARF; its debug file, opened the same way,
+ * answers for the stripped binary's addresses as the -g binary did. */
+Test(srcline, separate_debug_file)
+{
+	_cleanup_(srcline_freep) struct srcline *full = NULL, *split = NULL;
+	_cleanup_free_ uint64_t *addrs = NULL;
+	char path[PATH_MAX], stripped[PATH_MAX], debug[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	struct srcline *s = NULL;
+	size_t n;
+
+	build(GCC_DWARF5, path, sizeof(path));
+	run((char *const[]){ "objcopy", "--only-keep-debug", "fx", "fx.debug", NULL });
+	run((char *const[]){ "strip", "--strip-all", "-o", "fx-stripped", "fx", NULL });
+	wpath(stripped, sizeof(stripped), "fx-stripped");
+	wpath(debug, sizeof(debug), "fx.debug");
+
+	fd = open(stripped, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(srcline_open(fd, &s), -ENODATA);
+
+	full = open_ok(path);
+	split = open_ok(debug);
+	/* the stripped file has no symbols: the addresses are the same */
+	n = fixture_addresses(path, &addrs);
+	for (size_t i = 0; i < n; i++) {
+		struct chain a = lookup_chain(full, addrs[i]), b = lookup_chain(split, addrs[i]);
+		char sa[2048], sb[2048];
+
+		chain_string(&a, sa, sizeof(sa));
+		chain_string(&b, sb, sizeof(sb));
+		cr_assert_gt(a.n, 0);
+		cr_assert(chain_eq(&a, &b), "at %#" PRIx64 ": binary %s, debug file %s", addrs[i],
+			  sa, sb);
+	}
+}
+
+/* A chain longer than max keeps the innermost frames and the outermost;
+ * a cut chain is not what a later caller with more room gets. */
+static bool frame_is(const struct srcline_frame *f, const struct text_frame *want)
+{
+	return f->function && strcmp(f->function, want->function) == 0 && f->file &&
+	       strcmp(f->file, want->file) == 0 && f->line == want->line;
+}
+
+Test(srcline, chain_longer_than_max)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	struct srcline_frame g[MAX_FRAMES];
+	char path[PATH_MAX];
+	uint64_t lo, hi, deep = 0;
+	struct chain c = {};
+
+	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
+	symbol_range(path, "outer_fn", &lo, &hi);
+	for (uint64_t a = lo; a < hi && !deep; a++)
+		if (srcline_lookup(s, a, g, MAX_FRAMES) == 3)
+			deep = a;
+	cr_assert_neq(deep, 0, "no address with three frames in outer_fn");
+	c = lookup_chain(s, deep);
+	cr_assert_eq(c.n, 3);
+	cr_assert_str_eq(c.f[0].function, "fx_mix");
+	cr_assert_str_eq(c.f[1].function, "hot_helper");
+	cr_assert_str_eq(c.f[2].function, "outer_fn");
+
+	/* the whole answer for deep is in the cache now */
+	cr_assert_eq(srcline_lookup(s, deep, g, 2), 2);
+	cr_expect(frame_is(&g[0], &c.f[0]) && frame_is(&g[1], &c.f[2]));
+	cr_assert_eq(srcline_lookup(s, deep, g, 1), 1);
+	cr_expect(frame_is(&g[0], &c.f[2]));
+	cr_assert_eq(srcline_lookup(s, deep, g, 3), 3);
+	cr_expect(frame_is(&g[0], &c.f[0]) && frame_is(&g[1], &c.f[1]) &&
+		  frame_is(&g[2], &c.f[2]));
+
+	/* a fresh handle: the first answer is cut, the next one whole */
+	srcline_free(TAKE_PTR(s));
+	s = open_ok(path);
+	cr_assert_eq(srcline_lookup(s, deep, g, 2), 2);
+	cr_expect(frame_is(&g[0], &c.f[0]) && frame_is(&g[1], &c.f[2]));
+	cr_assert_eq(srcline_lookup(s, deep, g, MAX_FRAMES), 3);
+	cr_expect(frame_is(&g[0], &c.f[0]) && frame_is(&g[1], &c.f[1]) &&
+		  frame_is(&g[2], &c.f[2]));
+}
+
+/* --- rate on a real binary ----------------------------------------------- */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* /usr/lib/debug/.build-id/xx/yyyy.debug for the ELF file at path. */
+static bool build_id_debug_path(const char *path, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_(elf_endp) Elf *elf = NULL;
+
+	cr_assert_geq(fd, 0);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	cr_assert_not_null(elf);
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		Elf_Data *data = elf_getdata(scn, NULL);
+		size_t off = 0, name_off, desc_off;
+		GElf_Shdr sh;
+		GElf_Nhdr nh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !data)
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			const unsigned char *id = (const unsigned char *)data->d_buf + desc_off;
+			size_t used;
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) != 0 ||
+			    nh.n_descsz < 2)
+				continue;
+			used = (size_t)snprintf(buf, size, "/usr/lib/debug/.build-id/%02x/", id[0]);
+			for (size_t i = 1; i < nh.n_descsz && used + 3 < size; i++)
+				used += (size_t)snprintf(buf + used, size - used, "%02x", id[i]);
+			snprintf(buf + used, size - used, ".debug");
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Lookups per second on libc's debug file (Debian's libc6-dbg, which
+ * packaging/install-deps.sh test is to install): ~2000 units, 1.4 MiB of
+ * code.  Addresses are spread over every function; "cold" includes
+ * indexing each unit on first use, "warm" defeats the recent-lookup cache,
+ * "profile" sends 90% of lookups to 64 hot addresses, as a profile does. */
+Test(srcline, rate_on_libc)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	_cleanup_free_ uint64_t *addrs = NULL;
+	struct srcline_frame f[MAX_FRAMES];
+	char debug[PATH_MAX];
+	size_t n = 0, cap = 0, found = 0, frames = 0, inlined = 0;
+	double t0, t1, t2, t3, t4;
+	struct srcline_stats st;
+	unsigned seed = 1;
+	Dl_info info;
+
+	/* a libc function no sanitizer intercepts */
+	cr_assert(dladdr((void *)gnu_get_libc_version, &info) && info.dli_fname);
+	cr_assert(build_id_debug_path(info.dli_fname, debug, sizeof(debug)),
+		  "%s has no build-id", info.dli_fname);
+	cr_assert_eq(access(debug, R_OK), 0,
+		     "no debug file %s for %s: install libc6-dbg", debug, info.dli_fname);
+
+	t0 = now();
+	s = open_ok(debug);
+	t1 = now();
+
+	/* up to 16 addresses in each function of .symtab */
+	{
+		_cleanup_close_ int fd = open(debug, O_RDONLY | O_CLOEXEC);
+		_cleanup_(elf_endp) Elf *elf = NULL;
+
+		cr_assert_geq(fd, 0);
+		elf = elf_begin(fd, ELF_C_READ, NULL);
+		cr_assert_not_null(elf);
+		for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+			Elf_Data *data = elf_getdata(scn, NULL);
+			GElf_Shdr sh;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !data ||
+			    sh.sh_entsize == 0)
+				continue;
+			for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym sym;
+				size_t k;
+
+				if (!gelf_getsym(data, (int)i, &sym) ||
+				    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0)
+					continue;
+				k = MIN(sym.st_size, (GElf_Xword)16);
+				if (n + k > cap) {
+					cap = MAX(2 * cap, n + k + 1024);
+					addrs = realloc(addrs, cap * sizeof(*addrs));
+					cr_assert_not_null(addrs);
+				}
+				for (size_t j = 0; j < k; j++)
+					addrs[n++] = sym.st_value + j * sym.st_size / k;
+			}
+		}
+	}
+	cr_assert_gt(n, 10000, "only %zu addresses in %s", n, debug);
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = (size_t)rand_r(&seed) % (i + 1);
+		uint64_t t = addrs[i];
+
+		addrs[i] = addrs[j];
+		addrs[j] = t;
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		int r = srcline_lookup(s, addrs[i], f, MAX_FRAMES);
+
+		cr_assert_geq(r, 0, "%#" PRIx64 ": %s", addrs[i], strerror(-r));
+		found += r > 0;
+		frames += (size_t)r;
+		inlined += r > 1;
+	}
+	t2 = now();
+	for (size_t i = 0; i < 100000; i++)
+		(void)srcline_lookup(s, addrs[(i * 7919) % n], f, MAX_FRAMES);
+	t3 = now();
+	for (size_t i = 0; i < 100000; i++) {
+		unsigned r = (unsigned)rand_r(&seed);
+
+		(void)srcline_lookup(s, r % 10 ? addrs[r % 64] : addrs[r % n], f, MAX_FRAMES);
+	}
+	t4 = now();
+
+	srcline_get_stats(s, &st);
+	cr_log_info("libc: open %.1f ms; %zu addresses, %.0f%% found, %.2f frames each, "
+		    "%.0f%% inlined; lookups/s: cold %.0f, warm %.0f, profile %.0f; "
+		    "%zu of %zu units indexed, %.1f MiB",
+		    (t1 - t0) * 1e3, n, 100.0 * (double)found / (double)n,
+		    (double)frames / (double)found, 100.0 * (double)inlined / (double)n,
+		    (double)n / (t2 - t1), 1e5 / (t3 - t2), 1e5 / (t4 - t3), st.units_loaded,
+		    st.units, (double)st.memory_bytes / 1048576.0);
+	cr_expect_gt(found, n * 9 / 10, "found %zu of %zu", found, n);
+	cr_expect_gt(inlined, n / 20, "only %zu inlined chains", inlined);
+	/* Floors far below what a loaded 2-core machine does unsanitized
+	 * (~0.5M cold, ~1.5M warm): they catch an accidental O(n) lookup. */
+	cr_expect_gt((double)n / (t2 - t1), 20000.0);
+	cr_expect_gt(1e5 / (t3 - t2), 100000.0);
+	cr_expect_gt(st.cache_hits, 50000);
+}
