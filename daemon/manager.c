@@ -208,29 +208,30 @@ static const char *name_frame(void *ctx, uint64_t frame, char *buf, size_t size)
 	return symbolizer_frame_name(ctx, frame, buf, size);
 }
 
-static json_object *build_snapshot(struct snapshot *s)
+/* Answers a snapshot.  The profile can be tens of MiB: its rendered lines
+ * are escaped straight into the answer buffer, which the server then takes
+ * over, rather than going through json-c (a copy to build, one to print,
+ * one to queue). */
+static void reply_snapshot(struct snapshot *s)
 {
 	struct manager *m = s->m;
 	const struct collector *c = &s->c;
 	uint64_t end = c->exited ? MIN(c->exit_ns, c->end_ns) : MIN(now_monotonic_ns(), c->end_ns);
 	double covered = end > c->begin_ns ? (double)(end - c->begin_ns) / NSEC_PER_SEC : 0;
-	char *text = NULL, note[512] = "";
-	size_t len = 0;
+	static const char profile_key[] = ",\"profile\":\"";
+	struct folded *fd = NULL;
+	char *buf, note[512] = "";
+	size_t hlen, elen, size;
+	const char *header;
 	json_object *o;
-	FILE *f;
-	int r;
+
+	uint64_t t0 = now_monotonic_ns();
 
 	if (c->process)
 		memcpy(s->comm, c->process->comm, sizeof(s->comm));
-	f = open_memstream(&text, &len);
-	if (!f)
-		return NULL;
-	r = folded_write(f, s->comm, &c->counts, aggregator_stacks(m->aggregator),
-			 name_frame, m->symbolizer);
-	if (fclose(f) != 0 || r < 0) {
-		free(text);
-		return NULL;
-	}
+	if (folded_build(s->comm, &c->counts, aggregator_stacks(m->aggregator), name_frame,
+			 m->symbolizer, &fd) < 0)
+		goto oom;
 
 	if (c->exited)
 		snprintf(note, sizeof(note),
@@ -243,18 +244,40 @@ static json_object *build_snapshot(struct snapshot *s)
 	o = query_ok();
 	json_object_object_add(o, "pid", json_object_new_int64(c->pid));
 	json_object_object_add(o, "comm", json_object_new_string(s->comm));
-	if (c->process)
+	if (c->process) {
 		json_object_object_add(o, "start_time_ns",
 				       json_object_new_uint64(c->process->start_time_ns));
+		json_object_object_add(o, "ns_pid", json_object_new_int64(c->process->ns_pid));
+	}
 	json_object_object_add(o, "duration_seconds", json_object_new_double(covered));
 	json_object_object_add(o, "samples", json_object_new_uint64(c->samples));
 	json_object_object_add(o, "exited", json_object_new_boolean(c->exited));
 	if (note[0])
 		json_object_object_add(o, "note", json_object_new_string(note));
 	json_object_object_add(o, "format", json_object_new_string("folded"));
-	json_object_object_add(o, "profile", json_object_new_string_len(text, (int)len));
-	free(text);
-	return o;
+	header = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &hlen);
+
+	/* header without its closing brace, then "profile":"...", then "}" */
+	elen = folded_json_string(fd, NULL);
+	size = hlen - 1 + sizeof(profile_key) - 1 + elen + 2 + 1;
+	buf = malloc(size);
+	if (!buf) {
+		json_object_put(o);
+		goto oom;
+	}
+	memcpy(buf, header, hlen - 1);
+	memcpy(buf + hlen - 1, profile_key, sizeof(profile_key) - 1);
+	folded_json_string(fd, buf + hlen - 1 + sizeof(profile_key) - 1);
+	memcpy(buf + size - 3, "\"}", 2);
+	json_object_put(o);
+	log_debug("Snapshot of pid %u: %zu lines, %zu bytes encoded in %.1f ms.", c->pid,
+		  folded_lines(fd), size, (now_monotonic_ns() - t0) / 1e6);
+	folded_free(fd);
+	(void)server_reply_owned(s->client, buf, size - 1, size);
+	return;
+oom:
+	folded_free(fd);
+	reply_json(s->client, NULL);
 }
 
 static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
@@ -264,7 +287,7 @@ static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 
 	/* Samples up to now may still sit in the ring buffer. */
 	drain(s->m);
-	reply_json(c, build_snapshot(s));
+	reply_snapshot(s);
 	client_set_data(c, NULL);
 	snapshot_free(s);
 	return 0;

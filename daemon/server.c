@@ -185,6 +185,29 @@ int server_reply(struct client *c, const char *json, size_t len)
 	return queue_reply(c, json, len, false);
 }
 
+int server_reply_owned(struct client *c, char *json, size_t len, size_t size)
+{
+	int r;
+
+	if (c->out_len > 0 || size <= len) {
+		/* something is still queued: append behind it */
+		r = queue_reply(c, json, len, false);
+		free(json);
+		return r;
+	}
+	/* the common case: hand the buffer over, no copy of a large answer */
+	free(c->out);
+	c->out = json;
+	c->out_cap = size;
+	c->out_sent = 0;
+	c->out[len] = '\n';
+	c->out_len = len + 1;
+	c->pending = false;
+	if (!c->dispatching)
+		client_kick(c);
+	return 0;
+}
+
 int server_reply_and_close(struct client *c, const char *json, size_t len)
 {
 	return queue_reply(c, json, len, true);

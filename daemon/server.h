@@ -44,6 +44,9 @@ struct server *server_free(struct server *s);
 /* Queues one answer (a JSON text without the newline) for c and clears its
  * pending state.  Returns 0 or -errno; on failure the client is dropped. */
 int server_reply(struct client *c, const char *json, size_t len);
+/* Like server_reply, but takes ownership of json (malloc'ed, size bytes,
+ * size > len so the newline fits): a large answer is not copied. */
+int server_reply_owned(struct client *c, char *json, size_t len, size_t size);
 /* Like server_reply, then closes the connection once the answer is sent. */
 int server_reply_and_close(struct client *c, const char *json, size_t len);
 

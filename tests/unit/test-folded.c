@@ -2,6 +2,7 @@
 /* Unit tests for daemon/folded.c: the folded-stack encoder, fed with
  * synthetic stacks and a namer that needs no binaries. */
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,5 +118,37 @@ Test(folded, empty_profile_is_empty_output)
 	out = encode(&fx, "app", NULL);
 	cr_assert_str_eq(out, "");
 	free(out);
+	teardown(&fx);
+}
+
+Test(folded, json_string_decodes_to_the_plain_text)
+{
+	struct fixture fx;
+	const char *names[] = { "x", "operator\"\"_q", "back\\slash", "plain" };
+	uint64_t a[] = { frame_make(1, 2), frame_make(1, 1) };
+	uint64_t b[] = { frame_make(1, 3), frame_make(1, 1) };
+	struct folded *fd;
+	char *plain, *body, *quoted;
+	json_object *o;
+	size_t n;
+
+	setup(&fx);
+	add(&fx, a, 2, 0, 4);
+	add(&fx, b, 2, 0, 9);
+	plain = encode(&fx, "app", names);
+	cr_assert_eq(folded_build("app", &fx.counts, fx.stacks, namer, names, &fd), 0);
+	n = folded_json_string(fd, NULL);
+	body = malloc(n + 1);
+	cr_assert_eq(folded_json_string(fd, body), n);
+	body[n] = 0;
+	cr_assert_eq(asprintf(&quoted, "\"%s\"", body), (int)n + 2);
+	o = json_tokener_parse(quoted);
+	cr_assert_not_null(o, "not a JSON string: %s", quoted);
+	cr_assert_str_eq(json_object_get_string(o), plain);
+	json_object_put(o);
+	free(quoted);
+	free(body);
+	free(plain);
+	folded_free(fd);
 	teardown(&fx);
 }
