@@ -128,6 +128,8 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "stacks_with_tables", in->bpf[PERFD_CNT_UNWIND_DWARF]);
 		add_u64(uw, "stacks_truncated", in->bpf[PERFD_CNT_UNWIND_TRUNCATED]);
 		add_u64(uw, "tables", in->unwind.tables);
+		add_u64(uw, "tables_idle", in->unwind.tables_idle);
+		add_u64(uw, "tables_evicted", in->unwind.tables_evicted);
 		add_u64(uw, "tables_built", in->unwind.tables_built);
 		add_u64(uw, "tables_failed", in->unwind.tables_failed);
 		add_u64(uw, "processes", in->unwind.processes);

@@ -33,7 +33,8 @@ struct table {
 	struct segment *segs;
 	size_t n_segs;
 	unsigned refs;
-	int error; /* <0: could not be built; not retried */
+	int error;      /* <0: could not be built; not retried */
+	uint64_t idle_since; /* when refs fell to 0: the LRU order of idle tables */
 };
 
 struct proc {
@@ -49,6 +50,7 @@ struct unwinder {
 	struct rangealloc rows, mappings;
 	struct u64map tables; /* module id -> struct table * */
 	struct u64map procs;  /* pid -> struct proc * */
+	uint64_t clock;       /* ticks once per table release */
 	struct unwinder_stats stats;
 };
 
@@ -159,6 +161,31 @@ static int read_segments(Elf *elf, struct table *t)
 	return 0;
 }
 
+/* Frees the table idle the longest (no process maps its binary).  Returns
+ * false when none is idle. */
+static bool evict_idle_table(struct unwinder *u)
+{
+	uint64_t best_key = 0, best_since = UINT64_MAX;
+	struct table *best = NULL;
+
+	U64MAP_FOREACH(slot, &u->tables) {
+		struct table *t = (struct table *)(uintptr_t)slot->value;
+
+		if (t->refs == 0 && !t->error && t->idle_since < best_since) {
+			best = t;
+			best_key = slot->key;
+			best_since = t->idle_since;
+		}
+	}
+	if (!best)
+		return false;
+	(void)rangealloc_put(&u->rows, best->rows_first, best->rows_count);
+	u64map_remove(&u->tables, best_key);
+	table_free(best);
+	u->stats.tables_evicted++;
+	return true;
+}
+
 /* Builds the table of a module and uploads its rows. */
 static struct table *table_build(struct unwinder *u, uint64_t key)
 {
@@ -180,8 +207,11 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 	}
 	if (elf)
 		elf_end(elf);
-	if (r == 0)
+	if (r == 0) {
 		r = rangealloc_get(&u->rows, ut->n_rows, &t->rows_first);
+		while (r == -ENOSPC && evict_idle_table(u))
+			r = rangealloc_get(&u->rows, ut->n_rows, &t->rows_first);
+	}
 	if (r == 0) {
 		r = upload(u->opts.rows_fd, t->rows_first, ut->rows, sizeof(*ut->rows), ut->n_rows);
 		if (r < 0)
@@ -233,15 +263,11 @@ static void table_unref(struct unwinder *u, uint64_t key)
 	if (!slot)
 		return;
 	t = (struct table *)(uintptr_t)*slot;
-	if (--t->refs > 0)
-		return;
-	/* Failed builds stay cached so they are not retried on every sample;
-	 * they hold no rows. */
-	if (t->error)
-		return;
-	(void)rangealloc_put(&u->rows, t->rows_first, t->rows_count);
-	u64map_remove(&u->tables, key);
-	table_free(t);
+	/* A table no process uses stays uploaded until its rows are needed:
+	 * short-lived processes (a shell's children) map the same binaries
+	 * again and again, and rebuilding libc's table costs milliseconds. */
+	if (--t->refs == 0)
+		t->idle_since = ++u->clock;
 }
 
 /* The mapping's row-pc adjustment: address - pc_adjust = vaddr - base.
@@ -363,10 +389,13 @@ void unwinder_forget_process(struct unwinder *u, uint32_t pid, uint64_t start_ti
 void unwinder_get_stats(const struct unwinder *u, struct unwinder_stats *ret)
 {
 	*ret = u->stats;
-	ret->tables = 0;
-	U64MAP_FOREACH(slot, &u->tables)
-		if (!((struct table *)(uintptr_t)slot->value)->error)
-			ret->tables++;
+	ret->tables = ret->tables_idle = 0;
+	U64MAP_FOREACH(slot, &u->tables) {
+		const struct table *t = (const struct table *)(uintptr_t)slot->value;
+
+		ret->tables += !t->error;
+		ret->tables_idle += !t->error && t->refs == 0;
+	}
 	ret->rows_used = u->rows.used;
 	ret->rows_capacity = u->rows.capacity;
 	ret->mappings_used = u->mappings.used;

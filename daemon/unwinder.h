@@ -5,8 +5,9 @@
  *
  * Each binary's table is built once (unwind_table.c, from the descriptor
  * the symbolizer holds), uploaded into a range of the `unwind_rows` array,
- * shared by every process that maps the binary, and freed when the last of
- * them is gone.  Each process gets a range of `unwind_mappings` describing
+ * and shared by every process that maps the binary.  When the last of them
+ * is gone the table stays, idle, until its rows are needed for another
+ * (least recently used first): binaries come back with the next process.  Each process gets a range of `unwind_mappings` describing
  * its executable mappings and an entry in `unwind_processes`; a process that
  * has none is unwound with frame pointers.  Memory is bounded by the sizes of
  * the two arrays; when they are full, processes go without tables (counted).
@@ -28,7 +29,9 @@ struct unwinder_opts {
 };
 
 struct unwinder_stats {
-	size_t tables;           /* live tables */
+	size_t tables;           /* tables uploaded */
+	size_t tables_idle;      /* ... of which no process uses now (kept for reuse) */
+	size_t tables_evicted;   /* idle tables freed to make room */
 	size_t tables_built;     /* since start */
 	size_t tables_failed;    /* binaries without usable CFI */
 	size_t rows_used, rows_capacity;
