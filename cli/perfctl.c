@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		"  status                 perfd's counters, losses and limits\n"
 		"  ps [--interval S]      processes seen on CPU in the last S seconds\n"
 		"                         (1..%d, default %d), busiest first\n"
-		"  snapshot --pid PID --duration SECONDS [--format folded] [-o FILE]\n"
+		"  snapshot --pid PID --duration SECONDS [--format folded] [--lines] [-o FILE]\n"
 		"                         profile one process for 0 < SECONDS <= %d and write\n"
 		"                         the profile to stdout, or to FILE (replaced only when\n"
 		"                         complete); a note and a summary go to stderr\n"

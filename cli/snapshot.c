@@ -43,6 +43,7 @@ struct snapshot_opts {
 	int64_t pid;
 	double duration;
 	const char *format;
+	bool lines;
 	const char *output; /* NULL: stdout */
 };
 
@@ -144,6 +145,7 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		{ "duration", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "lines", no_argument, NULL, 'l' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 'S' },
 		{}
@@ -187,6 +189,9 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 				return -EINVAL;
 			}
 			o->output = optarg;
+			break;
+		case 'l':
+			o->lines = true;
 			break;
 		case 'j':
 			env->json = true;
@@ -249,7 +254,8 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 	req = ctl_request_new("snapshot");
 	if (!req || json_object_object_add(req, "pid", json_object_new_int64(o.pid)) < 0 ||
 	    json_object_object_add(req, "duration", new_seconds(o.duration)) < 0 ||
-	    json_object_object_add(req, "format", json_object_new_string(o.format)) < 0) {
+	    json_object_object_add(req, "format", json_object_new_string(o.format)) < 0 ||
+	    (o.lines && json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0)) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}

@@ -87,7 +87,8 @@ static size_t sanitize(char *dst, const char *name, size_t max)
 	for (; name[n] && n < max; n++) {
 		unsigned char c = name[n];
 
-		dst[n] = c == ';' || c < 0x20 || c == 0x7f ? '_' : c;
+		dst[n] = c == FOLDED_FRAME_SEPARATOR ? ';' :
+			 c == ';' || c < 0x20 || c == 0x7f ? '_' : c;
 	}
 	dst[n] = 0;
 	return n;

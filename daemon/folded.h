@@ -18,6 +18,11 @@
 #include "stacktab.h"
 #include "u64map.h"
 
+/* A namer may return several frames for one (inlined functions): it
+ * separates them, outermost first, with this byte, which the encoder turns
+ * into ';'. */
+#define FOLDED_FRAME_SEPARATOR '\x1f'
+
 /* Names a frame into buf (NUL-terminated) and returns buf. */
 typedef const char *(*frame_namer_t)(void *ctx, uint64_t frame, char *buf,
 				     size_t size);

@@ -36,6 +36,7 @@ static void help(void)
 	       "  --unwind-mib N       kernel memory for unwind tables, 0 for frame\n"
 	       "                       pointers only (default 16)\n"
 	       "  --no-demangle        print C++ and Rust symbols as they are mangled\n"
+	       "  --debug-dir DIR      separate debug files (default /usr/lib/debug)\n"
 	       "  --verbose            log debug messages, libbpf's included\n"
 	       "  --help, --version\n",
 	       PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET);
@@ -99,7 +100,7 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_VERBOSE,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_DEBUG_DIR, OPT_VERBOSE,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
 		{ "ringbuf-mib", required_argument, NULL, OPT_RB },
 		{ "unwind-mib", required_argument, NULL, OPT_UNWIND },
 		{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -178,6 +180,13 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_DEMANGLE:
 			opts.demangle = false;
+			break;
+		case OPT_DEBUG_DIR:
+			if (!optarg[0]) {
+				fprintf(stderr, "perfd: --debug-dir needs a directory\n");
+				return EXIT_USAGE;
+			}
+			opts.debug_dir = optarg;
 			break;
 		case OPT_VERBOSE:
 			log_set_max_level(LOG_DEBUG);

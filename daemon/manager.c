@@ -40,6 +40,7 @@ struct snapshot {
 	sd_event_source *pidfd_io;
 	int pidfd;
 	double requested_seconds;
+	bool lines;
 	char comm[PERFD_TASK_COMM_LEN];
 	struct snapshot *prev, *next;
 };
@@ -208,6 +209,11 @@ static const char *name_frame(void *ctx, uint64_t frame, char *buf, size_t size)
 	return symbolizer_frame_name(ctx, frame, buf, size);
 }
 
+static const char *name_frame_lines(void *ctx, uint64_t frame, char *buf, size_t size)
+{
+	return symbolizer_frame_name_lines(ctx, frame, buf, size);
+}
+
 /* Answers a snapshot.  The profile can be tens of MiB: its rendered lines
  * are escaped straight into the answer buffer, which the server then takes
  * over, rather than going through json-c (a copy to build, one to print,
@@ -229,8 +235,8 @@ static void reply_snapshot(struct snapshot *s)
 
 	if (c->process)
 		memcpy(s->comm, c->process->comm, sizeof(s->comm));
-	if (folded_build(s->comm, &c->counts, aggregator_stacks(m->aggregator), name_frame,
-			 m->symbolizer, &fd) < 0)
+	if (folded_build(s->comm, &c->counts, aggregator_stacks(m->aggregator),
+			 s->lines ? name_frame_lines : name_frame, m->symbolizer, &fd) < 0)
 		goto oom;
 
 	if (c->exited)
@@ -343,6 +349,7 @@ static json_object *start_snapshot(struct manager *m, struct client *client,
 	s->client = client;
 	s->pidfd = -1;
 	s->requested_seconds = req->duration_seconds;
+	s->lines = req->lines;
 	s->c.pid = req->pid;
 	s->c.start_ticks = ticks;
 	s->c.begin_ns = now_monotonic_ns();
@@ -536,6 +543,7 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	(void)sd_event_set_watchdog(m->event, true);
 
 	m->symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = opts->kallsyms_path,
+								   .debug_dir = opts->debug_dir,
 								   .demangle = opts->demangle },
 				       &kr);
 	if (!m->symbolizer) {

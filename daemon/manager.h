@@ -25,6 +25,7 @@ struct manager_opts {
 	uint32_t unwind_rows;     /* 0: frame pointers only */
 	uint32_t unwind_mappings;
 	const char *kallsyms_path;
+	const char *debug_dir; /* NULL: /usr/lib/debug */
 	bool demangle;
 };
 

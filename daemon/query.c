@@ -114,6 +114,8 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "modules_failed", in->sym.modules_failed);
 	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
 	add_u64(syms, "jit_maps_read", in->sym.jit_maps);
+	add_u64(syms, "debug_files", in->sym.debug_files);
+	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);
 	add_u64(syms, "lookups", in->sym.lookups);
 	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
 	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);

@@ -261,6 +261,19 @@ static int parse_format(struct json_object *req, enum perfd_format *ret,
 		    "unknown \"format\" \"%s\": must be one of: folded", q);
 }
 
+static int parse_lines(struct json_object *req, bool *ret, struct perfd_request_error *e)
+{
+	struct json_object *v;
+
+	*ret = false;
+	if (!json_object_object_get_ex(req, "lines", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean))
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"lines\" must be true or false");
+	*ret = json_object_get_boolean(v);
+	return 0;
+}
+
 static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 			  struct perfd_request_error *e)
 {
@@ -274,6 +287,9 @@ static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 	if (k < 0)
 		return k;
 	k = parse_format(req, &r->format, e);
+	if (k < 0)
+		return k;
+	k = parse_lines(req, &r->lines, e);
 	if (k < 0)
 		return k;
 	r->pid = (int32_t)pid;

@@ -6,6 +6,7 @@
 #ifndef PERFD_REQUEST_H
 #define PERFD_REQUEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,7 @@ struct perfd_request {
 	int32_t pid;
 	double duration_seconds;
 	enum perfd_format format;
+	bool lines; /* frames as "function (file:line)", inlined frames expanded */
 };
 
 struct perfd_request_error {

@@ -15,12 +15,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "demangle.h"
+#include "folded.h"
 #include "elfsym.h"
 #include "frame.h"
 #include "ksyms.h"
 #include "perfd/macro.h"
 #include "perfmap.h"
+#include "srcline.h"
 #include "symbolize.h"
 #include "u64map.h"
 
@@ -41,7 +44,10 @@ struct module {
 	int fd;               /* -1 when it could not be opened */
 	struct elf_symtab *symtab;
 	int load_error; /* <0 once loading failed: not retried */
-	/* JIT: the process and its perf map */
+	int debug_fd;           /* separate debug file, -1 when none */
+	struct srcline *srcline; /* source lines, opened on first use */
+	int srcline_error;
+	/* the first process that mapped it (FILE), or whose JIT it is */
 	pid_t pid;
 	uint64_t start_time_ns;
 	struct perfmap *perfmap;
@@ -57,6 +63,7 @@ struct symbolizer {
 	int vdso_id;                  /* 0 until first asked for */
 	struct u64map demangled;      /* name pointer -> char * (or 0: not mangled) */
 	bool demangle;
+	char *debug_dir;
 	struct symbolizer_stats stats;
 };
 
@@ -76,6 +83,11 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	u64map_init(&s->jit_by_process);
 	u64map_init(&s->demangled);
 	s->demangle = opts->demangle;
+	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
+	if (!s->debug_dir) {
+		free(s);
+		return NULL;
+	}
 	if (opts->kallsyms_path)
 		r = ksyms_load(opts->kallsyms_path, &s->ksyms);
 	if (ret_kernel_error)
@@ -92,9 +104,12 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 
 		free(m->path);
 		closep(&m->fd);
+		closep(&m->debug_fd);
 		elf_symtab_free(m->symtab);
 		perfmap_free(m->perfmap);
+		srcline_free(m->srcline);
 	}
+	free(s->debug_dir);
 	U64MAP_FOREACH(slot, &s->demangled)
 		free((char *)(uintptr_t)slot->value);
 	free(s->modules);
@@ -168,7 +183,7 @@ static int add_module(struct symbolizer *s, enum module_kind kind, const char *p
 		s->cap_modules = cap;
 	}
 	m = &s->modules[s->n_modules];
-	*m = (struct module){ .kind = kind, .fd = -1 };
+	*m = (struct module){ .kind = kind, .fd = -1, .debug_fd = -1 };
 	m->path = strdup(path);
 	if (!m->path)
 		return -ENOMEM;
@@ -203,6 +218,7 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 	*slot = id;
 	m->dev = dev;
 	m->inode = map->inode;
+	m->pid = pid;
 	m->fd = open_mapped_file(pid, map, dev);
 	if (m->fd < 0) {
 		m->load_error = m->fd;
@@ -275,6 +291,37 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 	return id;
 }
 
+/* A stripped binary: its full symbol table may be in a separate debug
+ * file (found the way gdb does, under the process's root) or in its
+ * MiniDebugInfo.  Failing that, .dynsym is what there is. */
+static void add_debug_symbols(struct symbolizer *s, struct module *m)
+{
+	_cleanup_free_ char *path = strdup(m->path), *found = NULL;
+	char root[64];
+	void *image;
+	size_t size;
+	char *deleted;
+
+	if (!path)
+		return;
+	deleted = strstr(path, " (deleted)");
+	if (deleted)
+		*deleted = 0;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, &found);
+	if (m->debug_fd >= 0) {
+		if (elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
+			s->stats.debug_files++;
+		return;
+	}
+	m->debug_fd = -1;
+	if (debuginfo_minidebuginfo(m->fd, &image, &size) == 0) {
+		if (elf_symtab_add_from_memory(m->symtab, image, size) >= 0)
+			s->stats.minidebuginfo++;
+		free(image);
+	}
+}
+
 static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 {
 	int r;
@@ -288,6 +335,8 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 		return NULL;
 	}
 	s->stats.modules_loaded++;
+	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab))
+		add_debug_symbols(s, m);
 	return m->symtab;
 }
 
@@ -410,6 +459,62 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 			snprintf(buf, size, "%s+0x%" PRIx64, m->basename, addr);
 	} else {
 		snprintf(buf, size, "[unknown]");
+	}
+	return buf;
+}
+
+/* "file:line" with the file's directories dropped: frames stay readable. */
+static int put_location(char *buf, size_t size, const struct srcline_frame *f)
+{
+	const char *file = f->file ? strrchr(f->file, '/') : NULL;
+
+	file = file ? file + 1 : f->file;
+	if (!file)
+		return 0;
+	return snprintf(buf, size, " (%s:%u)", file, f->line);
+}
+
+const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, char *buf,
+					size_t size)
+{
+	uint16_t module = frame_module(frame);
+	struct srcline_frame chain[16];
+	struct elf_symtab *t;
+	struct module *m;
+	uint64_t vaddr;
+	size_t at = 0;
+	int n;
+
+	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
+		return symbolizer_frame_name(s, frame, buf, size);
+	m = &s->modules[module - FRAME_MODULE_FIRST];
+	t = m->kind == MODULE_FILE ? module_symtab(s, m) : NULL;
+	if (!t || elf_symtab_offset_to_vaddr(t, frame_address(frame), &vaddr) < 0)
+		return symbolizer_frame_name(s, frame, buf, size);
+	if (!m->srcline && !m->srcline_error) {
+		int r = srcline_open(m->fd, &m->srcline);
+
+		if (r == -ENODATA && m->debug_fd >= 0)
+			r = srcline_open(m->debug_fd, &m->srcline);
+		if (r < 0)
+			m->srcline_error = r;
+	}
+	n = m->srcline ? srcline_lookup(m->srcline, vaddr, chain, ELEMENTSOF(chain)) : 0;
+	if (n <= 0)
+		return symbolizer_frame_name(s, frame, buf, size);
+
+	/* outermost (the function the symbol table names) first */
+	for (int i = n - 1; i >= 0 && at < size; i--) {
+		char name[512];
+		const char *fn = chain[i].function;
+
+		if (!fn || i == n - 1)
+			fn = symbolizer_frame_name(s, frame, name, sizeof(name));
+		else
+			fn = demangled(s, fn);
+		at += snprintf(buf + at, size - at, "%s%s", i == n - 1 ? "" : (char[]){ FOLDED_FRAME_SEPARATOR, 0 }, fn);
+		if (at < size)
+			at += put_location(buf + at, size - at, &chain[i]);
 	}
 	return buf;
 }

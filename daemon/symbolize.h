@@ -30,6 +30,7 @@ struct symbolizer;
 
 struct symbolizer_opts {
 	const char *kallsyms_path; /* NULL: no kernel symbols */
+	const char *debug_dir;     /* separate debug files; NULL: /usr/lib/debug */
 	bool demangle;
 };
 
@@ -37,6 +38,8 @@ struct symbolizer_stats {
 	size_t modules;
 	size_t modules_loaded; /* symbol tables parsed */
 	size_t modules_failed; /* could not be opened or parsed */
+	size_t debug_files;    /* symbols found in a separate debug file */
+	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
 	size_t jit_maps;       /* perf maps parsed (re-reads included) */
 	size_t kernel_symbols;
 	uint64_t lookups;      /* frames named */
@@ -71,6 +74,14 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
  * be named prints as "module+0xOFFSET" or "[unknown]". */
 const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 				  char *buf, size_t size);
+
+/* Like symbolizer_frame_name, with source lines: a user frame prints as
+ * "function (file:line)", and the functions inlined at that address as
+ * frames of their own, outermost first, separated by
+ * FOLDED_FRAME_SEPARATOR.  Falls back to symbolizer_frame_name where the
+ * binary has no debug info. */
+const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, char *buf,
+					size_t size);
 
 /* The descriptor of a file module (owned by s: do not close), -EBADF when
  * it could not be opened, -ENOENT for an unknown or non-file id. */

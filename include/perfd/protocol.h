@@ -40,8 +40,10 @@
  *      samples first.  cpu_percent = samples / (frequency * interval) * 100.
  *  "snapshot" "pid": integer (required), "duration": seconds, number
  *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (required), "format":
- *             "folded" (default).  Collects the samples of that process for
- *             the duration, then answers:
+ *             "folded" (default), "lines": boolean (default false: user
+ *             frames as "function (file:line)" and inlined functions as
+ *             frames of their own, where debug info allows).  Collects the
+ *             samples of that process for the duration, then answers:
  *      pid, comm, start_time_ns, duration_seconds (actually covered),
  *      samples, exited (bool: the process exited during the snapshot),
  *      note (string, present when something the user should know happened),

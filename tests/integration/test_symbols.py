@@ -95,3 +95,58 @@ def test_binary_in_another_mount_namespace_is_named(perfd, workloads):
     stacks, _ = snapshot_workload(perfd, w, comm="exiter-ns")
     w.finish()
     assert share_named(stacks, "busy_until_exit") >= 0.8, show(stacks)
+
+
+def marker_line(path, marker):
+    """The 1-based number of the line of path holding marker."""
+    with open(path) as f:
+        for number, text in enumerate(f, 1):
+            if marker in text:
+                return number
+    raise AssertionError(f"{marker!r} not in {path}")
+
+
+def test_lines_name_the_hot_line_and_the_inlined_helper(perfd, workloads):
+    """With --lines, user frames carry file:line, and mix_step, inlined
+    into hot_function, is a frame of its own, at its hot line."""
+    source = os.path.join(perfdtest.REPO, "tests", "workloads", "lines.c")
+    hot, call = marker_line(source, "HOT LINE"), marker_line(source, "CALL LINE")
+    w = workloads("lines", 3)
+    rc, out, err = perfd.perfctl("snapshot", "--pid", str(w.pid), "--duration", "60",
+                                 "--lines", timeout=120)
+    w.finish()
+    assert rc == 0, err
+    stacks = perfdtest.parse_folded(out)
+    n = total(stacks)
+    at_hot = count_where(stacks, lambda s: s[-2:] == (f"hot_function (lines.c:{call})",
+                                                    f"mix_step (lines.c:{hot})"))
+    in_helper = count_where(stacks, lambda s: any(f.startswith("mix_step (lines.c:")
+                                                  for f in s))
+    # ~300 samples; the loop is two lines (the for and the hot line), and the
+    # hot line does nearly all the work
+    assert in_helper >= 0.9 * n, show(stacks)
+    assert at_hot >= 0.5 * n, show(stacks)
+
+
+def test_stripped_binary_named_from_build_id_debug_dir(workloads, tmp_path):
+    """A stripped binary whose debug file sits in a .build-id tree given with
+    --debug-dir has its static functions named (they are in no .dynsym)."""
+    binary = tmp_path / "exiter-stripped"
+    shutil.copy(perfdtest.workload_binary("exiter"), binary)
+    build_id = subprocess.run(["readelf", "-n", str(binary)], capture_output=True, text=True,
+                              check=True).stdout.split("Build ID:")[1].split()[0]
+    debug = tmp_path / "debug" / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+    debug.parent.mkdir(parents=True)
+    subprocess.run(["objcopy", "--only-keep-debug", str(binary), str(debug)], check=True)
+    subprocess.run(["strip", "--strip-all", str(binary)], check=True)
+    assert "busy_until_exit" not in subprocess.run(["nm", "-D", str(binary)],
+                                                   capture_output=True, text=True).stdout
+
+    daemon = perfdtest.start_perfd(extra_args=["--debug-dir", str(tmp_path / "debug")])
+    try:
+        w = workloads("exiter-stripped", command=[str(binary), "3"])
+        stacks, _ = snapshot_workload(daemon, w, comm="exiter-stripped")
+        w.finish()
+    finally:
+        daemon.stop()
+    assert share_named(stacks, "busy_until_exit") >= 0.8, show(stacks)

@@ -439,3 +439,19 @@ Test(request, messages_name_the_field_and_range)
 	cr_expect_not_null(strstr(e.message, "interval"), "%s", e.message);
 	cr_expect_not_null(strstr(e.message, "1..60"), "%s", e.message);
 }
+
+Test(request, snapshot_lines_flag)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	const char ok[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1,\"lines\":true}";
+	const char dflt[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1}";
+	const char bad[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1,\"lines\":1}";
+
+	cr_assert_eq(request_parse(ok, sizeof(ok) - 1, &r, &e), 0);
+	cr_assert(r.lines);
+	cr_assert_eq(request_parse(dflt, sizeof(dflt) - 1, &r, &e), 0);
+	cr_assert_not(r.lines);
+	cr_assert_eq(request_parse(bad, sizeof(bad) - 1, &r, &e), -EINVAL);
+	cr_assert_str_eq(e.code, PERFD_ERR_BAD_REQUEST);
+}
