@@ -112,11 +112,11 @@ $(BUILD)/workloads/templates: tests/workloads/cxx/templates.cpp
 
 $(BUILD)/workloads/rust-spin-legacy: tests/workloads/rust/spin.rs
 	@mkdir -p $(@D)
-	$(RUSTC) -O -C force-frame-pointers=yes -o $@ $<
+	env -u MAKEFLAGS $(RUSTC) -O -C force-frame-pointers=yes -o $@ $<
 
 $(BUILD)/workloads/rust-spin-v0: tests/workloads/rust/spin.rs
 	@mkdir -p $(@D)
-	$(RUSTC) -O -C force-frame-pointers=yes -C symbol-mangling-version=v0 -o $@ $<
+	env -u MAKEFLAGS $(RUSTC) -O -C force-frame-pointers=yes -C symbol-mangling-version=v0 -o $@ $<
 
 WORKLOAD_BINS += $(BUILD)/workloads/templates $(BUILD)/workloads/rust-spin-legacy \
 	$(BUILD)/workloads/rust-spin-v0
