@@ -37,6 +37,7 @@ static void help(void)
 	       "                       pointers only (default 16)\n"
 	       "  --no-demangle        print C++ and Rust symbols as they are mangled\n"
 	       "  --debug-dir DIR      separate debug files (default /usr/lib/debug)\n"
+	       "  --symbol-cache-mib N parsed symbol tables kept in memory (default 256)\n"
 	       "  --verbose            log debug messages, libbpf's included\n"
 	       "  --help, --version\n",
 	       PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET);
@@ -100,7 +101,7 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_DEBUG_DIR, OPT_VERBOSE,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -112,6 +113,7 @@ int main(int argc, char **argv)
 		{ "unwind-mib", required_argument, NULL, OPT_UNWIND },
 		{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "symbol-cache-mib", required_argument, NULL, OPT_SYMCACHE },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -180,6 +182,13 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_DEMANGLE:
 			opts.demangle = false;
+			break;
+		case OPT_SYMCACHE:
+			if (parse_ulong(optarg, 1, 65536, &v) < 0) {
+				fprintf(stderr, "perfd: --symbol-cache-mib takes a number from 1 to 65536, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			opts.symbol_cache_bytes = v << 20;
 			break;
 		case OPT_DEBUG_DIR:
 			if (!optarg[0]) {

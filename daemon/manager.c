@@ -544,6 +544,7 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 
 	m->symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = opts->kallsyms_path,
 								   .debug_dir = opts->debug_dir,
+								   .cache_bytes = opts->symbol_cache_bytes,
 								   .demangle = opts->demangle },
 				       &kr);
 	if (!m->symbolizer) {

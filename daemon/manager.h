@@ -26,6 +26,7 @@ struct manager_opts {
 	uint32_t unwind_mappings;
 	const char *kallsyms_path;
 	const char *debug_dir; /* NULL: /usr/lib/debug */
+	size_t symbol_cache_bytes; /* 0: the symbolizer's default */
 	bool demangle;
 };
 

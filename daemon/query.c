@@ -119,6 +119,11 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "lookups", in->sym.lookups);
 	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
 	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);
+	add_u64(syms, "cache_hits", in->sym.cache_hits);
+	add_u64(syms, "cache_misses", in->sym.cache_misses);
+	add_u64(syms, "cache_evictions", in->sym.cache_evictions);
+	add_u64(syms, "cache_bytes", in->sym.cache_bytes);
+	add_u64(syms, "cache_limit_bytes", in->sym.cache_limit);
 	add_u64(syms, "memory_bytes", in->sym.memory_bytes);
 	json_object_object_add(o, "symbols", syms);
 

@@ -47,6 +47,10 @@ struct module {
 	int debug_fd;           /* separate debug file, -1 when none */
 	struct srcline *srcline; /* source lines, opened on first use */
 	int srcline_error;
+	/* name pointer (into symtab or srcline) -> demangled copy, or 0 when
+	 * the name is not mangled; freed with them */
+	struct u64map demangled;
+	uint64_t last_used; /* LRU order of loaded symbol tables */
 	/* the first process that mapped it (FILE), or whose JIT it is */
 	pid_t pid;
 	uint64_t start_time_ns;
@@ -61,8 +65,9 @@ struct symbolizer {
 	struct u64map by_file; /* hash(dev, inode) -> id; collisions scanned */
 	struct u64map jit_by_process; /* hash(pid, start) -> id; collisions scanned */
 	int vdso_id;                  /* 0 until first asked for */
-	struct u64map demangled;      /* name pointer -> char * (or 0: not mangled) */
 	bool demangle;
+	size_t cache_limit;           /* bytes of loaded symbol tables */
+	uint64_t clock;
 	char *debug_dir;
 	struct symbolizer_stats stats;
 };
@@ -81,8 +86,8 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 		return NULL;
 	u64map_init(&s->by_file);
 	u64map_init(&s->jit_by_process);
-	u64map_init(&s->demangled);
 	s->demangle = opts->demangle;
+	s->cache_limit = opts->cache_bytes ? opts->cache_bytes : 256u << 20;
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	if (!s->debug_dir) {
 		free(s);
@@ -95,6 +100,53 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	return s;
 }
 
+/* Frees what was parsed from a module's files (symbols, lines, demangled
+ * names); its descriptors stay, so it can be parsed again. */
+static void unload(struct module *m)
+{
+	U64MAP_FOREACH(slot, &m->demangled)
+		free((char *)(uintptr_t)slot->value);
+	u64map_done(&m->demangled);
+	m->symtab = elf_symtab_free(m->symtab);
+	m->srcline = srcline_free(m->srcline);
+	m->srcline_error = 0;
+}
+
+static size_t loaded_bytes(const struct module *m)
+{
+	struct srcline_stats st = { 0 };
+
+	if (m->srcline)
+		srcline_get_stats(m->srcline, &st);
+	return (m->symtab ? elf_symtab_memory(m->symtab) : 0) + st.memory_bytes +
+	       u64map_memory(&m->demangled);
+}
+
+/* Keeps the parsed symbol tables within the cache limit by unloading the
+ * least recently used ones, never keep. */
+static void trim_cache(struct symbolizer *s, const struct module *keep)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < s->n_modules; i++)
+		total += loaded_bytes(&s->modules[i]);
+	while (total > s->cache_limit) {
+		struct module *lru = NULL;
+
+		for (size_t i = 0; i < s->n_modules; i++) {
+			struct module *m = &s->modules[i];
+
+			if (m != keep && m->symtab && (!lru || m->last_used < lru->last_used))
+				lru = m;
+		}
+		if (!lru)
+			break;
+		total -= loaded_bytes(lru);
+		unload(lru);
+		s->stats.cache_evictions++;
+	}
+}
+
 struct symbolizer *symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
@@ -105,17 +157,13 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 		free(m->path);
 		closep(&m->fd);
 		closep(&m->debug_fd);
-		elf_symtab_free(m->symtab);
+		unload(m);
 		perfmap_free(m->perfmap);
-		srcline_free(m->srcline);
 	}
 	free(s->debug_dir);
-	U64MAP_FOREACH(slot, &s->demangled)
-		free((char *)(uintptr_t)slot->value);
 	free(s->modules);
 	u64map_done(&s->by_file);
 	u64map_done(&s->jit_by_process);
-	u64map_done(&s->demangled);
 	ksyms_free(s->ksyms);
 	free(s);
 	return NULL;
@@ -326,8 +374,12 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 {
 	int r;
 
-	if (m->symtab || m->load_error < 0)
+	m->last_used = ++s->clock;
+	if (m->symtab || m->load_error < 0) {
+		s->stats.cache_hits += m->symtab != NULL;
 		return m->symtab;
+	}
+	s->stats.cache_misses++;
 	r = elf_symtab_load_fd(m->fd, &m->symtab);
 	if (r < 0) {
 		m->load_error = r;
@@ -335,8 +387,11 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 		return NULL;
 	}
 	s->stats.modules_loaded++;
-	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab))
+	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab) && m->debug_fd < 0)
 		add_debug_symbols(s, m);
+	else if (m->debug_fd >= 0)
+		(void)elf_symtab_add_from_fd(m->symtab, m->debug_fd); /* reloaded after eviction */
+	trim_cache(s, m);
 	return m->symtab;
 }
 
@@ -396,9 +451,9 @@ static const char *jit_name(struct symbolizer *s, struct module *m, uint64_t add
 	return name;
 }
 
-/* The demangled form of a symbol name owned by a symbol table, cached by
- * the name's address (tables live as long as the symbolizer). */
-static const char *demangled(struct symbolizer *s, const char *name)
+/* The demangled form of a name owned by module m's symbol table or line
+ * tables, cached by the name's address for as long as they are loaded. */
+static const char *demangled(struct symbolizer *s, struct module *m, const char *name)
 {
 	uint64_t *slot;
 	bool added;
@@ -406,7 +461,7 @@ static const char *demangled(struct symbolizer *s, const char *name)
 
 	if (!s->demangle || name[0] != '_')
 		return name;
-	slot = u64map_upsert(&s->demangled, (uintptr_t)name, &added);
+	slot = u64map_upsert(&m->demangled, (uintptr_t)name, &added);
 	if (!slot)
 		return name;
 	if (!added) {
@@ -454,7 +509,7 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 				name = elf_symtab_lookup(t, vaddr, &off);
 		}
 		if (name)
-			snprintf(buf, size, "%s", demangled(s, name));
+			snprintf(buf, size, "%s", demangled(s, m, name));
 		else
 			snprintf(buf, size, "%s+0x%" PRIx64, m->basename, addr);
 	} else {
@@ -511,7 +566,7 @@ const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, ch
 		if (!fn || i == n - 1)
 			fn = symbolizer_frame_name(s, frame, name, sizeof(name));
 		else
-			fn = demangled(s, fn);
+			fn = demangled(s, m, fn);
 		at += snprintf(buf + at, size - at, "%s%s", i == n - 1 ? "" : (char[]){ FOLDED_FRAME_SEPARATOR, 0 }, fn);
 		if (at < size)
 			at += put_location(buf + at, size - at, &chain[i]);
@@ -531,21 +586,19 @@ int symbolizer_module_fd(const struct symbolizer *s, uint16_t module)
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret)
 {
 	size_t mem = sizeof(*s) + s->cap_modules * sizeof(struct module) +
-		     u64map_memory(&s->by_file) + u64map_memory(&s->jit_by_process) +
-		     u64map_memory(&s->demangled);
+		     u64map_memory(&s->by_file) + u64map_memory(&s->jit_by_process);
 
+	*ret = s->stats;
 	for (size_t i = 0; i < s->n_modules; i++) {
-		mem += strlen(s->modules[i].path) + 1;
-		if (s->modules[i].symtab)
-			mem += elf_symtab_memory(s->modules[i].symtab);
+		size_t loaded = loaded_bytes(&s->modules[i]);
+
+		mem += strlen(s->modules[i].path) + 1 + loaded;
+		ret->cache_bytes += loaded;
 		if (s->modules[i].perfmap)
 			mem += perfmap_memory(s->modules[i].perfmap);
 	}
-	U64MAP_FOREACH(slot, &s->demangled)
-		if (slot->value)
-			mem += strlen((const char *)(uintptr_t)slot->value) + 1;
-	*ret = s->stats;
 	ret->modules = s->n_modules;
 	ret->kernel_symbols = s->ksyms ? ksyms_count(s->ksyms) : 0;
+	ret->cache_limit = s->cache_limit;
 	ret->memory_bytes = mem;
 }

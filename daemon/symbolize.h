@@ -14,7 +14,9 @@
  *  - a process's JIT code, named by its /tmp/perf-PID.map, re-read when a
  *    lookup misses and the file has grown.
  * Kernel frames are named from /proc/kallsyms, read once at start.  Names
- * are demangled (C++, Rust) once per symbol and cached.
+ * are demangled (C++, Rust) once per symbol and cached.  Parsed tables are
+ * a cache bounded in bytes: the least recently used are unloaded, and
+ * parsed again from the kept descriptors when needed.
  */
 #ifndef PERFD_SYMBOLIZE_H
 #define PERFD_SYMBOLIZE_H
@@ -31,6 +33,7 @@ struct symbolizer;
 struct symbolizer_opts {
 	const char *kallsyms_path; /* NULL: no kernel symbols */
 	const char *debug_dir;     /* separate debug files; NULL: /usr/lib/debug */
+	size_t cache_bytes;        /* parsed symbol tables kept; 0: 256 MiB */
 	bool demangle;
 };
 
@@ -44,6 +47,9 @@ struct symbolizer_stats {
 	size_t kernel_symbols;
 	uint64_t lookups;      /* frames named */
 	uint64_t demangle_cache_hits, demangle_cache_misses;
+	uint64_t cache_hits, cache_misses; /* parsed symbol tables found loaded or not */
+	uint64_t cache_evictions;          /* ... unloaded to stay within the limit */
+	size_t cache_bytes, cache_limit;
 	size_t memory_bytes;
 };
 

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for daemon/symbolize.c: file modules from the test's own
+ * mappings, the vDSO, JIT perf maps, demangling on and off, and the bounded
+ * cache of parsed symbol tables (evicted, then parsed again correctly).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "procmaps.h"
+#include "symbolize.h"
+
+__attribute__((noinline)) int symbolize_test_function(void);
+__attribute__((noinline)) int symbolize_test_function(void)
+{
+	return 7;
+}
+
+/* The frame of a code address of this process, through its maps. */
+static uint64_t frame_of(struct symbolizer *s, uint64_t addr)
+{
+	struct procmaps *maps = NULL;
+	const struct procmap *m;
+	int id;
+	uint64_t frame;
+
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
+	m = procmaps_find(maps, addr);
+	cr_assert_not_null(m, "%#llx in no executable mapping", (unsigned long long)addr);
+	id = strcmp(m->path, "[vdso]") == 0 ? symbolizer_vdso_module(s)
+					     : symbolizer_module_for_mapping(s, getpid(), m);
+	cr_assert_gt(id, 0);
+	frame = frame_make(id, addr - m->start + m->pgoff);
+	procmaps_free(maps);
+	return frame;
+}
+
+static struct symbolizer *make(size_t cache_bytes, bool demangle)
+{
+	struct symbolizer_opts o = { .cache_bytes = cache_bytes, .demangle = demangle };
+	struct symbolizer *s = symbolizer_new(&o, NULL);
+
+	cr_assert_not_null(s);
+	return s;
+}
+
+Test(symbolize, own_function_and_libc)
+{
+	struct symbolizer *s = make(0, true);
+	char buf[256];
+
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_of(s, (uintptr_t)&symbolize_test_function + 2),
+					       buf, sizeof(buf)),
+			 "symbolize_test_function");
+	/* getpid or its alias __getpid, as libc's debug file ranks them */
+	cr_assert(strstr(symbolizer_frame_name(s, frame_of(s, (uintptr_t)&getpid + 1), buf,
+					       sizeof(buf)), "getpid"), "libc frame named %s", buf);
+	symbolizer_free(s);
+}
+
+Test(symbolize, vdso_functions_are_named)
+{
+	struct symbolizer *s = make(0, true);
+	void *fn = NULL;
+	char buf[256];
+	struct procmaps *maps = NULL;
+
+	/* find __vdso_clock_gettime's address the dynamic linker resolved */
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
+	for (size_t i = 0; i < maps->n; i++)
+		if (strcmp(maps->maps[i].path, "[vdso]") == 0)
+			fn = (void *)maps->maps[i].start;
+	procmaps_free(maps);
+	cr_assert_not_null(fn, "no vDSO mapped");
+	cr_assert_gt(symbolizer_vdso_module(s), 0);
+	/* every address of the vDSO's text is in some __vdso_ function or
+	 * named after the vDSO: never unknown */
+	symbolizer_frame_name(s, frame_of(s, (uintptr_t)fn + 0x100), buf, sizeof(buf));
+	cr_assert(strstr(buf, "vdso") || strstr(buf, "clock") || strstr(buf, "time"),
+		  "vDSO address named %s", buf);
+	symbolizer_free(s);
+}
+
+Test(symbolize, jit_names_from_a_perf_map_that_grows)
+{
+	struct symbolizer *s = make(0, true);
+	char path[] = "/tmp/perfd-test-perfmap-XXXXXX", buf[256];
+	int fd = mkstemp(path), id;
+	FILE *f = fdopen(fd, "w");
+
+	fprintf(f, "7f0000001000 100 JS:*first\n");
+	fflush(f);
+	id = symbolizer_jit_module(s, 999999, 1, path);
+	cr_assert_gt(id, 0);
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
+			 "JS:*first");
+	fprintf(f, "7f0000002000 100 JS:*second\n");
+	fflush(f);
+	unlink(path); /* read through the descriptor, like after the process exits */
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, 0x7f0000002010), buf, sizeof(buf)),
+			 "JS:*second");
+	cr_assert(strncmp(symbolizer_frame_name(s, frame_make(id, 0x7f0000009000), buf, sizeof(buf)),
+			  "[jit]+0x", 8) == 0);
+	fclose(f);
+	symbolizer_free(s);
+}
+
+Test(symbolize, tiny_cache_evicts_and_reparses)
+{
+	struct symbolizer *s = make(1, true); /* every load evicts the others */
+	struct symbolizer_stats st;
+	uint64_t own = frame_of(s, (uintptr_t)&symbolize_test_function + 2);
+	uint64_t libc = frame_of(s, (uintptr_t)&getpid + 1);
+	char buf[256];
+
+	for (int round = 0; round < 3; round++) {
+		cr_assert_str_eq(symbolizer_frame_name(s, own, buf, sizeof(buf)),
+				 "symbolize_test_function");
+		cr_assert(strstr(symbolizer_frame_name(s, libc, buf, sizeof(buf)), "getpid"),
+			  "libc frame named %s", buf);
+	}
+	symbolizer_get_stats(s, &st);
+	cr_assert_geq(st.cache_evictions, 4, "evictions: %llu", (unsigned long long)st.cache_evictions);
+	cr_assert_geq(st.cache_misses, 6);
+	symbolizer_free(s);
+}
+
+Test(symbolize, unknown_and_special_frames)
+{
+	struct symbolizer *s = make(0, true);
+	char buf[64];
+
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(FRAME_MODULE_NONE, 0x1234), buf,
+					       sizeof(buf)),
+			 "[unknown]");
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(FRAME_MODULE_SPECIAL,
+							     FRAME_SPECIAL_STACK_LIMIT),
+					       buf, sizeof(buf)),
+			 "[dropped: stack table full]");
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(500, 0x10), buf, sizeof(buf)),
+			 "[unknown]");
+	symbolizer_free(s);
+}
