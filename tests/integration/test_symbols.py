@@ -3,6 +3,7 @@ from perf maps, binaries that were deleted or live in another mount
 namespace.  Each workload spends its CPU in one function known by
 construction; the test asserts that function is named in most samples."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -150,3 +151,38 @@ def test_stripped_binary_named_from_build_id_debug_dir(workloads, tmp_path):
     finally:
         daemon.stop()
     assert share_named(stacks, "busy_until_exit") >= 0.8, show(stacks)
+
+
+def test_no_demangle_keeps_mangled_names(workloads):
+    """--no-demangle prints C++ symbols as the linker sees them."""
+    daemon = perfdtest.start_perfd(extra_args=["--no-demangle"])
+    try:
+        w = workloads("templates", 2)
+        stacks, _ = snapshot_workload(daemon, w)
+        w.finish()
+    finally:
+        daemon.stop()
+    assert share_named(stacks, "_ZN3app6engine11AccumulatorImE5churnEm") >= 0.8, show(stacks)
+
+
+def test_ps_reports_namespace_pid_and_cgroup(perfd, workloads):
+    """A process in its own pid namespace is shown with the pid it sees
+    (1) beside the host's, and every process with its cgroup path."""
+    w = workloads("exiter-pidns", command=["unshare", "-p", "-f", "--mount-proc",
+                                           perfdtest.workload_binary("exiter"), "3"])
+    row = None
+    for _ in range(30):
+        subprocess.run(["sleep", "0.5"])
+        rc, out, err = perfd.perfctl("--json", "ps", "--interval", "2")
+        assert rc == 0, err
+        rows = [p for p in json.loads(out)["processes"] if p["comm"] == "exiter"]
+        if rows:
+            row = rows[0]
+            break
+    w.finish()
+    assert row, "the namespaced exiter never showed in ps"
+    assert row["ns_pid"] == 1 and row["pid"] != 1, row
+    # it inherited this test's cgroup
+    with open("/proc/self/cgroup") as f:
+        mine = [line.strip()[3:] for line in f if line.startswith("0::")][0]
+    assert row.get("cgroup") == mine, row
