@@ -165,11 +165,23 @@ $(BUILD)/bench/%: tests/bench/workloads/%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
 
-.PHONY: bench bench-compare
+# Naming frames: perfd's symbolizer against eu-addr2line and addr2line on
+# 10k addresses of a large library (issue: symbolization cost).
+SYMBENCH_LIBRARY ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libLLVM-*.so.1) \
+	/usr/lib/x86_64-linux-gnu/libc.so.6)
+$(BUILD)/bench/symbench: tests/bench/symbench.c $(DAEMON_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+.PHONY: bench bench-compare bench-symbols
 bench:
 	@packaging/install-deps.sh bench
 	$(MAKE) all $(BENCH_WORKLOAD_BINS)
 	$(PYTHON) tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+	$(MAKE) bench-symbols
+
+bench-symbols: $(BUILD)/bench/symbench
+	$(BUILD)/bench/symbench $(SYMBENCH_LIBRARY) 10000 3 | tee $(BUILD)/bench-symbols.json
 
 bench-compare:
 	@test -n "$(OLD)" -a -n "$(NEW)" || { echo "usage: make bench-compare OLD=old.json NEW=new.json" >&2; exit 2; }
