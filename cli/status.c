@@ -76,6 +76,17 @@ static void print_status(struct json_object *r)
 			       ctl_json_count(r, "unwind.rows_used", d),
 			       ctl_json_count(r, "unwind.rows_capacity", e));
 	}
+	{
+		double cache = 0, limit = 0;
+
+		(void)ctl_json_double(r, "symbols.cache_bytes", &cache);
+		(void)ctl_json_double(r, "symbols.cache_limit_bytes", &limit);
+		printf("Symbols:      cache %.1f of %.0f MiB, hits %s, misses %s, evictions %s\n",
+		       cache / (1024.0 * 1024.0), limit / (1024.0 * 1024.0),
+		       ctl_json_count(r, "symbols.cache_hits", a),
+		       ctl_json_count(r, "symbols.cache_misses", b),
+		       ctl_json_count(r, "symbols.cache_evictions", c));
+	}
 	printf("Limits:       processes %s, stacks %s, frames %s\n",
 	       ctl_json_count(r, "limits.max_processes", a),
 	       ctl_json_count(r, "limits.max_stacks", b),

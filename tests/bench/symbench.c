@@ -7,8 +7,9 @@
  * names them with perfd's symbolizer cold (the first pass parses the
  * symbol table) and warm (repeated passes, lookups per second), then times
  * `eu-addr2line -f` and `addr2line -f` over the same addresses (each tool
- * parses the file once per run, so its time is a cold time).  Prints one
- * JSON object; tests/bench/bench.py's conventions: min/median/max of runs.
+ * parses the file once per run, so its time is a cold time).  Also builds
+ * the library's unwind table (.eh_frame -> rows) and reports its time and
+ * size per MiB of CFI.  Prints one JSON object: min/median/max of runs.
  *
  * usage: symbench LIBRARY N RUNS
  */
@@ -27,6 +28,7 @@
 
 #include "frame.h"
 #include "symbolize.h"
+#include "unwind_table.h"
 
 static double now(void)
 {
@@ -106,6 +108,26 @@ int main(int argc, char **argv)
 		fprintf(f, "0x%" PRIx64 "\n", vaddr + (size / n) * i + 1);
 	fclose(f);
 
+	double *unwind_ms = calloc(runs, sizeof(double));
+	size_t cfi_bytes = 0, rows = 0;
+
+	for (int r = 0; r < runs; r++) {
+		int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+		struct unwind_table *t = NULL;
+		double t0 = now();
+
+		if (fd < 0 || unwind_table_build(fd, &t) < 0) {
+			fprintf(stderr, "symbench: no unwind table for %s\n", argv[1]);
+			return 1;
+		}
+		unwind_ms[r] = (now() - t0) * 1e3;
+		cfi_bytes = t->cfi_bytes;
+		rows = t->n_rows;
+		unwind_table_free(t);
+		close(fd);
+	}
+	qsort(unwind_ms, runs, sizeof(double), cmp_double);
+
 	cold = calloc(runs, sizeof(double));
 	warm = calloc(runs, sizeof(double));
 	eu = calloc(runs, sizeof(double));
@@ -154,6 +176,13 @@ int main(int argc, char **argv)
 	printf(" \"eu_addr2line_ms\": [%.1f, %.1f, %.1f],\n", TRIPLE(eu, 1e3));
 	printf(" \"addr2line_ms\": [%.1f, %.1f, %.1f],\n", TRIPLE(bu, 1e3));
 	printf(" \"perfd_cold_over_eu_addr2line\": %.3f,\n", cold[runs / 2] / eu[runs / 2]);
-	printf(" \"perfd_cold_over_addr2line\": %.3f}\n", cold[runs / 2] / bu[runs / 2]);
+	printf(" \"perfd_cold_over_addr2line\": %.3f,\n", cold[runs / 2] / bu[runs / 2]);
+	printf(" \"cfi_mib\": %.2f, \"unwind_rows\": %zu, \"unwind_table_mib\": %.2f,\n",
+	       cfi_bytes / 1048576.0, rows, rows * sizeof(struct perfd_unwind_row) / 1048576.0);
+	printf(" \"unwind_build_ms\": [%.1f, %.1f, %.1f],\n", TRIPLE(unwind_ms, 1));
+	printf(" \"unwind_build_ms_per_cfi_mib\": %.1f,\n",
+	       unwind_ms[runs / 2] / (cfi_bytes / 1048576.0));
+	printf(" \"unwind_table_bytes_per_cfi_byte\": %.2f}\n",
+	       (double)rows * sizeof(struct perfd_unwind_row) / (double)cfi_bytes);
 	return 0;
 }
