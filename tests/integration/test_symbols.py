@@ -48,7 +48,9 @@ def test_node_jit_frames_are_named_from_perf_map(perfd, workloads, tmp_path):
     JavaScript function that burns the CPU is named from it, even though the
     snapshot is symbolized after node has exited."""
     script = os.path.join(perfdtest.REPO, "tests", "workloads", "js", "hot.js")
-    w = workloads("node", command=[NODE, "--perf-basic-prof", script, "4"])
+    # V8 also writes an isolate log to its working directory: keep it in tmp
+    w = workloads("node", command=["sh", "-c", f'cd "{tmp_path}" && exec "{NODE}" '
+                                   f'--perf-basic-prof "{script}" 4'])
     stacks, _ = snapshot_workload(perfd, w)
     w.finish()
     try:
