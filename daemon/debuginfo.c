@@ -32,6 +32,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "elfopen.h"
 #include "perfd/macro.h"
 
 /* SHA-1 build-ids are 20 bytes, the longest in use (--build-id=0x...) are
@@ -56,7 +57,6 @@ struct search_root {
 	int fd; /* O_PATH directory of prefix */
 };
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
 
 static void elf_ids_done(struct elf_ids *ids)
 {
@@ -68,43 +68,6 @@ static void lzma_stream_done(lzma_stream *s)
 	lzma_end(s);
 }
 
-static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
-static bool libelf_ready;
-
-static void libelf_init(void)
-{
-	libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
-}
-
-/* Opens an Elf for reading fd, after checking the magic ourselves (libelf
- * does not tell "not ELF" from a read error). */
-static int elf_open(int fd, Elf **ret)
-{
-	unsigned char ident[SELFMAG];
-	GElf_Ehdr ehdr;
-	ssize_t n;
-	Elf *elf;
-
-	(void)pthread_once(&libelf_once, libelf_init);
-	if (!libelf_ready)
-		return -ENOTSUP;
-
-	n = pread(fd, ident, sizeof(ident), 0);
-	if (n < 0)
-		return negative_errno();
-	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
-		return -ENOEXEC;
-
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf)
-		return -ENOEXEC;
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
-		(void)elf_end(elf);
-		return -ENOEXEC;
-	}
-	*ret = elf;
-	return 0;
-}
 
 /* Copies the descriptor of the first GNU build-id note in data into ids;
  * returns whether there was one. */
@@ -186,7 +149,7 @@ static int read_ids(int fd, bool want_link, struct elf_ids *ids)
 	size_t n;
 	int r;
 
-	r = elf_open(fd, &elf);
+	r = elf_open_fd(fd, ELF_C_READ, &elf);
 	if (r < 0)
 		return r;
 	if (!gelf_getehdr(elf, &ehdr))
@@ -527,7 +490,7 @@ int debuginfo_minidebuginfo(int fd, void **ret_image, size_t *ret_size)
 	size_t size;
 	int r;
 
-	r = elf_open(fd, &elf);
+	r = elf_open_fd(fd, ELF_C_READ, &elf);
 	if (r < 0)
 		return r;
 	scn = find_section(elf, ".gnu_debugdata", &sh);

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfopen.h"
 #include "perfd/macro.h"
 
 /* In a .gnu.version entry: the version is not the default one (the
@@ -109,15 +110,6 @@ struct elf_symtab *elf_symtab_free(struct elf_symtab *t)
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct elf_symtab, elf_symtab_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
-
-static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
-static bool libelf_ready;
-
-static void libelf_init(void)
-{
-	libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
-}
 
 static int read_segments(Elf *elf, struct elf_symtab *t)
 {
@@ -556,26 +548,11 @@ int elf_symtab_load_fd(int fd, struct elf_symtab **ret)
 {
 	_cleanup_(elf_symtab_freep) struct elf_symtab *t = NULL;
 	_cleanup_(elf_endp) Elf *elf = NULL;
-	unsigned char ident[SELFMAG];
-	GElf_Ehdr ehdr;
-	ssize_t n;
 	int r;
 
-	(void)pthread_once(&libelf_once, libelf_init);
-	if (!libelf_ready)
-		return -ENOTSUP;
-
-	/* Check the magic ourselves: libelf's errors do not tell "not ELF"
-	 * apart from a read error. */
-	n = pread(fd, ident, sizeof(ident), 0);
-	if (n < 0)
-		return negative_errno();
-	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
-		return -ENOEXEC;
-
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
-		return -ENOEXEC;
+	r = elf_open_fd(fd, ELF_C_READ, &elf);
+	if (r < 0)
+		return r;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -683,24 +660,13 @@ static int merge_elf(struct elf_symtab *t, Elf *elf)
 int elf_symtab_add_from_fd(struct elf_symtab *t, int fd)
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
-	unsigned char ident[SELFMAG];
-	ssize_t n;
+	int r;
 
 	if (!t)
 		return -EINVAL;
-	(void)pthread_once(&libelf_once, libelf_init);
-	if (!libelf_ready)
-		return -ENOTSUP;
-
-	n = pread(fd, ident, sizeof(ident), 0);
-	if (n < 0)
-		return negative_errno();
-	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
-		return -ENOEXEC;
-
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf)
-		return -ENOEXEC;
+	r = elf_open_fd(fd, ELF_C_READ, &elf);
+	if (r < 0)
+		return r;
 	return merge_elf(t, elf);
 }
 
@@ -710,8 +676,7 @@ int elf_symtab_add_from_memory(struct elf_symtab *t, const void *image, size_t s
 
 	if (!t || (!image && size > 0))
 		return -EINVAL;
-	(void)pthread_once(&libelf_once, libelf_init);
-	if (!libelf_ready)
+	if (elf_library_init() < 0)
 		return -ENOTSUP;
 
 	if (size < SELFMAG || memcmp(image, ELFMAG, SELFMAG) != 0)

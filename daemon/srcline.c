@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "elfopen.h"
 #include "perfd/macro.h"
 
 #define SCOPE_NONE UINT32_MAX
@@ -116,14 +117,6 @@ struct srcline {
 
 /* A file index whose name libdw does not know, once looked up. */
 static const char path_none[] = "";
-
-static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
-static bool libelf_ready;
-
-static void libelf_init(void)
-{
-	libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
-}
 
 /* --- ownership ------------------------------------------------------- */
 
@@ -755,8 +748,7 @@ int srcline_open(int fd, struct srcline **ret)
 	_cleanup_(srcline_freep) struct srcline *s = NULL;
 	int r;
 
-	(void)pthread_once(&libelf_once, libelf_init);
-	if (!libelf_ready)
+	if (elf_library_init() < 0)
 		return -ENOTSUP;
 	if (fd < 0 || !ret)
 		return -EINVAL;
@@ -765,9 +757,9 @@ int srcline_open(int fd, struct srcline **ret)
 	if (!s)
 		return -ENOMEM;
 	s->memory = sizeof(*s);
-	s->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!s->elf || elf_kind(s->elf) != ELF_K_ELF)
-		return -ENOEXEC;
+	r = elf_open_fd(fd, ELF_C_READ_MMAP, &s->elf);
+	if (r < 0)
+		return r;
 	r = has_debug_info(s->elf);
 	if (r <= 0)
 		return r < 0 ? r : -ENODATA;

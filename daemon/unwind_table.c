@@ -47,6 +47,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfopen.h"
 #include "perfd/macro.h"
 
 /* DWARF register numbers of the x86_64 psABI. */
@@ -107,21 +108,12 @@ struct unwind_table *unwind_table_free(struct unwind_table *t)
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct unwind_table, unwind_table_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Dwarf, dwarf_end);
 
 static void dwarf_cfi_endp(Dwarf_CFI **p)
 {
 	if (*p)
 		(void)dwarf_cfi_end(*p);
-}
-
-static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
-static bool libelf_ready;
-
-static void libelf_init(void)
-{
-	libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
 }
 
 /* --- DW_EH_PE pointers ------------------------------------------------ */
@@ -855,24 +847,10 @@ static int build_from_elf(Elf *elf, struct unwind_table **ret)
 int unwind_table_build(int fd, struct unwind_table **ret)
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
-	unsigned char ident[SELFMAG];
-	ssize_t n;
+	int r = elf_open_fd(fd, ELF_C_READ, &elf);
 
-	(void)pthread_once(&libelf_once, libelf_init);
-	if (!libelf_ready)
-		return -ENOTSUP;
-
-	/* Check the magic ourselves: libelf's errors do not tell "not ELF"
-	 * apart from a read error. */
-	n = pread(fd, ident, sizeof(ident), 0);
-	if (n < 0)
-		return negative_errno();
-	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
-		return -ENOEXEC;
-
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf)
-		return -ENOEXEC;
+	if (r < 0)
+		return r;
 	return build_from_elf(elf, ret);
 }
 
@@ -887,8 +865,7 @@ int unwind_table_build_memory(const void *image, size_t size, struct unwind_tabl
 	_cleanup_(elf_endp) Elf *elf = NULL;
 	Elf64_Ehdr *eh;
 
-	(void)pthread_once(&libelf_once, libelf_init);
-	if (!libelf_ready)
+	if (elf_library_init() < 0)
 		return -ENOTSUP;
 	if (!image || size < sizeof(Elf64_Ehdr) || memcmp(image, ELFMAG, SELFMAG) != 0)
 		return -ENOEXEC;

@@ -11,6 +11,7 @@
 
 #include <bpf/bpf.h>
 
+#include "elfopen.h"
 #include "frame.h"
 #include "perfd/macro.h"
 #include "perfd/unwind.h"
@@ -69,7 +70,6 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **ret)
 
 	if (!u)
 		return -ENOMEM;
-	(void)elf_version(EV_CURRENT);
 	u->opts = *opts;
 	u64map_init(&u->tables);
 	u64map_init(&u->procs);
@@ -201,10 +201,10 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 	r = fd;
 	if (fd >= 0)
 		r = unwind_table_build(fd, &ut);
-	if (r == 0) {
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-		r = elf ? read_segments(elf, t) : -ENOEXEC;
-	}
+	if (r == 0)
+		r = elf_open_fd(fd, ELF_C_READ_MMAP, &elf);
+	if (r == 0)
+		r = read_segments(elf, t);
 	if (elf)
 		elf_end(elf);
 	if (r == 0) {

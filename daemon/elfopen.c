@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* elfopen.c - see elfopen.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elfopen.h"
+
+static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
+static bool libelf_ready;
+
+static void libelf_init(void)
+{
+	libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
+}
+
+int elf_library_init(void)
+{
+	(void)pthread_once(&libelf_once, libelf_init);
+	return libelf_ready ? 0 : -ENOTSUP;
+}
+
+int elf_open_fd(int fd, Elf_Cmd cmd, Elf **ret)
+{
+	unsigned char ident[SELFMAG];
+	GElf_Ehdr ehdr;
+	ssize_t n;
+	Elf *elf;
+	int r;
+
+	r = elf_library_init();
+	if (r < 0)
+		return r;
+	n = pread(fd, ident, sizeof(ident), 0);
+	if (n < 0)
+		return negative_errno();
+	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+	elf = elf_begin(fd, cmd, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+		(void)elf_end(elf);
+		return -ENOEXEC;
+	}
+	*ret = elf;
+	return 0;
+}
