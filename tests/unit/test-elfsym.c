@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "fixture.h"
 #include "perfd/macro.h"
 
 extern char **environ;
@@ -134,63 +135,7 @@ struct fx_report {
 	size_t n;
 };
 
-#define WORKDIR_TEMPLATE "/tmp/test-elfsym.XXXXXX"
-static char workdir[sizeof(WORKDIR_TEMPLATE)];
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static void suite_setup(void)
-{
-	/* Each test gets its own directory, also when run without fork. */
-	memcpy(workdir, WORKDIR_TEMPLATE, sizeof(WORKDIR_TEMPLATE));
-	cr_assert_not_null(mkdtemp(workdir), "mkdtemp: %s", strerror(errno));
-}
-
-static void suite_teardown(void)
-{
-	(void)nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(elfsym, .init = suite_setup, .fini = suite_teardown, .timeout = 120);
-
-static void path_in_workdir(char *buf, size_t size, const char *name)
-{
-	int n = snprintf(buf, size, "%s/%s", workdir, name);
-
-	cr_assert(n > 0 && (size_t)n < size);
-}
-
-static void write_file(const char *name, const void *data, size_t len)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	path_in_workdir(path, sizeof(path), name);
-	f = fopen(path, "we");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	cr_assert_eq(fwrite(data, 1, len, f), len);
-	cr_assert_eq(fclose(f), 0);
-}
-
-/* Runs argv (searched in PATH) in the work directory; asserts it exits 0. */
-static void run(char *const argv[])
-{
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int status, r;
-
-	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
-	cr_assert_eq(posix_spawn_file_actions_addchdir_np(&fa, workdir), 0);
-	r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	cr_assert_eq(r, 0, "spawn %s: %s", argv[0], strerror(r));
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s %s failed (status %#x)",
-		  argv[0], argv[1], status);
-}
+FIXTURE_SUITE(elfsym, 120);
 
 /* Builds one variant of the fixture in the work directory; returns its path. */
 static const char *build(enum variant v, char *path, size_t size)
