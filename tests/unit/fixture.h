@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perfd/macro.h"
+
 #define FIXTURE_WORKDIR_TEMPLATE "/tmp/perfd-unit.XXXXXX"
 static char workdir[sizeof(FIXTURE_WORKDIR_TEMPLATE)];
 
@@ -47,14 +49,14 @@ static void fixture_teardown(void)
 	TestSuite(name, .init = fixture_setup, .fini = fixture_teardown,       \
 		  .timeout = (seconds))
 
-static void path_in_workdir(char *buf, size_t size, const char *name)
+_unused_ static void path_in_workdir(char *buf, size_t size, const char *name)
 {
 	int n = snprintf(buf, size, "%s/%s", workdir, name);
 
 	cr_assert(n > 0 && (size_t)n < size);
 }
 
-static void write_file(const char *name, const void *data, size_t len)
+_unused_ static void write_file(const char *name, const void *data, size_t len)
 {
 	char path[PATH_MAX];
 	FILE *f;
@@ -67,7 +69,7 @@ static void write_file(const char *name, const void *data, size_t len)
 }
 
 /* Runs argv (searched in PATH) in the work directory; asserts it exits 0. */
-static void run(char *const argv[])
+_unused_ static void run(char *const argv[])
 {
 	posix_spawn_file_actions_t fa;
 	pid_t pid;

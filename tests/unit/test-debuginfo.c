@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "debuginfo.h"
+#include "fixture.h"
 #include "elfsym.h"
 #include "perfd/macro.h"
 
@@ -126,26 +127,7 @@ static const char minidebuginfo_script[] =
 	"xz -k mini\n"
 	"objcopy --add-section .gnu_debugdata=mini.xz \"$1\"\n";
 
-#define WORKDIR_TEMPLATE "/tmp/test-debuginfo.XXXXXX"
-static char workdir[sizeof(WORKDIR_TEMPLATE)];
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static void suite_setup(void)
-{
-	memcpy(workdir, WORKDIR_TEMPLATE, sizeof(WORKDIR_TEMPLATE));
-	cr_assert_not_null(mkdtemp(workdir), "mkdtemp: %s", strerror(errno));
-}
-
-static void suite_teardown(void)
-{
-	(void)nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(debuginfo, .init = suite_setup, .fini = suite_teardown, .timeout = 120);
+FIXTURE_SUITE(debuginfo, 120);
 
 /* workdir/name, into a static buffer of the given slot (a few may be alive
  * at once). */
@@ -160,30 +142,14 @@ static const char *wpath(int slot, const char *name)
 	return bufs[slot];
 }
 
-static void write_file(const char *path, const void *data, size_t len)
+/* Writes a file at any path (fixture.h's write_file is relative to workdir). */
+static void write_path(const char *path, const void *data, size_t len)
 {
 	FILE *f = fopen(path, "we");
 
 	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
 	cr_assert_eq(fwrite(data, 1, len, f), len);
 	cr_assert_eq(fclose(f), 0);
-}
-
-/* Runs argv (searched in PATH) in the work directory; asserts it exits 0. */
-static void run(char *const argv[])
-{
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int status, r;
-
-	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
-	cr_assert_eq(posix_spawn_file_actions_addchdir_np(&fa, workdir), 0);
-	r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	cr_assert_eq(r, 0, "spawn %s: %s", argv[0], strerror(r));
-	(void)posix_spawn_file_actions_destroy(&fa);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s failed (status %#x)",
-		  argv[0], status);
 }
 
 static void mkdirs(const char *path)
@@ -215,7 +181,7 @@ static void build_pair(const char *name, const char *build_id_opt, int salt)
 	snprintf(debug, sizeof(debug), "%s.debug", name);
 	snprintf(salt_def, sizeof(salt_def), "-DFX_SALT=%d", salt);
 	snprintf(src, sizeof(src), "%s/fx.c", workdir);
-	write_file(src, fixture_source, sizeof(fixture_source) - 1);
+	write_path(src, fixture_source, sizeof(fixture_source) - 1);
 	run((char *const[]){ "cc", "-O1", "-g", "-fPIE", "-pie", "-rdynamic", salt_def,
 			     (char *)build_id_opt, "-o", full, "fx.c", NULL });
 	run((char *const[]){ "objcopy", "--only-keep-debug", full, debug, NULL });
@@ -378,7 +344,7 @@ Test(debuginfo, build_id_mismatch_rejected)
 	expect_not_found(binary, binary, "", dbgdir);
 
 	/* not ELF, a directory, a FIFO (must not block the open) */
-	write_file(dest, "not an ELF file\n", 16);
+	write_path(dest, "not an ELF file\n", 16);
 	expect_not_found(binary, binary, "", dbgdir);
 	cr_assert_eq(unlink(dest), 0);
 	cr_assert_eq(mkdir(dest, 0755), 0);
@@ -543,7 +509,7 @@ Test(debuginfo, nothing_to_find)
 	build_pair("plain", "-Wl,--build-id=none", 1);
 	expect_not_found(binary, binary, "", wpath(1, "debug"));
 
-	write_file(wpath(1, "text"), "#!/bin/sh\n", 10);
+	write_path(wpath(1, "text"), "#!/bin/sh\n", 10);
 	fd = open_ro(wpath(1, "text"));
 	cr_expect_eq(debuginfo_find(fd, wpath(1, "text"), "", NULL, NULL), -ENOEXEC);
 	cr_expect_eq(debuginfo_find(-1, "/x", "", NULL, NULL), -EBADF);
@@ -561,7 +527,7 @@ Test(debuginfo, minidebuginfo)
 	int r;
 
 	build_pair("bin", "-Wl,--build-id=sha1", 1);
-	write_file(wpath(0, "mini.sh"), minidebuginfo_script, sizeof(minidebuginfo_script) - 1);
+	write_path(wpath(0, "mini.sh"), minidebuginfo_script, sizeof(minidebuginfo_script) - 1);
 	run((char *const[]){ "sh", "mini.sh", "bin", "bin.debug", NULL });
 	run_fixture(wpath(0, "bin.full"), &a);
 
@@ -597,14 +563,14 @@ Test(debuginfo, minidebuginfo_absent_or_corrupt)
 	fd = open_ro(wpath(0, "bin"));
 	cr_expect_eq(debuginfo_minidebuginfo(fd, &image, &size), -ENOENT);
 
-	write_file(wpath(0, "junk.xz"), "\3757zXZ\0garbage garbage garbage", 29);
+	write_path(wpath(0, "junk.xz"), "\3757zXZ\0garbage garbage garbage", 29);
 	run((char *const[]){ "objcopy", "--add-section", ".gnu_debugdata=junk.xz", "bin", "bad",
 			     NULL });
 	fd2 = open_ro(wpath(0, "bad"));
 	cr_expect_eq(debuginfo_minidebuginfo(fd2, &image, &size), -EBADMSG);
 
 	/* a valid xz stream of something that is not ELF */
-	write_file(wpath(0, "text"), "hello\n", 6);
+	write_path(wpath(0, "text"), "hello\n", 6);
 	run((char *const[]){ "xz", "-k", "text", NULL });
 	run((char *const[]){ "objcopy", "--add-section", ".gnu_debugdata=text.xz", "bin", "bad2",
 			     NULL });
@@ -637,7 +603,7 @@ Test(debuginfo, debian_libc6_dbg)
 	FILE *p;
 	int r;
 
-	write_file(wpath(0, "libcfx.c"), libc_fixture_source, sizeof(libc_fixture_source) - 1);
+	write_path(wpath(0, "libcfx.c"), libc_fixture_source, sizeof(libc_fixture_source) - 1);
 	run((char *const[]){ "cc", "-O1", "-pthread", "-o", "libcfx", "libcfx.c", NULL });
 	p = popen(wpath(0, "libcfx"), "re");
 	cr_assert_not_null(p);

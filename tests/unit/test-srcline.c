@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
+#include "fixture.h"
 #include "srcline.h"
 
 extern char **environ;
@@ -94,29 +95,16 @@ static const char *const fixture_functions[] = { "outer_fn", "plain_fn", "main" 
 
 #define MAX_FRAMES 8
 
-#define WORKDIR_TEMPLATE "/tmp/test-srcline.XXXXXX"
-static char workdir[sizeof(WORKDIR_TEMPLATE)];
-static char realdir[PATH_MAX]; /* as the compiler records it */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
+static char realdir[PATH_MAX]; /* the work directory as the compiler records it */
 
 static void suite_setup(void)
 {
-	memcpy(workdir, WORKDIR_TEMPLATE, sizeof(WORKDIR_TEMPLATE));
-	cr_assert_not_null(mkdtemp(workdir), "mkdtemp: %s", strerror(errno));
+	fixture_setup();
 	cr_assert_not_null(realpath(workdir, realdir));
 	cr_assert_eq(elf_version(EV_CURRENT) != EV_NONE, true);
 }
 
-static void suite_teardown(void)
-{
-	(void)nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(srcline, .init = suite_setup, .fini = suite_teardown, .timeout = 240);
+TestSuite(srcline, .init = suite_setup, .fini = fixture_teardown, .timeout = 240);
 
 /* --- fixtures ------------------------------------------------------------ */
 
@@ -128,31 +116,9 @@ static const char *wpath(char *buf, size_t size, const char *name)
 	return buf;
 }
 
-static void write_file(const char *name, const char *text)
+static void write_text(const char *name, const char *text)
 {
-	char path[PATH_MAX];
-	FILE *f = fopen(wpath(path, sizeof(path), name), "we");
-
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	cr_assert_eq(fputs(text, f) >= 0, true);
-	cr_assert_eq(fclose(f), 0);
-}
-
-/* Runs argv (searched in PATH) in the work directory; asserts it exits 0. */
-static void run(char *const argv[])
-{
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int status, r;
-
-	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
-	cr_assert_eq(posix_spawn_file_actions_addchdir_np(&fa, workdir), 0);
-	r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	cr_assert_eq(r, 0, "spawn %s: %s", argv[0], strerror(r));
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s %s failed (status %#x)",
-		  argv[0], argv[1], status);
+	write_file(name, text, strlen(text));
 }
 
 static void write_sources(void)
@@ -161,9 +127,9 @@ static void write_sources(void)
 
 	if (mkdir(wpath(path, sizeof(path), "inc"), 0755) < 0)
 		cr_assert_eq(errno, EEXIST);
-	write_file("inc/fx-helper.h", fixture_helper);
-	write_file("fx.c", fixture_main);
-	write_file("fx2.c", fixture_plain);
+	write_text("inc/fx-helper.h", fixture_helper);
+	write_text("fx.c", fixture_main);
+	write_text("fx2.c", fixture_plain);
 }
 
 enum variant {
@@ -681,7 +647,7 @@ Test(srcline, no_debug_info)
 	cr_expect_eq(srcline_open(fd, &s), -ENODATA);
 	cr_expect_null(s);
 
-	write_file("not-elf", "#!/bin/sh\nexit 0\n");
+	write_text("not-elf", "#!/bin/sh\nexit 0\n");
 	tfd = open(wpath(text, sizeof(text), "not-elf"), O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(tfd, 0);
 	cr_expect_eq(srcline_open(tfd, &s), -ENOEXEC);
