@@ -31,6 +31,7 @@
  * sooner: short enough that ps and snapshots see fresh data. */
 #define DRAIN_INTERVAL_USEC (200 * 1000)
 #define MAX_SNAPSHOTS 32
+#define SNAPSHOT_TIMER_ACCURACY_USEC 1000
 
 struct snapshot {
 	struct manager *m;
@@ -362,8 +363,10 @@ static json_object *start_snapshot(struct manager *m, struct client *client,
 	else
 		snprintf(s->comm, sizeof(s->comm), "%d", req->pid);
 
+	/* Accuracy 1 ms: sd-event's default (0) lets a timer slip up to 250 ms
+	 * to coalesce wake-ups, which a snapshot's caller would wait for. */
 	r = sd_event_add_time(m->event, &s->timer, CLOCK_MONOTONIC,
-			      s->c.end_ns / 1000 + 1, 0, on_snapshot_done, s);
+			      s->c.end_ns / 1000 + 1, SNAPSHOT_TIMER_ACCURACY_USEC, on_snapshot_done, s);
 	if (r < 0) {
 		free(s);
 		return query_error(PERFD_ERR_INTERNAL, "cannot arm a timer: %s", strerror(-r));
