@@ -127,9 +127,11 @@ unit: deps-test $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t --jobs 2; done
 
 INTEGRATION_TESTS ?= tests/integration
-# Under ASan+UBSan the daemon runs the suites that attack its input paths.
+# Under ASan+UBSan the daemon runs the suites that attack its input paths
+# and those that drive its unwinding and symbolization code.
 SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
-	tests/integration/test_cli.py tests/integration/test_daemon.py
+	tests/integration/test_cli.py tests/integration/test_daemon.py \
+	tests/integration/test_symbols.py tests/integration/test_unwind.py
 
 integration: deps-test all workloads
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider $(INTEGRATION_TESTS)
