@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-pyruntime.c - unit tests for daemon/pyruntime.c.
+ *
+ * Real interpreters, not fixtures: every pyenv version installed under
+ * PYENV_ROOT and Debian's /usr/bin/python3.11 is started, waits in
+ * time.sleep(), and is inspected through /proc/PID/mem the way the BPF
+ * walker will: _PyRuntime -> interpreters.head -> thread list -> the
+ * current frame -> its code object's name, which must read "<module>".
+ * That checks the detection and, at run time, the offsets the walk uses.
+ *
+ * The offsets table itself is checked against the headers: a small program
+ * printing offsetof() of every field is compiled against each version's
+ * headers (internal ones included, with Py_BUILD_CORE) and its output
+ * compared with pyoffsets_for().  A version that is not installed is
+ * skipped, with a message.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "perfd/macro.h"
+#include "procmaps.h"
+#include "pyruntime.h"
+
+extern char **environ;
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct procmaps, procmaps_free);
+
+#define PYENV_VERSIONS "/root/.pyenv/versions"
+
+/* Prints the version, then sleeps; valid Python 2 and 3. */
+static const char script[] =
+	"import sys, time\n"
+	"v = sys.version_info\n"
+	"sys.stdout.write('%d %d %d\\n' % (v[0], v[1], v[2]))\n"
+	"sys.stdout.flush()\n"
+	"time.sleep(30)\n";
+
+struct child {
+	pid_t pid;
+	unsigned major, minor, patch; /* as the interpreter says */
+};
+
+static void pyenv_path(char *buf, size_t size, const char *version, const char *rest)
+{
+	cr_assert_lt((size_t)snprintf(buf, size, PYENV_VERSIONS "/%s%s", version, rest), size);
+}
+
+static void skip_unless_exists(const char *path)
+{
+	if (access(path, X_OK) != 0)
+		cr_skip_test("%s is not installed", path);
+}
+
+/* Starts exe on the script and waits until it is sleeping. */
+static void start_python(const char *exe, struct child *c)
+{
+	char *argv[] = { (char *)exe, (char *)"-c", (char *)script, NULL };
+	posix_spawn_file_actions_t fa;
+	int pipefd[2];
+	char line[64];
+	_cleanup_fclose_ FILE *f = NULL;
+	int r;
+
+	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
+	cr_assert_eq(posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO), 0);
+	r = posix_spawn(&c->pid, exe, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	(void)close(pipefd[1]);
+	cr_assert_eq(r, 0, "spawn %s: %s", exe, strerror(r));
+
+	f = fdopen(pipefd[0], "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(line, sizeof(line), f), "%s printed nothing", exe);
+	cr_assert_eq(sscanf(line, "%u %u %u", &c->major, &c->minor, &c->patch), 3, "%s", line);
+}
+
+static void stop_python(struct child *c)
+{
+	if (c->pid > 0) {
+		(void)kill(c->pid, SIGKILL);
+		(void)waitpid(c->pid, NULL, 0);
+		c->pid = 0;
+	}
+}
+
+/* The interpreter of the running test, stopped by the suite's fini also
+ * when an assertion ends the test early. */
+static struct child current;
+
+static void stop_current(void)
+{
+	stop_python(&current);
+}
+
+TestSuite(pyruntime, .fini = stop_current);
+
+static uint64_t read_u64(pid_t pid, uint64_t addr)
+{
+	char path[64];
+	_cleanup_close_ int fd = -1;
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(pread(fd, &v, sizeof(v), (off_t)addr), (ssize_t)sizeof(v),
+		     "read 0x%" PRIx64 ": %s", addr, strerror(errno));
+	return v;
+}
+
+static void read_bytes(pid_t pid, uint64_t addr, void *buf, size_t n)
+{
+	char path[64];
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, buf, n, (off_t)addr), (ssize_t)n);
+}
+
+/* A pointer read at base + off that must point into a mapping. */
+static uint64_t follow(pid_t pid, const struct procmaps *maps, uint64_t base, int32_t off,
+		       const char *what)
+{
+	uint64_t v;
+
+	cr_assert_geq(off, 0, "no offset for %s", what);
+	v = read_u64(pid, base + (uint64_t)off);
+	cr_assert_neq(v, 0, "%s is NULL", what);
+	cr_assert_not_null(procmaps_find(maps, v), "%s 0x%" PRIx64 " is not mapped", what, v);
+	return v;
+}
+
+/* Reads the compact ASCII string object at obj. */
+static void read_ascii(pid_t pid, const struct pyoffsets *o, uint64_t obj, char *buf, size_t n)
+{
+	memset(buf, 0, n);
+	read_bytes(pid, obj + (uint64_t)o->unicode_ascii_data, buf, n - 1);
+}
+
+/* Walks the running interpreter as the BPF walker will. */
+static void check_walk(pid_t pid, const struct pyruntime *rt)
+{
+	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
+	const struct pyoffsets *o = rt->offsets;
+	const struct procmap *m;
+	uint64_t interp, tstate, frame, code, obj;
+	char s[16];
+
+	cr_assert_eq(procmaps_read_pid(pid, false, &maps), 0);
+
+	/* _PyRuntime is in the file's writable data, or in its .bss just
+	 * after it (anonymous, adjacent). */
+	m = procmaps_find(maps, rt->runtime_addr);
+	cr_assert_not_null(m, "_PyRuntime 0x%" PRIx64 " is not mapped", rt->runtime_addr);
+	cr_assert(m->writable);
+	if (strcmp(m->path, rt->path) != 0) {
+		cr_assert_str_empty(m->path, "_PyRuntime is in %s", m->path);
+		cr_assert_gt(m, maps->maps);
+		cr_assert_str_eq(m[-1].path, rt->path);
+		cr_assert_eq(m[-1].end, m->start);
+	}
+
+	if (rt->minor >= 13) {
+		char cookie[8];
+
+		read_bytes(pid, rt->runtime_addr, cookie, sizeof(cookie));
+		cr_assert_eq(memcmp(cookie, "xdebugpy", 8), 0, "no _Py_DebugOffsets cookie");
+	}
+
+	interp = follow(pid, maps, rt->runtime_addr, o->runtime_interpreters_head,
+			"interpreters.head");
+	tstate = follow(pid, maps, interp, o->interp_tstate_head, "tstate_head");
+	cr_assert_eq(read_u64(pid, tstate + (uint64_t)o->tstate_interp), interp,
+		     "tstate->interp is not the interpreter");
+	if (o->tstate_native_thread_id >= 0)
+		cr_assert_eq(read_u64(pid, tstate + (uint64_t)o->tstate_native_thread_id),
+			     (uint64_t)pid, "native_thread_id is not the main thread's");
+	cr_assert_neq(read_u64(pid, tstate + (uint64_t)o->tstate_thread_id), 0);
+
+	if (o->tstate_frame >= 0) {
+		frame = follow(pid, maps, tstate, o->tstate_frame, "tstate->frame");
+	} else if (o->tstate_cframe >= 0) {
+		uint64_t cframe = follow(pid, maps, tstate, o->tstate_cframe, "tstate->cframe");
+
+		frame = follow(pid, maps, cframe, o->cframe_current_frame, "current_frame");
+	} else {
+		frame = follow(pid, maps, tstate, o->tstate_current_frame, "current_frame");
+	}
+	code = follow(pid, maps, frame, o->frame_code, "frame code");
+	obj = follow(pid, maps, code, o->code_name, "co_name");
+	read_ascii(pid, o, obj, s, sizeof(s));
+	cr_assert_str_eq(s, "<module>");
+	obj = follow(pid, maps, code, o->code_filename, "co_filename");
+	read_ascii(pid, o, obj, s, sizeof(s));
+	cr_assert_str_eq(s, "<string>");
+	if (o->code_qualname >= 0) {
+		obj = follow(pid, maps, code, o->code_qualname, "co_qualname");
+		read_ascii(pid, o, obj, s, sizeof(s));
+		cr_assert_str_eq(s, "<module>");
+	}
+	cr_assert_eq((int32_t)read_u64(pid, code + (uint64_t)o->code_firstlineno), 1);
+	if (o->frame_instr >= 0) {
+		uint64_t instr = read_u64(pid, frame + (uint64_t)o->frame_instr);
+
+		cr_assert_gt(instr, code + (uint64_t)o->code_code_adaptive,
+			     "the instruction pointer is not inside the code object");
+	}
+	if (o->frame_owner >= 0) /* FRAME_OWNED_BY_THREAD */
+		cr_assert_eq(read_u64(pid, frame + (uint64_t)o->frame_owner) & 0xff, 0);
+}
+
+/* Starts exe, detects it, checks what was found, stops it. */
+static void check_supported(const char *exe, const char *lib_prefix)
+{
+	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
+	struct child *c = &current;
+	struct pyruntime rt;
+	const char *base;
+	int r;
+
+	skip_unless_exists(exe);
+	start_python(exe, c);
+	cr_assert_eq(procmaps_read_pid(c->pid, false, &maps), 0);
+	r = pyruntime_detect(c->pid, maps, &rt);
+	cr_assert_eq(r, 0, "%s: %s", exe, strerror(-r));
+	cr_assert_eq(rt.major, c->major);
+	cr_assert_eq(rt.minor, c->minor);
+	cr_assert_eq(rt.patch, (int)c->patch);
+	base = strrchr(rt.path, '/');
+	cr_assert_not_null(base);
+	cr_assert_eq(strncmp(base + 1, lib_prefix, strlen(lib_prefix)), 0, "runtime in %s",
+		     rt.path);
+	cr_assert_eq(rt.offsets, pyoffsets_for(c->major, c->minor));
+	cr_assert_not_null(rt.offsets);
+	cr_assert_eq(rt.autotsskey_addr,
+		     rt.runtime_addr + (uint64_t)rt.offsets->runtime_autotsskey);
+	if (c->minor >= 12) {
+		cr_assert(rt.has_tss_tstate, "no _Py_tss_tstate in %s", rt.path);
+		cr_assert_lt(rt.tss_tstate_offset + 8, rt.tls_memsz + 1);
+	} else {
+		cr_assert_not(rt.has_tss_tstate);
+	}
+	check_walk(c->pid, &rt);
+	stop_python(c);
+}
+
+static void check_pyenv(const char *version, const char *lib)
+{
+	char exe[PATH_MAX];
+
+	pyenv_path(exe, sizeof(exe), version, "/bin/python");
+	check_supported(exe, lib);
+}
+
+Test(pyruntime, cpython_3_8, .timeout = 10) { check_pyenv("3.8.18", "libpython3.8.so"); }
+Test(pyruntime, cpython_3_9, .timeout = 10) { check_pyenv("3.9.18", "libpython3.9.so"); }
+Test(pyruntime, cpython_3_10, .timeout = 10) { check_pyenv("3.10.13", "libpython3.10.so"); }
+Test(pyruntime, cpython_3_11, .timeout = 10) { check_pyenv("3.11.7", "libpython3.11.so"); }
+Test(pyruntime, cpython_3_12, .timeout = 10) { check_pyenv("3.12.1", "libpython3.12.so"); }
+Test(pyruntime, cpython_3_13, .timeout = 10) { check_pyenv("3.13.0", "libpython3.13.so"); }
+
+/* The static build: the runtime is in the executable, not PIE. */
+Test(pyruntime, debian_static_3_11, .timeout = 10)
+{
+	check_supported("/usr/bin/python3.11", "python3.11");
+}
+
+static void check_unsupported(const char *version, bool has_runtime)
+{
+	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
+	struct child *c = &current;
+	struct pyruntime rt;
+	char exe[PATH_MAX];
+	int r;
+
+	pyenv_path(exe, sizeof(exe), version, "/bin/python");
+	skip_unless_exists(exe);
+	start_python(exe, c);
+	cr_assert_eq(procmaps_read_pid(c->pid, false, &maps), 0);
+	r = pyruntime_detect(c->pid, maps, &rt);
+	cr_assert_eq(r, -EPROTONOSUPPORT, "%s: %d", exe, r);
+	cr_assert_eq(rt.major, c->major);
+	cr_assert_eq(rt.minor, c->minor);
+	cr_assert_eq(rt.patch, (int)c->patch);
+	cr_assert_null(rt.offsets);
+	cr_assert_eq(rt.runtime_addr != 0, has_runtime);
+	cr_assert_not_null(strstr(rt.path, "libpython"), "%s", rt.path);
+	stop_python(c);
+}
+
+Test(pyruntime, python_2_7_unsupported, .timeout = 10) { check_unsupported("2.7.18", false); }
+Test(pyruntime, cpython_3_6_unsupported, .timeout = 10) { check_unsupported("3.6.15", false); }
+Test(pyruntime, cpython_3_7_unsupported, .timeout = 10) { check_unsupported("3.7.16", true); }
+
+Test(pyruntime, not_python)
+{
+	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
+	struct pyruntime rt;
+
+	cr_assert_eq(procmaps_read_pid(getpid(), false, &maps), 0);
+	cr_assert_eq(pyruntime_detect(getpid(), maps, &rt), -ENOENT);
+	cr_assert_eq(pyruntime_detect(0, maps, &rt), -ENOENT);
+}
+
+/* A name that looks like Python on a file that does not exist is an
+ * error to report, not a silent "not Python". */
+Test(pyruntime, missing_file)
+{
+	static const char text[] =
+		"7f0000000000-7f0000001000 r-xp 00000000 fe:00 1 /nonexistent/libpython3.11.so.1.0\n";
+	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
+	_cleanup_fclose_ FILE *f = fmemopen((void *)text, sizeof(text) - 1, "r");
+	struct pyruntime rt;
+
+	cr_assert_not_null(f);
+	cr_assert_eq(procmaps_parse(f, false, &maps), 0);
+	cr_assert_eq(pyruntime_detect(0, maps, &rt), -ENOENT);
+	cr_assert_eq(pyruntime_detect(0, NULL, &rt), -EINVAL);
+}
+
+Test(pyruntime, offsets_lookup)
+{
+	for (unsigned minor = 0; minor < 20; minor++) {
+		const struct pyoffsets *o = pyoffsets_for(3, minor);
+
+		if (minor < PYRUNTIME_MIN_MINOR || minor > PYRUNTIME_MAX_MINOR) {
+			cr_assert_null(o, "3.%u", minor);
+			continue;
+		}
+		cr_assert_not_null(o, "3.%u", minor);
+		cr_assert_eq(o->major, 3);
+		cr_assert_eq(o->minor, minor);
+	}
+	cr_assert_null(pyoffsets_for(2, 7));
+	cr_assert_null(pyoffsets_for(4, 0));
+}
+
+/* ---- the offsets table against the headers ---- */
+
+static const char gen_source[] =
+	"#define Py_BUILD_CORE 1\n"
+	"#include <Python.h>\n"
+	"#include <stddef.h>\n"
+	"#include <stdio.h>\n"
+	"#if PY_VERSION_HEX < 0x03090000\n"
+	"#include <frameobject.h>\n"
+	"#include <internal/pycore_pystate.h>\n"
+	"#elif PY_VERSION_HEX < 0x030B0000\n"
+	"#include <frameobject.h>\n"
+	"#include <internal/pycore_runtime.h>\n"
+	"#include <internal/pycore_interp.h>\n"
+	"#else\n"
+	"#include <internal/pycore_runtime.h>\n"
+	"#include <internal/pycore_interp.h>\n"
+	"#include <internal/pycore_frame.h>\n"
+	"#endif\n"
+	"#define P(name, expr) printf(\"%s %ld\\n\", name, (long)(expr))\n"
+	"int main(void)\n"
+	"{\n"
+	"	P(\"major\", PY_MAJOR_VERSION);\n"
+	"	P(\"minor\", PY_MINOR_VERSION);\n"
+	"	P(\"runtime_interpreters_head\", offsetof(_PyRuntimeState, interpreters.head));\n"
+	"#if PY_VERSION_HEX < 0x030C0000\n"
+	"	P(\"runtime_tstate_current\", offsetof(_PyRuntimeState, gilstate.tstate_current));\n"
+	"	P(\"runtime_autotsskey\", offsetof(_PyRuntimeState, gilstate.autoTSSkey));\n"
+	"#else\n"
+	"	P(\"runtime_tstate_current\", -1);\n"
+	"	P(\"runtime_autotsskey\", offsetof(_PyRuntimeState, autoTSSkey));\n"
+	"#endif\n"
+	"	P(\"tss_initialized\", offsetof(Py_tss_t, _is_initialized));\n"
+	"	P(\"tss_key\", offsetof(Py_tss_t, _key));\n"
+	"	P(\"interp_next\", offsetof(PyInterpreterState, next));\n"
+	"#if PY_VERSION_HEX < 0x030B0000\n"
+	"	P(\"interp_tstate_head\", offsetof(PyInterpreterState, tstate_head));\n"
+	"#else\n"
+	"	P(\"interp_tstate_head\", offsetof(PyInterpreterState, threads.head));\n"
+	"#endif\n"
+	"	P(\"tstate_next\", offsetof(PyThreadState, next));\n"
+	"	P(\"tstate_interp\", offsetof(PyThreadState, interp));\n"
+	"	P(\"tstate_thread_id\", offsetof(PyThreadState, thread_id));\n"
+	"#if PY_VERSION_HEX < 0x030B0000\n"
+	"	P(\"tstate_native_thread_id\", -1);\n"
+	"	P(\"tstate_frame\", offsetof(PyThreadState, frame));\n"
+	"	P(\"tstate_cframe\", -1);\n"
+	"	P(\"cframe_current_frame\", -1);\n"
+	"	P(\"tstate_current_frame\", -1);\n"
+	"	P(\"frame_code\", offsetof(PyFrameObject, f_code));\n"
+	"	P(\"frame_previous\", offsetof(PyFrameObject, f_back));\n"
+	"	P(\"frame_lasti\", offsetof(PyFrameObject, f_lasti));\n"
+	"	P(\"frame_instr\", -1);\n"
+	"	P(\"frame_owner\", -1);\n"
+	"#else\n"
+	"	P(\"tstate_native_thread_id\", offsetof(PyThreadState, native_thread_id));\n"
+	"	P(\"tstate_frame\", -1);\n"
+	"#if PY_VERSION_HEX < 0x030D0000\n"
+	"	P(\"tstate_cframe\", offsetof(PyThreadState, cframe));\n"
+	"	P(\"cframe_current_frame\", offsetof(_PyCFrame, current_frame));\n"
+	"	P(\"tstate_current_frame\", -1);\n"
+	"	P(\"frame_code\", offsetof(_PyInterpreterFrame, f_code));\n"
+	"	P(\"frame_instr\", offsetof(_PyInterpreterFrame, prev_instr));\n"
+	"#else\n"
+	"	P(\"tstate_cframe\", -1);\n"
+	"	P(\"cframe_current_frame\", -1);\n"
+	"	P(\"tstate_current_frame\", offsetof(PyThreadState, current_frame));\n"
+	"	P(\"frame_code\", offsetof(_PyInterpreterFrame, f_executable));\n"
+	"	P(\"frame_instr\", offsetof(_PyInterpreterFrame, instr_ptr));\n"
+	"#endif\n"
+	"	P(\"frame_previous\", offsetof(_PyInterpreterFrame, previous));\n"
+	"	P(\"frame_lasti\", -1);\n"
+	"	P(\"frame_owner\", offsetof(_PyInterpreterFrame, owner));\n"
+	"#endif\n"
+	"	P(\"code_name\", offsetof(PyCodeObject, co_name));\n"
+	"	P(\"code_filename\", offsetof(PyCodeObject, co_filename));\n"
+	"	P(\"code_firstlineno\", offsetof(PyCodeObject, co_firstlineno));\n"
+	"#if PY_VERSION_HEX < 0x030A0000\n"
+	"	P(\"code_lnotab\", offsetof(PyCodeObject, co_lnotab));\n"
+	"	P(\"code_linetable\", -1);\n"
+	"#else\n"
+	"	P(\"code_lnotab\", -1);\n"
+	"	P(\"code_linetable\", offsetof(PyCodeObject, co_linetable));\n"
+	"#endif\n"
+	"#if PY_VERSION_HEX < 0x030B0000\n"
+	"	P(\"code_qualname\", -1);\n"
+	"	P(\"code_code_adaptive\", -1);\n"
+	"#else\n"
+	"	P(\"code_qualname\", offsetof(PyCodeObject, co_qualname));\n"
+	"	P(\"code_code_adaptive\", offsetof(PyCodeObject, co_code_adaptive));\n"
+	"#endif\n"
+	"	P(\"unicode_ascii_data\", sizeof(PyASCIIObject));\n"
+	"	P(\"bytes_sval\", offsetof(PyBytesObject, ob_sval));\n"
+	"	P(\"var_size\", offsetof(PyVarObject, ob_size));\n"
+	"	return 0;\n"
+	"}\n";
+
+#define FIELD(f) { #f, offsetof(struct pyoffsets, f) }
+static const struct {
+	const char *name;
+	size_t off;
+} fields[] = {
+	FIELD(runtime_interpreters_head), FIELD(runtime_tstate_current),
+	FIELD(runtime_autotsskey), FIELD(tss_initialized), FIELD(tss_key),
+	FIELD(interp_next), FIELD(interp_tstate_head), FIELD(tstate_next),
+	FIELD(tstate_interp), FIELD(tstate_thread_id), FIELD(tstate_native_thread_id),
+	FIELD(tstate_frame), FIELD(tstate_cframe), FIELD(cframe_current_frame),
+	FIELD(tstate_current_frame), FIELD(frame_code), FIELD(frame_previous),
+	FIELD(frame_lasti), FIELD(frame_instr), FIELD(frame_owner), FIELD(code_name),
+	FIELD(code_qualname), FIELD(code_filename), FIELD(code_firstlineno),
+	FIELD(code_lnotab), FIELD(code_linetable), FIELD(code_code_adaptive),
+	FIELD(unicode_ascii_data), FIELD(bytes_sval), FIELD(var_size),
+};
+
+/* Every int32_t of struct pyoffsets after major/minor is in fields[]. */
+_Static_assert(sizeof(struct pyoffsets) ==
+		       2 * sizeof(unsigned) + ELEMENTSOF(fields) * sizeof(int32_t),
+	       "a field of struct pyoffsets is not checked");
+
+/* Compiles gen_source against the headers in include_dir, runs it and
+ * compares each printed offset with the table. */
+static void check_headers(const char *include_dir, unsigned minor)
+{
+	char dir[] = "/tmp/perfd-pyoffsets.XXXXXX";
+	char src[PATH_MAX], bin[PATH_MAX], cmd[4 * PATH_MAX], line[128];
+	const struct pyoffsets *o = pyoffsets_for(3, minor);
+	bool seen[ELEMENTSOF(fields)] = { false };
+	FILE *f;
+	int status;
+
+	if (access(include_dir, R_OK) != 0)
+		cr_skip_test("%s is not installed", include_dir);
+	cr_assert_not_null(o);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(src, sizeof(src), "%s/gen.c", dir);
+	snprintf(bin, sizeof(bin), "%s/gen", dir);
+	f = fopen(src, "we");
+	cr_assert_not_null(f);
+	cr_assert_geq(fputs(gen_source, f), 0);
+	cr_assert_eq(fclose(f), 0);
+
+	snprintf(cmd, sizeof(cmd), "cc -w -I%s -I%s/internal -o %s %s 2>&1", include_dir,
+		 include_dir, bin, src);
+	status = system(cmd);
+	cr_assert_eq(status, 0, "%s failed", cmd);
+
+	f = popen(bin, "re");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char name[64];
+		long value;
+		bool known = false;
+
+		cr_assert_eq(sscanf(line, "%63s %ld", name, &value), 2, "%s", line);
+		if (strcmp(name, "major") == 0 || strcmp(name, "minor") == 0) {
+			cr_assert_eq(value, strcmp(name, "major") == 0 ? 3 : (long)minor,
+				     "%s: %s is %ld", include_dir, name, value);
+			continue;
+		}
+		for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+			int32_t mine;
+
+			if (strcmp(fields[i].name, name) != 0)
+				continue;
+			memcpy(&mine, (const char *)o + fields[i].off, sizeof(mine));
+			cr_expect_eq(mine, value, "3.%u %s: table %d, headers %ld", minor, name,
+				     mine, value);
+			seen[i] = known = true;
+		}
+		cr_assert(known, "unknown field %s", name);
+	}
+	cr_assert_eq(pclose(f), 0);
+	for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+		cr_assert(seen[i], "3.%u: %s not printed", minor, fields[i].name);
+
+	(void)unlink(bin);
+	(void)unlink(src);
+	(void)rmdir(dir);
+}
+
+static void check_pyenv_headers(const char *version, unsigned minor)
+{
+	char dir[PATH_MAX], rest[64];
+
+	snprintf(rest, sizeof(rest), "/include/python3.%u", minor);
+	pyenv_path(dir, sizeof(dir), version, rest);
+	check_headers(dir, minor);
+}
+
+Test(pyoffsets, headers_3_8, .timeout = 20) { check_pyenv_headers("3.8.18", 8); }
+Test(pyoffsets, headers_3_9, .timeout = 20) { check_pyenv_headers("3.9.18", 9); }
+Test(pyoffsets, headers_3_10, .timeout = 20) { check_pyenv_headers("3.10.13", 10); }
+Test(pyoffsets, headers_3_11, .timeout = 20) { check_pyenv_headers("3.11.7", 11); }
+Test(pyoffsets, headers_3_12, .timeout = 20) { check_pyenv_headers("3.12.1", 12); }
+Test(pyoffsets, headers_3_13, .timeout = 20) { check_pyenv_headers("3.13.0", 13); }
+Test(pyoffsets, headers_debian_3_11, .timeout = 20) { check_headers("/usr/include/python3.11", 11); }
