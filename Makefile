@@ -124,7 +124,8 @@ WORKLOAD_BINS += $(BUILD)/workloads/templates $(BUILD)/workloads/rust-spin-legac
 workloads: $(WORKLOAD_BINS)
 
 unit: deps-test $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t --jobs 2; done
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/unit/lsan.supp $$t --jobs 2; done
 
 INTEGRATION_TESTS ?= tests/integration
 # Under ASan+UBSan the daemon runs the suites that attack its input paths
