@@ -442,7 +442,7 @@ static int build_symbols(struct elf_symtab *t, struct sym_candidate *cands, size
 	if (n == 0)
 		return 0;
 
-	qsort(cands, n, sizeof(*cands), candidate_cmp);
+	qsort_safe(cands, n, sizeof(*cands), candidate_cmp);
 
 	/* Keep the first (preferred) name at each address; an alias with a
 	 * size lends it to a preferred name without one. */

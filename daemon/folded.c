@@ -241,7 +241,7 @@ int folded_build(const char *comm, const struct u64map *counts, const struct sta
 			}
 		}
 	}
-	qsort(fd->lines, fd->n, sizeof(*fd->lines), line_cmp);
+	qsort_safe(fd->lines, fd->n, sizeof(*fd->lines), line_cmp);
 out:
 	u64map_done(&in.by_frame);
 	u64map_done(&in.by_text);

@@ -127,10 +127,10 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 		perfmap_free(m);
 		return -EIO;
 	}
-	qsort(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
+	qsort_safe(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
 	/* two passes settle chains of overlaps; after them no two overlap */
 	m->n = resolve_overlaps(m->entries, m->n);
-	qsort(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
+	qsort_safe(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
 	m->n = resolve_overlaps(m->entries, m->n);
 	if (ret_skipped)
 		*ret_skipped = skipped;

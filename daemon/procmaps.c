@@ -188,7 +188,7 @@ int procmaps_parse(FILE *f, bool exec_only, struct procmaps **ret)
 	 * here, and overlaps are refused because procmaps_find relies on at
 	 * most one mapping containing an address. */
 	if (!sorted)
-		qsort(m->maps, m->n, sizeof(*m->maps), procmap_cmp);
+		qsort_safe(m->maps, m->n, sizeof(*m->maps), procmap_cmp);
 	for (size_t i = 1; i < m->n; i++)
 		if (m->maps[i].start < m->maps[i - 1].end)
 			return -EINVAL;

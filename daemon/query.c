@@ -234,7 +234,7 @@ json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
 		free(ctx.rows);
 		return NULL;
 	}
-	qsort(ctx.rows, ctx.n, sizeof(*ctx.rows), row_cmp);
+	qsort_safe(ctx.rows, ctx.n, sizeof(*ctx.rows), row_cmp);
 
 	o = query_ok();
 	list = json_object_new_array();

@@ -292,7 +292,7 @@ static int index_units(struct srcline *s)
 	}
 	if (s->n_units == 0)
 		return -ENODATA;
-	qsort(s->units, s->n_units, sizeof(*s->units), cmp_unit_offset);
+	qsort_safe(s->units, s->n_units, sizeof(*s->units), cmp_unit_offset);
 
 	listed = calloc(s->n_units, sizeof(*listed));
 	if (!listed)
@@ -337,7 +337,7 @@ static int index_units(struct srcline *s)
 		 * the others still answer. */
 	}
 
-	qsort(s->ranges, s->n_ranges, sizeof(*s->ranges), cmp_range);
+	qsort_safe(s->ranges, s->n_ranges, sizeof(*s->ranges), cmp_range);
 	s->memory += cap * sizeof(*s->units) + cap_r * sizeof(*s->ranges);
 	return 0;
 }
@@ -548,7 +548,7 @@ static int flatten(struct builder *b, struct segment **ret, size_t *ret_n)
 	*ret_n = 0;
 	if (b->n_ivs == 0)
 		return 0;
-	qsort(b->ivs, b->n_ivs, sizeof(*b->ivs), cmp_interval);
+	qsort_safe(b->ivs, b->n_ivs, sizeof(*b->ivs), cmp_interval);
 	stack = malloc(b->n_ivs * sizeof(*stack));
 	segs = malloc((2 * b->n_ivs + 1) * sizeof(*segs));
 	if (!stack || !segs)

@@ -272,7 +272,7 @@ static size_t ranges_normalize(struct code_range *r, size_t n)
 {
 	size_t out = 0;
 
-	qsort(r, n, sizeof(*r), range_cmp);
+	qsort_safe(r, n, sizeof(*r), range_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (i + 1 < n && r[i + 1].start == r[i].start)
 			continue;
@@ -764,7 +764,7 @@ static int finish_rows(struct builder *b, struct unwind_table *t)
 {
 	uint64_t last_vaddr = 0;
 
-	qsort(b->rows, b->n_rows, sizeof(*b->rows), pending_cmp);
+	qsort_safe(b->rows, b->n_rows, sizeof(*b->rows), pending_cmp);
 	t->rows = calloc(b->n_rows, sizeof(*t->rows));
 	if (!t->rows)
 		return -ENOMEM;

@@ -69,6 +69,15 @@ static inline void fclosep(FILE **f)
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* qsort() that accepts an empty (possibly NULL) array: qsort's base is
+ * declared nonnull, so qsort(NULL, 0, ...) is undefined behaviour. */
+static inline void qsort_safe(void *base, size_t n, size_t size,
+			      int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 /* Converts a libc failure into a negative errno, never 0. */
 static inline int negative_errno(void)
 {
