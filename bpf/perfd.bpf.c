@@ -69,15 +69,25 @@ struct {
 	__type(value, struct sample_buf);
 } scratch SEC(".maps");
 
-/* Processes already announced to the daemon: tgid -> start time.  A miss
- * (new process, or a pid reused) forces a wake-up.  LRU, so it can never
- * fill up; an evicted entry only costs one extra wake-up. */
+/* Processes already announced to the daemon.  A miss (new process, or a
+ * pid reused) forces a wake-up, and so does a sample whose unwinding met
+ * code the daemon has not described yet, at most every nudge_interval_ns
+ * per process: the daemon reads the maps then, instead of at its next
+ * timer.  LRU, so it can never fill up; an evicted entry only costs one
+ * extra wake-up. */
+struct known_process {
+	__u64 start_time_ns;
+	__u64 next_nudge_ns;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct known_process);
 } known_processes SEC(".maps");
+
+const volatile __u64 nudge_interval_ns = 20 * 1000 * 1000;
 
 /* Before Linux 6.2 the RSS counters were atomics in struct mm_rss_stat;
  * commit f1a7941243c1 ("mm: convert mm's rss stats into percpu_counter")
@@ -153,8 +163,10 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 	struct user_unwind u = {};
 	struct pt_regs *regs;
 
-	if (!proc)
+	if (!proc) {
+		s->flags |= PERFD_SAMPLE_F_NEEDS_MAPS;
 		return -ENOENT;
+	}
 	/* The user registers saved at kernel entry: right whether the tick
 	 * interrupted user code or a system call. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -176,6 +188,8 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 		count(PERFD_CNT_UNWIND_TRUNCATED);
 		s->flags |= PERFD_SAMPLE_F_TRUNCATED;
 	}
+	if (u.unmapped)
+		s->flags |= PERFD_SAMPLE_F_NEEDS_MAPS;
 	return u.written;
 }
 
@@ -270,11 +284,19 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	else {
-		__u64 *known = bpf_map_lookup_elem(&known_processes, &tgid);
+		struct known_process *known = bpf_map_lookup_elem(&known_processes, &tgid);
 
-		if (!known || *known != s->hdr.start_time_ns) {
-			bpf_map_update_elem(&known_processes, &tgid,
-					    &s->hdr.start_time_ns, BPF_ANY);
+		if (!known || known->start_time_ns != s->hdr.start_time_ns) {
+			struct known_process k = {
+				.start_time_ns = s->hdr.start_time_ns,
+				.next_nudge_ns = s->hdr.timestamp_ns + nudge_interval_ns,
+			};
+
+			bpf_map_update_elem(&known_processes, &tgid, &k, BPF_ANY);
+			flags = BPF_RB_FORCE_WAKEUP;
+		} else if ((s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) &&
+			   s->hdr.timestamp_ns >= known->next_nudge_ns) {
+			known->next_nudge_ns = s->hdr.timestamp_ns + nudge_interval_ns;
 			flags = BPF_RB_FORCE_WAKEUP;
 		}
 	}
@@ -340,6 +362,10 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	struct perfd_event_header *e;
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
+	/* The old image's mappings are gone: unwinding with them would
+	 * produce garbage until the daemon has described the new ones, so
+	 * walk frame pointers meanwhile. */
+	bpf_map_delete_elem(&unwind_processes, &tgid);
 	if (!bpf_map_lookup_elem(&known_processes, &tgid))
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

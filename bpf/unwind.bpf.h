@@ -56,6 +56,7 @@ struct user_unwind {
 	__u32 offset;    /* where in ips[] the user frames start */
 	__u32 maps_first, maps_count;
 	__u32 result;
+	bool unmapped; /* met a pc in no described mapping */
 };
 
 /* Set by the caller: the buffer being filled (per-CPU scratch). */
@@ -178,6 +179,8 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	 * caller's function: look up the call instruction instead. */
 	lookup = u->pc_exact ? u->pc : u->pc - 1;
 	m = find_mapping(u, lookup);
+	if (!m)
+		u->unmapped = true;
 	if (!m || m->rows_count == 0)
 		return frame_pointer_step(u);
 	row = find_row(m, (__u32)(lookup - m->pc_adjust));

@@ -236,7 +236,6 @@ static void refresh_maps(struct aggregator *a, struct process *p, uint64_t now_n
 	uint16_t *modules;
 
 	p->maps_read_ns = now_ns;
-	p->maps_stale = false;
 	/* A process that is already gone keeps the maps it had. */
 	if (procmaps_read_pid(p->pid, true, &maps) < 0)
 		return;
@@ -351,8 +350,6 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 	size_t i;
 	uint16_t *mod;
 
-	if (p->maps_stale)
-		refresh_maps(a, p, now_ns);
 	if (p->maps)
 		m = procmaps_find(p->maps, addr);
 	if (!m && now_ns - p->maps_read_ns >= p->maps_reread_wait_ns) {
@@ -560,9 +557,12 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 	case PERFD_EVENT_EXEC:
 		p = lookup(a, h->tgid, h->start_time_ns);
 		if (p) {
-			p->maps_stale = true;
+			/* Read the new image's maps now (the event woke us):
+			 * waiting for its next sample would leave it unwound
+			 * without tables until then. */
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
+			refresh_maps(a, p, h->timestamp_ns);
 		}
 		return 0;
 	default:

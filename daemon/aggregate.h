@@ -39,7 +39,6 @@ struct process {
 	uint16_t *map_modules; /* module id per mapping, MODULE_NONE for none */
 	uint64_t maps_read_ns; /* when maps were last read */
 	uint64_t maps_reread_wait_ns; /* before re-reading them on a miss */
-	bool maps_stale;       /* exec: re-read before the next lookup */
 	uint16_t jit_module;   /* names from /tmp/perf-PID.map, 0 when none */
 	uint64_t jit_checked_ns; /* when we last looked for that map */
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */

@@ -65,6 +65,9 @@ struct perfd_sample {
 #define PERFD_SAMPLE_F_KTHREAD (1u << 0) /* no mm: a kernel thread */
 #define PERFD_SAMPLE_F_DWARF (1u << 1)   /* user stack unwound with tables */
 #define PERFD_SAMPLE_F_TRUNCATED (1u << 2) /* the unwinder stopped before the root */
+/* The unwinder met code the daemon has not described (a process without
+ * tables yet, or a pc in no known mapping): the daemon should read maps. */
+#define PERFD_SAMPLE_F_NEEDS_MAPS (1u << 3)
 
 #define PERFD_SAMPLE_MAX_SIZE                                                  \
 	(sizeof(struct perfd_sample) + 2 * PERFD_MAX_STACK_DEPTH * sizeof(__u64))

@@ -62,7 +62,8 @@ def test_no_frame_pointer_code_unwinds_to_process_entry(perfd_fast, workloads):
 def test_thread_stacks_reach_thread_entry(perfd_fast, workloads):
     """Each thread of a -fomit-frame-pointer program unwinds to its own
     function and on through libc's thread entry (start_thread, then clone3:
-    two libc frames at the root, the outermost one the same in every sample)."""
+    two libc frames at the root, the outermost one the same in 98% of the
+    samples: only those before perfd has read the maps may differ)."""
     w = workloads("threads", 3)
     stacks, _ = snapshot_workload(perfd_fast, w)
     w.finish()
@@ -80,8 +81,13 @@ def test_thread_stacks_reach_thread_entry(perfd_fast, workloads):
                                  for f in functions(s)[:2]))
         assert rooted >= 0.98 * m, \
             f"{name}: only {rooted} of {m} samples sit on two libc entry frames\n{show(mine)}"
-        roots = {user_root(s) for s in mine}
-        assert len(roots) == 1, f"{name}: several outermost frames {roots}\n{show(mine)}"
+        # The outermost frame is clone3's, the same in every sample but the
+        # few taken before perfd has read the process's maps (frame pointers).
+        roots = {}
+        for s, c in mine.items():
+            roots[user_root(s)] = roots.get(user_root(s), 0) + c
+        top = max(roots, key=roots.get)
+        assert roots[top] >= 0.98 * m, f"{name}: outermost frames {roots}\n{show(mine)}"
 
 
 def test_debian_python_unwinds_to_main(perfd_fast, workloads):
