@@ -18,6 +18,7 @@
 #include "debuginfo.h"
 #include "demangle.h"
 #include "folded.h"
+#include "elfopen.h"
 #include "elfsym.h"
 #include "frame.h"
 #include "ksyms.h"
@@ -28,6 +29,7 @@
 #include "u64map.h"
 
 #define MODULES_MAX (FRAME_MODULE_LAST - FRAME_MODULE_FIRST + 1)
+#define BUILD_ID_MAX 64 /* bytes of a GNU build-id note we keep */
 
 enum module_kind {
 	MODULE_FILE,
@@ -44,6 +46,7 @@ struct module {
 	int fd;               /* -1 when it could not be opened */
 	struct elf_symtab *symtab;
 	int load_error; /* <0 once loading failed: not retried */
+	char build_id[BUILD_ID_MAX * 2 + 1];
 	int debug_fd;           /* separate debug file, -1 when none */
 	struct srcline *srcline; /* source lines, opened on first use */
 	int srcline_error;
@@ -58,11 +61,22 @@ struct module {
 	off_t perfmap_size; /* when last parsed */
 };
 
+/* Files with one build-id (a library copied into two container images)
+ * share one module: parsed once, one unwind table. */
+struct file_ref {
+	dev_t dev;
+	uint64_t inode;
+	uint16_t module;
+};
+
 struct symbolizer {
 	struct ksyms *ksyms;
 	struct module *modules; /* index = id - FRAME_MODULE_FIRST */
 	size_t n_modules, cap_modules;
-	struct u64map by_file; /* hash(dev, inode) -> id; collisions scanned */
+	struct u64map by_file; /* hash(dev, inode) -> index in files; collisions scanned */
+	struct file_ref *files; /* every file seen, and the module that reads it */
+	size_t n_files, cap_files;
+	struct u64map by_build_id; /* hash(build-id) -> module id; checked on hit */
 	struct u64map jit_by_process; /* hash(pid, start) -> id; collisions scanned */
 	int vdso_id;                  /* 0 until first asked for */
 	bool demangle;
@@ -85,6 +99,7 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	if (!s)
 		return NULL;
 	u64map_init(&s->by_file);
+	u64map_init(&s->by_build_id);
 	u64map_init(&s->jit_by_process);
 	s->demangle = opts->demangle;
 	s->cache_limit = opts->cache_bytes ? opts->cache_bytes : 256u << 20;
@@ -163,6 +178,8 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	free(s->debug_dir);
 	free(s->modules);
 	u64map_done(&s->by_file);
+	u64map_done(&s->by_build_id);
+	free(s->files);
 	u64map_done(&s->jit_by_process);
 	ksyms_free(s->ksyms);
 	free(s);
@@ -171,20 +188,82 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 
 static int find_module(const struct symbolizer *s, dev_t dev, uint64_t inode)
 {
-	uint64_t *id = u64map_get(&s->by_file, file_key(dev, inode));
+	uint64_t *idx = u64map_get(&s->by_file, file_key(dev, inode));
 
-	if (!id)
+	if (!idx)
 		return -ENOENT;
-	if (s->modules[*id - FRAME_MODULE_FIRST].dev == dev &&
-	    s->modules[*id - FRAME_MODULE_FIRST].inode == inode &&
-	    s->modules[*id - FRAME_MODULE_FIRST].kind == MODULE_FILE)
-		return (int)*id;
+	if (s->files[*idx].dev == dev && s->files[*idx].inode == inode)
+		return s->files[*idx].module;
 	/* two files with one key: rare enough for a scan */
-	for (size_t i = 0; i < s->n_modules; i++)
-		if (s->modules[i].dev == dev && s->modules[i].inode == inode &&
-		    s->modules[i].kind == MODULE_FILE)
-			return (int)(i + FRAME_MODULE_FIRST);
+	for (size_t i = 0; i < s->n_files; i++)
+		if (s->files[i].dev == dev && s->files[i].inode == inode)
+			return s->files[i].module;
 	return -ENOENT;
+}
+
+static int add_file(struct symbolizer *s, dev_t dev, uint64_t inode, int module)
+{
+	uint64_t *slot;
+
+	if (s->n_files == s->cap_files) {
+		size_t cap = s->cap_files ? s->cap_files * 2 : 64;
+		struct file_ref *f = realloc(s->files, cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		s->files = f;
+		s->cap_files = cap;
+	}
+	slot = u64map_upsert(&s->by_file, file_key(dev, inode), NULL);
+	if (!slot)
+		return -ENOMEM;
+	s->files[s->n_files] = (struct file_ref){ dev, inode, (uint16_t)module };
+	*slot = s->n_files++;
+	return 0;
+}
+
+/* Reads the GNU build-id note of the ELF file on fd as hex into out
+ * (BUILD_ID_MAX * 2 + 1 bytes); "" when it has none. */
+static void read_build_id(int fd, char *out)
+{
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	size_t n;
+
+	out[0] = 0;
+	if (fd < 0 || elf_open_fd(fd, ELF_C_READ_MMAP, &elf) < 0 || elf_getphdrnum(elf, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		size_t off = 0, next, name_off, desc_off;
+		GElf_Phdr ph;
+		GElf_Nhdr nh;
+		Elf_Data *d;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		/* notes aligned to 8 (.note.gnu.property) have their own layout */
+		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
+					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		while (d && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 &&
+			    nh.n_descsz > 0 && nh.n_descsz <= BUILD_ID_MAX) {
+				for (size_t k = 0; k < nh.n_descsz; k++)
+					sprintf(out + 2 * k, "%02x",
+						((unsigned char *)d->d_buf)[desc_off + k]);
+				return;
+			}
+			off = next;
+		}
+	}
+}
+
+static uint64_t build_id_key(const char *hex)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const char *p = hex; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	return h & ~1ULL;
 }
 
 /* Opens the mapped file the way that survives the most: map_files names the
@@ -252,22 +331,38 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 
 	if (map->inode == 0 || map->path[0] != '/')
 		return -EINVAL;
+	char build_id[BUILD_ID_MAX * 2 + 1];
+	int fd, r;
+
 	id = find_module(s, dev, map->inode);
 	if (id >= 0)
 		return id;
-	slot = u64map_upsert(&s->by_file, file_key(dev, map->inode), NULL);
-	if (!slot)
-		return -ENOMEM;
-	id = add_module(s, MODULE_FILE, map->path, &m);
-	if (id < 0) {
-		u64map_remove(&s->by_file, file_key(dev, map->inode));
-		return id;
+	fd = open_mapped_file(pid, map, dev);
+	read_build_id(fd, build_id);
+	if (build_id[0]) {
+		slot = u64map_get(&s->by_build_id, build_id_key(build_id));
+		if (slot && strcmp(s->modules[*slot - FRAME_MODULE_FIRST].build_id, build_id) == 0) {
+			/* the same binary under another inode: one module */
+			closep(&fd);
+			r = add_file(s, dev, map->inode, (int)*slot);
+			return r < 0 ? r : (int)*slot;
+		}
 	}
-	*slot = id;
+	id = add_module(s, MODULE_FILE, map->path, &m);
+	if (id < 0 || (r = add_file(s, dev, map->inode, id)) < 0) {
+		closep(&fd);
+		return id < 0 ? id : r;
+	}
 	m->dev = dev;
 	m->inode = map->inode;
 	m->pid = pid;
-	m->fd = open_mapped_file(pid, map, dev);
+	m->fd = fd;
+	memcpy(m->build_id, build_id, sizeof(build_id));
+	if (build_id[0]) {
+		slot = u64map_upsert(&s->by_build_id, build_id_key(build_id), NULL);
+		if (slot)
+			*slot = id;
+	}
 	if (m->fd < 0) {
 		m->load_error = m->fd;
 		m->fd = -1;

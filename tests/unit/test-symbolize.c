@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -145,5 +147,52 @@ Test(symbolize, unknown_and_special_frames)
 			 "[dropped: stack table full]");
 	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(500, 0x10), buf, sizeof(buf)),
 			 "[unknown]");
+	symbolizer_free(s);
+}
+
+Test(symbolize, copies_with_one_build_id_share_a_module)
+{
+	struct symbolizer *s = make(0, true);
+	char copy[] = "/tmp/perfd-test-copy-XXXXXX", cmd[256], buf[256];
+	struct procmaps *maps = NULL;
+	const struct procmap *own;
+	struct procmap alias;
+	struct stat st;
+	int fd = mkstemp(copy), id_own, id_copy, id_libc;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s", getpid(), copy);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(stat(copy, &st), 0);
+
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
+	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
+	cr_assert_not_null(own);
+	id_own = symbolizer_module_for_mapping(s, getpid(), own);
+	alias = *own;
+	alias.dev_major = major(st.st_dev);
+	alias.dev_minor = minor(st.st_dev);
+	alias.inode = st.st_ino;
+	alias.path = copy;
+	/* the copy is not mapped (a range no mapping has): it is opened by
+	 * path, under /proc/PID/root */
+	alias.start = 0x10000;
+	alias.end = alias.start + (own->end - own->start);
+	id_copy = symbolizer_module_for_mapping(s, getpid(), &alias);
+	id_libc = symbolizer_module_for_mapping(s, getpid(),
+						 procmaps_find(maps, (uintptr_t)&getpid));
+	cr_assert_gt(id_own, 0);
+	cr_assert_eq(id_copy, id_own, "a copy with the same build-id got module %d, not %d",
+		     id_copy, id_own);
+	cr_assert_neq(id_libc, id_own);
+	/* and the original's inode still finds it */
+	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), own), id_own);
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id_copy, (uintptr_t)&symbolize_test_function +
+								     2 - own->start + own->pgoff),
+					       buf, sizeof(buf)),
+			 "symbolize_test_function");
+	procmaps_free(maps);
+	unlink(copy);
 	symbolizer_free(s);
 }
