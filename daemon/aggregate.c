@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aggregate.h"
@@ -174,6 +175,14 @@ static void read_comm(uint32_t pid, char comm[PERFD_TASK_COMM_LEN])
 	memcpy(comm, buf, PERFD_TASK_COMM_LEN);
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns()'s clock */
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
 /* Reads the pid as p's own pid namespace sees it (the last NSpid field)
  * and p's cgroup v2 path: what names it inside a container. */
 static void read_identity(struct process *p)
@@ -230,12 +239,14 @@ static void find_jit_map(struct aggregator *a, struct process *p)
 
 /* Reads p's executable mappings and resolves the module of each, opening
  * binaries while the process still lives. */
-static void refresh_maps(struct aggregator *a, struct process *p, uint64_t now_ns)
+static void refresh_maps(struct aggregator *a, struct process *p)
 {
 	struct procmaps *maps = NULL;
 	uint16_t *modules;
 
-	p->maps_read_ns = now_ns;
+	/* When they were read, not when the sample that asked was taken: a
+	 * sample older than the read cannot show the read missed anything. */
+	p->maps_read_ns = monotonic_ns();
 	/* A process that is already gone keeps the maps it had. */
 	if (procmaps_read_pid(p->pid, true, &maps) < 0)
 		return;
@@ -305,7 +316,7 @@ static struct process *process_new(struct aggregator *a,
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD)) {
 		read_identity(p);
-		refresh_maps(a, p, s->hdr.timestamp_ns);
+		refresh_maps(a, p);
 	}
 	return p;
 }
@@ -341,6 +352,20 @@ static struct process *process_for_sample(struct aggregator *a,
 	return process_new(a, s);
 }
 
+/* Re-reads p's maps because it ran code they do not describe, unless a
+ * re-read is not due yet.  Each re-read doubles the wait before the next
+ * (the caller resets it when the re-read explained what it met).  Returns
+ * whether it read them. */
+static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t now_ns)
+{
+	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
+		return false;
+	refresh_maps(a, p);
+	p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
+				     MAPS_REREAD_MAX_NS);
+	return true;
+}
+
 /* Maps one user address of p to a frame: (binary, file offset) when it
  * lies in a file mapping, the raw address otherwise. */
 static uint64_t user_frame(struct aggregator *a, struct process *p,
@@ -352,16 +377,11 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 
 	if (p->maps)
 		m = procmaps_find(p->maps, addr);
-	if (!m && now_ns - p->maps_read_ns >= p->maps_reread_wait_ns) {
-		refresh_maps(a, p, now_ns);
+	if (!m && reread_maps_if_due(a, p, now_ns)) {
 		if (p->maps)
 			m = procmaps_find(p->maps, addr);
 		if (m)
 			p->maps_reread_wait_ns = 0;
-		else
-			p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns,
-							 MAPS_REREAD_FIRST_NS),
-						     MAPS_REREAD_MAX_NS);
 	}
 	if (!m || p->map_modules[m - p->maps->maps] == MODULE_NONE) {
 		/* Anonymous code: JIT-compiled, named by the JIT's map.  A JIT
@@ -476,6 +496,12 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	for (uint32_t i = 0; i < kd; i++)
 		frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > 0));
 	kernel_n = n;
+	/* BPF met code without tables for it, or the process has none (they
+	 * were dropped at an exec whose event was lost, or could not be
+	 * uploaded): describing its maps again is what brings them back.
+	 * Addresses outside the maps also re-read them, in user_frame(). */
+	if ((s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) && p->maps)
+		(void)reread_maps_if_due(a, p, s->hdr.timestamp_ns);
 	if (s->user_depth < 0) {
 		a->stats.user_stack_errors++;
 		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_USTACK_ERROR);
@@ -562,7 +588,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * without tables until then. */
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
-			refresh_maps(a, p, h->timestamp_ns);
+			refresh_maps(a, p);
 		}
 		return 0;
 	default:

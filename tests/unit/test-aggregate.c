@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aggregate.h"
@@ -313,5 +314,55 @@ Test(aggregate, user_frames_normalize_to_binary_and_symbolize)
 		cr_assert_str_eq(symbolizer_frame_name(sym, s->frames[0], name, sizeof(name)),
 				 "aggregate_test_marker");
 	}
+	destroy();
+}
+
+static int maps_changes;
+
+static void count_maps_change(void *userdata, const struct process *p)
+{
+	maps_changes++;
+}
+
+Test(aggregate, needs_maps_flag_rereads_with_backoff)
+{
+	struct aggregator_hooks hooks = { .maps_changed = count_maps_change };
+	uint64_t now = 0, u[] = { (uint64_t)(uintptr_t)&aggregate_test_marker };
+	struct timespec ts;
+	size_t size = sizeof(struct perfd_sample) + sizeof(uint64_t);
+	struct perfd_sample *s = calloc(1, size);
+
+	make(100, 1000);
+	aggregator_set_hooks(agg, &hooks);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * SEC + ts.tv_nsec;
+	s->hdr = (struct perfd_event_header){ .kind = PERFD_EVENT_SAMPLE, .tgid = getpid(),
+					      .tid = getpid(), .start_time_ns = 1 };
+	s->page_size = 4096;
+	s->user_depth = 1;
+	memcpy(s->ips, u, sizeof(u));
+	s->flags = PERFD_SAMPLE_F_NEEDS_MAPS;
+
+	/* first sight: maps read once; a flagged sample taken before that
+	 * read cannot show it missed anything */
+	s->hdr.timestamp_ns = now - SEC;
+	cr_assert_eq(aggregator_ingest(agg, s, size), 0);
+	cr_assert_eq(maps_changes, 1);
+	/* a flagged sample taken after the read re-reads, then they back off
+	 * (16 ms at first) */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * SEC + ts.tv_nsec;
+	s->hdr.timestamp_ns = now;
+	aggregator_ingest(agg, s, size);
+	cr_assert_eq(maps_changes, 2);
+	s->hdr.timestamp_ns = now + 1000;
+	aggregator_ingest(agg, s, size);
+	cr_assert_eq(maps_changes, 2, "re-read again without waiting");
+	/* without the flag, an address inside the maps reads nothing */
+	s->flags = 0;
+	s->hdr.timestamp_ns = now + 100 * SEC;
+	aggregator_ingest(agg, s, size);
+	cr_assert_eq(maps_changes, 2);
+	free(s);
 	destroy();
 }
