@@ -66,9 +66,18 @@ void ctl_error(const struct ctl_env *env, const char *code, const char *fmt, ...
 	ctl_message(NULL, msg, (size_t)n);
 }
 
-void ctl_option_error(const struct ctl_env *env, const char *command, int c, char **argv)
+int ctl_common_option(struct ctl_env *env, const char *command, int c, char **argv)
 {
 	const char *word = optind > 0 ? argv[optind - 1] : "?";
+
+	switch (c) {
+	case 'j':
+		env->json = true;
+		return 0;
+	case 'S':
+		env->socket_path = optarg;
+		return 0;
+	}
 
 	if (c == ':')
 		ctl_error(env, CTL_ERR_USAGE, "%s: option '%s' needs a value", command, word);
@@ -76,6 +85,7 @@ void ctl_option_error(const struct ctl_env *env, const char *command, int c, cha
 		ctl_error(env, CTL_ERR_USAGE, "%s: unknown option '-%c'", command, optopt);
 	else
 		ctl_error(env, CTL_ERR_USAGE, "%s: unknown option '%s'", command, word);
+	return -EINVAL;
 }
 
 int ctl_print_json(FILE *f, struct json_object *obj)

@@ -33,9 +33,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put)
 _printf_(3, 4) void ctl_error(const struct ctl_env *env, const char *code,
 			      const char *fmt, ...);
 
-/* Reports an option getopt_long() refused; it must have been called with
- * opterr = 0 and an optstring starting with ':' (c is what it returned). */
-void ctl_option_error(const struct ctl_env *env, const char *command, int c, char **argv);
+/* Handles what getopt_long() returned for an option every subcommand takes
+ * (--json as 'j', --socket as 'S'), or reports an option it refused (it
+ * must run with opterr = 0 and an optstring starting with ':').  Returns 0
+ * when handled, -EINVAL after reporting a usage error. */
+int ctl_common_option(struct ctl_env *env, const char *command, int c, char **argv);
 
 /* Prints "perfctl: PREFIX: TEXT" on stderr with TEXT escaped (text from the
  * daemon may hold any byte).  prefix may be NULL. */

@@ -91,18 +91,13 @@ static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
 		switch (c) {
-		case 'S':
-			env->socket_path = optarg;
-			break;
-		case 'j':
-			env->json = true;
-			break;
 		case 'h':
 			usage(stdout);
 			return PERFCTL_EXIT_OK;
 		default:
-			ctl_option_error(env, "perfctl", c, argv);
-			return PERFCTL_EXIT_USAGE;
+			if (ctl_common_option(env, "perfctl", c, argv) < 0)
+				return PERFCTL_EXIT_USAGE;
+			break;
 		}
 	}
 	if (optind >= argc) {

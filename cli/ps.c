@@ -91,15 +91,10 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 				return PERFCTL_EXIT_USAGE;
 			}
 			break;
-		case 'j':
-			env->json = true;
-			break;
-		case 'S':
-			env->socket_path = optarg;
-			break;
 		default:
-			ctl_option_error(env, "ps", c, argv);
-			return PERFCTL_EXIT_USAGE;
+			if (ctl_common_option(env, "ps", c, argv) < 0)
+				return PERFCTL_EXIT_USAGE;
+			break;
 		}
 	}
 	if (optind < argc) {

@@ -193,15 +193,10 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		case 'l':
 			o->lines = true;
 			break;
-		case 'j':
-			env->json = true;
-			break;
-		case 'S':
-			env->socket_path = optarg;
-			break;
 		default:
-			ctl_option_error(env, "snapshot", c, argv);
-			return -EINVAL;
+			if (ctl_common_option(env, "snapshot", c, argv) < 0)
+				return -EINVAL;
+			break;
 		}
 	}
 	if (optind < argc) {

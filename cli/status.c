@@ -112,15 +112,10 @@ enum perfctl_exit do_status(struct ctl_env *env, int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		switch (c) {
-		case 'j':
-			env->json = true;
-			break;
-		case 'S':
-			env->socket_path = optarg;
-			break;
 		default:
-			ctl_option_error(env, "status", c, argv);
-			return PERFCTL_EXIT_USAGE;
+			if (ctl_common_option(env, "status", c, argv) < 0)
+				return PERFCTL_EXIT_USAGE;
+			break;
 		}
 	}
 	if (optind < argc) {
