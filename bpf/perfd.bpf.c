@@ -24,6 +24,9 @@
  * a process is seen for the first time, so the daemon can read its
  * /proc/PID/maps while it is still alive.
  *
+ * For a CPython process the daemon has described, the Python frames of the
+ * sampled thread follow the native ones (python.bpf.h).
+ *
  * `on_process_exit` reports the death of a process we sampled so that a
  * snapshot of it can end at once and the daemon can evict it first;
  * `on_process_exec` says that its mappings must be read again.
@@ -109,6 +112,8 @@ static __always_inline void count(enum perfd_counter c)
 	if (v)
 		*v += 1;
 }
+
+#include "python.bpf.h"
 
 static __always_inline __u64 clamp_pages(__s64 v)
 {
@@ -204,6 +209,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	struct mm_struct *mm;
 	__s64 kdepth, udepth;
 	__u64 flags, size;
+	__u32 pdepth = 0;
 	long n;
 
 	count(PERFD_CNT_SAMPLES);
@@ -226,6 +232,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	s->page_size = page_size;
 	s->flags = 0;
+	s->python_depth = 0;
+	s->reserved = 0;
 
 	mm = BPF_CORE_READ(task, mm);
 	if (mm) {
@@ -276,7 +284,19 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	if (udepth < 0)
 		udepth = 0;
 
-	size = sizeof(struct perfd_sample) + (kdepth + udepth) * sizeof(__u64);
+	/* Python frames need bpf_loop() too: only the first variant has them. */
+	if (tables && mm) {
+		__u32 flags32 = s->flags;
+
+		pdepth = python_walk_stack(tgid, kdepth + udepth, &flags32);
+		s->flags = flags32;
+		if (pdepth > PERFD_MAX_PYTHON_DEPTH)
+			pdepth = PERFD_MAX_PYTHON_DEPTH;
+		s->python_depth = pdepth;
+	}
+
+	size = sizeof(struct perfd_sample) +
+	       (kdepth + udepth + pdepth * PYFRAME_WORDS) * sizeof(__u64);
 	if (size > sizeof(*buf))
 		return 0;
 
@@ -366,6 +386,7 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	 * produce garbage until the daemon has described the new ones, so
 	 * walk frame pointers meanwhile. */
 	bpf_map_delete_elem(&unwind_processes, &tgid);
+	bpf_map_delete_elem(&python_processes, &tgid);
 	if (!bpf_map_lookup_elem(&known_processes, &tgid))
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

@@ -165,7 +165,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	what = "size the unwind maps";
 	if ((r = bpf_map__set_max_entries(s->skel->maps.unwind_rows, MAX(opts->unwind_rows, 1u))) < 0 ||
 	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_mappings, MAX(opts->unwind_mappings, 1u))) < 0 ||
-	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_processes, MAX(opts->unwind_processes, 1u))) < 0)
+	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_processes, MAX(opts->unwind_processes, 1u))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.python_processes, MAX(opts->python_processes, 1u))) < 0)
 		goto fail;
 
 	what = "load the BPF programs (is this root, with BTF?)";
@@ -244,6 +245,11 @@ void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_map
 	*ret_rows = bpf_map__fd(s->skel->maps.unwind_rows);
 	*ret_mappings = bpf_map__fd(s->skel->maps.unwind_mappings);
 	*ret_processes = bpf_map__fd(s->skel->maps.unwind_processes);
+}
+
+int sampler_python_map_fd(const struct sampler *s)
+{
+	return s->unwind_tables ? bpf_map__fd(s->skel->maps.python_processes) : -ENOTSUP;
 }
 
 uint64_t sampler_period_ns(const struct sampler *s)

@@ -18,6 +18,8 @@ struct sampler_opts {
 	size_t ringbuf_bytes; /* power of two, >= page size */
 	/* Capacities of the unwind maps; rows 0 turns table unwinding off. */
 	uint32_t unwind_rows, unwind_mappings, unwind_processes;
+	/* Capacity of the map of CPython processes (walked only with tables). */
+	uint32_t python_processes;
 	/* Called for every record; the record is valid only during the call. */
 	int (*on_record)(void *ctx, void *data, size_t size);
 	void *ctx;
@@ -45,6 +47,9 @@ bool sampler_has_unwind_tables(const struct sampler *s);
 void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
 			    int *ret_processes);
 uint64_t sampler_period_ns(const struct sampler *s);
+/* The fd of the python_processes map, -ENOTSUP when Python frames cannot
+ * be walked (no table unwinding on this kernel). */
+int sampler_python_map_fd(const struct sampler *s);
 
 /* The highest sampling frequency the kernel allows
  * (/proc/sys/kernel/perf_event_max_sample_rate), or -errno. */

@@ -14,6 +14,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "perfd/python.h"
 
 #define PERFD_TASK_COMM_LEN 16
 /* Matches the kernel's PERF_MAX_STACK_DEPTH default. */
@@ -47,8 +48,10 @@ struct perfd_event_header {
 
 /*
  * One cpu-clock sample.  ips[] holds kernel_depth kernel frames followed by
- * user_depth user frames, each list leaf first.  A negative depth is the
- * -errno that bpf_get_stack() returned; no frames are stored for it.
+ * user_depth user frames, each list leaf first, then python_depth
+ * struct perfd_python_frame (two words each, leaf first; see
+ * perfd/python.h).  A negative depth is the -errno that bpf_get_stack()
+ * returned; no frames are stored for it.
  */
 struct perfd_sample {
 	struct perfd_event_header hdr;
@@ -59,6 +62,8 @@ struct perfd_sample {
 	__s32 kernel_depth;
 	__s32 user_depth;
 	__u32 flags; /* PERFD_SAMPLE_F_* */
+	__u32 python_depth; /* Python frames after the native ones */
+	__u32 reserved;
 	__u64 ips[];
 };
 
@@ -68,9 +73,18 @@ struct perfd_sample {
 /* The unwinder met code the daemon has not described (a process without
  * tables yet, or a pc in no known mapping): the daemon should read maps. */
 #define PERFD_SAMPLE_F_NEEDS_MAPS (1u << 3)
+/* The process runs a CPython the daemon described: the walker ran (a
+ * thread without a thread state has python_depth 0). */
+#define PERFD_SAMPLE_F_PYTHON (1u << 4)
+/* The Python walk stopped early: too deep, or memory it could not read. */
+#define PERFD_SAMPLE_F_PYTHON_TRUNCATED (1u << 5)
+
+#define PERFD_SAMPLE_MAX_WORDS                                                 \
+	(2 * PERFD_MAX_STACK_DEPTH +                                           \
+	 PERFD_MAX_PYTHON_DEPTH * (sizeof(struct perfd_python_frame) / sizeof(__u64)))
 
 #define PERFD_SAMPLE_MAX_SIZE                                                  \
-	(sizeof(struct perfd_sample) + 2 * PERFD_MAX_STACK_DEPTH * sizeof(__u64))
+	(sizeof(struct perfd_sample) + PERFD_SAMPLE_MAX_WORDS * sizeof(__u64))
 
 /* The last thread of a process we have sampled exited. */
 struct perfd_exit {
@@ -95,6 +109,9 @@ enum perfd_counter {
 	PERFD_CNT_EXEC_LOST,         /* exec event dropped: no room */
 	PERFD_CNT_UNWIND_DWARF,      /* user stacks unwound with tables */
 	PERFD_CNT_UNWIND_TRUNCATED,  /* ... of which stopped early (no rule, bad read) */
+	PERFD_CNT_PYTHON_WALKS,      /* samples of a described CPython process */
+	PERFD_CNT_PYTHON_NO_THREAD_STATE, /* ... of a thread without a PyThreadState */
+	PERFD_CNT_PYTHON_TRUNCATED,  /* ... whose walk stopped early */
 	PERFD_CNT_MAX,
 };
 

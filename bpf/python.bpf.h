@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * python.bpf.h - walks the CPython frames of the sampled thread
+ * (include/perfd/python.h says what is recorded and why).
+ *
+ * The thread state is found the way pthread_getspecific() finds it: the
+ * task's fs base is glibc's struct pthread, whose specific[key / 32]
+ * points to a block of 32 {seq, data} records; record key % 32 holds the
+ * PyThreadState* CPython stored under its autoTSSkey.  That is set for
+ * the thread's whole life, so a thread that released the GIL inside C
+ * code still shows the Python frames that called that code, and a thread
+ * CPython never saw (a native worker) has none.  Four reads, whatever the
+ * number of threads.
+ *
+ * Each frame costs two reads: the frame's first frame_read_size bytes at
+ * once (code object, previous frame, instruction position, owner) and the
+ * code object's co_firstlineno.  The loop runs under bpf_loop() like the
+ * native unwinder, with its state in scalars.
+ */
+#ifndef PERFD_PYTHON_BPF_H
+#define PERFD_PYTHON_BPF_H
+
+#include "perfd/python.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the daemon */
+	__type(key, __u32);
+	__type(value, struct perfd_python_process);
+} python_processes SEC(".maps");
+
+#define PYTHON_FRAME_READ_MAX 128
+
+struct python_frame_buf {
+	__u8 bytes[PYTHON_FRAME_READ_MAX + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct python_frame_buf);
+} python_scratch SEC(".maps");
+
+#define PYFRAME_WORDS (sizeof(struct perfd_python_frame) / sizeof(__u64))
+
+struct python_walk {
+	__u64 frame;     /* the next frame to read, 0 at the end */
+	__u32 base;      /* where in ips[] the Python frames start */
+	__u32 written;   /* frames stored */
+	__s32 call_last; /* last frame stored for the current call, -1: none */
+	bool truncated;
+	/* a copy of the process's description, in scalars */
+	__u32 walk, read_size;
+	__s32 frame_code, frame_previous, frame_position, frame_owner, frame_is_entry;
+	__s32 code_firstlineno, code_adaptive;
+};
+
+static __always_inline __u64 buf_u64(const struct python_frame_buf *b, __s32 off)
+{
+	return *(const __u64 *)(b->bytes + (off & (PYTHON_FRAME_READ_MAX - 1)));
+}
+
+static __always_inline __s32 buf_s32(const struct python_frame_buf *b, __s32 off)
+{
+	return *(const __s32 *)(b->bytes + (off & (PYTHON_FRAME_READ_MAX - 1)));
+}
+
+static __always_inline __u8 buf_u8(const struct python_frame_buf *b, __s32 off)
+{
+	return b->bytes[off & (PYTHON_FRAME_READ_MAX - 1)];
+}
+
+/* Appends one frame record; false when there is no room. */
+static __always_inline bool python_emit(struct python_walk *w, __u64 code,
+					__s32 position, __s32 firstlineno)
+{
+	__u64 *out = unwind_out();
+	struct perfd_python_frame *f;
+	__u32 idx;
+
+	if (!out || w->written >= PERFD_MAX_PYTHON_DEPTH) {
+		w->truncated = true;
+		return false;
+	}
+	idx = w->base + w->written * PYFRAME_WORDS;
+	/* keep the compiler from splitting the checked index */
+	asm volatile("" : "+r"(idx));
+	if (idx > PERFD_SAMPLE_MAX_WORDS - PYFRAME_WORDS)
+		return false;
+	f = (struct perfd_python_frame *)(out + idx);
+	f->code = code;
+	f->position = position;
+	f->firstlineno = firstlineno;
+	w->written++;
+	return true;
+}
+
+/* The current _PyEval_EvalFrameDefault call is over: flag its outermost
+ * stored frame, or store an empty call. */
+static __always_inline void python_close_call(struct python_walk *w)
+{
+	__u64 *out = unwind_out();
+	__u32 idx;
+
+	if (w->call_last < 0) {
+		python_emit(w, PERFD_PYFRAME_ENTRY, 0, 0);
+		return;
+	}
+	idx = w->base + (__u32)w->call_last * PYFRAME_WORDS;
+	asm volatile("" : "+r"(idx));
+	if (out && idx < PERFD_SAMPLE_MAX_WORDS)
+		out[idx] |= PERFD_PYFRAME_ENTRY;
+	w->call_last = -1;
+}
+
+static long python_step(__u32 i, void *ctx)
+{
+	struct python_walk *w = ctx;
+	const struct python_frame_buf *b;
+	__u32 zero = 0, size = w->read_size;
+	bool last_of_call, shown = true;
+	__s32 position, firstlineno = 0;
+	__u64 code;
+	__u8 owner = 0;
+
+	if (!w->frame)
+		return 1;
+	b = bpf_map_lookup_elem(&python_scratch, &zero);
+	if (!b || size == 0 || size > PYTHON_FRAME_READ_MAX)
+		return 1;
+	if (bpf_probe_read_user((void *)b->bytes, size, (const void *)w->frame)) {
+		w->truncated = true;
+		return 1;
+	}
+	code = buf_u64(b, w->frame_code);
+	if (w->frame_owner >= 0)
+		owner = buf_u8(b, w->frame_owner);
+	w->frame = buf_u64(b, w->frame_previous);
+
+	if (w->walk == PERFD_PYWALK_FRAME_OBJECTS) {
+		position = buf_s32(b, w->frame_position);
+		last_of_call = true;
+	} else {
+		__u64 instr = buf_u64(b, w->frame_position);
+
+		if (w->walk == PERFD_PYWALK_SHIM_FRAMES && owner == PERFD_PY_OWNED_BY_CSTACK) {
+			python_close_call(w);
+			return 0;
+		}
+		position = (__s32)(instr - (code + w->code_adaptive));
+		last_of_call = w->walk == PERFD_PYWALK_IS_ENTRY && buf_u8(b, w->frame_is_entry);
+		/* A frame that has not started its first instruction is
+		 * one the interpreter itself hides ("incomplete"). */
+		if (position < 0 && owner != 1 /* FRAME_OWNED_BY_GENERATOR */)
+			shown = false;
+	}
+
+	if (shown && code) {
+		bpf_probe_read_user(&firstlineno, sizeof(firstlineno),
+				    (const void *)(code + w->code_firstlineno));
+		if (!python_emit(w, code, position, firstlineno))
+			return 1;
+		w->call_last = (__s32)w->written - 1;
+	}
+	if (last_of_call)
+		python_close_call(w);
+	return 0;
+}
+
+/* Reads the PyThreadState* of the current thread, 0 when it has none. */
+static __always_inline __u64 python_thread_state(const struct perfd_python_process *py)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct { __s32 initialized; __u32 key; } tss;
+	__u64 fsbase, block = 0, tstate = 0;
+
+	if (bpf_probe_read_user(&tss, sizeof(tss), (const void *)py->tss_addr) ||
+	    !tss.initialized)
+		return 0;
+	fsbase = BPF_CORE_READ(task, thread.fsbase);
+	if (!fsbase)
+		return 0;
+	if (bpf_probe_read_user(&block, sizeof(block),
+				(const void *)(fsbase + py->pthread_specific + (tss.key / 32) * 8)) ||
+	    !block)
+		return 0;
+	bpf_probe_read_user(&tstate, sizeof(tstate),
+			    (const void *)(block + (tss.key % 32) * py->key_data_size +
+					   py->key_data_data));
+	return tstate;
+}
+
+/* Appends the Python frames of the current thread at ips[base...].
+ * Returns how many records were stored. */
+static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *flags)
+{
+	const struct perfd_python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
+	struct python_walk w = {};
+	__u64 tstate, frame = 0;
+
+	if (!py)
+		return 0;
+	*flags |= PERFD_SAMPLE_F_PYTHON;
+	count(PERFD_CNT_PYTHON_WALKS);
+	tstate = python_thread_state(py);
+	if (!tstate) {
+		count(PERFD_CNT_PYTHON_NO_THREAD_STATE);
+		return 0;
+	}
+	if (bpf_probe_read_user(&frame, sizeof(frame),
+				(const void *)(tstate + py->tstate_frame)))
+		goto truncated;
+	if (py->cframe_current_frame >= 0 && frame &&
+	    bpf_probe_read_user(&frame, sizeof(frame),
+				(const void *)(frame + py->cframe_current_frame)))
+		goto truncated;
+
+	w.frame = frame;
+	w.base = base;
+	w.call_last = -1;
+	w.walk = py->walk;
+	w.read_size = py->frame_read_size;
+	w.frame_code = py->frame_code;
+	w.frame_previous = py->frame_previous;
+	w.frame_position = py->frame_position;
+	w.frame_owner = py->frame_owner;
+	w.frame_is_entry = py->frame_is_entry;
+	w.code_firstlineno = py->code_firstlineno;
+	w.code_adaptive = py->code_adaptive;
+	bpf_loop(PERFD_MAX_PYTHON_DEPTH * 2, python_step, &w, 0);
+	if (w.call_last >= 0)
+		python_close_call(&w);
+	if (w.frame || w.truncated)
+		goto truncated_walk;
+	return w.written;
+
+truncated_walk:
+	*flags |= PERFD_SAMPLE_F_PYTHON_TRUNCATED;
+	count(PERFD_CNT_PYTHON_TRUNCATED);
+	return w.written;
+truncated:
+	*flags |= PERFD_SAMPLE_F_PYTHON_TRUNCATED;
+	count(PERFD_CNT_PYTHON_TRUNCATED);
+	return 0;
+}
+
+#endif
