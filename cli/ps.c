@@ -42,11 +42,13 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 		return -EBADMSG;
 	}
 
-	printf("%7s %-16s %9s %6s %8s %8s\n", "PID", "COMM", "SAMPLES", "%CPU", "RSS", "PEAK");
+	printf("%7s %-16s %9s %6s %8s %8s  %s\n", "PID", "COMM", "SAMPLES", "%CPU", "RSS", "PEAK",
+	       "RUNTIME");
 	n = json_object_array_length(procs);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *p = json_object_array_get_idx(procs, i);
 		_cleanup_free_ char *comm = ctl_json_string_escaped(p, "comm");
+		_cleanup_free_ char *runtime = ctl_json_string_escaped(p, "runtime");
 		char pid[CTL_COUNT_MAX], samples[CTL_COUNT_MAX], cpu[16];
 		char rss[CTL_SIZE_MAX], peak[CTL_SIZE_MAX];
 		struct json_object *exited = ctl_json_path(p, "exited");
@@ -59,9 +61,9 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 		format_size_at(p, "rss_bytes", rss);
 		format_size_at(p, "peak_rss_bytes", peak);
 
-		printf("%7s %-16s %9s %6s %8s %8s%s\n", ctl_json_count(p, "pid", pid),
+		printf("%7s %-16s %9s %6s %8s %8s  %s%s\n", ctl_json_count(p, "pid", pid),
 		       comm ? comm : "-", ctl_json_count(p, "samples", samples), cpu, rss, peak,
-		       json_object_get_boolean(exited) ? "  (exited)" : "");
+		       runtime ? runtime : "-", json_object_get_boolean(exited) ? "  (exited)" : "");
 	}
 	return 0;
 }

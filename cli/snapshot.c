@@ -43,7 +43,9 @@ struct snapshot_opts {
 	int64_t pid;
 	double duration;
 	const char *format;
-	bool lines;
+	bool lines;           /* native frames with file:line */
+	bool no_python_lines; /* Python frames per function, not per line */
+	bool threads;         /* stacks rooted at their thread */
 	const char *output; /* NULL: stdout */
 };
 
@@ -146,6 +148,8 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "lines", no_argument, NULL, 'l' },
+		{ "no-lines", no_argument, NULL, 'L' },
+		{ "threads", no_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 'S' },
 		{}
@@ -192,6 +196,12 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 			break;
 		case 'l':
 			o->lines = true;
+			break;
+		case 'L':
+			o->no_python_lines = true;
+			break;
+		case 't':
+			o->threads = true;
 			break;
 		default:
 			if (ctl_common_option(env, "snapshot", c, argv) < 0)
@@ -250,7 +260,10 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 	if (!req || json_object_object_add(req, "pid", json_object_new_int64(o.pid)) < 0 ||
 	    json_object_object_add(req, "duration", new_seconds(o.duration)) < 0 ||
 	    json_object_object_add(req, "format", json_object_new_string(o.format)) < 0 ||
-	    (o.lines && json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0)) {
+	    (o.lines && json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0) ||
+	    (o.no_python_lines &&
+	     json_object_object_add(req, "python_lines", json_object_new_boolean(0)) < 0) ||
+	    (o.threads && json_object_object_add(req, "threads", json_object_new_boolean(1)) < 0)) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}

@@ -447,6 +447,59 @@ static uint32_t intern_stack(struct aggregator *a, struct process *p,
 	return a->stack_limit_id;
 }
 
+#define COLLECTOR_MAX_THREADS 65536
+
+static void remember_thread(struct collector *c, const struct perfd_sample *s)
+{
+	bool added;
+	uint64_t *slot;
+
+	if (c->n_threads >= COLLECTOR_MAX_THREADS)
+		return;
+	slot = u64map_upsert(&c->thread_index, s->hdr.tid, &added);
+	if (!slot || !added)
+		return;
+	if (c->n_threads == c->cap_threads) {
+		size_t cap = c->cap_threads ? 2 * c->cap_threads : 16;
+		char(*comms)[PERFD_TASK_COMM_LEN] = realloc(c->thread_comms, cap * sizeof(*comms));
+
+		if (!comms) {
+			u64map_remove(&c->thread_index, s->hdr.tid);
+			return;
+		}
+		c->thread_comms = comms;
+		c->cap_threads = cap;
+	}
+	memcpy(c->thread_comms[c->n_threads], s->comm, PERFD_TASK_COMM_LEN);
+	c->thread_comms[c->n_threads][PERFD_TASK_COMM_LEN - 1] = '\0';
+	*slot = ++c->n_threads;
+}
+
+const char *collector_thread_comm(const struct collector *c, uint32_t tid)
+{
+	uint64_t *slot = u64map_get(&c->thread_index, tid);
+
+	return slot ? c->thread_comms[*slot - 1] : NULL;
+}
+
+/* The stack id, with one reference for the caller, of stack id rooted at
+ * the sample's thread. */
+static uint32_t thread_stack(struct aggregator *a, struct process *p,
+			     const struct perfd_sample *s, uint32_t id)
+{
+	const struct stack *st = stacktab_get(a->stacks, id);
+	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
+	uint16_t depth = st ? st->depth : 0;
+
+	if (!st || depth >= ELEMENTSOF(frames)) {
+		stacktab_ref(a->stacks, id);
+		return id;
+	}
+	memcpy(frames, st->frames, depth * sizeof(*frames));
+	frames[depth] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_THREAD | s->hdr.tid);
+	return intern_stack(a, p, frames, depth + 1, st->kernel_depth);
+}
+
 static void feed_collectors(struct aggregator *a, struct process *p,
 			    const struct perfd_sample *s, uint32_t id)
 {
@@ -460,6 +513,15 @@ static void feed_collectors(struct aggregator *a, struct process *p,
 			c->process = p;
 			p->collectors++;
 		}
+		if (c->threads) {
+			uint32_t tid_id = thread_stack(a, p, s, id);
+
+			remember_thread(c, s);
+			if (count_stack(a, &c->counts, tid_id))
+				c->samples++;
+			stacktab_unref(a->stacks, tid_id);
+			continue;
+		}
 		if (count_stack(a, &c->counts, id))
 			c->samples++;
 	}
@@ -468,7 +530,7 @@ static void feed_collectors(struct aggregator *a, struct process *p,
 static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 			 size_t size)
 {
-	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + 2];
+	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 2];
 	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
 	uint16_t n = 0, kernel_n;
@@ -476,7 +538,9 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	uint32_t id;
 
 	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
-	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t))
+	    s->python_depth > PERFD_MAX_PYTHON_DEPTH ||
+	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t) +
+			   s->python_depth * sizeof(struct perfd_python_frame))
 		return -EINVAL;
 
 	a->stats.samples++;
@@ -509,6 +573,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	for (uint32_t i = 0; i < ud; i++)
 		frames[n++] = user_frame(a, p, s->ips[kd + i] - (i > 0),
 					 s->hdr.timestamp_ns);
+	if (a->hooks.rewrite_user_frames && (ud > 0 || s->python_depth > 0))
+		n = kernel_n + (uint16_t)a->hooks.rewrite_user_frames(
+				       a->hooks.userdata, p, s, frames + kernel_n, n - kernel_n,
+				       ELEMENTSOF(frames) - kernel_n);
 
 	id = intern_stack(a, p, frames, n, kernel_n);
 	if (!count_stack(a, &p->counts, id)) {
@@ -631,6 +699,9 @@ uint64_t process_rss_bytes(const struct process *p)
 void aggregator_add_collector(struct aggregator *a, struct collector *c)
 {
 	u64map_init(&c->counts);
+	u64map_init(&c->thread_index);
+	c->thread_comms = NULL;
+	c->n_threads = c->cap_threads = 0;
 	c->samples = 0;
 	c->process = NULL;
 	c->exited = false;
@@ -647,6 +718,10 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c)
 		}
 	c->next = NULL;
 	release_counts(a, &c->counts);
+	u64map_done(&c->thread_index);
+	free(c->thread_comms);
+	c->thread_comms = NULL;
+	c->n_threads = c->cap_threads = 0;
 	if (c->process) {
 		c->process->collectors--;
 		c->process = NULL;

@@ -43,6 +43,7 @@ struct process {
 	uint64_t jit_checked_ns; /* when we last looked for that map */
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
+	char runtime[48];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
 	struct u64map counts;  /* stack id -> samples */
 	uint64_t total_samples;
 	uint64_t first_sample_ns, last_sample_ns;
@@ -66,6 +67,12 @@ struct collector {
 	struct process *process; /* once a sample matched; pinned */
 	bool exited;
 	uint64_t exit_ns;
+	/* Roots each stack at a thread frame (frame.h FRAME_SPECIAL_THREAD);
+	 * the comm each thread had when first seen is kept for its name. */
+	bool threads;
+	struct u64map thread_index; /* tid -> index + 1 in thread_comms */
+	char (*thread_comms)[PERFD_TASK_COMM_LEN];
+	size_t n_threads, cap_threads;
 	void (*on_exit)(struct collector *c, void *userdata);
 	void *userdata;
 	struct collector *next;
@@ -92,10 +99,17 @@ struct aggregator_stats {
  * aggregator_ingest: maps_changed after a process's mappings were (re)read
  * and every executable mapping's module resolved (map_modules), and
  * process_gone when a process exited, was replaced by a new incarnation of
- * its pid, or was evicted. */
+ * its pid, or was evicted; rewrite_user_frames for every sample with user
+ * frames or Python frames. */
 struct aggregator_hooks {
-	void (*maps_changed)(void *userdata, const struct process *p);
+	void (*maps_changed)(void *userdata, struct process *p);
 	void (*process_gone)(void *userdata, const struct process *p);
+	/* Rewrites the user frames of a sample (frames[0..n), leaf first,
+	 * normalized) into at most cap frames, returning the count: where
+	 * interpreter frames are replaced by the frames they run. */
+	size_t (*rewrite_user_frames)(void *userdata, const struct process *p,
+				      const struct perfd_sample *s, uint64_t *frames,
+				      size_t n, size_t cap);
 	void *userdata;
 };
 
@@ -127,6 +141,8 @@ uint64_t process_rss_bytes(const struct process *p);
  * begin_ns, end_ns, on_exit).  c->on_exit is called, from inside
  * aggregator_ingest, when the process exits. */
 void aggregator_add_collector(struct aggregator *a, struct collector *c);
+/* The comm of thread tid as c first saw it, or NULL. */
+const char *collector_thread_comm(const struct collector *c, uint32_t tid);
 /* Stops counting, releases the collector's stacks and counts. */
 void aggregator_remove_collector(struct aggregator *a, struct collector *c);
 

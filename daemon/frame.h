@@ -23,7 +23,8 @@
 
 #define FRAME_MODULE_NONE 0         /* user address in no known mapping */
 #define FRAME_MODULE_FIRST 1        /* first id of a binary */
-#define FRAME_MODULE_LAST 0xfffd    /* last id of a binary */
+#define FRAME_MODULE_LAST 0xfffc    /* last id of a binary */
+#define FRAME_MODULE_PYTHON 0xfffd  /* a Python function, see python.h */
 #define FRAME_MODULE_SPECIAL 0xfffe /* a placeholder, address = enum frame_special */
 #define FRAME_MODULE_KERNEL 0xffff
 
@@ -32,6 +33,10 @@ enum frame_special {
 	FRAME_SPECIAL_KSTACK_ERROR,    /* kernel stack could not be read */
 	FRAME_SPECIAL_USTACK_ERROR,    /* user stack could not be read */
 };
+
+/* A special frame with this bit names a thread: the low 32 bits are its tid
+ * (the root of a snapshot's stacks when it separates threads). */
+#define FRAME_SPECIAL_THREAD (1ULL << 40)
 
 static inline uint64_t frame_make(uint16_t module, uint64_t address)
 {

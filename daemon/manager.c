@@ -17,7 +17,9 @@
 
 #include "folded.h"
 #include "log.h"
+#include "frame.h"
 #include "manager.h"
+#include "python.h"
 #include "query.h"
 #include "request.h"
 #include "sampler.h"
@@ -32,6 +34,9 @@
 #define DRAIN_INTERVAL_USEC (200 * 1000)
 #define MAX_SNAPSHOTS 32
 #define SNAPSHOT_TIMER_ACCURACY_USEC 1000
+/* Python: interned functions in all, code objects cached per process. */
+#define PYTHON_MAX_FUNCTIONS (1u << 20)
+#define PYTHON_MAX_CODE_PER_PROCESS 65536
 
 struct snapshot {
 	struct manager *m;
@@ -41,7 +46,7 @@ struct snapshot {
 	sd_event_source *pidfd_io;
 	int pidfd;
 	double requested_seconds;
-	bool lines;
+	bool lines, python_lines;
 	char comm[PERFD_TASK_COMM_LEN];
 	struct snapshot *prev, *next;
 };
@@ -54,6 +59,7 @@ struct manager {
 	struct aggregator *aggregator;
 	struct server *server;
 	struct unwinder *unwinder; /* NULL: frame pointers only */
+	struct python *python;
 	sd_event_source *ring_io, *drain_timer, *sigterm, *sigint;
 	uint64_t start_ns;
 	struct snapshot *snapshots;
@@ -205,14 +211,25 @@ static void snapshot_free(struct snapshot *s)
 	free(s);
 }
 
+/* Names the frames of one snapshot: Python and thread frames here, the
+ * rest by the symbolizer. */
 static const char *name_frame(void *ctx, uint64_t frame, char *buf, size_t size)
 {
-	return symbolizer_frame_name(ctx, frame, buf, size);
-}
+	const struct snapshot *s = ctx;
+	uint16_t module = frame_module(frame);
 
-static const char *name_frame_lines(void *ctx, uint64_t frame, char *buf, size_t size)
-{
-	return symbolizer_frame_name_lines(ctx, frame, buf, size);
+	if (module == FRAME_MODULE_PYTHON)
+		return python_frame_name(s->m->python, frame, s->python_lines, buf, size);
+	if (module == FRAME_MODULE_SPECIAL && (frame_address(frame) & FRAME_SPECIAL_THREAD)) {
+		uint32_t tid = (uint32_t)frame_address(frame);
+		const char *comm = collector_thread_comm(&s->c, tid);
+
+		snprintf(buf, size, "[thread %u%s%s]", tid, comm ? " " : "", comm ? comm : "");
+		return buf;
+	}
+	if (s->lines)
+		return symbolizer_frame_name_lines(s->m->symbolizer, frame, buf, size);
+	return symbolizer_frame_name(s->m->symbolizer, frame, buf, size);
 }
 
 /* Answers a snapshot.  The profile can be tens of MiB: its rendered lines
@@ -237,7 +254,7 @@ static void reply_snapshot(struct snapshot *s)
 	if (c->process)
 		memcpy(s->comm, c->process->comm, sizeof(s->comm));
 	if (folded_build(s->comm, &c->counts, aggregator_stacks(m->aggregator),
-			 s->lines ? name_frame_lines : name_frame, m->symbolizer, &fd) < 0)
+			 name_frame, s, &fd) < 0)
 		goto oom;
 
 	if (c->exited)
@@ -351,6 +368,8 @@ static json_object *start_snapshot(struct manager *m, struct client *client,
 	s->pidfd = -1;
 	s->requested_seconds = req->duration_seconds;
 	s->lines = req->lines;
+	s->python_lines = req->python_lines;
+	s->c.threads = req->threads;
 	s->c.pid = req->pid;
 	s->c.start_ticks = ticks;
 	s->c.begin_ns = now_monotonic_ns();
@@ -438,18 +457,21 @@ static void on_cancel(void *userdata, struct client *c)
 
 /* --- unwind tables follow the processes ---------------------------- */
 
-static void on_maps_changed(void *userdata, const struct process *p)
+static void on_maps_changed(void *userdata, struct process *p)
 {
 	struct manager *m = userdata;
 	int r;
 
-	if (!m->unwinder || !p->maps)
+	if (!p->maps)
 		return;
-	r = unwinder_update_process(m->unwinder, p->pid, p->start_time_ns, p->maps,
-				    p->map_modules);
-	if (r < 0)
-		log_debug("No unwind tables for pid %u (%s), using frame pointers: %s", p->pid,
-			  p->comm, strerror(-r));
+	if (m->unwinder) {
+		r = unwinder_update_process(m->unwinder, p->pid, p->start_time_ns, p->maps,
+					    p->map_modules);
+		if (r < 0)
+			log_debug("No unwind tables for pid %u (%s), using frame pointers: %s",
+				  p->pid, p->comm, strerror(-r));
+	}
+	python_maps_changed(m->python, p);
 }
 
 static void on_process_gone(void *userdata, const struct process *p)
@@ -458,6 +480,39 @@ static void on_process_gone(void *userdata, const struct process *p)
 
 	if (m->unwinder)
 		unwinder_forget_process(m->unwinder, p->pid, p->start_time_ns);
+	python_process_gone(m->python, p);
+}
+
+static size_t on_rewrite_user_frames(void *userdata, const struct process *p,
+				     const struct perfd_sample *s, uint64_t *frames, size_t n,
+				     size_t cap)
+{
+	struct manager *m = userdata;
+
+	return python_merge(m->python, p, s, frames, n, cap);
+}
+
+static int setup_python(struct manager *m)
+{
+	struct python_limits limits = {
+		.max_functions = PYTHON_MAX_FUNCTIONS,
+		.max_code_per_process = PYTHON_MAX_CODE_PER_PROCESS,
+	};
+	struct aggregator_hooks hooks = {
+		.maps_changed = on_maps_changed,
+		.process_gone = on_process_gone,
+		.rewrite_user_frames = on_rewrite_user_frames,
+		.userdata = m,
+	};
+	int fd = sampler_python_map_fd(m->sampler);
+
+	if (fd < 0)
+		log_notice("This kernel cannot walk Python frames (no bpf_loop()): Python processes show native frames only.");
+	m->python = python_new(fd, m->symbolizer, &limits);
+	if (!m->python)
+		return -ENOMEM;
+	aggregator_set_hooks(m->aggregator, &hooks);
+	return 0;
 }
 
 static int setup_unwinder(struct manager *m)
@@ -467,19 +522,12 @@ static int setup_unwinder(struct manager *m)
 		.mappings_capacity = m->opts.unwind_mappings,
 		.symbolizer = m->symbolizer,
 	};
-	struct aggregator_hooks hooks = {
-		.maps_changed = on_maps_changed,
-		.process_gone = on_process_gone,
-		.userdata = m,
-	};
-
 	if (!sampler_has_unwind_tables(m->sampler)) {
 		if (m->opts.unwind_rows > 0)
 			log_notice("This kernel lacks bpf_loop() or bpf_task_pt_regs(): user stacks are walked with frame pointers only.");
 		return 0;
 	}
 	sampler_unwind_map_fds(m->sampler, &uo.rows_fd, &uo.mappings_fd, &uo.processes_fd);
-	aggregator_set_hooks(m->aggregator, &hooks);
 	return unwinder_new(&uo, &m->unwinder);
 }
 
@@ -512,6 +560,7 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		.unwind_rows = opts->unwind_rows,
 		.unwind_mappings = opts->unwind_mappings,
 		.unwind_processes = opts->limits.max_processes,
+		.python_processes = opts->limits.max_processes,
 		.on_record = on_record,
 	};
 	struct server_opts sv = {
@@ -574,6 +623,11 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		log_error_errno(r, "Failed to set up the unwinder: %m");
 		goto fail;
 	}
+	r = setup_python(m);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up Python frames: %m");
+		goto fail;
+	}
 	r = sd_event_add_io(m->event, &m->ring_io, sampler_fd(m->sampler), EPOLLIN,
 			    on_ring_ready, m);
 	if (r >= 0)
@@ -632,6 +686,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);
 	aggregator_free(m->aggregator);
+	python_free(m->python);
 	unwinder_free(m->unwinder);
 	sampler_free(m->sampler);
 	symbolizer_free(m->symbolizer);

@@ -53,7 +53,7 @@ static const struct pyoffsets offsets_table[] = {
 		.tstate_native_thread_id = -1, .tstate_frame = 24, .tstate_cframe = -1,
 		.cframe_current_frame = -1, .tstate_current_frame = -1,
 		.frame_code = 32, .frame_previous = 24, .frame_lasti = 104,
-		.frame_instr = -1, .frame_owner = -1,
+		.frame_instr = -1, .frame_owner = -1, .frame_is_entry = -1,
 		.code_name = 112, .code_qualname = -1, .code_filename = 104,
 		.code_firstlineno = 40, .code_lnotab = 120, .code_linetable = -1,
 		.code_code_adaptive = -1,
@@ -68,7 +68,7 @@ static const struct pyoffsets offsets_table[] = {
 		.tstate_native_thread_id = -1, .tstate_frame = 24, .tstate_cframe = -1,
 		.cframe_current_frame = -1, .tstate_current_frame = -1,
 		.frame_code = 32, .frame_previous = 24, .frame_lasti = 104,
-		.frame_instr = -1, .frame_owner = -1,
+		.frame_instr = -1, .frame_owner = -1, .frame_is_entry = -1,
 		.code_name = 112, .code_qualname = -1, .code_filename = 104,
 		.code_firstlineno = 40, .code_lnotab = 120, .code_linetable = -1,
 		.code_code_adaptive = -1,
@@ -84,7 +84,7 @@ static const struct pyoffsets offsets_table[] = {
 		.tstate_native_thread_id = -1, .tstate_frame = 24, .tstate_cframe = -1,
 		.cframe_current_frame = -1, .tstate_current_frame = -1,
 		.frame_code = 32, .frame_previous = 24, .frame_lasti = 96,
-		.frame_instr = -1, .frame_owner = -1,
+		.frame_instr = -1, .frame_owner = -1, .frame_is_entry = -1,
 		.code_name = 112, .code_qualname = -1, .code_filename = 104,
 		.code_firstlineno = 40, .code_lnotab = -1, .code_linetable = 120,
 		.code_code_adaptive = -1,
@@ -99,7 +99,7 @@ static const struct pyoffsets offsets_table[] = {
 		.tstate_native_thread_id = 160, .tstate_frame = -1, .tstate_cframe = 56,
 		.cframe_current_frame = 8, .tstate_current_frame = -1,
 		.frame_code = 32, .frame_previous = 48, .frame_lasti = -1,
-		.frame_instr = 56, .frame_owner = 69,
+		.frame_instr = 56, .frame_owner = 69, .frame_is_entry = 68,
 		.code_name = 120, .code_qualname = 128, .code_filename = 112,
 		.code_firstlineno = 72, .code_lnotab = -1, .code_linetable = 136,
 		.code_code_adaptive = 184,
@@ -115,7 +115,7 @@ static const struct pyoffsets offsets_table[] = {
 		.tstate_native_thread_id = 144, .tstate_frame = -1, .tstate_cframe = 56,
 		.cframe_current_frame = 0, .tstate_current_frame = -1,
 		.frame_code = 0, .frame_previous = 8, .frame_lasti = -1,
-		.frame_instr = 56, .frame_owner = 70,
+		.frame_instr = 56, .frame_owner = 70, .frame_is_entry = -1,
 		.code_name = 120, .code_qualname = 128, .code_filename = 112,
 		.code_firstlineno = 68, .code_lnotab = -1, .code_linetable = 136,
 		.code_code_adaptive = 192,
@@ -132,7 +132,7 @@ static const struct pyoffsets offsets_table[] = {
 		.tstate_native_thread_id = 160, .tstate_frame = -1, .tstate_cframe = -1,
 		.cframe_current_frame = -1, .tstate_current_frame = 72,
 		.frame_code = 0, .frame_previous = 8, .frame_lasti = -1,
-		.frame_instr = 56, .frame_owner = 70,
+		.frame_instr = 56, .frame_owner = 70, .frame_is_entry = -1,
 		.code_name = 120, .code_qualname = 128, .code_filename = 112,
 		.code_firstlineno = 68, .code_lnotab = -1, .code_linetable = 136,
 		.code_code_adaptive = 200,
@@ -150,8 +150,9 @@ const struct pyoffsets *pyoffsets_for(unsigned major, unsigned minor)
 
 /* What one ELF file tells about a Python runtime in it. */
 struct elf_facts {
-	bool has_runtime, has_py_version, has_tss, has_tls;
-	uint64_t runtime_vaddr, tss_value, tls_memsz, tls_align;
+	bool has_runtime, has_py_version, has_tss, has_tls, has_code_type;
+	uint64_t runtime_vaddr, tss_value, tls_memsz, tls_align, code_type_vaddr;
+	struct { uint64_t vaddr, size; } eval[PYRUNTIME_EVAL_RANGES];
 	uint32_t py_version; /* PY_VERSION_HEX */
 	GElf_Phdr loads[MAX_LOADS];
 	size_t n_loads;
@@ -300,12 +301,25 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
 			continue;
 		type = GELF_ST_TYPE(sym.st_info);
-		if (type != STT_OBJECT && type != STT_TLS)
+		if (type != STT_OBJECT && type != STT_TLS && type != STT_FUNC)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || name[0] == '\0')
 			continue;
-		if (type == STT_OBJECT && strcmp(name, "_PyRuntime") == 0) {
+		if (type == STT_FUNC) {
+			/* The interpreter loop, and the part of it the compiler
+			 * moved out of line (only in .symtab). */
+			int e = strcmp(name, "_PyEval_EvalFrameDefault") == 0 ? 0 :
+				strcmp(name, "_PyEval_EvalFrameDefault.cold") == 0 ? 1 : -1;
+
+			if (e >= 0 && sym.st_size > 0) {
+				f->eval[e].vaddr = sym.st_value;
+				f->eval[e].size = sym.st_size;
+			}
+		} else if (type == STT_OBJECT && strcmp(name, "PyCode_Type") == 0) {
+			f->has_code_type = true;
+			f->code_type_vaddr = sym.st_value;
+		} else if (type == STT_OBJECT && strcmp(name, "_PyRuntime") == 0) {
 			f->has_runtime = true;
 			f->runtime_vaddr = sym.st_value;
 		} else if (type == STT_OBJECT && strcmp(name, "Py_Version") == 0) {
@@ -488,6 +502,20 @@ static void fill(struct pyruntime *p, const char *path, unsigned major, unsigned
 		.offsets = pyoffsets_for(major, minor),
 	};
 	snprintf(p->path, sizeof(p->path), "%s", path);
+	if (f->has_code_type)
+		p->code_type_addr = bias + f->code_type_vaddr;
+	for (size_t e = 0; e < PYRUNTIME_EVAL_RANGES; e++) {
+		for (size_t i = 0; i < f->n_loads && f->eval[e].size; i++) {
+			const GElf_Phdr *ph = &f->loads[i];
+
+			if (f->eval[e].vaddr < ph->p_vaddr ||
+			    f->eval[e].vaddr - ph->p_vaddr >= ph->p_filesz)
+				continue;
+			p->eval[e].start = f->eval[e].vaddr - ph->p_vaddr + ph->p_offset;
+			p->eval[e].end = p->eval[e].start + f->eval[e].size;
+			break;
+		}
+	}
 	if (p->offsets && p->runtime_addr)
 		p->autotsskey_addr = p->runtime_addr + (uint64_t)p->offsets->runtime_autotsskey;
 }

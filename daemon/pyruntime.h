@@ -16,6 +16,7 @@
 
 #define PYRUNTIME_MIN_MINOR 8  /* 3.8 */
 #define PYRUNTIME_MAX_MINOR 13 /* 3.13 */
+#define PYRUNTIME_EVAL_RANGES 2  /* _PyEval_EvalFrameDefault and its .cold part */
 
 /* Offsets in bytes within CPython's structures; -1 where the field does not
  * exist in that version.  Every value was printed with offsetof() from the
@@ -52,6 +53,7 @@ struct pyoffsets {
 	int32_t frame_lasti;    /* int f_lasti; 3.8-3.10 only */
 	int32_t frame_instr;    /* prev_instr (3.11-3.12), instr_ptr (3.13) */
 	int32_t frame_owner;    /* char owner; 3.11+ */
+	int32_t frame_is_entry; /* bool is_entry; 3.11 only */
 
 	/* PyCodeObject */
 	int32_t code_name;
@@ -86,6 +88,13 @@ struct pyruntime {
 	/* &_PyRuntime.(gilstate.)autoTSSkey: the pthread key under which every
 	 * thread keeps its PyThreadState; 0 when unknown. */
 	uint64_t autotsskey_addr;
+
+	/* &PyCode_Type, to tell code objects from other objects; 0 unknown */
+	uint64_t code_type_addr;
+	/* Where _PyEval_EvalFrameDefault lies, as offsets in path's file,
+	 * [start, end); an empty range when its symbol is not in the file
+	 * (the .cold part of a stripped binary). */
+	struct { uint64_t start, end; } eval[PYRUNTIME_EVAL_RANGES];
 
 	const struct pyoffsets *offsets; /* NULL when unsupported */
 };

@@ -266,6 +266,8 @@ json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
 						       json_object_new_string_len(unit, (int)strcspn(unit, "/")));
 		}
 		add_u64(row, "total_samples", p->total_samples);
+		if (p->runtime[0])
+			json_object_object_add(row, "runtime", json_object_new_string(p->runtime));
 		json_object_array_add(list, row);
 	}
 	json_object_object_add(o, "processes", list);

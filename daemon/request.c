@@ -261,15 +261,16 @@ static int parse_format(struct json_object *req, enum perfd_format *ret,
 		    "unknown \"format\" \"%s\": must be one of: folded", q);
 }
 
-static int parse_lines(struct json_object *req, bool *ret, struct perfd_request_error *e)
+/* An optional boolean field; *ret keeps its default when it is absent. */
+static int parse_bool(struct json_object *req, const char *key, bool *ret,
+		      struct perfd_request_error *e)
 {
 	struct json_object *v;
 
-	*ret = false;
-	if (!json_object_object_get_ex(req, "lines", &v))
+	if (!json_object_object_get_ex(req, key, &v))
 		return 0;
 	if (!json_object_is_type(v, json_type_boolean))
-		return fail(e, PERFD_ERR_BAD_REQUEST, "\"lines\" must be true or false");
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"%s\" must be true or false", key);
 	*ret = json_object_get_boolean(v);
 	return 0;
 }
@@ -289,8 +290,12 @@ static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 	k = parse_format(req, &r->format, e);
 	if (k < 0)
 		return k;
-	k = parse_lines(req, &r->lines, e);
-	if (k < 0)
+	r->lines = false;
+	r->python_lines = true;
+	r->threads = false;
+	if ((k = parse_bool(req, "lines", &r->lines, e)) < 0 ||
+	    (k = parse_bool(req, "python_lines", &r->python_lines, e)) < 0 ||
+	    (k = parse_bool(req, "threads", &r->threads, e)) < 0)
 		return k;
 	r->pid = (int32_t)pid;
 	return 0;

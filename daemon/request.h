@@ -29,6 +29,8 @@ struct perfd_request {
 	double duration_seconds;
 	enum perfd_format format;
 	bool lines; /* frames as "function (file:line)", inlined frames expanded */
+	bool python_lines; /* Python frames with their line (default) */
+	bool threads;      /* each stack rooted at its thread */
 };
 
 struct perfd_request_error {

@@ -35,14 +35,21 @@
  *      interval_seconds (the window actually covered: min(interval, uptime)),
  *      processes: [ { pid, start_time_ns, comm, samples, cpu_percent,
  *                     rss_bytes, peak_rss_bytes, rss_anon_bytes,
- *                     rss_file_bytes, rss_shmem_bytes, exited, total_samples } ]
+ *                     rss_file_bytes, rss_shmem_bytes, exited, total_samples,
+ *                     runtime (string, present when a language runtime was
+ *                     found: "CPython 3.11.7", "CPython 3.7.16
+ *                     (unsupported)") } ]
  *      holding the processes with at least one sample in the window, most
  *      samples first.  cpu_percent = samples / (frequency * interval) * 100.
  *  "snapshot" "pid": integer (required), "duration": seconds, number
  *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (required), "format":
  *             "folded" (default), "lines": boolean (default false: user
  *             frames as "function (file:line)" and inlined functions as
- *             frames of their own, where debug info allows).  Collects the
+ *             frames of their own, where debug info allows), "python_lines":
+ *             boolean (default true: Python frames as "qualname
+ *             (file:line)"; false: "qualname (file)", lines merged),
+ *             "threads": boolean (default false: true roots each stack,
+ *             after comm, at a frame "[thread TID COMM]").  Collects the
  *             samples of that process for the duration, then answers:
  *      pid, comm, start_time_ns, duration_seconds (actually covered),
  *      samples, exited (bool: the process exited during the snapshot),

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * python.h - Python frames: which processes run CPython, what the BPF
+ * walker needs to know about each, and turning the frames it records into
+ * named frames merged with the native ones.
+ *
+ * A Python frame is stored like any frame (frame.h), with module
+ * FRAME_MODULE_PYTHON and as address a function id (an interned
+ * (qualname, file, first line)) and the line:
+ *
+ *   bits 47..20  function id     bits 19..0  line (0: unknown)
+ *
+ * so Python frames intern, merge and survive the process like native ones.
+ */
+#ifndef PERFD_DAEMON_PYTHON_H
+#define PERFD_DAEMON_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perfd/sample.h"
+
+struct process;
+struct symbolizer;
+
+#define PYTHON_LINE_BITS 20
+#define PYTHON_RUNTIME_NAME_MAX 48
+
+struct python_limits {
+	size_t max_functions;       /* interned (qualname, file, line) */
+	size_t max_code_per_process; /* code objects cached per process */
+};
+
+struct python_stats {
+	size_t processes;        /* processes running a supported CPython */
+	size_t unsupported;      /* ... an unsupported or unusable one */
+	size_t functions;
+	size_t code_objects;     /* cached, all processes */
+	uint64_t code_reads;     /* code objects read from processes */
+	uint64_t code_read_errors; /* ... that could not be read or were not code */
+	uint64_t code_reused;    /* cached entries replaced: the address held another object */
+	uint64_t cache_resets;   /* per-process caches emptied at their limit */
+	uint64_t function_table_full; /* frames named "[python: function table full]" */
+	uint64_t frames;         /* Python frames merged */
+	uint64_t unmatched;      /* ... with no native interpreter frame to replace */
+	size_t memory_bytes;
+};
+
+struct python;
+
+/* map_fd: the BPF python_processes map, or a negative value when this
+ * kernel cannot walk Python frames (processes are still recognized and
+ * reported).  symbolizer gives the descriptors of mapped files. */
+struct python *python_new(int map_fd, struct symbolizer *symbolizer,
+			  const struct python_limits *limits);
+struct python *python_free(struct python *py);
+
+/* Called after p's mappings were (re)read: recognizes CPython, writes the
+ * BPF description, and fills p->runtime.  Logs an unsupported runtime once
+ * per process. */
+void python_maps_changed(struct python *py, struct process *p);
+/* Forgets p (exited, replaced or evicted) and removes its BPF entry. */
+void python_process_gone(struct python *py, const struct process *p);
+
+/* Replaces, in the user frames of p (frames[0..n), leaf first, normalized
+ * to (module, offset)), each native _PyEval_EvalFrameDefault frame by the
+ * Python frames of the sample s that it was executing, and hides the
+ * interpreter's own frames between two Python frames.  Writes at most cap
+ * frames; returns the new count. */
+size_t python_merge(struct python *py, const struct process *p,
+		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap);
+
+/* Names a FRAME_MODULE_PYTHON frame: "qualname (file:line)", or
+ * "qualname (file)" without lines. */
+const char *python_frame_name(const struct python *py, uint64_t frame, bool lines,
+			      char *buf, size_t size);
+
+void python_get_stats(const struct python *py, struct python_stats *ret);
+
+#endif
