@@ -77,6 +77,18 @@ static void print_status(struct json_object *r)
 			       ctl_json_count(r, "unwind.rows_capacity", e));
 	}
 	{
+		char d[CTL_COUNT_MAX], e_buf[CTL_COUNT_MAX], f_buf[CTL_COUNT_MAX];
+
+		printf("Python:       %s processes (%s unsupported), %s samples (%s without a "
+		       "thread state, %s truncated), %s functions\n",
+		       ctl_json_count(r, "python.processes", a),
+		       ctl_json_count(r, "python.unsupported", b),
+		       ctl_json_count(r, "python.samples", c),
+		       ctl_json_count(r, "python.samples_without_thread_state", d),
+		       ctl_json_count(r, "python.samples_truncated", e_buf),
+		       ctl_json_count(r, "python.functions", f_buf));
+	}
+	{
 		double cache = 0, limit = 0;
 
 		(void)ctl_json_double(r, "symbols.cache_bytes", &cache);

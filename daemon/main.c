@@ -36,6 +36,8 @@ static void help(void)
 	       "  --unwind-mib N       kernel memory for unwind tables, 0 for frame\n"
 	       "                       pointers only (default 16)\n"
 	       "  --no-demangle        print C++ and Rust symbols as they are mangled\n"
+	       "  --no-python          do not read Python frames (CPython processes show\n"
+	       "                       their native frames only)\n"
 	       "  --debug-dir DIR      separate debug files (default /usr/lib/debug)\n"
 	       "  --symbol-cache-mib N parsed symbol tables kept in memory (default 256)\n"
 	       "  --verbose            log debug messages, libbpf's included\n"
@@ -101,7 +103,7 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_NO_PYTHON, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
 		{ "ringbuf-mib", required_argument, NULL, OPT_RB },
 		{ "unwind-mib", required_argument, NULL, OPT_UNWIND },
 		{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+		{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "symbol-cache-mib", required_argument, NULL, OPT_SYMCACHE },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
@@ -128,6 +131,7 @@ int main(int argc, char **argv)
 		.unwind_rows = (16u << 20) / sizeof(struct perfd_unwind_row),
 		.unwind_mappings = 65536,
 		.demangle = true,
+		.python = true,
 	};
 	unsigned long v;
 	long max_hz;
@@ -182,6 +186,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_DEMANGLE:
 			opts.demangle = false;
+			break;
+		case OPT_NO_PYTHON:
+			opts.python = false;
 			break;
 		case OPT_SYMCACHE:
 			if (parse_ulong(optarg, 1, 65536, &v) < 0) {

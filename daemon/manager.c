@@ -159,6 +159,7 @@ static json_object *build_status(struct manager *m)
 	info.unwind_tables = m->unwinder != NULL;
 	if (m->unwinder)
 		unwinder_get_stats(m->unwinder, &info.unwind);
+	python_get_stats(m->python, &info.python);
 	return query_status(&info);
 }
 
@@ -504,9 +505,9 @@ static int setup_python(struct manager *m)
 		.rewrite_user_frames = on_rewrite_user_frames,
 		.userdata = m,
 	};
-	int fd = sampler_python_map_fd(m->sampler);
+	int fd = m->opts.python ? sampler_python_map_fd(m->sampler) : -ECANCELED;
 
-	if (fd < 0)
+	if (fd == -ENOTSUP)
 		log_notice("This kernel cannot walk Python frames (no bpf_loop()): Python processes show native frames only.");
 	m->python = python_new(fd, m->symbolizer, &limits);
 	if (!m->python)

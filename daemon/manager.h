@@ -28,6 +28,7 @@ struct manager_opts {
 	const char *debug_dir; /* NULL: /usr/lib/debug */
 	size_t symbol_cache_bytes; /* 0: the symbolizer's default */
 	bool demangle;
+	bool python; /* walk Python frames */
 };
 
 struct manager;

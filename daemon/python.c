@@ -362,7 +362,7 @@ void python_maps_changed(struct python *py, struct process *p)
 		if (r == 0)
 			r = describe(&pp->rt, &tsd, &desc);
 		if (r == 0 && py->map_fd < 0)
-			r = -ENOTSUP;
+			r = py->map_fd; /* -ENOTSUP: this kernel; -ECANCELED: turned off */
 		if (r == 0 && bpf_map_update_elem(py->map_fd, &p->pid, &desc, BPF_ANY) < 0)
 			r = negative_errno();
 		pp->uploaded = r == 0;
@@ -379,7 +379,10 @@ void python_maps_changed(struct python *py, struct process *p)
 	py->stats.unsupported++;
 	if (pp->rt.major) {
 		runtime_name(&pp->rt, r, p->runtime, sizeof(p->runtime));
-		if (r == -EPROTONOSUPPORT)
+		if (r == -ECANCELED)
+			log_debug("pid %u (%s): %s; Python frames are turned off.", p->pid, p->comm,
+				  p->runtime);
+		else if (r == -EPROTONOSUPPORT)
 			log_info("pid %u (%s): %s is not supported (CPython 3.%d to 3.%d are): native frames only.",
 				 p->pid, p->comm, p->runtime, PYRUNTIME_MIN_MINOR, PYRUNTIME_MAX_MINOR);
 		else

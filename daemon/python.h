@@ -49,9 +49,10 @@ struct python_stats {
 
 struct python;
 
-/* map_fd: the BPF python_processes map, or a negative value when this
- * kernel cannot walk Python frames (processes are still recognized and
- * reported).  symbolizer gives the descriptors of mapped files. */
+/* map_fd: the BPF python_processes map, or -ENOTSUP when this kernel
+ * cannot walk Python frames, -ECANCELED when they are turned off (processes
+ * are still recognized and reported).  symbolizer gives the descriptors of
+ * mapped files. */
 struct python *python_new(int map_fd, struct symbolizer *symbolizer,
 			  const struct python_limits *limits);
 struct python *python_free(struct python *py);

@@ -151,6 +151,27 @@ json_object *query_status(const struct status_info *in)
 				       json_object_new_double(in->unwind.build_ns / 1e9));
 		json_object_object_add(o, "unwind", uw);
 	}
+	{
+		json_object *py = json_object_new_object();
+		const struct python_stats *ps = &in->python;
+
+		add_u64(py, "processes", ps->processes);
+		add_u64(py, "unsupported", ps->unsupported);
+		add_u64(py, "samples", in->bpf[PERFD_CNT_PYTHON_WALKS]);
+		add_u64(py, "samples_without_thread_state", in->bpf[PERFD_CNT_PYTHON_NO_THREAD_STATE]);
+		add_u64(py, "samples_truncated", in->bpf[PERFD_CNT_PYTHON_TRUNCATED]);
+		add_u64(py, "frames", ps->frames);
+		add_u64(py, "frames_unmatched", ps->unmatched);
+		add_u64(py, "functions", ps->functions);
+		add_u64(py, "code_objects", ps->code_objects);
+		add_u64(py, "code_reads", ps->code_reads);
+		add_u64(py, "code_read_errors", ps->code_read_errors);
+		add_u64(py, "code_reused", ps->code_reused);
+		add_u64(py, "cache_resets", ps->cache_resets);
+		add_u64(py, "function_table_full", ps->function_table_full);
+		add_u64(py, "memory_bytes", ps->memory_bytes);
+		json_object_object_add(o, "python", py);
+	}
 	add_u64(limits, "max_processes", in->limits.max_processes);
 	add_u64(limits, "max_stacks", in->limits.max_stacks);
 	add_u64(limits, "max_frames", in->limits.max_frames);

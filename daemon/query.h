@@ -12,6 +12,7 @@
 
 #include "aggregate.h"
 #include "perfd/sample.h"
+#include "python.h"
 #include "symbolize.h"
 #include "unwinder.h"
 
@@ -25,6 +26,7 @@ struct status_info {
 	struct symbolizer_stats sym;
 	bool unwind_tables;
 	struct unwinder_stats unwind;
+	struct python_stats python;
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	size_t clients, snapshots;
