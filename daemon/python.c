@@ -78,7 +78,7 @@ struct pyprocess {
 	int status;         /* 0: walked by BPF; <0: why not (-ENOENT: not Python) */
 	bool is_python;     /* a CPython was found, supported or not */
 	bool uploaded;      /* has an entry in the BPF map */
-	struct pyruntime rt;
+	struct pyruntime *rt;   /* NULL when not Python */
 	uint16_t interp_module; /* module of rt.path, 0 when not mapped */
 	struct u64map code;     /* code address -> index + 1 in entries */
 	struct code_entry *entries;
@@ -90,6 +90,7 @@ struct python {
 	struct symbolizer *symbolizer;
 	struct python_limits limits;
 	struct u64map procs; /* pid -> struct pyprocess * */
+	struct u64map not_python; /* module ids of executables without CPython */
 	struct function *funcs;
 	size_t n_funcs, cap_funcs;
 	struct u64map func_by_hash; /* hash (probed on collision) -> id */
@@ -113,6 +114,7 @@ struct python *python_new(int map_fd, struct symbolizer *symbolizer,
 	if (py->limits.max_code_per_process == 0)
 		py->limits.max_code_per_process = 1;
 	u64map_init(&py->procs);
+	u64map_init(&py->not_python);
 	u64map_init(&py->func_by_hash);
 	/* ids 0 and 1 are reserved: keep the table's indexes equal to ids */
 	py->funcs = calloc(FUNC_FIRST, sizeof(*py->funcs));
@@ -139,6 +141,7 @@ static void pyprocess_free(struct pyprocess *pp)
 		return;
 	code_cache_clear(pp);
 	free(pp->entries);
+	free(pp->rt);
 	free(pp);
 }
 
@@ -149,6 +152,7 @@ struct python *python_free(struct python *py)
 	U64MAP_FOREACH(slot, &py->procs)
 		pyprocess_free((struct pyprocess *)(uintptr_t)slot->value);
 	u64map_done(&py->procs);
+	u64map_done(&py->not_python);
 	u64map_done(&py->func_by_hash);
 	free(py->funcs);
 	free(py->arena);
@@ -296,6 +300,23 @@ static int find_tsd(struct python *py, const struct process *p, struct pthread_t
 	return r;
 }
 
+static bool has_python_named(const struct procmaps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (python_named(maps->maps[i].path))
+			return true;
+	return false;
+}
+
+/* The module of the first mapped file (the executable), 0 when none. */
+static uint16_t first_file_module(const struct process *p)
+{
+	for (size_t i = 0; i < p->maps->n; i++)
+		if (p->maps->maps[i].path[0] == '/')
+			return p->map_modules[i];
+	return 0;
+}
+
 static uint16_t module_of_path(const struct process *p, const char *path)
 {
 	for (size_t i = 0; i < p->maps->n; i++)
@@ -324,6 +345,7 @@ void python_maps_changed(struct python *py, struct process *p)
 	struct pthread_tsd tsd;
 	struct pyprocess *pp;
 	uint64_t signature, *slot;
+	uint16_t first;
 	bool added;
 	int r;
 
@@ -351,16 +373,32 @@ void python_maps_changed(struct python *py, struct process *p)
 	pp->signature = signature;
 	u64map_init(&pp->code);
 
-	r = pyruntime_detect((pid_t)p->pid, p->maps, &pp->rt);
+	/* Most processes are not Python: remember which executables are
+	 * not, so a new process of one costs no ELF scan. */
+	first = first_file_module(p);
+	if (!has_python_named(p->maps) && first && u64map_get(&py->not_python, first)) {
+		pp->status = -ENOENT;
+		return;
+	}
+	pp->rt = calloc(1, sizeof(*pp->rt));
+	r = pp->rt ? pyruntime_detect((pid_t)p->pid, p->maps, pp->rt) : -ENOMEM;
 	if (r == -ENOENT) {
 		pp->status = -ENOENT; /* not Python: nothing to report */
+		free(pp->rt);
+		pp->rt = NULL;
+		if (!has_python_named(p->maps) && first)
+			(void)u64map_upsert(&py->not_python, first, NULL);
+		return;
+	}
+	if (r == -ENOMEM) {
+		pp->status = r;
 		return;
 	}
 	if (r == 0) {
-		pp->interp_module = module_of_path(p, pp->rt.path);
+		pp->interp_module = module_of_path(p, pp->rt->path);
 		r = find_tsd(py, p, &tsd);
 		if (r == 0)
-			r = describe(&pp->rt, &tsd, &desc);
+			r = describe(pp->rt, &tsd, &desc);
 		if (r == 0 && py->map_fd < 0)
 			r = py->map_fd; /* -ENOTSUP: this kernel; -ECANCELED: turned off */
 		if (r == 0 && bpf_map_update_elem(py->map_fd, &p->pid, &desc, BPF_ANY) < 0)
@@ -371,14 +409,14 @@ void python_maps_changed(struct python *py, struct process *p)
 	pp->is_python = true;
 	if (r == 0) {
 		py->stats.processes++;
-		runtime_name(&pp->rt, 0, p->runtime, sizeof(p->runtime));
+		runtime_name(pp->rt, 0, p->runtime, sizeof(p->runtime));
 		log_debug("pid %u (%s): CPython %u.%u in %s, Python frames on.", p->pid, p->comm,
-			  pp->rt.major, pp->rt.minor, pp->rt.path);
+			  pp->rt->major, pp->rt->minor, pp->rt->path);
 		return;
 	}
 	py->stats.unsupported++;
-	if (pp->rt.major) {
-		runtime_name(&pp->rt, r, p->runtime, sizeof(p->runtime));
+	if (pp->rt->major) {
+		runtime_name(pp->rt, r, p->runtime, sizeof(p->runtime));
 		if (r == -ECANCELED)
 			log_debug("pid %u (%s): %s; Python frames are turned off.", p->pid, p->comm,
 				  p->runtime);
@@ -502,7 +540,7 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 	}
 
 	py->stats.code_reads++;
-	r = pycode_read((pid_t)pp->pid, &pp->rt, addr, &code);
+	r = pycode_read((pid_t)pp->pid, pp->rt, addr, &code);
 	if (r < 0 || code.firstlineno != firstlineno) {
 		py->stats.code_read_errors++;
 		free(code.linetable);
@@ -562,7 +600,7 @@ static uint64_t python_frame(struct python *py, struct pyprocess *pp,
 {
 	uint64_t addr = f->code & ~PERFD_PYFRAME_ENTRY;
 	const struct code_entry *e = code_entry(py, pp, addr, f->firstlineno);
-	int64_t offset = bytecode_offset(pp->rt.minor, f->position);
+	int64_t offset = bytecode_offset(pp->rt->minor, f->position);
 	int line = 0;
 
 	if (!e)
@@ -570,7 +608,7 @@ static uint64_t python_frame(struct python *py, struct pyprocess *pp,
 	if (offset < 0)
 		line = e->firstlineno; /* not started yet: its def line */
 	else if (e->linetable)
-		line = pylinetable_line(pp->rt.minor, e->linetable, e->linetable_size,
+		line = pylinetable_line(pp->rt->minor, e->linetable, e->linetable_size,
 					e->firstlineno, offset);
 	if (line < 0 || (unsigned)line > PYTHON_LINE_MAX)
 		line = 0;
@@ -585,7 +623,7 @@ static bool is_eval_frame(const struct pyprocess *pp, uint64_t frame)
 	if (!pp->interp_module || frame_module(frame) != pp->interp_module)
 		return false;
 	for (size_t i = 0; i < PYRUNTIME_EVAL_RANGES; i++)
-		if (off >= pp->rt.eval[i].start && off < pp->rt.eval[i].end)
+		if (off >= pp->rt->eval[i].start && off < pp->rt->eval[i].end)
 			return true;
 	return false;
 }
@@ -600,7 +638,7 @@ size_t python_merge(struct python *py, const struct process *p,
 	uint32_t kd, ud, pd = s->python_depth;
 
 	pp = find(py, p->pid, p->start_time_ns);
-	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))
+	if (!pp || pp->status != 0 || !pp->rt || pd == 0 || n > ELEMENTSOF(native))
 		return n;
 	kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
@@ -672,14 +710,14 @@ const char *python_frame_name(const struct python *py, uint64_t frame, bool line
 
 void python_get_stats(const struct python *py, struct python_stats *ret)
 {
-	size_t bytes = sizeof(*py) + u64map_memory(&py->procs) +
+	size_t bytes = sizeof(*py) + u64map_memory(&py->procs) + u64map_memory(&py->not_python) +
 		       u64map_memory(&py->func_by_hash) + py->cap_funcs * sizeof(*py->funcs) +
 		       py->arena_cap;
 
 	U64MAP_FOREACH(slot, &py->procs) {
 		const struct pyprocess *pp = (const struct pyprocess *)(uintptr_t)slot->value;
 
-		bytes += sizeof(*pp) + u64map_memory(&pp->code) +
+		bytes += sizeof(*pp) + (pp->rt ? sizeof(*pp->rt) : 0) + u64map_memory(&pp->code) +
 			 pp->cap_entries * sizeof(*pp->entries);
 		for (size_t i = 0; i < pp->n_entries; i++)
 			bytes += pp->entries[i].linetable_size;
