@@ -25,7 +25,8 @@
  * rootmost loop frame (call machinery such as _PyFunction_Vectorcall) are
  * hidden, so callers and callees read as Python calls Python; C extension
  * frames stay.  Python frames left over when the native stack ran out
- * (truncated) are appended at its root end: nothing is dropped.
+ * (truncated) go with the rootmost loop frame, or at the root end when
+ * there is none: nothing is dropped.
  */
 #include "python.h"
 
@@ -653,7 +654,10 @@ size_t python_merge(struct python *py, const struct process *p,
 	}
 	for (size_t i = 0; i < n && out < cap; i++) {
 		if (first_eval != SIZE_MAX && is_eval_frame(pp, native[i]) && next < pd) {
-			/* this loop call's frames: up to its outermost one */
+			/* this loop call's frames: up to its outermost one; the
+			 * rootmost loop frame takes all that are left (the
+			 * native stack was cut short, or a loop frame was not
+			 * recognized: a .cold part without symbols) */
 			for (; next < pd && out < cap; next++) {
 				bool entry = pf[next].code & PERFD_PYFRAME_ENTRY;
 
@@ -661,7 +665,7 @@ size_t python_merge(struct python *py, const struct process *p,
 					frames[out++] = python_frame(py, pp, &pf[next]);
 					py->stats.frames++;
 				}
-				if (entry) {
+				if (entry && i != last_eval) {
 					next++;
 					break;
 				}
@@ -673,8 +677,8 @@ size_t python_merge(struct python *py, const struct process *p,
 			continue; /* the interpreter's call machinery */
 		frames[out++] = native[i];
 	}
-	/* The native stack ended (or never showed the loop): keep the rest,
-	 * at the root end. */
+	/* The native stack never showed the loop (or ran out of room): keep
+	 * the Python frames, at the root end. */
 	for (; next < pd && out < cap; next++) {
 		if (pf[next].code == PERFD_PYFRAME_ENTRY)
 			continue;
