@@ -14,7 +14,7 @@
  *
  * Each frame costs two reads: the frame's first frame_read_size bytes at
  * once (code object, previous frame, instruction position, owner) and the
- * code object's co_firstlineno.  The loop runs under bpf_loop() like the
+ * code object's bytes from co_firstlineno to co_filename, for its tag.  The loop runs under bpf_loop() like the
  * native unwinder, with its state in scalars.
  */
 #ifndef PERFD_PYTHON_BPF_H
@@ -53,7 +53,10 @@ struct python_walk {
 	/* a copy of the process's description, in scalars */
 	__u32 walk, read_size;
 	__s32 frame_code, frame_previous, frame_position, frame_owner, frame_is_entry;
-	__s32 code_firstlineno, code_adaptive;
+	__s32 code_adaptive;
+	__s32 code_tag_first; /* the code object's bytes read for the tag */
+	__u32 code_tag_size;
+	__s32 tag_firstlineno, tag_filename; /* offsets in those bytes */
 };
 
 static __always_inline __u64 buf_u64(const struct python_frame_buf *b, __s32 off)
@@ -73,7 +76,7 @@ static __always_inline __u8 buf_u8(const struct python_frame_buf *b, __s32 off)
 
 /* Appends one frame record; false when there is no room. */
 static __always_inline bool python_emit(struct python_walk *w, __u64 code,
-					__s32 position, __s32 firstlineno)
+					__s32 position, __u32 tag)
 {
 	__u64 *out = unwind_out();
 	struct perfd_python_frame *f;
@@ -91,7 +94,7 @@ static __always_inline bool python_emit(struct python_walk *w, __u64 code,
 	f = (struct perfd_python_frame *)(out + idx);
 	f->code = code;
 	f->position = position;
-	f->firstlineno = firstlineno;
+	f->tag = tag;
 	w->written++;
 	return true;
 }
@@ -120,7 +123,8 @@ static long python_step(__u32 i, void *ctx)
 	const struct python_frame_buf *b;
 	__u32 zero = 0, size = w->read_size;
 	bool last_of_call, shown = true;
-	__s32 position, firstlineno = 0;
+	__u32 tag_size = w->code_tag_size;
+	__s32 position;
 	__u64 code;
 	__u8 owner = 0;
 
@@ -157,9 +161,16 @@ static long python_step(__u32 i, void *ctx)
 	}
 
 	if (shown && code) {
-		bpf_probe_read_user(&firstlineno, sizeof(firstlineno),
-				    (const void *)(code + w->code_firstlineno));
-		if (!python_emit(w, code, position, firstlineno))
+		__u32 tag = 0;
+
+		/* the frame's bytes are used up: the buffer takes the code's */
+		tag_size &= PYTHON_FRAME_READ_MAX - 1; /* < 64 in every version */
+		if (tag_size > 0 &&
+		    !bpf_probe_read_user((void *)b->bytes, tag_size,
+					 (const void *)(code + w->code_tag_first)))
+			tag = perfd_python_code_tag(buf_s32(b, w->tag_firstlineno),
+						    buf_u64(b, w->tag_filename));
+		if (!python_emit(w, code, position, tag))
 			return 1;
 		w->call_last = (__s32)w->written - 1;
 	}
@@ -226,8 +237,13 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 	w.frame_position = py->frame_position;
 	w.frame_owner = py->frame_owner;
 	w.frame_is_entry = py->frame_is_entry;
-	w.code_firstlineno = py->code_firstlineno;
 	w.code_adaptive = py->code_adaptive;
+	w.code_tag_first = py->code_firstlineno < py->code_filename ? py->code_firstlineno :
+								      py->code_filename;
+	w.tag_firstlineno = py->code_firstlineno - w.code_tag_first;
+	w.tag_filename = py->code_filename - w.code_tag_first;
+	w.code_tag_size = (w.tag_firstlineno > w.tag_filename ? w.tag_firstlineno + 4 :
+								 w.tag_filename + 8);
 	bpf_loop(PERFD_MAX_PYTHON_DEPTH * 2, python_step, &w, 0);
 	if (w.call_last >= 0)
 		python_close_call(&w);

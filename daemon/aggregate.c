@@ -656,6 +656,10 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * without tables until then. */
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
+			/* The old image is gone for those who described it
+			 * (BPF dropped their entries at the exec), even when
+			 * the new one maps the same files. */
+			notify_gone(a, p);
 			refresh_maps(a, p);
 		}
 		return 0;

@@ -99,7 +99,8 @@ struct aggregator_stats {
  * aggregator_ingest: maps_changed after a process's mappings were (re)read
  * and every executable mapping's module resolved (map_modules), and
  * process_gone when a process exited, was replaced by a new incarnation of
- * its pid, or was evicted; rewrite_user_frames for every sample with user
+ * its pid, was evicted, or called exec (its old image is gone; maps_changed
+ * follows for the new one); rewrite_user_frames for every sample with user
  * frames or Python frames. */
 struct aggregator_hooks {
 	void (*maps_changed)(void *userdata, struct process *p);

@@ -29,6 +29,7 @@
 #define STR_KIND(state) (((state) >> 2) & 7)
 #define STR_COMPACT(state) (((state) >> 5) & 1)
 #define STR_ASCII(state) (((state) >> 6) & 1)
+#define STR_MAX_LENGTH (16u << 20)
 
 int pymem_read(pid_t pid, uint64_t addr, void *buf, size_t size)
 {
@@ -120,8 +121,9 @@ static int read_str(pid_t pid, const struct pyruntime *rt, uint64_t addr, char *
 	memcpy(&length, head + STR_LENGTH, sizeof(length));
 	memcpy(&state, head + STR_STATE, sizeof(state));
 	kind = STR_KIND(state);
+	/* A name may be long (it is cut), but not absurd: that is not a str. */
 	if (!STR_COMPACT(state) || (kind != 1 && kind != 2 && kind != 4) ||
-	    (STR_ASCII(state) && kind != 1) || length > 4 * size)
+	    (STR_ASCII(state) && kind != 1) || length > STR_MAX_LENGTH)
 		return -EBADMSG;
 	if (length > size - 1)
 		length = size - 1; /* the name is cut anyway */
@@ -173,12 +175,12 @@ int pycode_read(pid_t pid, const struct pyruntime *rt, uint64_t addr, struct pyc
 {
 	const struct pyoffsets *o = rt->offsets;
 	uint64_t type, name, filename, table;
-	int32_t firstlineno;
-	int32_t table_off = o->code_linetable >= 0 ? o->code_linetable : o->code_lnotab;
+	int32_t firstlineno, table_off;
 	int r;
 
 	if (!o)
 		return -EPROTONOSUPPORT;
+	table_off = o->code_linetable >= 0 ? o->code_linetable : o->code_lnotab;
 	r = read_u64(pid, addr + OB_TYPE, &type);
 	if (r < 0)
 		return r;
@@ -191,9 +193,16 @@ int pycode_read(pid_t pid, const struct pyruntime *rt, uint64_t addr, struct pyc
 	    (r = pymem_read(pid, addr + (uint64_t)o->code_firstlineno, &firstlineno,
 			    sizeof(firstlineno))) < 0)
 		return r;
+	/* Filled only on success, as the header promises: strings are big,
+	 * so they are read in place and the caller's copy is only trusted
+	 * on 0. */
 	if ((r = read_str(pid, rt, name, ret->name, sizeof(ret->name))) < 0 ||
 	    (r = read_str(pid, rt, filename, ret->filename, sizeof(ret->filename))) < 0)
 		return r;
+	r = read_bytes(pid, rt, table, &ret->linetable, &ret->linetable_size);
+	if (r < 0)
+		return r;
 	ret->firstlineno = firstlineno;
-	return read_bytes(pid, rt, table, &ret->linetable, &ret->linetable_size);
+	ret->filename_addr = filename;
+	return 0;
 }

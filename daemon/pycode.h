@@ -20,6 +20,7 @@ struct pycode {
 	char name[PYCODE_NAME_MAX];     /* co_qualname from 3.11, co_name before; UTF-8 */
 	char filename[PYCODE_FILE_MAX]; /* co_filename, UTF-8 */
 	int32_t firstlineno;
+	uint64_t filename_addr; /* where the co_filename object is */
 	uint8_t *linetable; /* co_lnotab / co_linetable bytes, malloc'd; NULL when empty */
 	size_t linetable_size;
 };
@@ -28,7 +29,8 @@ struct pycode {
  * rt->code_type_addr is known, the object's type must be PyCode_Type.
  * Returns 0 (the caller frees ret->linetable), -ESRCH when the process is
  * gone, -EFAULT when memory could not be read, -EBADMSG when the object is
- * not a code object or its strings are not what they should be. */
+ * not a code object or its strings are not what they should be.  On
+ * failure ret's contents are undefined (and ret->linetable not allocated). */
 int pycode_read(pid_t pid, const struct pyruntime *rt, uint64_t addr, struct pycode *ret);
 
 /* Reads size bytes at addr of process pid.  Returns 0, -ESRCH or -EFAULT. */

@@ -10,11 +10,11 @@
  * file, or the set of Python-named files), not on every re-read.
  *
  * Frames: the walker records (code object address, instruction position,
- * co_firstlineno).  The first time a process shows a code address, the
+ * tag: co_firstlineno and the address of co_filename, mixed).  The first time a process shows a code address, the
  * code object is read out of its memory (name, file, line table) and its
  * function interned; the entry is kept per process, keyed by address, and
- * replaced when a sample shows another co_firstlineno at that address (the
- * object was freed and the memory reused).  A cache at its limit is
+ * replaced when a sample shows another tag at that address (the object
+ * was freed and the memory reused).  A cache at its limit is
  * emptied and refilled: bounded memory, counted.  Lines are decoded from
  * the cached table at each sample (a few dozen bytes per frame).
  *
@@ -31,6 +31,7 @@
 #include "python.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ struct function {
 
 struct code_entry {
 	uint32_t func;
+	uint32_t tag;
 	int32_t firstlineno;
 	uint8_t *linetable;
 	uint32_t linetable_size;
@@ -252,6 +254,7 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 		.frame_owner = o->frame_owner,
 		.frame_is_entry = o->frame_is_entry,
 		.code_firstlineno = o->code_firstlineno,
+		.code_filename = o->code_filename,
 		.code_adaptive = o->code_code_adaptive,
 		.cframe_current_frame = -1,
 	};
@@ -387,7 +390,9 @@ void python_maps_changed(struct python *py, struct process *p)
 		pp->status = -ENOENT; /* not Python: nothing to report */
 		free(pp->rt);
 		pp->rt = NULL;
-		if (!has_python_named(p->maps) && first)
+		/* Only if the process lived through the look: a file it had
+		 * that could not be opened says nothing about the file. */
+		if (!has_python_named(p->maps) && first && kill((pid_t)p->pid, 0) == 0)
 			(void)u64map_upsert(&py->not_python, first, NULL);
 		return;
 	}
@@ -422,12 +427,17 @@ void python_maps_changed(struct python *py, struct process *p)
 			log_debug("pid %u (%s): %s; Python frames are turned off.", p->pid, p->comm,
 				  p->runtime);
 		else if (r == -EPROTONOSUPPORT)
-			log_info("pid %u (%s): %s is not supported (CPython 3.%d to 3.%d are): native frames only.",
-				 p->pid, p->comm, p->runtime, PYRUNTIME_MIN_MINOR, PYRUNTIME_MAX_MINOR);
+			log_info("pid %u (%s): CPython %u.%u is not supported (3.%d to 3.%d are): native frames only.",
+				 p->pid, p->comm, pp->rt->major, pp->rt->minor, PYRUNTIME_MIN_MINOR,
+				 PYRUNTIME_MAX_MINOR);
+		else if (r == -ENOTSUP)
+			log_debug("pid %u (%s): %s; this kernel cannot walk Python frames.", p->pid,
+				  p->comm, p->runtime);
 		else
 			log_full_errno(LOG_INFO, r, "pid %u (%s): %s: cannot walk its Python frames (%s): native frames only: %m",
 				       p->pid, p->comm, p->runtime,
-				       r == -ENOENT ? "no glibc thread data in its libc" : "setup failed");
+				       r == -ENOENT ? "no glibc thread data in its libc" :
+						      "its description could not be written");
 	} else {
 		snprintf(p->runtime, sizeof(p->runtime), "CPython (unreadable)");
 		log_full_errno(LOG_INFO, r, "pid %u (%s): looks like CPython but could not be read: %m",
@@ -520,9 +530,10 @@ static uint32_t intern_function(struct python *py, const char *name, const char 
 /* --- code objects ------------------------------------------------------- */
 
 /* The cache entry of the code object at addr, read now if it is new or
- * was replaced (firstlineno differs).  NULL when it cannot be read. */
+ * was replaced (its tag differs).  NULL when it cannot be read, or what is
+ * there now is not what the sample saw. */
 static const struct code_entry *code_entry(struct python *py, struct pyprocess *pp,
-					   uint64_t addr, int32_t firstlineno)
+					   uint64_t addr, uint32_t tag)
 {
 	struct pycode code = { 0 };
 	struct code_entry *e;
@@ -531,7 +542,7 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 
 	if (slot) {
 		e = &pp->entries[*slot - 1];
-		if (e->firstlineno == firstlineno)
+		if (e->tag == tag)
 			return e;
 		py->stats.code_reused++;
 	} else if (pp->n_entries >= py->limits.max_code_per_process) {
@@ -542,7 +553,7 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 
 	py->stats.code_reads++;
 	r = pycode_read((pid_t)pp->pid, pp->rt, addr, &code);
-	if (r < 0 || code.firstlineno != firstlineno) {
+	if (r < 0 || perfd_python_code_tag(code.firstlineno, code.filename_addr) != tag) {
 		py->stats.code_read_errors++;
 		free(code.linetable);
 		return NULL;
@@ -577,6 +588,7 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 	}
 	*e = (struct code_entry){
 		.func = intern_function(py, code.name, code.filename, code.firstlineno),
+		.tag = tag,
 		.firstlineno = code.firstlineno,
 		.linetable = code.linetable,
 		.linetable_size = (uint32_t)code.linetable_size,
@@ -600,7 +612,7 @@ static uint64_t python_frame(struct python *py, struct pyprocess *pp,
 			     const struct perfd_python_frame *f)
 {
 	uint64_t addr = f->code & ~PERFD_PYFRAME_ENTRY;
-	const struct code_entry *e = code_entry(py, pp, addr, f->firstlineno);
+	const struct code_entry *e = code_entry(py, pp, addr, f->tag);
 	int64_t offset = bytecode_offset(pp->rt->minor, f->position);
 	int line = 0;
 

@@ -15,9 +15,11 @@
  * frames.
  *
  * Frames carry what the daemon needs to name them later: the code object's
- * address, the raw instruction position and the code object's
- * co_firstlineno, which guards against a code object freed and another
- * allocated at the same address.  Which native _PyEval_EvalFrameDefault
+ * address, the raw instruction position and a tag of the code object
+ * (its co_firstlineno and the address of its co_filename), which guards
+ * against a code object freed and another allocated at the same address:
+ * every module's code starts at line 1, and modules imported at start-up
+ * are freed before the main script is compiled.  Which native _PyEval_EvalFrameDefault
  * call executed which frames is kept too: the last (outermost) frame of
  * each such call has PERFD_PYFRAME_ENTRY set in `code`.  A call that
  * executed no visible frame is a frame with code == PERFD_PYFRAME_ENTRY.
@@ -65,18 +67,27 @@ struct perfd_python_process {
 	__s32 frame_is_entry;        /* 3.11 only */
 	__u32 frame_read_size;       /* bytes of a frame to read at once (<= 128) */
 	__s32 code_firstlineno;
+	__s32 code_filename;
 	__s32 code_adaptive;         /* first code unit in the code object, 3.11+ */
+	__u32 reserved;
 };
 
 /* code: the code object's address | PERFD_PYFRAME_ENTRY.
  * position: for PERFD_PYWALK_FRAME_OBJECTS the raw f_lasti, otherwise the
  * byte offset of the instruction pointer from the first code unit.
- * firstlineno: the code object's co_firstlineno as read at sample time. */
+ * tag: perfd_python_code_tag() of the code object as read at sample time. */
 struct perfd_python_frame {
 	__u64 code;
 	__s32 position;
-	__s32 firstlineno;
+	__u32 tag;
 };
+
+/* Mixes co_firstlineno and the address of co_filename into 32 bits. */
+static inline __u32 perfd_python_code_tag(__s32 firstlineno, __u64 filename)
+{
+	return ((__u32)firstlineno * 0x9e3779b1u) ^ (__u32)(filename >> 4) ^
+	       (__u32)(filename >> 36);
+}
 
 #define PERFD_PYFRAME_ENTRY 1ULL
 
