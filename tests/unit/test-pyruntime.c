@@ -405,6 +405,7 @@ static const char gen_source[] =
 	"	P(\"frame_lasti\", offsetof(PyFrameObject, f_lasti));\n"
 	"	P(\"frame_instr\", -1);\n"
 	"	P(\"frame_owner\", -1);\n"
+	"	P(\"frame_is_entry\", -1);\n"
 	"#else\n"
 	"	P(\"tstate_native_thread_id\", offsetof(PyThreadState, native_thread_id));\n"
 	"	P(\"tstate_frame\", -1);\n"
@@ -424,6 +425,11 @@ static const char gen_source[] =
 	"	P(\"frame_previous\", offsetof(_PyInterpreterFrame, previous));\n"
 	"	P(\"frame_lasti\", -1);\n"
 	"	P(\"frame_owner\", offsetof(_PyInterpreterFrame, owner));\n"
+	"#if PY_VERSION_HEX < 0x030C0000\n"
+	"	P(\"frame_is_entry\", offsetof(_PyInterpreterFrame, is_entry));\n"
+	"#else\n"
+	"	P(\"frame_is_entry\", -1);\n"
+	"#endif\n"
 	"#endif\n"
 	"	P(\"code_name\", offsetof(PyCodeObject, co_name));\n"
 	"	P(\"code_filename\", offsetof(PyCodeObject, co_filename));\n"
@@ -459,8 +465,8 @@ static const struct {
 	FIELD(tstate_interp), FIELD(tstate_thread_id), FIELD(tstate_native_thread_id),
 	FIELD(tstate_frame), FIELD(tstate_cframe), FIELD(cframe_current_frame),
 	FIELD(tstate_current_frame), FIELD(frame_code), FIELD(frame_previous),
-	FIELD(frame_lasti), FIELD(frame_instr), FIELD(frame_owner), FIELD(code_name),
-	FIELD(code_qualname), FIELD(code_filename), FIELD(code_firstlineno),
+	FIELD(frame_lasti), FIELD(frame_instr), FIELD(frame_owner), FIELD(frame_is_entry),
+	FIELD(code_name), FIELD(code_qualname), FIELD(code_filename), FIELD(code_firstlineno),
 	FIELD(code_lnotab), FIELD(code_linetable), FIELD(code_code_adaptive),
 	FIELD(unicode_ascii_data), FIELD(bytes_sval), FIELD(var_size),
 };

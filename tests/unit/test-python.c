@@ -1,0 +1,918 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-python.c - unit tests for daemon/python.c, end to end on real
+ * interpreters.
+ *
+ * Every installed CPython from 3.8 to 3.13 (pyenv's, and Debian's static
+ * /usr/bin/python3.11) runs a script whose call chain is known by
+ * construction, <module> -> main -> outer -> inner -> time.sleep, and
+ * prints its version and its thread's pthread_self().  The test builds
+ * the struct process the aggregator would (executable maps, modules from a
+ * real symbolizer), a real BPF hash map for the descriptions, and calls
+ * python_maps_changed: the runtime name and the BPF entry are checked, and
+ * the entry is then *used* the way the BPF walker uses it (thread-specific
+ * data from the thread pointer, then the frames through the offsets it
+ * gives, read from /proc/PID/mem), which yields the Python frames of the
+ * sample.  Those frames are merged into a synthetic native stack (a libc
+ * leaf, two _PyEval_EvalFrameDefault frames with interpreter call
+ * machinery between them, interpreter and libc frames at the root) and
+ * the merged stack and the frame names, with and without lines, are
+ * checked; so are a wrong co_firstlineno, Python frames left over (taken
+ * by the rootmost loop frame, or put at the root end when the stack shows
+ * none), loop calls that ran no frame, the output cap, and forgetting the
+ * process.
+ *
+ * Non-Python processes and an unsupported CPython (3.7) are recognized as
+ * such, a supported one without a BPF map is reported without frames, and
+ * the memory of executables found not to be Python neither hides an
+ * application that loads libpython later nor remembers an executable that
+ * could not be looked at.  A version that is not installed is skipped,
+ * with a message.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "aggregate.h"
+#include "fixture.h"
+#include "frame.h"
+#include "perfd/macro.h"
+#include "perfd/python.h"
+#include "procmaps.h"
+#include "pthread_tsd.h"
+#include "pyruntime.h"
+#include "python.h"
+#include "symbolize.h"
+
+extern char **environ;
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct procmaps, procmaps_free);
+
+#define PYENV_VERSIONS "/root/.pyenv/versions"
+#define PY_FRAMES 4 /* inner, outer, main, <module> */
+#define START_TIME 4242 /* the process's identity with its pid */
+
+/* --- the interpreter ------------------------------------------------------ */
+
+struct child {
+	pid_t pid;
+	unsigned major, minor, patch;
+	uint64_t thread_pointer; /* pthread_self() of the main thread */
+};
+
+static struct child current;
+
+static void stop_child(struct child *c)
+{
+	if (c->pid > 0) {
+		(void)kill(c->pid, SIGKILL);
+		(void)waitpid(c->pid, NULL, 0);
+		c->pid = 0;
+	}
+}
+
+static void suite_init(void)
+{
+	fixture_setup();
+}
+
+static void suite_fini(void)
+{
+	stop_child(&current);
+	fixture_teardown();
+}
+
+TestSuite(python, .init = suite_init, .fini = suite_fini, .timeout = 15);
+
+/* Valid Python 3.7 to 3.13.  Lines, leaf first, are in the tables below. */
+static const char script_text[] =
+	"import _thread, sys, time\n"                                  /* 1 */
+	"def inner():\n"                                               /* 2 */
+	"    v = sys.version_info\n"                                   /* 3 */
+	"    sys.stdout.write('%d %d %d %d\\n' % (v[0], v[1], v[2], _thread.get_ident()))\n"
+	"    sys.stdout.flush()\n"                                     /* 5 */
+	"    time.sleep(30)\n"                                         /* 6 */
+	"def outer():\n"                                               /* 7 */
+	"    inner()\n"                                                /* 8 */
+	"def main():\n"                                                /* 9 */
+	"    x = 0\n"                                                  /* 10 */
+	"    outer()\n"                                                /* 11 */
+	"main()\n";                                                    /* 12 */
+static const char *const frame_names[PY_FRAMES] = { "inner", "outer", "main", "<module>" };
+static const int def_lines[PY_FRAMES] = { 2, 7, 9, 1 };
+static const int call_lines[PY_FRAMES] = { 6, 8, 11, 12 };
+
+/* Waits until the process sleeps in time.sleep() (select() or pselect6()
+ * before 3.11, clock_nanosleep() after; nanosleep() for /bin/sleep): only
+ * then do its frames hold still. */
+static void wait_sleeping(pid_t pid)
+{
+	char path[64], buf[256] = "";
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (int tries = 0; tries < 2000; tries++) {
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n;
+		long nr;
+
+		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+		n = read(fd, buf, sizeof(buf) - 1);
+		cr_assert_gt(n, 0, "%s: %s", path, strerror(errno));
+		buf[n] = '\0';
+		if (sscanf(buf, "%ld", &nr) == 1 &&
+		    (nr == SYS_select || nr == SYS_pselect6 || nr == SYS_nanosleep ||
+		     nr == SYS_clock_nanosleep))
+			return;
+		(void)usleep(1000);
+	}
+	cr_assert_fail("pid %d never slept (%s)", (int)pid, buf);
+}
+
+/* Starts argv[0]; with reports, reads "MAJOR MINOR PATCH THREAD" from its
+ * stdout.  Returns once it sleeps. */
+static void start_child(char *const argv[], bool reports, struct child *c)
+{
+	posix_spawn_file_actions_t fa;
+	int pipefd[2];
+	char line[128];
+	_cleanup_fclose_ FILE *f = NULL;
+	int r;
+
+	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
+	cr_assert_eq(posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO), 0);
+	r = posix_spawn(&c->pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	(void)close(pipefd[1]);
+	cr_assert_eq(r, 0, "spawn %s: %s", argv[0], strerror(r));
+	f = fdopen(pipefd[0], "r");
+	cr_assert_not_null(f);
+	if (reports) {
+		cr_assert_not_null(fgets(line, sizeof(line), f), "%s printed nothing", argv[0]);
+		cr_assert_eq(sscanf(line, "%u %u %u %" SCNu64, &c->major, &c->minor, &c->patch,
+				    &c->thread_pointer),
+			     4, "%s", line);
+	}
+	wait_sleeping(c->pid);
+}
+
+static void start_python(const char *exe, char *script, size_t size, struct child *c)
+{
+	char *argv[] = { (char *)exe, script, NULL };
+
+	write_file("pymerge.py", script_text, sizeof(script_text) - 1);
+	path_in_workdir(script, size, "pymerge.py");
+	start_child(argv, true, c);
+}
+
+static void read_mem(pid_t pid, uint64_t addr, void *buf, size_t n)
+{
+	char path[64];
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(pread(fd, buf, n, (off_t)addr), (ssize_t)n, "read 0x%" PRIx64 ": %s", addr,
+		     strerror(errno));
+}
+
+static uint64_t read_u64(pid_t pid, uint64_t addr)
+{
+	uint64_t v;
+
+	read_mem(pid, addr, &v, sizeof(v));
+	return v;
+}
+
+static int32_t read_i32(pid_t pid, uint64_t addr)
+{
+	int32_t v;
+
+	read_mem(pid, addr, &v, sizeof(v));
+	return v;
+}
+
+/* --- the process as the aggregator holds it ------------------------------- */
+
+struct fixture {
+	struct symbolizer *sym;
+	struct python *py;
+	int map_fd;
+	struct process p;
+	uint16_t libc_module;
+	uint64_t libc_text; /* a file offset inside libc's executable mapping */
+};
+
+/* Reads pid's executable maps and resolves their modules as
+ * aggregate.c's refresh_maps does. */
+static void make_process(struct fixture *fx, pid_t pid)
+{
+	struct process *p = &fx->p;
+
+	*p = (struct process){ .pid = (uint32_t)pid, .start_time_ns = START_TIME };
+	snprintf(p->comm, sizeof(p->comm), "test-%d", (int)pid);
+	cr_assert_eq(procmaps_read_pid(pid, true, &p->maps), 0);
+	p->map_modules = calloc(p->maps->n ? p->maps->n : 1, sizeof(uint16_t));
+	cr_assert_not_null(p->map_modules);
+	for (size_t i = 0; i < p->maps->n; i++) {
+		const struct procmap *m = &p->maps->maps[i];
+		const char *base = strrchr(m->path, '/');
+		int id = symbolizer_module_for_mapping(fx->sym, pid, m);
+
+		p->map_modules[i] = id > 0 ? (uint16_t)id : FRAME_MODULE_NONE;
+		if (id > 0 && base && strncmp(base + 1, "libc.so", 7) == 0) {
+			fx->libc_module = (uint16_t)id;
+			fx->libc_text = m->pgoff + 0x100;
+		}
+	}
+}
+
+/* Creates the BPF map, or passes no_map (-ENOTSUP, -ECANCELED) instead
+ * when it is not 0. */
+static void fixture_new(struct fixture *fx, int no_map)
+{
+	const struct python_limits limits = { .max_functions = 1000, .max_code_per_process = 100 };
+
+	*fx = (struct fixture){ .map_fd = no_map };
+	fx->sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
+	cr_assert_not_null(fx->sym);
+	if (no_map == 0) {
+		fx->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, NULL, sizeof(uint32_t),
+					    sizeof(struct perfd_python_process), 64, NULL);
+		cr_assert_geq(fx->map_fd, 0, "bpf_map_create: %s (the tests run as root)",
+			      strerror(-fx->map_fd));
+	}
+	fx->py = python_new(fx->map_fd, fx->sym, &limits);
+	cr_assert_not_null(fx->py);
+}
+
+static void fixture_free(struct fixture *fx)
+{
+	python_free(fx->py);
+	symbolizer_free(fx->sym);
+	procmaps_free(fx->p.maps);
+	free(fx->p.map_modules);
+	if (fx->map_fd >= 0)
+		(void)close(fx->map_fd);
+}
+
+static int lookup_description(const struct fixture *fx, struct perfd_python_process *ret)
+{
+	uint32_t key = fx->p.pid;
+
+	return bpf_map_lookup_elem(fx->map_fd, &key, ret) < 0 ? -errno : 0;
+}
+
+/* --- the description, checked and then used like the BPF walker ----------- */
+
+static void check_description(const struct fixture *fx, const struct pyruntime *rt,
+			      const struct perfd_python_process *d)
+{
+	const struct pyoffsets *o = rt->offsets;
+	char path[PATH_MAX + 32];
+	struct pthread_tsd tsd;
+	unsigned walk = rt->minor <= 10 ? PERFD_PYWALK_FRAME_OBJECTS :
+			rt->minor == 11 ? PERFD_PYWALK_IS_ENTRY : PERFD_PYWALK_SHIM_FRAMES;
+	int32_t frame = o->tstate_frame >= 0 ? o->tstate_frame :
+			o->tstate_cframe >= 0 ? o->tstate_cframe : o->tstate_current_frame;
+	int32_t position = rt->minor <= 10 ? o->frame_lasti : o->frame_instr;
+	int32_t position_end = position + (rt->minor <= 10 ? 4 : 8);
+
+	cr_assert_eq(d->walk, walk, "3.%u: walk %u", rt->minor, d->walk);
+	cr_assert_eq(d->tss_addr, rt->autotsskey_addr);
+	cr_assert_eq(d->tstate_frame, frame);
+	cr_assert_eq(d->cframe_current_frame, o->tstate_cframe >= 0 ? o->cframe_current_frame : -1);
+	cr_assert_eq(d->frame_code, o->frame_code);
+	cr_assert_eq(d->frame_previous, o->frame_previous);
+	cr_assert_eq(d->frame_position, position);
+	cr_assert_eq(d->frame_owner, o->frame_owner);
+	cr_assert_eq(d->frame_is_entry, o->frame_is_entry);
+	cr_assert_eq(d->code_firstlineno, o->code_firstlineno);
+	cr_assert_eq(d->code_filename, o->code_filename);
+	cr_assert_eq(d->code_adaptive, o->code_code_adaptive);
+
+	/* One read of frame_read_size bytes covers every field of a frame. */
+	cr_assert_eq(d->frame_read_size % 8, 0);
+	cr_assert_leq(d->frame_read_size, 128);
+	cr_assert_geq(d->frame_read_size, (uint32_t)(o->frame_code + 8));
+	cr_assert_geq(d->frame_read_size, (uint32_t)(o->frame_previous + 8));
+	cr_assert_geq(d->frame_read_size, (uint32_t)position_end);
+	cr_assert_geq((int32_t)d->frame_read_size, o->frame_owner + 1);
+	cr_assert_geq((int32_t)d->frame_read_size, o->frame_is_entry + 1);
+
+	/* glibc's layout, as read from the libc the process maps. */
+	for (size_t i = 0; i < fx->p.maps->n; i++) {
+		const char *m = fx->p.maps->maps[i].path;
+		const char *base = strrchr(m, '/');
+		_cleanup_close_ int fd = -1;
+
+		if (!base || strncmp(base + 1, "libc.so", 7) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)fx->p.pid, m);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+		cr_assert_eq(pthread_tsd_read(fd, &tsd), 0);
+		cr_assert_eq(d->pthread_specific, tsd.specific);
+		cr_assert_eq(d->key_data_size, tsd.key_data_size);
+		cr_assert_eq(d->key_data_data, tsd.key_data_data);
+		return;
+	}
+	cr_assert_fail("no libc in the maps");
+}
+
+/* The main thread's PyThreadState through its thread-specific data, as
+ * the walker finds it, checked against the runtime's thread list. */
+static uint64_t thread_state(pid_t pid, const struct pyruntime *rt, uint64_t tp,
+			     const struct perfd_python_process *d)
+{
+	const struct pyoffsets *o = rt->offsets;
+	uint32_t tss[2];
+	uint64_t block, tstate, head;
+
+	read_mem(pid, d->tss_addr, tss, sizeof(tss));
+	cr_assert_eq(tss[0], 1, "autoTSSkey is not initialized");
+	block = read_u64(pid, tp + d->pthread_specific + (uint64_t)(tss[1] / 32) * 8);
+	cr_assert_neq(block, 0, "no block for key %u", tss[1]);
+	tstate = read_u64(pid, block + (uint64_t)(tss[1] % 32) * d->key_data_size +
+				       d->key_data_data);
+	head = read_u64(pid, rt->runtime_addr + (uint64_t)o->runtime_interpreters_head);
+	head = read_u64(pid, head + (uint64_t)o->interp_tstate_head);
+	cr_assert_eq(tstate, head, "key %u: 0x%" PRIx64 " is not the thread state 0x%" PRIx64,
+		     tss[1], tstate, head);
+	return tstate;
+}
+
+/* Walks the frames with the description only; returns them leaf first
+ * (no entry marks) and how many. */
+static size_t walk_frames(pid_t pid, uint64_t tstate, const struct perfd_python_process *d,
+			  struct perfd_python_frame *ret, int32_t *firstlines, size_t max)
+{
+	uint64_t frame = read_u64(pid, tstate + (uint64_t)d->tstate_frame);
+	size_t n = 0;
+
+	if (d->cframe_current_frame >= 0)
+		frame = read_u64(pid, frame + (uint64_t)d->cframe_current_frame);
+	for (; frame && n < max; frame = read_u64(pid, frame + (uint64_t)d->frame_previous)) {
+		uint64_t code;
+
+		if (d->walk == PERFD_PYWALK_SHIM_FRAMES) {
+			uint8_t owner;
+
+			read_mem(pid, frame + (uint64_t)d->frame_owner, &owner, 1);
+			if (owner == PERFD_PY_OWNED_BY_CSTACK)
+				continue;
+		}
+		code = read_u64(pid, frame + (uint64_t)d->frame_code);
+		cr_assert_neq(code, 0);
+		ret[n].code = code;
+		if (d->walk == PERFD_PYWALK_FRAME_OBJECTS)
+			ret[n].position = read_i32(pid, frame + (uint64_t)d->frame_position);
+		else
+			ret[n].position =
+				(int32_t)(read_u64(pid, frame + (uint64_t)d->frame_position) -
+					  (code + (uint64_t)d->code_adaptive));
+		firstlines[n] = read_i32(pid, code + (uint64_t)d->code_firstlineno);
+		ret[n].tag = perfd_python_code_tag(firstlines[n],
+						   read_u64(pid, code + (uint64_t)d->code_filename));
+		n++;
+	}
+	return n;
+}
+
+/* --- samples --------------------------------------------------------------- */
+
+/* A sample with one kernel frame (or a kernel stack error), n_user user
+ * frames (their raw values do not matter to the merge) and the Python
+ * frames. */
+static struct perfd_sample *make_sample(int kernel_depth, size_t n_user,
+					const struct perfd_python_frame *pf, size_t n_py)
+{
+	size_t kd = kernel_depth > 0 ? (size_t)kernel_depth : 0;
+	size_t words = kd + n_user + n_py * (sizeof(*pf) / sizeof(uint64_t));
+	struct perfd_sample *s = calloc(1, sizeof(*s) + words * sizeof(uint64_t));
+
+	cr_assert_not_null(s);
+	s->hdr.kind = PERFD_EVENT_SAMPLE;
+	s->kernel_depth = kernel_depth;
+	s->user_depth = (int32_t)n_user;
+	s->python_depth = (uint32_t)n_py;
+	s->flags = PERFD_SAMPLE_F_PYTHON;
+	for (size_t i = 0; i < kd; i++)
+		s->ips[i] = 0xffffffff81000000ULL + i;
+	for (size_t i = 0; i < n_user; i++)
+		s->ips[kd + i] = 0x7f0000001000ULL + i;
+	memcpy(&s->ips[kd + n_user], pf, n_py * sizeof(*pf));
+	return s;
+}
+
+static size_t merge(struct fixture *fx, int kernel_depth, const uint64_t *native, size_t n,
+		    const struct perfd_python_frame *pf, size_t n_py, uint64_t *out, size_t cap)
+{
+	_cleanup_free_ struct perfd_sample *s = make_sample(kernel_depth, n, pf, n_py);
+
+	memcpy(out, native, n * sizeof(*native));
+	return python_merge(fx->py, &fx->p, s, out, n, cap);
+}
+
+static const char *name_of(const struct fixture *fx, uint64_t frame, bool lines, char *buf,
+			   size_t size)
+{
+	cr_assert_eq(frame_module(frame), FRAME_MODULE_PYTHON, "frame 0x%" PRIx64 " is native",
+		     frame);
+	return python_frame_name(fx->py, frame, lines, buf, size);
+}
+
+/* Python frame i of the script must be out[at], with its line. */
+static void expect_py(const struct fixture *fx, const uint64_t *out, size_t at, size_t i,
+		      const char *script)
+{
+	char buf[PATH_MAX + 128], want[PATH_MAX + 128];
+
+	snprintf(want, sizeof(want), "%s (%s:%d)", frame_names[i], script, call_lines[i]);
+	cr_assert_str_eq(name_of(fx, out[at], true, buf, sizeof(buf)), want, "out[%zu]", at);
+	snprintf(want, sizeof(want), "%s (%s)", frame_names[i], script);
+	cr_assert_str_eq(name_of(fx, out[at], false, buf, sizeof(buf)), want, "out[%zu]", at);
+}
+
+static void expect_native(const uint64_t *out, size_t at, uint64_t frame)
+{
+	cr_assert_eq(out[at], frame, "out[%zu] is 0x%" PRIx64 ", not native 0x%" PRIx64, at,
+		     out[at], frame);
+}
+
+/* An offset in the interpreter's file outside the evaluation loop. */
+static uint64_t outside_eval(const struct pyruntime *rt, uint64_t from)
+{
+	for (uint64_t off = from;; off += 0x10) {
+		bool in = false;
+
+		for (size_t e = 0; e < PYRUNTIME_EVAL_RANGES; e++)
+			in = in || (off >= rt->eval[e].start && off < rt->eval[e].end);
+		if (!in)
+			return off;
+	}
+}
+
+static void check_interpreter(const char *exe)
+{
+	struct child *c = &current;
+	struct fixture fx;
+	struct pyruntime rt;
+	struct perfd_python_process desc;
+	struct perfd_python_frame pf[PY_FRAMES + 2], walked[PY_FRAMES + 2];
+	int32_t walked_firstlines[PY_FRAMES + 2];
+	struct python_stats st;
+	uint64_t native[8], out[32], again[32], tstate;
+	uint64_t f_libc, f_eval_leaf, f_eval_root, f_machinery, f_interp_root, f_root;
+	uint16_t interp_module = 0;
+	char script[PATH_MAX], want[64], buf[PATH_MAX + 128];
+	size_t n, nw;
+	int r;
+
+	if (access(exe, X_OK) != 0)
+		cr_skip_test("%s is not installed", exe);
+	start_python(exe, script, sizeof(script), c);
+	fixture_new(&fx, 0);
+	make_process(&fx, c->pid);
+
+	/* What python.c will have found, for the expectations. */
+	r = pyruntime_detect(c->pid, fx.p.maps, &rt);
+	cr_assert_eq(r, 0, "pyruntime_detect: %s", strerror(-r));
+	cr_assert_not_null(rt.offsets);
+	cr_assert_lt(rt.eval[0].start, rt.eval[0].end, "no _PyEval_EvalFrameDefault in %s",
+		     rt.path);
+	cr_assert_gt(rt.eval[0].end - rt.eval[0].start, 0x40);
+	for (size_t i = 0; i < fx.p.maps->n; i++)
+		if (strcmp(fx.p.maps->maps[i].path, rt.path) == 0)
+			interp_module = fx.p.map_modules[i];
+	cr_assert_neq(interp_module, 0);
+	cr_assert_neq(fx.libc_module, 0);
+
+	/* Recognition: the runtime's name and the BPF description. */
+	python_maps_changed(fx.py, &fx.p);
+	snprintf(want, sizeof(want), "CPython %u.%u.%u", c->major, c->minor, c->patch);
+	cr_assert_str_eq(fx.p.runtime, want);
+	cr_assert_eq(lookup_description(&fx, &desc), 0, "no BPF entry for pid %u", fx.p.pid);
+	check_description(&fx, &rt, &desc);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.unsupported, 0);
+	/* The same maps again: nothing to redo. */
+	python_maps_changed(fx.py, &fx.p);
+	cr_assert_str_eq(fx.p.runtime, want);
+
+	/* The frames, found with the description only. */
+	tstate = thread_state(c->pid, &rt, c->thread_pointer, &desc);
+	nw = walk_frames(c->pid, tstate, &desc, walked, walked_firstlines, ELEMENTSOF(walked));
+	cr_assert_eq(nw, PY_FRAMES, "%zu frames", nw);
+	for (size_t i = 0; i < PY_FRAMES; i++)
+		cr_assert_eq(walked_firstlines[i], def_lines[i], "frame %zu", i);
+
+	/* Two loop calls: inner and outer in the leaf one, main and <module>
+	 * in the root one. */
+	memcpy(pf, walked, sizeof(walked));
+	pf[1].code |= PERFD_PYFRAME_ENTRY;
+	pf[3].code |= PERFD_PYFRAME_ENTRY;
+	f_libc = frame_make(fx.libc_module, fx.libc_text);
+	f_eval_leaf = frame_make(interp_module, rt.eval[0].start + 0x10);
+	f_machinery = frame_make(interp_module, outside_eval(&rt, rt.eval[0].end));
+	f_eval_root = frame_make(interp_module, rt.eval[0].start + 0x40);
+	f_interp_root = frame_make(interp_module, outside_eval(&rt, rt.eval[0].end + 0x100));
+	f_root = frame_make(fx.libc_module, fx.libc_text + 0x200);
+	memcpy(native, (uint64_t[]){ f_libc, f_eval_leaf, f_machinery, f_eval_root, f_interp_root,
+				     f_root },
+	       6 * sizeof(uint64_t));
+
+	n = merge(&fx, 1, native, 6, pf, PY_FRAMES, out, ELEMENTSOF(out));
+	cr_assert_eq(n, 7, "%zu frames", n);
+	expect_native(out, 0, f_libc);
+	for (size_t i = 0; i < PY_FRAMES; i++)
+		expect_py(&fx, out, 1 + i, i, script);
+	expect_native(out, 5, f_interp_root); /* outside the loop calls: kept */
+	expect_native(out, 6, f_root);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.code_reads, PY_FRAMES);
+	cr_assert_eq(st.code_read_errors, 0);
+	cr_assert_eq(st.functions, PY_FRAMES);
+	cr_assert_eq(st.frames, PY_FRAMES);
+	cr_assert_eq(st.unmatched, 0);
+
+	/* Again, without a kernel stack: the same frames, from the cache. */
+	n = merge(&fx, -EFAULT, native, 6, pf, PY_FRAMES, again, ELEMENTSOF(again));
+	cr_assert_eq(n, 7);
+	cr_assert_arr_eq(again, out, 7 * sizeof(uint64_t));
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.code_reads, PY_FRAMES, "the cache was not used");
+
+	/* A C extension (here libc) between the loop calls stays. */
+	native[2] = f_libc;
+	n = merge(&fx, 1, native, 6, pf, PY_FRAMES, out, ELEMENTSOF(out));
+	cr_assert_eq(n, 8);
+	expect_py(&fx, out, 2, 1, script);
+	expect_native(out, 3, f_libc);
+	expect_py(&fx, out, 4, 2, script);
+	native[2] = f_machinery;
+
+	/* The cap. */
+	n = merge(&fx, 1, native, 6, pf, PY_FRAMES, out, 3);
+	cr_assert_eq(n, 3);
+	expect_native(out, 0, f_libc);
+	expect_py(&fx, out, 1, 0, script);
+	expect_py(&fx, out, 2, 1, script);
+
+	/* Lines come from the position: the first instruction of inner is
+	 * on a line after its def, not the sleep's. */
+	{
+		struct perfd_python_frame moved[PY_FRAMES];
+		char line_buf[PATH_MAX + 128];
+		unsigned line;
+
+		memcpy(moved, pf, sizeof(moved));
+		moved[0].position = 0;
+		n = merge(&fx, 1, native, 6, moved, PY_FRAMES, out, ELEMENTSOF(out));
+		cr_assert_eq(n, 7);
+		name_of(&fx, out[1], true, line_buf, sizeof(line_buf));
+		cr_assert_not_null(strrchr(line_buf, ':'), "no line: %s", line_buf);
+		cr_assert_eq(sscanf(strrchr(line_buf, ':'), ":%u)", &line), 1, "%s", line_buf);
+		cr_assert(line >= (unsigned)def_lines[0] && line < (unsigned)call_lines[0], "%s",
+			  line_buf);
+
+		/* not started yet (f_lasti -1, or the instruction before the
+		 * first): the def line */
+		moved[0].position = rt.minor <= 10 ? -1 : -2;
+		n = merge(&fx, 1, native, 6, moved, PY_FRAMES, out, ELEMENTSOF(out));
+		cr_assert_eq(n, 7);
+		name_of(&fx, out[1], true, line_buf, sizeof(line_buf));
+		cr_assert_not_null(strrchr(line_buf, ':'), "no line: %s", line_buf);
+		cr_assert_eq(sscanf(strrchr(line_buf, ':'), ":%u)", &line), 1, "%s", line_buf);
+		cr_assert_eq(line, (unsigned)def_lines[0], "%s", line_buf);
+	}
+
+	/* A tag that differs from the object's: not that code object any
+	 * more. */
+	{
+		struct perfd_python_frame stale[PY_FRAMES];
+
+		memcpy(stale, pf, sizeof(stale));
+		stale[0].tag += 1;
+		n = merge(&fx, 1, native, 6, stale, PY_FRAMES, out, ELEMENTSOF(out));
+		cr_assert_eq(n, 7);
+		cr_assert_str_eq(name_of(&fx, out[1], true, buf, sizeof(buf)),
+				 "[python: unreadable code object]");
+		cr_assert_str_eq(name_of(&fx, out[1], false, buf, sizeof(buf)),
+				 "[python: unreadable code object]");
+		expect_py(&fx, out, 2, 1, script);
+		python_get_stats(fx.py, &st);
+		cr_assert_eq(st.code_read_errors, 1);
+		/* and the right one reads again */
+		n = merge(&fx, 1, native, 6, pf, PY_FRAMES, out, ELEMENTSOF(out));
+		expect_py(&fx, out, 1, 0, script);
+	}
+
+	/* One loop call in the native stack for two (the stack was cut short,
+	 * or a loop frame went unrecognized): the rootmost loop frame takes
+	 * the Python frames left over. */
+	{
+		uint64_t short_native[] = { f_libc, f_eval_leaf, f_root };
+		uint64_t before = 0;
+
+		python_get_stats(fx.py, &st);
+		before = st.unmatched;
+		n = merge(&fx, 1, short_native, 3, pf, PY_FRAMES, out, ELEMENTSOF(out));
+		cr_assert_eq(n, 6);
+		expect_native(out, 0, f_libc);
+		for (size_t i = 0; i < PY_FRAMES; i++)
+			expect_py(&fx, out, 1 + i, i, script);
+		expect_native(out, 5, f_root);
+		python_get_stats(fx.py, &st);
+		cr_assert_eq(st.unmatched, before);
+
+		/* no loop frame at all: every Python frame at the root end */
+		short_native[1] = f_machinery;
+		n = merge(&fx, 1, short_native, 3, pf, PY_FRAMES, out, ELEMENTSOF(out));
+		cr_assert_eq(n, 7);
+		expect_native(out, 0, f_libc);
+		expect_native(out, 1, f_machinery);
+		expect_native(out, 2, f_root);
+		for (size_t i = 0; i < PY_FRAMES; i++)
+			expect_py(&fx, out, 3 + i, i, script);
+		python_get_stats(fx.py, &st);
+		cr_assert_eq(st.unmatched - before, PY_FRAMES);
+	}
+
+	/* A loop call that ran no visible frame takes its native frame and
+	 * shows nothing. */
+	{
+		struct perfd_python_frame with_empty[PY_FRAMES + 1];
+
+		with_empty[0] = (struct perfd_python_frame){ .code = PERFD_PYFRAME_ENTRY };
+		memcpy(&with_empty[1], walked, PY_FRAMES * sizeof(*walked));
+		with_empty[PY_FRAMES].code |= PERFD_PYFRAME_ENTRY;
+		n = merge(&fx, 1, native, 6, with_empty, PY_FRAMES + 1, out, ELEMENTSOF(out));
+		cr_assert_eq(n, 7);
+		expect_native(out, 0, f_libc);
+		/* the leaf loop call was empty, the root one ran all four */
+		for (size_t i = 0; i < PY_FRAMES; i++)
+			expect_py(&fx, out, 1 + i, i, script);
+		expect_native(out, 5, f_interp_root);
+		expect_native(out, 6, f_root);
+	}
+
+	/* Another incarnation of the pid is not this process. */
+	{
+		struct process other = fx.p;
+
+		other.start_time_ns = START_TIME + 1;
+		python_process_gone(fx.py, &other);
+		cr_assert_eq(lookup_description(&fx, &desc), 0);
+	}
+
+	/* Gone: the BPF entry goes, and samples are left as they are. */
+	python_process_gone(fx.py, &fx.p);
+	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.code_objects, 0);
+	n = merge(&fx, 1, native, 6, pf, PY_FRAMES, out, ELEMENTSOF(out));
+	cr_assert_eq(n, 6);
+	cr_assert_arr_eq(out, native, 6 * sizeof(uint64_t));
+
+	fixture_free(&fx);
+	stop_child(c);
+}
+
+static void check_pyenv(const char *version)
+{
+	char exe[PATH_MAX];
+
+	snprintf(exe, sizeof(exe), PYENV_VERSIONS "/%s/bin/python", version);
+	check_interpreter(exe);
+}
+
+Test(python, cpython_3_8) { check_pyenv("3.8.18"); }
+Test(python, cpython_3_9) { check_pyenv("3.9.18"); }
+Test(python, cpython_3_10) { check_pyenv("3.10.13"); }
+Test(python, cpython_3_11) { check_pyenv("3.11.7"); }
+Test(python, cpython_3_12) { check_pyenv("3.12.1"); }
+Test(python, cpython_3_13) { check_pyenv("3.13.0"); }
+Test(python, debian_static_3_11) { check_interpreter("/usr/bin/python3.11"); }
+
+/* A second child, for the tests that need two. */
+static struct child second;
+
+static void stop_second(void)
+{
+	stop_child(&second);
+}
+
+Test(python, not_python, .fini = stop_second)
+{
+	char *argv[] = { (char *)"/bin/sleep", (char *)"30", NULL };
+	struct fixture fx;
+	struct perfd_python_process desc;
+	struct python_stats st;
+	uint64_t native[2], out[4];
+	struct perfd_python_frame pf = { .code = 0x1000 | PERFD_PYFRAME_ENTRY, .tag = 1 };
+
+	start_child(argv, false, &current);
+	fixture_new(&fx, 0);
+	make_process(&fx, current.pid);
+	strcpy(fx.p.runtime, "stale");
+	python_maps_changed(fx.py, &fx.p);
+	cr_assert_str_empty(fx.p.runtime);
+	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.unsupported, 0);
+
+	/* Python frames in a sample of it are ignored. */
+	native[0] = frame_make(fx.libc_module, fx.libc_text);
+	native[1] = frame_make(fx.libc_module, fx.libc_text + 8);
+	cr_assert_eq(merge(&fx, 0, native, 2, &pf, 1, out, ELEMENTSOF(out)), 2);
+	cr_assert_arr_eq(out, native, sizeof(native));
+
+	/* Another process of the same executable: not Python either. */
+	start_child(argv, false, &second);
+	procmaps_free(fx.p.maps);
+	free(fx.p.map_modules);
+	make_process(&fx, second.pid);
+	strcpy(fx.p.runtime, "stale");
+	python_maps_changed(fx.py, &fx.p);
+	cr_assert_str_empty(fx.p.runtime);
+	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
+	cr_assert_eq(merge(&fx, 0, native, 2, &pf, 1, out, ELEMENTSOF(out)), 2);
+	fixture_free(&fx);
+}
+
+/* An executable first seen without CPython that loads libpython later
+ * (an application embedding Python) is looked at again. */
+static const char embed_source[] =
+	"#include <dlfcn.h>\n"
+	"#include <stdio.h>\n"
+	"#include <unistd.h>\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"	void *h;\n"
+	"	void (*init)(void);\n"
+	"	int (*run)(const char *);\n"
+	"	if (argc < 3) {\n"
+	"		sleep(30);\n"
+	"		return 0;\n"
+	"	}\n"
+	"	h = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL);\n"
+	"	if (!h) {\n"
+	"		fprintf(stderr, \"%s\\n\", dlerror());\n"
+	"		return 1;\n"
+	"	}\n"
+	"	init = (void (*)(void))dlsym(h, \"Py_Initialize\");\n"
+	"	run = (int (*)(const char *))dlsym(h, \"PyRun_SimpleString\");\n"
+	"	if (!init || !run)\n"
+	"		return 1;\n"
+	"	init();\n"
+	"	return run(argv[2]);\n"
+	"}\n";
+
+Test(python, embedded_after_not_python, .fini = stop_second)
+{
+	const char *home = PYENV_VERSIONS "/3.12.1";
+	const char *lib = PYENV_VERSIONS "/3.12.1/lib/libpython3.12.so.1.0";
+	char exe[PATH_MAX], src[PATH_MAX], want[64];
+	char *cc[] = { (char *)"cc", (char *)"-o", exe, src, (char *)"-ldl", NULL };
+	char *plain[] = { exe, NULL };
+	char *embedding[] = { exe, (char *)lib, (char *)script_text, NULL };
+	struct perfd_python_process desc;
+	struct fixture fx;
+
+	if (access(lib, R_OK) != 0)
+		cr_skip_test("%s is not installed", lib);
+	write_file("embed.c", embed_source, sizeof(embed_source) - 1);
+	path_in_workdir(src, sizeof(src), "embed.c");
+	path_in_workdir(exe, sizeof(exe), "embed");
+	run(cc);
+
+	fixture_new(&fx, 0);
+	start_child(plain, false, &second);
+	make_process(&fx, second.pid);
+	python_maps_changed(fx.py, &fx.p);
+	cr_assert_str_empty(fx.p.runtime);
+
+	cr_assert_eq(setenv("PYTHONHOME", home, 1), 0);
+	start_child(embedding, true, &current);
+	procmaps_free(fx.p.maps);
+	free(fx.p.map_modules);
+	make_process(&fx, current.pid);
+	python_maps_changed(fx.py, &fx.p);
+	snprintf(want, sizeof(want), "CPython %u.%u.%u", current.major, current.minor,
+		 current.patch);
+	cr_assert_str_eq(fx.p.runtime, want);
+	cr_assert_eq(lookup_description(&fx, &desc), 0);
+	fixture_free(&fx);
+}
+
+/* A process that exits before its executable could be looked at says
+ * nothing about that executable: a renamed static CPython (Debian's
+ * python3.11 under another name) started again is recognized. */
+Test(python, exited_process_does_not_hide_executable, .fini = stop_second)
+{
+	const char *python = "/usr/bin/python3.11";
+	char exe[PATH_MAX], script[PATH_MAX], want[64];
+	char *cp[] = { (char *)"cp", (char *)python, exe, NULL };
+	char *argv[] = { exe, script, NULL };
+	struct fixture fx;
+
+	if (access(python, X_OK) != 0)
+		cr_skip_test("%s is not installed", python);
+	path_in_workdir(exe, sizeof(exe), "myapp");
+	run(cp);
+	write_file("pymerge.py", script_text, sizeof(script_text) - 1);
+	path_in_workdir(script, sizeof(script), "pymerge.py");
+
+	fixture_new(&fx, 0);
+	start_child(argv, true, &second);
+	make_process(&fx, second.pid);
+	stop_child(&second);
+	python_maps_changed(fx.py, &fx.p);
+	cr_assert_str_empty(fx.p.runtime);
+
+	start_child(argv, true, &current);
+	procmaps_free(fx.p.maps);
+	free(fx.p.map_modules);
+	make_process(&fx, current.pid);
+	python_maps_changed(fx.py, &fx.p);
+	snprintf(want, sizeof(want), "CPython %u.%u.%u", current.major, current.minor,
+		 current.patch);
+	cr_assert_str_eq(fx.p.runtime, want);
+	fixture_free(&fx);
+}
+
+Test(python, cpython_3_7_unsupported)
+{
+	char exe[] = PYENV_VERSIONS "/3.7.16/bin/python";
+	char script[PATH_MAX], want[64];
+	struct fixture fx;
+	struct perfd_python_process desc;
+	struct python_stats st;
+
+	if (access(exe, X_OK) != 0)
+		cr_skip_test("%s is not installed", exe);
+	start_python(exe, script, sizeof(script), &current);
+	fixture_new(&fx, 0);
+	make_process(&fx, current.pid);
+	python_maps_changed(fx.py, &fx.p);
+	snprintf(want, sizeof(want), "CPython %u.%u.%u (unsupported)", current.major,
+		 current.minor, current.patch);
+	cr_assert_str_eq(fx.p.runtime, want);
+	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.unsupported, 1);
+	python_process_gone(fx.py, &fx.p);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.unsupported, 0);
+	fixture_free(&fx);
+}
+
+/* Without a BPF map (a kernel that cannot walk Python, or Python frames
+ * turned off) a supported runtime is still recognized, and said to show
+ * no Python frames. */
+static void check_no_map(int reason)
+{
+	const char *exe = PYENV_VERSIONS "/3.12.1/bin/python";
+	char script[PATH_MAX], want[64];
+	struct fixture fx;
+	struct python_stats st;
+
+	if (access(exe, X_OK) != 0)
+		exe = "/usr/bin/python3.11";
+	if (access(exe, X_OK) != 0)
+		cr_skip_test("no supported CPython is installed");
+	start_python(exe, script, sizeof(script), &current);
+	fixture_new(&fx, reason);
+	make_process(&fx, current.pid);
+	python_maps_changed(fx.py, &fx.p);
+	snprintf(want, sizeof(want), "CPython %u.%u.%u (no Python frames)", current.major,
+		 current.minor, current.patch);
+	cr_assert_str_eq(fx.p.runtime, want);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.unsupported, 1);
+	fixture_free(&fx);
+}
+
+Test(python, no_bpf_map_kernel) { check_no_map(-ENOTSUP); }
+Test(python, no_bpf_map_turned_off) { check_no_map(-ECANCELED); }
