@@ -463,3 +463,125 @@ def snapshot_workload(daemon, workload, duration=SNAPSHOT_SECONDS, comm=None):
     expected = comm or workload.name
     assert comms == {expected}, f"snapshot of pid {workload.pid} holds comms {comms}"
     return stacks, err
+
+
+# --- Python workloads and frames ---------------------------------------------
+
+PYTHON_WORKLOADS = REPO / "tests" / "workloads" / "python"
+
+
+def python_workload(name):
+    """The absolute path of tests/workloads/python/NAME.py.  Run scripts by
+    this path: the interpreter's co_filename, and with it the FILE of every
+    Python frame perfd prints, is then absolute and known."""
+    return str(PYTHON_WORKLOADS / f"{name}.py")
+
+
+def marker_line(path, marker):
+    """The 1-based number of the one line of the file at path that ends in
+    the comment "# MARKER" (say "HOT: slow").  Workloads mark their hot and
+    call lines so, and tests never hard-code a line number.  A mention of a
+    marker inside a docstring does not end its line, so it does not count."""
+    suffix = "# " + marker
+    found = [n for n, line in enumerate(Path(path).read_text().splitlines(), 1)
+             if line.rstrip().endswith(suffix) and line.split("#")[0].strip()]
+    assert len(found) == 1, f"{path}: {len(found)} lines end in {suffix!r}: {found}"
+    return found[0]
+
+
+def pyenv_root():
+    """Where pyenv keeps its interpreters: $PYENV_ROOT, else /root/.pyenv."""
+    return Path(os.environ.get("PYENV_ROOT") or "/root/.pyenv")
+
+
+def pyenv_python(minor):
+    """The python3 of the newest pyenv-installed CPython 3.MINOR.PATCH (plain
+    release builds only: no "t" free-threaded or "-dev" builds), or None."""
+    best = None
+    versions = pyenv_root() / "versions"
+    if not versions.is_dir():
+        return None
+    for d in versions.iterdir():
+        m = re.fullmatch(rf"3\.{minor}\.(\d+)", d.name)
+        exe = d / "bin" / "python3"
+        if m and os.access(exe, os.X_OK) and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), str(exe))
+    return best[1] if best else None
+
+
+# "QUALNAME (FILE:LINE)", or "QUALNAME (FILE)" under --no-lines.  FILE is
+# co_filename: a path ending in .py, or a pseudo-file like "<string>".
+_PYTHON_FRAME = re.compile(r"^(?P<name>\S.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
+
+
+def python_frame(frame):
+    """(qualname, file, line) of a Python frame, line None when the frame
+    has no line; None for any other frame (native, kernel, [thread ...])."""
+    m = _PYTHON_FRAME.match(frame)
+    if not m or not (m.group("file").endswith(".py") or m.group("file").startswith("<")):
+        return None
+    line = m.group("line")
+    return m.group("name"), m.group("file"), int(line) if line is not None else None
+
+
+class BackgroundSnapshot:
+    """`perfctl snapshot --pid PID --duration D EXTRA...` running in the
+    background, so that several snapshots (of one process with different
+    options, or of several processes) cover the same samples.  Call
+    result() once."""
+
+    def __init__(self, daemon, pid, *extra, duration=SNAPSHOT_SECONDS):
+        self.pid = pid
+        self.duration = duration
+        self.args = ["snapshot", "--pid", str(pid), "--duration", str(duration), *extra]
+        env = dict(os.environ)
+        env.pop("PERFD_SOCKET", None)
+        self.proc = subprocess.Popen([perfctl_binary(), "--socket", daemon.socket_path,
+                                      *self.args],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
+
+    def output(self):
+        """Waits for the snapshot; returns (rc, stdout, stderr) as text."""
+        try:
+            out, err = self.proc.communicate(timeout=self.duration + 60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise AssertionError(f"perfctl {' '.join(self.args)} did not end within "
+                                 f"{self.duration + 60} s")
+        return (self.proc.returncode, out.decode(errors="replace"),
+                err.decode(errors="replace"))
+
+    def result(self, comm):
+        """Waits for the snapshot; asserts exit 0, some samples and only comm
+        in them; returns (stacks, text, stderr) with text the raw output."""
+        rc, out, err = self.output()
+        assert rc == 0, \
+            f"perfctl {' '.join(self.args)} exited {rc}\nstderr: {err}\nstdout: {out[:2000]}"
+        return self.check(out, err, comm)
+
+    def check(self, out, err, comm):
+        """Parses a successful snapshot's output: (stacks, out, err)."""
+        stacks = parse_folded(out)
+        assert stacks, f"snapshot of pid {self.pid} holds no samples\nstderr: {err}"
+        comms = {s[0] for s in stacks}
+        assert comms == {comm}, f"snapshot of pid {self.pid} holds comms {comms}, not {comm!r}"
+        return stacks, out, err
+
+    def kill(self):
+        """Cleanup: stops the snapshot unless output() has read it."""
+        if self.proc.stdout.closed:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+
+
+def ps_process(daemon, pid, interval=1):
+    """pid's entry in `perfctl --json ps --interval INTERVAL` while it lives
+    (an exited process's entry does not count), or None."""
+    doc = daemon.perfctl_json("ps", "--interval", str(interval))
+    assert isinstance(doc.get("processes"), list), f"ps --json has no processes list: {doc}"
+    live = [p for p in doc["processes"] if p.get("pid") == pid and not p.get("exited")]
+    return live[0] if live else None
