@@ -92,8 +92,9 @@ def test_thread_stacks_reach_thread_entry(perfd_fast, workloads):
 
 def test_debian_python_unwinds_to_main(perfd_fast, workloads):
     """Debian's python3.11 has no frame pointers: with its .eh_frame, 95% of
-    the samples reach Py_BytesMain (and main, _start above it), with the
-    interpreter's _PyEval_EvalFrameDefault frames inside."""
+    the samples reach Py_BytesMain (and main, _start above it), through the
+    interpreter loop: the script's Python frames, which stand where the
+    native _PyEval_EvalFrameDefault frames were."""
     script = os.path.join(perfdtest.REPO, "tests", "workloads", "cpu_bound.py")
     w = workloads("python3.11", command=[PYTHON311, script, "5"])
     stacks, _ = snapshot_workload(perfd_fast, w)
@@ -101,8 +102,9 @@ def test_debian_python_unwinds_to_main(perfd_fast, workloads):
 
     n = total(stacks)
     assert n >= 3500, f"only {n} samples from 5 CPU-s\n{show(stacks)}"
+    in_script = f" ({script}:"
     reach = count_where(stacks, lambda s: "Py_BytesMain" in functions(s) and
-                        "_PyEval_EvalFrameDefault" in functions(s))
+                        any(in_script in f for f in functions(s)))
     assert reach >= 0.95 * n, \
         f"only {reach} of {n} samples ({reach / n:.1%}) reach Py_BytesMain through " \
-        f"_PyEval_EvalFrameDefault\n{show(stacks)}"
+        f"the Python frames of {script}\n{show(stacks)}"
