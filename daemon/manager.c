@@ -37,6 +37,8 @@
 /* Python: interned functions in all, code objects cached per process. */
 #define PYTHON_MAX_FUNCTIONS (1u << 20)
 #define PYTHON_MAX_CODE_PER_PROCESS 65536
+#define PYTHON_MAX_CODE_BYTES (64u << 20)
+#define PYTHON_MAX_NAME_BYTES (64u << 20)
 
 struct snapshot {
 	struct manager *m;
@@ -498,6 +500,8 @@ static int setup_python(struct manager *m)
 	struct python_limits limits = {
 		.max_functions = PYTHON_MAX_FUNCTIONS,
 		.max_code_per_process = PYTHON_MAX_CODE_PER_PROCESS,
+		.max_code_bytes = PYTHON_MAX_CODE_BYTES,
+		.max_name_bytes = PYTHON_MAX_NAME_BYTES,
 	};
 	struct aggregator_hooks hooks = {
 		.maps_changed = on_maps_changed,

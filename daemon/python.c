@@ -86,6 +86,7 @@ struct pyprocess {
 	struct u64map code;     /* code address -> index + 1 in entries */
 	struct code_entry *entries;
 	size_t n_entries, cap_entries;
+	size_t code_bytes; /* line tables held */
 };
 
 struct python {
@@ -99,6 +100,7 @@ struct python {
 	struct u64map func_by_hash; /* hash (probed on collision) -> id */
 	char *arena;
 	size_t arena_len, arena_cap;
+	size_t code_bytes; /* line tables held, all processes */
 	struct python_stats stats;
 };
 
@@ -116,6 +118,10 @@ struct python *python_new(int map_fd, struct symbolizer *symbolizer,
 		py->limits.max_functions = PYTHON_FUNC_MAX;
 	if (py->limits.max_code_per_process == 0)
 		py->limits.max_code_per_process = 1;
+	if (py->limits.max_code_bytes == 0)
+		py->limits.max_code_bytes = SIZE_MAX;
+	if (py->limits.max_name_bytes == 0 || py->limits.max_name_bytes > UINT32_MAX)
+		py->limits.max_name_bytes = UINT32_MAX;
 	u64map_init(&py->procs);
 	u64map_init(&py->not_python);
 	u64map_init(&py->func_by_hash);
@@ -129,20 +135,23 @@ struct python *python_new(int map_fd, struct symbolizer *symbolizer,
 	return py;
 }
 
-static void code_cache_clear(struct pyprocess *pp)
+static void code_cache_clear(struct python *py, struct pyprocess *pp)
 {
 	for (size_t i = 0; i < pp->n_entries; i++)
 		free(pp->entries[i].linetable);
+	py->stats.code_objects -= pp->n_entries;
+	py->code_bytes -= pp->code_bytes;
+	pp->code_bytes = 0;
 	pp->n_entries = 0;
 	u64map_done(&pp->code);
 	u64map_init(&pp->code);
 }
 
-static void pyprocess_free(struct pyprocess *pp)
+static void pyprocess_free(struct python *py, struct pyprocess *pp)
 {
 	if (!pp)
 		return;
-	code_cache_clear(pp);
+	code_cache_clear(py, pp);
 	free(pp->entries);
 	free(pp->rt);
 	free(pp);
@@ -153,7 +162,7 @@ struct python *python_free(struct python *py)
 	if (!py)
 		return NULL;
 	U64MAP_FOREACH(slot, &py->procs)
-		pyprocess_free((struct pyprocess *)(uintptr_t)slot->value);
+		pyprocess_free(py, (struct pyprocess *)(uintptr_t)slot->value);
 	u64map_done(&py->procs);
 	u64map_done(&py->not_python);
 	u64map_done(&py->func_by_hash);
@@ -185,9 +194,8 @@ static void forget(struct python *py, uint32_t pid)
 		py->stats.processes--;
 	else if (pp->is_python)
 		py->stats.unsupported--;
-	py->stats.code_objects -= pp->n_entries;
 	u64map_remove(&py->procs, pid);
-	pyprocess_free(pp);
+	pyprocess_free(py, pp);
 }
 
 void python_process_gone(struct python *py, const struct process *p)
@@ -459,7 +467,7 @@ static int64_t arena_add(struct python *py, const char *s)
 	size_t len = strlen(s) + 1;
 	uint32_t off;
 
-	if (py->arena_len + len > UINT32_MAX)
+	if (py->arena_len + len > py->limits.max_name_bytes)
 		return -ENOSPC;
 	if (py->arena_len + len > py->arena_cap) {
 		size_t cap = MAX(py->arena_cap * 2, py->arena_len + len + 4096);
@@ -547,8 +555,7 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 		py->stats.code_reused++;
 	} else if (pp->n_entries >= py->limits.max_code_per_process) {
 		py->stats.cache_resets++;
-		py->stats.code_objects -= pp->n_entries;
-		code_cache_clear(pp);
+		code_cache_clear(py, pp);
 	}
 
 	py->stats.code_reads++;
@@ -559,10 +566,18 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 		return NULL;
 	}
 
+	/* Line tables are the bulk: past the budget of all processes, this
+	 * process starts its cache over (one entry may overshoot it). */
+	if (py->code_bytes + code.linetable_size > py->limits.max_code_bytes && pp->n_entries) {
+		py->stats.cache_resets++;
+		code_cache_clear(py, pp);
+	}
 	slot = u64map_get(&pp->code, addr);
 	if (slot) {
 		e = &pp->entries[*slot - 1];
 		free(e->linetable);
+		pp->code_bytes -= e->linetable_size;
+		py->code_bytes -= e->linetable_size;
 	} else {
 		bool added;
 
@@ -593,6 +608,8 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 		.linetable = code.linetable,
 		.linetable_size = (uint32_t)code.linetable_size,
 	};
+	pp->code_bytes += e->linetable_size;
+	py->code_bytes += e->linetable_size;
 	if (e->func == FUNC_TABLE_FULL)
 		py->stats.function_table_full++;
 	return e;

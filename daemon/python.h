@@ -27,9 +27,12 @@ struct symbolizer;
 #define PYTHON_LINE_BITS 20
 #define PYTHON_RUNTIME_NAME_MAX 48
 
+/* 0 means the largest the encoding allows (functions, names), or no limit. */
 struct python_limits {
 	size_t max_functions;       /* interned (qualname, file, line) */
 	size_t max_code_per_process; /* code objects cached per process */
+	size_t max_code_bytes;      /* line tables cached, all processes */
+	size_t max_name_bytes;      /* names and file names of the functions */
 };
 
 struct python_stats {
