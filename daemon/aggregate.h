@@ -43,7 +43,7 @@ struct process {
 	uint64_t jit_checked_ns; /* when we last looked for that map */
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
-	char runtime[48];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
+	char runtime[80];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
 	struct u64map counts;  /* stack id -> samples */
 	uint64_t total_samples;
 	uint64_t first_sample_ns, last_sample_ns;

@@ -180,8 +180,11 @@ static bool parse_small(const char **p, unsigned *ret)
 
 /* Classifies a file name: 1 and the version for "python3.11", "python3.6m",
  * "libpython3.13t.so.1.0"; 0 for a Python-like name without a minor
- * ("python3", "libpython3.so"); -1 for anything else. */
-static int parse_python_name(const char *base, unsigned *ret_major, unsigned *ret_minor)
+ * ("python3", "libpython3.so"); -1 for anything else.  *ret_other_abi says
+ * whether the ABI flags name a build whose structures differ from the
+ * default one: free-threaded ('t') or debug ('d'). */
+static int parse_python_name(const char *base, unsigned *ret_major, unsigned *ret_minor,
+			     bool *ret_other_abi)
 {
 	bool lib = strncmp(base, "libpython", 9) == 0;
 	const char *p;
@@ -202,8 +205,12 @@ static int parse_python_name(const char *base, unsigned *ret_major, unsigned *re
 		return 0;
 	if (*p++ != '.' || !parse_small(&p, &minor))
 		return -1;
-	while (*p >= 'a' && *p <= 'z') /* ABI flags: m, d, u, t */
+	*ret_other_abi = false;
+	while (*p >= 'a' && *p <= 'z') { /* ABI flags: m, d, u, t */
+		if (*p == 't' || *p == 'd')
+			*ret_other_abi = true;
 		p++;
+	}
 	if (lib ? strncmp(p, ".so", 3) != 0 : *p != '\0')
 		return -1;
 	*ret_major = major;
@@ -537,6 +544,7 @@ int pyruntime_detect(pid_t pid, const struct procmaps *maps, struct pyruntime *r
 		_cleanup_close_ int fd = -1;
 		struct elf_facts f;
 		unsigned major = 0, minor = 0;
+		bool other_abi = false;
 		uint64_t bias;
 		bool is_first = first_file;
 		int kind, r;
@@ -544,7 +552,7 @@ int pyruntime_detect(pid_t pid, const struct procmaps *maps, struct pyruntime *r
 		if (path[0] != '/' || strstr(path, " (deleted)"))
 			continue;
 		first_file = false;
-		kind = parse_python_name(base + 1, &major, &minor);
+		kind = parse_python_name(base + 1, &major, &minor, &other_abi);
 		if ((kind < 0 && !is_first) || seen_before(maps, i))
 			continue;
 
@@ -590,6 +598,12 @@ int pyruntime_detect(pid_t pid, const struct procmaps *maps, struct pyruntime *r
 		if (r < 0)
 			continue;
 		fill(ret, path, major, minor, &f, bias);
+		if (other_abi) {
+			/* free-threaded or debug: other structure layouts */
+			ret->other_abi = true;
+			ret->offsets = NULL;
+			ret->autotsskey_addr = 0;
+		}
 		return ret->offsets ? 0 : -EPROTONOSUPPORT;
 	}
 

@@ -96,6 +96,10 @@ struct pyruntime {
 	 * (the .cold part of a stripped binary). */
 	struct { uint64_t start, end; } eval[PYRUNTIME_EVAL_RANGES];
 
+	/* A free-threaded or debug build (ABI flag 't' or 'd' in its name):
+	 * unsupported, its structures differ. */
+	bool other_abi;
+
 	const struct pyoffsets *offsets; /* NULL when unsupported */
 };
 

@@ -340,7 +340,8 @@ static uint16_t module_of_path(const struct process *p, const char *path)
 static void runtime_name(const struct pyruntime *rt, int status, char *buf, size_t size)
 {
 	const char *note = status == 0 ? "" :
-			   status == -EPROTONOSUPPORT ? " (unsupported)" : " (no Python frames)";
+			   status != -EPROTONOSUPPORT ? " (no Python frames)" :
+			   rt->other_abi ? " (free-threaded or debug build, unsupported)" : " (unsupported)";
 	int r;
 
 	if (rt->patch >= 0)

@@ -25,7 +25,6 @@ struct process;
 struct symbolizer;
 
 #define PYTHON_LINE_BITS 20
-#define PYTHON_RUNTIME_NAME_MAX 48
 
 /* 0 means the largest the encoding allows (functions, names), or no limit. */
 struct python_limits {
