@@ -24,32 +24,22 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture.h"
 #include "perfd/macro.h"
 #include "procmaps.h"
+#include "pychild.h"
 #include "pycode.h"
 #include "pylinetable.h"
 #include "pyruntime.h"
-
-extern char **environ;
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct procmaps, procmaps_free);
-
-#define PYENV_VERSIONS "/root/.pyenv/versions"
 
 /* --- pycode_utf8 ---------------------------------------------------------- */
 
@@ -153,29 +143,13 @@ Test(pycode_utf8, empty_and_tiny)
 #define LONG_NAME_LEN 300
 #define FRAMES 5 /* inner, zhongwen, zhongwen_astral, long name, <module> */
 
-struct child {
-	pid_t pid;
-	unsigned major, minor, patch;
-};
-
-static struct child current;
-
-static void suite_init(void)
-{
-	fixture_setup();
-}
-
 static void suite_fini(void)
 {
-	if (current.pid > 0) {
-		(void)kill(current.pid, SIGKILL);
-		(void)waitpid(current.pid, NULL, 0);
-		current.pid = 0;
-	}
+	pychild_stop_current();
 	fixture_teardown();
 }
 
-TestSuite(pycode, .init = suite_init, .fini = suite_fini, .timeout = 15);
+TestSuite(pycode, .init = fixture_setup, .fini = suite_fini, .timeout = 15);
 
 /* What the script is, known by construction. */
 struct script {
@@ -217,98 +191,14 @@ static void write_script(struct script *s)
 	memcpy(s->call_line, (int[FRAMES]){ 6, 9, 12, 14, 15 }, sizeof(s->call_line));
 }
 
-/* Waits until the process sleeps in time.sleep(): printing the version
- * happens a few instructions before, and the frames only hold still in
- * the sleep.  time.sleep is select() or pselect6() before 3.11,
- * clock_nanosleep() after. */
-static void wait_sleeping(pid_t pid)
-{
-	char path[64], buf[256];
-
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-	for (int tries = 0; tries < 2000; tries++) {
-		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n;
-		long nr;
-
-		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-		n = read(fd, buf, sizeof(buf) - 1);
-		cr_assert_gt(n, 0, "%s: %s", path, strerror(errno));
-		buf[n] = '\0';
-		if (sscanf(buf, "%ld", &nr) == 1 &&
-		    (nr == SYS_select || nr == SYS_pselect6 || nr == SYS_nanosleep ||
-		     nr == SYS_clock_nanosleep))
-			return;
-		(void)usleep(1000);
-	}
-	cr_assert_fail("pid %d never slept (%s)", (int)pid, buf);
-}
-
 /* Starts exe on the script and waits until it sleeps in Outer.inner. */
-static void start_python(const char *exe, const char *script, struct child *c)
+static void start_python(const char *exe, const char *script, struct pychild *c)
 {
 	char *argv[] = { (char *)exe, (char *)script, NULL };
-	posix_spawn_file_actions_t fa;
-	int pipefd[2];
-	char line[64];
-	_cleanup_fclose_ FILE *f = NULL;
-	int r;
 
 	/* the file name is UTF-8 whatever the locale */
 	cr_assert_eq(setenv("PYTHONUTF8", "1", 1), 0);
-	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
-	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
-	cr_assert_eq(posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO), 0);
-	r = posix_spawn(&c->pid, exe, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	(void)close(pipefd[1]);
-	cr_assert_eq(r, 0, "spawn %s: %s", exe, strerror(r));
-
-	f = fdopen(pipefd[0], "r");
-	cr_assert_not_null(f);
-	cr_assert_not_null(fgets(line, sizeof(line), f), "%s printed nothing", exe);
-	cr_assert_eq(sscanf(line, "%u %u %u", &c->major, &c->minor, &c->patch), 3, "%s", line);
-	wait_sleeping(c->pid);
-}
-
-static void stop_python(struct child *c)
-{
-	if (c->pid > 0) {
-		(void)kill(c->pid, SIGKILL);
-		(void)waitpid(c->pid, NULL, 0);
-		c->pid = 0;
-	}
-}
-
-static void read_mem(pid_t pid, uint64_t addr, void *buf, size_t n)
-{
-	char path[64];
-	_cleanup_close_ int fd = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-	cr_assert_eq(pread(fd, buf, n, (off_t)addr), (ssize_t)n, "read 0x%" PRIx64 ": %s", addr,
-		     strerror(errno));
-}
-
-static uint64_t read_u64(pid_t pid, uint64_t addr)
-{
-	uint64_t v;
-
-	read_mem(pid, addr, &v, sizeof(v));
-	return v;
-}
-
-/* A pointer at base + off that must not be NULL. */
-static uint64_t follow(pid_t pid, uint64_t base, int32_t off, const char *what)
-{
-	uint64_t v;
-
-	cr_assert_geq(off, 0, "no offset for %s", what);
-	v = read_u64(pid, base + (uint64_t)off);
-	cr_assert_neq(v, 0, "%s is NULL", what);
-	return v;
+	pychild_start(argv, PYCHILD_VERSION, c);
 }
 
 struct pyframe {
@@ -324,15 +214,16 @@ static size_t walk(pid_t pid, const struct pyruntime *rt, struct pyframe *ret, s
 	uint64_t interp, tstate, frame;
 	size_t n = 0;
 
-	interp = follow(pid, rt->runtime_addr, o->runtime_interpreters_head, "interpreters.head");
-	tstate = follow(pid, interp, o->interp_tstate_head, "threads.head");
+	interp = follow(pid, NULL, rt->runtime_addr, o->runtime_interpreters_head,
+			"interpreters.head");
+	tstate = follow(pid, NULL, interp, o->interp_tstate_head, "threads.head");
 	if (o->tstate_frame >= 0)
-		frame = follow(pid, tstate, o->tstate_frame, "tstate->frame");
+		frame = follow(pid, NULL, tstate, o->tstate_frame, "tstate->frame");
 	else if (o->tstate_cframe >= 0)
-		frame = follow(pid, follow(pid, tstate, o->tstate_cframe, "cframe"),
+		frame = follow(pid, NULL, follow(pid, NULL, tstate, o->tstate_cframe, "cframe"),
 			       o->cframe_current_frame, "current_frame");
 	else
-		frame = follow(pid, tstate, o->tstate_current_frame, "current_frame");
+		frame = follow(pid, NULL, tstate, o->tstate_current_frame, "current_frame");
 
 	for (; frame && n < max; frame = read_u64(pid, frame + (uint64_t)o->frame_previous)) {
 		struct pyframe *f = &ret[n];
@@ -345,7 +236,7 @@ static size_t walk(pid_t pid, const struct pyruntime *rt, struct pyframe *ret, s
 				continue;
 		}
 		f->frame = frame;
-		f->code = follow(pid, frame, o->frame_code, "frame code");
+		f->code = follow(pid, NULL, frame, o->frame_code, "frame code");
 		if (o->frame_lasti >= 0) {
 			int32_t lasti;
 
@@ -373,7 +264,7 @@ static void detect(pid_t pid, struct pyruntime *rt)
 
 static void check_interpreter(const char *exe)
 {
-	struct child *c = &current;
+	struct pychild *c = &current;
 	struct script s;
 	struct pyruntime rt;
 	struct pyframe frames[FRAMES + 1];
@@ -383,8 +274,7 @@ static void check_interpreter(const char *exe)
 	size_t n;
 	int r;
 
-	if (access(exe, X_OK) != 0)
-		cr_skip_test("%s is not installed", exe);
+	skip_unless_exists(exe);
 	write_script(&s);
 	start_python(exe, s.path, c);
 	detect(c->pid, &rt);
@@ -463,26 +353,12 @@ static void check_interpreter(const char *exe)
 		struct pycode code = { 0 };
 		pid_t pid = c->pid;
 
-		stop_python(c);
+		pychild_stop(c);
 		cr_assert_eq(pycode_read(pid, &rt, code_addr, &code), -ESRCH);
 	}
 }
 
-static void check_pyenv(const char *version)
-{
-	char exe[PATH_MAX];
-
-	snprintf(exe, sizeof(exe), PYENV_VERSIONS "/%s/bin/python", version);
-	check_interpreter(exe);
-}
-
-Test(pycode, cpython_3_8) { check_pyenv("3.8.18"); }
-Test(pycode, cpython_3_9) { check_pyenv("3.9.18"); }
-Test(pycode, cpython_3_10) { check_pyenv("3.10.13"); }
-Test(pycode, cpython_3_11) { check_pyenv("3.11.7"); }
-Test(pycode, cpython_3_12) { check_pyenv("3.12.1"); }
-Test(pycode, cpython_3_13) { check_pyenv("3.13.0"); }
-Test(pycode, debian_static_3_11) { check_interpreter("/usr/bin/python3.11"); }
+PYCHILD_SUPPORTED_TESTS(pycode, check_interpreter)
 
 /* A runtime without offsets (an unsupported version) is refused, not
  * dereferenced. */

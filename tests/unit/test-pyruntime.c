@@ -17,28 +17,20 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
-#include <spawn.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "perfd/macro.h"
 #include "procmaps.h"
+#include "pychild.h"
 #include "pyruntime.h"
-
-extern char **environ;
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct procmaps, procmaps_free);
-
-#define PYENV_VERSIONS "/root/.pyenv/versions"
 
 /* Prints the version, then sleeps; valid Python 2 and 3. */
 static const char script[] =
@@ -48,109 +40,21 @@ static const char script[] =
 	"sys.stdout.flush()\n"
 	"time.sleep(30)\n";
 
-struct child {
-	pid_t pid;
-	unsigned major, minor, patch; /* as the interpreter says */
-};
-
-static void pyenv_path(char *buf, size_t size, const char *version, const char *rest)
-{
-	cr_assert_lt((size_t)snprintf(buf, size, PYENV_VERSIONS "/%s%s", version, rest), size);
-}
-
-static void skip_unless_exists(const char *path)
-{
-	if (access(path, X_OK) != 0)
-		cr_skip_test("%s is not installed", path);
-}
-
-/* Starts exe on the script and waits until it is sleeping. */
-static void start_python(const char *exe, struct child *c)
+/* Starts exe on the script and waits until it has printed its version. */
+static void start_python(const char *exe, struct pychild *c)
 {
 	char *argv[] = { (char *)exe, (char *)"-c", (char *)script, NULL };
-	posix_spawn_file_actions_t fa;
-	int pipefd[2];
-	char line[64];
-	_cleanup_fclose_ FILE *f = NULL;
-	int r;
 
-	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
-	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
-	cr_assert_eq(posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO), 0);
-	r = posix_spawn(&c->pid, exe, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	(void)close(pipefd[1]);
-	cr_assert_eq(r, 0, "spawn %s: %s", exe, strerror(r));
-
-	f = fdopen(pipefd[0], "r");
-	cr_assert_not_null(f);
-	cr_assert_not_null(fgets(line, sizeof(line), f), "%s printed nothing", exe);
-	cr_assert_eq(sscanf(line, "%u %u %u", &c->major, &c->minor, &c->patch), 3, "%s", line);
+	pychild_spawn(argv, PYCHILD_VERSION, c);
 }
 
-static void stop_python(struct child *c)
-{
-	if (c->pid > 0) {
-		(void)kill(c->pid, SIGKILL);
-		(void)waitpid(c->pid, NULL, 0);
-		c->pid = 0;
-	}
-}
-
-/* The interpreter of the running test, stopped by the suite's fini also
- * when an assertion ends the test early. */
-static struct child current;
-
-static void stop_current(void)
-{
-	stop_python(&current);
-}
-
-TestSuite(pyruntime, .fini = stop_current);
-
-static uint64_t read_u64(pid_t pid, uint64_t addr)
-{
-	char path[64];
-	_cleanup_close_ int fd = -1;
-	uint64_t v = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-	cr_assert_eq(pread(fd, &v, sizeof(v), (off_t)addr), (ssize_t)sizeof(v),
-		     "read 0x%" PRIx64 ": %s", addr, strerror(errno));
-	return v;
-}
-
-static void read_bytes(pid_t pid, uint64_t addr, void *buf, size_t n)
-{
-	char path[64];
-	_cleanup_close_ int fd = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(pread(fd, buf, n, (off_t)addr), (ssize_t)n);
-}
-
-/* A pointer read at base + off that must point into a mapping. */
-static uint64_t follow(pid_t pid, const struct procmaps *maps, uint64_t base, int32_t off,
-		       const char *what)
-{
-	uint64_t v;
-
-	cr_assert_geq(off, 0, "no offset for %s", what);
-	v = read_u64(pid, base + (uint64_t)off);
-	cr_assert_neq(v, 0, "%s is NULL", what);
-	cr_assert_not_null(procmaps_find(maps, v), "%s 0x%" PRIx64 " is not mapped", what, v);
-	return v;
-}
+TestSuite(pyruntime, .fini = pychild_stop_current);
 
 /* Reads the compact ASCII string object at obj. */
 static void read_ascii(pid_t pid, const struct pyoffsets *o, uint64_t obj, char *buf, size_t n)
 {
 	memset(buf, 0, n);
-	read_bytes(pid, obj + (uint64_t)o->unicode_ascii_data, buf, n - 1);
+	read_mem(pid, obj + (uint64_t)o->unicode_ascii_data, buf, n - 1);
 }
 
 /* Walks the running interpreter as the BPF walker will. */
@@ -179,7 +83,7 @@ static void check_walk(pid_t pid, const struct pyruntime *rt)
 	if (rt->minor >= 13) {
 		char cookie[8];
 
-		read_bytes(pid, rt->runtime_addr, cookie, sizeof(cookie));
+		read_mem(pid, rt->runtime_addr, cookie, sizeof(cookie));
 		cr_assert_eq(memcmp(cookie, "xdebugpy", 8), 0, "no _Py_DebugOffsets cookie");
 	}
 
@@ -229,7 +133,7 @@ static void check_walk(pid_t pid, const struct pyruntime *rt)
 static void check_supported(const char *exe, const char *lib_prefix)
 {
 	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
-	struct child *c = &current;
+	struct pychild *c = &current;
 	struct pyruntime rt;
 	const char *base;
 	int r;
@@ -257,7 +161,7 @@ static void check_supported(const char *exe, const char *lib_prefix)
 		cr_assert_not(rt.has_tss_tstate);
 	}
 	check_walk(c->pid, &rt);
-	stop_python(c);
+	pychild_stop(c);
 }
 
 static void check_pyenv(const char *version, const char *lib)
@@ -284,7 +188,7 @@ Test(pyruntime, debian_static_3_11, .timeout = 10)
 static void check_unsupported(const char *version, bool has_runtime)
 {
 	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
-	struct child *c = &current;
+	struct pychild *c = &current;
 	struct pyruntime rt;
 	char exe[PATH_MAX];
 	int r;
@@ -301,7 +205,7 @@ static void check_unsupported(const char *version, bool has_runtime)
 	cr_assert_null(rt.offsets);
 	cr_assert_eq(rt.runtime_addr != 0, has_runtime);
 	cr_assert_not_null(strstr(rt.path, "libpython"), "%s", rt.path);
-	stop_python(c);
+	pychild_stop(c);
 }
 
 Test(pyruntime, python_2_7_unsupported, .timeout = 10) { check_unsupported("2.7.18", false); }

@@ -34,15 +34,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -54,49 +50,23 @@
 #include "perfd/python.h"
 #include "procmaps.h"
 #include "pthread_tsd.h"
+#include "pychild.h"
 #include "pyruntime.h"
 #include "python.h"
 #include "symbolize.h"
 
-extern char **environ;
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct procmaps, procmaps_free);
-
-#define PYENV_VERSIONS "/root/.pyenv/versions"
 #define PY_FRAMES 4 /* inner, outer, main, <module> */
 #define START_TIME 4242 /* the process's identity with its pid */
 
 /* --- the interpreter ------------------------------------------------------ */
 
-struct child {
-	pid_t pid;
-	unsigned major, minor, patch;
-	uint64_t thread_pointer; /* pthread_self() of the main thread */
-};
-
-static struct child current;
-
-static void stop_child(struct child *c)
-{
-	if (c->pid > 0) {
-		(void)kill(c->pid, SIGKILL);
-		(void)waitpid(c->pid, NULL, 0);
-		c->pid = 0;
-	}
-}
-
-static void suite_init(void)
-{
-	fixture_setup();
-}
-
 static void suite_fini(void)
 {
-	stop_child(&current);
+	pychild_stop_current();
 	fixture_teardown();
 }
 
-TestSuite(python, .init = suite_init, .fini = suite_fini, .timeout = 15);
+TestSuite(python, .init = fixture_setup, .fini = suite_fini, .timeout = 15);
 
 /* Valid Python 3.7 to 3.13.  Lines, leaf first, are in the tables below. */
 static const char script_text[] =
@@ -116,95 +86,15 @@ static const char *const frame_names[PY_FRAMES] = { "inner", "outer", "main", "<
 static const int def_lines[PY_FRAMES] = { 2, 7, 9, 1 };
 static const int call_lines[PY_FRAMES] = { 6, 8, 11, 12 };
 
-/* Waits until the process sleeps in time.sleep() (select() or pselect6()
- * before 3.11, clock_nanosleep() after; nanosleep() for /bin/sleep): only
- * then do its frames hold still. */
-static void wait_sleeping(pid_t pid)
-{
-	char path[64], buf[256] = "";
-
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-	for (int tries = 0; tries < 2000; tries++) {
-		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n;
-		long nr;
-
-		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-		n = read(fd, buf, sizeof(buf) - 1);
-		cr_assert_gt(n, 0, "%s: %s", path, strerror(errno));
-		buf[n] = '\0';
-		if (sscanf(buf, "%ld", &nr) == 1 &&
-		    (nr == SYS_select || nr == SYS_pselect6 || nr == SYS_nanosleep ||
-		     nr == SYS_clock_nanosleep))
-			return;
-		(void)usleep(1000);
-	}
-	cr_assert_fail("pid %d never slept (%s)", (int)pid, buf);
-}
-
-/* Starts argv[0]; with reports, reads "MAJOR MINOR PATCH THREAD" from its
- * stdout.  Returns once it sleeps. */
-static void start_child(char *const argv[], bool reports, struct child *c)
-{
-	posix_spawn_file_actions_t fa;
-	int pipefd[2];
-	char line[128];
-	_cleanup_fclose_ FILE *f = NULL;
-	int r;
-
-	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
-	cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
-	cr_assert_eq(posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO), 0);
-	r = posix_spawn(&c->pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	(void)close(pipefd[1]);
-	cr_assert_eq(r, 0, "spawn %s: %s", argv[0], strerror(r));
-	f = fdopen(pipefd[0], "r");
-	cr_assert_not_null(f);
-	if (reports) {
-		cr_assert_not_null(fgets(line, sizeof(line), f), "%s printed nothing", argv[0]);
-		cr_assert_eq(sscanf(line, "%u %u %u %" SCNu64, &c->major, &c->minor, &c->patch,
-				    &c->thread_pointer),
-			     4, "%s", line);
-	}
-	wait_sleeping(c->pid);
-}
-
-static void start_python(const char *exe, char *script, size_t size, struct child *c)
+/* Writes the script into the work directory, its path into script, and
+ * starts exe on it; returns once it sleeps in inner. */
+static void start_python(const char *exe, char *script, size_t size, struct pychild *c)
 {
 	char *argv[] = { (char *)exe, script, NULL };
 
 	write_file("pymerge.py", script_text, sizeof(script_text) - 1);
 	path_in_workdir(script, size, "pymerge.py");
-	start_child(argv, true, c);
-}
-
-static void read_mem(pid_t pid, uint64_t addr, void *buf, size_t n)
-{
-	char path[64];
-	_cleanup_close_ int fd = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-	cr_assert_eq(pread(fd, buf, n, (off_t)addr), (ssize_t)n, "read 0x%" PRIx64 ": %s", addr,
-		     strerror(errno));
-}
-
-static uint64_t read_u64(pid_t pid, uint64_t addr)
-{
-	uint64_t v;
-
-	read_mem(pid, addr, &v, sizeof(v));
-	return v;
-}
-
-static int32_t read_i32(pid_t pid, uint64_t addr)
-{
-	int32_t v;
-
-	read_mem(pid, addr, &v, sizeof(v));
-	return v;
+	pychild_start(argv, PYCHILD_VERSION_THREAD, c);
 }
 
 /* --- the process as the aggregator holds it ------------------------------- */
@@ -219,11 +109,13 @@ struct fixture {
 };
 
 /* Reads pid's executable maps and resolves their modules as
- * aggregate.c's refresh_maps does. */
+ * aggregate.c's refresh_maps does, in place of any process made before. */
 static void make_process(struct fixture *fx, pid_t pid)
 {
 	struct process *p = &fx->p;
 
+	procmaps_free(p->maps);
+	free(p->map_modules);
 	*p = (struct process){ .pid = (uint32_t)pid, .start_time_ns = START_TIME };
 	snprintf(p->comm, sizeof(p->comm), "test-%d", (int)pid);
 	cr_assert_eq(procmaps_read_pid(pid, true, &p->maps), 0);
@@ -276,6 +168,16 @@ static int lookup_description(const struct fixture *fx, struct perfd_python_proc
 	uint32_t key = fx->p.pid;
 
 	return bpf_map_lookup_elem(fx->map_fd, &key, ret) < 0 ? -errno : 0;
+}
+
+/* python.c must have named fx's process after the version c reported,
+ * followed by suffix. */
+static void expect_runtime(const struct fixture *fx, const struct pychild *c, const char *suffix)
+{
+	char want[64];
+
+	snprintf(want, sizeof(want), "CPython %u.%u.%u%s", c->major, c->minor, c->patch, suffix);
+	cr_assert_str_eq(fx->p.runtime, want);
 }
 
 /* --- the description, checked and then used like the BPF walker ----------- */
@@ -470,7 +372,7 @@ static uint64_t outside_eval(const struct pyruntime *rt, uint64_t from)
 
 static void check_interpreter(const char *exe)
 {
-	struct child *c = &current;
+	struct pychild *c = &current;
 	struct fixture fx;
 	struct pyruntime rt;
 	struct perfd_python_process desc;
@@ -480,12 +382,11 @@ static void check_interpreter(const char *exe)
 	uint64_t native[8], out[32], again[32], tstate;
 	uint64_t f_libc, f_eval_leaf, f_eval_root, f_machinery, f_interp_root, f_root;
 	uint16_t interp_module = 0;
-	char script[PATH_MAX], want[64], buf[PATH_MAX + 128];
+	char script[PATH_MAX], buf[PATH_MAX + 128];
 	size_t n, nw;
 	int r;
 
-	if (access(exe, X_OK) != 0)
-		cr_skip_test("%s is not installed", exe);
+	skip_unless_exists(exe);
 	start_python(exe, script, sizeof(script), c);
 	fixture_new(&fx, 0);
 	make_process(&fx, c->pid);
@@ -505,8 +406,7 @@ static void check_interpreter(const char *exe)
 
 	/* Recognition: the runtime's name and the BPF description. */
 	python_maps_changed(fx.py, &fx.p);
-	snprintf(want, sizeof(want), "CPython %u.%u.%u", c->major, c->minor, c->patch);
-	cr_assert_str_eq(fx.p.runtime, want);
+	expect_runtime(&fx, c, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0, "no BPF entry for pid %u", fx.p.pid);
 	check_description(&fx, &rt, &desc);
 	python_get_stats(fx.py, &st);
@@ -514,7 +414,7 @@ static void check_interpreter(const char *exe)
 	cr_assert_eq(st.unsupported, 0);
 	/* The same maps again: nothing to redo. */
 	python_maps_changed(fx.py, &fx.p);
-	cr_assert_str_eq(fx.p.runtime, want);
+	expect_runtime(&fx, c, "");
 
 	/* The frames, found with the description only. */
 	tstate = thread_state(c->pid, &rt, c->thread_pointer, &desc);
@@ -693,31 +593,17 @@ static void check_interpreter(const char *exe)
 	cr_assert_arr_eq(out, native, 6 * sizeof(uint64_t));
 
 	fixture_free(&fx);
-	stop_child(c);
+	pychild_stop(c);
 }
 
-static void check_pyenv(const char *version)
-{
-	char exe[PATH_MAX];
-
-	snprintf(exe, sizeof(exe), PYENV_VERSIONS "/%s/bin/python", version);
-	check_interpreter(exe);
-}
-
-Test(python, cpython_3_8) { check_pyenv("3.8.18"); }
-Test(python, cpython_3_9) { check_pyenv("3.9.18"); }
-Test(python, cpython_3_10) { check_pyenv("3.10.13"); }
-Test(python, cpython_3_11) { check_pyenv("3.11.7"); }
-Test(python, cpython_3_12) { check_pyenv("3.12.1"); }
-Test(python, cpython_3_13) { check_pyenv("3.13.0"); }
-Test(python, debian_static_3_11) { check_interpreter("/usr/bin/python3.11"); }
+PYCHILD_SUPPORTED_TESTS(python, check_interpreter)
 
 /* A second child, for the tests that need two. */
-static struct child second;
+static struct pychild second;
 
 static void stop_second(void)
 {
-	stop_child(&second);
+	pychild_stop(&second);
 }
 
 Test(python, not_python, .fini = stop_second)
@@ -729,7 +615,7 @@ Test(python, not_python, .fini = stop_second)
 	uint64_t native[2], out[4];
 	struct perfd_python_frame pf = { .code = 0x1000 | PERFD_PYFRAME_ENTRY, .tag = 1 };
 
-	start_child(argv, false, &current);
+	pychild_start(argv, PYCHILD_SILENT, &current);
 	fixture_new(&fx, 0);
 	make_process(&fx, current.pid);
 	strcpy(fx.p.runtime, "stale");
@@ -747,9 +633,7 @@ Test(python, not_python, .fini = stop_second)
 	cr_assert_arr_eq(out, native, sizeof(native));
 
 	/* Another process of the same executable: not Python either. */
-	start_child(argv, false, &second);
-	procmaps_free(fx.p.maps);
-	free(fx.p.map_modules);
+	pychild_start(argv, PYCHILD_SILENT, &second);
 	make_process(&fx, second.pid);
 	strcpy(fx.p.runtime, "stale");
 	python_maps_changed(fx.py, &fx.p);
@@ -791,7 +675,7 @@ Test(python, embedded_after_not_python, .fini = stop_second)
 {
 	const char *home = PYENV_VERSIONS "/3.12.1";
 	const char *lib = PYENV_VERSIONS "/3.12.1/lib/libpython3.12.so.1.0";
-	char exe[PATH_MAX], src[PATH_MAX], want[64];
+	char exe[PATH_MAX], src[PATH_MAX];
 	char *cc[] = { (char *)"cc", (char *)"-o", exe, src, (char *)"-ldl", NULL };
 	char *plain[] = { exe, NULL };
 	char *embedding[] = { exe, (char *)lib, (char *)script_text, NULL };
@@ -806,20 +690,16 @@ Test(python, embedded_after_not_python, .fini = stop_second)
 	run(cc);
 
 	fixture_new(&fx, 0);
-	start_child(plain, false, &second);
+	pychild_start(plain, PYCHILD_SILENT, &second);
 	make_process(&fx, second.pid);
 	python_maps_changed(fx.py, &fx.p);
 	cr_assert_str_empty(fx.p.runtime);
 
 	cr_assert_eq(setenv("PYTHONHOME", home, 1), 0);
-	start_child(embedding, true, &current);
-	procmaps_free(fx.p.maps);
-	free(fx.p.map_modules);
+	pychild_start(embedding, PYCHILD_VERSION_THREAD, &current);
 	make_process(&fx, current.pid);
 	python_maps_changed(fx.py, &fx.p);
-	snprintf(want, sizeof(want), "CPython %u.%u.%u", current.major, current.minor,
-		 current.patch);
-	cr_assert_str_eq(fx.p.runtime, want);
+	expect_runtime(&fx, &current, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
 	fixture_free(&fx);
 }
@@ -830,53 +710,45 @@ Test(python, embedded_after_not_python, .fini = stop_second)
 Test(python, exited_process_does_not_hide_executable, .fini = stop_second)
 {
 	const char *python = "/usr/bin/python3.11";
-	char exe[PATH_MAX], script[PATH_MAX], want[64];
+	char exe[PATH_MAX], script[PATH_MAX];
 	char *cp[] = { (char *)"cp", (char *)python, exe, NULL };
 	char *argv[] = { exe, script, NULL };
 	struct fixture fx;
 
-	if (access(python, X_OK) != 0)
-		cr_skip_test("%s is not installed", python);
+	skip_unless_exists(python);
 	path_in_workdir(exe, sizeof(exe), "myapp");
 	run(cp);
 	write_file("pymerge.py", script_text, sizeof(script_text) - 1);
 	path_in_workdir(script, sizeof(script), "pymerge.py");
 
 	fixture_new(&fx, 0);
-	start_child(argv, true, &second);
+	pychild_start(argv, PYCHILD_VERSION_THREAD, &second);
 	make_process(&fx, second.pid);
-	stop_child(&second);
+	pychild_stop(&second);
 	python_maps_changed(fx.py, &fx.p);
 	cr_assert_str_empty(fx.p.runtime);
 
-	start_child(argv, true, &current);
-	procmaps_free(fx.p.maps);
-	free(fx.p.map_modules);
+	pychild_start(argv, PYCHILD_VERSION_THREAD, &current);
 	make_process(&fx, current.pid);
 	python_maps_changed(fx.py, &fx.p);
-	snprintf(want, sizeof(want), "CPython %u.%u.%u", current.major, current.minor,
-		 current.patch);
-	cr_assert_str_eq(fx.p.runtime, want);
+	expect_runtime(&fx, &current, "");
 	fixture_free(&fx);
 }
 
 Test(python, cpython_3_7_unsupported)
 {
 	char exe[] = PYENV_VERSIONS "/3.7.16/bin/python";
-	char script[PATH_MAX], want[64];
+	char script[PATH_MAX];
 	struct fixture fx;
 	struct perfd_python_process desc;
 	struct python_stats st;
 
-	if (access(exe, X_OK) != 0)
-		cr_skip_test("%s is not installed", exe);
+	skip_unless_exists(exe);
 	start_python(exe, script, sizeof(script), &current);
 	fixture_new(&fx, 0);
 	make_process(&fx, current.pid);
 	python_maps_changed(fx.py, &fx.p);
-	snprintf(want, sizeof(want), "CPython %u.%u.%u (unsupported)", current.major,
-		 current.minor, current.patch);
-	cr_assert_str_eq(fx.p.runtime, want);
+	expect_runtime(&fx, &current, " (unsupported)");
 	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
 	python_get_stats(fx.py, &st);
 	cr_assert_eq(st.processes, 0);
@@ -893,7 +765,7 @@ Test(python, cpython_3_7_unsupported)
 static void check_no_map(int reason)
 {
 	const char *exe = PYENV_VERSIONS "/3.12.1/bin/python";
-	char script[PATH_MAX], want[64];
+	char script[PATH_MAX];
 	struct fixture fx;
 	struct python_stats st;
 
@@ -905,9 +777,7 @@ static void check_no_map(int reason)
 	fixture_new(&fx, reason);
 	make_process(&fx, current.pid);
 	python_maps_changed(fx.py, &fx.p);
-	snprintf(want, sizeof(want), "CPython %u.%u.%u (no Python frames)", current.major,
-		 current.minor, current.patch);
-	cr_assert_str_eq(fx.p.runtime, want);
+	expect_runtime(&fx, &current, " (no Python frames)");
 	python_get_stats(fx.py, &st);
 	cr_assert_eq(st.processes, 0);
 	cr_assert_eq(st.unsupported, 1);
