@@ -136,10 +136,8 @@ static void make_process(struct fixture *fx, pid_t pid)
 
 /* Creates the BPF map, or passes no_map (-ENOTSUP, -ECANCELED) instead
  * when it is not 0. */
-static void fixture_new(struct fixture *fx, int no_map)
+static void fixture_new_limits(struct fixture *fx, int no_map, const struct python_limits *limits)
 {
-	const struct python_limits limits = { .max_functions = 1000, .max_code_per_process = 100 };
-
 	*fx = (struct fixture){ .map_fd = no_map };
 	fx->sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
 	cr_assert_not_null(fx->sym);
@@ -149,8 +147,15 @@ static void fixture_new(struct fixture *fx, int no_map)
 		cr_assert_geq(fx->map_fd, 0, "bpf_map_create: %s (the tests run as root)",
 			      strerror(-fx->map_fd));
 	}
-	fx->py = python_new(fx->map_fd, fx->sym, &limits);
+	fx->py = python_new(fx->map_fd, fx->sym, limits);
 	cr_assert_not_null(fx->py);
+}
+
+static void fixture_new(struct fixture *fx, int no_map)
+{
+	const struct python_limits limits = { .max_functions = 1000, .max_code_per_process = 100 };
+
+	fixture_new_limits(fx, no_map, &limits);
 }
 
 static void fixture_free(struct fixture *fx)
@@ -756,6 +761,63 @@ Test(python, cpython_3_7_unsupported)
 	python_process_gone(fx.py, &fx.p);
 	python_get_stats(fx.py, &st);
 	cr_assert_eq(st.unsupported, 0);
+	fixture_free(&fx);
+}
+
+/* Over the byte budget for line tables, a process's cache starts over:
+ * memory stays bounded (one code object held here), the resets are
+ * counted, and every frame is still named and lined as with a cache. */
+Test(python, line_table_budget)
+{
+	char exe[] = PYENV_VERSIONS "/3.12.1/bin/python3";
+	const struct python_limits limits = {
+		.max_functions = 1000, .max_code_per_process = 100, .max_code_bytes = 1,
+	};
+	struct fixture fx, roomy;
+	struct pyruntime rt;
+	struct perfd_python_process desc;
+	struct perfd_python_frame pf[PY_FRAMES + 2];
+	int32_t firstlines[PY_FRAMES + 2];
+	struct python_stats st;
+	uint64_t native[2], out[16], want[16];
+	char script[PATH_MAX], a[PATH_MAX + 128], b[PATH_MAX + 128];
+	uint16_t interp_module = 0;
+	size_t n, n_want;
+
+	skip_unless_exists(exe);
+	start_python(exe, script, sizeof(script), &current);
+	fixture_new_limits(&fx, 0, &limits);
+	fixture_new(&roomy, 0);
+	make_process(&fx, current.pid);
+	make_process(&roomy, current.pid);
+	cr_assert_eq(pyruntime_detect(current.pid, fx.p.maps, &rt), 0);
+	for (size_t i = 0; i < fx.p.maps->n; i++)
+		if (strcmp(fx.p.maps->maps[i].path, rt.path) == 0)
+			interp_module = fx.p.map_modules[i];
+	python_maps_changed(fx.py, &fx.p);
+	python_maps_changed(roomy.py, &roomy.p);
+	cr_assert_eq(lookup_description(&fx, &desc), 0);
+	cr_assert_eq(walk_frames(current.pid, thread_state(current.pid, &rt, current.thread_pointer, &desc),
+				 &desc, pf, firstlines, ELEMENTSOF(pf)),
+		     PY_FRAMES);
+	pf[PY_FRAMES - 1].code |= PERFD_PYFRAME_ENTRY; /* one loop call runs them all */
+	native[0] = frame_make(fx.libc_module, fx.libc_text);
+	native[1] = frame_make(interp_module, rt.eval[0].start + 0x10);
+
+	n_want = merge(&roomy, 1, native, 2, pf, PY_FRAMES, want, ELEMENTSOF(want));
+	for (int round = 0; round < 2; round++) {
+		n = merge(&fx, 1, native, 2, pf, PY_FRAMES, out, ELEMENTSOF(out));
+		cr_assert_eq(n, n_want);
+		for (size_t i = 1; i < n; i++)
+			cr_assert_str_eq(name_of(&fx, out[i], true, a, sizeof(a)),
+					 name_of(&roomy, want[i], true, b, sizeof(b)));
+	}
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.code_objects, 1, "%zu code objects held", st.code_objects);
+	cr_assert_geq(st.cache_resets, 2 * PY_FRAMES - 1);
+	cr_assert_gt(st.code_reads, PY_FRAMES, "a cache this small cannot keep them all");
+	cr_assert_eq(st.code_read_errors, 0);
+	fixture_free(&roomy);
 	fixture_free(&fx);
 }
 
