@@ -17,6 +17,8 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -211,6 +213,52 @@ static void check_unsupported(const char *version, bool has_runtime)
 Test(pyruntime, python_2_7_unsupported, .timeout = 10) { check_unsupported("2.7.18", false); }
 Test(pyruntime, cpython_3_6_unsupported, .timeout = 10) { check_unsupported("3.6.15", false); }
 Test(pyruntime, cpython_3_7_unsupported, .timeout = 10) { check_unsupported("3.7.16", true); }
+
+/* A free-threaded ("t") or debug ("d") build has other structure layouts:
+ * recognized, but unsupported.  Debian's static python3.11 copied under
+ * such a name stands in for one (none is installed here). */
+static void check_other_abi(const char *name)
+{
+	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
+	char dir[] = "/tmp/perfd-pyabi.XXXXXX", exe[64];
+	struct pychild *c = &current;
+	struct pyruntime rt;
+	int in, out, r;
+	struct stat st;
+
+	skip_unless_exists("/usr/bin/python3.11");
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_lt((size_t)snprintf(exe, sizeof(exe), "%s/%s", dir, name), sizeof(exe));
+	in = open("/usr/bin/python3.11", O_RDONLY | O_CLOEXEC);
+	out = open(exe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cr_assert(in >= 0 && out >= 0 && fstat(in, &st) == 0);
+	for (off_t done = 0; done < st.st_size;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(st.st_size - done), 0);
+
+		cr_assert_gt(n, 0, "copy_file_range: %s", strerror(errno));
+		done += n;
+	}
+	close(in);
+	close(out);
+	setenv("PYTHONHOME", "/usr", 1); /* its stdlib, from anywhere */
+	start_python(exe, c);
+	unsetenv("PYTHONHOME");
+
+	cr_assert_eq(procmaps_read_pid(c->pid, false, &maps), 0);
+	r = pyruntime_detect(c->pid, maps, &rt);
+	cr_assert_eq(r, -EPROTONOSUPPORT, "%s: %d", exe, r);
+	cr_assert(rt.other_abi);
+	cr_assert_null(rt.offsets);
+	cr_assert_eq(rt.autotsskey_addr, 0);
+	cr_assert_eq(rt.major, 3);
+	cr_assert_eq(rt.minor, 11);
+	pychild_stop(c);
+	unlink(exe);
+	rmdir(dir);
+}
+
+Test(pyruntime, free_threaded_build_unsupported, .timeout = 10) { check_other_abi("python3.11t"); }
+Test(pyruntime, debug_build_unsupported, .timeout = 10) { check_other_abi("python3.11d"); }
 
 Test(pyruntime, not_python)
 {
