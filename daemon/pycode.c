@@ -8,6 +8,12 @@
  * str objects of sane length: what the BPF walker recorded may point at
  * memory freed and reused since.
  *
+ * Each object costs one read where it can: the code object's fields at
+ * once, and a str or bytes object's header with its first bytes (a read
+ * that may run past the object is split at page boundaries, so the part
+ * before an unmapped page still arrives); only longer contents take a
+ * second read.  A system call is microseconds here, the parsing nothing.
+ *
  * str layout (all of 3.8-3.13): after PyObject_HEAD, length at 16, hash at
  * 24, a 32-bit state at 32 whose bits 2-4 are the kind, bit 5 compact and
  * bit 6 ascii.  A compact ASCII string's bytes follow the PyASCIIObject
@@ -45,9 +51,41 @@ int pymem_read(pid_t pid, uint64_t addr, void *buf, size_t size)
 	return (size_t)n == size ? 0 : -EFAULT;
 }
 
-static int read_u64(pid_t pid, uint64_t addr, uint64_t *ret)
+#define PAGE 4096u
+#define SPECULATIVE_BYTES 192 /* read beyond a header, for short contents */
+
+/* Reads up to size bytes at addr; stops short at an unmapped page.
+ * Returns the bytes read (>= want, or -EFAULT), or -ESRCH. */
+static ssize_t read_some(pid_t pid, uint64_t addr, void *buf, size_t size, size_t want)
 {
-	return pymem_read(pid, addr, ret, sizeof(*ret));
+	struct iovec local = { .iov_base = buf, .iov_len = size };
+	struct iovec remote[3];
+	size_t n = 0;
+	ssize_t got;
+
+	/* partial transfers stop between iovec elements, never inside */
+	for (uint64_t a = addr, end = addr + size; a < end && n < ELEMENTSOF(remote); n++) {
+		uint64_t next = MIN((a & ~(uint64_t)(PAGE - 1)) + PAGE, end);
+
+		if (n == ELEMENTSOF(remote) - 1)
+			next = end;
+		remote[n] = (struct iovec){ .iov_base = (void *)(uintptr_t)a, .iov_len = next - a };
+		a = next;
+	}
+	if (addr == 0)
+		return -EFAULT;
+	got = process_vm_readv(pid, &local, 1, remote, n, 0);
+	if (got < 0)
+		return errno == ESRCH ? -ESRCH : -EFAULT;
+	return (size_t)got >= want ? got : -EFAULT;
+}
+
+static uint64_t get_u64(const uint8_t *b, int32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
 }
 
 static size_t put_utf8(uint32_t c, char *out, size_t room)
@@ -108,18 +146,18 @@ size_t pycode_utf8(const void *chars, size_t length, unsigned kind, char *out, s
 static int read_str(pid_t pid, const struct pyruntime *rt, uint64_t addr, char *out, size_t size)
 {
 	const struct pyoffsets *o = rt->offsets;
-	uint8_t head[40];
-	uint64_t length, data;
+	uint8_t buf[128 + SPECULATIVE_BYTES];
+	_cleanup_free_ uint8_t *chars = NULL;
+	uint64_t length, skip, need;
 	uint32_t state;
 	unsigned kind;
-	_cleanup_free_ void *chars = NULL;
-	int r;
+	ssize_t got;
 
-	r = pymem_read(pid, addr, head, sizeof(head));
-	if (r < 0)
-		return r;
-	memcpy(&length, head + STR_LENGTH, sizeof(length));
-	memcpy(&state, head + STR_STATE, sizeof(state));
+	got = read_some(pid, addr, buf, sizeof(buf), STR_STATE + sizeof(state));
+	if (got < 0)
+		return (int)got;
+	length = get_u64(buf, STR_LENGTH);
+	memcpy(&state, buf + STR_STATE, sizeof(state));
 	kind = STR_KIND(state);
 	/* A name may be long (it is cut), but not absurd: that is not a str. */
 	if (!STR_COMPACT(state) || (kind != 1 && kind != 2 && kind != 4) ||
@@ -127,15 +165,20 @@ static int read_str(pid_t pid, const struct pyruntime *rt, uint64_t addr, char *
 		return -EBADMSG;
 	if (length > size - 1)
 		length = size - 1; /* the name is cut anyway */
-	data = addr + (uint64_t)o->unicode_ascii_data;
+	skip = (uint64_t)o->unicode_ascii_data;
 	if (!STR_ASCII(state))
-		data += rt->minor >= 12 ? 16 : 24; /* utf8_length, utf8[, wstr_length] */
-	chars = malloc(length * kind + 1);
+		skip += rt->minor >= 12 ? 16 : 24; /* utf8_length, utf8[, wstr_length] */
+	need = length * kind;
+	if (skip + need <= (uint64_t)got) {
+		pycode_utf8(buf + skip, length, kind, out, size);
+		return 0;
+	}
+	chars = malloc(need + 1);
 	if (!chars)
 		return -ENOMEM;
-	r = pymem_read(pid, data, chars, length * kind);
-	if (r < 0)
-		return r;
+	got = read_some(pid, addr + skip, chars, need, need);
+	if (got < 0)
+		return (int)got;
 	pycode_utf8(chars, length, kind, out, size);
 	return 0;
 }
@@ -145,13 +188,15 @@ static int read_bytes(pid_t pid, const struct pyruntime *rt, uint64_t addr,
 		      uint8_t **ret, size_t *ret_size)
 {
 	const struct pyoffsets *o = rt->offsets;
-	uint64_t size;
+	uint8_t head[64 + SPECULATIVE_BYTES];
+	uint64_t size, skip = (uint64_t)o->bytes_sval;
 	uint8_t *buf;
-	int r;
+	ssize_t got;
 
-	r = read_u64(pid, addr + (uint64_t)o->var_size, &size);
-	if (r < 0)
-		return r;
+	got = read_some(pid, addr, head, sizeof(head), (size_t)o->var_size + 8);
+	if (got < 0)
+		return (int)got;
+	size = get_u64(head, o->var_size);
 	if (size > PYCODE_LINETABLE_MAX)
 		return -EBADMSG;
 	*ret = NULL;
@@ -161,10 +206,11 @@ static int read_bytes(pid_t pid, const struct pyruntime *rt, uint64_t addr,
 	buf = malloc(size);
 	if (!buf)
 		return -ENOMEM;
-	r = pymem_read(pid, addr + (uint64_t)o->bytes_sval, buf, size);
-	if (r < 0) {
+	if (skip + size <= (uint64_t)got)
+		memcpy(buf, head + skip, size);
+	else if ((got = read_some(pid, addr + skip, buf, size, size)) < 0) {
 		free(buf);
-		return r;
+		return (int)got;
 	}
 	*ret = buf;
 	*ret_size = size;
@@ -174,28 +220,30 @@ static int read_bytes(pid_t pid, const struct pyruntime *rt, uint64_t addr,
 int pycode_read(pid_t pid, const struct pyruntime *rt, uint64_t addr, struct pycode *ret)
 {
 	const struct pyoffsets *o = rt->offsets;
-	uint64_t type, name, filename, table;
-	int32_t firstlineno, table_off;
+	uint8_t code[256];
+	uint64_t name, filename, table;
+	int32_t firstlineno, table_off, name_off, end;
+	ssize_t got;
 	int r;
 
 	if (!o)
 		return -EPROTONOSUPPORT;
 	table_off = o->code_linetable >= 0 ? o->code_linetable : o->code_lnotab;
-	r = read_u64(pid, addr + OB_TYPE, &type);
-	if (r < 0)
-		return r;
-	if (rt->code_type_addr && type != rt->code_type_addr)
+	name_off = o->code_qualname >= 0 ? o->code_qualname : o->code_name;
+	end = MAX(MAX(table_off, name_off), MAX(o->code_filename, o->code_firstlineno)) + 8;
+	if (end > (int32_t)sizeof(code))
+		return -EPROTONOSUPPORT;
+	got = read_some(pid, addr, code, (size_t)end, (size_t)end);
+	if (got < 0)
+		return (int)got;
+	if (rt->code_type_addr && get_u64(code, OB_TYPE) != rt->code_type_addr)
 		return -EBADMSG;
-	if ((r = read_u64(pid, addr + (uint64_t)(o->code_qualname >= 0 ? o->code_qualname : o->code_name),
-			  &name)) < 0 ||
-	    (r = read_u64(pid, addr + (uint64_t)o->code_filename, &filename)) < 0 ||
-	    (r = read_u64(pid, addr + (uint64_t)table_off, &table)) < 0 ||
-	    (r = pymem_read(pid, addr + (uint64_t)o->code_firstlineno, &firstlineno,
-			    sizeof(firstlineno))) < 0)
-		return r;
-	/* Filled only on success, as the header promises: strings are big,
-	 * so they are read in place and the caller's copy is only trusted
-	 * on 0. */
+	name = get_u64(code, name_off);
+	filename = get_u64(code, o->code_filename);
+	table = get_u64(code, table_off);
+	memcpy(&firstlineno, code + o->code_firstlineno, sizeof(firstlineno));
+	/* Strings are big, so they are read in place: the caller trusts
+	 * ret only on 0. */
 	if ((r = read_str(pid, rt, name, ret->name, sizeof(ret->name))) < 0 ||
 	    (r = read_str(pid, rt, filename, ret->filename, sizeof(ret->filename))) < 0)
 		return r;
