@@ -176,12 +176,26 @@ $(BUILD)/bench/symbench: tests/bench/symbench.c $(DAEMON_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
-.PHONY: bench bench-compare bench-symbols
+# Naming Python frames: the daemon's code-object reader and line tables on
+# thousands of code objects of a live CPython (bench.py's phase
+# python_symbolize_cost runs it).
+$(BUILD)/bench/pybench: tests/bench/pybench.c $(DAEMON_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+.PHONY: bench bench-compare bench-symbols bench-python
 bench:
 	@packaging/install-deps.sh bench
-	$(MAKE) all $(BENCH_WORKLOAD_BINS)
+	$(MAKE) all $(BENCH_WORKLOAD_BINS) $(BUILD)/bench/pybench
 	$(PYTHON) tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
 	$(MAKE) bench-symbols
+
+# Only the Python-frame figures, into their own files ($(BUILD)/bench-python.*).
+bench-python:
+	@packaging/install-deps.sh bench
+	$(MAKE) all $(BENCH_WORKLOAD_BINS) $(BUILD)/bench/pybench
+	$(PYTHON) tests/bench/bench.py --build $(BUILD) --phases python_kernel_cost,python_symbolize_cost \
+		--out $(BUILD)/bench-python.json --markdown $(BUILD)/bench-python.md $(BENCH_ARGS)
 
 bench-symbols: $(BUILD)/bench/symbench
 	$(BUILD)/bench/symbench $(SYMBENCH_LIBRARY) 10000 3 | tee $(BUILD)/bench-symbols.json

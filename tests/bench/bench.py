@@ -14,14 +14,21 @@ measure each other):
   fidelity  samples received vs expected and the error on a known 75/25
             split, perfd and perf record watching the same run;
   slowdown  wall time of a fixed amount of work with and without perfd at
-            999 Hz, alternating.
+            999 Hz, alternating;
+  python_kernel_cost
+            kernel cost per sample of CPython processes whose stacks are 30
+            and 1 Python frames deep, with perfd's Python walker on and
+            off (--no-python), for each interpreter of --pythons;
+  python_symbolize_cost
+            the daemon's user-space cost per new code object and per
+            cached Python frame (build/bench/pybench).
 
 Every figure is measured in at least --runs runs and printed as min /
 median / max; ratios are taken within a run.  Results go to build/bench.json
 (every value with its unit) and build/bench.md (Markdown tables);
 `bench.py --compare OLD NEW` prints what changed between two bench.json.
 
-usage: bench.py [--build DIR] [--runs N] [--phases LIST] [--out FILE]
+usage: bench.py [--build DIR] [--runs N] [--phases LIST] [--out FILE] [--pythons LIST]
        bench.py --compare OLD.json NEW.json
 """
 
@@ -31,6 +38,7 @@ import json
 import os
 import platform
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -47,7 +55,7 @@ from benchlib import (BenchError, BpfStats, Bpftrace, CpuWindow, Perfd, PerfReco
 import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-PHASES = ("cost", "procs", "stacks", "fidelity", "slowdown")
+PHASES = ("cost", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost")
 MIB = 1024 * 1024
 
 # Stack depth of the deep-stack burner: deep enough that the frame-pointer
@@ -60,6 +68,18 @@ PATHS_DEPTH = 20
 # (memory per stack, encoding time) depends on the number of stacks, not
 # on the rate they arrived at.
 STACKS_HZ = 9999
+# The Python phases: the interpreters they run by default, in order (one
+# that is not installed is skipped with a message).  pyenv's 3.12 is a
+# shared build with 3.12's frame layout (thread state in TLS, shim frames);
+# Debian's 3.11 is a static build with 3.11's.
+PYTHONS = "/root/.pyenv/versions/3.12.1/bin/python3,/usr/bin/python3.11"
+# Python frames per sample of the workload: the issue's 30, and 1, whose
+# difference gives the cost of one frame.
+PY_DEPTHS = (30, 1)
+PY_HZ = 999
+# Code objects a pybench run reads for the first time.
+PY_CODE_OBJECTS = 5000
+PYDEEP = REPO / "tests" / "bench" / "workloads" / "pydeep.py"
 
 GOALS = [
     ("kernel cost/sample <= 0.5x bpftrace (999 Hz, frame-pointer stacks)", "kernel.ratio.999", 0.5, ""),
@@ -81,6 +101,8 @@ class Context:
         self.runs = args.runs
         self.window = args.window
         self.perfd_bin = str(self.build / "perfd")
+        self.phases = []
+        self.pythons = None  # (path, version) of the --pythons that run; found when first needed
 
     def workload(self, name):
         return str(self.build / "bench" / name)
@@ -98,6 +120,17 @@ def ratio(a, b):
 
 # --- phase 1 and 2: kernel cost per sample, and the daemons' CPU ---------
 
+def check_perfd_programs(ctx, w):
+    """Once per run of the benchmark: the window w of a perfd measured
+    exactly one perf_event program, on_cpu_clock (the variant with the
+    table-driven unwinder and the Python walker)."""
+    if not getattr(ctx, "perfd_prog_checked", False):
+        names = [bpf_prog_name(i) for i in w.progs1]
+        if names != ["on_cpu_clock"]:
+            raise BenchError(f"perfd's perf_event programs are {names}, expected ['on_cpu_clock']")
+        ctx.perfd_prog_checked = True
+
+
 def measure_perfd(ctx, hz):
     p = ctx.perfd(hz)
     try:
@@ -108,11 +141,7 @@ def measure_perfd(ctx, hz):
         time.sleep(ctx.window)
         w.stop()
         st1 = p.status()
-        if not getattr(ctx, "perfd_prog_checked", False):
-            names = [bpf_prog_name(i) for i in w.progs1]
-            if names != ["on_cpu_clock"]:
-                raise BenchError(f"perfd's perf_event programs are {names}, expected ['on_cpu_clock']")
-            ctx.perfd_prog_checked = True
+        check_perfd_programs(ctx, w)
     finally:
         p.stop()
     def seen(st):
@@ -574,6 +603,227 @@ def phase_slowdown(ctx):
                          f"without any profiler: {verdict}")
 
 
+# --- phase 7 and 8: Python frames -----------------------------------------
+
+def python_interpreters(ctx):
+    """(path, "3.X.Y") of each --pythons interpreter that runs, once per
+    benchmark run; the others are skipped, with a note in the results."""
+    if ctx.pythons is None:
+        ctx.pythons = []
+        for path in ctx.args.pythons:
+            try:
+                r = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                                   capture_output=True, text=True, timeout=30)
+                version = r.stdout.strip() if r.returncode == 0 else ""
+            except OSError:
+                version = ""
+            if not version:
+                msg = f"Python phases: skipped {path}: not installed, or it does not run"
+                log(msg)
+                ctx.results.note(msg)
+                continue
+            ctx.pythons.append((path, version))
+    return ctx.pythons
+
+
+def read_line(proc, timeout):
+    """The next line proc writes on its stdout pipe, within timeout s."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        raise BenchError(f"{' '.join(proc.args)} printed nothing in {timeout:.0f} s")
+    return proc.stdout.readline().decode(errors="replace")
+
+
+def start_pydeep(ctx, python, depth):
+    """One pydeep.py per CPU, each spinning DEPTH Python frames deep when
+    this returns."""
+    procs = [ctx.procs.start([python, str(PYDEEP), str(depth)], stdout=subprocess.PIPE)
+             for _ in range(ctx.cpus)]
+    for p in procs:
+        line = read_line(p, 30)
+        if line.split() != ["ready", str(depth)]:
+            raise BenchError(f"pydeep.py under {python} printed {line.strip()!r}, expected 'ready {depth}'")
+    return procs
+
+
+def python_frames_per_sample(answer, script):
+    """Python frames of script per sample in a snapshot: perfd names them
+    'qualname (file:line)', or 'qualname (file)' when the line is unknown."""
+    frames = samples = 0
+    for line in profile_lines(answer):
+        stack, _, count = line.rpartition(" ")
+        samples += int(count)
+        frames += int(count) * sum(1 for name in stack.split(";")
+                                   if f"({script}:" in name or name.endswith(f"({script})"))
+    return frames / samples if samples else None
+
+
+def measure_python(ctx, p, python, depth):
+    """Starts one pydeep.py per CPU at depth, and measures the running perfd
+    p over one window after a warm-up (in which p finds the new processes
+    and, walker on, describes them to BPF): BPF cost per sample, how much
+    the python.* counters of status moved, and the Python frames per sample
+    of one of the workloads (a snapshot over the same window)."""
+    wl = start_pydeep(ctx, python, depth)
+    box = {}
+
+    def snapshot():
+        try:
+            box["answer"] = request(p.socket, {"version": 1, "command": "snapshot", "pid": wl[0].pid,
+                                               "duration": ctx.window}, timeout=ctx.window + 60)[0]
+        except Exception as e:  # handed to the caller's thread
+            box["error"] = e
+
+    try:
+        time.sleep(ctx.args.warmup)
+        st0 = p.status()
+        t = threading.Thread(target=snapshot, daemon=True)
+        t.start()
+        w = CpuWindow(p.pid)
+        w.start()
+        time.sleep(ctx.window)
+        w.stop()
+        t.join(ctx.window + 60)
+        if any(x.poll() is not None for x in wl):
+            raise BenchError("a pydeep.py workload exited early")
+        time.sleep(0.25)  # one more drain: the window's frames are merged
+        st1 = p.status()
+        check_perfd_programs(ctx, w)
+    finally:
+        for x in wl:
+            ctx.procs.stop(x, signal.SIGKILL, group=True)
+            x.stdout.close()
+    if "error" in box:
+        raise box["error"]
+    if "answer" not in box:
+        raise BenchError("the Python snapshot never answered")
+
+    def moved(key):
+        return st1["python"][key] - st0["python"][key]
+
+    return {"ns": w.ns_per_run(), "walks": moved("samples"), "truncated": moved("samples_truncated"),
+            "frames": moved("frames"), "snap_frames": python_frames_per_sample(box["answer"], PYDEEP)}
+
+
+def python_kernel_cost(ctx, python, version):
+    """Each run starts two perfds one after the other, walker on and walker
+    off (--no-python), in an order that alternates; each measures one
+    window of the deep workload and one of the shallow one (fresh
+    processes each time), in an order that alternates too.  Ratios are
+    taken within a run."""
+    sec = f"7. Python frames: kernel cost per sample, CPython {version} ({PY_HZ} Hz, one pydeep.py per CPU)"
+    hi, lo = max(PY_DEPTHS), min(PY_DEPTHS)
+    for run in range(ctx.runs):
+        modes = ["on", "off"] if run % 2 == 0 else ["off", "on"]
+        depths = [hi, lo] if run % 2 == 0 else [lo, hi]
+        log(f"python_kernel_cost: CPython {version}, run {run + 1}/{ctx.runs} (walker {' then '.join(modes)}; "
+            f"{' then '.join(map(str, depths))} frames deep)")
+        m = {}
+        for mode in modes:
+            p = ctx.perfd(PY_HZ, () if mode == "on" else ("--no-python",))
+            try:
+                for depth in depths:
+                    m[mode, depth] = measure_python(ctx, p, python, depth)
+            finally:
+                p.stop()
+        walker_ns = {}
+        for depth in PY_DEPTHS:
+            on, off = m["on", depth], m["off", depth]
+            # The walker must have run, and only when on, or the figures
+            # measure something else.
+            if not on["walks"]:
+                raise BenchError(f"perfd walked no Python stack of CPython {version} (python.samples did "
+                                 "not move)")
+            if off["walks"]:
+                raise BenchError(f"perfd --no-python walked {off['walks']} Python stacks")
+            if on["truncated"] > 0.01 * on["walks"]:
+                ctx.results.note(f"CPython {version}, {depth} deep, run {run + 1}: {on['truncated']} of "
+                                 f"{on['walks']} Python walks truncated")
+            pfx = f"py.kernel.{version}.{depth}"
+            ctx.add(f"{pfx}.on", sec, f"{depth}-deep: perfd on_cpu_clock, Python walker on", "ns/sample",
+                    on["ns"], "lower")
+            ctx.add(f"{pfx}.off", sec, f"{depth}-deep: walker off (--no-python), native only", "ns/sample",
+                    off["ns"], "lower")
+            ctx.add(f"{pfx}.ratio", sec, f"{depth}-deep: walker on / off", "x", ratio(on["ns"], off["ns"]), "lower")
+            ctx.add(f"{pfx}.frames", sec, f"{depth}-deep: Python frames per sample of a workload (snapshot)",
+                    "frames", on["snap_frames"])
+            ctx.add(f"{pfx}.status_frames", sec,
+                    f"{depth}-deep: python.frames / python.samples (status, whole machine)", "frames",
+                    ratio(on["frames"], on["walks"]))
+            ctx.add(f"{pfx}.walks", sec, f"{depth}-deep: python.samples in the window (whole machine)", "samples",
+                    on["walks"])
+            ctx.add(f"{pfx}.truncated", sec, f"{depth}-deep: python.samples_truncated in the window", "samples",
+                    on["truncated"], "lower")
+            walker_ns[depth] = on["ns"] - off["ns"] if on["ns"] and off["ns"] else None
+        # One frame: what the walker adds at the deep stack minus what it
+        # adds at the shallow one, over the frames in between.
+        ctx.add(f"py.kernel.{version}.per_frame", sec,
+                f"walker cost per Python frame: ((on - off) at {hi} - (on - off) at {lo}) / {hi - lo}",
+                "ns/frame", (walker_ns[hi] - walker_ns[lo]) / (hi - lo)
+                if walker_ns[hi] is not None and walker_ns[lo] is not None else None, "lower")
+
+
+def phase_python_kernel_cost(ctx):
+    pythons = python_interpreters(ctx)
+    if not pythons:
+        raise BenchError("none of the --pythons interpreters is installed")
+    failed = []
+    with BpfStats():
+        for python, version in pythons:
+            try:
+                python_kernel_cost(ctx, python, version)
+            except BenchError as e:  # one interpreter must not cost the others
+                failed.append(f"CPython {version} ({python}): {e}")
+                log(f"python_kernel_cost: {failed[-1]}")
+            finally:
+                ctx.procs.cleanup()
+    if failed:
+        raise BenchError("; ".join(failed))
+
+
+def phase_python_symbolize_cost(ctx):
+    pythons = python_interpreters(ctx)
+    if not pythons:
+        raise BenchError("none of the --pythons interpreters is installed")
+    sec = (f"8. Python frames: user-space cost (pybench: {PY_CODE_OBJECTS:,} new code objects per run, "
+           "a fresh CPython each run)")
+    failed = []
+    for python, version in pythons:
+        log(f"python_symbolize_cost: CPython {version}, {PY_CODE_OBJECTS} code objects, {ctx.runs} runs")
+        proc = ctx.procs.start([str(ctx.build / "bench" / "pybench"), python, str(PY_CODE_OBJECTS), str(ctx.runs)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            ctx.procs.stop(proc, signal.SIGKILL)
+            failed.append(f"CPython {version}: pybench did not finish in 300 s")
+            continue
+        ctx.procs.forget(proc)
+        if proc.returncode != 0:
+            failed.append(f"CPython {version}: pybench exited with status {proc.returncode}: "
+                          f"{err.decode(errors='replace').strip()[-500:]}")
+            log(f"python_symbolize_cost: {failed[-1]}")
+            continue
+        doc = json.loads(out)
+        name = f"CPython {version}"
+        for v in doc["detect_ms"]:
+            ctx.add(f"py.sym.{version}.detect", sec, f"{name}: find the runtime in a new process "
+                    "(read maps + pyruntime_detect)", "ms/process", v, "lower")
+        for v in doc["new_code_us"]:
+            ctx.add(f"py.sym.{version}.new_code", sec, f"{name}: read a new code object (pycode_read)",
+                    "us/code object", v, "lower")
+        for v in doc["read_us"]:
+            ctx.add(f"py.sym.{version}.read", sec, f"{name}: one 8-byte read of its memory (pymem_read: "
+                    "process_vm_readv)", "us/read", v, "lower")
+        for v in doc["cached_line_ns"]:
+            ctx.add(f"py.sym.{version}.cached_line", sec, f"{name}: a frame of a cached code object "
+                    "(u64map_get + pylinetable_line)", "ns/frame", v, "lower")
+        ctx.results.note(f"pybench, {name}: line tables of {doc['linetable_bytes_mean']:.0f} bytes on average; "
+                         f"{doc['cached_lookups_without_line'] * 100:.2f}% of cached lookups found no line")
+    if failed:
+        raise BenchError("; ".join(failed))
+
+
 # --- driver ---------------------------------------------------------------
 
 def read_first(path, pattern):
@@ -627,7 +877,9 @@ def metadata(ctx):
         "tools": {"perf": tool_version(["perf", "--version"]), "bpftrace": tool_version(["bpftrace", "--version"])},
         "settings": {"runs": ctx.runs, "window_s": ctx.window, "warmup_s": ctx.args.warmup,
                      "frequencies": ctx.args.frequencies, "stacks_hz": STACKS_HZ, "deep_depth": DEEP_DEPTH,
-                     "paths_depth": PATHS_DEPTH, "processes": ctx.args.processes},
+                     "paths_depth": PATHS_DEPTH, "processes": ctx.args.processes,
+                     "pythons": ctx.args.pythons, "python_depths": list(PY_DEPTHS), "python_hz": PY_HZ,
+                     "python_code_objects": PY_CODE_OBJECTS},
         "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
     }
 
@@ -642,6 +894,10 @@ def preflight(ctx):
     for path in [ctx.perfd_bin] + [ctx.workload(w) for w in ("deep", "paths", "procs", "ratio")]:
         if not os.access(path, os.X_OK):
             problems.append(f"{path} is missing: run `make bench` (it builds them)")
+    if "python_symbolize_cost" in ctx.phases and not os.access(ctx.workload("pybench"), os.X_OK):
+        problems.append(f"{ctx.workload('pybench')} is missing: run `make bench` (it builds it)")
+    if "python_kernel_cost" in ctx.phases and not PYDEEP.is_file():
+        problems.append(f"{PYDEEP} is missing")
     max_rate = int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
     if max_rate < STACKS_HZ:
         problems.append(f"kernel.perf_event_max_sample_rate is {max_rate}, below the {STACKS_HZ} Hz "
@@ -669,6 +925,8 @@ def main():
     ap.add_argument("--fidelity-seconds", type=float, default=3.0, help="CPU-seconds of each 75/25 run")
     ap.add_argument("--slowdown-seconds", type=float, default=1.5, help="wall time of one fixed-work run")
     ap.add_argument("--slowdown-runs", type=int, default=7, help="runs of the slowdown phase (at least --runs)")
+    ap.add_argument("--pythons", default=PYTHONS,
+                    help="comma-separated interpreters of the Python phases; missing ones are skipped")
     ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two bench.json and exit")
     args = ap.parse_args()
 
@@ -681,6 +939,7 @@ def main():
     if unknown:
         ap.error(f"unknown phases: {', '.join(sorted(unknown))}")
     args.frequencies = [int(f) for f in args.frequencies.split(",")]
+    args.pythons = [p for p in args.pythons.split(",") if p]
     out = Path(args.out or Path(args.build) / "bench.json")
     md = Path(args.markdown or Path(args.build) / "bench.md")
 
@@ -694,6 +953,7 @@ def main():
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="perfd-bench-") as tmpdir:
         ctx = Context(args, procs, results, tmpdir)
+        ctx.phases = phases
         try:
             preflight(ctx)
             meta = metadata(ctx)
