@@ -319,7 +319,7 @@ Test(aggregate, user_frames_normalize_to_binary_and_symbolize)
 
 static int maps_changes;
 
-static void count_maps_change(void *userdata, const struct process *p)
+static void count_maps_change(void *userdata, struct process *p)
 {
 	maps_changes++;
 }

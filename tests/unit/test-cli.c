@@ -658,6 +658,27 @@ Test(snapshot, profile_to_stdout, .init = cr_redirect_stdout)
 				"perfctl: 3 samples of pid 42 (burn) over 0.5 s\n");
 }
 
+/* --lines, --no-lines and --threads become the request's booleans; only
+ * the ones given are sent, so an older perfd keeps its defaults. */
+Test(snapshot, line_and_thread_options_reach_the_request, .init = cr_redirect_stdout)
+{
+	struct server s = { 0 };
+	struct ctl_env env = { 0 };
+	char *argv[] = { "snapshot", "--pid", "42", "--duration", "0.5", "--no-lines",
+			 "--threads", "--lines", NULL };
+
+	cr_redirect_stderr();
+	server_start(&s, SNAPSHOT_REPLY);
+	env.socket_path = s.path;
+	cr_expect_eq(do_snapshot(&env, 8, argv), PERFCTL_EXIT_OK);
+	peer_join(&s.peer);
+	(void)unlink(s.path);
+	(void)rmdir(s.dir);
+	cr_expect_str_eq(s.peer.request, "{\"version\":1,\"command\":\"snapshot\",\"pid\":42,"
+					 "\"duration\":0.5,\"format\":\"folded\",\"lines\":true,"
+					 "\"python_lines\":false,\"threads\":true}");
+}
+
 Test(snapshot, profile_to_file_is_atomic)
 {
 	struct server s = { 0 };
@@ -752,7 +773,8 @@ Test(ps, table_escapes_comm, .init = cr_redirect_stdout)
 	const char *reply =
 		"{\"version\":1,\"ok\":true,\"interval_seconds\":5,\"processes\":["
 		"{\"pid\":1234,\"comm\":\"stress-ng\",\"samples\":490,\"cpu_percent\":98.99,"
-		"\"rss_bytes\":12897485,\"peak_rss_bytes\":15000000,\"exited\":false},"
+		"\"rss_bytes\":12897485,\"peak_rss_bytes\":15000000,\"exited\":false,"
+		"\"runtime\":\"CPython 3.11.7\"},"
 		"{\"pid\":7,\"comm\":\"ev\\u001b[2J\\nil\",\"samples\":1,\"cpu_percent\":0.2,"
 		"\"rss_bytes\":512,\"exited\":true}]}\n";
 
@@ -762,7 +784,7 @@ Test(ps, table_escapes_comm, .init = cr_redirect_stdout)
 	server_stop(&s);
 	cr_expect_str_eq(s.peer.request, "{\"version\":1,\"command\":\"ps\",\"interval\":5}");
 	fflush(stdout);
-	cr_expect_stdout_eq_str("    PID COMM               SAMPLES   %CPU      RSS     PEAK\n"
-				"   1234 stress-ng              490   99.0    12.3M    14.3M\n"
-				"      7 ev\\x1b[2J\\x0ail          1    0.2     512B        -  (exited)\n");
+	cr_expect_stdout_eq_str("    PID COMM               SAMPLES   %CPU      RSS     PEAK  RUNTIME\n"
+				"   1234 stress-ng              490   99.0    12.3M    14.3M  CPython 3.11.7\n"
+				"      7 ev\\x1b[2J\\x0ail          1    0.2     512B        -  -  (exited)\n");
 }

@@ -455,3 +455,32 @@ Test(request, snapshot_lines_flag)
 	cr_assert_eq(request_parse(bad, sizeof(bad) - 1, &r, &e), -EINVAL);
 	cr_assert_str_eq(e.code, PERFD_ERR_BAD_REQUEST);
 }
+
+/* python_lines defaults to true, threads to false; both take booleans only,
+ * and the error names the field. */
+Test(request, snapshot_python_lines_and_threads)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	const char dflt[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1}";
+	const char set[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1,"
+			   "\"python_lines\":false,\"threads\":true}";
+	static const char *const bad[] = {
+		"{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1,\"python_lines\":0}",
+		"{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1,\"threads\":\"yes\"}",
+	};
+	static const char *const field[] = { "python_lines", "threads" };
+
+	cr_assert_eq(request_parse(dflt, sizeof(dflt) - 1, &r, &e), 0);
+	cr_assert(r.python_lines);
+	cr_assert_not(r.threads);
+	cr_assert_eq(request_parse(set, sizeof(set) - 1, &r, &e), 0);
+	cr_assert_not(r.python_lines);
+	cr_assert(r.threads);
+	cr_assert_not(r.lines);
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		cr_assert_eq(request_parse(bad[i], strlen(bad[i]), &r, &e), -EINVAL);
+		cr_assert_str_eq(e.code, PERFD_ERR_BAD_REQUEST);
+		cr_assert_not_null(strstr(e.message, field[i]), "%s", e.message);
+	}
+}
