@@ -199,7 +199,7 @@ def ps_table_row(daemon, pid):
 # --- split: one run per interpreter, shared by the tests below ------------------------
 
 SPLIT = python_workload("split")
-SPLIT_CPU_SECONDS = 3
+SPLIT_CPU_SECONDS = 4  # ~4,000 samples at 999 Hz; >= 2,000 even when the snapshot starts late (ASan)
 
 
 @dataclass
