@@ -119,8 +119,14 @@ $(BUILD)/workloads/rust-spin-v0: tests/workloads/rust/spin.rs
 	@mkdir -p $(@D)
 	env -u MAKEFLAGS $(RUSTC) -O -C force-frame-pointers=yes -C symbol-mangling-version=v0 -o $@ $<
 
+# A raw pthread for a Python process to start through ctypes
+# (tests/workloads/python/native_thread.py).
+$(BUILD)/workloads/libnativethread.so: tests/workloads/lib/nativethread.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fPIC -shared -Wall -Wextra -Werror -o $@ $< -lpthread
+
 WORKLOAD_BINS += $(BUILD)/workloads/templates $(BUILD)/workloads/rust-spin-legacy \
-	$(BUILD)/workloads/rust-spin-v0
+	$(BUILD)/workloads/rust-spin-v0 $(BUILD)/workloads/libnativethread.so
 
 workloads: $(WORKLOAD_BINS)
 

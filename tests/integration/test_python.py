@@ -436,6 +436,49 @@ def test_threads_show_under_their_own_thread(interp, perfd_fast, workloads):
             f"{rooted} start at {bootstrap} in threading.py\n{show(mine)}"
 
 
+NATIVE_THREAD = python_workload("native_thread")
+
+
+@pytest.mark.parametrize("interp", SUPPORTED)
+def test_native_thread_has_no_python_frames(interp, perfd_fast, workloads):
+    """native_thread.py starts, through ctypes, a raw pthread that spins in
+    C and never meets the interpreter, while its main thread spins in
+    Python.  The native thread's stacks must hold no Python frame (it has
+    no thread state: borrowing another thread's would show py_spin there),
+    the main thread's must, and status must count the native thread's
+    samples as walks without a thread state."""
+    lib = perfdtest.workload_binary("libnativethread.so")
+    before = perfd_fast.status()["python"]["samples_without_thread_state"]
+    w = start_python(workloads, interp, NATIVE_THREAD, lib, 1.5)
+    native_tid = int(w.expect_line("native ").split()[1])
+    _, version = ready_version(w)
+    snap = BackgroundSnapshot(perfd_fast, w.pid, "--threads")
+    stacks, _, _ = snap.result(process_comm(w.pid))
+    w.finish()
+    after = perfd_fast.status()["python"]["samples_without_thread_state"]
+
+    native = {s: c for s, c in stacks.items()
+              if THREAD_FRAME.match(s[1]) and THREAD_FRAME.match(s[1]).group(1) == str(native_tid)}
+    main = {s: c for s, c in stacks.items()
+            if THREAD_FRAME.match(s[1]) and THREAD_FRAME.match(s[1]).group(1) == str(w.pid)}
+    n_native, n_main = total(native), total(main)
+    # Each thread has a CPU of its own for ~1.5 s at 999 Hz.
+    assert n_native >= 1000 and n_main >= 1000, \
+        f"native thread {n_native}, main thread {n_main} samples\n{show(stacks)}"
+    with_python = count(native, lambda s: python_frames(s))
+    assert with_python == 0, \
+        f"{with_python} samples of the native thread show Python frames\n{show(native)}"
+    spinning = count(native, lambda s: "native_spin_work" in s)
+    assert spinning >= 0.9 * n_native, \
+        f"only {spinning} of {n_native} native-thread samples in native_spin_work\n{show(native)}"
+    in_py = count(main, in_function(NATIVE_THREAD, "py_spin"))
+    assert in_py >= 0.9 * n_main, \
+        f"only {in_py} of {n_main} main-thread samples in py_spin\n{show(main)}"
+    assert after - before >= 0.9 * n_native, \
+        f"status counted {after - before} samples without a thread state; " \
+        f"the native thread alone had {n_native}"
+
+
 CEXT = python_workload("cext")
 # The SHA-256 code's frames: _hashlib's functions, libcrypto's (named, or
 # "libcrypto.so.3+0x..." where its symbols are stripped), or CPython's own
