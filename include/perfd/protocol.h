@@ -28,6 +28,13 @@
  *      processes: { tracked, exited, evicted },
  *      stacks: { interned, frames, modules, aggregation_bytes },
  *      symbols: { modules_loaded, modules_failed, kernel_symbols, memory_bytes },
+ *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
+ *                stacks_truncated, tables, ... },
+ *      python: { processes, unsupported (runtimes found), samples (walks),
+ *                samples_without_thread_state, samples_truncated, frames,
+ *                frames_unmatched, functions, code_objects, code_reads,
+ *                code_read_errors, code_reused, cache_resets,
+ *                function_table_full, memory_bytes },
  *      limits: { max_processes, max_stacks, max_frames },
  *      clients, snapshots, daemon_rss_bytes
  *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
