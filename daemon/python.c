@@ -78,10 +78,8 @@ struct pyprocess {
 	uint32_t pid;
 	uint64_t start_time_ns;
 	uint64_t signature; /* of the maps detection looked at */
-	int status;         /* 0: walked by BPF; <0: why not (-ENOENT: not Python) */
-	bool is_python;     /* a CPython was found, supported or not */
-	bool uploaded;      /* has an entry in the BPF map */
-	struct pyruntime *rt;   /* NULL when not Python */
+	int status;         /* 0: described in the BPF map; <0: why not (-ENOENT: not Python) */
+	struct pyruntime *rt;   /* a CPython was found (supported or not); NULL otherwise */
 	uint16_t interp_module; /* module of rt.path, 0 when not mapped */
 	struct u64map code;     /* code address -> index + 1 in entries */
 	struct code_entry *entries;
@@ -188,12 +186,12 @@ static void forget(struct python *py, uint32_t pid)
 	if (!slot)
 		return;
 	pp = (struct pyprocess *)(uintptr_t)*slot;
-	if (pp->uploaded && py->map_fd >= 0)
+	if (pp->status == 0) {
 		(void)bpf_map_delete_elem(py->map_fd, &pid);
-	if (pp->status == 0)
 		py->stats.processes--;
-	else if (pp->is_python)
+	} else if (pp->rt) {
 		py->stats.unsupported--;
+	}
 	u64map_remove(&py->procs, pid);
 	pyprocess_free(py, pp);
 }
@@ -395,18 +393,15 @@ void python_maps_changed(struct python *py, struct process *p)
 	}
 	pp->rt = calloc(1, sizeof(*pp->rt));
 	r = pp->rt ? pyruntime_detect((pid_t)p->pid, p->maps, pp->rt) : -ENOMEM;
-	if (r == -ENOENT) {
-		pp->status = -ENOENT; /* not Python: nothing to report */
+	if (r == -ENOENT || r == -ENOMEM) {
+		pp->status = r; /* not Python (or not known): nothing to report */
 		free(pp->rt);
 		pp->rt = NULL;
 		/* Only if the process lived through the look: a file it had
 		 * that could not be opened says nothing about the file. */
-		if (!has_python_named(p->maps) && first && kill((pid_t)p->pid, 0) == 0)
+		if (r == -ENOENT && !has_python_named(p->maps) && first &&
+		    kill((pid_t)p->pid, 0) == 0)
 			(void)u64map_upsert(&py->not_python, first, NULL);
-		return;
-	}
-	if (r == -ENOMEM) {
-		pp->status = r;
 		return;
 	}
 	if (r == 0) {
@@ -418,10 +413,8 @@ void python_maps_changed(struct python *py, struct process *p)
 			r = py->map_fd; /* -ENOTSUP: this kernel; -ECANCELED: turned off */
 		if (r == 0 && bpf_map_update_elem(py->map_fd, &p->pid, &desc, BPF_ANY) < 0)
 			r = negative_errno();
-		pp->uploaded = r == 0;
 	}
 	pp->status = r;
-	pp->is_python = true;
 	if (r == 0) {
 		py->stats.processes++;
 		runtime_name(pp->rt, 0, p->runtime, sizeof(p->runtime));
@@ -659,43 +652,51 @@ static bool is_eval_frame(const struct pyprocess *pp, uint64_t frame)
 	return false;
 }
 
+/* Appends record f of the sample (unless it marks an empty loop call). */
+static void emit_python(struct python *py, struct pyprocess *pp, const struct perfd_python_frame *f,
+			uint64_t *frames, size_t *out)
+{
+	if (f->code == PERFD_PYFRAME_ENTRY)
+		return;
+	frames[(*out)++] = python_frame(py, pp, f);
+	py->stats.frames++;
+}
+
 size_t python_merge(struct python *py, const struct process *p,
 		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap)
 {
 	const struct perfd_python_frame *pf;
 	uint64_t native[2 * PERFD_MAX_STACK_DEPTH + 2];
+	bool eval[ELEMENTSOF(native)];
 	struct pyprocess *pp;
 	size_t first_eval = SIZE_MAX, last_eval = 0, next = 0, out = 0;
 	uint32_t kd, ud, pd = s->python_depth;
 
 	pp = find(py, p->pid, p->start_time_ns);
-	if (!pp || pp->status != 0 || !pp->rt || pd == 0 || n > ELEMENTSOF(native))
+	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))
 		return n;
 	kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
 	pf = (const struct perfd_python_frame *)&s->ips[kd + ud];
 
+	/* frames is rewritten in place and may grow: read from a copy */
 	memcpy(native, frames, n * sizeof(*frames));
 	for (size_t i = 0; i < n; i++) {
-		if (is_eval_frame(pp, native[i])) {
+		eval[i] = is_eval_frame(pp, native[i]);
+		if (eval[i]) {
 			first_eval = MIN(first_eval, i);
 			last_eval = i;
 		}
 	}
 	for (size_t i = 0; i < n && out < cap; i++) {
-		if (first_eval != SIZE_MAX && is_eval_frame(pp, native[i]) && next < pd) {
+		if (eval[i] && next < pd) {
 			/* this loop call's frames: up to its outermost one; the
 			 * rootmost loop frame takes all that are left (the
 			 * native stack was cut short, or a loop frame was not
 			 * recognized: a .cold part without symbols) */
 			for (; next < pd && out < cap; next++) {
-				bool entry = pf[next].code & PERFD_PYFRAME_ENTRY;
-
-				if (pf[next].code != PERFD_PYFRAME_ENTRY) {
-					frames[out++] = python_frame(py, pp, &pf[next]);
-					py->stats.frames++;
-				}
-				if (entry && i != last_eval) {
+				emit_python(py, pp, &pf[next], frames, &out);
+				if ((pf[next].code & PERFD_PYFRAME_ENTRY) && i != last_eval) {
 					next++;
 					break;
 				}
@@ -710,11 +711,10 @@ size_t python_merge(struct python *py, const struct process *p,
 	/* The native stack never showed the loop (or ran out of room): keep
 	 * the Python frames, at the root end. */
 	for (; next < pd && out < cap; next++) {
-		if (pf[next].code == PERFD_PYFRAME_ENTRY)
-			continue;
-		frames[out++] = python_frame(py, pp, &pf[next]);
-		py->stats.frames++;
-		py->stats.unmatched++;
+		size_t before = out;
+
+		emit_python(py, pp, &pf[next], frames, &out);
+		py->stats.unmatched += out - before;
 	}
 	return out;
 }
