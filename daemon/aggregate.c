@@ -573,7 +573,9 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	for (uint32_t i = 0; i < ud; i++)
 		frames[n++] = user_frame(a, p, s->ips[kd + i] - (i > 0),
 					 s->hdr.timestamp_ns);
-	if (a->hooks.rewrite_user_frames && (ud > 0 || s->python_depth > 0))
+	/* Only samples that carry interpreter frames have anything to merge:
+	 * the others (nearly all) skip the hook. */
+	if (a->hooks.rewrite_user_frames && s->python_depth > 0)
 		n = kernel_n + (uint16_t)a->hooks.rewrite_user_frames(
 				       a->hooks.userdata, p, s, frames + kernel_n, n - kernel_n,
 				       ELEMENTSOF(frames) - kernel_n);

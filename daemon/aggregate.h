@@ -100,8 +100,8 @@ struct aggregator_stats {
  * and every executable mapping's module resolved (map_modules), and
  * process_gone when a process exited, was replaced by a new incarnation of
  * its pid, was evicted, or called exec (its old image is gone; maps_changed
- * follows for the new one); rewrite_user_frames for every sample with user
- * frames or Python frames. */
+ * follows for the new one); rewrite_user_frames for every sample that
+ * carries Python frames. */
 struct aggregator_hooks {
 	void (*maps_changed)(void *userdata, struct process *p);
 	void (*process_gone)(void *userdata, const struct process *p);
