@@ -139,6 +139,7 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "tables_evicted", in->unwind.tables_evicted);
 		add_u64(uw, "tables_built", in->unwind.tables_built);
 		add_u64(uw, "tables_failed", in->unwind.tables_failed);
+		add_u64(uw, "tables_refused", in->unwind.tables_refused);
 		add_u64(uw, "processes", in->unwind.processes);
 		add_u64(uw, "processes_refused", in->unwind.processes_refused);
 		add_u64(uw, "rows_used", in->unwind.rows_used);

@@ -222,9 +222,16 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 		t->base_vaddr = ut->base_vaddr;
 		u->stats.tables_built++;
 		u->stats.cfi_bytes += ut->cfi_bytes;
-	} else {
+	} else if (r == -ENODATA || r == -ENOEXEC || r == -EFBIG || r == -EBADF) {
+		/* the file itself has no usable CFI: remembered, not retried */
 		t->error = r;
 		u->stats.tables_failed++;
+	} else {
+		/* no room, no memory, a failed upload: the next process that
+		 * maps this binary tries again */
+		free(t);
+		t = NULL;
+		u->stats.tables_refused++;
 	}
 	u->stats.build_ns += now_ns() - t0;
 	unwind_table_free(ut);
@@ -335,6 +342,18 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 		held[n_held++] = (uint16_t)key;
 	}
 
+	/* Everything that can fail without touching BPF, first: once BPF
+	 * reads the new entry there is no going back. */
+	p = calloc(1, sizeof(*p));
+	if (!p || !(slot = u64map_upsert(&u->procs, pid, NULL))) {
+		free(p);
+		for (size_t i = 0; i < n_held; i++)
+			table_unref(u, held[i]);
+		u->stats.processes_refused++;
+		return -ENOMEM;
+	}
+	old = (struct proc *)(uintptr_t)*slot; /* NULL when just added */
+
 	r = rangealloc_get(&u->mappings, maps->n, &first);
 	if (r == 0)
 		r = upload(u->opts.mappings_fd, first, entries, sizeof(*entries), maps->n);
@@ -348,19 +367,14 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 	if (r < 0) {
 		for (size_t i = 0; i < n_held; i++)
 			table_unref(u, held[i]);
+		free(p);
+		if (!old)
+			u64map_remove(&u->procs, pid);
 		u->stats.processes_refused++;
 		return r;
 	}
 
 	/* BPF now reads the new entry; the old one's ranges can go. */
-	slot = u64map_get(&u->procs, pid);
-	old = slot ? (struct proc *)(uintptr_t)*slot : NULL;
-	p = calloc(1, sizeof(*p));
-	if (!p || !(slot = u64map_upsert(&u->procs, pid, NULL))) {
-		/* keep BPF's view valid: just leak nothing and forget the old */
-		free(p);
-		return -ENOMEM;
-	}
 	*p = (struct proc){ pid, start_time_ns, first, maps->n, TAKE_PTR(held), n_held };
 	*slot = (uintptr_t)p;
 	if (old) {

@@ -34,6 +34,7 @@ struct unwinder_stats {
 	size_t tables_evicted;   /* idle tables freed to make room */
 	size_t tables_built;     /* since start */
 	size_t tables_failed;    /* binaries without usable CFI */
+	uint64_t tables_refused; /* builds given up for now: no room or memory (retried) */
 	size_t rows_used, rows_capacity;
 	size_t mappings_used, mappings_capacity;
 	size_t processes;        /* with tables */
