@@ -22,6 +22,8 @@
 struct name {
 	uint32_t offset, len; /* in the names arena, sanitized, NUL-terminated */
 	uint32_t json_len;    /* len once '"' and '\\' are escaped */
+	uint64_t hash;        /* of the text: what lines hash, so their order
+			       * does not depend on the order names were met */
 };
 
 struct line {
@@ -107,7 +109,7 @@ static int64_t name_id(struct folded *fd, struct interner *in, uint64_t frame)
 {
 	char buf[1024], text[1024 + 8];
 	bool added;
-	uint64_t *slot = u64map_upsert(&in->by_frame, frame, &added), key;
+	uint64_t *slot = u64map_upsert(&in->by_frame, frame, &added), key, hash;
 	size_t len;
 
 	if (!slot)
@@ -119,7 +121,8 @@ static int64_t name_id(struct folded *fd, struct interner *in, uint64_t frame)
 		memcpy(text + len, "_[k]", 5);
 		len += 4;
 	}
-	for (key = bytes_hash(text, len, 0xcbf29ce484222325ULL) & ~1ULL;; key = (key + 2) & ~1ULL) {
+	hash = bytes_hash(text, len, 0xcbf29ce484222325ULL);
+	for (key = hash & ~1ULL;; key = (key + 2) & ~1ULL) {
 		bool fresh;
 		uint64_t *id = u64map_upsert(&in->by_text, key, &fresh);
 		struct name *nm;
@@ -140,7 +143,7 @@ static int64_t name_id(struct folded *fd, struct interner *in, uint64_t frame)
 			goto oom;
 		}
 		nm = &fd->names[fd->n_names];
-		*nm = (struct name){ fd->names_len, len, json_len(text, len) };
+		*nm = (struct name){ fd->names_len, len, json_len(text, len), hash };
 		memcpy(fd->names_text + fd->names_len, text, len + 1);
 		fd->names_len += len + 1;
 		*id = fd->n_names;
@@ -214,7 +217,7 @@ int folded_build(const char *comm, const struct u64map *counts, const struct sta
 				goto out;
 			}
 			fd->ids[fd->n_ids++] = (uint32_t)id;
-			l.hash = hash_u64(l.hash ^ (uint64_t)id);
+			l.hash = hash_u64(l.hash ^ fd->names[id].hash);
 		}
 		l.depth = s->depth;
 		/* Stacks that read alike make one line. */

@@ -152,3 +152,28 @@ Test(folded, json_string_decodes_to_the_plain_text)
 	folded_free(fd);
 	teardown(&fx);
 }
+
+/* Ties come in an order fixed by the text alone: the same stacks, interned
+ * and named in the opposite order, encode to the same bytes. */
+Test(folded, tie_order_depends_on_text_only)
+{
+	const char *names[] = { "x", "main", "a", "b", "c", "d", "e", "f", "g", "h" };
+	char *out[2];
+
+	for (int order = 0; order < 2; order++) {
+		struct fixture fx;
+
+		setup(&fx);
+		for (int k = 0; k < 8; k++) {
+			int i = order ? 7 - k : k;
+			uint64_t st[] = { frame_make(1, 2 + (uint64_t)i), frame_make(1, 1) };
+
+			add(&fx, st, 2, 0, 4);
+		}
+		out[order] = encode(&fx, "app", names);
+		teardown(&fx);
+	}
+	cr_assert_str_eq(out[0], out[1]);
+	free(out[0]);
+	free(out[1]);
+}
