@@ -150,8 +150,8 @@ const struct pyoffsets *pyoffsets_for(unsigned major, unsigned minor)
 
 /* What one ELF file tells about a Python runtime in it. */
 struct elf_facts {
-	bool has_runtime, has_py_version, has_tss, has_tls, has_code_type;
-	uint64_t runtime_vaddr, tss_value, tls_memsz, tls_align, code_type_vaddr;
+	bool has_runtime, has_py_version, has_code_type;
+	uint64_t runtime_vaddr, py_version_vaddr, code_type_vaddr;
 	struct { uint64_t vaddr, size; } eval[PYRUNTIME_EVAL_RANGES];
 	uint32_t py_version; /* PY_VERSION_HEX */
 	GElf_Phdr loads[MAX_LOADS];
@@ -308,7 +308,7 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
 			continue;
 		type = GELF_ST_TYPE(sym.st_info);
-		if (type != STT_OBJECT && type != STT_TLS && type != STT_FUNC)
+		if (type != STT_OBJECT && type != STT_FUNC)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || name[0] == '\0')
@@ -331,10 +331,7 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 			f->runtime_vaddr = sym.st_value;
 		} else if (type == STT_OBJECT && strcmp(name, "Py_Version") == 0) {
 			f->has_py_version = true;
-			f->py_version = (uint32_t)sym.st_value; /* the address, for now */
-		} else if (type == STT_TLS && strcmp(name, "_Py_tss_tstate") == 0) {
-			f->has_tss = true;
-			f->tss_value = sym.st_value;
+			f->py_version_vaddr = sym.st_value;
 		}
 	}
 }
@@ -361,7 +358,7 @@ static Elf_Data *find_rodata(Elf *elf)
 }
 
 /* Reads what detection needs from the ELF file on fd: the program headers,
- * _PyRuntime, Py_Version's value, _Py_tss_tstate and, when the version is
+ * _PyRuntime, Py_Version's value, PyCode_Type, the interpreter loop and, when the version is
  * not in Py_Version, the PY_VERSION string (for major.minor when
  * name_known is false, else for the patch).  Returns 0 or -errno. */
 static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
@@ -379,8 +376,8 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 		return r;
 	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph) < 0)
 		return -EINVAL;
-	if (eh.e_ident[EI_DATA] != ELFDATA2LSB)
-		return -ENOEXEC; /* not x86_64; the offsets would not fit anyway */
+	if (eh.e_machine != EM_X86_64 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return -ENOEXEC; /* the offsets are x86_64's */
 
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
@@ -389,11 +386,6 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 			return -EINVAL;
 		if (ph.p_type == PT_LOAD && f->n_loads < MAX_LOADS)
 			f->loads[f->n_loads++] = ph;
-		else if (ph.p_type == PT_TLS) {
-			f->has_tls = true;
-			f->tls_memsz = ph.p_memsz;
-			f->tls_align = ph.p_align;
-		}
 	}
 
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -408,7 +400,7 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 	if (f->has_py_version) {
 		uint32_t v;
 
-		if (read_u32_at(fd, f, f->py_version, &v) == 0 && (v >> 24) >= 3) {
+		if (read_u32_at(fd, f, f->py_version_vaddr, &v) == 0 && (v >> 24) >= 3) {
 			f->py_version = v;
 			return 0;
 		}
@@ -436,14 +428,15 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 	return 0;
 }
 
-/* The load bias of path in maps: start - pgoff + p_offset - p_vaddr of a
- * mapping of it, preferring the mapping of the PT_LOAD that holds vaddr.
- * Returns 0 or -ENOENT when no mapping of path falls in a PT_LOAD. */
+/* The load bias of path in maps (the same for every segment): start -
+ * (p_vaddr rounded down to a page) of a mapping that is the mapping of a
+ * PT_LOAD: same page offset, same executable bit.  Both are needed: lld
+ * lets segments share a file page, so one mapping's range can cover parts
+ * of two segments.  Returns 0 or -ENOENT when no mapping of path is one. */
 static int find_bias(const struct procmaps *maps, const char *path, const struct elf_facts *f,
-		     uint64_t vaddr, uint64_t *ret)
+		     uint64_t *ret)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	bool found = false;
 
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
@@ -452,23 +445,15 @@ static int find_bias(const struct procmaps *maps, const char *path, const struct
 			continue;
 		for (size_t j = 0; j < f->n_loads; j++) {
 			const GElf_Phdr *ph = &f->loads[j];
-			uint64_t bias;
 
-			if (m->pgoff < (ph->p_offset & ~(page - 1)) ||
-			    m->pgoff >= ph->p_offset + ph->p_filesz)
+			if (m->pgoff != (ph->p_offset & ~(page - 1)) ||
+			    m->executable != ((ph->p_flags & PF_X) != 0))
 				continue;
-			bias = m->start - m->pgoff + ph->p_offset - ph->p_vaddr;
-			if (vaddr >= ph->p_vaddr && vaddr - ph->p_vaddr < ph->p_memsz) {
-				*ret = bias;
-				return 0;
-			}
-			if (!found) {
-				*ret = bias;
-				found = true;
-			}
+			*ret = m->start - (ph->p_vaddr & ~(page - 1));
+			return 0;
 		}
 	}
-	return found ? 0 : -ENOENT;
+	return -ENOENT;
 }
 
 static int open_in_process(pid_t pid, const char *path)
@@ -502,10 +487,6 @@ static void fill(struct pyruntime *p, const char *path, unsigned major, unsigned
 		.patch = f->patch,
 		.bias = bias,
 		.runtime_addr = f->has_runtime ? bias + f->runtime_vaddr : 0,
-		.has_tss_tstate = f->has_tss,
-		.tss_tstate_offset = f->tss_value,
-		.tls_memsz = f->tls_memsz,
-		.tls_align = f->tls_align,
 		.offsets = pyoffsets_for(major, minor),
 	};
 	snprintf(p->path, sizeof(p->path), "%s", path);
@@ -577,7 +558,7 @@ int pyruntime_detect(pid_t pid, const struct procmaps *maps, struct pyruntime *r
 			if (kind > 0 && (!have_old || (lib && !old_is_lib)) &&
 			    (major != 3 || minor < PYRUNTIME_MIN_MINOR ||
 			     minor > PYRUNTIME_MAX_MINOR) &&
-			    find_bias(maps, path, &f, 0, &bias) == 0) {
+			    find_bias(maps, path, &f, &bias) == 0) {
 				fill(&old, path, major, minor, &f, bias);
 				have_old = true;
 				old_is_lib = lib;
@@ -594,7 +575,7 @@ int pyruntime_detect(pid_t pid, const struct procmaps *maps, struct pyruntime *r
 			major = 3;
 			minor = f.rodata_minor;
 		}
-		r = find_bias(maps, path, &f, f.runtime_vaddr, &bias);
+		r = find_bias(maps, path, &f, &bias);
 		if (r < 0)
 			continue;
 		fill(ret, path, major, minor, &f, bias);

@@ -78,13 +78,6 @@ struct pyruntime {
 	uint64_t bias;       /* load bias of that ELF: process address - ELF vaddr */
 	uint64_t runtime_addr; /* &_PyRuntime; 0 when the file has none (before 3.7) */
 
-	/* 3.12+: the thread state pointer is the thread-local _Py_tss_tstate.
-	 * tss_tstate_offset is its st_value: its offset inside this module's
-	 * TLS block (PT_TLS, of tls_memsz bytes aligned to tls_align). */
-	bool has_tss_tstate;
-	uint64_t tss_tstate_offset;
-	uint64_t tls_memsz, tls_align;
-
 	/* &_PyRuntime.(gilstate.)autoTSSkey: the pthread key under which every
 	 * thread keeps its PyThreadState; 0 when unknown. */
 	uint64_t autotsskey_addr;
@@ -104,7 +97,7 @@ struct pyruntime {
 };
 
 /* Decides whether the process pid, whose mappings are maps (as read by
- * procmaps_read_pid(pid, false, ...)), runs CPython, and where.  Files are
+ * procmaps_read_pid(), all or only the executable ones), runs CPython, and where.  Files are
  * opened through /proc/PID/root, so processes in other mount namespaces are
  * seen as they see themselves (pid <= 0 opens the paths as they are).
  *
