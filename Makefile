@@ -143,7 +143,7 @@ SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.
-SANITIZED_PYTHON_TESTS := -k "pyenv-3.8 or pyenv-3.11 or pyenv-3.13 or debian or unsupported"
+SANITIZED_PYTHON_TESTS := -k "pyenv-3.8 or pyenv-3.11 or pyenv-3.13 or debian or unsupported or installed"
 
 integration: deps-test all workloads
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider $(INTEGRATION_TESTS) $(PYTEST_ARGS)

@@ -29,6 +29,7 @@ not depend on how busy the machine is; each share asserted below says next
 to it how many standard deviations of sampling error its tolerance leaves.
 """
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -70,13 +71,18 @@ UNSUPPORTED = [_pyenv_param(m) for m in UNSUPPORTED_MINORS]
 
 
 def test_pyenv_interpreters_are_installed():
-    """The per-version tests skip a version pyenv does not have; with none
-    of 3.8-3.13 at all, this suite would test nothing but Debian's 3.11, so
-    that is a failure, like every other environment problem."""
-    found = {m: perfdtest.pyenv_python(m) for m in SUPPORTED_MINORS}
-    assert any(found.values()), \
-        f"no CPython 3.8-3.13 under {perfdtest.pyenv_root()}/versions: install them " \
-        f"with `pyenv install 3.8 3.9 3.10 3.11 3.12 3.13` (PYENV_ROOT picks another root)"
+    """The per-version tests skip a version pyenv does not have, so a
+    missing one would pass unseen: every one of 3.6-3.13 is required, like
+    every other part of the test machine, unless PERFD_ALLOW_MISSING_PYTHON
+    says this machine is known to lack some."""
+    minors = list(UNSUPPORTED_MINORS) + list(SUPPORTED_MINORS)
+    missing = [f"3.{m}" for m in minors if not perfdtest.pyenv_python(m)]
+    if missing and os.environ.get("PERFD_ALLOW_MISSING_PYTHON"):
+        pytest.skip(f"not installed: {', '.join(missing)}")
+    assert not missing, \
+        f"CPython {', '.join(missing)} not under {perfdtest.pyenv_root()}/versions: install " \
+        f"with `pyenv install {' '.join(missing)}` (PYENV_ROOT picks another root), or set " \
+        f"PERFD_ALLOW_MISSING_PYTHON=1"
 
 
 # --- reading mixed stacks ----------------------------------------------------------
@@ -474,9 +480,11 @@ def test_native_thread_has_no_python_frames(interp, perfd_fast, workloads):
     in_py = count(main, in_function(NATIVE_THREAD, "py_spin"))
     assert in_py >= 0.9 * n_main, \
         f"only {in_py} of {n_main} main-thread samples in py_spin\n{show(main)}"
-    assert after - before >= 0.9 * n_native, \
+    # The counter is the whole machine's, but the tests run one at a time:
+    # the main thread's walks (which found its state) must not be in it.
+    assert 0.9 * n_native <= after - before <= n_native + 0.1 * n_main, \
         f"status counted {after - before} samples without a thread state; " \
-        f"the native thread alone had {n_native}"
+        f"the native thread had {n_native}, the main thread {n_main}"
 
 
 CEXT = python_workload("cext")

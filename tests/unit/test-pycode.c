@@ -274,7 +274,7 @@ static void check_interpreter(const char *exe)
 	size_t n;
 	int r;
 
-	skip_unless_exists(exe);
+	require_installed(exe);
 	write_script(&s);
 	start_python(exe, s.path, c);
 	detect(c->pid, &rt);

@@ -37,6 +37,7 @@
 
 #include "perfd/macro.h"
 #include "pylinetable.h"
+#include "pychild.h"
 
 extern char **environ;
 
@@ -421,8 +422,7 @@ static void check_run(const char *exe, const char *x_option, unsigned minor)
 {
 	struct run r;
 
-	if (access(exe, X_OK) != 0)
-		cr_skip_test("%s is not installed", exe);
+	require_installed(exe);
 	run_oracle(exe, x_option, &r);
 	cr_assert_eq(r.minor, minor, "%s is 3.%u", exe, r.minor);
 	check_lines(&r);

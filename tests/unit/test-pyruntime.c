@@ -141,7 +141,7 @@ static void check_supported(const char *exe, const char *lib_prefix)
 	const char *base;
 	int r;
 
-	skip_unless_exists(exe);
+	require_installed(exe);
 	start_python(exe, c);
 	cr_assert_eq(procmaps_read_pid(c->pid, false, &maps), 0);
 	r = pyruntime_detect(c->pid, maps, &rt);
@@ -191,7 +191,7 @@ static void check_unsupported(const char *version, bool has_runtime)
 	int r;
 
 	pyenv_path(exe, sizeof(exe), version, "/bin/python");
-	skip_unless_exists(exe);
+	require_installed(exe);
 	start_python(exe, c);
 	cr_assert_eq(procmaps_read_pid(c->pid, false, &maps), 0);
 	r = pyruntime_detect(c->pid, maps, &rt);
@@ -221,7 +221,7 @@ static void check_other_abi(const char *name)
 	int in, out, r;
 	struct stat st;
 
-	skip_unless_exists("/usr/bin/python3.11");
+	require_installed("/usr/bin/python3.11");
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_lt((size_t)snprintf(exe, sizeof(exe), "%s/%s", dir, name), sizeof(exe));
 	in = open("/usr/bin/python3.11", O_RDONLY | O_CLOEXEC);
@@ -486,8 +486,7 @@ static void check_headers(const char *include_dir, unsigned minor)
 	FILE *f;
 	int status;
 
-	if (access(include_dir, R_OK) != 0)
-		cr_skip_test("%s is not installed", include_dir);
+	require_installed(include_dir);
 	cr_assert_not_null(o);
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(src, sizeof(src), "%s/gen.c", dir);

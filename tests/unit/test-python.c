@@ -391,7 +391,7 @@ static void check_interpreter(const char *exe)
 	size_t n, nw;
 	int r;
 
-	skip_unless_exists(exe);
+	require_installed(exe);
 	start_python(exe, script, sizeof(script), c);
 	fixture_new(&fx, 0);
 	make_process(&fx, c->pid);
@@ -687,8 +687,7 @@ Test(python, embedded_after_not_python, .fini = stop_second)
 	struct perfd_python_process desc;
 	struct fixture fx;
 
-	if (access(lib, R_OK) != 0)
-		cr_skip_test("%s is not installed", lib);
+	require_installed(lib);
 	write_file("embed.c", embed_source, sizeof(embed_source) - 1);
 	path_in_workdir(src, sizeof(src), "embed.c");
 	path_in_workdir(exe, sizeof(exe), "embed");
@@ -720,7 +719,7 @@ Test(python, exited_process_does_not_hide_executable, .fini = stop_second)
 	char *argv[] = { exe, script, NULL };
 	struct fixture fx;
 
-	skip_unless_exists(python);
+	require_installed(python);
 	path_in_workdir(exe, sizeof(exe), "myapp");
 	run(cp);
 	write_file("pymerge.py", script_text, sizeof(script_text) - 1);
@@ -748,7 +747,7 @@ Test(python, cpython_3_7_unsupported)
 	struct perfd_python_process desc;
 	struct python_stats st;
 
-	skip_unless_exists(exe);
+	require_installed(exe);
 	start_python(exe, script, sizeof(script), &current);
 	fixture_new(&fx, 0);
 	make_process(&fx, current.pid);
@@ -784,7 +783,7 @@ Test(python, line_table_budget)
 	uint16_t interp_module = 0;
 	size_t n, n_want;
 
-	skip_unless_exists(exe);
+	require_installed(exe);
 	start_python(exe, script, sizeof(script), &current);
 	fixture_new_limits(&fx, 0, &limits);
 	fixture_new(&roomy, 0);
@@ -833,8 +832,7 @@ static void check_no_map(int reason)
 
 	if (access(exe, X_OK) != 0)
 		exe = "/usr/bin/python3.11";
-	if (access(exe, X_OK) != 0)
-		cr_skip_test("no supported CPython is installed");
+	require_installed(exe);
 	start_python(exe, script, sizeof(script), &current);
 	fixture_new(&fx, reason);
 	make_process(&fx, current.pid);
