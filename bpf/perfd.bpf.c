@@ -286,10 +286,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 
 	/* Python frames need bpf_loop() too: only the first variant has them. */
 	if (tables && mm) {
-		__u32 flags32 = s->flags;
-
-		pdepth = python_walk_stack(tgid, kdepth + udepth, &flags32);
-		s->flags = flags32;
+		pdepth = python_walk_stack(tgid, kdepth + udepth, &s->flags);
 		if (pdepth > PERFD_MAX_PYTHON_DEPTH)
 			pdepth = PERFD_MAX_PYTHON_DEPTH;
 		s->python_depth = pdepth;

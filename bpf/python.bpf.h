@@ -42,7 +42,9 @@ struct {
 	__type(value, struct python_frame_buf);
 } python_scratch SEC(".maps");
 
-#define PYFRAME_WORDS (sizeof(struct perfd_python_frame) / sizeof(__u64))
+#define PYFRAME_WORDS PERFD_PYFRAME_WORDS
+_Static_assert(sizeof(struct perfd_python_frame) == PYFRAME_WORDS * sizeof(__u64),
+	       "a Python frame record is PERFD_PYFRAME_WORDS words");
 
 struct python_walk {
 	__u64 frame;     /* the next frame to read, 0 at the end */
@@ -238,12 +240,10 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 	w.frame_owner = py->frame_owner;
 	w.frame_is_entry = py->frame_is_entry;
 	w.code_adaptive = py->code_adaptive;
-	w.code_tag_first = py->code_firstlineno < py->code_filename ? py->code_firstlineno :
-								      py->code_filename;
-	w.tag_firstlineno = py->code_firstlineno - w.code_tag_first;
-	w.tag_filename = py->code_filename - w.code_tag_first;
-	w.code_tag_size = (w.tag_firstlineno > w.tag_filename ? w.tag_firstlineno + 4 :
-								 w.tag_filename + 8);
+	w.code_tag_first = py->code_tag_first;
+	w.code_tag_size = py->code_tag_size;
+	w.tag_firstlineno = py->tag_firstlineno;
+	w.tag_filename = py->tag_filename;
 	bpf_loop(PERFD_MAX_PYTHON_DEPTH * 2, python_step, &w, 0);
 	if (w.call_last >= 0)
 		python_close_call(&w);

@@ -259,8 +259,11 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 		.frame_previous = o->frame_previous,
 		.frame_owner = o->frame_owner,
 		.frame_is_entry = o->frame_is_entry,
-		.code_firstlineno = o->code_firstlineno,
-		.code_filename = o->code_filename,
+		.code_tag_first = MIN(o->code_firstlineno, o->code_filename),
+		.tag_firstlineno = o->code_firstlineno - MIN(o->code_firstlineno, o->code_filename),
+		.tag_filename = o->code_filename - MIN(o->code_firstlineno, o->code_filename),
+		.code_tag_size = (uint32_t)(MAX(o->code_firstlineno + 4, o->code_filename + 8) -
+					    MIN(o->code_firstlineno, o->code_filename)),
 		.code_adaptive = o->code_code_adaptive,
 		.cframe_current_frame = -1,
 	};
@@ -283,7 +286,8 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 	}
 	end = max_i32(end, max_i32(o->frame_code, o->frame_previous) + 8);
 	ret->frame_read_size = (uint32_t)(end + 7) & ~7u;
-	if (rt->autotsskey_addr == 0 || ret->tstate_frame < 0 || ret->frame_read_size > 128)
+	if (rt->autotsskey_addr == 0 || ret->tstate_frame < 0 || ret->frame_read_size > 128 ||
+	    ret->code_tag_size >= 128)
 		return -EPROTONOSUPPORT;
 	return 0;
 }

@@ -33,6 +33,8 @@
 
 /* Frames per sample, at most. */
 #define PERFD_MAX_PYTHON_DEPTH 128
+/* ips[] words per struct perfd_python_frame. */
+#define PERFD_PYFRAME_WORDS 2
 
 /* How the version links its frames. */
 enum perfd_python_walk {
@@ -66,10 +68,14 @@ struct perfd_python_process {
 	__s32 frame_owner;           /* -1 before 3.11 */
 	__s32 frame_is_entry;        /* 3.11 only */
 	__u32 frame_read_size;       /* bytes of a frame to read at once (<= 128) */
-	__s32 code_firstlineno;
-	__s32 code_filename;
 	__s32 code_adaptive;         /* first code unit in the code object, 3.11+ */
-	__u32 reserved;
+	/* The code object's bytes read for its tag: code_tag_size bytes from
+	 * code_tag_first, holding co_firstlineno at tag_firstlineno and
+	 * co_filename at tag_filename (offsets in those bytes). */
+	__s32 code_tag_first;
+	__u32 code_tag_size;         /* < 128 */
+	__s32 tag_firstlineno;
+	__s32 tag_filename;
 };
 
 /* code: the code object's address | PERFD_PYFRAME_ENTRY.

@@ -81,7 +81,7 @@ struct perfd_sample {
 
 #define PERFD_SAMPLE_MAX_WORDS                                                 \
 	(2 * PERFD_MAX_STACK_DEPTH +                                           \
-	 PERFD_MAX_PYTHON_DEPTH * (sizeof(struct perfd_python_frame) / sizeof(__u64)))
+	 PERFD_MAX_PYTHON_DEPTH * PERFD_PYFRAME_WORDS)
 
 #define PERFD_SAMPLE_MAX_SIZE                                                  \
 	(sizeof(struct perfd_sample) + PERFD_SAMPLE_MAX_WORDS * sizeof(__u64))

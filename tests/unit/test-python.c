@@ -209,8 +209,10 @@ static void check_description(const struct fixture *fx, const struct pyruntime *
 	cr_assert_eq(d->frame_position, position);
 	cr_assert_eq(d->frame_owner, o->frame_owner);
 	cr_assert_eq(d->frame_is_entry, o->frame_is_entry);
-	cr_assert_eq(d->code_firstlineno, o->code_firstlineno);
-	cr_assert_eq(d->code_filename, o->code_filename);
+	cr_assert_eq(d->code_tag_first + d->tag_firstlineno, o->code_firstlineno);
+	cr_assert_eq(d->code_tag_first + d->tag_filename, o->code_filename);
+	cr_assert_geq(d->code_tag_size, (uint32_t)MAX(d->tag_firstlineno + 4, d->tag_filename + 8));
+	cr_assert_lt(d->code_tag_size, 128);
 	cr_assert_eq(d->code_adaptive, o->code_code_adaptive);
 
 	/* One read of frame_read_size bytes covers every field of a frame. */
@@ -293,9 +295,9 @@ static size_t walk_frames(pid_t pid, uint64_t tstate, const struct perfd_python_
 			ret[n].position =
 				(int32_t)(read_u64(pid, frame + (uint64_t)d->frame_position) -
 					  (code + (uint64_t)d->code_adaptive));
-		firstlines[n] = read_i32(pid, code + (uint64_t)d->code_firstlineno);
+		firstlines[n] = read_i32(pid, code + (uint64_t)(d->code_tag_first + d->tag_firstlineno));
 		ret[n].tag = perfd_python_code_tag(firstlines[n],
-						   read_u64(pid, code + (uint64_t)d->code_filename));
+						   read_u64(pid, code + (uint64_t)(d->code_tag_first + d->tag_filename)));
 		n++;
 	}
 	return n;
