@@ -521,6 +521,8 @@ static uint32_t intern_function(struct python *py, const char *name, const char 
 		n = arena_add(py, name);
 		fl = n >= 0 ? arena_add(py, file) : n;
 		if (fl < 0) {
+			if (n >= 0)
+				py->arena_len = (size_t)n; /* give the name's bytes back */
 			u64map_remove(&py->func_by_hash, key);
 			return FUNC_TABLE_FULL;
 		}
