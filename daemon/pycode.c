@@ -37,20 +37,6 @@
 #define STR_ASCII(state) (((state) >> 6) & 1)
 #define STR_MAX_LENGTH (16u << 20)
 
-int pymem_read(pid_t pid, uint64_t addr, void *buf, size_t size)
-{
-	struct iovec local = { .iov_base = buf, .iov_len = size };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = size };
-	ssize_t n;
-
-	if (addr == 0)
-		return -EFAULT;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return errno == ESRCH ? -ESRCH : -EFAULT;
-	return (size_t)n == size ? 0 : -EFAULT;
-}
-
 #define PAGE 4096u
 #define SPECULATIVE_BYTES 192 /* read beyond a header, for short contents */
 
@@ -78,6 +64,13 @@ static ssize_t read_some(pid_t pid, uint64_t addr, void *buf, size_t size, size_
 	if (got < 0)
 		return errno == ESRCH ? -ESRCH : -EFAULT;
 	return (size_t)got >= want ? got : -EFAULT;
+}
+
+int pymem_read(pid_t pid, uint64_t addr, void *buf, size_t size)
+{
+	ssize_t got = read_some(pid, addr, buf, size, size);
+
+	return got < 0 ? (int)got : 0;
 }
 
 static uint64_t get_u64(const uint8_t *b, int32_t off)
