@@ -118,25 +118,6 @@ static int parse_debuglink(Elf_Data *data, unsigned char byte_order, struct elf_
 	return 0;
 }
 
-/* The section called name, or NULL. */
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *ret_sh)
-{
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
-		return NULL;
-	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-		const char *s;
-
-		if (!gelf_getshdr(scn, ret_sh))
-			continue;
-		s = elf_strptr(elf, shstrndx, ret_sh->sh_name);
-		if (s && strcmp(s, name) == 0)
-			return scn;
-	}
-	return NULL;
-}
-
 /* Reads the build-id (from SHT_NOTE sections, or PT_NOTE segments when
  * the section headers are gone) and, if want_link, the debuglink. */
 static int read_ids(int fd, bool want_link, struct elf_ids *ids)
@@ -182,7 +163,7 @@ static int read_ids(int fd, bool want_link, struct elf_ids *ids)
 	}
 
 	if (want_link) {
-		scn = find_section(elf, ".gnu_debuglink", &sh);
+		scn = elf_find_section(elf, ".gnu_debuglink", &sh);
 		if (scn && sh.sh_type != SHT_NOBITS) {
 			Elf_Data *data = elf_rawdata(scn, NULL);
 
@@ -493,7 +474,7 @@ int debuginfo_minidebuginfo(int fd, void **ret_image, size_t *ret_size)
 	r = elf_open_fd(fd, ELF_C_READ, &elf);
 	if (r < 0)
 		return r;
-	scn = find_section(elf, ".gnu_debugdata", &sh);
+	scn = elf_find_section(elf, ".gnu_debugdata", &sh);
 	if (!scn || sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
 		return -ENOENT;
 	data = elf_rawdata(scn, NULL);

@@ -48,3 +48,21 @@ int elf_open_fd(int fd, Elf_Cmd cmd, Elf **ret)
 	*ret = elf;
 	return 0;
 }
+
+Elf_Scn *elf_find_section(Elf *elf, const char *name, GElf_Shdr *ret_sh)
+{
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+		return NULL;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, ret_sh))
+			continue;
+		n = elf_strptr(elf, shstrndx, ret_sh->sh_name);
+		if (n && strcmp(n, name) == 0)
+			return ret_sh->sh_type == SHT_NOBITS ? NULL : scn;
+	}
+	return NULL;
+}

@@ -24,4 +24,8 @@ int elf_library_init(void);
  * another -errno. */
 int elf_open_fd(int fd, Elf_Cmd cmd, Elf **ret);
 
+/* The section called name, with its header in *ret_sh, or NULL (also for
+ * one without contents in the file: SHT_NOBITS). */
+Elf_Scn *elf_find_section(Elf *elf, const char *name, GElf_Shdr *ret_sh);
+
 #endif

@@ -339,22 +339,10 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 /* The .rodata of elf, or NULL. */
 static Elf_Data *find_rodata(Elf *elf)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf_find_section(elf, ".rodata", &sh);
 
-	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && strcmp(name, ".rodata") == 0)
-			return elf_getdata(scn, NULL);
-	}
-	return NULL;
+	return scn ? elf_getdata(scn, NULL) : NULL;
 }
 
 /* Reads what detection needs from the ELF file on fd: the program headers,

@@ -520,24 +520,6 @@ static int walk_range(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t h
 
 /* --- sections ----------------------------------------------------------- */
 
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *ret)
-{
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
-		return NULL;
-	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-		const char *n;
-
-		if (!gelf_getshdr(scn, ret))
-			continue;
-		n = elf_strptr(elf, shstrndx, ret->sh_name);
-		if (n && strcmp(n, name) == 0)
-			return ret->sh_type == SHT_NOBITS ? NULL : scn;
-	}
-	return NULL;
-}
-
 static bool find_phdr(Elf *elf, uint32_t type, uint64_t vaddr, GElf_Phdr *ret)
 {
 	size_t n;
@@ -633,7 +615,7 @@ static int add_eh_frame(struct builder *b, struct code_range **eh, size_t *n_eh)
 	int64_t walked;
 	int r;
 
-	scn = find_section(b->elf, ".eh_frame", &sh);
+	scn = elf_find_section(b->elf, ".eh_frame", &sh);
 	if (scn) {
 		s.data = elf_getdata(scn, NULL);
 		s.vaddr = sh.sh_addr;
@@ -686,7 +668,7 @@ static int add_debug_frame(struct builder *b, const struct code_range *eh, size_
 	int64_t walked;
 	int r;
 
-	scn = find_section(b->elf, ".debug_frame", &sh);
+	scn = elf_find_section(b->elf, ".debug_frame", &sh);
 	if (!scn)
 		return 0;
 	/* Decompress in place; libdw does the same and then finds it done. */
