@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "aggregate.h"
 #include "perfd/macro.h"
 #include "frame.h"
@@ -15,7 +16,6 @@
 #include "stacktab.h"
 #include "symbolize.h"
 
-#define NSEC_PER_SEC 1000000000ULL
 /* A user address outside every known mapping makes us re-read the maps: a
  * library was mapped since (dlopen, or libc itself when the first sample
  * came while ld.so was still loading it).  The first time at once; while
@@ -175,14 +175,6 @@ static void read_comm(uint32_t pid, char comm[PERFD_TASK_COMM_LEN])
 	memcpy(comm, buf, PERFD_TASK_COMM_LEN);
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns()'s clock */
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
-
 /* Reads the pid as p's own pid namespace sees it (the last NSpid field)
  * and p's cgroup v2 path: what names it inside a container. */
 static void read_identity(struct process *p)
@@ -246,7 +238,7 @@ static void refresh_maps(struct aggregator *a, struct process *p)
 
 	/* When they were read, not when the sample that asked was taken: a
 	 * sample older than the read cannot show the read missed anything. */
-	p->maps_read_ns = monotonic_ns();
+	p->maps_read_ns = now_monotonic_ns();
 	/* A process that is already gone keeps the maps it had. */
 	if (procmaps_read_pid(p->pid, true, &maps) < 0)
 		return;

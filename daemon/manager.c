@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "clock.h"
 #include "folded.h"
 #include "log.h"
 #include "frame.h"
@@ -27,7 +28,6 @@
 #include "symbolize.h"
 #include "unwinder.h"
 
-#define NSEC_PER_SEC 1000000000ULL
 #define USEC_PER_SEC 1000000ULL
 /* How often the ring buffer is drained when the BPF side does not ask
  * sooner: short enough that ps and snapshots see fresh data. */
@@ -68,14 +68,6 @@ struct manager {
 	size_t n_snapshots;
 	uint64_t malformed_records;
 };
-
-static uint64_t now_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
 
 static int on_record(void *ctx, void *data, size_t size)
 {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 #include "perfd/unwind.h"
@@ -14,7 +15,6 @@
 #define PERFD_VERSION "0.1.0"
 #endif
 
-#define NSEC_PER_SEC 1000000000ULL
 
 static void add_u64(json_object *o, const char *key, uint64_t v)
 {

@@ -18,12 +18,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "cpus.h"
 #include "perfd.skel.h"
 #include "perfd/macro.h"
 #include "sampler.h"
 
-#define NSEC_PER_SEC 1000000000ULL
 
 struct sampler {
 	struct perfd_bpf *skel;

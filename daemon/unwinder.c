@@ -11,6 +11,7 @@
 
 #include <bpf/bpf.h>
 
+#include "clock.h"
 #include "elfopen.h"
 #include "frame.h"
 #include "perfd/macro.h"
@@ -54,14 +55,6 @@ struct unwinder {
 	uint64_t clock;       /* ticks once per table release */
 	struct unwinder_stats stats;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 int unwinder_new(const struct unwinder_opts *opts, struct unwinder **ret)
 {
@@ -191,7 +184,7 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 {
 	struct unwind_table *ut = NULL;
 	struct table *t = calloc(1, sizeof(*t));
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_monotonic_ns();
 	Elf *elf = NULL;
 	int fd, r;
 
@@ -233,7 +226,7 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 		t = NULL;
 		u->stats.tables_refused++;
 	}
-	u->stats.build_ns += now_ns() - t0;
+	u->stats.build_ns += now_monotonic_ns() - t0;
 	unwind_table_free(ut);
 	/* A big library's table is megabytes of heap, used once to upload:
 	 * give it back to the system rather than keep it in malloc's arena. */
