@@ -48,6 +48,9 @@ struct module {
 	int load_error; /* <0 once loading failed: not retried */
 	char build_id[BUILD_ID_MAX * 2 + 1];
 	int debug_fd;           /* separate debug file, -1 when none */
+	/* Where a stripped binary's full symbols came from, once searched: a
+	 * reload after eviction redoes only what worked. */
+	enum { DEBUG_UNSEARCHED, DEBUG_NONE, DEBUG_FILE, DEBUG_MINI } debug_source;
 	struct srcline *srcline; /* source lines, opened on first use */
 	int srcline_error;
 	/* name pointer (into symtab or srcline) -> demangled copy, or 0 when
@@ -439,28 +442,49 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
  * MiniDebugInfo.  Failing that, .dynsym is what there is. */
 static void add_debug_symbols(struct symbolizer *s, struct module *m)
 {
-	_cleanup_free_ char *path = strdup(m->path), *found = NULL;
+	_cleanup_free_ char *path = NULL;
 	char root[64];
 	void *image;
 	size_t size;
 	char *deleted;
 
+	switch (m->debug_source) {
+	case DEBUG_NONE:
+		return;
+	case DEBUG_FILE:
+		(void)elf_symtab_add_from_fd(m->symtab, m->debug_fd);
+		return;
+	case DEBUG_MINI:
+		if (debuginfo_minidebuginfo(m->fd, &image, &size) == 0) {
+			(void)elf_symtab_add_from_memory(m->symtab, image, size);
+			free(image);
+		}
+		return;
+	case DEBUG_UNSEARCHED:
+		break;
+	}
+
+	m->debug_source = DEBUG_NONE;
+	path = strdup(m->path);
 	if (!path)
 		return;
 	deleted = strstr(path, " (deleted)");
 	if (deleted)
 		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
-	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, &found);
+	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, NULL);
 	if (m->debug_fd >= 0) {
 		if (elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
 			s->stats.debug_files++;
+		m->debug_source = DEBUG_FILE;
 		return;
 	}
 	m->debug_fd = -1;
 	if (debuginfo_minidebuginfo(m->fd, &image, &size) == 0) {
-		if (elf_symtab_add_from_memory(m->symtab, image, size) >= 0)
+		if (elf_symtab_add_from_memory(m->symtab, image, size) >= 0) {
 			s->stats.minidebuginfo++;
+			m->debug_source = DEBUG_MINI;
+		}
 		free(image);
 	}
 }
@@ -482,10 +506,8 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 		return NULL;
 	}
 	s->stats.modules_loaded++;
-	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab) && m->debug_fd < 0)
+	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab))
 		add_debug_symbols(s, m);
-	else if (m->debug_fd >= 0)
-		(void)elf_symtab_add_from_fd(m->symtab, m->debug_fd); /* reloaded after eviction */
 	trim_cache(s, m);
 	return m->symtab;
 }

@@ -122,6 +122,8 @@ Test(symbolize, tiny_cache_evicts_and_reparses)
 	symbolizer_get_stats(s, &st);
 	cr_assert_geq(st.cache_evictions, 4, "evictions: %llu", (unsigned long long)st.cache_evictions);
 	cr_assert_geq(st.cache_misses, 6);
+	/* libc's debug file was searched for once, and reopened from its fd */
+	cr_assert_eq(st.debug_files, 1, "debug files: %zu", st.debug_files);
 	symbolizer_free(s);
 }
 
