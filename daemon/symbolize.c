@@ -591,6 +591,16 @@ static const char *demangled(struct symbolizer *s, struct module *m, const char 
 	return d ? d : name;
 }
 
+/* The demangled name of the symbol at vaddr of file module m, or NULL. */
+static const char *file_symbol(struct symbolizer *s, struct module *m, struct elf_symtab *t,
+			       uint64_t vaddr)
+{
+	uint64_t off;
+	const char *name = elf_symtab_lookup(t, vaddr, &off);
+
+	return name ? demangled(s, m, name) : NULL;
+}
+
 const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 				  char *buf, size_t size)
 {
@@ -623,10 +633,10 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 			uint64_t vaddr;
 
 			if (t && elf_symtab_offset_to_vaddr(t, addr, &vaddr) == 0)
-				name = elf_symtab_lookup(t, vaddr, &off);
+				name = file_symbol(s, m, t, vaddr);
 		}
 		if (name)
-			snprintf(buf, size, "%s", demangled(s, m, name));
+			snprintf(buf, size, "%s", name);
 		else
 			snprintf(buf, size, "%s+0x%" PRIx64, m->basename, addr);
 	} else {
@@ -651,6 +661,8 @@ const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, ch
 {
 	uint16_t module = frame_module(frame);
 	struct srcline_frame chain[16];
+	char fallback[PATH_MAX + 32];
+	const char *outer;
 	struct elf_symtab *t;
 	struct module *m;
 	uint64_t vaddr;
@@ -676,12 +688,17 @@ const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, ch
 		return symbolizer_frame_name(s, frame, buf, size);
 
 	/* outermost (the function the symbol table names) first */
+	outer = file_symbol(s, m, t, vaddr);
+	if (!outer) {
+		snprintf(fallback, sizeof(fallback), "%s+0x%" PRIx64, m->basename, frame_address(frame));
+		outer = fallback;
+	}
+	s->stats.lookups++;
 	for (int i = n - 1; i >= 0 && at < size; i--) {
-		char name[512];
 		const char *fn = chain[i].function;
 
 		if (!fn || i == n - 1)
-			fn = symbolizer_frame_name(s, frame, name, sizeof(name));
+			fn = outer; /* an inlined frame without a name is its caller's */
 		else
 			fn = demangled(s, m, fn);
 		at += snprintf(buf + at, size - at, "%s%s", i == n - 1 ? "" : (char[]){ FOLDED_FRAME_SEPARATOR, 0 }, fn);
