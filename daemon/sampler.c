@@ -120,6 +120,12 @@ static int attach_cpus(struct sampler *s, const char **what)
 	return s->n_attached > 0 ? 0 : -ENODEV;
 }
 
+/* The size of a map only the table-unwinding program reads. */
+static uint32_t table_map_size(const struct sampler *s, uint32_t wanted)
+{
+	return s->unwind_tables ? MAX(wanted, 1u) : 1u;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 		const char **ret_what)
 {
@@ -162,11 +168,13 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, NULL) > 0;
 	bpf_program__set_autoload(s->skel->progs.on_cpu_clock, s->unwind_tables);
 	bpf_program__set_autoload(s->skel->progs.on_cpu_clock_fp, !s->unwind_tables);
+	/* Array maps take all their memory at creation: without the program
+	 * that reads them they stay at one entry. */
 	what = "size the unwind maps";
-	if ((r = bpf_map__set_max_entries(s->skel->maps.unwind_rows, MAX(opts->unwind_rows, 1u))) < 0 ||
-	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_mappings, MAX(opts->unwind_mappings, 1u))) < 0 ||
-	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_processes, MAX(opts->unwind_processes, 1u))) < 0 ||
-	    (r = bpf_map__set_max_entries(s->skel->maps.python_processes, MAX(opts->python_processes, 1u))) < 0)
+	if ((r = bpf_map__set_max_entries(s->skel->maps.unwind_rows, table_map_size(s, opts->unwind_rows))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_mappings, table_map_size(s, opts->unwind_mappings))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_processes, table_map_size(s, opts->unwind_processes))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.python_processes, table_map_size(s, opts->python_processes))) < 0)
 		goto fail;
 
 	what = "load the BPF programs (is this root, with BTF?)";
