@@ -682,6 +682,8 @@ const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, ch
 			r = srcline_open(m->debug_fd, &m->srcline);
 		if (r < 0)
 			m->srcline_error = r;
+		else
+			trim_cache(s, m); /* line tables count against the cache too */
 	}
 	n = m->srcline ? srcline_lookup(m->srcline, vaddr, chain, ELEMENTSOF(chain)) : 0;
 	if (n <= 0)
