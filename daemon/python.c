@@ -286,7 +286,8 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 	}
 	end = max_i32(end, max_i32(o->frame_code, o->frame_previous) + 8);
 	ret->frame_read_size = (uint32_t)(end + 7) & ~7u;
-	if (rt->autotsskey_addr == 0 || ret->tstate_frame < 0 || ret->frame_read_size > 128 ||
+	/* the walker reads Py_tss_t as {int initialized; unsigned key} */
+	if (o->tss_initialized != 0 || o->tss_key != 4 || rt->autotsskey_addr == 0 || ret->tstate_frame < 0 || ret->frame_read_size > 128 ||
 	    ret->code_tag_size >= 128)
 		return -EPROTONOSUPPORT;
 	return 0;
