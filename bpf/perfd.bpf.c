@@ -177,9 +177,9 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs)
 		return -ENOENT;
-	u.pc = BPF_CORE_READ(regs, ip);
-	u.sp = BPF_CORE_READ(regs, sp);
-	u.bp = BPF_CORE_READ(regs, bp);
+	u.pc = regs->ip;
+	u.sp = regs->sp;
+	u.bp = regs->bp;
 	u.bp_known = true;
 	u.pc_exact = true;
 	u.offset = kdepth;
