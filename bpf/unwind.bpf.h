@@ -65,10 +65,10 @@ static __always_inline __u64 *unwind_out(void);
 static __always_inline const struct perfd_unwind_mapping *
 find_mapping(const struct user_unwind *u, __u64 addr)
 {
-	const struct perfd_unwind_mapping *m;
+	const struct perfd_unwind_mapping *m, *best = NULL;
 	__u32 lo = 0, hi = u->maps_count, idx;
 
-	/* last mapping with start <= addr */
+	/* last mapping with start <= addr: the last one the search kept */
 	for (int i = 0; i < PERFD_UNWIND_MAPPING_SEARCH_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
@@ -76,27 +76,25 @@ find_mapping(const struct user_unwind *u, __u64 addr)
 		m = bpf_map_lookup_elem(&unwind_mappings, &idx);
 		if (!m)
 			return NULL;
-		if (m->start <= addr)
+		if (m->start <= addr) {
+			best = m;
 			lo = mid + 1;
-		else
+		} else {
 			hi = mid;
+		}
 	}
-	if (lo == 0)
+	if (!best || addr >= best->end)
 		return NULL;
-	idx = u->maps_first + lo - 1;
-	m = bpf_map_lookup_elem(&unwind_mappings, &idx);
-	if (!m || addr >= m->end)
-		return NULL;
-	return m;
+	return best;
 }
 
 static __always_inline const struct perfd_unwind_row *
 find_row(const struct perfd_unwind_mapping *m, __u32 pc)
 {
 	__u32 lo = 0, hi = m->rows_count, first = m->rows_first, idx;
-	const struct perfd_unwind_row *r;
+	const struct perfd_unwind_row *r, *best = NULL;
 
-	/* last row with row.pc <= pc */
+	/* last row with row.pc <= pc: the last one the search kept */
 	for (int i = 0; i < PERFD_UNWIND_ROW_SEARCH_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
@@ -104,15 +102,14 @@ find_row(const struct perfd_unwind_mapping *m, __u32 pc)
 		r = bpf_map_lookup_elem(&unwind_rows, &idx);
 		if (!r)
 			return NULL;
-		if (r->pc <= pc)
+		if (r->pc <= pc) {
+			best = r;
 			lo = mid + 1;
-		else
+		} else {
 			hi = mid;
+		}
 	}
-	if (lo == 0)
-		return NULL;
-	idx = first + lo - 1;
-	return bpf_map_lookup_elem(&unwind_rows, &idx);
+	return best;
 }
 
 static __always_inline long frame_pointer_step(struct user_unwind *u)
