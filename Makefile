@@ -177,7 +177,7 @@ BENCH_ARGS ?=
 
 # Like the test workloads: frame pointers everywhere, leaves included, so
 # the frame-pointer walks of all three profilers see whole stacks.
-$(BUILD)/bench/%: tests/bench/workloads/%.c
+$(BUILD)/bench/%: tests/bench/workloads/%.c tests/workloads/workload.h
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lm -lpthread
 

@@ -131,15 +131,23 @@ def check_perfd_programs(ctx, w):
         ctx.perfd_prog_checked = True
 
 
+def cpu_window(ctx, pid):
+    """The CpuWindow of process pid over the next ctx.window seconds.  The
+    caller warms up first, and reads what must not count (perfd's status)
+    before or after."""
+    w = CpuWindow(pid)
+    w.start()
+    time.sleep(ctx.window)
+    w.stop()
+    return w
+
+
 def measure_perfd(ctx, hz):
     p = ctx.perfd(hz)
     try:
         time.sleep(ctx.args.warmup)
         st0 = p.status()
-        w = CpuWindow(p.pid)
-        w.start()
-        time.sleep(ctx.window)
-        w.stop()
+        w = cpu_window(ctx, p.pid)
         st1 = p.status()
         check_perfd_programs(ctx, w)
     finally:
@@ -156,10 +164,7 @@ def measure_bpftrace(ctx, hz, body=Bpftrace.ANCHOR):
     b = Bpftrace(ctx.procs, ctx.tmpdir, hz, ctx.cpus, body)
     try:
         time.sleep(ctx.args.warmup)
-        w = CpuWindow(b.pid)
-        w.start()
-        time.sleep(ctx.window)
-        w.stop()
+        w = cpu_window(ctx, b.pid)
     finally:
         b.stop()
     return {"w": w, "samples": w.run_cnt}
@@ -169,10 +174,7 @@ def measure_perf(ctx, hz):
     p = PerfRecord(ctx.procs, ctx.tmpdir, hz, ctx.cpus)
     try:
         time.sleep(ctx.args.warmup)
-        w = CpuWindow(p.pid)
-        w.start()
-        time.sleep(ctx.window)
-        w.stop()
+        w = cpu_window(ctx, p.pid)
     finally:
         p.stop()
         try:
@@ -679,10 +681,7 @@ def measure_python(ctx, p, python, depth):
         st0 = p.status()
         t = threading.Thread(target=snapshot, daemon=True)
         t.start()
-        w = CpuWindow(p.pid)
-        w.start()
-        time.sleep(ctx.window)
-        w.stop()
+        w = cpu_window(ctx, p.pid)
         t.join(ctx.window + 60)
         if any(x.poll() is not None for x in wl):
             raise BenchError("a pydeep.py workload exited early")

@@ -650,14 +650,34 @@ static void write_many_source(bool hide_odd)
 	write_file("many.s", src, len);
 }
 
+/* Every one of MANY functions many_<i> of 3 bytes, loaded at 16-byte steps
+ * from base: its name at base + 16 i + 2, nothing in the padding after it. */
+static void expect_many_names(const struct elf_symtab *t, uint64_t base)
+{
+	char name[32];
+
+	for (int i = 0; i < MANY; i++) {
+		uint64_t vaddr = base + (uint64_t)i * 16, off = UINT64_MAX;
+		const char *got;
+
+		snprintf(name, sizeof(name), "many_%d", i);
+		got = elf_symtab_lookup(t, vaddr + 2, &off);
+		if (!got || strcmp(got, name) != 0 || off != 2)
+			cr_assert_fail("%#" PRIx64 ": got %s+%" PRIu64 ", expected %s+2", vaddr,
+				       got ? got : "(null)", off, name);
+		if (elf_symtab_lookup(t, vaddr + 3, &off))
+			cr_assert_fail("padding after %s is attributed", name);
+	}
+}
+
 /* A library of MANY functions of 16 bytes each, one after the other, in
  * both .symtab and .dynsym: the loader must merge 200k entries, and every
  * lookup is checked. */
 Test(elfsym, hundred_thousand_symbols)
 {
-	char path[PATH_MAX], name[32];
+	char path[PATH_MAX];
 	struct elf_symtab *t = NULL;
-	uint64_t base, vaddr;
+	uint64_t base;
 	struct link_map *lm = NULL;
 	Dl_info info;
 	double t0, elapsed;
@@ -688,20 +708,7 @@ Test(elfsym, hundred_thousand_symbols)
 	cr_assert_eq((uintptr_t)last - (uintptr_t)first, (uintptr_t)16 * (MANY - 1));
 
 	t0 = monotonic_seconds();
-	for (int i = 0; i < MANY; i++) {
-		uint64_t off = UINT64_MAX;
-		const char *got;
-
-		vaddr = base + (uint64_t)i * 16;
-		snprintf(name, sizeof(name), "many_%d", i);
-		got = elf_symtab_lookup(t, vaddr + 2, &off);
-		if (!got || strcmp(got, name) != 0 || off != 2)
-			cr_assert_fail("%#" PRIx64 ": got %s+%" PRIu64 ", expected %s+2", vaddr,
-				       got ? got : "(null)", off, name);
-		/* 3 bytes of code, then padding nobody owns */
-		if (elf_symtab_lookup(t, vaddr + 3, &off))
-			cr_assert_fail("padding after %s is attributed", name);
-	}
+	expect_many_names(t, base);
 	elapsed = monotonic_seconds() - t0;
 	cr_expect_lt(elapsed, 2.0, "%d lookups took %.3f s", 2 * MANY, elapsed);
 
@@ -1008,10 +1015,10 @@ Test(elfsym, add_refuses_foreign_or_broken_input)
  * and name every one. */
 Test(elfsym, hundred_thousand_symbols_from_debug_file)
 {
-	char path[PATH_MAX], name[32];
+	char path[PATH_MAX];
 	struct elf_symtab *t = NULL;
 	struct link_map *lm = NULL;
-	uint64_t base, vaddr;
+	uint64_t base;
 	double t0, load_s, add_s;
 	void *h, *first, *last;
 	Dl_info info;
@@ -1058,19 +1065,7 @@ Test(elfsym, hundred_thousand_symbols_from_debug_file)
 	base = (uint64_t)(uintptr_t)first - lm->l_addr;
 	cr_assert_eq((uintptr_t)last - (uintptr_t)first, (uintptr_t)16 * (MANY - 2));
 
-	for (int i = 0; i < MANY; i++) {
-		uint64_t off = UINT64_MAX;
-		const char *got;
-
-		vaddr = base + (uint64_t)i * 16;
-		snprintf(name, sizeof(name), "many_%d", i);
-		got = elf_symtab_lookup(t, vaddr + 2, &off);
-		if (!got || strcmp(got, name) != 0 || off != 2)
-			cr_assert_fail("%#" PRIx64 ": got %s+%" PRIu64 ", expected %s+2", vaddr,
-				       got ? got : "(null)", off, name);
-		if (elf_symtab_lookup(t, vaddr + 3, &off))
-			cr_assert_fail("padding after %s is attributed", name);
-	}
+	expect_many_names(t, base);
 	elf_symtab_free(t);
 	dlclose(h);
 }

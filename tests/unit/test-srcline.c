@@ -201,15 +201,26 @@ static unsigned marker_line(const char *text, const char *marker)
 DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct srcline, srcline_free);
 
-/* [*ret_lo, *ret_hi) of symbol name in the .symtab of path. */
-static bool find_symbol(const char *path, const char *name, uint64_t *ret_lo, uint64_t *ret_hi)
+/* The ELF file at path, open for reading.  *ret_fd is the descriptor it
+ * reads: the caller closes it after elf_end(), which declaring the fd before
+ * the Elf, both with cleanup attributes, does. */
+static Elf *open_elf(const char *path, int *ret_fd)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	_cleanup_(elf_endp) Elf *elf = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
 
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	cr_assert_not_null(elf);
+	cr_assert_not_null(elf, "%s: %s", path, elf_errmsg(-1));
+	*ret_fd = fd;
+	return elf;
+}
+
+/* [*ret_lo, *ret_hi) of symbol name in the .symtab of path. */
+static bool find_symbol(const char *path, const char *name, uint64_t *ret_lo, uint64_t *ret_hi)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_(elf_endp) Elf *elf = open_elf(path, &fd);
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
 		Elf_Data *data = elf_getdata(scn, NULL);
 		GElf_Shdr sh;
@@ -241,13 +252,10 @@ static void symbol_range(const char *path, const char *name, uint64_t *ret_lo, u
 /* Address of the section called name. */
 static uint64_t section_addr(const char *path, const char *name)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	_cleanup_(elf_endp) Elf *elf = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_(elf_endp) Elf *elf = open_elf(path, &fd);
 	size_t shstrndx;
 
-	cr_assert_geq(fd, 0);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	cr_assert_not_null(elf);
 	cr_assert_eq(elf_getshdrstrndx(elf, &shstrndx), 0);
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
 		const char *n;
@@ -497,32 +505,78 @@ Test(srcline, gcc_dwarf4_matches_both_addr2lines)
 	check_against("addr2line", path);
 }
 
+/* Looks up vaddr, which belongs to fn: there is at least one frame, and the
+ * outermost is fn. */
+static struct chain lookup_in(struct srcline *s, uint64_t vaddr, const char *fn)
+{
+	struct chain c = lookup_chain(s, vaddr);
+
+	cr_assert_geq(c.n, 1, "nothing at %#" PRIx64, vaddr);
+	cr_expect_str_eq(c.f[c.n - 1].function, fn);
+	return c;
+}
+
+/* plain_fn, in the binary at path, inlines nothing: every byte address is one
+ * frame of plain_fn in fx2.c, and some are at its known line. */
+static void expect_plain_fn(struct srcline *s, const char *path)
+{
+	char plain_c[PATH_MAX + 32];
+	unsigned plain = marker_line(fixture_plain, "PLAIN_LINE");
+	size_t plain_hits = 0;
+	uint64_t lo, hi;
+
+	snprintf(plain_c, sizeof(plain_c), "%s/fx2.c", realdir);
+	symbol_range(path, "plain_fn", &lo, &hi);
+	for (uint64_t a = lo; a < hi; a++) {
+		struct chain c = lookup_chain(s, a);
+
+		cr_assert_eq(c.n, 1, "%zu frames at %#" PRIx64, c.n, a);
+		cr_expect_str_eq(c.f[0].function, "plain_fn");
+		cr_expect_str_eq(c.f[0].file, plain_c);
+		plain_hits += c.f[0].line == plain;
+	}
+	cr_expect_gt(plain_hits, 0, "plain_fn never at %s:%u", plain_c, plain);
+}
+
+/* Both handles give the same chain at each of the n addresses, and not an
+ * empty one; name_x and name_y say which is which in a failure. */
+static void expect_same_chains(struct srcline *x, const char *name_x, struct srcline *y,
+			       const char *name_y, const uint64_t *addrs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct chain a = lookup_chain(x, addrs[i]), b = lookup_chain(y, addrs[i]);
+		char sa[2048], sb[2048];
+
+		chain_string(&a, sa, sizeof(sa));
+		chain_string(&b, sb, sizeof(sb));
+		cr_assert_gt(a.n, 0, "nothing at %#" PRIx64, addrs[i]);
+		cr_assert(chain_eq(&a, &b), "at %#" PRIx64 ": %s %s, %s %s", addrs[i], name_x, sa,
+			  name_y, sb);
+	}
+}
+
 /* The acceptance test: the hot loop's line in the inlined helper, with the
  * helper as its own frame called from outer_fn's line; the known line of a
  * plain function. */
 Test(srcline, hot_line_and_inlined_frames)
 {
 	_cleanup_free_ uint64_t *addrs = NULL;
-	char path[PATH_MAX], helper[PATH_MAX + 32], main_c[PATH_MAX + 32], plain_c[PATH_MAX + 32];
+	char path[PATH_MAX], helper[PATH_MAX + 32], main_c[PATH_MAX + 32];
 	unsigned mix = marker_line(fixture_helper, "MIX_LINE");
 	unsigned hot = marker_line(fixture_helper, "HOT_LINE");
 	unsigned call = marker_line(fixture_main, "CALL_LINE");
-	unsigned plain = marker_line(fixture_plain, "PLAIN_LINE");
-	size_t hot_hits = 0, mix_hits = 0, plain_hits = 0;
+	size_t hot_hits = 0, mix_hits = 0;
 	uint64_t lo, hi;
 	struct srcline *s;
 
 	snprintf(helper, sizeof(helper), "%s/inc/fx-helper.h", realdir);
 	snprintf(main_c, sizeof(main_c), "%s/fx.c", realdir);
-	snprintf(plain_c, sizeof(plain_c), "%s/fx2.c", realdir);
 	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
 
 	symbol_range(path, "outer_fn", &lo, &hi);
 	for (uint64_t a = lo; a < hi; a++) {
-		struct chain c = lookup_chain(s, a);
+		struct chain c = lookup_in(s, a, "outer_fn");
 
-		cr_assert_geq(c.n, 1, "nothing at %#" PRIx64, a);
-		cr_expect_str_eq(c.f[c.n - 1].function, "outer_fn");
 		if (c.n == 2 && strcmp(c.f[0].function, "hot_helper") == 0 &&
 		    strcmp(c.f[0].file, helper) == 0 && c.f[0].line == hot &&
 		    strcmp(c.f[1].file, main_c) == 0 && c.f[1].line == call)
@@ -539,16 +593,7 @@ Test(srcline, hot_line_and_inlined_frames)
 	cr_expect_gt(mix_hits, 0, "no fx_mix@:%u <- hot_helper@:%u <- outer_fn@:%u", mix, hot,
 		     call);
 
-	symbol_range(path, "plain_fn", &lo, &hi);
-	for (uint64_t a = lo; a < hi; a++) {
-		struct chain c = lookup_chain(s, a);
-
-		cr_assert_eq(c.n, 1, "%zu frames at %#" PRIx64, c.n, a);
-		cr_expect_str_eq(c.f[0].function, "plain_fn");
-		cr_expect_str_eq(c.f[0].file, plain_c);
-		plain_hits += c.f[0].line == plain;
-	}
-	cr_expect_gt(plain_hits, 0, "plain_fn never at %s:%u", plain_c, plain);
+	expect_plain_fn(s, path);
 	srcline_free(s);
 }
 
@@ -570,16 +615,7 @@ Test(srcline, clang_without_aranges)
 	with = open_ok(p_with);
 	without = open_ok(p_without);
 	n = fixture_addresses(p_with, &addrs);
-	for (size_t i = 0; i < n; i++) {
-		struct chain a = lookup_chain(with, addrs[i]), b = lookup_chain(without, addrs[i]);
-		char sa[2048], sb[2048];
-
-		chain_string(&a, sa, sizeof(sa));
-		chain_string(&b, sb, sizeof(sb));
-		cr_assert_gt(a.n, 0, "nothing at %#" PRIx64, addrs[i]);
-		cr_assert(chain_eq(&a, &b), "at %#" PRIx64 ": with aranges %s, without %s",
-			  addrs[i], sa, sb);
-	}
+	expect_same_chains(with, "with aranges", without, "without", addrs, n);
 	srcline_get_stats(without, &st);
 	cr_expect_geq(st.units, 2);
 	cr_expect_eq(st.units_loaded, 2);
@@ -589,31 +625,15 @@ Test(srcline, clang_without_aranges)
 Test(srcline, aranges_for_some_units_only)
 {
 	_cleanup_(srcline_freep) struct srcline *s = NULL;
-	char path[PATH_MAX], plain_c[PATH_MAX + 32];
-	unsigned plain = marker_line(fixture_plain, "PLAIN_LINE");
-	size_t plain_hits = 0;
+	char path[PATH_MAX];
 	uint64_t lo, hi;
 
-	snprintf(plain_c, sizeof(plain_c), "%s/fx2.c", realdir);
 	s = open_ok(build(MIXED, path, sizeof(path)));
-	symbol_range(path, "plain_fn", &lo, &hi);
-	for (uint64_t a = lo; a < hi; a++) {
-		struct chain c = lookup_chain(s, a);
-
-		cr_assert_eq(c.n, 1, "%zu frames at %#" PRIx64, c.n, a);
-		cr_expect_str_eq(c.f[0].function, "plain_fn");
-		cr_expect_str_eq(c.f[0].file, plain_c);
-		plain_hits += c.f[0].line == plain;
-	}
-	cr_expect_gt(plain_hits, 0);
+	expect_plain_fn(s, path);
 
 	symbol_range(path, "outer_fn", &lo, &hi);
-	for (uint64_t a = lo; a < hi; a++) {
-		struct chain c = lookup_chain(s, a);
-
-		cr_assert_geq(c.n, 1);
-		cr_expect_str_eq(c.f[c.n - 1].function, "outer_fn");
-	}
+	for (uint64_t a = lo; a < hi; a++)
+		(void)lookup_in(s, a, "outer_fn");
 }
 
 Test(srcline, outside_any_unit)
@@ -680,16 +700,7 @@ Test(srcline, separate_debug_file)
 	split = open_ok(debug);
 	/* the stripped file has no symbols: the addresses are the same */
 	n = fixture_addresses(path, &addrs);
-	for (size_t i = 0; i < n; i++) {
-		struct chain a = lookup_chain(full, addrs[i]), b = lookup_chain(split, addrs[i]);
-		char sa[2048], sb[2048];
-
-		chain_string(&a, sa, sizeof(sa));
-		chain_string(&b, sb, sizeof(sb));
-		cr_assert_gt(a.n, 0);
-		cr_assert(chain_eq(&a, &b), "at %#" PRIx64 ": binary %s, debug file %s", addrs[i],
-			  sa, sb);
-	}
+	expect_same_chains(full, "binary", split, "debug file", addrs, n);
 }
 
 /* A chain longer than max keeps the innermost frames and the outermost;
@@ -752,12 +763,9 @@ static double now(void)
 /* /usr/lib/debug/.build-id/xx/yyyy.debug for the ELF file at path. */
 static bool build_id_debug_path(const char *path, char *buf, size_t size)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	_cleanup_(elf_endp) Elf *elf = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_(elf_endp) Elf *elf = open_elf(path, &fd);
 
-	cr_assert_geq(fd, 0);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	cr_assert_not_null(elf);
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
 		Elf_Data *data = elf_getdata(scn, NULL);
 		size_t off = 0, name_off, desc_off;
@@ -814,12 +822,9 @@ Test(srcline, rate_on_libc)
 
 	/* up to 16 addresses in each function of .symtab */
 	{
-		_cleanup_close_ int fd = open(debug, O_RDONLY | O_CLOEXEC);
-		_cleanup_(elf_endp) Elf *elf = NULL;
+		_cleanup_close_ int fd = -1;
+		_cleanup_(elf_endp) Elf *elf = open_elf(debug, &fd);
 
-		cr_assert_geq(fd, 0);
-		elf = elf_begin(fd, ELF_C_READ, NULL);
-		cr_assert_not_null(elf);
 		for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
 			Elf_Data *data = elf_getdata(scn, NULL);
 			GElf_Shdr sh;

@@ -1,15 +1,19 @@
 /*
  * workload.h - helpers shared by the workloads: CPU time, a CPU burner that
  * stops after a given amount of CPU time (so sample counts do not depend on
- * how loaded the machine is), and argument parsing.  Header-only: each
- * workload is one self-contained program.
+ * how loaded the machine is), argument parsing, and the report of the CPU
+ * time used.  Header-only: each workload is one self-contained program.  The
+ * benchmark's workloads (tests/bench/workloads/) include it too.
  */
 #ifndef PERFD_WORKLOAD_H
 #define PERFD_WORKLOAD_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 
 /* Written by the burn loops so the compiler cannot drop them. */
@@ -65,6 +69,72 @@ static inline int parse_seconds(const char *s, double *ret)
 		return -1;
 	*ret = v;
 	return 0;
+}
+
+/* A whole decimal number in [min, max]; -1 for anything else. */
+static inline int parse_long(const char *s, long min, long max, long *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < min || v > max)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+/* Sleeps for `seconds` of wall time, resuming after signals.  Returns 0, or
+ * -1 after saying why on stderr. */
+static inline int pause_seconds(double seconds)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)seconds,
+		.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9),
+	};
+
+	while (nanosleep(&ts, &ts) < 0)
+		if (errno != EINTR) {
+			perror("nanosleep");
+			return -1;
+		}
+	return 0;
+}
+
+/* Waits for n children.  Returns 0 when all exited with status 0, 1 when
+ * one did not, -1 after saying why on stderr when wait() failed. */
+static inline int wait_children(long n)
+{
+	int failed = 0;
+
+	for (long i = 0; i < n; i++) {
+		int status;
+
+		if (wait(&status) < 0) {
+			perror("wait");
+			return -1;
+		}
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			failed = 1;
+	}
+	return failed;
+}
+
+/* Prints the CPU seconds the process has used, user + system
+ * (getrusage(RUSAGE_SELF)), with 3 decimals, and flushes stdout.  Returns 0,
+ * or -1 when either failed (a getrusage failure is reported on stderr). */
+static inline int print_cpu_used(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0) {
+		perror("getrusage");
+		return -1;
+	}
+	printf("%.3f\n", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+				 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	return fflush(stdout) == 0 ? 0 : -1;
 }
 
 #endif

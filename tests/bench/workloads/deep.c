@@ -18,14 +18,12 @@
  * usage: deep [-d DEPTH] [-w WORKERS] (-t CPU_SECONDS | -n ROUNDS)
  * output: one line per worker: "worker N: ROUNDS rounds, CPU_SECONDS s"
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "../../workloads/workload.h"
 
 /* One leaf burst: a dependent multiply-add chain, ~50 us on a 3 GHz core,
  * long next to the descent so the time at full depth dominates. */
@@ -70,17 +68,6 @@ LEVEL(level_b, level_c)
 LEVEL(level_c, level_d)
 LEVEL(level_d, level_a)
 
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0) {
-		perror("clock_gettime");
-		exit(1);
-	}
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int worker(int id, int depth, double cpu_budget, unsigned long rounds)
 {
 	unsigned long done = 0;
@@ -96,19 +83,6 @@ static int worker(int id, int depth, double cpu_budget, unsigned long rounds)
 	}
 	printf("worker %d: %lu rounds, %.3f s\n", id, done, cpu_seconds());
 	return fflush(stdout) == 0 ? 0 : 1;
-}
-
-static int parse_long(const char *s, long min, long max, long *ret)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -1;
-	*ret = v;
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -154,17 +128,8 @@ int main(int argc, char **argv)
 		if (pid == 0)
 			_exit(worker((int)i, (int)depth, budget, (unsigned long)rounds));
 	}
-	for (long i = 0; i < workers; i++) {
-		int status;
-
-		if (wait(&status) < 0) {
-			perror("wait");
-			return 1;
-		}
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			failed = 1;
-	}
-	return failed;
+	failed = wait_children(workers);
+	return failed < 0 ? 1 : failed;
 usage:
 	fprintf(stderr, "usage: %s [-d DEPTH] [-w WORKERS] (-t CPU_SECONDS | -n ROUNDS)\n", argv[0]);
 	return 2;

@@ -20,13 +20,14 @@
  *   pauses first (so a profiler can start watching), then walks for SECONDS
  *   of wall time; prints the number of paths walked.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../workloads/workload.h"
 
 /* The leaf burst: about 1-2 us, far below a 100 us sampling period. */
 #define LEAF_ITERS 1000UL
@@ -103,24 +104,12 @@ static void *walk(void *arg)
 	}
 }
 
-static int parse_double(const char *s, double *ret)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || *end || !(v >= 0))
-		return -1;
-	*ret = v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	double pause = 0;
 	struct walker *walkers;
 	pthread_t *threads;
 	uint64_t total = 0;
-	struct timespec ts;
 	int c;
 
 	while ((c = getopt(argc, argv, "d:T:p:s:")) != -1) {
@@ -136,11 +125,11 @@ int main(int argc, char **argv)
 				goto usage;
 			break;
 		case 'p':
-			if (parse_double(optarg, &pause) < 0)
+			if (parse_seconds(optarg, &pause) < 0)
 				goto usage;
 			break;
 		case 's':
-			if (parse_double(optarg, &run_seconds) < 0 || !(run_seconds > 0))
+			if (parse_seconds(optarg, &run_seconds) < 0 || !(run_seconds > 0))
 				goto usage;
 			break;
 		default:
@@ -150,13 +139,8 @@ int main(int argc, char **argv)
 	if (optind != argc || !(run_seconds > 0))
 		goto usage;
 
-	ts.tv_sec = (time_t)pause;
-	ts.tv_nsec = (long)((pause - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0)
-		if (errno != EINTR) {
-			perror("nanosleep");
-			return 1;
-		}
+	if (pause_seconds(pause) < 0)
+		return 1;
 
 	walkers = calloc((size_t)n_threads, sizeof(*walkers));
 	threads = calloc((size_t)n_threads, sizeof(*threads));

@@ -18,9 +18,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../workloads/workload.h"
 
 static volatile uint64_t sink;
 
@@ -68,24 +69,11 @@ static void child(uint64_t start, uint64_t offset, uint64_t period,
 	_exit(0);
 }
 
-static int parse_long(const char *s, long min, long max, long *ret)
-{
-	char *endp;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &endp, 10);
-	if (errno || endp == s || *endp || v < min || v > max)
-		return -1;
-	*ret = v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	long n = 500, iters = 40000, period_ms = 50, pause_ms = 0, seconds = 0;
 	uint64_t start, period, end;
-	int c, failed = 0;
+	int c, r, failed = 0;
 	long started = 0;
 
 	while ((c = getopt(argc, argv, "n:b:P:p:s:")) != -1) {
@@ -114,16 +102,10 @@ int main(int argc, char **argv)
 			      (unsigned long)iters);
 		started++;
 	}
-	for (long i = 0; i < started; i++) {
-		int status;
-
-		if (wait(&status) < 0) {
-			perror("wait");
-			return 1;
-		}
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			failed = 1;
-	}
+	r = wait_children(started);
+	if (r < 0)
+		return 1;
+	failed |= r;
 	printf("%ld children done\n", started);
 	if (fflush(stdout) != 0)
 		return 1;

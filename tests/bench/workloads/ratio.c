@@ -13,12 +13,10 @@
  * usage: ratio CPU_SECONDS [PAUSE_SECONDS]
  * output: the CPU seconds used (user + system, getrusage), 3 decimals.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <sys/resource.h>
-#include <time.h>
+
+#include "../../workloads/workload.h"
 
 /* ~40 us per unit on a 3 GHz core. */
 #define UNIT_ITERS 30000UL
@@ -51,33 +49,9 @@ __attribute__((noipa)) static void cold_25(unsigned long units)
 	burst(units);
 }
 
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0) {
-		perror("clock_gettime");
-		exit(1);
-	}
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int parse_seconds(const char *s, double *ret)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || *end || !(v >= 0))
-		return -1;
-	*ret = v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	double target, pause = 0;
-	struct timespec ts;
-	struct rusage ru;
 	unsigned long round = 0;
 
 	if (argc < 2 || argc > 3 || parse_seconds(argv[1], &target) < 0 ||
@@ -85,13 +59,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s CPU_SECONDS [PAUSE_SECONDS]\n", argv[0]);
 		return 2;
 	}
-	ts.tv_sec = (time_t)pause;
-	ts.tv_nsec = (long)((pause - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0)
-		if (errno != EINTR) {
-			perror("nanosleep");
-			return 1;
-		}
+	if (pause_seconds(pause) < 0)
+		return 1;
 
 	while (cpu_seconds() < target) {
 		unsigned long m = 1 + round++ % 7;
@@ -99,11 +68,5 @@ int main(int argc, char **argv)
 		hot_75(3 * m);
 		cold_25(m);
 	}
-	if (getrusage(RUSAGE_SELF, &ru) < 0) {
-		perror("getrusage");
-		return 1;
-	}
-	printf("%.3f\n", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-				 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
-	return fflush(stdout) == 0 ? 0 : 1;
+	return print_cpu_used() < 0 ? 1 : 0;
 }
