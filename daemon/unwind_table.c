@@ -840,38 +840,6 @@ int unwind_table_build(int fd, struct unwind_table **ret)
  * vDSO is mapped read-only.  When the section header table lies beyond
  * size (the vDSO sized by its program headers), the copy claims to have
  * none, and .eh_frame is found through PT_GNU_EH_FRAME. */
-int unwind_table_build_memory(const void *image, size_t size, struct unwind_table **ret)
-{
-	/* Declared first, so freed after elf_end(). */
-	_cleanup_free_ char *copy = NULL;
-	_cleanup_(elf_endp) Elf *elf = NULL;
-	Elf64_Ehdr *eh;
-
-	if (elf_library_init() < 0)
-		return -ENOTSUP;
-	if (!image || size < sizeof(Elf64_Ehdr) || memcmp(image, ELFMAG, SELFMAG) != 0)
-		return -ENOEXEC;
-
-	copy = malloc(size);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, image, size);
-
-	eh = (Elf64_Ehdr *)copy;
-	if (eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
-	    (eh->e_shoff > size || eh->e_shentsize == 0 ||
-	     (size - eh->e_shoff) / eh->e_shentsize < MAX(eh->e_shnum, (Elf64_Half)1))) {
-		eh->e_shoff = 0;
-		eh->e_shnum = 0;
-		eh->e_shstrndx = SHN_UNDEF;
-	}
-
-	elf = elf_memory(copy, size);
-	if (!elf)
-		return -ENOEXEC;
-	return build_from_elf(elf, ret);
-}
-
 /* Rows hold from their pc up to the next row's; the last row is always the
  * NO_CFI row closing the last FDE, so any address past it gets that.  NULL
  * below the first row, and for an address more than 4 GiB above the base,

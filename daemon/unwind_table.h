@@ -27,8 +27,6 @@ struct unwind_table {
  * no call-frame information at all, -ENOEXEC when it is not ELF, -EFBIG
  * when it spans more than 4 GiB of addresses, or another -errno. */
 int unwind_table_build(int fd, struct unwind_table **ret);
-/* Same for an ELF image in memory (the vDSO). */
-int unwind_table_build_memory(const void *image, size_t size, struct unwind_table **ret);
 
 /* The row that applies at vaddr: the last one whose pc is <= vaddr (past
  * the last FDE that is the closing PERFD_CFA_NO_CFI row), or NULL before
