@@ -222,7 +222,7 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 	} else {
 		/* no room, no memory, a failed upload: the next process that
 		 * maps this binary tries again */
-		free(t);
+		table_free(t);
 		t = NULL;
 		u->stats.tables_refused++;
 	}
