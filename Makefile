@@ -25,13 +25,16 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty
 
 CFLAGS ?= -O2 -g
-override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+override CFLAGS += -MMD -MP -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
 	-Wmissing-prototypes -D_GNU_SOURCE -Iinclude -Idaemon -I$(BUILD) $(PKG_CFLAGS) $(SANFLAGS)
 override LDFLAGS += $(SANFLAGS)
 
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Iinclude
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Iinclude -MMD -MP
 
-DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
+# daemon/ is a tree of folders by concern (see README, Architecture); every
+# .c below it is one module.  Objects record the headers they include
+# (-MMD), so an edited header rebuilds exactly what uses it.
+DAEMON_SRCS := $(sort $(shell find daemon -name '*.c'))
 DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
 CLI_SRCS := $(sort $(wildcard cli/*.c))
 CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS)))
@@ -54,8 +57,8 @@ $(BUILD)/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c include/perfd/sample.h $(BUILD)/vmlinux.h $(wildcard bpf/*.bpf.h)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -MF $@.d -MT $@ -c $< -o $@.tmp.o
 	$(BPFTOOL) gen object $@ $@.tmp.o
 	@rm -f $@.tmp.o
 
@@ -63,11 +66,13 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
 # --- user space --------------------------------------------------------
-$(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h include/perfd/*.h) $(BUILD)/perfd.skel.h
+# Every daemon object waits for the skeleton (sampler.c includes it; the
+# dependency files know which, but only after a first build).
+$(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/perfd.skel.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h include/perfd/*.h)
+$(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icli -c $< -o $@
 
@@ -79,10 +84,10 @@ $(BUILD)/perfctl: $(BUILD)/cli/perfctl.o $(CLI_LIB_OBJS)
 
 # --- tests -------------------------------------------------------------
 # Each unit suite links the daemon's and the CLI's modules (not their main).
-# The suites' shared helpers are headers (tests/unit/*.h): a change rebuilds all.
-$(BUILD)/tests/test-%: tests/unit/test-%.c $(wildcard tests/unit/*.h) $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
+# Their shared helpers (tests/unit/*.h) are tracked like any header (-MMD).
+$(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Icli -o $@ $(filter-out %.h,$^) $(PKG_LIBS) $(shell pkg-config --libs criterion) -lm
+	$(CC) $(CFLAGS) -Icli -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs criterion) -lm
 
 # Workloads have known hot paths; frame pointers, leaf functions included,
 # keep their stacks whole under the frame-pointer walk.
@@ -166,6 +171,8 @@ run: deps all
 
 clean:
 	rm -rf build build-san run
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # --- benchmarks (not part of `make test`) ------------------------------
 # `make bench` measures perfd next to perf record and bpftrace and writes

@@ -15,11 +15,11 @@
 
 #include <bpf/libbpf.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "manager.h"
 #include "perfd/protocol.h"
 #include "perfd/unwind.h"
-#include "sampler.h"
+#include "collect/sampler.h"
 
 #define EXIT_USAGE 2
 

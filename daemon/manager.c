@@ -15,18 +15,18 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
-#include "clock.h"
-#include "folded.h"
-#include "log.h"
-#include "frame.h"
+#include "base/clock.h"
+#include "encode/folded.h"
+#include "base/log.h"
+#include "profile/frame.h"
 #include "manager.h"
-#include "python.h"
-#include "query.h"
-#include "request.h"
-#include "sampler.h"
-#include "server.h"
-#include "symbolize.h"
-#include "unwinder.h"
+#include "interp/python/python.h"
+#include "api/query.h"
+#include "api/request.h"
+#include "collect/sampler.h"
+#include "api/server.h"
+#include "symbols/symbolize.h"
+#include "unwind/unwinder.h"
 
 #define USEC_PER_SEC 1000000ULL
 /* How often the ring buffer is drained when the BPF side does not ask

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "aggregate.h"
+#include "profile/aggregate.h"
 
 struct manager_opts {
 	const char *socket_path;

@@ -42,11 +42,11 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
-#include "procmaps.h"
-#include "pycode.h"
-#include "pylinetable.h"
-#include "pyruntime.h"
-#include "u64map.h"
+#include "process/procmaps.h"
+#include "interp/python/pycode.h"
+#include "interp/python/pylinetable.h"
+#include "interp/python/pyruntime.h"
+#include "base/u64map.h"
 
 /* The functions' file name, as co_filename will say. */
 #define GEN_FILE "/pybench/generated.py"

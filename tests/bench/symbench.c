@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frame.h"
-#include "symbolize.h"
-#include "unwind_table.h"
+#include "profile/frame.h"
+#include "symbols/symbolize.h"
+#include "unwind/unwind_table.h"
 
 static double now(void)
 {

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
-#include "procmaps.h"
+#include "process/procmaps.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct procmaps, procmaps_free);
 

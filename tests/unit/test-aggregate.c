@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "aggregate.h"
-#include "frame.h"
-#include "stacktab.h"
-#include "symbolize.h"
+#include "profile/aggregate.h"
+#include "profile/frame.h"
+#include "profile/stacktab.h"
+#include "symbols/symbolize.h"
 
 #define NOPID 999999999u /* no such process: its maps cannot be read */
 #define SEC 1000000000ULL

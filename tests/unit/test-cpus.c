@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "cpus.h"
+#include "collect/cpus.h"
 
 Test(cpus, ranges_and_singles)
 {

@@ -28,9 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
+#include "symbols/debuginfo.h"
 #include "fixture.h"
-#include "elfsym.h"
+#include "symbols/elfsym.h"
 #include "perfd/macro.h"
 
 extern char **environ;

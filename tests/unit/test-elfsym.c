@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elfsym.h"
+#include "symbols/elfsym.h"
 #include "fixture.h"
 #include "perfd/macro.h"
 

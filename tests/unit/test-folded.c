@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
-#include "frame.h"
+#include "encode/folded.h"
+#include "profile/frame.h"
 
 static const char *namer(void *ctx, uint64_t frame, char *buf, size_t size)
 {

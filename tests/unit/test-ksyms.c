@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ksyms.h"
+#include "symbols/ksyms.h"
 #include "perfd/macro.h"
 
 static const char kallsyms_fixture[] =

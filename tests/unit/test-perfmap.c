@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "demangle.h"
-#include "perfmap.h"
+#include "symbols/demangle.h"
+#include "symbols/perfmap.h"
 
 static struct perfmap *parse(const char *text, size_t *skipped)
 {

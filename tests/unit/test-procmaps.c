@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
-#include "procmaps.h"
+#include "process/procmaps.h"
 
 static const char normal_maps[] =
 	"55b81bac3000-55b81bac5000 r--p 00000000 fe:00 247134                     /usr/bin/cat\n"

@@ -31,7 +31,7 @@
 
 #include "fixture.h"
 #include "perfd/macro.h"
-#include "pthread_tsd.h"
+#include "interp/python/pthread_tsd.h"
 
 extern char **environ;
 

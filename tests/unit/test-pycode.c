@@ -35,11 +35,11 @@
 
 #include "fixture.h"
 #include "perfd/macro.h"
-#include "procmaps.h"
+#include "process/procmaps.h"
 #include "pychild.h"
-#include "pycode.h"
-#include "pylinetable.h"
-#include "pyruntime.h"
+#include "interp/python/pycode.h"
+#include "interp/python/pylinetable.h"
+#include "interp/python/pyruntime.h"
 
 /* --- pycode_utf8 ---------------------------------------------------------- */
 

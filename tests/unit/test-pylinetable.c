@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
-#include "pylinetable.h"
+#include "interp/python/pylinetable.h"
 #include "pychild.h"
 
 extern char **environ;

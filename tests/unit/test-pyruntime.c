@@ -31,9 +31,9 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
-#include "procmaps.h"
+#include "process/procmaps.h"
 #include "pychild.h"
-#include "pyruntime.h"
+#include "interp/python/pyruntime.h"
 
 /* Prints the version, then sleeps; valid Python 2 and 3. */
 static const char script[] =

@@ -43,17 +43,17 @@
 
 #include <bpf/bpf.h>
 
-#include "aggregate.h"
+#include "profile/aggregate.h"
 #include "fixture.h"
-#include "frame.h"
+#include "profile/frame.h"
 #include "perfd/macro.h"
 #include "perfd/python.h"
-#include "procmaps.h"
-#include "pthread_tsd.h"
+#include "process/procmaps.h"
+#include "interp/python/pthread_tsd.h"
 #include "pychild.h"
-#include "pyruntime.h"
-#include "python.h"
-#include "symbolize.h"
+#include "interp/python/pyruntime.h"
+#include "interp/python/python.h"
+#include "symbols/symbolize.h"
 
 #define PY_FRAMES 4 /* inner, outer, main, <module> */
 #define START_TIME 4242 /* the process's identity with its pid */

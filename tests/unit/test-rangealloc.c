@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "rangealloc.h"
+#include "base/rangealloc.h"
 
 Test(rangealloc, first_fit_and_merge_back)
 {

@@ -17,7 +17,7 @@
 
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
-#include "request.h"
+#include "api/request.h"
 
 static int parse(const char *line, size_t len, struct perfd_request *r,
 		 struct perfd_request_error *e)

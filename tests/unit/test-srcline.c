@@ -40,7 +40,7 @@
 
 #include "perfd/macro.h"
 #include "fixture.h"
-#include "srcline.h"
+#include "symbols/srcline.h"
 
 extern char **environ;
 

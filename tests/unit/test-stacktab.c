@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
-#include "stacktab.h"
-#include "u64map.h"
+#include "profile/stacktab.h"
+#include "base/u64map.h"
 
 static const struct stacktab_limits big = { .max_stacks = 1000000, .max_frames = 100000000 };
 

@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frame.h"
-#include "procmaps.h"
-#include "symbolize.h"
+#include "profile/frame.h"
+#include "process/procmaps.h"
+#include "symbols/symbolize.h"
 
 __attribute__((noinline)) int symbolize_test_function(void);
 __attribute__((noinline)) int symbolize_test_function(void)

@@ -42,7 +42,7 @@
 
 #include "fixture.h"
 #include "perfd/macro.h"
-#include "unwind_table.h"
+#include "unwind/unwind_table.h"
 
 extern char **environ;
 

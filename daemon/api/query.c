@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/* query.c - see query.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "perfd/macro.h"
+#include "perfd/protocol.h"
+#include "perfd/unwind.h"
+#include "api/query.h"
+
+#ifndef PERFD_VERSION
+#define PERFD_VERSION "0.1.0"
+#endif
+
+
+static void add_u64(json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+const char *query_unit_of_cgroup(const char *cgroup)
+{
+	const char *unit = NULL;
+
+	/* the innermost path element that is a systemd unit */
+	for (const char *p = cgroup; p && *p; p = strchr(p, '/')) {
+		size_t len;
+
+		p += *p == '/';
+		len = strcspn(p, "/");
+		if ((len > 8 && strncmp(p + len - 8, ".service", 8) == 0) ||
+		    (len > 6 && strncmp(p + len - 6, ".scope", 6) == 0))
+			unit = p;
+	}
+	return unit;
+}
+
+json_object *query_ok(void)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	return o;
+}
+
+json_object *query_error(const char *code, const char *fmt, ...)
+{
+	json_object *o = json_object_new_object(), *e = json_object_new_object();
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(e, "code", json_object_new_string(code));
+	json_object_object_add(e, "message", json_object_new_string(msg));
+	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", e);
+	return o;
+}
+
+json_object *query_status(const struct status_info *in)
+{
+	json_object *o = query_ok(), *samples = json_object_new_object(),
+		    *lost = json_object_new_object(), *trunc = json_object_new_object(),
+		    *exits = json_object_new_object(), *procs = json_object_new_object(),
+		    *stacks = json_object_new_object(), *limits = json_object_new_object(),
+		    *syms = json_object_new_object();
+	uint64_t lost_total = in->bpf[PERFD_CNT_RINGBUF_FULL] + in->agg.samples_evicted;
+
+	json_object_object_add(o, "daemon_version", json_object_new_string(PERFD_VERSION));
+	json_object_object_add(o, "protocol_version", json_object_new_int(PERFD_PROTOCOL_VERSION));
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
+	json_object_object_add(o, "uptime_seconds", json_object_new_double(in->uptime_seconds));
+	json_object_object_add(o, "frequency_hz", json_object_new_int(in->frequency_hz));
+	json_object_object_add(o, "sample_period_ns", json_object_new_uint64(in->period_ns));
+	json_object_object_add(o, "cpus", json_object_new_int(in->cpus));
+
+	add_u64(samples, "taken", in->bpf[PERFD_CNT_SAMPLES]);
+	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);
+	add_u64(samples, "received", in->agg.samples);
+	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
+	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
+	add_u64(lost, "evicted", in->agg.samples_evicted);
+	json_object_object_add(samples, "lost", lost);
+	add_u64(samples, "lost_total", lost_total);
+	add_u64(trunc, "kernel_stack", in->bpf[PERFD_CNT_KSTACK_ERROR]);
+	add_u64(trunc, "user_stack", in->bpf[PERFD_CNT_USTACK_ERROR]);
+	add_u64(trunc, "stack_limit", in->agg.stack_limit);
+	json_object_object_add(samples, "truncated", trunc);
+	json_object_object_add(o, "samples", samples);
+
+	add_u64(exits, "received", in->agg.exit_events);
+	add_u64(exits, "lost", in->bpf[PERFD_CNT_EXIT_LOST] + in->bpf[PERFD_CNT_EXEC_LOST]);
+	json_object_object_add(o, "exit_events", exits);
+
+	add_u64(procs, "tracked", in->agg.processes);
+	add_u64(procs, "exited", in->agg.processes_exited);
+	add_u64(procs, "evicted", in->agg.processes_evicted);
+	json_object_object_add(o, "processes", procs);
+
+	add_u64(stacks, "interned", in->agg.stacks);
+	add_u64(stacks, "frames", in->agg.frames);
+	add_u64(stacks, "modules", in->sym.modules);
+	add_u64(stacks, "aggregation_bytes", in->agg.memory_bytes);
+	json_object_object_add(o, "stacks", stacks);
+
+	add_u64(syms, "modules_loaded", in->sym.modules_loaded);
+	add_u64(syms, "modules_failed", in->sym.modules_failed);
+	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
+	add_u64(syms, "jit_maps_read", in->sym.jit_maps);
+	add_u64(syms, "debug_files", in->sym.debug_files);
+	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);
+	add_u64(syms, "lookups", in->sym.lookups);
+	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
+	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);
+	add_u64(syms, "cache_hits", in->sym.cache_hits);
+	add_u64(syms, "cache_misses", in->sym.cache_misses);
+	add_u64(syms, "cache_evictions", in->sym.cache_evictions);
+	add_u64(syms, "cache_bytes", in->sym.cache_bytes);
+	add_u64(syms, "cache_limit_bytes", in->sym.cache_limit);
+	add_u64(syms, "memory_bytes", in->sym.memory_bytes);
+	json_object_object_add(o, "symbols", syms);
+
+	{
+		json_object *uw = json_object_new_object();
+
+		json_object_object_add(uw, "method",
+				       json_object_new_string(in->unwind_tables ? "tables" : "frame_pointers"));
+		add_u64(uw, "stacks_with_tables", in->bpf[PERFD_CNT_UNWIND_DWARF]);
+		add_u64(uw, "stacks_truncated", in->bpf[PERFD_CNT_UNWIND_TRUNCATED]);
+		add_u64(uw, "tables", in->unwind.tables);
+		add_u64(uw, "tables_idle", in->unwind.tables_idle);
+		add_u64(uw, "tables_evicted", in->unwind.tables_evicted);
+		add_u64(uw, "tables_built", in->unwind.tables_built);
+		add_u64(uw, "tables_failed", in->unwind.tables_failed);
+		add_u64(uw, "tables_refused", in->unwind.tables_refused);
+		add_u64(uw, "processes", in->unwind.processes);
+		add_u64(uw, "processes_refused", in->unwind.processes_refused);
+		add_u64(uw, "rows_used", in->unwind.rows_used);
+		add_u64(uw, "rows_capacity", in->unwind.rows_capacity);
+		add_u64(uw, "mappings_used", in->unwind.mappings_used);
+		add_u64(uw, "mappings_capacity", in->unwind.mappings_capacity);
+		add_u64(uw, "table_bytes", in->unwind.rows_used * sizeof(struct perfd_unwind_row));
+		add_u64(uw, "cfi_bytes_read", in->unwind.cfi_bytes);
+		json_object_object_add(uw, "build_seconds",
+				       json_object_new_double(in->unwind.build_ns / 1e9));
+		json_object_object_add(o, "unwind", uw);
+	}
+	{
+		json_object *py = json_object_new_object();
+		const struct python_stats *ps = &in->python;
+
+		add_u64(py, "processes", ps->processes);
+		add_u64(py, "unsupported", ps->unsupported);
+		add_u64(py, "samples", in->bpf[PERFD_CNT_PYTHON_WALKS]);
+		add_u64(py, "samples_without_thread_state", in->bpf[PERFD_CNT_PYTHON_NO_THREAD_STATE]);
+		add_u64(py, "samples_truncated", in->bpf[PERFD_CNT_PYTHON_TRUNCATED]);
+		add_u64(py, "frames", ps->frames);
+		add_u64(py, "frames_unmatched", ps->unmatched);
+		add_u64(py, "functions", ps->functions);
+		add_u64(py, "code_objects", ps->code_objects);
+		add_u64(py, "code_reads", ps->code_reads);
+		add_u64(py, "code_read_errors", ps->code_read_errors);
+		add_u64(py, "code_reused", ps->code_reused);
+		add_u64(py, "cache_resets", ps->cache_resets);
+		add_u64(py, "function_table_full", ps->function_table_full);
+		add_u64(py, "memory_bytes", ps->memory_bytes);
+		json_object_object_add(o, "python", py);
+	}
+	add_u64(limits, "max_processes", in->limits.max_processes);
+	add_u64(limits, "max_stacks", in->limits.max_stacks);
+	add_u64(limits, "max_frames", in->limits.max_frames);
+	json_object_object_add(o, "limits", limits);
+
+	add_u64(o, "clients", in->clients);
+	add_u64(o, "snapshots", in->snapshots);
+	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);
+	return o;
+}
+
+struct ps_row {
+	struct process *p;
+	uint64_t samples;
+};
+
+struct ps_ctx {
+	struct ps_row *rows;
+	size_t n, cap;
+	uint64_t first_second, end_second;
+	int oom;
+};
+
+static void collect_row(struct process *p, void *userdata)
+{
+	struct ps_ctx *ctx = userdata;
+	uint64_t n = process_window_samples(p, ctx->first_second, ctx->end_second);
+
+	if (n == 0 || ctx->oom)
+		return;
+	if (ctx->n == ctx->cap) {
+		size_t cap = ctx->cap ? ctx->cap * 2 : 64;
+		struct ps_row *rows = realloc(ctx->rows, cap * sizeof(*rows));
+
+		if (!rows) {
+			ctx->oom = 1;
+			return;
+		}
+		ctx->rows = rows;
+		ctx->cap = cap;
+	}
+	ctx->rows[ctx->n++] = (struct ps_row){ p, n };
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+	const struct ps_row *a = x, *b = y;
+
+	if (a->samples != b->samples)
+		return a->samples < b->samples ? 1 : -1;
+	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
+}
+
+json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
+		      uint64_t start_ns, unsigned frequency_hz)
+{
+	struct ps_ctx ctx = { .end_second = now_ns / NSEC_PER_SEC };
+	json_object *o, *list;
+	double covered;
+
+	/* The window is the last `interval` whole seconds: samples are counted
+	 * per second of their timestamp, and a whole second has a known length
+	 * (the current one does not, and would make short windows noisy).  In
+	 * the daemon's first seconds it is the time since the start. */
+	ctx.first_second = ctx.end_second - MIN(interval, ctx.end_second);
+	covered = interval;
+	if (ctx.first_second * NSEC_PER_SEC < start_ns) {
+		if (ctx.end_second * NSEC_PER_SEC > start_ns) {
+			covered = (double)(ctx.end_second * NSEC_PER_SEC - start_ns) / NSEC_PER_SEC;
+		} else {
+			/* not one whole second yet: take the partial one */
+			ctx.end_second++;
+			covered = (double)(now_ns - start_ns) / NSEC_PER_SEC;
+		}
+	}
+	if (covered < 1e-3)
+		covered = 1e-3;
+
+	aggregator_foreach_process(a, collect_row, &ctx);
+	if (ctx.oom) {
+		free(ctx.rows);
+		return NULL;
+	}
+	qsort_safe(ctx.rows, ctx.n, sizeof(*ctx.rows), row_cmp);
+
+	o = query_ok();
+	list = json_object_new_array();
+	json_object_object_add(o, "interval_seconds", json_object_new_double(covered));
+	for (size_t i = 0; i < ctx.n; i++) {
+		const struct process *p = ctx.rows[i].p;
+		json_object *row = json_object_new_object();
+
+		json_object_object_add(row, "pid", json_object_new_int64(p->pid));
+		add_u64(row, "start_time_ns", p->start_time_ns);
+		json_object_object_add(row, "comm", json_object_new_string(p->comm));
+		add_u64(row, "samples", ctx.rows[i].samples);
+		json_object_object_add(row, "cpu_percent",
+				       json_object_new_double(100.0 * ctx.rows[i].samples /
+							      (frequency_hz * covered)));
+		add_u64(row, "rss_bytes", process_rss_bytes(p));
+		add_u64(row, "peak_rss_bytes", MAX(p->peak_rss_bytes, process_rss_bytes(p)));
+		add_u64(row, "rss_anon_bytes", p->rss_pages[PERFD_RSS_ANON] * p->page_size);
+		add_u64(row, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
+		add_u64(row, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);
+		json_object_object_add(row, "exited", json_object_new_boolean(p->exited));
+		json_object_object_add(row, "ns_pid", json_object_new_int64(p->ns_pid));
+		if (p->cgroup) {
+			const char *unit = query_unit_of_cgroup(p->cgroup);
+
+			json_object_object_add(row, "cgroup", json_object_new_string(p->cgroup));
+			if (unit)
+				json_object_object_add(row, "unit",
+						       json_object_new_string_len(unit, (int)strcspn(unit, "/")));
+		}
+		add_u64(row, "total_samples", p->total_samples);
+		if (p->runtime[0])
+			json_object_object_add(row, "runtime", json_object_new_string(p->runtime));
+		json_object_array_add(list, row);
+	}
+	json_object_object_add(o, "processes", list);
+	free(ctx.rows);
+	return o;
+}

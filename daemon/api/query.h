@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * query.h - the answers to "status" and "ps", built as JSON objects from
+ * the daemon's state (see include/perfd/protocol.h for their fields).
+ * Separate from the loop so they can be built from synthetic state in tests.
+ */
+#ifndef PERFD_QUERY_H
+#define PERFD_QUERY_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "profile/aggregate.h"
+#include "perfd/sample.h"
+#include "interp/python/python.h"
+#include "symbols/symbolize.h"
+#include "unwind/unwinder.h"
+
+struct status_info {
+	double uptime_seconds;
+	unsigned frequency_hz;
+	unsigned cpus;
+	uint64_t period_ns;
+	uint64_t bpf[PERFD_CNT_MAX];
+	struct aggregator_stats agg;
+	struct symbolizer_stats sym;
+	bool unwind_tables;
+	struct unwinder_stats unwind;
+	struct python_stats python;
+	struct aggregator_limits limits;
+	uint64_t daemon_rss_bytes;
+	size_t clients, snapshots;
+};
+
+/* New reference; NULL when out of memory. */
+json_object *query_status(const struct status_info *info);
+
+/* The processes with samples in the last interval_seconds whole seconds
+ * before now_ns, most samples first; never before start_ns, when the
+ * daemon started (CLOCK_MONOTONIC ns). */
+json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval_seconds,
+		      uint64_t start_ns, unsigned frequency_hz);
+
+/* The systemd unit a cgroup v2 path belongs to: its innermost element
+ * ending in .service or .scope (a pointer into cgroup, up to the next '/'),
+ * or NULL. */
+const char *query_unit_of_cgroup(const char *cgroup);
+
+/* {"version":1,"ok":true} to which the caller adds fields. */
+json_object *query_ok(void);
+json_object *query_error(const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/* server.c - see server.h for the design. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "perfd/macro.h"
+#include "perfd/protocol.h"
+#include "api/server.h"
+
+struct client {
+	struct server *server;
+	int fd;
+	sd_event_source *io;
+	char *in;     /* PERFD_MAX_REQUEST_BYTES */
+	size_t in_len;
+	char *out;
+	size_t out_len, out_sent, out_cap;
+	bool pending;
+	bool close_after_flush;
+	bool eof;
+	bool dead;        /* broken: free at the next kick */
+	bool dispatching; /* inside on_request: replies only queue */
+	void *data;
+	struct client *prev, *next;
+};
+
+struct server {
+	sd_event *event;
+	struct server_opts opts;
+	char *path; /* set when we bound it and must unlink it */
+	int fd;
+	sd_event_source *listen_io;
+	struct client *clients;
+	size_t n_clients;
+};
+
+static void client_free(struct client *c)
+{
+	struct server *s;
+
+	if (!c)
+		return;
+	s = c->server;
+	if (c->pending && s->opts.on_cancel)
+		s->opts.on_cancel(s->opts.userdata, c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->n_clients--;
+	sd_event_source_disable_unref(c->io);
+	closep(&c->fd);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+static void update_events(struct client *c)
+{
+	uint32_t ev = 0;
+
+	if (!c->eof && !c->close_after_flush)
+		ev |= EPOLLIN;
+	if (c->out_sent < c->out_len)
+		ev |= EPOLLOUT;
+	(void)sd_event_source_set_io_events(c->io, ev);
+}
+
+/* Writes what it can.  Returns <0 when the client must go. */
+static int flush_out(struct client *c)
+{
+	while (c->out_sent < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			return negative_errno();
+		}
+		c->out_sent += n;
+	}
+	if (c->out_sent == c->out_len) {
+		c->out_sent = c->out_len = 0;
+		if (c->close_after_flush)
+			return -ECONNRESET;
+	}
+	return 0;
+}
+
+static int reply_error_and_close(struct client *c, const char *code, const char *msg);
+
+/* Hands complete lines to on_request until one is pending.  Replies made
+ * meanwhile are only queued (c->dispatching), so nothing here recurses or
+ * frees the client. */
+static void process_input(struct client *c)
+{
+	struct server *s = c->server;
+
+	c->dispatching = true;
+	while (!c->pending && !c->close_after_flush && !c->dead) {
+		char *nl = memchr(c->in, '\n', c->in_len);
+		_cleanup_free_ char *line = NULL;
+		size_t len;
+
+		if (!nl) {
+			if (c->in_len >= PERFD_MAX_REQUEST_BYTES)
+				(void)reply_error_and_close(
+					c, PERFD_ERR_TOO_LARGE,
+					"request longer than the protocol's maximum line length");
+			break;
+		}
+		len = nl - c->in;
+		line = malloc(len + 1);
+		if (!line) {
+			c->dead = true;
+			break;
+		}
+		memcpy(line, c->in, len);
+		line[len] = 0;
+		memmove(c->in, nl + 1, c->in_len - len - 1);
+		c->in_len -= len + 1;
+		c->pending = true;
+		(void)s->opts.on_request(s->opts.userdata, c, line, len);
+	}
+	c->dispatching = false;
+}
+
+/* Moves the client forward after anything happened to it: sends, handles
+ * waiting lines, and frees it when it is finished or broken. */
+static void client_kick(struct client *c)
+{
+	if (!c->dead && flush_out(c) < 0)
+		c->dead = true;
+	if (!c->dead && !c->pending && c->in_len > 0) {
+		process_input(c);
+		if (!c->dead && flush_out(c) < 0)
+			c->dead = true;
+	}
+	if (c->dead || (c->eof && !c->pending && c->out_len == 0)) {
+		client_free(c);
+		return;
+	}
+	update_events(c);
+}
+
+static int queue_reply(struct client *c, const char *json, size_t len, bool close_after)
+{
+	size_t need = c->out_len + len + 1;
+
+	if (need > c->out_cap) {
+		size_t cap = MAX(need, c->out_cap * 2);
+		char *out = realloc(c->out, cap);
+
+		if (!out) {
+			c->dead = true;
+			if (!c->dispatching)
+				client_kick(c);
+			return -ENOMEM;
+		}
+		c->out = out;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, json, len);
+	c->out[c->out_len + len] = '\n';
+	c->out_len += len + 1;
+	c->pending = false;
+	c->close_after_flush |= close_after;
+	if (!c->dispatching)
+		client_kick(c);
+	return 0;
+}
+
+int server_reply(struct client *c, const char *json, size_t len)
+{
+	return queue_reply(c, json, len, false);
+}
+
+int server_reply_owned(struct client *c, char *json, size_t len, size_t size)
+{
+	int r;
+
+	if (c->out_len > 0 || size <= len) {
+		/* something is still queued: append behind it */
+		r = queue_reply(c, json, len, false);
+		free(json);
+		return r;
+	}
+	/* the common case: hand the buffer over, no copy of a large answer */
+	free(c->out);
+	c->out = json;
+	c->out_cap = size;
+	c->out_sent = 0;
+	c->out[len] = '\n';
+	c->out_len = len + 1;
+	c->pending = false;
+	if (!c->dispatching)
+		client_kick(c);
+	return 0;
+}
+
+int server_reply_and_close(struct client *c, const char *json, size_t len)
+{
+	return queue_reply(c, json, len, true);
+}
+
+static int reply_error_and_close(struct client *c, const char *code, const char *msg)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf),
+			 "{\"version\":%d,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}",
+			 PERFD_PROTOCOL_VERSION, code, msg);
+
+	return server_reply_and_close(c, buf, n);
+}
+
+static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *userdata)
+{
+	struct client *c = userdata;
+
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && !c->eof && !c->close_after_flush) {
+		ssize_t n = recv(fd, c->in + c->in_len, PERFD_MAX_REQUEST_BYTES - c->in_len,
+				 MSG_DONTWAIT);
+
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			c->dead = true;
+		else if (n == 0)
+			c->eof = true; /* a half-closed client still gets its answers */
+		else if (n > 0)
+			c->in_len += n;
+		if (!c->dead && !c->pending)
+			process_input(c);
+	}
+	/* Hang-up means the peer closed both directions: no answer can reach
+	 * it any more, so a pending one is cancelled.  (A half-close only
+	 * reads as EOF, and still gets its answers.) */
+	if (revents & (EPOLLHUP | EPOLLERR))
+		c->dead = true;
+	client_kick(c);
+	return 0;
+}
+
+static int on_accept(sd_event_source *es, int fd, uint32_t revents, void *userdata)
+{
+	struct server *s = userdata;
+	_cleanup_close_ int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct client *c;
+	int r;
+
+	if (cfd < 0)
+		return 0; /* EAGAIN, or a client that went away: nothing to do */
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return 0;
+	c->in = malloc(PERFD_MAX_REQUEST_BYTES);
+	if (!c->in) {
+		free(c);
+		return 0;
+	}
+	r = sd_event_add_io(s->event, &c->io, cfd, EPOLLIN, on_client_io, c);
+	if (r < 0) {
+		free(c->in);
+		free(c);
+		return 0;
+	}
+	c->server = s;
+	c->fd = TAKE_FD(cfd);
+	c->next = s->clients;
+	if (s->clients)
+		s->clients->prev = c;
+	s->clients = c;
+	s->n_clients++;
+	if (s->n_clients > SERVER_MAX_CLIENTS)
+		(void)reply_error_and_close(c, PERFD_ERR_BUSY,
+					    "too many clients connected to perfd");
+	return 0;
+}
+
+/* A socket file that nobody accepts on is a leftover of a crashed daemon. */
+static int socket_is_live(const struct sockaddr_un *sa, socklen_t len)
+{
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return negative_errno();
+	if (connect(fd, (const struct sockaddr *)sa, len) == 0)
+		return 1;
+	return errno == ECONNREFUSED || errno == ENOENT ? 0 : negative_errno();
+}
+
+static int bind_socket(struct server *s, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	len = offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return negative_errno();
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		if (errno != EADDRINUSE)
+			return negative_errno();
+		r = socket_is_live(&sa, len);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			return -EADDRINUSE;
+		if (unlink(path) < 0 && errno != ENOENT)
+			return negative_errno();
+		if (bind(fd, (struct sockaddr *)&sa, len) < 0)
+			return negative_errno();
+	}
+	if (chmod(path, 0660) < 0 || listen(fd, 64) < 0) {
+		r = negative_errno();
+		(void)unlink(path);
+		return r;
+	}
+	s->path = strdup(path);
+	if (!s->path) {
+		(void)unlink(path);
+		return -ENOMEM;
+	}
+	return TAKE_FD(fd);
+}
+
+int server_new(sd_event *event, const struct server_opts *opts, struct server **ret)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->event = sd_event_ref(event);
+	s->opts = *opts;
+	s->fd = -1;
+	if (opts->listen_fd >= 0) {
+		s->fd = opts->listen_fd;
+		r = fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+		if (r < 0) {
+			r = negative_errno();
+			goto fail;
+		}
+	} else {
+		r = bind_socket(s, opts->socket_path);
+		if (r < 0)
+			goto fail;
+		s->fd = r;
+	}
+	r = sd_event_add_io(event, &s->listen_io, s->fd, EPOLLIN, on_accept, s);
+	if (r < 0)
+		goto fail;
+	*ret = s;
+	return 0;
+fail:
+	server_free(s);
+	return r;
+}
+
+struct server *server_free(struct server *s)
+{
+	if (!s)
+		return NULL;
+	while (s->clients) {
+		s->clients->pending = false; /* shutting down: nothing to cancel to */
+		client_free(s->clients);
+	}
+	sd_event_source_disable_unref(s->listen_io);
+	closep(&s->fd);
+	if (s->path)
+		(void)unlink(s->path);
+	free(s->path);
+	sd_event_unref(s->event);
+	free(s);
+	return NULL;
+}
+
+void client_set_data(struct client *c, void *data)
+{
+	c->data = data;
+}
+
+void *client_get_data(const struct client *c)
+{
+	return c->data;
+}
+
+size_t server_clients(const struct server *s)
+{
+	return s->n_clients;
+}

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.c - see sampler.h.  One perf event and one BPF link per online
+ * CPU; a software cpu-clock event (hrtimer based) because these machines may
+ * have no hardware PMU, with a fixed period of 1e9/HZ ns rather than the
+ * kernel's frequency mode: for a timer event the period *is* the frequency,
+ * and a fixed period makes samples x period an unbiased estimate of CPU time.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "base/clock.h"
+#include "collect/cpus.h"
+#include "perfd.skel.h"
+#include "perfd/macro.h"
+#include "collect/sampler.h"
+
+
+struct sampler {
+	struct perfd_bpf *skel;
+	struct ring_buffer *ring;
+	int *event_fds;
+	struct bpf_link **links;
+	unsigned n_cpus_possible;
+	unsigned n_attached;
+	uint64_t period_ns;
+	bool unwind_tables;
+};
+
+long sampler_max_frequency(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	long v;
+
+	if (!f)
+		return negative_errno();
+	if (fscanf(f, "%ld", &v) != 1 || v <= 0)
+		return -EIO;
+	return v;
+}
+
+struct sampler *sampler_free(struct sampler *s)
+{
+	if (!s)
+		return NULL;
+	ring_buffer__free(s->ring);
+	for (unsigned i = 0; i < s->n_cpus_possible; i++) {
+		if (s->links)
+			bpf_link__destroy(s->links[i]);
+		if (s->event_fds)
+			closep(&s->event_fds[i]);
+	}
+	free(s->links);
+	free(s->event_fds);
+	perfd_bpf__destroy(s->skel);
+	free(s);
+	return NULL;
+}
+
+static int open_cpu_clock(unsigned cpu, uint64_t period_ns)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = period_ns,
+	};
+	int fd = syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1,
+			 PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? negative_errno() : fd;
+}
+
+static int attach_cpus(struct sampler *s, const char **what)
+{
+	_cleanup_free_ bool *online = NULL;
+	int r;
+
+	online = calloc(s->n_cpus_possible, sizeof(*online));
+	s->event_fds = malloc(s->n_cpus_possible * sizeof(*s->event_fds));
+	s->links = calloc(s->n_cpus_possible, sizeof(*s->links));
+	if (!online || !s->event_fds || !s->links)
+		return -ENOMEM;
+	for (unsigned i = 0; i < s->n_cpus_possible; i++)
+		s->event_fds[i] = -1;
+
+	*what = "read the online CPUs";
+	r = cpus_read_online(online, s->n_cpus_possible);
+	if (r < 0)
+		return r;
+	for (unsigned cpu = 0; cpu < s->n_cpus_possible; cpu++) {
+		if (!online[cpu])
+			continue;
+		*what = "open a cpu-clock perf event";
+		r = open_cpu_clock(cpu, s->period_ns);
+		if (r == -ENODEV)
+			continue; /* went offline meanwhile */
+		if (r < 0)
+			return r;
+		s->event_fds[cpu] = r;
+		*what = "attach the BPF program to a perf event";
+		s->links[cpu] = bpf_program__attach_perf_event(
+			s->unwind_tables ? s->skel->progs.on_cpu_clock : s->skel->progs.on_cpu_clock_fp, r);
+		if (!s->links[cpu]) {
+			r = negative_errno();
+			s->links[cpu] = NULL;
+			return r;
+		}
+		s->n_attached++;
+	}
+	return s->n_attached > 0 ? 0 : -ENODEV;
+}
+
+/* The size of a map only the table-unwinding program reads. */
+static uint32_t table_map_size(const struct sampler *s, uint32_t wanted)
+{
+	return s->unwind_tables ? MAX(wanted, 1u) : 1u;
+}
+
+int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
+		const char **ret_what)
+{
+	struct sampler *s = NULL;
+	const char *what = "allocate";
+	int r;
+
+	if (opts->frequency_hz == 0 || !opts->on_record)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto fail_nomem;
+	s->period_ns = NSEC_PER_SEC / opts->frequency_hz;
+
+	what = "count the possible CPUs";
+	r = libbpf_num_possible_cpus();
+	if (r < 0)
+		goto fail;
+	s->n_cpus_possible = r;
+
+	what = "open the BPF object";
+	s->skel = perfd_bpf__open();
+	if (!s->skel) {
+		r = negative_errno();
+		goto fail;
+	}
+	s->skel->rodata->ringbuf_wakeup_bytes = opts->ringbuf_bytes / 4;
+	s->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
+	what = "size the ring buffer";
+	r = bpf_map__set_max_entries(s->skel->maps.events, opts->ringbuf_bytes);
+	if (r < 0)
+		goto fail;
+
+	/* Table unwinding needs bpf_loop() (5.17), bpf_task_pt_regs() (5.15)
+	 * and bpf_get_current_task_btf() (5.11): probe for them rather than
+	 * trust a kernel version. */
+	s->unwind_tables = opts->unwind_rows > 0 &&
+			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
+			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) > 0 &&
+			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, NULL) > 0;
+	bpf_program__set_autoload(s->skel->progs.on_cpu_clock, s->unwind_tables);
+	bpf_program__set_autoload(s->skel->progs.on_cpu_clock_fp, !s->unwind_tables);
+	/* Array maps take all their memory at creation: without the program
+	 * that reads them they stay at one entry. */
+	what = "size the unwind maps";
+	if ((r = bpf_map__set_max_entries(s->skel->maps.unwind_rows, table_map_size(s, opts->unwind_rows))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_mappings, table_map_size(s, opts->unwind_mappings))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_processes, table_map_size(s, opts->unwind_processes))) < 0 ||
+	    (r = bpf_map__set_max_entries(s->skel->maps.python_processes, table_map_size(s, opts->python_processes))) < 0)
+		goto fail;
+
+	what = "load the BPF programs (is this root, with BTF?)";
+	r = perfd_bpf__load(s->skel);
+	if (r < 0)
+		goto fail;
+
+	what = "attach to the process exit/exec tracepoints";
+	r = perfd_bpf__attach(s->skel);
+	if (r < 0)
+		goto fail;
+
+	r = attach_cpus(s, &what);
+	if (r < 0)
+		goto fail;
+
+	what = "create the ring buffer reader";
+	s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.events),
+				   opts->on_record, opts->ctx, NULL);
+	if (!s->ring) {
+		r = negative_errno();
+		goto fail;
+	}
+	*ret = s;
+	return 0;
+
+fail_nomem:
+	r = -ENOMEM;
+fail:
+	sampler_free(s);
+	if (ret_what)
+		*ret_what = what;
+	return r;
+}
+
+int sampler_fd(const struct sampler *s)
+{
+	return ring_buffer__epoll_fd(s->ring);
+}
+
+int sampler_drain(struct sampler *s)
+{
+	return ring_buffer__consume(s->ring);
+}
+
+int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
+{
+	_cleanup_free_ uint64_t *values = calloc(s->n_cpus_possible, sizeof(uint64_t));
+	int fd = bpf_map__fd(s->skel->maps.counters);
+
+	if (!values)
+		return -ENOMEM;
+	for (uint32_t key = 0; key < PERFD_CNT_MAX; key++) {
+		if (bpf_map_lookup_elem(fd, &key, values) < 0)
+			return negative_errno();
+		ret[key] = 0;
+		for (unsigned c = 0; c < s->n_cpus_possible; c++)
+			ret[key] += values[c];
+	}
+	return 0;
+}
+
+unsigned sampler_cpus(const struct sampler *s)
+{
+	return s->n_attached;
+}
+
+bool sampler_has_unwind_tables(const struct sampler *s)
+{
+	return s->unwind_tables;
+}
+
+void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
+			    int *ret_processes)
+{
+	*ret_rows = bpf_map__fd(s->skel->maps.unwind_rows);
+	*ret_mappings = bpf_map__fd(s->skel->maps.unwind_mappings);
+	*ret_processes = bpf_map__fd(s->skel->maps.unwind_processes);
+}
+
+int sampler_python_map_fd(const struct sampler *s)
+{
+	return s->unwind_tables ? bpf_map__fd(s->skel->maps.python_processes) : -ENOTSUP;
+}
+
+uint64_t sampler_period_ns(const struct sampler *s)
+{
+	return s->period_ns;
+}

@@ -1,0 +1,768 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * python.c - see python.h.
+ *
+ * Per process: pyruntime_detect() finds the interpreter, its version and
+ * _PyRuntime; pthread_tsd_read() reads from the process's libc where
+ * pthread_getspecific() data lives; together with the version's offsets
+ * that is the struct perfd_python_process the BPF walker reads.  Detection
+ * runs when the maps of a process change in a way that matters (its first
+ * file, or the set of Python-named files), not on every re-read.
+ *
+ * Frames: the walker records (code object address, instruction position,
+ * tag: co_firstlineno and the address of co_filename, mixed).  The first time a process shows a code address, the
+ * code object is read out of its memory (name, file, line table) and its
+ * function interned; the entry is kept per process, keyed by address, and
+ * replaced when a sample shows another tag at that address (the object
+ * was freed and the memory reused).  A cache at its limit is
+ * emptied and refilled: bounded memory, counted.  Lines are decoded from
+ * the cached table at each sample (a few dozen bytes per frame).
+ *
+ * Merge: the native unwinder sees one _PyEval_EvalFrameDefault frame per
+ * C-level call of the interpreter loop, and the walker marks the outermost
+ * Python frame each such call executed; the two lists are zipped, leaf to
+ * root.  Frames of the interpreter's own binary between the leafmost and
+ * rootmost loop frame (call machinery such as _PyFunction_Vectorcall) are
+ * hidden, so callers and callees read as Python calls Python; C extension
+ * frames stay.  Python frames left over when the native stack ran out
+ * (truncated) go with the rootmost loop frame, or at the root end when
+ * there is none: nothing is dropped.
+ */
+#include "interp/python/python.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "profile/aggregate.h"
+#include "profile/frame.h"
+#include "base/log.h"
+#include "perfd/macro.h"
+#include "perfd/python.h"
+#include "interp/python/pthread_tsd.h"
+#include "interp/python/pycode.h"
+#include "interp/python/pylinetable.h"
+#include "interp/python/pyruntime.h"
+#include "symbols/symbolize.h"
+#include "base/u64map.h"
+
+#define PYTHON_FUNC_BITS (FRAME_ADDRESS_BITS - PYTHON_LINE_BITS)
+#define PYTHON_LINE_MAX ((1u << PYTHON_LINE_BITS) - 1)
+#define PYTHON_FUNC_MAX ((1ULL << PYTHON_FUNC_BITS) - 1)
+
+/* Reserved function ids. */
+enum {
+	FUNC_UNREADABLE = 0, /* the code object could not be read */
+	FUNC_TABLE_FULL = 1,
+	FUNC_FIRST = 2,
+};
+
+struct function {
+	uint32_t name, file; /* offsets in the string arena */
+	int32_t firstlineno;
+};
+
+struct code_entry {
+	uint32_t func;
+	uint32_t tag;
+	int32_t firstlineno;
+	uint8_t *linetable;
+	uint32_t linetable_size;
+};
+
+struct pyprocess {
+	uint32_t pid;
+	uint64_t start_time_ns;
+	uint64_t signature; /* of the maps detection looked at */
+	int status;         /* 0: described in the BPF map; <0: why not (-ENOENT: not Python) */
+	struct pyruntime *rt;   /* a CPython was found (supported or not); NULL otherwise */
+	uint16_t interp_module; /* module of rt.path, 0 when not mapped */
+	struct u64map code;     /* code address -> index + 1 in entries */
+	struct code_entry *entries;
+	size_t n_entries, cap_entries;
+	size_t code_bytes; /* line tables held */
+};
+
+struct python {
+	int map_fd;
+	struct symbolizer *symbolizer;
+	struct python_limits limits;
+	struct u64map procs; /* pid -> struct pyprocess * */
+	struct u64map not_python; /* module ids of executables without CPython */
+	struct function *funcs;
+	size_t n_funcs, cap_funcs;
+	struct u64map func_by_hash; /* hash (probed on collision) -> id */
+	char *arena;
+	size_t arena_len, arena_cap;
+	size_t code_bytes; /* line tables held, all processes */
+	struct python_stats stats;
+};
+
+struct python *python_new(int map_fd, struct symbolizer *symbolizer,
+			  const struct python_limits *limits)
+{
+	struct python *py = calloc(1, sizeof(*py));
+
+	if (!py)
+		return NULL;
+	py->map_fd = map_fd;
+	py->symbolizer = symbolizer;
+	py->limits = *limits;
+	if (py->limits.max_functions == 0 || py->limits.max_functions > PYTHON_FUNC_MAX)
+		py->limits.max_functions = PYTHON_FUNC_MAX;
+	if (py->limits.max_code_per_process == 0)
+		py->limits.max_code_per_process = 1;
+	if (py->limits.max_code_bytes == 0)
+		py->limits.max_code_bytes = SIZE_MAX;
+	if (py->limits.max_name_bytes == 0 || py->limits.max_name_bytes > UINT32_MAX)
+		py->limits.max_name_bytes = UINT32_MAX;
+	u64map_init(&py->procs);
+	u64map_init(&py->not_python);
+	u64map_init(&py->func_by_hash);
+	/* ids 0 and 1 are reserved: keep the table's indexes equal to ids */
+	py->funcs = calloc(FUNC_FIRST, sizeof(*py->funcs));
+	if (!py->funcs) {
+		free(py);
+		return NULL;
+	}
+	py->n_funcs = py->cap_funcs = FUNC_FIRST;
+	return py;
+}
+
+static void code_cache_clear(struct python *py, struct pyprocess *pp)
+{
+	for (size_t i = 0; i < pp->n_entries; i++)
+		free(pp->entries[i].linetable);
+	py->stats.code_objects -= pp->n_entries;
+	py->code_bytes -= pp->code_bytes;
+	pp->code_bytes = 0;
+	pp->n_entries = 0;
+	u64map_done(&pp->code);
+	u64map_init(&pp->code);
+}
+
+static void pyprocess_free(struct python *py, struct pyprocess *pp)
+{
+	if (!pp)
+		return;
+	code_cache_clear(py, pp);
+	free(pp->entries);
+	free(pp->rt);
+	free(pp);
+}
+
+struct python *python_free(struct python *py)
+{
+	if (!py)
+		return NULL;
+	U64MAP_FOREACH(slot, &py->procs)
+		pyprocess_free(py, (struct pyprocess *)(uintptr_t)slot->value);
+	u64map_done(&py->procs);
+	u64map_done(&py->not_python);
+	u64map_done(&py->func_by_hash);
+	free(py->funcs);
+	free(py->arena);
+	free(py);
+	return NULL;
+}
+
+static struct pyprocess *find(const struct python *py, uint32_t pid, uint64_t start_time_ns)
+{
+	uint64_t *slot = u64map_get(&py->procs, pid);
+	struct pyprocess *pp = slot ? (struct pyprocess *)(uintptr_t)*slot : NULL;
+
+	return pp && pp->start_time_ns == start_time_ns ? pp : NULL;
+}
+
+static void forget(struct python *py, uint32_t pid)
+{
+	uint64_t *slot = u64map_get(&py->procs, pid);
+	struct pyprocess *pp;
+
+	if (!slot)
+		return;
+	pp = (struct pyprocess *)(uintptr_t)*slot;
+	if (pp->status == 0) {
+		(void)bpf_map_delete_elem(py->map_fd, &pid);
+		py->stats.processes--;
+	} else if (pp->rt) {
+		py->stats.unsupported--;
+	}
+	u64map_remove(&py->procs, pid);
+	pyprocess_free(py, pp);
+}
+
+void python_process_gone(struct python *py, const struct process *p)
+{
+	if (find(py, p->pid, p->start_time_ns))
+		forget(py, p->pid);
+}
+
+static bool python_named(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, "python", 6) == 0 || strncmp(base, "libpython", 9) == 0;
+}
+
+static bool libc_named(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0;
+}
+
+/* What detection depends on: the first file, the Python-named files and
+ * libc (mapped after the first maps read of a process caught at exec). */
+static uint64_t maps_signature(const struct procmaps *maps)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+	bool first = true;
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const char *path = maps->maps[i].path;
+
+		if (path[0] != '/' || !(first || python_named(path) || libc_named(path)))
+			continue;
+		first = false;
+		for (const char *c = path; *c; c++)
+			h = hash_u64(h ^ (uint8_t)*c);
+		h = hash_u64(h ^ maps->maps[i].inode);
+	}
+	return h;
+}
+
+static int32_t max_i32(int32_t a, int32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Fills the BPF description of a supported runtime. */
+static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
+		    struct perfd_python_process *ret)
+{
+	const struct pyoffsets *o = rt->offsets;
+	int32_t end;
+
+	*ret = (struct perfd_python_process){
+		.tss_addr = rt->autotsskey_addr,
+		.pthread_specific = tsd->specific,
+		.key_data_size = tsd->key_data_size,
+		.key_data_data = tsd->key_data_data,
+		.frame_code = o->frame_code,
+		.frame_previous = o->frame_previous,
+		.frame_owner = o->frame_owner,
+		.frame_is_entry = o->frame_is_entry,
+		.code_tag_first = MIN(o->code_firstlineno, o->code_filename),
+		.tag_firstlineno = o->code_firstlineno - MIN(o->code_firstlineno, o->code_filename),
+		.tag_filename = o->code_filename - MIN(o->code_firstlineno, o->code_filename),
+		.code_tag_size = (uint32_t)(MAX(o->code_firstlineno + 4, o->code_filename + 8) -
+					    MIN(o->code_firstlineno, o->code_filename)),
+		.code_adaptive = o->code_code_adaptive,
+		.cframe_current_frame = -1,
+	};
+	if (rt->minor <= 10) {
+		ret->walk = PERFD_PYWALK_FRAME_OBJECTS;
+		ret->tstate_frame = o->tstate_frame;
+		ret->frame_position = o->frame_lasti;
+		end = o->frame_lasti + 4;
+	} else {
+		ret->walk = rt->minor == 11 ? PERFD_PYWALK_IS_ENTRY : PERFD_PYWALK_SHIM_FRAMES;
+		if (o->tstate_cframe >= 0) {
+			ret->tstate_frame = o->tstate_cframe;
+			ret->cframe_current_frame = o->cframe_current_frame;
+		} else {
+			ret->tstate_frame = o->tstate_current_frame;
+		}
+		ret->frame_position = o->frame_instr;
+		end = max_i32(o->frame_instr + 8, o->frame_owner + 1);
+		end = max_i32(end, o->frame_is_entry + 1);
+	}
+	end = max_i32(end, max_i32(o->frame_code, o->frame_previous) + 8);
+	ret->frame_read_size = (uint32_t)(end + 7) & ~7u;
+	/* the walker reads Py_tss_t as {int initialized; unsigned key} */
+	if (o->tss_initialized != 0 || o->tss_key != 4 || rt->autotsskey_addr == 0 || ret->tstate_frame < 0 || ret->frame_read_size > 128 ||
+	    ret->code_tag_size >= 128)
+		return -EPROTONOSUPPORT;
+	return 0;
+}
+
+/* Reads the thread-data layout from the libc p maps. */
+static int find_tsd(struct python *py, const struct process *p, struct pthread_tsd *ret)
+{
+	int r = -ENOENT;
+
+	for (size_t i = 0; i < p->maps->n; i++) {
+		int fd;
+
+		if (!libc_named(p->maps->maps[i].path) || p->map_modules[i] == 0)
+			continue;
+		fd = symbolizer_module_fd(py->symbolizer, p->map_modules[i]);
+		if (fd < 0) {
+			r = fd;
+			continue;
+		}
+		r = pthread_tsd_read(fd, ret);
+		if (r == 0)
+			return 0;
+	}
+	return r;
+}
+
+static bool has_python_named(const struct procmaps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (python_named(maps->maps[i].path))
+			return true;
+	return false;
+}
+
+/* The module of the first mapped file (the executable), 0 when none. */
+static uint16_t first_file_module(const struct process *p)
+{
+	for (size_t i = 0; i < p->maps->n; i++)
+		if (p->maps->maps[i].path[0] == '/')
+			return p->map_modules[i];
+	return 0;
+}
+
+static uint16_t module_of_path(const struct process *p, const char *path)
+{
+	for (size_t i = 0; i < p->maps->n; i++)
+		if (strcmp(p->maps->maps[i].path, path) == 0 && p->map_modules[i])
+			return p->map_modules[i];
+	return 0;
+}
+
+static void runtime_name(const struct pyruntime *rt, int status, char *buf, size_t size)
+{
+	const char *note = status == 0 ? "" :
+			   status != -EPROTONOSUPPORT ? " (no Python frames)" :
+			   rt->other_abi ? " (free-threaded or debug build, unsupported)" : " (unsupported)";
+	int r;
+
+	if (rt->patch >= 0)
+		r = snprintf(buf, size, "CPython %u.%u.%d%s", rt->major % 100, rt->minor % 1000,
+			     rt->patch % 1000, note);
+	else
+		r = snprintf(buf, size, "CPython %u.%u%s", rt->major % 100, rt->minor % 1000, note);
+	(void)r; /* the versions are small: it fits */
+}
+
+void python_maps_changed(struct python *py, struct process *p)
+{
+	struct perfd_python_process desc;
+	struct pthread_tsd tsd;
+	struct pyprocess *pp;
+	uint64_t signature, *slot;
+	uint16_t first;
+	bool added;
+	int r;
+
+	if (!p->maps)
+		return;
+	signature = maps_signature(p->maps);
+	pp = find(py, p->pid, p->start_time_ns);
+	if (pp && pp->signature == signature)
+		return;
+	/* New, or the image changed (exec): start over. */
+	forget(py, p->pid);
+	p->runtime[0] = '\0';
+
+	pp = calloc(1, sizeof(*pp));
+	if (!pp)
+		return;
+	slot = u64map_upsert(&py->procs, p->pid, &added);
+	if (!slot) {
+		free(pp);
+		return;
+	}
+	*slot = (uintptr_t)pp;
+	pp->pid = p->pid;
+	pp->start_time_ns = p->start_time_ns;
+	pp->signature = signature;
+	u64map_init(&pp->code);
+
+	/* Most processes are not Python: remember which executables are
+	 * not, so a new process of one costs no ELF scan. */
+	first = first_file_module(p);
+	if (!has_python_named(p->maps) && first && u64map_get(&py->not_python, first)) {
+		pp->status = -ENOENT;
+		return;
+	}
+	pp->rt = calloc(1, sizeof(*pp->rt));
+	r = pp->rt ? pyruntime_detect((pid_t)p->pid, p->maps, pp->rt) : -ENOMEM;
+	if (r == -ENOENT || r == -ENOMEM) {
+		pp->status = r; /* not Python (or not known): nothing to report */
+		free(pp->rt);
+		pp->rt = NULL;
+		/* Only if the process lived through the look: a file it had
+		 * that could not be opened says nothing about the file. */
+		if (r == -ENOENT && !has_python_named(p->maps) && first &&
+		    kill((pid_t)p->pid, 0) == 0)
+			(void)u64map_upsert(&py->not_python, first, NULL);
+		return;
+	}
+	if (r == 0) {
+		pp->interp_module = module_of_path(p, pp->rt->path);
+		r = find_tsd(py, p, &tsd);
+		if (r == 0)
+			r = describe(pp->rt, &tsd, &desc);
+		if (r == 0 && py->map_fd < 0)
+			r = py->map_fd; /* -ENOTSUP: this kernel; -ECANCELED: turned off */
+		if (r == 0 && bpf_map_update_elem(py->map_fd, &p->pid, &desc, BPF_ANY) < 0)
+			r = negative_errno();
+	}
+	pp->status = r;
+	if (r == 0) {
+		py->stats.processes++;
+		runtime_name(pp->rt, 0, p->runtime, sizeof(p->runtime));
+		log_debug("pid %u (%s): CPython %u.%u in %s, Python frames on.", p->pid, p->comm,
+			  pp->rt->major, pp->rt->minor, pp->rt->path);
+		return;
+	}
+	py->stats.unsupported++;
+	if (pp->rt->major) {
+		runtime_name(pp->rt, r, p->runtime, sizeof(p->runtime));
+		if (r == -ECANCELED)
+			log_debug("pid %u (%s): %s; Python frames are turned off.", p->pid, p->comm,
+				  p->runtime);
+		else if (r == -EPROTONOSUPPORT)
+			log_info("pid %u (%s): CPython %u.%u is not supported (3.%d to 3.%d are): native frames only.",
+				 p->pid, p->comm, pp->rt->major, pp->rt->minor, PYRUNTIME_MIN_MINOR,
+				 PYRUNTIME_MAX_MINOR);
+		else if (r == -ENOTSUP)
+			log_debug("pid %u (%s): %s; this kernel cannot walk Python frames.", p->pid,
+				  p->comm, p->runtime);
+		else
+			log_full_errno(LOG_INFO, r, "pid %u (%s): %s: cannot walk its Python frames (%s): native frames only: %m",
+				       p->pid, p->comm, p->runtime,
+				       r == -ENOENT ? "no glibc thread data in its libc" :
+						      "its description could not be written");
+	} else {
+		snprintf(p->runtime, sizeof(p->runtime), "CPython (unreadable)");
+		log_full_errno(LOG_INFO, r, "pid %u (%s): looks like CPython but could not be read: %m",
+			       p->pid, p->comm);
+	}
+}
+
+/* --- functions ---------------------------------------------------------- */
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = hash_u64(h ^ (uint8_t)*s);
+	return hash_u64(h ^ 0xff);
+}
+
+static int64_t arena_add(struct python *py, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	uint32_t off;
+
+	if (py->arena_len + len > py->limits.max_name_bytes)
+		return -ENOSPC;
+	if (py->arena_len + len > py->arena_cap) {
+		size_t cap = MAX(py->arena_cap * 2, py->arena_len + len + 4096);
+		char *a = realloc(py->arena, cap);
+
+		if (!a)
+			return -ENOMEM;
+		py->arena = a;
+		py->arena_cap = cap;
+	}
+	off = (uint32_t)py->arena_len;
+	memcpy(py->arena + off, s, len);
+	py->arena_len += len;
+	return off;
+}
+
+/* The id of (name, file, firstlineno), interned on first sight. */
+static uint32_t intern_function(struct python *py, const char *name, const char *file,
+				int32_t firstlineno)
+{
+	uint64_t h = hash_str(hash_str((uint64_t)(uint32_t)firstlineno, name), file);
+
+	for (uint64_t key = h & ~(1ULL << 63);; key = (key + 1) & ~(1ULL << 63)) {
+		bool added;
+		uint64_t *v = u64map_upsert(&py->func_by_hash, key, &added);
+		struct function *f;
+		int64_t n, fl;
+
+		if (!v)
+			return FUNC_TABLE_FULL;
+		if (!added) {
+			f = &py->funcs[*v];
+			if (f->firstlineno == firstlineno && strcmp(py->arena + f->name, name) == 0 &&
+			    strcmp(py->arena + f->file, file) == 0)
+				return (uint32_t)*v;
+			continue;
+		}
+		if (py->n_funcs >= py->limits.max_functions + FUNC_FIRST) {
+			u64map_remove(&py->func_by_hash, key);
+			return FUNC_TABLE_FULL;
+		}
+		if (py->n_funcs == py->cap_funcs) {
+			size_t cap = py->cap_funcs * 2;
+			struct function *fs = realloc(py->funcs, cap * sizeof(*fs));
+
+			if (!fs) {
+				u64map_remove(&py->func_by_hash, key);
+				return FUNC_TABLE_FULL;
+			}
+			py->funcs = fs;
+			py->cap_funcs = cap;
+		}
+		n = arena_add(py, name);
+		fl = n >= 0 ? arena_add(py, file) : n;
+		if (fl < 0) {
+			if (n >= 0)
+				py->arena_len = (size_t)n; /* give the name's bytes back */
+			u64map_remove(&py->func_by_hash, key);
+			return FUNC_TABLE_FULL;
+		}
+		py->funcs[py->n_funcs] = (struct function){
+			.name = (uint32_t)n, .file = (uint32_t)fl, .firstlineno = firstlineno,
+		};
+		*v = py->n_funcs;
+		py->stats.functions++;
+		return (uint32_t)py->n_funcs++;
+	}
+}
+
+/* --- code objects ------------------------------------------------------- */
+
+/* The cache entry of the code object at addr, read now if it is new or
+ * was replaced (its tag differs).  NULL when it cannot be read, or what is
+ * there now is not what the sample saw. */
+static const struct code_entry *code_entry(struct python *py, struct pyprocess *pp,
+					   uint64_t addr, uint32_t tag)
+{
+	struct pycode code = { 0 };
+	struct code_entry *e;
+	uint64_t *slot = u64map_get(&pp->code, addr);
+	int r;
+
+	if (slot) {
+		e = &pp->entries[*slot - 1];
+		if (e->tag == tag)
+			return e;
+		py->stats.code_reused++;
+	} else if (pp->n_entries >= py->limits.max_code_per_process) {
+		py->stats.cache_resets++;
+		code_cache_clear(py, pp);
+	}
+
+	py->stats.code_reads++;
+	r = pycode_read((pid_t)pp->pid, pp->rt, addr, &code);
+	if (r < 0 || perfd_python_code_tag(code.firstlineno, code.filename_addr) != tag) {
+		py->stats.code_read_errors++;
+		free(code.linetable);
+		return NULL;
+	}
+
+	/* Line tables are the bulk: past the budget of all processes, this
+	 * process starts its cache over (one entry may overshoot it). */
+	if (py->code_bytes + code.linetable_size > py->limits.max_code_bytes && pp->n_entries) {
+		py->stats.cache_resets++;
+		code_cache_clear(py, pp);
+	}
+	slot = u64map_get(&pp->code, addr);
+	if (slot) {
+		e = &pp->entries[*slot - 1];
+		free(e->linetable);
+		pp->code_bytes -= e->linetable_size;
+		py->code_bytes -= e->linetable_size;
+	} else {
+		bool added;
+
+		if (pp->n_entries == pp->cap_entries) {
+			size_t cap = pp->cap_entries ? pp->cap_entries * 2 : 64;
+			struct code_entry *es = realloc(pp->entries, cap * sizeof(*es));
+
+			if (!es) {
+				free(code.linetable);
+				return NULL;
+			}
+			pp->entries = es;
+			pp->cap_entries = cap;
+		}
+		slot = u64map_upsert(&pp->code, addr, &added);
+		if (!slot) {
+			free(code.linetable);
+			return NULL;
+		}
+		e = &pp->entries[pp->n_entries++];
+		*slot = pp->n_entries;
+		py->stats.code_objects++;
+	}
+	*e = (struct code_entry){
+		.func = intern_function(py, code.name, code.filename, code.firstlineno),
+		.tag = tag,
+		.firstlineno = code.firstlineno,
+		.linetable = code.linetable,
+		.linetable_size = (uint32_t)code.linetable_size,
+	};
+	pp->code_bytes += e->linetable_size;
+	py->code_bytes += e->linetable_size;
+	if (e->func == FUNC_TABLE_FULL)
+		py->stats.function_table_full++;
+	return e;
+}
+
+/* The byte offset in the bytecode that the walker's position stands for. */
+static int64_t bytecode_offset(unsigned minor, int32_t position)
+{
+	if (minor <= 9)
+		return position;         /* f_lasti in bytes */
+	if (minor == 10)
+		return (int64_t)position * 2; /* f_lasti in code units */
+	return position;                 /* instruction pointer - first code unit */
+}
+
+static uint64_t python_frame(struct python *py, struct pyprocess *pp,
+			     const struct perfd_python_frame *f)
+{
+	uint64_t addr = f->code & ~PERFD_PYFRAME_ENTRY;
+	const struct code_entry *e = code_entry(py, pp, addr, f->tag);
+	int64_t offset = bytecode_offset(pp->rt->minor, f->position);
+	int line = 0;
+
+	if (!e)
+		return frame_make(FRAME_MODULE_PYTHON, (uint64_t)FUNC_UNREADABLE << PYTHON_LINE_BITS);
+	if (offset < 0)
+		line = e->firstlineno; /* not started yet: its def line */
+	else if (e->linetable)
+		line = pylinetable_line(pp->rt->minor, e->linetable, e->linetable_size,
+					e->firstlineno, offset);
+	if (line < 0 || (unsigned)line > PYTHON_LINE_MAX)
+		line = 0;
+	return frame_make(FRAME_MODULE_PYTHON,
+			  (uint64_t)e->func << PYTHON_LINE_BITS | (unsigned)line);
+}
+
+static bool is_eval_frame(const struct pyprocess *pp, uint64_t frame)
+{
+	uint64_t off = frame_address(frame);
+
+	if (!pp->interp_module || frame_module(frame) != pp->interp_module)
+		return false;
+	for (size_t i = 0; i < PYRUNTIME_EVAL_RANGES; i++)
+		if (off >= pp->rt->eval[i].start && off < pp->rt->eval[i].end)
+			return true;
+	return false;
+}
+
+/* Appends record f of the sample (unless it marks an empty loop call). */
+static void emit_python(struct python *py, struct pyprocess *pp, const struct perfd_python_frame *f,
+			uint64_t *frames, size_t *out)
+{
+	if (f->code == PERFD_PYFRAME_ENTRY)
+		return;
+	frames[(*out)++] = python_frame(py, pp, f);
+	py->stats.frames++;
+}
+
+size_t python_merge(struct python *py, const struct process *p,
+		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap)
+{
+	const struct perfd_python_frame *pf;
+	uint64_t native[2 * PERFD_MAX_STACK_DEPTH + 2];
+	bool eval[ELEMENTSOF(native)];
+	struct pyprocess *pp;
+	size_t first_eval = SIZE_MAX, last_eval = 0, next = 0, out = 0;
+	uint32_t kd, ud, pd = s->python_depth;
+
+	pp = find(py, p->pid, p->start_time_ns);
+	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))
+		return n;
+	kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
+	ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
+	pf = (const struct perfd_python_frame *)&s->ips[kd + ud];
+
+	/* frames is rewritten in place and may grow: read from a copy */
+	memcpy(native, frames, n * sizeof(*frames));
+	for (size_t i = 0; i < n; i++) {
+		eval[i] = is_eval_frame(pp, native[i]);
+		if (eval[i]) {
+			first_eval = MIN(first_eval, i);
+			last_eval = i;
+		}
+	}
+	for (size_t i = 0; i < n && out < cap; i++) {
+		if (eval[i] && next < pd) {
+			/* this loop call's frames: up to its outermost one; the
+			 * rootmost loop frame takes all that are left (the
+			 * native stack was cut short, or a loop frame was not
+			 * recognized: a .cold part without symbols) */
+			for (; next < pd && out < cap; next++) {
+				emit_python(py, pp, &pf[next], frames, &out);
+				if ((pf[next].code & PERFD_PYFRAME_ENTRY) && i != last_eval) {
+					next++;
+					break;
+				}
+			}
+			continue;
+		}
+		if (first_eval != SIZE_MAX && i > first_eval && i < last_eval &&
+		    frame_module(native[i]) == pp->interp_module)
+			continue; /* the interpreter's call machinery */
+		frames[out++] = native[i];
+	}
+	/* The native stack never showed the loop (or ran out of room): keep
+	 * the Python frames, at the root end. */
+	for (; next < pd && out < cap; next++) {
+		size_t before = out;
+
+		emit_python(py, pp, &pf[next], frames, &out);
+		py->stats.unmatched += out - before;
+	}
+	return out;
+}
+
+const char *python_frame_name(const struct python *py, uint64_t frame, bool lines,
+			      char *buf, size_t size)
+{
+	uint64_t id = frame_address(frame) >> PYTHON_LINE_BITS;
+	unsigned line = frame_address(frame) & PYTHON_LINE_MAX;
+	const struct function *f;
+
+	if (id == FUNC_UNREADABLE || id >= py->n_funcs) {
+		snprintf(buf, size, "[python: unreadable code object]");
+		return buf;
+	}
+	if (id == FUNC_TABLE_FULL) {
+		snprintf(buf, size, "[python: function table full]");
+		return buf;
+	}
+	f = &py->funcs[id];
+	if (lines && line)
+		snprintf(buf, size, "%s (%s:%u)", py->arena + f->name, py->arena + f->file, line);
+	else
+		snprintf(buf, size, "%s (%s)", py->arena + f->name, py->arena + f->file);
+	return buf;
+}
+
+void python_get_stats(const struct python *py, struct python_stats *ret)
+{
+	size_t bytes = sizeof(*py) + u64map_memory(&py->procs) + u64map_memory(&py->not_python) +
+		       u64map_memory(&py->func_by_hash) + py->cap_funcs * sizeof(*py->funcs) +
+		       py->arena_cap;
+
+	U64MAP_FOREACH(slot, &py->procs) {
+		const struct pyprocess *pp = (const struct pyprocess *)(uintptr_t)slot->value;
+
+		bytes += sizeof(*pp) + (pp->rt ? sizeof(*pp->rt) : 0) + u64map_memory(&pp->code) +
+			 pp->cap_entries * sizeof(*pp->entries);
+		for (size_t i = 0; i < pp->n_entries; i++)
+			bytes += pp->entries[i].linetable_size;
+	}
+	*ret = py->stats;
+	ret->memory_bytes = bytes;
+}

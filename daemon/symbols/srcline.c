@@ -1,0 +1,903 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * srcline.c - ELF virtual address -> inlined chain of (function, file:line),
+ * from the DWARF of one binary (libdw).  See srcline.h for the contract.
+ *
+ * Three tables answer a lookup, each by binary search:
+ *  - at open, which compile unit covers which addresses: .debug_aranges
+ *    (libdw's dwarf_getaranges), plus the DW_AT_low_pc/high_pc/ranges of
+ *    the units aranges leave out (clang writes no aranges by default);
+ *  - per unit, built on the unit's first lookup by one walk of its DIE
+ *    tree: every function and inlined subroutine with code is a "scope"
+ *    (name, parent scope, call site in the parent), and their address
+ *    ranges are flattened into non-overlapping segments, each naming the
+ *    innermost scope there;
+ *  - per unit, libdw's line table (dwarf_getsrclines, which libdw keeps).
+ * A chain is then the line row for the innermost scope, and the parent
+ * links up to the function, each outer frame at the call site of the
+ * frame inside it: what `addr2line -i` prints.
+ *
+ * The alternative, dwarf_getscopes() per address, walks the unit's DIEs on
+ * every lookup (twice for an inlined instance, to find its abstract
+ * origin's scopes); indexing once costs a walk per unit, 24 bytes per
+ * function or inlined call and 16 per segment (all of libc: 1.4 MiB), and
+ * makes a lookup three binary searches.
+ * A direct-mapped cache of recent lookups, allocated on the first lookup,
+ * answers repeated addresses (a profile's hot ones) without searching.
+ * Names and file names point into libdw's mapped sections; only file names
+ * recorded relative to comp_dir are copied (joined) into an arena.
+ * Split DWARF is not followed: a skeleton unit has the line table but its
+ * DIEs are in the .dwo, so its addresses get file:line without functions.
+ */
+#include "symbols/srcline.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "base/elfopen.h"
+#include "perfd/macro.h"
+
+#define SCOPE_NONE UINT32_MAX
+/* DIE nesting deeper than this is taken for a corrupt unit. */
+#define WALK_DEPTH_MAX 256
+
+/* Recent-lookup cache: slots, and the frames one slot holds (deeper chains
+ * are not cached).  256 * 112 bytes = 28 KiB per binary, only once used. */
+#define CACHE_SLOTS 256
+#define CACHE_FRAMES 4
+
+/* [lo, hi) of code in unit. */
+struct unit_range {
+	uint64_t lo, hi;
+	uint32_t unit;
+};
+
+/* A function (parent SCOPE_NONE) or an inlined call of one into parent,
+ * at call_file:call_line of parent's code. */
+struct scope {
+	const char *name;
+	uint32_t parent;
+	uint32_t call_file; /* index in the unit's file table; UINT32_MAX: unknown */
+	uint32_t call_line;
+};
+
+/* From lo up to the next segment's lo, scope is the innermost one
+ * (SCOPE_NONE: none). */
+struct segment {
+	uint64_t lo;
+	uint32_t scope;
+};
+
+struct unit {
+	Dwarf_Die die;
+	int state; /* 0: not indexed yet, 1: indexed, -errno: failed */
+	Dwarf_Lines *lines; /* NULL when the unit has no line table */
+	size_t n_lines;
+	Dwarf_Files *files;
+	size_t n_files;
+	const char *comp_dir;
+	const char **paths; /* per file index once resolved; path_none: no name */
+	struct scope *scopes;
+	struct segment *segs;
+	size_t n_scopes, n_segs;
+};
+
+struct cache_slot {
+	uint64_t vaddr;
+	uint32_t n; /* frames; UINT32_MAX: empty slot */
+	struct srcline_frame frames[CACHE_FRAMES];
+};
+
+/* Bump allocator for the joined file names: freed all at once. */
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, size;
+	char data[];
+};
+
+struct srcline {
+	Elf *elf;
+	Dwarf *dw;
+	struct unit *units; /* sorted by CU DIE offset */
+	size_t n_units, units_loaded;
+	struct unit_range *ranges; /* sorted by lo */
+	size_t n_ranges;
+	struct cache_slot *cache;
+	struct arena_chunk *arena;
+	size_t memory, lookups, cache_hits;
+};
+
+/* A file index whose name libdw does not know, once looked up. */
+static const char path_none[] = "";
+
+/* --- ownership ------------------------------------------------------- */
+
+static void unit_done(struct unit *u)
+{
+	free(u->paths);
+	free(u->scopes);
+	free(u->segs);
+}
+
+struct srcline *srcline_free(struct srcline *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < s->n_units; i++)
+		unit_done(&s->units[i]);
+	free(s->units);
+	free(s->ranges);
+	free(s->cache);
+	while (s->arena) {
+		struct arena_chunk *next = s->arena->next;
+
+		free(s->arena);
+		s->arena = next;
+	}
+	if (s->dw)
+		(void)dwarf_end(s->dw);
+	if (s->elf)
+		(void)elf_end(s->elf);
+	free(s);
+	return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct srcline, srcline_free);
+
+/* Grows *array (of *cap elements of size) to hold at least need. */
+static int grow(void *array, size_t *cap, size_t need, size_t size)
+{
+	void **p = array;
+	size_t n = *cap ? *cap : 16;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / size)
+			return -ENOMEM;
+		n *= 2;
+	}
+	q = realloc(*p, n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* dir + "/" + name, allocated from s's arena; NULL when out of memory. */
+static const char *arena_join(struct srcline *s, const char *dir, const char *name)
+{
+	size_t ld = strlen(dir), ln = strlen(name);
+	bool slash = ld > 0 && dir[ld - 1] != '/';
+	size_t need = ld + slash + ln + 1;
+	struct arena_chunk *c = s->arena;
+	char *p;
+
+	if (!c || c->size - c->used < need) {
+		size_t size = MAX(need, (size_t)16384 - sizeof(*c));
+
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->size = size;
+		c->next = s->arena;
+		s->arena = c;
+		s->memory += sizeof(*c) + size;
+	}
+	p = c->data + c->used;
+	memcpy(p, dir, ld);
+	if (slash)
+		p[ld] = '/';
+	memcpy(p + ld + slash, name, ln + 1);
+	c->used += need;
+	return p;
+}
+
+/* --- the unit index ------------------------------------------------- */
+
+static int cmp_unit_offset(const void *a, const void *b)
+{
+	Dwarf_Off x = dwarf_dieoffset((Dwarf_Die *)&((const struct unit *)a)->die);
+	Dwarf_Off y = dwarf_dieoffset((Dwarf_Die *)&((const struct unit *)b)->die);
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct unit_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* The unit whose CU DIE is at offset, or -1. */
+static ssize_t unit_by_offset(const struct srcline *s, Dwarf_Off offset)
+{
+	size_t lo = 0, hi = s->n_units;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Off o = dwarf_dieoffset(&s->units[mid].die);
+
+		if (o == offset)
+			return (ssize_t)mid;
+		if (o < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* Code never starts at 0 in a linked binary: a range there (or ending
+ * before it starts, or at a -1/-2 tombstone) is what the linker left of a
+ * discarded function or section, and would shadow real code. */
+static bool range_is_code(uint64_t lo, uint64_t hi)
+{
+	return lo != 0 && lo < hi && lo < UINT64_MAX - 1;
+}
+
+static int add_range(struct srcline *s, uint64_t lo, uint64_t hi, size_t unit,
+		     size_t *cap)
+{
+	if (!range_is_code(lo, hi))
+		return 0;
+	if (grow(&s->ranges, cap, s->n_ranges + 1, sizeof(*s->ranges)) < 0)
+		return -ENOMEM;
+	s->ranges[s->n_ranges++] = (struct unit_range){ .lo = lo, .hi = hi, .unit = (uint32_t)unit };
+	return 0;
+}
+
+/* The compile units (not type or partial units: those have no code) and
+ * their ranges.  aranges, when present, are the cheap source; a unit they
+ * do not list is asked for its own ranges, which costs reading its DIE. */
+static int index_units(struct srcline *s)
+{
+	_cleanup_free_ bool *listed = NULL;
+	Dwarf_Aranges *aranges = NULL;
+	size_t cap = 0, cap_r = 0, n_aranges = 0;
+	Dwarf_CU *cu = NULL;
+	int r;
+
+	for (;;) {
+		Dwarf_Half version;
+		uint8_t unit_type;
+		Dwarf_Die die;
+
+		r = dwarf_get_units(s->dw, cu, &cu, &version, &unit_type, &die, NULL);
+		if (r < 0)
+			return -EBADMSG;
+		if (r > 0)
+			break;
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_skeleton)
+			continue;
+		if (s->n_units >= UINT32_MAX)
+			return -EFBIG;
+		if (grow(&s->units, &cap, s->n_units + 1, sizeof(*s->units)) < 0)
+			return -ENOMEM;
+		s->units[s->n_units++] = (struct unit){ .die = die };
+	}
+	if (s->n_units == 0)
+		return -ENODATA;
+	qsort_safe(s->units, s->n_units, sizeof(*s->units), cmp_unit_offset);
+
+	listed = calloc(s->n_units, sizeof(*listed));
+	if (!listed)
+		return -ENOMEM;
+
+	/* A file without .debug_aranges (or with one libdw cannot read) is
+	 * indexed from the units alone. */
+	if (dwarf_getaranges(s->dw, &aranges, &n_aranges) != 0)
+		n_aranges = 0;
+	for (size_t i = 0; i < n_aranges; i++) {
+		Dwarf_Arange *a = dwarf_onearange(aranges, i);
+		Dwarf_Addr addr;
+		Dwarf_Word len;
+		Dwarf_Off off;
+		ssize_t u;
+
+		if (!a || dwarf_getarangeinfo(a, &addr, &len, &off) != 0)
+			return -EBADMSG;
+		u = unit_by_offset(s, off);
+		if (u < 0)
+			continue;
+		listed[u] = true;
+		if (len > UINT64_MAX - addr)
+			continue;
+		r = add_range(s, addr, addr + len, (size_t)u, &cap_r);
+		if (r < 0)
+			return r;
+	}
+
+	for (size_t u = 0; u < s->n_units; u++) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+
+		if (listed[u])
+			continue;
+		while ((off = dwarf_ranges(&s->units[u].die, off, &base, &lo, &hi)) > 0) {
+			r = add_range(s, lo, hi, u, &cap_r);
+			if (r < 0)
+				return r;
+		}
+		/* A unit whose ranges cannot be read is left out, not fatal:
+		 * the others still answer. */
+	}
+
+	qsort_safe(s->ranges, s->n_ranges, sizeof(*s->ranges), cmp_range);
+	s->memory += cap * sizeof(*s->units) + cap_r * sizeof(*s->ranges);
+	return 0;
+}
+
+/* The unit covering vaddr, or NULL.  Ranges of different units do not
+ * overlap in sane DWARF; when they do, the one starting last wins. */
+static struct unit *unit_for(const struct srcline *s, uint64_t vaddr)
+{
+	size_t lo = 0, hi = s->n_ranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ranges[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || vaddr >= s->ranges[lo - 1].hi)
+		return NULL;
+	return &s->units[s->ranges[lo - 1].unit];
+}
+
+/* --- the scopes of one unit ----------------------------------------- */
+
+/* A scope's address range, before flattening.  depth orders a scope after
+ * the ones it is nested in when their ranges start and end alike. */
+struct interval {
+	uint64_t lo, hi;
+	uint32_t depth, scope;
+};
+
+struct builder {
+	struct scope *scopes;
+	size_t n_scopes, cap_scopes;
+	struct interval *ivs;
+	size_t n_ivs, cap_ivs;
+};
+
+static void builder_done(struct builder *b)
+{
+	free(b->scopes);
+	free(b->ivs);
+}
+
+/* The name a frame shows: the linkage name when there is one (C++, Rust:
+ * unique, and spelt as in the symbol table), else DW_AT_name; both looked
+ * up through DW_AT_abstract_origin and DW_AT_specification, so an inlined
+ * or out-of-line instance gets its abstract function's name. */
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *name;
+
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!name)
+		name = dwarf_diename(die);
+	return name;
+}
+
+static uint32_t die_udata(Dwarf_Die *die, unsigned attr, uint32_t absent)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+
+	if (dwarf_formudata(dwarf_attr(die, attr, &a), &v) != 0 || v >= UINT32_MAX)
+		return absent;
+	return (uint32_t)v;
+}
+
+/* Adds die (a subprogram or an inlined subroutine) as a scope inside
+ * parent, with its address ranges.  *ret_scope is its id, or SCOPE_NONE
+ * when it has no code (a declaration, an abstract instance, code the
+ * linker discarded): then it and what it contains are of no interest. */
+static int add_scope(struct builder *b, Dwarf_Die *die, uint32_t parent, uint32_t depth,
+		     uint32_t *ret_scope)
+{
+	size_t first = b->n_ivs;
+	uint32_t id = (uint32_t)b->n_scopes;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+
+	if (b->n_scopes >= SCOPE_NONE)
+		return -EFBIG;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (!range_is_code(lo, hi))
+			continue;
+		if (grow(&b->ivs, &b->cap_ivs, b->n_ivs + 1, sizeof(*b->ivs)) < 0)
+			return -ENOMEM;
+		b->ivs[b->n_ivs++] = (struct interval){ lo, hi, depth, id };
+	}
+	if (off < 0)
+		return -EBADMSG;
+	if (b->n_ivs == first) {
+		*ret_scope = SCOPE_NONE;
+		return 0;
+	}
+	if (grow(&b->scopes, &b->cap_scopes, b->n_scopes + 1, sizeof(*b->scopes)) < 0)
+		return -ENOMEM;
+	b->scopes[b->n_scopes++] = (struct scope){
+		.name = die_name(die),
+		.parent = parent,
+		.call_file = parent == SCOPE_NONE ? UINT32_MAX
+						  : die_udata(die, DW_AT_call_file, UINT32_MAX),
+		.call_line = parent == SCOPE_NONE ? 0 : die_udata(die, DW_AT_call_line, 0),
+	};
+	*ret_scope = id;
+	return 0;
+}
+
+/* Collects the scopes among the children of die, which is inside scope.
+ * Functions are looked for at any depth (C++ and Rust nest them in
+ * namespaces and types), inlined calls inside functions, inlined calls and
+ * blocks.  A function nested in another (GNU C) is a scope of its own, not
+ * an inlined call. */
+static int walk(struct builder *b, Dwarf_Die *die, uint32_t scope, uint32_t depth)
+{
+	Dwarf_Die child;
+	int r;
+
+	if (depth > WALK_DEPTH_MAX)
+		return -EBADMSG;
+	r = dwarf_child(die, &child);
+	if (r != 0)
+		return r < 0 ? -EBADMSG : 0;
+	do {
+		uint32_t inner = scope;
+		bool descend;
+
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			r = add_scope(b, &child, SCOPE_NONE, depth, &inner);
+			descend = inner != SCOPE_NONE;
+			break;
+		case DW_TAG_inlined_subroutine:
+			r = add_scope(b, &child, scope, depth, &inner);
+			descend = inner != SCOPE_NONE;
+			break;
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_interface_type:
+			r = 0;
+			descend = true;
+			break;
+		default:
+			r = 0;
+			descend = false;
+		}
+		if (r < 0)
+			return r;
+		if (descend && dwarf_haschildren(&child)) {
+			r = walk(b, &child, inner, depth + 1);
+			if (r < 0)
+				return r;
+		}
+		r = dwarf_siblingof(&child, &child);
+	} while (r == 0);
+	return r < 0 ? -EBADMSG : 0;
+}
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (x->hi != y->hi)
+		return x->hi > y->hi ? -1 : 1; /* the enclosing one first */
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return x->scope < y->scope ? -1 : x->scope > y->scope;
+}
+
+/* Appends "from lo on, scope", folding it into the last segment when that
+ * starts at lo too or names the same scope. */
+static void emit(struct segment *segs, size_t *n, uint64_t lo, uint32_t scope)
+{
+	if (*n > 0 && segs[*n - 1].lo == lo) {
+		segs[*n - 1].scope = scope;
+		if (*n > 1 && segs[*n - 2].scope == scope)
+			(*n)--;
+		return;
+	}
+	if (*n > 0 && segs[*n - 1].scope == scope)
+		return;
+	segs[(*n)++] = (struct segment){ lo, scope };
+}
+
+/* Turns the nested intervals into segments: sorted enclosing-first, each
+ * pushed on a stack of the open ones, so the top of the stack is the
+ * innermost scope.  An interval that sticks out of the one enclosing it
+ * (not valid DWARF) is cut at its end.  At most 2n + 1 segments. */
+static int flatten(struct builder *b, struct segment **ret, size_t *ret_n)
+{
+	_cleanup_free_ struct interval *stack = NULL;
+	_cleanup_free_ struct segment *segs = NULL;
+	size_t n = 0, sp = 0;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (b->n_ivs == 0)
+		return 0;
+	qsort_safe(b->ivs, b->n_ivs, sizeof(*b->ivs), cmp_interval);
+	stack = malloc(b->n_ivs * sizeof(*stack));
+	segs = malloc((2 * b->n_ivs + 1) * sizeof(*segs));
+	if (!stack || !segs)
+		return -ENOMEM;
+
+	for (size_t i = 0; i <= b->n_ivs; i++) {
+		struct interval iv = i < b->n_ivs ? b->ivs[i] : (struct interval){ .lo = UINT64_MAX };
+
+		while (sp > 0 && stack[sp - 1].hi <= iv.lo) {
+			uint64_t end = stack[--sp].hi;
+
+			emit(segs, &n, end, sp > 0 ? stack[sp - 1].scope : SCOPE_NONE);
+		}
+		if (i == b->n_ivs)
+			break;
+		if (sp > 0 && iv.hi > stack[sp - 1].hi)
+			iv.hi = stack[sp - 1].hi;
+		if (iv.lo >= iv.hi)
+			continue;
+		stack[sp++] = iv;
+		emit(segs, &n, iv.lo, iv.scope);
+	}
+
+	*ret = realloc(segs, n * sizeof(*segs)) ?: segs;
+	segs = NULL;
+	*ret_n = n;
+	return 0;
+}
+
+/* Indexes u on its first lookup: line table, file table, scopes. */
+static int unit_load(struct srcline *s, struct unit *u)
+{
+	_cleanup_(builder_done) struct builder b = {};
+	Dwarf_Attribute a;
+	int r;
+
+	if (dwarf_getsrclines(&u->die, &u->lines, &u->n_lines) != 0 ||
+	    dwarf_getsrcfiles(&u->die, &u->files, &u->n_files) != 0) {
+		/* No DW_AT_stmt_list is no line table; one that cannot be
+		 * read is a broken unit. */
+		if (dwarf_hasattr(&u->die, DW_AT_stmt_list))
+			return -EBADMSG;
+		u->lines = NULL;
+		u->files = NULL;
+		u->n_lines = u->n_files = 0;
+	}
+	u->comp_dir = dwarf_formstring(dwarf_attr(&u->die, DW_AT_comp_dir, &a));
+	if (u->n_files > 0) {
+		u->paths = calloc(u->n_files, sizeof(*u->paths));
+		if (!u->paths)
+			return -ENOMEM;
+	}
+
+	r = walk(&b, &u->die, SCOPE_NONE, 0);
+	if (r < 0)
+		return r;
+	r = flatten(&b, &u->segs, &u->n_segs);
+	if (r < 0)
+		return r;
+
+	u->scopes = b.n_scopes ? realloc(b.scopes, b.n_scopes * sizeof(*b.scopes)) : NULL;
+	if (u->scopes || b.n_scopes == 0)
+		b.scopes = NULL;
+	else
+		u->scopes = TAKE_PTR(b.scopes); /* shrinking failed: keep as is */
+	u->n_scopes = b.n_scopes;
+	s->memory += u->n_files * sizeof(*u->paths) + u->n_scopes * sizeof(*u->scopes) +
+		     u->n_segs * sizeof(*u->segs);
+	s->units_loaded++;
+	return 0;
+}
+
+/* The innermost scope at vaddr, or SCOPE_NONE. */
+static uint32_t unit_scope(const struct unit *u, uint64_t vaddr)
+{
+	size_t lo = 0, hi = u->n_segs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->segs[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? SCOPE_NONE : u->segs[lo - 1].scope;
+}
+
+/* The line table's row for vaddr: the last row at or before it, unless
+ * that row ends a sequence (vaddr is past the code it describes).  libdw
+ * sorts rows by address, ends of sequences first, so the last of the rows
+ * at one address wins, as in dwarf_getsrc_die() and eu-addr2line. */
+static Dwarf_Line *unit_line(const struct unit *u, uint64_t vaddr)
+{
+	size_t lo = 0, hi = u->n_lines;
+	Dwarf_Line *line;
+	bool end;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Addr a;
+
+		line = dwarf_onesrcline(u->lines, mid);
+		if (!line || dwarf_lineaddr(line, &a) != 0)
+			return NULL;
+		if (a <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	line = dwarf_onesrcline(u->lines, lo - 1);
+	if (!line || dwarf_lineendsequence(line, &end) != 0 || end)
+		return NULL;
+	return line;
+}
+
+/* The full name of file idx of u's file table: as recorded when absolute,
+ * else joined to comp_dir (once, then remembered).  *ret is NULL when the
+ * table has no such file. */
+static int unit_path(struct srcline *s, struct unit *u, size_t idx, const char **ret)
+{
+	const char *name;
+
+	*ret = NULL;
+	if (idx >= u->n_files)
+		return 0;
+	if (!u->paths[idx]) {
+		name = dwarf_filesrc(u->files, idx, NULL, NULL);
+		if (!name)
+			name = path_none;
+		else if (name[0] != '/' && u->comp_dir && u->comp_dir[0]) {
+			name = arena_join(s, u->comp_dir, name);
+			if (!name)
+				return -ENOMEM;
+		}
+		u->paths[idx] = name;
+	}
+	*ret = u->paths[idx] == path_none ? NULL : u->paths[idx];
+	return 0;
+}
+
+/* The file and line of a row.  The row's file table is the unit's (the
+ * same Dwarf_Files); were it ever another, its name is given as libdw has
+ * it, rather than joined into memory on every lookup. */
+static int line_position(struct srcline *s, struct unit *u, Dwarf_Line *line,
+			 const char **ret_file, unsigned *ret_line)
+{
+	Dwarf_Files *files;
+	size_t idx;
+	int no;
+
+	*ret_file = NULL;
+	*ret_line = 0;
+	if (!line)
+		return 0;
+	if (dwarf_lineno(line, &no) == 0 && no > 0)
+		*ret_line = (unsigned)no;
+	if (dwarf_line_file(line, &files, &idx) != 0)
+		return 0;
+	if (files == u->files)
+		return unit_path(s, u, idx, ret_file);
+	*ret_file = dwarf_filesrc(files, idx, NULL, NULL);
+	return 0;
+}
+
+/* --- API --------------------------------------------------------------- */
+
+/* Whether the ELF has DWARF debug info: a .debug_info (or the old
+ * compressed .zdebug_info) with contents.  Checked here rather than from
+ * dwarf_begin_elf's error, whose codes libdw does not export, and because
+ * libdw also accepts a file with only .debug_line or .debug_frame. */
+static int has_debug_info(Elf *elf)
+{
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return -ENOEXEC;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
+		if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
+			return 1;
+	}
+	return 0;
+}
+
+int srcline_open(int fd, struct srcline **ret)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	int r;
+
+	if (elf_library_init() < 0)
+		return -ENOTSUP;
+	if (fd < 0 || !ret)
+		return -EINVAL;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->memory = sizeof(*s);
+	r = elf_open_fd(fd, ELF_C_READ_MMAP, &s->elf);
+	if (r < 0)
+		return r;
+	r = has_debug_info(s->elf);
+	if (r <= 0)
+		return r < 0 ? r : -ENODATA;
+	/* libdw takes the directory of fd's file, to find a dwz alternate
+	 * file named relative to it, so fd is given up only after. */
+	s->dw = dwarf_begin_elf(s->elf, DWARF_C_READ, NULL);
+	if (!s->dw)
+		return -EBADMSG;
+	/* A no-op for a mapped file; one libelf could not map is read into
+	 * memory whole rather than read through fd later. */
+	if (elf_cntl(s->elf, ELF_C_FDREAD) != 0)
+		return -EIO;
+	r = index_units(s);
+	if (r < 0)
+		return r;
+
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+static size_t cache_index(uint64_t vaddr)
+{
+	return (size_t)((vaddr * 0x9e3779b97f4a7c15ULL) >> 56) % CACHE_SLOTS;
+}
+
+/* Walks the chain from the innermost scope and fills ret[] (see srcline.h
+ * on a chain longer than max).  Returns the number of frames written, and
+ * in *ret_depth the length of the whole chain. */
+static int build_chain(struct srcline *s, struct unit *u, uint32_t scope, Dwarf_Line *line,
+		       struct srcline_frame *ret, size_t max, size_t *ret_depth)
+{
+	size_t depth = 1, n = 0;
+	uint32_t sc = scope;
+	int r;
+
+	for (uint32_t p = scope; p != SCOPE_NONE && u->scopes[p].parent != SCOPE_NONE;
+	     p = u->scopes[p].parent)
+		depth++;
+	*ret_depth = depth;
+
+	for (size_t i = 0; i < depth; i++) {
+		struct srcline_frame f = {};
+
+		if (i == 0) {
+			f.function = sc == SCOPE_NONE ? NULL : u->scopes[sc].name;
+			r = line_position(s, u, line, &f.file, &f.line);
+		} else {
+			const struct scope *inner = &u->scopes[sc];
+
+			sc = inner->parent;
+			f.function = u->scopes[sc].name;
+			f.line = inner->call_line;
+			r = inner->call_file == UINT32_MAX
+				    ? 0
+				    : unit_path(s, u, inner->call_file, &f.file);
+		}
+		if (r < 0)
+			return r;
+		/* No room for all: the outermost takes the last slot. */
+		if (i < max - 1 || i == depth - 1)
+			ret[n++] = f;
+	}
+	return (int)n;
+}
+
+int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret, size_t max)
+{
+	struct cache_slot *slot = NULL;
+	size_t depth = 0;
+	struct unit *u;
+	Dwarf_Line *line;
+	uint32_t scope;
+	int n = 0;
+
+	if (!s || !ret || max == 0)
+		return -EINVAL;
+	s->lookups++;
+
+	/* Not having the cache only makes lookups slower. */
+	if (!s->cache) {
+		s->cache = malloc(CACHE_SLOTS * sizeof(*s->cache));
+		if (s->cache) {
+			for (size_t i = 0; i < CACHE_SLOTS; i++)
+				s->cache[i].n = UINT32_MAX;
+			s->memory += CACHE_SLOTS * sizeof(*s->cache);
+		}
+	}
+	if (s->cache) {
+		slot = &s->cache[cache_index(vaddr)];
+		if (slot->n != UINT32_MAX && slot->vaddr == vaddr && slot->n <= max) {
+			s->cache_hits++;
+			memcpy(ret, slot->frames, slot->n * sizeof(*ret));
+			return (int)slot->n;
+		}
+	}
+
+	u = unit_for(s, vaddr);
+	if (u && u->state == 0) {
+		int r = unit_load(s, u);
+
+		if (r < 0) {
+			unit_done(u);
+			*u = (struct unit){ .die = u->die };
+			/* out of memory is tried again, a broken unit is not */
+			if (r == -ENOMEM)
+				return r;
+		}
+		u->state = r < 0 ? r : 1;
+	}
+	if (u && u->state < 0)
+		return u->state;
+	if (u) {
+		scope = unit_scope(u, vaddr);
+		line = unit_line(u, vaddr);
+		if (scope != SCOPE_NONE || line) {
+			n = build_chain(s, u, scope, line, ret, max, &depth);
+			if (n < 0)
+				return n;
+		}
+	}
+
+	/* Only a whole chain is cached: one cut short by max is not the
+	 * answer for a caller with more room. */
+	if (slot && (size_t)n == depth && depth <= CACHE_FRAMES) {
+		slot->vaddr = vaddr;
+		slot->n = (uint32_t)n;
+		memcpy(slot->frames, ret, (size_t)n * sizeof(*ret));
+	}
+	return n;
+}
+
+void srcline_get_stats(const struct srcline *s, struct srcline_stats *ret)
+{
+	*ret = (struct srcline_stats){
+		.units = s->n_units,
+		.units_loaded = s->units_loaded,
+		.lookups = s->lookups,
+		.cache_hits = s->cache_hits,
+		.memory_bytes = s->memory,
+	};
+}

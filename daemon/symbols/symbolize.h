@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbolize.h - the table of modules and frame -> name.
+ *
+ * A module is where user code lives, named by a frame's module id:
+ *  - a file (executable or library), known by (device, inode) whatever paths
+ *    or processes map it.  When the first process mapping it is sampled, the
+ *    daemon opens it through /proc/PID/map_files (which works for files
+ *    deleted since, and for other mount namespaces) and keeps the
+ *    descriptor, so symbols and unwind tables can still be read after the
+ *    process has gone.  Symbols are parsed once, on the first query that
+ *    needs them, however many processes map the file;
+ *  - the vDSO: one image for the whole kernel, read from perfd's own;
+ *  - a process's JIT code, named by its /tmp/perf-PID.map, re-read when a
+ *    lookup misses and the file has grown.
+ * Kernel frames are named from /proc/kallsyms, read once at start.  Names
+ * are demangled (C++, Rust) once per symbol and cached.  Parsed tables are
+ * a cache bounded in bytes: the least recently used are unloaded, and
+ * parsed again from the kept descriptors when needed.
+ */
+#ifndef PERFD_SYMBOLIZE_H
+#define PERFD_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "process/procmaps.h"
+
+struct symbolizer;
+
+struct symbolizer_opts {
+	const char *kallsyms_path; /* NULL: no kernel symbols */
+	const char *debug_dir;     /* separate debug files; NULL: /usr/lib/debug */
+	size_t cache_bytes;        /* parsed symbol tables kept; 0: 256 MiB */
+	bool demangle;
+};
+
+struct symbolizer_stats {
+	size_t modules;
+	size_t modules_loaded; /* symbol tables parsed */
+	size_t modules_failed; /* could not be opened or parsed */
+	size_t debug_files;    /* symbols found in a separate debug file */
+	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
+	size_t jit_maps;       /* perf maps parsed (re-reads included) */
+	size_t kernel_symbols;
+	uint64_t lookups;      /* frames named */
+	uint64_t demangle_cache_hits, demangle_cache_misses;
+	uint64_t cache_hits, cache_misses; /* parsed symbol tables found loaded or not */
+	uint64_t cache_evictions;          /* ... unloaded to stay within the limit */
+	size_t cache_bytes, cache_limit;
+	size_t memory_bytes;
+};
+
+/* *ret_kernel_error gets the -errno from loading kernel symbols (0 when
+ * they loaded). */
+struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_kernel_error);
+struct symbolizer *symbolizer_free(struct symbolizer *s);
+
+/* Returns the module id (FRAME_MODULE_FIRST..LAST) for a file mapping of
+ * process pid, registering it (and opening the file) the first time.
+ * Returns -ENOSPC when the module table is full, -EINVAL for a mapping that
+ * is not backed by a file. */
+int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
+				  const struct procmap *map);
+/* The module of the vDSO; frames in it carry their offset from the start of
+ * the [vdso] mapping.  -ENOENT when this system has none. */
+int symbolizer_vdso_module(struct symbolizer *s);
+/* The JIT module of one process (pid, start_time_ns), whose names come
+ * from map_path (e.g. /proc/PID/root/tmp/perf-NSPID.map, opened now and
+ * read when needed, even after the process is gone); frames in it carry
+ * raw addresses.  Registers it the first time; -errno when the map cannot
+ * be opened. */
+int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
+			  const char *map_path);
+
+/* Writes the name of frame into buf (always NUL-terminated; truncated to
+ * size) and returns buf.  Frames are never reported as errors: what cannot
+ * be named prints as "module+0xOFFSET" or "[unknown]". */
+const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
+				  char *buf, size_t size);
+
+/* Like symbolizer_frame_name, with source lines: a user frame prints as
+ * "function (file:line)", and the functions inlined at that address as
+ * frames of their own, outermost first, separated by
+ * FOLDED_FRAME_SEPARATOR.  Falls back to symbolizer_frame_name where the
+ * binary has no debug info. */
+const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, char *buf,
+					size_t size);
+
+/* The descriptor of a file module (owned by s: do not close), -EBADF when
+ * it could not be opened, -ENOENT for an unknown or non-file id. */
+int symbolizer_module_fd(const struct symbolizer *s, uint16_t module);
+
+void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);
+
+#endif
