@@ -31,9 +31,16 @@ struct stacktab;
 
 #define AGG_BUCKETS 64 /* one per second; > PERFD_PS_MAX_INTERVAL */
 
+#ifndef PROCESS_OWNER_NONE
+#define PROCESS_OWNER_NONE UINT32_MAX /* owner_uid of a process whose uids differ */
+#endif
+
 struct process {
 	uint32_t pid;
 	uint64_t start_time_ns;
+	/* The real uid when real, effective and saved uids are equal, else
+	 * PROCESS_OWNER_NONE; 0 for kernel threads (see api/auth.h). */
+	uint32_t owner_uid;
 	char comm[PERFD_TASK_COMM_LEN];
 	struct procmaps *maps; /* executable mappings, NULL until read */
 	uint16_t *map_modules; /* module id per mapping, MODULE_NONE for none */
