@@ -95,7 +95,13 @@ static int make_socket_dir(const char *path)
 	if (!copy)
 		return -ENOMEM;
 	dir = dirname(copy);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	/* Reachable by every user (the socket is 0666, see api/auth.h): a
+	 * directory we create is 0755 whatever the umask; one that exists is
+	 * the administrator's to set. */
+	if (mkdir(dir, 0755) < 0) {
+		if (errno != EEXIST)
+			r = -errno;
+	} else if (chmod(dir, 0755) < 0)
 		r = -errno;
 	free(copy);
 	return r;

@@ -12,6 +12,7 @@
 
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
+#include "api/auth.h"
 #include "api/server.h"
 
 struct client {
@@ -27,6 +28,7 @@ struct client {
 	bool eof;
 	bool dead;        /* broken: free at the next kick */
 	bool dispatching; /* inside on_request: replies only queue */
+	struct perfd_peer peer; /* who connected, read once at accept */
 	void *data;
 	struct client *prev, *next;
 };
@@ -273,13 +275,20 @@ static int on_accept(sd_event_source *es, int fd, uint32_t revents, void *userda
 		return 0;
 	}
 	c->server = s;
+	/* Until the credentials are read the client is nobody: no uid
+	 * owns a process as PROCESS_OWNER_NONE, so it would see nothing. */
+	c->peer = (struct perfd_peer){ .uid = PROCESS_OWNER_NONE, .gid = PROCESS_OWNER_NONE };
+	r = auth_peer_from_socket(cfd, &c->peer);
 	c->fd = TAKE_FD(cfd);
 	c->next = s->clients;
 	if (s->clients)
 		s->clients->prev = c;
 	s->clients = c;
 	s->n_clients++;
-	if (s->n_clients > SERVER_MAX_CLIENTS)
+	if (r < 0)
+		(void)reply_error_and_close(c, PERFD_ERR_INTERNAL,
+					    "cannot read the credentials of this connection");
+	else if (s->n_clients > SERVER_MAX_CLIENTS)
 		(void)reply_error_and_close(c, PERFD_ERR_BUSY,
 					    "too many clients connected to perfd");
 	return 0;
@@ -325,7 +334,9 @@ static int bind_socket(struct server *s, const char *path)
 		if (bind(fd, (struct sockaddr *)&sa, len) < 0)
 			return negative_errno();
 	}
-	if (chmod(path, 0660) < 0 || listen(fd, 64) < 0) {
+	/* Every local user may connect; what each sees is decided by its
+	 * credentials (api/auth.h), not by this mode. */
+	if (chmod(path, 0666) < 0 || listen(fd, 64) < 0) {
 		r = negative_errno();
 		(void)unlink(path);
 		return r;
@@ -397,6 +408,11 @@ void client_set_data(struct client *c, void *data)
 void *client_get_data(const struct client *c)
 {
 	return c->data;
+}
+
+const struct perfd_peer *client_peer(const struct client *c)
+{
+	return &c->peer;
 }
 
 size_t server_clients(const struct server *s)

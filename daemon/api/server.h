@@ -13,6 +13,10 @@
  * request_too_large and the connection closed), SERVER_MAX_CLIENTS
  * connections (more are answered "busy" and closed).  A slow reader only
  * grows its own output queue; nothing ever blocks the loop.
+ *
+ * Who is connected is read from the socket once, at accept (api/auth.h), and
+ * kept with the client for the commands to filter what they answer; the
+ * socket itself is world-connectable (mode 0666).
  */
 #ifndef PERFD_SERVER_H
 #define PERFD_SERVER_H
@@ -25,6 +29,7 @@
 
 struct server;
 struct client;
+struct perfd_peer;
 
 struct server_opts {
 	const char *socket_path;
@@ -52,6 +57,8 @@ int server_reply_and_close(struct client *c, const char *json, size_t len);
 
 void client_set_data(struct client *c, void *data);
 void *client_get_data(const struct client *c);
+/* The credentials of the process that connected (never NULL). */
+const struct perfd_peer *client_peer(const struct client *c);
 size_t server_clients(const struct server *s);
 
 #endif
