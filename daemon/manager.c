@@ -21,6 +21,7 @@
 #include "profile/frame.h"
 #include "manager.h"
 #include "interp/python/python.h"
+#include "api/auth.h"
 #include "api/query.h"
 #include "api/request.h"
 #include "collect/sampler.h"
@@ -349,6 +350,9 @@ static json_object *start_snapshot(struct manager *m, struct client *client,
 		return query_error(PERFD_ERR_BUSY, "too many snapshots running (at most %d)",
 				   MAX_SNAPSHOTS);
 	r = read_start_ticks(req->pid, &ticks);
+	/* Another user's process answers exactly as a missing one. */
+	if (r >= 0 && !auth_may_see_pid(client_peer(client), req->pid))
+		r = -ESRCH;
 	if (r == -ESRCH)
 		return query_error(PERFD_ERR_NO_SUCH_PROCESS, "no process with pid %d", req->pid);
 	if (r < 0)
@@ -427,7 +431,8 @@ static int on_request(void *userdata, struct client *c, const char *line, size_t
 		return 0;
 	case PERFD_CMD_PS:
 		drain(m);
-		reply_json(c, query_ps(m->aggregator, now_monotonic_ns(), req.interval_seconds,
+		reply_json(c, query_ps(m->aggregator, client_peer(c), now_monotonic_ns(),
+				       req.interval_seconds,
 				       m->start_ns, m->opts.frequency_hz));
 		return 0;
 	case PERFD_CMD_SNAPSHOT:

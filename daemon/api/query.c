@@ -9,6 +9,7 @@
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 #include "perfd/unwind.h"
+#include "api/auth.h"
 #include "api/query.h"
 
 #ifndef PERFD_VERSION
@@ -190,6 +191,7 @@ struct ps_row {
 };
 
 struct ps_ctx {
+	const struct perfd_peer *peer;
 	struct ps_row *rows;
 	size_t n, cap;
 	uint64_t first_second, end_second;
@@ -199,9 +201,12 @@ struct ps_ctx {
 static void collect_row(struct process *p, void *userdata)
 {
 	struct ps_ctx *ctx = userdata;
-	uint64_t n = process_window_samples(p, ctx->first_second, ctx->end_second);
+	uint64_t n;
 
-	if (n == 0 || ctx->oom)
+	if (ctx->oom || !auth_may_see(ctx->peer, p->owner_uid))
+		return; /* another user's process is absent, not hidden */
+	n = process_window_samples(p, ctx->first_second, ctx->end_second);
+	if (n == 0)
 		return;
 	if (ctx->n == ctx->cap) {
 		size_t cap = ctx->cap ? ctx->cap * 2 : 64;
@@ -226,10 +231,10 @@ static int row_cmp(const void *x, const void *y)
 	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
 }
 
-json_object *query_ps(struct aggregator *a, uint64_t now_ns, unsigned interval,
-		      uint64_t start_ns, unsigned frequency_hz)
+json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
+		      unsigned interval, uint64_t start_ns, unsigned frequency_hz)
 {
-	struct ps_ctx ctx = { .end_second = now_ns / NSEC_PER_SEC };
+	struct ps_ctx ctx = { .peer = peer, .end_second = now_ns / NSEC_PER_SEC };
 	json_object *o, *list;
 	double covered;
 

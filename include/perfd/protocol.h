@@ -65,6 +65,18 @@
  *      Folded format: one line per stack, "comm;root;...;leaf COUNT\n",
  *      kernel frames carry the suffix "_[k]".
  *
+ * Who sees what: every local user may connect (the socket is mode 0666, its
+ * directory 0755); what an answer holds depends on the connecting process's
+ * credentials, which the kernel recorded at connect() (SO_PEERCRED,
+ * SO_PEERGROUPS; daemon/api/auth.h).  Root, and a process whose primary or
+ * supplementary groups include "perfd" (looked up at each connection), see
+ * every process.  Any other user sees only the processes whose real,
+ * effective and saved uids all equal its uid; a setuid process, whose uids
+ * differ, is seen only by the privileged.  What a client may not see is
+ * absent, never an error: it is not in "ps", and a "snapshot" of its pid
+ * answers exactly as for a pid without a process (no_such_process, same
+ * message).  "status" answers everyone: it holds counters, no process.
+ *
  * Error codes are stable strings, listed below; messages are for people.
  */
 #ifndef PERFD_PROTOCOL_H
@@ -78,6 +90,8 @@
 #define PERFD_PS_DEFAULT_INTERVAL 10
 #define PERFD_PS_MAX_INTERVAL 60
 #define PERFD_SNAPSHOT_MAX_SECONDS 3600
+#define PERFD_SNAPSHOT_MAX_PIDS 64
+#define PERFD_MAX_RETENTION_SECONDS (7 * 24 * 3600)
 
 #define PERFD_ERR_BAD_REQUEST "bad_request"         /* not JSON, wrong field types or values */
 #define PERFD_ERR_TOO_LARGE "request_too_large"     /* line longer than PERFD_MAX_REQUEST_BYTES */
