@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-unwinder.c - unit tests for daemon/unwind/unwinder.c against real
+ * BPF maps: the three maps bpf/unwind.bpf.h declares, created here with
+ * bpf_map_create() at the sizes each test needs (root, as for the daemon).
+ *
+ * The tables are those of this test's own binaries (libc, the test
+ * program, everything in /proc/self/maps), whose modules a real symbolizer
+ * registers the way the aggregator does.  Process ids given to the
+ * unwinder are only keys, so one process can stand for several.
+ *
+ * Checked: a table that builds is uploaded row for row, and the process's
+ * mapping points at it with the load bias dl_iterate_phdr() reports; a
+ * process updated twice (or replaced by a new one with its pid) holds one
+ * range and builds nothing again; a process forgotten leaves its tables
+ * idle for the next one, and an idle table makes room when rows run
+ * short; a table bigger than the rows map is refused, retried, and leaves
+ * nothing behind; modules that cannot be read (no descriptor, not ELF) run
+ * on frame pointers; full mapping or process maps refuse the process and
+ * give back what it had taken.
+ *
+ * Leaks on those paths (a refused table's segments, once) fail the test in
+ * the sanitized build: each test ends with a LeakSanitizer check once
+ * everything is freed.  The updates run on a thread of their own, so what
+ * they allocate is recorded with a stack that does not pass through
+ * Criterion's runner: tests/unit/lsan.supp suppresses every leak whose
+ * stack does, which is every allocation made from a test body.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
+#include "fixture.h"
+#include "perfd/macro.h"
+#include "perfd/unwind.h"
+#include "process/procmaps.h"
+#include "symbols/symbolize.h"
+#include "unwind/unwind_table.h"
+#include "unwind/unwinder.h"
+
+#define PID_A 4000001u /* above any real pid: the unwinder only keys on it */
+#define PID_B 4000002u
+#define START_A 1111
+#define START_B 2222
+#define BIG_ROWS (1u << 21) /* every table of this process, sanitizer runtimes included */
+
+FIXTURE_SUITE(unwinder, 30);
+
+/* One unwinder with its maps and the symbolizer its modules come from,
+ * and this process's executable mappings with their module ids. */
+struct env {
+	int rows_fd, mappings_fd, processes_fd;
+	uint32_t rows, mappings;
+	struct symbolizer *sym;
+	struct unwinder *u;
+	struct procmaps *maps;
+	uint16_t *ids;
+};
+
+static int map_create(enum bpf_map_type type, const char *name, size_t value_size,
+		      uint32_t entries)
+{
+	int fd = bpf_map_create(type, name, sizeof(uint32_t), value_size, entries, NULL);
+
+	cr_assert_geq(fd, 0, "bpf_map_create(%s): %s (this suite needs root and BPF)", name,
+		      strerror(-fd));
+	return fd;
+}
+
+static void env_open(struct env *e, uint32_t rows, uint32_t mappings, uint32_t processes)
+{
+	struct symbolizer_opts so = { 0 };
+	struct unwinder_opts uo;
+
+	*e = (struct env){ .rows = rows, .mappings = mappings };
+	e->rows_fd = map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(struct perfd_unwind_row),
+				rows);
+	e->mappings_fd = map_create(BPF_MAP_TYPE_ARRAY, "unwind_mappings",
+				    sizeof(struct perfd_unwind_mapping), mappings);
+	e->processes_fd = map_create(BPF_MAP_TYPE_HASH, "unwind_processes",
+				     sizeof(struct perfd_unwind_process), processes);
+	e->sym = symbolizer_new(&so, NULL);
+	cr_assert_not_null(e->sym);
+	uo = (struct unwinder_opts){
+		.rows_fd = e->rows_fd,
+		.mappings_fd = e->mappings_fd,
+		.processes_fd = e->processes_fd,
+		.rows_capacity = rows,
+		.mappings_capacity = mappings,
+		.symbolizer = e->sym,
+	};
+	cr_assert_eq(unwinder_new(&uo, &e->u), 0);
+
+	/* The modules as the aggregator registers them. */
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &e->maps), 0);
+	cr_assert_gt(e->maps->n, 1);
+	e->ids = calloc(e->maps->n, sizeof(*e->ids));
+	cr_assert_not_null(e->ids);
+	for (size_t i = 0; i < e->maps->n; i++) {
+		const struct procmap *m = &e->maps->maps[i];
+		int id = strcmp(m->path, "[vdso]") == 0 ? symbolizer_vdso_module(e->sym) :
+			 m->path[0] == '/' ? symbolizer_module_for_mapping(e->sym, getpid(), m) :
+					     0;
+
+		e->ids[i] = id > 0 ? (uint16_t)id : 0;
+	}
+}
+
+static void env_close(struct env *e)
+{
+	e->u = unwinder_free(e->u);
+	e->sym = symbolizer_free(e->sym);
+	e->maps = procmaps_free(e->maps);
+	free(e->ids);
+	e->ids = NULL;
+	closep(&e->rows_fd);
+	closep(&e->mappings_fd);
+	closep(&e->processes_fd);
+}
+
+/* Fails the test when memory was lost so far (sanitized build only).
+ * Called with everything freed, so what is left allocated and unreachable
+ * was leaked. */
+static void check_no_leaks(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0,
+		     "LeakSanitizer found leaks (report above)");
+#endif
+}
+
+/* The index of the first executable mapping whose file name starts with
+ * prefix ("libc.so"), or of the test program itself for NULL. */
+static size_t find_map(const struct env *e, const char *prefix)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	for (size_t i = 0; i < e->maps->n; i++) {
+		const char *path = e->maps->maps[i].path;
+		const char *base = strrchr(path, '/');
+
+		if (!e->ids[i] || !base)
+			continue;
+		if (prefix ? strncmp(base + 1, prefix, strlen(prefix)) == 0 : strcmp(path, exe) == 0)
+			return i;
+	}
+	cr_assert_fail("no executable mapping of %s", prefix ? prefix : exe);
+	return 0;
+}
+
+/* A one-mapping view of e's maps (sharing its storage). */
+static struct procmaps one_map(const struct env *e, size_t i)
+{
+	return (struct procmaps){ .maps = &e->maps->maps[i], .n = 1 };
+}
+
+/* The table the unwinder builds for module id, built here the same way. */
+static struct unwind_table *table_of(const struct env *e, uint16_t id)
+{
+	struct unwind_table *t = NULL;
+	int fd = symbolizer_module_fd(e->sym, id);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(unwind_table_build(fd, &t), 0);
+	return t;
+}
+
+struct update_call {
+	struct unwinder *u;
+	uint32_t pid;
+	uint64_t start_time_ns;
+	const struct procmaps *maps;
+	const uint16_t *ids;
+	int r;
+};
+
+static void *update_thread(void *arg)
+{
+	struct update_call *c = arg;
+
+	c->r = unwinder_update_process(c->u, c->pid, c->start_time_ns, c->maps, c->ids);
+	return NULL;
+}
+
+/* unwinder_update_process() on a thread of its own (see the top). */
+static int update(struct env *e, uint32_t pid, uint64_t start_time_ns,
+		  const struct procmaps *maps, const uint16_t *ids)
+{
+	struct update_call c = { e->u, pid, start_time_ns, maps, ids, 0 };
+	pthread_t thread;
+
+	cr_assert_eq(pthread_create(&thread, NULL, update_thread, &c), 0);
+	cr_assert_eq(pthread_join(thread, NULL), 0);
+	return c.r;
+}
+
+static struct unwinder_stats stats(const struct env *e)
+{
+	struct unwinder_stats st;
+
+	unwinder_get_stats(e->u, &st);
+	return st;
+}
+
+/* The BPF entry of pid; false when it has none. */
+static bool bpf_process(const struct env *e, uint32_t pid, struct perfd_unwind_process *ret)
+{
+	if (bpf_map_lookup_elem(e->processes_fd, &pid, ret) == 0)
+		return true;
+	cr_assert_eq(errno, ENOENT);
+	return false;
+}
+
+static struct perfd_unwind_mapping bpf_mapping(const struct env *e, uint32_t index)
+{
+	struct perfd_unwind_mapping m;
+
+	cr_assert_eq(bpf_map_lookup_elem(e->mappings_fd, &index, &m), 0);
+	return m;
+}
+
+struct find_bias {
+	const char *path;
+	uint64_t bias;
+	bool found;
+};
+
+static int find_bias_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find_bias *f = data;
+	struct stat a, b;
+
+	if (!info->dlpi_name || !info->dlpi_name[0] || stat(info->dlpi_name, &a) < 0 ||
+	    stat(f->path, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return 0;
+	f->bias = info->dlpi_addr;
+	f->found = true;
+	return 1;
+}
+
+/* --- tables that build -------------------------------------------------- */
+
+Test(unwinder, table_builds_and_is_uploaded)
+{
+	struct env e;
+	env_open(&e, BIG_ROWS, 256, 16);
+	size_t libc = find_map(&e, "libc.so");
+	struct procmaps view = one_map(&e, libc);
+	struct unwind_table *t = table_of(&e, e.ids[libc]);
+	struct find_bias fb = { .path = e.maps->maps[libc].path };
+	struct perfd_unwind_process proc;
+	struct perfd_unwind_mapping m;
+	struct unwinder_stats st;
+
+	cr_assert_eq(update(&e, PID_A, START_A, &view, &e.ids[libc]), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables, 1);
+	cr_assert_eq(st.tables_built, 1);
+	cr_assert_eq(st.tables_refused, 0);
+	cr_assert_eq(st.tables_failed, 0);
+	cr_assert_eq(st.rows_used, t->n_rows);
+	cr_assert_eq(st.mappings_used, 1);
+	cr_assert_eq(st.processes, 1);
+
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(proc.mappings_count, 1);
+	m = bpf_mapping(&e, proc.mappings_first);
+	cr_assert_eq(m.start, e.maps->maps[libc].start);
+	cr_assert_eq(m.end, e.maps->maps[libc].end);
+	cr_assert_eq(m.rows_count, t->n_rows);
+	cr_assert_leq((uint64_t)m.rows_first + m.rows_count, BIG_ROWS);
+	/* row pc = address - pc_adjust = vaddr - base */
+	(void)dl_iterate_phdr(find_bias_cb, &fb);
+	cr_assert(fb.found, "libc not in dl_iterate_phdr");
+	cr_assert_eq(m.pc_adjust, fb.bias + t->base_vaddr, "pc_adjust %#llx, expected %#llx",
+		     (unsigned long long)m.pc_adjust, (unsigned long long)(fb.bias + t->base_vaddr));
+
+	for (uint32_t i = 0; i < t->n_rows; i++) {
+		struct perfd_unwind_row row;
+		uint32_t key = m.rows_first + i;
+
+		cr_assert_eq(bpf_map_lookup_elem(e.rows_fd, &key, &row), 0);
+		cr_assert(memcmp(&row, &t->rows[i], sizeof(row)) == 0, "row %u differs", i);
+	}
+	unwind_table_free(t);
+	env_close(&e);
+	check_no_leaks();
+}
+
+Test(unwinder, process_updated_twice)
+{
+	struct env e;
+	struct perfd_unwind_process proc;
+	struct unwinder_stats first, st;
+
+	env_open(&e, BIG_ROWS, 256, 16);
+	cr_assert_eq(update(&e, PID_A, START_A, e.maps, e.ids), 0);
+	first = stats(&e);
+	cr_assert_gt(first.tables, 1);
+	cr_assert_eq(first.mappings_used, e.maps->n);
+
+	/* maps read again: the same tables, one range of mappings */
+	cr_assert_eq(update(&e, PID_A, START_A, e.maps, e.ids), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_built, first.tables_built);
+	cr_assert_eq(st.tables, first.tables);
+	cr_assert_eq(st.tables_idle, 0);
+	cr_assert_eq(st.rows_used, first.rows_used);
+	cr_assert_eq(st.mappings_used, e.maps->n);
+	cr_assert_eq(st.processes, 1);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(proc.mappings_count, e.maps->n);
+	for (size_t i = 0; i < e.maps->n; i++)
+		cr_assert_eq(bpf_mapping(&e, proc.mappings_first + i).start, e.maps->maps[i].start);
+
+	/* the pid reused by a new process: it replaces the old one */
+	cr_assert_eq(update(&e, PID_A, START_B, e.maps, e.ids), 0);
+	st = stats(&e);
+	cr_assert_eq(st.mappings_used, e.maps->n);
+	cr_assert_eq(st.processes, 1);
+	unwinder_forget_process(e.u, PID_A, START_A); /* not that one any more */
+	cr_assert_eq(stats(&e).processes, 1);
+	unwinder_forget_process(e.u, PID_A, START_B);
+	st = stats(&e);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.mappings_used, 0);
+	cr_assert_eq(st.tables_idle, st.tables);
+	env_close(&e);
+	check_no_leaks();
+}
+
+Test(unwinder, forget_keeps_tables_for_the_next_process)
+{
+	struct env e;
+	struct perfd_unwind_process proc;
+	struct unwinder_stats before, st;
+
+	env_open(&e, BIG_ROWS, 256, 16);
+	cr_assert_eq(update(&e, PID_A, START_A, e.maps, e.ids), 0);
+	before = stats(&e);
+	unwinder_forget_process(e.u, PID_A, START_B); /* another incarnation: ignored */
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(stats(&e).processes, 1);
+	unwinder_forget_process(e.u, PID_B, START_A); /* unknown: ignored */
+
+	unwinder_forget_process(e.u, PID_A, START_A);
+	cr_assert_not(bpf_process(&e, PID_A, &proc));
+	st = stats(&e);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.mappings_used, 0);
+	cr_assert_eq(st.tables, before.tables);
+	cr_assert_eq(st.tables_idle, before.tables);
+	cr_assert_eq(st.rows_used, before.rows_used);
+
+	/* the next process mapping the same binaries builds nothing */
+	cr_assert_eq(update(&e, PID_B, START_B, e.maps, e.ids), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_built, before.tables_built);
+	cr_assert_eq(st.tables_idle, 0);
+	cr_assert(bpf_process(&e, PID_B, &proc));
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* --- no room ------------------------------------------------------------- */
+
+/* Rows for either table but not both: the idle one makes room, a busy one
+ * does not (the new table is refused, and its process described anyway). */
+Test(unwinder, idle_table_evicted_when_rows_run_short)
+{
+	struct env probe, e;
+	size_t libc, self;
+	uint32_t n_libc, n_self;
+	struct procmaps view_libc, view_self;
+	struct perfd_unwind_process proc;
+	struct unwinder_stats st;
+	struct unwind_table *t;
+
+	env_open(&probe, 1, 1, 1);
+	t = table_of(&probe, probe.ids[find_map(&probe, "libc.so")]);
+	n_libc = t->n_rows;
+	unwind_table_free(t);
+	t = table_of(&probe, probe.ids[find_map(&probe, NULL)]);
+	n_self = t->n_rows;
+	unwind_table_free(t);
+	env_close(&probe);
+
+	env_open(&e, MAX(n_libc, n_self), 16, 16);
+	libc = find_map(&e, "libc.so");
+	self = find_map(&e, NULL);
+	view_libc = one_map(&e, libc);
+	view_self = one_map(&e, self);
+
+	cr_assert_eq(update(&e, PID_A, START_A, &view_libc, &e.ids[libc]), 0);
+	unwinder_forget_process(e.u, PID_A, START_A);
+	cr_assert_eq(stats(&e).tables_idle, 1);
+
+	cr_assert_eq(update(&e, PID_B, START_B, &view_self, &e.ids[self]), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_evicted, 1);
+	cr_assert_eq(st.tables, 1);
+	cr_assert_eq(st.tables_built, 2);
+	cr_assert_eq(st.rows_used, n_self);
+
+	/* libc again, while B holds the only table: no room, no idle table */
+	cr_assert_eq(update(&e, PID_A, START_A, &view_libc, &e.ids[libc]), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_refused, 1);
+	cr_assert_eq(st.tables_evicted, 1);
+	cr_assert_eq(st.rows_used, n_self);
+	cr_assert_eq(st.processes, 2);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(bpf_mapping(&e, proc.mappings_first).rows_count, 0,
+		     "a refused table must leave the mapping to frame pointers");
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* The rows map cannot hold libc's table at all: the range allocator says
+ * -ENOSPC and table_build gives the table up, to be tried again by the
+ * next process.  This is where a refused table once leaked its segments. */
+Test(unwinder, table_bigger_than_rows_map_is_refused)
+{
+	struct env e;
+	size_t libc;
+	struct procmaps view;
+	struct perfd_unwind_process proc;
+	struct unwinder_stats st;
+
+	env_open(&e, 64, 256, 16);
+	libc = find_map(&e, "libc.so");
+	view = one_map(&e, libc);
+
+	cr_assert_eq(update(&e, PID_A, START_A, &view, &e.ids[libc]), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_refused, 1);
+	cr_assert_eq(st.tables, 0);
+	cr_assert_eq(st.tables_failed, 0);
+	cr_assert_eq(st.rows_used, 0);
+	cr_assert_eq(st.processes, 1);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(bpf_mapping(&e, proc.mappings_first).rows_count, 0);
+
+	/* refused is not remembered: the next look tries again */
+	cr_assert_eq(update(&e, PID_B, START_B, &view, &e.ids[libc]), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_refused, 2);
+	cr_assert_eq(st.tables, 0);
+	cr_assert_eq(st.processes, 2);
+
+	/* every table of this process, in a map with room for few of them */
+	cr_assert_eq(update(&e, PID_A, START_A, e.maps, e.ids), 0);
+	cr_assert_gt(stats(&e).tables_refused, 2);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* A map of mappings too small for the process: refused as a whole, and
+ * the tables it had taken references on go idle. */
+Test(unwinder, mappings_map_full_refuses_the_process)
+{
+	struct env e;
+	struct perfd_unwind_process proc;
+	struct unwinder_stats st;
+	size_t libc;
+	struct procmaps view;
+
+	env_open(&e, BIG_ROWS, 1, 16);
+	cr_assert_eq(update(&e, PID_A, START_A, e.maps, e.ids), -ENOSPC);
+	st = stats(&e);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.processes_refused, 1);
+	cr_assert_eq(st.mappings_used, 0);
+	cr_assert_gt(st.tables, 0);
+	cr_assert_eq(st.tables_idle, st.tables);
+	cr_assert_not(bpf_process(&e, PID_A, &proc));
+
+	/* one mapping fits, and takes an idle table back */
+	libc = find_map(&e, "libc.so");
+	view = one_map(&e, libc);
+	cr_assert_eq(update(&e, PID_A, START_A, &view, &e.ids[libc]), 0);
+	st = stats(&e);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.mappings_used, 1);
+	cr_assert_eq(st.tables_idle, st.tables - 1);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+
+	/* an update that does not fit leaves the process as it was */
+	cr_assert_eq(update(&e, PID_A, START_A, e.maps, e.ids), -ENOSPC);
+	st = stats(&e);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.mappings_used, 1);
+	cr_assert_eq(st.tables_idle, st.tables - 1);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(proc.mappings_count, 1);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* The BPF hash of processes is full: the upload of the process's entry
+ * fails, and the mappings uploaded for it are given back. */
+Test(unwinder, processes_map_full_refuses_the_process)
+{
+	struct env e;
+	struct perfd_unwind_process proc;
+	struct unwinder_stats st;
+
+	env_open(&e, BIG_ROWS, 256, 1);
+	cr_assert_eq(update(&e, PID_A, START_A, e.maps, e.ids), 0);
+	cr_assert_lt(update(&e, PID_B, START_B, e.maps, e.ids), 0);
+	st = stats(&e);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.processes_refused, 1);
+	cr_assert_eq(st.mappings_used, e.maps->n);
+	cr_assert_eq(st.tables_idle, 0);
+	cr_assert_not(bpf_process(&e, PID_B, &proc));
+
+	unwinder_forget_process(e.u, PID_A, START_A);
+	cr_assert_eq(update(&e, PID_B, START_B, e.maps, e.ids), 0);
+	cr_assert_eq(stats(&e).processes, 1);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* --- modules that give no table ----------------------------------------- */
+
+/* A procmap of a file that is not mapped here (as the aggregator would
+ * have it for another process), for path with its real device and inode. */
+static struct procmap file_map(char *path, uint64_t inode, dev_t dev)
+{
+	return (struct procmap){
+		.start = 0x10000000000ULL,
+		.end = 0x10000001000ULL,
+		.dev_major = major(dev),
+		.dev_minor = minor(dev),
+		.inode = inode,
+		.readable = true,
+		.executable = true,
+		.path = path,
+	};
+}
+
+Test(unwinder, modules_without_tables_use_frame_pointers)
+{
+	static const char text[] = "not an ELF file\n";
+	char gone_path[] = "/nonexistent/perfd-unwinder-test.so";
+	char text_path[PATH_MAX];
+	struct procmap maps[2];
+	struct procmaps view = { .maps = maps, .n = 2 };
+	struct perfd_unwind_process proc;
+	struct unwinder_stats st;
+	uint16_t ids[2];
+	struct stat sb;
+	struct env e;
+	int id;
+
+	write_file("text.so", text, sizeof(text) - 1);
+	path_in_workdir(text_path, sizeof(text_path), "text.so");
+	cr_assert_eq(stat(text_path, &sb), 0);
+	maps[0] = file_map(gone_path, 4242, makedev(0, 0));
+	maps[1] = file_map(text_path, sb.st_ino, sb.st_dev);
+	maps[1].start = maps[0].end;
+	maps[1].end = maps[1].start + 0x1000;
+
+	env_open(&e, BIG_ROWS, 16, 16);
+	id = symbolizer_module_for_mapping(e.sym, getpid(), &maps[0]);
+	cr_assert_gt(id, 0);
+	cr_assert_eq(symbolizer_module_fd(e.sym, (uint16_t)id), -EBADF);
+	ids[0] = (uint16_t)id;
+	id = symbolizer_module_for_mapping(e.sym, getpid(), &maps[1]);
+	cr_assert_gt(id, 0);
+	cr_assert_geq(symbolizer_module_fd(e.sym, (uint16_t)id), 0);
+	ids[1] = (uint16_t)id;
+
+	cr_assert_eq(update(&e, PID_A, START_A, &view, ids), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables, 0);
+	cr_assert_eq(st.rows_used, 0);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.mappings_used, 2);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(proc.mappings_count, 2);
+	for (uint32_t i = 0; i < 2; i++)
+		cr_assert_eq(bpf_mapping(&e, proc.mappings_first + i).rows_count, 0);
+
+	/* a file that is not ELF is looked at once */
+	cr_assert_eq(update(&e, PID_A, START_A, &view, ids), 0);
+	cr_assert_eq(update(&e, PID_B, START_B, &view, ids), 0);
+	st = stats(&e);
+	cr_assert_geq(st.tables_failed, 1);
+	cr_assert_eq(st.tables, 0);
+	cr_assert_eq(st.processes, 2);
+	env_close(&e);
+	check_no_leaks();
+}
