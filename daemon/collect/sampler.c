@@ -28,7 +28,7 @@
 struct sampler {
 	struct perfd_bpf *skel;
 	struct ring_buffer *ring;
-	int *event_fds;
+	int *event_fds; /* per CPU, until its link takes the event over */
 	struct bpf_link **links;
 	unsigned n_cpus_possible;
 	unsigned n_attached;
@@ -115,6 +115,8 @@ static int attach_cpus(struct sampler *s, const char **what)
 			s->links[cpu] = NULL;
 			return r;
 		}
+		/* The link owns the event now: bpf_link__destroy() closes it. */
+		s->event_fds[cpu] = -1;
 		s->n_attached++;
 	}
 	return s->n_attached > 0 ? 0 : -ENODEV;
