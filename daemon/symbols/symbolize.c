@@ -324,6 +324,39 @@ static int add_module(struct symbolizer *s, enum module_kind kind, const char *p
 	return (int)(s->n_modules - 1 + FRAME_MODULE_FIRST);
 }
 
+/* Gives a file module the descriptor its first process could not: that
+ * process was gone before its file was opened (map_files is empty once a
+ * process has exited, so a short-lived one read at its end leaves no way
+ * to its files).  Without this the module would stay without symbols or
+ * an unwind table for as long as the daemon runs.  Only that failure is
+ * retried, with the process mapping the file now: another one (-ESTALE, a
+ * file replaced since) tells about the file, not the process. */
+static void reopen_module(struct symbolizer *s, int id, pid_t pid, const struct procmap *map,
+			  dev_t dev)
+{
+	struct module *m = &s->modules[id - FRAME_MODULE_FIRST];
+	uint64_t *slot;
+	bool added;
+	int fd;
+
+	if (m->kind != MODULE_FILE || m->fd >= 0 ||
+	    (m->load_error != -ENOENT && m->load_error != -ESRCH))
+		return;
+	fd = open_mapped_file(pid, map, dev);
+	if (fd < 0)
+		return;
+	m->fd = fd;
+	m->pid = pid;
+	m->load_error = 0;
+	s->stats.modules_failed--;
+	read_build_id(fd, m->build_id);
+	if (m->build_id[0]) {
+		slot = u64map_upsert(&s->by_build_id, build_id_key(m->build_id), &added);
+		if (slot && added)
+			*slot = id;
+	}
+}
+
 int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 				  const struct procmap *map)
 {
@@ -338,8 +371,10 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 	int fd, r;
 
 	id = find_module(s, dev, map->inode);
-	if (id >= 0)
+	if (id >= 0) {
+		reopen_module(s, id, pid, map, dev);
 		return id;
+	}
 	fd = open_mapped_file(pid, map, dev);
 	read_build_id(fd, build_id);
 	if (build_id[0]) {

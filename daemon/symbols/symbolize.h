@@ -90,7 +90,9 @@ const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, ch
 					size_t size);
 
 /* The descriptor of a file module (owned by s: do not close), -EBADF when
- * it could not be opened, -ENOENT for an unknown or non-file id. */
+ * it could not be opened (yet: a module whose first process was gone
+ * before its file was opened gets one from the next process mapping it),
+ * -ENOENT for an unknown or non-file id. */
 int symbolizer_module_fd(const struct symbolizer *s, uint16_t module);
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);

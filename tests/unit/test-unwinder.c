@@ -37,8 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -51,6 +53,7 @@
 #include "perfd/macro.h"
 #include "perfd/unwind.h"
 #include "process/procmaps.h"
+#include "profile/frame.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwind_table.h"
 #include "unwind/unwinder.h"
@@ -84,7 +87,8 @@ static int map_create(enum bpf_map_type type, const char *name, size_t value_siz
 	return fd;
 }
 
-static void env_open(struct env *e, uint32_t rows, uint32_t mappings, uint32_t processes)
+/* The maps, the symbolizer and the unwinder, with no module registered. */
+static void env_open_bare(struct env *e, uint32_t rows, uint32_t mappings, uint32_t processes)
 {
 	struct symbolizer_opts so = { 0 };
 	struct unwinder_opts uo;
@@ -107,8 +111,12 @@ static void env_open(struct env *e, uint32_t rows, uint32_t mappings, uint32_t p
 		.symbolizer = e->sym,
 	};
 	cr_assert_eq(unwinder_new(&uo, &e->u), 0);
+}
 
-	/* The modules as the aggregator registers them. */
+/* This process's executable mappings, their modules registered as the
+ * aggregator registers them. */
+static void env_add_self(struct env *e)
+{
 	cr_assert_eq(procmaps_read_pid(getpid(), true, &e->maps), 0);
 	cr_assert_gt(e->maps->n, 1);
 	e->ids = calloc(e->maps->n, sizeof(*e->ids));
@@ -121,6 +129,12 @@ static void env_open(struct env *e, uint32_t rows, uint32_t mappings, uint32_t p
 
 		e->ids[i] = id > 0 ? (uint16_t)id : 0;
 	}
+}
+
+static void env_open(struct env *e, uint32_t rows, uint32_t mappings, uint32_t processes)
+{
+	env_open_bare(e, rows, mappings, processes);
+	env_add_self(e);
 }
 
 static void env_close(struct env *e)
@@ -610,6 +624,67 @@ Test(unwinder, modules_without_tables_use_frame_pointers)
 	cr_assert_geq(st.tables_failed, 1);
 	cr_assert_eq(st.tables, 0);
 	cr_assert_eq(st.processes, 2);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* A process read at its very end (a shell's short-lived child): its maps
+ * were read, but it is gone before its files are opened, and map_files is
+ * empty once a process has exited.  The module has no descriptor then;
+ * the next process that maps the same file gives it one, and with it
+ * symbols and an unwind table. */
+Test(unwinder, module_first_seen_in_a_process_that_exited)
+{
+	struct procmaps *child_maps = NULL, child_view;
+	struct unwinder_stats st;
+	size_t libc, child_libc = SIZE_MAX;
+	const struct procmap *m;
+	char name[256];
+	struct env e;
+	pid_t child;
+	int id, status;
+
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		for (;;)
+			pause();
+	}
+	cr_assert_eq(procmaps_read_pid(child, true, &child_maps), 0);
+	cr_assert_eq(kill(child, SIGKILL), 0);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	for (size_t i = 0; i < child_maps->n && child_libc == SIZE_MAX; i++) {
+		const char *base = strrchr(child_maps->maps[i].path, '/');
+
+		if (base && strncmp(base + 1, "libc.so", 7) == 0)
+			child_libc = i;
+	}
+	cr_assert_neq(child_libc, SIZE_MAX, "no libc in the child's maps");
+
+	env_open_bare(&e, BIG_ROWS, 16, 16);
+	id = symbolizer_module_for_mapping(e.sym, child, &child_maps->maps[child_libc]);
+	cr_assert_gt(id, 0);
+	cr_assert_eq(symbolizer_module_fd(e.sym, (uint16_t)id), -EBADF);
+	child_view = (struct procmaps){ .maps = &child_maps->maps[child_libc], .n = 1 };
+	cr_assert_eq(update(&e, PID_A, START_A, &child_view, &(uint16_t){ (uint16_t)id }), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables, 0);
+	cr_assert_eq(st.processes, 1);
+
+	/* This process maps the same libc: the same module, now readable. */
+	env_add_self(&e);
+	libc = find_map(&e, "libc.so");
+	cr_assert_eq(e.ids[libc], id);
+	cr_assert_geq(symbolizer_module_fd(e.sym, (uint16_t)id), 0,
+		      "the module stays without a descriptor");
+	m = &e.maps->maps[libc];
+	cr_assert(strstr(symbolizer_frame_name(e.sym,
+					       frame_make((uint16_t)id,
+							  (uintptr_t)&getpid + 1 - m->start + m->pgoff),
+					       name, sizeof(name)),
+			 "getpid"),
+		  "libc frame named %s", name);
+	procmaps_free(child_maps);
 	env_close(&e);
 	check_no_leaks();
 }
