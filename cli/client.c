@@ -119,6 +119,8 @@ static int wait_readable(int fd, int64_t deadline_ms)
 	}
 }
 
+#define CLIENT_MAX_JSON_DEPTH 4096
+
 /* Parses buf[0..len) as exactly one JSON object, allowing surrounding
  * whitespace.  Returns 0 and the object, or -EBADMSG / -ENOMEM. */
 static int parse_line(const char *buf, size_t len, struct json_object **ret)
@@ -129,7 +131,8 @@ static int parse_line(const char *buf, size_t len, struct json_object **ret)
 
 	if (len > INT_MAX)
 		return -EMSGSIZE;
-	tok = json_tokener_new();
+	/* A call tree (--format json) nests two levels per frame. */
+	tok = json_tokener_new_ex(CLIENT_MAX_JSON_DEPTH);
 	if (!tok)
 		return -ENOMEM;
 	obj = json_tokener_parse_ex(tok, buf, (int)len);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * snapshot.c - `perfctl snapshot`: profile one process for a while and
- * write the encoded profile out.
+ * snapshot.c - `perfctl snapshot`: the profile of some processes (--pid,
+ * --comm, --cgroup, --unit, --all) from now on (--duration) or from
+ * perfd's history (--since, --from/--to), written out in a format.
  *
  * Design: perfd answers only when the duration is over, so the wait is
  * bounded by duration + 30 s instead of the usual short timeout.  With -o,
@@ -34,15 +35,22 @@
 #include "format.h"
 #include "output.h"
 #include "perfctl.h"
+#include "base/duration.h"
+#include "perfd/formats.h"
 #include "perfd/protocol.h"
+#include <time.h>
 
 /* The daemon may take a little longer than the duration to encode. */
 #define SNAPSHOT_GRACE_MS (30 * 1000)
 
 struct snapshot_opts {
-	int64_t pid;
-	double duration;
-	const char *format;
+	int64_t pids[PERFD_SNAPSHOT_MAX_PIDS];
+	size_t n_pids;
+	const char *comm, *cgroup, *unit;
+	bool all;
+	double duration, since, from, to; /* 0: not given */
+	const char *kind;
+	const char *format; /* NULL: by -o's extension, else folded */
 	bool lines;           /* native frames with file:line */
 	bool no_python_lines; /* Python frames per function, not per line */
 	bool threads;         /* stacks rooted at their thread */
@@ -140,11 +148,75 @@ static int write_output(const char *path, const char *data, size_t len)
 	return k;
 }
 
+/* A time as RFC 3339 ("2026-12-01T08:00:00Z", "...T09:00:00.5+01:00")
+ * or seconds since the epoch; returns 0 or -EINVAL. */
+static int parse_time(const char *text, double *ret)
+{
+	struct tm tm = { 0 };
+	double frac = 0;
+	long offset = 0;
+	const char *p;
+	char *end;
+	time_t t;
+
+	if (ctl_parse_seconds(text, 0, 1e11, ret) == 0)
+		return 0;
+	p = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		p = strptime(text, "%Y-%m-%d %H:%M:%S", &tm);
+	if (!p)
+		return -EINVAL;
+	if (*p == '.') {
+		frac = strtod(p, &end);
+		p = end;
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int hh, mm;
+
+		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2 || strlen(p) != 6)
+			return -EINVAL;
+		offset = (hh * 3600L + mm * 60L) * (*p == '+' ? 1 : -1);
+		p += 6;
+	} else {
+		return -EINVAL; /* RFC 3339 requires the zone */
+	}
+	if (*p)
+		return -EINVAL;
+	t = timegm(&tm);
+	if (t == (time_t)-1)
+		return -EINVAL;
+	*ret = (double)t - (double)offset + frac;
+	return 0;
+}
+
+/* A selector's value: non-empty, shorter than max bytes. */
+static int take_name(struct ctl_env *env, const char *what, size_t max, const char **dst)
+{
+	if (!*optarg || strlen(optarg) >= max) {
+		ctl_error(env, CTL_ERR_USAGE, "snapshot: %s takes a name of 1 to %zu bytes", what,
+			  max - 1);
+		return -EINVAL;
+	}
+	*dst = optarg;
+	return 0;
+}
+
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapshot_opts *o)
 {
+	enum { OPT_COMM = 256, OPT_CGROUP, OPT_UNIT, OPT_ALL, OPT_SINCE, OPT_FROM, OPT_TO, OPT_KIND };
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "unit", required_argument, NULL, OPT_UNIT },
+		{ "all", no_argument, NULL, OPT_ALL },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "from", required_argument, NULL, OPT_FROM },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "lines", no_argument, NULL, 'l' },
@@ -154,21 +226,40 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		{ "socket", required_argument, NULL, 'S' },
 		{}
 	};
-	bool have_pid = false, have_duration = false;
-	int c;
+	int c, whens = 0;
 
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:d:f:o:", options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (ctl_parse_int64(optarg, 1, INT32_MAX, &o->pid) < 0) {
+			if (o->n_pids == PERFD_SNAPSHOT_MAX_PIDS) {
+				ctl_error(env, CTL_ERR_USAGE, "snapshot: at most %d --pid",
+					  PERFD_SNAPSHOT_MAX_PIDS);
+				return -EINVAL;
+			}
+			if (ctl_parse_int64(optarg, 1, INT32_MAX, &o->pids[o->n_pids]) < 0) {
 				ctl_error(env, CTL_ERR_USAGE,
 					  "snapshot: --pid must be a process id, 1..%d, not '%s'",
 					  INT32_MAX, optarg);
 				return -EINVAL;
 			}
-			have_pid = true;
+			o->n_pids++;
+			break;
+		case OPT_COMM:
+			if (take_name(env, "--comm", 16, &o->comm) < 0)
+				return -EINVAL;
+			break;
+		case OPT_CGROUP:
+			if (take_name(env, "--cgroup", 256, &o->cgroup) < 0)
+				return -EINVAL;
+			break;
+		case OPT_UNIT:
+			if (take_name(env, "--unit", 256, &o->unit) < 0)
+				return -EINVAL;
+			break;
+		case OPT_ALL:
+			o->all = true;
 			break;
 		case 'd':
 			if (ctl_parse_seconds(optarg, 0, PERFD_SNAPSHOT_MAX_SECONDS, &o->duration) < 0) {
@@ -177,7 +268,31 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 					  PERFD_SNAPSHOT_MAX_SECONDS, optarg);
 				return -EINVAL;
 			}
-			have_duration = true;
+			whens++;
+			break;
+		case OPT_SINCE:
+			if (parse_duration_seconds(optarg, &o->since) < 0 ||
+			    o->since > PERFD_MAX_RETENTION_SECONDS) {
+				ctl_error(env, CTL_ERR_USAGE,
+					  "snapshot: --since takes a duration such as 30s, 10m or 1h, not '%s'",
+					  optarg);
+				return -EINVAL;
+			}
+			whens++;
+			break;
+		case OPT_FROM:
+		case OPT_TO:
+			if (parse_time(optarg, c == OPT_FROM ? &o->from : &o->to) < 0) {
+				ctl_error(env, CTL_ERR_USAGE,
+					  "snapshot: %s takes an RFC 3339 time (2026-12-01T08:00:00Z) or Unix seconds, not '%s'",
+					  c == OPT_FROM ? "--from" : "--to", optarg);
+				return -EINVAL;
+			}
+			if (c == OPT_FROM)
+				whens++;
+			break;
+		case OPT_KIND:
+			o->kind = optarg; /* validated by perfd */
 			break;
 		case 'f':
 			/* Validated by perfd, so a newer daemon's formats work. */
@@ -213,11 +328,68 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		ctl_error(env, CTL_ERR_USAGE, "snapshot: unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
-	if (!have_pid || !have_duration) {
-		ctl_error(env, CTL_ERR_USAGE, "snapshot: --pid PID and --duration SECONDS are required");
+	if (!o->n_pids && !o->comm && !o->cgroup && !o->unit && !o->all) {
+		ctl_error(env, CTL_ERR_USAGE,
+			  "snapshot: say which processes: --pid PID, --comm NAME, --cgroup PATH, --unit NAME or --all");
 		return -EINVAL;
 	}
+	if (whens != 1 || (o->to && !o->from)) {
+		ctl_error(env, CTL_ERR_USAGE,
+			  "snapshot: say when, once: --duration SECONDS (from now on), --since DURATION or --from TIME [--to TIME]");
+		return -EINVAL;
+	}
+	if (o->to && o->to <= o->from) {
+		ctl_error(env, CTL_ERR_USAGE, "snapshot: --from must be before --to");
+		return -EINVAL;
+	}
+	if (!o->format) {
+		const char *dot = o->output ? strrchr(o->output, '.') : NULL;
+
+#define BY_EXTENSION(name, ext)                             \
+		if (!o->format && dot && strcmp(dot, ext) == 0) \
+			o->format = #name;
+		PERFD_FORMATS(BY_EXTENSION)
+#undef BY_EXTENSION
+		if (!o->format)
+			o->format = "folded";
+	}
 	return 0;
+}
+
+/* Adds key: value to obj; false when out of memory. */
+static bool add(struct json_object *obj, const char *key, struct json_object *value)
+{
+	return value && json_object_object_add(obj, key, value) == 0;
+}
+
+static struct json_object *build_request(const struct snapshot_opts *o)
+{
+	struct json_object *req = ctl_request_new("snapshot"), *pids;
+	bool ok = req != NULL;
+
+	if (ok && o->n_pids == 1) {
+		ok = add(req, "pid", json_object_new_int64(o->pids[0]));
+	} else if (ok && o->n_pids > 1) {
+		ok = (pids = json_object_new_array()) && add(req, "pid", pids);
+		for (size_t i = 0; ok && i < o->n_pids; i++)
+			ok = json_object_array_add(pids, json_object_new_int64(o->pids[i])) == 0;
+	}
+	ok = ok && (!o->comm || add(req, "comm", json_object_new_string(o->comm))) &&
+	     (!o->cgroup || add(req, "cgroup", json_object_new_string(o->cgroup))) &&
+	     (!o->unit || add(req, "unit", json_object_new_string(o->unit))) &&
+	     (!o->all || add(req, "all", json_object_new_boolean(1))) &&
+	     (!o->duration || add(req, "duration", new_seconds(o->duration))) &&
+	     (!o->since || add(req, "since", new_seconds(o->since))) &&
+	     (!o->from || add(req, "from", json_object_new_double(o->from))) &&
+	     (!o->to || add(req, "to", json_object_new_double(o->to))) &&
+	     (!o->kind || add(req, "kind", json_object_new_string(o->kind))) &&
+	     add(req, "format", json_object_new_string(o->format)) &&
+	     (!o->lines || add(req, "lines", json_object_new_boolean(1))) &&
+	     (!o->no_python_lines || add(req, "python_lines", json_object_new_boolean(0))) &&
+	     (!o->threads || add(req, "threads", json_object_new_boolean(1)));
+	if (!ok)
+		json_object_put(req);
+	return ok ? req : NULL;
 }
 
 static void print_summary(struct json_object *resp, const struct snapshot_opts *o)
@@ -227,17 +399,24 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 	char samples[CTL_COUNT_MAX];
 	double covered = o->duration;
 	struct json_object *exited = ctl_json_path(resp, "exited");
+	struct json_object *procs = ctl_json_path(resp, "processes");
+	size_t n = json_object_is_type(procs, json_type_array) ? json_object_array_length(procs) : 0;
+	char who[64];
 
 	(void)ctl_json_double(resp, "duration_seconds", &covered);
-	fprintf(stderr, "perfctl: %s samples of pid %" PRId64 " (%s) over %.1f s%s%s%s\n",
-		ctl_json_count(resp, "samples", samples), o->pid, comm ? comm : "-", covered,
+	if (o->n_pids == 1)
+		snprintf(who, sizeof(who), "pid %" PRId64 " (%s)", o->pids[0], comm ? comm : "-");
+	else
+		snprintf(who, sizeof(who), "%zu process%s", n, n == 1 ? "" : "es");
+	fprintf(stderr, "perfctl: %s samples of %s over %.1f s%s%s%s\n",
+		ctl_json_count(resp, "samples", samples), who, covered,
 		json_object_get_boolean(exited) ? ", process exited" : "",
 		out ? ", written to " : "", out ? out : "");
 }
 
 enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 {
-	struct snapshot_opts o = { .format = "folded" };
+	struct snapshot_opts o = { 0 };
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
 	struct json_object *profile, *note;
 	const char *data;
@@ -256,25 +435,20 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		}
 	}
 
-	req = ctl_request_new("snapshot");
-	if (!req || json_object_object_add(req, "pid", json_object_new_int64(o.pid)) < 0 ||
-	    json_object_object_add(req, "duration", new_seconds(o.duration)) < 0 ||
-	    json_object_object_add(req, "format", json_object_new_string(o.format)) < 0 ||
-	    (o.lines && json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0) ||
-	    (o.no_python_lines &&
-	     json_object_object_add(req, "python_lines", json_object_new_boolean(0)) < 0) ||
-	    (o.threads && json_object_object_add(req, "threads", json_object_new_boolean(1)) < 0)) {
+	req = build_request(&o);
+	if (!req) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}
 
+	/* A snapshot of the past answers at once: only the grace applies. */
 	rc = ctl_call(env, req, (int)ceil(o.duration * 1000) + SNAPSHOT_GRACE_MS, &resp);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 
 	profile = ctl_json_path(resp, "profile");
-	if (!json_object_is_type(profile, json_type_string)) {
-		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has no \"profile\" string");
+	if (!profile) {
+		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has no \"profile\"");
 		return PERFCTL_EXIT_FAILURE;
 	}
 
@@ -289,9 +463,18 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 			ctl_error(env, CTL_ERR_IO, "out of memory formatting perfd's answer");
 			return PERFCTL_EXIT_FAILURE;
 		}
-	} else {
+	} else if (json_object_is_type(profile, json_type_string)) {
 		data = json_object_get_string(profile);
 		len = (size_t)json_object_get_string_len(profile);
+	} else {
+		/* a structured format (json): the object, as one document */
+		data = json_object_to_json_string_length(profile, JSON_C_TO_STRING_PLAIN |
+									  JSON_C_TO_STRING_NOSLASHESCAPE,
+							 &len);
+		if (!data) {
+			ctl_error(env, CTL_ERR_IO, "out of memory formatting the profile");
+			return PERFCTL_EXIT_FAILURE;
+		}
 	}
 
 	if (o.output) {

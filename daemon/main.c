@@ -15,6 +15,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "base/duration.h"
 #include "base/log.h"
 #include "manager.h"
 #include "perfd/protocol.h"
@@ -32,6 +33,8 @@ static void help(void)
 	       "  --max-processes N    processes kept (default 4096)\n"
 	       "  --max-stacks N       unique stacks kept (default 200000)\n"
 	       "  --max-frames N       frames kept in all stacks (default 8000000)\n"
+	       "  --retention DURATION how long profiles are kept: 30s, 10m, 1h (default 1h)\n"
+	       "  --max-memory MIB     cap on everything the profile store holds (default 64)\n"
 	       "  --ringbuf-mib N      BPF ring buffer size, power of two (default 8)\n"
 	       "  --unwind-mib N       kernel memory for unwind tables, 0 for frame\n"
 	       "                       pointers only (default 16)\n"
@@ -109,7 +112,7 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_NO_PYTHON, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_NO_PYTHON, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE, OPT_RETENTION, OPT_MAXMEM,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -124,6 +127,8 @@ int main(int argc, char **argv)
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "symbol-cache-mib", required_argument, NULL, OPT_SYMCACHE },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
+		{ "retention", required_argument, NULL, OPT_RETENTION },
+		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{}
@@ -132,7 +137,8 @@ int main(int argc, char **argv)
 		.socket_path = getenv(PERFD_SOCKET_ENV) ? getenv(PERFD_SOCKET_ENV) : PERFD_DEFAULT_SOCKET,
 		.frequency_hz = 99,
 		.ringbuf_bytes = 8u << 20,
-		.limits = { .max_processes = 4096, .max_stacks = 200000, .max_frames = 8000000 },
+		.limits = { .max_processes = 4096, .max_stacks = 200000, .max_frames = 8000000,
+			    .max_memory_bytes = 64u << 20, .retention_s = 3600 },
 		.kallsyms_path = "/proc/kallsyms",
 		.unwind_rows = (16u << 20) / sizeof(struct perfd_unwind_row),
 		.unwind_mappings = 65536,
@@ -212,6 +218,25 @@ int main(int argc, char **argv)
 			break;
 		case OPT_VERBOSE:
 			log_set_max_level(LOG_DEBUG);
+			break;
+		case OPT_RETENTION: {
+			double secs;
+
+			if (parse_duration_seconds(optarg, &secs) < 0 || secs < 1 ||
+			    secs > PERFD_MAX_RETENTION_SECONDS) {
+				fprintf(stderr, "perfd: --retention takes a duration from 1s to 7d (30s, 10m, 1h), not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			opts.limits.retention_s = (uint64_t)secs;
+			break;
+		}
+		case OPT_MAXMEM:
+			if (parse_ulong(optarg, 4, 65536, &v) < 0) {
+				fprintf(stderr, "perfd: --max-memory takes a number of MiB from 4 to 65536, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			opts.limits.max_memory_bytes = v << 20;
 			break;
 		case OPT_HELP:
 			help();

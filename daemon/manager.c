@@ -16,7 +16,9 @@
 #include <systemd/sd-event.h>
 
 #include "base/clock.h"
-#include "encode/folded.h"
+#include "base/jsonw.h"
+#include "encode/encode.h"
+#include "profile/model.h"
 #include "base/log.h"
 #include "profile/frame.h"
 #include "manager.h"
@@ -33,6 +35,7 @@
 /* How often the ring buffer is drained when the BPF side does not ask
  * sooner: short enough that ps and snapshots see fresh data. */
 #define DRAIN_INTERVAL_USEC (200 * 1000)
+#define MAINTAIN_INTERVAL_USEC (1000 * 1000)
 #define MAX_SNAPSHOTS 32
 #define SNAPSHOT_TIMER_ACCURACY_USEC 1000
 /* Python: interned functions in all, code objects cached per process. */
@@ -41,16 +44,15 @@
 #define PYTHON_MAX_CODE_BYTES (64u << 20)
 #define PYTHON_MAX_NAME_BYTES (64u << 20)
 
+/* A snapshot from now on, waiting for its end. */
 struct snapshot {
 	struct manager *m;
 	struct client *client;
+	struct perfd_request req;
 	struct collector c;
 	sd_event_source *timer;
 	sd_event_source *pidfd_io;
 	int pidfd;
-	double requested_seconds;
-	bool lines, python_lines;
-	char comm[PERFD_TASK_COMM_LEN];
 	struct snapshot *prev, *next;
 };
 
@@ -63,7 +65,7 @@ struct manager {
 	struct server *server;
 	struct unwinder *unwinder; /* NULL: frame pointers only */
 	struct python *python;
-	sd_event_source *ring_io, *drain_timer, *sigterm, *sigint;
+	sd_event_source *ring_io, *drain_timer, *maintain_timer, *sigterm, *sigint;
 	uint64_t start_ns;
 	struct snapshot *snapshots;
 	size_t n_snapshots;
@@ -97,6 +99,16 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	drain(userdata);
 	(void)sd_event_source_set_time_relative(s, DRAIN_INTERVAL_USEC);
+	return 0;
+}
+
+/* Once a second the store rolls windows up and lets old data go. */
+static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	aggregator_maintain(m->aggregator, now_monotonic_ns());
+	(void)sd_event_source_set_time_relative(s, MAINTAIN_INTERVAL_USEC);
 	return 0;
 }
 
@@ -194,6 +206,7 @@ static void snapshot_free(struct snapshot *s)
 	struct manager *m = s->m;
 
 	aggregator_remove_collector(m->aggregator, &s->c);
+	aggregator_release_parts(m->aggregator, &s->c.parts);
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->pidfd_io);
 	closep(&s->pidfd);
@@ -207,107 +220,181 @@ static void snapshot_free(struct snapshot *s)
 	free(s);
 }
 
-/* Names the frames of one snapshot: Python and thread frames here, the
- * rest by the symbolizer. */
-static const char *name_frame(void *ctx, uint64_t frame, char *buf, size_t size)
+/* The model's view of frames: Python ones from interp/python, the rest
+ * from the symbolizer. */
+static size_t resolve_frame(void *ctx, uint64_t frame, bool lines, struct frame_record *out,
+			    size_t cap, char *scratch, size_t size)
 {
-	const struct snapshot *s = ctx;
-	uint16_t module = frame_module(frame);
+	struct manager *m = ctx;
 
-	if (module == FRAME_MODULE_PYTHON)
-		return python_frame_name(s->m->python, frame, s->python_lines, buf, size);
-	if (module == FRAME_MODULE_SPECIAL && (frame_address(frame) & FRAME_SPECIAL_THREAD)) {
-		uint32_t tid = (uint32_t)frame_address(frame);
-		const char *comm = collector_thread_comm(&s->c, tid);
-
-		snprintf(buf, size, "[thread %u%s%s]", tid, comm ? " " : "", comm ? comm : "");
-		return buf;
+	if (frame_module(frame) == FRAME_MODULE_PYTHON) {
+		python_frame_resolve(m->python, frame, out);
+		return 1;
 	}
-	if (s->lines)
-		return symbolizer_frame_name_lines(s->m->symbolizer, frame, buf, size);
-	return symbolizer_frame_name(s->m->symbolizer, frame, buf, size);
+	return symbolizer_resolve(m->symbolizer, frame, lines, out, cap, scratch, size);
 }
 
-/* Answers a snapshot.  The profile can be tens of MiB: its rendered lines
- * are escaped straight into the answer buffer, which the server then takes
- * over, rather than going through json-c (a copy to build, one to print,
- * one to queue). */
-static void reply_snapshot(struct snapshot *s)
+static bool describe_module(void *ctx, uint16_t module, const char **ret_path,
+			    const char **ret_build_id)
 {
-	struct manager *m = s->m;
-	const struct collector *c = &s->c;
-	uint64_t end = c->exited ? MIN(c->exit_ns, c->end_ns) : MIN(now_monotonic_ns(), c->end_ns);
-	double covered = end > c->begin_ns ? (double)(end - c->begin_ns) / NSEC_PER_SEC : 0;
-	static const char profile_key[] = ",\"profile\":\"";
-	struct folded *fd = NULL;
-	char *buf, note[512] = "";
-	size_t hlen, elen, size;
-	const char *header;
-	json_object *o;
+	struct manager *m = ctx;
 
+	return symbolizer_describe_module(m->symbolizer, module, ret_path, ret_build_id);
+}
+
+static bool peer_sees(void *userdata, const struct process *p)
+{
+	return auth_may_see(userdata, p->owner_uid);
+}
+
+/* What one snapshot answer says besides its profile. */
+struct answer_info {
+	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC, the span covered */
+	double requested_seconds;
+	bool single;      /* one pid asked for */
+	uint32_t pid;
+	bool exited;      /* that process exited during a live snapshot */
+	uint64_t samples;
+};
+
+static double monotonic_to_unix(uint64_t mono_ns)
+{
+	struct timespec rt, mt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	return (double)rt.tv_sec + rt.tv_nsec / 1e9 - (mt.tv_sec + mt.tv_nsec / 1e9) +
+	       (double)mono_ns / NSEC_PER_SEC;
+}
+
+static uint64_t unix_to_monotonic(double unix_s)
+{
+	double mono = unix_s - monotonic_to_unix(0);
+
+	return mono <= 0 ? 0 : (uint64_t)(mono * NSEC_PER_SEC);
+}
+
+/* Answers a snapshot: the parts resolved into the model, encoded in the
+ * format asked for, written into the answer with the JSON writer, whose
+ * buffer the server then takes over. */
+static void reply_profile(struct manager *m, struct client *client, const struct perfd_request *req,
+			  const struct profile_parts *parts, const struct answer_info *ai)
+{
+	struct model_opts mo = {
+		.kind = (enum profile_kind)req->kind,
+		.lines = req->lines,
+		.python_lines = req->python_lines,
+		.threads = req->threads,
+		.resolve = resolve_frame,
+		.describe = describe_module,
+		.ctx = m,
+	};
+	struct encode_opts eo = { .period_ns = sampler_period_ns(m->sampler) };
+	double covered = ai->end_ns > ai->begin_ns ? (double)(ai->end_ns - ai->begin_ns) / NSEC_PER_SEC : 0;
 	uint64_t t0 = now_monotonic_ns();
+	struct model *model = NULL;
+	struct jsonw w;
+	char note[512] = "";
+	size_t len;
+	char *text;
 
-	if (c->process)
-		memcpy(s->comm, c->process->comm, sizeof(s->comm));
-	if (folded_build(s->comm, &c->counts, aggregator_stacks(m->aggregator),
-			 name_frame, s, &fd) < 0)
-		goto oom;
-
-	if (c->exited)
+	if (model_build(&mo, parts, aggregator_stacks(m->aggregator), &model) < 0) {
+		reply_json(client, NULL);
+		return;
+	}
+	if (ai->single && ai->exited)
 		snprintf(note, sizeof(note),
 			 "process %u exited %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
-			 c->pid, covered, s->requested_seconds);
-	else if (c->samples == 0)
+			 ai->pid, covered, ai->requested_seconds);
+	else if (model->total == 0 && req->when == PERFD_WHEN_DURATION && ai->single)
 		snprintf(note, sizeof(note),
-			 "no samples: process %u did not run on a CPU during the snapshot", c->pid);
+			 "no samples: process %u did not run on a CPU during the snapshot", ai->pid);
+	else if (model->total == 0)
+		snprintf(note, sizeof(note), "no %s samples of the selected processes in that time",
+			 profile_kinds[mo.kind].name);
 
-	o = query_ok();
-	json_object_object_add(o, "pid", json_object_new_int64(c->pid));
-	json_object_object_add(o, "comm", json_object_new_string(s->comm));
-	if (c->process) {
-		json_object_object_add(o, "start_time_ns",
-				       json_object_new_uint64(c->process->start_time_ns));
-		json_object_object_add(o, "ns_pid", json_object_new_int64(c->process->ns_pid));
+	jsonw_init(&w);
+	jsonw_object_begin(&w);
+	jsonw_kv_u64(&w, "version", PERFD_PROTOCOL_VERSION);
+	jsonw_kv_bool(&w, "ok", true);
+	if (ai->single) {
+		jsonw_kv_u64(&w, "pid", ai->pid);
+		if (model->n_processes == 1) {
+			jsonw_kv_string(&w, "comm", model_string(model, model->processes[0].comm));
+			jsonw_kv_u64(&w, "start_time_ns", model->processes[0].start_time_ns);
+			jsonw_kv_u64(&w, "ns_pid", model->processes[0].ns_pid);
+		}
 	}
-	json_object_object_add(o, "duration_seconds", json_object_new_double(covered));
-	json_object_object_add(o, "samples", json_object_new_uint64(c->samples));
-	json_object_object_add(o, "exited", json_object_new_boolean(c->exited));
+	jsonw_key(&w, "processes");
+	jsonw_array_begin(&w);
+	for (size_t i = 0; i < model->n_processes; i++) {
+		const struct model_process *p = &model->processes[i];
+
+		jsonw_object_begin(&w);
+		jsonw_kv_u64(&w, "pid", p->pid);
+		jsonw_kv_string(&w, "comm", model_string(model, p->comm));
+		jsonw_kv_u64(&w, "start_time_ns", p->start_time_ns);
+		jsonw_kv_u64(&w, "ns_pid", p->ns_pid);
+		if (p->cgroup)
+			jsonw_kv_string(&w, "cgroup", model_string(model, p->cgroup));
+		if (p->unit)
+			jsonw_kv_string(&w, "unit", model_string(model, p->unit));
+		jsonw_kv_bool(&w, "exited", p->exited);
+		jsonw_kv_u64(&w, "value", p->total);
+		jsonw_object_end(&w);
+	}
+	jsonw_array_end(&w);
+	jsonw_kv_double(&w, "from", ai->begin_ns ? monotonic_to_unix(ai->begin_ns) : 0);
+	jsonw_kv_double(&w, "to", ai->end_ns ? monotonic_to_unix(ai->end_ns) : 0);
+	jsonw_kv_double(&w, "duration_seconds", covered);
+	jsonw_kv_string(&w, "kind", profile_kinds[mo.kind].name);
+	jsonw_kv_string(&w, "unit", profile_kinds[mo.kind].unit);
+	jsonw_kv_u64(&w, "samples", mo.kind == PROFILE_KIND_CPU ? model->total : ai->samples);
+	jsonw_kv_u64(&w, "value", model->total);
+	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
+	jsonw_kv_bool(&w, "exited", ai->single && ai->exited);
 	if (note[0])
-		json_object_object_add(o, "note", json_object_new_string(note));
-	json_object_object_add(o, "format", json_object_new_string("folded"));
-	header = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &hlen);
-
-	/* header without its closing brace, then "profile":"...", then "}" */
-	elen = folded_json_string(fd, NULL);
-	size = hlen - 1 + sizeof(profile_key) - 1 + elen + 2 + 1;
-	buf = malloc(size);
-	if (!buf) {
-		json_object_put(o);
-		goto oom;
+		jsonw_kv_string(&w, "note", note);
+	jsonw_kv_string(&w, "format", req->format->name);
+	jsonw_key(&w, "profile");
+	if (req->format->encode(model, &eo, &w) < 0) {
+		jsonw_done(&w);
+		model_free(model);
+		reply_json(client, NULL);
+		return;
 	}
-	memcpy(buf, header, hlen - 1);
-	memcpy(buf + hlen - 1, profile_key, sizeof(profile_key) - 1);
-	folded_json_string(fd, buf + hlen - 1 + sizeof(profile_key) - 1);
-	memcpy(buf + size - 3, "\"}", 2);
-	json_object_put(o);
-	log_debug("Snapshot of pid %u: %zu lines, %zu bytes encoded in %.1f ms.", c->pid,
-		  folded_lines(fd), size, (now_monotonic_ns() - t0) / 1e6);
-	folded_free(fd);
-	(void)server_reply_owned(s->client, buf, size - 1, size);
-	return;
-oom:
-	folded_free(fd);
-	reply_json(s->client, NULL);
+	jsonw_object_end(&w);
+	log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
+		  model->n_processes, model->n_samples, model->n_locations, req->format->name,
+		  (now_monotonic_ns() - t0) / 1e6);
+	model_free(model);
+	text = jsonw_steal(&w, &len);
+	jsonw_done(&w);
+	if (!text) {
+		reply_json(client, NULL);
+		return;
+	}
+	(void)server_reply_owned(client, text, len, len + 1);
 }
 
 static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 {
 	struct snapshot *s = userdata;
 	struct client *c = s->client;
+	const struct collector *col = &s->c;
+	struct answer_info ai = {
+		.begin_ns = col->begin_ns,
+		.requested_seconds = s->req.duration_seconds,
+		.single = s->req.n_pids == 1,
+		.pid = s->req.pids[0],
+		.exited = col->exited,
+		.samples = col->samples,
+	};
 
 	/* Samples up to now may still sit in the ring buffer. */
 	drain(s->m);
-	reply_snapshot(s);
+	ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) : MIN(now_monotonic_ns(), col->end_ns);
+	reply_profile(s->m, c, &s->req, &col->parts, &ai);
 	client_set_data(c, NULL);
 	snapshot_free(s);
 	return 0;
@@ -338,48 +425,104 @@ static int on_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
+/* The selection a request asks for, limited to what the client may see. */
+static void request_selection(const struct perfd_request *req, struct client *client,
+			      struct selection *sel)
+{
+	*sel = (struct selection){ .n_pids = req->n_pids, .all = req->all };
+	memcpy(sel->pids, req->pids, req->n_pids * sizeof(*req->pids));
+	snprintf(sel->comm, sizeof(sel->comm), "%s", req->comm);
+	snprintf(sel->cgroup, sizeof(sel->cgroup), "%s", req->cgroup);
+	snprintf(sel->unit, sizeof(sel->unit), "%s", req->unit);
+	sel->visible = peer_sees;
+	sel->visible_userdata = (void *)client_peer(client);
+}
+
+/* A snapshot of the past, answered at once from the store: returns an
+ * error to send, or NULL once it has answered. */
+static json_object *history_snapshot(struct manager *m, struct client *client,
+				     const struct perfd_request *req)
+{
+	struct profile_parts parts = { 0 };
+	struct answer_info ai = { .single = req->n_pids == 1, .pid = req->pids[0] };
+	uint64_t now = now_monotonic_ns(), from, to;
+	struct selection sel;
+
+	drain(m);
+	request_selection(req, client, &sel);
+	if (req->when == PERFD_WHEN_SINCE) {
+		to = now;
+		from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
+	} else {
+		from = unix_to_monotonic(req->from_unix);
+		to = req->to_unix ? unix_to_monotonic(req->to_unix) : now;
+	}
+	if (aggregator_query(m->aggregator, &sel, from, to, &parts, &ai.begin_ns, &ai.end_ns) < 0) {
+		reply_json(client, NULL);
+		return NULL;
+	}
+	if (parts.n == 0 && ai.single) {
+		struct process *p = aggregator_find_process(m->aggregator, ai.pid);
+
+		/* neither retained nor known (or not the client's to see) */
+		if (!p || !peer_sees((void *)client_peer(client), p)) {
+			aggregator_release_parts(m->aggregator, &parts);
+			return query_error(PERFD_ERR_NO_SUCH_PROCESS,
+					   "no process with pid %u in perfd's history", ai.pid);
+		}
+	}
+	if (!ai.begin_ns) {
+		ai.begin_ns = from;
+		ai.end_ns = to;
+	}
+	reply_profile(m, client, req, &parts, &ai);
+	aggregator_release_parts(m->aggregator, &parts);
+	return NULL;
+}
+
+/* Starts a snapshot.  Returns an answer to send (an error), or NULL when
+ * it answered already or will answer when the snapshot ends
+ * (client_get_data() is then set). */
 static json_object *start_snapshot(struct manager *m, struct client *client,
 				   const struct perfd_request *req)
 {
 	struct snapshot *s;
-	uint64_t ticks, ticks_again;
-	struct process *p;
+	uint64_t ticks = 0, ticks_again;
 	int r;
 
+	if (req->when != PERFD_WHEN_DURATION)
+		return history_snapshot(m, client, req);
 	if (m->n_snapshots >= MAX_SNAPSHOTS)
 		return query_error(PERFD_ERR_BUSY, "too many snapshots running (at most %d)",
 				   MAX_SNAPSHOTS);
-	r = read_start_ticks(req->pid, &ticks);
-	/* Another user's process answers exactly as a missing one. */
-	if (r >= 0 && !auth_may_see_pid(client_peer(client), req->pid))
-		r = -ESRCH;
-	if (r == -ESRCH)
-		return query_error(PERFD_ERR_NO_SUCH_PROCESS, "no process with pid %d", req->pid);
-	if (r < 0)
-		return query_error(PERFD_ERR_INTERNAL, "cannot read /proc/%d/stat: %s", req->pid,
-				   strerror(-r));
+	if (req->n_pids == 1) {
+		r = read_start_ticks(req->pids[0], &ticks);
+		/* Another user's process answers exactly as a missing one. */
+		if (r >= 0 && !auth_may_see_pid(client_peer(client), req->pids[0]))
+			r = -ESRCH;
+		if (r == -ESRCH)
+			return query_error(PERFD_ERR_NO_SUCH_PROCESS, "no process with pid %u",
+					   req->pids[0]);
+		if (r < 0)
+			return query_error(PERFD_ERR_INTERNAL, "cannot read /proc/%u/stat: %s",
+					   req->pids[0], strerror(-r));
+	}
 
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		reply_json(client, NULL);
 		return NULL;
+	}
 	s->m = m;
 	s->client = client;
 	s->pidfd = -1;
-	s->requested_seconds = req->duration_seconds;
-	s->lines = req->lines;
-	s->python_lines = req->python_lines;
-	s->c.threads = req->threads;
-	s->c.pid = req->pid;
-	s->c.start_ticks = ticks;
+	s->req = *req;
+	request_selection(req, client, &s->c.sel);
+	s->c.sel.start_ticks = ticks;
 	s->c.begin_ns = now_monotonic_ns();
 	s->c.end_ns = s->c.begin_ns + (uint64_t)(req->duration_seconds * NSEC_PER_SEC);
 	s->c.on_exit = on_collector_exit;
 	s->c.userdata = s;
-	p = aggregator_find_process(m->aggregator, req->pid);
-	if (p)
-		memcpy(s->comm, p->comm, sizeof(s->comm));
-	else
-		snprintf(s->comm, sizeof(s->comm), "%d", req->pid);
 
 	/* Accuracy 1 ms: sd-event's default (0) lets a timer slip up to 250 ms
 	 * to coalesce wake-ups, which a snapshot's caller would wait for. */
@@ -399,14 +542,17 @@ static json_object *start_snapshot(struct manager *m, struct client *client,
 	/* A pidfd tells us of the exit even when the process never ran while
 	 * we watched (the BPF exit event only covers sampled processes).
 	 * Optional: without it the exit event still ends the snapshot. */
-	s->pidfd = syscall(SYS_pidfd_open, req->pid, 0);
-	if (s->pidfd >= 0) {
-		if (read_start_ticks(req->pid, &ticks_again) < 0 || ticks_again != ticks) {
-			snapshot_free(s);
-			return query_error(PERFD_ERR_NO_SUCH_PROCESS,
-					   "process %d exited as the snapshot started", req->pid);
+	if (req->n_pids == 1) {
+		s->pidfd = syscall(SYS_pidfd_open, req->pids[0], 0);
+		if (s->pidfd >= 0) {
+			if (read_start_ticks(req->pids[0], &ticks_again) < 0 || ticks_again != ticks) {
+				snapshot_free(s);
+				return query_error(PERFD_ERR_NO_SUCH_PROCESS,
+						   "process %u exited as the snapshot started",
+						   req->pids[0]);
+			}
+			(void)sd_event_add_io(m->event, &s->pidfd_io, s->pidfd, EPOLLIN, on_pidfd, s);
 		}
-		(void)sd_event_add_io(m->event, &s->pidfd_io, s->pidfd, EPOLLIN, on_pidfd, s);
 	}
 	client_set_data(client, s);
 	return NULL;
@@ -437,9 +583,10 @@ static int on_request(void *userdata, struct client *c, const char *line, size_t
 		return 0;
 	case PERFD_CMD_SNAPSHOT:
 		answer = start_snapshot(m, c, &req);
-		if (!answer && client_get_data(c))
+		if (client_get_data(c))
 			return SERVER_PENDING;
-		reply_json(c, answer);
+		if (answer)
+			reply_json(c, answer);
 		return 0;
 	}
 	reply_json(c, query_error(PERFD_ERR_UNKNOWN_COMMAND, "unknown command"));
@@ -637,6 +784,11 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 					       DRAIN_INTERVAL_USEC, 0, on_drain_timer, m);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ON);
+	if (r >= 0)
+		r = sd_event_add_time_relative(m->event, &m->maintain_timer, CLOCK_MONOTONIC,
+					       MAINTAIN_INTERVAL_USEC, 0, on_maintain_timer, m);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(m->maintain_timer, SD_EVENT_ON);
 	if (r < 0) {
 		log_error_errno(r, "Failed to watch the ring buffer: %m");
 		goto fail;
@@ -685,6 +837,7 @@ struct manager *manager_free(struct manager *m)
 		snapshot_free(m->snapshots);
 	sd_event_source_disable_unref(m->ring_io);
 	sd_event_source_disable_unref(m->drain_timer);
+	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);
 	aggregator_free(m->aggregator);

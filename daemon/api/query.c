@@ -103,6 +103,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(procs, "tracked", in->agg.processes);
 	add_u64(procs, "exited", in->agg.processes_exited);
 	add_u64(procs, "evicted", in->agg.processes_evicted);
+	add_u64(procs, "expired", in->agg.processes_expired);
 	json_object_object_add(o, "processes", procs);
 
 	add_u64(stacks, "interned", in->agg.stacks);
@@ -110,11 +111,26 @@ json_object *query_status(const struct status_info *in)
 	add_u64(stacks, "modules", in->sym.modules);
 	add_u64(stacks, "aggregation_bytes", in->agg.memory_bytes);
 	json_object_object_add(o, "stacks", stacks);
+	{
+		json_object *st = json_object_new_object(), *ev = json_object_new_object();
+
+		add_u64(st, "memory_bytes", in->agg.memory_bytes);
+		add_u64(st, "history_bytes", in->agg.history_bytes);
+		add_u64(st, "windows", in->agg.windows);
+		add_u64(st, "windows_expired", in->agg.windows_expired);
+		add_u64(st, "windows_evicted", in->agg.windows_evicted);
+		add_u64(st, "samples_expired", in->agg.samples_expired);
+		for (int k = 0; k < PROFILE_KINDS; k++)
+			add_u64(ev, profile_kinds[k].name, in->agg.values_evicted[k]);
+		json_object_object_add(st, "values_evicted", ev);
+		json_object_object_add(o, "store", st);
+	}
 
 	add_u64(syms, "modules_loaded", in->sym.modules_loaded);
 	add_u64(syms, "modules_failed", in->sym.modules_failed);
 	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
 	add_u64(syms, "jit_maps_read", in->sym.jit_maps);
+	add_u64(syms, "jit_maps_refused", in->sym.jit_maps_refused);
 	add_u64(syms, "debug_files", in->sym.debug_files);
 	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);
 	add_u64(syms, "lookups", in->sym.lookups);
@@ -177,6 +193,8 @@ json_object *query_status(const struct status_info *in)
 	add_u64(limits, "max_processes", in->limits.max_processes);
 	add_u64(limits, "max_stacks", in->limits.max_stacks);
 	add_u64(limits, "max_frames", in->limits.max_frames);
+	add_u64(limits, "max_memory_bytes", in->limits.max_memory_bytes);
+	add_u64(limits, "retention_seconds", in->limits.retention_s);
 	json_object_object_add(o, "limits", limits);
 
 	add_u64(o, "clients", in->clients);

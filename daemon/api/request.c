@@ -29,6 +29,8 @@
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 #include "api/request.h"
+#include "encode/encode.h"
+#include "profile/profile.h"
 
 /* Requests are flat objects; a little headroom lets future versions nest. */
 #define REQUEST_MAX_DEPTH 16
@@ -42,22 +44,11 @@ static const char *const command_names[] = {
 	[PERFD_CMD_SNAPSHOT] = "snapshot",
 };
 
-static const char *const format_names[] = {
-	[PERFD_FORMAT_FOLDED] = "folded",
-};
-
 const char *perfd_command_to_string(enum perfd_command c)
 {
 	if ((size_t)c >= ELEMENTSOF(command_names))
 		return NULL;
 	return command_names[c];
-}
-
-const char *perfd_format_to_string(enum perfd_format f)
-{
-	if ((size_t)f >= ELEMENTSOF(format_names))
-		return NULL;
-	return format_names[f];
 }
 
 /* Fills *e with code and a formatted message; returns -EINVAL so callers can
@@ -206,59 +197,78 @@ static int parse_ps(struct json_object *req, struct perfd_request *r,
 	return 0;
 }
 
-static int parse_duration(struct json_object *req, double *ret,
-			  struct perfd_request_error *e)
+/* A number field of seconds in (0, max]; absent leaves *ret alone and
+ * returns 0, present returns 1. */
+static int parse_seconds(struct json_object *req, const char *key, double max, double *ret,
+			 struct perfd_request_error *e)
 {
 	struct json_object *v;
 	double d;
 
-	if (!json_object_object_get_ex(req, "duration", &v))
-		return fail(e, PERFD_ERR_BAD_REQUEST,
-			    "missing \"duration\": seconds, a number 0 < duration <= %d",
-			    PERFD_SNAPSHOT_MAX_SECONDS);
+	if (!json_object_object_get_ex(req, key, &v))
+		return 0;
 	if (!json_object_is_type(v, json_type_int) &&
 	    !json_object_is_type(v, json_type_double))
 		return fail(e, PERFD_ERR_BAD_REQUEST,
-			    "\"duration\" must be a number of seconds, 0 < duration <= %d, not %s",
-			    PERFD_SNAPSHOT_MAX_SECONDS,
-			    json_type_to_name(json_object_get_type(v)));
-
+			    "\"%s\" must be a number of seconds, 0 < %s <= %.0f, not %s", key, key,
+			    max, json_type_to_name(json_object_get_type(v)));
 	d = json_object_get_double(v);
-	if (!isfinite(d) || !(d > 0) || d > PERFD_SNAPSHOT_MAX_SECONDS)
+	if (!isfinite(d) || !(d > 0) || d > max)
 		return fail(e, PERFD_ERR_BAD_REQUEST,
-			    "\"duration\" is out of range: must be 0 < duration <= %d seconds",
-			    PERFD_SNAPSHOT_MAX_SECONDS);
+			    "\"%s\" is out of range: must be 0 < %s <= %.0f seconds", key, key, max);
 	*ret = d;
-	return 0;
+	return 1;
 }
 
-static int parse_format(struct json_object *req, enum perfd_format *ret,
+static int parse_format(struct json_object *req, const struct encoder **ret,
 			struct perfd_request_error *e)
 {
 	struct json_object *v;
 	const char *s;
 	size_t len;
-	char q[4 * REQUEST_QUOTE_MAX + 4];
+	char q[4 * REQUEST_QUOTE_MAX + 4], names[256] = "";
 
+	for (size_t i = 0, at = 0; i < n_encoders && at < sizeof(names); i++)
+		at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
+				       encoders[i].name);
 	if (!json_object_object_get_ex(req, "format", &v)) {
-		*ret = PERFD_FORMAT_FOLDED;
+		*ret = &encoders[0];
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_string))
-		return fail(e, PERFD_ERR_BAD_REQUEST,
-			    "\"format\" must be a string, one of: folded");
-
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"format\" must be a string, one of: %s",
+			    names);
 	s = json_object_get_string(v);
 	len = (size_t)json_object_get_string_len(v);
-	for (size_t i = 0; i < ELEMENTSOF(format_names); i++)
-		if (strlen(format_names[i]) == len && memcmp(s, format_names[i], len) == 0) {
-			*ret = (enum perfd_format)i;
-			return 0;
-		}
-
+	*ret = encoder_find(s, len);
+	if (*ret)
+		return 0;
 	quote(s, len, q, sizeof(q));
-	return fail(e, PERFD_ERR_BAD_REQUEST,
-		    "unknown \"format\" \"%s\": must be one of: folded", q);
+	return fail(e, PERFD_ERR_BAD_REQUEST, "unknown \"format\" \"%s\": must be one of: %s", q,
+		    names);
+}
+
+static int parse_kind(struct json_object *req, int *ret, struct perfd_request_error *e)
+{
+	struct json_object *v;
+	char q[4 * REQUEST_QUOTE_MAX + 4];
+	int k;
+
+	*ret = PROFILE_KIND_CPU;
+	if (!json_object_object_get_ex(req, "kind", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return fail(e, PERFD_ERR_BAD_REQUEST,
+			    "\"kind\" must be a string: cpu, memory or offcpu");
+	k = profile_kind_from_name(json_object_get_string(v),
+				   (size_t)json_object_get_string_len(v));
+	if (k < 0) {
+		quote(json_object_get_string(v), (size_t)json_object_get_string_len(v), q, sizeof(q));
+		return fail(e, PERFD_ERR_BAD_REQUEST,
+			    "unknown \"kind\" \"%s\": must be cpu, memory or offcpu", q);
+	}
+	*ret = k;
+	return 0;
 }
 
 /* An optional boolean field; *ret keeps its default when it is absent. */
@@ -275,20 +285,128 @@ static int parse_bool(struct json_object *req, const char *key, bool *ret,
 	return 0;
 }
 
+/* An optional string field of 1..size-1 bytes without NUL or control
+ * bytes; absent leaves buf empty. */
+static int parse_name(struct json_object *req, const char *key, char *buf, size_t size,
+		      struct perfd_request_error *e)
+{
+	struct json_object *v;
+	const char *s;
+	size_t len;
+
+	buf[0] = 0;
+	if (!json_object_object_get_ex(req, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"%s\" must be a string", key);
+	s = json_object_get_string(v);
+	len = (size_t)json_object_get_string_len(v);
+	if (len == 0 || len >= size)
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"%s\" must be 1 to %zu bytes long", key,
+			    size - 1);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20)
+			return fail(e, PERFD_ERR_BAD_REQUEST, "\"%s\" must not hold control bytes", key);
+	memcpy(buf, s, len + 1);
+	return 0;
+}
+
+/* "pid": an integer or an array of 1..PERFD_SNAPSHOT_MAX_PIDS of them. */
+static int parse_pids(struct json_object *req, struct perfd_request *r,
+		      struct perfd_request_error *e)
+{
+	struct json_object *v;
+	size_t n;
+
+	if (!json_object_object_get_ex(req, "pid", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_array)) {
+		int64_t pid = 0;
+		int k = get_int_field(req, "pid", 1, INT32_MAX, true, &pid, e);
+
+		if (k < 0)
+			return k;
+		r->pids[r->n_pids++] = (uint32_t)pid;
+		return 0;
+	}
+	n = json_object_array_length(v);
+	if (n == 0 || n > PERFD_SNAPSHOT_MAX_PIDS)
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"pid\" must list 1 to %d pids",
+			    PERFD_SNAPSHOT_MAX_PIDS);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *x = json_object_array_get_idx(v, i);
+		int64_t pid;
+
+		if (!json_object_is_type(x, json_type_int) ||
+		    (pid = json_object_get_int64(x)) < 1 || pid > INT32_MAX)
+			return fail(e, PERFD_ERR_BAD_REQUEST,
+				    "\"pid\" must hold integers 1..%d", INT32_MAX);
+		r->pids[r->n_pids++] = (uint32_t)pid;
+	}
+	return 0;
+}
+
+/* "from"/"to": seconds since the epoch (perfctl turns RFC 3339 into
+ * them); "to" absent means now. */
+static int parse_range(struct json_object *req, struct perfd_request *r,
+		       struct perfd_request_error *e)
+{
+	static const char *const keys[] = { "from", "to" };
+	double *dst[] = { &r->from_unix, &r->to_unix };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct json_object *v;
+
+		if (!json_object_object_get_ex(req, keys[i], &v))
+			continue;
+		if ((!json_object_is_type(v, json_type_int) &&
+		     !json_object_is_type(v, json_type_double)) ||
+		    !isfinite(json_object_get_double(v)) || json_object_get_double(v) <= 0)
+			return fail(e, PERFD_ERR_BAD_REQUEST,
+				    "\"%s\" must be a time in seconds since the epoch", keys[i]);
+		*dst[i] = json_object_get_double(v);
+	}
+	if (r->to_unix && r->from_unix >= r->to_unix)
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"from\" must be before \"to\"");
+	if (r->to_unix && !r->from_unix)
+		return fail(e, PERFD_ERR_BAD_REQUEST, "\"to\" needs a \"from\"");
+	return 0;
+}
+
 static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 			  struct perfd_request_error *e)
 {
-	int64_t pid = 0;
-	int k;
+	int k, has_duration, has_since;
 
-	k = get_int_field(req, "pid", 1, INT32_MAX, true, &pid, e);
-	if (k < 0)
+	if ((k = parse_pids(req, r, e)) < 0 ||
+	    (k = parse_name(req, "comm", r->comm, sizeof(r->comm), e)) < 0 ||
+	    (k = parse_name(req, "cgroup", r->cgroup, sizeof(r->cgroup), e)) < 0 ||
+	    (k = parse_name(req, "unit", r->unit, sizeof(r->unit), e)) < 0 ||
+	    (k = parse_bool(req, "all", &r->all, e)) < 0)
 		return k;
-	k = parse_duration(req, &r->duration_seconds, e);
-	if (k < 0)
+	if (!r->n_pids && !r->comm[0] && !r->cgroup[0] && !r->unit[0] && !r->all)
+		return fail(e, PERFD_ERR_BAD_REQUEST,
+			    "missing which processes: \"pid\", \"comm\", \"cgroup\", \"unit\" or \"all\"");
+
+	has_duration = parse_seconds(req, "duration", PERFD_SNAPSHOT_MAX_SECONDS,
+				     &r->duration_seconds, e);
+	if (has_duration < 0)
+		return has_duration;
+	has_since = parse_seconds(req, "since", PERFD_MAX_RETENTION_SECONDS, &r->since_seconds, e);
+	if (has_since < 0)
+		return has_since;
+	if ((k = parse_range(req, r, e)) < 0)
 		return k;
-	k = parse_format(req, &r->format, e);
-	if (k < 0)
+	if (has_duration + has_since + (r->from_unix > 0) != 1)
+		return fail(e, PERFD_ERR_BAD_REQUEST,
+			    "say when, once: \"duration\" (seconds from now on, 0 < duration <= %d), "
+			    "\"since\" (the last seconds) or \"from\" (and \"to\")",
+			    PERFD_SNAPSHOT_MAX_SECONDS);
+	r->when = has_duration ? PERFD_WHEN_DURATION :
+		  has_since    ? PERFD_WHEN_SINCE :
+				 PERFD_WHEN_RANGE;
+
+	if ((k = parse_format(req, &r->format, e)) < 0 || (k = parse_kind(req, &r->kind, e)) < 0)
 		return k;
 	r->lines = false;
 	r->python_lines = true;
@@ -297,7 +415,6 @@ static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 	    (k = parse_bool(req, "python_lines", &r->python_lines, e)) < 0 ||
 	    (k = parse_bool(req, "threads", &r->threads, e)) < 0)
 		return k;
-	r->pid = (int32_t)pid;
 	return 0;
 }
 
@@ -353,7 +470,7 @@ int request_parse(const char *line, size_t len, struct perfd_request *ret,
 	struct json_object *req = NULL;
 	struct perfd_request r = {
 		.interval_seconds = PERFD_PS_DEFAULT_INTERVAL,
-		.format = PERFD_FORMAT_FOLDED,
+		.format = &encoders[0],
 	};
 	int k;
 

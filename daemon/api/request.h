@@ -10,24 +10,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perfd/protocol.h"
+
+struct encoder;
+
 enum perfd_command {
 	PERFD_CMD_STATUS,
 	PERFD_CMD_PS,
 	PERFD_CMD_SNAPSHOT,
 };
 
-enum perfd_format {
-	PERFD_FORMAT_FOLDED,
+/* When a snapshot's samples were taken. */
+enum perfd_when {
+	PERFD_WHEN_DURATION, /* from now on, for duration_seconds */
+	PERFD_WHEN_SINCE,    /* the last since_seconds, from history */
+	PERFD_WHEN_RANGE,    /* [from_unix, to_unix], from history */
 };
 
 struct perfd_request {
 	enum perfd_command command;
 	/* ps */
 	unsigned interval_seconds;
-	/* snapshot */
-	int32_t pid;
+	/* snapshot: which processes (at least one of these) */
+	uint32_t pids[PERFD_SNAPSHOT_MAX_PIDS];
+	size_t n_pids;
+	char comm[16];
+	char cgroup[256];
+	char unit[256];
+	bool all;
+	/* ... when */
+	enum perfd_when when;
 	double duration_seconds;
-	enum perfd_format format;
+	double since_seconds;
+	double from_unix, to_unix; /* seconds since the epoch; to_unix 0: now */
+	/* ... and how */
+	int kind;                       /* enum profile_kind */
+	const struct encoder *format;   /* a row of encode.h's table */
 	bool lines; /* frames as "function (file:line)", inlined frames expanded */
 	bool python_lines; /* Python frames with their line (default) */
 	bool threads;      /* each stack rooted at its thread */
@@ -46,6 +64,5 @@ int request_parse(const char *line, size_t len, struct perfd_request *ret,
 		  struct perfd_request_error *ret_error);
 
 const char *perfd_command_to_string(enum perfd_command c);
-const char *perfd_format_to_string(enum perfd_format f);
 
 #endif

@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "profile/aggregate.h"
 #include "perfd/macro.h"
-#include "profile/frame.h"
+#include "process/procfs.h"
 #include "process/procmaps.h"
+#include "profile/aggregate.h"
+#include "profile/frame.h"
 #include "profile/stacktab.h"
 #include "symbols/symbolize.h"
 
@@ -29,6 +30,7 @@
 /* Bound on evictions for one sample, so one sample can't stall the loop. */
 #define EVICTIONS_PER_SAMPLE 4
 #define MODULE_NONE UINT16_MAX
+#define PROCESS_MAX_THREADS 4096
 
 struct aggregator {
 	struct aggregator_limits limits;
@@ -40,6 +42,7 @@ struct aggregator {
 	struct collector *collectors;
 	uint64_t ns_per_tick;
 	uint32_t stack_limit_id; /* the placeholder stack, always interned */
+	size_t history_bytes;    /* sum of the processes' history bytes */
 	struct aggregator_hooks hooks;
 	struct aggregator_stats stats;
 };
@@ -59,6 +62,8 @@ struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 	if (!a)
 		return NULL;
 	a->limits = *limits;
+	if (!a->limits.retention_s)
+		a->limits.retention_s = 3600;
 	a->symbolizer = symbolizer;
 	a->ns_per_tick = NSEC_PER_SEC / (hz > 0 ? (uint64_t)hz : 100);
 	u64map_init(&a->by_pid);
@@ -80,19 +85,15 @@ static void notify_gone(struct aggregator *a, const struct process *p)
 		a->hooks.process_gone(a->hooks.userdata, p);
 }
 
-static void release_counts(struct aggregator *a, struct u64map *counts)
-{
-	U64MAP_FOREACH(slot, counts)
-		stacktab_unref(a->stacks, (uint32_t)slot->key);
-	u64map_done(counts);
-}
-
 static void process_free(struct aggregator *a, struct process *p)
 {
-	release_counts(a, &p->counts);
+	a->history_bytes -= p->history.bytes;
+	history_release(&p->history, a->stacks);
 	procmaps_free(p->maps);
 	free(p->map_modules);
 	free(p->cgroup);
+	u64map_done(&p->thread_index);
+	free(p->thread_comms);
 	free(p);
 }
 
@@ -101,8 +102,12 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	if (!a)
 		return NULL;
 	a->hooks = (struct aggregator_hooks){ 0 };
-	while (a->collectors)
-		aggregator_remove_collector(a, a->collectors);
+	while (a->collectors) {
+		struct collector *c = a->collectors;
+
+		aggregator_remove_collector(a, c);
+		aggregator_release_parts(a, &c->parts);
+	}
 	for (size_t i = 0; i < a->n_procs; i++)
 		process_free(a, a->procs[i]);
 	free(a->procs);
@@ -112,21 +117,38 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	return NULL;
 }
 
-static void evict(struct aggregator *a, size_t index)
+static uint64_t history_samples(const struct process *p)
+{
+	uint64_t n = 0;
+
+	for (const struct window *w = p->history.newest; w; w = w->older)
+		n += w->prof.totals[PROFILE_KIND_CPU];
+	return n;
+}
+
+/* Removes procs[index] from the store and frees it. */
+static void remove_process(struct aggregator *a, size_t index)
 {
 	struct process *p = a->procs[index];
 	uint64_t *cur = u64map_get(&a->by_pid, p->pid);
 
 	if (cur && *cur == (uintptr_t)p)
 		u64map_remove(&a->by_pid, p->pid);
-	a->stats.samples_evicted += p->total_samples;
-	a->stats.processes_evicted++;
 	if (p->exited)
 		a->stats.processes_exited--;
 	a->procs[index] = a->procs[--a->n_procs];
 	if (!p->exited)
 		notify_gone(a, p); /* an exited one was reported at its exit */
 	process_free(a, p);
+}
+
+static void evict(struct aggregator *a, size_t index)
+{
+	struct process *p = a->procs[index];
+
+	a->stats.samples_evicted += history_samples(p);
+	a->stats.processes_evicted++;
+	remove_process(a, index);
 }
 
 /* Evicts the coldest process other than keep.  Returns false when there is
@@ -138,7 +160,7 @@ static bool evict_coldest(struct aggregator *a, const struct process *keep)
 	for (size_t i = 0; i < a->n_procs; i++) {
 		const struct process *p = a->procs[i], *b;
 
-		if (p == keep || p->collectors > 0)
+		if (p == keep || p->pins > 0)
 			continue;
 		if (best == SIZE_MAX) {
 			best = i;
@@ -155,76 +177,96 @@ static bool evict_coldest(struct aggregator *a, const struct process *keep)
 	return true;
 }
 
-static void read_comm(uint32_t pid, char comm[PERFD_TASK_COMM_LEN])
+static size_t store_memory(const struct aggregator *a)
 {
-	char path[64], buf[PERFD_TASK_COMM_LEN + 2] = "";
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	while (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[MIN((size_t)n, (size_t)PERFD_TASK_COMM_LEN - 1)] = 0;
-	memcpy(comm, buf, PERFD_TASK_COMM_LEN);
+	return a->history_bytes + stacktab_memory(a->stacks) +
+	       a->n_procs * sizeof(struct process) + u64map_memory(&a->by_pid);
 }
 
-/* Reads the pid as p's own pid namespace sees it (the last NSpid field)
- * and p's cgroup v2 path: what names it inside a container. */
+/* Drops the oldest window of all processes (memory evictions).  Returns
+ * false when no process has one. */
+static bool drop_oldest_window(struct aggregator *a)
+{
+	struct history_dropped d = { 0 };
+	struct process *oldest = NULL;
+	size_t before;
+
+	for (size_t i = 0; i < a->n_procs; i++)
+		if (!oldest || history_oldest_s(&a->procs[i]->history) <
+				       history_oldest_s(&oldest->history))
+			oldest = a->procs[i];
+	if (!oldest || !oldest->history.oldest)
+		return false;
+	before = oldest->history.bytes;
+	(void)history_drop_oldest(&oldest->history, a->stacks, &d);
+	a->history_bytes -= before - oldest->history.bytes;
+	a->stats.windows_evicted += d.windows;
+	for (int k = 0; k < PROFILE_KINDS; k++)
+		a->stats.values_evicted[k] += d.values[k];
+	a->stats.samples_evicted += d.values[PROFILE_KIND_CPU];
+	return true;
+}
+
+/* Keeps the store under its memory limit: the oldest windows first, then
+ * the coldest processes.  Goes to 15/16 of the limit, so that it does not
+ * run again at the next sample. */
+static void enforce_memory(struct aggregator *a, const struct process *keep)
+{
+	size_t limit = a->limits.max_memory_bytes;
+
+	if (!limit || store_memory(a) <= limit)
+		return;
+	while (store_memory(a) > limit - limit / 16)
+		if (!drop_oldest_window(a) && !evict_coldest(a, keep))
+			break;
+}
+
+/* The name of p's main thread, from /proc while p (not a new process
+ * with its pid) is there; p->comm is left alone otherwise. */
+static void read_comm(struct process *p)
+{
+	_cleanup_close_ int dirfd = -1;
+
+	if (procfs_open_pid(p->pid, p->start_time_ns, &dirfd) == 0)
+		(void)procfs_read_comm(dirfd, p->comm, sizeof(p->comm));
+}
+
+/* Reads what names p inside a container (the pid its own namespace sees,
+ * its cgroup v2 path) and who owns it, from /proc while p is there (see
+ * procfs.h).  What cannot be read is unknown: the host's pid, no cgroup,
+ * PROCESS_OWNER_NONE.  Read again at exec, where a set-uid binary changes
+ * the owner. */
 static void read_identity(struct process *p)
 {
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-	char path[64];
-	FILE *f;
+	_cleanup_close_ int dirfd = -1;
+	struct procfs_status st;
+	char *cgroup;
 
 	p->ns_pid = p->pid;
-	snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
-	f = fopen(path, "re");
-	if (f) {
-		while (getline(&line, &cap, f) > 0) {
-			char *last;
-
-			if (strncmp(line, "NSpid:", 6) != 0)
-				continue;
-			last = strrchr(line, '\t');
-			if (last)
-				p->ns_pid = (uint32_t)strtoul(last + 1, NULL, 10);
-			break;
-		}
-		fclose(f);
+	p->owner_uid = PROCESS_OWNER_NONE;
+	if (procfs_open_pid(p->pid, p->start_time_ns, &dirfd) < 0)
+		return;
+	if (procfs_read_status(dirfd, &st) == 0) {
+		p->ns_pid = st.ns_pid;
+		if (st.uid_real == st.uid_effective && st.uid_real == st.uid_saved)
+			p->owner_uid = st.uid_real;
 	}
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", p->pid);
-	f = fopen(path, "re");
-	if (f) {
-		while (getline(&line, &cap, f) > 0) {
-			if (strncmp(line, "0::", 3) != 0)
-				continue;
-			line[strcspn(line, "\n")] = 0;
-			p->cgroup = strdup(line + 3);
-			break;
-		}
-		fclose(f);
+	if (procfs_read_cgroup(dirfd, &cgroup) == 0) {
+		free(p->cgroup);
+		p->cgroup = cgroup;
 	}
 }
 
 /* The process's JIT map, as its JIT wrote it: /tmp/perf-<pid in its own
- * namespace>.map under its own root. */
+ * namespace>.map under its own root, owned by its user or root (the
+ * symbolizer refuses anything else, see symbolize.h). */
 static void find_jit_map(struct aggregator *a, struct process *p)
 {
-	char path[96];
+	char path[32];
 	int id;
 
-	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, p->ns_pid);
-	if (access(path, R_OK) < 0)
-		return;
-	id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path);
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->ns_pid);
+	id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path, p->owner_uid);
 	if (id > 0)
 		p->jit_module = (uint16_t)id;
 }
@@ -240,7 +282,7 @@ static void refresh_maps(struct aggregator *a, struct process *p)
 	 * sample older than the read cannot show the read missed anything. */
 	p->maps_read_ns = now_monotonic_ns();
 	/* A process that is already gone keeps the maps it had. */
-	if (procmaps_read_pid(p->pid, true, &maps) < 0)
+	if (procmaps_read_process(p->pid, p->start_time_ns, true, &maps) < 0)
 		return;
 	modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
 	if (!modules) {
@@ -298,11 +340,12 @@ static struct process *process_new(struct aggregator *a,
 	p->start_time_ns = s->hdr.start_time_ns;
 	p->page_size = s->page_size;
 	p->first_sample_ns = s->hdr.timestamp_ns;
-	u64map_init(&p->counts);
+	history_init(&p->history);
+	u64map_init(&p->thread_index);
 	if (s->hdr.tid == s->hdr.tgid)
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 	else
-		read_comm(p->pid, p->comm);
+		read_comm(p);
 	if (!p->comm[0])
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
@@ -402,23 +445,8 @@ static void count_bucket(struct process *p, uint64_t ts_ns)
 	p->bucket_samples[i]++;
 }
 
-/* Adds one sample of stack id to counts, taking a stack reference for a new
- * key.  Returns false when memory ran out. */
-static bool count_stack(struct aggregator *a, struct u64map *counts, uint32_t id)
-{
-	bool added;
-	uint64_t *v = u64map_upsert(counts, id, &added);
-
-	if (!v)
-		return false;
-	if (added)
-		stacktab_ref(a->stacks, id);
-	(*v)++;
-	return true;
-}
-
 /* Returns the id of the stack holding one reference for the caller, who
- * drops it once the counts have taken theirs. */
+ * drops it once the profiles have taken theirs. */
 static uint32_t intern_stack(struct aggregator *a, struct process *p,
 			     const uint64_t *frames, uint16_t depth,
 			     uint16_t kernel_depth)
@@ -430,8 +458,9 @@ static uint32_t intern_stack(struct aggregator *a, struct process *p,
 		r = stacktab_intern(a->stacks, frames, depth, kernel_depth, &id);
 		if (r == 0)
 			return id;
+		/* oldest windows first, then the coldest processes */
 		if (r != -ENOSPC || tries >= EVICTIONS_PER_SAMPLE ||
-		    !evict_coldest(a, p))
+		    !(drop_oldest_window(a) || evict_coldest(a, p)))
 			break;
 	}
 	a->stats.stack_limit++;
@@ -439,82 +468,118 @@ static uint32_t intern_stack(struct aggregator *a, struct process *p,
 	return a->stack_limit_id;
 }
 
-#define COLLECTOR_MAX_THREADS 65536
-
-static void remember_thread(struct collector *c, const struct perfd_sample *s)
+static void remember_thread(struct process *p, const struct perfd_sample *s)
 {
 	bool added;
 	uint64_t *slot;
 
-	if (c->n_threads >= COLLECTOR_MAX_THREADS)
+	if (p->n_threads >= PROCESS_MAX_THREADS || u64map_get(&p->thread_index, s->hdr.tid))
 		return;
-	slot = u64map_upsert(&c->thread_index, s->hdr.tid, &added);
-	if (!slot || !added)
+	slot = u64map_upsert(&p->thread_index, s->hdr.tid, &added);
+	if (!slot)
 		return;
-	if (c->n_threads == c->cap_threads) {
-		size_t cap = c->cap_threads ? 2 * c->cap_threads : 16;
-		char(*comms)[PERFD_TASK_COMM_LEN] = realloc(c->thread_comms, cap * sizeof(*comms));
+	if (p->n_threads == p->cap_threads) {
+		size_t cap = p->cap_threads ? 2 * p->cap_threads : 4;
+		char(*comms)[PERFD_TASK_COMM_LEN] = realloc(p->thread_comms, cap * sizeof(*comms));
 
 		if (!comms) {
-			u64map_remove(&c->thread_index, s->hdr.tid);
+			u64map_remove(&p->thread_index, s->hdr.tid);
 			return;
 		}
-		c->thread_comms = comms;
-		c->cap_threads = cap;
+		p->thread_comms = comms;
+		p->cap_threads = cap;
 	}
-	memcpy(c->thread_comms[c->n_threads], s->comm, PERFD_TASK_COMM_LEN);
-	c->thread_comms[c->n_threads][PERFD_TASK_COMM_LEN - 1] = '\0';
-	*slot = ++c->n_threads;
+	memcpy(p->thread_comms[p->n_threads], s->comm, PERFD_TASK_COMM_LEN);
+	p->thread_comms[p->n_threads][PERFD_TASK_COMM_LEN - 1] = '\0';
+	*slot = ++p->n_threads;
 }
 
-const char *collector_thread_comm(const struct collector *c, uint32_t tid)
+const char *process_thread_comm(const struct process *p, uint32_t tid)
 {
-	uint64_t *slot = u64map_get(&c->thread_index, tid);
+	uint64_t *slot = u64map_get(&p->thread_index, tid);
 
-	return slot ? c->thread_comms[*slot - 1] : NULL;
+	return slot ? p->thread_comms[*slot - 1] : NULL;
 }
 
-/* The stack id, with one reference for the caller, of stack id rooted at
- * the sample's thread. */
-static uint32_t thread_stack(struct aggregator *a, struct process *p,
-			     const struct perfd_sample *s, uint32_t id)
+/* Whether name is one element of the path (between slashes). */
+static bool path_has_element(const char *path, const char *name)
 {
-	const struct stack *st = stacktab_get(a->stacks, id);
-	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
-	uint16_t depth = st ? st->depth : 0;
+	size_t len = strlen(name);
 
-	if (!st || depth >= ELEMENTSOF(frames)) {
-		stacktab_ref(a->stacks, id);
-		return id;
+	for (const char *e = path; e && *e; e = strchr(e, '/')) {
+		e += *e == '/';
+		if (strncmp(e, name, len) == 0 && (e[len] == '/' || e[len] == '\0'))
+			return true;
 	}
-	memcpy(frames, st->frames, depth * sizeof(*frames));
-	frames[depth] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_THREAD | s->hdr.tid);
-	return intern_stack(a, p, frames, depth + 1, st->kernel_depth);
+	return false;
+}
+
+bool selection_matches(const struct selection *sel, const struct process *p, uint64_t ns_per_tick)
+{
+	if (sel->n_pids > 0) {
+		bool found = false;
+
+		for (size_t i = 0; i < sel->n_pids && !found; i++)
+			found = sel->pids[i] == p->pid;
+		if (!found || (sel->n_pids == 1 && sel->start_ticks &&
+			       p->start_time_ns / ns_per_tick != sel->start_ticks))
+			return false;
+	}
+	if (sel->comm[0] && strncmp(sel->comm, p->comm, PERFD_TASK_COMM_LEN - 1) != 0)
+		return false;
+	if (sel->cgroup[0]) {
+		size_t len = strlen(sel->cgroup);
+
+		/* the cgroup itself or one below it */
+		while (len > 1 && sel->cgroup[len - 1] == '/')
+			len--;
+		if (!p->cgroup || strncmp(p->cgroup, sel->cgroup, len) != 0 ||
+		    (p->cgroup[len] != '\0' && p->cgroup[len] != '/' && len > 1))
+			return false;
+	}
+	if (sel->unit[0] && (!p->cgroup || !path_has_element(p->cgroup, sel->unit)))
+		return false;
+	if (!sel->all && !sel->n_pids && !sel->comm[0] && !sel->cgroup[0] && !sel->unit[0])
+		return false;
+	return !sel->visible || sel->visible(sel->visible_userdata, p);
+}
+
+/* The part of parts for process p, added (and p pinned) when new; NULL
+ * when memory ran out. */
+static struct profile_part *part_for(struct profile_parts *parts, struct process *p)
+{
+	struct profile_part *part;
+
+	for (size_t i = 0; i < parts->n; i++)
+		if (parts->parts[i].process == p)
+			return &parts->parts[i];
+	if (parts->n == parts->cap) {
+		size_t cap = parts->cap ? 2 * parts->cap : 4;
+		struct profile_part *q = realloc(parts->parts, cap * sizeof(*q));
+
+		if (!q)
+			return NULL;
+		parts->parts = q;
+		parts->cap = cap;
+	}
+	part = &parts->parts[parts->n++];
+	part->process = p;
+	profile_init(&part->prof);
+	p->pins++;
+	return part;
 }
 
 static void feed_collectors(struct aggregator *a, struct process *p,
-			    const struct perfd_sample *s, uint32_t id)
+			    const struct perfd_sample *s, uint64_t key, uint64_t value)
 {
 	for (struct collector *c = a->collectors; c; c = c->next) {
-		if (c->pid != s->hdr.tgid ||
-		    s->hdr.start_time_ns / a->ns_per_tick != c->start_ticks ||
-		    s->hdr.timestamp_ns < c->begin_ns ||
-		    s->hdr.timestamp_ns > c->end_ns)
-			continue;
-		if (!c->process) {
-			c->process = p;
-			p->collectors++;
-		}
-		if (c->threads) {
-			uint32_t tid_id = thread_stack(a, p, s, id);
+		struct profile_part *part;
 
-			remember_thread(c, s);
-			if (count_stack(a, &c->counts, tid_id))
-				c->samples++;
-			stacktab_unref(a->stacks, tid_id);
+		if (s->hdr.timestamp_ns < c->begin_ns || s->hdr.timestamp_ns > c->end_ns ||
+		    !selection_matches(&c->sel, p, a->ns_per_tick))
 			continue;
-		}
-		if (count_stack(a, &c->counts, id))
+		part = part_for(&c->parts, p);
+		if (part && profile_add(&part->prof, a->stacks, key, value) == 0)
 			c->samples++;
 	}
 }
@@ -527,7 +592,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
 	uint16_t n = 0, kernel_n;
 	struct process *p;
+	uint64_t key;
+	size_t before;
 	uint32_t id;
+	int r;
 
 	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
 	    s->python_depth > PERFD_MAX_PYTHON_DEPTH ||
@@ -573,7 +641,11 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 				       ELEMENTSOF(frames) - kernel_n);
 
 	id = intern_stack(a, p, frames, n, kernel_n);
-	if (!count_stack(a, &p->counts, id)) {
+	key = profile_key(id, s->hdr.tid, PROFILE_KIND_CPU);
+	before = p->history.bytes;
+	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, key, 1);
+	a->history_bytes += p->history.bytes - before;
+	if (r < 0) {
 		stacktab_unref(a->stacks, id);
 		a->stats.samples_evicted++;
 		return 0;
@@ -582,6 +654,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	p->total_samples++;
 	p->last_sample_ns = s->hdr.timestamp_ns;
 	count_bucket(p, s->hdr.timestamp_ns);
+	remember_thread(p, s);
 	if (s->hdr.tid == s->hdr.tgid) {
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
@@ -596,8 +669,9 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 					 p->rss_pages[PERFD_RSS_SHMEM]);
 		p->peak_rss_bytes = MAX(p->peak_rss_bytes, peak * s->page_size);
 	}
-	feed_collectors(a, p, s, id);
+	feed_collectors(a, p, s, key, 1);
 	stacktab_unref(a->stacks, id);
+	enforce_memory(a, p);
 	return 0;
 }
 
@@ -615,8 +689,8 @@ static void ingest_exit(struct aggregator *a, const struct perfd_exit *e)
 	/* on_exit may remove the collector: keep the next one first */
 	for (c = a->collectors; c; c = next) {
 		next = c->next;
-		if (c->pid != e->hdr.tgid || c->exited ||
-		    e->hdr.start_time_ns / a->ns_per_tick != c->start_ticks)
+		if (c->sel.n_pids != 1 || c->sel.pids[0] != e->hdr.tgid || c->exited ||
+		    (c->sel.start_ticks && e->hdr.start_time_ns / a->ns_per_tick != c->sel.start_ticks))
 			continue;
 		c->exited = true;
 		c->exit_ns = e->hdr.timestamp_ns;
@@ -654,6 +728,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */
 			notify_gone(a, p);
+			read_identity(p);
 			refresh_maps(a, p);
 		}
 		return 0;
@@ -696,12 +771,8 @@ uint64_t process_rss_bytes(const struct process *p)
 
 void aggregator_add_collector(struct aggregator *a, struct collector *c)
 {
-	u64map_init(&c->counts);
-	u64map_init(&c->thread_index);
-	c->thread_comms = NULL;
-	c->n_threads = c->cap_threads = 0;
+	c->parts = (struct profile_parts){ 0 };
 	c->samples = 0;
-	c->process = NULL;
 	c->exited = false;
 	c->next = a->collectors;
 	a->collectors = c;
@@ -715,15 +786,72 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c)
 			break;
 		}
 	c->next = NULL;
-	release_counts(a, &c->counts);
-	u64map_done(&c->thread_index);
-	free(c->thread_comms);
-	c->thread_comms = NULL;
-	c->n_threads = c->cap_threads = 0;
-	if (c->process) {
-		c->process->collectors--;
-		c->process = NULL;
+}
+
+void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)
+{
+	for (size_t i = 0; i < parts->n; i++) {
+		profile_release(&parts->parts[i].prof, a->stacks);
+		parts->parts[i].process->pins--;
 	}
+	free(parts->parts);
+	*parts = (struct profile_parts){ 0 };
+}
+
+int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t from_ns,
+		     uint64_t to_ns, struct profile_parts *ret, uint64_t *first_ns,
+		     uint64_t *end_ns)
+{
+	struct profile_parts parts = { 0 };
+	uint64_t first = UINT64_MAX, end = 0;
+
+	for (size_t i = 0; i < a->n_procs; i++) {
+		struct process *p = a->procs[i];
+		struct profile_part *part;
+
+		if (!p->history.newest || !selection_matches(sel, p, a->ns_per_tick))
+			continue;
+		part = part_for(&parts, p);
+		if (!part || history_query(&p->history, a->stacks, from_ns, to_ns, &part->prof,
+					   &first, &end) < 0) {
+			aggregator_release_parts(a, &parts);
+			return -ENOMEM;
+		}
+		if (part->prof.values.count == 0) {
+			/* nothing in the range: not part of the answer */
+			profile_release(&part->prof, a->stacks);
+			p->pins--;
+			parts.n--;
+		}
+	}
+	*ret = parts;
+	*first_ns = first == UINT64_MAX ? 0 : first;
+	*end_ns = end;
+	return 0;
+}
+
+void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
+{
+	uint64_t now_s = now_ns / NSEC_PER_SEC;
+
+	for (size_t i = 0; i < a->n_procs;) {
+		struct process *p = a->procs[i];
+		struct history_dropped d = { 0 };
+		size_t before = p->history.bytes;
+
+		history_maintain(&p->history, a->stacks, now_s, a->limits.retention_s, &d);
+		a->history_bytes -= before - p->history.bytes;
+		a->stats.windows_expired += d.windows;
+		a->stats.samples_expired += d.values[PROFILE_KIND_CPU];
+		/* An exited process stays while it has data to answer with. */
+		if (p->exited && !p->history.newest && !p->pins) {
+			a->stats.processes_expired++;
+			remove_process(a, i);
+			continue;
+		}
+		i++;
+	}
+	enforce_memory(a, NULL);
 }
 
 struct stacktab *aggregator_stacks(struct aggregator *a)
@@ -731,23 +859,30 @@ struct stacktab *aggregator_stacks(struct aggregator *a)
 	return a->stacks;
 }
 
+uint64_t aggregator_ns_per_tick(const struct aggregator *a)
+{
+	return a->ns_per_tick;
+}
+
 void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *ret)
 {
-	size_t mem = sizeof(*a) + a->cap_procs * sizeof(void *) +
-		     u64map_memory(&a->by_pid) + stacktab_memory(a->stacks);
+	size_t mem = sizeof(*a) + a->cap_procs * sizeof(void *) + store_memory(a);
 
+	*ret = a->stats;
+	ret->windows = 0;
 	for (size_t i = 0; i < a->n_procs; i++) {
 		const struct process *p = a->procs[i];
 
-		mem += sizeof(*p) + u64map_memory(&p->counts);
+		ret->windows += p->history.n_windows;
+		mem += u64map_memory(&p->thread_index) + p->cap_threads * PERFD_TASK_COMM_LEN;
 		if (p->maps)
 			for (size_t j = 0; j < p->maps->n; j++)
 				mem += sizeof(struct procmap) + sizeof(uint16_t) +
 				       strlen(p->maps->maps[j].path) + 1;
 	}
-	*ret = a->stats;
 	ret->processes = a->n_procs;
 	ret->stacks = stacktab_count(a->stacks) - 1; /* not the placeholder */
 	ret->frames = stacktab_frames(a->stacks) - 1;
+	ret->history_bytes = a->history_bytes;
 	ret->memory_bytes = mem;
 }

@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aggregate.h - per-process profiles built from the sample stream.
+ * aggregate.h - the profile store: every process perfd has seen and its
+ * retained profile, built from the sample stream.
  *
- * The aggregator owns every process perfd has seen (keyed by pid and start
- * time, so a reused pid is a new process), the interned stacks they count,
- * and the snapshots in progress.  For each sample it normalizes the user
- * frames to (binary, offset) using the process's mappings, read from /proc
- * when the process is first seen, interns the stack, and adds one to the
- * process's count for that stack and to every matching snapshot.
+ * The aggregator owns every process (keyed by pid and start time, so a
+ * reused pid is a new process), the interned stacks their profiles count,
+ * and the snapshots collecting from now on.  For each sample it normalizes
+ * the user frames to (binary, offset) using the process's mappings, interns
+ * the stack, and adds its value (profile.h: by stack, thread and kind) to
+ * the process's history (history.h: time windows over the retention) and to
+ * every collector whose selection takes the process.
  *
- * Memory is bounded by three limits: processes, unique stacks and frames.
- * When one is reached the coldest process (exited ones first, then the one
- * sampled longest ago; never one a snapshot is collecting) is evicted and its
- * samples counted as lost; if nothing can be evicted, the sample is kept
- * under a "[dropped: stack table full]" stack and counted.
+ * Memory is bounded by max_memory_bytes over everything the store holds
+ * (windows, stacks, processes): past it, the oldest window of all processes
+ * goes first; when no window is left to drop, the coldest process (exited
+ * first, then the one sampled longest ago; never one a snapshot is
+ * collecting).  Stacks and frames have their own limits too.  Exited
+ * processes stay, queryable, until their last window has passed the
+ * retention.  Every value dropped is counted.
  */
 #ifndef PERFD_AGGREGATE_H
 #define PERFD_AGGREGATE_H
@@ -25,6 +29,8 @@
 #include "perfd/sample.h"
 #include "perfd/protocol.h"
 #include "base/u64map.h"
+#include "profile/history.h"
+#include "profile/profile.h"
 
 struct symbolizer;
 struct stacktab;
@@ -51,7 +57,12 @@ struct process {
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
 	char runtime[80];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
-	struct u64map counts;  /* stack id -> samples */
+	struct history history; /* the retained profile */
+	/* The comm each thread had when first seen, for "[thread TID COMM]"
+	 * (at most PROCESS_MAX_THREADS per process). */
+	struct u64map thread_index; /* tid -> index + 1 in thread_comms */
+	char (*thread_comms)[PERFD_TASK_COMM_LEN];
+	size_t n_threads, cap_threads;
 	uint64_t total_samples;
 	uint64_t first_sample_ns, last_sample_ns;
 	uint64_t rss_pages[PERFD_RSS_COUNTERS];
@@ -60,26 +71,53 @@ struct process {
 	uint32_t bucket_samples[AGG_BUCKETS];
 	uint64_t bucket_second[AGG_BUCKETS];
 	bool exited;
-	unsigned collectors; /* snapshots holding this process */
+	unsigned pins; /* answers and snapshots holding it: never evicted */
 };
 
-/* A snapshot in progress: counts the samples of one process that fall in
- * [begin_ns, end_ns].  The caller (query.c) owns it and decides when it ends. */
+/* Which processes a query or a snapshot takes: the listed pids, or those
+ * whose comm, cgroup (the path or below it) or systemd unit (a path element
+ * of its cgroup) is the one given, or all; and of those only the ones
+ * visible() accepts (the client's authorization), when set. */
+#define SELECTION_MAX_PIDS 64
+struct selection {
+	uint32_t pids[SELECTION_MAX_PIDS];
+	size_t n_pids;
+	/* With one pid: the incarnation, by its start time in clock ticks as
+	 * /proc says it (0: any). */
+	uint64_t start_ticks;
+	char comm[PERFD_TASK_COMM_LEN]; /* "" for any */
+	char cgroup[256];               /* "" for any */
+	char unit[256];                 /* "" for any */
+	bool all;
+	bool (*visible)(void *userdata, const struct process *p);
+	void *visible_userdata;
+};
+
+bool selection_matches(const struct selection *sel, const struct process *p, uint64_t ns_per_tick);
+
+/* The profile of one process in an answer: pinned while the answer holds
+ * it, so an eviction cannot free it under the encoder. */
+struct profile_part {
+	struct process *process;
+	struct profile prof;
+};
+
+struct profile_parts {
+	struct profile_part *parts;
+	size_t n, cap;
+};
+
+/* A snapshot in progress: counts the samples of the selected processes
+ * that fall in [begin_ns, end_ns].  The caller (manager.c) owns it and
+ * decides when it ends. */
 struct collector {
-	uint32_t pid;
-	uint64_t start_ticks; /* the process's start time in clock ticks, as /proc says */
+	struct selection sel;
 	uint64_t begin_ns, end_ns;
-	struct u64map counts; /* stack id -> samples */
+	struct profile_parts parts;
 	uint64_t samples;
-	struct process *process; /* once a sample matched; pinned */
+	/* One pid: the process exited (the snapshot ends early). */
 	bool exited;
 	uint64_t exit_ns;
-	/* Roots each stack at a thread frame (frame.h FRAME_SPECIAL_THREAD);
-	 * the comm each thread had when first seen is kept for its name. */
-	bool threads;
-	struct u64map thread_index; /* tid -> index + 1 in thread_comms */
-	char (*thread_comms)[PERFD_TASK_COMM_LEN];
-	size_t n_threads, cap_threads;
 	void (*on_exit)(struct collector *c, void *userdata);
 	void *userdata;
 	struct collector *next;
@@ -89,6 +127,8 @@ struct aggregator_limits {
 	size_t max_processes;
 	size_t max_stacks;
 	size_t max_frames;
+	size_t max_memory_bytes; /* everything the store holds; 0: no limit */
+	uint64_t retention_s;    /* how long windows are kept */
 };
 
 struct aggregator_stats {
@@ -98,8 +138,15 @@ struct aggregator_stats {
 	uint64_t kernel_stack_errors, user_stack_errors;
 	uint64_t exit_events;
 	size_t processes, processes_exited, processes_evicted;
+	size_t processes_expired;   /* exited, and their last window passed the retention */
 	size_t stacks, frames;
-	size_t memory_bytes;
+	size_t windows;
+	uint64_t windows_expired;   /* past the retention */
+	uint64_t windows_evicted;   /* dropped for memory, oldest first */
+	uint64_t samples_expired;   /* CPU samples in expired windows */
+	uint64_t values_evicted[PROFILE_KINDS]; /* in windows dropped for memory */
+	size_t history_bytes;       /* of the windows */
+	size_t memory_bytes;        /* everything the store holds */
 };
 
 /* Optional observers of process life, called from inside
@@ -144,17 +191,34 @@ struct process *aggregator_find_process(struct aggregator *a, uint32_t pid);
 uint64_t process_window_samples(const struct process *p, uint64_t first_second,
 				uint64_t end_second);
 uint64_t process_rss_bytes(const struct process *p);
+/* The comm of thread tid of p as first seen, or NULL. */
+const char *process_thread_comm(const struct process *p, uint32_t tid);
 
-/* Starts counting samples for c (filled by the caller: pid, start_ticks,
- * begin_ns, end_ns, on_exit).  c->on_exit is called, from inside
- * aggregator_ingest, when the process exits. */
+/* Starts counting samples for c (filled by the caller: sel, begin_ns,
+ * end_ns, on_exit).  c->on_exit is called, from inside aggregator_ingest,
+ * when the one process c selects by pid exits. */
 void aggregator_add_collector(struct aggregator *a, struct collector *c);
-/* The comm of thread tid as c first saw it, or NULL. */
-const char *collector_thread_comm(const struct collector *c, uint32_t tid);
-/* Stops counting, releases the collector's stacks and counts. */
+/* Stops counting; c->parts stay for the caller, released with
+ * aggregator_release_parts. */
 void aggregator_remove_collector(struct aggregator *a, struct collector *c);
 
+/* The retained profiles of the selected processes over [from_ns, to_ns)
+ * (CLOCK_MONOTONIC), one part per process with data there; *first_ns and
+ * *end_ns get the span the windows taken cover (0, 0 when none).  Returns
+ * 0 or -ENOMEM (ret released). */
+int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t from_ns,
+		     uint64_t to_ns, struct profile_parts *ret, uint64_t *first_ns,
+		     uint64_t *end_ns);
+/* Releases the parts of a query or a collector, unpinning their processes
+ * (an expired one that nothing holds any more is freed). */
+void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts);
+
+/* Once a second: rolls windows up, drops those past the retention, frees
+ * exited processes with nothing left, keeps memory under its limit. */
+void aggregator_maintain(struct aggregator *a, uint64_t now_ns);
+
 struct stacktab *aggregator_stacks(struct aggregator *a);
+uint64_t aggregator_ns_per_tick(const struct aggregator *a);
 void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *ret);
 
 #endif

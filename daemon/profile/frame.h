@@ -58,4 +58,31 @@ static inline uint64_t frame_kernel_address(uint64_t frame)
 	return frame | ~FRAME_ADDRESS_MASK;
 }
 
+/* What kind of code a resolved frame is. */
+enum frame_kind {
+	FRAME_KIND_KERNEL,
+	FRAME_KIND_NATIVE,
+	FRAME_KIND_PYTHON,
+	FRAME_KIND_JIT,
+	FRAME_KIND_SPECIAL,
+	FRAME_KINDS,
+};
+
+extern const char *const frame_kind_names[FRAME_KINDS];
+
+/* One frame resolved: what the symbolizers give and the model keeps.
+ * Strings are the resolver's, valid until its next call (the model copies
+ * them at once). */
+struct frame_record {
+	enum frame_kind kind;
+	const char *function; /* never NULL */
+	const char *file;     /* NULL when unknown */
+	uint32_t line;        /* 0 when unknown */
+	uint16_t module;      /* frame.h module id of a file or JIT, 0 for none */
+	uint64_t offset;      /* in the module's file, or the address */
+};
+
+/* At most this many records for one frame (inlined calls). */
+#define FRAME_MAX_INLINE 16
+
 #endif

@@ -17,12 +17,12 @@
 
 #include "symbols/debuginfo.h"
 #include "symbols/demangle.h"
-#include "encode/folded.h"
 #include "base/elfopen.h"
 #include "symbols/elfsym.h"
 #include "profile/frame.h"
 #include "symbols/ksyms.h"
 #include "perfd/macro.h"
+#include "process/procfs.h"
 #include "symbols/perfmap.h"
 #include "symbols/srcline.h"
 #include "symbols/symbolize.h"
@@ -62,6 +62,8 @@ struct module {
 	uint64_t start_time_ns;
 	struct perfmap *perfmap;
 	off_t perfmap_size; /* when last parsed */
+	off_t perfmap_refused_size; /* when last refused; -1: never */
+	uint32_t jit_owner_uid; /* who may own the perf map, besides root */
 };
 
 /* Files with one build-id (a library copied into two container images)
@@ -271,22 +273,23 @@ static uint64_t build_id_key(const char *hex)
 
 /* Opens the mapped file the way that survives the most: map_files names the
  * very inode mapped (deleted or in another mount namespace); the path seen
- * from the process's root comes next.  Checks that it is the same inode. */
+ * from the process's root comes next.  Either way only a regular file is
+ * opened (procfs.h: a mapped device is refused unopened), of any size or
+ * owner.  Checks that it is the same inode. */
 static int open_mapped_file(pid_t pid, const struct procmap *map, dev_t dev)
 {
-	char p[PATH_MAX + 64];
+	static const struct procfs_file_rules binary = { .follow_symlinks = true };
+	char p[96];
 	struct stat st;
 	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
 		 map->start, map->end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && map->path[0] == '/') {
-		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, map->path);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procfs_open_link(AT_FDCWD, p, &binary);
+	if (fd < 0 && map->path[0] == '/')
+		fd = procfs_open_in_process(pid, PROCFS_START_ANY, map->path, &binary);
 	if (fd < 0)
-		return negative_errno();
+		return fd;
 	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != map->inode) {
 		close(fd);
 		return -ESTALE;
@@ -443,10 +446,31 @@ static uint64_t process_key(pid_t pid, uint64_t start_time_ns)
 	return hash_u64(hash_u64((uint64_t)pid) ^ start_time_ns) & ~1ULL;
 }
 
+/* What a perf map must be, as perf requires it and more: a regular file
+ * reached through no symlink (procfs_open_in_root), owned by the process's
+ * user or root, not a hard link to someone else's file, and small enough
+ * to parse. */
+static struct procfs_file_rules jit_map_rules(uint32_t owner_uid)
+{
+	return (struct procfs_file_rules){
+		.max_size = PERFMAP_MAX_BYTES,
+		.check_owner = true,
+		.owner_uid = owner_uid,
+		.single_link = true,
+	};
+}
+
+/* Whether r is a map refused for what it is, not absent or unreadable. */
+static bool jit_map_refused(int r)
+{
+	return r == -EPERM || r == -ELOOP || r == -EFBIG || r == -EWOULDBLOCK;
+}
+
 int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
-			  const char *map_path)
+			  const char *map_path, uint32_t owner_uid)
 {
 	uint64_t key = process_key(pid, start_time_ns), *slot = u64map_get(&s->jit_by_process, key);
+	struct procfs_file_rules rules = jit_map_rules(owner_uid);
 	struct module *m;
 	int id, fd;
 
@@ -455,9 +479,12 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 		if (m->pid == pid && m->start_time_ns == start_time_ns)
 			return (int)*slot;
 	}
-	fd = open(map_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return negative_errno();
+	fd = procfs_open_in_process(pid, start_time_ns, map_path, &rules);
+	if (fd < 0) {
+		if (jit_map_refused(fd))
+			s->stats.jit_maps_refused++;
+		return fd;
+	}
 	id = add_module(s, MODULE_JIT, map_path, &m);
 	if (id < 0) {
 		close(fd);
@@ -466,6 +493,8 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 	m->fd = fd;
 	m->pid = pid;
 	m->start_time_ns = start_time_ns;
+	m->jit_owner_uid = owner_uid;
+	m->perfmap_refused_size = -1;
 	slot = u64map_upsert(&s->jit_by_process, key, NULL);
 	if (slot)
 		*slot = id; /* without the index it is only found again by a new id */
@@ -563,16 +592,26 @@ static const char *special_name(uint64_t what)
 
 /* (Re)reads a JIT module's perf map when it was never read or has grown
  * since: the JIT appends as it compiles.  Reads through the descriptor
- * opened while the process lived, so it works after the process is gone. */
+ * opened while the process lived, so it works after the process is gone,
+ * and only while the file still meets the rules it was opened under (a
+ * map grown past the cap is refused once per size, its old names kept). */
 static void refresh_perfmap(struct symbolizer *s, struct module *m)
 {
+	struct procfs_file_rules rules = jit_map_rules(m->jit_owner_uid);
 	_cleanup_fclose_ FILE *f = NULL;
 	struct perfmap *pm = NULL;
 	struct stat st;
-	int fd;
+	int fd, r;
 
-	if (m->fd < 0 || fstat(m->fd, &st) < 0 || (m->perfmap && st.st_size == m->perfmap_size))
+	if (m->fd < 0 || fstat(m->fd, &st) < 0 || (m->perfmap && st.st_size == m->perfmap_size) ||
+	    st.st_size == m->perfmap_refused_size)
 		return;
+	r = procfs_check_fd(m->fd, &rules);
+	if (r < 0) {
+		m->perfmap_refused_size = st.st_size;
+		s->stats.jit_maps_refused++;
+		return;
+	}
 	fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return;
@@ -581,7 +620,15 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 		close(fd);
 		return;
 	}
-	if (fseeko(f, 0, SEEK_SET) < 0 || perfmap_parse(f, &pm, NULL) < 0)
+	if (fseeko(f, 0, SEEK_SET) < 0)
+		return;
+	r = perfmap_parse(f, &pm, NULL);
+	if (r == -EFBIG) {
+		/* it grew past the cap while being read */
+		m->perfmap_refused_size = st.st_size;
+		s->stats.jit_maps_refused++;
+	}
+	if (r < 0)
 		return;
 	perfmap_free(m->perfmap);
 	m->perfmap = pm;
@@ -636,8 +683,9 @@ static const char *file_symbol(struct symbolizer *s, struct module *m, struct el
 	return name ? demangled(s, m, name) : NULL;
 }
 
-const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
-				  char *buf, size_t size)
+/* Resolves a frame the symbol tables name (no lines): one record. */
+static size_t resolve_symbol(struct symbolizer *s, uint64_t frame, struct frame_record *out,
+			     char *scratch, size_t size)
 {
 	uint16_t module = frame_module(frame);
 	uint64_t addr = frame_address(frame);
@@ -645,71 +693,75 @@ const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 	uint64_t off = 0;
 
 	s->stats.lookups++;
+	*out = (struct frame_record){ .kind = FRAME_KIND_NATIVE, .offset = addr };
 	if (module == FRAME_MODULE_KERNEL) {
+		out->kind = FRAME_KIND_KERNEL;
+		out->offset = frame_kernel_address(frame);
 		if (s->ksyms)
-			name = ksyms_lookup(s->ksyms, frame_kernel_address(frame),
-					    NULL, &off);
-		snprintf(buf, size, "%s", name ? name : "[unknown]");
+			name = ksyms_lookup(s->ksyms, out->offset, NULL, &off);
+		out->function = name ? name : "[unknown]";
 	} else if (module == FRAME_MODULE_SPECIAL) {
-		snprintf(buf, size, "%s", special_name(addr));
+		out->kind = FRAME_KIND_SPECIAL;
+		out->function = special_name(addr);
 	} else if (module >= FRAME_MODULE_FIRST &&
 		   (size_t)(module - FRAME_MODULE_FIRST) < s->n_modules) {
 		struct module *m = &s->modules[module - FRAME_MODULE_FIRST];
 
+		out->module = module;
 		if (m->kind == MODULE_JIT) {
+			out->kind = FRAME_KIND_JIT;
 			name = jit_name(s, m, addr);
-			if (name)
-				snprintf(buf, size, "%s", name);
-			else
-				snprintf(buf, size, "[jit]+0x%" PRIx64, addr);
-			return buf;
+			if (!name) {
+				snprintf(scratch, size, "[jit]+0x%" PRIx64, addr);
+				name = scratch;
+			}
 		} else {
 			struct elf_symtab *t = module_symtab(s, m);
 			uint64_t vaddr;
 
 			if (t && elf_symtab_offset_to_vaddr(t, addr, &vaddr) == 0)
 				name = file_symbol(s, m, t, vaddr);
+			if (!name) {
+				snprintf(scratch, size, "%s+0x%" PRIx64, m->basename, addr);
+				name = scratch;
+			}
 		}
-		if (name)
-			snprintf(buf, size, "%s", name);
-		else
-			snprintf(buf, size, "%s+0x%" PRIx64, m->basename, addr);
+		out->function = name;
 	} else {
-		snprintf(buf, size, "[unknown]");
+		out->function = "[unknown]";
 	}
+	return 1;
+}
+
+const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
+				  char *buf, size_t size)
+{
+	struct frame_record r;
+	char scratch[PATH_MAX + 32];
+
+	resolve_symbol(s, frame, &r, scratch, sizeof(scratch));
+	snprintf(buf, size, "%s", r.function);
 	return buf;
 }
 
-/* "file:line" with the file's directories dropped: frames stay readable. */
-static int put_location(char *buf, size_t size, const struct srcline_frame *f)
-{
-	const char *file = f->file ? strrchr(f->file, '/') : NULL;
-
-	file = file ? file + 1 : f->file;
-	if (!file)
-		return 0;
-	return snprintf(buf, size, " (%s:%u)", file, f->line);
-}
-
-const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, char *buf,
-					size_t size)
+size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
+			  struct frame_record *out, size_t cap, char *scratch, size_t size)
 {
 	uint16_t module = frame_module(frame);
-	struct srcline_frame chain[16];
-	char fallback[PATH_MAX + 32];
-	const char *outer;
+	struct srcline_frame chain[FRAME_MAX_INLINE];
 	struct elf_symtab *t;
 	struct module *m;
 	uint64_t vaddr;
-	size_t at = 0;
+	size_t k = 0;
 	int n;
 
-	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
-		return symbolizer_frame_name(s, frame, buf, size);
+	if (!lines || cap < 1 || module < FRAME_MODULE_FIRST ||
+	    (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
+		return resolve_symbol(s, frame, out, scratch, size);
 	m = &s->modules[module - FRAME_MODULE_FIRST];
 	t = m->kind == MODULE_FILE ? module_symtab(s, m) : NULL;
 	if (!t || elf_symtab_offset_to_vaddr(t, frame_address(frame), &vaddr) < 0)
-		return symbolizer_frame_name(s, frame, buf, size);
+		return resolve_symbol(s, frame, out, scratch, size);
 	if (!m->srcline && !m->srcline_error) {
 		int r = srcline_open(m->fd, &m->srcline);
 
@@ -722,27 +774,36 @@ const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, ch
 	}
 	n = m->srcline ? srcline_lookup(m->srcline, vaddr, chain, ELEMENTSOF(chain)) : 0;
 	if (n <= 0)
-		return symbolizer_frame_name(s, frame, buf, size);
+		return resolve_symbol(s, frame, out, scratch, size);
 
-	/* outermost (the function the symbol table names) first */
-	outer = file_symbol(s, m, t, vaddr);
-	if (!outer) {
-		snprintf(fallback, sizeof(fallback), "%s+0x%" PRIx64, m->basename, frame_address(frame));
-		outer = fallback;
-	}
-	s->stats.lookups++;
-	for (int i = n - 1; i >= 0 && at < size; i--) {
+	/* chain[] is innermost first; records are outermost first, and the
+	 * outermost is the function the symbol table names. */
+	resolve_symbol(s, frame, &out[0], scratch, size);
+	for (int i = n - 1; i >= 0 && k < cap; i--, k++) {
 		const char *fn = chain[i].function;
 
-		if (!fn || i == n - 1)
-			fn = outer; /* an inlined frame without a name is its caller's */
-		else
-			fn = demangled(s, m, fn);
-		at += snprintf(buf + at, size - at, "%s%s", i == n - 1 ? "" : (char[]){ FOLDED_FRAME_SEPARATOR, 0 }, fn);
-		if (at < size)
-			at += put_location(buf + at, size - at, &chain[i]);
+		if (k > 0) {
+			/* an inlined frame without a name is its caller's */
+			out[k] = out[0];
+			out[k].function = fn ? demangled(s, m, fn) : out[0].function;
+		}
+		out[k].file = chain[i].file;
+		out[k].line = chain[i].line;
 	}
-	return buf;
+	return k;
+}
+
+bool symbolizer_describe_module(const struct symbolizer *s, uint16_t module,
+				const char **ret_path, const char **ret_build_id)
+{
+	const struct module *m;
+
+	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
+		return false;
+	m = &s->modules[module - FRAME_MODULE_FIRST];
+	*ret_path = m->path;
+	*ret_build_id = m->build_id;
+	return true;
 }
 
 int symbolizer_module_fd(const struct symbolizer *s, uint16_t module)

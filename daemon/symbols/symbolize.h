@@ -12,7 +12,10 @@
  *    needs them, however many processes map the file;
  *  - the vDSO: one image for the whole kernel, read from perfd's own;
  *  - a process's JIT code, named by its /tmp/perf-PID.map, re-read when a
- *    lookup misses and the file has grown.
+ *    lookup misses and the file has grown.  The map is the process's to
+ *    write: only a regular file reached through no symlink, owned by the
+ *    process's user or root, of at most PERFMAP_MAX_BYTES, is read
+ *    (others are refused unread and counted).
  * Kernel frames are named from /proc/kallsyms, read once at start.  Names
  * are demangled (C++, Rust) once per symbol and cached.  Parsed tables are
  * a cache bounded in bytes: the least recently used are unloaded, and
@@ -27,6 +30,7 @@
 #include <sys/types.h>
 
 #include "process/procmaps.h"
+#include "profile/frame.h"
 
 struct symbolizer;
 
@@ -44,6 +48,8 @@ struct symbolizer_stats {
 	size_t debug_files;    /* symbols found in a separate debug file */
 	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
 	size_t jit_maps;       /* perf maps parsed (re-reads included) */
+	size_t jit_maps_refused; /* not read: not a regular file, a symlink, a
+				  * stranger's or too big (each attempt counts) */
 	size_t kernel_symbols;
 	uint64_t lookups;      /* frames named */
 	uint64_t demangle_cache_hits, demangle_cache_misses;
@@ -68,12 +74,14 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
  * the [vdso] mapping.  -ENOENT when this system has none. */
 int symbolizer_vdso_module(struct symbolizer *s);
 /* The JIT module of one process (pid, start_time_ns), whose names come
- * from map_path (e.g. /proc/PID/root/tmp/perf-NSPID.map, opened now and
- * read when needed, even after the process is gone); frames in it carry
- * raw addresses.  Registers it the first time; -errno when the map cannot
- * be opened. */
+ * from map_path inside the process's root (/tmp/perf-NSPID.map, opened now
+ * if pid is still that process, and read when needed, even after the
+ * process is gone); frames in it carry raw addresses.  The map must be
+ * owned by owner_uid or root (UINT32_MAX: root only).  Registers it the
+ * first time; -errno when the map cannot be opened (-EPERM, -ELOOP,
+ * -EFBIG, -EWOULDBLOCK when refused: counted in jit_maps_refused). */
 int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
-			  const char *map_path);
+			  const char *map_path, uint32_t owner_uid);
 
 /* Writes the name of frame into buf (always NUL-terminated; truncated to
  * size) and returns buf.  Frames are never reported as errors: what cannot
@@ -81,13 +89,20 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 const char *symbolizer_frame_name(struct symbolizer *s, uint64_t frame,
 				  char *buf, size_t size);
 
-/* Like symbolizer_frame_name, with source lines: a user frame prints as
- * "function (file:line)", and the functions inlined at that address as
- * frames of their own, outermost first, separated by
- * FOLDED_FRAME_SEPARATOR.  Falls back to symbolizer_frame_name where the
- * binary has no debug info. */
-const char *symbolizer_frame_name_lines(struct symbolizer *s, uint64_t frame, char *buf,
-					size_t size);
+/* Resolves frame into records (profile/frame.h), outermost first: with
+ * lines, a user frame gets its file and line and the functions inlined at
+ * its address follow as records of their own; without, or where the binary
+ * has no debug info, one record with the symbol's name.  Names that
+ * cannot be found read "module+0xOFFSET" or "[unknown]" (formatted in
+ * scratch).  Strings are valid until the next call into s.  Returns the
+ * count, >= 1. */
+size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
+			  struct frame_record *out, size_t cap, char *scratch, size_t size);
+
+/* The path (as first mapped) and build-id (hex, "" when none) of a module;
+ * false for an unknown id.  Strings owned by s. */
+bool symbolizer_describe_module(const struct symbolizer *s, uint16_t module,
+				const char **ret_path, const char **ret_build_id);
 
 /* The descriptor of a file module (owned by s: do not close), -EBADF when
  * it could not be opened (yet: a module whose first process was gone

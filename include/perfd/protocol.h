@@ -27,7 +27,10 @@
  *      exit_events: { received, lost },
  *      processes: { tracked, exited, evicted },
  *      stacks: { interned, frames, modules, aggregation_bytes },
- *      symbols: { modules_loaded, modules_failed, kernel_symbols, memory_bytes },
+ *      symbols: { modules_loaded, modules_failed, kernel_symbols,
+ *                 jit_maps_read (perf maps parsed), jit_maps_refused (not
+ *                 read: not a regular file, a symlink, not owned by the
+ *                 process's user or root, or over 64 MiB), memory_bytes, ... },
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
  *                stacks_truncated, tables, ... },
  *      python: { processes, unsupported (runtimes found), samples (walks),

@@ -726,26 +726,38 @@ size_t python_merge(struct python *py, const struct process *p,
 	return out;
 }
 
+void python_frame_resolve(const struct python *py, uint64_t frame, struct frame_record *out)
+{
+	uint64_t id = frame_address(frame) >> PYTHON_LINE_BITS;
+	const struct function *f;
+
+	*out = (struct frame_record){ .kind = FRAME_KIND_PYTHON, .offset = frame_address(frame) };
+	if (id == FUNC_UNREADABLE || id >= py->n_funcs) {
+		out->function = "[python: unreadable code object]";
+		return;
+	}
+	if (id == FUNC_TABLE_FULL) {
+		out->function = "[python: function table full]";
+		return;
+	}
+	f = &py->funcs[id];
+	out->function = py->arena + f->name;
+	out->file = py->arena + f->file;
+	out->line = frame_address(frame) & PYTHON_LINE_MAX;
+}
+
 const char *python_frame_name(const struct python *py, uint64_t frame, bool lines,
 			      char *buf, size_t size)
 {
-	uint64_t id = frame_address(frame) >> PYTHON_LINE_BITS;
-	unsigned line = frame_address(frame) & PYTHON_LINE_MAX;
-	const struct function *f;
+	struct frame_record r;
 
-	if (id == FUNC_UNREADABLE || id >= py->n_funcs) {
-		snprintf(buf, size, "[python: unreadable code object]");
-		return buf;
-	}
-	if (id == FUNC_TABLE_FULL) {
-		snprintf(buf, size, "[python: function table full]");
-		return buf;
-	}
-	f = &py->funcs[id];
-	if (lines && line)
-		snprintf(buf, size, "%s (%s:%u)", py->arena + f->name, py->arena + f->file, line);
+	python_frame_resolve(py, frame, &r);
+	if (!r.file)
+		snprintf(buf, size, "%s", r.function);
+	else if (lines && r.line)
+		snprintf(buf, size, "%s (%s:%u)", r.function, r.file, r.line);
 	else
-		snprintf(buf, size, "%s (%s)", py->arena + f->name, py->arena + f->file);
+		snprintf(buf, size, "%s (%s)", r.function, r.file);
 	return buf;
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "perfd/sample.h"
+#include "profile/frame.h"
 
 struct process;
 struct symbolizer;
@@ -74,8 +75,11 @@ void python_process_gone(struct python *py, const struct process *p);
 size_t python_merge(struct python *py, const struct process *p,
 		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap);
 
-/* Names a FRAME_MODULE_PYTHON frame: "qualname (file:line)", or
- * "qualname (file)" without lines. */
+/* Resolves a FRAME_MODULE_PYTHON frame: qualname, file (co_filename) and
+ * line; strings owned by py. */
+void python_frame_resolve(const struct python *py, uint64_t frame, struct frame_record *out);
+/* The same as text: "qualname (file:line)", or "qualname (file)" without
+ * lines (the tests' view of it). */
 const char *python_frame_name(const struct python *py, uint64_t frame, bool lines,
 			      char *buf, size_t size);
 

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * duration.h - "30s", "10m", "1h", "2d" or plain seconds ("90", "1.5"),
+ * as perfd's --retention and perfctl's --since take them.  Shared by the
+ * daemon and perfctl so both read a duration the same way.
+ */
+#ifndef PERFD_DURATION_H
+#define PERFD_DURATION_H
+
+/* Parses text into seconds (> 0, finite).  Returns 0, or -EINVAL for
+ * anything else ("", "10x", "-5s", "1h30" ...). */
+int parse_duration_seconds(const char *text, double *ret);
+
+#endif

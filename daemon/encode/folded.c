@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * folded.c - the folded-stack format (Brendan Gregg's flamegraph.pl input,
+ * also read by speedscope, inferno and `perf script | stackcollapse`).
+ *
+ * One line per stack: "comm;root;...;leaf COUNT\n" (with threads,
+ * "comm;[thread TID COMM];root;..."); kernel frames carry the suffix
+ * "_[k]" as in stackcollapse-perf.pl; a native frame with lines reads
+ * "function (file:line)" with the file's directories dropped, and each
+ * function inlined there is a frame of its own; a Python frame reads
+ * "qualname (file:line)", or "qualname (file)" without lines.  A ';' or a
+ * control byte in a name would break the format and is replaced by '_'.
+ * Lines come most samples first, ties in the order of their text, so the
+ * output is deterministic; stacks that read alike make one line.
+ *
+ * Built for 100k+ stacks: each location of the model is named once, names
+ * that read alike share one id, a line is an array of name ids, and only
+ * the merged lines are sorted and written.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode/encode.h"
+#include "perfd/macro.h"
+
+struct name {
+	uint32_t offset, len; /* in the text arena */
+};
+
+struct line {
+	uint32_t first, depth; /* name ids in ids[], root first */
+	uint64_t hash;
+	uint64_t count;
+};
+
+struct folded {
+	char *text;
+	size_t text_len, text_cap;
+	struct name *names;
+	size_t n_names, cap_names;
+	struct u64map by_text; /* text hash (+ probing) -> name id */
+	uint32_t *ids;
+	size_t n_ids, cap_ids;
+	struct line *lines;
+	size_t n_lines, cap_lines;
+	struct u64map by_line; /* line hash (+ probing) -> line index */
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t c;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	c = MAX(*cap * 2, need + 1024);
+	q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* Appends s sanitized; returns 0 or -ENOMEM. */
+static int append(struct folded *f, const char *s, size_t n)
+{
+	if (grow((void **)&f->text, &f->text_cap, f->text_len + n + 1, 1) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		f->text[f->text_len++] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char)c;
+	}
+	return 0;
+}
+
+static int appendf(struct folded *f, const char *fmt, ...) _printf_(2, 3);
+static int appendf(struct folded *f, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return append(f, buf, (size_t)MIN(MAX(n, 0), (int)sizeof(buf) - 1));
+}
+
+static uint64_t text_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Interns the text from offset start to the end of the arena as a name
+ * (dropping it from the arena when an equal name exists).  Returns its id
+ * or -ENOMEM. */
+static int64_t finish_name(struct folded *f, size_t start)
+{
+	size_t len = f->text_len - start;
+	uint64_t h = text_hash(f->text + start, len);
+
+	for (uint64_t key = h & ~1ULL;; key = (key + 2) & ~1ULL) {
+		bool fresh;
+		uint64_t *id = u64map_upsert(&f->by_text, key, &fresh);
+		struct name *nm;
+
+		if (!id)
+			return -ENOMEM;
+		if (!fresh) {
+			nm = &f->names[*id];
+			if (nm->len != len || memcmp(f->text + nm->offset, f->text + start, len) != 0)
+				continue;
+			f->text_len = start;
+			return (int64_t)*id;
+		}
+		if (grow((void **)&f->names, &f->cap_names, f->n_names + 1, sizeof(*f->names)) < 0) {
+			u64map_remove(&f->by_text, key);
+			return -ENOMEM;
+		}
+		f->names[f->n_names] = (struct name){ (uint32_t)start, (uint32_t)len };
+		*id = f->n_names;
+		return (int64_t)f->n_names++;
+	}
+}
+
+static int append_line(struct folded *f, const struct model *m, const struct model_line *ln)
+{
+	const struct model_function *fn = &m->functions[ln->function];
+	const char *file = model_string(m, fn->file);
+	int r = append(f, model_string(m, fn->name), strlen(model_string(m, fn->name)));
+
+	if (r < 0 || !*file)
+		return r;
+	if (fn->kind == FRAME_KIND_PYTHON)
+		return ln->line ? appendf(f, " (%s:%u)", file, ln->line) : appendf(f, " (%s)", file);
+	if (fn->kind == FRAME_KIND_NATIVE || fn->kind == FRAME_KIND_JIT) {
+		const char *base = strrchr(file, '/');
+
+		return appendf(f, " (%s:%u)", base ? base + 1 : file, ln->line);
+	}
+	return 0;
+}
+
+/* The name id of a location: its lines outermost first, joined by ';'
+ * (inlined functions are frames of their own). */
+static int64_t location_name(struct folded *f, const struct model *m,
+			     const struct model_location *l)
+{
+	size_t start = f->text_len;
+
+	for (uint32_t i = 0; i < l->n_lines; i++) {
+		if (i > 0 && grow((void **)&f->text, &f->text_cap, f->text_len + 1, 1) == 0)
+			f->text[f->text_len++] = ';';
+		if (append_line(f, m, &m->lines[l->first_line + i]) < 0)
+			return -ENOMEM;
+	}
+	if (l->kind == FRAME_KIND_KERNEL && append(f, "_[k]", 4) < 0)
+		return -ENOMEM;
+	return finish_name(f, start);
+}
+
+static int add_line(struct folded *f, const uint32_t *ids, uint32_t depth, uint64_t count)
+{
+	struct line l = { .first = (uint32_t)f->n_ids, .depth = depth, .count = count,
+			  .hash = 0x9e3779b97f4a7c15ULL };
+
+	for (uint32_t i = 0; i < depth; i++)
+		l.hash = hash_u64(l.hash ^ ids[i]);
+	for (uint64_t key = l.hash & ~1ULL;; key = (key + 2) & ~1ULL) {
+		bool fresh;
+		uint64_t *idx = u64map_upsert(&f->by_line, key, &fresh);
+		struct line *o;
+
+		if (!idx)
+			return -ENOMEM;
+		if (!fresh) {
+			o = &f->lines[*idx];
+			if (o->depth != depth || memcmp(f->ids + o->first, ids, depth * sizeof(*ids)) != 0)
+				continue;
+			o->count += count;
+			return 0;
+		}
+		if (grow((void **)&f->lines, &f->cap_lines, f->n_lines + 1, sizeof(*f->lines)) < 0 ||
+		    grow((void **)&f->ids, &f->cap_ids, f->n_ids + depth, sizeof(*f->ids)) < 0) {
+			u64map_remove(&f->by_line, key);
+			return -ENOMEM;
+		}
+		memcpy(f->ids + f->n_ids, ids, depth * sizeof(*ids));
+		f->n_ids += depth;
+		*idx = f->n_lines;
+		f->lines[f->n_lines++] = l;
+		return 0;
+	}
+}
+
+static const struct folded *sort_ctx;
+
+static int line_cmp(const void *x, const void *y)
+{
+	const struct line *a = x, *b = y;
+	const struct folded *f = sort_ctx;
+
+	if (a->count != b->count)
+		return a->count < b->count ? 1 : -1;
+	for (uint32_t i = 0; i < a->depth && i < b->depth; i++) {
+		const struct name *na = &f->names[f->ids[a->first + i]],
+				  *nb = &f->names[f->ids[b->first + i]];
+		int c;
+
+		if (na == nb)
+			continue;
+		c = memcmp(f->text + na->offset, f->text + nb->offset, MIN(na->len, nb->len));
+		if (c || na->len != nb->len)
+			return c ? c : (na->len < nb->len ? -1 : 1);
+	}
+	return a->depth < b->depth ? -1 : a->depth > b->depth;
+}
+
+static void folded_done(struct folded *f)
+{
+	free(f->text);
+	free(f->names);
+	free(f->ids);
+	free(f->lines);
+	u64map_done(&f->by_text);
+	u64map_done(&f->by_line);
+}
+
+static int build(struct folded *f, const struct model *m)
+{
+	_cleanup_free_ int64_t *loc_names = calloc(m->n_locations ? m->n_locations : 1, sizeof(int64_t));
+	_cleanup_free_ int64_t *roots = calloc(m->n_processes ? m->n_processes : 1, sizeof(int64_t));
+	_cleanup_free_ uint32_t *ids = NULL;
+	size_t cap = 0;
+
+	if (!loc_names || !roots)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_locations; i++)
+		if ((loc_names[i] = location_name(f, m, &m->locations[i])) < 0)
+			return -ENOMEM;
+	for (size_t i = 0; i < m->n_processes; i++) {
+		const char *comm = model_string(m, m->processes[i].comm);
+		size_t start = f->text_len;
+
+		if (append(f, comm, strnlen(comm, 63)) < 0 || (roots[i] = finish_name(f, start)) < 0)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n_samples; i++) {
+		const struct model_sample *s = &m->samples[i];
+		uint32_t d = 0;
+
+		if (grow((void **)&ids, &cap, s->depth + 2, sizeof(*ids)) < 0)
+			return -ENOMEM;
+		ids[d++] = (uint32_t)roots[s->process];
+		if (m->threads) {
+			const char *comm = model_string(m, s->thread_comm);
+			size_t start = f->text_len;
+			int64_t t;
+
+			if (appendf(f, "[thread %u%s%s]", s->tid, *comm ? " " : "", comm) < 0 ||
+			    (t = finish_name(f, start)) < 0)
+				return -ENOMEM;
+			ids[d++] = (uint32_t)t;
+		}
+		for (uint32_t k = 0; k < s->depth; k++)
+			ids[d++] = (uint32_t)loc_names[m->stack_pool[s->first + k]];
+		if (add_line(f, ids, d, s->value) < 0)
+			return -ENOMEM;
+	}
+	sort_ctx = f;
+	qsort_safe(f->lines, f->n_lines, sizeof(*f->lines), line_cmp);
+	sort_ctx = NULL;
+	return 0;
+}
+
+int folded_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
+{
+	struct folded f = { 0 };
+	int r;
+
+	u64map_init(&f.by_text);
+	u64map_init(&f.by_line);
+	r = build(&f, m);
+	if (r == 0) {
+		jsonw_string_begin(w);
+		for (size_t i = 0; i < f.n_lines; i++) {
+			const struct line *l = &f.lines[i];
+			char count[32];
+
+			for (uint32_t d = 0; d < l->depth; d++) {
+				const struct name *nm = &f.names[f.ids[l->first + d]];
+
+				if (d > 0)
+					jsonw_string_append(w, ";", 1);
+				jsonw_string_append(w, f.text + nm->offset, nm->len);
+			}
+			jsonw_string_append(w, count,
+					    (size_t)snprintf(count, sizeof(count), " %" PRIu64 "\n", l->count));
+		}
+		jsonw_string_end(w);
+		r = jsonw_error(w);
+	}
+	folded_done(&f);
+	return r;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * model.h - the resolved profile: what every encoder reads.
+ *
+ * A query's answer (profile parts of one or more processes, profile.h) is
+ * resolved once into tables, as pprof's profile.proto lays them out:
+ *
+ *   strings    every name, file and path, interned (id 0 is "")
+ *   functions  (kind, name, file), interned
+ *   locations  one resolved frame: its lines, outermost first (a native
+ *              frame with inlined calls has several; the last is the code
+ *              at the address), the module and offset it came from
+ *   mappings   the modules locations refer to: path, build-id
+ *   samples    (process, thread, locations root first) -> value, merged
+ *   processes  pid, comm, cgroup, unit of each part
+ *
+ * Frames are resolved through a caller's resolver (the manager routes
+ * Python frames to interp/python and the rest to the symbolizer), once per
+ * distinct frame word.  Locations are interned by what they resolve to, so
+ * two addresses that read alike (one function, no line numbers asked for)
+ * are one location and their samples merge, as per-function self and
+ * total time need.  Memory: a few words per location and per sample frame,
+ * plus the strings.
+ */
+#ifndef PERFD_MODEL_H
+#define PERFD_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/aggregate.h"
+#include "profile/frame.h"
+#include "profile/profile.h"
+
+/* Resolves frame into at most cap records, outermost first (functions
+ * inlined at the address follow the one the symbol table names).  scratch
+ * (size bytes) is the resolver's for names it has to format.  Returns the
+ * count, >= 1. */
+typedef size_t (*frame_resolver_t)(void *ctx, uint64_t frame, bool lines,
+				   struct frame_record *out, size_t cap, char *scratch,
+				   size_t size);
+
+/* Path and build-id (hex, "" when none) of a module; false when unknown. */
+typedef bool (*module_describer_t)(void *ctx, uint16_t module, const char **ret_path,
+				   const char **ret_build_id);
+
+struct model_opts {
+	enum profile_kind kind;
+	bool lines;        /* native frames with files, lines and inlined calls */
+	bool python_lines; /* Python frames with their line */
+	bool threads;      /* samples kept apart by thread */
+	frame_resolver_t resolve;
+	module_describer_t describe;
+	void *ctx;
+};
+
+struct model_function {
+	uint32_t name, file; /* string ids */
+	enum frame_kind kind;
+};
+
+struct model_line {
+	uint32_t function;
+	uint32_t line; /* 0: unknown or not asked for */
+};
+
+struct model_location {
+	uint32_t first_line, n_lines; /* in lines[], outermost first */
+	uint32_t mapping;             /* index + 1 in mappings, 0 for none */
+	uint64_t offset;
+	enum frame_kind kind;
+	uint64_t hash;
+};
+
+struct model_mapping {
+	uint16_t module;
+	uint32_t path, build_id; /* string ids */
+};
+
+struct model_sample {
+	uint32_t first, depth; /* location ids in stack_pool[], root first */
+	uint32_t process;      /* index in processes[] */
+	uint32_t tid;          /* 0 unless threads */
+	uint32_t thread_comm;  /* string id */
+	uint64_t value;
+	uint64_t hash;
+};
+
+struct model_process {
+	uint32_t pid, ns_pid;
+	uint64_t start_time_ns;
+	uint32_t comm, cgroup, unit; /* string ids */
+	bool exited;
+	uint64_t total;
+};
+
+struct model {
+	enum profile_kind kind;
+	bool threads;
+	char *strings; /* NUL-terminated texts, by offset = string id */
+	size_t strings_len, strings_cap;
+	struct model_function *functions;
+	size_t n_functions, cap_functions;
+	struct model_line *lines;
+	size_t n_lines, cap_lines;
+	struct model_location *locations;
+	size_t n_locations, cap_locations;
+	struct model_mapping *mappings;
+	size_t n_mappings, cap_mappings;
+	uint32_t *stack_pool;
+	size_t n_pool, cap_pool;
+	struct model_sample *samples;
+	size_t n_samples, cap_samples;
+	struct model_process *processes;
+	size_t n_processes;
+	uint64_t total;
+};
+
+/* Resolves parts into a new model.  Returns 0, or -ENOMEM. */
+int model_build(const struct model_opts *opts, const struct profile_parts *parts,
+		const struct stacktab *stacks, struct model **ret);
+struct model *model_free(struct model *m);
+
+static inline const char *model_string(const struct model *m, uint32_t id)
+{
+	return m->strings + id;
+}
+
+#endif

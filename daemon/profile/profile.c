@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* profile.c - see profile.h for the design. */
+#include <errno.h>
+#include <string.h>
+
+#include "perfd/macro.h"
+#include "profile/profile.h"
+#include "profile/stacktab.h"
+
+const struct profile_kind_info profile_kinds[PROFILE_KINDS] = {
+	[PROFILE_KIND_CPU] = { "cpu", "samples" },
+	[PROFILE_KIND_MEMORY] = { "memory", "bytes" },
+	[PROFILE_KIND_OFFCPU] = { "offcpu", "nanoseconds" },
+};
+
+int profile_kind_from_name(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ELEMENTSOF(profile_kinds); i++)
+		if (strlen(profile_kinds[i].name) == len && memcmp(name, profile_kinds[i].name, len) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+void profile_init(struct profile *p)
+{
+	u64map_init(&p->values);
+	memset(p->totals, 0, sizeof(p->totals));
+}
+
+void profile_release(struct profile *p, struct stacktab *stacks)
+{
+	U64MAP_FOREACH(slot, &p->values)
+		stacktab_unref(stacks, profile_key_stack(slot->key));
+	u64map_done(&p->values);
+	memset(p->totals, 0, sizeof(p->totals));
+}
+
+int profile_add(struct profile *p, struct stacktab *stacks, uint64_t key, uint64_t value)
+{
+	bool added;
+	uint64_t *v = u64map_upsert(&p->values, key, &added);
+
+	if (!v)
+		return -ENOMEM;
+	if (added)
+		stacktab_ref(stacks, profile_key_stack(key));
+	*v += value;
+	p->totals[profile_key_kind(key)] += value;
+	return 0;
+}
+
+int profile_merge(struct profile *dst, struct stacktab *stacks, const struct profile *src)
+{
+	U64MAP_FOREACH(slot, &src->values)
+		if (profile_add(dst, stacks, slot->key, slot->value) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+size_t profile_memory(const struct profile *p)
+{
+	return u64map_memory(&p->values);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile.h - one profile: values by (stack, thread, kind).
+ *
+ * Every holder of profile data (a process's time windows in the store, a
+ * snapshot collecting from now on, the merged answer to a query) is a
+ * struct profile: one hash map from an entry key to a value.  The key packs
+ * the interned stack id (stacktab.h), the thread id and the value kind:
+ *
+ *   bits 63..57  kind  (enum profile_kind: cpu samples, memory bytes,
+ *                       off-CPU nanoseconds)
+ *   bits 53..32  tid   (Linux caps pids at 2^22)
+ *   bits 31..0   stack id
+ *
+ * so a new kind of value, or threads kept apart, costs no new structure:
+ * the same stacks, the same merge, the same eviction.  Each distinct key
+ * holds one reference on its stack, dropped when the profile is released.
+ * Cost: 16 bytes per entry at load factor <= 1/2.
+ */
+#ifndef PERFD_PROFILE_H
+#define PERFD_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/u64map.h"
+
+struct stacktab;
+
+enum profile_kind {
+	PROFILE_KIND_CPU = 0,    /* samples; x the sampling period = CPU ns */
+	PROFILE_KIND_MEMORY = 1, /* bytes of memory growth */
+	PROFILE_KIND_OFFCPU = 2, /* nanoseconds off CPU */
+	PROFILE_KINDS,
+};
+
+struct profile_kind_info {
+	const char *name; /* as the protocol says it: "cpu" */
+	const char *unit; /* of the stored value: "samples", "bytes", "nanoseconds" */
+};
+
+extern const struct profile_kind_info profile_kinds[PROFILE_KINDS];
+
+/* The kind named name (len bytes), or -EINVAL. */
+int profile_kind_from_name(const char *name, size_t len);
+
+#define PROFILE_TID_BITS 22
+#define PROFILE_TID_MAX ((1u << PROFILE_TID_BITS) - 1)
+
+static inline uint64_t profile_key(uint32_t stack, uint32_t tid, enum profile_kind kind)
+{
+	return (uint64_t)kind << 57 | (uint64_t)(tid & PROFILE_TID_MAX) << 32 | stack;
+}
+
+static inline uint32_t profile_key_stack(uint64_t key)
+{
+	return (uint32_t)key;
+}
+
+static inline uint32_t profile_key_tid(uint64_t key)
+{
+	return (uint32_t)(key >> 32) & PROFILE_TID_MAX;
+}
+
+static inline enum profile_kind profile_key_kind(uint64_t key)
+{
+	return (enum profile_kind)(key >> 57);
+}
+
+struct profile {
+	struct u64map values; /* profile_key() -> value */
+	uint64_t totals[PROFILE_KINDS];
+};
+
+void profile_init(struct profile *p);
+/* Drops every entry's stack reference and frees the map. */
+void profile_release(struct profile *p, struct stacktab *stacks);
+
+/* Adds value to key, taking a reference on the key's stack for a new key.
+ * Returns 0, or -ENOMEM (nothing changed). */
+int profile_add(struct profile *p, struct stacktab *stacks, uint64_t key, uint64_t value);
+/* Adds every entry of src into dst.  -ENOMEM leaves dst with part of src
+ * (every entry it holds is referenced and counted in its totals). */
+int profile_merge(struct profile *dst, struct stacktab *stacks, const struct profile *src);
+
+size_t profile_memory(const struct profile *p);
+
+#endif

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * formats.h - the snapshot formats, one row each: name (as requested, and
+ * the daemon's encoder NAME_encode in daemon/encode/NAME.c) and the file
+ * extension perfctl picks it by when -o FILE is given without --format.
+ * Adding a format is one row here plus its encoder file.
+ */
+#ifndef PERFD_FORMATS_H
+#define PERFD_FORMATS_H
+
+#define PERFD_FORMATS(X)        \
+	X(folded, ".folded")    \
+	X(json, ".json")
+
+#endif
