@@ -215,22 +215,27 @@ static struct table *table_build(struct unwinder *u, uint64_t key)
 		t->base_vaddr = ut->base_vaddr;
 		u->stats.tables_built++;
 		u->stats.cfi_bytes += ut->cfi_bytes;
-	} else if (r == -ENODATA || r == -ENOEXEC || r == -EFBIG || r == -EBADF) {
+	} else if (r == -ENODATA || r == -ENOEXEC || r == -EFBIG) {
 		/* the file itself has no usable CFI: remembered, not retried */
 		t->error = r;
 		u->stats.tables_failed++;
 	} else {
-		/* no room, no memory, a failed upload: the next process that
-		 * maps this binary tries again */
+		/* no room, no memory, a failed upload, no descriptor yet (the
+		 * symbolizer opens the file for the next process that maps it,
+		 * when the first was gone too soon): the next process that maps
+		 * this binary tries again */
 		table_free(t);
 		t = NULL;
 		u->stats.tables_refused++;
 	}
 	u->stats.build_ns += now_monotonic_ns() - t0;
-	unwind_table_free(ut);
-	/* A big library's table is megabytes of heap, used once to upload:
-	 * give it back to the system rather than keep it in malloc's arena. */
-	(void)malloc_trim(0);
+	if (ut) {
+		unwind_table_free(ut);
+		/* A big library's table is megabytes of heap, used once to
+		 * upload: give it back to the system rather than keep it in
+		 * malloc's arena. */
+		(void)malloc_trim(0);
+	}
 	return t;
 }
 

@@ -34,7 +34,8 @@ struct unwinder_stats {
 	size_t tables_evicted;   /* idle tables freed to make room */
 	size_t tables_built;     /* since start */
 	size_t tables_failed;    /* binaries without usable CFI */
-	uint64_t tables_refused; /* builds given up for now: no room or memory (retried) */
+	uint64_t tables_refused; /* builds given up for now: no room, no memory, no
+				  * descriptor of the file yet (retried) */
 	size_t rows_used, rows_capacity;
 	size_t mappings_used, mappings_capacity;
 	size_t processes;        /* with tables */
