@@ -390,9 +390,16 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 		}
 	}
 	id = add_module(s, MODULE_FILE, map->path, &m);
-	if (id < 0 || (r = add_file(s, dev, map->inode, id)) < 0) {
+	if (id >= 0 && (r = add_file(s, dev, map->inode, id)) < 0) {
+		/* Not indexed, the module could never be found again: give its
+		 * id back rather than use one up per attempt. */
+		free(m->path);
+		s->n_modules--;
+		id = r;
+	}
+	if (id < 0) {
 		closep(&fd);
-		return id < 0 ? id : r;
+		return id;
 	}
 	m->dev = dev;
 	m->inode = map->inode;
