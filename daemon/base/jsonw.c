@@ -62,6 +62,9 @@ char *jsonw_steal(struct jsonw *w, size_t *ret_len)
 
 	if (w->oom || !reserve(w, 0))
 		return NULL;
+	/* put() terminates what it wrote; a writer that wrote nothing has a
+	 * fresh buffer that nothing terminated yet */
+	w->buf[w->len] = 0;
 	b = w->buf;
 	*ret_len = w->len;
 	*w = (struct jsonw){ 0 };
