@@ -43,6 +43,7 @@ struct aggregator {
 	uint64_t ns_per_tick;
 	uint32_t stack_limit_id; /* the placeholder stack, always interned */
 	size_t history_bytes;    /* sum of the processes' history bytes */
+	size_t process_bytes;    /* sum of process_bytes() over the processes */
 	struct aggregator_hooks hooks;
 	struct aggregator_stats stats;
 };
@@ -85,8 +86,22 @@ static void notify_gone(struct aggregator *a, const struct process *p)
 		a->hooks.process_gone(a->hooks.userdata, p);
 }
 
+/* What a process record holds besides its history: its maps, thread
+ * names, cgroup.  Recomputed where those change (they change rarely). */
+static size_t process_bytes(const struct process *p)
+{
+	size_t n = sizeof(*p) + u64map_memory(&p->thread_index) +
+		   p->cap_threads * PERFD_TASK_COMM_LEN + (p->cgroup ? strlen(p->cgroup) + 1 : 0);
+
+	if (p->maps)
+		for (size_t j = 0; j < p->maps->n; j++)
+			n += sizeof(struct procmap) + sizeof(uint16_t) + strlen(p->maps->maps[j].path) + 1;
+	return n;
+}
+
 static void process_free(struct aggregator *a, struct process *p)
 {
+	a->process_bytes -= process_bytes(p);
 	a->history_bytes -= p->history.bytes;
 	history_release(&p->history, a->stacks);
 	procmaps_free(p->maps);
@@ -177,10 +192,11 @@ static bool evict_coldest(struct aggregator *a, const struct process *keep)
 	return true;
 }
 
+/* Everything the store holds, as the memory cap counts it. */
 static size_t store_memory(const struct aggregator *a)
 {
-	return a->history_bytes + stacktab_memory(a->stacks) +
-	       a->n_procs * sizeof(struct process) + u64map_memory(&a->by_pid);
+	return sizeof(*a) + a->cap_procs * sizeof(void *) + a->history_bytes +
+	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid);
 }
 
 /* Drops the oldest window of all processes (memory evictions).  Returns
@@ -299,10 +315,12 @@ static void refresh_maps(struct aggregator *a, struct process *p)
 	}
 	if (!p->jit_module)
 		find_jit_map(a, p);
+	a->process_bytes -= process_bytes(p);
 	procmaps_free(p->maps);
 	free(p->map_modules);
 	p->maps = maps;
 	p->map_modules = modules;
+	a->process_bytes += process_bytes(p);
 	if (a->hooks.maps_changed)
 		a->hooks.maps_changed(a->hooks.userdata, p);
 }
@@ -342,6 +360,7 @@ static struct process *process_new(struct aggregator *a,
 	p->first_sample_ns = s->hdr.timestamp_ns;
 	history_init(&p->history);
 	u64map_init(&p->thread_index);
+	a->process_bytes += process_bytes(p);
 	if (s->hdr.tid == s->hdr.tgid)
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 	else
@@ -350,7 +369,9 @@ static struct process *process_new(struct aggregator *a,
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD)) {
+		a->process_bytes -= process_bytes(p);
 		read_identity(p);
+		a->process_bytes += process_bytes(p);
 		refresh_maps(a, p);
 	}
 	return p;
@@ -468,13 +489,35 @@ static uint32_t intern_stack(struct aggregator *a, struct process *p,
 	return a->stack_limit_id;
 }
 
-static void remember_thread(struct process *p, const struct perfd_sample *s)
+static void add_thread(struct process *p, const struct perfd_sample *s);
+
+/* Keeps the comm of each thread, the latest it was sampled with (a thread
+ * names itself after it starts: prctl, pthread_setname_np). */
+static void remember_thread(struct aggregator *a, struct process *p, const struct perfd_sample *s)
+{
+	uint64_t *known = u64map_get(&p->thread_index, s->hdr.tid);
+
+	if (known) {
+		char *comm = p->thread_comms[*known - 1];
+
+		if (strncmp(comm, s->comm, PERFD_TASK_COMM_LEN - 1) != 0) {
+			memcpy(comm, s->comm, PERFD_TASK_COMM_LEN);
+			comm[PERFD_TASK_COMM_LEN - 1] = '\0';
+		}
+		return;
+	}
+	if (p->n_threads >= PROCESS_MAX_THREADS)
+		return;
+	a->process_bytes -= process_bytes(p);
+	add_thread(p, s);
+	a->process_bytes += process_bytes(p);
+}
+
+static void add_thread(struct process *p, const struct perfd_sample *s)
 {
 	bool added;
 	uint64_t *slot;
 
-	if (p->n_threads >= PROCESS_MAX_THREADS || u64map_get(&p->thread_index, s->hdr.tid))
-		return;
 	slot = u64map_upsert(&p->thread_index, s->hdr.tid, &added);
 	if (!slot)
 		return;
@@ -654,7 +697,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	p->total_samples++;
 	p->last_sample_ns = s->hdr.timestamp_ns;
 	count_bucket(p, s->hdr.timestamp_ns);
-	remember_thread(p, s);
+	remember_thread(a, p, s);
 	if (s->hdr.tid == s->hdr.tgid) {
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
@@ -866,23 +909,13 @@ uint64_t aggregator_ns_per_tick(const struct aggregator *a)
 
 void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *ret)
 {
-	size_t mem = sizeof(*a) + a->cap_procs * sizeof(void *) + store_memory(a);
-
 	*ret = a->stats;
 	ret->windows = 0;
-	for (size_t i = 0; i < a->n_procs; i++) {
-		const struct process *p = a->procs[i];
-
-		ret->windows += p->history.n_windows;
-		mem += u64map_memory(&p->thread_index) + p->cap_threads * PERFD_TASK_COMM_LEN;
-		if (p->maps)
-			for (size_t j = 0; j < p->maps->n; j++)
-				mem += sizeof(struct procmap) + sizeof(uint16_t) +
-				       strlen(p->maps->maps[j].path) + 1;
-	}
+	for (size_t i = 0; i < a->n_procs; i++)
+		ret->windows += a->procs[i]->history.n_windows;
 	ret->processes = a->n_procs;
 	ret->stacks = stacktab_count(a->stacks) - 1; /* not the placeholder */
 	ret->frames = stacktab_frames(a->stacks) - 1;
 	ret->history_bytes = a->history_bytes;
-	ret->memory_bytes = mem;
+	ret->memory_bytes = store_memory(a);
 }

@@ -58,7 +58,7 @@ struct process {
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
 	char runtime[80];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
 	struct history history; /* the retained profile */
-	/* The comm each thread had when first seen, for "[thread TID COMM]"
+	/* The comm each thread was last sampled with, for "[thread TID COMM]"
 	 * (at most PROCESS_MAX_THREADS per process). */
 	struct u64map thread_index; /* tid -> index + 1 in thread_comms */
 	char (*thread_comms)[PERFD_TASK_COMM_LEN];
@@ -191,7 +191,7 @@ struct process *aggregator_find_process(struct aggregator *a, uint32_t pid);
 uint64_t process_window_samples(const struct process *p, uint64_t first_second,
 				uint64_t end_second);
 uint64_t process_rss_bytes(const struct process *p);
-/* The comm of thread tid of p as first seen, or NULL. */
+/* The comm thread tid of p was last sampled with, or NULL. */
 const char *process_thread_comm(const struct process *p, uint32_t tid);
 
 /* Starts counting samples for c (filled by the caller: sel, begin_ns,

@@ -25,7 +25,7 @@
  *                 lost: { ringbuf_full, evicted }, lost_total,
  *                 truncated: { kernel_stack, user_stack, stack_limit } },
  *      exit_events: { received, lost },
- *      processes: { tracked, exited, evicted },
+ *      processes: { tracked, exited, evicted, expired },
  *      stacks: { interned, frames, modules, aggregation_bytes },
  *      symbols: { modules_loaded, modules_failed, kernel_symbols,
  *                 jit_maps_read (perf maps parsed), jit_maps_refused (not
@@ -38,7 +38,12 @@
  *                frames_unmatched, functions, code_objects, code_reads,
  *                code_read_errors, code_reused, cache_resets,
  *                function_table_full, memory_bytes },
- *      limits: { max_processes, max_stacks, max_frames },
+ *      store: { memory_bytes (everything the store holds), history_bytes,
+ *               windows, windows_expired (past the retention),
+ *               windows_evicted (for memory, oldest first),
+ *               samples_expired, values_evicted: { cpu, memory, offcpu } },
+ *      limits: { max_processes, max_stacks, max_frames, max_memory_bytes,
+ *                retention_seconds },
  *      clients, snapshots, daemon_rss_bytes
  *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
  *             (default PERFD_PS_DEFAULT_INTERVAL).  Result:
@@ -51,22 +56,46 @@
  *                     (unsupported)") } ]
  *      holding the processes with at least one sample in the window, most
  *      samples first.  cpu_percent = samples / (frequency * interval) * 100.
- *  "snapshot" "pid": integer (required), "duration": seconds, number
- *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (required), "format":
- *             "folded" (default), "lines": boolean (default false: user
- *             frames as "function (file:line)" and inlined functions as
+ *  "snapshot" which processes, at least one of: "pid" (an integer, or an
+ *             array of 1..PERFD_SNAPSHOT_MAX_PIDS), "comm" (exact, as the
+ *             kernel truncates it), "cgroup" (a cgroup v2 path: it and the
+ *             cgroups below it), "unit" (a systemd unit: a path element of
+ *             the process's cgroup), "all": true; of those, only the ones
+ *             the client may see.
+ *             When, exactly one of: "duration": seconds from now on, number
+ *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (the answer comes when it
+ *             has passed, or when the one process asked for by pid exits);
+ *             "since": the last seconds, answered at once from the store;
+ *             "from" (and optionally "to", default now): seconds since the
+ *             epoch, answered at once from the store.  The store keeps 1 s
+ *             windows for the last 2 minutes, 10 s ones for 30 minutes and
+ *             60 s ones beyond, over the daemon's --retention; a range
+ *             takes the windows at least half inside it.
+ *             "kind": "cpu" (default; samples), "memory" (bytes), "offcpu"
+ *             (nanoseconds).  "format": a name of include/perfd/formats.h
+ *             ("folded" default, "json").  "lines": boolean (default false:
+ *             user frames as "function (file:line)" and inlined functions as
  *             frames of their own, where debug info allows), "python_lines":
  *             boolean (default true: Python frames as "qualname
  *             (file:line)"; false: "qualname (file)", lines merged),
  *             "threads": boolean (default false: true roots each stack,
- *             after comm, at a frame "[thread TID COMM]").  Collects the
- *             samples of that process for the duration, then answers:
- *      pid, comm, start_time_ns, duration_seconds (actually covered),
- *      samples, exited (bool: the process exited during the snapshot),
- *      note (string, present when something the user should know happened),
- *      format, profile (string: the encoded profile).
- *      Folded format: one line per stack, "comm;root;...;leaf COUNT\n",
- *      kernel frames carry the suffix "_[k]".
+ *             after comm, at a frame "[thread TID COMM]").  Answer:
+ *      pid, comm, start_time_ns, ns_pid (when one pid was asked for and
+ *      found), processes: [ { pid, comm, start_time_ns, ns_pid, cgroup,
+ *      unit, exited, value } ], from, to (Unix seconds: the span the data
+ *      covers), duration_seconds, kind, unit ("samples", "bytes",
+ *      "nanoseconds"), samples, value (total), period_ns (of a CPU
+ *      sample), exited (bool: the one process exited during a live
+ *      snapshot), note (string, present when something the user should
+ *      know happened), format, profile.
+ *      Folded: profile is a string, one line per stack,
+ *      "comm;root;...;leaf COUNT\n", kernel frames with the suffix "_[k]".
+ *      Json: profile is an object, the call tree (daemon/encode/json.c):
+ *      { kind, unit, period_ns, total, frames: [ { kind ("kernel",
+ *      "native", "python", "jit", "special"), function, file, line,
+ *      module, build_id, offset, inlined_by } ], processes: [ { pid, ns_pid,
+ *      comm, start_time_ns, cgroup, unit, exited, total, tree: { self,
+ *      total, children: [ { frame | thread, self, total, children } ] } } ] }
  *
  * Who sees what: every local user may connect (the socket is mode 0666, its
  * directory 0755); what an answer holds depends on the connecting process's
@@ -76,9 +105,10 @@
  * every process.  Any other user sees only the processes whose real,
  * effective and saved uids all equal its uid; a setuid process, whose uids
  * differ, is seen only by the privileged.  What a client may not see is
- * absent, never an error: it is not in "ps", and a "snapshot" of its pid
- * answers exactly as for a pid without a process (no_such_process, same
- * message).  "status" answers everyone: it holds counters, no process.
+ * absent, never an error: it is not in "ps", not in a snapshot's selection
+ * (live or from history), and a "snapshot" of its pid answers exactly as
+ * for a pid without a process (no_such_process, same message).  "status"
+ * answers everyone: it holds counters, no process.
  *
  * Error codes are stable strings, listed below; messages are for people.
  */
