@@ -341,3 +341,57 @@ def test_group_perfd_is_privileged_from_the_next_connection(daemon, user, spinne
     assert roots.pid not in ps_pids(user, daemon), f"root's process visible after leaving {GROUP}"
     rc, _, _ = perfctl_as(user, daemon, "snapshot", "--pid", roots.pid, "--duration", "1")
     assert rc == 4, f"after leaving {GROUP}, snapshot of root's pid exited {rc}"
+
+
+def test_history_holds_only_the_users_own_processes(daemon, user, spinners):
+    """From history (--since), a user gets its own process's past and, for
+    root's pid, the answer of a pid perfd never saw.  Protects the store's
+    queries, which read processes that may have exited since."""
+    own, roots = spinners
+    rc, out, err = perfctl_as(user, daemon, "snapshot", "--pid", own.pid, "--since", "10s")
+    assert rc == 0, f"history of own pid {own.pid} exited {rc}\nstderr: {err}"
+    stacks = parse_folded(out)
+    assert any(contains("spin_burn")(s) for s in stacks), \
+        f"no spin_burn in the user's history:\n{show(stacks)}"
+
+    def history_error(pid):
+        rc, out, err = perfctl_as(user, daemon, "--json", "snapshot", "--pid", pid,
+                                  "--since", "10s", timeout=30)
+        answer = json.loads(out)
+        assert "error" in answer, f"history of pid {pid} answered (exit {rc}): {out[:300]}"
+        answer["error"]["message"] = answer["error"]["message"].replace(f" {pid}", " PID")
+        return rc, answer
+
+    rc_roots, answer_roots = history_error(roots.pid)
+    rc_gone, answer_gone = history_error(dead_pid())
+    assert rc_roots == 4 and answer_roots["error"]["code"] == "no_such_process", answer_roots
+    assert (rc_roots, answer_roots) == (rc_gone, answer_gone), \
+        f"root's pid answers {answer_roots}, a missing one {answer_gone}"
+
+
+@pytest.mark.parametrize("when", [("--since", "10s"), ("--duration", "1")],
+                         ids=["history", "live"])
+@pytest.mark.parametrize("which", [("--all",), ("--comm", "spin")], ids=["all", "comm"])
+def test_selections_hold_only_the_users_own_processes(daemon, user, spinners, which, when):
+    """A snapshot of every process, or of every "spin", asked by a user
+    holds only that user's processes, live and from history; root's gets
+    both workloads.  Protects the selections that name no pid."""
+    own, roots = spinners
+
+    def selected(as_user):
+        args = ("--json", "snapshot", *which, *when)
+        if as_user:
+            rc, out, err = perfctl_as(user, daemon, *args)
+        else:
+            rc, out, err = daemon.perfctl(*args)
+        assert rc == 0, f"snapshot {' '.join(args)} exited {rc}: {err}"
+        return {p["pid"] for p in json.loads(out)["processes"]}
+
+    mine = selected(True)
+    assert own.pid in mine, f"the user's selection misses its own pid {own.pid}: {mine}"
+    foreign = {pid: os.stat(f"/proc/{pid}").st_uid for pid in mine
+               if pid != own.pid and os.path.exists(f"/proc/{pid}")}
+    assert roots.pid not in mine, f"the user's selection holds root's pid {roots.pid}"
+    assert all(uid == user.uid for uid in foreign.values()), \
+        f"the user's selection holds other users' processes: {foreign}"
+    assert {own.pid, roots.pid} <= selected(False), "root's selection misses a workload"
