@@ -12,17 +12,23 @@
  * after the inode and its padding is the path, verbatim: it may contain
  * spaces and keeps a " (deleted)" suffix; a path that itself begins with a
  * space cannot be told apart from the padding and loses that space.
+ *
+ * The paths in it are another process's to choose, so it is read with
+ * bounds: lines of at most PROCMAPS_LINE_MAX bytes (a path is < PATH_MAX)
+ * into one fixed buffer, and at most PROCMAPS_MAX_LINES of them.  The
+ * daemon reads a process's maps through its checked /proc/PID directory
+ * (procfs.h), so a reused pid is never read as the process it replaced.
  */
 #include "process/procmaps.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lineread.h"
 #include "perfd/macro.h"
+#include "process/procfs.h"
 
 static void procmap_array_free(struct procmap *maps, size_t n)
 {
@@ -139,20 +145,26 @@ static int procmap_cmp(const void *a, const void *b)
 int procmaps_parse(FILE *f, bool exec_only, struct procmaps **ret)
 {
 	_cleanup_(procmaps_freep) struct procmaps *m = NULL;
-	_cleanup_free_ char *line = NULL;
-	size_t line_size = 0, allocated = 0;
+	_cleanup_free_ char *line = malloc(PROCMAPS_LINE_MAX + 1);
+	size_t allocated = 0, lines = 0;
 	bool sorted = true;
 	ssize_t len;
 
 	m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m || !line)
 		return -ENOMEM;
 
-	while ((len = getline(&line, &line_size, f)) >= 0) {
+	while ((len = line_read(f, line, PROCMAPS_LINE_MAX + 1)) != 0) {
 		struct procmap pm;
 		int r;
 
-		if (len > 0 && line[len - 1] == '\n')
+		if (len == -E2BIG)
+			return -EINVAL; /* no line the kernel writes is that long */
+		if (len < 0)
+			return (int)len;
+		if (++lines > PROCMAPS_MAX_LINES)
+			return -EFBIG;
+		if (line[len - 1] == '\n')
 			line[--len] = '\0';
 		/* A NUL inside the line would silently cut the path short. */
 		if (strlen(line) != (size_t)len)
@@ -181,8 +193,6 @@ int procmaps_parse(FILE *f, bool exec_only, struct procmaps **ret)
 			sorted = false;
 		m->maps[m->n++] = pm;
 	}
-	if (ferror(f))
-		return negative_errno();
 
 	/* The kernel emits ascending addresses; input from elsewhere is sorted
 	 * here, and overlaps are refused because procmaps_find relies on at
@@ -197,22 +207,35 @@ int procmaps_parse(FILE *f, bool exec_only, struct procmaps **ret)
 	return 0;
 }
 
-int procmaps_read_pid(pid_t pid, bool exec_only, struct procmaps **ret)
+int procmaps_read_dirfd(int dirfd, bool exec_only, struct procmaps **ret)
 {
 	_cleanup_fclose_ FILE *f = NULL;
-	char path[sizeof("/proc//maps") + 3 * sizeof(pid_t)];
+	int fd = procfs_open_file(dirfd, "maps");
 
-	if (pid <= 0)
-		return -EINVAL;
-
-	(void)snprintf(path, sizeof(path), "/proc/%" PRIdMAX "/maps", (intmax_t)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : negative_errno();
-
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "re");
+	if (!f) {
+		(void)close(fd);
+		return negative_errno();
+	}
 	/* A process that exits after the open fails the read with ESRCH,
 	 * which procmaps_parse passes on as is. */
 	return procmaps_parse(f, exec_only, ret);
+}
+
+int procmaps_read_process(pid_t pid, uint64_t start_time_ns, bool exec_only,
+			  struct procmaps **ret)
+{
+	_cleanup_close_ int dirfd = -1;
+	int r = procfs_open_pid(pid, start_time_ns, &dirfd);
+
+	return r < 0 ? r : procmaps_read_dirfd(dirfd, exec_only, ret);
+}
+
+int procmaps_read_pid(pid_t pid, bool exec_only, struct procmaps **ret)
+{
+	return procmaps_read_process(pid, PROCFS_START_ANY, exec_only, ret);
 }
 
 const struct procmap *procmaps_find(const struct procmaps *m, uint64_t addr)

@@ -3,12 +3,16 @@
  * perfmap.c - see perfmap.h.  Entries are kept sorted by start with the
  * overlaps resolved at parse time, so a lookup is one binary search; names
  * live in one arena.  A map of 100k JIT functions parses in tens of ms.
+ * The file is the process's to write, so it is read within bounds: lines
+ * into one buffer of PERFMAP_LINE_MAX bytes (longer ones are skipped),
+ * PERFMAP_MAX_BYTES in all.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lineread.h"
 #include "perfd/macro.h"
 #include "symbols/perfmap.h"
 
@@ -83,20 +87,31 @@ static size_t resolve_overlaps(struct entry *e, size_t n)
 
 int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 {
-	_cleanup_free_ char *line = NULL;
+	_cleanup_free_ char *line = malloc(PERFMAP_LINE_MAX + 1);
 	struct perfmap *m = calloc(1, sizeof(*m));
-	size_t cap = 0, names_cap = 0, skipped = 0, lineno = 0, linecap = 0;
+	size_t cap = 0, names_cap = 0, skipped = 0, lineno = 0, bytes = 0;
 	ssize_t len;
+	int r = -ENOMEM;
 
-	if (!m)
-		return -ENOMEM;
-	while ((len = getline(&line, &linecap, f)) > 0) {
+	if (!m || !line)
+		goto fail;
+	while ((len = line_read(f, line, PERFMAP_LINE_MAX + 1)) != 0) {
 		uint64_t start, size;
 		char *name;
 		size_t nlen;
 
+		if (len < 0 && len != -E2BIG) {
+			r = (int)len;
+			goto fail;
+		}
+		/* a long line counts what fit: enough to stop at the cap */
+		bytes += len < 0 ? PERFMAP_LINE_MAX : (size_t)len;
+		if (bytes > PERFMAP_MAX_BYTES) {
+			r = -EFBIG;
+			goto fail;
+		}
 		lineno++;
-		if (parse_line(line, &start, &size, &name) < 0) {
+		if (len < 0 || parse_line(line, &start, &size, &name) < 0) {
 			skipped++;
 			continue;
 		}
@@ -106,7 +121,7 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 			struct entry *e = realloc(m->entries, c * sizeof(*e));
 
 			if (!e)
-				goto oom;
+				goto fail;
 			m->entries = e;
 			cap = c;
 		}
@@ -115,17 +130,13 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 			char *p = realloc(m->names, c);
 
 			if (!p)
-				goto oom;
+				goto fail;
 			m->names = p;
 			names_cap = c;
 		}
 		memcpy(m->names + m->names_len, name, nlen);
 		m->entries[m->n++] = (struct entry){ start, start + size, m->names_len, lineno };
 		m->names_len += nlen;
-	}
-	if (ferror(f)) {
-		perfmap_free(m);
-		return -EIO;
 	}
 	qsort_safe(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
 	/* two passes settle chains of overlaps; after them no two overlap */
@@ -136,9 +147,9 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 		*ret_skipped = skipped;
 	*ret = m;
 	return 0;
-oom:
+fail:
 	perfmap_free(m);
-	return -ENOMEM;
+	return r;
 }
 
 const char *perfmap_lookup(const struct perfmap *m, uint64_t addr, uint64_t *ret_offset)

@@ -12,12 +12,17 @@
 
 struct perfmap;
 
+/* Bounds on a map: a longer line is skipped as malformed; a map larger
+ * than PERFMAP_MAX_BYTES is refused (the symbolizer does not open one). */
+#define PERFMAP_LINE_MAX (16 * 1024)
+#define PERFMAP_MAX_BYTES ((uint64_t)64 << 20)
+
 /* Parses a whole map.  Malformed lines are skipped (a JIT may be writing the
  * last one right now) and counted in *ret_skipped (may be NULL).  When
  * ranges overlap, the line written last wins: code was recompiled there
  * (what remains of an older function past a newer one is dropped, so an
  * address there is unknown rather than named from stale code).
- * Returns 0 or -errno. */
+ * Returns 0, -EFBIG when more than PERFMAP_MAX_BYTES were read, or -errno. */
 int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped);
 /* The function containing addr, or NULL; *ret_offset (may be NULL) gets
  * addr's offset into it.  O(log n). */

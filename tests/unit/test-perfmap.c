@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for daemon/perfmap.c (JIT maps) and daemon/demangle.c. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "perfd/macro.h"
 #include "symbols/demangle.h"
 #include "symbols/perfmap.h"
 
@@ -68,6 +71,46 @@ Test(perfmap, malformed_and_unfinished_lines_are_skipped)
 	cr_assert_str_eq(perfmap_lookup(m, 0x3001, NULL), "good");
 	cr_assert_null(perfmap_lookup(m, 0x4001, NULL));
 	perfmap_free(m);
+}
+
+Test(perfmap, over_long_lines_are_skipped)
+{
+	const char head[] = "7f0000003000 10 ";
+	size_t n = sizeof(head) - 1, skipped = 0;
+	_cleanup_free_ char *text = malloc(PERFMAP_LINE_MAX + 256);
+	struct perfmap *m;
+
+	cr_assert_not_null(text);
+	memcpy(text, head, n);
+	memset(text + n, 'x', PERFMAP_LINE_MAX);
+	n += PERFMAP_LINE_MAX;
+	n += (size_t)sprintf(text + n, "\n7f0000001000 10 JS:*after\n");
+	m = parse(text, &skipped);
+	cr_expect_eq(skipped, 1);
+	cr_expect_eq(perfmap_count(m), 1);
+	cr_expect_str_eq(perfmap_lookup(m, 0x7f0000001000, NULL), "JS:*after");
+	cr_expect_null(perfmap_lookup(m, 0x7f0000003000, NULL));
+	perfmap_free(m);
+}
+
+Test(perfmap, a_map_past_the_byte_cap_is_refused)
+{
+	_cleanup_fclose_ FILE *f = tmpfile();
+	struct perfmap *m = NULL;
+	char line[64];
+	uint64_t written = 0;
+
+	cr_assert_not_null(f);
+	for (uint64_t i = 0; written <= PERFMAP_MAX_BYTES; i++) {
+		int n = snprintf(line, sizeof(line), "%" PRIx64 " 10 f%" PRIu64 "\n",
+				 0x7f0000000000 + 16 * i, i);
+
+		cr_assert_eq(fwrite(line, 1, (size_t)n, f), (size_t)n);
+		written += (uint64_t)n;
+	}
+	rewind(f);
+	cr_expect_eq(perfmap_parse(f, &m, NULL), -EFBIG);
+	cr_expect_null(m);
 }
 
 Test(demangle, cpp_rust_legacy_and_v0)

@@ -297,6 +297,47 @@ Test(procmaps, embedded_nul_is_malformed)
 	cr_expect_null(m);
 }
 
+Test(procmaps, over_long_line_is_malformed)
+{
+	const size_t pad = PROCMAPS_LINE_MAX;
+	const char head[] = "1000-2000 r-xp 00000000 08:01 7 /";
+	_cleanup_free_ char *text = malloc(sizeof(head) + pad + 64);
+	struct procmaps *m = NULL;
+	size_t n = sizeof(head) - 1;
+
+	cr_assert_not_null(text);
+	memcpy(text, head, n);
+	memset(text + n, 'a', pad);
+	n += pad;
+	text[n++] = '\n';
+	text[n] = '\0';
+	cr_expect_eq(parse_text(text, false, &m), -EINVAL);
+	cr_expect_null(m);
+	/* the longest path the kernel writes still fits */
+	n = sizeof(head) - 1 + 4095;
+	text[n++] = '\n';
+	text[n] = '\0';
+	m = parse_ok(text, false);
+	cr_expect_eq(m->n, 1);
+	cr_expect_eq(strlen(m->maps[0].path), 4096);
+	procmaps_free(m);
+}
+
+Test(procmaps, too_many_lines_are_refused)
+{
+	_cleanup_fclose_ FILE *f = tmpfile();
+	struct procmaps *m = NULL;
+
+	cr_assert_not_null(f);
+	/* not executable, so nothing is kept while the lines are counted */
+	for (uint64_t i = 0; i <= PROCMAPS_MAX_LINES; i++)
+		fprintf(f, "%" PRIx64 "-%" PRIx64 " r--p 00000000 00:00 0\n", (i + 1) << 12,
+			(i + 2) << 12);
+	rewind(f);
+	cr_expect_eq(procmaps_parse(f, true, &m), -EFBIG);
+	cr_expect_null(m);
+}
+
 static __attribute__((noinline)) int a_function_in_this_test(int x)
 {
 	return x * 7 + 1;

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for daemon/symbolize.c: file modules from the test's own
- * mappings, the vDSO, JIT perf maps, demangling on and off, and the bounded
- * cache of parsed symbol tables (evicted, then parsed again correctly).
+ * mappings, the vDSO, JIT perf maps (and those refused unread), demangling
+ * on and off, and the bounded cache of parsed symbol tables (evicted, then
+ * parsed again correctly).
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +19,10 @@
 #include <unistd.h>
 
 #include "profile/frame.h"
+#include "perfd/macro.h"
+#include "process/procfs.h"
 #include "process/procmaps.h"
+#include "symbols/perfmap.h"
 #include "symbols/symbolize.h"
 
 __attribute__((noinline)) int symbolize_test_function(void);
@@ -51,6 +57,18 @@ static struct symbolizer *make(size_t cache_bytes, bool demangle)
 
 	cr_assert_not_null(s);
 	return s;
+}
+
+/* This process's start time in ns, as BPF would give it: what its JIT
+ * module is registered under. */
+static uint64_t own_start_ns(void)
+{
+	_cleanup_close_ int dirfd = -1;
+	uint64_t ticks;
+
+	cr_assert_eq(procfs_open_pid(getpid(), PROCFS_START_ANY, &dirfd), 0);
+	cr_assert_eq(procfs_start_ticks(dirfd, &ticks), 0);
+	return ticks * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
 Test(symbolize, own_function_and_libc)
@@ -90,7 +108,7 @@ Test(symbolize, jit_names_from_a_perf_map_that_grows)
 
 	fprintf(f, "7f0000001000 100 JS:*first\n");
 	fflush(f);
-	id = symbolizer_jit_module(s, 999999, 1, path);
+	id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, geteuid());
 	cr_assert_gt(id, 0);
 	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
 			 "JS:*first");
@@ -102,6 +120,124 @@ Test(symbolize, jit_names_from_a_perf_map_that_grows)
 	cr_assert(strncmp(symbolizer_frame_name(s, frame_make(id, 0x7f0000009000), buf, sizeof(buf)),
 			  "[jit]+0x", 8) == 0);
 	fclose(f);
+	symbolizer_free(s);
+}
+
+/* The symbolizer's answer for a JIT map at path: the module id or -errno,
+ * and how many maps it counted as refused. */
+static int try_jit_map(const char *path, uint32_t owner_uid, size_t *ret_refused)
+{
+	struct symbolizer *s = make(0, true);
+	struct symbolizer_stats st;
+	int id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, owner_uid);
+
+	symbolizer_get_stats(s, &st);
+	*ret_refused = st.jit_maps_refused;
+	symbolizer_free(s);
+	return id;
+}
+
+Test(symbolize, jit_maps_that_are_not_plain_files_of_the_owner_are_refused)
+{
+	char dir[] = "/tmp/perfd-test-jit-XXXXXX", path[128], target[128];
+	const char line[] = "7f0000001000 100 JS:*fn\n";
+	uid_t other = geteuid() == 0 ? 65534 : geteuid() + 1;
+	size_t refused;
+	int fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(target, sizeof(target), "%s/real.map", dir);
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+	close(fd);
+	cr_expect_gt(try_jit_map(target, geteuid(), &refused), 0);
+	cr_expect_eq(refused, 0);
+
+	snprintf(path, sizeof(path), "%s/fifo.map", dir);
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	cr_expect_eq(try_jit_map(path, geteuid(), &refused), -EPERM);
+	cr_expect_eq(refused, 1);
+	unlink(path);
+
+	snprintf(path, sizeof(path), "%s/link.map", dir);
+	cr_assert_eq(symlink(target, path), 0);
+	cr_expect_eq(try_jit_map(path, geteuid(), &refused), -ELOOP);
+	cr_expect_eq(refused, 1);
+	unlink(path);
+
+	/* a stranger's map; a root-owned one anybody's process may use */
+	cr_expect_eq(try_jit_map(target, other, &refused), geteuid() == 0 ? 1 : -EPERM);
+	if (geteuid() == 0) {
+		cr_assert_eq(chown(target, other, other), 0);
+		cr_expect_eq(try_jit_map(target, 0, &refused), -EPERM);
+		cr_expect_eq(refused, 1);
+		cr_expect_gt(try_jit_map(target, other, &refused), 0);
+		cr_assert_eq(chown(target, 0, 0), 0);
+	}
+
+	/* a hard link to the file: whose data is it? */
+	snprintf(path, sizeof(path), "%s/hardlink.map", dir);
+	cr_assert_eq(link(target, path), 0);
+	cr_expect_eq(try_jit_map(path, geteuid(), &refused), -EPERM);
+	cr_expect_eq(refused, 1);
+	unlink(path);
+
+	/* over the cap: refused by its size, unread (it is sparse) */
+	cr_assert_eq(truncate(target, (off_t)PERFMAP_MAX_BYTES + 1), 0);
+	cr_expect_eq(try_jit_map(target, geteuid(), &refused), -EFBIG);
+	cr_expect_eq(refused, 1);
+
+	/* absent is not refused */
+	snprintf(path, sizeof(path), "%s/none.map", dir);
+	cr_expect_eq(try_jit_map(path, geteuid(), &refused), -ENOENT);
+	cr_expect_eq(refused, 0);
+	unlink(target);
+	rmdir(dir);
+}
+
+Test(symbolize, jit_map_of_another_incarnation_is_not_opened)
+{
+	struct symbolizer *s = make(0, true);
+	char path[] = "/tmp/perfd-test-perfmap-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	/* the pid is ours, the start time is not */
+	cr_expect_eq(symbolizer_jit_module(s, getpid(), own_start_ns() + 1000000000ULL, path,
+					   geteuid()),
+		     -ESRCH);
+	close(fd);
+	unlink(path);
+	symbolizer_free(s);
+}
+
+Test(symbolize, jit_map_grown_past_the_cap_is_not_reread)
+{
+	struct symbolizer *s = make(0, true);
+	char path[] = "/tmp/perfd-test-perfmap-XXXXXX", buf[256];
+	struct symbolizer_stats st;
+	int fd = mkstemp(path), id;
+	FILE *f = fdopen(fd, "w");
+
+	fprintf(f, "7f0000001000 100 JS:*first\n");
+	fflush(f);
+	id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, geteuid());
+	cr_assert_gt(id, 0);
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
+			 "JS:*first");
+	cr_assert_eq(ftruncate(fd, (off_t)PERFMAP_MAX_BYTES + 4096), 0);
+	/* a miss would re-read the grown map: refused, the old names stay */
+	for (int i = 0; i < 3; i++)
+		cr_assert(strncmp(symbolizer_frame_name(s, frame_make(id, 0x7f0000009000), buf,
+							sizeof(buf)), "[jit]+0x", 8) == 0);
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
+			 "JS:*first");
+	symbolizer_get_stats(s, &st);
+	cr_expect_eq(st.jit_maps_refused, 1, "refused %zu", st.jit_maps_refused);
+	cr_expect_eq(st.jit_maps, 1);
+	fclose(f);
+	unlink(path);
 	symbolizer_free(s);
 }
 
