@@ -18,7 +18,6 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <lzma.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,12 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "base/elfopen.h"
 #include "perfd/macro.h"
+#include "process/procfs.h"
 
 /* SHA-1 build-ids are 20 bytes, the longest in use (--build-id=0x...) are
  * rarely past 32; a longer note is not looked up. */
@@ -203,43 +202,14 @@ static int file_crc32(int fd, uint32_t *ret)
 	return 0;
 }
 
-/* Opens path (absolute) inside root as a regular file.  Returns the fd, or
- * -errno; anything but a regular file is -ENOENT, as if absent. */
+/* Opens path (absolute) inside root as a regular file: the one way of
+ * opening a file under a process's root (procfs.h), in-root symlinks
+ * followed (.build-id entries are symlinks).  Returns the fd or -errno. */
 static int open_in_root(const struct search_root *root, const char *path)
 {
-	const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-	_cleanup_close_ int fd = -1;
-	struct stat st;
+	static const struct procfs_file_rules rules = { .follow_symlinks = true };
 
-	if (root->fd < 0) {
-		fd = open(path, flags);
-	} else {
-		struct open_how how = {
-			.flags = flags,
-			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-		};
-
-		fd = (int)syscall(SYS_openat2, root->fd, path, &how, sizeof(how));
-		/* Before 5.6, or refused by a seccomp filter: the plain path,
-		 * where an absolute symlink would leave the root. */
-		if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
-			_cleanup_free_ char *full = NULL;
-
-			if (asprintf(&full, "%s%s", root->prefix, path) < 0)
-				return -ENOMEM;
-			fd = open(full, flags);
-		}
-	}
-	if (fd < 0)
-		return negative_errno();
-	if (fstat(fd, &st) < 0)
-		return negative_errno();
-	if (!S_ISREG(st.st_mode))
-		return -ENOENT;
-	/* O_NONBLOCK was for the open only; the caller gets a plain fd. */
-	if (fcntl(fd, F_SETFL, O_RDONLY) < 0)
-		return negative_errno();
-	return TAKE_FD(fd);
+	return procfs_open_in_root(root->fd >= 0 ? root->fd : AT_FDCWD, path, &rules);
 }
 
 static bool same_file(int fd, const struct stat *other)

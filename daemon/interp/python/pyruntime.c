@@ -40,6 +40,7 @@
 
 #include "base/elfopen.h"
 #include "perfd/macro.h"
+#include "process/procfs.h"
 
 #define MAX_LOADS 32
 
@@ -444,18 +445,15 @@ static int find_bias(const struct procmaps *maps, const char *path, const struct
 	return -ENOENT;
 }
 
+/* A file the process maps, by the path it maps it at, as seen from its
+ * root (pid <= 0: from ours): a regular file only (procfs.h). */
 static int open_in_process(pid_t pid, const char *path)
 {
-	char buf[PATH_MAX + 32];
-	int fd;
+	static const struct procfs_file_rules binary = { .follow_symlinks = true };
 
-	if (pid > 0) {
-		if (snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, path) >= (int)sizeof(buf))
-			return -ENAMETOOLONG;
-		path = buf;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? negative_errno() : fd;
+	if (pid > 0)
+		return procfs_open_in_process(pid, PROCFS_START_ANY, path, &binary);
+	return procfs_open_in_root(AT_FDCWD, path, &binary);
 }
 
 static bool seen_before(const struct procmaps *maps, size_t i)
