@@ -13,9 +13,9 @@
  * Lines come most samples first, ties in the order of their text, so the
  * output is deterministic; stacks that read alike make one line.
  *
- * Built for 100k+ stacks: each location of the model is named once, names
- * that read alike share one id, a line is an array of name ids, and only
- * the merged lines are sorted and written.
+ * Built for 100k+ stacks: each line of a location of the model is named
+ * once, names that read alike share one id, a line is an array of name
+ * ids, and only the merged lines are sorted and written.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -151,22 +151,23 @@ static int append_line(struct folded *f, const struct model *m, const struct mod
 	return 0;
 }
 
-/* The name id of a location: its lines outermost first, joined by ';'
- * (inlined functions are frames of their own). */
-static int64_t location_name(struct folded *f, const struct model *m,
-			     const struct model_location *l)
+/* Names each line of a location, outermost first, into line_names (by
+ * index in the model's lines): an inlined function is a frame of its own,
+ * so no name holds a ';' and stacks that read alike have the same ids. */
+static int location_names(struct folded *f, const struct model *m,
+			  const struct model_location *l, int64_t *line_names)
 {
-	size_t start = f->text_len;
-
 	for (uint32_t i = 0; i < l->n_lines; i++) {
-		if (i > 0 && grow((void **)&f->text, &f->text_cap, f->text_len + 1, 1) == 0)
-			f->text[f->text_len++] = ';';
-		if (append_line(f, m, &m->lines[l->first_line + i]) < 0)
+		size_t start = f->text_len;
+		int64_t id;
+
+		if (append_line(f, m, &m->lines[l->first_line + i]) < 0 ||
+		    (l->kind == FRAME_KIND_KERNEL && append(f, "_[k]", 4) < 0) ||
+		    (id = finish_name(f, start)) < 0)
 			return -ENOMEM;
+		line_names[l->first_line + i] = id;
 	}
-	if (l->kind == FRAME_KIND_KERNEL && append(f, "_[k]", 4) < 0)
-		return -ENOMEM;
-	return finish_name(f, start);
+	return 0;
 }
 
 static int add_line(struct folded *f, const uint32_t *ids, uint32_t depth, uint64_t count)
@@ -238,15 +239,15 @@ static void folded_done(struct folded *f)
 
 static int build(struct folded *f, const struct model *m)
 {
-	_cleanup_free_ int64_t *loc_names = calloc(m->n_locations ? m->n_locations : 1, sizeof(int64_t));
+	_cleanup_free_ int64_t *line_names = calloc(m->n_lines ? m->n_lines : 1, sizeof(int64_t));
 	_cleanup_free_ int64_t *roots = calloc(m->n_processes ? m->n_processes : 1, sizeof(int64_t));
 	_cleanup_free_ uint32_t *ids = NULL;
 	size_t cap = 0;
 
-	if (!loc_names || !roots)
+	if (!line_names || !roots)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n_locations; i++)
-		if ((loc_names[i] = location_name(f, m, &m->locations[i])) < 0)
+		if (location_names(f, m, &m->locations[i], line_names) < 0)
 			return -ENOMEM;
 	for (size_t i = 0; i < m->n_processes; i++) {
 		const char *comm = model_string(m, m->processes[i].comm);
@@ -259,7 +260,7 @@ static int build(struct folded *f, const struct model *m)
 		const struct model_sample *s = &m->samples[i];
 		uint32_t d = 0;
 
-		if (grow((void **)&ids, &cap, s->depth + 2, sizeof(*ids)) < 0)
+		if (grow((void **)&ids, &cap, 2, sizeof(*ids)) < 0)
 			return -ENOMEM;
 		ids[d++] = (uint32_t)roots[s->process];
 		if (m->threads) {
@@ -272,8 +273,14 @@ static int build(struct folded *f, const struct model *m)
 				return -ENOMEM;
 			ids[d++] = (uint32_t)t;
 		}
-		for (uint32_t k = 0; k < s->depth; k++)
-			ids[d++] = (uint32_t)loc_names[m->stack_pool[s->first + k]];
+		for (uint32_t k = 0; k < s->depth; k++) {
+			const struct model_location *l = &m->locations[m->stack_pool[s->first + k]];
+
+			if (grow((void **)&ids, &cap, d + l->n_lines, sizeof(*ids)) < 0)
+				return -ENOMEM;
+			for (uint32_t j = 0; j < l->n_lines; j++)
+				ids[d++] = (uint32_t)line_names[l->first_line + j];
+		}
 		if (add_line(f, ids, d, s->value) < 0)
 			return -ENOMEM;
 	}
