@@ -206,6 +206,15 @@ static int add_line(struct folded *f, const uint32_t *ids, uint32_t depth, uint6
 
 static const struct folded *sort_ctx;
 
+/* What follows name i in line l's text: ';', or -1 at its end. */
+static int after_name(const struct line *l, uint32_t i)
+{
+	return i + 1 < l->depth ? ';' : -1;
+}
+
+/* Most samples first, then in the byte order of the lines' text.  Names
+ * hold no ';', so where one name begins the other, the text goes on with
+ * the shorter one's ';' (or its end) against the longer one's next byte. */
 static int line_cmp(const void *x, const void *y)
 {
 	const struct line *a = x, *b = y;
@@ -216,13 +225,16 @@ static int line_cmp(const void *x, const void *y)
 	for (uint32_t i = 0; i < a->depth && i < b->depth; i++) {
 		const struct name *na = &f->names[f->ids[a->first + i]],
 				  *nb = &f->names[f->ids[b->first + i]];
-		int c;
+		int c, ca, cb;
 
 		if (na == nb)
 			continue;
 		c = memcmp(f->text + na->offset, f->text + nb->offset, MIN(na->len, nb->len));
-		if (c || na->len != nb->len)
-			return c ? c : (na->len < nb->len ? -1 : 1);
+		if (c || na->len == nb->len)
+			return c;
+		ca = na->len < nb->len ? after_name(a, i) : (unsigned char)f->text[na->offset + nb->len];
+		cb = na->len < nb->len ? (unsigned char)f->text[nb->offset + na->len] : after_name(b, i);
+		return ca < cb ? -1 : 1;
 	}
 	return a->depth < b->depth ? -1 : a->depth > b->depth;
 }
