@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fakemodel.h - profile parts built by hand and a resolver that needs no
+ * binaries, for the suites of the model and of its encoders.  Header-only:
+ * each suite is one program.
+ *
+ * A test fills fake_frames (what each frame word resolves to), makes
+ * processes with fake_process() and adds values with fake_add(); then
+ * fake_build() resolves them into a model exactly as the manager does,
+ * through fake_resolve() and fake_describe().
+ *
+ * fake_resolve() behaves like the daemon's resolvers: with lines, every
+ * record of a frame (outermost first); without, a native or kernel frame is
+ * its outermost function alone, without file or line; a Python frame always
+ * has its file and line (the model drops the line when not asked for).  A
+ * frame not in the table reads "fADDR" in hex.
+ */
+#ifndef PERFD_TEST_FAKEMODEL_H
+#define PERFD_TEST_FAKEMODEL_H
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfd/macro.h"
+#include "profile/aggregate.h"
+#include "profile/frame.h"
+#include "profile/model.h"
+#include "profile/profile.h"
+#include "profile/stacktab.h"
+
+/* frame_make() as a constant expression, for tables. */
+#define FRAME(module, address) ((uint64_t)(module) << FRAME_ADDRESS_BITS | (uint64_t)(address))
+#define KFRAME(address) FRAME(FRAME_MODULE_KERNEL, address)
+#define PYFRAME(address) FRAME(FRAME_MODULE_PYTHON, address)
+
+#define NATIVE(fn, file_, line_, module_) \
+	{ .kind = FRAME_KIND_NATIVE, .function = fn, .file = file_, .line = line_, .module = module_ }
+#define KERNEL(fn) { .kind = FRAME_KIND_KERNEL, .function = fn }
+#define PYTHON(fn, file_, line_) \
+	{ .kind = FRAME_KIND_PYTHON, .function = fn, .file = file_, .line = line_ }
+
+struct fake_frame {
+	uint64_t frame;
+	size_t n;
+	struct frame_record rec[FRAME_MAX_INLINE]; /* outermost first */
+};
+
+#define FAKE_MAX_PROCS 4
+
+static const struct fake_frame *fake_frames;
+static size_t n_fake_frames;
+static unsigned fake_resolve_calls, fake_describe_calls;
+static struct stacktab *fake_stacks;
+static struct process fake_procs[FAKE_MAX_PROCS];
+static struct profile_parts fake_parts;
+
+_unused_ static size_t fake_resolve(void *ctx, uint64_t frame, bool lines, struct frame_record *out,
+				    size_t cap, char *scratch, size_t size)
+{
+	uint16_t module = frame_module(frame);
+
+	fake_resolve_calls++;
+	for (size_t i = 0; i < n_fake_frames; i++) {
+		const struct fake_frame *f = &fake_frames[i];
+		size_t n = MIN(f->n, cap);
+
+		if (f->frame != frame)
+			continue;
+		if (!lines && f->rec[0].kind != FRAME_KIND_PYTHON) {
+			out[0] = f->rec[0];
+			out[0].file = NULL;
+			out[0].line = 0;
+			return 1;
+		}
+		memcpy(out, f->rec, n * sizeof(*out));
+		return n;
+	}
+	snprintf(scratch, size, "f%llx", (unsigned long long)frame_address(frame));
+	out[0] = (struct frame_record){
+		.kind = module == FRAME_MODULE_KERNEL ? FRAME_KIND_KERNEL : FRAME_KIND_NATIVE,
+		.function = scratch,
+		.module = module <= FRAME_MODULE_LAST ? module : 0,
+		.offset = frame_address(frame),
+	};
+	return 1;
+}
+
+/* Modules 1 and 2 are files (2 without a build-id); others are unknown. */
+_unused_ static bool fake_describe(void *ctx, uint16_t module, const char **ret_path,
+				   const char **ret_build_id)
+{
+	fake_describe_calls++;
+	switch (module) {
+	case 1:
+		*ret_path = "/usr/bin/app";
+		*ret_build_id = "0123456789abcdef";
+		return true;
+	case 2:
+		*ret_path = "/usr/lib/libc.so.6";
+		*ret_build_id = "";
+		return true;
+	default:
+		return false;
+	}
+}
+
+_unused_ static void fake_setup(void)
+{
+	struct stacktab_limits l = { 100000, 1000000 };
+
+	fake_stacks = stacktab_new(&l);
+	cr_assert_not_null(fake_stacks);
+	memset(fake_procs, 0, sizeof(fake_procs));
+	fake_parts = (struct profile_parts){ 0 };
+	fake_parts.parts = calloc(FAKE_MAX_PROCS, sizeof(*fake_parts.parts));
+	cr_assert_not_null(fake_parts.parts);
+	fake_parts.cap = FAKE_MAX_PROCS;
+	fake_frames = NULL;
+	n_fake_frames = 0;
+	fake_resolve_calls = fake_describe_calls = 0;
+}
+
+/* Every stack reference the parts took goes with them. */
+_unused_ static void fake_teardown(void)
+{
+	for (size_t i = 0; i < fake_parts.n; i++)
+		profile_release(&fake_parts.parts[i].prof, fake_stacks);
+	free(fake_parts.parts);
+	fake_parts = (struct profile_parts){ 0 };
+	for (size_t i = 0; i < FAKE_MAX_PROCS; i++) {
+		free(fake_procs[i].cgroup);
+		free(fake_procs[i].thread_comms);
+		u64map_done(&fake_procs[i].thread_index);
+	}
+	cr_expect_eq(stacktab_count(fake_stacks), 0, "stack references leaked");
+	stacktab_free(fake_stacks);
+}
+
+#define FAKE_SUITE(name) TestSuite(name, .init = fake_setup, .fini = fake_teardown)
+
+#define SET_FAKE_FRAMES(table)                                                 \
+	do {                                                                   \
+		fake_frames = (table);                                         \
+		n_fake_frames = ELEMENTSOF(table);                             \
+	} while (0)
+
+/* Process (and part) number i of the answer. */
+_unused_ static struct process *fake_process(size_t i, uint32_t pid, const char *comm,
+					     const char *cgroup)
+{
+	struct process *p = &fake_procs[i];
+
+	cr_assert_lt(i, FAKE_MAX_PROCS);
+	p->pid = pid;
+	p->ns_pid = pid;
+	p->start_time_ns = 1000 * pid;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	p->cgroup = cgroup ? strdup(cgroup) : NULL;
+	u64map_init(&p->thread_index);
+	fake_parts.parts[i].process = p;
+	profile_init(&fake_parts.parts[i].prof);
+	fake_parts.n = MAX(fake_parts.n, i + 1);
+	return p;
+}
+
+/* Names thread tid of process i as the aggregator does when it first
+ * sees it. */
+_unused_ static void fake_thread(size_t i, uint32_t tid, const char *comm)
+{
+	struct process *p = &fake_procs[i];
+	uint64_t *slot;
+
+	if (p->n_threads == p->cap_threads) {
+		p->cap_threads = p->cap_threads ? 2 * p->cap_threads : 4;
+		p->thread_comms = realloc(p->thread_comms, p->cap_threads * sizeof(*p->thread_comms));
+		cr_assert_not_null(p->thread_comms);
+	}
+	snprintf(p->thread_comms[p->n_threads], sizeof(*p->thread_comms), "%s", comm);
+	slot = u64map_upsert(&p->thread_index, tid, NULL);
+	cr_assert_not_null(slot);
+	*slot = ++p->n_threads;
+}
+
+/* Adds value of kind to process i's part for the stack frames (leaf
+ * first; the first kernel_depth are the kernel's) on thread tid. */
+_unused_ static void fake_add_kind(size_t i, const uint64_t *frames, uint16_t depth,
+				   uint16_t kernel_depth, uint32_t tid, enum profile_kind kind,
+				   uint64_t value)
+{
+	uint32_t id;
+
+	cr_assert_lt(i, fake_parts.n);
+	cr_assert_eq(stacktab_intern(fake_stacks, frames, depth, kernel_depth, &id), 0);
+	cr_assert_eq(profile_add(&fake_parts.parts[i].prof, fake_stacks,
+				 profile_key(id, tid, kind), value), 0);
+	stacktab_unref(fake_stacks, id); /* the profile holds its own */
+}
+
+#define FAKE_ADD(i, value, ...)                                                       \
+	do {                                                                          \
+		const uint64_t fa_frames_[] = { __VA_ARGS__ };                        \
+		fake_add_kind(i, fa_frames_, ELEMENTSOF(fa_frames_), 0, 1, PROFILE_KIND_CPU, \
+			      value);                                                 \
+	} while (0)
+
+/* The model of the parts, resolved as the manager does. */
+_unused_ static struct model *fake_build_opts(struct model_opts o)
+{
+	struct model *m = NULL;
+
+	o.resolve = fake_resolve;
+	o.describe = fake_describe;
+	cr_assert_eq(model_build(&o, &fake_parts, fake_stacks, &m), 0);
+	cr_assert_not_null(m);
+	return m;
+}
+
+_unused_ static struct model *fake_build(void)
+{
+	return fake_build_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
+}
+
+#endif

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-history.c - one process's time windows (daemon/profile/history.c):
+ * which window a sample lands in (an older sample included), the roll-up
+ * from 1 s to 10 s to 60 s windows as they age with no two windows
+ * overlapping, the retention, the half-overlap rule of a query and the span
+ * it reports, and that the byte count and the stack references all go when
+ * the windows do.
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+
+#include "base/clock.h"
+#include "perfd/macro.h"
+#include "profile/history.h"
+#include "profile/profile.h"
+#include "profile/stacktab.h"
+
+#define SEC NSEC_PER_SEC
+#define N_STACKS 4
+
+static struct stacktab *stacks;
+static uint32_t ids[N_STACKS];
+static struct history h;
+
+static void setup(void)
+{
+	struct stacktab_limits l = { 1000, 100000 };
+
+	stacks = stacktab_new(&l);
+	cr_assert_not_null(stacks);
+	for (uint32_t i = 0; i < N_STACKS; i++) {
+		uint64_t frames[] = { 0x1000 + i, 0x2000 };
+
+		cr_assert_eq(stacktab_intern(stacks, frames, 2, 0, &ids[i]), 0);
+	}
+	history_init(&h);
+}
+
+/* Releasing everything gives every stack reference back: only the test's
+ * own remain, and once those go the table is empty. */
+static void teardown(void)
+{
+	history_release(&h, stacks);
+	cr_expect_eq(h.bytes, 0, "%zu bytes left after release", h.bytes);
+	cr_expect_eq(h.n_windows, 0);
+	cr_expect_eq(stacktab_count(stacks), N_STACKS, "stack references leaked");
+	for (uint32_t i = 0; i < N_STACKS; i++)
+		stacktab_unref(stacks, ids[i]);
+	cr_expect_eq(stacktab_count(stacks), 0);
+	stacktab_free(stacks);
+}
+
+TestSuite(history, .init = setup, .fini = teardown);
+
+static uint64_t key(int stack)
+{
+	return profile_key(ids[stack], 1, PROFILE_KIND_CPU);
+}
+
+static void add(uint64_t ts_ns, int stack, uint64_t value)
+{
+	cr_assert_eq(history_add(&h, stacks, ts_ns, key(stack), value), 0);
+}
+
+static uint64_t value_in(const struct window *w, int stack)
+{
+	uint64_t *v = u64map_get(&w->prof.values, key(stack));
+
+	return v ? *v : 0;
+}
+
+/* The window whose span holds second s, or NULL. */
+static const struct window *window_at(uint64_t s)
+{
+	for (const struct window *w = h.newest; w; w = w->older)
+		if (s >= w->start_s && s < w->start_s + w->span_s)
+			return w;
+	return NULL;
+}
+
+static uint64_t total(void)
+{
+	uint64_t n = 0;
+
+	for (const struct window *w = h.newest; w; w = w->older)
+		n += w->prof.totals[PROFILE_KIND_CPU];
+	return n;
+}
+
+/* The list is doubly linked newest to oldest, windows are aligned to their
+ * span, never overlap, and coarsen with age; n_windows and bytes add up. */
+static void check_invariants(void)
+{
+	const struct window *w, *newer = NULL;
+	size_t n = 0, bytes = 0;
+
+	for (w = h.newest; w; newer = w, w = w->older) {
+		cr_assert_eq(w->newer, newer);
+		cr_assert(w->span_s == 1 || w->span_s == 10 || w->span_s == 60, "span %u",
+			  w->span_s);
+		cr_assert_eq(w->start_s % w->span_s, 0, "window at %lu not aligned to %u s",
+			     (unsigned long)w->start_s, w->span_s);
+		if (newer) {
+			cr_assert_leq(w->start_s + w->span_s, newer->start_s,
+				      "window [%lu,+%u) overlaps [%lu,+%u)", (unsigned long)w->start_s,
+				      w->span_s, (unsigned long)newer->start_s, newer->span_s);
+			cr_assert_geq(w->span_s, newer->span_s, "an older window is finer");
+		}
+		n++;
+		bytes += sizeof(*w) + profile_memory(&w->prof);
+	}
+	cr_assert_eq(h.oldest, newer);
+	cr_assert_eq(h.n_windows, n);
+	cr_assert_eq(h.bytes, bytes, "bytes %zu, windows hold %zu", h.bytes, bytes);
+}
+
+Test(history, samples_land_in_the_window_of_their_second)
+{
+	add(10 * SEC + 1, 0, 1);
+	add(10 * SEC + SEC - 1, 0, 1);
+	add(11 * SEC, 1, 1);
+	add(12 * SEC + 5, 0, 1);
+	cr_assert_eq(h.n_windows, 3);
+	cr_assert_eq(h.newest->start_s, 12);
+	cr_assert_eq(h.oldest->start_s, 10);
+	cr_assert_eq(h.newest->older->start_s, 11);
+	cr_assert_eq(value_in(window_at(10), 0), 2);
+	cr_assert_eq(value_in(window_at(11), 1), 1);
+	cr_assert_eq(history_oldest_s(&h), 10);
+	check_invariants();
+}
+
+Test(history, an_older_sample_goes_to_the_window_of_its_second)
+{
+	add(10 * SEC, 0, 1);
+	add(11 * SEC, 0, 1);
+	add(12 * SEC, 0, 1);
+	add(11 * SEC + SEC / 2, 1, 5); /* late, but its second has a window */
+	cr_assert_eq(h.n_windows, 3);
+	cr_assert_eq(value_in(window_at(11), 1), 5);
+	cr_assert_eq(value_in(window_at(12), 1), 0);
+	check_invariants();
+}
+
+Test(history, an_older_sample_in_a_gap_or_before_all_goes_to_the_newest)
+{
+	add(10 * SEC, 0, 1);
+	add(20 * SEC, 0, 1); /* idle from 11 to 19 */
+	add(15 * SEC, 1, 3);
+	add(2 * SEC, 2, 4);  /* older than everything kept */
+	cr_assert_eq(h.n_windows, 2, "an old sample made a window of its own");
+	cr_assert_eq(value_in(h.newest, 1), 3);
+	cr_assert_eq(value_in(h.newest, 2), 4);
+	cr_assert_eq(value_in(h.oldest, 1), 0);
+	cr_assert_eq(total(), 9, "a sample was lost");
+	check_invariants();
+}
+
+/* Samples every second for 4000 s, maintained once a second as the daemon
+ * does: 1 s windows for the last two minutes, 10 s ones to half an hour,
+ * 60 s ones beyond, nothing lost, nothing overlapping. */
+Test(history, roll_up_one_to_ten_to_sixty_seconds)
+{
+	const uint64_t end = 5000;
+	const struct window *w;
+
+	for (uint64_t s = 1000; s < end; s++) {
+		add(s * SEC + 1000, (int)(s % N_STACKS), 1);
+		history_maintain(&h, stacks, s + 1, 100000, NULL);
+	}
+	check_invariants();
+	cr_assert_eq(total(), end - 1000);
+	for (w = h.newest; w; w = w->older) {
+		uint64_t age_end = end - (w->start_s + w->span_s); /* how long ago it ended */
+
+		if (w->span_s == 1)
+			cr_assert_lt(age_end, HISTORY_FINE_AGE_S + 10, "1 s window aged %lu s",
+				     (unsigned long)age_end);
+		else if (w->span_s == 10)
+			cr_assert(age_end >= HISTORY_FINE_AGE_S - 1 &&
+					  age_end < HISTORY_MEDIUM_AGE_S + 60,
+				  "10 s window aged %lu s", (unsigned long)age_end);
+		else
+			cr_assert_geq(age_end, HISTORY_MEDIUM_AGE_S - 1, "60 s window aged %lu s",
+				      (unsigned long)age_end);
+	}
+	/* the three tiers are all there, each window holds what its span saw */
+	cr_assert_eq(window_at(end - 5)->span_s, 1);
+	cr_assert_eq(window_at(end - 600)->span_s, 10);
+	cr_assert_eq(window_at(1200)->span_s, 60);
+	cr_assert_eq(window_at(1200)->prof.totals[PROFILE_KIND_CPU], 60);
+	cr_assert_eq(window_at(end - 600)->prof.totals[PROFILE_KIND_CPU], 10);
+	/* a stack seen every 4th second of a minute costs one entry there */
+	cr_assert_eq(window_at(1200)->prof.values.count, N_STACKS);
+	cr_assert_eq(value_in(window_at(1200), 0), 15);
+	/* about 120 + 168 + 50 windows, not 4000 */
+	cr_assert_lt(h.n_windows, 400, "%zu windows", h.n_windows);
+}
+
+/* One maintenance after a long pause rolls everything at once. */
+Test(history, roll_up_in_one_step)
+{
+	for (uint64_t s = 0; s < 3600; s++)
+		add(s * SEC, 0, 2);
+	history_maintain(&h, stacks, 3600, 100000, NULL);
+	check_invariants();
+	cr_assert_eq(total(), 7200);
+	cr_assert_eq(window_at(0)->span_s, 60);
+	cr_assert_eq(window_at(3599)->span_s, 1);
+	cr_assert_eq(window_at(3400)->span_s, 10);
+	/* a second pass changes nothing */
+	{
+		size_t n = h.n_windows;
+
+		history_maintain(&h, stacks, 3600, 100000, NULL);
+		cr_assert_eq(h.n_windows, n);
+		check_invariants();
+	}
+}
+
+/* A late sample for a second inside a rolled-up window goes there. */
+Test(history, late_sample_into_a_rolled_up_window)
+{
+	for (uint64_t s = 0; s < 400; s++)
+		add(s * SEC, 0, 1);
+	history_maintain(&h, stacks, 400, 100000, NULL);
+	cr_assert_eq(window_at(15)->span_s, 10);
+	add(15 * SEC + 7, 3, 1);
+	cr_assert_eq(value_in(window_at(15), 3), 1);
+	cr_assert_eq(value_in(h.newest, 3), 0);
+	check_invariants();
+}
+
+Test(history, retention_drops_the_windows_that_ended_before_it)
+{
+	struct history_dropped d = { 0 };
+
+	for (uint64_t s = 100; s < 110; s++)
+		add(s * SEC, 0, 2);
+	/* retention 60 s at 165: those that ended by 105 go (100..104) */
+	history_maintain(&h, stacks, 165, 60, &d);
+	cr_assert_eq(d.windows, 5);
+	cr_assert_eq(d.values[PROFILE_KIND_CPU], 10);
+	cr_assert_eq(h.n_windows, 5);
+	cr_assert_eq(history_oldest_s(&h), 105);
+	check_invariants();
+	/* later, all of them */
+	history_maintain(&h, stacks, 1000, 60, &d);
+	cr_assert_eq(d.windows, 10);
+	cr_assert_eq(d.values[PROFILE_KIND_CPU], 20);
+	cr_assert_null(h.newest);
+	cr_assert_null(h.oldest);
+	cr_assert_eq(h.bytes, 0);
+	cr_assert_eq(history_oldest_s(&h), UINT64_MAX);
+}
+
+Test(history, drop_oldest_goes_oldest_first)
+{
+	struct history_dropped d = { 0 };
+
+	add(5 * SEC, 0, 1);
+	add(6 * SEC, 1, 2);
+	add(7 * SEC, 2, 3);
+	cr_assert(history_drop_oldest(&h, stacks, &d));
+	cr_assert_eq(history_oldest_s(&h), 6);
+	cr_assert_eq(d.windows, 1);
+	cr_assert_eq(d.values[PROFILE_KIND_CPU], 1);
+	cr_assert(history_drop_oldest(&h, stacks, NULL));
+	cr_assert(history_drop_oldest(&h, stacks, &d));
+	cr_assert_eq(d.values[PROFILE_KIND_CPU], 4);
+	cr_assert_not(history_drop_oldest(&h, stacks, &d));
+	cr_assert_eq(h.bytes, 0);
+	cr_assert_eq(h.n_windows, 0);
+}
+
+/* Queries the history over [from, to) seconds (as ns); returns the CPU
+ * total and the span covered. */
+static uint64_t query(uint64_t from_ns, uint64_t to_ns, uint64_t *first_ns, uint64_t *end_ns)
+{
+	struct profile out;
+	uint64_t n;
+
+	profile_init(&out);
+	*first_ns = UINT64_MAX;
+	*end_ns = 0;
+	cr_assert_eq(history_query(&h, stacks, from_ns, to_ns, &out, first_ns, end_ns), 0);
+	n = out.totals[PROFILE_KIND_CPU];
+	profile_release(&out, stacks);
+	return n;
+}
+
+/* 10 s windows [100,110) [110,120) [120,130), holding 10, 100 and 1000. */
+static void ten_second_windows(void)
+{
+	for (uint64_t s = 100; s < 130; s++)
+		add(s * SEC, 0, s < 110 ? 1 : s < 120 ? 10 : 100);
+	history_maintain(&h, stacks, 300, 100000, NULL);
+	cr_assert_eq(h.n_windows, 3);
+	cr_assert_eq(h.oldest->span_s, 10);
+	check_invariants();
+}
+
+Test(history, query_takes_windows_at_least_half_inside)
+{
+	uint64_t first, end;
+
+	ten_second_windows();
+	/* exactly half of [100,110) and of [110,120) */
+	cr_assert_eq(query(105 * SEC, 115 * SEC, &first, &end), 110);
+	cr_assert_eq(first, 100 * SEC);
+	cr_assert_eq(end, 120 * SEC);
+	/* less than half of [100,110), half of [110,120) */
+	cr_assert_eq(query(105 * SEC + 1, 115 * SEC, &first, &end), 100);
+	cr_assert_eq(first, 110 * SEC);
+	cr_assert_eq(end, 120 * SEC);
+	/* a range inside one window, less than half of it */
+	cr_assert_eq(query(121 * SEC, 124 * SEC, &first, &end), 0);
+	cr_assert_eq(first, UINT64_MAX, "the span moved without a window taken");
+	cr_assert_eq(end, 0);
+	/* the whole, and more */
+	cr_assert_eq(query(0, 1000 * SEC, &first, &end), 1110);
+	cr_assert_eq(first, 100 * SEC);
+	cr_assert_eq(end, 130 * SEC);
+	/* before and after everything */
+	cr_assert_eq(query(0, 100 * SEC, &first, &end), 0);
+	cr_assert_eq(query(130 * SEC, 200 * SEC, &first, &end), 0);
+	cr_assert_eq(end, 0);
+}
+
+Test(history, query_at_the_second_for_recent_windows)
+{
+	uint64_t first, end;
+
+	for (uint64_t s = 50; s < 60; s++)
+		add(s * SEC, 0, 1);
+	cr_assert_eq(query(52 * SEC, 55 * SEC, &first, &end), 3);
+	cr_assert_eq(first, 52 * SEC);
+	cr_assert_eq(end, 55 * SEC);
+	/* half a second of 51 and of 55: both in */
+	cr_assert_eq(query(51 * SEC + SEC / 2, 55 * SEC + SEC / 2, &first, &end), 5);
+	cr_assert_eq(first, 51 * SEC);
+	cr_assert_eq(end, 56 * SEC);
+}
+
+/* The span widens what the caller passed in: several histories (one per
+ * process) add up to one answer. */
+Test(history, query_widens_the_span_given)
+{
+	struct profile out;
+	uint64_t first = 3 * SEC, end = 4 * SEC;
+
+	add(10 * SEC, 0, 1);
+	profile_init(&out);
+	cr_assert_eq(history_query(&h, stacks, 0, 100 * SEC, &out, &first, &end), 0);
+	cr_assert_eq(first, 3 * SEC);
+	cr_assert_eq(end, 11 * SEC);
+	/* the answer holds its own references: the history can go first */
+	history_release(&h, stacks);
+	cr_assert_eq(out.totals[PROFILE_KIND_CPU], 1);
+	cr_assert_not_null(stacktab_get(stacks, ids[0]));
+	profile_release(&out, stacks);
+}
+
+Test(history, kinds_and_threads_are_kept_apart)
+{
+	uint64_t k_mem = profile_key(ids[0], 1, PROFILE_KIND_MEMORY);
+	uint64_t k_t2 = profile_key(ids[0], 2, PROFILE_KIND_CPU);
+
+	add(10 * SEC, 0, 3);
+	cr_assert_eq(history_add(&h, stacks, 10 * SEC, k_mem, 4096), 0);
+	cr_assert_eq(history_add(&h, stacks, 10 * SEC, k_t2, 7), 0);
+	cr_assert_eq(h.newest->prof.values.count, 3);
+	cr_assert_eq(h.newest->prof.totals[PROFILE_KIND_CPU], 10);
+	cr_assert_eq(h.newest->prof.totals[PROFILE_KIND_MEMORY], 4096);
+	cr_assert_eq(h.newest->prof.totals[PROFILE_KIND_OFFCPU], 0);
+	cr_assert_eq(profile_key_tid(k_t2), 2);
+	cr_assert_eq(profile_key_kind(k_mem), PROFILE_KIND_MEMORY);
+	cr_assert_eq(profile_key_stack(k_mem), ids[0]);
+	check_invariants();
+}
+
+Test(history, bytes_follow_the_windows)
+{
+	size_t one;
+
+	add(10 * SEC, 0, 1);
+	one = h.bytes;
+	cr_assert_gt(one, sizeof(struct window));
+	for (int i = 1; i < N_STACKS; i++)
+		add(10 * SEC, i, 1);
+	for (uint64_t s = 11; s < 200; s++)
+		add(s * SEC, (int)(s % N_STACKS), 1);
+	check_invariants();
+	history_maintain(&h, stacks, 400, 100000, NULL);
+	check_invariants();
+	while (history_drop_oldest(&h, stacks, NULL))
+		check_invariants();
+	cr_assert_eq(h.bytes, 0);
+}
