@@ -11,8 +11,9 @@
 
 #include "perfd/macro.h"
 
-ssize_t line_read(FILE *f, char *buf, size_t size)
+ssize_t line_read(FILE *f, char *buf, size_t size, uint64_t *bytes)
 {
+	uint64_t consumed = 0;
 	size_t n = 0;
 	bool too_long = false;
 	int c = EOF;
@@ -21,6 +22,7 @@ ssize_t line_read(FILE *f, char *buf, size_t size)
 		return -EINVAL;
 	flockfile(f);
 	while ((c = getc_unlocked(f)) != EOF) {
+		consumed++;
 		if (n < size - 1)
 			buf[n++] = (char)c;
 		else
@@ -30,6 +32,8 @@ ssize_t line_read(FILE *f, char *buf, size_t size)
 	}
 	funlockfile(f);
 	buf[n] = '\0';
+	if (bytes)
+		*bytes += consumed;
 	if (c == EOF && ferror(f))
 		return negative_errno(); /* the read's own: ESRCH for a process gone */
 	return too_long ? -E2BIG : (ssize_t)n;

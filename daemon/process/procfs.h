@@ -23,8 +23,9 @@
  *    procfs_open_link.
  *
  * Refusals are -EPERM (not a regular file, wrong owner, hard-linked), -ELOOP
- * (a symlink where none is allowed, or a magic link) and -EFBIG (over the
- * size cap); -ENOENT is plain absence.  The cost is an extra fstat and
+ * (a symlink where none is allowed, or a magic link), -EFBIG (over the size
+ * cap) and -EWOULDBLOCK (under another process's lease); -ENOENT is plain
+ * absence.  The cost is an extra fstat and
  * open per file, and one read of /proc/PID/stat per checked directory.
  *
  * What is not covered: a lookup on a filesystem the process serves itself
@@ -101,7 +102,7 @@ int procfs_open_root(int dirfd);
  * descriptor of a process's root (procfs_open_root), or inside the daemon's
  * own tree for AT_FDCWD, as a regular file meeting rules.  Returns a new
  * descriptor (O_RDONLY, O_CLOEXEC, blocking: it is a regular file) or
- * -errno: -EPERM, -ELOOP, -EFBIG when refused (see above). */
+ * -errno: -EPERM, -ELOOP, -EFBIG, -EWOULDBLOCK when refused (see above). */
 int procfs_open_in_root(int rootfd, const char *path, const struct procfs_file_rules *rules);
 
 /* procfs_open_in_root under the root of process pid, if it is still the

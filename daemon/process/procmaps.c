@@ -154,7 +154,7 @@ int procmaps_parse(FILE *f, bool exec_only, struct procmaps **ret)
 	if (!m || !line)
 		return -ENOMEM;
 
-	while ((len = line_read(f, line, PROCMAPS_LINE_MAX + 1)) != 0) {
+	while ((len = line_read(f, line, PROCMAPS_LINE_MAX + 1, NULL)) != 0) {
 		struct procmap pm;
 		int r;
 

@@ -89,13 +89,14 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 {
 	_cleanup_free_ char *line = malloc(PERFMAP_LINE_MAX + 1);
 	struct perfmap *m = calloc(1, sizeof(*m));
-	size_t cap = 0, names_cap = 0, skipped = 0, lineno = 0, bytes = 0;
+	size_t cap = 0, names_cap = 0, skipped = 0, lineno = 0;
+	uint64_t bytes = 0;
 	ssize_t len;
 	int r = -ENOMEM;
 
 	if (!m || !line)
 		goto fail;
-	while ((len = line_read(f, line, PERFMAP_LINE_MAX + 1)) != 0) {
+	while ((len = line_read(f, line, PERFMAP_LINE_MAX + 1, &bytes)) != 0) {
 		uint64_t start, size;
 		char *name;
 		size_t nlen;
@@ -104,8 +105,6 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 			r = (int)len;
 			goto fail;
 		}
-		/* a long line counts what fit: enough to stop at the cap */
-		bytes += len < 0 ? PERFMAP_LINE_MAX : (size_t)len;
 		if (bytes > PERFMAP_MAX_BYTES) {
 			r = -EFBIG;
 			goto fail;

@@ -113,6 +113,24 @@ Test(perfmap, a_map_past_the_byte_cap_is_refused)
 	cr_expect_null(m);
 }
 
+Test(perfmap, skipped_long_lines_count_whole_against_the_cap)
+{
+	_cleanup_fclose_ FILE *f = tmpfile();
+	_cleanup_free_ char *line = malloc(4 * PERFMAP_LINE_MAX);
+	struct perfmap *m = NULL;
+	size_t len = 4 * PERFMAP_LINE_MAX - 1;
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(line);
+	memset(line, 'x', len);
+	line[len - 1] = '\n';
+	for (uint64_t written = 0; written <= PERFMAP_MAX_BYTES; written += len)
+		cr_assert_eq(fwrite(line, 1, len, f), len);
+	rewind(f);
+	cr_expect_eq(perfmap_parse(f, &m, NULL), -EFBIG);
+	cr_expect_null(m);
+}
+
 Test(demangle, cpp_rust_legacy_and_v0)
 {
 	struct {
