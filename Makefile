@@ -22,7 +22,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 PKGS := libbpf libdw libelf libsystemd json-c liblzma zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lpthread
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -MMD -MP -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \

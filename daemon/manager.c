@@ -26,15 +26,19 @@
 #include "api/auth.h"
 #include "api/query.h"
 #include "api/request.h"
+#include "collect/drain.h"
 #include "collect/sampler.h"
 #include "api/server.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
 #define USEC_PER_SEC 1000000ULL
-/* How often the ring buffer is drained when the BPF side does not ask
- * sooner: short enough that ps and snapshots see fresh data. */
-#define DRAIN_INTERVAL_USEC (200 * 1000)
+/* How often the drain thread empties the ring buffer when the BPF side
+ * does not ask sooner: short enough that ps and snapshots see fresh data. */
+#define DRAIN_INTERVAL_MS 200
+/* Records the loop may fall behind the drain thread by (collect/drain.h):
+ * four default ring buffers. */
+#define DRAIN_MAX_QUEUED_BYTES (32u << 20)
 #define MAINTAIN_INTERVAL_USEC (1000 * 1000)
 #define MAX_SNAPSHOTS 32
 #define SNAPSHOT_TIMER_ACCURACY_USEC 1000
@@ -65,7 +69,8 @@ struct manager {
 	struct server *server;
 	struct unwinder *unwinder; /* NULL: frame pointers only */
 	struct python *python;
-	sd_event_source *ring_io, *drain_timer, *maintain_timer, *sigterm, *sigint;
+	struct drain *drain; /* the thread that empties the ring buffer */
+	sd_event_source *queue_io, *maintain_timer, *sigterm, *sigint;
 	uint64_t start_ns;
 	struct snapshot *snapshots;
 	size_t n_snapshots;
@@ -81,24 +86,23 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Ingests everything sampled until now: what the ring buffer holds too,
+ * for answers that must see the latest samples. */
 static void drain(struct manager *m)
 {
-	int r = sampler_drain(m->sampler);
+	int r = drain_now(m->drain);
 
 	if (r < 0)
 		log_warning_errno(r, "Failed to drain the ring buffer, ignoring: %m");
+	(void)drain_deliver(m->drain, on_record, m);
 }
 
-static int on_ring_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+/* The drain thread queued records. */
+static int on_queue_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	drain(userdata);
-	return 0;
-}
+	struct manager *m = userdata;
 
-static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	drain(userdata);
-	(void)sd_event_source_set_time_relative(s, DRAIN_INTERVAL_USEC);
+	(void)drain_deliver(m->drain, on_record, m);
 	return 0;
 }
 
@@ -167,6 +171,7 @@ static json_object *build_status(struct manager *m)
 	if (m->unwinder)
 		unwinder_get_stats(m->unwinder, &info.unwind);
 	python_get_stats(m->python, &info.python);
+	drain_get_stats(m->drain, &info.drain);
 	return query_status(&info);
 }
 
@@ -710,7 +715,11 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		.unwind_mappings = opts->unwind_mappings,
 		.unwind_processes = opts->limits.max_processes,
 		.python_processes = opts->limits.max_processes,
-		.on_record = on_record,
+		.on_record = drain_enqueue,
+	};
+	struct drain_opts dopts = {
+		.max_queued_bytes = DRAIN_MAX_QUEUED_BYTES,
+		.interval_ms = DRAIN_INTERVAL_MS,
 	};
 	struct server_opts sv = {
 		.socket_path = opts->socket_path,
@@ -761,7 +770,12 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		goto fail;
 	}
 
-	so.ctx = m;
+	r = drain_new(&dopts, &m->drain);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up the drain thread: %m");
+		goto fail;
+	}
+	so.ctx = m->drain;
 	r = sampler_new(&so, &m->sampler, &what);
 	if (r < 0) {
 		log_error_errno(r, "Failed to %s: %m", what);
@@ -777,13 +791,8 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		log_error_errno(r, "Failed to set up Python frames: %m");
 		goto fail;
 	}
-	r = sd_event_add_io(m->event, &m->ring_io, sampler_fd(m->sampler), EPOLLIN,
-			    on_ring_ready, m);
-	if (r >= 0)
-		r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC,
-					       DRAIN_INTERVAL_USEC, 0, on_drain_timer, m);
-	if (r >= 0)
-		r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ON);
+	r = sd_event_add_io(m->event, &m->queue_io, drain_fd(m->drain), EPOLLIN,
+			    on_queue_ready, m);
 	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &m->maintain_timer, CLOCK_MONOTONIC,
 					       MAINTAIN_INTERVAL_USEC, 0, on_maintain_timer, m);
@@ -791,6 +800,13 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		r = sd_event_source_set_enabled(m->maintain_timer, SD_EVENT_ON);
 	if (r < 0) {
 		log_error_errno(r, "Failed to watch the ring buffer: %m");
+		goto fail;
+	}
+	/* Last: the thread inherits the blocked SIGTERM/SIGINT, which only
+	 * the loop's signalfd takes. */
+	r = drain_start(m->drain, m->sampler);
+	if (r < 0) {
+		log_error_errno(r, "Failed to start the drain thread: %m");
 		goto fail;
 	}
 
@@ -835,8 +851,9 @@ struct manager *manager_free(struct manager *m)
 	server_free(m->server);
 	while (m->snapshots)
 		snapshot_free(m->snapshots);
-	sd_event_source_disable_unref(m->ring_io);
-	sd_event_source_disable_unref(m->drain_timer);
+	/* The drain thread reads the sampler's ring: it goes first. */
+	m->drain = drain_free(m->drain);
+	sd_event_source_disable_unref(m->queue_io);
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);

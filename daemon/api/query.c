@@ -72,7 +72,8 @@ json_object *query_status(const struct status_info *in)
 		    *exits = json_object_new_object(), *procs = json_object_new_object(),
 		    *stacks = json_object_new_object(), *limits = json_object_new_object(),
 		    *syms = json_object_new_object();
-	uint64_t lost_total = in->bpf[PERFD_CNT_RINGBUF_FULL] + in->agg.samples_evicted;
+	uint64_t lost_total = in->bpf[PERFD_CNT_RINGBUF_FULL] + in->drain.dropped_samples +
+			      in->agg.samples_evicted;
 
 	json_object_object_add(o, "daemon_version", json_object_new_string(PERFD_VERSION));
 	json_object_object_add(o, "protocol_version", json_object_new_int(PERFD_PROTOCOL_VERSION));
@@ -87,6 +88,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(samples, "received", in->agg.samples);
 	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
 	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
+	add_u64(lost, "queue_full", in->drain.dropped_samples);
 	add_u64(lost, "evicted", in->agg.samples_evicted);
 	json_object_object_add(samples, "lost", lost);
 	add_u64(samples, "lost_total", lost_total);
@@ -197,6 +199,18 @@ json_object *query_status(const struct status_info *in)
 	add_u64(limits, "retention_seconds", in->limits.retention_s);
 	json_object_object_add(o, "limits", limits);
 
+	{
+		json_object *dr = json_object_new_object();
+
+		add_u64(dr, "records", in->drain.records);
+		add_u64(dr, "batches", in->drain.batches);
+		add_u64(dr, "dropped", in->drain.dropped);
+		json_object_object_add(dr, "longest_consume_ms",
+				       json_object_new_double(in->drain.max_consume_ns / 1e6));
+		add_u64(dr, "queued_bytes", in->drain.queued_bytes);
+		add_u64(dr, "max_queued_bytes", in->drain.max_queued_bytes);
+		json_object_object_add(o, "drain", dr);
+	}
 	add_u64(o, "clients", in->clients);
 	add_u64(o, "snapshots", in->snapshots);
 	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);

@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 #include <stdint.h>
 
+#include "collect/drain.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
 #include "interp/python/python.h"
@@ -27,6 +28,7 @@ struct status_info {
 	bool unwind_tables;
 	struct unwinder_stats unwind;
 	struct python_stats python;
+	struct drain_stats drain;
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	size_t clients, snapshots;
