@@ -771,7 +771,9 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */
 			notify_gone(a, p);
+			a->process_bytes -= process_bytes(p); /* the cgroup may change */
 			read_identity(p);
+			a->process_bytes += process_bytes(p);
 			refresh_maps(a, p);
 		}
 		return 0;
