@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for daemon/aggregate.c, fed with synthetic records built from
- * include/perfd/sample.h: counting per process and stack, process identity
- * (pid + start time), limits and eviction, snapshots (collectors), exits,
- * and normalization of user frames through the test's own /proc/self/maps.
+ * Unit tests for daemon/profile/aggregate.c, the profile store, fed with
+ * synthetic records built from include/perfd/sample.h: values per process
+ * and stack in the process's history, process identity (pid + start time),
+ * limits and eviction (processes, stacks, memory: oldest windows first),
+ * the placeholder stack, snapshots (collectors), queries of the past and
+ * the selections they take, maintenance (roll-up, retention, freeing what
+ * nothing holds), threads' names, exits, exec, the hooks, and normalization
+ * of user frames through the test's own /proc/self/maps.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "perfd/macro.h"
 #include "profile/aggregate.h"
 #include "profile/frame.h"
 #include "profile/stacktab.h"
@@ -23,13 +29,19 @@
 static struct symbolizer *sym;
 static struct aggregator *agg;
 
-static void make(size_t max_processes, size_t max_stacks)
+static void make_limits(struct aggregator_limits l)
 {
-	struct aggregator_limits l = { max_processes, max_stacks, 1000000 };
-
 	sym = symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, NULL);
+	cr_assert_not_null(sym);
 	agg = aggregator_new(&l, sym);
 	cr_assert_not_null(agg);
+}
+
+static void make(size_t max_processes, size_t max_stacks)
+{
+	make_limits((struct aggregator_limits){ .max_processes = max_processes,
+						.max_stacks = max_stacks,
+						.max_frames = 1000000 });
 }
 
 static void destroy(void)
@@ -38,32 +50,77 @@ static void destroy(void)
 	symbolizer_free(sym);
 }
 
-static int feed(uint32_t tgid, uint64_t start, uint64_t ts, const uint64_t *kips,
-		int kd, const uint64_t *uips, int ud, uint64_t rss_anon_pages)
+/* The start time of this process as BPF gives it, so that /proc checks of
+ * it pass (its maps, its identity). */
+static uint64_t self_start_ns(void)
 {
-	size_t nk = kd > 0 ? kd : 0, nu = ud > 0 ? ud : 0;
-	size_t size = sizeof(struct perfd_sample) + (nk + nu) * sizeof(uint64_t);
+	char buf[4096], *p;
+	unsigned long long ticks = 0;
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t n;
+
+	cr_assert_not_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* comm may hold spaces */
+	cr_assert_not_null(p);
+	/* after ") ": state is field 3, starttime field 22 */
+	cr_assert_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			    "%*d %*d %*d %*d %llu", &ticks), 1);
+	return ticks * aggregator_ns_per_tick(agg);
+}
+
+struct sample_spec {
+	uint32_t tgid, tid; /* tid 0: the main thread */
+	uint64_t start, ts;
+	const char *comm;   /* NULL: "pTGID" */
+	const uint64_t *kips, *uips;
+	int kd, ud;
+	uint32_t flags, python_depth;
+	uint64_t rss_anon_pages;
+};
+
+static int ingest(const struct sample_spec *sp)
+{
+	size_t nk = sp->kd > 0 ? sp->kd : 0, nu = sp->ud > 0 ? sp->ud : 0;
+	size_t size = sizeof(struct perfd_sample) + (nk + nu) * sizeof(uint64_t) +
+		      sp->python_depth * sizeof(struct perfd_python_frame);
 	struct perfd_sample *s = calloc(1, size);
 	int r;
 
+	cr_assert_not_null(s);
 	s->hdr.kind = PERFD_EVENT_SAMPLE;
-	s->hdr.tgid = tgid;
-	s->hdr.tid = tgid;
-	s->hdr.timestamp_ns = ts;
-	s->hdr.start_time_ns = start;
-	snprintf(s->comm, sizeof(s->comm), "p%u", tgid);
-	s->rss_pages[PERFD_RSS_ANON] = rss_anon_pages;
-	s->hiwater_rss_pages = rss_anon_pages;
+	s->hdr.tgid = sp->tgid;
+	s->hdr.tid = sp->tid ? sp->tid : sp->tgid;
+	s->hdr.timestamp_ns = sp->ts;
+	s->hdr.start_time_ns = sp->start;
+	if (sp->comm)
+		snprintf(s->comm, sizeof(s->comm), "%s", sp->comm);
+	else
+		snprintf(s->comm, sizeof(s->comm), "p%u", sp->tgid);
+	s->rss_pages[PERFD_RSS_ANON] = sp->rss_anon_pages;
+	s->hiwater_rss_pages = sp->rss_anon_pages;
 	s->page_size = 4096;
-	s->kernel_depth = kd;
-	s->user_depth = ud;
+	s->kernel_depth = sp->kd;
+	s->user_depth = sp->ud;
+	s->flags = sp->flags;
+	s->python_depth = sp->python_depth;
 	if (nk)
-		memcpy(s->ips, kips, nk * sizeof(uint64_t));
+		memcpy(s->ips, sp->kips, nk * sizeof(uint64_t));
 	if (nu)
-		memcpy(s->ips + nk, uips, nu * sizeof(uint64_t));
+		memcpy(s->ips + nk, sp->uips, nu * sizeof(uint64_t));
 	r = aggregator_ingest(agg, s, size);
 	free(s);
 	return r;
+}
+
+static int feed(uint32_t tgid, uint64_t start, uint64_t ts, const uint64_t *kips,
+		int kd, const uint64_t *uips, int ud, uint64_t rss_anon_pages)
+{
+	return ingest(&(struct sample_spec){ .tgid = tgid, .start = start, .ts = ts, .kips = kips,
+					     .kd = kd, .uips = uips, .ud = ud,
+					     .rss_anon_pages = rss_anon_pages });
 }
 
 static int feed_user(uint32_t tgid, uint64_t start, uint64_t ts, uint64_t a, uint64_t b)
@@ -81,16 +138,84 @@ static void feed_exit(uint32_t tgid, uint64_t start, uint64_t ts)
 	cr_assert_eq(aggregator_ingest(agg, &e, sizeof(e)), 0);
 }
 
-static uint64_t count_of(const struct u64map *counts, uint64_t leaf_addr)
+static void feed_exec(uint32_t tgid, uint64_t start, uint64_t ts)
 {
-	U64MAP_FOREACH(slot, counts) {
-		const struct stack *s = stacktab_get(aggregator_stacks(agg), slot->key);
+	struct perfd_event_header h = { .kind = PERFD_EVENT_EXEC, .tgid = tgid, .tid = tgid,
+					.timestamp_ns = ts, .start_time_ns = start };
+
+	cr_assert_eq(aggregator_ingest(agg, &h, sizeof(h)), 0);
+}
+
+/* The value of the entries of prof whose stack has this leaf address. */
+static uint64_t count_of(const struct profile *prof, uint64_t leaf_addr)
+{
+	uint64_t n = 0;
+
+	U64MAP_FOREACH(slot, &prof->values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
 
 		if (s && s->depth && frame_address(s->frames[0]) == leaf_addr)
-			return slot->value;
+			n += slot->value;
 	}
-	return 0;
+	return n;
 }
+
+/* The same over every window of p's history. */
+static uint64_t history_count_of(const struct process *p, uint64_t leaf_addr)
+{
+	uint64_t n = 0;
+
+	for (const struct window *w = p->history.newest; w; w = w->older)
+		n += count_of(&w->prof, leaf_addr);
+	return n;
+}
+
+static uint64_t history_total(const struct process *p)
+{
+	uint64_t n = 0;
+
+	for (const struct window *w = p->history.newest; w; w = w->older)
+		n += w->prof.totals[PROFILE_KIND_CPU];
+	return n;
+}
+
+/* The part of parts for pid, or NULL. */
+static const struct profile_part *part_of(const struct profile_parts *parts, uint32_t pid)
+{
+	for (size_t i = 0; i < parts->n; i++)
+		if (parts->parts[i].process->pid == pid)
+			return &parts->parts[i];
+	return NULL;
+}
+
+/* CPU samples a query over [from, to) answers with, and in how many parts. */
+static uint64_t query_total(const struct selection *sel, uint64_t from, uint64_t to,
+			    size_t *ret_parts)
+{
+	struct profile_parts parts;
+	uint64_t first, end, n = 0;
+
+	cr_assert_eq(aggregator_query(agg, sel, from, to, &parts, &first, &end), 0);
+	for (size_t i = 0; i < parts.n; i++) {
+		cr_assert_gt(parts.parts[i].prof.totals[PROFILE_KIND_CPU], 0,
+			     "a part without data in the range");
+		n += parts.parts[i].prof.totals[PROFILE_KIND_CPU];
+	}
+	if (ret_parts)
+		*ret_parts = parts.n;
+	aggregator_release_parts(agg, &parts);
+	return n;
+}
+
+static const struct selection select_all = { .all = true };
+
+static struct selection select_pid(uint32_t pid)
+{
+	return (struct selection){ .pids = { pid }, .n_pids = 1 };
+}
+
+/* ---- counting ------------------------------------------------------ */
 
 Test(aggregate, counts_per_process_and_stack)
 {
@@ -104,14 +229,17 @@ Test(aggregate, counts_per_process_and_stack)
 	p = aggregator_find_process(agg, NOPID);
 	cr_assert_not_null(p);
 	cr_assert_eq(p->total_samples, 4);
-	cr_assert_eq(p->counts.count, 2);
+	cr_assert_eq(p->history.n_windows, 1);
+	cr_assert_eq(p->history.newest->prof.values.count, 2);
 	/* return addresses are stepped back into the call: leaf stays exact */
-	cr_assert_eq(count_of(&p->counts, 0x1000), 3);
-	cr_assert_eq(count_of(&p->counts, 0x1100), 1);
+	cr_assert_eq(history_count_of(p, 0x1000), 3);
+	cr_assert_eq(history_count_of(p, 0x1100), 1);
 	aggregator_get_stats(agg, &st);
 	cr_assert_eq(st.samples, 4);
 	cr_assert_eq(st.stacks, 2);
 	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.windows, 1);
+	cr_assert_eq(st.history_bytes, p->history.bytes);
 	cr_assert_eq(process_rss_bytes(p), 10 * 4096);
 	destroy();
 }
@@ -122,14 +250,19 @@ Test(aggregate, kernel_frames_come_first_and_errors_are_marked)
 	uint64_t u[] = { 0x1000 };
 	struct process *p;
 	struct aggregator_stats st;
+	int seen = 0;
 
 	make(100, 1000);
 	cr_assert_eq(feed(NOPID, 1, SEC, k, 2, u, 1, 1), 0);
 	cr_assert_eq(feed(NOPID, 1, SEC, NULL, -14, NULL, -14, 1), 0);
 	p = aggregator_find_process(agg, NOPID);
-	U64MAP_FOREACH(slot, &p->counts) {
-		const struct stack *s = stacktab_get(aggregator_stacks(agg), slot->key);
+	U64MAP_FOREACH(slot, &p->history.newest->prof.values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
 
+		seen++;
+		cr_assert_eq(profile_key_kind(slot->key), PROFILE_KIND_CPU);
+		cr_assert_eq(profile_key_tid(slot->key), NOPID & PROFILE_TID_MAX);
 		if (s->depth == 3) {
 			cr_assert_eq(s->kernel_depth, 2);
 			cr_assert_eq(frame_module(s->frames[0]), FRAME_MODULE_KERNEL);
@@ -143,114 +276,10 @@ Test(aggregate, kernel_frames_come_first_and_errors_are_marked)
 			cr_assert_eq(frame_address(s->frames[1]), FRAME_SPECIAL_USTACK_ERROR);
 		}
 	}
+	cr_assert_eq(seen, 2);
 	aggregator_get_stats(agg, &st);
 	cr_assert_eq(st.kernel_stack_errors, 1);
 	cr_assert_eq(st.user_stack_errors, 1);
-	destroy();
-}
-
-Test(aggregate, reused_pid_is_a_new_process)
-{
-	struct aggregator_stats st;
-	struct process *p;
-
-	make(100, 1000);
-	feed_user(NOPID, 100, SEC, 0x1000, 0x2000);
-	feed_user(NOPID, 200, 2 * SEC, 0x1000, 0x2000);
-	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(p->start_time_ns, 200);
-	cr_assert_eq(p->total_samples, 1);
-	aggregator_get_stats(agg, &st);
-	cr_assert_eq(st.processes, 2);
-	cr_assert_eq(st.processes_exited, 1);
-	destroy();
-}
-
-Test(aggregate, process_limit_evicts_exited_then_coldest)
-{
-	struct aggregator_stats st;
-
-	make(2, 1000);
-	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);
-	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);
-	feed_user(NOPID - 1, 1, 2 * SEC, 0x1000, 0x2000);
-	feed_exit(NOPID - 1, 1, 3 * SEC);
-	feed_user(NOPID - 2, 1, 4 * SEC, 0x1000, 0x2000);
-	/* the exited one went, though it was sampled last of the two */
-	cr_assert_not_null(aggregator_find_process(agg, NOPID));
-	cr_assert_null(aggregator_find_process(agg, NOPID - 1));
-	feed_user(NOPID - 3, 1, 5 * SEC, 0x1000, 0x2000);
-	/* then the coldest live one */
-	cr_assert_null(aggregator_find_process(agg, NOPID));
-	cr_assert_not_null(aggregator_find_process(agg, NOPID - 2));
-	aggregator_get_stats(agg, &st);
-	cr_assert_eq(st.processes, 2);
-	cr_assert_eq(st.processes_evicted, 2);
-	cr_assert_eq(st.samples_evicted, 3);
-	destroy();
-}
-
-Test(aggregate, stack_limit_evicts_others_or_keeps_the_sample_as_dropped)
-{
-	struct aggregator_stats st;
-	struct process *p;
-
-	make(100, 2);
-	feed_user(NOPID, 1, SEC, 0x1000, 0x2000);
-	feed_user(NOPID, 1, SEC, 0x1100, 0x2000);
-	feed_user(NOPID, 1, SEC, 0x1200, 0x2000); /* no one else to evict */
-	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(p->total_samples, 3);
-	aggregator_get_stats(agg, &st);
-	cr_assert_eq(st.stack_limit, 1);
-	cr_assert_eq(st.stacks, 2);
-	/* another process's new stack makes room by evicting the first */
-	feed_user(NOPID - 1, 1, 2 * SEC, 0x3000, 0x2000);
-	aggregator_get_stats(agg, &st);
-	cr_assert_null(aggregator_find_process(agg, NOPID));
-	cr_assert_eq(st.processes_evicted, 1);
-	cr_assert_eq(st.samples_evicted, 3);
-	cr_assert_eq(st.stacks, 1);
-	destroy();
-}
-
-static int exits_seen;
-
-static void on_exit_cb(struct collector *c, void *userdata)
-{
-	exits_seen++;
-}
-
-Test(aggregate, collector_counts_its_window_and_hears_the_exit)
-{
-	struct collector c = { .pid = NOPID, .begin_ns = 10 * SEC, .end_ns = 20 * SEC,
-			       .on_exit = on_exit_cb };
-	long tick = 1000000000 / sysconf(_SC_CLK_TCK);
-	uint64_t start = 777 * tick;
-	struct process *p;
-
-	make(100, 1000);
-	c.start_ticks = 777;
-	aggregator_add_collector(agg, &c);
-	feed_user(NOPID, start, 9 * SEC, 0x1000, 0x2000);       /* before */
-	feed_user(NOPID, start, 11 * SEC, 0x1000, 0x2000);
-	feed_user(NOPID, start, 12 * SEC, 0x1100, 0x2000);
-	feed_user(NOPID, start + 5 * tick, 13 * SEC, 0x1000, 0x2000); /* another process */
-	feed_user(NOPID - 1, start, 13 * SEC, 0x1000, 0x2000);  /* another pid */
-	feed_user(NOPID, start, 21 * SEC, 0x1000, 0x2000);      /* after */
-	cr_assert_eq(c.samples, 2);
-	cr_assert_eq(count_of(&c.counts, 0x1000), 1);
-	cr_assert_eq(count_of(&c.counts, 0x1100), 1);
-	feed_exit(NOPID, start + 5 * tick, 14 * SEC);
-	cr_assert_eq(exits_seen, 0);
-	feed_exit(NOPID, start, 15 * SEC);
-	cr_assert_eq(exits_seen, 1);
-	cr_assert(c.exited);
-	cr_assert_eq(c.exit_ns, 15 * SEC);
-	/* the collector's stacks stay alive after the process is evicted */
-	aggregator_remove_collector(agg, &c);
-	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(p->collectors, 0);
 	destroy();
 }
 
@@ -280,10 +309,784 @@ Test(aggregate, malformed_records_are_rejected)
 	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s)), -EINVAL); /* frames missing */
 	s.kernel_depth = 1000;
 	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s) + 8000), -EINVAL);
+	s.kernel_depth = 0;
+	s.python_depth = 1; /* its frame is missing */
+	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s)), -EINVAL);
 	cr_assert_eq(aggregator_ingest(agg, &h, sizeof(h)), -EINVAL);
 	cr_assert_eq(aggregator_ingest(agg, &h, 3), -EINVAL);
+	h.kind = PERFD_EVENT_EXIT; /* shorter than an exit */
+	cr_assert_eq(aggregator_ingest(agg, &h, sizeof(h)), -EINVAL);
 	destroy();
 }
+
+/* ---- process identity ---------------------------------------------- */
+
+Test(aggregate, reused_pid_is_a_new_process)
+{
+	struct aggregator_stats st;
+	struct process *p;
+
+	make(100, 1000);
+	feed_user(NOPID, 100, SEC, 0x1000, 0x2000);
+	feed_user(NOPID, 200, 2 * SEC, 0x1000, 0x2000);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->start_time_ns, 200);
+	cr_assert_eq(p->total_samples, 1);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.processes, 2);
+	cr_assert_eq(st.processes_exited, 1);
+	/* the old one stays, queryable, apart from the new one */
+	cr_assert_eq(query_total(&select_all, 0, 10 * SEC, NULL), 2);
+	{
+		struct profile_parts parts;
+		uint64_t first, end;
+		struct selection sel = select_pid(NOPID);
+
+		cr_assert_eq(aggregator_query(agg, &sel, 0, 10 * SEC, &parts, &first, &end), 0);
+		cr_assert_eq(parts.n, 2, "both incarnations of the pid answer");
+		cr_assert_neq(parts.parts[0].process, parts.parts[1].process);
+		aggregator_release_parts(agg, &parts);
+	}
+	destroy();
+}
+
+/* ---- threads -------------------------------------------------------- */
+
+Test(aggregate, threads_are_named_by_their_latest_comm)
+{
+	uint64_t u[] = { 0x1000, 0x2000 };
+	struct process *p;
+	size_t keys = 0;
+
+	make(100, 1000);
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = SEC, .comm = "app", .uips = u,
+				      .ud = 2 });
+	ingest(&(struct sample_spec){ .tgid = NOPID, .tid = NOPID - 5, .start = 1, .ts = SEC,
+				      .comm = "worker", .uips = u, .ud = 2 });
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_str_eq(p->comm, "app");
+	cr_assert_str_eq(process_thread_comm(p, NOPID), "app");
+	cr_assert_str_eq(process_thread_comm(p, NOPID - 5), "worker");
+	cr_assert_null(process_thread_comm(p, 12345));
+	/* a thread that names itself later goes by its new name; only the
+	 * main thread's names the process */
+	ingest(&(struct sample_spec){ .tgid = NOPID, .tid = NOPID - 5, .start = 1, .ts = 2 * SEC,
+				      .comm = "worker-renamed", .uips = u, .ud = 2 });
+	cr_assert_str_eq(process_thread_comm(p, NOPID - 5), "worker-renamed");
+	cr_assert_str_eq(p->comm, "app");
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = 2 * SEC, .comm = "app2",
+				      .uips = u, .ud = 2 });
+	cr_assert_str_eq(p->comm, "app2");
+	cr_assert_eq(p->n_threads, 2);
+	/* values are kept by thread */
+	for (const struct window *w = p->history.newest; w; w = w->older)
+		keys += w->prof.values.count;
+	cr_assert_eq(keys, 4, "two threads in two windows");
+	destroy();
+}
+
+/* A process first seen through a thread other than the main one is named
+ * by /proc when it can be, else by that thread. */
+Test(aggregate, process_first_seen_through_a_thread)
+{
+	uint64_t u[] = { 0x1000 };
+	struct process *p;
+
+	make(100, 1000);
+	ingest(&(struct sample_spec){ .tgid = NOPID, .tid = NOPID - 1, .start = 1, .ts = SEC,
+				      .comm = "thread-comm", .uips = u, .ud = 1 });
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_str_eq(p->comm, "thread-comm");
+	ingest(&(struct sample_spec){ .tgid = getpid(), .tid = getpid() + 100000, .start = self_start_ns(),
+				      .ts = SEC, .comm = "not-the-main", .uips = u, .ud = 1 });
+	p = aggregator_find_process(agg, getpid());
+	{
+		char comm[64] = "";
+		FILE *f = fopen("/proc/self/comm", "re");
+
+		cr_assert_not_null(f);
+		cr_assert_not_null(fgets(comm, sizeof(comm), f));
+		fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		cr_assert_str_eq(p->comm, comm);
+	}
+	destroy();
+}
+
+Test(aggregate, thread_table_is_bounded)
+{
+	uint64_t u[] = { 0x1000 };
+	struct process *p;
+
+	make(100, 1000);
+	for (uint32_t t = 0; t < 5000; t++)
+		ingest(&(struct sample_spec){ .tgid = NOPID, .tid = 100 + t, .start = 1, .ts = SEC,
+					      .uips = u, .ud = 1 });
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->n_threads, 4096);
+	cr_assert_not_null(process_thread_comm(p, 100));
+	cr_assert_null(process_thread_comm(p, 100 + 4999));
+	cr_assert_eq(p->total_samples, 5000, "samples of unnamed threads are lost");
+	destroy();
+}
+
+/* ---- limits and eviction -------------------------------------------- */
+
+Test(aggregate, process_limit_evicts_exited_then_coldest)
+{
+	struct aggregator_stats st;
+
+	make(2, 1000);
+	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID - 1, 1, 2 * SEC, 0x1000, 0x2000);
+	feed_exit(NOPID - 1, 1, 3 * SEC);
+	feed_user(NOPID - 2, 1, 4 * SEC, 0x1000, 0x2000);
+	/* the exited one went, though it was sampled last of the two */
+	cr_assert_not_null(aggregator_find_process(agg, NOPID));
+	cr_assert_null(aggregator_find_process(agg, NOPID - 1));
+	feed_user(NOPID - 3, 1, 5 * SEC, 0x1000, 0x2000);
+	/* then the coldest live one */
+	cr_assert_null(aggregator_find_process(agg, NOPID));
+	cr_assert_not_null(aggregator_find_process(agg, NOPID - 2));
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.processes, 2);
+	cr_assert_eq(st.processes_evicted, 2);
+	cr_assert_eq(st.samples_evicted, 3);
+	destroy();
+}
+
+/* A process an answer or a snapshot holds is never evicted; with nothing
+ * evictable, the new process's samples are counted as lost. */
+Test(aggregate, pinned_processes_are_not_evicted)
+{
+	struct profile_parts parts;
+	uint64_t first, end;
+	struct aggregator_stats st;
+
+	make(2, 1000);
+	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);      /* the coldest */
+	feed_user(NOPID - 1, 1, 2 * SEC, 0x1000, 0x2000);
+	{
+		struct selection sel = select_pid(NOPID);
+
+		cr_assert_eq(aggregator_query(agg, &sel, 0, 10 * SEC, &parts, &first, &end), 0);
+	}
+	cr_assert_eq(parts.n, 1);
+	cr_assert_eq(parts.parts[0].process->pins, 1);
+	feed_user(NOPID - 2, 1, 3 * SEC, 0x1000, 0x2000);
+	cr_assert_not_null(aggregator_find_process(agg, NOPID));
+	cr_assert_null(aggregator_find_process(agg, NOPID - 1));
+	/* both left are pinned now */
+	{
+		struct profile_parts more;
+		struct selection sel = select_pid(NOPID - 2);
+
+		cr_assert_eq(aggregator_query(agg, &sel, 0, 10 * SEC, &more, &first, &end), 0);
+		feed_user(NOPID - 3, 1, 4 * SEC, 0x1000, 0x2000);
+		cr_assert_null(aggregator_find_process(agg, NOPID - 3));
+		aggregator_get_stats(agg, &st);
+		cr_assert_eq(st.samples_evicted, 2); /* NOPID - 1's, and the one with no room */
+		aggregator_release_parts(agg, &more);
+	}
+	aggregator_release_parts(agg, &parts);
+	cr_assert_eq(aggregator_find_process(agg, NOPID)->pins, 0);
+	feed_user(NOPID - 3, 1, 5 * SEC, 0x1000, 0x2000);
+	cr_assert_not_null(aggregator_find_process(agg, NOPID - 3));
+	cr_assert_null(aggregator_find_process(agg, NOPID), "unpinned, it was the coldest");
+	destroy();
+}
+
+/* The stack table full: the oldest windows (of any process) go first and
+ * free their stacks, so the new stack fits. */
+Test(aggregate, stack_limit_drops_the_oldest_windows_first)
+{
+	struct aggregator_stats st;
+	struct process *p;
+
+	make(100, 2);
+	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID, 1, 1 * SEC, 0x1100, 0x2000);
+	feed_user(NOPID - 1, 1, 2 * SEC, 0x3000, 0x2000);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.stack_limit, 0);
+	cr_assert_eq(st.windows_evicted, 1);
+	cr_assert_eq(st.samples_evicted, 2);
+	cr_assert_eq(st.values_evicted[PROFILE_KIND_CPU], 2);
+	cr_assert_eq(st.stacks, 1);
+	cr_assert_eq(st.processes_evicted, 0, "a window was enough");
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_not_null(p, "the process stays, without its window");
+	cr_assert_null(p->history.newest);
+	cr_assert_eq(history_count_of(aggregator_find_process(agg, NOPID - 1), 0x3000), 1);
+	destroy();
+}
+
+/* When nothing can free a stack (a snapshot holds them all), the sample
+ * is kept under the placeholder stack and counted. */
+Test(aggregate, stack_limit_keeps_the_sample_under_the_placeholder)
+{
+	struct collector c = { .sel = select_pid(NOPID), .begin_ns = 0, .end_ns = 100 * SEC };
+	struct aggregator_stats st;
+	struct process *p;
+	bool placeholder = false;
+
+	make(100, 2);
+	aggregator_add_collector(agg, &c);
+	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID, 1, 1 * SEC, 0x1100, 0x2000);
+	feed_user(NOPID, 1, 2 * SEC, 0x1200, 0x2000);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->total_samples, 3);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.stack_limit, 1);
+	cr_assert_eq(st.stacks, 2);
+	cr_assert_eq(c.samples, 3);
+	U64MAP_FOREACH(slot, &c.parts.parts[0].prof.values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
+
+		if (s->depth == 1 && frame_module(s->frames[0]) == FRAME_MODULE_SPECIAL &&
+		    frame_address(s->frames[0]) == FRAME_SPECIAL_STACK_LIMIT) {
+			placeholder = true;
+			cr_assert_eq(slot->value, 1);
+		}
+	}
+	cr_assert(placeholder, "no sample under the placeholder stack");
+	cr_assert_eq(history_total(p), p->total_samples - st.samples_evicted);
+	aggregator_remove_collector(agg, &c);
+	aggregator_release_parts(agg, &c.parts);
+	destroy();
+}
+
+/* Under max_memory_bytes, unique stacks without end: the store stays
+ * under the cap, drops whole windows, oldest first, and counts them;
+ * the recent windows stay queryable.  Nothing is lost uncounted. */
+Test(aggregate, memory_cap_drops_the_oldest_windows)
+{
+	const size_t cap = 512 * 1024;
+	const uint64_t per_second = 100, seconds = 300;
+	struct aggregator_stats st;
+	struct process *a, *b;
+	uint64_t fed = 0;
+
+	make_limits((struct aggregator_limits){ .max_processes = 100, .max_stacks = 1000000,
+						.max_frames = 10000000, .max_memory_bytes = cap,
+						.retention_s = 100000 });
+	/* process a for the first half, b for the second */
+	for (uint64_t s = 0; s < seconds; s++)
+		for (uint64_t i = 0; i < per_second; i++) {
+			uint32_t pid = s < seconds / 2 ? NOPID : NOPID - 1;
+
+			cr_assert_eq(feed_user(pid, 1, (1000 + s) * SEC + i * (SEC / per_second),
+					       0x100000 + fed, 0x2000), 0);
+			fed++;
+			aggregator_get_stats(agg, &st);
+			cr_assert_leq(st.memory_bytes, cap, "%zu bytes over a cap of %zu after %lu samples",
+				      st.memory_bytes, cap, (unsigned long)fed);
+		}
+	aggregator_get_stats(agg, &st);
+	cr_assert_gt(st.windows_evicted, 0);
+	cr_assert_eq(st.samples, fed);
+	a = aggregator_find_process(agg, NOPID);
+	b = aggregator_find_process(agg, NOPID - 1);
+	cr_assert_not_null(a, "a process was evicted while windows were left");
+	cr_assert_not_null(b);
+	cr_assert_eq(st.processes_evicted, 0);
+	/* every value is either held or counted as dropped */
+	cr_assert_eq(history_total(a) + history_total(b) + st.samples_evicted, fed);
+	cr_assert_eq(st.values_evicted[PROFILE_KIND_CPU], st.samples_evicted);
+	/* what went was the oldest: the older process lost everything before
+	 * the newer lost anything, and what is kept is the most recent seconds */
+	cr_assert_null(a->history.newest, "a kept windows older than b's");
+	cr_assert_eq(b->history.newest->start_s, 1000 + seconds - 1);
+	{
+		uint64_t kept = history_total(b), oldest = history_oldest_s(&b->history);
+
+		cr_assert_eq(kept, (1000 + seconds - oldest) * per_second,
+			     "the windows kept are not the most recent ones");
+		cr_assert_eq(st.windows, b->history.n_windows);
+		/* the last seconds answer; the first ones are gone */
+		cr_assert_eq(query_total(&select_all, (1000 + seconds - 2) * SEC,
+					 (1000 + seconds) * SEC, NULL), 2 * per_second);
+		cr_assert_eq(query_total(&select_all, 1000 * SEC, 1010 * SEC, NULL), 0);
+	}
+	destroy();
+}
+
+/* ---- history and queries -------------------------------------------- */
+
+Test(aggregate, samples_land_in_the_history_and_queries_find_them)
+{
+	struct profile_parts parts;
+	uint64_t first, end;
+	struct selection sel = select_pid(NOPID);
+
+	make(100, 1000);
+	feed_user(NOPID, 1, 10 * SEC + 1, 0x1000, 0x2000);
+	feed_user(NOPID, 1, 10 * SEC + 2, 0x1000, 0x2000);
+	feed_user(NOPID, 1, 11 * SEC + 5, 0x1100, 0x2000);
+	cr_assert_eq(aggregator_query(agg, &sel, 10 * SEC, 12 * SEC, &parts, &first, &end), 0);
+	cr_assert_eq(parts.n, 1);
+	cr_assert_eq(parts.parts[0].process->pid, NOPID);
+	cr_assert_eq(parts.parts[0].process->pins, 1);
+	cr_assert_eq(count_of(&parts.parts[0].prof, 0x1000), 2);
+	cr_assert_eq(count_of(&parts.parts[0].prof, 0x1100), 1);
+	cr_assert_eq(first, 10 * SEC);
+	cr_assert_eq(end, 12 * SEC);
+	aggregator_release_parts(agg, &parts);
+	cr_assert_eq(aggregator_find_process(agg, NOPID)->pins, 0);
+	cr_assert_eq(parts.n, 0);
+
+	/* one second of the two */
+	cr_assert_eq(query_total(&sel, 11 * SEC, 12 * SEC, NULL), 1);
+	/* ranges without them: no part at all, no span */
+	cr_assert_eq(aggregator_query(agg, &sel, 20 * SEC, 30 * SEC, &parts, &first, &end), 0);
+	cr_assert_eq(parts.n, 0);
+	cr_assert_eq(first, 0);
+	cr_assert_eq(end, 0);
+	aggregator_release_parts(agg, &parts);
+	cr_assert_eq(query_total(&sel, 0, 10 * SEC, NULL), 0);
+	destroy();
+}
+
+/* Hand-made processes for selection_matches. */
+static struct process proc(uint32_t pid, uint64_t start_ns, const char *comm, const char *cgroup)
+{
+	struct process p = { .pid = pid, .start_time_ns = start_ns, .cgroup = (char *)cgroup };
+
+	snprintf(p.comm, sizeof(p.comm), "%s", comm);
+	return p;
+}
+
+static bool matches(const struct selection *sel, const struct process *p)
+{
+	return selection_matches(sel, p, 10000000); /* 100 Hz */
+}
+
+Test(aggregate, selection_by_pids)
+{
+	struct selection sel = { .pids = { 5, 7, 9 }, .n_pids = 3 };
+	struct process p5 = proc(5, 0, "a", NULL), p6 = proc(6, 0, "a", NULL),
+		       p9 = proc(9, 0, "b", NULL);
+
+	cr_assert(matches(&sel, &p5));
+	cr_assert_not(matches(&sel, &p6));
+	cr_assert(matches(&sel, &p9));
+	/* with one pid, the incarnation by its start time in ticks */
+	sel = (struct selection){ .pids = { 5 }, .n_pids = 1, .start_ticks = 42 };
+	p5.start_time_ns = 42 * 10000000ULL + 123;
+	cr_assert(matches(&sel, &p5));
+	p5.start_time_ns = 43 * 10000000ULL;
+	cr_assert_not(matches(&sel, &p5));
+	/* with several it is not asked */
+	sel = (struct selection){ .pids = { 5, 6 }, .n_pids = 2, .start_ticks = 42 };
+	cr_assert(matches(&sel, &p5));
+}
+
+Test(aggregate, selection_by_comm_is_exact)
+{
+	struct selection sel = { .comm = "app" };
+	struct process a = proc(1, 0, "app", NULL), b = proc(2, 0, "app2", NULL),
+		       c = proc(3, 0, "ap", NULL), full = proc(4, 0, "fifteen-chars-x", NULL);
+
+	cr_assert(matches(&sel, &a));
+	cr_assert_not(matches(&sel, &b));
+	cr_assert_not(matches(&sel, &c));
+	snprintf(sel.comm, sizeof(sel.comm), "fifteen-chars-x");
+	cr_assert(matches(&sel, &full));
+	/* with pids too, both must hold */
+	sel = (struct selection){ .pids = { 1, 2 }, .n_pids = 2, .comm = "app" };
+	cr_assert(matches(&sel, &a));
+	cr_assert_not(matches(&sel, &b));
+}
+
+struct cgroup_case {
+	const char *selected, *cgroup;
+	bool match;
+};
+
+Test(aggregate, selection_by_cgroup_is_the_path_or_below_it)
+{
+	static const struct cgroup_case cases[] = {
+		{ "/a/b", "/a/b", true },
+		{ "/a/b", "/a/b/c", true },
+		{ "/a/b", "/a/b/c/d.scope", true },
+		{ "/a/b", "/a/bc", false },
+		{ "/a/b", "/a/b.service", false },
+		{ "/a/b", "/a", false },
+		{ "/a/b", "/x/a/b", false },
+		{ "/a/b", NULL, false },
+		{ "/a/b/", "/a/b", true },
+		{ "/a/b/", "/a/b/c", true },
+		{ "/a/b/", "/a/bc", false },
+		{ "/", "/a/b", true },
+		{ "/", "/", true },
+		{ "/", NULL, false },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct selection sel = { 0 };
+		struct process p = proc(1, 0, "x", cases[i].cgroup);
+
+		snprintf(sel.cgroup, sizeof(sel.cgroup), "%s", cases[i].selected);
+		cr_assert_eq(matches(&sel, &p), cases[i].match, "cgroup %s %s %s",
+			     cases[i].selected, cases[i].match ? "should take" : "takes",
+			     cases[i].cgroup ? cases[i].cgroup : "(none)");
+	}
+}
+
+Test(aggregate, selection_by_unit_is_a_path_element)
+{
+	static const struct cgroup_case cases[] = {
+		{ "foo.service", "/system.slice/foo.service", true },
+		{ "foo.service", "/system.slice/foo.service/worker", true },
+		{ "foo.service", "/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service", true },
+		{ "foo.service", "/system.slice/foo.service2", false },
+		{ "foo.service", "/system.slice/myfoo.service", false },
+		{ "foo.service", "/system.slice/foo.servic", false },
+		{ "foo.service", "foo.service", true },
+		{ "foo.service", NULL, false },
+		{ "system.slice", "/system.slice/foo.service", true },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct selection sel = { 0 };
+		struct process p = proc(1, 0, "x", cases[i].cgroup);
+
+		snprintf(sel.unit, sizeof(sel.unit), "%s", cases[i].selected);
+		cr_assert_eq(matches(&sel, &p), cases[i].match, "unit %s %s %s", cases[i].selected,
+			     cases[i].match ? "should take" : "takes",
+			     cases[i].cgroup ? cases[i].cgroup : "(none)");
+	}
+}
+
+static bool even_pids_only(void *userdata, const struct process *p)
+{
+	(*(int *)userdata)++;
+	return p->pid % 2 == 0;
+}
+
+Test(aggregate, selection_all_none_and_visible)
+{
+	int calls = 0;
+	struct selection none = { 0 }, all = { .all = true },
+			 visible = { .all = true, .visible = even_pids_only, .visible_userdata = &calls };
+	struct process p1 = proc(1, 0, "x", NULL), p2 = proc(2, 0, "x", "/a");
+
+	cr_assert_not(matches(&none, &p1), "an empty selection takes everything");
+	cr_assert(matches(&all, &p1));
+	cr_assert(matches(&all, &p2));
+	cr_assert_not(matches(&visible, &p1));
+	cr_assert(matches(&visible, &p2));
+	cr_assert_eq(calls, 2);
+	/* visible() has the last word over any selector */
+	visible = (struct selection){ .pids = { 1 }, .n_pids = 1, .visible = even_pids_only,
+				      .visible_userdata = &calls };
+	cr_assert_not(matches(&visible, &p1));
+	/* ... and is not asked about a process the selectors refuse */
+	calls = 0;
+	visible = (struct selection){ .comm = "y", .visible = even_pids_only,
+				      .visible_userdata = &calls };
+	cr_assert_not(matches(&visible, &p2));
+	cr_assert_eq(calls, 0);
+}
+
+/* The store's processes selected by pid list, comm, cgroup, unit, all and
+ * visible(), each a part of its own. */
+Test(aggregate, queries_take_the_selected_processes)
+{
+	static const char *const cgroups[] = { "/system.slice/web.service", "/system.slice/web.service/w1",
+					       "/system.slice/webx.service", NULL };
+	struct process *p[4];
+	int calls = 0;
+	size_t n;
+
+	make(100, 1000);
+	for (uint32_t i = 0; i < 4; i++) {
+		for (uint32_t k = 0; k <= i; k++) /* p[i] has i + 1 samples */
+			ingest(&(struct sample_spec){ .tgid = NOPID - i, .start = 1, .ts = SEC,
+						      .comm = i < 2 ? "web" : "db",
+						      .uips = (const uint64_t[]){ 0x1000 }, .ud = 1 });
+		p[i] = aggregator_find_process(agg, NOPID - i);
+		cr_assert_null(p[i]->cgroup, "NOPID has a cgroup");
+		/* set by hand, taken back before the store goes (it counts
+		 * the cgroups it read itself) */
+		p[i]->cgroup = cgroups[i] ? strdup(cgroups[i]) : NULL;
+	}
+	{
+		struct selection sel = { .pids = { NOPID, NOPID - 3 }, .n_pids = 2 };
+
+		cr_assert_eq(query_total(&sel, 0, 10 * SEC, &n), 1 + 4);
+		cr_assert_eq(n, 2);
+	}
+	{
+		struct selection sel = { .comm = "web" };
+
+		cr_assert_eq(query_total(&sel, 0, 10 * SEC, &n), 1 + 2);
+		cr_assert_eq(n, 2);
+	}
+	{
+		struct selection sel = { .cgroup = "/system.slice/web.service" };
+
+		cr_assert_eq(query_total(&sel, 0, 10 * SEC, &n), 1 + 2);
+		cr_assert_eq(n, 2);
+	}
+	{
+		struct selection sel = { .unit = "webx.service" };
+
+		cr_assert_eq(query_total(&sel, 0, 10 * SEC, &n), 3);
+		cr_assert_eq(n, 1);
+	}
+	cr_assert_eq(query_total(&select_all, 0, 10 * SEC, &n), 10);
+	cr_assert_eq(n, 4);
+	{
+		struct selection sel = { .all = true, .visible = even_pids_only,
+					 .visible_userdata = &calls };
+
+		/* NOPID is odd: NOPID - 1 and NOPID - 3 */
+		cr_assert_eq(query_total(&sel, 0, 10 * SEC, &n), 2 + 4);
+		cr_assert_eq(n, 2);
+	}
+	{
+		struct selection none = { 0 };
+
+		cr_assert_eq(query_total(&none, 0, 10 * SEC, &n), 0);
+		cr_assert_eq(n, 0);
+	}
+	for (uint32_t i = 0; i < 4; i++) {
+		free(p[i]->cgroup);
+		p[i]->cgroup = NULL;
+	}
+	destroy();
+}
+
+/* ---- maintenance ------------------------------------------------------ */
+
+Test(aggregate, maintain_rolls_windows_up)
+{
+	struct aggregator_stats st;
+	struct process *p;
+
+	make_limits((struct aggregator_limits){ .max_processes = 100, .max_stacks = 1000,
+						.max_frames = 100000, .retention_s = 100000 });
+	for (uint64_t s = 1000; s < 1300; s++)
+		feed_user(NOPID, 1, s * SEC, 0x1000 + s % 3, 0x2000);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->history.n_windows, 300);
+	aggregator_maintain(agg, 1300 * SEC);
+	aggregator_get_stats(agg, &st);
+	cr_assert_lt(p->history.n_windows, 300);
+	cr_assert_eq(st.windows, p->history.n_windows);
+	cr_assert_eq(st.history_bytes, p->history.bytes);
+	cr_assert_eq(st.windows_expired, 0);
+	cr_assert_eq(p->history.oldest->span_s, 10);
+	cr_assert_eq(p->history.newest->span_s, 1);
+	cr_assert_eq(query_total(&select_all, 0, 2000 * SEC, NULL), 300);
+	cr_assert_eq(history_count_of(p, 0x1000 + 1000 % 3), 100);
+	destroy();
+}
+
+Test(aggregate, maintain_expires_by_retention_and_frees_exited_processes)
+{
+	struct aggregator_stats st;
+
+	make_limits((struct aggregator_limits){ .max_processes = 100, .max_stacks = 1000,
+						.max_frames = 100000, .retention_s = 60 });
+	for (uint64_t s = 100; s < 110; s++) {
+		feed_user(NOPID, 1, s * SEC, 0x1000, 0x2000);
+		feed_user(NOPID - 1, 1, s * SEC, 0x1000, 0x2000);
+	}
+	feed_exit(NOPID, 1, 110 * SEC);
+	/* within the retention the exited one stays, and answers */
+	aggregator_maintain(agg, 150 * SEC);
+	cr_assert_not_null(aggregator_find_process(agg, NOPID));
+	cr_assert_eq(query_total(&select_all, 0, 200 * SEC, NULL), 20);
+	/* past it, windows go; so does the exited process, not the live one */
+	aggregator_maintain(agg, 165 * SEC);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.windows_expired, 2 * 5);
+	cr_assert_eq(st.samples_expired, 2 * 5);
+	cr_assert_eq(st.processes_expired, 0);
+	aggregator_maintain(agg, 500 * SEC);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.windows_expired, 2 * 10);
+	cr_assert_eq(st.samples_expired, 2 * 10);
+	cr_assert_eq(st.processes_expired, 1);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.processes_exited, 0);
+	cr_assert_eq(st.windows, 0);
+	cr_assert_eq(st.history_bytes, 0);
+	cr_assert_eq(st.stacks, 0, "expired windows kept their stacks");
+	cr_assert_null(aggregator_find_process(agg, NOPID));
+	cr_assert_not_null(aggregator_find_process(agg, NOPID - 1), "a live process was freed");
+	destroy();
+}
+
+/* An answer holds its processes: expired, they stay until it is released,
+ * and what it holds stays readable. */
+Test(aggregate, maintain_keeps_what_an_answer_holds)
+{
+	struct profile_parts parts;
+	uint64_t first, end;
+	struct aggregator_stats st;
+	struct process *p;
+
+	make_limits((struct aggregator_limits){ .max_processes = 100, .max_stacks = 1000,
+						.max_frames = 100000, .retention_s = 60 });
+	feed_user(NOPID, 1, 100 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID, 1, 101 * SEC, 0x1000, 0x2000);
+	feed_exit(NOPID, 1, 102 * SEC);
+	cr_assert_eq(aggregator_query(agg, &select_all, 0, 200 * SEC, &parts, &first, &end), 0);
+	cr_assert_eq(parts.n, 1);
+	p = parts.parts[0].process;
+	aggregator_maintain(agg, 1000 * SEC);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.windows_expired, 2);
+	cr_assert_eq(st.processes_expired, 0, "freed under the answer");
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(p->pid, NOPID);
+	cr_assert_eq(count_of(&parts.parts[0].prof, 0x1000), 2);
+	cr_assert_eq(st.stacks, 1, "the answer's stack was freed");
+	aggregator_release_parts(agg, &parts);
+	aggregator_maintain(agg, 1001 * SEC);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.processes_expired, 1);
+	cr_assert_eq(st.processes, 0);
+	cr_assert_eq(st.stacks, 0);
+	cr_assert_null(aggregator_find_process(agg, NOPID));
+	destroy();
+}
+
+/* The store's byte count follows what its processes hold, wherever that
+ * changes: once a process is gone, the figure is what it was before the
+ * process came (stacks aside, whose table keeps its capacity).  Here the
+ * identity (cgroup, owner) is read at exec, not at first sight (the first
+ * sample said "kernel thread"), as when /proc could not be read then or the
+ * process moved to another cgroup before its exec. */
+Test(aggregate, memory_follows_a_process_described_at_exec)
+{
+	struct aggregator_stats base, st;
+	uint64_t u[] = { 0x1000, 0x2000 };
+	size_t base_stacks;
+	uint64_t start;
+	struct process *p;
+
+	make_limits((struct aggregator_limits){ .max_processes = 100, .max_stacks = 1000,
+						.max_frames = 100000, .retention_s = 60 });
+	/* a process that stays, without windows: the tables have their
+	 * first capacity */
+	feed_user(NOPID, 1, SEC, 0x1000, 0x2000);
+	aggregator_maintain(agg, 1000 * SEC);
+	aggregator_get_stats(agg, &base);
+	base_stacks = stacktab_memory(aggregator_stacks(agg));
+	cr_assert_eq(base.windows, 0);
+
+	start = self_start_ns();
+	ingest(&(struct sample_spec){ .tgid = getpid(), .start = start, .ts = 1001 * SEC,
+				      .uips = u, .ud = 2, .flags = PERFD_SAMPLE_F_KTHREAD });
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_null(p->cgroup);
+	feed_exec(getpid(), start, 1002 * SEC);
+	cr_assert_not_null(p->cgroup, "exec read no cgroup: nothing to check here");
+	cr_assert_not_null(p->maps);
+	ingest(&(struct sample_spec){ .tgid = getpid(), .start = start, .ts = 1002 * SEC,
+				      .uips = u, .ud = 2 });
+	aggregator_get_stats(agg, &st);
+	cr_assert_gt(st.memory_bytes, base.memory_bytes);
+	feed_exit(getpid(), start, 1003 * SEC);
+	aggregator_maintain(agg, 2000 * SEC);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.processes_expired, 1);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.memory_bytes - stacktab_memory(aggregator_stacks(agg)),
+		     base.memory_bytes - base_stacks,
+		     "%zu bytes besides stacks once the process went, %zu before it came",
+		     st.memory_bytes - stacktab_memory(aggregator_stacks(agg)),
+		     base.memory_bytes - base_stacks);
+	destroy();
+}
+
+/* ---- collectors -------------------------------------------------------- */
+
+static int exits_seen;
+
+static void on_exit_cb(struct collector *c, void *userdata)
+{
+	exits_seen++;
+}
+
+Test(aggregate, collector_counts_its_window_and_hears_the_exit)
+{
+	struct collector c = { .sel = select_pid(NOPID), .begin_ns = 10 * SEC, .end_ns = 20 * SEC,
+			       .on_exit = on_exit_cb };
+	long tick = 1000000000 / sysconf(_SC_CLK_TCK);
+	uint64_t start = 777 * tick;
+	const struct profile_part *part;
+	struct process *p;
+
+	make(100, 1000);
+	c.sel.start_ticks = 777;
+	exits_seen = 0;
+	aggregator_add_collector(agg, &c);
+	feed_user(NOPID, start, 9 * SEC, 0x1000, 0x2000);       /* before */
+	feed_user(NOPID, start, 11 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID, start, 12 * SEC, 0x1100, 0x2000);
+	feed_user(NOPID, start + 5 * tick, 13 * SEC, 0x1000, 0x2000); /* another process */
+	feed_user(NOPID - 1, start, 13 * SEC, 0x1000, 0x2000);  /* another pid */
+	feed_user(NOPID, start + 5 * tick, 21 * SEC, 0x1000, 0x2000); /* after */
+	cr_assert_eq(c.samples, 2);
+	cr_assert_eq(c.parts.n, 1);
+	part = &c.parts.parts[0];
+	cr_assert_eq(part->process->start_time_ns, start);
+	cr_assert_eq(count_of(&part->prof, 0x1000), 1);
+	cr_assert_eq(count_of(&part->prof, 0x1100), 1);
+	cr_assert_eq(part->process->pins, 1);
+	feed_exit(NOPID, start + 5 * tick, 14 * SEC);
+	cr_assert_eq(exits_seen, 0);
+	feed_exit(NOPID, start, 15 * SEC);
+	cr_assert_eq(exits_seen, 1);
+	cr_assert(c.exited);
+	cr_assert_eq(c.exit_ns, 15 * SEC);
+	/* the parts stay for the caller after the collector stops */
+	p = part->process;
+	aggregator_remove_collector(agg, &c);
+	feed_user(NOPID - 1, start, 14 * SEC, 0x1000, 0x2000);
+	cr_assert_eq(c.samples, 2);
+	cr_assert_eq(p->pins, 1);
+	aggregator_release_parts(agg, &c.parts);
+	cr_assert_eq(p->pins, 0);
+	cr_assert_eq(c.parts.n, 0);
+	destroy();
+}
+
+/* A collector with a pid-less selection takes every process it selects,
+ * a part each, and hears no exit. */
+Test(aggregate, collector_by_comm_takes_several_processes)
+{
+	struct collector c = { .sel = { .comm = "web" }, .begin_ns = 0, .end_ns = 100 * SEC,
+			       .on_exit = on_exit_cb };
+	uint64_t u[] = { 0x1000 };
+
+	make(100, 1000);
+	exits_seen = 0;
+	aggregator_add_collector(agg, &c);
+	for (uint32_t i = 0; i < 3; i++)
+		ingest(&(struct sample_spec){ .tgid = NOPID - i, .start = 1, .ts = SEC,
+					      .comm = i < 2 ? "web" : "db", .uips = u, .ud = 1 });
+	feed_exit(NOPID, 1, 2 * SEC);
+	cr_assert_eq(c.parts.n, 2);
+	cr_assert_eq(c.samples, 2);
+	cr_assert_not_null(part_of(&c.parts, NOPID));
+	cr_assert_not_null(part_of(&c.parts, NOPID - 1));
+	cr_assert_null(part_of(&c.parts, NOPID - 2));
+	cr_assert_eq(exits_seen, 0);
+	cr_assert_not(c.exited);
+	/* destroying the store with a collector in it releases its parts */
+	destroy();
+}
+
+/* ---- hooks, exec and /proc ------------------------------------------- */
 
 __attribute__((noinline)) static uint64_t probe_here(void)
 {
@@ -302,26 +1105,65 @@ Test(aggregate, user_frames_normalize_to_binary_and_symbolize)
 	uint64_t caller = probe_here();
 	struct process *p;
 	char name[256];
+	int seen = 0;
 
 	make(100, 1000);
-	cr_assert_eq(feed_user(getpid(), 1, SEC, leaf, caller), 0);
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), SEC, leaf, caller), 0);
 	p = aggregator_find_process(agg, getpid());
 	cr_assert_not_null(p->maps);
-	U64MAP_FOREACH(slot, &p->counts) {
-		const struct stack *s = stacktab_get(aggregator_stacks(agg), slot->key);
+	cr_assert_eq(p->ns_pid, (uint32_t)getpid());
+	cr_assert_eq(p->owner_uid, getuid());
+	U64MAP_FOREACH(slot, &p->history.newest->prof.values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
 
+		seen++;
 		cr_assert_geq(frame_module(s->frames[0]), FRAME_MODULE_FIRST);
 		cr_assert_str_eq(symbolizer_frame_name(sym, s->frames[0], name, sizeof(name)),
 				 "aggregate_test_marker");
 	}
+	cr_assert_eq(seen, 1);
 	destroy();
 }
 
-static int maps_changes;
+/* A process that is not the one /proc has under its pid (another start
+ * time) is never described from it. */
+Test(aggregate, another_incarnation_is_not_read_from_proc)
+{
+	struct process *p;
+
+	make(100, 1000);
+	cr_assert_eq(feed_user(getpid(), self_start_ns() + SEC, SEC, 0x1000, 0x2000), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_null(p->maps);
+	cr_assert_null(p->cgroup);
+	cr_assert_eq(p->owner_uid, PROCESS_OWNER_NONE);
+	destroy();
+}
+
+static int maps_changes, gone_calls, rewrites;
+static uint32_t gone_pid;
 
 static void count_maps_change(void *userdata, struct process *p)
 {
 	maps_changes++;
+}
+
+static void count_gone(void *userdata, const struct process *p)
+{
+	gone_calls++;
+	gone_pid = p->pid;
+}
+
+/* Replaces the user frames by one Python frame word per Python frame. */
+static size_t rewrite_python(void *userdata, const struct process *p, const struct perfd_sample *s,
+			     uint64_t *frames, size_t n, size_t cap)
+{
+	rewrites++;
+	cr_assert_geq(cap, s->python_depth);
+	for (uint32_t i = 0; i < s->python_depth; i++)
+		frames[i] = frame_make(FRAME_MODULE_PYTHON, 0x100 + i);
+	return s->python_depth;
 }
 
 Test(aggregate, needs_maps_flag_rereads_with_backoff)
@@ -333,11 +1175,12 @@ Test(aggregate, needs_maps_flag_rereads_with_backoff)
 	struct perfd_sample *s = calloc(1, size);
 
 	make(100, 1000);
+	maps_changes = 0;
 	aggregator_set_hooks(agg, &hooks);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * SEC + ts.tv_nsec;
 	s->hdr = (struct perfd_event_header){ .kind = PERFD_EVENT_SAMPLE, .tgid = getpid(),
-					      .tid = getpid(), .start_time_ns = 1 };
+					      .tid = getpid(), .start_time_ns = self_start_ns() };
 	s->page_size = 4096;
 	s->user_depth = 1;
 	memcpy(s->ips, u, sizeof(u));
@@ -364,5 +1207,103 @@ Test(aggregate, needs_maps_flag_rereads_with_backoff)
 	aggregator_ingest(agg, s, size);
 	cr_assert_eq(maps_changes, 2);
 	free(s);
+	destroy();
+}
+
+/* exec: the old image is gone for its describers, the new one's maps are
+ * read at once; the process and its history stay. */
+Test(aggregate, exec_reads_the_new_image)
+{
+	struct aggregator_hooks hooks = { .maps_changed = count_maps_change,
+					  .process_gone = count_gone };
+	uint64_t start;
+	struct process *p;
+
+	make(100, 1000);
+	maps_changes = gone_calls = 0;
+	aggregator_set_hooks(agg, &hooks);
+	start = self_start_ns();
+	feed_user(getpid(), start, SEC, 0x1000, 0x2000);
+	cr_assert_eq(maps_changes, 1);
+	p = aggregator_find_process(agg, getpid());
+	p->jit_module = 7; /* as if a JIT map had been found */
+	feed_exec(getpid(), start, 2 * SEC);
+	cr_assert_eq(gone_calls, 1);
+	cr_assert_eq(gone_pid, (uint32_t)getpid());
+	cr_assert_eq(maps_changes, 2);
+	cr_assert_eq(aggregator_find_process(agg, getpid()), p, "exec made a new process");
+	cr_assert_not(p->exited);
+	cr_assert_eq(p->jit_module, 0);
+	cr_assert_eq(history_total(p), 1);
+	/* exec of a process never seen, or of another incarnation: nothing */
+	feed_exec(NOPID, 1, 2 * SEC);
+	feed_exec(getpid(), start + SEC, 2 * SEC);
+	cr_assert_eq(gone_calls, 1);
+	cr_assert_eq(maps_changes, 2);
+	destroy();
+}
+
+/* process_gone: at exit, at a reused pid and at eviction, once each. */
+Test(aggregate, process_gone_is_told_once_per_process)
+{
+	struct aggregator_hooks hooks = { .process_gone = count_gone };
+	struct aggregator_stats st;
+
+	make(2, 1000);
+	gone_calls = 0;
+	aggregator_set_hooks(agg, &hooks);
+	feed_user(NOPID, 1, SEC, 0x1000, 0x2000);
+	feed_exit(NOPID, 1, 2 * SEC);
+	cr_assert_eq(gone_calls, 1);
+	feed_exit(NOPID, 1, 2 * SEC); /* the exit of a process seen exiting */
+	cr_assert_eq(gone_calls, 1);
+	feed_user(NOPID - 1, 1, 3 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID - 1, 2, 4 * SEC, 0x1000, 0x2000); /* its pid reused */
+	cr_assert_eq(gone_calls, 2);
+	cr_assert_eq(gone_pid, NOPID - 1);
+	/* NOPID (exited) and the old NOPID - 1 (exited) were evicted for the
+	 * new incarnation and this one: told already, not again */
+	feed_user(NOPID - 2, 1, 5 * SEC, 0x1000, 0x2000);
+	cr_assert_eq(gone_calls, 2);
+	/* a live one evicted is told */
+	feed_user(NOPID - 3, 1, 6 * SEC, 0x1000, 0x2000);
+	cr_assert_eq(gone_calls, 3);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.processes_evicted, 3);
+	destroy();
+}
+
+Test(aggregate, python_samples_go_through_the_rewrite_hook)
+{
+	struct aggregator_hooks hooks = { .rewrite_user_frames = rewrite_python };
+	uint64_t u[] = { 0x1000, 0x2000 }, k[] = { 0xffffffff81000010ULL };
+	struct process *p;
+	const struct stack *s = NULL;
+
+	make(100, 1000);
+	rewrites = 0;
+	aggregator_set_hooks(agg, &hooks);
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = SEC, .kips = k, .kd = 1,
+				      .uips = u, .ud = 2 });
+	cr_assert_eq(rewrites, 0, "a sample without Python frames was rewritten");
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = SEC, .kips = k, .kd = 1,
+				      .uips = u, .ud = 2, .python_depth = 3,
+				      .flags = PERFD_SAMPLE_F_PYTHON });
+	cr_assert_eq(rewrites, 1);
+	p = aggregator_find_process(agg, NOPID);
+	U64MAP_FOREACH(slot, &p->history.newest->prof.values) {
+		const struct stack *x = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
+
+		if (x->depth == 4)
+			s = x;
+	}
+	cr_assert_not_null(s, "no stack of the kernel frame and three Python frames");
+	cr_assert_eq(s->kernel_depth, 1);
+	cr_assert_eq(frame_module(s->frames[0]), FRAME_MODULE_KERNEL);
+	for (int i = 1; i < 4; i++) {
+		cr_assert_eq(frame_module(s->frames[i]), FRAME_MODULE_PYTHON);
+		cr_assert_eq(frame_address(s->frames[i]), 0x100 + (uint64_t)(i - 1));
+	}
 	destroy();
 }
