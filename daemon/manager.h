@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * manager.h - the daemon: one sd-event loop owning the sampler, the
- * aggregator, the symbolizer and the socket server, and answering requests.
+ * manager.h - the daemon: one sd-event loop owning the sampler, the drain
+ * thread, the store, the symbolizer and the socket server; it sets them up,
+ * runs the loop and tears them down.  Requests go to api/command.c's table.
  *
- * The path of one sample: bpf/perfd.bpf.c -> ring buffer -> sampler.c
- * (drained on a timer, or when the BPF side asks) -> aggregate.c (interned
- * into per-process counts and running snapshots) -> a request arrives at
- * server.c -> manager.c dispatches it -> query.c / folded.c encode the
- * answer (symbolize.c names the frames) -> server.c sends it -> perfctl.
+ * The path of one sample: bpf/perfd.bpf.c -> ring buffer -> collect/drain.c
+ * (its own thread, on the ring's wake-ups or every 200 ms) -> queue ->
+ * profile/aggregate.c on the loop (interned, added to the process's time
+ * windows and to running snapshots) -> a request arrives at api/server.c
+ * -> api/command.c runs its command (api/cmd_*.c) -> profile/model.c
+ * resolves the profile (symbols/, interp/python) -> encode/ writes it ->
+ * api/server.c sends it -> perfctl.
  */
 #ifndef PERFD_MANAGER_H
 #define PERFD_MANAGER_H

@@ -10,15 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/command_list.h"
 #include "perfd/protocol.h"
 
 struct encoder;
+struct json_object;
 
-enum perfd_command {
-	PERFD_CMD_STATUS,
-	PERFD_CMD_PS,
-	PERFD_CMD_SNAPSHOT,
-};
+#define ENUM(name, NAME) PERFD_CMD_##NAME,
+enum perfd_command { PERFD_COMMANDS(ENUM) PERFD_CMD_COUNT };
+#undef ENUM
 
 /* When a snapshot's samples were taken. */
 enum perfd_when {
@@ -64,5 +64,29 @@ int request_parse(const char *line, size_t len, struct perfd_request *ret,
 		  struct perfd_request_error *ret_error);
 
 const char *perfd_command_to_string(enum perfd_command c);
+
+/* Helpers for the commands' parse functions (api/cmd_*.c).  Each returns 0
+ * (or 1 where it says so), or -EINVAL with *e filled with a code and a
+ * message fit to show a person. */
+int request_fail(struct perfd_request_error *e, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Copies at most 32 bytes of s (len bytes) as printable ASCII into buf (at
+ * least 132 bytes), for quoting a client's text back in a message. */
+void request_quote(const char *s, size_t len, char *buf, size_t size);
+#define REQUEST_QUOTE_SIZE 132
+/* An optional integer field within [min, max]; absent leaves *ret alone
+ * unless required. */
+int request_get_int(struct json_object *req, const char *key, int64_t min, int64_t max,
+		    bool required, int64_t *ret, struct perfd_request_error *e);
+/* An optional boolean field; absent leaves *ret alone. */
+int request_get_bool(struct json_object *req, const char *key, bool *ret,
+		     struct perfd_request_error *e);
+/* An optional number of seconds in (0, max]: 1 when present. */
+int request_get_seconds(struct json_object *req, const char *key, double max, double *ret,
+			struct perfd_request_error *e);
+/* An optional string of 1..size-1 bytes without control bytes; absent
+ * leaves buf empty. */
+int request_get_name(struct json_object *req, const char *key, char *buf, size_t size,
+		     struct perfd_request_error *e);
 
 #endif

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_ps.c - "ps": the processes the client may see that ran in the last
+ * interval, busiest first (the answer is built by query.c).
+ */
+#include "api/auth.h"
+#include "api/command.h"
+#include "api/query.h"
+#include "base/clock.h"
+
+static int parse_ps(struct json_object *req, struct perfd_request *r,
+		    struct perfd_request_error *e)
+{
+	int64_t interval = PERFD_PS_DEFAULT_INTERVAL;
+	int k;
+
+	k = request_get_int(req, "interval", 1, PERFD_PS_MAX_INTERVAL, false, &interval, e);
+	if (k < 0)
+		return k;
+	r->interval_seconds = (unsigned)interval;
+	return 0;
+}
+
+
+static int run_ps(struct daemon *d, struct client *c, const struct perfd_request *req)
+{
+	daemon_drain(d);
+	command_reply_json(c, query_ps(d->aggregator, client_peer(c), now_monotonic_ns(),
+				       req->interval_seconds, d->start_ns, d->frequency_hz));
+	return 0;
+}
+
+const struct command cmd_ps = { .name = "ps", .parse = parse_ps, .run = run_ps };

@@ -1,0 +1,610 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_snapshot.c - "snapshot": the profile of the selected processes, from
+ * now on or from the store's history, resolved into the model and encoded
+ * in the format asked for.
+ *
+ * From now on, the snapshot is a collector in the store (aggregate.h) and
+ * a timer; when the window ends (or the one process it watches by pid
+ * exits: the BPF exit event or a pidfd), the collector's parts are
+ * answered.  From the past, aggregator_query answers at once.  Either way
+ * the parts are resolved once (profile/model.c: Python frames through
+ * interp/python, the rest through the symbolizer) and written by the
+ * format's encoder into the answer with the JSON writer, whose buffer the
+ * server then takes over: a 100k-stack profile is not copied again.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/auth.h"
+#include "api/command.h"
+#include "api/query.h"
+#include "base/clock.h"
+#include "base/jsonw.h"
+#include "base/log.h"
+#include "collect/sampler.h"
+#include "encode/encode.h"
+#include "interp/python/python.h"
+#include "perfd/macro.h"
+#include "process/procfs.h"
+#include "profile/frame.h"
+#include "profile/model.h"
+#include "symbols/symbolize.h"
+
+#define MAX_SNAPSHOTS 32
+#define SNAPSHOT_TIMER_ACCURACY_USEC 1000
+
+/* A snapshot from now on, waiting for its end. */
+struct snapshot {
+	struct command_pending pending; /* first: the client's data */
+	struct daemon *d;
+	struct client *client;
+	struct perfd_request req;
+	struct collector c;
+	sd_event_source *timer;
+	sd_event_source *pidfd_io;
+	int pidfd;
+	struct snapshot *prev, *next;
+};
+
+static int parse_format(struct json_object *req, const struct encoder **ret,
+			struct perfd_request_error *e)
+{
+	struct json_object *v;
+	const char *s;
+	size_t len;
+	char q[REQUEST_QUOTE_SIZE], names[256] = "";
+
+	for (size_t i = 0, at = 0; i < n_encoders && at < sizeof(names); i++)
+		at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
+				       encoders[i].name);
+	if (!json_object_object_get_ex(req, "format", &v)) {
+		*ret = &encoders[0];
+		return 0;
+	}
+	if (!json_object_is_type(v, json_type_string))
+		return request_fail(e, PERFD_ERR_BAD_REQUEST, "\"format\" must be a string, one of: %s",
+			    names);
+	s = json_object_get_string(v);
+	len = (size_t)json_object_get_string_len(v);
+	*ret = encoder_find(s, len);
+	if (*ret)
+		return 0;
+	request_quote(s, len, q, sizeof(q));
+	return request_fail(e, PERFD_ERR_BAD_REQUEST, "unknown \"format\" \"%s\": must be one of: %s", q,
+		    names);
+}
+
+static int parse_kind(struct json_object *req, int *ret, struct perfd_request_error *e)
+{
+	struct json_object *v;
+	char q[REQUEST_QUOTE_SIZE];
+	int k;
+
+	*ret = PROFILE_KIND_CPU;
+	if (!json_object_object_get_ex(req, "kind", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return request_fail(e, PERFD_ERR_BAD_REQUEST,
+			    "\"kind\" must be a string: cpu, memory or offcpu");
+	k = profile_kind_from_name(json_object_get_string(v),
+				   (size_t)json_object_get_string_len(v));
+	if (k < 0) {
+		request_quote(json_object_get_string(v), (size_t)json_object_get_string_len(v), q, sizeof(q));
+		return request_fail(e, PERFD_ERR_BAD_REQUEST,
+			    "unknown \"kind\" \"%s\": must be cpu, memory or offcpu", q);
+	}
+	*ret = k;
+	return 0;
+}
+
+/* "pid": an integer or an array of 1..PERFD_SNAPSHOT_MAX_PIDS of them. */
+static int parse_pids(struct json_object *req, struct perfd_request *r,
+		      struct perfd_request_error *e)
+{
+	struct json_object *v;
+	size_t n;
+
+	if (!json_object_object_get_ex(req, "pid", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_array)) {
+		int64_t pid = 0;
+		int k = request_get_int(req, "pid", 1, INT32_MAX, true, &pid, e);
+
+		if (k < 0)
+			return k;
+		r->pids[r->n_pids++] = (uint32_t)pid;
+		return 0;
+	}
+	n = json_object_array_length(v);
+	if (n == 0 || n > PERFD_SNAPSHOT_MAX_PIDS)
+		return request_fail(e, PERFD_ERR_BAD_REQUEST, "\"pid\" must list 1 to %d pids",
+			    PERFD_SNAPSHOT_MAX_PIDS);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *x = json_object_array_get_idx(v, i);
+		int64_t pid;
+
+		if (!json_object_is_type(x, json_type_int) ||
+		    (pid = json_object_get_int64(x)) < 1 || pid > INT32_MAX)
+			return request_fail(e, PERFD_ERR_BAD_REQUEST,
+				    "\"pid\" must hold integers 1..%d", INT32_MAX);
+		r->pids[r->n_pids++] = (uint32_t)pid;
+	}
+	return 0;
+}
+
+/* "from"/"to": seconds since the epoch (perfctl turns RFC 3339 into
+ * them); "to" absent means now. */
+static int parse_range(struct json_object *req, struct perfd_request *r,
+		       struct perfd_request_error *e)
+{
+	static const char *const keys[] = { "from", "to" };
+	double *dst[] = { &r->from_unix, &r->to_unix };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct json_object *v;
+
+		if (!json_object_object_get_ex(req, keys[i], &v))
+			continue;
+		if ((!json_object_is_type(v, json_type_int) &&
+		     !json_object_is_type(v, json_type_double)) ||
+		    !isfinite(json_object_get_double(v)) || json_object_get_double(v) <= 0)
+			return request_fail(e, PERFD_ERR_BAD_REQUEST,
+				    "\"%s\" must be a time in seconds since the epoch", keys[i]);
+		*dst[i] = json_object_get_double(v);
+	}
+	if (r->to_unix && r->from_unix >= r->to_unix)
+		return request_fail(e, PERFD_ERR_BAD_REQUEST, "\"from\" must be before \"to\"");
+	if (r->to_unix && !r->from_unix)
+		return request_fail(e, PERFD_ERR_BAD_REQUEST, "\"to\" needs a \"from\"");
+	return 0;
+}
+
+static int parse_snapshot(struct json_object *req, struct perfd_request *r,
+			  struct perfd_request_error *e)
+{
+	int k, has_duration, has_since;
+
+	if ((k = parse_pids(req, r, e)) < 0 ||
+	    (k = request_get_name(req, "comm", r->comm, sizeof(r->comm), e)) < 0 ||
+	    (k = request_get_name(req, "cgroup", r->cgroup, sizeof(r->cgroup), e)) < 0 ||
+	    (k = request_get_name(req, "unit", r->unit, sizeof(r->unit), e)) < 0 ||
+	    (k = request_get_bool(req, "all", &r->all, e)) < 0)
+		return k;
+	if (!r->n_pids && !r->comm[0] && !r->cgroup[0] && !r->unit[0] && !r->all)
+		return request_fail(e, PERFD_ERR_BAD_REQUEST,
+			    "missing which processes: \"pid\", \"comm\", \"cgroup\", \"unit\" or \"all\"");
+
+	has_duration = request_get_seconds(req, "duration", PERFD_SNAPSHOT_MAX_SECONDS,
+				     &r->duration_seconds, e);
+	if (has_duration < 0)
+		return has_duration;
+	has_since = request_get_seconds(req, "since", PERFD_MAX_RETENTION_SECONDS, &r->since_seconds, e);
+	if (has_since < 0)
+		return has_since;
+	if ((k = parse_range(req, r, e)) < 0)
+		return k;
+	if (has_duration + has_since + (r->from_unix > 0) != 1)
+		return request_fail(e, PERFD_ERR_BAD_REQUEST,
+			    "say when, once: \"duration\" (seconds from now on, 0 < duration <= %d), "
+			    "\"since\" (the last seconds) or \"from\" (and \"to\")",
+			    PERFD_SNAPSHOT_MAX_SECONDS);
+	r->when = has_duration ? PERFD_WHEN_DURATION :
+		  has_since    ? PERFD_WHEN_SINCE :
+				 PERFD_WHEN_RANGE;
+
+	if ((k = parse_format(req, &r->format, e)) < 0 || (k = parse_kind(req, &r->kind, e)) < 0)
+		return k;
+	r->lines = false;
+	r->python_lines = true;
+	r->threads = false;
+	if ((k = request_get_bool(req, "lines", &r->lines, e)) < 0 ||
+	    (k = request_get_bool(req, "python_lines", &r->python_lines, e)) < 0 ||
+	    (k = request_get_bool(req, "threads", &r->threads, e)) < 0)
+		return k;
+	return 0;
+}
+
+/* The start time of pid in clock ticks, -ESRCH when there is none. */
+static int read_start_ticks(pid_t pid, uint64_t *ret)
+{
+	_cleanup_close_ int dirfd = -1;
+	int r = procfs_open_pid(pid, PROCFS_START_ANY, &dirfd);
+
+	return r < 0 ? r : procfs_start_ticks(dirfd, ret);
+}
+
+static void snapshot_free(struct snapshot *s)
+{
+	struct daemon *d = s->d;
+
+	aggregator_remove_collector(d->aggregator, &s->c);
+	aggregator_release_parts(d->aggregator, &s->c.parts);
+	sd_event_source_disable_unref(s->timer);
+	sd_event_source_disable_unref(s->pidfd_io);
+	closep(&s->pidfd);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		d->snapshots = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	d->n_snapshots--;
+	free(s);
+}
+
+/* The model's view of frames: Python ones from interp/python, the rest
+ * from the symbolizer. */
+static size_t resolve_frame(void *ctx, uint64_t frame, bool lines, struct frame_record *out,
+			    size_t cap, char *scratch, size_t size)
+{
+	struct daemon *d = ctx;
+
+	if (frame_module(frame) == FRAME_MODULE_PYTHON) {
+		python_frame_resolve(d->python, frame, out);
+		return 1;
+	}
+	return symbolizer_resolve(d->symbolizer, frame, lines, out, cap, scratch, size);
+}
+
+static bool describe_module(void *ctx, uint16_t module, const char **ret_path,
+			    const char **ret_build_id)
+{
+	struct daemon *d = ctx;
+
+	return symbolizer_describe_module(d->symbolizer, module, ret_path, ret_build_id);
+}
+
+static bool peer_sees(void *userdata, const struct process *p)
+{
+	return auth_may_see(userdata, p->owner_uid);
+}
+
+/* What one snapshot answer says besides its profile. */
+struct answer_info {
+	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC, the span covered */
+	double requested_seconds;
+	bool single;      /* one pid asked for */
+	uint32_t pid;
+	bool exited;      /* that process exited during a live snapshot */
+	uint64_t samples;
+};
+
+static double monotonic_to_unix(uint64_t mono_ns)
+{
+	struct timespec rt, mt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	return (double)rt.tv_sec + rt.tv_nsec / 1e9 - (mt.tv_sec + mt.tv_nsec / 1e9) +
+	       (double)mono_ns / NSEC_PER_SEC;
+}
+
+static uint64_t unix_to_monotonic(double unix_s)
+{
+	double mono = unix_s - monotonic_to_unix(0);
+
+	return mono <= 0 ? 0 : (uint64_t)(mono * NSEC_PER_SEC);
+}
+
+/* Answers a snapshot: the parts resolved into the model, encoded in the
+ * format asked for, written into the answer with the JSON writer, whose
+ * buffer the server then takes over. */
+static void reply_profile(struct daemon *d, struct client *client, const struct perfd_request *req,
+			  const struct profile_parts *parts, const struct answer_info *ai)
+{
+	struct model_opts mo = {
+		.kind = (enum profile_kind)req->kind,
+		.lines = req->lines,
+		.python_lines = req->python_lines,
+		.threads = req->threads,
+		.resolve = resolve_frame,
+		.describe = describe_module,
+		.ctx = d,
+	};
+	struct encode_opts eo = { .period_ns = sampler_period_ns(d->sampler) };
+	double covered = ai->end_ns > ai->begin_ns ? (double)(ai->end_ns - ai->begin_ns) / NSEC_PER_SEC : 0;
+	uint64_t t0 = now_monotonic_ns();
+	struct model *model = NULL;
+	struct jsonw w;
+	char note[512] = "";
+	size_t len;
+	char *text;
+
+	if (model_build(&mo, parts, aggregator_stacks(d->aggregator), &model) < 0) {
+		command_reply_json(client, NULL);
+		return;
+	}
+	if (ai->single && ai->exited)
+		snprintf(note, sizeof(note),
+			 "process %u exited %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
+			 ai->pid, covered, ai->requested_seconds);
+	else if (model->total == 0 && req->when == PERFD_WHEN_DURATION && ai->single)
+		snprintf(note, sizeof(note),
+			 "no samples: process %u did not run on a CPU during the snapshot", ai->pid);
+	else if (model->total == 0)
+		snprintf(note, sizeof(note), "no %s samples of the selected processes in that time",
+			 profile_kinds[mo.kind].name);
+
+	jsonw_init(&w);
+	jsonw_object_begin(&w);
+	jsonw_kv_u64(&w, "version", PERFD_PROTOCOL_VERSION);
+	jsonw_kv_bool(&w, "ok", true);
+	if (ai->single) {
+		jsonw_kv_u64(&w, "pid", ai->pid);
+		if (model->n_processes == 1) {
+			jsonw_kv_string(&w, "comm", model_string(model, model->processes[0].comm));
+			jsonw_kv_u64(&w, "start_time_ns", model->processes[0].start_time_ns);
+			jsonw_kv_u64(&w, "ns_pid", model->processes[0].ns_pid);
+		}
+	}
+	jsonw_key(&w, "processes");
+	jsonw_array_begin(&w);
+	for (size_t i = 0; i < model->n_processes; i++) {
+		const struct model_process *p = &model->processes[i];
+
+		jsonw_object_begin(&w);
+		jsonw_kv_u64(&w, "pid", p->pid);
+		jsonw_kv_string(&w, "comm", model_string(model, p->comm));
+		jsonw_kv_u64(&w, "start_time_ns", p->start_time_ns);
+		jsonw_kv_u64(&w, "ns_pid", p->ns_pid);
+		if (p->cgroup)
+			jsonw_kv_string(&w, "cgroup", model_string(model, p->cgroup));
+		if (p->unit)
+			jsonw_kv_string(&w, "unit", model_string(model, p->unit));
+		jsonw_kv_bool(&w, "exited", p->exited);
+		jsonw_kv_u64(&w, "value", p->total);
+		jsonw_object_end(&w);
+	}
+	jsonw_array_end(&w);
+	jsonw_kv_double(&w, "from", ai->begin_ns ? monotonic_to_unix(ai->begin_ns) : 0);
+	jsonw_kv_double(&w, "to", ai->end_ns ? monotonic_to_unix(ai->end_ns) : 0);
+	jsonw_kv_double(&w, "duration_seconds", covered);
+	jsonw_kv_string(&w, "kind", profile_kinds[mo.kind].name);
+	jsonw_kv_string(&w, "unit", profile_kinds[mo.kind].unit);
+	jsonw_kv_u64(&w, "samples", mo.kind == PROFILE_KIND_CPU ? model->total : ai->samples);
+	jsonw_kv_u64(&w, "value", model->total);
+	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
+	jsonw_kv_bool(&w, "exited", ai->single && ai->exited);
+	if (note[0])
+		jsonw_kv_string(&w, "note", note);
+	jsonw_kv_string(&w, "format", req->format->name);
+	jsonw_key(&w, "profile");
+	if (req->format->encode(model, &eo, &w) < 0) {
+		jsonw_done(&w);
+		model_free(model);
+		command_reply_json(client, NULL);
+		return;
+	}
+	jsonw_object_end(&w);
+	log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
+		  model->n_processes, model->n_samples, model->n_locations, req->format->name,
+		  (now_monotonic_ns() - t0) / 1e6);
+	model_free(model);
+	text = jsonw_steal(&w, &len);
+	jsonw_done(&w);
+	if (!text) {
+		command_reply_json(client, NULL);
+		return;
+	}
+	(void)server_reply_owned(client, text, len, len + 1);
+}
+
+static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct snapshot *s = userdata;
+	struct client *c = s->client;
+	const struct collector *col = &s->c;
+	struct answer_info ai = {
+		.begin_ns = col->begin_ns,
+		.requested_seconds = s->req.duration_seconds,
+		.single = s->req.n_pids == 1,
+		.pid = s->req.pids[0],
+		.exited = col->exited,
+		.samples = col->samples,
+	};
+
+	/* Samples up to now may still sit in the ring buffer. */
+	daemon_drain(s->d);
+	ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) : MIN(now_monotonic_ns(), col->end_ns);
+	reply_profile(s->d, c, &s->req, &col->parts, &ai);
+	client_set_data(c, NULL);
+	snapshot_free(s);
+	return 0;
+}
+
+/* The process is gone: finish on the next loop iteration (never from
+ * inside the ring-buffer callback that told us). */
+static void snapshot_finish_soon(struct snapshot *s)
+{
+	(void)sd_event_source_set_time(s->timer, 1);
+}
+
+static void on_collector_exit(struct collector *c, void *userdata)
+{
+	snapshot_finish_soon(userdata);
+}
+
+static int on_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdata)
+{
+	struct snapshot *s = userdata;
+
+	if (!s->c.exited) {
+		s->c.exited = true;
+		s->c.exit_ns = now_monotonic_ns();
+	}
+	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	snapshot_finish_soon(s);
+	return 0;
+}
+
+/* The selection a request asks for, limited to what the client may see. */
+static void request_selection(const struct perfd_request *req, struct client *client,
+			      struct selection *sel)
+{
+	*sel = (struct selection){ .n_pids = req->n_pids, .all = req->all };
+	memcpy(sel->pids, req->pids, req->n_pids * sizeof(*req->pids));
+	snprintf(sel->comm, sizeof(sel->comm), "%s", req->comm);
+	snprintf(sel->cgroup, sizeof(sel->cgroup), "%s", req->cgroup);
+	snprintf(sel->unit, sizeof(sel->unit), "%s", req->unit);
+	sel->visible = peer_sees;
+	sel->visible_userdata = (void *)client_peer(client);
+}
+
+/* A snapshot of the past, answered at once from the store: returns an
+ * error to send, or NULL once it has answered. */
+static json_object *history_snapshot(struct daemon *d, struct client *client,
+				     const struct perfd_request *req)
+{
+	struct profile_parts parts = { 0 };
+	struct answer_info ai = { .single = req->n_pids == 1, .pid = req->pids[0] };
+	uint64_t now = now_monotonic_ns(), from, to;
+	struct selection sel;
+
+	daemon_drain(d);
+	request_selection(req, client, &sel);
+	if (req->when == PERFD_WHEN_SINCE) {
+		to = now;
+		from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
+	} else {
+		from = unix_to_monotonic(req->from_unix);
+		to = req->to_unix ? unix_to_monotonic(req->to_unix) : now;
+	}
+	if (aggregator_query(d->aggregator, &sel, from, to, &parts, &ai.begin_ns, &ai.end_ns) < 0) {
+		command_reply_json(client, NULL);
+		return NULL;
+	}
+	if (parts.n == 0 && ai.single) {
+		struct process *p = aggregator_find_process(d->aggregator, ai.pid);
+
+		/* neither retained nor known (or not the client's to see) */
+		if (!p || !peer_sees((void *)client_peer(client), p)) {
+			aggregator_release_parts(d->aggregator, &parts);
+			return query_error(PERFD_ERR_NO_SUCH_PROCESS,
+					   "no process with pid %u in perfd's history", ai.pid);
+		}
+	}
+	if (!ai.begin_ns) {
+		ai.begin_ns = from;
+		ai.end_ns = to;
+	}
+	reply_profile(d, client, req, &parts, &ai);
+	aggregator_release_parts(d->aggregator, &parts);
+	return NULL;
+}
+
+/* Starts a snapshot.  Returns an answer to send (an error), or NULL when
+ * it answered already or will answer when the snapshot ends
+ * (client_get_data() is then set). */
+static json_object *start_snapshot(struct daemon *d, struct client *client,
+				   const struct perfd_request *req)
+{
+	struct snapshot *s;
+	uint64_t ticks = 0, ticks_again;
+	int r;
+
+	if (req->when != PERFD_WHEN_DURATION)
+		return history_snapshot(d, client, req);
+	if (d->n_snapshots >= MAX_SNAPSHOTS)
+		return query_error(PERFD_ERR_BUSY, "too many snapshots running (at most %d)",
+				   MAX_SNAPSHOTS);
+	if (req->n_pids == 1) {
+		r = read_start_ticks(req->pids[0], &ticks);
+		/* Another user's process answers exactly as a missing one. */
+		if (r >= 0 && !auth_may_see_pid(client_peer(client), req->pids[0]))
+			r = -ESRCH;
+		if (r == -ESRCH)
+			return query_error(PERFD_ERR_NO_SUCH_PROCESS, "no process with pid %u",
+					   req->pids[0]);
+		if (r < 0)
+			return query_error(PERFD_ERR_INTERNAL, "cannot read /proc/%u/stat: %s",
+					   req->pids[0], strerror(-r));
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		command_reply_json(client, NULL);
+		return NULL;
+	}
+	s->pending.command = &cmd_snapshot;
+	s->d = d;
+	s->client = client;
+	s->pidfd = -1;
+	s->req = *req;
+	request_selection(req, client, &s->c.sel);
+	s->c.sel.start_ticks = ticks;
+	s->c.begin_ns = now_monotonic_ns();
+	s->c.end_ns = s->c.begin_ns + (uint64_t)(req->duration_seconds * NSEC_PER_SEC);
+	s->c.on_exit = on_collector_exit;
+	s->c.userdata = s;
+
+	/* Accuracy 1 ms: sd-event's default (0) lets a timer slip up to 250 ms
+	 * to coalesce wake-ups, which a snapshot's caller would wait for. */
+	r = sd_event_add_time(d->event, &s->timer, CLOCK_MONOTONIC,
+			      s->c.end_ns / 1000 + 1, SNAPSHOT_TIMER_ACCURACY_USEC, on_snapshot_done, s);
+	if (r < 0) {
+		free(s);
+		return query_error(PERFD_ERR_INTERNAL, "cannot arm a timer: %s", strerror(-r));
+	}
+	s->next = d->snapshots;
+	if (d->snapshots)
+		d->snapshots->prev = s;
+	d->snapshots = s;
+	d->n_snapshots++;
+	aggregator_add_collector(d->aggregator, &s->c);
+
+	/* A pidfd tells us of the exit even when the process never ran while
+	 * we watched (the BPF exit event only covers sampled processes).
+	 * Optional: without it the exit event still ends the snapshot. */
+	if (req->n_pids == 1) {
+		s->pidfd = syscall(SYS_pidfd_open, req->pids[0], 0);
+		if (s->pidfd >= 0) {
+			if (read_start_ticks(req->pids[0], &ticks_again) < 0 || ticks_again != ticks) {
+				snapshot_free(s);
+				return query_error(PERFD_ERR_NO_SUCH_PROCESS,
+						   "process %u exited as the snapshot started",
+						   req->pids[0]);
+			}
+			(void)sd_event_add_io(d->event, &s->pidfd_io, s->pidfd, EPOLLIN, on_pidfd, s);
+		}
+	}
+	client_set_data(client, s);
+	return NULL;
+}
+
+
+static int run_snapshot(struct daemon *d, struct client *c, const struct perfd_request *req)
+{
+	json_object *answer = start_snapshot(d, c, req);
+
+	if (client_get_data(c))
+		return SERVER_PENDING;
+	if (answer)
+		command_reply_json(c, answer);
+	return 0;
+}
+
+static void cancel_snapshot(struct daemon *d, struct client *c)
+{
+	snapshot_free(client_get_data(c));
+}
+
+void snapshots_free_all(struct daemon *d)
+{
+	while (d->snapshots)
+		snapshot_free(d->snapshots);
+}
+
+const struct command cmd_snapshot = {
+	.name = "snapshot",
+	.parse = parse_snapshot,
+	.run = run_snapshot,
+	.cancel = cancel_snapshot,
+};

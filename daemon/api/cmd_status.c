@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_status.c - "status": the daemon's counters, losses and limits, from
+ * every module (the answer is built by query.c).  Counters only, no
+ * process: every client may ask.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/command.h"
+#include "api/query.h"
+#include "base/clock.h"
+#include "collect/drain.h"
+#include "collect/sampler.h"
+#include "interp/python/python.h"
+#include "perfd/macro.h"
+#include "symbols/symbolize.h"
+#include "unwind/unwinder.h"
+
+static uint64_t daemon_rss_bytes(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long size, resident;
+
+	if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
+		return 0;
+	return (uint64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+static int run_status(struct daemon *d, struct client *c, const struct perfd_request *req)
+{
+	struct status_info info = {
+		.uptime_seconds = (double)(now_monotonic_ns() - d->start_ns) / NSEC_PER_SEC,
+		.frequency_hz = d->frequency_hz,
+		.cpus = sampler_cpus(d->sampler),
+		.period_ns = sampler_period_ns(d->sampler),
+		.limits = d->limits,
+		.daemon_rss_bytes = daemon_rss_bytes(),
+		.clients = server_clients(d->server),
+		.snapshots = d->n_snapshots,
+	};
+
+	daemon_drain(d);
+	if (sampler_read_counters(d->sampler, info.bpf) < 0)
+		memset(info.bpf, 0, sizeof(info.bpf));
+	aggregator_get_stats(d->aggregator, &info.agg);
+	symbolizer_get_stats(d->symbolizer, &info.sym);
+	info.unwind_tables = d->unwinder != NULL;
+	if (d->unwinder)
+		unwinder_get_stats(d->unwinder, &info.unwind);
+	python_get_stats(d->python, &info.python);
+	drain_get_stats(d->drain, &info.drain);
+	command_reply_json(c, query_status(&info));
+	return 0;
+}
+
+const struct command cmd_status = { .name = "status", .run = run_status };

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* command.c - the command table and the dispatch (see command.h). */
+#include <errno.h>
+
+#include "api/command.h"
+#include "api/query.h"
+#include "base/log.h"
+#include "collect/drain.h"
+
+#define ROW(name, NAME) [PERFD_CMD_##NAME] = &cmd_##name,
+const struct command *const commands[PERFD_CMD_COUNT] = { PERFD_COMMANDS(ROW) };
+#undef ROW
+
+void command_reply_json(struct client *c, json_object *o)
+{
+	size_t len;
+	const char *text;
+
+	if (!o) {
+		static const char oom[] = "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"internal\","
+					  "\"message\":\"perfd ran out of memory building the answer\"}}";
+		(void)server_reply(c, oom, sizeof(oom) - 1);
+		return;
+	}
+	text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	(void)server_reply(c, text, len);
+	json_object_put(o);
+}
+
+int command_dispatch(struct daemon *d, struct client *c, const char *line, size_t len)
+{
+	struct perfd_request req;
+	struct perfd_request_error err;
+
+	if (request_parse(line, len, &req, &err) < 0) {
+		command_reply_json(c, query_error(err.code, "%s", err.message));
+		return 0;
+	}
+	return commands[req.command]->run(d, c, &req);
+}
+
+void command_cancel(struct daemon *d, struct client *c)
+{
+	struct command_pending *p = client_get_data(c);
+
+	if (p && p->command->cancel)
+		p->command->cancel(d, c);
+	client_set_data(c, NULL);
+}
+
+int daemon_ingest(void *ctx, void *data, size_t size)
+{
+	struct daemon *d = ctx;
+
+	if (aggregator_ingest(d->aggregator, data, size) < 0)
+		d->malformed_records++;
+	return 0;
+}
+
+void daemon_drain(struct daemon *d)
+{
+	int r = drain_now(d->drain);
+
+	if (r < 0)
+		log_warning_errno(r, "Failed to drain the ring buffer, ignoring: %m");
+	(void)drain_deliver(d->drain, daemon_ingest, d);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * command.h - what a command is, and the daemon state commands work on.
+ *
+ * A request line is parsed once (request.c: JSON, version, which command)
+ * and handed to its row of the table: parse() reads its arguments into the
+ * struct perfd_request, run() answers the client, now or later.  A command
+ * that answers later (a snapshot from now on) keeps its state as the
+ * client's data, starting with a struct command_pending that names the
+ * command, so that a client that goes away cancels it through cancel().
+ *
+ * struct daemon is the state commands may use, owned by manager.c, which
+ * creates it, runs the loop and tears it down.  Everything in it is the
+ * loop thread's (see collect/drain.h for the one thing that is not).
+ */
+#ifndef PERFD_COMMAND_H
+#define PERFD_COMMAND_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "api/request.h"
+#include "api/server.h"
+#include "profile/aggregate.h"
+
+struct sampler;
+struct drain;
+struct symbolizer;
+struct python;
+struct unwinder;
+struct snapshot;
+
+struct daemon {
+	unsigned frequency_hz;
+	struct aggregator_limits limits;
+	sd_event *event;
+	struct sampler *sampler;
+	struct drain *drain;
+	struct aggregator *aggregator;
+	struct symbolizer *symbolizer;
+	struct python *python;
+	struct unwinder *unwinder; /* NULL: frame pointers only */
+	struct server *server;
+	uint64_t start_ns;
+	uint64_t malformed_records;
+	struct snapshot *snapshots; /* cmd_snapshot.c's, waiting for their end */
+	size_t n_snapshots;
+};
+
+struct command {
+	const char *name;
+	/* Reads the arguments (NULL: none).  Returns 0, or -EINVAL with *e set
+	 * (request.h's helpers do both). */
+	int (*parse)(struct json_object *req, struct perfd_request *r, struct perfd_request_error *e);
+	/* Answers c.  Returns 0 when it has, SERVER_PENDING when it will. */
+	int (*run)(struct daemon *d, struct client *c, const struct perfd_request *req);
+	/* Drops what a pending run kept for c (the client went away). */
+	void (*cancel)(struct daemon *d, struct client *c);
+};
+
+/* The first member of a pending command's client data. */
+struct command_pending {
+	const struct command *command;
+};
+
+#define DECLARE(name, NAME) extern const struct command cmd_##name;
+PERFD_COMMANDS(DECLARE)
+#undef DECLARE
+
+extern const struct command *const commands[PERFD_CMD_COUNT];
+
+/* Parses a request line and runs its command; a bad request gets its
+ * error answer.  Returns 0 or SERVER_PENDING (server.h). */
+int command_dispatch(struct daemon *d, struct client *c, const char *line, size_t len);
+/* The client of a pending command went away. */
+void command_cancel(struct daemon *d, struct client *c);
+
+/* Ends every snapshot still waiting (the daemon stops). */
+void snapshots_free_all(struct daemon *d);
+
+/* Sends o (taking it), or the out-of-memory error when o is NULL. */
+void command_reply_json(struct client *c, json_object *o);
+
+/* Ingests every record sampled until now (the ring buffer's too), so an
+ * answer sees the latest samples. */
+void daemon_drain(struct daemon *d);
+/* The drain thread's records reach the store through this. */
+int daemon_ingest(void *ctx, void *data, size_t size);
+
+#endif
