@@ -22,7 +22,8 @@
  *      samples: { taken (BPF program runs, idle included), idle,
  *                 received (records the daemon aggregated), profiled
  *                 (received and still in a profile),
- *                 lost: { ringbuf_full, evicted }, lost_total,
+ *                 lost: { ringbuf_full, queue_full (the loop fell behind the
+ *                 drain thread's bounded queue), evicted }, lost_total,
  *                 truncated: { kernel_stack, user_stack, stack_limit } },
  *      exit_events: { received, lost },
  *      processes: { tracked, exited, evicted, expired },
@@ -44,6 +45,9 @@
  *               samples_expired, values_evicted: { cpu, memory, offcpu } },
  *      limits: { max_processes, max_stacks, max_frames, max_memory_bytes,
  *                retention_seconds },
+ *      drain: { records, batches, dropped, longest_consume_ms (the longest
+ *               the drain thread was held by one consume), queued_bytes,
+ *               max_queued_bytes },
  *      clients, snapshots, daemon_rss_bytes
  *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
  *             (default PERFD_PS_DEFAULT_INTERVAL).  Result:
