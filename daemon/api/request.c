@@ -236,7 +236,7 @@ int request_get_name(struct json_object *req, const char *key, char *buf, size_t
 		return request_fail(e, PERFD_ERR_BAD_REQUEST, "\"%s\" must be 1 to %zu bytes long", key,
 			    size - 1);
 	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)s[i] < 0x20)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
 			return request_fail(e, PERFD_ERR_BAD_REQUEST, "\"%s\" must not hold control bytes", key);
 	memcpy(buf, s, len + 1);
 	return 0;
