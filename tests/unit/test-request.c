@@ -15,9 +15,12 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
+#include "perfd/formats.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 #include "api/request.h"
+#include "encode/encode.h"
+#include "profile/profile.h"
 
 static int parse(const char *line, size_t len, struct perfd_request *r,
 		 struct perfd_request_error *e)
@@ -89,9 +92,17 @@ Test(request, snapshot_defaults)
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"snapshot\",\"pid\":42,\"duration\":5}",
 			       &r, &e), 0, "%s", e.message);
 	cr_expect_eq(r.command, PERFD_CMD_SNAPSHOT);
-	cr_expect_eq(r.pid, 42);
+	cr_expect_eq(r.n_pids, 1);
+	cr_expect_eq(r.pids[0], 42);
+	cr_expect_eq(r.when, PERFD_WHEN_DURATION);
 	cr_expect_float_eq(r.duration_seconds, 5.0, 1e-12);
-	cr_expect_eq(r.format, PERFD_FORMAT_FOLDED);
+	cr_assert_not_null(r.format);
+	cr_expect_str_eq(r.format->name, "folded");
+	cr_expect_eq(r.kind, PROFILE_KIND_CPU);
+	cr_expect_not(r.all);
+	cr_expect_str_eq(r.comm, "");
+	cr_expect_str_eq(r.cgroup, "");
+	cr_expect_str_eq(r.unit, "");
 }
 
 Test(request, snapshot_fractional_and_limits)
@@ -101,7 +112,7 @@ Test(request, snapshot_fractional_and_limits)
 
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"snapshot\",\"pid\":2147483647,"
 			       "\"duration\":0.25,\"format\":\"folded\"}", &r, &e), 0, "%s", e.message);
-	cr_expect_eq(r.pid, INT32_MAX);
+	cr_expect_eq(r.pids[0], INT32_MAX);
 	cr_expect_float_eq(r.duration_seconds, 0.25, 1e-12);
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"snapshot\",\"pid\":1,\"duration\":3600}",
 			       &r, &e), 0);
@@ -139,17 +150,21 @@ Test(request, names)
 	cr_expect_str_eq(perfd_command_to_string(PERFD_CMD_PS), "ps");
 	cr_expect_str_eq(perfd_command_to_string(PERFD_CMD_SNAPSHOT), "snapshot");
 	cr_expect_null(perfd_command_to_string((enum perfd_command)99));
-	cr_expect_str_eq(perfd_format_to_string(PERFD_FORMAT_FOLDED), "folded");
-	cr_expect_null(perfd_format_to_string((enum perfd_format)7));
 }
+
+#define SNAP_LINE "{\"version\":1,\"command\":\"snapshot\",\"pid\":[1,2,3],\"duration\":5,\"kind\":\"gpu\"}"
 
 Test(request, output_untouched_on_error)
 {
-	struct perfd_request r = { .pid = 77 };
+	struct perfd_request r = { .n_pids = 77, .interval_seconds = 5 };
 	struct perfd_request_error e;
 
 	cr_assert_eq(request_parse("{}", 2, &r, &e), -EINVAL);
-	cr_expect_eq(r.pid, 77);
+	cr_expect_eq(r.n_pids, 77);
+	cr_expect_eq(r.interval_seconds, 5);
+	/* an error found after some fields were read */
+	cr_assert_eq(request_parse(SNAP_LINE, strlen(SNAP_LINE), &r, &e), -EINVAL);
+	cr_expect_eq(r.n_pids, 77);
 }
 
 /* ---- malformed requests -------------------------------------------- */
@@ -275,6 +290,85 @@ static struct bad_case bad_cases[] = {
 	BAD(SNAP("\"pid\":42,\"duration\":5,\"format\":\"folded\\u0000\""), PERFD_ERR_BAD_REQUEST),
 	BAD(SNAP("\"pid\":42,\"duration\":5,\"format\":0"), PERFD_ERR_BAD_REQUEST),
 	BAD(SNAP("\"pid\":42,\"duration\":5,\"format\":null"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":42,\"duration\":5,\"format\":\"Json\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":42,\"duration\":5,\"format\":[\"json\"]"), PERFD_ERR_BAD_REQUEST),
+	/* snapshot: pid arrays */
+	BAD(SNAP("\"pid\":[],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[0],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[1,-1],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[1,2147483648],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[18446744073709551615],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[1.5],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[2.0],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[\"1\"],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[null],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[true],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[[1]],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":[{}],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	/* snapshot: the other selectors */
+	BAD(SNAP("\"all\":false,\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"all\":1,\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"all\":\"true\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"all\":null,\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":\"\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":\"sixteen-bytes-xx\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":42,\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":null,\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":[\"app\"],\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"cgroup\":\"\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"cgroup\":true,\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"unit\":\"\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"unit\":{},\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	/* a valid selector does not excuse a bad one */
+	BAD(SNAP("\"pid\":1,\"comm\":\"\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"all\":true,\"pid\":0,\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	/* names with control bytes */
+	BAD(SNAP("\"comm\":\"a\\u0001b\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":\"a\\nb\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":\"a\\tb\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":\"\\u001b[31m\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":\"a\\u0000b\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"comm\":\"a\\u007fb\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"cgroup\":\"/a\\u001fb\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"cgroup\":\"/a\\u007f\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"unit\":\"x\\r.service\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"unit\":\"x.service\\u0000\",\"duration\":5"), PERFD_ERR_BAD_REQUEST),
+	/* when: exactly one of duration, since, from (to only with from) */
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"since\":60"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"from\":1700000000"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":60,\"from\":1700000000"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":60,\"from\":1700000000,\"to\":1700000100"),
+	    PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"to\":1700000000"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":60,\"to\":1700000000"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"to\":1700000000"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":1700000100,\"to\":1700000000"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":1700000000,\"to\":1700000000"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":0"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":-5"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":\"2024-01-01T00:00:00Z\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":null"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":true"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":1e999"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":NaN"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":1700000000,\"to\":-1"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"from\":1700000000,\"to\":\"now\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":0"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":-1"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":604801"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":\"1h\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":null"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"since\":1e999"), PERFD_ERR_BAD_REQUEST),
+	/* kind */
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":\"CPU\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":\"gpu\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":\"\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":\"cpu \""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":\"cpu\\u0000\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":\"mem\""), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":0"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":null"), PERFD_ERR_BAD_REQUEST),
+	BAD(SNAP("\"pid\":1,\"duration\":5,\"kind\":[\"cpu\"]"), PERFD_ERR_BAD_REQUEST),
 };
 
 ParameterizedTestParameters(request, malformed)
@@ -483,4 +577,220 @@ Test(request, snapshot_python_lines_and_threads)
 		cr_assert_str_eq(e.code, PERFD_ERR_BAD_REQUEST);
 		cr_assert_not_null(strstr(e.message, field[i]), "%s", e.message);
 	}
+}
+
+/* ---- snapshot: which processes -------------------------------------- */
+
+Test(request, snapshot_pid_array)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+
+	cr_assert_eq(parse_str(SNAP("\"pid\":[3,1,2147483647],\"duration\":5"), &r, &e), 0, "%s",
+		     e.message);
+	cr_expect_eq(r.n_pids, 3);
+	cr_expect_eq(r.pids[0], 3);
+	cr_expect_eq(r.pids[1], 1);
+	cr_expect_eq(r.pids[2], INT32_MAX);
+	cr_assert_eq(parse_str(SNAP("\"pid\":[7],\"duration\":5"), &r, &e), 0, "%s", e.message);
+	cr_expect_eq(r.n_pids, 1);
+	cr_expect_eq(r.pids[0], 7);
+}
+
+/* PERFD_SNAPSHOT_MAX_PIDS pids, and one more. */
+Test(request, snapshot_pid_array_limit)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	char line[2048];
+
+	for (int n = PERFD_SNAPSHOT_MAX_PIDS; n <= PERFD_SNAPSHOT_MAX_PIDS + 1; n++) {
+		int at = snprintf(line, sizeof(line), "{\"version\":1,\"command\":\"snapshot\",\"pid\":[");
+
+		for (int i = 0; i < n; i++)
+			at += snprintf(line + at, sizeof(line) - at, "%s%d", i ? "," : "", 1000 + i);
+		at += snprintf(line + at, sizeof(line) - at, "],\"duration\":5}");
+		cr_assert_lt((size_t)at, sizeof(line));
+		if (n == PERFD_SNAPSHOT_MAX_PIDS) {
+			cr_assert_eq(parse(line, (size_t)at, &r, &e), 0, "%s", e.message);
+			cr_expect_eq(r.n_pids, PERFD_SNAPSHOT_MAX_PIDS);
+			cr_expect_eq(r.pids[PERFD_SNAPSHOT_MAX_PIDS - 1], 1000 + PERFD_SNAPSHOT_MAX_PIDS - 1);
+		} else {
+			expect_error(line, (size_t)at, PERFD_ERR_BAD_REQUEST, "65 pids");
+			cr_assert_eq(parse(line, (size_t)at, &r, &e), -EINVAL);
+			cr_expect_not_null(strstr(e.message, "64"), "%s", e.message);
+		}
+	}
+}
+
+Test(request, snapshot_selectors_without_pid)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+
+	cr_assert_eq(parse_str(SNAP("\"comm\":\"fifteen-bytes-x\",\"duration\":5"), &r, &e), 0, "%s",
+		     e.message);
+	cr_expect_str_eq(r.comm, "fifteen-bytes-x");
+	cr_expect_eq(r.n_pids, 0);
+	cr_expect_not(r.all);
+	cr_assert_eq(parse_str(SNAP("\"comm\":\"caf\xc3\xa9\",\"duration\":5"), &r, &e), 0, "%s",
+		     e.message);
+	cr_expect_str_eq(r.comm, "caf\xc3\xa9");
+	cr_assert_eq(parse_str(SNAP("\"cgroup\":\"/system.slice/web.service\",\"since\":60"), &r, &e),
+		     0, "%s", e.message);
+	cr_expect_str_eq(r.cgroup, "/system.slice/web.service");
+	cr_assert_eq(parse_str(SNAP("\"unit\":\"web.service\",\"since\":60"), &r, &e), 0, "%s",
+		     e.message);
+	cr_expect_str_eq(r.unit, "web.service");
+	cr_assert_eq(parse_str(SNAP("\"all\":true,\"since\":60"), &r, &e), 0, "%s", e.message);
+	cr_expect(r.all);
+	cr_expect_eq(r.n_pids, 0);
+	/* several together: each is kept */
+	cr_assert_eq(parse_str(SNAP("\"pid\":[1,2],\"comm\":\"web\",\"unit\":\"w.service\","
+				    "\"all\":true,\"duration\":1"), &r, &e), 0, "%s", e.message);
+	cr_expect_eq(r.n_pids, 2);
+	cr_expect_str_eq(r.comm, "web");
+	cr_expect_str_eq(r.unit, "w.service");
+	cr_expect(r.all);
+}
+
+Test(request, snapshot_cgroup_length)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	char line[512], path[300];
+
+	for (size_t len = 255; len <= 256; len++) {
+		memset(path, 'c', len);
+		path[0] = '/';
+		path[len] = 0;
+		snprintf(line, sizeof(line), SNAP("\"cgroup\":\"%s\",\"since\":60"), path);
+		if (len == 255) {
+			cr_assert_eq(parse_str(line, &r, &e), 0, "%s", e.message);
+			cr_expect_str_eq(r.cgroup, path);
+		} else {
+			expect_error(line, strlen(line), PERFD_ERR_BAD_REQUEST, "256-byte cgroup");
+		}
+	}
+}
+
+Test(request, snapshot_selector_messages)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	static const char *const selectors[] = { "pid", "comm", "cgroup", "unit", "all" };
+
+	cr_assert_eq(parse_str(SNAP("\"duration\":5"), &r, &e), -EINVAL);
+	for (size_t i = 0; i < ELEMENTSOF(selectors); i++)
+		cr_expect_not_null(strstr(e.message, selectors[i]), "%s not named: %s", selectors[i],
+				   e.message);
+	cr_assert_eq(parse_str(SNAP("\"comm\":\"a\\u0007b\",\"duration\":5"), &r, &e), -EINVAL);
+	cr_expect_not_null(strstr(e.message, "comm"), "%s", e.message);
+	cr_expect_null(strchr(e.message, '\a'), "control byte copied into the message");
+	cr_assert_eq(parse_str(SNAP("\"unit\":\"a\\u007fb\",\"duration\":5"), &r, &e), -EINVAL);
+	cr_expect_not_null(strstr(e.message, "unit"), "%s", e.message);
+}
+
+/* ---- snapshot: when ---------------------------------------------------- */
+
+Test(request, snapshot_since)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":90.5"), &r, &e), 0, "%s", e.message);
+	cr_expect_eq(r.when, PERFD_WHEN_SINCE);
+	cr_expect_float_eq(r.since_seconds, 90.5, 1e-12);
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":604800"), &r, &e), 0, "%s", e.message);
+	cr_expect_float_eq(r.since_seconds, (double)PERFD_MAX_RETENTION_SECONDS, 1e-9);
+	/* a since longer than a live snapshot may last */
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":7200"), &r, &e), 0, "%s", e.message);
+}
+
+Test(request, snapshot_from_and_to)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+
+	cr_assert_eq(parse_str(SNAP("\"all\":true,\"from\":1700000000.25"), &r, &e), 0, "%s",
+		     e.message);
+	cr_expect_eq(r.when, PERFD_WHEN_RANGE);
+	cr_expect_float_eq(r.from_unix, 1700000000.25, 1e-6);
+	cr_expect_eq(r.to_unix, 0, "to defaults to now (0)");
+	cr_assert_eq(parse_str(SNAP("\"all\":true,\"from\":1700000000,\"to\":1700000000.5"), &r, &e),
+		     0, "%s", e.message);
+	cr_expect_eq(r.when, PERFD_WHEN_RANGE);
+	cr_expect_float_eq(r.to_unix, 1700000000.5, 1e-6);
+}
+
+Test(request, snapshot_when_messages)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+
+	cr_assert_eq(parse_str(SNAP("\"pid\":1"), &r, &e), -EINVAL);
+	cr_expect_not_null(strstr(e.message, "duration"), "%s", e.message);
+	cr_expect_not_null(strstr(e.message, "since"), "%s", e.message);
+	cr_expect_not_null(strstr(e.message, "from"), "%s", e.message);
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"duration\":5,\"since\":5"), &r, &e), -EINVAL);
+	cr_expect_not_null(strstr(e.message, "once"), "%s", e.message);
+	/* "to" alone is "to" without "from", whatever its value */
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"to\":1700000000"), &r, &e), -EINVAL);
+	cr_expect_not_null(strstr(e.message, "needs a \"from\""), "%s", e.message);
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"from\":1700000001,\"to\":1700000000"), &r, &e),
+		     -EINVAL);
+	cr_expect_not_null(strstr(e.message, "before"), "%s", e.message);
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":604801"), &r, &e), -EINVAL);
+	cr_expect_not_null(strstr(e.message, "since"), "%s", e.message);
+	cr_expect_not_null(strstr(e.message, "604800"), "%s", e.message);
+}
+
+/* ---- snapshot: how ----------------------------------------------------- */
+
+Test(request, snapshot_kind_names)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	char line[256];
+
+	for (int k = 0; k < PROFILE_KINDS; k++) {
+		snprintf(line, sizeof(line), SNAP("\"pid\":1,\"since\":5,\"kind\":\"%s\""),
+			 profile_kinds[k].name);
+		cr_assert_eq(parse_str(line, &r, &e), 0, "%s: %s", profile_kinds[k].name, e.message);
+		cr_expect_eq(r.kind, k);
+	}
+	cr_expect_str_eq(profile_kinds[PROFILE_KIND_CPU].name, "cpu");
+	cr_expect_str_eq(profile_kinds[PROFILE_KIND_MEMORY].name, "memory");
+	cr_expect_str_eq(profile_kinds[PROFILE_KIND_OFFCPU].name, "offcpu");
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":5,\"kind\":\"gpu\""), &r, &e), -EINVAL);
+	for (int k = 0; k < PROFILE_KINDS; k++)
+		cr_expect_not_null(strstr(e.message, profile_kinds[k].name), "%s", e.message);
+	cr_expect_not_null(strstr(e.message, "gpu"), "%s", e.message);
+}
+
+/* Every row of include/perfd/formats.h is a format the request takes, by
+ * its name alone, and the refusal lists them all. */
+#define COUNT_ROW(name, ext) +1
+Test(request, snapshot_format_names_come_from_the_table)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	char line[256];
+
+	cr_assert_eq(n_encoders, 0 PERFD_FORMATS(COUNT_ROW));
+	cr_assert_geq(n_encoders, 2);
+	for (size_t i = 0; i < n_encoders; i++) {
+		snprintf(line, sizeof(line), SNAP("\"pid\":1,\"since\":5,\"format\":\"%s\""),
+			 encoders[i].name);
+		cr_assert_eq(parse_str(line, &r, &e), 0, "%s: %s", encoders[i].name, e.message);
+		cr_expect_eq(r.format, &encoders[i]);
+		cr_expect_eq(encoder_find(encoders[i].name, strlen(encoders[i].name)), &encoders[i]);
+		cr_expect_eq(encoders[i].extension[0], '.');
+	}
+	cr_expect_str_eq(encoders[0].name, "folded", "the default is not the first row");
+	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":5,\"format\":\"pprof\""), &r, &e), -EINVAL);
+	for (size_t i = 0; i < n_encoders; i++)
+		cr_expect_not_null(strstr(e.message, encoders[i].name), "%s", e.message);
+	cr_expect_null(encoder_find("json", 3));
+	cr_expect_null(encoder_find("", 0));
 }
