@@ -198,7 +198,11 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 	return u.written;
 }
 
-static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
+/* Builds and sends one sample of the current task: a cpu-clock tick
+ * (PERFD_VALUE_CPU, value 1) or a point of memory growth
+ * (PERFD_VALUE_MEMORY, value in bytes).  ctx is the program's context, for
+ * bpf_get_stack(). */
+static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u64 value)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -212,10 +216,12 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	__u32 pdepth = 0;
 	long n;
 
-	count(PERFD_CNT_SAMPLES);
-	if (tgid == 0) {
-		count(PERFD_CNT_IDLE);
-		return 0;
+	if (value_kind == PERFD_VALUE_CPU) {
+		count(PERFD_CNT_SAMPLES);
+		if (tgid == 0) {
+			count(PERFD_CNT_IDLE);
+			return 0;
+		}
 	}
 
 	buf = bpf_map_lookup_elem(&scratch, &zero);
@@ -233,7 +239,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	s->page_size = page_size;
 	s->flags = 0;
 	s->python_depth = 0;
-	s->reserved = 0;
+	s->value_kind = value_kind;
+	s->value = value;
 
 	mm = BPF_CORE_READ(task, mm);
 	if (mm) {
@@ -319,7 +326,9 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 	}
 
 	if (bpf_ringbuf_output(&events, s, size, flags))
-		count(PERFD_CNT_RINGBUF_FULL);
+		count(value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
+	else if (value_kind == PERFD_VALUE_MEMORY)
+		count(PERFD_CNT_MEMORY_SAMPLES);
 	return 0;
 }
 
@@ -329,13 +338,188 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, bool tables)
 SEC("perf_event")
 int on_cpu_clock(struct bpf_perf_event_data *ctx)
 {
-	return sample(ctx, true);
+	return sample(ctx, true, PERFD_VALUE_CPU, 1);
 }
 
 SEC("perf_event")
 int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
 {
-	return sample(ctx, false);
+	return sample(ctx, false, PERFD_VALUE_CPU, 1);
+}
+
+/*
+ * Memory growth, sampled by bytes.
+ *
+ * The rss_stat tracepoint fires in the task that changed a process's
+ * resident-set counters (a page fault faulting memory in, a 2 MiB huge
+ * page at once, munmap, exit), after every change.  On a random eighth of
+ * those events (memory_look_mask) the program reads the process's resident
+ * pages and compares them with what it read last time for that process
+ * (mem_processes): the growth since, whatever events it skipped, is fed to
+ * a byte countdown per CPU.  Each time the countdown runs out the current
+ * stack is sampled, standing for memory_sample_bytes of growth; the
+ * distance to the next sample point is drawn from an exponential
+ * distribution of that mean (exp_q12, -ln U scaled to a mean of exactly
+ * 4096), so that growth that repeats with any period cannot beat with the
+ * sampling, and the expected number of points per byte is exactly
+ * 1/memory_sample_bytes: n points x memory_sample_bytes is an unbiased
+ * estimate of the bytes.  A growth past several points at once (a huge
+ * page) counts all of them.  Skipping events costs nothing in accuracy of
+ * the total (the next look sees the growth) and shifts attribution by at
+ * most a few faults of the same process; it is what keeps the cost of a
+ * fault-heavy process low.  The same look sends the process's RSS at most
+ * every rss_interval_ns, so processes that never run on a CPU while
+ * sampled (blocked, or short bursts) still have a current RSS.
+ */
+const volatile __u64 memory_sample_bytes = 1024 * 1024;
+const volatile __u32 memory_look_mask = 7;
+const volatile __u64 rss_interval_ns = 1000 * 1000 * 1000;
+/* Whether user stacks are unwound with tables, as on_cpu_clock does; a
+ * constant at load time, so the verifier drops the other branch. */
+const volatile bool memory_with_tables = true;
+
+static const __u16 exp_q12[256] = {
+	25599, 21081, 18986, 17606, 16575, 15752, 15067, 14480, 13966, 13510, 13100, 12726,
+	12384, 12069, 11776, 11502, 11246, 11004, 10776, 10561, 10355, 10160, 9974, 9795,
+	9624, 9460, 9302, 9151, 9004, 8863, 8726, 8594, 8465, 8341, 8220, 8103,
+	7989, 7878, 7770, 7665, 7563, 7463, 7365, 7270, 7176, 7085, 6996, 6909,
+	6823, 6740, 6658, 6577, 6498, 6421, 6345, 6270, 6197, 6125, 6055, 5985,
+	5917, 5849, 5783, 5718, 5654, 5591, 5529, 5468, 5407, 5348, 5289, 5231,
+	5174, 5118, 5063, 5008, 4954, 4901, 4848, 4796, 4745, 4695, 4645, 4595,
+	4546, 4498, 4450, 4403, 4357, 4310, 4265, 4220, 4175, 4131, 4088, 4044,
+	4002, 3959, 3917, 3876, 3835, 3794, 3754, 3714, 3675, 3636, 3597, 3559,
+	3521, 3483, 3446, 3409, 3372, 3336, 3300, 3264, 3229, 3194, 3159, 3125,
+	3091, 3057, 3023, 2990, 2957, 2924, 2891, 2859, 2827, 2795, 2764, 2732,
+	2701, 2670, 2640, 2609, 2579, 2549, 2520, 2490, 2461, 2432, 2403, 2374,
+	2346, 2317, 2289, 2261, 2234, 2206, 2179, 2152, 2125, 2098, 2071, 2045,
+	2018, 1992, 1966, 1941, 1915, 1889, 1864, 1839, 1814, 1789, 1764, 1740,
+	1715, 1691, 1667, 1643, 1619, 1596, 1572, 1548, 1525, 1502, 1479, 1456,
+	1433, 1411, 1388, 1366, 1343, 1321, 1299, 1277, 1255, 1234, 1212, 1191,
+	1169, 1148, 1127, 1106, 1085, 1064, 1043, 1023, 1002, 982, 962, 941,
+	921, 901, 881, 862, 842, 822, 803, 783, 764, 745, 725, 706,
+	687, 668, 650, 631, 612, 594, 575, 557, 539, 520, 502, 484,
+	466, 448, 430, 413, 395, 377, 360, 342, 325, 308, 290, 273,
+	256, 239, 222, 205, 189, 172, 155, 138, 122, 105, 89, 73,
+	56, 40, 24, 8,
+};
+
+struct mem_process {
+	__u64 mm;          /* the mm it was read from: a new one restarts */
+	__u64 last_pages;  /* resident pages at the last look */
+	__u64 rss_sent_ns; /* when its RSS was last sent */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct mem_process);
+} mem_processes SEC(".maps");
+
+struct mem_cpu {
+	__s64 countdown; /* bytes of growth before the next sample point */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mem_cpu);
+} mem_cpus SEC(".maps");
+
+static __always_inline __s64 next_interval(void)
+{
+	__u32 r = bpf_get_prandom_u32() & 255;
+
+	return (__s64)((memory_sample_bytes * exp_q12[r]) >> 12);
+}
+
+static __always_inline void send_rss(struct task_struct *task, struct mm_struct *mm, __u32 tgid,
+				     __u64 now)
+{
+	struct perfd_rss *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	struct perfd_sample tmp;
+
+	if (!r) {
+		count(PERFD_CNT_RSS_LOST);
+		return;
+	}
+	read_rss(mm, &tmp);
+	r->hdr.kind = PERFD_EVENT_RSS;
+	r->hdr.tgid = tgid;
+	r->hdr.tid = (__u32)bpf_get_current_pid_tgid();
+	r->hdr.cpu = bpf_get_smp_processor_id();
+	r->hdr.timestamp_ns = now;
+	r->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
+		r->rss_pages[i] = tmp.rss_pages[i];
+	r->hiwater_rss_pages = tmp.hiwater_rss_pages;
+	r->page_size = page_size;
+	r->reserved = 0;
+	bpf_ringbuf_submit(r, 0);
+	count(PERFD_CNT_RSS_SENT);
+}
+
+SEC("tp_btf/rss_stat")
+int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
+{
+	struct task_struct *task;
+	struct mem_process *mp, fresh = {};
+	struct mem_cpu *mc;
+	struct perfd_sample tmp;
+	__u32 tgid, zero = 0;
+	__u64 pages, now;
+	__s64 growth = 0;
+
+	if (bpf_get_prandom_u32() & memory_look_mask)
+		return 0;
+	task = bpf_get_current_task_btf();
+	/* Only a task changing its own counters has the stack that did it
+	 * (not khugepaged, nor exit's teardown of another mm). */
+	if (task->mm != mm || !mm)
+		return 0;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	count(PERFD_CNT_MEMORY_EVENTS);
+	read_rss(mm, &tmp);
+	pages = tmp.rss_pages[PERFD_RSS_FILE] + tmp.rss_pages[PERFD_RSS_ANON] +
+		tmp.rss_pages[PERFD_RSS_SHMEM];
+	now = bpf_ktime_get_ns();
+
+	mp = bpf_map_lookup_elem(&mem_processes, &tgid);
+	if (!mp || mp->mm != (__u64)mm) {
+		fresh.mm = (__u64)mm;
+		fresh.last_pages = pages;
+		bpf_map_update_elem(&mem_processes, &tgid, &fresh, BPF_ANY);
+		mp = bpf_map_lookup_elem(&mem_processes, &tgid);
+		if (!mp)
+			return 0;
+	} else {
+		growth = (__s64)(pages - mp->last_pages);
+		mp->last_pages = pages;
+	}
+	if (now - mp->rss_sent_ns >= rss_interval_ns) {
+		mp->rss_sent_ns = now;
+		send_rss(task, mm, tgid, now);
+	}
+	if (growth <= 0)
+		return 0;
+
+	mc = bpf_map_lookup_elem(&mem_cpus, &zero);
+	if (!mc)
+		return 0;
+	if (mc->countdown == 0)
+		mc->countdown = next_interval();
+	mc->countdown -= growth * page_size;
+	if (mc->countdown > 0)
+		return 0;
+	{
+		/* every sample point the growth went past */
+		__u64 points = 1 + (__u64)(-mc->countdown) / memory_sample_bytes;
+
+		mc->countdown += (__s64)((points - 1) * memory_sample_bytes) + next_interval();
+		return sample(ctx, memory_with_tables, PERFD_VALUE_MEMORY,
+			      points * memory_sample_bytes);
+	}
 }
 
 SEC("tp_btf/sched_process_exit")

@@ -24,6 +24,11 @@
 
 #define EXIT_USAGE 2
 
+/* The mean growth a memory sample stands for: 1 MiB keeps the cost of a
+ * fault-heavy process low (docs/PERFORMANCE.md) and still gives hundreds
+ * of samples for the hundreds of MiB that matter. */
+#define DEFAULT_MEMORY_SAMPLE_BYTES (1u << 20)
+
 static void help(void)
 {
 	printf("Usage: perfd [OPTIONS]\n"
@@ -35,6 +40,9 @@ static void help(void)
 	       "  --max-frames N       frames kept in all stacks (default 8000000)\n"
 	       "  --retention DURATION how long profiles are kept: 30s, 10m, 1h (default 1h)\n"
 	       "  --max-memory MIB     cap on everything the profile store holds (default 64)\n"
+	       "  --memory-sample-bytes N  mean resident-memory growth between two memory\n"
+	       "                       samples, e.g. 512K (default 1M)\n"
+	       "  --no-memory          do not sample memory growth\n"
 	       "  --ringbuf-mib N      BPF ring buffer size, power of two (default 8)\n"
 	       "  --unwind-mib N       kernel memory for unwind tables, 0 for frame\n"
 	       "                       pointers only (default 16)\n"
@@ -112,7 +120,7 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_NO_PYTHON, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE, OPT_RETENTION, OPT_MAXMEM,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_NO_PYTHON, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE, OPT_RETENTION, OPT_MAXMEM, OPT_MEMSAMPLE, OPT_NO_MEMORY,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -129,6 +137,8 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
 		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
+		{ "memory-sample-bytes", required_argument, NULL, OPT_MEMSAMPLE },
+		{ "no-memory", no_argument, NULL, OPT_NO_MEMORY },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{}
@@ -144,6 +154,7 @@ int main(int argc, char **argv)
 		.unwind_mappings = 65536,
 		.demangle = true,
 		.python = true,
+		.memory_sample_bytes = DEFAULT_MEMORY_SAMPLE_BYTES,
 	};
 	unsigned long v;
 	long max_hz;
@@ -231,6 +242,27 @@ int main(int argc, char **argv)
 			opts.limits.retention_s = (uint64_t)secs;
 			break;
 		}
+		case OPT_MEMSAMPLE: {
+			char *end;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (*end == 'K' || *end == 'k')
+				v <<= 10, end++;
+			else if (*end == 'M' || *end == 'm')
+				v <<= 20, end++;
+			if (errno || end == optarg || *end || optarg[0] == '-' || v < 4096 ||
+			    v > (1UL << 30)) {
+				fprintf(stderr, "perfd: --memory-sample-bytes takes 4096 to 1G bytes (512K, 1M), not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			opts.memory_sample_bytes = v;
+			break;
+		}
+		case OPT_NO_MEMORY:
+			opts.memory_sample_bytes = 0;
+			break;
 		case OPT_MAXMEM:
 			if (parse_ulong(optarg, 4, 65536, &v) < 0) {
 				fprintf(stderr, "perfd: --max-memory takes a number of MiB from 4 to 65536, not '%s'\n", optarg);

@@ -180,6 +180,7 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		.unwind_mappings = opts->unwind_mappings,
 		.unwind_processes = opts->limits.max_processes,
 		.python_processes = opts->limits.max_processes,
+		.memory_sample_bytes = opts->memory_sample_bytes,
 		.on_record = drain_enqueue,
 	};
 	struct drain_opts dopts = {
@@ -248,6 +249,8 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		log_error_errno(r, "Failed to %s: %m", what);
 		goto fail;
 	}
+	if (opts->memory_sample_bytes && !sampler_memory_sample_bytes(m->d.sampler))
+		log_notice("This kernel has no rss_stat tracepoint with BTF: memory growth is not sampled.");
 	r = setup_unwinder(m);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the unwinder: %m");

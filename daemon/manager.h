@@ -32,6 +32,7 @@ struct manager_opts {
 	size_t symbol_cache_bytes; /* 0: the symbolizer's default */
 	bool demangle;
 	bool python; /* walk Python frames */
+	uint64_t memory_sample_bytes; /* mean growth per memory sample; 0: off */
 };
 
 struct manager;

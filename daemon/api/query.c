@@ -98,6 +98,18 @@ json_object *query_status(const struct status_info *in)
 	json_object_object_add(samples, "truncated", trunc);
 	json_object_object_add(o, "samples", samples);
 
+	{
+		json_object *mem = json_object_new_object();
+
+		json_object_object_add(mem, "enabled", json_object_new_boolean(in->memory_sample_bytes > 0));
+		add_u64(mem, "sample_bytes", in->memory_sample_bytes);
+		add_u64(mem, "events", in->bpf[PERFD_CNT_MEMORY_EVENTS]);
+		add_u64(mem, "samples", in->agg.memory_samples);
+		add_u64(mem, "samples_lost", in->bpf[PERFD_CNT_MEMORY_LOST]);
+		add_u64(mem, "rss_updates", in->agg.rss_updates);
+		add_u64(mem, "rss_updates_lost", in->bpf[PERFD_CNT_RSS_LOST]);
+		json_object_object_add(o, "memory", mem);
+	}
 	add_u64(exits, "received", in->agg.exit_events);
 	add_u64(exits, "lost", in->bpf[PERFD_CNT_EXIT_LOST] + in->bpf[PERFD_CNT_EXEC_LOST]);
 	json_object_object_add(o, "exit_events", exits);
@@ -310,7 +322,8 @@ json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint6
 				       json_object_new_double(100.0 * ctx.rows[i].samples /
 							      (frequency_hz * covered)));
 		add_u64(row, "rss_bytes", process_rss_bytes(p));
-		add_u64(row, "peak_rss_bytes", MAX(p->peak_rss_bytes, process_rss_bytes(p)));
+		add_u64(row, "peak_rss_bytes",
+			MAX(MAX(p->peak_rss_bytes, p->hiwater_rss_bytes), process_rss_bytes(p)));
 		add_u64(row, "rss_anon_bytes", p->rss_pages[PERFD_RSS_ANON] * p->page_size);
 		add_u64(row, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
 		add_u64(row, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);

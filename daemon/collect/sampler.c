@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "base/clock.h"
@@ -34,7 +35,22 @@ struct sampler {
 	unsigned n_attached;
 	uint64_t period_ns;
 	bool unwind_tables;
+	uint64_t memory_sample_bytes; /* 0: memory profiling off */
 };
+
+/* Whether the running kernel's BTF has a type of that name (a tracepoint
+ * a tp_btf program can attach to has its btf_trace_NAME typedef). */
+static bool btf_type_exists(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!btf)
+		return false;
+	found = btf__find_by_name(btf, name) > 0;
+	btf__free(btf);
+	return found;
+}
 
 long sampler_max_frequency(void)
 {
@@ -170,6 +186,14 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, NULL) > 0;
 	bpf_program__set_autoload(s->skel->progs.on_cpu_clock, s->unwind_tables);
 	bpf_program__set_autoload(s->skel->progs.on_cpu_clock_fp, !s->unwind_tables);
+	/* Memory growth: the rss_stat tracepoint (a raw one, with BTF: 5.5+),
+	 * its stacks walked as the cpu-clock program walks them. */
+	s->memory_sample_bytes = opts->memory_sample_bytes;
+	if (s->memory_sample_bytes && !btf_type_exists("btf_trace_rss_stat"))
+		s->memory_sample_bytes = 0;
+	bpf_program__set_autoload(s->skel->progs.on_rss_stat, s->memory_sample_bytes > 0);
+	s->skel->rodata->memory_sample_bytes = s->memory_sample_bytes ? s->memory_sample_bytes : 1;
+	s->skel->rodata->memory_with_tables = s->unwind_tables;
 	/* Array maps take all their memory at creation: without the program
 	 * that reads them they stay at one entry. */
 	what = "size the unwind maps";
@@ -210,6 +234,11 @@ fail:
 	if (ret_what)
 		*ret_what = what;
 	return r;
+}
+
+uint64_t sampler_memory_sample_bytes(const struct sampler *s)
+{
+	return s->memory_sample_bytes;
 }
 
 int sampler_fd(const struct sampler *s)

@@ -20,6 +20,9 @@ struct sampler_opts {
 	uint32_t unwind_rows, unwind_mappings, unwind_processes;
 	/* Capacity of the map of CPython processes (walked only with tables). */
 	uint32_t python_processes;
+	/* Mean bytes of resident-memory growth between two memory samples;
+	 * 0 turns memory profiling off. */
+	uint64_t memory_sample_bytes;
 	/* Called for every record; the record is valid only during the call. */
 	int (*on_record)(void *ctx, void *data, size_t size);
 	void *ctx;
@@ -47,6 +50,9 @@ bool sampler_has_unwind_tables(const struct sampler *s);
 void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
 			    int *ret_processes);
 uint64_t sampler_period_ns(const struct sampler *s);
+/* The mean bytes a memory sample stands for; 0 when memory profiling is
+ * off (asked, or the kernel has no rss_stat tracepoint with BTF). */
+uint64_t sampler_memory_sample_bytes(const struct sampler *s);
 /* The fd of the python_processes map, -ENOTSUP when Python frames cannot
  * be walked (no table unwinding on this kernel). */
 int sampler_python_map_fd(const struct sampler *s);

@@ -325,8 +325,10 @@ static void refresh_maps(struct aggregator *a, struct process *p)
 		a->hooks.maps_changed(a->hooks.userdata, p);
 }
 
-static struct process *process_new(struct aggregator *a,
-				   const struct perfd_sample *s)
+/* A new process seen in a record: h names it, comm is the thread's as BPF
+ * read it (NULL: read from /proc), kthread when it has no mm. */
+static struct process *process_new(struct aggregator *a, const struct perfd_event_header *h,
+				   const char *comm, uint32_t page_size, bool kthread)
 {
 	struct process *p;
 	uint64_t *slot;
@@ -346,7 +348,7 @@ static struct process *process_new(struct aggregator *a,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	slot = u64map_upsert(&a->by_pid, s->hdr.tgid, NULL);
+	slot = u64map_upsert(&a->by_pid, h->tgid, NULL);
 	if (!slot) {
 		free(p);
 		return NULL;
@@ -354,21 +356,21 @@ static struct process *process_new(struct aggregator *a,
 	*slot = (uintptr_t)p;
 	a->procs[a->n_procs++] = p;
 
-	p->pid = s->hdr.tgid;
-	p->start_time_ns = s->hdr.start_time_ns;
-	p->page_size = s->page_size;
-	p->first_sample_ns = s->hdr.timestamp_ns;
+	p->pid = h->tgid;
+	p->start_time_ns = h->start_time_ns;
+	p->page_size = page_size;
+	p->first_sample_ns = h->timestamp_ns;
 	history_init(&p->history);
 	u64map_init(&p->thread_index);
 	a->process_bytes += process_bytes(p);
-	if (s->hdr.tid == s->hdr.tgid)
-		memcpy(p->comm, s->comm, sizeof(p->comm));
+	if (comm && h->tid == h->tgid)
+		memcpy(p->comm, comm, sizeof(p->comm));
 	else
 		read_comm(p);
-	if (!p->comm[0])
-		memcpy(p->comm, s->comm, sizeof(p->comm));
+	if (!p->comm[0] && comm)
+		memcpy(p->comm, comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
-	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD)) {
+	if (!kthread) {
 		a->process_bytes -= process_bytes(p);
 		read_identity(p);
 		a->process_bytes += process_bytes(p);
@@ -385,15 +387,16 @@ static struct process *lookup(struct aggregator *a, uint32_t tgid, uint64_t star
 	return p && p->start_time_ns == start_ns ? p : NULL;
 }
 
-static struct process *process_for_sample(struct aggregator *a,
-					  const struct perfd_sample *s)
+/* The process of a record, new or known (see process_new). */
+static struct process *process_for(struct aggregator *a, const struct perfd_event_header *h,
+				   const char *comm, uint32_t page_size, bool kthread)
 {
-	struct process *p = lookup(a, s->hdr.tgid, s->hdr.start_time_ns);
+	struct process *p = lookup(a, h->tgid, h->start_time_ns);
 	uint64_t *slot;
 
 	if (p)
 		return p;
-	slot = u64map_get(&a->by_pid, s->hdr.tgid);
+	slot = u64map_get(&a->by_pid, h->tgid);
 	if (slot) {
 		/* The pid was reused: the old process is over. */
 		struct process *old = (struct process *)(uintptr_t)*slot;
@@ -403,9 +406,9 @@ static struct process *process_for_sample(struct aggregator *a,
 			a->stats.processes_exited++;
 			notify_gone(a, old);
 		}
-		u64map_remove(&a->by_pid, s->hdr.tgid);
+		u64map_remove(&a->by_pid, h->tgid);
 	}
-	return process_new(a, s);
+	return process_new(a, h, comm, page_size, kthread);
 }
 
 /* Re-reads p's maps because it ran code they do not describe, unless a
@@ -627,9 +630,34 @@ static void feed_collectors(struct aggregator *a, struct process *p,
 	}
 }
 
+/* Takes an RSS reading of p (from a sample or an RSS record): its
+ * current counters, its peak, and its history's timeline. */
+static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
+		     const __u64 pages[PERFD_RSS_COUNTERS], uint64_t hiwater_pages, uint32_t page_size)
+{
+	uint64_t total = pages[PERFD_RSS_FILE] + pages[PERFD_RSS_ANON] + pages[PERFD_RSS_SHMEM];
+	size_t before = p->history.bytes;
+
+	memcpy(p->rss_pages, pages, sizeof(p->rss_pages));
+	p->page_size = page_size;
+	p->rss_ns = ts_ns;
+	if (total * page_size >= p->peak_rss_bytes) {
+		p->peak_rss_bytes = total * page_size;
+		p->peak_rss_ns = ts_ns;
+	}
+	/* the kernel's high-water mark, updated lazily, may know a higher one
+	 * from before perfd saw the process */
+	p->hiwater_rss_bytes = MAX(p->hiwater_rss_bytes, hiwater_pages * page_size);
+	(void)history_note_rss(&p->history, a->stacks, ts_ns, pages, page_size);
+	a->history_bytes += p->history.bytes - before;
+}
+
 static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 			 size_t size)
 {
+	enum profile_kind kind = s->value_kind == PERFD_VALUE_MEMORY ? PROFILE_KIND_MEMORY :
+								       PROFILE_KIND_CPU;
+	uint64_t value = kind == PROFILE_KIND_CPU ? 1 : s->value;
 	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 2];
 	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
@@ -641,16 +669,16 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	int r;
 
 	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
-	    s->python_depth > PERFD_MAX_PYTHON_DEPTH ||
+	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || s->value_kind > PERFD_VALUE_MEMORY ||
 	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t) +
 			   s->python_depth * sizeof(struct perfd_python_frame))
 		return -EINVAL;
 
-	a->stats.samples++;
-	p = process_for_sample(a, s);
+	a->stats.samples += kind == PROFILE_KIND_CPU;
+	p = process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD);
 	if (!p) {
 		/* no room and nothing evictable, or out of memory */
-		a->stats.samples_evicted++;
+		a->stats.samples_evicted += kind == PROFILE_KIND_CPU;
 		return 0;
 	}
 
@@ -660,8 +688,14 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	}
 	/* Every frame but the first of each part is a return address: step
 	 * back into the call instruction so it names the caller's line. */
-	for (uint32_t i = 0; i < kd; i++)
-		frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > 0));
+	{
+		/* the program and bpf_trace_run2() of a memory sample go */
+		uint32_t skip = kind == PROFILE_KIND_MEMORY && kd > PERFD_MEMORY_KSTACK_SKIP ?
+					PERFD_MEMORY_KSTACK_SKIP : 0;
+
+		for (uint32_t i = skip; i < kd; i++)
+			frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > skip));
+	}
 	kernel_n = n;
 	/* BPF met code without tables for it, or the process has none (they
 	 * were dropped at an exec whose event was lost, or could not be
@@ -684,35 +718,32 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 				       ELEMENTSOF(frames) - kernel_n);
 
 	id = intern_stack(a, p, frames, n, kernel_n);
-	key = profile_key(id, s->hdr.tid, PROFILE_KIND_CPU);
+	key = profile_key(id, s->hdr.tid, kind);
 	before = p->history.bytes;
-	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, key, 1);
+	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, key, value);
 	a->history_bytes += p->history.bytes - before;
 	if (r < 0) {
 		stacktab_unref(a->stacks, id);
-		a->stats.samples_evicted++;
+		a->stats.samples_evicted += kind == PROFILE_KIND_CPU;
 		return 0;
 	}
 
-	p->total_samples++;
-	p->last_sample_ns = s->hdr.timestamp_ns;
-	count_bucket(p, s->hdr.timestamp_ns);
+	if (kind == PROFILE_KIND_CPU) {
+		p->total_samples++;
+		p->last_sample_ns = s->hdr.timestamp_ns;
+		count_bucket(p, s->hdr.timestamp_ns);
+	} else {
+		a->stats.memory_samples++;
+		p->memory_sampled_bytes += value;
+	}
 	remember_thread(a, p, s);
 	if (s->hdr.tid == s->hdr.tgid) {
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	}
-	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD)) {
-		uint64_t peak = s->hiwater_rss_pages;
-
-		memcpy(p->rss_pages, s->rss_pages, sizeof(p->rss_pages));
-		p->page_size = s->page_size;
-		peak = MAX(peak, p->rss_pages[PERFD_RSS_FILE] +
-					 p->rss_pages[PERFD_RSS_ANON] +
-					 p->rss_pages[PERFD_RSS_SHMEM]);
-		p->peak_rss_bytes = MAX(p->peak_rss_bytes, peak * s->page_size);
-	}
-	feed_collectors(a, p, s, key, 1);
+	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD))
+		note_rss(a, p, s->hdr.timestamp_ns, s->rss_pages, s->hiwater_rss_pages, s->page_size);
+	feed_collectors(a, p, s, key, value);
 	stacktab_unref(a->stacks, id);
 	enforce_memory(a, p);
 	return 0;
@@ -759,6 +790,18 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			return -EINVAL;
 		ingest_exit(a, record);
 		return 0;
+	case PERFD_EVENT_RSS: {
+		const struct perfd_rss *r = record;
+
+		if (size < sizeof(*r))
+			return -EINVAL;
+		a->stats.rss_updates++;
+		p = process_for(a, h, NULL, r->page_size, false);
+		if (p)
+			note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
+				 r->page_size);
+		return 0;
+	}
 	case PERFD_EVENT_EXEC:
 		p = lookup(a, h->tgid, h->start_time_ns);
 		if (p) {

@@ -65,9 +65,12 @@ struct process {
 	size_t n_threads, cap_threads;
 	uint64_t total_samples;
 	uint64_t first_sample_ns, last_sample_ns;
-	uint64_t rss_pages[PERFD_RSS_COUNTERS];
+	uint64_t rss_pages[PERFD_RSS_COUNTERS]; /* the latest reading ... */
+	uint64_t rss_ns;                        /* ... taken then */
 	uint64_t page_size;
-	uint64_t peak_rss_bytes;
+	uint64_t peak_rss_bytes, peak_rss_ns;   /* the highest reading, and when */
+	uint64_t hiwater_rss_bytes;             /* the kernel's high-water mark */
+	uint64_t memory_sampled_bytes;          /* growth sampled, in all */
 	uint32_t bucket_samples[AGG_BUCKETS];
 	uint64_t bucket_second[AGG_BUCKETS];
 	bool exited;
@@ -132,7 +135,9 @@ struct aggregator_limits {
 };
 
 struct aggregator_stats {
-	uint64_t samples;           /* samples ingested (idle excluded) */
+	uint64_t samples;           /* CPU samples ingested (idle excluded) */
+	uint64_t memory_samples;    /* memory-growth samples ingested */
+	uint64_t rss_updates;       /* RSS records ingested */
 	uint64_t samples_evicted;   /* samples of evicted processes */
 	uint64_t stack_limit;       /* samples whose stack was dropped */
 	uint64_t kernel_stack_errors, user_stack_errors;

@@ -19,6 +19,10 @@
  * inside the asked range, so a range is answered to the window: to the
  * second for the last two minutes, to the minute after half an hour.
  *
+ * Each window also keeps the RSS readings that fell in it (the last and the
+ * highest): the process's RSS timeline, at the same resolution as its
+ * profile, rolled up with it (the newer last, the higher peak).
+ *
  * Samples from the BPF ring buffer come nearly in time order; one older
  * than the newest window goes to the window that holds its second, or to
  * the newest one when that second has no window (the gap of an idle
@@ -30,15 +34,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perfd/sample.h"
 #include "profile/profile.h"
 
 #define HISTORY_FINE_AGE_S 120
 #define HISTORY_MEDIUM_AGE_S 1800
 
+/* The resident set over a window: the last reading in it and the highest,
+ * in pages of page_size (page_size 0: no reading in this window). */
+struct window_rss {
+	uint64_t last_pages[PERFD_RSS_COUNTERS];
+	uint64_t max_pages; /* of file + anon + shmem */
+	uint32_t page_size;
+};
+
 struct window {
 	uint64_t start_s; /* CLOCK_MONOTONIC seconds */
 	uint32_t span_s;  /* 1, 10 or 60 */
 	struct profile prof;
+	struct window_rss rss;
 	struct window *newer, *older;
 };
 
@@ -46,6 +60,7 @@ struct history {
 	struct window *newest, *oldest;
 	size_t n_windows;
 	size_t bytes; /* of the windows and their maps */
+	uint64_t rolled_s; /* when history_maintain last rolled windows up */
 };
 
 /* What maintenance or eviction dropped, for the store's counters. */
@@ -60,6 +75,11 @@ void history_release(struct history *h, struct stacktab *stacks);
 /* Adds value under key at time ts_ns.  Returns 0 or -ENOMEM. */
 int history_add(struct history *h, struct stacktab *stacks, uint64_t ts_ns, uint64_t key,
 		uint64_t value);
+
+/* Notes an RSS reading at ts_ns in the window of its second (the RSS
+ * timeline).  Returns 0 or -ENOMEM. */
+int history_note_rss(struct history *h, struct stacktab *stacks, uint64_t ts_ns,
+		     const __u64 pages[PERFD_RSS_COUNTERS], uint32_t page_size);
 
 /* Rolls windows up by age and drops those that ended more than
  * retention_s before now_s. */

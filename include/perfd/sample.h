@@ -24,6 +24,19 @@ enum perfd_event_kind {
 	PERFD_EVENT_SAMPLE = 1,
 	PERFD_EVENT_EXIT = 2,
 	PERFD_EVENT_EXEC = 3,
+	PERFD_EVENT_RSS = 4,
+};
+
+/* What a sample's value counts (the daemon's enum profile_kind).  A
+ * memory sample's two leaf kernel frames are the BPF program and
+ * bpf_trace_run2() (bpf_get_stack()'s skip count does not reach them from
+ * a raw tracepoint, and a loop moving the frames makes the program too big
+ * to verify): the daemon drops PERFD_MEMORY_KSTACK_SKIP frames. */
+#define PERFD_MEMORY_KSTACK_SKIP 2
+
+enum perfd_value_kind {
+	PERFD_VALUE_CPU = 0,    /* one cpu-clock tick: value 1 */
+	PERFD_VALUE_MEMORY = 1, /* resident memory growth: value in bytes */
 };
 
 /* Resident-set counters, in pages, in the order of the kernel's MM_* enum
@@ -47,7 +60,9 @@ struct perfd_event_header {
 };
 
 /*
- * One cpu-clock sample.  ips[] holds kernel_depth kernel frames followed by
+ * One sample: a cpu-clock tick (value_kind CPU, value 1), or a point of the
+ * byte-sampled resident-memory growth of the process (value_kind MEMORY,
+ * value the bytes it stands for).  ips[] holds kernel_depth kernel frames followed by
  * user_depth user frames, each list leaf first, then python_depth
  * struct perfd_python_frame (two words each, leaf first; see
  * perfd/python.h).  A negative depth is the -errno that bpf_get_stack()
@@ -63,7 +78,8 @@ struct perfd_sample {
 	__s32 user_depth;
 	__u32 flags; /* PERFD_SAMPLE_F_* */
 	__u32 python_depth; /* Python frames after the native ones */
-	__u32 reserved;
+	__u32 value_kind;   /* enum perfd_value_kind */
+	__u64 value;
 	__u64 ips[];
 };
 
@@ -96,6 +112,17 @@ struct perfd_exit {
 /* A process we have sampled called exec(): its mappings are new.  The
  * record is a bare header. */
 
+/* The resident-set counters of a process changed (at most about once a
+ * second per process): the RSS timeline of processes that get no CPU
+ * samples. */
+struct perfd_rss {
+	struct perfd_event_header hdr;
+	__u64 rss_pages[PERFD_RSS_COUNTERS];
+	__u64 hiwater_rss_pages;
+	__u32 page_size;
+	__u32 reserved;
+};
+
 /* Indexes into the per-CPU `counters` map. */
 enum perfd_counter {
 	PERFD_CNT_SAMPLES = 0,       /* program runs, idle included */
@@ -112,6 +139,11 @@ enum perfd_counter {
 	PERFD_CNT_PYTHON_WALKS,      /* samples of a described CPython process */
 	PERFD_CNT_PYTHON_NO_THREAD_STATE, /* ... of a thread without a PyThreadState */
 	PERFD_CNT_PYTHON_TRUNCATED,  /* ... whose walk stopped early */
+	PERFD_CNT_MEMORY_EVENTS,     /* rss_stat events seen */
+	PERFD_CNT_MEMORY_SAMPLES,    /* memory samples sent */
+	PERFD_CNT_MEMORY_LOST,       /* memory samples dropped: no room */
+	PERFD_CNT_RSS_SENT,          /* RSS updates sent */
+	PERFD_CNT_RSS_LOST,          /* RSS updates dropped: no room */
 	PERFD_CNT_MAX,
 };
 
