@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ps.c - `perfctl ps`: which processes were on CPU in the last interval.
+ * ps.c - `perfctl ps`: which processes were on CPU, or grew or shrank, in
+ * the last interval (--all: every live process perfd knows); a steady RSS
+ * rise is marked with its rate.
  *
  * Design: perfd already sorts and computes %CPU, so this file only prints.
  * --json passes perfd's answer through unchanged ({"version":1,"ok":true,
@@ -42,15 +44,15 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 		return -EBADMSG;
 	}
 
-	printf("%7s %-16s %9s %6s %8s %8s  %s\n", "PID", "COMM", "SAMPLES", "%CPU", "RSS", "PEAK",
-	       "RUNTIME");
+	printf("%7s %-16s %9s %6s %8s %8s %10s  %s\n", "PID", "COMM", "SAMPLES", "%CPU", "RSS",
+	       "PEAK", "GROWTH/s", "RUNTIME");
 	n = json_object_array_length(procs);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *p = json_object_array_get_idx(procs, i);
 		_cleanup_free_ char *comm = ctl_json_string_escaped(p, "comm");
 		_cleanup_free_ char *runtime = ctl_json_string_escaped(p, "runtime");
 		char pid[CTL_COUNT_MAX], samples[CTL_COUNT_MAX], cpu[16];
-		char rss[CTL_SIZE_MAX], peak[CTL_SIZE_MAX];
+		char rss[CTL_SIZE_MAX], peak[CTL_SIZE_MAX], growth[CTL_SIZE_MAX + 2] = "-";
 		struct json_object *exited = ctl_json_path(p, "exited");
 		double pct;
 
@@ -60,10 +62,19 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 			(void)snprintf(cpu, sizeof(cpu), "-");
 		format_size_at(p, "rss_bytes", rss);
 		format_size_at(p, "peak_rss_bytes", peak);
+		/* a steady rise is marked: a leak suspect */
+		if (json_object_get_boolean(ctl_json_path(p, "growing")) &&
+		    ctl_json_double(p, "rss_growth_bytes_per_second", &pct) && pct > 0) {
+			char size[CTL_SIZE_MAX];
 
-		printf("%7s %-16s %9s %6s %8s %8s  %s%s\n", ctl_json_count(p, "pid", pid),
+			(void)ctl_format_size((uint64_t)pct, size);
+			(void)snprintf(growth, sizeof(growth), "+%s!", size);
+		}
+
+		printf("%7s %-16s %9s %6s %8s %8s %10s  %s%s\n", ctl_json_count(p, "pid", pid),
 		       comm ? comm : "-", ctl_json_count(p, "samples", samples), cpu, rss, peak,
-		       runtime ? runtime : "-", json_object_get_boolean(exited) ? "  (exited)" : "");
+		       growth, runtime ? runtime : "-",
+		       json_object_get_boolean(exited) ? "  (exited)" : "");
 	}
 	return 0;
 }
@@ -72,12 +83,14 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "interval", required_argument, NULL, 'i' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 'S' },
 		{}
 	};
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
 	int64_t interval = PERFD_PS_DEFAULT_INTERVAL;
+	bool all = false;
 	enum perfctl_exit rc;
 	int c;
 
@@ -93,6 +106,9 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 				return PERFCTL_EXIT_USAGE;
 			}
 			break;
+		case 'a':
+			all = true;
+			break;
 		default:
 			if (ctl_common_option(env, "ps", c, argv) < 0)
 				return PERFCTL_EXIT_USAGE;
@@ -105,7 +121,8 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 	}
 
 	req = ctl_request_new("ps");
-	if (!req || json_object_object_add(req, "interval", json_object_new_int64(interval)) < 0) {
+	if (!req || json_object_object_add(req, "interval", json_object_new_int64(interval)) < 0 ||
+	    (all && json_object_object_add(req, "all", json_object_new_boolean(1)) < 0)) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd_ps.c - "ps": the processes the client may see that ran in the last
- * interval, busiest first (the answer is built by query.c).
+ * interval or whose memory moved then ("all": every live one), busiest
+ * first, with their RSS trend (the answer is built by query.c).
  */
 #include "api/auth.h"
 #include "api/command.h"
@@ -18,7 +19,7 @@ static int parse_ps(struct json_object *req, struct perfd_request *r,
 	if (k < 0)
 		return k;
 	r->interval_seconds = (unsigned)interval;
-	return 0;
+	return request_get_bool(req, "all", &r->all, e);
 }
 
 
@@ -26,7 +27,7 @@ static int run_ps(struct daemon *d, struct client *c, const struct perfd_request
 {
 	daemon_drain(d);
 	command_reply_json(c, query_ps(d->aggregator, client_peer(c), now_monotonic_ns(),
-				       req->interval_seconds, d->start_ns, d->frequency_hz));
+				       req->interval_seconds, req->all, d->start_ns, d->frequency_hz));
 	return 0;
 }
 

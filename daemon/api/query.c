@@ -11,6 +11,7 @@
 #include "perfd/unwind.h"
 #include "api/auth.h"
 #include "api/query.h"
+#include "profile/rss.h"
 
 #ifndef PERFD_VERSION
 #define PERFD_VERSION "0.1.0"
@@ -236,6 +237,7 @@ struct ps_row {
 
 struct ps_ctx {
 	const struct perfd_peer *peer;
+	bool all;
 	struct ps_row *rows;
 	size_t n, cap;
 	uint64_t first_second, end_second;
@@ -250,7 +252,9 @@ static void collect_row(struct process *p, void *userdata)
 	if (ctx->oom || !auth_may_see(ctx->peer, p->owner_uid))
 		return; /* another user's process is absent, not hidden */
 	n = process_window_samples(p, ctx->first_second, ctx->end_second);
-	if (n == 0)
+	/* on CPU in the window, or its memory moved, or every live one */
+	if (n == 0 && !(ctx->all && !p->exited) &&
+	    !rss_changed(p, ctx->first_second * NSEC_PER_SEC, ctx->end_second * NSEC_PER_SEC))
 		return;
 	if (ctx->n == ctx->cap) {
 		size_t cap = ctx->cap ? ctx->cap * 2 : 64;
@@ -276,9 +280,9 @@ static int row_cmp(const void *x, const void *y)
 }
 
 json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
-		      unsigned interval, uint64_t start_ns, unsigned frequency_hz)
+		      unsigned interval, bool all, uint64_t start_ns, unsigned frequency_hz)
 {
-	struct ps_ctx ctx = { .peer = peer, .end_second = now_ns / NSEC_PER_SEC };
+	struct ps_ctx ctx = { .peer = peer, .all = all, .end_second = now_ns / NSEC_PER_SEC };
 	json_object *o, *list;
 	double covered;
 
@@ -338,6 +342,17 @@ json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint6
 						       json_object_new_string_len(unit, (int)strcspn(unit, "/")));
 		}
 		add_u64(row, "total_samples", p->total_samples);
+		{
+			struct rss_point pts[PERFD_PS_MAX_INTERVAL + 2];
+			struct rss_trend t;
+
+			rss_trend(pts, rss_timeline(p, ctx.first_second * NSEC_PER_SEC,
+						    ctx.end_second * NSEC_PER_SEC, pts, ELEMENTSOF(pts)),
+				  &t);
+			json_object_object_add(row, "rss_growth_bytes_per_second",
+					       json_object_new_double(t.bytes_per_second));
+			json_object_object_add(row, "growing", json_object_new_boolean(t.growing));
+		}
 		if (p->runtime[0])
 			json_object_object_add(row, "runtime", json_object_new_string(p->runtime));
 		json_object_array_add(list, row);

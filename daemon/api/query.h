@@ -41,10 +41,12 @@ json_object *query_status(const struct status_info *info);
 struct perfd_peer;
 
 /* The processes peer may see (api/auth.h) with samples in the last
- * interval_seconds whole seconds before now_ns, most samples first; never
- * before start_ns, when the daemon started (CLOCK_MONOTONIC ns). */
+ * interval_seconds whole seconds before now_ns, or whose RSS changed then
+ * (all: every live one too), most samples first, each with its RSS trend
+ * over the interval (profile/rss.h); never before start_ns, when the
+ * daemon started (CLOCK_MONOTONIC ns). */
 json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
-		      unsigned interval_seconds, uint64_t start_ns, unsigned frequency_hz);
+		      unsigned interval_seconds, bool all, uint64_t start_ns, unsigned frequency_hz);
 
 /* The systemd unit a cgroup v2 path belongs to: its innermost element
  * ending in .service or .scope (a pointer into cgroup, up to the next '/'),
