@@ -30,6 +30,7 @@ static const struct command {
 	{ "status", do_status },
 	{ "ps", do_ps },
 	{ "snapshot", do_snapshot },
+	{ "mem", do_mem },
 };
 
 static void usage(FILE *f)
@@ -58,6 +59,11 @@ static void usage(FILE *f)
 		"                         --lines: native frames as function (file:line);\n"
 		"                         --no-lines: Python frames per function, not per line;\n"
 		"                         --threads: each stack rooted at [thread TID COMM]\n"
+		"  mem --pid PID [--since DURATION] [--top N]\n"
+		"                         the process's memory: RSS now by kind, the peak and\n"
+		"                         when, the growth rate, the RSS timeline (default the\n"
+		"                         last 10m), the code sites whose growth was sampled,\n"
+		"                         with file:line, and what built the peak\n"
 		"  help                   this text\n"
 		"\n"
 		"Options (before or after the command):\n"

@@ -35,5 +35,6 @@ typedef enum perfctl_exit (*ctl_command_fn)(struct ctl_env *env, int argc, char 
 enum perfctl_exit do_status(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv);
+enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv);
 
 #endif

@@ -249,7 +249,8 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		log_error_errno(r, "Failed to %s: %m", what);
 		goto fail;
 	}
-	if (opts->memory_sample_bytes && !sampler_memory_sample_bytes(m->d.sampler))
+	m->d.memory_sample_bytes = sampler_memory_sample_bytes(m->d.sampler);
+	if (opts->memory_sample_bytes && !m->d.memory_sample_bytes)
 		log_notice("This kernel has no rss_stat tracepoint with BTF: memory growth is not sampled.");
 	r = setup_unwinder(m);
 	if (r < 0) {

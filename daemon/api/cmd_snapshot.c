@@ -240,33 +240,6 @@ static void snapshot_free(struct snapshot *s)
 	free(s);
 }
 
-/* The model's view of frames: Python ones from interp/python, the rest
- * from the symbolizer. */
-static size_t resolve_frame(void *ctx, uint64_t frame, bool lines, struct frame_record *out,
-			    size_t cap, char *scratch, size_t size)
-{
-	struct daemon *d = ctx;
-
-	if (frame_module(frame) == FRAME_MODULE_PYTHON) {
-		python_frame_resolve(d->python, frame, out);
-		return 1;
-	}
-	return symbolizer_resolve(d->symbolizer, frame, lines, out, cap, scratch, size);
-}
-
-static bool describe_module(void *ctx, uint16_t module, const char **ret_path,
-			    const char **ret_build_id)
-{
-	struct daemon *d = ctx;
-
-	return symbolizer_describe_module(d->symbolizer, module, ret_path, ret_build_id);
-}
-
-static bool peer_sees(void *userdata, const struct process *p)
-{
-	return auth_may_see(userdata, p->owner_uid);
-}
-
 /* What one snapshot answer says besides its profile. */
 struct answer_info {
 	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC, the span covered */
@@ -277,38 +250,14 @@ struct answer_info {
 	uint64_t samples;
 };
 
-static double monotonic_to_unix(uint64_t mono_ns)
-{
-	struct timespec rt, mt;
-
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mt);
-	return (double)rt.tv_sec + rt.tv_nsec / 1e9 - (mt.tv_sec + mt.tv_nsec / 1e9) +
-	       (double)mono_ns / NSEC_PER_SEC;
-}
-
-static uint64_t unix_to_monotonic(double unix_s)
-{
-	double mono = unix_s - monotonic_to_unix(0);
-
-	return mono <= 0 ? 0 : (uint64_t)(mono * NSEC_PER_SEC);
-}
-
 /* Answers a snapshot: the parts resolved into the model, encoded in the
  * format asked for, written into the answer with the JSON writer, whose
  * buffer the server then takes over. */
 static void reply_profile(struct daemon *d, struct client *client, const struct perfd_request *req,
 			  const struct profile_parts *parts, const struct answer_info *ai)
 {
-	struct model_opts mo = {
-		.kind = (enum profile_kind)req->kind,
-		.lines = req->lines,
-		.python_lines = req->python_lines,
-		.threads = req->threads,
-		.resolve = resolve_frame,
-		.describe = describe_module,
-		.ctx = d,
-	};
+	struct model_opts mo = daemon_model_opts(d, (enum profile_kind)req->kind, req->lines,
+						 req->python_lines, req->threads);
 	struct encode_opts eo = { .period_ns = sampler_period_ns(d->sampler) };
 	double covered = ai->end_ns > ai->begin_ns ? (double)(ai->end_ns - ai->begin_ns) / NSEC_PER_SEC : 0;
 	uint64_t t0 = now_monotonic_ns();
@@ -454,7 +403,7 @@ static void request_selection(const struct perfd_request *req, struct client *cl
 	snprintf(sel->comm, sizeof(sel->comm), "%s", req->comm);
 	snprintf(sel->cgroup, sizeof(sel->cgroup), "%s", req->cgroup);
 	snprintf(sel->unit, sizeof(sel->unit), "%s", req->unit);
-	sel->visible = peer_sees;
+	sel->visible = daemon_peer_sees;
 	sel->visible_userdata = (void *)client_peer(client);
 }
 
@@ -485,7 +434,7 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 		struct process *p = aggregator_find_process(d->aggregator, ai.pid);
 
 		/* neither retained nor known (or not the client's to see) */
-		if (!p || !peer_sees((void *)client_peer(client), p)) {
+		if (!p || !daemon_peer_sees((void *)client_peer(client), p)) {
 			aggregator_release_parts(d->aggregator, &parts);
 			return query_error(PERFD_ERR_NO_SUCH_PROCESS,
 					   "no process with pid %u in perfd's history", ai.pid);

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* command.c - the command table and the dispatch (see command.h). */
 #include <errno.h>
+#include <time.h>
 
+#include "api/auth.h"
 #include "api/command.h"
 #include "api/query.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "collect/drain.h"
+#include "interp/python/python.h"
+#include "symbols/symbolize.h"
 
 #define ROW(name, NAME) [PERFD_CMD_##NAME] = &cmd_##name,
 const struct command *const commands[PERFD_CMD_COUNT] = { PERFD_COMMANDS(ROW) };
@@ -64,4 +69,60 @@ void daemon_drain(struct daemon *d)
 	if (r < 0)
 		log_warning_errno(r, "Failed to drain the ring buffer, ignoring: %m");
 	(void)drain_deliver(d->drain, daemon_ingest, d);
+}
+
+static size_t resolve_frame(void *ctx, uint64_t frame, bool lines, struct frame_record *out,
+			    size_t cap, char *scratch, size_t size)
+{
+	struct daemon *d = ctx;
+
+	if (frame_module(frame) == FRAME_MODULE_PYTHON) {
+		python_frame_resolve(d->python, frame, out);
+		return 1;
+	}
+	return symbolizer_resolve(d->symbolizer, frame, lines, out, cap, scratch, size);
+}
+
+static bool describe_module(void *ctx, uint16_t module, const char **ret_path,
+			    const char **ret_build_id)
+{
+	struct daemon *d = ctx;
+
+	return symbolizer_describe_module(d->symbolizer, module, ret_path, ret_build_id);
+}
+
+struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bool lines,
+				    bool python_lines, bool threads)
+{
+	return (struct model_opts){
+		.kind = kind,
+		.lines = lines,
+		.python_lines = python_lines,
+		.threads = threads,
+		.resolve = resolve_frame,
+		.describe = describe_module,
+		.ctx = d,
+	};
+}
+
+bool daemon_peer_sees(void *peer, const struct process *p)
+{
+	return auth_may_see(peer, p->owner_uid);
+}
+
+double monotonic_to_unix(uint64_t mono_ns)
+{
+	struct timespec rt, mt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	return (double)rt.tv_sec + rt.tv_nsec / 1e9 - (mt.tv_sec + mt.tv_nsec / 1e9) +
+	       (double)mono_ns / NSEC_PER_SEC;
+}
+
+uint64_t unix_to_monotonic(double unix_s)
+{
+	double mono = unix_s - monotonic_to_unix(0);
+
+	return mono <= 0 ? 0 : (uint64_t)(mono * NSEC_PER_SEC);
 }

@@ -24,6 +24,7 @@
 #include "api/request.h"
 #include "api/server.h"
 #include "profile/aggregate.h"
+#include "profile/model.h"
 
 struct sampler;
 struct drain;
@@ -34,6 +35,7 @@ struct snapshot;
 
 struct daemon {
 	unsigned frequency_hz;
+	uint64_t memory_sample_bytes; /* 0: memory growth not sampled */
 	struct aggregator_limits limits;
 	sd_event *event;
 	struct sampler *sampler;
@@ -82,6 +84,16 @@ void snapshots_free_all(struct daemon *d);
 
 /* Sends o (taking it), or the out-of-memory error when o is NULL. */
 void command_reply_json(struct client *c, json_object *o);
+
+/* Options for resolving a profile of d into the model: Python frames
+ * through interp/python, the rest through the symbolizer. */
+struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bool lines,
+				    bool python_lines, bool threads);
+/* A selection's visible(): the client (a struct perfd_peer) may see p. */
+bool daemon_peer_sees(void *peer, const struct process *p);
+/* CLOCK_MONOTONIC ns as seconds since the epoch, and back. */
+double monotonic_to_unix(uint64_t mono_ns);
+uint64_t unix_to_monotonic(double unix_s);
 
 /* Ingests every record sampled until now (the ring buffer's too), so an
  * answer sees the latest samples. */

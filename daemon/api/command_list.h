@@ -11,6 +11,7 @@
 #define PERFD_COMMANDS(X)        \
 	X(status, STATUS)        \
 	X(ps, PS)                \
-	X(snapshot, SNAPSHOT)
+	X(snapshot, SNAPSHOT)    \
+	X(mem, MEM)
 
 #endif

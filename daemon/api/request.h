@@ -43,6 +43,7 @@ struct perfd_request {
 	double duration_seconds;
 	double since_seconds;
 	double from_unix, to_unix; /* seconds since the epoch; to_unix 0: now */
+	unsigned top;                   /* mem: how many sites */
 	/* ... and how */
 	int kind;                       /* enum profile_kind */
 	const struct encoder *format;   /* a row of encode.h's table */
