@@ -217,8 +217,12 @@ static int answer(struct daemon *d, struct jsonw *w, struct process *p, const st
 	jsonw_key(w, "peak");
 	jsonw_object_begin(w);
 	jsonw_kv_u64(w, "bytes", peak_bytes);
-	if (p->peak_rss_bytes >= p->hiwater_rss_bytes && p->peak_rss_ns)
+	/* when perfd read its highest; the kernel's mark, lazily updated, may
+	 * stand a little above it, or far above for a peak perfd never saw */
+	if (p->peak_rss_ns)
 		jsonw_kv_double(w, "time", monotonic_to_unix(p->peak_rss_ns));
+	jsonw_kv_u64(w, "sampled_peak_bytes", p->peak_rss_bytes);
+	jsonw_kv_u64(w, "kernel_hiwater_bytes", p->hiwater_rss_bytes);
 	jsonw_kv_string(w, "source", p->peak_rss_bytes >= p->hiwater_rss_bytes ? "samples" :
 										  "kernel high-water mark");
 	jsonw_object_end(w);
@@ -275,9 +279,16 @@ static int answer(struct daemon *d, struct jsonw *w, struct process *p, const st
 	jsonw_kv_u64(w, "trough_bytes", pts[t].total_bytes);
 	jsonw_kv_double(w, "peak_time", monotonic_to_unix(pts[k].end_ns));
 	jsonw_kv_u64(w, "peak_bytes", pts[k].max_bytes);
-	jsonw_kv_u64(w, "explained_bytes", peak_growth ? peak_growth->total : 0);
-	jsonw_kv_u64(w, "unexplained_bytes",
-		     pts[k].max_bytes - MIN(pts[k].max_bytes, peak_growth ? peak_growth->total : 0));
+	{
+		/* growth is sampled gross: memory freed and faulted again in
+		 * the range counts each time, so it can exceed the peak */
+		uint64_t sampled = peak_growth ? peak_growth->total : 0;
+		uint64_t explained = MIN(sampled, pts[k].max_bytes);
+
+		jsonw_kv_u64(w, "sampled_bytes", sampled);
+		jsonw_kv_u64(w, "explained_bytes", explained);
+		jsonw_kv_u64(w, "unexplained_bytes", pts[k].max_bytes - explained);
+	}
 	jsonw_key(w, "sites");
 	r = peak_growth ? write_sites(w, peak_growth, req->top) :
 			  (jsonw_array_begin(w), jsonw_array_end(w), 0);
