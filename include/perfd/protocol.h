@@ -34,6 +34,8 @@
  *                 process's user or root, or over 64 MiB), memory_bytes, ... },
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
  *                stacks_truncated, tables, ... },
+ *      memory: { enabled, sample_bytes, events (rss_stat events looked at),
+ *                samples, samples_lost, rss_updates, rss_updates_lost },
  *      python: { processes, unsupported (runtimes found), samples (walks),
  *                samples_without_thread_state, samples_truncated, frames,
  *                frames_unmatched, functions, code_objects, code_reads,
@@ -50,7 +52,8 @@
  *               max_queued_bytes },
  *      clients, snapshots, daemon_rss_bytes
  *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
- *             (default PERFD_PS_DEFAULT_INTERVAL).  Result:
+ *             (default PERFD_PS_DEFAULT_INTERVAL); "all": true lists every
+ *             live process perfd knows.  Result:
  *      interval_seconds (the window actually covered: min(interval, uptime)),
  *      processes: [ { pid, start_time_ns, comm, samples, cpu_percent,
  *                     rss_bytes, peak_rss_bytes, rss_anon_bytes,
@@ -58,8 +61,11 @@
  *                     runtime (string, present when a language runtime was
  *                     found: "CPython 3.11.7", "CPython 3.7.16
  *                     (unsupported)") } ]
- *      holding the processes with at least one sample in the window, most
- *      samples first.  cpu_percent = samples / (frequency * interval) * 100.
+ *      and rss_growth_bytes_per_second (the least-squares slope of the RSS
+ *      timeline over the interval), growing (a steady rise: see
+ *      daemon/profile/rss.h), holding the processes with at least one
+ *      sample in the window or whose RSS changed in it, most samples first.
+ *      cpu_percent = samples / (frequency * interval) * 100.
  *  "snapshot" which processes, at least one of: "pid" (an integer, or an
  *             array of 1..PERFD_SNAPSHOT_MAX_PIDS), "comm" (exact, as the
  *             kernel truncates it), "cgroup" (a cgroup v2 path: it and the
@@ -113,6 +119,24 @@
  * (live or from history), and a "snapshot" of its pid answers exactly as
  * for a pid without a process (no_such_process, same message).  "status"
  * answers everyone: it holds counters, no process.
+ *
+ *  "mem"      "pid" (required), "since": seconds (default 600), "top": 1..100
+ *             sites (default 10).  The process's memory from the store:
+ *      pid, comm, start_time_ns, exited, from, to,
+ *      rss: { bytes, anon_bytes, file_bytes, shmem_bytes, time },
+ *      peak: { bytes, time, sampled_peak_bytes, kernel_hiwater_bytes,
+ *              source ("samples" or "kernel high-water mark") },
+ *      growth: { bytes_per_second, growing, r2, rise_bytes, points },
+ *      timeline: [ { time, seconds, bytes, anon_bytes, file_bytes,
+ *                    shmem_bytes, max_bytes } ] (one per store window),
+ *      sample_bytes (mean growth a memory sample stands for),
+ *      attributed_bytes (sampled growth in the range),
+ *      sites: [ { function, kind, file, line, self_bytes, total_bytes } ]
+ *             (where each sample's stack enters the process's code: the
+ *             innermost Python frame, else the innermost native one),
+ *      peak_attribution: { trough_time, trough_bytes, peak_time, peak_bytes,
+ *             sampled_bytes, explained_bytes, unexplained_bytes, sites }
+ *             or null without readings.
  *
  * Error codes are stable strings, listed below; messages are for people.
  */
