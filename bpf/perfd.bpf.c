@@ -352,7 +352,7 @@ int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
  *
  * The rss_stat tracepoint fires in the task that changed a process's
  * resident-set counters (a page fault faulting memory in, a 2 MiB huge
- * page at once, munmap, exit), after every change.  On a random eighth of
+ * page at once, munmap, exit), after every change.  On a random 32nd of
  * those events (memory_look_mask) the program reads the process's resident
  * pages and compares them with what it read last time for that process
  * (mem_processes): the growth since, whatever events it skipped, is fed to
@@ -372,7 +372,7 @@ int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
  * sampled (blocked, or short bursts) still have a current RSS.
  */
 const volatile __u64 memory_sample_bytes = 1024 * 1024;
-const volatile __u32 memory_look_mask = 7;
+const volatile __u32 memory_look_mask = 31;
 const volatile __u64 rss_interval_ns = 1000 * 1000 * 1000;
 /* Whether user stacks are unwound with tables, as on_cpu_clock does; a
  * constant at load time, so the verifier drops the other branch. */
