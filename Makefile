@@ -203,12 +203,30 @@ $(BUILD)/bench/pybench: tests/bench/pybench.c $(DAEMON_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
-.PHONY: bench bench-compare bench-symbols bench-python
+# The profile store over a simulated hour: synthetic samples of 500
+# processes fed to the daemon's aggregator (bench.py's phase store_memory).
+$(BUILD)/bench/storebench: tests/bench/storebench.c $(DAEMON_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(PKG_LIBS) -lm
+
+# What the profile store phases run besides perfd: the test workload that
+# makes a new stack at nearly every sample, and storebench.
+BENCH_STORE_BINS := $(BUILD)/workloads/unique_stacks $(BUILD)/bench/storebench
+
+.PHONY: bench bench-compare bench-symbols bench-python bench-store
 bench:
 	@packaging/install-deps.sh bench
-	$(MAKE) all $(BENCH_WORKLOAD_BINS) $(BUILD)/bench/pybench
-	$(PYTHON) tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+	$(MAKE) all $(BENCH_WORKLOAD_BINS) $(BUILD)/bench/pybench $(BENCH_STORE_BINS)
+	$(PYTHON) tests/bench/bench.py --build $(BUILD) --big-library $(SYMBENCH_LIBRARY) $(BENCH_ARGS)
 	$(MAKE) bench-symbols
+
+# Only the profile store's figures (issue 10), into $(BUILD)/bench-store.*.
+bench-store:
+	@packaging/install-deps.sh bench
+	$(MAKE) all $(BENCH_WORKLOAD_BINS) $(BENCH_STORE_BINS)
+	$(PYTHON) tests/bench/bench.py --build $(BUILD) --phases store_snapshot,store_first_binary,store_memory \
+		--big-library $(SYMBENCH_LIBRARY) \
+		--out $(BUILD)/bench-store.json --markdown $(BUILD)/bench-store.md $(BENCH_ARGS)
 
 # Only the Python-frame figures, into their own files ($(BUILD)/bench-python.*).
 bench-python:

@@ -21,7 +21,20 @@ measure each other):
             off (--no-python), for each interpreter of --pythons;
   python_symbolize_cost
             the daemon's user-space cost per new code object and per
-            cached Python frame (build/bench/pybench).
+            cached Python frame (build/bench/pybench);
+  store_snapshot
+            the profile store at 999 Hz with unique_stacks on every CPU:
+            live snapshots of ~100k unique stacks each, then snapshots of
+            the past (folded, JSON): time from the end of the window to the
+            last byte, samples lost, the drain thread's longest consume;
+  store_first_binary
+            a process mapping a huge library (libLLVM) starts under perfd
+            at 999 Hz: samples lost and the drain's longest consume while
+            its unwind table is built;
+  store_memory
+            500 processes over an hour at 99 Hz, simulated with the
+            daemon's aggregator (build/bench/storebench): the store's memory
+            and a query of one process over the hour.
 
 Every figure is measured in at least --runs runs and printed as min /
 median / max; ratios are taken within a run.  Results go to build/bench.json
@@ -29,6 +42,7 @@ median / max; ratios are taken within a run.  Results go to build/bench.json
 `bench.py --compare OLD NEW` prints what changed between two bench.json.
 
 usage: bench.py [--build DIR] [--runs N] [--phases LIST] [--out FILE] [--pythons LIST]
+                [--big-library PATH] [--store-max-window S]
        bench.py --compare OLD.json NEW.json
 """
 
@@ -40,6 +54,7 @@ import platform
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -55,7 +70,9 @@ from benchlib import (BenchError, BpfStats, Bpftrace, CpuWindow, Perfd, PerfReco
 import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-PHASES = ("cost", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost")
+PHASES = ("cost", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost",
+          "store_snapshot", "store_first_binary", "store_memory")
+STORE_PHASES = ("store_snapshot", "store_first_binary", "store_memory")
 MIB = 1024 * 1024
 
 # Stack depth of the deep-stack burner: deep enough that the frame-pointer
@@ -87,6 +104,21 @@ GOALS = [
     ("daemon <= 0.1% of one core at 99 Hz on all CPUs", "cpu.pct.perfd.99", 0.1, ""),
     ("daemon RSS <= 30 MiB with 500 processes", "mem.procs.rss", 30.0, ""),
     ("snapshot of 100k unique stacks <= 300 ms", "query.snapshot_100k.ms", 300.0, ""),
+    ("store: live snapshot of 100k unique stacks, window end to last byte <= 300 ms", "store.snap.live.ms",
+     300.0, "999 Hz, workload running"),
+    ("store: samples lost during it = 0", "store.snap.live.lost", 0, ""),
+    ("store: drain's longest consume during it <= 10 ms", "store.snap.live.stall_ms", 10.0, ""),
+    ("store: snapshot of the whole run from history <= 300 ms", "store.snap.history.ms", 300.0, "folded"),
+    ("store: samples lost during it = 0", "store.snap.history.lost", 0, ""),
+    ("store: drain's longest consume during it <= 10 ms", "store.snap.history.stall_ms", 10.0, ""),
+    ("store: JSON snapshot of the last window <= 300 ms", "store.snap.json.ms", 300.0, "from history"),
+    ("store: samples lost during it = 0", "store.snap.json.lost", 0, ""),
+    ("store: drain's longest consume during it <= 10 ms", "store.snap.json.stall_ms", 10.0, ""),
+    ("store: samples lost at a huge binary's first sighting = 0", "store.first.lost", 0, ""),
+    ("store: drain's longest consume then <= 10 ms", "store.first.stall_ms", 10.0, ""),
+    ("store: daemon RSS <= 30 MiB, 500 processes over 1 h at 99 Hz (estimated)", "store.mem.skewed.daemon_rss",
+     30.0, "idle RSS + storebench's growth"),
+    ("store: one process over 1 h: query + model + folded <= 50 ms", "store.mem.skewed.query_ms", 50.0, ""),
 ]
 
 
@@ -823,7 +855,384 @@ def phase_python_symbolize_cost(ctx):
         raise BenchError("; ".join(failed))
 
 
+# --- phases 9 to 11: the profile store (issue 10) --------------------------
+
+# The store phases' own figures.  STORE_HZ is the issue's rate; at it, the
+# unique-stacks workload on every CPU brings at most CPUs x 999 new stacks
+# a second, so a window of STORE_STACKS stacks lasts about a minute.
+STORE_HZ = 999
+STORE_STACKS = 100000
+# Limits large enough that nothing of the phase is evicted: ~150k stacks of
+# ~100 frames, and the live snapshots' own copies.
+STORE_EXTRA = ("--max-memory", "2048", "--max-stacks", "4000000", "--max-frames", "400000000")
+# Seconds between the ends of the live windows: more than one answer takes,
+# so that no window's answer waits for the one before.
+STORE_LIVE_GAP = 6.0
+
+
+def snapshot_raw(socket_path, req, timeout):
+    """Sends one snapshot request and reads the answer as perfctl would,
+    without parsing the profile (a JSON call tree of 100k deep stacks is
+    hundreds of MiB; json.loads of it would take minutes and gigabytes).
+    Returns (answer without "profile", seconds from connect to the last
+    byte, answer bytes, stacks): stacks is the number of folded lines, or
+    of leaves of a JSON tree."""
+    line = (json.dumps(dict({"version": 1, "command": "snapshot"}, **req)) + "\n").encode()
+    chunks = []
+    t0 = time.perf_counter()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(socket_path)
+        s.sendall(line)
+        while True:
+            chunk = s.recv(1 << 22)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    elapsed = time.perf_counter() - t0
+    buf = b"".join(chunks)
+    if not buf.endswith(b"\n"):
+        raise BenchError("perfd closed the connection without a whole snapshot answer")
+    cut = buf.find(b'"profile":')
+    if cut < 0:
+        head = json.loads(buf)
+        raise BenchError(f"perfd answered the snapshot with an error: {head.get('error')}")
+    head = json.loads(buf[:cut] + b'"profile":null}')
+    if req.get("format", "folded") == "json":
+        stacks = buf.count(b'"children":[]')
+    else:
+        stacks = buf.count(b"\\n", cut)
+    return head, elapsed, len(buf), stacks
+
+
+def store_counters(st):
+    lost = st["samples"]["lost"]
+    return {"ringbuf_full": lost.get("ringbuf_full", 0), "queue_full": lost.get("queue_full", 0),
+            "evicted": lost.get("evicted", 0), "lost": st["samples"]["lost_total"],
+            "stall_ms": st["drain"]["longest_consume_ms"]}
+
+
+def process_samples(p, pid, interval):
+    ps = p.call({"command": "ps", "interval": interval})[0]
+    return sum(e["samples"] for e in ps["processes"] if e["pid"] == pid)
+
+
+def add_store_snapshot(ctx, kind, label, command, m):
+    sec = ("9. Profile store: a snapshot of 100k unique stacks while they are made "
+           f"({STORE_HZ} Hz, unique_stacks on every CPU)")
+    pfx = f"store.snap.{kind}"
+    # A snapshot from history is asked for when its window ends.
+    ends = "end of window" if kind == "live" else "request (the window's end)"
+    ctx.add(f"{pfx}.ms", sec, f"{label}: {ends} to last byte", "ms", m["latency"] * 1000, "lower", command)
+    ctx.add(f"{pfx}.stacks", sec, f"{label}: unique stacks in the answer", "stacks", m["stacks"], None, command)
+    ctx.add(f"{pfx}.mib", sec, f"{label}: answer size", "MiB", m["bytes"] / MIB, None, command)
+    ctx.add(f"{pfx}.cpu_ms", sec, f"{label}: perfd CPU from {ends} to the answer", "ms", m["cpu"] * 1000,
+            "lower", command)
+    ctx.add(f"{pfx}.lost", sec, f"{label}: samples lost, window and answer (ringbuf_full + queue_full + "
+            "evicted)", "samples", m["lost"], "lower", command)
+    ctx.add(f"{pfx}.queue_full", sec, f"{label}: ... of which queue_full (the loop fell 32 MiB behind)",
+            "samples", m["queue_full"], "lower", command)
+    ctx.add(f"{pfx}.stall_ms", sec, f"{label}: drain.longest_consume_ms after the answer (daemon's max so far)",
+            "ms", m["stall_after"], "lower", command)
+    ctx.add(f"{pfx}.stall_grew_ms", sec, f"{label}: ... how much it grew during the snapshot", "ms",
+            m["stall_after"] - m["stall_before"], "lower", command)
+    ctx.add(f"{pfx}.hwm", sec, f"{label}: perfd peak RSS (VmHWM) after the answer", "MiB", m["hwm_kib"] / 1024,
+            "lower", command)
+
+
+def phase_store_snapshot(ctx):
+    """One perfd at 999 Hz and the unique-stacks workload on every CPU, for
+    the whole phase.  The rate of new stacks is learnt first; then --runs
+    live snapshots (folded) whose windows hold ~100k stacks each, started
+    STORE_LIVE_GAP apart so that their ends are too and no answer waits
+    for another; then, from the store, --runs snapshots of the whole run
+    (folded, the history path) and --runs of the last window's length in
+    JSON.  Every window ends while the workload runs."""
+    sec = ("9. Profile store: a snapshot of 100k unique stacks while they are made "
+           f"({STORE_HZ} Hz, unique_stacks on every CPU)")
+    p = ctx.perfd(STORE_HZ, STORE_EXTRA)
+    wl = None
+    try:
+        wl = ctx.procs.start([str(ctx.build / "workloads" / "unique_stacks"), str(ctx.cpus), "3600"])
+        t_start = time.monotonic()
+        time.sleep(3.5)
+        rate = process_samples(p, wl.pid, 2) / 2.0
+        if rate <= 0:
+            raise BenchError("perfd saw no sample of the unique_stacks workload")
+        # ~3% of samples repeat a stack (they differ only in the leaf's
+        # address within one function): aim a little above the target.
+        d = min(max(STORE_STACKS * 1.06 / rate, 5.0), ctx.args.store_max_window)
+        log(f"store_snapshot: {rate:.0f} samples/s of the workload: live windows of {d:.1f} s, "
+            f"{ctx.runs} folded, then {ctx.runs} from history (folded) and {ctx.runs} (JSON)")
+        ctx.add("store.snap.rate", sec, "samples/s of the workload (its share of the CPUs)", "samples/s", rate)
+        ctx.add("store.snap.window", sec, "live window", "s", d)
+        pid = wl.pid
+
+        # Live, folded: windows started STORE_LIVE_GAP apart.
+        boxes = []
+
+        def live(box, req):
+            try:
+                box["st0"] = p.status()
+                box["t0"] = time.perf_counter()
+                box["answer"] = snapshot_raw(p.socket, req, d + 300)
+                box["t1"] = time.perf_counter()
+                box["cpu1"] = cpu_ns(p.pid)
+                box["st1"] = p.status()
+                box["hwm"] = memory_kib(p.pid)[1]
+            except Exception as e:  # handed to the caller's thread
+                box["error"] = e
+
+        threads = []
+        for k in range(ctx.runs):
+            box = {}
+            t = threading.Thread(target=live, args=(box, {"pid": pid, "duration": d}), daemon=True)
+            t.start()
+            threads.append(t)
+            boxes.append(box)
+            if k + 1 < ctx.runs:
+                time.sleep(STORE_LIVE_GAP)
+        # The daemon's CPU from each window's end: read at the end.
+        for k, box in enumerate(boxes):
+            wait_until(lambda: "t0" in box or "error" in box, 30, "a live snapshot to start")
+            if "error" in box:
+                raise box["error"]
+            time.sleep(max(0.0, box["t0"] + d - time.perf_counter()))
+            box["cpu0"] = cpu_ns(p.pid)
+            threads[k].join(d + 330)
+        for k, box in enumerate(boxes):
+            if "error" in box:
+                raise box["error"]
+            head, elapsed, size, stacks = box["answer"]
+            c0, c1 = store_counters(box["st0"]), store_counters(box["st1"])
+            if k + 1 < ctx.runs and box["t1"] > boxes[k + 1]["t0"] + d:
+                ctx.results.note(f"store_snapshot: live answer {k + 1} ended after window {k + 2} did; "
+                                 "that window's time includes waiting for it")
+            add_store_snapshot(ctx, "live", "live, folded", "perfctl snapshot --pid P --duration D",
+                               {"latency": elapsed - d, "stacks": stacks, "bytes": size,
+                                "cpu": (box["cpu1"] - box["cpu0"]) / 1e9,
+                                "lost": c1["lost"] - c0["lost"], "queue_full": c1["queue_full"] - c0["queue_full"],
+                                "stall_before": c0["stall_ms"], "stall_after": c1["stall_ms"],
+                                "hwm_kib": box["hwm"]})
+
+        def from_store(req, kind, label, command):
+            st0 = p.status()
+            c0 = cpu_ns(p.pid)
+            head, elapsed, size, stacks = snapshot_raw(p.socket, req, 600)
+            c1 = cpu_ns(p.pid)
+            st1 = p.status()
+            a, b = store_counters(st0), store_counters(st1)
+            add_store_snapshot(ctx, kind, label, command,
+                               {"latency": elapsed, "stacks": stacks, "bytes": size, "cpu": (c1 - c0) / 1e9,
+                                "lost": b["lost"] - a["lost"], "queue_full": b["queue_full"] - a["queue_full"],
+                                "stall_before": a["stall_ms"], "stall_after": b["stall_ms"],
+                                "hwm_kib": memory_kib(p.pid)[1]})
+            time.sleep(1.0)
+
+        # From the store: the whole run so far, folded; then the last d
+        # seconds (a live window's worth) as JSON.
+        for k in range(ctx.runs):
+            log(f"store_snapshot: history, folded, {k + 1}/{ctx.runs}")
+            from_store({"pid": pid, "since": time.monotonic() - t_start + 1}, "history",
+                       "history, folded, the whole run", "perfctl snapshot --pid P --since RUN")
+        for k in range(ctx.runs):
+            log(f"store_snapshot: history, JSON, {k + 1}/{ctx.runs}")
+            from_store({"pid": pid, "since": d, "format": "json"}, "json",
+                       "history, JSON, the last D seconds", "perfctl snapshot --pid P --since D --format json")
+        if wl.poll() is not None:
+            raise BenchError("the unique_stacks workload exited before the end")
+        st = p.status()
+        ctx.add("store.snap.interned", sec, "unique stacks interned by the end (whole machine)", "stacks",
+                st["stacks"]["interned"], None, "perfctl status")
+        ctx.add("store.snap.store_mib", sec, "store.memory_bytes by the end", "MiB",
+                st["store"]["memory_bytes"] / MIB, None, "perfctl status")
+    finally:
+        if wl is not None:
+            ctx.procs.stop(wl, signal.SIGKILL)
+        p.stop()
+
+
+def eh_frame_bytes(path):
+    """The size of path's .eh_frame section (readelf -S), 0 when unknown."""
+    try:
+        out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True, timeout=30).stdout
+    except OSError:
+        return 0
+    for line in out.splitlines():
+        f = line.replace("[ ", "[").split()
+        if len(f) > 5 and f[1] == ".eh_frame":
+            return int(f[5], 16)
+    return 0
+
+
+def phase_store_first_binary(ctx):
+    """A process that maps a huge library (--big-library, libLLVM when
+    installed) starts while perfd samples the deep-stack burner on every
+    CPU at 999 Hz: samples lost and the drain's longest consume while the
+    library's unwind table is built, and how long the loop was busy (the
+    longest wait for a status answer, asked every 20 ms meanwhile)."""
+    lib = ctx.args.big_library
+    name = Path(lib).name
+    sec = (f"10. Profile store: first sighting of a huge binary ({name}, "
+           f"{Path(lib).stat().st_size / MIB:.0f} MiB) at {STORE_HZ} Hz, deep-stack burner on every CPU")
+    command = f"build/bench/bigmap {lib} 8 (under perfd --frequency {STORE_HZ}); perfctl status"
+    # The table is built when perfd has read (nearly) all of the library's
+    # call frame information.
+    cfi = 0.9 * eh_frame_bytes(lib) or MIB
+    for run in range(ctx.runs):
+        log(f"store_first_binary: run {run + 1}/{ctx.runs} ({name})")
+        burner = ctx.procs.start([ctx.workload("deep"), "-d", str(DEEP_DEPTH), "-w", str(ctx.cpus),
+                                  "-t", "3600"])
+        p = ctx.perfd(STORE_HZ)
+        big = None
+        try:
+            time.sleep(2.0)
+            st0 = p.status()
+            cpu0 = cpu_ns(p.pid)
+            waits = []
+            stop = threading.Event()
+
+            def probe():
+                while not stop.is_set():
+                    waits.append(p.call({"command": "status"})[1])
+                    time.sleep(0.02)
+
+            t = threading.Thread(target=probe, daemon=True)
+            t.start()
+            t0 = time.monotonic()
+            big = ctx.procs.start([ctx.workload("bigmap"), lib, "8"], stdout=subprocess.PIPE)
+            if read_line(big, 30).strip() != "ready":
+                raise BenchError(f"bigmap could not load {lib}")
+
+            def built():
+                st = p.status()
+                return st if st["unwind"]["cfi_bytes_read"] - st0["unwind"]["cfi_bytes_read"] >= cfi else None
+
+            st_built = wait_until(built, 60, f"perfd to build the unwind table of {name}", p.proc)
+            ready_s = time.monotonic() - t0
+            time.sleep(1.0)  # two more drains
+            stop.set()
+            t.join(10)
+            st1 = p.status()
+            cpu1 = cpu_ns(p.pid)
+        finally:
+            if big is not None:
+                ctx.procs.stop(big, signal.SIGKILL)
+                big.stdout.close()
+            ctx.procs.stop(burner, signal.SIGKILL, group=True)
+            p.stop()
+        a, b = store_counters(st0), store_counters(st1)
+        u0, u1 = st0["unwind"], st_built["unwind"]
+        ctx.add("store.first.lost", sec, "samples lost (ringbuf_full + queue_full + evicted)", "samples",
+                b["lost"] - a["lost"], "lower", command)
+        # The counter is the daemon's maximum since it started: "after"
+        # bounds the longest consume during the build from above, and it
+        # grew only if one then was the longest yet.
+        ctx.add("store.first.stall_ms", sec, "drain.longest_consume_ms after the table was built (max since start)",
+                "ms", b["stall_ms"], "lower", command)
+        ctx.add("store.first.stall_grew_ms", sec, "... how much it grew while the table was built", "ms",
+                b["stall_ms"] - a["stall_ms"], "lower", command)
+        ctx.add("store.first.loop_ms", sec, "longest wait for a status answer meanwhile (the loop busy)", "ms",
+                max(waits) * 1000 if waits else None, "lower", command)
+        ctx.add("store.first.ready_s", sec, "from the process's start to its table in perfd", "s", ready_s, "lower",
+                command)
+        ctx.add("store.first.build_ms", sec, "unwind.build_seconds added", "ms",
+                (u1["build_seconds"] - u0["build_seconds"]) * 1000, "lower", command)
+        ctx.add("store.first.cfi_mib", sec, "unwind.cfi_bytes_read added", "MiB",
+                (u1["cfi_bytes_read"] - u0["cfi_bytes_read"]) / MIB, None, command)
+        ctx.add("store.first.rows", sec, "unwind.rows_used added", "rows", u1["rows_used"] - u0["rows_used"], None,
+                command)
+        ctx.add("store.first.cpu_ms", sec, "perfd CPU from the process's start to the end", "ms",
+                (cpu1 - cpu0) / 1e6, "lower", command)
+
+
+# The simulated machines of phase store_memory: (key, what it is,
+# storebench's arguments).
+STORE_MEMORY_SCENARIOS = (
+    ("skewed", "CPU shared by a Zipf law over the processes", ("--skew", "1")),
+    ("uniform", "every process equally busy (the most windows)", ("--skew", "0")),
+    ("rss", "skewed, and every process's RSS changing every second", ("--skew", "1", "--rss-share", "1")),
+)
+
+
+def phase_store_memory(ctx):
+    """perfd's RSS just after it starts (default options, 99 Hz), and the
+    store's cost over an hour of 500 simulated processes at 99 Hz on this
+    machine's CPUs (build/bench/storebench, one fresh process per run):
+    what it holds, the RSS it adds, and a query of one process over the
+    whole hour with its model and its folded text.  The daemon's RSS with
+    that store is estimated as the idle RSS plus the RSS storebench grew
+    by, run by run."""
+    n = ctx.args.processes
+    sec = f"11. Profile store memory: {n} processes over 1 h at 99 Hz on {ctx.cpus} CPUs, simulated (storebench)"
+    idle = []
+    for run in range(ctx.runs):
+        p = ctx.perfd(99)
+        try:
+            time.sleep(2.0)
+            idle.append(memory_kib(p.pid)[0] / 1024)
+        finally:
+            p.stop()
+        ctx.add("store.mem.idle_rss", sec, "perfd RSS just after it starts (99 Hz, defaults)", "MiB", idle[-1],
+                "lower", "perfd --frequency 99; VmRSS after 2 s")
+    for run in range(ctx.runs):
+        for key, what, args in STORE_MEMORY_SCENARIOS:
+            argv = [str(ctx.build / "bench" / "storebench"), "--procs", str(n), "--hz", "99",
+                    "--cpus", str(ctx.cpus), "--seconds", "3600", "--seed", str(run + 1), *args]
+            command = " ".join(["build/bench/storebench"] + argv[1:-2 - len(args)] + ["--seed", "RUN"] + list(args))
+            log(f"store_memory: run {run + 1}/{ctx.runs}, {key}: {what}")
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                raise BenchError(f"storebench {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
+            f = json.loads(r.stdout)
+            label = f"{key} ({what})"
+            pfx = f"store.mem.{key}"
+
+            def add(k, title, unit, value, better=None):
+                ctx.add(f"{pfx}.{k}", sec, f"{label}: {title}", unit, value, better, command)
+
+            add("rss_growth", "RSS storebench grew by", "MiB", f["rss_growth_mib"], "lower")
+            add("daemon_rss", "estimated perfd RSS: idle + that growth", "MiB", idle[run] + f["rss_growth_mib"],
+                "lower")
+            add("store_mib", "store.memory_bytes", "MiB", f["store_memory_mib"], "lower")
+            add("history_mib", "... of which windows (history_bytes)", "MiB", f["history_mib"], "lower")
+            add("slot_mib", "... of which their maps' slots", "MiB", f["window_slot_mib"], "lower")
+            add("slot4_mib", "... which maps starting at 4 slots, not 16, would make (computed)", "MiB",
+                f["window_slot4_mib"], "lower")
+            add("windows", "windows (1 s / 10 s / 60 s in the notes)", "windows", f["windows"])
+            add("entries_per_window", "entries per window", "entries", f["window_entries"] / max(f["windows"], 1))
+            add("bytes_per_entry", "history bytes per entry", "bytes",
+                f["history_mib"] * MIB / max(f["window_entries"], 1), "lower")
+            add("stacks", "unique stacks", "stacks", f["stacks"])
+            add("lost", "samples lost (evicted or over a limit)", "samples", f["samples_lost"], "lower")
+            add("maintain_ms", "aggregator_maintain, mean per call over the last minute", "ms",
+                f["maintain_ms"], "lower")
+            add("ingest_us", "ingest per sample (with failed /proc lookups, see storebench.c)", "us",
+                f["ingest_ns_per_sample"] / 1000, "lower")
+            add("query_ms", "one process, whole hour: aggregator_query + model_build + folded_encode", "ms",
+                f["one_query_ms"] + f["one_model_ms"] + f["one_folded_ms"], "lower")
+            add("query_stacks", "... its stacks", "stacks", f["one_stacks"])
+            add("query_json_ms", "... aggregator_query + model_build + json_encode", "ms",
+                f["one_query_ms"] + f["one_model_ms"] + f["one_json_ms"], "lower")
+            add("all_ms", "every process, whole hour: query + model + folded", "ms",
+                f["all_query_ms"] + f["all_model_ms"] + f["all_folded_ms"], "lower")
+            if run == 0:
+                ctx.results.note(f"storebench {key}, seed 1: windows 1 s / 10 s / 60 s = {f['windows_1s']:.0f} / "
+                                 f"{f['windows_10s']:.0f} / {f['windows_60s']:.0f}; {f['frames']:.0f} frames in "
+                                 f"{f['stacks']:.0f} stacks; the busiest process had {f['busiest_samples']:.0f} "
+                                 "samples")
+
+
 # --- driver ---------------------------------------------------------------
+
+def default_big_library():
+    """The library store_first_binary maps: the Makefile's SYMBENCH_LIBRARY
+    choice, libLLVM when installed, else libc."""
+    found = sorted(Path("/usr/lib/x86_64-linux-gnu").glob("libLLVM-*.so.1"))
+    return str(found[0]) if found else "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
 
 def read_first(path, pattern):
     try:
@@ -878,7 +1287,9 @@ def metadata(ctx):
                      "frequencies": ctx.args.frequencies, "stacks_hz": STACKS_HZ, "deep_depth": DEEP_DEPTH,
                      "paths_depth": PATHS_DEPTH, "processes": ctx.args.processes,
                      "pythons": ctx.args.pythons, "python_depths": list(PY_DEPTHS), "python_hz": PY_HZ,
-                     "python_code_objects": PY_CODE_OBJECTS},
+                     "python_code_objects": PY_CODE_OBJECTS, "store_hz": STORE_HZ,
+                     "store_stacks": STORE_STACKS, "store_max_window_s": ctx.args.store_max_window,
+                     "big_library": ctx.args.big_library},
         "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
     }
 
@@ -897,6 +1308,14 @@ def preflight(ctx):
         problems.append(f"{ctx.workload('pybench')} is missing: run `make bench` (it builds it)")
     if "python_kernel_cost" in ctx.phases and not PYDEEP.is_file():
         problems.append(f"{PYDEEP} is missing")
+    store_needs = {"store_snapshot": ctx.build / "workloads" / "unique_stacks",
+                   "store_first_binary": ctx.build / "bench" / "bigmap",
+                   "store_memory": ctx.build / "bench" / "storebench"}
+    for phase, path in store_needs.items():
+        if phase in ctx.phases and not os.access(path, os.X_OK):
+            problems.append(f"{path} is missing: run `make bench-store` (it builds it)")
+    if "store_first_binary" in ctx.phases and not Path(ctx.args.big_library).is_file():
+        problems.append(f"{ctx.args.big_library} (--big-library) is missing")
     max_rate = int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
     if max_rate < STACKS_HZ:
         problems.append(f"kernel.perf_event_max_sample_rate is {max_rate}, below the {STACKS_HZ} Hz "
@@ -926,6 +1345,10 @@ def main():
     ap.add_argument("--slowdown-runs", type=int, default=7, help="runs of the slowdown phase (at least --runs)")
     ap.add_argument("--pythons", default=PYTHONS,
                     help="comma-separated interpreters of the Python phases; missing ones are skipped")
+    ap.add_argument("--store-max-window", type=float, default=100.0,
+                    help="longest live window of the store_snapshot phase, s")
+    ap.add_argument("--big-library", default=default_big_library(),
+                    help="the library the store_first_binary phase maps (default: libLLVM, else libc)")
     ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two bench.json and exit")
     args = ap.parse_args()
 
@@ -982,7 +1405,12 @@ def main():
 
     meta["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
     meta["duration_s"] = round(time.monotonic() - started, 1)
-    doc = results.to_json(meta, report.judge_goals(results, GOALS))
+    # Goals of phases that were not asked for are left out (a failed
+    # phase's goals stay, as n/a).
+    ran_store, ran_other = bool(set(phases) & set(STORE_PHASES)), bool(set(phases) - set(STORE_PHASES))
+    goals = [g for g in GOALS if g[1] in results.figures or
+             (ran_store if g[1].startswith("store.") else ran_other)]
+    doc = results.to_json(meta, report.judge_goals(results, goals))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     md.write_text(report.markdown(doc))

@@ -24,11 +24,16 @@ class Results:
         self.notes = []
         self.errors = []
 
-    def add(self, key, section, title, unit, value, better=None):
+    def add(self, key, section, title, unit, value, better=None, command=None):
         """Appends one run's value of a figure (None: not measurable in that
-        run, e.g. a ratio with a zero denominator)."""
+        run, e.g. a ratio with a zero denominator).  command, when given,
+        is what produced it (the perfctl or tool command line, with the
+        run's own arguments as placeholders), kept with the figure and
+        listed under its section's table."""
         fig = self.figures.setdefault(key, {
             "section": section, "title": title, "unit": unit, "better": better, "values": []})
+        if command:
+            fig["command"] = command
         fig["values"].append(None if value is None else float(value))
 
     def note(self, text):
@@ -112,16 +117,36 @@ def cell(text):
     return str(text).replace("|", "\\|")
 
 
+def section_commands(doc, section):
+    """The distinct commands of a section's figures, in order."""
+    out = []
+    for fig in doc["figures"].values():
+        c = fig.get("command")
+        if fig["section"] == section and c and c not in out:
+            out.append(c)
+    return out
+
+
 def markdown(doc):
-    """The results as Markdown tables, for docs/PERFORMANCE.md."""
+    """The results as Markdown tables, for docs/PERFORMANCE.md; each table
+    is followed by the commands its figures came from, when known."""
     lines = []
     section = None
+
+    def end_section():
+        if section is not None:
+            commands = section_commands(doc, section)
+            if commands:
+                lines.extend(["", "Commands:", ""] + [f"- `{c}`" for c in commands])
+
     for sec, title, unit, lo, med, hi, n, _ in table_rows(doc):
         if sec != section:
+            end_section()
             section = sec
             lines += ["", f"### {sec}", "", "| figure | unit | min | median | max | runs |",
                       "|---|---|--:|--:|--:|--:|"]
         lines.append(f"| {cell(title)} | {cell(unit)} | {lo} | {med} | {hi} | {n} |")
+    end_section()
     if doc["goals"]:
         lines += ["", "### Goals", "", "| goal | median today | verdict |", "|---|--:|---|"]
         for g in doc["goals"]:
