@@ -961,9 +961,9 @@ def phase_store_snapshot(ctx):
         rate = process_samples(p, wl.pid, 2) / 2.0
         if rate <= 0:
             raise BenchError("perfd saw no sample of the unique_stacks workload")
-        # ~3% of samples repeat a stack (they differ only in the leaf's
+        # ~7% of samples repeat a stack (they differ only in the leaf's
         # address within one function): aim a little above the target.
-        d = min(max(STORE_STACKS * 1.06 / rate, 5.0), ctx.args.store_max_window)
+        d = min(max(STORE_STACKS * 1.12 / rate, 5.0), ctx.args.store_max_window)
         log(f"store_snapshot: {rate:.0f} samples/s of the workload: live windows of {d:.1f} s, "
             f"{ctx.runs} folded, then {ctx.runs} from history (folded) and {ctx.runs} (JSON)")
         ctx.add("store.snap.rate", sec, "samples/s of the workload (its share of the CPUs)", "samples/s", rate)
