@@ -150,6 +150,17 @@ static __always_inline void read_rss(struct mm_struct *mm, struct perfd_sample *
 	s->hiwater_rss_pages = BPF_CORE_READ(mm, hiwater_rss);
 }
 
+/* One resident-set counter (the kernel's MM_* index), as read_rss reads them. */
+static __always_inline __s64 read_counter(struct mm_struct *mm, int k)
+{
+	if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
+		struct mm_struct___pre62 *old = (void *)mm;
+
+		return BPF_CORE_READ(old, rss_stat.count[k & 3].counter);
+	}
+	return BPF_CORE_READ(mm, rss_stat[k & 3].count);
+}
+
 static __always_inline __u64 *unwind_out(void)
 {
 	__u32 zero = 0;
@@ -352,10 +363,13 @@ int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
  *
  * The rss_stat tracepoint fires in the task that changed a process's
  * resident-set counters (a page fault faulting memory in, a 2 MiB huge
- * page at once, munmap, exit), after every change.  On a random 32nd of
- * those events (memory_look_mask) the program reads the process's resident
- * pages and compares them with what it read last time for that process
- * (mem_processes): the growth since, whatever events it skipped, is fed to
+ * page at once, munmap, exit), after every change.  Every event reads the
+ * one counter that changed; after a random number of events (mean
+ * memory_look_mask + 1), or at once when that counter moved by a huge page
+ * or more or the process is another, the program looks: it reads the
+ * process's resident pages and compares them with what it read last time
+ * for that process (mem_processes): the growth since, whatever events it
+ * skipped, is fed to
  * a byte countdown per CPU.  Each time the countdown runs out the current
  * stack is sampled, standing for memory_sample_bytes of growth; the
  * distance to the next sample point is drawn from an exponential
@@ -417,7 +431,10 @@ struct {
 } mem_processes SEC(".maps");
 
 struct mem_cpu {
-	__s64 countdown; /* bytes of growth before the next sample point */
+	__s64 countdown;   /* bytes of growth before the next sample point */
+	__u64 mm;          /* whose counter this CPU saw last ... */
+	__s64 seen[4];     /* ... and the counters' values then */
+	__u32 events_left; /* events to skip before the next look */
 };
 
 struct {
@@ -471,8 +488,35 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 	__u64 pages, now;
 	__s64 growth = 0;
 
-	if (bpf_get_prandom_u32() & memory_look_mask)
+	mc = bpf_map_lookup_elem(&mem_cpus, &zero);
+	if (!mc)
 		return 0;
+	/* The cheap part, for every event: the changed counter alone.  A
+	 * move of a huge page or more (the per-CPU batching folds smaller
+	 * ones into the global count a batch at a time), or another process,
+	 * is looked at at once; the rest after a random number of events of
+	 * mean memory_look_mask + 1. */
+	{
+		__u32 k = (__u32)member;
+		__s64 cur, moved;
+
+		/* MM_FILEPAGES..MM_SHMEMPAGES: 0..3.  The mask, kept from the
+		 * compiler, is what shows the verifier the index is bounded. */
+		asm volatile("" : "+r"(k));
+		k &= 3;
+		cur = read_counter(mm, k);
+		moved = cur - mc->seen[k];
+		if (moved < 0)
+			moved = -moved;
+		if (mc->mm == (__u64)mm && moved < 256 && mc->events_left > 1) {
+			mc->events_left--;
+			mc->seen[k] = cur;
+			return 0;
+		}
+		mc->mm = (__u64)mm;
+		mc->seen[k] = cur;
+		mc->events_left = 1 + (bpf_get_prandom_u32() & (2 * memory_look_mask + 1));
+	}
 	task = bpf_get_current_task_btf();
 	/* Only a task changing its own counters has the stack that did it
 	 * (not khugepaged, nor exit's teardown of another mm). */
@@ -502,10 +546,6 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 		send_rss(task, mm, tgid, now);
 	}
 	if (growth <= 0)
-		return 0;
-
-	mc = bpf_map_lookup_elem(&mem_cpus, &zero);
-	if (!mc)
 		return 0;
 	if (mc->countdown == 0)
 		mc->countdown = next_interval();

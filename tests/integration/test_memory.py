@@ -348,3 +348,138 @@ def test_blocked_grower_grows_while_blocked(blocked_grower):
     assert cpu <= 0.05 * elapsed, f"{cpu:.2f} s of CPU in {elapsed:.1f} s"
     b.workload.expect_line("done", timeout=10)
     b.workload.finish()
+
+
+# --- perfd: memory growth attributed to stacks, in bytes (issue 11) ------------------
+#
+# One daemon for this module, sampling memory finer than the default (one
+# sample per 256 KiB on average instead of 1 MiB), so that 272 MiB make
+# about 1,000 samples: the relative standard deviation of a byte count
+# estimated from n exponential-interval samples is about 1/sqrt(n), 3 %
+# here, and the 15 % the issue allows is five of them.
+
+SAMPLE_BYTES = 256 * 1024
+
+
+@pytest.fixture(scope="module")
+def perfd_mem(environment):
+    daemon = perfdtest.start_perfd(extra_args=["--memory-sample-bytes", "256K"])
+    yield daemon
+    daemon.stop()
+
+
+def memory_stacks(daemon, pid, since="5m"):
+    rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid), "--since", since,
+                                  "--kind", "memory")
+    assert rc == 0, f"snapshot --kind memory exited {rc}: {err}"
+    return perfdtest.parse_folded(out)
+
+
+def mem_of(daemon, pid, *args):
+    return daemon.perfctl_json("mem", "--pid", str(pid), *args)
+
+
+@pytest.mark.parametrize("pages", ["4k", "thp"])
+def test_growth_is_attributed_to_the_stacks_that_faulted_it(perfd_mem, grow, pages):
+    """grow_big faults in 256 MiB and grow_small 16: at least 90 % of the
+    bytes attributed to the two are grow_big's, and their sum is within 15 %
+    of 272 MiB; with huge pages too (a 2 MiB page counts 2 MiB)."""
+    if pages == "thp" and not thp_available():
+        pytest.skip(f"this kernel offers no transparent huge pages (setting: {thp_mode()})")
+    g = grow(256, 16, "--hold", 2, *(["--thp"] if pages == "thp" else []))
+    g.workload.expect_line("touched ", timeout=30)
+    time.sleep(1.5)  # the last samples reach the store
+    stacks = memory_stacks(perfd_mem, g.pid)
+    big = perfdtest.count_where(stacks, perfdtest.contains("grow_big"))
+    small = perfdtest.count_where(stacks, perfdtest.contains("grow_small"))
+    assert big + small > 0, f"no memory samples under grow_big/grow_small\n{perfdtest.show(stacks)}"
+    assert big / (big + small) >= 0.90, \
+        f"grow_big has {big / MIB:.1f} MiB of {(big + small) / MIB:.1f}\n{perfdtest.show(stacks)}"
+    assert_close(big + small, 272 * MIB, 0.15, "bytes attributed to grow_big + grow_small")
+    g.workload.expect_line("done", timeout=30)
+    g.workload.finish()
+
+
+@pytest.mark.parametrize("interpreter", PYTHONS)
+def test_python_growth_site_is_the_materializing_line(perfd_mem, materialize, interpreter):
+    """materialize() is the top growth site, at the line that builds the
+    list; stream() holds a small share; the peak is reported and its
+    attribution names materialize()."""
+    grow_line = marker_line(MATERIALIZE, "GROW: materialize")
+    m = materialize(interpreter, "--hold", 3)
+    m.workload.expect_line("streamed ", timeout=120)
+    held = m.workload.expect_line("materialized ", timeout=120)
+    time.sleep(1.5)
+    doc = mem_of(perfd_mem, m.pid, "--since", "10m", "--top", "20")
+    sites = doc["sites"]
+    assert sites, f"no growth sites: {doc}"
+    top = sites[0]
+    assert top["function"] == "materialize" and top.get("line") == grow_line, \
+        f"top growth site is {top}, expected materialize at line {grow_line}\nsites: {sites[:5]}"
+    attributed = doc["attributed_bytes"]
+    stream = sum(s["self_bytes"] for s in sites if s["function"] == "stream")
+    assert stream <= 0.05 * attributed, \
+        f"stream() holds {stream / MIB:.1f} of {attributed / MIB:.1f} MiB attributed\n{sites[:5]}"
+    held_bytes = int(held.split()[-2]) if held.split()[-1] == "bytes" else 0
+    assert doc["peak"]["bytes"] >= max(held_bytes, top["self_bytes"]) * 0.8, \
+        f"peak {doc['peak']} below what materialize() held ({held})"
+    pa = doc["peak_attribution"]
+    assert pa and pa["sites"] and pa["sites"][0]["function"] == "materialize", \
+        f"the peak is not attributed to materialize(): {pa}"
+    m.workload.expect_line("done", timeout=60)
+    m.workload.finish()
+
+
+def ps_row(daemon, pid, *args):
+    doc = daemon.perfctl_json("ps", *args)
+    rows = [p for p in doc["processes"] if p["pid"] == pid]
+    return rows[0] if rows else None
+
+
+def test_a_slow_leak_is_marked_growing_and_a_flat_process_is_not(perfd_mem, leak, flat):
+    """leak grows 3 MiB a second for 20 s; flat allocates once and stays:
+    ps marks the first growing, with about its rate, and not the second."""
+    lk = leak(3, 20)
+    fl = flat(64, 25)
+    time.sleep(14)
+    row = ps_row(perfd_mem, lk.pid, "--interval", "10")
+    assert row, "the leaking process is not in ps"
+    assert row["growing"], f"leak not marked growing: {row}"
+    assert 1.5 * MIB <= row["rss_growth_bytes_per_second"] <= 4.5 * MIB, \
+        f"leak grows 3 MiB/s, ps says {row['rss_growth_bytes_per_second'] / MIB:.2f}"
+    frow = ps_row(perfd_mem, fl.pid, "--interval", "10", "--all")
+    assert frow, "flat is not in ps --all"
+    assert not frow["growing"], f"flat marked growing: {frow}"
+    assert abs(frow["rss_growth_bytes_per_second"]) < 0.25 * MIB, frow
+
+
+def test_a_blocked_process_has_a_current_rss(perfd_mem, blocked_grower):
+    """A process blocked in read() nearly all the time while its RSS grows
+    in bursts: ps and mem follow its RSS (the BPF side sends it when it
+    changes), though it gets next to no CPU samples."""
+    b = blocked_grower(8, 5, "--hold", 4)
+    for _ in range(5):
+        b.workload.expect_line("grown ", timeout=30)
+    time.sleep(1.5)
+    actual = vm_rss(b.pid)
+    row = ps_row(perfd_mem, b.pid, "--interval", "10", "--all")
+    assert row, "the blocked grower is not in ps"
+    assert_close(row["rss_bytes"], actual, 0.10, "ps's RSS of the blocked grower")
+    doc = mem_of(perfd_mem, b.pid, "--since", "1m")
+    assert_close(doc["rss"]["bytes"], actual, 0.10, "mem's RSS of the blocked grower")
+    assert doc["rss"]["bytes"] >= 40 * MIB
+
+
+def test_the_memory_of_a_process_that_exited_is_answered(perfd_mem, grow):
+    g = grow(64, 8, "--hold", 0)
+    g.workload.expect_line("touched ", timeout=30)
+    g.workload.expect_line("done", timeout=30)
+    g.workload.finish()
+    time.sleep(1.5)
+    doc = mem_of(perfd_mem, g.pid, "--since", "5m")
+    assert doc["exited"], doc
+    assert doc["peak"]["bytes"] >= 72 * MIB, doc["peak"]
+    assert doc["sites"] and any(s["function"] in ("grow_big", "touch_pages", "touch")
+                                or s["total_bytes"] >= 40 * MIB for s in doc["sites"]), doc["sites"]
+    stacks = memory_stacks(perfd_mem, g.pid)
+    assert perfdtest.count_where(stacks, perfdtest.contains("grow_big")) >= 0.6 * 64 * MIB
