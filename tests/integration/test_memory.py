@@ -24,6 +24,7 @@ The benchmark's fault-heavy workload (tests/bench/workloads/faultheavy.c)
 is `make bench`'s, not built for these tests.
 """
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -483,3 +484,25 @@ def test_the_memory_of_a_process_that_exited_is_answered(perfd_mem, grow):
                                 or s["total_bytes"] >= 40 * MIB for s in doc["sites"]), doc["sites"]
     stacks = memory_stacks(perfd_mem, g.pid)
     assert perfdtest.count_where(stacks, perfdtest.contains("grow_big")) >= 0.6 * 64 * MIB
+
+
+def test_memory_snapshots_take_every_selection_and_format(perfd_mem, grow):
+    """--kind memory is a snapshot like any other: by comm, over a range,
+    as json with bytes as the value, live with --duration."""
+    g = grow(64, 8, "--hold", 3, "--pause", 2)
+    live = perfdtest.BackgroundSnapshot(perfd_mem, g.pid, "--kind", "memory", duration=4)
+    g.workload.expect_line("touched ", timeout=30)
+    time.sleep(1.5)
+    rc, out, err = perfd_mem.perfctl("snapshot", "--comm", "grow", "--since", "1m",
+                                     "--kind", "memory", "--format", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["kind"] == "memory" and doc["unit"] == "bytes", doc
+    mine = [p for p in doc["processes"] if p["pid"] == g.pid]
+    assert mine and mine[0]["total"] >= 0.85 * 72 * MIB, \
+        f"json total {mine[0]['total'] / MIB if mine else 0:.1f} MiB of 72"
+    stacks, _, _ = live.result("grow")
+    assert perfdtest.count_where(stacks, perfdtest.contains("grow_big")) >= 0.6 * 64 * MIB, \
+        f"the live memory snapshot misses grow_big\n{perfdtest.show(stacks)}"
+    g.workload.expect_line("done", timeout=30)
+    g.workload.finish()
