@@ -396,7 +396,7 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 {
 	_cleanup_free_ char *comm = ctl_json_string_escaped(resp, "comm");
 	_cleanup_free_ char *out = o->output ? ctl_escape(o->output, strlen(o->output)) : NULL;
-	char samples[CTL_COUNT_MAX];
+	char samples[CTL_COUNT_MAX + CTL_SIZE_MAX + 16];
 	double covered = o->duration;
 	struct json_object *exited = ctl_json_path(resp, "exited");
 	struct json_object *procs = ctl_json_path(resp, "processes");
@@ -408,8 +408,20 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 		snprintf(who, sizeof(who), "pid %" PRId64 " (%s)", o->pids[0], comm ? comm : "-");
 	else
 		snprintf(who, sizeof(who), "%zu process%s", n, n == 1 ? "" : "es");
-	fprintf(stderr, "perfctl: %s samples of %s over %.1f s%s%s%s\n",
-		ctl_json_count(resp, "samples", samples), who, covered,
+	/* CPU in samples; a kind counted in bytes says its bytes */
+	if (json_object_get_string(ctl_json_path(resp, "unit")) &&
+	    strcmp(json_object_get_string(ctl_json_path(resp, "unit")), "bytes") == 0) {
+		int64_t v = 0;
+		char size[CTL_SIZE_MAX];
+
+		(void)ctl_json_int(resp, "value", &v);
+		snprintf(samples, sizeof(samples), "%s of %s", ctl_format_size(v > 0 ? (uint64_t)v : 0, size),
+			 json_object_get_string(ctl_json_path(resp, "kind")) ?: "memory");
+	} else {
+		(void)ctl_json_count(resp, "samples", samples);
+		strncat(samples, " samples", sizeof(samples) - strlen(samples) - 1);
+	}
+	fprintf(stderr, "perfctl: %s of %s over %.1f s%s%s%s\n", samples, who, covered,
 		json_object_get_boolean(exited) ? ", process exited" : "",
 		out ? ", written to " : "", out ? out : "");
 }
