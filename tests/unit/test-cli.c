@@ -774,9 +774,11 @@ Test(ps, table_escapes_comm, .init = cr_redirect_stdout)
 		"{\"version\":1,\"ok\":true,\"interval_seconds\":5,\"processes\":["
 		"{\"pid\":1234,\"comm\":\"stress-ng\",\"samples\":490,\"cpu_percent\":98.99,"
 		"\"rss_bytes\":12897485,\"peak_rss_bytes\":15000000,\"exited\":false,"
+		"\"growing\":true,\"rss_growth_bytes_per_second\":2097152.0,"
 		"\"runtime\":\"CPython 3.11.7\"},"
 		"{\"pid\":7,\"comm\":\"ev\\u001b[2J\\nil\",\"samples\":1,\"cpu_percent\":0.2,"
-		"\"rss_bytes\":512,\"exited\":true}]}\n";
+		"\"rss_bytes\":512,\"exited\":true,\"growing\":false,"
+		"\"rss_growth_bytes_per_second\":99999.0}]}\n";
 
 	server_start(&s, reply);
 	env.socket_path = s.path;
@@ -784,7 +786,8 @@ Test(ps, table_escapes_comm, .init = cr_redirect_stdout)
 	server_stop(&s);
 	cr_expect_str_eq(s.peer.request, "{\"version\":1,\"command\":\"ps\",\"interval\":5}");
 	fflush(stdout);
-	cr_expect_stdout_eq_str("    PID COMM               SAMPLES   %CPU      RSS     PEAK  RUNTIME\n"
-				"   1234 stress-ng              490   99.0    12.3M    14.3M  CPython 3.11.7\n"
-				"      7 ev\\x1b[2J\\x0ail          1    0.2     512B        -  -  (exited)\n");
+	/* a steady rise is marked with its rate; an unmarked one is not */
+	cr_expect_stdout_eq_str("    PID COMM               SAMPLES   %CPU      RSS     PEAK   GROWTH/s  RUNTIME\n"
+				"   1234 stress-ng              490   99.0    12.3M    14.3M     +2.0M!  CPython 3.11.7\n"
+				"      7 ev\\x1b[2J\\x0ail          1    0.2     512B        -          -  -  (exited)\n");
 }
