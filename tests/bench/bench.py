@@ -1144,6 +1144,13 @@ def phase_store_first_binary(ctx):
                 (u1["cfi_bytes_read"] - u0["cfi_bytes_read"]) / MIB, None, command)
         ctx.add("store.first.rows", sec, "unwind.rows_used added", "rows", u1["rows_used"] - u0["rows_used"], None,
                 command)
+        # Other processes' tables share the unwind memory (--unwind-mib):
+        # when it is full, a new table waits for room.
+        for k in ("tables_refused", "tables_evicted", "tables_failed"):
+            ctx.add(f"store.first.{k}", sec, f"unwind.{k} added", "tables", u1.get(k, 0) - u0.get(k, 0), None,
+                    command)
+        ctx.add("store.first.rows_capacity", sec, "unwind.rows_capacity", "rows", u1.get("rows_capacity"), None,
+                command)
         ctx.add("store.first.cpu_ms", sec, "perfd CPU from the process's start to the end", "ms",
                 (cpu1 - cpu0) / 1e6, "lower", command)
 
