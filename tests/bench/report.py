@@ -83,7 +83,12 @@ def table_rows(doc):
     """(section, title, unit, min, median, max, n, key) rows: sections in
     their numbered order, figures within one in the order they were added."""
     figures = list(doc["figures"].items())
-    for section in sorted({fig["section"] for _, fig in figures}):
+
+    def number(section):  # "10. ..." after "9. ...": by the number, then the text
+        head = section.split(".", 1)[0]
+        return (int(head) if head.isdigit() else 1 << 30, section)
+
+    for section in sorted({fig["section"] for _, fig in figures}, key=number):
         for key, fig in figures:
             if fig["section"] == section:
                 yield (section, fig["title"], fig["unit"], fmt(fig.get("min")),
