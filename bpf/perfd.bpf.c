@@ -173,7 +173,7 @@ static __always_inline __u64 *unwind_out(void)
  * s->ips[kdepth...].  Returns the number of frames, or -ENOENT when the
  * process has no tables (the caller then walks frame pointers). */
 static __always_inline long unwind_user_with_tables(__u32 tgid,
-						    struct perfd_sample *s, __u32 kdepth)
+						    struct perfd_sample *s, __u32 kdepth, bool counted)
 {
 	struct perfd_unwind_process *proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
 	struct user_unwind u = {};
@@ -198,10 +198,12 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 	u.maps_count = proc->mappings_count;
 
 	bpf_loop(PERFD_MAX_STACK_DEPTH, unwind_step, &u, 0);
-	count(PERFD_CNT_UNWIND_DWARF);
+	if (counted)
+		count(PERFD_CNT_UNWIND_DWARF);
 	s->flags |= PERFD_SAMPLE_F_DWARF;
 	if (u.result != UNWIND_COMPLETE) {
-		count(PERFD_CNT_UNWIND_TRUNCATED);
+		if (counted)
+			count(PERFD_CNT_UNWIND_TRUNCATED);
 		s->flags |= PERFD_SAMPLE_F_TRUNCATED;
 	}
 	if (u.unmapped)
@@ -265,7 +267,8 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 
 	n = bpf_get_stack(ctx, s->ips, PERFD_MAX_STACK_DEPTH * sizeof(__u64), 0);
 	if (n < 0) {
-		count(PERFD_CNT_KSTACK_ERROR);
+		if (value_kind == PERFD_VALUE_CPU)
+			count(PERFD_CNT_KSTACK_ERROR);
 		s->kernel_depth = n;
 		kdepth = 0;
 	} else {
@@ -281,7 +284,8 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	udepth = 0;
 	s->user_depth = 0;
 	if (mm) {
-		n = tables ? unwind_user_with_tables(tgid, s, kdepth) : -ENOENT;
+		n = tables ? unwind_user_with_tables(tgid, s, kdepth, value_kind == PERFD_VALUE_CPU) :
+			     -ENOENT;
 		if (n == -ENOENT) {
 			n = bpf_get_stack(ctx, &s->ips[kdepth],
 					  PERFD_MAX_STACK_DEPTH * sizeof(__u64),
@@ -290,7 +294,8 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 				n = (__u64)n / sizeof(__u64);
 		}
 		if (n < 0) {
-			count(PERFD_CNT_USTACK_ERROR);
+			if (value_kind == PERFD_VALUE_CPU)
+				count(PERFD_CNT_USTACK_ERROR);
 			s->user_depth = n;
 		} else {
 			udepth = n;
@@ -304,7 +309,8 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 
 	/* Python frames need bpf_loop() too: only the first variant has them. */
 	if (tables && mm) {
-		pdepth = python_walk_stack(tgid, kdepth + udepth, &s->flags);
+		pdepth = python_walk_stack(tgid, kdepth + udepth, &s->flags,
+					   value_kind == PERFD_VALUE_CPU);
 		if (pdepth > PERFD_MAX_PYTHON_DEPTH)
 			pdepth = PERFD_MAX_PYTHON_DEPTH;
 		s->python_depth = pdepth;

@@ -205,8 +205,10 @@ static __always_inline __u64 python_thread_state(const struct perfd_python_proce
 }
 
 /* Appends the Python frames of the current thread at ips[base...].
- * Returns how many records were stored. */
-static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *flags)
+ * Returns how many records were stored.  counted: the walk is a CPU
+ * sample's, which status' python counters count (memory samples walk
+ * too, uncounted, so the counters keep meaning CPU samples). */
+static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *flags, bool counted)
 {
 	const struct perfd_python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
 	struct python_walk w = {};
@@ -215,10 +217,12 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 	if (!py)
 		return 0;
 	*flags |= PERFD_SAMPLE_F_PYTHON;
-	count(PERFD_CNT_PYTHON_WALKS);
+	if (counted)
+		count(PERFD_CNT_PYTHON_WALKS);
 	tstate = python_thread_state(py);
 	if (!tstate) {
-		count(PERFD_CNT_PYTHON_NO_THREAD_STATE);
+		if (counted)
+			count(PERFD_CNT_PYTHON_NO_THREAD_STATE);
 		return 0;
 	}
 	if (bpf_probe_read_user(&frame, sizeof(frame),
@@ -253,11 +257,13 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 
 truncated_walk:
 	*flags |= PERFD_SAMPLE_F_PYTHON_TRUNCATED;
-	count(PERFD_CNT_PYTHON_TRUNCATED);
+	if (counted)
+		count(PERFD_CNT_PYTHON_TRUNCATED);
 	return w.written;
 truncated:
 	*flags |= PERFD_SAMPLE_F_PYTHON_TRUNCATED;
-	count(PERFD_CNT_PYTHON_TRUNCATED);
+	if (counted)
+		count(PERFD_CNT_PYTHON_TRUNCATED);
 	return 0;
 }
 
