@@ -138,40 +138,66 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-void jsonw_string_append(struct jsonw *w, const char *str, size_t n)
+size_t jsonw_escape(const char *str, size_t n, char *out)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0, run = 0;
+	size_t at = 0;
 
-	while (i < n) {
+#define EMIT(p, k)                                     \
+	do {                                           \
+		if (out)                               \
+			memcpy(out + at, (p), (k));    \
+		at += (k);                             \
+	} while (0)
+	for (size_t i = 0; i < n;) {
 		unsigned char c = s[i];
 		size_t k = c >= 0x20 && c != '"' && c != '\\' ? utf8_len(s + i, n - i) : 0;
 		char esc[8];
 
 		if (k > 0) {
+			EMIT(s + i, k);
 			i += k;
-			run += k;
 			continue;
 		}
-		put(w, (const char *)s + i - run, run);
-		run = 0;
 		if (c == '"' || c == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)c;
-			put(w, esc, 2);
+			EMIT(esc, 2);
 		} else if (c == '\n') {
-			put(w, "\\n", 2);
+			EMIT("\\n", 2);
 		} else if (c == '\t') {
-			put(w, "\\t", 2);
+			EMIT("\\t", 2);
 		} else if (c < 0x20) {
 			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			put(w, esc, 6);
+			EMIT(esc, 6);
 		} else {
-			put(w, "\xef\xbf\xbd", 3); /* U+FFFD */
+			EMIT("\xef\xbf\xbd", 3); /* U+FFFD */
 		}
 		i++;
 	}
-	put(w, (const char *)s + i - run, run);
+#undef EMIT
+	return at;
+}
+
+bool jsonw_reserve(struct jsonw *w, size_t n)
+{
+	return reserve(w, n);
+}
+
+void jsonw_string_append_escaped(struct jsonw *w, const char *s, size_t n)
+{
+	put(w, s, n);
+}
+
+void jsonw_string_append(struct jsonw *w, const char *s, size_t n)
+{
+	size_t k = jsonw_escape(s, n, NULL);
+
+	if (!reserve(w, k))
+		return;
+	jsonw_escape(s, n, w->buf + w->len);
+	w->len += k;
+	w->buf[w->len] = 0;
 }
 
 void jsonw_string_begin(struct jsonw *w)

@@ -52,9 +52,18 @@ void jsonw_bool(struct jsonw *w, bool v);
 /* A value already in JSON text (e.g. json-c's output for an object). */
 void jsonw_raw(struct jsonw *w, const char *json, size_t n);
 
-/* One string value written in pieces. */
+/* s (n bytes) escaped for a JSON string into out (NULL: only measured);
+ * returns its length.  What jsonw_string_append writes. */
+size_t jsonw_escape(const char *s, size_t n, char *out);
+/* Makes room for n more bytes at once (a large answer whose size is
+ * known); false when memory ran out. */
+bool jsonw_reserve(struct jsonw *w, size_t n);
+
+/* One string value written in pieces; _escaped takes text jsonw_escape
+ * made (an encoder that writes one name many times escapes it once). */
 void jsonw_string_begin(struct jsonw *w);
 void jsonw_string_append(struct jsonw *w, const char *s, size_t n);
+void jsonw_string_append_escaped(struct jsonw *w, const char *s, size_t n);
 void jsonw_string_end(struct jsonw *w);
 
 /* Shorthands for "key": value inside an object. */

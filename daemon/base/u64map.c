@@ -43,7 +43,8 @@ uint64_t *u64map_get(const struct u64map *m, uint64_t key)
 
 static int grow(struct u64map *m)
 {
-	size_t cap = m->slots ? (m->mask + 1) * 2 : 16;
+	/* Small first: most maps are a store window's, a few entries each. */
+	size_t cap = m->slots ? (m->mask + 1) * 2 : 4;
 	struct u64map_slot *slots = malloc(cap * sizeof(*slots));
 
 	if (!slots)

@@ -302,14 +302,58 @@ static int build(struct folded *f, const struct model *m)
 	return 0;
 }
 
+/* Each name escaped for JSON once, into one arena: the lines repeat names
+ * thousands of times and are written with no further checks. */
+static int escape_names(const struct folded *f, char **ret_text, uint32_t **ret_at)
+{
+	uint32_t *at = malloc((f->n_names + 1) * sizeof(*at));
+	size_t total = 0;
+	char *text;
+
+	if (!at)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->n_names; i++) {
+		at[i] = (uint32_t)total;
+		total += jsonw_escape(f->text + f->names[i].offset, f->names[i].len, NULL);
+	}
+	at[f->n_names] = (uint32_t)total;
+	text = malloc(total + 1);
+	if (!text) {
+		free(at);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < f->n_names; i++)
+		jsonw_escape(f->text + f->names[i].offset, f->names[i].len, text + at[i]);
+	*ret_text = text;
+	*ret_at = at;
+	return 0;
+}
+
 int folded_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
 {
 	struct folded f = { 0 };
+	_cleanup_free_ char *esc = NULL;
+	_cleanup_free_ uint32_t *at = NULL;
+	size_t size = 2;
 	int r;
 
 	u64map_init(&f.by_text);
 	u64map_init(&f.by_line);
 	r = build(&f, m);
+	if (r == 0)
+		r = escape_names(&f, &esc, &at);
+	if (r == 0) {
+		/* the exact size first: one allocation for the whole text */
+		for (size_t i = 0; i < f.n_lines; i++) {
+			const struct line *l = &f.lines[i];
+
+			size += l->depth + 24; /* ';'s, " COUNT\\n" */
+			for (uint32_t d = 0; d < l->depth; d++)
+				size += at[f.ids[l->first + d] + 1] - at[f.ids[l->first + d]];
+		}
+		if (!jsonw_reserve(w, size))
+			r = -ENOMEM;
+	}
 	if (r == 0) {
 		jsonw_string_begin(w);
 		for (size_t i = 0; i < f.n_lines; i++) {
@@ -317,14 +361,15 @@ int folded_encode(const struct model *m, const struct encode_opts *o, struct jso
 			char count[32];
 
 			for (uint32_t d = 0; d < l->depth; d++) {
-				const struct name *nm = &f.names[f.ids[l->first + d]];
+				uint32_t id = f.ids[l->first + d];
 
 				if (d > 0)
-					jsonw_string_append(w, ";", 1);
-				jsonw_string_append(w, f.text + nm->offset, nm->len);
+					jsonw_string_append_escaped(w, ";", 1);
+				jsonw_string_append_escaped(w, esc + at[id], at[id + 1] - at[id]);
 			}
-			jsonw_string_append(w, count,
-					    (size_t)snprintf(count, sizeof(count), " %" PRIu64 "\n", l->count));
+			jsonw_string_append_escaped(w, count,
+						    (size_t)snprintf(count, sizeof(count), " %" PRIu64 "\\n",
+								     l->count));
 		}
 		jsonw_string_end(w);
 		r = jsonw_error(w);
