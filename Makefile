@@ -20,13 +20,13 @@ BPFTOOL ?= bpftool
 PYTHON ?= /usr/bin/python3
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-PKGS := libbpf libdw libelf libsystemd json-c liblzma zlib
+PKGS := libbpf libdw libelf libsystemd json-c liblzma zlib libprotobuf-c
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lpthread
 
 CFLAGS ?= -O2 -g
 override CFLAGS += -MMD -MP -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
-	-Wmissing-prototypes -D_GNU_SOURCE -Iinclude -Idaemon -I$(BUILD) $(PKG_CFLAGS) $(SANFLAGS)
+	-Wmissing-prototypes -D_GNU_SOURCE -Iinclude -Idaemon -I$(BUILD) -I$(BUILD)/proto $(PKG_CFLAGS) $(SANFLAGS)
 override LDFLAGS += $(SANFLAGS)
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Iinclude -MMD -MP
@@ -35,9 +35,15 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD
 # .c below it is one module.  Objects record the headers they include
 # (-MMD), so an edited header rebuilds exactly what uses it.
 DAEMON_SRCS := $(sort $(shell find daemon -name '*.c'))
-DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS)))
+# The C code of each proto/*.proto (pprof's profile.proto), generated
+# into the build folder and linked with the daemon's modules.
+PROTO_SRCS := $(sort $(wildcard proto/*.proto))
+PROTO_OBJS := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.o,$(PROTO_SRCS))
+DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS))) \
+	$(PROTO_OBJS)
 CLI_SRCS := $(sort $(wildcard cli/*.c))
-CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS))) $(BUILD)/daemon/base/duration.o
+CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS))) $(BUILD)/daemon/base/duration.o \
+	$(BUILD)/daemon/base/base64.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
@@ -66,9 +72,20 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
 # --- user space --------------------------------------------------------
-# Every daemon object waits for the skeleton (sampler.c includes it; the
+# protoc-c writes the .pb-c.c and .pb-c.h of a .proto, and a dependency
+# file (like -MMD) naming what the .proto imports.
+PROTOC_C ?= protoc-c
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
+	@mkdir -p $(@D)
+	$(PROTOC_C) -Iproto --c_out=$(@D) --dependency_out=$(@D)/$*.proto.d $<
+
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# Every daemon object waits for the skeleton (sampler.c includes it) and
+# the generated protobuf headers (the encoders include them; the
 # dependency files know which, but only after a first build).
-$(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/perfd.skel.h
+$(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/perfd.skel.h $(PROTO_OBJS:.o=.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -10,7 +10,8 @@
  * complete and synced, so a failed or interrupted snapshot never leaves a
  * half-written FILE (an interrupted one can leave FILE.tmp).  The directory
  * is checked before the request goes out, so a typo does not cost the whole
- * duration.  The profile is written as the daemon encoded it; the
+ * duration.  The profile is written as the daemon encoded it (a binary
+ * format, whose answer says "encoding": "base64", as its raw bytes); the
  * note and a one-line summary go to stderr, keeping stdout a clean profile
  * that pipes straight into flamegraph.pl.  With --json the whole answer
  * ({"version":1,"ok":true,pid,comm,...,"profile":"..."}) is written instead,
@@ -35,6 +36,7 @@
 #include "format.h"
 #include "output.h"
 #include "perfctl.h"
+#include "base/base64.h"
 #include "base/duration.h"
 #include "perfd/formats.h"
 #include "perfd/protocol.h"
@@ -343,10 +345,12 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		return -EINVAL;
 	}
 	if (!o->format) {
-		const char *dot = o->output ? strrchr(o->output, '.') : NULL;
+		size_t n = o->output ? strlen(o->output) : 0;
 
-#define BY_EXTENSION(name, ext)                             \
-		if (!o->format && dot && strcmp(dot, ext) == 0) \
+		/* by the whole extension: ".pb.gz" is more than its last dot */
+#define BY_EXTENSION(name, ext)                                        \
+		if (!o->format && n > strlen(ext) &&                   \
+		    strcmp(o->output + n - strlen(ext), ext) == 0)     \
 			o->format = #name;
 		PERFD_FORMATS(BY_EXTENSION)
 #undef BY_EXTENSION
@@ -430,7 +434,8 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 {
 	struct snapshot_opts o = { 0 };
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
-	struct json_object *profile, *note;
+	struct json_object *profile, *note, *encoding;
+	_cleanup_free_ char *bytes = NULL;
 	const char *data;
 	size_t len;
 	enum perfctl_exit rc;
@@ -475,6 +480,31 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 			ctl_error(env, CTL_ERR_IO, "out of memory formatting perfd's answer");
 			return PERFCTL_EXIT_FAILURE;
 		}
+	} else if (json_object_is_type(profile, json_type_string) &&
+		   (encoding = ctl_json_path(resp, "encoding"))) {
+		/* a binary format (pprof): its bytes, base64 in the answer */
+		size_t n = (size_t)json_object_get_string_len(profile);
+		ssize_t got;
+
+		if (!json_object_is_type(encoding, json_type_string) ||
+		    strcmp(json_object_get_string(encoding), "base64") != 0) {
+			ctl_error(env, CTL_ERR_PROTOCOL,
+				  "perfd's snapshot answer has an unknown \"encoding\"");
+			return PERFCTL_EXIT_FAILURE;
+		}
+		bytes = malloc(n / 4 * 3 + 1);
+		if (!bytes) {
+			ctl_error(env, CTL_ERR_IO, "out of memory decoding the profile");
+			return PERFCTL_EXIT_FAILURE;
+		}
+		got = base64_decode(json_object_get_string(profile), n, bytes);
+		if (got < 0) {
+			ctl_error(env, CTL_ERR_PROTOCOL,
+				  "perfd's snapshot answer has a \"profile\" that is not base64");
+			return PERFCTL_EXIT_FAILURE;
+		}
+		data = bytes;
+		len = (size_t)got;
 	} else if (json_object_is_type(profile, json_type_string)) {
 		data = json_object_get_string(profile);
 		len = (size_t)json_object_get_string_len(profile);

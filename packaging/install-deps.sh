@@ -9,8 +9,9 @@
 set -eu
 
 build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
-       libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev"
-test="$build libcriterion-dev python3 python3-pytest libc6-dbg elfutils xz-utils binutils g++ nodejs lld"
+       libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev
+       protobuf-c-compiler libprotobuf-c-dev"
+test="$build golang-go libcriterion-dev python3 python3-pytest libc6-dbg elfutils xz-utils binutils g++ nodejs lld"
 bench="$test linux-perf bpftrace"
 
 case "${1:-build}" in

@@ -258,8 +258,13 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 {
 	struct model_opts mo = daemon_model_opts(d, (enum profile_kind)req->kind, req->lines,
 						 req->python_lines, req->threads);
-	struct encode_opts eo = { .period_ns = sampler_period_ns(d->sampler) };
-	double covered = ai->end_ns > ai->begin_ns ? (double)(ai->end_ns - ai->begin_ns) / NSEC_PER_SEC : 0;
+	struct encode_opts eo = {
+		.period_ns = sampler_period_ns(d->sampler),
+		.memory_sample_bytes = d->memory_sample_bytes,
+		.time_unix_ns = ai->begin_ns ? (uint64_t)(monotonic_to_unix(ai->begin_ns) * 1e9) : 0,
+		.duration_ns = ai->end_ns > ai->begin_ns ? ai->end_ns - ai->begin_ns : 0,
+	};
+	double covered = (double)eo.duration_ns / NSEC_PER_SEC;
 	uint64_t t0 = now_monotonic_ns();
 	struct model *model = NULL;
 	struct jsonw w;
@@ -325,6 +330,8 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	if (note[0])
 		jsonw_kv_string(&w, "note", note);
 	jsonw_kv_string(&w, "format", req->format->name);
+	if (encoder_encoding(req->format))
+		jsonw_kv_string(&w, "encoding", encoder_encoding(req->format));
 	jsonw_key(&w, "profile");
 	if (req->format->encode(model, &eo, &w) < 0) {
 		jsonw_done(&w);

@@ -18,3 +18,9 @@ const struct encoder *encoder_find(const char *name, size_t len)
 			return &encoders[i];
 	return NULL;
 }
+
+const char *encoder_encoding(const struct encoder *e)
+{
+	/* the binary formats; every other one is text or JSON */
+	return e->encode == pprof_encode ? "base64" : NULL;
+}

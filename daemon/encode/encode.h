@@ -4,7 +4,9 @@
  *
  * Every format reads the resolved model (profile/model.h) and writes the
  * value of the answer's "profile" field with the JSON writer: a string
- * for text formats (folded), an object for json.  Adding a format is one
+ * for text formats (folded), an object for json, and for a binary format
+ * (pprof) a string of its bytes in base64, which encoder_encoding() names
+ * so that the answer can say so.  Adding a format is one
  * file with its NAME_encode function plus one row in
  * include/perfd/formats.h; the request parser, its error messages and
  * perfctl's extension guess read that table.
@@ -19,7 +21,10 @@
 #include "profile/model.h"
 
 struct encode_opts {
-	uint64_t period_ns; /* of a CPU sample, to state time */
+	uint64_t period_ns;           /* of a CPU sample, to state time */
+	uint64_t memory_sample_bytes; /* mean growth a memory sample stands for */
+	uint64_t time_unix_ns;        /* where the answer's range begins; 0: unknown */
+	uint64_t duration_ns;         /* how long the range is */
 };
 
 struct encoder {
@@ -34,7 +39,12 @@ extern const size_t n_encoders;
 /* The encoder named name (len bytes), or NULL. */
 const struct encoder *encoder_find(const char *name, size_t len);
 
+/* How e's "profile" string is encoded: "base64" for a binary format, NULL
+ * for text and JSON ones. */
+const char *encoder_encoding(const struct encoder *e);
+
 int folded_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 
 #endif

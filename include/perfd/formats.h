@@ -10,6 +10,7 @@
 
 #define PERFD_FORMATS(X)        \
 	X(folded, ".folded")    \
-	X(json, ".json")
+	X(json, ".json")        \
+	X(pprof, ".pb.gz")
 
 #endif

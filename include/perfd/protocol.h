@@ -83,7 +83,7 @@
  *             takes the windows at least half inside it.
  *             "kind": "cpu" (default; samples), "memory" (bytes), "offcpu"
  *             (nanoseconds).  "format": a name of include/perfd/formats.h
- *             ("folded" default, "json").  "lines": boolean (default false:
+ *             ("folded" default, "json", "pprof").  "lines": boolean (default false:
  *             user frames as "function (file:line)" and inlined functions as
  *             frames of their own, where debug info allows), "python_lines":
  *             boolean (default true: Python frames as "qualname
@@ -97,7 +97,8 @@
  *      "nanoseconds"), samples, value (total), period_ns (of a CPU
  *      sample), exited (bool: the one process exited during a live
  *      snapshot), note (string, present when something the user should
- *      know happened), format, profile.
+ *      know happened), format, encoding (present for a binary format:
+ *      "base64"), profile.
  *      Folded: profile is a string, one line per stack,
  *      "comm;root;...;leaf COUNT\n", kernel frames with the suffix "_[k]".
  *      Json: profile is an object, the call tree (daemon/encode/json.c):
@@ -106,6 +107,10 @@
  *      module, build_id, offset, inlined_by } ], processes: [ { pid, ns_pid,
  *      comm, start_time_ns, cgroup, unit, exited, total, tree: { self,
  *      total, children: [ { frame | thread, self, total, children } ] } } ] }
+ *      Pprof: profile is a string, the gzipped profile.proto message
+ *      (proto/profile.proto, daemon/encode/pprof.c) in base64 (RFC 4648,
+ *      standard alphabet, padded), and the answer says "encoding": "base64";
+ *      the decoded bytes are a .pb.gz file as go tool pprof reads it.
  *
  * Who sees what: every local user may connect (the socket is mode 0666, its
  * directory 0755); what an answer holds depends on the connecting process's

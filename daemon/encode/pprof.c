@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pprof.c - the pprof format: a gzipped profile.proto message
+ * (proto/profile.proto), as go tool pprof, Pyroscope and Parca read it.
+ *
+ * The model is laid out as profile.proto lays a profile out, so this is a
+ * translation, table by table: model function i is Function i + 1,
+ * location i is Location i + 1 with its lines turned innermost first (the
+ * model keeps them outermost first; pprof wants the caller that the others
+ * were inlined into last), mapping i is Mapping i + 1, and each sample's
+ * locations are turned leaf first.  Strings get their pprof index when
+ * first used; index 0 is "".
+ *
+ * Addresses are file offsets (frames are normalized at ingest), so every
+ * Mapping is laid at address 0 from file offset 0: a location's address is
+ * its offset in the file, and a tool that symbolizes again by build-id
+ * finds the right code.  Every Mapping says it has functions, files, lines
+ * and inlined frames, so pprof does not symbolize it again from whatever
+ * binary of that name the reading machine has.  Function start lines are
+ * not in the model and stay 0 (unknown).
+ *
+ * Values: a CPU sample is [samples/count, cpu/nanoseconds = samples x
+ * period], memory [space/bytes], off-CPU time [off_cpu/nanoseconds].
+ * Labels: pid and comm on every sample, cgroup and unit where known, tid
+ * when threads are kept apart.
+ *
+ * protobuf-c packs the message straight into zlib's deflate (gzip framing)
+ * and the compressed bytes go straight into the answer's string as base64
+ * (base/base64.h): the packed profile is never held whole.  Memory: the
+ * protobuf-c structs, a few words per function, line, location, sample
+ * and sample frame.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+
+#include "base/base64.h"
+#include "encode/encode.h"
+#include "perfd/macro.h"
+
+typedef Perftools__Profiles__Profile pb_profile;
+typedef Perftools__Profiles__ValueType pb_value_type;
+typedef Perftools__Profiles__Sample pb_sample;
+typedef Perftools__Profiles__Label pb_label;
+typedef Perftools__Profiles__Mapping pb_mapping;
+typedef Perftools__Profiles__Location pb_location;
+typedef Perftools__Profiles__Line pb_line;
+typedef Perftools__Profiles__Function pb_function;
+
+/* The strings every profile has, at these indexes. */
+enum {
+	S_EMPTY,
+	S_SAMPLES,
+	S_COUNT,
+	S_CPU,
+	S_NANOSECONDS,
+	S_SPACE,
+	S_BYTES,
+	S_OFF_CPU,
+	S_PID,
+	S_TID,
+	S_COMM,
+	S_CGROUP,
+	S_UNIT,
+	N_FIXED_STRINGS,
+};
+
+static const char *const fixed_strings[N_FIXED_STRINGS] = {
+	[S_EMPTY] = "",	      [S_SAMPLES] = "samples", [S_COUNT] = "count",
+	[S_CPU] = "cpu",      [S_NANOSECONDS] = "nanoseconds",
+	[S_SPACE] = "space",  [S_BYTES] = "bytes",     [S_OFF_CPU] = "off_cpu",
+	[S_PID] = "pid",      [S_TID] = "tid",	       [S_COMM] = "comm",
+	[S_CGROUP] = "cgroup", [S_UNIT] = "unit",
+};
+
+#define MAX_SAMPLE_TYPES 2
+#define MAX_LABELS 5 /* pid, comm, cgroup, unit, tid */
+
+/* What a sample's values are, per kind of profile. */
+static const struct {
+	size_t n;
+	int64_t type[MAX_SAMPLE_TYPES], unit[MAX_SAMPLE_TYPES];
+	int64_t period_type, period_unit;
+} kind_types[PROFILE_KINDS] = {
+	[PROFILE_KIND_CPU] = { 2, { S_SAMPLES, S_CPU }, { S_COUNT, S_NANOSECONDS }, S_CPU,
+			       S_NANOSECONDS },
+	[PROFILE_KIND_MEMORY] = { 1, { S_SPACE }, { S_BYTES }, S_SPACE, S_BYTES },
+	[PROFILE_KIND_OFFCPU] = { 1, { S_OFF_CPU }, { S_NANOSECONDS }, S_OFF_CPU, S_NANOSECONDS },
+};
+
+struct pprof {
+	const struct model *m;
+	pb_profile profile;
+	pb_value_type types[MAX_SAMPLE_TYPES], *type_ptrs[MAX_SAMPLE_TYPES], period_type;
+	char **strings; /* the model's texts and fixed_strings, not copied */
+	size_t n_strings, cap_strings;
+	struct u64map by_model_string; /* model string id -> index */
+	pb_function *functions, **function_ptrs;
+	pb_mapping *mappings, **mapping_ptrs;
+	pb_location *locations, **location_ptrs;
+	pb_line *lines, **line_ptrs;
+	pb_sample *samples, **sample_ptrs;
+	uint64_t *location_ids;
+	int64_t *values;
+	pb_label *process_labels; /* MAX_LABELS - 1 per process */
+	size_t *n_process_labels;
+	pb_label *tid_labels; /* one per sample, with threads */
+	pb_label **label_ptrs; /* MAX_LABELS per sample */
+};
+
+/* An array of n elements of size bytes, zeroed (never NULL for n = 0). */
+static void *alloc_array(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+static int64_t add_string(struct pprof *p, const char *s)
+{
+	if (p->n_strings == p->cap_strings) {
+		size_t cap = MAX(2 * p->cap_strings, (size_t)256);
+		char **q = realloc(p->strings, cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		p->strings = q;
+		p->cap_strings = cap;
+	}
+	/* protobuf-c wants char **; packing only reads the texts */
+	p->strings[p->n_strings] = (char *)s;
+	return (int64_t)p->n_strings++;
+}
+
+/* The index of the model's string id, added when first used. */
+static int64_t model_str(struct pprof *p, uint32_t id)
+{
+	uint64_t *slot;
+	bool fresh;
+	int64_t i;
+
+	if (id == 0)
+		return S_EMPTY;
+	slot = u64map_upsert(&p->by_model_string, id, &fresh);
+	if (!slot)
+		return -ENOMEM;
+	if (!fresh)
+		return (int64_t)*slot;
+	i = add_string(p, model_string(p->m, id));
+	if (i < 0) {
+		u64map_remove(&p->by_model_string, id);
+		return i;
+	}
+	*slot = (uint64_t)i;
+	return i;
+}
+
+static int build_functions(struct pprof *p)
+{
+	const struct model *m = p->m;
+
+	p->functions = alloc_array(m->n_functions, sizeof(*p->functions));
+	p->function_ptrs = alloc_array(m->n_functions, sizeof(*p->function_ptrs));
+	if (!p->functions || !p->function_ptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_functions; i++) {
+		pb_function *f = &p->functions[i];
+
+		perftools__profiles__function__init(f);
+		f->id = i + 1;
+		f->name = f->system_name = model_str(p, m->functions[i].name);
+		f->filename = model_str(p, m->functions[i].file);
+		if (f->name < 0 || f->filename < 0)
+			return -ENOMEM;
+		p->function_ptrs[i] = f;
+	}
+	p->profile.n_function = m->n_functions;
+	p->profile.function = p->function_ptrs;
+	return 0;
+}
+
+static int build_mappings(struct pprof *p)
+{
+	const struct model *m = p->m;
+
+	p->mappings = alloc_array(m->n_mappings, sizeof(*p->mappings));
+	p->mapping_ptrs = alloc_array(m->n_mappings, sizeof(*p->mapping_ptrs));
+	if (!p->mappings || !p->mapping_ptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_mappings; i++) {
+		pb_mapping *mp = &p->mappings[i];
+
+		perftools__profiles__mapping__init(mp);
+		mp->id = i + 1;
+		mp->filename = model_str(p, m->mappings[i].path);
+		mp->build_id = model_str(p, m->mappings[i].build_id);
+		if (mp->filename < 0 || mp->build_id < 0)
+			return -ENOMEM;
+		/* resolved as far as perfd could: see the top of the file */
+		mp->has_functions = mp->has_filenames = true;
+		mp->has_line_numbers = mp->has_inline_frames = true;
+		p->mapping_ptrs[i] = mp;
+	}
+	p->profile.n_mapping = m->n_mappings;
+	p->profile.mapping = p->mapping_ptrs;
+	return 0;
+}
+
+/* Locations and their lines, innermost first; each mapping's limit is set
+ * past the highest address in it. */
+static int build_locations(struct pprof *p)
+{
+	const struct model *m = p->m;
+
+	p->locations = alloc_array(m->n_locations, sizeof(*p->locations));
+	p->location_ptrs = alloc_array(m->n_locations, sizeof(*p->location_ptrs));
+	p->lines = alloc_array(m->n_lines, sizeof(*p->lines));
+	p->line_ptrs = alloc_array(m->n_lines, sizeof(*p->line_ptrs));
+	if (!p->locations || !p->location_ptrs || !p->lines || !p->line_ptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_locations; i++) {
+		const struct model_location *l = &m->locations[i];
+		pb_location *loc = &p->locations[i];
+
+		perftools__profiles__location__init(loc);
+		loc->id = i + 1;
+		loc->mapping_id = l->mapping;
+		if (l->kind == FRAME_KIND_NATIVE || l->kind == FRAME_KIND_JIT ||
+		    l->kind == FRAME_KIND_KERNEL)
+			loc->address = l->offset;
+		if (l->mapping) {
+			pb_mapping *mp = &p->mappings[l->mapping - 1];
+
+			mp->memory_limit = MAX(mp->memory_limit, loc->address + 1);
+		}
+		for (uint32_t j = 0; j < l->n_lines; j++) {
+			const struct model_line *ml = &m->lines[l->first_line + j];
+			pb_line *ln = &p->lines[l->first_line + j];
+
+			perftools__profiles__line__init(ln);
+			ln->function_id = ml->function + 1;
+			ln->line = ml->line;
+			p->line_ptrs[l->first_line + (l->n_lines - 1 - j)] = ln;
+		}
+		loc->n_line = l->n_lines;
+		loc->line = p->line_ptrs + l->first_line;
+		p->location_ptrs[i] = loc;
+	}
+	p->profile.n_location = m->n_locations;
+	p->profile.location = p->location_ptrs;
+	return 0;
+}
+
+static pb_label *str_label(pb_label *l, int64_t key, int64_t value)
+{
+	perftools__profiles__label__init(l);
+	l->key = key;
+	l->str = value;
+	return l;
+}
+
+static pb_label *num_label(pb_label *l, int64_t key, int64_t value)
+{
+	perftools__profiles__label__init(l);
+	l->key = key;
+	l->num = value;
+	return l;
+}
+
+/* The labels every sample of a process shares. */
+static int build_process_labels(struct pprof *p)
+{
+	const struct model *m = p->m;
+
+	p->process_labels = alloc_array(m->n_processes * (MAX_LABELS - 1), sizeof(pb_label));
+	p->n_process_labels = alloc_array(m->n_processes, sizeof(size_t));
+	if (!p->process_labels || !p->n_process_labels)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_processes; i++) {
+		const struct model_process *pr = &m->processes[i];
+		pb_label *l = p->process_labels + i * (MAX_LABELS - 1);
+		int64_t comm = model_str(p, pr->comm), cgroup = model_str(p, pr->cgroup),
+			unit = model_str(p, pr->unit);
+		size_t n = 0;
+
+		if (comm < 0 || cgroup < 0 || unit < 0)
+			return -ENOMEM;
+		num_label(&l[n++], S_PID, pr->pid);
+		str_label(&l[n++], S_COMM, comm);
+		if (cgroup)
+			str_label(&l[n++], S_CGROUP, cgroup);
+		if (unit)
+			str_label(&l[n++], S_UNIT, unit);
+		p->n_process_labels[i] = n;
+	}
+	return 0;
+}
+
+static int build_samples(struct pprof *p, const struct encode_opts *o)
+{
+	const struct model *m = p->m;
+	size_t n_types = kind_types[m->kind].n;
+
+	p->samples = alloc_array(m->n_samples, sizeof(*p->samples));
+	p->sample_ptrs = alloc_array(m->n_samples, sizeof(*p->sample_ptrs));
+	p->location_ids = alloc_array(m->n_pool, sizeof(*p->location_ids));
+	p->values = alloc_array(m->n_samples * n_types, sizeof(*p->values));
+	p->label_ptrs = alloc_array(m->n_samples * MAX_LABELS, sizeof(*p->label_ptrs));
+	p->tid_labels = m->threads ? alloc_array(m->n_samples, sizeof(*p->tid_labels)) : NULL;
+	if (!p->samples || !p->sample_ptrs || !p->location_ids || !p->values || !p->label_ptrs ||
+	    (m->threads && !p->tid_labels))
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_samples; i++) {
+		const struct model_sample *s = &m->samples[i];
+		pb_sample *ps = &p->samples[i];
+		pb_label *pl = p->process_labels + s->process * (MAX_LABELS - 1);
+		pb_label **labels = p->label_ptrs + i * MAX_LABELS;
+		int64_t *v = p->values + i * n_types;
+
+		perftools__profiles__sample__init(ps);
+		/* the model's pool is root first, one range per sample */
+		for (uint32_t k = 0; k < s->depth; k++)
+			p->location_ids[s->first + k] = m->stack_pool[s->first + s->depth - 1 - k] + 1;
+		ps->n_location_id = s->depth;
+		ps->location_id = p->location_ids + s->first;
+		v[0] = (int64_t)s->value;
+		if (m->kind == PROFILE_KIND_CPU)
+			v[1] = (int64_t)(s->value * o->period_ns);
+		ps->n_value = n_types;
+		ps->value = v;
+		for (size_t k = 0; k < p->n_process_labels[s->process]; k++)
+			labels[ps->n_label++] = &pl[k];
+		if (m->threads)
+			labels[ps->n_label++] = num_label(&p->tid_labels[i], S_TID, s->tid);
+		ps->label = labels;
+		p->sample_ptrs[i] = ps;
+	}
+	p->profile.n_sample = m->n_samples;
+	p->profile.sample = p->sample_ptrs;
+	return 0;
+}
+
+static int build(struct pprof *p, const struct model *m, const struct encode_opts *o)
+{
+	pb_profile *pr = &p->profile;
+	size_t kind = m->kind < PROFILE_KINDS ? m->kind : PROFILE_KIND_CPU;
+	int r;
+
+	p->m = m;
+	perftools__profiles__profile__init(pr);
+	for (size_t i = 0; i < N_FIXED_STRINGS; i++)
+		if (add_string(p, fixed_strings[i]) < 0)
+			return -ENOMEM;
+	for (size_t i = 0; i < kind_types[kind].n; i++) {
+		perftools__profiles__value_type__init(&p->types[i]);
+		p->types[i].type = kind_types[kind].type[i];
+		p->types[i].unit = kind_types[kind].unit[i];
+		p->type_ptrs[i] = &p->types[i];
+	}
+	pr->n_sample_type = kind_types[kind].n;
+	pr->sample_type = p->type_ptrs;
+	perftools__profiles__value_type__init(&p->period_type);
+	p->period_type.type = kind_types[kind].period_type;
+	p->period_type.unit = kind_types[kind].period_unit;
+	pr->period_type = &p->period_type;
+	pr->period = (int64_t)(kind == PROFILE_KIND_CPU    ? o->period_ns :
+			       kind == PROFILE_KIND_MEMORY ? o->memory_sample_bytes :
+							     0);
+	pr->time_nanos = (int64_t)o->time_unix_ns;
+	pr->duration_nanos = (int64_t)o->duration_ns;
+
+	if ((r = build_functions(p)) < 0 || (r = build_mappings(p)) < 0 ||
+	    (r = build_locations(p)) < 0 || (r = build_process_labels(p)) < 0 ||
+	    (r = build_samples(p, o)) < 0)
+		return r;
+	/* last: interning may have moved the table */
+	pr->n_string_table = p->n_strings;
+	pr->string_table = p->strings;
+	return 0;
+}
+
+static void pprof_done(struct pprof *p)
+{
+	free(p->strings);
+	u64map_done(&p->by_model_string);
+	free(p->functions);
+	free(p->function_ptrs);
+	free(p->mappings);
+	free(p->mapping_ptrs);
+	free(p->locations);
+	free(p->location_ptrs);
+	free(p->lines);
+	free(p->line_ptrs);
+	free(p->samples);
+	free(p->sample_ptrs);
+	free(p->location_ids);
+	free(p->values);
+	free(p->process_labels);
+	free(p->n_process_labels);
+	free(p->tid_labels);
+	free(p->label_ptrs);
+}
+
+/* Where protobuf-c's packing goes: gathered into in[], deflated with gzip
+ * framing, and the compressed bytes written as base64 into the JSON
+ * string, up to two of them kept over for the next group of three. */
+struct gzip_base64 {
+	ProtobufCBuffer base; /* first: protobuf-c hands this back to append */
+	z_stream z;
+	struct jsonw *w;
+	int error;
+	size_t n_in, n_carry;
+	unsigned char carry[2];
+	unsigned char in[64 * 1024];
+};
+
+static void emit_base64(struct gzip_base64 *s, const unsigned char *data, size_t n)
+{
+	unsigned char group[3 * 1024];
+	char text[BASE64_ENCODED_LEN(sizeof(group))];
+
+	while (n > 0) {
+		size_t k = s->n_carry, take = MIN(n, sizeof(group) - k), whole;
+
+		memcpy(group, s->carry, k);
+		memcpy(group + k, data, take);
+		k += take;
+		data += take;
+		n -= take;
+		whole = k / 3 * 3;
+		jsonw_string_append(s->w, text, base64_encode(group, whole, text));
+		s->n_carry = k - whole;
+		memcpy(s->carry, group + whole, s->n_carry);
+	}
+}
+
+static void deflate_some(struct gzip_base64 *s, const unsigned char *data, size_t n, int flush)
+{
+	unsigned char out[16 * 1024];
+
+	if (s->error)
+		return;
+	s->z.next_in = (Bytef *)data;
+	s->z.avail_in = (uInt)n;
+	do {
+		s->z.next_out = out;
+		s->z.avail_out = sizeof(out);
+		if (deflate(&s->z, flush) == Z_STREAM_ERROR) {
+			s->error = -EIO;
+			return;
+		}
+		emit_base64(s, out, sizeof(out) - s->z.avail_out);
+	} while (s->z.avail_out == 0);
+}
+
+static void sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
+{
+	struct gzip_base64 *s = (struct gzip_base64 *)buffer;
+
+	if (s->n_in + len > sizeof(s->in)) {
+		deflate_some(s, s->in, s->n_in, Z_NO_FLUSH);
+		s->n_in = 0;
+	}
+	for (; len >= sizeof(s->in); len -= sizeof(s->in), data += sizeof(s->in))
+		deflate_some(s, data, sizeof(s->in), Z_NO_FLUSH);
+	memcpy(s->in + s->n_in, data, len);
+	s->n_in += len;
+}
+
+/* Writes profile into w as one string: gzip, then base64.  Returns 0,
+ * -ENOMEM or -EIO. */
+static int write_profile(const pb_profile *profile, struct jsonw *w)
+{
+	_cleanup_free_ struct gzip_base64 *s = calloc(1, sizeof(*s));
+	char tail[4];
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->base.append = sink_append;
+	s->w = w;
+	/* 15 + 16: the largest window, with a gzip header and trailer */
+	r = deflateInit2(&s->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (r != Z_OK)
+		return r == Z_MEM_ERROR ? -ENOMEM : -EIO;
+	jsonw_string_begin(w);
+	(void)perftools__profiles__profile__pack_to_buffer(profile, &s->base);
+	deflate_some(s, s->in, s->n_in, Z_FINISH);
+	jsonw_string_append(w, tail, base64_encode(s->carry, s->n_carry, tail));
+	jsonw_string_end(w);
+	(void)deflateEnd(&s->z);
+	return s->error ? s->error : jsonw_error(w);
+}
+
+int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
+{
+	struct pprof p = { 0 };
+	int r;
+
+	u64map_init(&p.by_model_string);
+	r = build(&p, m, o);
+	if (r == 0)
+		r = write_profile(&p.profile, w);
+	pprof_done(&p);
+	return r;
+}

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-pprof.c - the pprof encoder (daemon/encode/pprof.c): a model built
+ * from hand-made parts (fakemodel.h) is encoded into the JSON writer as the
+ * daemon does; the test reads the JSON string back, decodes its base64,
+ * gunzips it with zlib and unpacks it with the protobuf-c code generated
+ * from proto/profile.proto, then checks the tables as a pprof reader needs
+ * them: the string table starts with "", ids are 1-based and every
+ * reference resolves, stacks are leaf first, inlined lines innermost
+ * first, values per kind, and the labels.  go tool pprof reading real
+ * snapshots is tests/integration/test_pprof.py.
+ */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+
+#include "base/base64.h"
+#include "base/jsonw.h"
+#include "encode/encode.h"
+#include "fakemodel.h"
+
+FAKE_SUITE(pprof);
+
+typedef Perftools__Profiles__Profile pb_profile;
+
+#define PERIOD_NS 10000000
+
+/* Gunzips n bytes at src; returns the bytes (malloc'ed), *ret_len. */
+static uint8_t *gunzip(const uint8_t *src, size_t n, size_t *ret_len)
+{
+	z_stream z = { 0 };
+	size_t cap = 4096, len = 0;
+	uint8_t *out = malloc(cap);
+	int r;
+
+	cr_assert_not_null(out);
+	cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK, "not gzip framing");
+	z.next_in = (Bytef *)src;
+	z.avail_in = (uInt)n;
+	do {
+		if (len == cap) {
+			cap *= 2;
+			out = realloc(out, cap);
+			cr_assert_not_null(out);
+		}
+		z.next_out = out + len;
+		z.avail_out = (uInt)(cap - len);
+		r = inflate(&z, Z_NO_FLUSH);
+		cr_assert(r == Z_OK || r == Z_STREAM_END, "inflate: %d", r);
+		len = cap - z.avail_out;
+	} while (r != Z_STREAM_END);
+	cr_assert_eq(z.avail_in, 0, "bytes after the gzip stream");
+	inflateEnd(&z);
+	*ret_len = len;
+	return out;
+}
+
+/* The profile a client gets from m: JSON string, base64, gzip, protobuf. */
+static pb_profile *encode_model(const struct model *m)
+{
+	struct encode_opts eo = { .period_ns = PERIOD_NS, .memory_sample_bytes = 1 << 20,
+				  .time_unix_ns = 1700000000000000000ULL,
+				  .duration_ns = 5000000000ULL };
+	struct json_tokener *tok = json_tokener_new();
+	struct jsonw w;
+	json_object *o;
+	uint8_t *bytes, *raw;
+	size_t n_raw;
+	ssize_t n;
+	pb_profile *p;
+
+	jsonw_init(&w);
+	cr_assert_eq(pprof_encode(m, &eo, &w), 0);
+	cr_assert_not_null(tok);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, w.buf, (int)w.len);
+	cr_assert_not_null(o, "not strict JSON");
+	cr_assert(json_object_is_type(o, json_type_string), "not a string");
+	bytes = malloc((size_t)json_object_get_string_len(o) / 4 * 3 + 1);
+	cr_assert_not_null(bytes);
+	n = base64_decode(json_object_get_string(o), (size_t)json_object_get_string_len(o), bytes);
+	cr_assert_gt(n, 0, "not base64");
+	raw = gunzip(bytes, (size_t)n, &n_raw);
+	p = perftools__profiles__profile__unpack(NULL, n_raw, raw);
+	cr_assert_not_null(p, "not a profile.proto Profile");
+	free(raw);
+	free(bytes);
+	json_object_put(o);
+	json_tokener_free(tok);
+	jsonw_done(&w);
+	return p;
+}
+
+static pb_profile *encode_opts(struct model_opts mo)
+{
+	struct model *m = fake_build_opts(mo);
+	pb_profile *p = encode_model(m);
+
+	model_free(m);
+	return p;
+}
+
+static const char *str(const pb_profile *p, int64_t i)
+{
+	cr_assert(i >= 0 && (size_t)i < p->n_string_table, "string index %ld of %zu", (long)i,
+		  p->n_string_table);
+	return p->string_table[i];
+}
+
+/* Every id is its index + 1 and every reference resolves. */
+static void check_tables(const pb_profile *p)
+{
+	cr_assert_gt(p->n_string_table, 0);
+	cr_assert_str_eq(p->string_table[0], "");
+	for (size_t i = 0; i < p->n_function; i++) {
+		cr_assert_eq(p->function[i]->id, i + 1);
+		(void)str(p, p->function[i]->name);
+		(void)str(p, p->function[i]->filename);
+	}
+	for (size_t i = 0; i < p->n_mapping; i++) {
+		cr_assert_eq(p->mapping[i]->id, i + 1);
+		(void)str(p, p->mapping[i]->filename);
+		(void)str(p, p->mapping[i]->build_id);
+	}
+	for (size_t i = 0; i < p->n_location; i++) {
+		const Perftools__Profiles__Location *l = p->location[i];
+
+		cr_assert_eq(l->id, i + 1);
+		cr_assert_leq(l->mapping_id, p->n_mapping);
+		if (l->mapping_id)
+			cr_assert_lt(l->address, p->mapping[l->mapping_id - 1]->memory_limit);
+		cr_assert_gt(l->n_line, 0);
+		for (size_t j = 0; j < l->n_line; j++)
+			cr_assert(l->line[j]->function_id >= 1 &&
+				  l->line[j]->function_id <= p->n_function);
+	}
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+
+		cr_assert_eq(s->n_value, p->n_sample_type);
+		for (size_t j = 0; j < s->n_location_id; j++)
+			cr_assert(s->location_id[j] >= 1 && s->location_id[j] <= p->n_location);
+		for (size_t j = 0; j < s->n_label; j++)
+			(void)str(p, s->label[j]->key);
+	}
+}
+
+/* Line j of location id's function name. */
+static const char *line_function(const pb_profile *p, uint64_t id, size_t j)
+{
+	const Perftools__Profiles__Location *l = p->location[id - 1];
+
+	cr_assert_lt(j, l->n_line);
+	return str(p, p->function[l->line[j]->function_id - 1]->name);
+}
+
+/* The sample whose leaf location's innermost function is leaf. */
+static const Perftools__Profiles__Sample *sample_at(const pb_profile *p, const char *leaf)
+{
+	for (size_t i = 0; i < p->n_sample; i++)
+		if (p->sample[i]->n_location_id &&
+		    strcmp(line_function(p, p->sample[i]->location_id[0], 0), leaf) == 0)
+			return p->sample[i];
+	cr_assert_fail("no sample with leaf %s", leaf);
+	return NULL;
+}
+
+static const Perftools__Profiles__Label *label(const pb_profile *p,
+					       const Perftools__Profiles__Sample *s,
+					       const char *key)
+{
+	for (size_t i = 0; i < s->n_label; i++)
+		if (strcmp(str(p, s->label[i]->key), key) == 0)
+			return s->label[i];
+	return NULL;
+}
+
+static const struct fake_frame frames[] = {
+	{ FRAME(1, 0x1), 1, { NATIVE("main", "/src/app/main.c", 5, 1) } },
+	/* inner inlined into outer at 0x2: outermost first in the model */
+	{ FRAME(1, 0x2), 2, { NATIVE("outer", "/src/app/a.c", 10, 1),
+			      NATIVE("inner", "/src/app/b.h", 20, 1) } },
+	{ FRAME(2, 0x5), 1, { NATIVE("memcpy", NULL, 0, 2) } },
+	{ KFRAME(0x11), 1, { KERNEL("clear_page") } },
+	{ PYFRAME(0x7), 1, { PYTHON("work", "/srv/app.py", 42) } },
+};
+
+Test(pprof, tables_are_one_based_and_inlined_lines_innermost_first)
+{
+	pb_profile *p;
+	const Perftools__Profiles__Sample *s;
+	const Perftools__Profiles__Location *l;
+
+	SET_FAKE_FRAMES(frames);
+	fake_process(0, 10, "app", "/system.slice/app.service");
+	FAKE_ADD(0, 3, FRAME(1, 0x2), FRAME(1, 0x1));
+	FAKE_ADD(0, 2, FRAME(2, 0x5), PYFRAME(0x7), FRAME(1, 0x1));
+	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x11), FRAME(1, 0x1) }, 2, 1, 1,
+		      PROFILE_KIND_CPU, 1);
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .lines = true,
+					     .python_lines = true });
+	check_tables(p);
+	cr_assert_eq(p->n_sample, 3);
+
+	/* leaf first; the inlined location lists inner, then outer */
+	s = sample_at(p, "inner");
+	cr_assert_eq(s->n_location_id, 2);
+	l = p->location[s->location_id[0] - 1];
+	cr_assert_eq(l->n_line, 2);
+	cr_assert_str_eq(line_function(p, l->id, 0), "inner");
+	cr_assert_eq(l->line[0]->line, 20);
+	cr_assert_str_eq(line_function(p, l->id, 1), "outer");
+	cr_assert_eq(l->line[1]->line, 10);
+	cr_assert_str_eq(line_function(p, s->location_id[1], 0), "main");
+	cr_assert_str_eq(str(p, p->function[l->line[0]->function_id - 1]->filename),
+			 "/src/app/b.h");
+
+	/* the binary's mapping, with its path and build-id */
+	cr_assert_neq(l->mapping_id, 0);
+	cr_assert_str_eq(str(p, p->mapping[l->mapping_id - 1]->filename), "/usr/bin/app");
+	cr_assert_str_eq(str(p, p->mapping[l->mapping_id - 1]->build_id), "0123456789abcdef");
+	cr_assert(p->mapping[l->mapping_id - 1]->has_inline_frames);
+
+	/* Python and kernel frames have no mapping; Python keeps its line */
+	s = sample_at(p, "memcpy");
+	cr_assert_eq(s->n_location_id, 3);
+	cr_assert_str_eq(line_function(p, s->location_id[1], 0), "work");
+	cr_assert_eq(p->location[s->location_id[1] - 1]->line[0]->line, 42);
+	cr_assert_eq(p->location[s->location_id[1] - 1]->mapping_id, 0);
+	cr_assert_eq(p->location[sample_at(p, "clear_page")->location_id[0] - 1]->mapping_id, 0);
+
+	/* cpu: samples/count and cpu/nanoseconds = samples x period */
+	cr_assert_eq(p->n_sample_type, 2);
+	cr_assert_str_eq(str(p, p->sample_type[0]->type), "samples");
+	cr_assert_str_eq(str(p, p->sample_type[0]->unit), "count");
+	cr_assert_str_eq(str(p, p->sample_type[1]->type), "cpu");
+	cr_assert_str_eq(str(p, p->sample_type[1]->unit), "nanoseconds");
+	s = sample_at(p, "inner");
+	cr_assert_eq(s->value[0], 3);
+	cr_assert_eq(s->value[1], 3LL * PERIOD_NS);
+	cr_assert_str_eq(str(p, p->period_type->type), "cpu");
+	cr_assert_eq(p->period, PERIOD_NS);
+	cr_assert_eq(p->time_nanos, 1700000000000000000LL);
+	cr_assert_eq(p->duration_nanos, 5000000000LL);
+
+	/* labels: pid, comm, cgroup and unit; no tid without threads */
+	cr_assert_eq(label(p, s, "pid")->num, 10);
+	cr_assert_str_eq(str(p, label(p, s, "comm")->str), "app");
+	cr_assert_str_eq(str(p, label(p, s, "cgroup")->str), "/system.slice/app.service");
+	cr_assert_str_eq(str(p, label(p, s, "unit")->str), "app.service");
+	cr_assert_null(label(p, s, "tid"));
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+Test(pprof, threads_label_each_sample_with_its_tid)
+{
+	pb_profile *p;
+
+	SET_FAKE_FRAMES(frames);
+	fake_process(0, 10, "app", NULL);
+	fake_process(1, 20, "other", NULL);
+	fake_thread(0, 10, "app");
+	fake_thread(0, 11, "worker");
+	fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x2), FRAME(1, 0x1) }, 2, 0, 10,
+		      PROFILE_KIND_CPU, 1);
+	fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x2), FRAME(1, 0x1) }, 2, 0, 11,
+		      PROFILE_KIND_CPU, 2);
+	fake_add_kind(1, (const uint64_t[]){ FRAME(2, 0x5) }, 1, 0, 20, PROFILE_KIND_CPU, 4);
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .threads = true,
+					     .python_lines = true });
+	check_tables(p);
+	cr_assert_eq(p->n_sample, 3);
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		const Perftools__Profiles__Label *tid = label(p, s, "tid"), *pid = label(p, s, "pid");
+
+		cr_assert_not_null(tid);
+		cr_assert_not_null(pid);
+		cr_assert_null(label(p, s, "cgroup"), "no cgroup known, none said");
+		if (s->value[0] == 1 || s->value[0] == 2) {
+			cr_assert_eq(pid->num, 10);
+			cr_assert_eq(tid->num, s->value[0] == 1 ? 10 : 11);
+			cr_assert_str_eq(str(p, label(p, s, "comm")->str), "app");
+		} else {
+			cr_assert_eq(pid->num, 20);
+			cr_assert_str_eq(str(p, label(p, s, "comm")->str), "other");
+		}
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+Test(pprof, memory_is_space_in_bytes)
+{
+	pb_profile *p;
+
+	SET_FAKE_FRAMES(frames);
+	fake_process(0, 10, "app", NULL);
+	fake_add_kind(0, (const uint64_t[]){ FRAME(2, 0x5), FRAME(1, 0x1) }, 2, 0, 1,
+		      PROFILE_KIND_MEMORY, 3 << 20);
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_MEMORY, .python_lines = true });
+	check_tables(p);
+	cr_assert_eq(p->n_sample_type, 1);
+	cr_assert_str_eq(str(p, p->sample_type[0]->type), "space");
+	cr_assert_str_eq(str(p, p->sample_type[0]->unit), "bytes");
+	cr_assert_eq(p->n_sample, 1);
+	cr_assert_eq(p->sample[0]->value[0], 3 << 20);
+	cr_assert_eq(p->period, 1 << 20);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+Test(pprof, an_empty_model_is_a_valid_profile)
+{
+	pb_profile *p;
+
+	fake_process(0, 10, "app", NULL);
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
+	check_tables(p);
+	cr_assert_eq(p->n_sample, 0);
+	cr_assert_eq(p->n_sample_type, 2);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* Many stacks: more than one deflate buffer, base64 groups across them. */
+Test(pprof, a_large_profile_survives_the_stream)
+{
+	pb_profile *p;
+	uint64_t total = 0, expected = 0;
+
+	fake_process(0, 10, "app", NULL);
+	for (uint64_t i = 0; i < 20000; i++) {
+		fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x1000 + i), FRAME(1, 0x1) }, 2, 0, 1,
+			      PROFILE_KIND_CPU, i % 7 + 1);
+		expected += i % 7 + 1;
+	}
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
+	check_tables(p);
+	cr_assert_eq(p->n_sample, 20000);
+	for (size_t i = 0; i < p->n_sample; i++)
+		total += (uint64_t)p->sample[i]->value[0];
+	cr_assert_eq(total, expected);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
