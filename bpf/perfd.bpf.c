@@ -150,7 +150,9 @@ static __always_inline void read_rss(struct mm_struct *mm, struct perfd_sample *
 	s->hiwater_rss_pages = BPF_CORE_READ(mm, hiwater_rss);
 }
 
-/* One resident-set counter (the kernel's MM_* index), as read_rss reads them. */
+/* One resident-set counter (the kernel's MM_* index) of a trusted mm (a
+ * tp_btf argument), as read_rss reads them: on the layout since 6.2 a
+ * direct load, no helper call, for it runs on every rss_stat event. */
 static __always_inline __s64 read_counter(struct mm_struct *mm, int k)
 {
 	if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
@@ -158,7 +160,18 @@ static __always_inline __s64 read_counter(struct mm_struct *mm, int k)
 
 		return BPF_CORE_READ(old, rss_stat.count[k & 3].counter);
 	}
-	return BPF_CORE_READ(mm, rss_stat[k & 3].count);
+	/* constant offsets: the verifier takes no variable one into a
+	 * trusted pointer */
+	switch (k & 3) {
+	case 0:
+		return mm->rss_stat[0].count;
+	case 1:
+		return mm->rss_stat[1].count;
+	case 2:
+		return mm->rss_stat[2].count;
+	default:
+		return mm->rss_stat[3].count;
+	}
 }
 
 static __always_inline __u64 *unwind_out(void)

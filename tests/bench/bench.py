@@ -47,6 +47,7 @@ usage: bench.py [--build DIR] [--runs N] [--phases LIST] [--out FILE] [--pythons
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -65,13 +66,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BenchError, BpfStats, Bpftrace, CpuWindow, Perfd, PerfRecord, Procs,  # noqa: E402
+from benchlib import (BenchError, BpfStats, Bpftrace, CpuWindow, Perfd, PerfRecord, Procs, bpf_progs,  # noqa: E402
                       bpf_prog_name, cpu_ns, log, memory_kib, online_cpus, request, wait_until)
 import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PHASES = ("cost", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost",
-          "store_snapshot", "store_first_binary", "store_memory")
+          "store_snapshot", "store_first_binary", "store_memory", "memory_cost")
 STORE_PHASES = ("store_snapshot", "store_first_binary", "store_memory")
 MIB = 1024 * 1024
 
@@ -119,7 +120,12 @@ GOALS = [
     ("store: daemon RSS <= 30 MiB, 500 processes over 1 h at 99 Hz (estimated)", "store.mem.skewed.daemon_rss",
      30.0, "idle RSS + storebench's growth"),
     ("store: one process over 1 h: query + model + folded <= 50 ms", "store.mem.skewed.query_ms", 50.0, ""),
+    ("memory profiling: slowdown of a fault-heavy process <= 3%", "memcost.slowdown_pct", 3.0,
+     "default --memory-sample-bytes, against --no-memory"),
 ]
+# The memory-cost phase's fault-heavy process: rounds of 2 GiB each.
+MEMCOST_ROUNDS = 3
+TRACING_PROG_TYPE = 26  # BPF_PROG_TYPE_TRACING in fdinfo's prog_type
 
 
 class Context:
@@ -1233,6 +1239,88 @@ def phase_store_memory(ctx):
 
 
 # --- driver ---------------------------------------------------------------
+
+def faultheavy_round(line):
+    """The wall and CPU seconds per round and faults per round of a
+    faultheavy worker's line."""
+    words = line.split()
+    f = dict(zip(words[::2], words[1::2]))
+    return float(f["median_per_round"]), float(f["cpu_per_round"]), int(f["faults_per_round"])
+
+
+def phase_memory_cost(ctx):
+    """The slowdown of faultheavy (2 GiB touched in 4 KiB pages and dropped,
+    MEMCOST_ROUNDS rounds: every page a resident-memory growth, the worst
+    case for memory profiling) under a perfd with memory profiling at the
+    default sample size, against one with --no-memory, alternating, --runs
+    pairs; the kernel's cost per rss_stat event and per memory sample
+    (bpf_stats of on_rss_stat: the events that only count, and the ones
+    that sample); and the bytes perfd attributed against those faulted."""
+    sec = ("11. Memory profiling: faultheavy, 2 GiB in 4 KiB pages per round "
+           f"({MEMCOST_ROUNDS} rounds), perfd at 99 Hz with memory profiling on vs --no-memory")
+    command = (f"build/bench/faultheavy -m 2048 -n {MEMCOST_ROUNDS} under perfd (default) and "
+               "perfd --no-memory, alternating; bpf_stats of on_rss_stat; perfctl status; "
+               "perfctl snapshot --kind memory --since 1m")
+    off, on = [], []
+    # --runs pairs for the slowdown, bpf_stats off (they cost each run of a
+    # program two clock reads); then one more run with them, for the cost
+    # per event and per sample.
+    for run in range(ctx.runs + 1):
+        for mode in (("off", "on") if run < ctx.runs else ("on",)):
+            stats = run == ctx.runs
+            log(f"memory_cost: run {run + 1}/{ctx.runs + 1}, memory profiling {mode}"
+                f"{', bpf_stats on' if stats else ''}")
+            p = ctx.perfd(99, ["--no-memory"] if mode == "off" else [])
+            try:
+                with (BpfStats() if stats else contextlib.nullcontext()):
+                    progs0 = bpf_progs(p.pid, TRACING_PROG_TYPE)
+                    st0 = p.status()
+                    wl = ctx.procs.start([ctx.workload("faultheavy"), "-m", "2048", "-n",
+                                          str(MEMCOST_ROUNDS)], stdout=subprocess.PIPE)
+                    out, _ = wl.communicate(timeout=600)
+                    progs1 = bpf_progs(p.pid, TRACING_PROG_TYPE)
+                    st1 = p.status()
+                wall, cpu, faults = faultheavy_round(out.decode().strip().splitlines()[-1])
+                if not stats:
+                    (on if mode == "on" else off).append(wall)
+                    ctx.add(f"memcost.{mode}.wall", sec, f"wall time per round, memory profiling {mode}",
+                            "s", wall, "lower", command)
+                    ctx.add(f"memcost.{mode}.cpu", sec, f"CPU time per round, memory profiling {mode}",
+                            "s", cpu, "lower", command)
+                if mode == "on" and stats:
+                    names = {i: bpf_prog_name(i) for i in progs1}
+                    rss = [i for i, n in names.items() if n == "on_rss_stat"]
+                    if not rss:
+                        raise BenchError("the perfd with memory profiling on has no on_rss_stat program")
+                    i = rss[0]
+                    t = progs1[i]["run_time_ns"] - progs0.get(i, {"run_time_ns": 0})["run_time_ns"]
+                    n = progs1[i]["run_cnt"] - progs0.get(i, {"run_cnt": 0})["run_cnt"]
+                    samples = st1["memory"]["samples"] - st0["memory"]["samples"]
+                    sample_bytes = st1["memory"]["sample_bytes"]
+                    ctx.add("memcost.events", sec, "rss_stat events per round", "events",
+                            n / MEMCOST_ROUNDS, None, command)
+                    ctx.add("memcost.ns_per_event", sec, "kernel cost per rss_stat event (all of them)",
+                            "ns", t / max(n, 1), "lower", command)
+                    ctx.add("memcost.samples", sec, "memory samples per round", "samples",
+                            samples / MEMCOST_ROUNDS, None, command)
+                    ctx.add("memcost.bpf_share", sec, "on_rss_stat's time as a share of the workload's CPU",
+                            "%", 100.0 * t / 1e9 / (cpu * MEMCOST_ROUNDS), "lower", command)
+                    rc, text = p.call({"command": "snapshot", "pid": wl.pid, "since": 120,
+                                       "kind": "memory"}, timeout=60)[0], None
+                    attributed = rc.get("value", 0) if isinstance(rc, dict) else 0
+                    faulted = faults * 4096 * MEMCOST_ROUNDS
+                    ctx.add("memcost.attributed_ratio", sec, "bytes attributed / bytes faulted", "",
+                            attributed / faulted if faulted else None, None, command)
+                    ctx.add("memcost.sample_bytes", sec, "mean bytes per memory sample (default)",
+                            "bytes", sample_bytes, None, command)
+            finally:
+                p.stop()
+    if off and on:
+        off.sort()
+        on.sort()
+        ctx.add("memcost.slowdown_pct", sec, "slowdown: median on / median off - 1", "%",
+                100.0 * (on[len(on) // 2] / off[len(off) // 2] - 1), "lower", command)
+
 
 def default_big_library():
     """The library store_first_binary maps: the Makefile's SYMBENCH_LIBRARY
