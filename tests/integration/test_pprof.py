@@ -5,7 +5,7 @@ One split run (3:1 between hot_three_quarters and cold_one_quarter) is
 profiled once for the module; every CPU test snapshots the same finished
 range with --from/--to, so pprof's figures and perfd's own folded output
 are of the very same samples and their shares must agree to rounding (the
-2 points the issue allows are generous).  A memory snapshot of grow 64 8
+2 points the issue allows are generous).  A memory snapshot of grow 256 16
 shows its bytes under grow_big.  perfctl writes the .pb.gz with -o, the
 format chosen by the extension alone.
 """
@@ -131,9 +131,11 @@ def test_lines_show_line_numbers(perfd_fast, split_run, tmp_path, gohome):
 
 
 def test_memory_snapshot_shows_bytes_under_grow_big(perfd, workloads, tmp_path, gohome):
-    """grow 64 8 faults in 64 MiB from grow_big and 8 from grow_small: pprof
-    reads space in bytes, grow_big above grow_small by their cum."""
-    w = workloads("grow", 64, 8)
+    """grow 256 16 faults in 256 MiB from grow_big and 16 from grow_small:
+    pprof reads space in bytes, grow_big above grow_small by their cum.
+    (256 MiB make ~64 samples at the default 4 MiB a sample: a standard
+    error of an eighth, so 60 % is three of them below.)"""
+    w = workloads("grow", 256, 16)
     w.expect_line("ready")
     w.expect_line("touched ", timeout=30)
     w.expect_line("done", timeout=30)
@@ -150,4 +152,4 @@ def test_memory_snapshot_shows_bytes_under_grow_big(perfd, workloads, tmp_path, 
     names = [fn for _, _, fn, _ in rows]
     assert "grow_small" not in names or names.index("grow_big") < names.index("grow_small"), top
     big = float(cum["grow_big"][:-2]) if cum["grow_big"].endswith("MB") else 0
-    assert big >= 0.6 * 64, f"grow_big holds {cum['grow_big']} of 64 MiB\n{top}"
+    assert big >= 0.6 * 256 * 1.048576, f"grow_big holds {cum['grow_big']} of 256 MiB\n{top}"
