@@ -492,7 +492,24 @@ static __always_inline void send_rss(struct task_struct *task, struct mm_struct 
 	r->hiwater_rss_pages = tmp.hiwater_rss_pages;
 	r->page_size = page_size;
 	r->reserved = 0;
-	bpf_ringbuf_submit(r, 0);
+	{
+		/* A process first seen here is announced as a sample does it:
+		 * its exec and exit events follow (the daemon reads who owns
+		 * it again at exec), and the daemon wakes to read its maps. */
+		struct known_process *known = bpf_map_lookup_elem(&known_processes, &tgid);
+		__u64 flags = 0;
+
+		if (!known || known->start_time_ns != r->hdr.start_time_ns) {
+			struct known_process k = {
+				.start_time_ns = r->hdr.start_time_ns,
+				.next_nudge_ns = now + nudge_interval_ns,
+			};
+
+			bpf_map_update_elem(&known_processes, &tgid, &k, BPF_ANY);
+			flags = BPF_RB_FORCE_WAKEUP;
+		}
+		bpf_ringbuf_submit(r, flags);
+	}
 	count(PERFD_CNT_RSS_SENT);
 }
 
