@@ -6,6 +6,7 @@
 
 #include "api/query.h"
 #include "perfd/macro.h"
+#include "process/procmaps.h"
 #include "profile/frame.h"
 #include "profile/model.h"
 #include "profile/stacktab.h"
@@ -26,6 +27,7 @@ struct builder {
 	struct u64map by_frame;  /* frame word -> location index */
 	struct u64map mappings;  /* module -> mapping index + 1 */
 	struct u64map samples;   /* hash (+ probing) -> sample index */
+	const struct process *process; /* whose part is being added */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -164,6 +166,14 @@ static int64_t mapping_for(struct builder *b, uint16_t module)
 		*slot = 0;
 		return 0;
 	}
+	/* The path as this process mapped it: a module stands for every
+	 * file with its build-id, and the first one seen may be a copy. */
+	if (b->process && b->process->maps)
+		for (size_t j = 0; j < b->process->maps->n; j++)
+			if (b->process->map_modules[j] == module) {
+				path = b->process->maps->maps[j].path;
+				break;
+			}
 	p = intern_string(b, path);
 	id = p < 0 ? p : intern_string(b, build_id);
 	if (id < 0 || grow((void **)&m->mappings, &m->cap_mappings, m->n_mappings + 1,
@@ -373,6 +383,7 @@ int model_build(const struct model_opts *opts, const struct profile_parts *parts
 		const struct profile_part *part = &parts->parts[i];
 		struct model_process *mp = &m->processes[m->n_processes];
 
+		b.process = part->process;
 		r = add_process(&b, part->process, mp);
 		if (r < 0)
 			break;
