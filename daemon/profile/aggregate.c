@@ -817,6 +817,10 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			a->process_bytes -= process_bytes(p); /* the cgroup may change */
 			read_identity(p);
 			a->process_bytes += process_bytes(p);
+			/* and its name: a process first seen between fork and
+			 * exec (its copy-on-write faults) had its parent's, and
+			 * its main thread may never run on a sampled tick */
+			read_comm(p);
 			refresh_maps(a, p);
 		}
 		return 0;
