@@ -46,7 +46,8 @@ static void help(void)
 	       "  --memory-sample-bytes N  mean resident-memory growth between two memory\n"
 	       "                       samples, e.g. 512K (default 4M)\n"
 	       "  --no-memory          do not sample memory growth\n"
-	       "  --ringbuf-mib N      BPF ring buffer size, power of two (default 8)\n"
+	       "  --ringbuf-mib N      BPF ring buffer size, power of two (default:\n"
+	       "                       1 KiB x frequency x CPUs, 1 to 64)\n"
 	       "  --unwind-mib N       kernel memory for unwind tables, 0 for frame\n"
 	       "                       pointers only (default 16)\n"
 	       "  --no-demangle        print C++ and Rust symbols as they are mangled\n"
@@ -149,7 +150,6 @@ int main(int argc, char **argv)
 	struct manager_opts opts = {
 		.socket_path = getenv(PERFD_SOCKET_ENV) ? getenv(PERFD_SOCKET_ENV) : PERFD_DEFAULT_SOCKET,
 		.frequency_hz = 99,
-		.ringbuf_bytes = 8u << 20,
 		.limits = { .max_processes = 4096, .max_stacks = 200000, .max_frames = 8000000,
 			    .max_memory_bytes = 64u << 20, .retention_s = 3600 },
 		.kallsyms_path = "/proc/kallsyms",

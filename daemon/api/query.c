@@ -83,6 +83,7 @@ json_object *query_status(const struct status_info *in)
 	json_object_object_add(o, "frequency_hz", json_object_new_int(in->frequency_hz));
 	json_object_object_add(o, "sample_period_ns", json_object_new_uint64(in->period_ns));
 	json_object_object_add(o, "cpus", json_object_new_int(in->cpus));
+	json_object_object_add(o, "ringbuf_bytes", json_object_new_uint64(in->ringbuf_bytes));
 
 	add_u64(samples, "taken", in->bpf[PERFD_CNT_SAMPLES]);
 	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);

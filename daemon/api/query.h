@@ -22,6 +22,7 @@ struct status_info {
 	unsigned frequency_hz;
 	unsigned cpus;
 	uint64_t period_ns;
+	uint64_t ringbuf_bytes;
 	uint64_t memory_sample_bytes; /* 0: memory growth not sampled */
 	uint64_t bpf[PERFD_CNT_MAX];
 	struct aggregator_stats agg;

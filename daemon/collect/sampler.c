@@ -36,7 +36,19 @@ struct sampler {
 	uint64_t period_ns;
 	bool unwind_tables;
 	uint64_t memory_sample_bytes; /* 0: memory profiling off */
+	size_t ringbuf_bytes;
 };
+
+/* The default ring holds a second of samples at 1 KiB each (a 127-frame
+ * kernel plus a 127-frame user stack is 2 KiB; most are far shorter), which
+ * the drain thread, waking every 200 ms or at a quarter full, never lets
+ * fill.  Its pages are mapped twice (the kernel maps the data area twice
+ * in a row so a record never wraps), so it counts twice in perfd's RSS:
+ * 1 MiB at 99 Hz on a few CPUs costs 2 MiB of RSS, where a fixed 8 MiB
+ * cost 16. */
+#define RINGBUF_BYTES_PER_SAMPLE 1024u
+#define RINGBUF_MIN_BYTES (1u << 20)
+#define RINGBUF_MAX_BYTES (64u << 20)
 
 /* Whether the running kernel's BTF has a type of that name (a tracepoint
  * a tp_btf program can attach to has its btf_trace_NAME typedef). */
@@ -138,6 +150,21 @@ static int attach_cpus(struct sampler *s, const char **what)
 	return s->n_attached > 0 ? 0 : -ENODEV;
 }
 
+size_t sampler_default_ringbuf_bytes(unsigned frequency_hz, unsigned cpus)
+{
+	uint64_t want = (uint64_t)frequency_hz * MAX(cpus, 1u) * RINGBUF_BYTES_PER_SAMPLE;
+	size_t bytes = RINGBUF_MIN_BYTES;
+
+	while (bytes < want && bytes < RINGBUF_MAX_BYTES)
+		bytes <<= 1;
+	return bytes;
+}
+
+size_t sampler_ringbuf_bytes(const struct sampler *s)
+{
+	return s->ringbuf_bytes;
+}
+
 /* The size of a map only the table-unwinding program reads. */
 static uint32_t table_map_size(const struct sampler *s, uint32_t wanted)
 {
@@ -170,10 +197,12 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 		r = negative_errno();
 		goto fail;
 	}
-	s->skel->rodata->ringbuf_wakeup_bytes = opts->ringbuf_bytes / 4;
+	s->ringbuf_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes :
+			   sampler_default_ringbuf_bytes(opts->frequency_hz, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+	s->skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
 	s->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
 	what = "size the ring buffer";
-	r = bpf_map__set_max_entries(s->skel->maps.events, opts->ringbuf_bytes);
+	r = bpf_map__set_max_entries(s->skel->maps.events, s->ringbuf_bytes);
 	if (r < 0)
 		goto fail;
 

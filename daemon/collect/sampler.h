@@ -15,7 +15,7 @@
 
 struct sampler_opts {
 	unsigned frequency_hz;
-	size_t ringbuf_bytes; /* power of two, >= page size */
+	size_t ringbuf_bytes; /* power of two, >= page size; 0: the default */
 	/* Capacities of the unwind maps; rows 0 turns table unwinding off. */
 	uint32_t unwind_rows, unwind_mappings, unwind_processes;
 	/* Capacity of the map of CPython processes (walked only with tables). */
@@ -36,6 +36,11 @@ struct sampler;
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 		const char **ret_what);
 struct sampler *sampler_free(struct sampler *s);
+
+/* The default ring buffer size for a frequency and a count of CPUs: a
+ * power of two from 1 to 64 MiB. */
+size_t sampler_default_ringbuf_bytes(unsigned frequency_hz, unsigned cpus);
+size_t sampler_ringbuf_bytes(const struct sampler *s);
 
 /* The fd to poll for "records are waiting" (the ring buffer's epoll fd). */
 int sampler_fd(const struct sampler *s);

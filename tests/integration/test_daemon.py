@@ -78,3 +78,40 @@ def test_sigint_stops_cleanly():
     10 s, socket removed.  (SIGTERM is checked by every fixture teardown.)"""
     daemon = perfdtest.start_perfd()
     daemon.stop(signal.SIGINT)
+
+
+def bpf_map_rss_bytes(pid):
+    """Resident bytes of the BPF maps perfd has mapped (the ring buffer's
+    data pages are mapped twice, so they count twice)."""
+    total, in_bpf = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            fields = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+$", fields[0]):
+                in_bpf = len(fields) >= 6 and fields[5].startswith("anon_inode:bpf")
+            elif fields[0] == "Rss:" and in_bpf:
+                total += int(fields[1]) * 1024
+    return total
+
+
+def test_ring_buffer_is_sized_from_frequency_and_cpus():
+    """The ring buffer holds about a second of 1 KiB samples (a power of two
+    from 1 to 64 MiB), so an idle perfd at 99 Hz does not keep 16 MiB of
+    ring pages resident; --ringbuf-mib still sets it.  Protects the daemon's
+    RSS (issue 10's 30 MiB budget) against a fixed, oversized ring."""
+    cpus = os.cpu_count()
+    for frequency, extra, want in (
+            (99, [], None), (999, [], None), (99, ["--ringbuf-mib", "4"], 4 << 20)):
+        if want is None:
+            want = 1 << 20
+            while want < frequency * cpus * 1024 and want < 64 << 20:
+                want <<= 1
+        d = perfdtest.start_perfd(frequency=frequency, extra_args=extra)
+        try:
+            got = d.status()["ringbuf_bytes"]
+            assert got == want, f"{frequency} Hz {extra}: ring of {got} bytes, expected {want}"
+            mapped = bpf_map_rss_bytes(d.pid)
+            assert mapped <= 2 * want + (1 << 20), \
+                f"{frequency} Hz: {mapped} bytes of BPF maps resident for a {want}-byte ring"
+        finally:
+            d.stop()
