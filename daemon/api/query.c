@@ -11,6 +11,7 @@
 #include "perfd/unwind.h"
 #include "api/auth.h"
 #include "api/query.h"
+#include "process/procfs.h"
 #include "profile/rss.h"
 
 #ifndef PERFD_VERSION
@@ -21,23 +22,6 @@
 static void add_u64(json_object *o, const char *key, uint64_t v)
 {
 	json_object_object_add(o, key, json_object_new_uint64(v));
-}
-
-const char *query_unit_of_cgroup(const char *cgroup)
-{
-	const char *unit = NULL;
-
-	/* the innermost path element that is a systemd unit */
-	for (const char *p = cgroup; p && *p; p = strchr(p, '/')) {
-		size_t len;
-
-		p += *p == '/';
-		len = strcspn(p, "/");
-		if ((len > 8 && strncmp(p + len - 8, ".service", 8) == 0) ||
-		    (len > 6 && strncmp(p + len - 6, ".scope", 6) == 0))
-			unit = p;
-	}
-	return unit;
 }
 
 json_object *query_ok(void)
@@ -335,7 +319,7 @@ json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint6
 		json_object_object_add(row, "exited", json_object_new_boolean(p->exited));
 		json_object_object_add(row, "ns_pid", json_object_new_int64(p->ns_pid));
 		if (p->cgroup) {
-			const char *unit = query_unit_of_cgroup(p->cgroup);
+			const char *unit = procfs_cgroup_unit(p->cgroup);
 
 			json_object_object_add(row, "cgroup", json_object_new_string(p->cgroup));
 			if (unit)

@@ -49,11 +49,6 @@ struct perfd_peer;
 json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
 		      unsigned interval_seconds, bool all, uint64_t start_ns, unsigned frequency_hz);
 
-/* The systemd unit a cgroup v2 path belongs to: its innermost element
- * ending in .service or .scope (a pointer into cgroup, up to the next '/'),
- * or NULL. */
-const char *query_unit_of_cgroup(const char *cgroup);
-
 /* {"version":1,"ok":true} to which the caller adds fields. */
 json_object *query_ok(void);
 json_object *query_error(const char *code, const char *fmt, ...)

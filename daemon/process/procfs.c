@@ -397,3 +397,20 @@ int procfs_open_link(int dirfd, const char *name, const struct procfs_file_rules
 		return negative_errno();
 	return open_checked(pathfd, rules);
 }
+
+const char *procfs_cgroup_unit(const char *cgroup)
+{
+	const char *unit = NULL;
+
+	/* the innermost path element that is a systemd unit */
+	for (const char *p = cgroup; p && *p; p = strchr(p, '/')) {
+		size_t len;
+
+		p += *p == '/';
+		len = strcspn(p, "/");
+		if ((len > 8 && strncmp(p + len - 8, ".service", 8) == 0) ||
+		    (len > 6 && strncmp(p + len - 6, ".scope", 6) == 0))
+			unit = p;
+	}
+	return unit;
+}

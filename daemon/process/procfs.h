@@ -93,6 +93,11 @@ int procfs_read_status(int dirfd, struct procfs_status *ret);
  * Returns 0, -ENOENT when it has none (cgroup v1 only), or -errno. */
 int procfs_read_cgroup(int dirfd, char **ret_path);
 
+/* The systemd unit a cgroup v2 path belongs to: its innermost element
+ * ending in .service or .scope (a pointer into cgroup, up to the next '/'),
+ * or NULL. */
+const char *procfs_cgroup_unit(const char *cgroup);
+
 /* Opens the process's root directory ("root" under dirfd, as the kernel
  * links it) as an O_PATH descriptor for procfs_open_in_root.  Returns the
  * descriptor or -errno (-ESRCH: exited). */

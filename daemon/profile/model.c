@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/query.h"
 #include "perfd/macro.h"
+#include "process/procfs.h"
 #include "process/procmaps.h"
 #include "profile/frame.h"
 #include "profile/model.h"
@@ -322,7 +322,7 @@ static int add_stack(struct builder *b, uint32_t process, uint32_t tid, uint32_t
 
 static int add_process(struct builder *b, const struct process *p, struct model_process *mp)
 {
-	const char *unit = p->cgroup ? query_unit_of_cgroup(p->cgroup) : NULL;
+	const char *unit = p->cgroup ? procfs_cgroup_unit(p->cgroup) : NULL;
 	char unit_buf[256] = "";
 	int64_t comm = intern_string(b, p->comm), cg, un;
 

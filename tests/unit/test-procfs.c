@@ -377,3 +377,19 @@ Test(procfs, a_child_that_exited_cannot_be_read_through_its_directory)
 	cr_expect_eq(procfs_open_root(dirfd), -ESRCH);
 	cr_expect_eq(procfs_open_pid(pid, PROCFS_START_ANY, &other), -ESRCH);
 }
+
+/* The unit of a cgroup is its innermost .service or .scope element, up to
+ * the next '/'; a path without one has none. */
+Test(procfs, cgroup_unit_is_the_innermost_service_or_scope)
+{
+	const char *u;
+
+	u = procfs_cgroup_unit("/system.slice/nginx.service");
+	cr_assert_str_eq(u, "nginx.service");
+	u = procfs_cgroup_unit("/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope/sub");
+	cr_assert_eq(strncmp(u, "run-r1.scope/", 13), 0, "%s", u);
+	cr_assert_null(procfs_cgroup_unit("/"));
+	cr_assert_null(procfs_cgroup_unit("/system.slice"));
+	cr_assert_null(procfs_cgroup_unit("/a/.service"), "a bare suffix is no unit");
+	cr_assert_null(procfs_cgroup_unit(""));
+}
