@@ -134,10 +134,13 @@ struct aggregator *aggregator_free(struct aggregator *a)
 
 static uint64_t history_samples(const struct process *p)
 {
+	struct history_iter it;
+	struct history_window w;
 	uint64_t n = 0;
 
-	for (const struct window *w = p->history.newest; w; w = w->older)
-		n += w->prof.totals[PROFILE_KIND_CPU];
+	history_iter_init(&it, &p->history);
+	while (history_iter_next(&it, &w))
+		n += history_window_total(&w, PROFILE_KIND_CPU);
 	return n;
 }
 
@@ -211,7 +214,7 @@ static bool drop_oldest_window(struct aggregator *a)
 		if (!oldest || history_oldest_s(&a->procs[i]->history) <
 				       history_oldest_s(&oldest->history))
 			oldest = a->procs[i];
-	if (!oldest || !oldest->history.oldest)
+	if (!oldest || history_empty(&oldest->history))
 		return false;
 	before = oldest->history.bytes;
 	(void)history_drop_oldest(&oldest->history, a->stacks, &d);
@@ -901,7 +904,7 @@ int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t
 		struct process *p = a->procs[i];
 		struct profile_part *part;
 
-		if (!p->history.newest || !selection_matches(sel, p, a->ns_per_tick))
+		if (history_empty(&p->history) || !selection_matches(sel, p, a->ns_per_tick))
 			continue;
 		part = part_for(&parts, p);
 		if (!part || history_query(&p->history, a->stacks, from_ns, to_ns, &part->prof,
@@ -936,7 +939,7 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 		a->stats.windows_expired += d.windows;
 		a->stats.samples_expired += d.values[PROFILE_KIND_CPU];
 		/* An exited process stays while it has data to answer with. */
-		if (p->exited && !p->history.newest && !p->pins) {
+		if (p->exited && history_empty(&p->history) && !p->pins) {
 			a->stats.processes_expired++;
 			remove_process(a, i);
 			continue;

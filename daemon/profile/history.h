@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * history.h - one process's retained profile: time windows, finer when
- * recent, coarser when old.
+ * recent, coarser when old, packed once they close.
  *
  * Samples land in the window of their second (CLOCK_MONOTONIC).  Windows
  * are rolled up as they age, so an hour costs a few hundred windows per
@@ -23,14 +23,39 @@
  * highest): the process's RSS timeline, at the same resolution as its
  * profile, rolled up with it (the newer last, the higher peak).
  *
+ * Two forms.  The newest windows are *open*: a struct window holding a
+ * struct profile (a hash map), so a sample costs one lookup.  Once a window
+ * ended HISTORY_SEAL_AFTER_S ago, history_maintain *seals* it: appends it
+ * to the log, one byte buffer per process of packed windows, oldest first:
+ *
+ *   record  := varint body_len, body
+ *   body    := varint gap_s      (start - the previous record's end; 0 first)
+ *              varint span_s
+ *              varint n << 1 | has_rss
+ *              [varint page_size, last_pages[PERFD_RSS_COUNTERS], max_pages]
+ *              n x (varint key - previous key, varint value), keys ascending
+ *
+ * An open window costs ~150 bytes and 32 an entry; a sealed one a few bytes
+ * and ~5 an entry (stack ids within one process are near each other), which
+ * is what lets 500 processes keep an hour in a few MiB.  What happens to
+ * old windows happens on the log, in passes over sorted data: a roll-up
+ * merge-joins neighbouring records' entries (no hashing), retention and
+ * eviction drop head records, a query decodes the records in its range.
+ * The log's buffer is kept within an eighth of its live bytes (plus 64),
+ * so `bytes` is what the process's history really holds.
+ *
  * Samples from the BPF ring buffer come nearly in time order; one older
- * than the newest window goes to the window that holds its second, or to
- * the newest one when that second has no window (the gap of an idle
- * process), so none is lost.
+ * than the newest window goes to the open window that holds its second,
+ * or to the newest one when that second has no window (the gap of an idle
+ * process, or a second already sealed: later than HISTORY_SEAL_AFTER_S,
+ * which takes a loop stalled that long), so none is lost.
+ *
+ * Every entry, open or sealed, holds one reference on its stack.
  */
 #ifndef PERFD_HISTORY_H
 #define PERFD_HISTORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +64,7 @@
 
 #define HISTORY_FINE_AGE_S 120
 #define HISTORY_MEDIUM_AGE_S 1800
+#define HISTORY_SEAL_AFTER_S 5
 
 /* The resident set over a window: the last reading in it and the highest,
  * in pages of page_size (page_size 0: no reading in this window). */
@@ -48,19 +74,51 @@ struct window_rss {
 	uint32_t page_size;
 };
 
+/* An open window. */
 struct window {
 	uint64_t start_s; /* CLOCK_MONOTONIC seconds */
-	uint32_t span_s;  /* 1, 10 or 60 */
+	uint32_t span_s;  /* 1 (only sealed windows are rolled up) */
 	struct profile prof;
 	struct window_rss rss;
 	struct window *newer, *older;
 };
 
+/* The sealed windows, packed (the layout above). */
+struct history_log {
+	uint8_t *buf;
+	size_t head;           /* offset of the oldest record */
+	size_t len, cap;       /* bytes used (from 0, head included) and allocated */
+	size_t n;              /* records */
+	uint64_t head_start_s; /* start of the record at head */
+	uint64_t end_s;        /* end of the newest record; 0 when empty */
+};
+
 struct history {
-	struct window *newest, *oldest;
-	size_t n_windows;
-	size_t bytes; /* of the windows and their maps */
+	struct window *newest, *oldest_open; /* the open windows, all newer than the log */
+	struct history_log log;
+	size_t n_windows;  /* open and sealed */
+	size_t bytes;      /* of the open windows, their maps and the log */
 	uint64_t rolled_s; /* when history_maintain last rolled windows up */
+};
+
+/* One window as the iterator shows it, open or sealed. */
+struct history_window {
+	uint64_t start_s;
+	uint32_t span_s;
+	bool sealed;
+	struct window_rss rss;
+	/* private: where the entries are */
+	const struct window *open;
+	const uint8_t *entries;
+	uint64_t n_entries;
+};
+
+struct history_iter {
+	const struct history *h;
+	const uint8_t *p;         /* the next record in the log */
+	uint64_t prev_end_s;      /* end of the record before it */
+	const struct window *open; /* the next open window, after the log */
+	bool first;
 };
 
 /* What maintenance or eviction dropped, for the store's counters. */
@@ -92,6 +150,21 @@ bool history_drop_oldest(struct history *h, struct stacktab *stacks,
 
 /* Start of the oldest window in seconds, UINT64_MAX when empty. */
 uint64_t history_oldest_s(const struct history *h);
+bool history_empty(const struct history *h);
+
+/* Walks every window, oldest first.  The history must not change during
+ * the walk. */
+void history_iter_init(struct history_iter *it, const struct history *h);
+bool history_iter_next(struct history_iter *it, struct history_window *ret);
+
+/* Adds the window's entries into out.  Returns 0, or -ENOMEM (out holds
+ * part of them, as profile_merge leaves it). */
+int history_window_merge(const struct history_window *w, struct stacktab *stacks,
+			 struct profile *out);
+/* The window's total of one kind, its entries and the value under key. */
+uint64_t history_window_total(const struct history_window *w, enum profile_kind kind);
+uint64_t history_window_entries(const struct history_window *w);
+uint64_t history_window_value(const struct history_window *w, uint64_t key);
 
 /* Merges into out the windows at least half inside [from_ns, to_ns), and
  * widens [*first_ns, *end_ns) to cover them (the caller starts them at

@@ -10,13 +10,15 @@
 size_t rss_timeline(const struct process *p, uint64_t from_ns, uint64_t to_ns,
 		    struct rss_point *out, size_t cap)
 {
-	const struct window *w;
+	struct history_iter it;
+	struct history_window w;
 	size_t n = 0;
 
 	/* oldest first: from the oldest window that ends after from_ns */
-	for (w = p->history.oldest; w && n < cap; w = w->newer) {
-		uint64_t ws = w->start_s * NSEC_PER_SEC, we = ws + w->span_s * NSEC_PER_SEC;
-		const struct window_rss *r = &w->rss;
+	history_iter_init(&it, &p->history);
+	while (n < cap && history_iter_next(&it, &w)) {
+		uint64_t ws = w.start_s * NSEC_PER_SEC, we = ws + w.span_s * NSEC_PER_SEC;
+		const struct window_rss *r = &w.rss;
 		struct rss_point *pt;
 
 		if (we <= from_ns || !r->page_size)
@@ -69,21 +71,24 @@ void rss_trend(const struct rss_point *pts, size_t n, struct rss_trend *ret)
 
 bool rss_changed(const struct process *p, uint64_t from_ns, uint64_t to_ns)
 {
+	struct history_iter it;
+	struct history_window w;
 	uint64_t first = 0;
 	bool have = false;
 
-	/* walk the windows in the range two at a time, comparing readings */
-	for (const struct window *w = p->history.newest; w; w = w->older) {
-		uint64_t ws = w->start_s * NSEC_PER_SEC, we = ws + w->span_s * NSEC_PER_SEC;
+	/* walk the windows in the range, oldest first, comparing readings */
+	history_iter_init(&it, &p->history);
+	while (history_iter_next(&it, &w)) {
+		uint64_t ws = w.start_s * NSEC_PER_SEC, we = ws + w.span_s * NSEC_PER_SEC;
 		uint64_t total = 0;
 
-		if (we <= from_ns)
+		if (ws >= to_ns)
 			break;
-		if (ws >= to_ns || !w->rss.page_size)
+		if (we <= from_ns || !w.rss.page_size)
 			continue;
 		for (int k = 0; k < PERFD_RSS_COUNTERS; k++)
-			total += w->rss.last_pages[k];
-		if (w->rss.max_pages != total)
+			total += w.rss.last_pages[k];
+		if (w.rss.max_pages != total)
 			return true; /* it moved within one window */
 		if (have && total != first)
 			return true;

@@ -1211,9 +1211,9 @@ def phase_store_memory(ctx):
                 "lower")
             add("store_mib", "store.memory_bytes", "MiB", f["store_memory_mib"], "lower")
             add("history_mib", "... of which windows (history_bytes)", "MiB", f["history_mib"], "lower")
-            add("slot_mib", "... of which their maps' slots", "MiB", f["window_slot_mib"], "lower")
-            add("slot4_mib", "... which maps starting at 4 slots, not 16, would make (computed)", "MiB",
-                f["window_slot4_mib"], "lower")
+            add("log_mib", "... of which sealed windows (the logs' buffers)", "MiB", f["log_mib"], "lower")
+            add("open_mib", "... of which open windows (structs and maps)", "MiB", f["open_window_mib"], "lower")
+            add("windows_open", "open windows", "windows", f["windows_open"])
             add("windows", "windows (1 s / 10 s / 60 s in the notes)", "windows", f["windows"])
             add("entries_per_window", "entries per window", "entries", f["window_entries"] / max(f["windows"], 1))
             add("bytes_per_entry", "history bytes per entry", "bytes",

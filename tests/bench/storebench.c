@@ -443,10 +443,9 @@ static int time_query(struct aggregator *a, const struct selection *sel, uint64_
 }
 
 struct run_result {
-	/* what the windows hold: entries, and the bytes of their maps' slots
-	 * (and what they would be if a map started at 4 slots, not 16,
-	 * growing as it does at half full: computed, not measured) */
-	double window_entries, window_slot_mib, window_slot4_mib, windows_1s, windows_10s, windows_60s;
+	/* what the windows hold: entries, and the bytes of the open windows
+	 * (structs and maps) and of the sealed ones (the logs' buffers) */
+	double window_entries, windows_open, open_mib, log_mib, windows_1s, windows_10s, windows_60s;
 	double rss_growth_mib, hwm_growth_mib, heap_growth_mib, store_mib, history_mib;
 	double stacks, frames, windows, processes, windows_evicted, samples_lost;
 	double samples, busiest_samples, sim_seconds;
@@ -458,18 +457,19 @@ static void count_windows(struct process *p, void *userdata)
 {
 	struct run_result *r = userdata;
 
-	for (const struct window *w = p->history.newest; w; w = w->older) {
-		r->window_entries += (double)w->prof.values.count;
-		size_t cap = 4;
+	struct history_iter it;
+	struct history_window w;
 
-		while (cap < 2 * w->prof.values.count)
-			cap *= 2;
-		r->window_slot_mib += u64map_memory(&w->prof.values) / 1048576.0;
-		r->window_slot4_mib += cap * sizeof(struct u64map_slot) / 1048576.0;
-		r->windows_1s += w->span_s == 1;
-		r->windows_10s += w->span_s == 10;
-		r->windows_60s += w->span_s == 60;
+	history_iter_init(&it, &p->history);
+	while (history_iter_next(&it, &w)) {
+		r->window_entries += (double)history_window_entries(&w);
+		r->windows_open += !w.sealed;
+		r->windows_1s += w.span_s == 1;
+		r->windows_10s += w.span_s == 10;
+		r->windows_60s += w.span_s == 60;
 	}
+	r->log_mib += p->history.log.cap / 1048576.0;
+	r->open_mib += (p->history.bytes - p->history.log.cap) / 1048576.0;
 }
 
 static int run(int n_procs, int hz, int cpus, int seconds, double skew, double rss_share,
@@ -661,8 +661,9 @@ int main(int argc, char **argv)
 	FIELD("windows_10s", res.windows_10s);
 	FIELD("windows_60s", res.windows_60s);
 	FIELD("window_entries", res.window_entries);
-	FIELD("window_slot_mib", res.window_slot_mib);
-	FIELD("window_slot4_mib", res.window_slot4_mib);
+	FIELD("windows_open", res.windows_open);
+	FIELD("open_window_mib", res.open_mib);
+	FIELD("log_mib", res.log_mib);
 	FIELD("processes", res.processes);
 	FIELD("windows_evicted", res.windows_evicted);
 	FIELD("samples_lost", res.samples_lost);

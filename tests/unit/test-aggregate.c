@@ -164,20 +164,43 @@ static uint64_t count_of(const struct profile *prof, uint64_t leaf_addr)
 /* The same over every window of p's history. */
 static uint64_t history_count_of(const struct process *p, uint64_t leaf_addr)
 {
+	struct history_iter it;
+	struct history_window w;
 	uint64_t n = 0;
 
-	for (const struct window *w = p->history.newest; w; w = w->older)
-		n += count_of(&w->prof, leaf_addr);
+	history_iter_init(&it, &p->history);
+	while (history_iter_next(&it, &w)) {
+		struct profile one;
+
+		profile_init(&one);
+		cr_assert_eq(history_window_merge(&w, aggregator_stacks(agg), &one), 0);
+		n += count_of(&one, leaf_addr);
+		profile_release(&one, aggregator_stacks(agg));
+	}
 	return n;
 }
 
 static uint64_t history_total(const struct process *p)
 {
+	struct history_iter it;
+	struct history_window w;
 	uint64_t n = 0;
 
-	for (const struct window *w = p->history.newest; w; w = w->older)
-		n += w->prof.totals[PROFILE_KIND_CPU];
+	history_iter_init(&it, &p->history);
+	while (history_iter_next(&it, &w))
+		n += history_window_total(&w, PROFILE_KIND_CPU);
 	return n;
+}
+
+/* The oldest window of p's history. */
+static struct history_window oldest_window(const struct process *p)
+{
+	struct history_iter it;
+	struct history_window w;
+
+	history_iter_init(&it, &p->history);
+	cr_assert(history_iter_next(&it, &w), "no window");
+	return w;
 }
 
 /* The part of parts for pid, or NULL. */
@@ -379,8 +402,14 @@ Test(aggregate, threads_are_named_by_their_latest_comm)
 	cr_assert_str_eq(p->comm, "app2");
 	cr_assert_eq(p->n_threads, 2);
 	/* values are kept by thread */
-	for (const struct window *w = p->history.newest; w; w = w->older)
-		keys += w->prof.values.count;
+	{
+		struct history_iter it;
+		struct history_window w;
+
+		history_iter_init(&it, &p->history);
+		while (history_iter_next(&it, &w))
+			keys += history_window_entries(&w);
+	}
 	cr_assert_eq(keys, 4, "two threads in two windows");
 	destroy();
 }
@@ -517,7 +546,7 @@ Test(aggregate, stack_limit_drops_the_oldest_windows_first)
 	cr_assert_eq(st.processes_evicted, 0, "a window was enough");
 	p = aggregator_find_process(agg, NOPID);
 	cr_assert_not_null(p, "the process stays, without its window");
-	cr_assert_null(p->history.newest);
+	cr_assert(history_empty(&p->history));
 	cr_assert_eq(history_count_of(aggregator_find_process(agg, NOPID - 1), 0x3000), 1);
 	destroy();
 }
@@ -598,7 +627,7 @@ Test(aggregate, memory_cap_drops_the_oldest_windows)
 	cr_assert_eq(st.values_evicted[PROFILE_KIND_CPU], st.samples_evicted);
 	/* what went was the oldest: the older process lost everything before
 	 * the newer lost anything, and what is kept is the most recent seconds */
-	cr_assert_null(a->history.newest, "a kept windows older than b's");
+	cr_assert(history_empty(&a->history), "a kept windows older than b's");
 	cr_assert_eq(b->history.newest->start_s, 1000 + seconds - 1);
 	{
 		uint64_t kept = history_total(b), oldest = history_oldest_s(&b->history);
@@ -880,7 +909,8 @@ Test(aggregate, maintain_rolls_windows_up)
 	cr_assert_eq(st.windows, p->history.n_windows);
 	cr_assert_eq(st.history_bytes, p->history.bytes);
 	cr_assert_eq(st.windows_expired, 0);
-	cr_assert_eq(p->history.oldest->span_s, 10);
+	cr_assert_eq(oldest_window(p).span_s, 10);
+	cr_assert(oldest_window(p).sealed);
 	cr_assert_eq(p->history.newest->span_s, 1);
 	cr_assert_eq(query_total(&select_all, 0, 2000 * SEC, NULL), 300);
 	cr_assert_eq(history_count_of(p, 0x1000 + 1000 % 3), 100);

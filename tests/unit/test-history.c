@@ -5,7 +5,10 @@
  * from 1 s to 10 s to 60 s windows as they age with no two windows
  * overlapping, the retention, the half-overlap rule of a query and the span
  * it reports, and that the byte count and the stack references all go when
- * the windows do.
+ * the windows do; that windows are sealed into the log after a delay with
+ * every entry kept, that a late sample for a sealed second is kept after
+ * the log, and that random streams (late samples, skipped maintenance,
+ * retention, evictions) lose nothing and leave the log tight.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -63,56 +66,102 @@ static void add(uint64_t ts_ns, int stack, uint64_t value)
 	cr_assert_eq(history_add(&h, stacks, ts_ns, key(stack), value), 0);
 }
 
-static uint64_t value_in(const struct window *w, int stack)
-{
-	uint64_t *v = u64map_get(&w->prof.values, key(stack));
+/* The windows as the iterator shows them, oldest first (a copy: valid
+ * until the history changes). */
+static struct history_window wins[8192];
+static size_t n_wins;
 
-	return v ? *v : 0;
+static void collect(void)
+{
+	struct history_iter it;
+
+	n_wins = 0;
+	history_iter_init(&it, &h);
+	while (n_wins < ELEMENTSOF(wins) && history_iter_next(&it, &wins[n_wins]))
+		n_wins++;
+	cr_assert_lt(n_wins, ELEMENTSOF(wins));
+}
+
+static uint64_t value_in(const struct history_window *w, int stack)
+{
+	cr_assert_not_null(w, "no window there");
+	return history_window_value(w, key(stack));
 }
 
 /* The window whose span holds second s, or NULL. */
-static const struct window *window_at(uint64_t s)
+static const struct history_window *window_at(uint64_t s)
 {
-	for (const struct window *w = h.newest; w; w = w->older)
-		if (s >= w->start_s && s < w->start_s + w->span_s)
-			return w;
+	collect();
+	for (size_t i = 0; i < n_wins; i++)
+		if (s >= wins[i].start_s && s < wins[i].start_s + wins[i].span_s)
+			return &wins[i];
 	return NULL;
+}
+
+static const struct history_window *newest(void)
+{
+	collect();
+	return n_wins ? &wins[n_wins - 1] : NULL;
+}
+
+static const struct history_window *oldest(void)
+{
+	collect();
+	return n_wins ? &wins[0] : NULL;
 }
 
 static uint64_t total(void)
 {
 	uint64_t n = 0;
 
-	for (const struct window *w = h.newest; w; w = w->older)
-		n += w->prof.totals[PROFILE_KIND_CPU];
+	collect();
+	for (size_t i = 0; i < n_wins; i++)
+		n += history_window_total(&wins[i], PROFILE_KIND_CPU);
 	return n;
 }
 
-/* The list is doubly linked newest to oldest, windows are aligned to their
- * span, never overlap, and coarsen with age; n_windows and bytes add up. */
+/* Windows are aligned to their span, never overlap, and coarsen with age;
+ * the sealed ones come before the open ones; every entry of a sealed
+ * window is a distinct key in ascending order; n_windows and bytes add up
+ * (the open windows and their maps, and the log's buffer, which holds no
+ * more than its live bytes plus an eighth and a little). */
 static void check_invariants(void)
 {
-	const struct window *w, *newer = NULL;
-	size_t n = 0, bytes = 0;
+	const struct history_window *older = NULL;
+	const struct window *open = h.oldest_open, *prev_open = NULL;
+	size_t bytes = h.log.cap, live = h.log.len - h.log.head;
 
-	for (w = h.newest; w; newer = w, w = w->older) {
-		cr_assert_eq(w->newer, newer);
+	collect();
+	for (size_t i = 0; i < n_wins; older = &wins[i], i++) {
+		const struct history_window *w = &wins[i];
+
 		cr_assert(w->span_s == 1 || w->span_s == 10 || w->span_s == 60, "span %u",
 			  w->span_s);
 		cr_assert_eq(w->start_s % w->span_s, 0, "window at %lu not aligned to %u s",
 			     (unsigned long)w->start_s, w->span_s);
-		if (newer) {
-			cr_assert_leq(w->start_s + w->span_s, newer->start_s,
-				      "window [%lu,+%u) overlaps [%lu,+%u)", (unsigned long)w->start_s,
-				      w->span_s, (unsigned long)newer->start_s, newer->span_s);
-			cr_assert_geq(w->span_s, newer->span_s, "an older window is finer");
+		if (older) {
+			cr_assert_leq(older->start_s + older->span_s, w->start_s,
+				      "window [%lu,+%u) overlaps [%lu,+%u)",
+				      (unsigned long)older->start_s, older->span_s,
+				      (unsigned long)w->start_s, w->span_s);
+			cr_assert_geq(older->span_s, w->span_s, "an older window is finer");
+			cr_assert(older->sealed || !w->sealed, "a sealed window after an open one");
 		}
-		n++;
-		bytes += sizeof(*w) + profile_memory(&w->prof);
+		if (!w->sealed) {
+			cr_assert_eq(w->span_s, 1, "an open window was rolled up");
+			cr_assert_eq(w->start_s, open->start_s);
+			cr_assert_eq(open->older, prev_open);
+			bytes += sizeof(*open) + profile_memory(&open->prof);
+			prev_open = open;
+			open = open->newer;
+		}
 	}
-	cr_assert_eq(h.oldest, newer);
-	cr_assert_eq(h.n_windows, n);
+	cr_assert_null(open, "an open window the iterator missed");
+	cr_assert_eq(h.newest, prev_open);
+	cr_assert_eq(h.n_windows, n_wins);
 	cr_assert_eq(h.bytes, bytes, "bytes %zu, windows hold %zu", h.bytes, bytes);
+	cr_assert_leq(h.log.cap, live + 2 * (live / 8 + 64) + 64, "log of %zu bytes for %zu live",
+		      h.log.cap, live);
 }
 
 Test(history, samples_land_in_the_window_of_their_second)
@@ -122,9 +171,9 @@ Test(history, samples_land_in_the_window_of_their_second)
 	add(11 * SEC, 1, 1);
 	add(12 * SEC + 5, 0, 1);
 	cr_assert_eq(h.n_windows, 3);
-	cr_assert_eq(h.newest->start_s, 12);
-	cr_assert_eq(h.oldest->start_s, 10);
-	cr_assert_eq(h.newest->older->start_s, 11);
+	cr_assert_eq(newest()->start_s, 12);
+	cr_assert_eq(oldest()->start_s, 10);
+	cr_assert_eq(wins[1].start_s, 11);
 	cr_assert_eq(value_in(window_at(10), 0), 2);
 	cr_assert_eq(value_in(window_at(11), 1), 1);
 	cr_assert_eq(history_oldest_s(&h), 10);
@@ -150,9 +199,9 @@ Test(history, an_older_sample_in_a_gap_or_before_all_goes_to_the_newest)
 	add(15 * SEC, 1, 3);
 	add(2 * SEC, 2, 4);  /* older than everything kept */
 	cr_assert_eq(h.n_windows, 2, "an old sample made a window of its own");
-	cr_assert_eq(value_in(h.newest, 1), 3);
-	cr_assert_eq(value_in(h.newest, 2), 4);
-	cr_assert_eq(value_in(h.oldest, 1), 0);
+	cr_assert_eq(value_in(newest(), 1), 3);
+	cr_assert_eq(value_in(newest(), 2), 4);
+	cr_assert_eq(value_in(oldest(), 1), 0);
 	cr_assert_eq(total(), 9, "a sample was lost");
 	check_invariants();
 }
@@ -163,7 +212,6 @@ Test(history, an_older_sample_in_a_gap_or_before_all_goes_to_the_newest)
 Test(history, roll_up_one_to_ten_to_sixty_seconds)
 {
 	const uint64_t end = 5000;
-	const struct window *w;
 
 	for (uint64_t s = 1000; s < end; s++) {
 		add(s * SEC + 1000, (int)(s % N_STACKS), 1);
@@ -171,7 +219,9 @@ Test(history, roll_up_one_to_ten_to_sixty_seconds)
 	}
 	check_invariants();
 	cr_assert_eq(total(), end - 1000);
-	for (w = h.newest; w; w = w->older) {
+	collect();
+	for (size_t i = 0; i < n_wins; i++) {
+		const struct history_window *w = &wins[i];
 		uint64_t age_end = end - (w->start_s + w->span_s); /* how long ago it ended */
 
 		if (w->span_s == 1)
@@ -189,10 +239,10 @@ Test(history, roll_up_one_to_ten_to_sixty_seconds)
 	cr_assert_eq(window_at(end - 5)->span_s, 1);
 	cr_assert_eq(window_at(end - 600)->span_s, 10);
 	cr_assert_eq(window_at(1200)->span_s, 60);
-	cr_assert_eq(window_at(1200)->prof.totals[PROFILE_KIND_CPU], 60);
-	cr_assert_eq(window_at(end - 600)->prof.totals[PROFILE_KIND_CPU], 10);
+	cr_assert_eq(history_window_total(window_at(1200), PROFILE_KIND_CPU), 60);
+	cr_assert_eq(history_window_total(window_at(end - 600), PROFILE_KIND_CPU), 10);
 	/* a stack seen every 4th second of a minute costs one entry there */
-	cr_assert_eq(window_at(1200)->prof.values.count, N_STACKS);
+	cr_assert_eq(history_window_entries(window_at(1200)), N_STACKS);
 	cr_assert_eq(value_in(window_at(1200), 0), 15);
 	/* about 120 + 168 + 50 windows, not 4000 */
 	cr_assert_lt(h.n_windows, 400, "%zu windows", h.n_windows);
@@ -219,17 +269,83 @@ Test(history, roll_up_in_one_step)
 	}
 }
 
-/* A late sample for a second inside a rolled-up window goes there. */
-Test(history, late_sample_into_a_rolled_up_window)
+/* A window is sealed (packed into the log) once it ended
+ * HISTORY_SEAL_AFTER_S ago, and keeps every entry: the same keys, the same
+ * values, the same references; the younger ones stay open. */
+Test(history, windows_are_sealed_after_a_delay_and_keep_their_entries)
+{
+	size_t open_bytes;
+
+	for (uint64_t s = 100; s < 110; s++) {
+		add(s * SEC, (int)(s % N_STACKS), s);
+		add(s * SEC + 1, 3, 1);
+	}
+	open_bytes = h.bytes;
+	history_maintain(&h, stacks, 110, 100000, NULL);
+	check_invariants();
+	cr_assert_eq(h.log.n, 5, "%zu sealed, expected those that ended by 105", h.log.n);
+	cr_assert_eq(h.n_windows, 10);
+	for (uint64_t s = 100; s < 110; s++) {
+		const struct history_window *w = window_at(s);
+
+		cr_assert_eq(w->sealed, s < 105, "second %lu", (unsigned long)s);
+		cr_assert_eq(history_window_entries(w), s % N_STACKS == 3 ? 1 : 2);
+		cr_assert_eq(value_in(w, (int)(s % N_STACKS)), s % N_STACKS == 3 ? s + 1 : s);
+		cr_assert_eq(value_in(w, 3), s % N_STACKS == 3 ? s + 1 : 1);
+	}
+	cr_assert_lt(h.bytes, open_bytes, "sealing did not make the history smaller");
+	/* two entries and a header in a few bytes, not a map's 64 */
+	cr_assert_lt(h.log.len - h.log.head, 5 * 16, "%zu bytes for 5 windows",
+		     h.log.len - h.log.head);
+}
+
+/* A late sample for a second already sealed goes to the first second after
+ * the log: nothing lost, nothing out of order. */
+Test(history, a_late_sample_for_a_sealed_second_goes_after_the_log)
 {
 	for (uint64_t s = 0; s < 400; s++)
 		add(s * SEC, 0, 1);
 	history_maintain(&h, stacks, 400, 100000, NULL);
 	cr_assert_eq(window_at(15)->span_s, 10);
+	cr_assert(window_at(15)->sealed);
+	cr_assert_eq(h.log.end_s, 400 - HISTORY_SEAL_AFTER_S);
 	add(15 * SEC + 7, 3, 1);
-	cr_assert_eq(value_in(window_at(15), 3), 1);
-	cr_assert_eq(value_in(h.newest, 3), 0);
+	cr_assert_eq(value_in(window_at(15), 3), 0);
+	cr_assert_eq(value_in(window_at(h.log.end_s), 3), 1);
+	cr_assert_not(window_at(h.log.end_s)->sealed);
+	cr_assert_eq(total(), 401);
 	check_invariants();
+	/* and with no open window left at all: a new one right after the log */
+	history_maintain(&h, stacks, 500, 100000, NULL);
+	cr_assert_null(h.newest);
+	add(20 * SEC, 2, 1);
+	cr_assert_eq(newest()->start_s, h.log.end_s);
+	cr_assert_eq(value_in(newest(), 2), 1);
+	cr_assert_eq(total(), 402);
+	check_invariants();
+}
+
+/* A query takes open and sealed windows alike, and an entry merged by a
+ * roll-up is counted once, with the sum of its values. */
+Test(history, query_spans_sealed_and_open_windows)
+{
+	struct profile out;
+	uint64_t first = UINT64_MAX, end = 0;
+
+	for (uint64_t s = 1000; s < 1300; s++)
+		add(s * SEC, (int)(s % 2), 1);
+	history_maintain(&h, stacks, 1300, 100000, NULL);
+	check_invariants();
+	cr_assert(window_at(1000)->sealed && window_at(1000)->span_s == 10);
+	cr_assert_not(window_at(1299)->sealed);
+	profile_init(&out);
+	cr_assert_eq(history_query(&h, stacks, 0, 2000 * SEC, &out, &first, &end), 0);
+	cr_assert_eq(out.values.count, 2);
+	cr_assert_eq(*u64map_get(&out.values, key(0)), 150);
+	cr_assert_eq(*u64map_get(&out.values, key(1)), 150);
+	cr_assert_eq(first, 1000 * SEC);
+	cr_assert_eq(end, 1300 * SEC);
+	profile_release(&out, stacks);
 }
 
 Test(history, retention_drops_the_windows_that_ended_before_it)
@@ -249,8 +365,10 @@ Test(history, retention_drops_the_windows_that_ended_before_it)
 	history_maintain(&h, stacks, 1000, 60, &d);
 	cr_assert_eq(d.windows, 10);
 	cr_assert_eq(d.values[PROFILE_KIND_CPU], 20);
+	cr_assert(history_empty(&h));
 	cr_assert_null(h.newest);
-	cr_assert_null(h.oldest);
+	cr_assert_null(h.oldest_open);
+	cr_assert_null(h.log.buf);
 	cr_assert_eq(h.bytes, 0);
 	cr_assert_eq(history_oldest_s(&h), UINT64_MAX);
 }
@@ -297,7 +415,7 @@ static void ten_second_windows(void)
 		add(s * SEC, 0, s < 110 ? 1 : s < 120 ? 10 : 100);
 	history_maintain(&h, stacks, 300, 100000, NULL);
 	cr_assert_eq(h.n_windows, 3);
-	cr_assert_eq(h.oldest->span_s, 10);
+	cr_assert_eq(oldest()->span_s, 10);
 	check_invariants();
 }
 
@@ -397,4 +515,96 @@ Test(history, bytes_follow_the_windows)
 	while (history_drop_oldest(&h, stacks, NULL))
 		check_invariants();
 	cr_assert_eq(h.bytes, 0);
+}
+
+/* Random samples over two hours (random keys, threads and kinds; some
+ * seconds idle, some samples a few seconds late), maintained every second
+ * or after pauses: a query of everything always gives exactly what was
+ * added, key by key, and the invariants hold throughout.  The references
+ * come back at teardown. */
+Test(history, random_streams_keep_every_value)
+{
+	enum { KEYS = 64 };
+	uint64_t keys[KEYS], want[KEYS] = { 0 }, rng = 88172645463325252ull;
+	uint64_t s = 10000;
+
+	for (int i = 0; i < KEYS; i++)
+		keys[i] = profile_key(ids[i % N_STACKS], 1 + i / 4 % 8,
+				      (enum profile_kind)(i / 32 % PROFILE_KINDS));
+	for (int step = 0; step < 7200; step++, s++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		if (rng % 5) { /* 4 seconds in 5 see samples */
+			for (uint64_t k = 0; k < 1 + rng % 7; k++) {
+				int i = (int)((rng >> (8 + k * 6)) % KEYS);
+				uint64_t late = (rng >> 40) % 16 == 0 ? (rng >> 44) % 8 : 0;
+
+				cr_assert_eq(history_add(&h, stacks, (s - MIN(late, s)) * SEC, keys[i],
+							 1 + k), 0);
+				want[i] += 1 + k;
+			}
+		}
+		if ((rng >> 50) % 13) /* and maintenance skips a second now and then */
+			history_maintain(&h, stacks, s + 1, 100000, NULL);
+		if (step % 600 == 0)
+			check_invariants();
+	}
+	check_invariants();
+	{
+		struct profile out;
+		uint64_t first = UINT64_MAX, end = 0;
+
+		profile_init(&out);
+		cr_assert_eq(history_query(&h, stacks, 0, UINT64_MAX, &out, &first, &end), 0);
+		for (int i = 0; i < KEYS; i++) {
+			uint64_t *v = u64map_get(&out.values, keys[i]);
+
+			cr_assert_eq(v ? *v : 0, want[i], "key %d: %lu, added %lu", i,
+				     (unsigned long)(v ? *v : 0), (unsigned long)want[i]);
+		}
+		profile_release(&out, stacks);
+	}
+	cr_assert_lt(h.n_windows, 400, "%zu windows", h.n_windows);
+}
+
+/* The same with a retention of 15 minutes and evictions now and then:
+ * what a query finds plus what was dropped is what was added, kind by
+ * kind, and the log never holds much more than its live bytes. */
+Test(history, random_streams_with_retention_and_evictions_account_for_every_value)
+{
+	uint64_t added[PROFILE_KINDS] = { 0 }, rng = 0x9e3779b97f4a7c15ull, s = 50000;
+	struct history_dropped d = { 0 };
+
+	for (int step = 0; step < 5000; step++, s++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		for (uint64_t k = 0; k < rng % 5; k++) {
+			enum profile_kind kind = (enum profile_kind)((rng >> (10 + k)) % PROFILE_KINDS);
+			uint64_t v = 1 + ((rng >> (20 + k * 3)) % 1000);
+
+			cr_assert_eq(history_add(&h, stacks, s * SEC,
+						 profile_key(ids[(rng >> (30 + k)) % N_STACKS],
+							     1 + (uint32_t)(k % 3), kind),
+						 v),
+				     0);
+			added[kind] += v;
+		}
+		history_maintain(&h, stacks, s + 1, 900, &d);
+		if ((rng >> 45) % 97 == 0)
+			(void)history_drop_oldest(&h, stacks, &d);
+		if (step % 500 == 0)
+			check_invariants();
+	}
+	check_invariants();
+	cr_assert_gt(d.windows, 0);
+	{
+		struct profile out;
+		uint64_t first = UINT64_MAX, end = 0;
+
+		profile_init(&out);
+		cr_assert_eq(history_query(&h, stacks, 0, UINT64_MAX, &out, &first, &end), 0);
+		for (int k = 0; k < PROFILE_KINDS; k++)
+			cr_assert_eq(out.totals[k] + d.values[k], added[k], "kind %d: %lu kept + %lu dropped, %lu added",
+				     k, (unsigned long)out.totals[k], (unsigned long)d.values[k],
+				     (unsigned long)added[k]);
+		profile_release(&out, stacks);
+	}
 }
