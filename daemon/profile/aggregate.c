@@ -290,24 +290,41 @@ static void find_jit_map(struct aggregator *a, struct process *p)
 		p->jit_module = (uint16_t)id;
 }
 
+/* Whether two reads of a process's maps describe the same mappings. */
+static bool maps_same(const struct procmaps *x, const struct procmaps *y)
+{
+	if (!x || !y || x->n != y->n)
+		return x == y;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct procmap *a = &x->maps[i], *b = &y->maps[i];
+
+		if (a->start != b->start || a->end != b->end || a->pgoff != b->pgoff ||
+		    a->inode != b->inode || a->dev_major != b->dev_major || a->dev_minor != b->dev_minor)
+			return false;
+	}
+	return true;
+}
+
 /* Reads p's executable mappings and resolves the module of each, opening
- * binaries while the process still lives. */
-static void refresh_maps(struct aggregator *a, struct process *p)
+ * binaries while the process still lives.  Returns whether they changed. */
+static bool refresh_maps(struct aggregator *a, struct process *p)
 {
 	struct procmaps *maps = NULL;
 	uint16_t *modules;
+	bool changed;
 
 	/* When they were read, not when the sample that asked was taken: a
 	 * sample older than the read cannot show the read missed anything. */
 	p->maps_read_ns = now_monotonic_ns();
 	/* A process that is already gone keeps the maps it had. */
 	if (procmaps_read_process(p->pid, p->start_time_ns, true, &maps) < 0)
-		return;
+		return false;
 	modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
 	if (!modules) {
 		procmaps_free(maps);
-		return;
+		return false;
 	}
+	changed = !maps_same(p->maps, maps);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		int id = strcmp(m->path, "[vdso]") == 0 ?
@@ -326,6 +343,7 @@ static void refresh_maps(struct aggregator *a, struct process *p)
 	a->process_bytes += process_bytes(p);
 	if (a->hooks.maps_changed)
 		a->hooks.maps_changed(a->hooks.userdata, p);
+	return changed;
 }
 
 /* A new process seen in a record: h names it, comm is the thread's as BPF
@@ -415,16 +433,21 @@ static struct process *process_for(struct aggregator *a, const struct perfd_even
 }
 
 /* Re-reads p's maps because it ran code they do not describe, unless a
- * re-read is not due yet.  Each re-read doubles the wait before the next
- * (the caller resets it when the re-read explained what it met).  Returns
- * whether it read them. */
+ * re-read is not due yet.  Each re-read that finds the maps as they were
+ * doubles the wait before the next; one that finds them changed (a
+ * dlopen() in progress maps one library after another) starts over, so a
+ * library mapped while the wait was long is not missed for seconds (the
+ * caller also starts over when the re-read explained what it met).
+ * Returns whether it read them. */
 static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t now_ns)
 {
 	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
 		return false;
-	refresh_maps(a, p);
-	p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
-				     MAPS_REREAD_MAX_NS);
+	if (refresh_maps(a, p))
+		p->maps_reread_wait_ns = MAPS_REREAD_FIRST_NS;
+	else
+		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
+					     MAPS_REREAD_MAX_NS);
 	return true;
 }
 

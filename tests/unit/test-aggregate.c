@@ -10,6 +10,8 @@
  * of user frames through the test's own /proc/self/maps.
  */
 #include <criterion/criterion.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "perfd/macro.h"
 #include "profile/aggregate.h"
 #include "profile/frame.h"
@@ -1196,25 +1199,39 @@ static size_t rewrite_python(void *userdata, const struct process *p, const stru
 	return s->python_depth;
 }
 
+/* A sample of this process with one user frame at addr, flagged as BPF
+ * flags code it found no mapping for (after make(): the start time is in
+ * the aggregator's ticks). */
+static struct perfd_sample *flagged_self_sample(uint64_t addr, size_t *ret_size)
+{
+	size_t size = sizeof(struct perfd_sample) + sizeof(uint64_t);
+	struct perfd_sample *s = calloc(1, size);
+
+	cr_assert_not_null(s);
+	s->hdr = (struct perfd_event_header){ .kind = PERFD_EVENT_SAMPLE, .tgid = getpid(),
+					      .tid = getpid(), .start_time_ns = self_start_ns() };
+	s->page_size = 4096;
+	s->user_depth = 1;
+	s->ips[0] = addr;
+	s->flags = PERFD_SAMPLE_F_NEEDS_MAPS;
+	*ret_size = size;
+	return s;
+}
+
 Test(aggregate, needs_maps_flag_rereads_with_backoff)
 {
 	struct aggregator_hooks hooks = { .maps_changed = count_maps_change };
 	uint64_t now = 0, u[] = { (uint64_t)(uintptr_t)&aggregate_test_marker };
 	struct timespec ts;
-	size_t size = sizeof(struct perfd_sample) + sizeof(uint64_t);
-	struct perfd_sample *s = calloc(1, size);
+	struct perfd_sample *s;
+	size_t size;
 
 	make(100, 1000);
+	s = flagged_self_sample(u[0], &size);
 	maps_changes = 0;
 	aggregator_set_hooks(agg, &hooks);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * SEC + ts.tv_nsec;
-	s->hdr = (struct perfd_event_header){ .kind = PERFD_EVENT_SAMPLE, .tgid = getpid(),
-					      .tid = getpid(), .start_time_ns = self_start_ns() };
-	s->page_size = 4096;
-	s->user_depth = 1;
-	memcpy(s->ips, u, sizeof(u));
-	s->flags = PERFD_SAMPLE_F_NEEDS_MAPS;
 
 	/* first sight: maps read once; a flagged sample taken before that
 	 * read cannot show it missed anything */
@@ -1236,6 +1253,56 @@ Test(aggregate, needs_maps_flag_rereads_with_backoff)
 	s->hdr.timestamp_ns = now + 100 * SEC;
 	aggregator_ingest(agg, s, size);
 	cr_assert_eq(maps_changes, 2);
+	free(s);
+	destroy();
+}
+
+/* Re-reads that find the maps as they were back off; one that finds a new
+ * mapping (a dlopen() in progress) starts the wait over, so the next
+ * library is not missed for seconds. */
+Test(aggregate, a_reread_that_finds_new_mappings_starts_the_backoff_over)
+{
+	struct aggregator_hooks hooks = { .maps_changed = count_maps_change };
+	uint64_t t, long_wait, u[] = { (uint64_t)(uintptr_t)&aggregate_test_marker };
+	struct perfd_sample *s;
+	struct process *p;
+	size_t size;
+	void *extra;
+	int fd;
+
+	make(100, 1000);
+	s = flagged_self_sample(u[0], &size);
+	maps_changes = 0;
+	aggregator_set_hooks(agg, &hooks);
+	t = now_monotonic_ns();
+	s->hdr.timestamp_ns = t;
+	cr_assert_eq(aggregator_ingest(agg, s, size), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p);
+	/* nothing new, five times: the wait grows */
+	for (int i = 0; i < 5; i++) {
+		t = MAX(t, now_monotonic_ns()) + p->maps_reread_wait_ns + 1;
+		s->hdr.timestamp_ns = t;
+		cr_assert_eq(aggregator_ingest(agg, s, size), 0);
+	}
+	cr_assert_eq(maps_changes, 6);
+	long_wait = p->maps_reread_wait_ns;
+	cr_assert_geq(long_wait, 8 * 16 * 1000 * 1000ull, "no back-off: %lu ns", (unsigned long)long_wait);
+
+	/* a new executable mapping, found by the next re-read: back to 16 ms */
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	extra = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	cr_assert_neq(extra, MAP_FAILED);
+	close(fd);
+	t = MAX(t, now_monotonic_ns()) + long_wait + 1;
+	s->hdr.timestamp_ns = t;
+	cr_assert_eq(aggregator_ingest(agg, s, size), 0);
+	cr_assert_eq(maps_changes, 7);
+	cr_assert_leq(p->maps_reread_wait_ns, 16 * 1000 * 1000ull,
+		      "a re-read that found a new mapping kept the wait at %lu ns",
+		      (unsigned long)p->maps_reread_wait_ns);
+	munmap(extra, 4096);
 	free(s);
 	destroy();
 }
