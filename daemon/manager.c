@@ -36,7 +36,7 @@
 struct manager {
 	struct manager_opts opts;
 	struct daemon d; /* what the commands work on (api/command.h) */
-	sd_event_source *queue_io, *maintain_timer, *sigterm, *sigint;
+	sd_event_source *queue_io, *unwind_io, *maintain_timer, *sigterm, *sigint;
 };
 
 /* The drain thread queued records. */
@@ -73,6 +73,15 @@ static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 }
 
 /* --- unwind tables follow the processes ---------------------------- */
+
+/* The builder thread finished tables (unwind/builder.h). */
+static int on_tables_built(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	unwinder_complete(m->d.unwinder);
+	return 0;
+}
 
 static void on_maps_changed(void *userdata, struct process *p)
 {
@@ -141,13 +150,19 @@ static int setup_unwinder(struct manager *m)
 		.mappings_capacity = m->opts.unwind_mappings,
 		.symbolizer = m->d.symbolizer,
 	};
+	int r;
+
 	if (!sampler_has_unwind_tables(m->d.sampler)) {
 		if (m->opts.unwind_rows > 0)
 			log_notice("This kernel lacks bpf_loop() or bpf_task_pt_regs(): user stacks are walked with frame pointers only.");
 		return 0;
 	}
 	sampler_unwind_map_fds(m->d.sampler, &uo.rows_fd, &uo.mappings_fd, &uo.processes_fd);
-	return unwinder_new(&uo, &m->d.unwinder);
+	r = unwinder_new(&uo, &m->d.unwinder);
+	if (r < 0)
+		return r;
+	return sd_event_add_io(m->d.event, &m->unwind_io, unwinder_fd(m->d.unwinder), EPOLLIN,
+			       on_tables_built, m);
 }
 
 /* --- setup ---------------------------------------------------------- */
@@ -324,6 +339,7 @@ struct manager *manager_free(struct manager *m)
 	/* The drain thread reads the sampler's ring: it goes first. */
 	m->d.drain = drain_free(m->d.drain);
 	sd_event_source_disable_unref(m->queue_io);
+	sd_event_source_disable_unref(m->unwind_io);
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);

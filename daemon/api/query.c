@@ -155,6 +155,7 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "tables_idle", in->unwind.tables_idle);
 		add_u64(uw, "tables_evicted", in->unwind.tables_evicted);
 		add_u64(uw, "tables_built", in->unwind.tables_built);
+		add_u64(uw, "tables_building", in->unwind.tables_building);
 		add_u64(uw, "tables_failed", in->unwind.tables_failed);
 		add_u64(uw, "tables_refused", in->unwind.tables_refused);
 		add_u64(uw, "processes", in->unwind.processes);
@@ -167,6 +168,8 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "cfi_bytes_read", in->unwind.cfi_bytes);
 		json_object_object_add(uw, "build_seconds",
 				       json_object_new_double(in->unwind.build_ns / 1e9));
+		json_object_object_add(uw, "upload_seconds",
+				       json_object_new_double(in->unwind.upload_ns / 1e9));
 		json_object_object_add(o, "unwind", uw);
 	}
 	{

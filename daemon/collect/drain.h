@@ -3,9 +3,9 @@
  * drain.h - the thread that only drains the BPF ring buffer.
  *
  * Everything slow the daemon does (reading /proc and binaries when a
- * process appears, building unwind tables, finding a runtime, naming and
- * encoding a 100k-stack snapshot) runs on the main thread, the sd-event
- * loop.  If that loop also drained the ring buffer, each of those would
+ * process appears, finding a runtime, naming and encoding a 100k-stack
+ * snapshot) runs on the main thread, the sd-event loop, except building
+ * unwind tables, which has a thread of its own (unwind/builder.h).  If that loop also drained the ring buffer, each of those would
  * stall sampling: the ring fills and the kernel drops samples.  So one
  * thread of its own drains it: on the ring's wake-ups, and every interval
  * when the BPF side does not ask sooner, it copies each record into a

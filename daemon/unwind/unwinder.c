@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* unwinder.c - see unwinder.h for the design. */
 #include <errno.h>
-#include <gelf.h>
-#include <libelf.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -12,37 +11,39 @@
 #include <bpf/bpf.h>
 
 #include "base/clock.h"
-#include "base/elfopen.h"
 #include "profile/frame.h"
 #include "perfd/macro.h"
 #include "perfd/unwind.h"
 #include "base/rangealloc.h"
 #include "symbols/symbolize.h"
 #include "base/u64map.h"
+#include "unwind/builder.h"
 #include "unwind/unwind_table.h"
 #include "unwind/unwinder.h"
-
-#define UPLOAD_CHUNK 8192
-
-struct segment {
-	uint64_t offset, vaddr, filesz;
-	bool executable;
-};
 
 struct table {
 	uint32_t rows_first, rows_count;
 	uint64_t base_vaddr;
-	struct segment *segs;
+	struct unwind_segment *segs;
 	size_t n_segs;
 	unsigned refs;
+	bool building;  /* with the builder: no rows yet */
 	int error;      /* <0: could not be built; not retried */
 	uint64_t idle_since; /* when refs fell to 0: the LRU order of idle tables */
+};
+
+/* What the unwinder keeps of one executable mapping, to describe it again
+ * when its table is ready. */
+struct proc_map {
+	uint64_t start, end, pgoff;
+	uint16_t module;
 };
 
 struct proc {
 	uint32_t pid;
 	uint64_t start_time_ns;
 	uint32_t mappings_first, mappings_count;
+	struct proc_map *maps; /* mappings_count of them */
 	uint16_t *modules; /* table keys it holds a reference on */
 	size_t n_modules;
 };
@@ -53,6 +54,7 @@ struct unwinder {
 	struct u64map tables; /* module id -> struct table * */
 	struct u64map procs;  /* pid -> struct proc * */
 	uint64_t clock;       /* ticks once per table release */
+	struct builder *builder;
 	struct unwinder_stats stats;
 };
 
@@ -69,6 +71,8 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **ret)
 	r = rangealloc_init(&u->rows, opts->rows_capacity);
 	if (r == 0)
 		r = rangealloc_init(&u->mappings, opts->mappings_capacity);
+	if (r == 0)
+		r = builder_new(opts->rows_fd, &u->builder);
 	if (r < 0) {
 		unwinder_free(u);
 		return r;
@@ -88,6 +92,7 @@ static void table_free(struct table *t)
 static void proc_free(struct proc *p)
 {
 	if (p) {
+		free(p->maps);
 		free(p->modules);
 		free(p);
 	}
@@ -97,6 +102,7 @@ struct unwinder *unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return NULL;
+	builder_free(u->builder); /* first: it may be building */
 	U64MAP_FOREACH(slot, &u->tables)
 		table_free((struct table *)(uintptr_t)slot->value);
 	U64MAP_FOREACH(slot, &u->procs)
@@ -109,51 +115,6 @@ struct unwinder *unwinder_free(struct unwinder *u)
 	return NULL;
 }
 
-/* Writes n values into consecutive indexes of an array map, in batches
- * where the kernel can, one by one where it cannot. */
-static int upload(int map_fd, uint32_t first, const void *values, size_t value_size, size_t n)
-{
-	_cleanup_free_ uint32_t *keys = malloc(MIN(n, (size_t)UPLOAD_CHUNK) * sizeof(uint32_t));
-
-	if (!keys && n)
-		return -ENOMEM;
-	for (size_t done = 0; done < n;) {
-		uint32_t count = MIN(n - done, (size_t)UPLOAD_CHUNK);
-		const char *v = (const char *)values + done * value_size;
-
-		for (uint32_t i = 0; i < count; i++)
-			keys[i] = first + done + i;
-		if (bpf_map_update_batch(map_fd, keys, v, &count, NULL) < 0) {
-			for (uint32_t i = 0; i < count; i++)
-				if (bpf_map_update_elem(map_fd, &keys[i], v + i * value_size, BPF_ANY) < 0)
-					return negative_errno();
-			count = MIN(n - done, (size_t)UPLOAD_CHUNK);
-		}
-		done += count;
-	}
-	return 0;
-}
-
-static int read_segments(Elf *elf, struct table *t)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n) < 0)
-		return -ENOEXEC;
-	t->segs = calloc(n ? n : 1, sizeof(*t->segs));
-	if (!t->segs)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		t->segs[t->n_segs++] = (struct segment){ ph.p_offset, ph.p_vaddr, ph.p_filesz,
-							 (ph.p_flags & PF_X) != 0 };
-	}
-	return 0;
-}
-
 /* Frees the table idle the longest (no process maps its binary).  Returns
  * false when none is idle. */
 static bool evict_idle_table(struct unwinder *u)
@@ -164,7 +125,7 @@ static bool evict_idle_table(struct unwinder *u)
 	U64MAP_FOREACH(slot, &u->tables) {
 		struct table *t = (struct table *)(uintptr_t)slot->value;
 
-		if (t->refs == 0 && !t->error && t->idle_since < best_since) {
+		if (t->refs == 0 && !t->building && !t->error && t->idle_since < best_since) {
 			best = t;
 			best_key = slot->key;
 			best_since = t->idle_since;
@@ -179,84 +140,39 @@ static bool evict_idle_table(struct unwinder *u)
 	return true;
 }
 
-/* Builds the table of a module and uploads its rows. */
-static struct table *table_build(struct unwinder *u, uint64_t key)
-{
-	struct unwind_table *ut = NULL;
-	struct table *t = calloc(1, sizeof(*t));
-	uint64_t t0 = now_monotonic_ns();
-	Elf *elf = NULL;
-	int fd, r;
-
-	if (!t)
-		return NULL;
-	fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)key);
-	r = fd;
-	if (fd >= 0)
-		r = unwind_table_build(fd, &ut);
-	if (r == 0)
-		r = elf_open_fd(fd, ELF_C_READ_MMAP, &elf);
-	if (r == 0)
-		r = read_segments(elf, t);
-	if (elf)
-		elf_end(elf);
-	if (r == 0) {
-		r = rangealloc_get(&u->rows, ut->n_rows, &t->rows_first);
-		while (r == -ENOSPC && evict_idle_table(u))
-			r = rangealloc_get(&u->rows, ut->n_rows, &t->rows_first);
-	}
-	if (r == 0) {
-		r = upload(u->opts.rows_fd, t->rows_first, ut->rows, sizeof(*ut->rows), ut->n_rows);
-		if (r < 0)
-			(void)rangealloc_put(&u->rows, t->rows_first, ut->n_rows);
-	}
-	if (r == 0) {
-		t->rows_count = ut->n_rows;
-		t->base_vaddr = ut->base_vaddr;
-		u->stats.tables_built++;
-		u->stats.cfi_bytes += ut->cfi_bytes;
-	} else if (r == -ENODATA || r == -ENOEXEC || r == -EFBIG) {
-		/* the file itself has no usable CFI: remembered, not retried */
-		t->error = r;
-		u->stats.tables_failed++;
-	} else {
-		/* no room, no memory, a failed upload, no descriptor yet (the
-		 * symbolizer opens the file for the next process that maps it,
-		 * when the first was gone too soon): the next process that maps
-		 * this binary tries again */
-		table_free(t);
-		t = NULL;
-		u->stats.tables_refused++;
-	}
-	u->stats.build_ns += now_monotonic_ns() - t0;
-	if (ut) {
-		unwind_table_free(ut);
-		/* A big library's table is megabytes of heap, used once to
-		 * upload: give it back to the system rather than keep it in
-		 * malloc's arena. */
-		(void)malloc_trim(0);
-	}
-	return t;
-}
-
+/* The table of a module: the one there is (built, failed or being
+ * built), or a new one handed to the builder.  NULL when none can be
+ * started now (no descriptor of the file yet, no memory: counted as
+ * refused; the next process that maps the binary tries again). */
 static struct table *table_get(struct unwinder *u, uint64_t key)
 {
 	uint64_t *slot = u64map_get(&u->tables, key);
 	struct table *t;
+	int fd;
 
 	if (slot)
 		return (struct table *)(uintptr_t)*slot;
-	t = table_build(u, key);
-	if (!t)
-		return NULL;
-	slot = u64map_upsert(&u->tables, key, NULL);
+	fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)key);
+	if (fd >= 0)
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	t = fd >= 0 ? calloc(1, sizeof(*t)) : NULL;
+	slot = t ? u64map_upsert(&u->tables, key, NULL) : NULL;
 	if (!slot) {
-		if (!t->error)
-			(void)rangealloc_put(&u->rows, t->rows_first, t->rows_count);
-		table_free(t);
+		if (fd >= 0)
+			close(fd);
+		free(t);
+		u->stats.tables_refused++;
 		return NULL;
 	}
+	if (builder_submit(u->builder, key, fd) < 0) {
+		u64map_remove(&u->tables, key);
+		free(t);
+		u->stats.tables_refused++;
+		return NULL;
+	}
+	t->building = true;
 	*slot = (uintptr_t)t;
+	u->stats.tables_building++;
 	return t;
 }
 
@@ -279,12 +195,12 @@ static void table_unref(struct unwinder *u, uint64_t key)
  * The executable segment whose file range overlaps the mapping's decides:
  * linkers (lld) may start it mid-page, so the page-aligned pgoff can lie in
  * the segment before it. */
-static bool mapping_adjust(const struct table *t, const struct procmap *m, uint64_t *ret)
+static bool mapping_adjust(const struct table *t, const struct proc_map *m, uint64_t *ret)
 {
 	uint64_t lo = m->pgoff, hi = m->pgoff + (m->end - m->start);
 
 	for (size_t i = 0; i < t->n_segs; i++) {
-		const struct segment *s = &t->segs[i];
+		const struct unwind_segment *s = &t->segs[i];
 
 		if (s->executable && s->offset < hi && s->offset + s->filesz > lo) {
 			*ret = m->start - m->pgoff + s->offset - s->vaddr + t->base_vaddr;
@@ -301,12 +217,54 @@ static void proc_release(struct unwinder *u, struct proc *p)
 	(void)rangealloc_put(&u->mappings, p->mappings_first, p->mappings_count);
 }
 
+/* Writes the description of n mappings of pid into a new range of
+ * unwind_mappings (with rows for those whose table is ready, frame
+ * pointers for the others) and points pid's entry in unwind_processes at
+ * it.  Returns 0 and the range's start, or -errno with nothing taken. */
+static int describe(struct unwinder *u, uint32_t pid, const struct proc_map *maps, size_t n,
+		    uint32_t *ret_first)
+{
+	_cleanup_free_ struct perfd_unwind_mapping *entries = calloc(n, sizeof(*entries));
+	struct perfd_unwind_process value;
+	uint32_t first;
+	int r;
+
+	if (!entries)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *slot = u64map_get(&u->tables, maps[i].module);
+		const struct table *t = slot ? (const struct table *)(uintptr_t)*slot : NULL;
+		uint64_t adjust;
+
+		entries[i].start = maps[i].start;
+		entries[i].end = maps[i].end;
+		if (!t || t->building || t->error || !mapping_adjust(t, &maps[i], &adjust))
+			continue;
+		entries[i].pc_adjust = adjust;
+		entries[i].rows_first = t->rows_first;
+		entries[i].rows_count = t->rows_count;
+	}
+	r = rangealloc_get(&u->mappings, n, &first);
+	if (r == 0)
+		r = bpf_array_upload(u->opts.mappings_fd, first, entries, sizeof(*entries), n);
+	if (r == 0) {
+		value = (struct perfd_unwind_process){ first, n };
+		if (bpf_map_update_elem(u->opts.processes_fd, &pid, &value, BPF_ANY) < 0)
+			r = negative_errno();
+	}
+	if (r < 0) {
+		(void)rangealloc_put(&u->mappings, first, n);
+		return r;
+	}
+	*ret_first = first;
+	return 0;
+}
+
 int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_time_ns,
 			    const struct procmaps *maps, const uint16_t *module_ids)
 {
-	_cleanup_free_ struct perfd_unwind_mapping *entries = NULL;
+	_cleanup_free_ struct proc_map *pm = NULL;
 	_cleanup_free_ uint16_t *held = NULL;
-	struct perfd_unwind_process value;
 	size_t n_held = 0;
 	uint64_t *slot;
 	struct proc *p, *old;
@@ -315,27 +273,23 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 
 	if (maps->n == 0)
 		return 0;
-	entries = calloc(maps->n, sizeof(*entries));
+	pm = calloc(maps->n, sizeof(*pm));
 	held = calloc(maps->n, sizeof(*held));
-	if (!entries || !held)
+	if (!pm || !held)
 		return -ENOMEM;
 
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		uint64_t key = module_ids[i];
 		struct table *t;
-		uint64_t adjust;
 
-		entries[i].start = m->start;
-		entries[i].end = m->end;
+		pm[i] = (struct proc_map){ m->start, m->end, m->pgoff, 0 };
 		if (key < FRAME_MODULE_FIRST || key > FRAME_MODULE_LAST)
 			continue; /* anonymous (JIT) or unreadable: frame pointers */
 		t = table_get(u, key);
-		if (!t || t->error || !mapping_adjust(t, m, &adjust))
+		if (!t || t->error)
 			continue;
-		entries[i].pc_adjust = adjust;
-		entries[i].rows_first = t->rows_first;
-		entries[i].rows_count = t->rows_count;
+		pm[i].module = (uint16_t)key;
 		t->refs++;
 		held[n_held++] = (uint16_t)key;
 	}
@@ -352,16 +306,7 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 	}
 	old = (struct proc *)(uintptr_t)*slot; /* NULL when just added */
 
-	r = rangealloc_get(&u->mappings, maps->n, &first);
-	if (r == 0)
-		r = upload(u->opts.mappings_fd, first, entries, sizeof(*entries), maps->n);
-	if (r == 0) {
-		value = (struct perfd_unwind_process){ first, maps->n };
-		if (bpf_map_update_elem(u->opts.processes_fd, &pid, &value, BPF_ANY) < 0)
-			r = negative_errno();
-		if (r < 0)
-			(void)rangealloc_put(&u->mappings, first, maps->n);
-	}
+	r = describe(u, pid, pm, maps->n, &first);
 	if (r < 0) {
 		for (size_t i = 0; i < n_held; i++)
 			table_unref(u, held[i]);
@@ -373,13 +318,137 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 	}
 
 	/* BPF now reads the new entry; the old one's ranges can go. */
-	*p = (struct proc){ pid, start_time_ns, first, maps->n, TAKE_PTR(held), n_held };
+	*p = (struct proc){ pid,	   start_time_ns,  first, maps->n, TAKE_PTR(pm),
+			    TAKE_PTR(held), n_held };
 	*slot = (uintptr_t)p;
 	if (old) {
 		proc_release(u, old);
 		proc_free(old);
 	}
 	return 0;
+}
+
+static bool proc_holds(const struct proc *p, uint64_t key)
+{
+	for (size_t i = 0; i < p->n_modules; i++)
+		if (p->modules[i] == key)
+			return true;
+	return false;
+}
+
+/* A build that could not be kept (no room, no memory): the table goes, and
+ * so do the processes' references on it, so that the next table of this
+ * module starts from none. */
+static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
+{
+	U64MAP_FOREACH(slot, &u->procs) {
+		struct proc *p = (struct proc *)(uintptr_t)slot->value;
+		size_t kept = 0;
+
+		for (size_t i = 0; i < p->n_modules; i++)
+			if (p->modules[i] != key)
+				p->modules[kept++] = p->modules[i];
+		p->n_modules = kept;
+	}
+	u64map_remove(&u->tables, key);
+	table_free(t);
+	u->stats.tables_refused++;
+}
+
+/* A build that failed: remembered when the file itself has no usable CFI
+ * (not retried), refused otherwise. */
+static void table_failed(struct unwinder *u, uint64_t key, struct table *t, int r)
+{
+	if (r == -ENODATA || r == -ENOEXEC || r == -EFBIG) {
+		t->building = false;
+		t->error = r;
+		u->stats.tables_failed++;
+		return;
+	}
+	table_refused(u, key, t);
+}
+
+/* A table built: room for its rows in unwind_rows (from idle tables if
+ * need be), and back to the builder to upload them.  Returns false when
+ * the job is done with. */
+static bool table_built(struct unwinder *u, uint64_t key, struct table *t, struct build_job *j)
+{
+	uint32_t first;
+	int r = j->r;
+
+	u->stats.build_ns += j->build_ns;
+	if (r == 0) {
+		r = rangealloc_get(&u->rows, j->table->n_rows, &first);
+		while (r == -ENOSPC && evict_idle_table(u))
+			r = rangealloc_get(&u->rows, j->table->n_rows, &first);
+	}
+	if (r < 0) {
+		table_failed(u, key, t, r);
+		return false;
+	}
+	t->rows_first = first;
+	builder_submit_upload(u->builder, j, first);
+	return true;
+}
+
+/* A table's rows uploaded: it is ready, and every process that maps it is
+ * described again. */
+static void table_uploaded(struct unwinder *u, uint64_t key, struct table *t, struct build_job *j)
+{
+	u->stats.upload_ns += j->upload_ns;
+	if (j->r < 0) {
+		(void)rangealloc_put(&u->rows, t->rows_first, j->table->n_rows);
+		table_refused(u, key, t);
+		return;
+	}
+	t->building = false;
+	t->rows_count = j->table->n_rows;
+	t->base_vaddr = j->table->base_vaddr;
+	t->segs = TAKE_PTR(j->segs);
+	t->n_segs = j->n_segs;
+	u->stats.tables_built++;
+	u->stats.cfi_bytes += j->table->cfi_bytes;
+	U64MAP_FOREACH(ps, &u->procs) {
+		struct proc *p = (struct proc *)(uintptr_t)ps->value;
+		uint32_t first;
+
+		if (!proc_holds(p, key) || describe(u, p->pid, p->maps, p->mappings_count, &first) < 0)
+			continue; /* it keeps frame pointers there */
+		(void)rangealloc_put(&u->mappings, p->mappings_first, p->mappings_count);
+		p->mappings_first = first;
+	}
+}
+
+void unwinder_complete(struct unwinder *u)
+{
+	struct build_job *j = builder_take_done(u->builder), *next;
+
+	for (; j; j = next) {
+		uint64_t *slot = u64map_get(&u->tables, j->key);
+		struct table *t = slot ? (struct table *)(uintptr_t)*slot : NULL;
+		bool big = j->table && j->table->n_rows > 65536;
+
+		next = j->next;
+		if (t && t->building) {
+			if (j->stage == BUILD_STAGE_BUILD && table_built(u, j->key, t, j))
+				continue; /* back to the builder, to upload */
+			if (j->stage == BUILD_STAGE_UPLOAD)
+				table_uploaded(u, j->key, t, j);
+			/* ready, failed or refused (t is gone then): built */
+			u->stats.tables_building--;
+		}
+		build_job_free(j);
+		/* A big library's table is megabytes of heap, used once to
+		 * upload: give it back to the system rather than keep it in
+		 * malloc's arena. */
+		if (big)
+			(void)malloc_trim(0);
+	}
+}
+
+int unwinder_fd(const struct unwinder *u)
+{
+	return builder_fd(u->builder);
 }
 
 void unwinder_forget_process(struct unwinder *u, uint32_t pid, uint64_t start_time_ns)
@@ -405,8 +474,8 @@ void unwinder_get_stats(const struct unwinder *u, struct unwinder_stats *ret)
 	U64MAP_FOREACH(slot, &u->tables) {
 		const struct table *t = (const struct table *)(uintptr_t)slot->value;
 
-		ret->tables += !t->error;
-		ret->tables_idle += !t->error && t->refs == 0;
+		ret->tables += !t->error && !t->building;
+		ret->tables_idle += !t->error && !t->building && t->refs == 0;
 	}
 	ret->rows_used = u->rows.used;
 	ret->rows_capacity = u->rows.capacity;

@@ -1077,8 +1077,9 @@ def phase_store_first_binary(ctx):
     """A process that maps a huge library (--big-library, libLLVM when
     installed) starts while perfd samples the deep-stack burner on every
     CPU at 999 Hz: samples lost and the drain's longest consume while the
-    library's unwind table is built, and how long the loop was busy (the
-    longest wait for a status answer, asked every 20 ms meanwhile)."""
+    library's unwind table is built (on the builder thread), and how long
+    the loop was busy (the longest wait for a status answer, asked every
+    20 ms meanwhile)."""
     lib = ctx.args.big_library
     name = Path(lib).name
     sec = (f"10. Profile store: first sighting of a huge binary ({name}, "
@@ -1146,6 +1147,8 @@ def phase_store_first_binary(ctx):
                 command)
         ctx.add("store.first.build_ms", sec, "unwind.build_seconds added", "ms",
                 (u1["build_seconds"] - u0["build_seconds"]) * 1000, "lower", command)
+        ctx.add("store.first.upload_ms", sec, "unwind.upload_seconds added (the builder thread's uploads)", "ms",
+                (u1.get("upload_seconds", 0) - u0.get("upload_seconds", 0)) * 1000, "lower", command)
         ctx.add("store.first.cfi_mib", sec, "unwind.cfi_bytes_read added", "MiB",
                 (u1["cfi_bytes_read"] - u0["cfi_bytes_read"]) / MIB, None, command)
         ctx.add("store.first.rows", sec, "unwind.rows_used added", "rows", u1["rows_used"] - u0["rows_used"], None,

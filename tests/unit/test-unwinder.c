@@ -17,7 +17,10 @@
  * short; a table bigger than the rows map is refused, retried, and leaves
  * nothing behind; modules that cannot be read (no descriptor, not ELF) run
  * on frame pointers; full mapping or process maps refuse the process and
- * give back what it had taken.
+ * give back what it had taken; builds run on the builder's thread while
+ * the process runs on frame pointers, a process gone before its tables
+ * are built leaves them idle and unreferenced, and an unwinder freed with
+ * builds pending loses nothing.
  *
  * Leaks on those paths (a refused table's segments, once) fail the test in
  * the sanitized build: each test ends with a LeakSanitizer check once
@@ -31,6 +34,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -205,22 +209,42 @@ struct update_call {
 	uint64_t start_time_ns;
 	const struct procmaps *maps;
 	const uint16_t *ids;
+	bool settle;
 	int r;
 };
+
+/* Takes in every build the unwinder has handed to its builder, as the
+ * daemon's loop does when the builder's fd is readable. */
+static void settle_builds(struct unwinder *u)
+{
+	for (;;) {
+		struct unwinder_stats st;
+		struct pollfd pfd = { .fd = unwinder_fd(u), .events = POLLIN };
+
+		unwinder_get_stats(u, &st);
+		if (st.tables_building == 0)
+			return;
+		cr_assert_eq(poll(&pfd, 1, 60000), 1, "a table took a minute to build");
+		unwinder_complete(u);
+	}
+}
 
 static void *update_thread(void *arg)
 {
 	struct update_call *c = arg;
 
 	c->r = unwinder_update_process(c->u, c->pid, c->start_time_ns, c->maps, c->ids);
+	if (c->settle)
+		settle_builds(c->u);
 	return NULL;
 }
 
-/* unwinder_update_process() on a thread of its own (see the top). */
+/* unwinder_update_process() on a thread of its own (see the top), and the
+ * builds it started taken in. */
 static int update(struct env *e, uint32_t pid, uint64_t start_time_ns,
 		  const struct procmaps *maps, const uint16_t *ids)
 {
-	struct update_call c = { e->u, pid, start_time_ns, maps, ids, 0 };
+	struct update_call c = { e->u, pid, start_time_ns, maps, ids, true, 0 };
 	pthread_t thread;
 
 	cr_assert_eq(pthread_create(&thread, NULL, update_thread, &c), 0);
@@ -393,6 +417,132 @@ Test(unwinder, forget_keeps_tables_for_the_next_process)
 	cr_assert_eq(st.tables_idle, 0);
 	cr_assert(bpf_process(&e, PID_B, &proc));
 	env_close(&e);
+	check_no_leaks();
+}
+
+/* --- builds off the caller's thread -------------------------------------- */
+
+/* unwinder_update_process() on a thread, without taking the builds in. */
+static int update_pending(struct env *e, uint32_t pid, uint64_t start_time_ns,
+			  const struct procmaps *maps, const uint16_t *ids)
+{
+	struct update_call c = { e->u, pid, start_time_ns, maps, ids, false, 0 };
+	pthread_t thread;
+
+	cr_assert_eq(pthread_create(&thread, NULL, update_thread, &c), 0);
+	cr_assert_eq(pthread_join(thread, NULL), 0);
+	return c.r;
+}
+
+static void *settle_thread(void *arg)
+{
+	settle_builds(arg);
+	return NULL;
+}
+
+static void settle(struct env *e)
+{
+	pthread_t thread;
+
+	cr_assert_eq(pthread_create(&thread, NULL, settle_thread, e->u), 0);
+	cr_assert_eq(pthread_join(thread, NULL), 0);
+}
+
+/* The caller never waits for a build: the process is described at once,
+ * its new binary on frame pointers (rows_count 0), and once the builder is
+ * done unwinder_complete uploads the rows and describes the process again,
+ * in a new range (the old one given back). */
+Test(unwinder, builds_run_on_the_builder_and_frame_pointers_serve_meanwhile)
+{
+	struct env e;
+	env_open(&e, BIG_ROWS, 256, 16);
+	size_t libc = find_map(&e, "libc.so");
+	struct procmaps view = one_map(&e, libc);
+	struct unwind_table *t = table_of(&e, e.ids[libc]);
+	struct perfd_unwind_process proc;
+	struct perfd_unwind_mapping m;
+	struct unwinder_stats st;
+
+	cr_assert_eq(update_pending(&e, PID_A, START_A, &view, &e.ids[libc]), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_building, 1);
+	cr_assert_eq(st.tables, 0);
+	cr_assert_eq(st.rows_used, 0);
+	cr_assert_eq(st.processes, 1);
+	cr_assert_eq(st.mappings_used, 1);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	m = bpf_mapping(&e, proc.mappings_first);
+	cr_assert_eq(m.start, e.maps->maps[libc].start);
+	cr_assert_eq(m.end, e.maps->maps[libc].end);
+	cr_assert_eq(m.rows_count, 0, "a mapping points at rows before they are uploaded");
+
+	settle(&e);
+	st = stats(&e);
+	cr_assert_eq(st.tables_building, 0);
+	cr_assert_eq(st.tables, 1);
+	cr_assert_eq(st.tables_built, 1);
+	cr_assert_eq(st.rows_used, t->n_rows);
+	cr_assert_eq(st.mappings_used, 1, "the first description's range was not given back");
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	m = bpf_mapping(&e, proc.mappings_first);
+	cr_assert_eq(m.rows_count, t->n_rows);
+	cr_assert_leq((uint64_t)m.rows_first + m.rows_count, BIG_ROWS);
+	unwind_table_free(t);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* A process updated twice, then gone, before its tables are built: each
+ * table is built once, ends idle with no reference left over, and serves
+ * the next process without a build. */
+Test(unwinder, process_gone_before_its_tables_are_built)
+{
+	struct env e;
+	struct perfd_unwind_process proc;
+	struct unwinder_stats st, built;
+
+	env_open(&e, BIG_ROWS, 256, 16);
+	cr_assert_eq(update_pending(&e, PID_A, START_A, e.maps, e.ids), 0);
+	cr_assert_eq(update_pending(&e, PID_A, START_A, e.maps, e.ids), 0);
+	st = stats(&e);
+	cr_assert_gt(st.tables_building, 1);
+	cr_assert_eq(st.mappings_used, e.maps->n, "the second update kept the first range");
+	unwinder_forget_process(e.u, PID_A, START_A);
+	cr_assert_not(bpf_process(&e, PID_A, &proc));
+	settle(&e);
+	built = stats(&e);
+	cr_assert_eq(built.tables_built, st.tables_building, "a table was built twice");
+	cr_assert_eq(built.processes, 0);
+	cr_assert_eq(built.mappings_used, 0);
+	cr_assert_eq(built.tables_idle, built.tables, "a reference outlived its process");
+
+	cr_assert_eq(update(&e, PID_B, START_B, e.maps, e.ids), 0);
+	st = stats(&e);
+	cr_assert_eq(st.tables_built, built.tables_built);
+	cr_assert_eq(st.tables_idle, 0);
+	cr_assert(bpf_process(&e, PID_B, &proc));
+	env_close(&e);
+	check_no_leaks();
+}
+
+static void *close_thread(void *arg)
+{
+	env_close(arg);
+	return NULL;
+}
+
+/* Freed while the builder still has work: the thread stops after the build
+ * it is in, and every job, table and descriptor goes. */
+Test(unwinder, freed_with_builds_pending)
+{
+	struct env e;
+	pthread_t thread;
+
+	env_open(&e, BIG_ROWS, 256, 16);
+	cr_assert_eq(update_pending(&e, PID_A, START_A, e.maps, e.ids), 0);
+	cr_assert_gt(stats(&e).tables_building, 1);
+	cr_assert_eq(pthread_create(&thread, NULL, close_thread, &e), 0);
+	cr_assert_eq(pthread_join(thread, NULL), 0);
 	check_no_leaks();
 }
 

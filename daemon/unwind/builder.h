@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * builder.h - the thread that builds unwind tables, so that the event loop
+ * never does.
+ *
+ * A table is a pure function of a binary: its .eh_frame/.debug_frame read
+ * into sorted rows (unwind_table.c) and its PT_LOAD segments.  For most
+ * binaries that takes a millisecond; for libLLVM (105 MiB, 4.8 MiB of
+ * CFI) it took 1.5 s of the loop, during which no request was answered
+ * and no sample ingested.  So the unwinder (unwinder.c, on the loop)
+ * hands each build to this thread and goes on; the binary's mappings are
+ * unwound with frame pointers until the table is ready.
+ *
+ * A job has two stages, both on the builder's thread: BUILD reads the
+ * binary; then the loop takes the job back, finds room for its rows in
+ * unwind_rows (the row allocator is the loop's), and hands it back for
+ * UPLOAD, which writes the rows into that range (1.5M rows of libLLVM take
+ * 0.4 s of syscalls: not the loop's either).
+ *
+ * Ownership, the only rules that cross threads:
+ *  - a job is the loop's until builder_submit, the builder's until it is
+ *    done, and the loop's again from builder_take_done on.  The builder
+ *    reads only the job's own descriptor (which the job owns: a dup of
+ *    the symbolizer's, so the symbolizer may close its own at any time)
+ *    and its table, and writes only the job's result fields and, in
+ *    UPLOAD, the range of unwind_rows the loop reserved for it (which no
+ *    BPF mapping points at until the loop takes the job back);
+ *  - the two job lists are under one mutex; the eventfd tells the loop
+ *    that the done list is not empty;
+ *  - nothing else is shared: the builder never touches the symbolizer or
+ *    the unwinder's tables.
+ * Jobs are served one at a time, first submitted first.
+ */
+#ifndef PERFD_BUILDER_H
+#define PERFD_BUILDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind/unwind_table.h"
+
+struct unwind_segment {
+	uint64_t offset, vaddr, filesz;
+	bool executable;
+};
+
+enum build_stage {
+	BUILD_STAGE_BUILD,  /* read the binary into a table */
+	BUILD_STAGE_UPLOAD, /* write the table's rows at rows_first */
+};
+
+struct build_job {
+	struct build_job *next;
+	uint64_t key; /* the caller's: which binary */
+	int fd;       /* owned by the job; closed once built */
+	enum build_stage stage;
+	uint32_t rows_first; /* for UPLOAD */
+	/* written by the builder */
+	int r; /* 0, or the stage's -errno */
+	struct unwind_table *table;
+	struct unwind_segment *segs;
+	size_t n_segs;
+	uint64_t build_ns, upload_ns;
+};
+
+struct builder;
+
+/* rows_fd: the unwind_rows array map UPLOAD writes into. */
+int builder_new(int rows_fd, struct builder **ret);
+/* Stops the thread (after the build it is in, if any) and frees every job. */
+struct builder *builder_free(struct builder *b);
+
+/* Queues a build of the ELF file open on fd, which the builder owns from
+ * now on (closed on every path).  Returns 0 or -ENOMEM. */
+int builder_submit(struct builder *b, uint64_t key, int fd);
+/* Queues the upload of a built job's rows at rows_first. */
+void builder_submit_upload(struct builder *b, struct build_job *j, uint32_t rows_first);
+/* The jobs built since the last call (a list through next, oldest first),
+ * or NULL.  Reads the eventfd empty. */
+struct build_job *builder_take_done(struct builder *b);
+/* Readable when builder_take_done has jobs to give. */
+int builder_fd(const struct builder *b);
+
+void build_job_free(struct build_job *j);
+
+/* Writes n values into consecutive indexes of an array map from first, in
+ * batches where the kernel can, one by one where it cannot.  Any thread. */
+int bpf_array_upload(int map_fd, uint32_t first, const void *values, size_t value_size, size_t n);
+
+#endif
