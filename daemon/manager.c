@@ -148,6 +148,7 @@ static int setup_unwinder(struct manager *m)
 	struct unwinder_opts uo = {
 		.rows_capacity = m->opts.unwind_rows,
 		.mappings_capacity = m->opts.unwind_mappings,
+		.loop_upload_max_rows = UNWINDER_LOOP_UPLOAD_MAX_ROWS,
 		.symbolizer = m->d.symbolizer,
 	};
 	int r;

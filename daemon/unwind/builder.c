@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -15,13 +16,25 @@
 
 #define UPLOAD_CHUNK 8192
 
-struct builder {
-	int rows_fd;
+/* The two lanes (see builder.h): a job of this weight or more is big. */
+#define BIG_JOB_BYTES (16u << 20)
+
+enum { LANE_SMALL, LANE_ANY, LANES };
+
+struct builder;
+
+struct lane {
+	struct builder *b;
 	pthread_t thread;
 	bool started;
+};
+
+struct builder {
+	int rows_fd;
+	struct lane lanes[LANES];
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	struct build_job *todo, **todo_tail; /* FIFO */
+	struct build_job *todo;              /* newest first */
 	struct build_job *done, **done_tail; /* FIFO */
 	bool stop;
 	int event_fd;
@@ -123,23 +136,40 @@ static void build(struct build_job *j)
 	j->build_ns = now_monotonic_ns() - t0;
 }
 
+/* The job a lane serves next (the newest; the small lane skips big ones),
+ * unlinked from the queue, or NULL. */
+static struct build_job *take(struct builder *b, bool small_only)
+{
+	struct build_job **at = &b->todo, *j;
+
+	while (*at && small_only && (*at)->weight >= BIG_JOB_BYTES)
+		at = &(*at)->next;
+	j = *at;
+	if (j)
+		*at = j->next;
+	return j;
+}
+
 static void *run(void *arg)
 {
-	struct builder *b = arg;
+	struct lane *lane = arg;
+	struct builder *b = lane->b;
+	bool small_only = lane == &b->lanes[LANE_SMALL];
 	const uint64_t one = 1;
 
 	pthread_mutex_lock(&b->lock);
 	for (;;) {
-		struct build_job *j;
+		struct build_job *j = NULL;
 
-		while (!b->stop && !b->todo)
+		while (!b->stop && !(j = take(b, small_only)))
 			pthread_cond_wait(&b->wake, &b->lock);
-		if (b->stop)
+		if (b->stop) {
+			if (j) { /* back where it was, for builder_free */
+				j->next = b->todo;
+				b->todo = j;
+			}
 			break;
-		j = b->todo;
-		b->todo = j->next;
-		if (!b->todo)
-			b->todo_tail = &b->todo;
+		}
 		pthread_mutex_unlock(&b->lock);
 
 		if (j->stage == BUILD_STAGE_UPLOAD)
@@ -166,7 +196,6 @@ int builder_new(int rows_fd, struct builder **ret)
 	if (!b)
 		return -ENOMEM;
 	b->rows_fd = rows_fd;
-	b->todo_tail = &b->todo;
 	b->done_tail = &b->done;
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->wake, NULL);
@@ -176,12 +205,15 @@ int builder_new(int rows_fd, struct builder **ret)
 		builder_free(b);
 		return r;
 	}
-	r = -pthread_create(&b->thread, NULL, run, b);
-	if (r < 0) {
-		builder_free(b);
-		return r;
+	for (int i = 0; i < LANES; i++) {
+		b->lanes[i].b = b;
+		r = -pthread_create(&b->lanes[i].thread, NULL, run, &b->lanes[i]);
+		if (r < 0) {
+			builder_free(b);
+			return r;
+		}
+		b->lanes[i].started = true;
 	}
-	b->started = true;
 	*ret = b;
 	return 0;
 }
@@ -190,13 +222,13 @@ struct builder *builder_free(struct builder *b)
 {
 	if (!b)
 		return NULL;
-	if (b->started) {
-		pthread_mutex_lock(&b->lock);
-		b->stop = true;
-		pthread_cond_signal(&b->wake);
-		pthread_mutex_unlock(&b->lock);
-		pthread_join(b->thread, NULL);
-	}
+	pthread_mutex_lock(&b->lock);
+	b->stop = true;
+	pthread_cond_broadcast(&b->wake);
+	pthread_mutex_unlock(&b->lock);
+	for (int i = 0; i < LANES; i++)
+		if (b->lanes[i].started)
+			pthread_join(b->lanes[i].thread, NULL);
 	free_list(b->todo);
 	free_list(b->done);
 	if (b->event_fd >= 0)
@@ -207,19 +239,36 @@ struct builder *builder_free(struct builder *b)
 	return NULL;
 }
 
+/* Queues j first, and wakes the lanes. */
 static void queue(struct builder *b, struct build_job *j)
 {
-	j->next = NULL;
 	pthread_mutex_lock(&b->lock);
-	*b->todo_tail = j;
-	b->todo_tail = &j->next;
-	pthread_cond_signal(&b->wake);
+	j->next = b->todo;
+	b->todo = j;
+	pthread_cond_broadcast(&b->wake);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void builder_bump(struct builder *b, uint64_t key)
+{
+	pthread_mutex_lock(&b->lock);
+	for (struct build_job **at = &b->todo; *at; at = &(*at)->next) {
+		struct build_job *j = *at;
+
+		if (j->key != key)
+			continue;
+		*at = j->next;
+		j->next = b->todo;
+		b->todo = j;
+		break;
+	}
 	pthread_mutex_unlock(&b->lock);
 }
 
 int builder_submit(struct builder *b, uint64_t key, int fd)
 {
 	struct build_job *j = calloc(1, sizeof(*j));
+	struct stat st;
 
 	if (!j) {
 		close(fd);
@@ -228,6 +277,8 @@ int builder_submit(struct builder *b, uint64_t key, int fd)
 	j->key = key;
 	j->fd = fd;
 	j->stage = BUILD_STAGE_BUILD;
+	j->submitted_ns = now_monotonic_ns();
+	j->weight = fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
 	queue(b, j);
 	return 0;
 }
@@ -236,6 +287,7 @@ void builder_submit_upload(struct builder *b, struct build_job *j, uint32_t rows
 {
 	j->stage = BUILD_STAGE_UPLOAD;
 	j->rows_first = rows_first;
+	j->weight = (uint64_t)j->table->n_rows * sizeof(*j->table->rows);
 	queue(b, j);
 }
 

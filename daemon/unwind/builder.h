@@ -29,7 +29,16 @@
  *    that the done list is not empty;
  *  - nothing else is shared: the builder never touches the symbolizer or
  *    the unwinder's tables.
- * Jobs are served one at a time, first submitted first.
+ *
+ * Two threads serve the queue, newest job first: the binaries of the
+ * process perfd saw last are those running now, where a backlog (the
+ * hundred binaries of every process sampled when perfd starts) is mostly
+ * of processes that have moved on; a binary a newer process needs too is
+ * bumped to the front (builder_bump).  One lane skips big jobs (a build
+ * weighs its file's size, an upload its rows' bytes: 16 MiB or more), so
+ * that a small binary's table never waits behind a huge one's.  A new
+ * process's own binaries are thus walked with frame pointers for
+ * milliseconds, not for as long as the backlog or libLLVM's table takes.
  */
 #ifndef PERFD_BUILDER_H
 #define PERFD_BUILDER_H
@@ -56,12 +65,14 @@ struct build_job {
 	int fd;       /* owned by the job; closed once built */
 	enum build_stage stage;
 	uint32_t rows_first; /* for UPLOAD */
+	uint64_t weight;     /* big or small: file bytes, or row bytes */
 	/* written by the builder */
 	int r; /* 0, or the stage's -errno */
 	struct unwind_table *table;
 	struct unwind_segment *segs;
 	size_t n_segs;
 	uint64_t build_ns, upload_ns;
+	uint64_t submitted_ns; /* CLOCK_MONOTONIC, when first submitted */
 };
 
 struct builder;
@@ -74,6 +85,8 @@ struct builder *builder_free(struct builder *b);
 /* Queues a build of the ELF file open on fd, which the builder owns from
  * now on (closed on every path).  Returns 0 or -ENOMEM. */
 int builder_submit(struct builder *b, uint64_t key, int fd);
+/* Moves the queued job of key, if any, to the front of the queue. */
+void builder_bump(struct builder *b, uint64_t key);
 /* Queues the upload of a built job's rows at rows_first. */
 void builder_submit_upload(struct builder *b, struct build_job *j, uint32_t rows_first);
 /* The jobs built since the last call (a list through next, oldest first),

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "profile/frame.h"
 #include "perfd/macro.h"
 #include "perfd/unwind.h"
@@ -150,8 +151,12 @@ static struct table *table_get(struct unwinder *u, uint64_t key)
 	struct table *t;
 	int fd;
 
-	if (slot)
-		return (struct table *)(uintptr_t)*slot;
+	if (slot) {
+		t = (struct table *)(uintptr_t)*slot;
+		if (t->building)
+			builder_bump(u->builder, key); /* needed now, again */
+		return t;
+	}
 	fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)key);
 	if (fd >= 0)
 		fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -368,29 +373,6 @@ static void table_failed(struct unwinder *u, uint64_t key, struct table *t, int 
 	table_refused(u, key, t);
 }
 
-/* A table built: room for its rows in unwind_rows (from idle tables if
- * need be), and back to the builder to upload them.  Returns false when
- * the job is done with. */
-static bool table_built(struct unwinder *u, uint64_t key, struct table *t, struct build_job *j)
-{
-	uint32_t first;
-	int r = j->r;
-
-	u->stats.build_ns += j->build_ns;
-	if (r == 0) {
-		r = rangealloc_get(&u->rows, j->table->n_rows, &first);
-		while (r == -ENOSPC && evict_idle_table(u))
-			r = rangealloc_get(&u->rows, j->table->n_rows, &first);
-	}
-	if (r < 0) {
-		table_failed(u, key, t, r);
-		return false;
-	}
-	t->rows_first = first;
-	builder_submit_upload(u->builder, j, first);
-	return true;
-}
-
 /* A table's rows uploaded: it is ready, and every process that maps it is
  * described again. */
 static void table_uploaded(struct unwinder *u, uint64_t key, struct table *t, struct build_job *j)
@@ -408,6 +390,15 @@ static void table_uploaded(struct unwinder *u, uint64_t key, struct table *t, st
 	t->n_segs = j->n_segs;
 	u->stats.tables_built++;
 	u->stats.cfi_bytes += j->table->cfi_bytes;
+	{
+		const char *path = "?", *build_id;
+
+		(void)symbolizer_describe_module(u->opts.symbolizer, (uint16_t)key, &path, &build_id);
+		log_debug("Unwind table of %s: %zu rows, built in %.1f ms, uploaded in %.1f ms, "
+			  "ready %.1f ms after it was asked for.",
+			  path, j->table->n_rows, j->build_ns / 1e6, j->upload_ns / 1e6,
+			  (now_monotonic_ns() - j->submitted_ns) / 1e6);
+	}
 	U64MAP_FOREACH(ps, &u->procs) {
 		struct proc *p = (struct proc *)(uintptr_t)ps->value;
 		uint32_t first;
@@ -417,6 +408,42 @@ static void table_uploaded(struct unwinder *u, uint64_t key, struct table *t, st
 		(void)rangealloc_put(&u->mappings, p->mappings_first, p->mappings_count);
 		p->mappings_first = first;
 	}
+}
+
+/* A table built: room for its rows in unwind_rows (from idle tables if
+ * need be), and its rows uploaded here when they are few, else back to the
+ * builder to upload them.  Returns false when the job is done with. */
+static bool table_built(struct unwinder *u, uint64_t key, struct table *t, struct build_job *j)
+{
+	uint32_t first;
+	int r = j->r;
+
+	u->stats.build_ns += j->build_ns;
+	if (r == 0) {
+		r = rangealloc_get(&u->rows, j->table->n_rows, &first);
+		while (r == -ENOSPC && evict_idle_table(u))
+			r = rangealloc_get(&u->rows, j->table->n_rows, &first);
+	}
+	if (r < 0) {
+		table_failed(u, key, t, r);
+		return false;
+	}
+	t->rows_first = first;
+	if (j->table->n_rows > u->opts.loop_upload_max_rows) {
+		builder_submit_upload(u->builder, j, first);
+		return true;
+	}
+	/* a small table: one batch here, a round trip saved */
+	{
+		uint64_t t0 = now_monotonic_ns();
+
+		j->stage = BUILD_STAGE_UPLOAD;
+		j->r = bpf_array_upload(u->opts.rows_fd, first, j->table->rows, sizeof(*j->table->rows),
+					j->table->n_rows);
+		j->upload_ns = now_monotonic_ns() - t0;
+	}
+	table_uploaded(u, key, t, j);
+	return false;
 }
 
 void unwinder_complete(struct unwinder *u)
@@ -430,10 +457,10 @@ void unwinder_complete(struct unwinder *u)
 
 		next = j->next;
 		if (t && t->building) {
-			if (j->stage == BUILD_STAGE_BUILD && table_built(u, j->key, t, j))
-				continue; /* back to the builder, to upload */
 			if (j->stage == BUILD_STAGE_UPLOAD)
 				table_uploaded(u, j->key, t, j);
+			else if (table_built(u, j->key, t, j))
+				continue; /* back to the builder, to upload */
 			/* ready, failed or refused (t is gone then): built */
 			u->stats.tables_building--;
 		}

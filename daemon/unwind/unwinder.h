@@ -28,8 +28,15 @@ struct symbolizer;
 struct unwinder_opts {
 	int rows_fd, mappings_fd, processes_fd;
 	uint32_t rows_capacity, mappings_capacity;
+	/* Tables up to this many rows are uploaded by the caller's thread
+	 * right away (UNWINDER_LOOP_UPLOAD_MAX_ROWS: ~8 ms of syscalls, libc's
+	 * 28k rows), saving a trip through the builder; bigger ones by the
+	 * builder. */
+	uint32_t loop_upload_max_rows;
 	struct symbolizer *symbolizer;
 };
+
+#define UNWINDER_LOOP_UPLOAD_MAX_ROWS 32768
 
 struct unwinder_stats {
 	size_t tables;           /* tables uploaded */

@@ -91,6 +91,10 @@ static int map_create(enum bpf_map_type type, const char *name, size_t value_siz
 	return fd;
 }
 
+/* Tables up to this many rows are uploaded by the caller, not the builder:
+ * 0 (every upload through the builder) unless a test says otherwise. */
+static uint32_t loop_upload_max_rows;
+
 /* The maps, the symbolizer and the unwinder, with no module registered. */
 static void env_open_bare(struct env *e, uint32_t rows, uint32_t mappings, uint32_t processes)
 {
@@ -112,6 +116,7 @@ static void env_open_bare(struct env *e, uint32_t rows, uint32_t mappings, uint3
 		.processes_fd = e->processes_fd,
 		.rows_capacity = rows,
 		.mappings_capacity = mappings,
+		.loop_upload_max_rows = loop_upload_max_rows,
 		.symbolizer = e->sym,
 	};
 	cr_assert_eq(unwinder_new(&uo, &e->u), 0);
@@ -277,6 +282,19 @@ static struct perfd_unwind_mapping bpf_mapping(const struct env *e, uint32_t ind
 	return m;
 }
 
+/* Every step-th row BPF reads through mapping m is t's. */
+static void check_rows(const struct env *e, const struct perfd_unwind_mapping *m,
+		       const struct unwind_table *t, uint32_t step)
+{
+	for (uint32_t i = 0; i < t->n_rows; i += step) {
+		struct perfd_unwind_row row;
+		uint32_t key = m->rows_first + i;
+
+		cr_assert_eq(bpf_map_lookup_elem(e->rows_fd, &key, &row), 0);
+		cr_assert(memcmp(&row, &t->rows[i], sizeof(row)) == 0, "row %u differs", i);
+	}
+}
+
 struct find_bias {
 	const char *path;
 	uint64_t bias;
@@ -333,13 +351,7 @@ Test(unwinder, table_builds_and_is_uploaded)
 	cr_assert_eq(m.pc_adjust, fb.bias + t->base_vaddr, "pc_adjust %#llx, expected %#llx",
 		     (unsigned long long)m.pc_adjust, (unsigned long long)(fb.bias + t->base_vaddr));
 
-	for (uint32_t i = 0; i < t->n_rows; i++) {
-		struct perfd_unwind_row row;
-		uint32_t key = m.rows_first + i;
-
-		cr_assert_eq(bpf_map_lookup_elem(e.rows_fd, &key, &row), 0);
-		cr_assert(memcmp(&row, &t->rows[i], sizeof(row)) == 0, "row %u differs", i);
-	}
+	check_rows(&e, &m, t, 1);
 	unwind_table_free(t);
 	env_close(&e);
 	check_no_leaks();
@@ -487,6 +499,33 @@ Test(unwinder, builds_run_on_the_builder_and_frame_pointers_serve_meanwhile)
 	m = bpf_mapping(&e, proc.mappings_first);
 	cr_assert_eq(m.rows_count, t->n_rows);
 	cr_assert_leq((uint64_t)m.rows_first + m.rows_count, BIG_ROWS);
+	unwind_table_free(t);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* A small table uploaded by the caller (no second trip through the
+ * builder) ends the same: rows for row, the mapping pointing at them. */
+Test(unwinder, small_tables_are_uploaded_by_the_caller)
+{
+	struct env e;
+	size_t libc;
+	struct procmaps view;
+	struct unwind_table *t;
+	struct perfd_unwind_process proc;
+	struct perfd_unwind_mapping m;
+
+	loop_upload_max_rows = UINT32_MAX;
+	env_open(&e, BIG_ROWS, 256, 16);
+	libc = find_map(&e, "libc.so");
+	view = one_map(&e, libc);
+	t = table_of(&e, e.ids[libc]);
+	cr_assert_eq(update(&e, PID_A, START_A, &view, &e.ids[libc]), 0);
+	cr_assert_eq(stats(&e).tables_built, 1);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	m = bpf_mapping(&e, proc.mappings_first);
+	cr_assert_eq(m.rows_count, t->n_rows);
+	check_rows(&e, &m, t, 97);
 	unwind_table_free(t);
 	env_close(&e);
 	check_no_leaks();
