@@ -56,7 +56,7 @@ all: $(BUILD)/perfd $(BUILD)/perfctl
 deps:
 	@packaging/install-deps.sh build
 deps-test:
-	@packaging/install-deps.sh test
+	@PERFD_NPM_DIR=$(CURDIR)/$(BUILD)/npm packaging/install-deps.sh test
 
 # --- BPF ---------------------------------------------------------------
 $(BUILD)/vmlinux.h:

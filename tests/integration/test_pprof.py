@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 
 import pytest
 
@@ -67,20 +66,6 @@ def snapshot_pprof(daemon, tmp_path, name, *args):
     data = out.read_bytes()
     assert data[:2] == b"\x1f\x8b", f"{out} is not gzip: {data[:40]!r}"
     return out
-
-
-@pytest.fixture(scope="module")
-def split_run(perfd_fast):
-    """A finished split 3 run and the range (--from, --to) that holds it."""
-    started = time.time() - 1
-    w = perfdtest.Workload("split", 3)
-    try:
-        w.finish(timeout=120)
-    finally:
-        w.kill()
-    time.sleep(1.5)  # the last samples reach the store
-    return w.pid, ("--pid", str(w.pid), "--from", f"{started:.3f}", "--to",
-                   f"{time.time():.3f}")
 
 
 def test_top_matches_perfds_folded_output(perfd_fast, split_run, tmp_path, gohome):
@@ -135,12 +120,7 @@ def test_memory_snapshot_shows_bytes_under_grow_big(perfd, workloads, tmp_path, 
     pprof reads space in bytes, grow_big above grow_small by their cum.
     (256 MiB make ~64 samples at the default 4 MiB a sample: a standard
     error of an eighth, so 60 % is three of them below.)"""
-    w = workloads("grow", 256, 16)
-    w.expect_line("ready")
-    w.expect_line("touched ", timeout=30)
-    w.expect_line("done", timeout=30)
-    w.finish()
-    time.sleep(1.5)
+    w = perfdtest.grow_finished(workloads, 256, 16)
     path = snapshot_pprof(perfd, tmp_path, "memory", "--pid", str(w.pid), "--since", "1m",
                           "--kind", "memory")
     top = go_pprof(gohome, path, "-top", "-cum", "-sample_index=space")
