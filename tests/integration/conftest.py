@@ -43,10 +43,11 @@ def perfd_fast(environment):
 
 
 @pytest.fixture(scope="module")
-def split_run(perfd_fast):
-    """A finished split 3 run on perfd_fast and the range (--from, --to)
-    that holds it: a module's snapshots of that range in different formats
-    are of the very same samples, so their figures must agree."""
+def split_c_run(perfd_fast):
+    """A finished run of the C split 3 on perfd_fast and the range
+    (--from, --to) that holds it: a module's snapshots of that range in
+    different formats are of the very same samples, so their figures must
+    agree."""
     started = time.time() - 1
     w = perfdtest.Workload("split", 3)
     try:

@@ -68,10 +68,10 @@ def snapshot_pprof(daemon, tmp_path, name, *args):
     return out
 
 
-def test_top_matches_perfds_folded_output(perfd_fast, split_run, tmp_path, gohome):
+def test_top_matches_perfds_folded_output(perfd_fast, split_c_run, tmp_path, gohome):
     """go tool pprof -top puts hot_three_quarters first, and its flat shares
     of hot and cold are perfd's folded self shares of the same range."""
-    pid, selection = split_run
+    pid, selection = split_c_run
     rc, out, err = perfd_fast.perfctl("snapshot", *selection)
     assert rc == 0, err
     stacks = parse_folded(out)
@@ -94,8 +94,8 @@ def test_top_matches_perfds_folded_output(perfd_fast, split_run, tmp_path, gohom
                                                  flat["cold_one_quarter"]) <= 0.80, top
 
 
-def test_tags_show_pid_comm_and_tid(perfd_fast, split_run, tmp_path, gohome):
-    pid, selection = split_run
+def test_tags_show_pid_comm_and_tid(perfd_fast, split_c_run, tmp_path, gohome):
+    pid, selection = split_c_run
     tags = go_pprof(gohome, snapshot_pprof(perfd_fast, tmp_path, "threads", *selection,
                                            "--threads"), "-tags")
     assert re.search(r"^\s*pid: Total", tags, re.M), tags
@@ -106,8 +106,8 @@ def test_tags_show_pid_comm_and_tid(perfd_fast, split_run, tmp_path, gohome):
     assert re.search(rf"\(\s*100%\): {pid}$", tags.split("tid: Total", 1)[1], re.M), tags
 
 
-def test_lines_show_line_numbers(perfd_fast, split_run, tmp_path, gohome):
-    _, selection = split_run
+def test_lines_show_line_numbers(perfd_fast, split_c_run, tmp_path, gohome):
+    _, selection = split_c_run
     top = go_pprof(gohome, snapshot_pprof(perfd_fast, tmp_path, "lines", *selection,
                                           "--lines"), "-top", "-lines")
     rows = top_rows(top)

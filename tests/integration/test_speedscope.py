@@ -11,7 +11,8 @@ profiled once for the module and snapshotted over its finished range with
 are of the very same samples: the weights add up to the json total x the
 period exactly, and the hot function's self share is folded's within 2
 points.  A live (--duration) snapshot, --comm with --threads and --all take
-the other paths; a memory snapshot of grow 256 16 (--since) weighs bytes.
+the other paths; a Python one has files and lines, a memory snapshot of
+grow 256 16 (--since) weighs bytes.
 perfctl picks the format by the .speedscope.json extension alone, which
 also proves that it wins over .json.
 """
@@ -28,6 +29,7 @@ import perfdtest
 from perfdtest import function, parse_folded
 
 SPEEDSCOPE_VERSION = "1.25.0"  # as packaging/install-deps.sh pins it
+PYTHON = "/usr/bin/python3.11"  # Debian's, as test_python.py runs it
 
 
 def npm_dir():
@@ -131,8 +133,8 @@ def test_validator_rejects_what_speedscope_would(validator):
         assert not validator.is_valid(bad), f"the schema takes {bad}"
 
 
-def test_cpu_file_is_valid_and_adds_up(perfd_fast, split_run, validator, tmp_path):
-    pid, selection = split_run
+def test_cpu_file_is_valid_and_adds_up(perfd_fast, split_c_run, validator, tmp_path):
+    pid, selection = split_c_run
     doc = snapshot_speedscope(perfd_fast, tmp_path, "split", *selection)
     check_valid(validator, doc, "the split snapshot")
     assert doc["exporter"] == "perfd" and doc["name"] == "perfd cpu snapshot", doc["name"]
@@ -158,8 +160,8 @@ def test_cpu_file_is_valid_and_adds_up(perfd_fast, split_run, validator, tmp_pat
         "a frame twice in the shared table"
 
 
-def test_hot_share_matches_perfds_folded_output(perfd_fast, split_run, tmp_path):
-    _, selection = split_run
+def test_hot_share_matches_perfds_folded_output(perfd_fast, split_c_run, tmp_path):
+    _, selection = split_c_run
     rc, out, err = perfd_fast.perfctl("snapshot", *selection)
     assert rc == 0, err
     stacks = parse_folded(out)
@@ -186,8 +188,8 @@ def test_hot_share_matches_perfds_folded_output(perfd_fast, split_run, tmp_path)
         hot_stacks[:3]
 
 
-def test_lines_give_file_and_line(perfd_fast, split_run, validator, tmp_path):
-    _, selection = split_run
+def test_lines_give_file_and_line(perfd_fast, split_c_run, validator, tmp_path):
+    _, selection = split_c_run
     doc = snapshot_speedscope(perfd_fast, tmp_path, "lines", *selection, "--lines")
     check_valid(validator, doc, "the --lines snapshot")
     hot = [f for f in doc["shared"]["frames"] if f["name"] == "hot_three_quarters"]
@@ -195,10 +197,10 @@ def test_lines_give_file_and_line(perfd_fast, split_run, validator, tmp_path):
                        for f in hot), hot
 
 
-def test_threads_and_comm_and_all(perfd_fast, split_run, validator, tmp_path):
+def test_threads_and_comm_and_all(perfd_fast, split_c_run, validator, tmp_path):
     """--comm with --threads: one profile per thread; --all: one per
     process, split's among them with the same weight as alone."""
-    pid, selection = split_run
+    pid, selection = split_c_run
     when = selection[2:]
     doc = snapshot_speedscope(perfd_fast, tmp_path, "threads", "--comm", "split", *when,
                               "--threads")
@@ -231,6 +233,32 @@ def test_live_snapshot(perfd_fast, validator, workloads, tmp_path):
     profile = profile_named(doc, f"split (pid {w.pid})")
     check_profile(doc, profile)
     assert "hot_three_quarters" in self_weights(doc, profile)
+
+
+def test_python_frames_have_file_and_line(perfd_fast, validator, workloads, tmp_path):
+    """Debian's CPython 3.11 running split.py: slow_path's frame carries
+    split.py and the line of its hot loop, and <module> calls main."""
+    split = perfdtest.python_workload("split")
+    w = workloads("split.py", command=[PYTHON, split, "2"])
+    w.expect_line("ready", timeout=60)
+    doc = snapshot_speedscope(perfd_fast, tmp_path, "python", "--pid", str(w.pid),
+                              "--duration", "60")
+    w.finish()
+    check_valid(validator, doc, "the Python snapshot")
+    profile = doc["profiles"][0]
+    check_profile(doc, profile)
+    frames = doc["shared"]["frames"]
+    hot = perfdtest.marker_line(split, "HOT: slow")
+    slow = [i for i, f in enumerate(frames) if f["name"] == "slow_path"]
+    assert any(frames[i].get("file") == split and frames[i].get("line") == hot for i in slow), \
+        [frames[i] for i in slow]
+    at_hot = sum(wt for s, wt in zip(profile["samples"], profile["weights"])
+                 if any(frames[i]["name"] == "slow_path" and frames[i].get("line") == hot
+                        for i in s))
+    assert at_hot >= 0.5 * sum(profile["weights"]), \
+        f"{at_hot} of {sum(profile['weights'])} ns on split.py:{hot}"
+    module = [f for f in frames if f["name"] == "<module>"]
+    assert module and all(f.get("file") == split and f.get("line", 0) > 0 for f in module), module
 
 
 def test_memory_file_weighs_bytes(perfd_fast, validator, workloads, tmp_path):
