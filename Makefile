@@ -56,7 +56,7 @@ all: $(BUILD)/perfd $(BUILD)/perfctl
 deps:
 	@packaging/install-deps.sh build
 deps-test:
-	@packaging/install-deps.sh test
+	@PERFD_NPM_DIR=$(CURDIR)/$(BUILD)/npm packaging/install-deps.sh test
 
 # --- BPF ---------------------------------------------------------------
 $(BUILD)/vmlinux.h:
@@ -158,12 +158,14 @@ unit: deps-test $(UNIT_BINS)
 
 INTEGRATION_TESTS ?= tests/integration
 # Under ASan+UBSan the daemon runs the suites that attack its input paths
-# and those that drive its unwinding and symbolization code.
+# and those that drive its unwinding and symbolization code, and the
+# speedscope suite (its encoder walks every sample of the model).
 SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 	tests/integration/test_cli.py tests/integration/test_daemon.py \
 	tests/integration/test_symbols.py tests/integration/test_unwind.py \
 	tests/integration/test_hostile.py tests/integration/test_auth.py \
-	tests/integration/test_history.py tests/integration/test_memory.py
+	tests/integration/test_history.py tests/integration/test_memory.py \
+	tests/integration/test_speedscope.py
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "perfd/formats.h"
 
 int ctl_parse_int64(const char *s, int64_t min, int64_t max, int64_t *ret)
 {
@@ -57,6 +58,22 @@ int ctl_parse_seconds(const char *s, double min_exclusive, double max, double *r
 		return -ERANGE;
 	*ret = v;
 	return 0;
+}
+
+const char *ctl_format_by_extension(const char *path)
+{
+	size_t n = strlen(path), best = 0;
+	const char *format = NULL;
+
+#define BY_EXTENSION(name, ext)                                                    \
+	if (n > strlen(ext) && strlen(ext) > best &&                               \
+	    strcmp(path + n - strlen(ext), ext) == 0) {                            \
+		format = #name;                                                    \
+		best = strlen(ext);                                                \
+	}
+	PERFD_FORMATS(BY_EXTENSION)
+#undef BY_EXTENSION
+	return format;
 }
 
 char *ctl_format_size(uint64_t bytes, char buf[static CTL_SIZE_MAX])

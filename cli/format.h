@@ -19,6 +19,12 @@ int ctl_parse_int64(const char *s, int64_t min, int64_t max, int64_t *ret);
  * Returns 0 and *ret, -EINVAL or -ERANGE as above. */
 int ctl_parse_seconds(const char *s, double min_exclusive, double max, double *ret);
 
+/* The snapshot format (a name of include/perfd/formats.h) that a file at
+ * path is written in by its extension, the longest that matches, so
+ * "x.speedscope.json" is speedscope and "x.json" json; an extension alone
+ * (".json") names no format.  NULL when none matches. */
+const char *ctl_format_by_extension(const char *path);
+
 /* Writes bytes as a short human size: "512B", "1.5K", "12.3M", "2.0G"
  * (powers of 1024, one decimal).  Returns buf. */
 #define CTL_SIZE_MAX 16

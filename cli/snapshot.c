@@ -38,7 +38,6 @@
 #include "perfctl.h"
 #include "base/base64.h"
 #include "base/duration.h"
-#include "perfd/formats.h"
 #include "perfd/protocol.h"
 #include <time.h>
 
@@ -345,15 +344,8 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		return -EINVAL;
 	}
 	if (!o->format) {
-		size_t n = o->output ? strlen(o->output) : 0;
-
 		/* by the whole extension: ".pb.gz" is more than its last dot */
-#define BY_EXTENSION(name, ext)                                        \
-		if (!o->format && n > strlen(ext) &&                   \
-		    strcmp(o->output + n - strlen(ext), ext) == 0)     \
-			o->format = #name;
-		PERFD_FORMATS(BY_EXTENSION)
-#undef BY_EXTENSION
+		o->format = o->output ? ctl_format_by_extension(o->output) : NULL;
 		if (!o->format)
 			o->format = "folded";
 	}

@@ -2,6 +2,9 @@
 # install-deps.sh - install the Debian packages perfd needs to build, test
 # or benchmark, and only those that are missing.  Runs `apt-get update` first
 # (a fresh machine has no package lists), then one `apt-get install`.
+# The test stage also installs the npm packages the tests read, pinned, into
+# $PERFD_NPM_DIR (the Makefile passes BUILD/npm; default build/npm), with
+# npm's cache beside them, and only when that version is not there yet.
 #
 #   packaging/install-deps.sh build   # compile perfd and perfctl
 #   packaging/install-deps.sh test    # build + unit and integration tests
@@ -11,13 +14,15 @@ set -eu
 build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev
        protobuf-c-compiler libprotobuf-c-dev"
-test="$build golang-go libcriterion-dev python3 python3-pytest libc6-dbg elfutils xz-utils binutils g++ nodejs lld"
+test="$build golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld"
 bench="$test linux-perf bpftrace"
+# speedscope: its file-format-schema.json checks test_speedscope.py's files.
+npm_test="speedscope@1.25.0"
 
 case "${1:-build}" in
-build) want=$build ;;
-test) want=$test ;;
-bench) want=$bench ;;
+build) want=$build npm_want="" ;;
+test) want=$test npm_want=$npm_test ;;
+bench) want=$bench npm_want=$npm_test ;;
 *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac
 
@@ -27,14 +32,33 @@ for p in $want; do
 		missing="$missing $p"
 	fi
 done
-[ -z "$missing" ] && exit 0
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "install-deps: missing packages:$missing; run as root to install them" >&2
-	exit 1
+# Debian's nodejs comes without npm; some other builds of nodejs bring it
+# (and conflict with Debian's npm package), so ask for it only when absent.
+if [ -n "$npm_want" ] && ! command -v npm >/dev/null 2>&1; then
+	missing="$missing npm"
 fi
-echo "install-deps: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing
+
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-deps: missing packages:$missing; run as root to install them" >&2
+		exit 1
+	fi
+	echo "install-deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing
+fi
+
+npm_dir=${PERFD_NPM_DIR:-build/npm}
+for spec in $npm_want; do
+	name=${spec%@*} version=${spec##*@}
+	json="$npm_dir/node_modules/$name/package.json"
+	if [ -f "$json" ] && [ "$(node -p "require(process.argv[1]).version" "$(realpath "$json")")" = "$version" ]; then
+		continue
+	fi
+	echo "install-deps: installing $spec from the npm registry into $npm_dir"
+	mkdir -p "$npm_dir"
+	npm install --prefix "$npm_dir" --cache "$npm_dir/cache" --no-save --no-package-lock \
+		--no-audit --no-fund --loglevel=error "$spec"
+done

@@ -46,5 +46,6 @@ const char *encoder_encoding(const struct encoder *e);
 int folded_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 
 #endif

@@ -83,7 +83,8 @@
  *             takes the windows at least half inside it.
  *             "kind": "cpu" (default; samples), "memory" (bytes), "offcpu"
  *             (nanoseconds).  "format": a name of include/perfd/formats.h
- *             ("folded" default, "json", "pprof").  "lines": boolean (default false:
+ *             ("folded" default, "json", "pprof", "speedscope").  "lines":
+ *             boolean (default false: true gives
  *             user frames as "function (file:line)" and inlined functions as
  *             frames of their own, where debug info allows), "python_lines":
  *             boolean (default true: Python frames as "qualname
@@ -111,6 +112,12 @@
  *      (proto/profile.proto, daemon/encode/pprof.c) in base64 (RFC 4648,
  *      standard alphabet, padded), and the answer says "encoding": "base64";
  *      the decoded bytes are a .pb.gz file as go tool pprof reads it.
+ *      Speedscope: profile is an object, speedscope's file format
+ *      (daemon/encode/speedscope.c): { $schema, exporter, name,
+ *      activeProfileIndex, shared: { frames: [ { name, file, line } ] },
+ *      profiles: [ { type: "sampled", name, unit ("nanoseconds", "bytes"),
+ *      startValue, endValue, samples: [ [ frame index, root first ] ],
+ *      weights } ] }, one profile per process (per thread with "threads").
  *
  * Who sees what: every local user may connect (the socket is mode 0666, its
  * directory 0755); what an answer holds depends on the connecting process's

@@ -9,6 +9,8 @@ start their own.  Every daemon is stopped with SIGTERM at the end and must
 exit 0 within 10 s and remove its socket.
 """
 
+import time
+
 import pytest
 
 import perfdtest
@@ -38,6 +40,23 @@ def perfd_fast(environment):
     daemon = perfdtest.start_perfd(frequency=perfdtest.FAST_HZ)
     yield daemon
     daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def split_c_run(perfd_fast):
+    """A finished run of the C split 3 on perfd_fast and the range
+    (--from, --to) that holds it: a module's snapshots of that range in
+    different formats are of the very same samples, so their figures must
+    agree."""
+    started = time.time() - 1
+    w = perfdtest.Workload("split", 3)
+    try:
+        w.finish(timeout=120)
+    finally:
+        w.kill()
+    time.sleep(1.5)  # the last samples reach the store
+    return w.pid, ("--pid", str(w.pid), "--from", f"{started:.3f}", "--to",
+                   f"{time.time():.3f}")
 
 
 @pytest.fixture

@@ -465,6 +465,20 @@ def snapshot_workload(daemon, workload, duration=SNAPSHOT_SECONDS, comm=None):
     return stacks, err
 
 
+def grow_finished(spawn, big_mib, small_mib):
+    """Runs grow BIG_MIB SMALL_MIB (spawn: the `workloads` fixture) to its
+    end, grow_big() then grow_small() faulting their memory in, and waits
+    for its last memory samples to reach the store; returns the Workload,
+    for a --since snapshot of its pid."""
+    w = spawn("grow", big_mib, small_mib)
+    w.expect_line("ready")
+    w.expect_line("touched ", timeout=30)
+    w.expect_line("done", timeout=30)
+    w.finish()
+    time.sleep(1.5)
+    return w
+
+
 # --- Python workloads and frames ---------------------------------------------
 
 PYTHON_WORKLOADS = REPO / "tests" / "workloads" / "python"

@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 
 import pytest
 
@@ -69,24 +68,10 @@ def snapshot_pprof(daemon, tmp_path, name, *args):
     return out
 
 
-@pytest.fixture(scope="module")
-def split_run(perfd_fast):
-    """A finished split 3 run and the range (--from, --to) that holds it."""
-    started = time.time() - 1
-    w = perfdtest.Workload("split", 3)
-    try:
-        w.finish(timeout=120)
-    finally:
-        w.kill()
-    time.sleep(1.5)  # the last samples reach the store
-    return w.pid, ("--pid", str(w.pid), "--from", f"{started:.3f}", "--to",
-                   f"{time.time():.3f}")
-
-
-def test_top_matches_perfds_folded_output(perfd_fast, split_run, tmp_path, gohome):
+def test_top_matches_perfds_folded_output(perfd_fast, split_c_run, tmp_path, gohome):
     """go tool pprof -top puts hot_three_quarters first, and its flat shares
     of hot and cold are perfd's folded self shares of the same range."""
-    pid, selection = split_run
+    pid, selection = split_c_run
     rc, out, err = perfd_fast.perfctl("snapshot", *selection)
     assert rc == 0, err
     stacks = parse_folded(out)
@@ -109,8 +94,8 @@ def test_top_matches_perfds_folded_output(perfd_fast, split_run, tmp_path, gohom
                                                  flat["cold_one_quarter"]) <= 0.80, top
 
 
-def test_tags_show_pid_comm_and_tid(perfd_fast, split_run, tmp_path, gohome):
-    pid, selection = split_run
+def test_tags_show_pid_comm_and_tid(perfd_fast, split_c_run, tmp_path, gohome):
+    pid, selection = split_c_run
     tags = go_pprof(gohome, snapshot_pprof(perfd_fast, tmp_path, "threads", *selection,
                                            "--threads"), "-tags")
     assert re.search(r"^\s*pid: Total", tags, re.M), tags
@@ -121,8 +106,8 @@ def test_tags_show_pid_comm_and_tid(perfd_fast, split_run, tmp_path, gohome):
     assert re.search(rf"\(\s*100%\): {pid}$", tags.split("tid: Total", 1)[1], re.M), tags
 
 
-def test_lines_show_line_numbers(perfd_fast, split_run, tmp_path, gohome):
-    _, selection = split_run
+def test_lines_show_line_numbers(perfd_fast, split_c_run, tmp_path, gohome):
+    _, selection = split_c_run
     top = go_pprof(gohome, snapshot_pprof(perfd_fast, tmp_path, "lines", *selection,
                                           "--lines"), "-top", "-lines")
     rows = top_rows(top)
@@ -135,12 +120,7 @@ def test_memory_snapshot_shows_bytes_under_grow_big(perfd, workloads, tmp_path, 
     pprof reads space in bytes, grow_big above grow_small by their cum.
     (256 MiB make ~64 samples at the default 4 MiB a sample: a standard
     error of an eighth, so 60 % is three of them below.)"""
-    w = workloads("grow", 256, 16)
-    w.expect_line("ready")
-    w.expect_line("touched ", timeout=30)
-    w.expect_line("done", timeout=30)
-    w.finish()
-    time.sleep(1.5)
+    w = perfdtest.grow_finished(workloads, 256, 16)
     path = snapshot_pprof(perfd, tmp_path, "memory", "--pid", str(w.pid), "--since", "1m",
                           "--kind", "memory")
     top = go_pprof(gohome, path, "-top", "-cum", "-sample_index=space")

@@ -205,6 +205,35 @@ _unused_ static void fake_add_kind(size_t i, const uint64_t *frames, uint16_t de
 			      value);                                                 \
 	} while (0)
 
+/* The frames the encoders' suites resolve: native with an inlined call
+ * (modules 1 and 2), kernel, Python. */
+_unused_ static const struct fake_frame fake_app_frames[] = {
+	{ FRAME(1, 0x1), 1, { NATIVE("main", "/src/app/main.c", 5, 1) } },
+	/* inner inlined into outer at 0x2: outermost first in the model */
+	{ FRAME(1, 0x2), 2, { NATIVE("outer", "/src/app/a.c", 10, 1),
+			      NATIVE("inner", "/src/app/b.h", 20, 1) } },
+	{ FRAME(2, 0x5), 1, { NATIVE("memcpy", NULL, 0, 2) } },
+	{ KFRAME(0x11), 1, { KERNEL("clear_page") } },
+	{ PYFRAME(0x7), 1, { PYTHON("work", "/srv/app.py", 42) } },
+};
+
+/* Two processes, one with two threads, on fake_app_frames: app (pid 10)
+ * runs main;outer 1 on thread 10 "app" and 2 on thread 11 "worker"; other
+ * (pid 20, thread 20 unnamed) runs memcpy 4. */
+_unused_ static void fake_add_threads(void)
+{
+	SET_FAKE_FRAMES(fake_app_frames);
+	fake_process(0, 10, "app", NULL);
+	fake_process(1, 20, "other", NULL);
+	fake_thread(0, 10, "app");
+	fake_thread(0, 11, "worker");
+	fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x2), FRAME(1, 0x1) }, 2, 0, 10,
+		      PROFILE_KIND_CPU, 1);
+	fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x2), FRAME(1, 0x1) }, 2, 0, 11,
+		      PROFILE_KIND_CPU, 2);
+	fake_add_kind(1, (const uint64_t[]){ FRAME(2, 0x5) }, 1, 0, 20, PROFILE_KIND_CPU, 4);
+}
+
 /* The model of the parts, resolved as the manager does. */
 _unused_ static struct model *fake_build_opts(struct model_opts o)
 {

@@ -100,6 +100,37 @@ Test(parse, seconds)
 
 /* ---- human formatting ---------------------------------------------- */
 
+/* The longest extension wins: ".speedscope.json" is not ".json". */
+Test(format, by_extension)
+{
+	static const struct {
+		const char *path, *format;
+	} cases[] = {
+		{ "out.folded", "folded" },
+		{ "out.json", "json" },
+		{ "/tmp/a.b/out.pb.gz", "pprof" },
+		{ "out.speedscope.json", "speedscope" },
+		{ "dir.speedscope.json/out.json", "json" },
+		{ "x.speedscope.json.json", "json" },
+		{ "speedscope.json", "json" }, /* ".json" ends it with a stem */
+		{ ".speedscope.json", "json" },
+		{ ".json", NULL },             /* an extension alone names none */
+		{ "out.gz", NULL },
+		{ "out", NULL },
+		{ "", NULL },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		const char *f = ctl_format_by_extension(cases[i].path);
+
+		if (cases[i].format)
+			cr_expect(f && strcmp(f, cases[i].format) == 0, "%s: %s, not %s",
+				  cases[i].path, f ? f : "none", cases[i].format);
+		else
+			cr_expect_null(f, "%s: %s", cases[i].path, f);
+	}
+}
+
 Test(format, sizes)
 {
 	static const struct {
@@ -726,6 +757,23 @@ Test(snapshot, profile_to_file_is_atomic)
 		cr_expect_eq(access(tmp, F_OK), -1, ".tmp left behind");
 		(void)rmdir(dir);
 	}
+}
+
+/* -o FILE.speedscope.json asks perfd for speedscope, not json. */
+Test(snapshot, output_extension_picks_the_format)
+{
+	struct server s = { 0 };
+	char dir[] = "/tmp/perfctl-out-XXXXXX", out[256];
+
+	cr_redirect_stderr();
+	cr_assert_not_null(mkdtemp(dir));
+	(void)snprintf(out, sizeof(out), "%s/profile.speedscope.json", dir);
+	cr_expect_eq(run_snapshot(&s, SNAPSHOT_REPLY, out, false), PERFCTL_EXIT_OK);
+	(void)rmdir(s.dir);
+	cr_expect_str_eq(s.peer.request, "{\"version\":1,\"command\":\"snapshot\",\"pid\":42,"
+					 "\"duration\":0.5,\"format\":\"speedscope\"}");
+	(void)unlink(out);
+	(void)rmdir(dir);
 }
 
 Test(snapshot, json_prints_the_whole_answer, .init = cr_redirect_stdout)

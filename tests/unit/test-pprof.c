@@ -179,23 +179,13 @@ static const Perftools__Profiles__Label *label(const pb_profile *p,
 	return NULL;
 }
 
-static const struct fake_frame frames[] = {
-	{ FRAME(1, 0x1), 1, { NATIVE("main", "/src/app/main.c", 5, 1) } },
-	/* inner inlined into outer at 0x2: outermost first in the model */
-	{ FRAME(1, 0x2), 2, { NATIVE("outer", "/src/app/a.c", 10, 1),
-			      NATIVE("inner", "/src/app/b.h", 20, 1) } },
-	{ FRAME(2, 0x5), 1, { NATIVE("memcpy", NULL, 0, 2) } },
-	{ KFRAME(0x11), 1, { KERNEL("clear_page") } },
-	{ PYFRAME(0x7), 1, { PYTHON("work", "/srv/app.py", 42) } },
-};
-
 Test(pprof, tables_are_one_based_and_inlined_lines_innermost_first)
 {
 	pb_profile *p;
 	const Perftools__Profiles__Sample *s;
 	const Perftools__Profiles__Location *l;
 
-	SET_FAKE_FRAMES(frames);
+	SET_FAKE_FRAMES(fake_app_frames);
 	fake_process(0, 10, "app", "/system.slice/app.service");
 	FAKE_ADD(0, 3, FRAME(1, 0x2), FRAME(1, 0x1));
 	FAKE_ADD(0, 2, FRAME(2, 0x5), PYFRAME(0x7), FRAME(1, 0x1));
@@ -260,16 +250,7 @@ Test(pprof, threads_label_each_sample_with_its_tid)
 {
 	pb_profile *p;
 
-	SET_FAKE_FRAMES(frames);
-	fake_process(0, 10, "app", NULL);
-	fake_process(1, 20, "other", NULL);
-	fake_thread(0, 10, "app");
-	fake_thread(0, 11, "worker");
-	fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x2), FRAME(1, 0x1) }, 2, 0, 10,
-		      PROFILE_KIND_CPU, 1);
-	fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x2), FRAME(1, 0x1) }, 2, 0, 11,
-		      PROFILE_KIND_CPU, 2);
-	fake_add_kind(1, (const uint64_t[]){ FRAME(2, 0x5) }, 1, 0, 20, PROFILE_KIND_CPU, 4);
+	fake_add_threads();
 	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .threads = true,
 					     .python_lines = true });
 	check_tables(p);
@@ -297,7 +278,7 @@ Test(pprof, memory_is_space_in_bytes)
 {
 	pb_profile *p;
 
-	SET_FAKE_FRAMES(frames);
+	SET_FAKE_FRAMES(fake_app_frames);
 	fake_process(0, 10, "app", NULL);
 	fake_add_kind(0, (const uint64_t[]){ FRAME(2, 0x5), FRAME(1, 0x1) }, 2, 0, 1,
 		      PROFILE_KIND_MEMORY, 3 << 20);
