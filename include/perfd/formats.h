@@ -11,6 +11,7 @@
 #define PERFD_FORMATS(X)        \
 	X(folded, ".folded")    \
 	X(json, ".json")        \
-	X(pprof, ".pb.gz")
+	X(pprof, ".pb.gz")      \
+	X(html, ".html")
 
 #endif
