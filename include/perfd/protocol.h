@@ -83,7 +83,7 @@
  *             takes the windows at least half inside it.
  *             "kind": "cpu" (default; samples), "memory" (bytes), "offcpu"
  *             (nanoseconds).  "format": a name of include/perfd/formats.h
- *             ("folded" default, "json", "pprof").  "lines": boolean (default false:
+ *             ("folded" default, "json", "pprof", "html").  "lines": boolean (default false:
  *             user frames as "function (file:line)" and inlined functions as
  *             frames of their own, where debug info allows), "python_lines":
  *             boolean (default true: Python frames as "qualname
@@ -111,6 +111,8 @@
  *      (proto/profile.proto, daemon/encode/pprof.c) in base64 (RFC 4648,
  *      standard alphabet, padded), and the answer says "encoding": "base64";
  *      the decoded bytes are a .pb.gz file as go tool pprof reads it.
+ *      Html: profile is a string, a self-contained HTML page (an
+ *      interactive flame graph, daemon/encode/html.c) to write to a file.
  *
  * Who sees what: every local user may connect (the socket is mode 0666, its
  * directory 0755); what an answer holds depends on the connecting process's
