@@ -89,6 +89,17 @@ $(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/perfd.skel.h $(PROTO_OBJS:.o=.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The flame graph page (daemon/encode/flamegraph.html) as a C array for
+# encode/html.c, so the daemon carries its template: od and sed only.
+$(BUILD)/gen/flamegraph_html.h: daemon/encode/flamegraph.html
+	@mkdir -p $(@D)
+	{ echo '/* generated from $< by the Makefile */'; \
+	  echo 'static const unsigned char flamegraph_html[] = {'; \
+	  od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; } > $@
+
+$(BUILD)/daemon/encode/html.o: $(BUILD)/gen/flamegraph_html.h
+
 $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icli -c $< -o $@

@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"                         --all: every live process perfd knows\n"
 		"  snapshot (--pid PID... | --comm NAME | --cgroup PATH | --unit NAME | --all)\n"
 		"           (--duration SECONDS | --since DURATION | --from TIME [--to TIME])\n"
-		"           [--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope]\n"
+		"           [--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope|html]\n"
 		"           [--lines] [--no-lines] [--threads] [-o FILE]\n"
 		"                         the profile of those processes from now on for\n"
 		"                         0 < SECONDS <= %d, or from perfd's history: the\n"

@@ -14,10 +14,13 @@ set -eu
 build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev
        protobuf-c-compiler libprotobuf-c-dev"
-test="$build golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld"
+test="$build golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
+      chromium"
 bench="$test linux-perf bpftrace"
-# speedscope: its file-format-schema.json checks test_speedscope.py's files.
-npm_test="speedscope@1.25.0"
+# speedscope: its file-format-schema.json checks test_speedscope.py's files;
+# playwright-core drives Debian's chromium for test_flamegraph.py (it never
+# downloads a browser of its own).
+npm_test="speedscope@1.25.0 playwright-core@1.65.1"
 
 case "${1:-build}" in
 build) want=$build npm_want="" ;;
@@ -51,14 +54,21 @@ if [ -n "$missing" ]; then
 fi
 
 npm_dir=${PERFD_NPM_DIR:-build/npm}
+# All in one npm install: one with --no-save removes what an earlier one put
+# there.  Skipped when every pinned version is there already.
+npm_missing=""
 for spec in $npm_want; do
 	name=${spec%@*} version=${spec##*@}
 	json="$npm_dir/node_modules/$name/package.json"
-	if [ -f "$json" ] && [ "$(node -p "require(process.argv[1]).version" "$(realpath "$json")")" = "$version" ]; then
-		continue
+	if ! [ -f "$json" ] || [ "$(node -p "require(process.argv[1]).version" "$(realpath "$json")")" != "$version" ]; then
+		npm_missing="$npm_missing $spec"
 	fi
-	echo "install-deps: installing $spec from the npm registry into $npm_dir"
-	mkdir -p "$npm_dir"
-	npm install --prefix "$npm_dir" --cache "$npm_dir/cache" --no-save --no-package-lock \
-		--no-audit --no-fund --loglevel=error "$spec"
 done
+if [ -n "$npm_missing" ]; then
+	echo "install-deps: installing$npm_missing from the npm registry into $npm_dir"
+	mkdir -p "$npm_dir"
+	# shellcheck disable=SC2086
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+	npm install --prefix "$npm_dir" --cache "$npm_dir/cache" --no-save --no-package-lock \
+		--no-audit --no-fund --loglevel=error $npm_want
+fi

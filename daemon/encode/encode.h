@@ -4,7 +4,7 @@
  *
  * Every format reads the resolved model (profile/model.h) and writes the
  * value of the answer's "profile" field with the JSON writer: a string
- * for text formats (folded), an object for json, and for a binary format
+ * for text formats (folded, html), an object for json, and for a binary format
  * (pprof) a string of its bytes in base64, which encoder_encoding() names
  * so that the answer can say so.  Adding a format is one
  * file with its NAME_encode function plus one row in
@@ -47,5 +47,12 @@ int folded_encode(const struct model *m, const struct encode_opts *o, struct jso
 int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+int html_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+
+/* s (n bytes of JSON text) with every '<', '>', '&', U+2028 and U+2029
+ * as a \uXXXX escape, into out (NULL: only measured; at most 6 n bytes);
+ * returns its length.  The result means the same JSON and cannot end, or
+ * open a comment in, the HTML <script> element that holds it. */
+size_t html_script_escape(const char *s, size_t n, char *out);
 
 #endif

@@ -13,6 +13,7 @@
 	X(folded, ".folded")    \
 	X(json, ".json")        \
 	X(pprof, ".pb.gz")      \
-	X(speedscope, ".speedscope.json")
+	X(speedscope, ".speedscope.json") \
+	X(html, ".html")
 
 #endif

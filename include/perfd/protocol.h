@@ -83,7 +83,7 @@
  *             takes the windows at least half inside it.
  *             "kind": "cpu" (default; samples), "memory" (bytes), "offcpu"
  *             (nanoseconds).  "format": a name of include/perfd/formats.h
- *             ("folded" default, "json", "pprof", "speedscope").  "lines":
+ *             ("folded" default, "json", "pprof", "speedscope", "html").  "lines":
  *             boolean (default false: true gives
  *             user frames as "function (file:line)" and inlined functions as
  *             frames of their own, where debug info allows), "python_lines":
@@ -118,6 +118,8 @@
  *      profiles: [ { type: "sampled", name, unit ("nanoseconds", "bytes"),
  *      startValue, endValue, samples: [ [ frame index, root first ] ],
  *      weights } ] }, one profile per process (per thread with "threads").
+ *      Html: profile is a string, a self-contained HTML page (an
+ *      interactive flame graph, daemon/encode/html.c) to write to a file.
  *
  * Who sees what: every local user may connect (the socket is mode 0666, its
  * directory 0755); what an answer holds depends on the connecting process's

@@ -13,16 +13,20 @@
  * record of a frame (outermost first); without, a native or kernel frame is
  * its outermost function alone, without file or line; a Python frame always
  * has its file and line (the model drops the line when not asked for).  A
- * frame not in the table reads "fADDR" in hex.
+ * frame not in the table reads "fADDR" in hex.  fake_encode_text() runs a
+ * text format's encoder and reads its string back as a client does.
  */
 #ifndef PERFD_TEST_FAKEMODEL_H
 #define PERFD_TEST_FAKEMODEL_H
 
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonw.h"
+#include "encode/encode.h"
 #include "perfd/macro.h"
 #include "profile/aggregate.h"
 #include "profile/frame.h"
@@ -249,6 +253,35 @@ _unused_ static struct model *fake_build_opts(struct model_opts o)
 _unused_ static struct model *fake_build(void)
 {
 	return fake_build_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
+}
+
+/* What encode (a format whose "profile" is a string) writes for m, read
+ * back with json-c's strict tokener as a client reads the answer; the
+ * caller frees it. */
+_unused_ static char *fake_encode_text(int (*encode)(const struct model *, const struct encode_opts *,
+						     struct jsonw *),
+				       const struct model *m, const struct encode_opts *eo)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct jsonw w;
+	json_object *o;
+	char *text;
+
+	jsonw_init(&w);
+	cr_assert_eq(encode(m, eo, &w), 0);
+	cr_assert_not_null(tok);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, w.buf, (int)w.len);
+	cr_assert_not_null(o, "not strict JSON");
+	cr_assert_eq(json_tokener_get_parse_end(tok), w.len, "bytes after the string");
+	cr_assert(json_object_is_type(o, json_type_string), "not a string");
+	text = strdup(json_object_get_string(o));
+	cr_assert_not_null(text);
+	cr_assert_eq(strlen(text), (size_t)json_object_get_string_len(o), "a NUL in the text");
+	json_object_put(o);
+	json_tokener_free(tok);
+	jsonw_done(&w);
+	return text;
 }
 
 #endif
