@@ -9,7 +9,7 @@
  *    the units aranges leave out (clang writes no aranges by default);
  *  - per unit, built on the unit's first lookup by one walk of its DIE
  *    tree: every function and inlined subroutine with code is a "scope"
- *    (name, parent scope, call site in the parent), and their address
+ *    (name, first line, parent scope, call site in the parent), and their address
  *    ranges are flattened into non-overlapping segments, each naming the
  *    innermost scope there;
  *  - per unit, libdw's line table (dwarf_getsrclines, which libdw keeps).
@@ -61,12 +61,16 @@ struct unit_range {
 };
 
 /* A function (parent SCOPE_NONE) or an inlined call of one into parent,
- * at call_file:call_line of parent's code. */
+ * at call_file:call_line of parent's code.  decl_line is the function's
+ * own first line (its abstract origin's for an inlined or out-of-line
+ * instance), 0 when unknown: read once here, it costs a lookup nothing
+ * and fits in what was padding. */
 struct scope {
 	const char *name;
 	uint32_t parent;
 	uint32_t call_file; /* index in the unit's file table; UINT32_MAX: unknown */
 	uint32_t call_line;
+	uint32_t decl_line;
 };
 
 /* From lo up to the next segment's lo, scope is the innermost one
@@ -400,6 +404,19 @@ static const char *die_name(Dwarf_Die *die)
 	return name;
 }
 
+/* The line the function of die starts at: DW_AT_decl_line, which
+ * dwarf_decl_line() looks up through DW_AT_abstract_origin and
+ * DW_AT_specification (dwarf_attr_integrate), so an inlined or
+ * out-of-line instance gets its abstract function's.  0 when unknown. */
+static uint32_t die_decl_line(Dwarf_Die *die)
+{
+	int line;
+
+	if (dwarf_decl_line(die, &line) != 0 || line <= 0)
+		return 0;
+	return (uint32_t)line;
+}
+
 static uint32_t die_udata(Dwarf_Die *die, unsigned attr, uint32_t absent)
 {
 	Dwarf_Attribute a;
@@ -441,6 +458,7 @@ static int add_scope(struct builder *b, Dwarf_Die *die, uint32_t parent, uint32_
 		return -ENOMEM;
 	b->scopes[b->n_scopes++] = (struct scope){
 		.name = die_name(die),
+		.decl_line = die_decl_line(die),
 		.parent = parent,
 		.call_file = parent == SCOPE_NONE ? UINT32_MAX
 						  : die_udata(die, DW_AT_call_file, UINT32_MAX),
@@ -805,12 +823,14 @@ static int build_chain(struct srcline *s, struct unit *u, uint32_t scope, Dwarf_
 
 		if (i == 0) {
 			f.function = sc == SCOPE_NONE ? NULL : u->scopes[sc].name;
+			f.decl_line = sc == SCOPE_NONE ? 0 : u->scopes[sc].decl_line;
 			r = line_position(s, u, line, &f.file, &f.line);
 		} else {
 			const struct scope *inner = &u->scopes[sc];
 
 			sc = inner->parent;
 			f.function = u->scopes[sc].name;
+			f.decl_line = u->scopes[sc].decl_line;
 			f.line = inner->call_line;
 			r = inner->call_file == UINT32_MAX
 				    ? 0

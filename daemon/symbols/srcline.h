@@ -23,11 +23,16 @@ struct srcline;
  * NULL when no function DIE covers the address (assembly with line info
  * only, padding after a function).  file is the full path, comp_dir-joined
  * when recorded relative; NULL when the DWARF does not say.  line is 0 when
- * unknown, also with a file: DWARF gives compiler-made code line 0. */
+ * unknown, also with a file: DWARF gives compiler-made code line 0.
+ * decl_line is the line the function starts at (its DW_AT_decl_line, an
+ * inlined function's from its abstract origin), 0 when unknown or when
+ * function is NULL; like the function's name it is the function's, not
+ * the address's, so it may be in another file than file:line. */
 struct srcline_frame {
 	const char *function;
 	const char *file;
 	unsigned line;
+	unsigned decl_line;
 };
 
 /* Opens the DWARF of the ELF file on fd, which is mapped (ELF_C_READ_MMAP)

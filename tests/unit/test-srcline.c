@@ -10,7 +10,9 @@
  * once over every byte of the fixture's functions: elfutils' eu-addr2line
  * -i (install the elfutils package) and binutils' addr2line -i.  The line
  * numbers the acceptance test looks for come from markers in the fixture's
- * own source, so nothing a compiler may move is written down here.
+ * own source, so nothing a compiler may move is written down here; so do
+ * the lines the functions start at (DW_AT_decl_line), each frame's own,
+ * an inlined function's from its abstract origin.
  * Variants: DWARF 5 and 4 from gcc; clang, which writes no .debug_aranges
  * (checked against the same file built with them); a gcc unit linked with
  * a clang one; no -g; stripped, with the debug file split off.  The last
@@ -597,6 +599,65 @@ Test(srcline, hot_line_and_inlined_frames)
 	srcline_free(s);
 }
 
+/* The line each function's definition names it on, from the fixture's
+ * source: what DW_AT_decl_line says. */
+static unsigned fixture_decl_line(const char *function)
+{
+	if (strcmp(function, "outer_fn") == 0)
+		return marker_line(fixture_main, "unsigned long outer_fn(");
+	if (strcmp(function, "hot_helper") == 0)
+		return marker_line(fixture_helper, "unsigned long hot_helper(");
+	if (strcmp(function, "fx_mix") == 0)
+		return marker_line(fixture_helper, "unsigned fx_mix(");
+	if (strcmp(function, "plain_fn") == 0)
+		return marker_line(fixture_plain, "int plain_fn(");
+	cr_assert_fail("no decl line known for %s", function);
+	return 0;
+}
+
+/* Every frame at every byte of outer_fn and plain_fn in the binary at
+ * path starts where its function's definition does: outer_fn's own, and
+ * the inlined hot_helper's and fx_mix's (abstract origins in a header),
+ * looked up twice (the second time from the cache). */
+static void expect_decl_lines(const char *path)
+{
+	_cleanup_(srcline_freep) struct srcline *s = open_ok(path);
+	static const char *const functions[] = { "outer_fn", "plain_fn" };
+	size_t frames = 0, inlined = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < ELEMENTSOF(functions); k++) {
+			uint64_t lo, hi;
+
+			symbol_range(path, functions[k], &lo, &hi);
+			for (uint64_t a = lo; a < hi; a++) {
+				struct srcline_frame f[MAX_FRAMES];
+				int n = srcline_lookup(s, a, f, MAX_FRAMES);
+
+				cr_assert_geq(n, 1, "%s: nothing at %#" PRIx64, path, a);
+				for (int i = 0; i < n; i++) {
+					cr_assert_not_null(f[i].function, "%#" PRIx64, a);
+					cr_assert_eq(f[i].decl_line, fixture_decl_line(f[i].function),
+						     "%s at %#" PRIx64 ": %s starts at %u", path, a,
+						     f[i].function, f[i].decl_line);
+				}
+				frames += (size_t)n;
+				inlined += n == 3;
+			}
+		}
+	cr_assert_gt(inlined, 0, "%s: never fx_mix <- hot_helper <- outer_fn", path);
+	cr_assert_gt(frames, 0);
+}
+
+Test(srcline, functions_start_at_their_decl_line)
+{
+	char path[PATH_MAX];
+
+	expect_decl_lines(build(GCC_DWARF5, path, sizeof(path)));
+	expect_decl_lines(build(GCC_DWARF4, path, sizeof(path)));
+	expect_decl_lines(build(CLANG, path, sizeof(path)));
+}
+
 /* clang writes no .debug_aranges: the units' own ranges must give the same
  * answers as aranges do, and those the same as eu-addr2line (which relies
  * on aranges, so only checks the variant that has them). */
@@ -639,7 +700,7 @@ Test(srcline, aranges_for_some_units_only)
 Test(srcline, outside_any_unit)
 {
 	_cleanup_(srcline_freep) struct srcline *s = NULL;
-	struct srcline_frame f[MAX_FRAMES] = { { "untouched", "untouched", 7 } };
+	struct srcline_frame f[MAX_FRAMES] = { { "untouched", "untouched", 7, 7 } };
 	char path[PATH_MAX];
 	uint64_t plt;
 
