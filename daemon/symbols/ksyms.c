@@ -15,14 +15,23 @@
  * a gap of more than 1 MiB after a symbol is treated as belonging to no
  * symbol, since no kernel function is that long and such gaps separate
  * vmlinux, the module area and the BPF/ftrace trampolines.
+ *
+ * The kernel's build-id is read from /sys/kernel/notes, as perf does: the
+ * raw .notes section, not an ELF file, so the ELF build-id readers do not
+ * apply.  Every size in it is checked against what was read before it is
+ * used: a truncated or garbled note ends the search, it is never trusted.
  */
 #include "symbols/ksyms.h"
 
 #include <ctype.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "perfd/macro.h"
 
@@ -305,4 +314,74 @@ const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, const char **ret_
 size_t ksyms_count(const struct ksyms *k)
 {
 	return k ? k->n : 0;
+}
+
+/* 4 is the kernel's note alignment (include/linux/elfnote.h), whatever the
+ * word size; perf reads /sys/kernel/notes with it too. */
+#define NOTE_ALIGN(x) (((x) + 3) & ~(uint64_t)3)
+
+int ksyms_parse_build_id(const void *notes, size_t n, char *ret, size_t size)
+{
+	const unsigned char *p = notes;
+	size_t off = 0;
+
+	while (n - off >= sizeof(Elf32_Nhdr)) {
+		Elf32_Nhdr nh;
+		uint64_t name, desc, end;
+
+		memcpy(&nh, p + off, sizeof(nh));
+		/* 64-bit sums of 32-bit sizes: none overflows */
+		name = off + sizeof(nh);
+		desc = name + NOTE_ALIGN((uint64_t)nh.n_namesz);
+		end = desc + NOTE_ALIGN((uint64_t)nh.n_descsz);
+		if (end > n)
+			break;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
+		    memcmp(p + name, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0 && nh.n_descsz > 0) {
+			static const char hex[] = "0123456789abcdef";
+
+			if (size == 0 || (size_t)nh.n_descsz > (size - 1) / 2)
+				return -ENOBUFS;
+			for (size_t i = 0; i < nh.n_descsz; i++) {
+				ret[2 * i] = hex[p[desc + i] >> 4];
+				ret[2 * i + 1] = hex[p[desc + i] & 15];
+			}
+			ret[2 * (size_t)nh.n_descsz] = 0;
+			return 0;
+		}
+		off = (size_t)end;
+	}
+	return -ENOENT;
+}
+
+int ksyms_read_build_id(const char *path, char *ret, size_t size)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ unsigned char *buf = NULL;
+	struct stat st;
+	size_t n = 0;
+
+	/* O_NONBLOCK: a FIFO put in the way would not hang the start */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return negative_errno();
+	if (fstat(fd, &st) < 0)
+		return negative_errno();
+	if (!S_ISREG(st.st_mode))
+		return -EBADFD;
+	buf = malloc(KSYMS_NOTES_MAX);
+	if (!buf)
+		return -ENOMEM;
+	while (n < KSYMS_NOTES_MAX) {
+		ssize_t k = read(fd, buf + n, KSYMS_NOTES_MAX - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return negative_errno();
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	return ksyms_parse_build_id(buf, n, ret, size);
 }

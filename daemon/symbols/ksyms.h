@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ksyms.h - kernel symbols from /proc/kallsyms.
+ * ksyms.h - kernel symbols from /proc/kallsyms, and the kernel's build-id
+ * from /sys/kernel/notes.
  */
 #ifndef PERFD_KSYMS_H
 #define PERFD_KSYMS_H
@@ -24,5 +25,20 @@ const char *ksyms_lookup(const struct ksyms *k, uint64_t addr,
 			 const char **ret_module, uint64_t *ret_offset);
 size_t ksyms_count(const struct ksyms *k);
 struct ksyms *ksyms_free(struct ksyms *k);
+
+/* At most this many bytes of the notes file are read. */
+#define KSYMS_NOTES_MAX 16384
+
+/* The kernel's build-id from its ELF notes (the .notes section, which
+ * /sys/kernel/notes holds: headers of three 32-bit words, name and
+ * descriptor each padded to 4 bytes), n bytes at notes: the descriptor of
+ * the first NT_GNU_BUILD_ID note named "GNU", as lowercase hex into ret
+ * (size bytes, NUL-terminated; written only on success).  Returns 0,
+ * -ENOENT when there is no such note before the end or before a note that
+ * runs past it, -ENOBUFS when size cannot hold it. */
+int ksyms_parse_build_id(const void *notes, size_t n, char *ret, size_t size);
+/* The same, from the first KSYMS_NOTES_MAX bytes of the file at path
+ * (a regular file; /sys/kernel/notes).  -errno when it cannot be read. */
+int ksyms_read_build_id(const char *path, char *ret, size_t size);
 
 #endif

@@ -5,13 +5,19 @@
  * Fixtures are kallsyms text through fmemopen, in the kernel's layout
  * (module column after a tab); one test loads the real /proc/kallsyms,
  * which needs root with kptr_restrict permitting it, and checks addresses
- * the test reads from the same file.
+ * the test reads from the same file.  The kernel's build-id is parsed from
+ * notes laid out byte by byte as the kernel writes .notes (this machine's
+ * /sys/kernel/notes among them), from broken ones, and read from files.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "symbols/ksyms.h"
 #include "perfd/macro.h"
@@ -342,4 +348,139 @@ Test(ksyms, real_kallsyms)
 			  addr, got_module ? got_module : "(vmlinux)", module);
 	}
 	ksyms_free(k);
+}
+
+/* --- the kernel's build-id ------------------------------------------------ */
+
+/* A GNU build-id note (20 bytes of id), then a "Linux" note and two "Xen"
+ * ones: a copy of a real /sys/kernel/notes. */
+static const unsigned char notes_fixture[] = {
+	0x04, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 'G', 'N', 'U', 0,
+	0x24, 0xa3, 0x59, 0x8f, 0xd7, 0x00, 0x11, 0x4d, 0x0a, 0x1b, 0x1a, 0x48, 0x71, 0xba, 0xdc,
+	0xee, 0x75, 0xd0, 0xac, 0xac,
+	0x06, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x00, 'L', 'i', 'n', 'u',
+	'x', 0, 0, 0, 0x00, 0x00, 0x00, 0x00,
+	0x04, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x00, 0x13, 0x00, 0x00, 0x00, 'X', 'e', 'n', 0,
+	0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0xff, 0xff, 0xff, 0x3f,
+};
+#define FIXTURE_BUILD_ID "24a3598fd700114d0a1b1a4871badcee75d0acac"
+
+/* Appends a note (name with its NUL, desc) at buf + *n, 4-aligned. */
+static void add_note(unsigned char *buf, size_t *n, uint32_t type, const char *name,
+		     const void *desc, uint32_t descsz)
+{
+	uint32_t hdr[3] = { (uint32_t)strlen(name) + 1, descsz, type };
+
+	memcpy(buf + *n, hdr, sizeof(hdr));
+	*n += sizeof(hdr);
+	memset(buf + *n, 0, (hdr[0] + 3) / 4 * 4 + (descsz + 3) / 4 * 4);
+	memcpy(buf + *n, name, hdr[0]);
+	*n += (hdr[0] + 3) / 4 * 4;
+	memcpy(buf + *n, desc, descsz);
+	*n += (descsz + 3) / 4 * 4;
+}
+
+static int parse_id(const void *notes, size_t n, char *out, size_t size)
+{
+	return ksyms_parse_build_id(notes, n, out, size);
+}
+
+Test(ksyms, build_id_from_the_kernels_notes)
+{
+	char id[129] = "untouched";
+
+	cr_assert_eq(parse_id(notes_fixture, sizeof(notes_fixture), id, sizeof(id)), 0);
+	cr_assert_str_eq(id, FIXTURE_BUILD_ID);
+	/* just the room it needs, and one byte less */
+	cr_assert_eq(parse_id(notes_fixture, sizeof(notes_fixture), id, 41), 0);
+	cr_assert_str_eq(id, FIXTURE_BUILD_ID);
+	strcpy(id, "untouched");
+	cr_assert_eq(parse_id(notes_fixture, sizeof(notes_fixture), id, 40), -ENOBUFS);
+	cr_assert_eq(parse_id(notes_fixture, sizeof(notes_fixture), id, 0), -ENOBUFS);
+	cr_assert_str_eq(id, "untouched");
+}
+
+/* Notes before it, with names and descriptors of every padding, are
+ * stepped over; a build-id note of another name or type is not it. */
+Test(ksyms, build_id_after_other_notes)
+{
+	static const unsigned char idb[] = { 0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03 };
+	unsigned char buf[512];
+	char id[129];
+	size_t n = 0;
+
+	add_note(buf, &n, 1, "Linux", "\x01\x02", 2);
+	add_note(buf, &n, 0x12, "Xen", "\x00\x00\x00\x00\x01", 5);
+	add_note(buf, &n, 3, "GNUX", idb, sizeof(idb)); /* not GNU's */
+	add_note(buf, &n, 4, "GNU", idb, sizeof(idb));  /* not a build-id */
+	add_note(buf, &n, 3, "GNU", "", 0);             /* empty */
+	cr_assert_eq(parse_id(buf, n, id, sizeof(id)), -ENOENT);
+	add_note(buf, &n, 3, "GNU", idb, sizeof(idb));
+	add_note(buf, &n, 3, "GNU", "\x11", 1); /* only the first counts */
+	cr_assert_eq(parse_id(buf, n, id, sizeof(id)), 0);
+	cr_assert_str_eq(id, "deadbeef010203");
+}
+
+/* Sizes that run past the end, or would overflow a sum, end the search:
+ * nothing past what was read is touched (ASan would say). */
+Test(ksyms, broken_notes_are_not_trusted)
+{
+	unsigned char *buf;
+	char id[129];
+	size_t n = sizeof(notes_fixture);
+
+	/* every truncation of the fixture, on the heap so overreads show */
+	for (size_t cut = 0; cut < n; cut++) {
+		buf = malloc(cut ? cut : 1);
+		cr_assert_not_null(buf);
+		memcpy(buf, notes_fixture, cut);
+		cr_assert_eq(parse_id(buf, cut, id, sizeof(id)), cut >= 36 ? 0 : -ENOENT,
+			     "cut at %zu", cut);
+		free(buf);
+	}
+	/* a first note whose sizes are huge: not skipped into the void */
+	buf = malloc(n);
+	cr_assert_not_null(buf);
+	memcpy(buf, notes_fixture, n);
+	memcpy(buf, (const uint32_t[]){ UINT32_MAX }, 4);
+	cr_assert_eq(parse_id(buf, n, id, sizeof(id)), -ENOENT);
+	memcpy(buf, notes_fixture, n);
+	memcpy(buf + 4, (const uint32_t[]){ UINT32_MAX - 1 }, 4);
+	cr_assert_eq(parse_id(buf, n, id, sizeof(id)), -ENOENT);
+	/* a build-id longer than any buffer we would give */
+	memcpy(buf, notes_fixture, n);
+	memcpy(buf + 4, (const uint32_t[]){ 80 }, 4);
+	cr_assert_eq(parse_id(buf, n, id, sizeof(id)), -ENOENT, "desc past the end");
+	free(buf);
+}
+
+Test(ksyms, build_id_read_from_a_file)
+{
+	char path[] = "/tmp/perfd-notes.XXXXXX", dir[] = "/tmp/perfd-notesdir.XXXXXX", id[129];
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, notes_fixture, sizeof(notes_fixture)), (ssize_t)sizeof(notes_fixture));
+	close(fd);
+	cr_assert_eq(ksyms_read_build_id(path, id, sizeof(id)), 0);
+	cr_assert_str_eq(id, FIXTURE_BUILD_ID);
+	unlink(path);
+	cr_assert_eq(ksyms_read_build_id(path, id, sizeof(id)), -ENOENT);
+	cr_assert_not_null(mkdtemp(dir));
+	/* not regular files */
+	cr_assert_eq(ksyms_read_build_id(dir, id, sizeof(id)), -EBADFD);
+	rmdir(dir);
+	cr_assert_eq(ksyms_read_build_id("/dev/null", id, sizeof(id)), -EBADFD);
+}
+
+/* This machine's own notes (sysfs, readable by everyone): a build-id of
+ * 20 bytes, as the kernel's linker writes it (--build-id=sha1). */
+Test(ksyms, real_kernel_notes)
+{
+	char id[129];
+	int r = ksyms_read_build_id("/sys/kernel/notes", id, sizeof(id));
+
+	cr_assert_eq(r, 0, "/sys/kernel/notes: %s", strerror(-r));
+	cr_assert_eq(strlen(id), 40, "%s", id);
+	cr_assert_eq(strspn(id, "0123456789abcdef"), 40, "%s", id);
 }
