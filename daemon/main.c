@@ -153,6 +153,7 @@ int main(int argc, char **argv)
 		.limits = { .max_processes = 4096, .max_stacks = 200000, .max_frames = 8000000,
 			    .max_memory_bytes = 64u << 20, .retention_s = 3600 },
 		.kallsyms_path = "/proc/kallsyms",
+		.kernel_notes_path = "/sys/kernel/notes",
 		.unwind_rows = (16u << 20) / sizeof(struct perfd_unwind_row),
 		.unwind_mappings = 65536,
 		.demangle = true,

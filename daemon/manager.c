@@ -237,6 +237,7 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	(void)sd_event_set_watchdog(m->d.event, true);
 
 	m->d.symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = opts->kallsyms_path,
+								   .kernel_notes_path = opts->kernel_notes_path,
 								   .debug_dir = opts->debug_dir,
 								   .cache_bytes = opts->symbol_cache_bytes,
 								   .demangle = opts->demangle },
@@ -248,6 +249,14 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	if (kr < 0)
 		log_warning_errno(kr, "Kernel symbols unavailable (%s), kernel frames will print as [unknown]: %m",
 				  opts->kallsyms_path);
+	if (opts->kernel_notes_path) {
+		const char *kpath, *kbuild_id;
+
+		if (symbolizer_describe_module(m->d.symbolizer, FRAME_MODULE_KERNEL, &kpath,
+					       &kbuild_id) && !kbuild_id[0])
+			log_info("No kernel build-id in %s, the kernel's mapping in profiles goes without one.",
+				 opts->kernel_notes_path);
+	}
 	m->d.aggregator = aggregator_new(&opts->limits, m->d.symbolizer);
 	if (!m->d.aggregator) {
 		r = log_error_errno(ENOMEM, "Out of memory.");

@@ -28,6 +28,7 @@ struct manager_opts {
 	uint32_t unwind_rows;     /* 0: frame pointers only */
 	uint32_t unwind_mappings;
 	const char *kallsyms_path;
+	const char *kernel_notes_path; /* the kernel's build-id; NULL: none */
 	const char *debug_dir; /* NULL: /usr/lib/debug */
 	size_t symbol_cache_bytes; /* 0: the symbolizer's default */
 	bool demangle;

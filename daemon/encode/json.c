@@ -3,8 +3,8 @@
  * json.c - the resolved call tree as JSON, for scripts.
  *
  *   { "kind": "cpu", "unit": "samples", "period_ns": N, "total": T,
- *     "frames": [ { "kind", "function", "file", "line", "module",
- *                   "build_id", "offset", "inlined_by" }, ... ],
+ *     "frames": [ { "kind", "function", "file", "line", "start_line",
+ *                   "module", "build_id", "offset", "inlined_by" }, ... ],
  *     "processes": [ { "pid", "ns_pid", "comm", "start_time_ns", "cgroup",
  *                      "unit", "exited", "total",
  *                      "tree": { "total", "self", "children": [ NODE ] } } ] }
@@ -16,7 +16,11 @@
  * line and a function's self and total time are sums over its nodes.
  * Children come largest total first (the tree is encode/calltree.c's,
  * shared with the flame graph).  Strings absent from a frame (no
- * file, no module) are left out rather than empty.
+ * file, no module) are left out rather than empty, and so are unknown
+ * lines: "start_line", the line the function starts at (a native
+ * function's with lines asked for, every Python function's), is there
+ * when known.  Kernel frames have the module "[kernel.kallsyms]" (with
+ * the kernel's build-id when known).
  */
 #include "encode/calltree.h"
 #include "encode/encode.h"
@@ -62,6 +66,8 @@ static void write_frame(const struct calltree *t, const struct model *m, size_t 
 		if (line->line)
 			jsonw_kv_u64(w, "line", line->line);
 	}
+	if (f->start_line)
+		jsonw_kv_u64(w, "start_line", f->start_line);
 	if (l->mapping) {
 		const struct model_mapping *mp = &m->mappings[l->mapping - 1];
 

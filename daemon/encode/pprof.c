@@ -16,8 +16,13 @@
  * its offset in the file, and a tool that symbolizes again by build-id
  * finds the right code.  Every Mapping says it has functions, files, lines
  * and inlined frames, so pprof does not symbolize it again from whatever
- * binary of that name the reading machine has.  Function start lines are
- * not in the model and stay 0 (unknown).
+ * binary of that name the reading machine has.  The kernel is one Mapping
+ * too, "[kernel.kallsyms]" with the running kernel's build-id, as perf
+ * names it; its locations' addresses are the kernel's own (KASLR-shifted)
+ * virtual addresses, and frames in kernel modules share it (their
+ * addresses are the kernel's as well).  Python frames have no Mapping.
+ * Function.start_line is the model's: the decl line of a native function
+ * (with lines), co_firstlineno of a Python one, 0 (unknown) otherwise.
  *
  * Values: a CPU sample is [samples/count, cpu/nanoseconds = samples x
  * period], memory [space/bytes], off-CPU time [off_cpu/nanoseconds].
@@ -171,6 +176,7 @@ static int build_functions(struct pprof *p)
 		f->id = i + 1;
 		f->name = f->system_name = model_str(p, m->functions[i].name);
 		f->filename = model_str(p, m->functions[i].file);
+		f->start_line = m->functions[i].start_line;
 		if (f->name < 0 || f->filename < 0)
 			return -ENOMEM;
 		p->function_ptrs[i] = f;

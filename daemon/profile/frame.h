@@ -78,7 +78,11 @@ struct frame_record {
 	const char *function; /* never NULL */
 	const char *file;     /* NULL when unknown */
 	uint32_t line;        /* 0 when unknown */
-	uint16_t module;      /* frame.h module id of a file or JIT, 0 for none */
+	uint32_t start_line;  /* the function's first line: DWARF's decl line
+			       * (native, with lines), co_firstlineno (Python);
+			       * 0 when unknown (kernel, JIT) */
+	uint16_t module;      /* frame.h module id of a file or JIT,
+			       * FRAME_MODULE_KERNEL for the kernel, 0 for none */
 	uint64_t offset;      /* in the module's file, or the address */
 };
 

@@ -117,21 +117,23 @@ static bool function_eq(void *ctx, uint64_t i)
 	struct function_ref *r = ctx;
 	const struct model_function *g = &r->m->functions[i];
 
-	return g->name == r->f.name && g->file == r->f.file && g->kind == r->f.kind;
+	return g->name == r->f.name && g->file == r->f.file && g->kind == r->f.kind &&
+	       g->start_line == r->f.start_line;
 }
 
-static int64_t intern_function(struct builder *b, enum frame_kind kind, const char *name,
-			       const char *file)
+static int64_t intern_function(struct builder *b, const struct frame_record *rec)
 {
 	struct model *m = b->m;
-	int64_t n = intern_string(b, name), f = n < 0 ? n : intern_string(b, file);
-	struct function_ref r = { m, { (uint32_t)n, (uint32_t)f, kind } };
+	int64_t n = intern_string(b, rec->function), f = n < 0 ? n : intern_string(b, rec->file);
+	struct function_ref r = { m, { (uint32_t)n, (uint32_t)f, rec->kind, rec->start_line } };
 	uint64_t *slot;
 	bool fresh;
 
 	if (n < 0 || f < 0)
 		return -ENOMEM;
-	slot = probe(&b->functions, hash_u64(((uint64_t)n << 32 | (uint64_t)f) ^ kind),
+	slot = probe(&b->functions,
+		     hash_u64(hash_u64((uint64_t)n << 32 | (uint64_t)f) ^
+			      ((uint64_t)rec->start_line << 8 | rec->kind)),
 		     function_eq, &r, &fresh);
 	if (!slot)
 		return -ENOMEM;
@@ -155,7 +157,10 @@ static int64_t mapping_for(struct builder *b, uint16_t module)
 	bool fresh;
 	uint64_t *slot;
 
-	if (module < FRAME_MODULE_FIRST || module > FRAME_MODULE_LAST || !b->o->describe)
+	/* binaries, JIT maps and the kernel; Python and special frames have
+	 * no mapping */
+	if (!b->o->describe || ((module < FRAME_MODULE_FIRST || module > FRAME_MODULE_LAST) &&
+				module != FRAME_MODULE_KERNEL))
 		return 0;
 	slot = u64map_upsert(&b->mappings, module, &fresh);
 	if (!slot)
@@ -167,8 +172,9 @@ static int64_t mapping_for(struct builder *b, uint16_t module)
 		return 0;
 	}
 	/* The path as this process mapped it: a module stands for every
-	 * file with its build-id, and the first one seen may be a copy. */
-	if (b->process && b->process->maps)
+	 * file with its build-id, and the first one seen may be a copy.  (Not
+	 * the kernel's: [vsyscall] is a mapping with kernel addresses.) */
+	if (module != FRAME_MODULE_KERNEL && b->process && b->process->maps)
 		for (size_t j = 0; j < b->process->maps->n; j++)
 			if (b->process->map_modules[j] == module) {
 				path = b->process->maps->maps[j].path;
@@ -231,7 +237,7 @@ static int64_t location_for(struct builder *b, uint64_t frame)
 	l.mapping = (uint32_t)mp;
 	for (size_t i = 0; i < n; i++) {
 		bool line_wanted = rec[i].kind == FRAME_KIND_PYTHON ? b->o->python_lines : b->o->lines;
-		int64_t f = intern_function(b, rec[i].kind, rec[i].function, rec[i].file);
+		int64_t f = intern_function(b, &rec[i]);
 
 		if (f < 0)
 			return -ENOMEM;

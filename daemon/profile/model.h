@@ -6,11 +6,15 @@
  * resolved once into tables, as pprof's profile.proto lays them out:
  *
  *   strings    every name, file and path, interned (id 0 is "")
- *   functions  (kind, name, file), interned
+ *   functions  (kind, name, file, start line), interned: the start line
+ *              is the function's own (pprof's Function.start_line), part
+ *              of what it is, as two Python functions of one name in one
+ *              file are two
  *   locations  one resolved frame: its lines, outermost first (a native
  *              frame with inlined calls has several; the last is the code
  *              at the address), the module and offset it came from
- *   mappings   the modules locations refer to: path, build-id
+ *   mappings   the modules locations refer to: path, build-id (the
+ *              kernel is one, as the describer names it)
  *   samples    (process, thread, locations root first) -> value, merged
  *   processes  pid, comm, cgroup, unit of each part
  *
@@ -58,6 +62,7 @@ struct model_opts {
 struct model_function {
 	uint32_t name, file; /* string ids */
 	enum frame_kind kind;
+	uint32_t start_line; /* 0: unknown */
 };
 
 struct model_line {

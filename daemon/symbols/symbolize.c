@@ -30,6 +30,7 @@
 
 #define MODULES_MAX (FRAME_MODULE_LAST - FRAME_MODULE_FIRST + 1)
 #define BUILD_ID_MAX 64 /* bytes of a GNU build-id note we keep */
+#define KERNEL_PATH "[kernel.kallsyms]" /* what perf and pprof users know */
 
 enum module_kind {
 	MODULE_FILE,
@@ -76,6 +77,7 @@ struct file_ref {
 
 struct symbolizer {
 	struct ksyms *ksyms;
+	char kernel_build_id[BUILD_ID_MAX * 2 + 1]; /* "" when unknown */
 	struct module *modules; /* index = id - FRAME_MODULE_FIRST */
 	size_t n_modules, cap_modules;
 	struct u64map by_file; /* hash(dev, inode) -> index in files; collisions scanned */
@@ -115,6 +117,10 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	}
 	if (opts->kallsyms_path)
 		r = ksyms_load(opts->kallsyms_path, &s->ksyms);
+	/* without it the kernel's mapping only goes without a build-id */
+	if (opts->kernel_notes_path)
+		(void)ksyms_read_build_id(opts->kernel_notes_path, s->kernel_build_id,
+					  sizeof(s->kernel_build_id));
 	if (ret_kernel_error)
 		*ret_kernel_error = r;
 	return s;
@@ -703,6 +709,7 @@ static size_t resolve_symbol(struct symbolizer *s, uint64_t frame, struct frame_
 	*out = (struct frame_record){ .kind = FRAME_KIND_NATIVE, .offset = addr };
 	if (module == FRAME_MODULE_KERNEL) {
 		out->kind = FRAME_KIND_KERNEL;
+		out->module = FRAME_MODULE_KERNEL;
 		out->offset = frame_kernel_address(frame);
 		if (s->ksyms)
 			name = ksyms_lookup(s->ksyms, out->offset, NULL, &off);
@@ -784,7 +791,8 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 		return resolve_symbol(s, frame, out, scratch, size);
 
 	/* chain[] is innermost first; records are outermost first, and the
-	 * outermost is the function the symbol table names. */
+	 * outermost is the function the symbol table names (its first line
+	 * is DWARF's for the function around the address). */
 	resolve_symbol(s, frame, &out[0], scratch, size);
 	for (int i = n - 1; i >= 0 && k < cap; i--, k++) {
 		const char *fn = chain[i].function;
@@ -796,6 +804,7 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 		}
 		out[k].file = chain[i].file;
 		out[k].line = chain[i].line;
+		out[k].start_line = chain[i].decl_line;
 	}
 	return k;
 }
@@ -805,6 +814,11 @@ bool symbolizer_describe_module(const struct symbolizer *s, uint16_t module,
 {
 	const struct module *m;
 
+	if (module == FRAME_MODULE_KERNEL) {
+		*ret_path = KERNEL_PATH;
+		*ret_build_id = s->kernel_build_id;
+		return true;
+	}
 	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
 		return false;
 	m = &s->modules[module - FRAME_MODULE_FIRST];

@@ -16,7 +16,11 @@
  *    write: only a regular file reached through no symlink, owned by the
  *    process's user or root, of at most PERFMAP_MAX_BYTES, is read
  *    (others are refused unread and counted).
- * Kernel frames are named from /proc/kallsyms, read once at start.  Names
+ * Kernel frames are named from /proc/kallsyms, read once at start, and
+ * belong to one module, FRAME_MODULE_KERNEL, described as
+ * "[kernel.kallsyms]" (perf's name for it) with the build-id of the
+ * running kernel (/sys/kernel/notes, read once at start); frames in kernel
+ * modules are in it too, as their addresses are the kernel's.  Names
  * are demangled (C++, Rust) once per symbol and cached.  Parsed tables are
  * a cache bounded in bytes: the least recently used are unloaded, and
  * parsed again from the kept descriptors when needed.
@@ -36,6 +40,7 @@ struct symbolizer;
 
 struct symbolizer_opts {
 	const char *kallsyms_path; /* NULL: no kernel symbols */
+	const char *kernel_notes_path; /* the kernel's build-id; NULL: none */
 	const char *debug_dir;     /* separate debug files; NULL: /usr/lib/debug */
 	size_t cache_bytes;        /* parsed symbol tables kept; 0: 256 MiB */
 	bool demangle;
@@ -100,7 +105,8 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 			  struct frame_record *out, size_t cap, char *scratch, size_t size);
 
 /* The path (as first mapped) and build-id (hex, "" when none) of a module;
- * false for an unknown id.  Strings owned by s. */
+ * for FRAME_MODULE_KERNEL "[kernel.kallsyms]" and the kernel's build-id.
+ * False for an unknown id.  Strings owned by s. */
 bool symbolizer_describe_module(const struct symbolizer *s, uint16_t module,
 				const char **ret_path, const char **ret_build_id);
 

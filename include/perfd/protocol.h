@@ -105,7 +105,9 @@
  *      Json: profile is an object, the call tree (daemon/encode/json.c):
  *      { kind, unit, period_ns, total, frames: [ { kind ("kernel",
  *      "native", "python", "jit", "special"), function, file, line,
- *      module, build_id, offset, inlined_by } ], processes: [ { pid, ns_pid,
+ *      start_line (the function's first line, when known: native with
+ *      "lines", Python always), module ("[kernel.kallsyms]" for the
+ *      kernel), build_id, offset, inlined_by } ], processes: [ { pid, ns_pid,
  *      comm, start_time_ns, cgroup, unit, exited, total, tree: { self,
  *      total, children: [ { frame | thread, self, total, children } ] } } ] }
  *      Pprof: profile is a string, the gzipped profile.proto message

@@ -11,8 +11,9 @@
  *
  * fake_resolve() behaves like the daemon's resolvers: with lines, every
  * record of a frame (outermost first); without, a native or kernel frame is
- * its outermost function alone, without file or line; a Python frame always
- * has its file and line (the model drops the line when not asked for).  A
+ * its outermost function alone, without file, line or start line; a Python
+ * frame always has its file, line and start line (the model drops the line
+ * when not asked for).  A
  * frame not in the table reads "fADDR" in hex.  fake_encode_text() runs a
  * text format's encoder and reads its string back as a client does.
  */
@@ -41,9 +42,16 @@
 
 #define NATIVE(fn, file_, line_, module_) \
 	{ .kind = FRAME_KIND_NATIVE, .function = fn, .file = file_, .line = line_, .module = module_ }
-#define KERNEL(fn) { .kind = FRAME_KIND_KERNEL, .function = fn }
+/* ... whose function starts at line start_ */
+#define NATIVE_FROM(fn, file_, line_, start_, module_)                                        \
+	{ .kind = FRAME_KIND_NATIVE, .function = fn, .file = file_, .line = line_,           \
+	  .start_line = start_, .module = module_ }
+#define KERNEL(fn) { .kind = FRAME_KIND_KERNEL, .function = fn, .module = FRAME_MODULE_KERNEL }
 #define PYTHON(fn, file_, line_) \
 	{ .kind = FRAME_KIND_PYTHON, .function = fn, .file = file_, .line = line_ }
+#define PYTHON_FROM(fn, file_, line_, start_)                                               \
+	{ .kind = FRAME_KIND_PYTHON, .function = fn, .file = file_, .line = line_,           \
+	  .start_line = start_ }
 
 struct fake_frame {
 	uint64_t frame;
@@ -52,6 +60,7 @@ struct fake_frame {
 };
 
 #define FAKE_MAX_PROCS 4
+#define FAKE_KERNEL_BUILD_ID "24a3598fd700114d0a1b1a4871badcee75d0acac"
 
 static const struct fake_frame *fake_frames;
 static size_t n_fake_frames;
@@ -75,7 +84,7 @@ _unused_ static size_t fake_resolve(void *ctx, uint64_t frame, bool lines, struc
 		if (!lines && f->rec[0].kind != FRAME_KIND_PYTHON) {
 			out[0] = f->rec[0];
 			out[0].file = NULL;
-			out[0].line = 0;
+			out[0].line = out[0].start_line = 0;
 			return 1;
 		}
 		memcpy(out, f->rec, n * sizeof(*out));
@@ -85,13 +94,14 @@ _unused_ static size_t fake_resolve(void *ctx, uint64_t frame, bool lines, struc
 	out[0] = (struct frame_record){
 		.kind = module == FRAME_MODULE_KERNEL ? FRAME_KIND_KERNEL : FRAME_KIND_NATIVE,
 		.function = scratch,
-		.module = module <= FRAME_MODULE_LAST ? module : 0,
+		.module = module <= FRAME_MODULE_LAST || module == FRAME_MODULE_KERNEL ? module : 0,
 		.offset = frame_address(frame),
 	};
 	return 1;
 }
 
-/* Modules 1 and 2 are files (2 without a build-id); others are unknown. */
+/* Modules 1 and 2 are files (2 without a build-id), the kernel is
+ * described as the symbolizer does; others are unknown. */
 _unused_ static bool fake_describe(void *ctx, uint16_t module, const char **ret_path,
 				   const char **ret_build_id)
 {
@@ -104,6 +114,10 @@ _unused_ static bool fake_describe(void *ctx, uint16_t module, const char **ret_
 	case 2:
 		*ret_path = "/usr/lib/libc.so.6";
 		*ret_build_id = "";
+		return true;
+	case FRAME_MODULE_KERNEL:
+		*ret_path = "[kernel.kallsyms]";
+		*ret_build_id = FAKE_KERNEL_BUILD_ID;
 		return true;
 	default:
 		return false;
@@ -212,14 +226,26 @@ _unused_ static void fake_add_kind(size_t i, const uint64_t *frames, uint16_t de
 /* The frames the encoders' suites resolve: native with an inlined call
  * (modules 1 and 2), kernel, Python. */
 _unused_ static const struct fake_frame fake_app_frames[] = {
-	{ FRAME(1, 0x1), 1, { NATIVE("main", "/src/app/main.c", 5, 1) } },
+	{ FRAME(1, 0x1), 1, { NATIVE_FROM("main", "/src/app/main.c", 5, 3, 1) } },
 	/* inner inlined into outer at 0x2: outermost first in the model */
-	{ FRAME(1, 0x2), 2, { NATIVE("outer", "/src/app/a.c", 10, 1),
-			      NATIVE("inner", "/src/app/b.h", 20, 1) } },
+	{ FRAME(1, 0x2), 2, { NATIVE_FROM("outer", "/src/app/a.c", 10, 8, 1),
+			      NATIVE_FROM("inner", "/src/app/b.h", 20, 17, 1) } },
 	{ FRAME(2, 0x5), 1, { NATIVE("memcpy", NULL, 0, 2) } },
 	{ KFRAME(0x11), 1, { KERNEL("clear_page") } },
-	{ PYFRAME(0x7), 1, { PYTHON("work", "/srv/app.py", 42) } },
+	{ PYFRAME(0x7), 1, { PYTHON_FROM("work", "/srv/app.py", 42, 40) } },
 };
+
+/* One process, app (pid 10, in cgroup), on fake_app_frames:
+ * main;outer;inner 3, main;work;memcpy 2 and main;clear_page 1 (kernel). */
+_unused_ static void fake_add_app(const char *cgroup)
+{
+	SET_FAKE_FRAMES(fake_app_frames);
+	fake_process(0, 10, "app", cgroup);
+	FAKE_ADD(0, 3, FRAME(1, 0x2), FRAME(1, 0x1));
+	FAKE_ADD(0, 2, FRAME(2, 0x5), PYFRAME(0x7), FRAME(1, 0x1));
+	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x11), FRAME(1, 0x1) }, 2, 1, 1,
+		      PROFILE_KIND_CPU, 1);
+}
 
 /* Two processes, one with two threads, on fake_app_frames: app (pid 10)
  * runs main;outer 1 on thread 10 "app" and 2 on thread 11 "worker"; other

@@ -3,7 +3,8 @@
  * test-model.c - the resolved model (daemon/profile/model.c), built from
  * hand-made profile parts through a fake resolver (fakemodel.h): frames
  * that resolve alike are one location and their samples merge; functions
- * are interned by (kind, name, file); mappings carry the describer's path
+ * are interned by (kind, name, file, start line); mappings carry the
+ * describer's path
  * and build-id; inlined calls are lines, outermost first; samples list
  * their locations root first; totals per process; only the requested kind;
  * threads kept apart only when asked.
@@ -142,6 +143,41 @@ Test(model, functions_are_interned_by_kind_name_and_file)
 	model_free(m);
 }
 
+/* Two lambdas of one file are two functions, told apart by their start
+ * lines, as pprof tells them apart; one function at two lines is one, and
+ * keeps its start line. */
+static const struct fake_frame lambda_frames[] = {
+	{ PYFRAME(0x1), 1, { PYTHON_FROM("<lambda>", "/srv/app.py", 10, 10) } },
+	{ PYFRAME(0x2), 1, { PYTHON_FROM("<lambda>", "/srv/app.py", 20, 20) } },
+	{ PYFRAME(0x3), 1, { PYTHON_FROM("<lambda>", "/srv/app.py", 21, 20) } },
+};
+
+Test(model, functions_that_start_elsewhere_are_two)
+{
+	struct model *m;
+	uint32_t f[3];
+
+	SET_FAKE_FRAMES(lambda_frames);
+	fake_process(0, 10, "app", NULL);
+	for (size_t i = 0; i < ELEMENTSOF(lambda_frames); i++)
+		FAKE_ADD(0, 1, lambda_frames[i].frame);
+	m = fake_build();
+	cr_assert_eq(m->n_samples, 3);
+	for (size_t i = 0; i < 3; i++) {
+		const struct model_sample *s = &m->samples[i];
+		const struct model_line *ln =
+			&m->lines[m->locations[m->stack_pool[s->first]].first_line];
+
+		f[ln->line == 10 ? 0 : ln->line == 20 ? 1 : 2] = ln->function;
+	}
+	cr_assert_eq(m->n_functions, 2);
+	cr_assert_neq(f[0], f[1]);
+	cr_assert_eq(f[1], f[2]);
+	cr_assert_eq(m->functions[f[0]].start_line, 10);
+	cr_assert_eq(m->functions[f[1]].start_line, 20);
+	model_free(m);
+}
+
 static const struct fake_frame mapping_frames[] = {
 	{ FRAME(1, 0x10), 1, { NATIVE("in_app", NULL, 0, 1) } },
 	{ FRAME(1, 0x20), 1, { NATIVE("in_app_too", NULL, 0, 1) } },
@@ -160,10 +196,10 @@ Test(model, mappings_carry_path_and_build_id_from_the_describer)
 	FAKE_ADD(0, 1, FRAME(1, 0x10), FRAME(2, 0x30), FRAME(1, 0x20));
 	FAKE_ADD(0, 1, KFRAME(0x50), FRAME(3, 0x40), FRAME(FRAME_MODULE_NONE, 0x60));
 	m = fake_build();
-	cr_assert_eq(m->n_mappings, 2);
-	/* asked once per module, and only for binaries (3 is not one the
-	 * describer knows) */
-	cr_assert_eq(fake_describe_calls, 3, "%u calls", fake_describe_calls);
+	cr_assert_eq(m->n_mappings, 3);
+	/* asked once per module, and only for binaries and the kernel (3 is
+	 * not one the describer knows) */
+	cr_assert_eq(fake_describe_calls, 4, "%u calls", fake_describe_calls);
 	for (size_t i = 0; i < m->n_locations; i++) {
 		const struct model_location *l = &m->locations[i];
 		const char *name = line_name(m, (uint32_t)i, 0);
@@ -179,11 +215,15 @@ Test(model, mappings_carry_path_and_build_id_from_the_describer)
 			cr_assert_eq(mp->module, 2);
 			cr_assert_str_eq(model_string(m, mp->path), "/usr/lib/libc.so.6");
 			cr_assert_str_eq(model_string(m, mp->build_id), "");
+		} else if (strcmp(name, "in_kernel") == 0) {
+			cr_assert_eq(l->kind, FRAME_KIND_KERNEL);
+			cr_assert_not_null(mp);
+			cr_assert_eq(mp->module, FRAME_MODULE_KERNEL);
+			cr_assert_str_eq(model_string(m, mp->path), "[kernel.kallsyms]");
+			cr_assert_str_eq(model_string(m, mp->build_id), FAKE_KERNEL_BUILD_ID);
 		} else {
 			cr_assert_null(mp, "%s has a mapping", name);
 		}
-		if (strcmp(name, "in_kernel") == 0)
-			cr_assert_eq(l->kind, FRAME_KIND_KERNEL);
 	}
 	model_free(m);
 }

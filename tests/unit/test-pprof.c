@@ -7,7 +7,8 @@
  * from proto/profile.proto, then checks the tables as a pprof reader needs
  * them: the string table starts with "", ids are 1-based and every
  * reference resolves, stacks are leaf first, inlined lines innermost
- * first, values per kind, and the labels.  go tool pprof reading real
+ * first, values per kind, the labels, functions' start lines and the
+ * kernel's mapping.  go tool pprof reading real
  * snapshots is tests/integration/test_pprof.py.
  */
 #include <criterion/criterion.h>
@@ -185,12 +186,7 @@ Test(pprof, tables_are_one_based_and_inlined_lines_innermost_first)
 	const Perftools__Profiles__Sample *s;
 	const Perftools__Profiles__Location *l;
 
-	SET_FAKE_FRAMES(fake_app_frames);
-	fake_process(0, 10, "app", "/system.slice/app.service");
-	FAKE_ADD(0, 3, FRAME(1, 0x2), FRAME(1, 0x1));
-	FAKE_ADD(0, 2, FRAME(2, 0x5), PYFRAME(0x7), FRAME(1, 0x1));
-	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x11), FRAME(1, 0x1) }, 2, 1, 1,
-		      PROFILE_KIND_CPU, 1);
+	fake_add_app("/system.slice/app.service");
 	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .lines = true,
 					     .python_lines = true });
 	check_tables(p);
@@ -215,13 +211,12 @@ Test(pprof, tables_are_one_based_and_inlined_lines_innermost_first)
 	cr_assert_str_eq(str(p, p->mapping[l->mapping_id - 1]->build_id), "0123456789abcdef");
 	cr_assert(p->mapping[l->mapping_id - 1]->has_inline_frames);
 
-	/* Python and kernel frames have no mapping; Python keeps its line */
+	/* Python frames have no mapping; Python keeps its line */
 	s = sample_at(p, "memcpy");
 	cr_assert_eq(s->n_location_id, 3);
 	cr_assert_str_eq(line_function(p, s->location_id[1], 0), "work");
 	cr_assert_eq(p->location[s->location_id[1] - 1]->line[0]->line, 42);
 	cr_assert_eq(p->location[s->location_id[1] - 1]->mapping_id, 0);
-	cr_assert_eq(p->location[sample_at(p, "clear_page")->location_id[0] - 1]->mapping_id, 0);
 
 	/* cpu: samples/count and cpu/nanoseconds = samples x period */
 	cr_assert_eq(p->n_sample_type, 2);
@@ -243,6 +238,86 @@ Test(pprof, tables_are_one_based_and_inlined_lines_innermost_first)
 	cr_assert_str_eq(str(p, label(p, s, "cgroup")->str), "/system.slice/app.service");
 	cr_assert_str_eq(str(p, label(p, s, "unit")->str), "app.service");
 	cr_assert_null(label(p, s, "tid"));
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* The Function named name (asserted unique). */
+static const Perftools__Profiles__Function *function_named(const pb_profile *p, const char *name)
+{
+	const Perftools__Profiles__Function *found = NULL;
+
+	for (size_t i = 0; i < p->n_function; i++)
+		if (strcmp(str(p, p->function[i]->name), name) == 0) {
+			cr_assert_null(found, "two functions %s", name);
+			found = p->function[i];
+		}
+	cr_assert_not_null(found, "no function %s", name);
+	return found;
+}
+
+/* Each Function starts where its resolver said: the inlined one and the
+ * one it is inlined into their own lines, Python its co_firstlineno,
+ * kernel and symbol-only functions 0 (unknown); without lines native
+ * functions have none, Python ones keep theirs. */
+Test(pprof, functions_carry_their_start_line)
+{
+	pb_profile *p;
+
+	fake_add_app(NULL);
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .lines = true,
+					     .python_lines = true });
+	check_tables(p);
+	cr_assert_eq(function_named(p, "inner")->start_line, 17);
+	cr_assert_eq(function_named(p, "outer")->start_line, 8);
+	cr_assert_eq(function_named(p, "main")->start_line, 3);
+	cr_assert_eq(function_named(p, "work")->start_line, 40);
+	cr_assert_eq(function_named(p, "memcpy")->start_line, 0);
+	cr_assert_eq(function_named(p, "clear_page")->start_line, 0);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = false });
+	check_tables(p);
+	cr_assert_eq(function_named(p, "outer")->start_line, 0);
+	cr_assert_eq(function_named(p, "main")->start_line, 0);
+	cr_assert_eq(function_named(p, "work")->start_line, 40);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* Kernel frames have one Mapping, [kernel.kallsyms] with the kernel's
+ * build-id, that says it has functions (pprof must not symbolize it
+ * again), and whose range holds their addresses. */
+Test(pprof, kernel_frames_share_the_kernel_mapping)
+{
+	const Perftools__Profiles__Mapping *mp;
+	const Perftools__Profiles__Location *a, *b;
+	const Perftools__Profiles__Sample *s;
+	pb_profile *p;
+
+	SET_FAKE_FRAMES(fake_app_frames);
+	fake_process(0, 10, "app", NULL);
+	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x11), FRAME(1, 0x1) }, 2, 1, 1,
+		      PROFILE_KIND_CPU, 1);
+	/* a kernel frame the table does not name, as in a module: "f22" */
+	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x22), KFRAME(0x11), FRAME(1, 0x1) }, 3, 2, 1,
+		      PROFILE_KIND_CPU, 1);
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
+	check_tables(p);
+	cr_assert_eq(p->n_mapping, 2, "the app and the kernel");
+	a = p->location[sample_at(p, "clear_page")->location_id[0] - 1];
+	b = p->location[sample_at(p, "f22")->location_id[0] - 1];
+	cr_assert_neq(a->mapping_id, 0, "a kernel frame without a mapping");
+	cr_assert_eq(b->mapping_id, a->mapping_id);
+	mp = p->mapping[a->mapping_id - 1];
+	cr_assert_str_eq(str(p, mp->filename), "[kernel.kallsyms]");
+	cr_assert_str_eq(str(p, mp->build_id), FAKE_KERNEL_BUILD_ID);
+	cr_assert(mp->has_functions);
+	cr_assert_eq(b->address, 0x22);
+	cr_assert_gt(mp->memory_limit, 0x22);
+	/* the root, main, is the app's */
+	s = sample_at(p, "clear_page");
+	cr_assert_str_eq(str(p, p->mapping[p->location[s->location_id[s->n_location_id - 1] - 1]
+						   ->mapping_id - 1]->filename),
+			 "/usr/bin/app");
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 

@@ -356,6 +356,14 @@ static void expect_py(const struct fixture *fx, const uint64_t *out, size_t at, 
 	cr_assert_str_eq(name_of(fx, out[at], true, buf, sizeof(buf)), want, "out[%zu]", at);
 	snprintf(want, sizeof(want), "%s (%s)", frame_names[i], script);
 	cr_assert_str_eq(name_of(fx, out[at], false, buf, sizeof(buf)), want, "out[%zu]", at);
+	/* the function starts at its def: co_firstlineno */
+	{
+		struct frame_record rec;
+
+		python_frame_resolve(fx->py, out[at], &rec);
+		cr_assert_eq(rec.start_line, (uint32_t)def_lines[i], "out[%zu] starts at %u", at,
+			     rec.start_line);
+	}
 }
 
 static void expect_native(const uint64_t *out, size_t at, uint64_t frame)

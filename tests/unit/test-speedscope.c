@@ -143,12 +143,7 @@ Test(speedscope, cpu_stacks_root_first_in_nanoseconds)
 {
 	json_object *doc, *p, *f;
 
-	SET_FAKE_FRAMES(fake_app_frames);
-	fake_process(0, 10, "app", NULL);
-	FAKE_ADD(0, 3, FRAME(1, 0x2), FRAME(1, 0x1));
-	FAKE_ADD(0, 2, FRAME(2, 0x5), PYFRAME(0x7), FRAME(1, 0x1));
-	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x11), FRAME(1, 0x1) }, 2, 1, 1,
-		      PROFILE_KIND_CPU, 1);
+	fake_add_app(NULL);
 	doc = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .lines = true,
 					       .python_lines = true });
 	cr_assert_str_eq(get_str(doc, "name"), "perfd cpu snapshot");

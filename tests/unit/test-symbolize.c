@@ -2,8 +2,9 @@
 /*
  * Unit tests for daemon/symbolize.c: file modules from the test's own
  * mappings, the vDSO, JIT perf maps (and those refused unread), demangling
- * on and off, and the bounded cache of parsed symbol tables (evicted, then
- * parsed again correctly).
+ * on and off, the bounded cache of parsed symbol tables (evicted, then
+ * parsed again correctly), the line a function starts at (this suite's
+ * own DWARF), and the kernel's module with its build-id.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -29,6 +30,13 @@ __attribute__((noinline)) int symbolize_test_function(void);
 __attribute__((noinline)) int symbolize_test_function(void)
 {
 	return 7;
+}
+
+/* Where start_line_function's definition starts: its decl line. */
+static const unsigned start_line_function_line = __LINE__ + 1;
+__attribute__((noinline)) static int start_line_function(volatile int *x)
+{
+	return *x * 3 + 1;
 }
 
 /* The frame of a code address of this process, through its maps. */
@@ -260,6 +268,70 @@ Test(symbolize, tiny_cache_evicts_and_reparses)
 	cr_assert_geq(st.cache_misses, 6);
 	/* libc's debug file was searched for once, and reopened from its fd */
 	cr_assert_eq(st.debug_files, 1, "debug files: %zu", st.debug_files);
+	symbolizer_free(s);
+}
+
+/* With lines, a native frame's record carries its function's decl line
+ * (srcline's, this suite is built with -g); without, none. */
+Test(symbolize, records_carry_the_start_line)
+{
+	struct symbolizer *s = make(0, true);
+	struct frame_record rec[FRAME_MAX_INLINE];
+	volatile int x = 2;
+	char scratch[256];
+	uint64_t frame;
+	size_t n;
+
+	cr_assert_eq(start_line_function(&x), 7);
+	frame = frame_of(s, (uintptr_t)&start_line_function + 1);
+	n = symbolizer_resolve(s, frame, true, rec, ELEMENTSOF(rec), scratch, sizeof(scratch));
+	cr_assert_geq(n, 1);
+	cr_assert_str_eq(rec[0].function, "start_line_function");
+	cr_assert(rec[0].file && strstr(rec[0].file, "test-symbolize.c"), "file %s", rec[0].file);
+	cr_assert_eq(rec[0].start_line, start_line_function_line);
+	n = symbolizer_resolve(s, frame, false, rec, ELEMENTSOF(rec), scratch, sizeof(scratch));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(rec[0].start_line, 0);
+	symbolizer_free(s);
+}
+
+/* Kernel frames are in the kernel's module, which describes itself as
+ * [kernel.kallsyms] with the build-id of the notes it was given (none
+ * when it was given none, or notes without one). */
+Test(symbolize, the_kernel_is_a_module_with_its_build_id)
+{
+	static const unsigned char notes[] = {
+		0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,
+		'G', 'N', 'U', 0, 0xca, 0xfe, 0x00, 0x42,
+	};
+	char path[] = "/tmp/perfd-notes.XXXXXX", scratch[64];
+	struct symbolizer_opts o = { .kernel_notes_path = path };
+	const char *kpath = NULL, *build_id = NULL;
+	struct frame_record rec;
+	struct symbolizer *s;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, notes, sizeof(notes)), (ssize_t)sizeof(notes));
+	close(fd);
+	s = symbolizer_new(&o, NULL);
+	cr_assert_not_null(s);
+	unlink(path);
+	cr_assert(symbolizer_describe_module(s, FRAME_MODULE_KERNEL, &kpath, &build_id));
+	cr_assert_str_eq(kpath, "[kernel.kallsyms]");
+	cr_assert_str_eq(build_id, "cafe0042");
+	cr_assert_eq(symbolizer_resolve(s, frame_make(FRAME_MODULE_KERNEL, 0x81000000), true, &rec,
+					1, scratch, sizeof(scratch)),
+		     1);
+	cr_assert_eq(rec.kind, FRAME_KIND_KERNEL);
+	cr_assert_eq(rec.module, FRAME_MODULE_KERNEL);
+	cr_assert_eq(rec.start_line, 0);
+	symbolizer_free(s);
+
+	s = make(0, true);
+	cr_assert(symbolizer_describe_module(s, FRAME_MODULE_KERNEL, &kpath, &build_id));
+	cr_assert_str_eq(kpath, "[kernel.kallsyms]");
+	cr_assert_str_eq(build_id, "");
 	symbolizer_free(s);
 }
 

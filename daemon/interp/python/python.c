@@ -744,6 +744,7 @@ void python_frame_resolve(const struct python *py, uint64_t frame, struct frame_
 	out->function = py->arena + f->name;
 	out->file = py->arena + f->file;
 	out->line = frame_address(frame) & PYTHON_LINE_MAX;
+	out->start_line = f->firstlineno > 0 ? (uint32_t)f->firstlineno : 0;
 }
 
 const char *python_frame_name(const struct python *py, uint64_t frame, bool lines,

@@ -75,8 +75,8 @@ void python_process_gone(struct python *py, const struct process *p);
 size_t python_merge(struct python *py, const struct process *p,
 		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap);
 
-/* Resolves a FRAME_MODULE_PYTHON frame: qualname, file (co_filename) and
- * line; strings owned by py. */
+/* Resolves a FRAME_MODULE_PYTHON frame: qualname, file (co_filename),
+ * line and start line (co_firstlineno); strings owned by py. */
 void python_frame_resolve(const struct python *py, uint64_t frame, struct frame_record *out);
 /* The same as text: "qualname (file:line)", or "qualname (file)" without
  * lines (the tests' view of it). */
