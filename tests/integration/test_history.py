@@ -175,14 +175,20 @@ def test_json_format_has_records_and_matches_folded(perfd_fast, workloads):
 
     hot = frames_named(doc, "hot_three_quarters")
     assert hot, f"no hot_three_quarters frame in {doc['frames'][:20]}"
+    split_c = perfdtest.REPO / "tests" / "workloads" / "split.c"
+    defined = [n for n, line in enumerate(split_c.read_text().splitlines(), 1)
+               if "static void hot_three_quarters(" in line]
+    assert len(defined) == 1, defined
     for i in hot:
         f = doc["frames"][i]
         assert f["kind"] == "native"
         assert f["module"].endswith("/workloads/split"), f
         assert len(f["build_id"]) == 40, f
         assert f["file"].endswith("split.c") and f["line"] > 0, f
+        assert f["start_line"] == defined[0], f
     kernel = [f for f in doc["frames"] if f["kind"] == "kernel"]
-    assert all("module" not in f for f in kernel)
+    assert all(f["module"] == "[kernel.kallsyms]" and "start_line" not in f for f in kernel), \
+        kernel[:5]
 
     (proc,) = doc["processes"]
     nodes = list(walk(proc["tree"]))

@@ -7,14 +7,21 @@ range with --from/--to, so pprof's figures and perfd's own folded output
 are of the very same samples and their shares must agree to rounding (the
 2 points the issue allows are generous).  A memory snapshot of grow 256 16
 shows its bytes under grow_big.  perfctl writes the .pb.gz with -o, the
-format chosen by the extension alone.
+format chosen by the extension alone.  `go tool pprof -raw` prints every
+Location with its functions' start lines ("fn file:line s=START") and the
+Mappings with their build-ids and flags: the start lines of a C and of a
+Python workload function must be the lines their definitions are on in
+the source, and kernel frames must sit in one [kernel.kallsyms] mapping
+with the running kernel's build-id.
 """
 
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +29,7 @@ import perfdtest
 from perfdtest import function, parse_folded
 
 GO = shutil.which("go") or "/usr/bin/go"
+PYTHON = "/usr/bin/python3.11"  # Debian's, as test_python.py runs it
 
 # "  1529.53ms 76.59% 76.59%  1535.54ms 76.89%  hot_three_quarters [file:line]"
 TOP_ROW = re.compile(r"^\s*(\S+)\s+([\d.]+)%\s+([\d.]+)%\s+(\S+)\s+([\d.]+)%\s+(\S+)(.*)$")
@@ -133,3 +141,124 @@ def test_memory_snapshot_shows_bytes_under_grow_big(perfd, workloads, tmp_path, 
     assert "grow_small" not in names or names.index("grow_big") < names.index("grow_small"), top
     big = float(cum["grow_big"][:-2]) if cum["grow_big"].endswith("MB") else 0
     assert big >= 0.6 * 256 * 1.048576, f"grow_big holds {cum['grow_big']} of 256 MiB\n{top}"
+
+
+# -raw: "    12: 0x11cf M=5 hot_three_quarters /path/split.c:51 s=49", inlined
+# lines on the lines below it; "3: 0x0/0xffffffff8226e97a/0x0 [kernel.kallsyms]
+# 24a3...ac [FN][FL][LN][IN]" under Mappings.
+RAW_LOCATION = re.compile(r"^\s*(\d+): 0x([0-9a-f]+)(?: M=(\d+))? (.*)$")
+RAW_LINE = re.compile(r"(\S*) (\S*):(\d+) s=(\d+)")
+RAW_MAPPING = re.compile(r"^(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) (\S*)\s*(.*)$")
+
+
+def raw_tables(text):
+    """go tool pprof -raw's Locations as {id: (address, mapping id or None,
+    [(function, file, line, start_line)])} and Mappings as {id: (file,
+    build_id, flags)}."""
+    locations, mappings, section, last = {}, {}, None, None
+    for line in text.splitlines():
+        if line in ("Locations", "Mappings"):
+            section = line
+            continue
+        if section == "Locations":
+            m = RAW_LOCATION.match(line)
+            if m:
+                last = int(m.group(1))
+                locations[last] = (int(m.group(2), 16),
+                                   int(m.group(3)) if m.group(3) else None, [])
+                rest = m.group(4)
+            elif last is not None:
+                rest = line
+            else:
+                continue
+            for fn, file, ln, start in RAW_LINE.findall(rest):
+                locations[last][2].append((fn, file, int(ln), int(start)))
+        elif section == "Mappings":
+            m = RAW_MAPPING.match(line)
+            if m:
+                mappings[int(m.group(1))] = (m.group(2), m.group(3), m.group(4))
+    assert locations and mappings, f"no Locations or Mappings in pprof -raw:\n{text[:3000]}"
+    return locations, mappings
+
+
+def def_line(path, text):
+    """The 1-based number of the one line of the file at path that holds
+    text (a function's definition)."""
+    found = [n for n, line in enumerate(Path(path).read_text().splitlines(), 1) if text in line]
+    assert len(found) == 1, f"{path}: {len(found)} lines hold {text!r}: {found}"
+    return found[0]
+
+
+def kernel_build_id():
+    """The running kernel's build-id, from /sys/kernel/notes (4-aligned ELF
+    notes), read here independently of perfd."""
+    data = Path("/sys/kernel/notes").read_bytes()
+    off = 0
+    while off + 12 <= len(data):
+        namesz, descsz, kind = struct.unpack_from("<III", data, off)
+        name = data[off + 12:off + 12 + namesz]
+        desc = off + 12 + (namesz + 3) // 4 * 4
+        if kind == 3 and name == b"GNU\0":
+            return data[desc:desc + descsz].hex()
+        off = desc + (descsz + 3) // 4 * 4
+    raise AssertionError(f"no GNU build-id note in /sys/kernel/notes: {data.hex()}")
+
+
+def test_raw_shows_the_start_line_of_a_c_function(perfd_fast, split_c_run, tmp_path, gohome):
+    """With --lines, hot_three_quarters' Function starts on the line of its
+    definition in split.c (DWARF's decl line), and so does main."""
+    _, selection = split_c_run
+    raw = go_pprof(gohome, snapshot_pprof(perfd_fast, tmp_path, "starts", *selection,
+                                          "--lines"), "-raw")
+    locations, _ = raw_tables(raw)
+    split_c = perfdtest.REPO / "tests" / "workloads" / "split.c"
+    want = {"hot_three_quarters": def_line(split_c, "static void hot_three_quarters("),
+            "main": def_line(split_c, "int main(")}
+    for fn, line in want.items():
+        got = {(file, start) for _, _, lines in locations.values()
+               for f, file, _, start in lines if f == fn}
+        assert got, f"no {fn} in pprof -raw:\n{raw[:3000]}"
+        assert got == {(str(split_c), line)}, f"{fn} starts at {got}, not split.c:{line}"
+
+
+def test_raw_shows_the_start_line_of_a_python_function(perfd_fast, workloads, tmp_path,
+                                                        gohome):
+    """Debian's CPython 3.11 running split.py: slow_path's Function starts
+    on its def line (co_firstlineno), also without --lines."""
+    split = perfdtest.python_workload("split")
+    w = workloads("split.py", command=[PYTHON, split, "2"])
+    w.expect_line("ready", timeout=60)
+    path = snapshot_pprof(perfd_fast, tmp_path, "python", "--pid", str(w.pid), "--duration", "2")
+    w.finish()
+    raw = go_pprof(gohome, path, "-raw")
+    locations, _ = raw_tables(raw)
+    for fn in ("slow_path", "fast_path"):
+        line = def_line(split, f"def {fn}(")
+        got = {(file, start) for _, _, lines in locations.values()
+               for f, file, _, start in lines if f == fn}
+        assert got == {(split, line)}, f"{fn} starts at {got}, not {split}:{line}\n{raw[:3000]}"
+
+
+def test_kernel_frames_are_in_the_kernel_mapping(perfd_fast, workloads, tmp_path, gohome):
+    """syscalls spends its CPU in read(2): every kernel location (a kernel
+    address) is in one Mapping, [kernel.kallsyms] with the running
+    kernel's build-id and [FN] (pprof does not symbolize it again), and
+    no user location is."""
+    w = workloads("syscalls", 3)
+    path = snapshot_pprof(perfd_fast, tmp_path, "kernel", "--pid", str(w.pid), "--duration", "2")
+    w.finish()
+    raw = go_pprof(gohome, path, "-raw")
+    locations, mappings = raw_tables(raw)
+    kernel = [i for i, (file, _, _) in mappings.items() if file == "[kernel.kallsyms]"]
+    assert len(kernel) == 1, f"kernel mappings {kernel} in:\n{raw[-3000:]}"
+    file, build_id, flags = mappings[kernel[0]]
+    assert build_id == kernel_build_id(), f"kernel build-id {build_id!r}"
+    assert "[FN]" in flags, flags
+    in_kernel = [loc for loc in locations.values() if loc[0] >= 0xffff800000000000]
+    assert len(in_kernel) >= 3, f"only {len(in_kernel)} kernel locations:\n{raw[:3000]}"
+    assert all(m == kernel[0] for _, m, _ in in_kernel), \
+        [loc for loc in in_kernel if loc[1] != kernel[0]][:5]
+    assert any(fn == "vfs_read" for _, _, lines in in_kernel for fn, _, _, _ in lines), \
+        f"no vfs_read among the kernel locations:\n{raw[:3000]}"
+    user = [loc for loc in locations.values() if 0 < loc[0] < 0xffff800000000000 and loc[1]]
+    assert user and all(m != kernel[0] for _, m, _ in user)
