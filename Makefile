@@ -42,8 +42,10 @@ PROTO_OBJS := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.o,$(PROTO_SRCS))
 DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS))) \
 	$(PROTO_OBJS)
 CLI_SRCS := $(sort $(wildcard cli/*.c))
+# perfctl reads pprof files (cli/profile_read.c) with the daemon's own
+# generated profile.proto code.
 CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS))) $(BUILD)/daemon/base/duration.o \
-	$(BUILD)/daemon/base/base64.o
+	$(BUILD)/daemon/base/base64.o $(BUILD)/daemon/base/u64map.o $(PROTO_OBJS)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
@@ -104,11 +106,13 @@ $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Icli -c $< -o $@
 
+$(BUILD)/cli/profile_read.o: $(PROTO_OBJS:.o=.h)
+
 $(BUILD)/perfd: $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
 $(BUILD)/perfctl: $(BUILD)/cli/perfctl.o $(CLI_LIB_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs json-c) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs json-c zlib libprotobuf-c) -lm
 
 # --- tests -------------------------------------------------------------
 # Each unit suite links the daemon's and the CLI's modules (not their main).

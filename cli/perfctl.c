@@ -31,6 +31,7 @@ static const struct command {
 	{ "ps", do_ps },
 	{ "snapshot", do_snapshot },
 	{ "mem", do_mem },
+	{ "report", do_report },
 };
 
 static void usage(FILE *f)
@@ -64,6 +65,16 @@ static void usage(FILE *f)
 		"                         when, the growth rate, the RSS timeline (default the\n"
 		"                         last 10m), the code sites whose growth was sampled,\n"
 		"                         with file:line, and what built the peak\n"
+		"  report (FILE | SELECTION WHEN) [--kind cpu|memory|offcpu]\n"
+		"         [--sort self|total|name] [--top N] [--callers FUNC] [--callees FUNC]\n"
+		"         [--lines]\n"
+		"                         a table of functions, self and total value with\n"
+		"                         their shares, from a snapshot FILE (folded, json or\n"
+		"                         pprof, told by its content) or from perfd, for the\n"
+		"                         processes and time snapshot takes; --top N rows\n"
+		"                         (default 20, 0: all); --callers/--callees FUNC: who\n"
+		"                         calls FUNC and what it calls, with their shares of\n"
+		"                         its total; --lines: a row per function and line\n"
 		"  help                   this text\n"
 		"\n"
 		"Options (before or after the command):\n"
@@ -78,7 +89,7 @@ static void usage(FILE *f)
 		"  %d  failure: perfd reported an error, or an I/O or protocol error\n"
 		"  %d  usage error: bad or missing arguments, unknown command\n"
 		"  %d  cannot connect to perfd\n"
-		"  %d  no such process (snapshot)\n",
+		"  %d  no such process (snapshot, report)\n",
 		PERFD_PS_MAX_INTERVAL, PERFD_PS_DEFAULT_INTERVAL, PERFD_SNAPSHOT_MAX_SECONDS,
 		PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET, PERFCTL_EXIT_OK, PERFCTL_EXIT_FAILURE,
 		PERFCTL_EXIT_USAGE, PERFCTL_EXIT_CONNECT, PERFCTL_EXIT_NO_PROCESS);

@@ -23,7 +23,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,20 +35,12 @@
 #include "format.h"
 #include "output.h"
 #include "perfctl.h"
+#include "selection.h"
 #include "base/base64.h"
-#include "base/duration.h"
 #include "perfd/protocol.h"
-#include <time.h>
-
-/* The daemon may take a little longer than the duration to encode. */
-#define SNAPSHOT_GRACE_MS (30 * 1000)
 
 struct snapshot_opts {
-	int64_t pids[PERFD_SNAPSHOT_MAX_PIDS];
-	size_t n_pids;
-	const char *comm, *cgroup, *unit;
-	bool all;
-	double duration, since, from, to; /* 0: not given */
+	struct ctl_selection sel;
 	const char *kind;
 	const char *format; /* NULL: by -o's extension, else folded */
 	bool lines;           /* native frames with file:line */
@@ -57,20 +48,6 @@ struct snapshot_opts {
 	bool threads;         /* stacks rooted at their thread */
 	const char *output; /* NULL: stdout */
 };
-
-/* A JSON number for seconds that prints as the user would write it ("0.1",
- * not "0.10000000000000001"); NULL on ENOMEM. */
-static struct json_object *new_seconds(double d)
-{
-	char buf[32];
-
-	if (d == floor(d))
-		return json_object_new_int64((int64_t)d);
-	(void)snprintf(buf, sizeof(buf), "%.15g", d);
-	if (strtod(buf, NULL) == d)
-		return json_object_new_double_s(d, buf);
-	return json_object_new_double(d);
-}
 
 static int write_all(int fd, const char *data, size_t len)
 {
@@ -149,74 +126,11 @@ static int write_output(const char *path, const char *data, size_t len)
 	return k;
 }
 
-/* A time as RFC 3339 ("2026-12-01T08:00:00Z", "...T09:00:00.5+01:00")
- * or seconds since the epoch; returns 0 or -EINVAL. */
-static int parse_time(const char *text, double *ret)
-{
-	struct tm tm = { 0 };
-	double frac = 0;
-	long offset = 0;
-	const char *p;
-	char *end;
-	time_t t;
-
-	if (ctl_parse_seconds(text, 0, 1e11, ret) == 0)
-		return 0;
-	p = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!p)
-		p = strptime(text, "%Y-%m-%d %H:%M:%S", &tm);
-	if (!p)
-		return -EINVAL;
-	if (*p == '.') {
-		frac = strtod(p, &end);
-		p = end;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int hh, mm;
-
-		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2 || strlen(p) != 6)
-			return -EINVAL;
-		offset = (hh * 3600L + mm * 60L) * (*p == '+' ? 1 : -1);
-		p += 6;
-	} else {
-		return -EINVAL; /* RFC 3339 requires the zone */
-	}
-	if (*p)
-		return -EINVAL;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return -EINVAL;
-	*ret = (double)t - (double)offset + frac;
-	return 0;
-}
-
-/* A selector's value: non-empty, shorter than max bytes. */
-static int take_name(struct ctl_env *env, const char *what, size_t max, const char **dst)
-{
-	if (!*optarg || strlen(optarg) >= max) {
-		ctl_error(env, CTL_ERR_USAGE, "snapshot: %s takes a name of 1 to %zu bytes", what,
-			  max - 1);
-		return -EINVAL;
-	}
-	*dst = optarg;
-	return 0;
-}
-
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapshot_opts *o)
 {
-	enum { OPT_COMM = 256, OPT_CGROUP, OPT_UNIT, OPT_ALL, OPT_SINCE, OPT_FROM, OPT_TO, OPT_KIND };
+	enum { OPT_KIND = 256 };
 	static const struct option options[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "comm", required_argument, NULL, OPT_COMM },
-		{ "cgroup", required_argument, NULL, OPT_CGROUP },
-		{ "unit", required_argument, NULL, OPT_UNIT },
-		{ "all", no_argument, NULL, OPT_ALL },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "since", required_argument, NULL, OPT_SINCE },
-		{ "from", required_argument, NULL, OPT_FROM },
-		{ "to", required_argument, NULL, OPT_TO },
+		CTL_SELECTION_OPTIONS,
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
@@ -227,71 +141,17 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		{ "socket", required_argument, NULL, 'S' },
 		{}
 	};
-	int c, whens = 0;
+	int c, k;
 
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:d:f:o:", options, NULL)) != -1) {
+		if ((k = ctl_selection_option(env, "snapshot", c, &o->sel)) != 0) {
+			if (k < 0)
+				return k;
+			continue;
+		}
 		switch (c) {
-		case 'p':
-			if (o->n_pids == PERFD_SNAPSHOT_MAX_PIDS) {
-				ctl_error(env, CTL_ERR_USAGE, "snapshot: at most %d --pid",
-					  PERFD_SNAPSHOT_MAX_PIDS);
-				return -EINVAL;
-			}
-			if (ctl_parse_int64(optarg, 1, INT32_MAX, &o->pids[o->n_pids]) < 0) {
-				ctl_error(env, CTL_ERR_USAGE,
-					  "snapshot: --pid must be a process id, 1..%d, not '%s'",
-					  INT32_MAX, optarg);
-				return -EINVAL;
-			}
-			o->n_pids++;
-			break;
-		case OPT_COMM:
-			if (take_name(env, "--comm", 16, &o->comm) < 0)
-				return -EINVAL;
-			break;
-		case OPT_CGROUP:
-			if (take_name(env, "--cgroup", 256, &o->cgroup) < 0)
-				return -EINVAL;
-			break;
-		case OPT_UNIT:
-			if (take_name(env, "--unit", 256, &o->unit) < 0)
-				return -EINVAL;
-			break;
-		case OPT_ALL:
-			o->all = true;
-			break;
-		case 'd':
-			if (ctl_parse_seconds(optarg, 0, PERFD_SNAPSHOT_MAX_SECONDS, &o->duration) < 0) {
-				ctl_error(env, CTL_ERR_USAGE,
-					  "snapshot: --duration must be seconds, 0 < duration <= %d, not '%s'",
-					  PERFD_SNAPSHOT_MAX_SECONDS, optarg);
-				return -EINVAL;
-			}
-			whens++;
-			break;
-		case OPT_SINCE:
-			if (parse_duration_seconds(optarg, &o->since) < 0 ||
-			    o->since > PERFD_MAX_RETENTION_SECONDS) {
-				ctl_error(env, CTL_ERR_USAGE,
-					  "snapshot: --since takes a duration such as 30s, 10m or 1h, not '%s'",
-					  optarg);
-				return -EINVAL;
-			}
-			whens++;
-			break;
-		case OPT_FROM:
-		case OPT_TO:
-			if (parse_time(optarg, c == OPT_FROM ? &o->from : &o->to) < 0) {
-				ctl_error(env, CTL_ERR_USAGE,
-					  "snapshot: %s takes an RFC 3339 time (2026-12-01T08:00:00Z) or Unix seconds, not '%s'",
-					  c == OPT_FROM ? "--from" : "--to", optarg);
-				return -EINVAL;
-			}
-			if (c == OPT_FROM)
-				whens++;
-			break;
 		case OPT_KIND:
 			o->kind = optarg; /* validated by perfd */
 			break;
@@ -329,20 +189,8 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 		ctl_error(env, CTL_ERR_USAGE, "snapshot: unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
-	if (!o->n_pids && !o->comm && !o->cgroup && !o->unit && !o->all) {
-		ctl_error(env, CTL_ERR_USAGE,
-			  "snapshot: say which processes: --pid PID, --comm NAME, --cgroup PATH, --unit NAME or --all");
+	if (ctl_selection_check(env, "snapshot", &o->sel) < 0)
 		return -EINVAL;
-	}
-	if (whens != 1 || (o->to && !o->from)) {
-		ctl_error(env, CTL_ERR_USAGE,
-			  "snapshot: say when, once: --duration SECONDS (from now on), --since DURATION or --from TIME [--to TIME]");
-		return -EINVAL;
-	}
-	if (o->to && o->to <= o->from) {
-		ctl_error(env, CTL_ERR_USAGE, "snapshot: --from must be before --to");
-		return -EINVAL;
-	}
 	if (!o->format) {
 		/* by the whole extension: ".pb.gz" is more than its last dot */
 		o->format = o->output ? ctl_format_by_extension(o->output) : NULL;
@@ -360,24 +208,10 @@ static bool add(struct json_object *obj, const char *key, struct json_object *va
 
 static struct json_object *build_request(const struct snapshot_opts *o)
 {
-	struct json_object *req = ctl_request_new("snapshot"), *pids;
+	struct json_object *req = ctl_request_new("snapshot");
 	bool ok = req != NULL;
 
-	if (ok && o->n_pids == 1) {
-		ok = add(req, "pid", json_object_new_int64(o->pids[0]));
-	} else if (ok && o->n_pids > 1) {
-		ok = (pids = json_object_new_array()) && add(req, "pid", pids);
-		for (size_t i = 0; ok && i < o->n_pids; i++)
-			ok = json_object_array_add(pids, json_object_new_int64(o->pids[i])) == 0;
-	}
-	ok = ok && (!o->comm || add(req, "comm", json_object_new_string(o->comm))) &&
-	     (!o->cgroup || add(req, "cgroup", json_object_new_string(o->cgroup))) &&
-	     (!o->unit || add(req, "unit", json_object_new_string(o->unit))) &&
-	     (!o->all || add(req, "all", json_object_new_boolean(1))) &&
-	     (!o->duration || add(req, "duration", new_seconds(o->duration))) &&
-	     (!o->since || add(req, "since", new_seconds(o->since))) &&
-	     (!o->from || add(req, "from", json_object_new_double(o->from))) &&
-	     (!o->to || add(req, "to", json_object_new_double(o->to))) &&
+	ok = ok && ctl_selection_add(&o->sel, req) == 0 &&
 	     (!o->kind || add(req, "kind", json_object_new_string(o->kind))) &&
 	     add(req, "format", json_object_new_string(o->format)) &&
 	     (!o->lines || add(req, "lines", json_object_new_boolean(1))) &&
@@ -393,15 +227,15 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 	_cleanup_free_ char *comm = ctl_json_string_escaped(resp, "comm");
 	_cleanup_free_ char *out = o->output ? ctl_escape(o->output, strlen(o->output)) : NULL;
 	char samples[CTL_COUNT_MAX + CTL_SIZE_MAX + 16];
-	double covered = o->duration;
+	double covered = o->sel.duration;
 	struct json_object *exited = ctl_json_path(resp, "exited");
 	struct json_object *procs = ctl_json_path(resp, "processes");
 	size_t n = json_object_is_type(procs, json_type_array) ? json_object_array_length(procs) : 0;
 	char who[64];
 
 	(void)ctl_json_double(resp, "duration_seconds", &covered);
-	if (o->n_pids == 1)
-		snprintf(who, sizeof(who), "pid %" PRId64 " (%s)", o->pids[0], comm ? comm : "-");
+	if (o->sel.n_pids == 1)
+		snprintf(who, sizeof(who), "pid %" PRId64 " (%s)", o->sel.pids[0], comm ? comm : "-");
 	else
 		snprintf(who, sizeof(who), "%zu process%s", n, n == 1 ? "" : "es");
 	/* CPU in samples; a kind counted in bytes says its bytes */
@@ -450,8 +284,7 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_FAILURE;
 	}
 
-	/* A snapshot of the past answers at once: only the grace applies. */
-	rc = ctl_call(env, req, (int)ceil(o.duration * 1000) + SNAPSHOT_GRACE_MS, &resp);
+	rc = ctl_call(env, req, ctl_selection_timeout_ms(&o.sel), &resp);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 

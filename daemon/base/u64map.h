@@ -54,4 +54,15 @@ static inline uint64_t hash_u64(uint64_t x)
 	return x;
 }
 
+/* FNV-1a of s[0..n): the hash that interns texts (model strings, folded
+ * names, perfctl's profile readers). */
+static inline uint64_t hash_text(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
 #endif

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "encode/encode.h"
 #include "perfd/macro.h"
 
@@ -52,26 +53,10 @@ struct folded {
 	struct u64map by_line; /* line hash (+ probing) -> line index */
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t c;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	c = MAX(*cap * 2, need + 1024);
-	q = realloc(*p, c * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 /* Appends s sanitized; returns 0 or -ENOMEM. */
 static int append(struct folded *f, const char *s, size_t n)
 {
-	if (grow((void **)&f->text, &f->text_cap, f->text_len + n + 1, 1) < 0)
+	if (array_grow((void **)&f->text, &f->text_cap, f->text_len + n + 1, 1, 1024) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -94,22 +79,13 @@ static int appendf(struct folded *f, const char *fmt, ...)
 	return append(f, buf, (size_t)MIN(MAX(n, 0), (int)sizeof(buf) - 1));
 }
 
-static uint64_t text_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 /* Interns the text from offset start to the end of the arena as a name
  * (dropping it from the arena when an equal name exists).  Returns its id
  * or -ENOMEM. */
 static int64_t finish_name(struct folded *f, size_t start)
 {
 	size_t len = f->text_len - start;
-	uint64_t h = text_hash(f->text + start, len);
+	uint64_t h = hash_text(f->text + start, len);
 
 	for (uint64_t key = h & ~1ULL;; key = (key + 2) & ~1ULL) {
 		bool fresh;
@@ -125,7 +101,7 @@ static int64_t finish_name(struct folded *f, size_t start)
 			f->text_len = start;
 			return (int64_t)*id;
 		}
-		if (grow((void **)&f->names, &f->cap_names, f->n_names + 1, sizeof(*f->names)) < 0) {
+		if (array_grow((void **)&f->names, &f->cap_names, f->n_names + 1, sizeof(*f->names), 1024) < 0) {
 			u64map_remove(&f->by_text, key);
 			return -ENOMEM;
 		}
@@ -195,8 +171,8 @@ static int add_line(struct folded *f, const uint32_t *ids, uint32_t depth, uint6
 			o->count += count;
 			return 0;
 		}
-		if (grow((void **)&f->lines, &f->cap_lines, f->n_lines + 1, sizeof(*f->lines)) < 0 ||
-		    grow((void **)&f->ids, &f->cap_ids, f->n_ids + depth, sizeof(*f->ids)) < 0) {
+		if (array_grow((void **)&f->lines, &f->cap_lines, f->n_lines + 1, sizeof(*f->lines), 1024) < 0 ||
+		    array_grow((void **)&f->ids, &f->cap_ids, f->n_ids + depth, sizeof(*f->ids), 1024) < 0) {
 			u64map_remove(&f->by_line, key);
 			return -ENOMEM;
 		}
@@ -282,7 +258,7 @@ static int build(struct folded *f, const struct model *m)
 		const struct model_sample *s = &m->samples[i];
 		uint32_t d = 0;
 
-		if (grow((void **)&ids, &cap, 2, sizeof(*ids)) < 0)
+		if (array_grow((void **)&ids, &cap, 2, sizeof(*ids), 1024) < 0)
 			return -ENOMEM;
 		ids[d++] = (uint32_t)roots[s->process];
 		if (m->threads) {
@@ -298,7 +274,7 @@ static int build(struct folded *f, const struct model *m)
 		for (uint32_t k = 0; k < s->depth; k++) {
 			const struct model_location *l = &m->locations[m->stack_pool[s->first + k]];
 
-			if (grow((void **)&ids, &cap, d + l->n_lines, sizeof(*ids)) < 0)
+			if (array_grow((void **)&ids, &cap, d + l->n_lines, sizeof(*ids), 1024) < 0)
 				return -ENOMEM;
 			for (uint32_t j = 0; j < l->n_lines; j++)
 				ids[d++] = (uint32_t)line_names[l->first_line + j];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
 #include "process/procmaps.h"
@@ -29,31 +30,6 @@ struct builder {
 	struct u64map samples;   /* hash (+ probing) -> sample index */
 	const struct process *process; /* whose part is being added */
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t c;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	c = MAX(*cap * 2, need + 64);
-	q = realloc(*p, c * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
-static uint64_t text_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h;
-}
 
 /* Probes map from hash for an equal entry (eq) or a free slot; the keys
  * are hash & ~1 stepped by 2 so that UINT64_MAX is never one.  Returns
@@ -92,12 +68,12 @@ static int64_t intern_string(struct builder *b, const char *s)
 
 	if (!t.n)
 		return 0;
-	slot = probe(&b->strings, text_hash(t.s, t.n), text_eq, &t, &fresh);
+	slot = probe(&b->strings, hash_text(t.s, t.n), text_eq, &t, &fresh);
 	if (!slot)
 		return -ENOMEM;
 	if (!fresh)
 		return (int64_t)*slot;
-	if (grow((void **)&m->strings, &m->strings_cap, m->strings_len + t.n + 1, 1) < 0) {
+	if (array_grow((void **)&m->strings, &m->strings_cap, m->strings_len + t.n + 1, 1, 64) < 0) {
 		*slot = 0; /* "" never equals a non-empty text: harmless */
 		return -ENOMEM;
 	}
@@ -139,8 +115,8 @@ static int64_t intern_function(struct builder *b, const struct frame_record *rec
 		return -ENOMEM;
 	if (!fresh)
 		return (int64_t)*slot;
-	if (grow((void **)&m->functions, &m->cap_functions, m->n_functions + 1,
-		 sizeof(*m->functions)) < 0) {
+	if (array_grow((void **)&m->functions, &m->cap_functions, m->n_functions + 1,
+		       sizeof(*m->functions), 64) < 0) {
 		*slot = UINT32_MAX; /* no function has that index */
 		return -ENOMEM;
 	}
@@ -182,8 +158,8 @@ static int64_t mapping_for(struct builder *b, uint16_t module)
 			}
 	p = intern_string(b, path);
 	id = p < 0 ? p : intern_string(b, build_id);
-	if (id < 0 || grow((void **)&m->mappings, &m->cap_mappings, m->n_mappings + 1,
-			   sizeof(*m->mappings)) < 0) {
+	if (id < 0 || array_grow((void **)&m->mappings, &m->cap_mappings, m->n_mappings + 1,
+				 sizeof(*m->mappings), 64) < 0) {
 		u64map_remove(&b->mappings, module);
 		return -ENOMEM;
 	}
@@ -250,9 +226,10 @@ static int64_t location_for(struct builder *b, uint64_t frame)
 	if (!slot)
 		return -ENOMEM;
 	if (fresh) {
-		if (grow((void **)&m->locations, &m->cap_locations, m->n_locations + 1,
-			 sizeof(*m->locations)) < 0 ||
-		    grow((void **)&m->lines, &m->cap_lines, m->n_lines + n, sizeof(*m->lines)) < 0) {
+		if (array_grow((void **)&m->locations, &m->cap_locations, m->n_locations + 1,
+			       sizeof(*m->locations), 64) < 0 ||
+		    array_grow((void **)&m->lines, &m->cap_lines, m->n_lines + n, sizeof(*m->lines),
+			       64) < 0) {
 			*slot = UINT32_MAX;
 			return -ENOMEM;
 		}
@@ -298,7 +275,7 @@ static int add_stack(struct builder *b, uint32_t process, uint32_t tid, uint32_t
 	uint64_t *slot;
 	bool fresh;
 
-	if (grow((void **)&m->stack_pool, &m->cap_pool, m->n_pool + st->depth, sizeof(uint32_t)) < 0)
+	if (array_grow((void **)&m->stack_pool, &m->cap_pool, m->n_pool + st->depth, sizeof(uint32_t), 64) < 0)
 		return -ENOMEM;
 	s.hash = hash_u64(((uint64_t)process << 32) | tid);
 	for (int i = (int)st->depth - 1; i >= 0; i--) {
@@ -316,7 +293,7 @@ static int add_stack(struct builder *b, uint32_t process, uint32_t tid, uint32_t
 		m->samples[*slot].value += value;
 		return 0; /* the duplicate's locations are dropped from the pool */
 	}
-	if (grow((void **)&m->samples, &m->cap_samples, m->n_samples + 1, sizeof(*m->samples)) < 0) {
+	if (array_grow((void **)&m->samples, &m->cap_samples, m->n_samples + 1, sizeof(*m->samples), 64) < 0) {
 		*slot = UINT32_MAX;
 		return -ENOMEM;
 	}
@@ -379,7 +356,7 @@ int model_build(const struct model_opts *opts, const struct profile_parts *parts
 	u64map_init(&b.mappings);
 	u64map_init(&b.samples);
 	/* string id 0 is "" */
-	if (grow((void **)&m->strings, &m->strings_cap, 1, 1) < 0 ||
+	if (array_grow((void **)&m->strings, &m->strings_cap, 1, 1, 64) < 0 ||
 	    !(m->processes = calloc(parts->n ? parts->n : 1, sizeof(*m->processes)))) {
 		r = -ENOMEM;
 		goto out;

@@ -154,6 +154,28 @@
  *             sampled_bytes, explained_bytes, unexplained_bytes, sites }
  *             or null without readings.
  *
+ * perfctl's own documents (no daemon command: perfctl computes them)
+ *  `perfctl --json report` (cli/report.c) prints
+ *      { version, ok: true, source ("perfd" or "file"), file (with a file),
+ *        format ("folded", "json", "pprof": what was read), kind, unit,
+ *        period_ns (CPU with a known period), total, total_ns (likewise),
+ *        kernel_frames (false for memory: left out), lines, sort,
+ *        rows (how many functions, or function lines, in all),
+ *        functions: [ ROW + { self, self_ns, self_percent, total, total_ns,
+ *                     total_percent } ] (the top rows in the sort's order),
+ *        callers: { function, total, total_ns, total_percent,
+ *                   callers: [ ROW + { value, value_ns, percent } ] }
+ *                 (with --callers; percent of the function's total),
+ *        callees: { function, total, ..., self, self_ns, self_percent,
+ *                   callees: [ ROW + { value, value_ns, percent } ] } }
+ *      ROW = { function, kernel (bool), file, line } (file and line where
+ *      known), or { root: true } for a caller: the function was the
+ *      outermost frame.  Percentages have two decimals; *_ns fields are
+ *      present when the value is CPU samples with a known period.
+ *      Errors as every command's; perfctl's codes: "bad_profile" (a file
+ *      that cannot be read as a profile), "no_such_function" (--callers or
+ *      --callees of a name the profile lacks).
+ *
  * Error codes are stable strings, listed below; messages are for people.
  */
 #ifndef PERFD_PROTOCOL_H

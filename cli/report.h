@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.h - a profile's stacks summed per function, as `perfctl report`
+ * prints them: self and total (inclusive) value of each function, and who
+ * calls a function and what it calls, with their shares of it.  Pure
+ * computation on a struct profile (profile_read.h); no I/O.
+ */
+#ifndef PERFCTL_REPORT_H
+#define PERFCTL_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perfd/macro.h"
+#include "profile_read.h"
+
+enum report_sort {
+	REPORT_SORT_SELF,
+	REPORT_SORT_TOTAL,
+	REPORT_SORT_NAME,
+};
+
+struct report_opts {
+	bool lines;       /* a row per function and line, not per function */
+	bool skip_kernel; /* leave kernel frames out of every stack */
+};
+
+/* One function (or, with lines, one line of a function). */
+struct report_row {
+	uint32_t function, file; /* string ids of the profile; file 0: unknown */
+	uint32_t line;           /* with lines, the row's; else the lowest seen; 0: unknown */
+	bool kernel;
+	uint64_t self;  /* of the stacks it is the leaf of */
+	uint64_t total; /* of the stacks it is in, once per stack */
+};
+
+struct report {
+	const struct profile *p; /* not owned; must outlive the report */
+	struct report_opts opts;
+	struct report_row *rows;
+	size_t n_rows;
+	uint32_t *frame_row; /* profile frame id -> row */
+	uint64_t total;      /* the profile's */
+};
+
+/* A caller of a function, or a callee; row REPORT_ROOT stands for "none":
+ * the function was the outermost frame of the stack. */
+#define REPORT_ROOT UINT32_MAX
+struct report_edge {
+	uint32_t row;
+	uint64_t value;
+};
+
+struct report_relatives {
+	uint64_t total; /* of the stacks holding the function */
+	uint64_t self;  /* of those it is the leaf of (callees only) */
+	struct report_edge *edges; /* largest first */
+	size_t n_edges;
+};
+
+/* Sums p's stacks per row.  Returns 0 and the report in *ret
+ * (report_free() it), or -ENOMEM. */
+int report_build(const struct profile *p, const struct report_opts *o, struct report **ret);
+
+/* The rows' indexes in the order asked for (ties: a fixed order by name,
+ * file and line), into order (n_rows entries). */
+void report_order(const struct report *r, enum report_sort sort, uint32_t *order);
+
+/* Who calls the function named name ("name_[k]" for a kernel one; a plain
+ * name takes the user-space function, else the kernel one): per stack
+ * holding it, the frame above its outermost call, so the edges' values
+ * add up to its total, recursion counted once.  Returns 0 and the callers
+ * in *ret (free its edges), -ENOENT when no row has that name, -ENOMEM. */
+int report_callers(const struct report *r, const char *name, struct report_relatives *ret);
+
+/* What it calls: per stack holding it, the frame below its innermost call,
+ * or its self when that call is the leaf; edges plus self add up to its
+ * total.  Returns as report_callers(). */
+int report_callees(const struct report *r, const char *name, struct report_relatives *ret);
+
+struct report *report_free(struct report *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct report, report_free)
+
+#endif
