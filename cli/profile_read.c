@@ -581,6 +581,7 @@ struct pprof_read {
 	const pb_profile *pr;
 	uint32_t *strings; /* string table index -> id, UINT32_MAX: not yet */
 	struct u64map functions, locations; /* pprof id -> index */
+	uint64_t kernel_mapping; /* id of the "[kernel.kallsyms]" mapping, 0: none */
 	char *err;
 };
 
@@ -672,8 +673,11 @@ static int pprof_location(struct pprof_read *r, uint64_t location_id)
 		return fail(r->err, -EBADMSG, "a sample names location %" PRIu64 ", which is not there",
 			    location_id);
 	loc = pr->location[*idx];
-	/* perfd's kernel frames have no mapping and a kernel address */
-	kernel = loc->mapping_id == 0 && loc->address >= 0x8000000000000000ULL;
+	/* perfd's kernel frames have a kernel address and the kernel's
+	 * mapping ("[kernel.kallsyms]", as perf names it; none in files of
+	 * older perfds) */
+	kernel = loc->address >= 0x8000000000000000ULL &&
+		 (loc->mapping_id == 0 || loc->mapping_id == r->kernel_mapping);
 	if (loc->n_line == 0) {
 		char name[32];
 		int64_t fn, id;
@@ -752,6 +756,14 @@ static int read_pprof(struct profile *p, const char *data, size_t len, const cha
 		k = pprof_add_id(&r, &r.functions, pr->function[i]->id, i, "function");
 	for (size_t i = 0; k >= 0 && i < pr->n_location; i++)
 		k = pprof_add_id(&r, &r.locations, pr->location[i]->id, i, "location");
+	for (size_t i = 0; k >= 0 && i < pr->n_mapping; i++) {
+		int64_t f = pprof_string(&r, pr->mapping[i]->filename);
+
+		if (f < 0)
+			k = (int)f;
+		else if (strcmp(profile_string(p, (uint32_t)f), "[kernel.kallsyms]") == 0)
+			r.kernel_mapping = pr->mapping[i]->id;
+	}
 
 	for (size_t i = 0; k >= 0 && i < pr->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = pr->sample[i];
