@@ -54,7 +54,7 @@ static int frame_key_cmp(const void *x, const void *y, void *arg)
 
 	if (a->function != b->function)
 		return a->function < b->function ? -1 : 1;
-	if (a->file != b->file)
+	if (!r->opts.by_name && a->file != b->file)
 		return a->file < b->file ? -1 : 1;
 	if (a->kernel != b->kernel)
 		return a->kernel ? 1 : -1;
@@ -296,7 +296,27 @@ static const char *const sort_names[] = {
 	[REPORT_SORT_NAME] = "name",
 };
 
-#define REPORT_MAX_TOP 1000000
+int report_parse_kind(struct ctl_env *env, const char *command, const char *arg,
+		      const char **ret)
+{
+	if (strcmp(arg, "cpu") != 0 && strcmp(arg, "memory") != 0 && strcmp(arg, "offcpu") != 0) {
+		ctl_error(env, CTL_ERR_USAGE, "%s: --kind is cpu, memory or offcpu, not '%s'", command,
+			  arg);
+		return -EINVAL;
+	}
+	*ret = arg;
+	return 0;
+}
+
+int report_parse_top(struct ctl_env *env, const char *command, const char *arg, int64_t *ret)
+{
+	if (ctl_parse_int64(arg, 0, REPORT_MAX_TOP, ret) < 0) {
+		ctl_error(env, CTL_ERR_USAGE, "%s: --top takes 0 (all) to %d rows, not '%s'", command,
+			  REPORT_MAX_TOP, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct report_cmd *o)
 {
@@ -326,13 +346,8 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct report_
 		}
 		switch (c) {
 		case OPT_KIND:
-			if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "memory") != 0 &&
-			    strcmp(optarg, "offcpu") != 0) {
-				ctl_error(env, CTL_ERR_USAGE,
-					  "report: --kind is cpu, memory or offcpu, not '%s'", optarg);
+			if (report_parse_kind(env, "report", optarg, &o->kind) < 0)
 				return -EINVAL;
-			}
-			o->kind = optarg;
 			break;
 		case OPT_SORT:
 			for (k = 0; k < (int)ELEMENTSOF(sort_names); k++)
@@ -346,12 +361,8 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct report_
 			o->sort = (enum report_sort)k;
 			break;
 		case OPT_TOP:
-			if (ctl_parse_int64(optarg, 0, REPORT_MAX_TOP, &o->top) < 0) {
-				ctl_error(env, CTL_ERR_USAGE,
-					  "report: --top takes 0 (all) to %d rows, not '%s'",
-					  REPORT_MAX_TOP, optarg);
+			if (report_parse_top(env, "report", optarg, &o->top) < 0)
 				return -EINVAL;
-			}
 			break;
 		case OPT_CALLERS:
 		case OPT_CALLEES:
@@ -388,6 +399,19 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct report_
 		return -EINVAL;
 	}
 	return o->file ? 0 : ctl_selection_check(env, "report", &o->sel);
+}
+
+enum perfctl_exit report_read_file(struct ctl_env *env, const char *command, const char *path,
+				   const char *kind, struct profile **ret)
+{
+	char err[PROFILE_ERROR_MAX] = "";
+	int k = profile_read_file(path, kind, ret, err);
+
+	if (k >= 0)
+		return PERFCTL_EXIT_OK;
+	ctl_error(env, k == -ENOMEM ? CTL_ERR_IO : err[0] ? CTL_ERR_BAD_PROFILE : CTL_ERR_IO,
+		  "%s: cannot read %s: %s", command, path, k != -ENOMEM && err[0] ? err : strerror(-k));
+	return PERFCTL_EXIT_FAILURE;
 }
 
 /* A live report's profile: a json snapshot from perfd.  Returns an exit
@@ -452,8 +476,7 @@ static char *format_ns(double ns, char buf[static 32])
 	return buf;
 }
 
-/* A value in the profile's unit, for people. */
-static char *format_value(const struct profile *p, uint64_t v, char buf[static 32])
+char *report_format_value(const struct profile *p, uint64_t v, char buf[static 32])
 {
 	if (is_unit(p, "bytes"))
 		return ctl_format_size(v, buf);
@@ -471,7 +494,7 @@ static char *format_time(const struct profile *p, uint64_t v, char buf[static 32
 	return format_ns((double)v * (double)p->period_ns, buf);
 }
 
-static double percent(uint64_t part, uint64_t whole)
+double report_percent(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
@@ -514,7 +537,7 @@ static void print_header(const struct report *r, const struct report_cmd *o)
 
 	printf("%s%s%s%s: %s, %s %s", file ? file : "perfd", file ? " (" : "",
 	       file ? profile_format_name(p->format) : "", file ? ")" : "", kind ? kind : "-",
-	       format_value(p, r->total, v), is_unit(p, "samples") ? "samples" : "in all");
+	       report_format_value(p, r->total, v), is_unit(p, "samples") ? "samples" : "in all");
 	if (p->period_ns && is_unit(p, "samples"))
 		printf(" = %s at %s a sample", format_time(p, r->total, t),
 		       format_ns((double)p->period_ns, per));
@@ -550,14 +573,14 @@ static void print_table(const struct report *r, const struct report_cmd *o)
 		char a[32], b[32], c[32], d[32];
 
 		if (timed)
-			printf("%10s %9s %6.2f%%  %10s %9s %6.2f%%  %s\n", format_value(p, w->self, a),
-			       format_time(p, w->self, b), percent(w->self, r->total),
-			       format_value(p, w->total, c), format_time(p, w->total, d),
-			       percent(w->total, r->total), label ? label : "?");
+			printf("%10s %9s %6.2f%%  %10s %9s %6.2f%%  %s\n", report_format_value(p, w->self, a),
+			       format_time(p, w->self, b), report_percent(w->self, r->total),
+			       report_format_value(p, w->total, c), format_time(p, w->total, d),
+			       report_percent(w->total, r->total), label ? label : "?");
 		else
-			printf("%10s %6.2f%%  %10s %6.2f%%  %s\n", format_value(p, w->self, a),
-			       percent(w->self, r->total), format_value(p, w->total, c),
-			       percent(w->total, r->total), label ? label : "?");
+			printf("%10s %6.2f%%  %10s %6.2f%%  %s\n", report_format_value(p, w->self, a),
+			       report_percent(w->self, r->total), report_format_value(p, w->total, c),
+			       report_percent(w->total, r->total), label ? label : "?");
 	}
 }
 
@@ -570,28 +593,27 @@ static void print_relatives(const struct report *r, const struct report_cmd *o, 
 	char a[32], b[32];
 
 	printf("\n%s of %s: %s %s", callers ? "Callers" : "Callees", fn ? fn : "?",
-	       format_value(p, rel->total, a), is_unit(p, "samples") ? "samples" : "in all");
+	       report_format_value(p, rel->total, a), is_unit(p, "samples") ? "samples" : "in all");
 	if (p->period_ns && is_unit(p, "samples"))
 		printf(" = %s", format_time(p, rel->total, b));
-	printf(", %.2f%% of the profile\n", percent(rel->total, r->total));
+	printf(", %.2f%% of the profile\n", report_percent(rel->total, r->total));
 	printf("%10s %9s %7s  %s\n", "VALUE", p->period_ns ? "TIME" : "", "SHARE",
 	       callers ? "CALLER" : "CALLEE");
 	if (!callers)
-		printf("%10s %9s %6.2f%%  (self)\n", format_value(p, rel->self, a),
-		       format_time(p, rel->self, b), percent(rel->self, rel->total));
+		printf("%10s %9s %6.2f%%  (self)\n", report_format_value(p, rel->self, a),
+		       format_time(p, rel->self, b), report_percent(rel->self, rel->total));
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *label = row_label(r, rel->edges[i].row);
 
-		printf("%10s %9s %6.2f%%  %s\n", format_value(p, rel->edges[i].value, a),
+		printf("%10s %9s %6.2f%%  %s\n", report_format_value(p, rel->edges[i].value, a),
 		       format_time(p, rel->edges[i].value, b),
-		       percent(rel->edges[i].value, rel->total), label ? label : "?");
+		       report_percent(rel->edges[i].value, rel->total), label ? label : "?");
 	}
 }
 
 /* --- JSON ------------------------------------------------------------------- */
 
-/* Adds key: value to o, dropping value when it cannot; false then. */
-static bool put(struct json_object *o, const char *key, struct json_object *value)
+bool report_json_put(struct json_object *o, const char *key, struct json_object *value)
 {
 	if (value && json_object_object_add(o, key, value) == 0)
 		return true;
@@ -599,28 +621,32 @@ static bool put(struct json_object *o, const char *key, struct json_object *valu
 	return false;
 }
 
-/* A percentage with two decimals, printed as such. */
-static struct json_object *new_percent(uint64_t part, uint64_t whole)
+struct json_object *report_json_points(double v)
 {
 	char text[32];
 
-	(void)snprintf(text, sizeof(text), "%.2f", percent(part, whole));
+	(void)snprintf(text, sizeof(text), "%.2f", v);
+	if (strcmp(text, "-0.00") == 0)
+		strcpy(text, "0.00");
 	return json_object_new_double_s(strtod(text, NULL), text);
 }
 
-/* Adds the value v as key and, for CPU samples with a period, its time as
- * key_ns (left out should it not fit in 64 bits). */
-static bool put_value(const struct profile *p, struct json_object *o, const char *key, uint64_t v)
+static struct json_object *new_percent(uint64_t part, uint64_t whole)
+{
+	return report_json_points(report_percent(part, whole));
+}
+
+bool report_json_put_value(const struct profile *p, struct json_object *o, const char *key, uint64_t v)
 {
 	char ns_key[32];
 	uint64_t ns;
 
-	if (!put(o, key, json_object_new_uint64(v)))
+	if (!report_json_put(o, key, json_object_new_uint64(v)))
 		return false;
 	if (!p->period_ns || !is_unit(p, "samples") || __builtin_mul_overflow(v, p->period_ns, &ns))
 		return true;
 	(void)snprintf(ns_key, sizeof(ns_key), "%s_ns", key);
-	return put(o, ns_key, json_object_new_uint64(ns));
+	return report_json_put(o, ns_key, json_object_new_uint64(ns));
 }
 
 /* The row's identity: function, kernel, file and line where known. */
@@ -629,11 +655,11 @@ static bool put_row_name(const struct report *r, struct json_object *o, uint32_t
 	const struct report_row *w = &r->rows[row];
 
 	if (row == REPORT_ROOT)
-		return put(o, "root", json_object_new_boolean(1));
-	return put(o, "function", json_object_new_string(profile_string(r->p, w->function))) &&
-	       put(o, "kernel", json_object_new_boolean(w->kernel)) &&
-	       (!w->file || put(o, "file", json_object_new_string(profile_string(r->p, w->file)))) &&
-	       (!w->line || put(o, "line", json_object_new_int64(w->line)));
+		return report_json_put(o, "root", json_object_new_boolean(1));
+	return report_json_put(o, "function", json_object_new_string(profile_string(r->p, w->function))) &&
+	       report_json_put(o, "kernel", json_object_new_boolean(w->kernel)) &&
+	       (!w->file || report_json_put(o, "file", json_object_new_string(profile_string(r->p, w->file)))) &&
+	       (!w->line || report_json_put(o, "line", json_object_new_int64(w->line)));
 }
 
 static struct json_object *json_rows(const struct report *r, const struct report_cmd *o)
@@ -653,10 +679,10 @@ static struct json_object *json_rows(const struct report *r, const struct report
 			json_object_put(row);
 			return NULL;
 		}
-		if (!put_row_name(r, row, order[i]) || !put_value(r->p, row, "self", w->self) ||
-		    !put(row, "self_percent", new_percent(w->self, r->total)) ||
-		    !put_value(r->p, row, "total", w->total) ||
-		    !put(row, "total_percent", new_percent(w->total, r->total)))
+		if (!put_row_name(r, row, order[i]) || !report_json_put_value(r->p, row, "self", w->self) ||
+		    !report_json_put(row, "self_percent", new_percent(w->self, r->total)) ||
+		    !report_json_put_value(r->p, row, "total", w->total) ||
+		    !report_json_put(row, "total_percent", new_percent(w->total, r->total)))
 			return NULL;
 	}
 	return TAKE_PTR(a);
@@ -670,12 +696,12 @@ static struct json_object *json_relatives(const struct report *r, const struct r
 	struct json_object *a = json_object_new_array();
 	size_t n = o->top && (size_t)o->top < rel->n_edges ? (size_t)o->top : rel->n_edges;
 
-	if (!obj || !put(obj, callers ? "callers" : "callees", a) ||
-	    !put(obj, "function", json_object_new_string(name)) ||
-	    !put_value(r->p, obj, "total", rel->total) ||
-	    !put(obj, "total_percent", new_percent(rel->total, r->total)) ||
-	    (!callers && (!put_value(r->p, obj, "self", rel->self) ||
-			  !put(obj, "self_percent", new_percent(rel->self, rel->total)))))
+	if (!obj || !report_json_put(obj, callers ? "callers" : "callees", a) ||
+	    !report_json_put(obj, "function", json_object_new_string(name)) ||
+	    !report_json_put_value(r->p, obj, "total", rel->total) ||
+	    !report_json_put(obj, "total_percent", new_percent(rel->total, r->total)) ||
+	    (!callers && (!report_json_put_value(r->p, obj, "self", rel->self) ||
+			  !report_json_put(obj, "self_percent", new_percent(rel->self, rel->total)))))
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *e = json_object_new_object();
@@ -685,8 +711,8 @@ static struct json_object *json_relatives(const struct report *r, const struct r
 			return NULL;
 		}
 		if (!put_row_name(r, e, rel->edges[i].row) ||
-		    !put_value(r->p, e, "value", rel->edges[i].value) ||
-		    !put(e, "percent", new_percent(rel->edges[i].value, rel->total)))
+		    !report_json_put_value(r->p, e, "value", rel->edges[i].value) ||
+		    !report_json_put(e, "percent", new_percent(rel->edges[i].value, rel->total)))
 			return NULL;
 	}
 	return TAKE_PTR(obj);
@@ -699,22 +725,22 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct report *r,
 {
 	_cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
 	const struct profile *p = r->p;
-	bool ok = doc && put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
-		  put(doc, "ok", json_object_new_boolean(1)) &&
-		  put(doc, "source", json_object_new_string(o->file ? "file" : "perfd")) &&
-		  (!o->file || put(doc, "file", json_object_new_string(o->file))) &&
-		  put(doc, "format", json_object_new_string(profile_format_name(p->format))) &&
-		  put(doc, "kind", json_object_new_string(profile_string(p, p->kind))) &&
-		  put(doc, "unit", json_object_new_string(profile_string(p, p->unit))) &&
-		  (!p->period_ns || put(doc, "period_ns", json_object_new_uint64(p->period_ns))) &&
-		  put_value(p, doc, "total", r->total) &&
-		  put(doc, "kernel_frames", json_object_new_boolean(!r->opts.skip_kernel)) &&
-		  put(doc, "lines", json_object_new_boolean(r->opts.lines)) &&
-		  put(doc, "sort", json_object_new_string(sort_names[o->sort])) &&
-		  put(doc, "rows", json_object_new_uint64(r->n_rows)) &&
-		  put(doc, "functions", json_rows(r, o)) &&
-		  (!o->callers || put(doc, "callers", json_relatives(r, o, o->callers, callers, true))) &&
-		  (!o->callees || put(doc, "callees", json_relatives(r, o, o->callees, callees, false)));
+	bool ok = doc && report_json_put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
+		  report_json_put(doc, "ok", json_object_new_boolean(1)) &&
+		  report_json_put(doc, "source", json_object_new_string(o->file ? "file" : "perfd")) &&
+		  (!o->file || report_json_put(doc, "file", json_object_new_string(o->file))) &&
+		  report_json_put(doc, "format", json_object_new_string(profile_format_name(p->format))) &&
+		  report_json_put(doc, "kind", json_object_new_string(profile_string(p, p->kind))) &&
+		  report_json_put(doc, "unit", json_object_new_string(profile_string(p, p->unit))) &&
+		  (!p->period_ns || report_json_put(doc, "period_ns", json_object_new_uint64(p->period_ns))) &&
+		  report_json_put_value(p, doc, "total", r->total) &&
+		  report_json_put(doc, "kernel_frames", json_object_new_boolean(!r->opts.skip_kernel)) &&
+		  report_json_put(doc, "lines", json_object_new_boolean(r->opts.lines)) &&
+		  report_json_put(doc, "sort", json_object_new_string(sort_names[o->sort])) &&
+		  report_json_put(doc, "rows", json_object_new_uint64(r->n_rows)) &&
+		  report_json_put(doc, "functions", json_rows(r, o)) &&
+		  (!o->callers || report_json_put(doc, "callers", json_relatives(r, o, o->callers, callers, true))) &&
+		  (!o->callees || report_json_put(doc, "callees", json_relatives(r, o, o->callees, callees, false)));
 
 	if (!ok) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
@@ -734,26 +760,15 @@ enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv)
 	_cleanup_(profile_freep) struct profile *p = NULL;
 	_cleanup_(report_freep) struct report *r = NULL;
 	_cleanup_(relatives_done) struct report_relatives callers = { 0 }, callees = { 0 };
-	char err[PROFILE_ERROR_MAX] = "";
 	struct report_opts ro;
 	enum perfctl_exit rc;
 	int k;
 
 	if (parse_args(env, argc, argv, &o) < 0)
 		return PERFCTL_EXIT_USAGE;
-	if (o.file) {
-		k = profile_read_file(o.file, o.kind, &p, err);
-		if (k < 0) {
-			ctl_error(env, k == -ENOMEM ? CTL_ERR_IO : err[0] ? CTL_ERR_BAD_PROFILE : CTL_ERR_IO,
-				  "report: cannot read %s: %s", o.file,
-				  k != -ENOMEM && err[0] ? err : strerror(-k));
-			return PERFCTL_EXIT_FAILURE;
-		}
-	} else {
-		rc = fetch(env, &o, &p);
-		if (rc != PERFCTL_EXIT_OK)
-			return rc;
-	}
+	rc = o.file ? report_read_file(env, "report", o.file, o.kind, &p) : fetch(env, &o, &p);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
 
 	ro = (struct report_opts){
 		.lines = o.lines,

@@ -3,7 +3,9 @@
  * report.h - a profile's stacks summed per function, as `perfctl report`
  * prints them: self and total (inclusive) value of each function, and who
  * calls a function and what it calls, with their shares of it.  Pure
- * computation on a struct profile (profile_read.h); no I/O.
+ * computation on a struct profile (profile_read.h); no I/O, but for the
+ * reading and printing helpers at the end, which the other commands that
+ * compute on profiles (diff.c) share.
  */
 #ifndef PERFCTL_REPORT_H
 #define PERFCTL_REPORT_H
@@ -12,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perfctl.h"
 #include "perfd/macro.h"
 #include "profile_read.h"
 
@@ -24,6 +27,9 @@ enum report_sort {
 struct report_opts {
 	bool lines;       /* a row per function and line, not per function */
 	bool skip_kernel; /* leave kernel frames out of every stack */
+	bool by_name;     /* a row per name and side, whatever the file (diff: a
+			   * folded file knows no files); the row's file is one
+			   * of them */
 };
 
 /* One function (or, with lines, one line of a function). */
@@ -81,5 +87,43 @@ int report_callees(const struct report *r, const char *name, struct report_relat
 
 struct report *report_free(struct report *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct report, report_free)
+
+/* --- shared with the other commands that compute on profiles (diff.c) --- */
+
+struct ctl_env;
+struct json_object;
+
+/* Reads the snapshot file at path (profile_read_file()) and says what went
+ * wrong as "COMMAND: cannot read PATH: WHY" (code "bad_profile" for a file
+ * that is not a readable profile).  Returns PERFCTL_EXIT_OK and *ret, or
+ * PERFCTL_EXIT_FAILURE. */
+enum perfctl_exit report_read_file(struct ctl_env *env, const char *command, const char *path,
+				   const char *kind, struct profile **ret);
+
+/* The options --kind KIND and --top N (0 for all rows), checked: 0 and
+ * *ret, or -EINVAL after a usage error naming command. */
+#define REPORT_MAX_TOP 1000000
+int report_parse_kind(struct ctl_env *env, const char *command, const char *arg,
+		      const char **ret);
+int report_parse_top(struct ctl_env *env, const char *command, const char *arg, int64_t *ret);
+
+/* A value in p's unit for people: samples as a count, bytes as a size,
+ * nanoseconds as a time.  Returns buf. */
+char *report_format_value(const struct profile *p, uint64_t v, char buf[static 32]);
+
+/* 100 * part / whole, 0 for an empty whole. */
+double report_percent(uint64_t part, uint64_t whole);
+
+/* Adds key: value to o, dropping value when it cannot; false then. */
+bool report_json_put(struct json_object *o, const char *key, struct json_object *value);
+
+/* A percentage or a number of points with two decimals, printed as such
+ * (never "-0.00"); NULL on ENOMEM. */
+struct json_object *report_json_points(double v);
+
+/* Adds the value v as key and, for CPU samples with a period, its time as
+ * key_ns (left out should it not fit in 64 bits). */
+bool report_json_put_value(const struct profile *p, struct json_object *o, const char *key,
+			   uint64_t v);
 
 #endif
