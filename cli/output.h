@@ -28,6 +28,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put)
 #define CTL_ERR_IO "io_error"
 #define CTL_ERR_BAD_PROFILE "bad_profile"      /* a file that is not a readable profile */
 #define CTL_ERR_NO_FUNCTION "no_such_function" /* report --callers/--callees */
+#define CTL_ERR_KIND_MISMATCH "kind_mismatch"  /* diff of profiles of two kinds */
 
 /* Reports an error: "perfctl: MESSAGE" on stderr, or in JSON mode
  * {"ok":false,"error":{"code":CODE,"message":MESSAGE}} on stdout.  Control

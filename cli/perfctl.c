@@ -32,6 +32,7 @@ static const struct command {
 	{ "snapshot", do_snapshot },
 	{ "mem", do_mem },
 	{ "report", do_report },
+	{ "diff", do_diff },
 };
 
 static void usage(FILE *f)
@@ -75,6 +76,11 @@ static void usage(FILE *f)
 		"                         (default 20, 0: all); --callers/--callees FUNC: who\n"
 		"                         calls FUNC and what it calls, with their shares of\n"
 		"                         its total; --lines: a row per function and line\n"
+		"  diff BEFORE AFTER [--kind cpu|memory|offcpu] [--top N]\n"
+		"                         per function, the change of its self and total share\n"
+		"                         (percent of each profile's total) between two snapshot\n"
+		"                         files of one kind, in any formats; the largest change\n"
+		"                         first; --top N rows (default 20, 0: all)\n"
 		"  help                   this text\n"
 		"\n"
 		"Options (before or after the command):\n"

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * diff.c - `perfctl diff BEFORE AFTER`: what changed between two profiles,
+ * per function: its self and total value on each side, each as a share of
+ * its own profile's total, and the change of the shares in points, the
+ * largest change first.  BEFORE and AFTER are snapshot files perfd wrote,
+ * in any of the formats that carry stacks (folded, json, pprof: told by
+ * their content, profile_read.c), not necessarily the same one.
+ *
+ * Design: shares, not values, are compared, so a 10 s run and a 60 s run
+ * (or a 99 Hz and a 999 Hz one) compare; the cost is that a function that
+ * got faster makes every other one look slower, which is what a profile
+ * can tell anyway.  Each side is summed by report.c's report_build() with
+ * a row per function name and side of the kernel boundary (by_name: a
+ * folded file has no files to match on), then both sides' rows are put in
+ * one array, sorted by (name, side) and merged, so a function found on one
+ * side only gets zeros on the other.  The order is by the larger of
+ * |delta self| and |delta total|: a function whose callees changed moves
+ * its total, a leaf its self, and either is a change to look at.  Cost:
+ * two reports and O(rows log rows).  Memory profiles leave kernel frames
+ * out, as report does.  The kinds must match: a memory profile in bytes
+ * against a CPU one in samples compares nothing.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "diff.h"
+#include "format.h"
+#include "output.h"
+#include "perfctl.h"
+#include "perfd/protocol.h"
+#include "report.h"
+
+/* --- the computation -------------------------------------------------------- */
+
+struct side_row {
+	const char *function;
+	bool kernel, after;
+	uint64_t self, total;
+};
+
+static int side_row_cmp(const void *x, const void *y)
+{
+	const struct side_row *a = x, *b = y;
+	int c = strcmp(a->function, b->function);
+
+	if (c == 0 && a->kernel != b->kernel)
+		c = a->kernel ? 1 : -1;
+	return c;
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+	const struct diff_row *a = x, *b = y;
+	int c;
+
+	if (a->change != b->change)
+		return a->change > b->change ? -1 : 1;
+	c = strcmp(a->function, b->function);
+	if (c == 0 && a->kernel != b->kernel)
+		c = a->kernel ? 1 : -1;
+	return c;
+}
+
+/* Appends r's rows, marked with the side they come from. */
+static size_t add_side(const struct report *r, bool after, struct side_row *out)
+{
+	for (size_t i = 0; i < r->n_rows; i++)
+		out[i] = (struct side_row){
+			.function = profile_string(r->p, r->rows[i].function),
+			.kernel = r->rows[i].kernel,
+			.after = after,
+			.self = r->rows[i].self,
+			.total = r->rows[i].total,
+		};
+	return r->n_rows;
+}
+
+static void set_shares(struct diff_side *s, uint64_t whole)
+{
+	s->self_percent = report_percent(s->self, whole);
+	s->total_percent = report_percent(s->total, whole);
+}
+
+int diff_build(const struct profile *before, const struct profile *after, bool skip_kernel,
+	       struct diff **ret)
+{
+	const struct report_opts ro = { .skip_kernel = skip_kernel, .by_name = true };
+	_cleanup_(report_freep) struct report *a = NULL, *b = NULL;
+	_cleanup_(diff_freep) struct diff *d = calloc(1, sizeof(*d));
+	_cleanup_free_ struct side_row *all = NULL;
+	size_t n;
+	int k;
+
+	if (!d)
+		return -ENOMEM;
+	k = report_build(before, &ro, &a);
+	if (k < 0)
+		return k;
+	k = report_build(after, &ro, &b);
+	if (k < 0)
+		return k;
+	n = a->n_rows + b->n_rows;
+	all = malloc((n ? n : 1) * sizeof(*all));
+	d->rows = calloc(n ? n : 1, sizeof(*d->rows));
+	if (!all || !d->rows)
+		return -ENOMEM;
+	d->before_total = before->total;
+	d->after_total = after->total;
+
+	n = add_side(a, false, all);
+	n += add_side(b, true, all + n);
+	qsort(all, n, sizeof(*all), side_row_cmp);
+	for (size_t i = 0; i < n; i++) {
+		struct diff_row *row;
+		struct diff_side *s;
+
+		if (i == 0 || side_row_cmp(&all[i - 1], &all[i]) != 0)
+			d->rows[d->n_rows++] = (struct diff_row){
+				.function = all[i].function, .kernel = all[i].kernel,
+			};
+		row = &d->rows[d->n_rows - 1];
+		s = all[i].after ? &row->after : &row->before;
+		s->self += all[i].self;
+		s->total += all[i].total;
+	}
+	/* Rows in no stack on either side (a memory profile's kernel frames,
+	 * zero-valued stacks) tell nothing: left out. */
+	n = d->n_rows;
+	d->n_rows = 0;
+	for (size_t i = 0; i < n; i++)
+		if (d->rows[i].before.total || d->rows[i].after.total)
+			d->rows[d->n_rows++] = d->rows[i];
+	for (size_t i = 0; i < d->n_rows; i++) {
+		struct diff_row *row = &d->rows[i];
+
+		set_shares(&row->before, d->before_total);
+		set_shares(&row->after, d->after_total);
+		row->self_delta = row->after.self_percent - row->before.self_percent;
+		row->total_delta = row->after.total_percent - row->before.total_percent;
+		row->change = fmax(fabs(row->self_delta), fabs(row->total_delta));
+	}
+	if (d->n_rows > 1)
+		qsort(d->rows, d->n_rows, sizeof(*d->rows), row_cmp);
+	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+struct diff *diff_free(struct diff *d)
+{
+	if (!d)
+		return NULL;
+	free(d->rows);
+	free(d);
+	return NULL;
+}
+
+/* --- the command ------------------------------------------------------------ */
+
+struct diff_cmd {
+	const char *before, *after;
+	const char *kind; /* NULL: each file's own, which must then match */
+	int64_t top;      /* 0: all */
+};
+
+#define SORT_TEXT "the larger of |delta self%| and |delta total%|"
+
+static int parse_args(struct ctl_env *env, int argc, char **argv, struct diff_cmd *o)
+{
+	enum { OPT_KIND = 256, OPT_TOP };
+	static const struct option options[] = {
+		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{}
+	};
+	int c;
+
+	o->top = 20;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+		switch (c) {
+		case OPT_KIND:
+			if (report_parse_kind(env, "diff", optarg, &o->kind) < 0)
+				return -EINVAL;
+			break;
+		case OPT_TOP:
+			if (report_parse_top(env, "diff", optarg, &o->top) < 0)
+				return -EINVAL;
+			break;
+		default:
+			if (ctl_common_option(env, "diff", c, argv) < 0)
+				return -EINVAL;
+			break;
+		}
+	}
+	if (argc - optind != 2) {
+		ctl_error(env, CTL_ERR_USAGE, "diff: takes two snapshot files, BEFORE and AFTER (%d given)",
+			  argc - optind);
+		return -EINVAL;
+	}
+	o->before = argv[optind];
+	o->after = argv[optind + 1];
+	return 0;
+}
+
+static const char *kind_of(const struct profile *p)
+{
+	return profile_string(p, p->kind);
+}
+
+static void print_side(const char *path, const struct profile *p)
+{
+	_cleanup_free_ char *file = ctl_escape(path, strlen(path));
+	_cleanup_free_ char *kind = ctl_escape(kind_of(p), strlen(kind_of(p)));
+	char v[32];
+
+	printf("%s (%s): %s, %s %s\n", file ? file : "?", profile_format_name(p->format),
+	       kind ? kind : "?", report_format_value(p, p->total, v),
+	       strcmp(profile_string(p, p->unit), "samples") == 0 ? "samples" : "in all");
+}
+
+/* Points as printed: a change that rounds to zero is zero, never -0.00. */
+static double shown(double points)
+{
+	return fabs(points) < 0.005 ? 0.0 : points;
+}
+
+static void print_table(const struct diff *d, const struct diff_cmd *o, const struct profile *before,
+			const struct profile *after)
+{
+	size_t n = o->top && (size_t)o->top < d->n_rows ? (size_t)o->top : d->n_rows;
+
+	printf("before: ");
+	print_side(o->before, before);
+	printf("after:  ");
+	print_side(o->after, after);
+	printf("%zu functions%s; shares are percent of each profile's total, deltas in points "
+	       "(after - before);\nsorted by %s", d->n_rows,
+	       strcmp(kind_of(before), "memory") == 0 ? " (kernel frames left out)" : "", SORT_TEXT);
+	if (n < d->n_rows)
+		printf(", the top %zu", n);
+	printf(":\n\n");
+	printf("%-45s  %s\n", "SELF", "TOTAL");
+	printf("%10s %7s %10s %7s %8s  %10s %7s %10s %7s %8s  %s\n", "BEFORE", "%", "AFTER", "%",
+	       "DELTA", "BEFORE", "%", "AFTER", "%", "DELTA", "FUNCTION");
+	for (size_t i = 0; i < n; i++) {
+		const struct diff_row *w = &d->rows[i];
+		_cleanup_free_ char *label = ctl_escape(w->function, strlen(w->function));
+		char a[32], b[32], c[32], e[32];
+
+		printf("%10s %6.2f%% %10s %6.2f%% %+8.2f  %10s %6.2f%% %10s %6.2f%% %+8.2f  %s%s\n",
+		       report_format_value(before, w->before.self, a), w->before.self_percent,
+		       report_format_value(after, w->after.self, b), w->after.self_percent,
+		       shown(w->self_delta), report_format_value(before, w->before.total, c),
+		       w->before.total_percent, report_format_value(after, w->after.total, e),
+		       w->after.total_percent, shown(w->total_delta), label ? label : "?",
+		       w->kernel ? "_[k]" : "");
+	}
+}
+
+/* One side's figures of a row: { self, self_ns, self_percent, total, ... }. */
+static struct json_object *json_side(const struct profile *p, const struct diff_side *s)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+
+	if (!o || !report_json_put_value(p, o, "self", s->self) ||
+	    !report_json_put(o, "self_percent", report_json_points(s->self_percent)) ||
+	    !report_json_put_value(p, o, "total", s->total) ||
+	    !report_json_put(o, "total_percent", report_json_points(s->total_percent)))
+		return NULL;
+	return TAKE_PTR(o);
+}
+
+/* What is known of one input: { file, format, total, total_ns, period_ns }. */
+static struct json_object *json_input(const char *path, const struct profile *p)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+
+	if (!o || !report_json_put(o, "file", json_object_new_string(path)) ||
+	    !report_json_put(o, "format", json_object_new_string(profile_format_name(p->format))) ||
+	    !report_json_put_value(p, o, "total", p->total) ||
+	    (p->period_ns && !report_json_put(o, "period_ns", json_object_new_uint64(p->period_ns))))
+		return NULL;
+	return TAKE_PTR(o);
+}
+
+static struct json_object *json_rows(const struct diff *d, const struct diff_cmd *o,
+				     const struct profile *before, const struct profile *after)
+{
+	_cleanup_(json_object_putp) struct json_object *a = json_object_new_array();
+	size_t n = o->top && (size_t)o->top < d->n_rows ? (size_t)o->top : d->n_rows;
+
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct diff_row *w = &d->rows[i];
+		struct json_object *row = json_object_new_object();
+
+		if (!row || json_object_array_add(a, row) < 0) {
+			json_object_put(row);
+			return NULL;
+		}
+		if (!report_json_put(row, "function", json_object_new_string(w->function)) ||
+		    !report_json_put(row, "kernel", json_object_new_boolean(w->kernel)) ||
+		    !report_json_put(row, "before", json_side(before, &w->before)) ||
+		    !report_json_put(row, "after", json_side(after, &w->after)) ||
+		    !report_json_put(row, "self_delta", report_json_points(w->self_delta)) ||
+		    !report_json_put(row, "total_delta", report_json_points(w->total_delta)) ||
+		    !report_json_put(row, "change", report_json_points(w->change)))
+			return NULL;
+	}
+	return TAKE_PTR(a);
+}
+
+static enum perfctl_exit print_json(struct ctl_env *env, const struct diff *d,
+				    const struct diff_cmd *o, const struct profile *before,
+				    const struct profile *after)
+{
+	_cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
+	bool ok = doc && report_json_put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
+		  report_json_put(doc, "ok", json_object_new_boolean(1)) &&
+		  report_json_put(doc, "kind", json_object_new_string(kind_of(before))) &&
+		  report_json_put(doc, "unit", json_object_new_string(profile_string(before, before->unit))) &&
+		  report_json_put(doc, "before", json_input(o->before, before)) &&
+		  report_json_put(doc, "after", json_input(o->after, after)) &&
+		  report_json_put(doc, "kernel_frames",
+				  json_object_new_boolean(strcmp(kind_of(before), "memory") != 0)) &&
+		  report_json_put(doc, "sort", json_object_new_string("change")) &&
+		  report_json_put(doc, "rows", json_object_new_uint64(d->n_rows)) &&
+		  report_json_put(doc, "functions", json_rows(d, o, before, after));
+
+	if (!ok) {
+		ctl_error(env, CTL_ERR_IO, "out of memory");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	return ctl_print_answer(env, doc);
+}
+
+enum perfctl_exit do_diff(struct ctl_env *env, int argc, char **argv)
+{
+	struct diff_cmd o = { 0 };
+	_cleanup_(profile_freep) struct profile *before = NULL, *after = NULL;
+	_cleanup_(diff_freep) struct diff *d = NULL;
+	enum perfctl_exit rc;
+	int k;
+
+	if (parse_args(env, argc, argv, &o) < 0)
+		return PERFCTL_EXIT_USAGE;
+	rc = report_read_file(env, "diff", o.before, o.kind, &before);
+	if (rc == PERFCTL_EXIT_OK)
+		rc = report_read_file(env, "diff", o.after, o.kind, &after);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
+	if (strcmp(kind_of(before), kind_of(after)) != 0 ||
+	    strcmp(profile_string(before, before->unit), profile_string(after, after->unit)) != 0) {
+		ctl_error(env, CTL_ERR_KIND_MISMATCH,
+			  "diff: %s holds a %s profile (%s) and %s a %s one (%s): they do not compare; "
+			  "--kind picks one kind of both",
+			  o.before, kind_of(before), profile_string(before, before->unit), o.after,
+			  kind_of(after), profile_string(after, after->unit));
+		return PERFCTL_EXIT_FAILURE;
+	}
+
+	k = diff_build(before, after, strcmp(kind_of(before), "memory") == 0, &d);
+	if (k < 0) {
+		ctl_error(env, CTL_ERR_IO, "diff: %s", strerror(-k));
+		return PERFCTL_EXIT_FAILURE;
+	}
+	if (env->json)
+		return print_json(env, d, &o, before, after);
+	print_table(d, &o, before, after);
+	return PERFCTL_EXIT_OK;
+}
