@@ -175,6 +175,24 @@
  *      Errors as every command's; perfctl's codes: "bad_profile" (a file
  *      that cannot be read as a profile), "no_such_function" (--callers or
  *      --callees of a name the profile lacks).
+ *  `perfctl --json diff BEFORE AFTER` (cli/diff.c) prints
+ *      { version, ok: true, kind, unit (both files'),
+ *        before: { file, format, total, total_ns, period_ns },
+ *        after: { the same of AFTER },
+ *        kernel_frames (false for memory: left out), sort: "change",
+ *        rows (how many functions in all),
+ *        functions: [ { function, kernel (bool),
+ *                       before: { self, self_ns, self_percent, total, total_ns,
+ *                                 total_percent },
+ *                       after: { the same },
+ *                       self_delta, total_delta (after's percent - before's,
+ *                                 in points),
+ *                       change (the larger of |self_delta|, |total_delta|) } ]
+ *                   (the top rows, the largest change first) }
+ *      A function in one file only has zeros on the other side.  Percentages
+ *      and points have two decimals; *_ns as for report, per side (a folded
+ *      file has no period).  Errors as report's, and "kind_mismatch" (BEFORE
+ *      and AFTER hold different kinds).
  *
  * Error codes are stable strings, listed below; messages are for people.
  */

@@ -42,6 +42,13 @@ static const struct diff_row *row(const struct diff *d, const char *name, bool k
 	return found;
 }
 
+static void done(struct diff *d, struct profile *a, struct profile *b)
+{
+	diff_free(d);
+	profile_free(a);
+	profile_free(b);
+}
+
 #define assert_near(a, b) cr_assert(fabs((a) - (b)) < 1e-9, "%s = %f, not %f", #a, (double)(a), (double)(b))
 
 /* 4:1 before, 1:1 after, the after profile 10x the size: shares compare. */
@@ -69,9 +76,7 @@ Test(diff, shares_of_each_profiles_own_total)
 	cr_assert_eq(m->after.total, 5000);
 	assert_near(m->total_delta, 0.0);
 	assert_near(m->change, 0.0);
-	diff_free(d);
-	profile_free(a);
-	profile_free(b);
+	done(d, a, b);
 }
 
 Test(diff, a_function_on_one_side_has_zeros_on_the_other)
@@ -92,9 +97,7 @@ Test(diff, a_function_on_one_side_has_zeros_on_the_other)
 	cr_assert_eq(new->after.self, 10);
 	assert_near(new->self_delta, 10.0);
 	assert_near(row(d, "kept", false)->self_delta, 20.0);
-	diff_free(d);
-	profile_free(a);
-	profile_free(b);
+	done(d, a, b);
 }
 
 /* The largest |change| first, a drop as large as a rise; a caller whose
@@ -123,9 +126,7 @@ Test(diff, largest_absolute_change_first)
 				 d->rows[i].function, want[i]);
 	for (size_t i = 1; i < d->n_rows; i++)
 		cr_assert_geq(d->rows[i - 1].change, d->rows[i].change);
-	diff_free(d);
-	profile_free(a);
-	profile_free(b);
+	done(d, a, b);
 }
 
 Test(diff, kernel_and_user_functions_of_one_name_stay_apart)
@@ -140,9 +141,7 @@ Test(diff, kernel_and_user_functions_of_one_name_stay_apart)
 	cr_assert_eq(row(d, "read", true)->after.self, 10);
 	assert_near(row(d, "read", false)->self_delta, 50.0);
 	assert_near(row(d, "read", true)->self_delta, 0.0);
-	diff_free(d);
-	profile_free(a);
-	profile_free(b);
+	done(d, a, b);
 }
 
 /* As report does for memory: the fault path's kernel frames are left out,
@@ -158,9 +157,7 @@ Test(diff, kernel_frames_left_out_on_request)
 	cr_assert_eq(row(d, "grow", false)->before.self, 30);
 	assert_near(row(d, "grow", false)->self_delta, -50.0);
 	cr_assert_str_eq(d->rows[0].function, "grow");
-	diff_free(d);
-	profile_free(a);
-	profile_free(b);
+	done(d, a, b);
 }
 
 /* A function recursing in a stack counts once there: no share above 100. */
@@ -172,9 +169,7 @@ Test(diff, recursion_counts_once_per_stack)
 
 	assert_near(row(d, "f", false)->before.total_percent, 75.0);
 	assert_near(row(d, "f", false)->total_delta, -75.0);
-	diff_free(d);
-	profile_free(a);
-	profile_free(b);
+	done(d, a, b);
 }
 
 Test(diff, empty_profiles)
@@ -186,7 +181,5 @@ Test(diff, empty_profiles)
 	cr_assert_eq(d->before_total, 0);
 	assert_near(row(d, "main", false)->before.total_percent, 0.0);
 	assert_near(row(d, "main", false)->total_delta, 100.0);
-	diff_free(d);
-	profile_free(a);
-	profile_free(b);
+	done(d, a, b);
 }
