@@ -2,8 +2,10 @@
 /*
  * report.h - a profile's stacks summed per function, as `perfctl report`
  * prints them: self and total (inclusive) value of each function, and who
- * calls a function and what it calls, with their shares of it.  Pure
- * computation on a struct profile (profile_read.h); no I/O.
+ * calls a function and what it calls, with their shares of it.  The
+ * computation is pure, on a struct profile (profile_read.h), no I/O; the
+ * commands built on it (`report`, `diagnose`) share report_fetch() to get
+ * that profile from perfd and report_row_label() to name a row.
  */
 #ifndef PERFCTL_REPORT_H
 #define PERFCTL_REPORT_H
@@ -12,8 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perfctl.h"
 #include "perfd/macro.h"
 #include "profile_read.h"
+
+struct ctl_selection;
+struct json_object;
 
 enum report_sort {
 	REPORT_SORT_SELF,
@@ -78,6 +84,20 @@ int report_callers(const struct report *r, const char *name, struct report_relat
  * or its self when that call is the leaf; edges plus self add up to its
  * total.  Returns as report_callers(). */
 int report_callees(const struct report *r, const char *name, struct report_relatives *ret);
+
+/* "function_[k] (file.c:12)" of row (REPORT_ROOT: "(root)"), escaped for a
+ * terminal.  NULL on ENOMEM; free() it. */
+char *report_row_label(const struct report *r, uint32_t row);
+
+/* Asks perfd for a --format json snapshot of sel (kind NULL: cpu; lines:
+ * native frames with file:line) and reads its call tree.  Returns
+ * PERFCTL_EXIT_OK with the profile in *ret (profile_free() it) and, when
+ * ret_answer is not NULL, the whole answer in *ret_answer (put it); any
+ * other exit code after the error has been reported.  A note of perfd's
+ * goes to stderr. */
+enum perfctl_exit report_fetch(struct ctl_env *env, const struct ctl_selection *sel,
+			       const char *kind, bool lines, struct profile **ret,
+			       struct json_object **ret_answer);
 
 struct report *report_free(struct report *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct report, report_free)
