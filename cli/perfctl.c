@@ -32,6 +32,7 @@ static const struct command {
 	{ "snapshot", do_snapshot },
 	{ "mem", do_mem },
 	{ "report", do_report },
+	{ "diagnose", do_diagnose },
 };
 
 static void usage(FILE *f)
@@ -75,6 +76,13 @@ static void usage(FILE *f)
 		"                         (default 20, 0: all); --callers/--callees FUNC: who\n"
 		"                         calls FUNC and what it calls, with their shares of\n"
 		"                         its total; --lines: a row per function and line\n"
+		"  diagnose SELECTION WHEN\n"
+		"                         a few sentences on where the time and the memory\n"
+		"                         of those processes went: the window and samples,\n"
+		"                         the dominant function by self and by total (and\n"
+		"                         whether it only coordinates callees), the peak RSS,\n"
+		"                         the top growth site and the trend, and what the\n"
+		"                         samples cannot show (too few, mostly waiting)\n"
 		"  help                   this text\n"
 		"\n"
 		"Options (before or after the command):\n"
@@ -89,7 +97,7 @@ static void usage(FILE *f)
 		"  %d  failure: perfd reported an error, or an I/O or protocol error\n"
 		"  %d  usage error: bad or missing arguments, unknown command\n"
 		"  %d  cannot connect to perfd\n"
-		"  %d  no such process (snapshot, report)\n",
+		"  %d  no such process (snapshot, report, diagnose)\n",
 		PERFD_PS_MAX_INTERVAL, PERFD_PS_DEFAULT_INTERVAL, PERFD_SNAPSHOT_MAX_SECONDS,
 		PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET, PERFCTL_EXIT_OK, PERFCTL_EXIT_FAILURE,
 		PERFCTL_EXIT_USAGE, PERFCTL_EXIT_CONNECT, PERFCTL_EXIT_NO_PROCESS);

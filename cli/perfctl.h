@@ -37,5 +37,6 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv);
+enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv);
 
 #endif
