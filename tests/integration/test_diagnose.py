@@ -46,16 +46,9 @@ def perfd_mem(environment):
 
 
 def test_coordinator_is_named_as_such_and_leaf_a_as_the_hot_leaf(perfd_fast):
-    started = time.time() - 1
-    w = perfdtest.Workload("coordinator", CPU_SECONDS)
-    try:
-        w.finish(timeout=120)
-    finally:
-        w.kill()
-    time.sleep(1.5)  # the last samples reach the store
-    text, doc = diagnose(perfd_fast, "--pid", str(w.pid), "--from", f"{started:.3f}",
-                         "--to", f"{time.time():.3f}")
-    assert doc["workload"]["pid"] == w.pid and doc["workload"]["comm"] == "coordinator", doc
+    pid, selection = perfdtest.finished_range("coordinator", CPU_SECONDS)
+    text, doc = diagnose(perfd_fast, *selection)
+    assert doc["workload"]["pid"] == pid and doc["workload"]["comm"] == "coordinator", doc
     assert doc["workload"]["exited"] is True
     cpu = doc["cpu"]
     assert cpu["samples"] >= MIN_SAMPLES and cpu["enough_samples"], cpu
@@ -77,7 +70,7 @@ def test_coordinator_is_named_as_such_and_leaf_a_as_the_hot_leaf(perfd_fast):
     assert abs(coord["callees"][0]["percent"] - 75.0) <= TOLERANCE, coord
     assert "main" in coord["path"], coord
 
-    assert re.search(rf"^coordinator \(pid {w.pid}\) from .*: {cpu['samples']} CPU samples at "
+    assert re.search(rf"^coordinator \(pid {pid}\) from .*: {cpu['samples']} CPU samples at "
                      rf"{perfdtest.FAST_HZ} Hz", text, re.M), text
     assert re.search(r"^CPU: leaf_a \(coordinator\.c:\d+\) has the most self time, 7\d\.\d%", text,
                      re.M), text
