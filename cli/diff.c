@@ -273,9 +273,9 @@ static struct json_object *json_side(const struct profile *p, const struct diff_
 	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
 
 	if (!o || !report_json_put_value(p, o, "self", s->self) ||
-	    !report_json_put(o, "self_percent", report_json_points(s->self_percent)) ||
+	    !ctl_json_put(o, "self_percent", report_json_points(s->self_percent)) ||
 	    !report_json_put_value(p, o, "total", s->total) ||
-	    !report_json_put(o, "total_percent", report_json_points(s->total_percent)))
+	    !ctl_json_put(o, "total_percent", report_json_points(s->total_percent)))
 		return NULL;
 	return TAKE_PTR(o);
 }
@@ -285,10 +285,10 @@ static struct json_object *json_input(const char *path, const struct profile *p)
 {
 	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
 
-	if (!o || !report_json_put(o, "file", json_object_new_string(path)) ||
-	    !report_json_put(o, "format", json_object_new_string(profile_format_name(p->format))) ||
+	if (!o || !ctl_json_put(o, "file", json_object_new_string(path)) ||
+	    !ctl_json_put(o, "format", json_object_new_string(profile_format_name(p->format))) ||
 	    !report_json_put_value(p, o, "total", p->total) ||
-	    (p->period_ns && !report_json_put(o, "period_ns", json_object_new_uint64(p->period_ns))))
+	    (p->period_ns && !ctl_json_put(o, "period_ns", json_object_new_uint64(p->period_ns))))
 		return NULL;
 	return TAKE_PTR(o);
 }
@@ -309,13 +309,13 @@ static struct json_object *json_rows(const struct diff *d, const struct diff_cmd
 			json_object_put(row);
 			return NULL;
 		}
-		if (!report_json_put(row, "function", json_object_new_string(w->function)) ||
-		    !report_json_put(row, "kernel", json_object_new_boolean(w->kernel)) ||
-		    !report_json_put(row, "before", json_side(before, &w->before)) ||
-		    !report_json_put(row, "after", json_side(after, &w->after)) ||
-		    !report_json_put(row, "self_delta", report_json_points(w->self_delta)) ||
-		    !report_json_put(row, "total_delta", report_json_points(w->total_delta)) ||
-		    !report_json_put(row, "change", report_json_points(w->change)))
+		if (!ctl_json_put(row, "function", json_object_new_string(w->function)) ||
+		    !ctl_json_put(row, "kernel", json_object_new_boolean(w->kernel)) ||
+		    !ctl_json_put(row, "before", json_side(before, &w->before)) ||
+		    !ctl_json_put(row, "after", json_side(after, &w->after)) ||
+		    !ctl_json_put(row, "self_delta", report_json_points(w->self_delta)) ||
+		    !ctl_json_put(row, "total_delta", report_json_points(w->total_delta)) ||
+		    !ctl_json_put(row, "change", report_json_points(w->change)))
 			return NULL;
 	}
 	return TAKE_PTR(a);
@@ -326,17 +326,17 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct diff *d,
 				    const struct profile *after)
 {
 	_cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
-	bool ok = doc && report_json_put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
-		  report_json_put(doc, "ok", json_object_new_boolean(1)) &&
-		  report_json_put(doc, "kind", json_object_new_string(kind_of(before))) &&
-		  report_json_put(doc, "unit", json_object_new_string(profile_string(before, before->unit))) &&
-		  report_json_put(doc, "before", json_input(o->before, before)) &&
-		  report_json_put(doc, "after", json_input(o->after, after)) &&
-		  report_json_put(doc, "kernel_frames",
+	bool ok = doc && ctl_json_put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
+		  ctl_json_put(doc, "ok", json_object_new_boolean(1)) &&
+		  ctl_json_put(doc, "kind", json_object_new_string(kind_of(before))) &&
+		  ctl_json_put(doc, "unit", json_object_new_string(profile_string(before, before->unit))) &&
+		  ctl_json_put(doc, "before", json_input(o->before, before)) &&
+		  ctl_json_put(doc, "after", json_input(o->after, after)) &&
+		  ctl_json_put(doc, "kernel_frames",
 				  json_object_new_boolean(strcmp(kind_of(before), "memory") != 0)) &&
-		  report_json_put(doc, "sort", json_object_new_string("change")) &&
-		  report_json_put(doc, "rows", json_object_new_uint64(d->n_rows)) &&
-		  report_json_put(doc, "functions", json_rows(d, o, before, after));
+		  ctl_json_put(doc, "sort", json_object_new_string("change")) &&
+		  ctl_json_put(doc, "rows", json_object_new_uint64(d->n_rows)) &&
+		  ctl_json_put(doc, "functions", json_rows(d, o, before, after));
 
 	if (!ok) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");

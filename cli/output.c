@@ -136,6 +136,14 @@ struct json_object *ctl_json_path(struct json_object *root, const char *path)
 	return NULL;
 }
 
+bool ctl_json_put(struct json_object *o, const char *key, struct json_object *value)
+{
+	if (value && json_object_object_add(o, key, value) == 0)
+		return true;
+	json_object_put(value);
+	return false;
+}
+
 bool ctl_json_int(struct json_object *root, const char *path, int64_t *ret)
 {
 	struct json_object *v = ctl_json_path(root, path);

@@ -58,6 +58,11 @@ enum perfctl_exit ctl_print_answer(const struct ctl_env *env, struct json_object
  * the value (owned by root) or NULL when a step is missing or not an object. */
 struct json_object *ctl_json_path(struct json_object *root, const char *path);
 
+/* Adds key: value to o, or drops value (NULL allowed: out of memory) when
+ * it cannot.  Returns false then, so a document is built as one chain of
+ * &&s. */
+bool ctl_json_put(struct json_object *o, const char *key, struct json_object *value);
+
 /* The number at path as an integer (a double is truncated).  Returns false
  * when it is missing or not a number. */
 bool ctl_json_int(struct json_object *root, const char *path, int64_t *ret);

@@ -33,6 +33,7 @@ static const struct command {
 	{ "mem", do_mem },
 	{ "report", do_report },
 	{ "diff", do_diff },
+	{ "diagnose", do_diagnose },
 };
 
 static void usage(FILE *f)
@@ -81,6 +82,13 @@ static void usage(FILE *f)
 		"                         (percent of each profile's total) between two snapshot\n"
 		"                         files of one kind, in any formats; the largest change\n"
 		"                         first; --top N rows (default 20, 0: all)\n"
+		"  diagnose SELECTION WHEN\n"
+		"                         a few sentences on where the time and the memory\n"
+		"                         of those processes went: the window and samples,\n"
+		"                         the dominant function by self and by total (and\n"
+		"                         whether it only coordinates callees), the peak RSS,\n"
+		"                         the top growth site and the trend, and what the\n"
+		"                         samples cannot show (too few, mostly waiting)\n"
 		"  help                   this text\n"
 		"\n"
 		"Options (before or after the command):\n"
@@ -95,7 +103,7 @@ static void usage(FILE *f)
 		"  %d  failure: perfd reported an error, or an I/O or protocol error\n"
 		"  %d  usage error: bad or missing arguments, unknown command\n"
 		"  %d  cannot connect to perfd\n"
-		"  %d  no such process (snapshot, report)\n",
+		"  %d  no such process (snapshot, report, diagnose)\n",
 		PERFD_PS_MAX_INTERVAL, PERFD_PS_DEFAULT_INTERVAL, PERFD_SNAPSHOT_MAX_SECONDS,
 		PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET, PERFCTL_EXIT_OK, PERFCTL_EXIT_FAILURE,
 		PERFCTL_EXIT_USAGE, PERFCTL_EXIT_CONNECT, PERFCTL_EXIT_NO_PROCESS);

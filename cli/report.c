@@ -414,10 +414,10 @@ enum perfctl_exit report_read_file(struct ctl_env *env, const char *command, con
 	return PERFCTL_EXIT_FAILURE;
 }
 
-/* A live report's profile: a json snapshot from perfd.  Returns an exit
- * code; *ret on success. */
-static enum perfctl_exit fetch(struct ctl_env *env, const struct report_cmd *o,
-			       struct profile **ret)
+/* A live report's profile: a json snapshot from perfd (see report.h). */
+enum perfctl_exit report_fetch(struct ctl_env *env, const struct ctl_selection *sel,
+				const char *kind, bool lines, struct profile **ret,
+				struct json_object **ret_answer)
 {
 	_cleanup_(json_object_putp) struct json_object *req = ctl_request_new("snapshot"), *resp = NULL;
 	struct json_object *profile, *note;
@@ -425,14 +425,14 @@ static enum perfctl_exit fetch(struct ctl_env *env, const struct report_cmd *o,
 	enum perfctl_exit rc;
 	int k;
 
-	if (!req || ctl_selection_add(&o->sel, req) < 0 ||
+	if (!req || ctl_selection_add(sel, req) < 0 ||
 	    json_object_object_add(req, "format", json_object_new_string("json")) < 0 ||
-	    (o->kind && json_object_object_add(req, "kind", json_object_new_string(o->kind)) < 0) ||
-	    (o->lines && json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0)) {
+	    (kind && json_object_object_add(req, "kind", json_object_new_string(kind)) < 0) ||
+	    (lines && json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0)) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}
-	rc = ctl_call(env, req, ctl_selection_timeout_ms(&o->sel), &resp);
+	rc = ctl_call(env, req, ctl_selection_timeout_ms(sel), &resp);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 	profile = ctl_json_path(resp, "profile");
@@ -440,7 +440,7 @@ static enum perfctl_exit fetch(struct ctl_env *env, const struct report_cmd *o,
 		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has no \"profile\" object");
 		return PERFCTL_EXIT_FAILURE;
 	}
-	k = profile_read_json(profile, o->kind, ret, err);
+	k = profile_read_json(profile, kind, ret, err);
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's call tree cannot be read: %s",
 			  err[0] ? err : strerror(-k));
@@ -450,6 +450,8 @@ static enum perfctl_exit fetch(struct ctl_env *env, const struct report_cmd *o,
 	if (json_object_is_type(note, json_type_string) && json_object_get_string_len(note) > 0)
 		ctl_message("note", json_object_get_string(note),
 			    (size_t)json_object_get_string_len(note));
+	if (ret_answer)
+		*ret_answer = TAKE_PTR(resp);
 	return PERFCTL_EXIT_OK;
 }
 
@@ -499,8 +501,7 @@ double report_percent(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-/* "function_[k] (file.c:12)" escaped for a terminal; NULL on ENOMEM. */
-static char *row_label(const struct report *r, uint32_t row)
+char *report_row_label(const struct report *r, uint32_t row)
 {
 	const struct report_row *w;
 	_cleanup_free_ char *text = NULL;
@@ -569,7 +570,7 @@ static void print_table(const struct report *r, const struct report_cmd *o)
 		       r->opts.lines ? "FUNCTION (FILE:LINE)" : "FUNCTION");
 	for (size_t i = 0; i < n; i++) {
 		const struct report_row *w = &r->rows[order[i]];
-		_cleanup_free_ char *label = row_label(r, order[i]);
+		_cleanup_free_ char *label = report_row_label(r, order[i]);
 		char a[32], b[32], c[32], d[32];
 
 		if (timed)
@@ -603,7 +604,7 @@ static void print_relatives(const struct report *r, const struct report_cmd *o, 
 		printf("%10s %9s %6.2f%%  (self)\n", report_format_value(p, rel->self, a),
 		       format_time(p, rel->self, b), report_percent(rel->self, rel->total));
 	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *label = row_label(r, rel->edges[i].row);
+		_cleanup_free_ char *label = report_row_label(r, rel->edges[i].row);
 
 		printf("%10s %9s %6.2f%%  %s\n", report_format_value(p, rel->edges[i].value, a),
 		       format_time(p, rel->edges[i].value, b),
@@ -612,14 +613,6 @@ static void print_relatives(const struct report *r, const struct report_cmd *o, 
 }
 
 /* --- JSON ------------------------------------------------------------------- */
-
-bool report_json_put(struct json_object *o, const char *key, struct json_object *value)
-{
-	if (value && json_object_object_add(o, key, value) == 0)
-		return true;
-	json_object_put(value);
-	return false;
-}
 
 struct json_object *report_json_points(double v)
 {
@@ -641,12 +634,12 @@ bool report_json_put_value(const struct profile *p, struct json_object *o, const
 	char ns_key[32];
 	uint64_t ns;
 
-	if (!report_json_put(o, key, json_object_new_uint64(v)))
+	if (!ctl_json_put(o, key, json_object_new_uint64(v)))
 		return false;
 	if (!p->period_ns || !is_unit(p, "samples") || __builtin_mul_overflow(v, p->period_ns, &ns))
 		return true;
 	(void)snprintf(ns_key, sizeof(ns_key), "%s_ns", key);
-	return report_json_put(o, ns_key, json_object_new_uint64(ns));
+	return ctl_json_put(o, ns_key, json_object_new_uint64(ns));
 }
 
 /* The row's identity: function, kernel, file and line where known. */
@@ -655,11 +648,11 @@ static bool put_row_name(const struct report *r, struct json_object *o, uint32_t
 	const struct report_row *w = &r->rows[row];
 
 	if (row == REPORT_ROOT)
-		return report_json_put(o, "root", json_object_new_boolean(1));
-	return report_json_put(o, "function", json_object_new_string(profile_string(r->p, w->function))) &&
-	       report_json_put(o, "kernel", json_object_new_boolean(w->kernel)) &&
-	       (!w->file || report_json_put(o, "file", json_object_new_string(profile_string(r->p, w->file)))) &&
-	       (!w->line || report_json_put(o, "line", json_object_new_int64(w->line)));
+		return ctl_json_put(o, "root", json_object_new_boolean(1));
+	return ctl_json_put(o, "function", json_object_new_string(profile_string(r->p, w->function))) &&
+	       ctl_json_put(o, "kernel", json_object_new_boolean(w->kernel)) &&
+	       (!w->file || ctl_json_put(o, "file", json_object_new_string(profile_string(r->p, w->file)))) &&
+	       (!w->line || ctl_json_put(o, "line", json_object_new_int64(w->line)));
 }
 
 static struct json_object *json_rows(const struct report *r, const struct report_cmd *o)
@@ -680,9 +673,9 @@ static struct json_object *json_rows(const struct report *r, const struct report
 			return NULL;
 		}
 		if (!put_row_name(r, row, order[i]) || !report_json_put_value(r->p, row, "self", w->self) ||
-		    !report_json_put(row, "self_percent", new_percent(w->self, r->total)) ||
+		    !ctl_json_put(row, "self_percent", new_percent(w->self, r->total)) ||
 		    !report_json_put_value(r->p, row, "total", w->total) ||
-		    !report_json_put(row, "total_percent", new_percent(w->total, r->total)))
+		    !ctl_json_put(row, "total_percent", new_percent(w->total, r->total)))
 			return NULL;
 	}
 	return TAKE_PTR(a);
@@ -696,12 +689,12 @@ static struct json_object *json_relatives(const struct report *r, const struct r
 	struct json_object *a = json_object_new_array();
 	size_t n = o->top && (size_t)o->top < rel->n_edges ? (size_t)o->top : rel->n_edges;
 
-	if (!obj || !report_json_put(obj, callers ? "callers" : "callees", a) ||
-	    !report_json_put(obj, "function", json_object_new_string(name)) ||
+	if (!obj || !ctl_json_put(obj, callers ? "callers" : "callees", a) ||
+	    !ctl_json_put(obj, "function", json_object_new_string(name)) ||
 	    !report_json_put_value(r->p, obj, "total", rel->total) ||
-	    !report_json_put(obj, "total_percent", new_percent(rel->total, r->total)) ||
+	    !ctl_json_put(obj, "total_percent", new_percent(rel->total, r->total)) ||
 	    (!callers && (!report_json_put_value(r->p, obj, "self", rel->self) ||
-			  !report_json_put(obj, "self_percent", new_percent(rel->self, rel->total)))))
+			  !ctl_json_put(obj, "self_percent", new_percent(rel->self, rel->total)))))
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *e = json_object_new_object();
@@ -712,7 +705,7 @@ static struct json_object *json_relatives(const struct report *r, const struct r
 		}
 		if (!put_row_name(r, e, rel->edges[i].row) ||
 		    !report_json_put_value(r->p, e, "value", rel->edges[i].value) ||
-		    !report_json_put(e, "percent", new_percent(rel->edges[i].value, rel->total)))
+		    !ctl_json_put(e, "percent", new_percent(rel->edges[i].value, rel->total)))
 			return NULL;
 	}
 	return TAKE_PTR(obj);
@@ -725,22 +718,22 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct report *r,
 {
 	_cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
 	const struct profile *p = r->p;
-	bool ok = doc && report_json_put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
-		  report_json_put(doc, "ok", json_object_new_boolean(1)) &&
-		  report_json_put(doc, "source", json_object_new_string(o->file ? "file" : "perfd")) &&
-		  (!o->file || report_json_put(doc, "file", json_object_new_string(o->file))) &&
-		  report_json_put(doc, "format", json_object_new_string(profile_format_name(p->format))) &&
-		  report_json_put(doc, "kind", json_object_new_string(profile_string(p, p->kind))) &&
-		  report_json_put(doc, "unit", json_object_new_string(profile_string(p, p->unit))) &&
-		  (!p->period_ns || report_json_put(doc, "period_ns", json_object_new_uint64(p->period_ns))) &&
+	bool ok = doc && ctl_json_put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
+		  ctl_json_put(doc, "ok", json_object_new_boolean(1)) &&
+		  ctl_json_put(doc, "source", json_object_new_string(o->file ? "file" : "perfd")) &&
+		  (!o->file || ctl_json_put(doc, "file", json_object_new_string(o->file))) &&
+		  ctl_json_put(doc, "format", json_object_new_string(profile_format_name(p->format))) &&
+		  ctl_json_put(doc, "kind", json_object_new_string(profile_string(p, p->kind))) &&
+		  ctl_json_put(doc, "unit", json_object_new_string(profile_string(p, p->unit))) &&
+		  (!p->period_ns || ctl_json_put(doc, "period_ns", json_object_new_uint64(p->period_ns))) &&
 		  report_json_put_value(p, doc, "total", r->total) &&
-		  report_json_put(doc, "kernel_frames", json_object_new_boolean(!r->opts.skip_kernel)) &&
-		  report_json_put(doc, "lines", json_object_new_boolean(r->opts.lines)) &&
-		  report_json_put(doc, "sort", json_object_new_string(sort_names[o->sort])) &&
-		  report_json_put(doc, "rows", json_object_new_uint64(r->n_rows)) &&
-		  report_json_put(doc, "functions", json_rows(r, o)) &&
-		  (!o->callers || report_json_put(doc, "callers", json_relatives(r, o, o->callers, callers, true))) &&
-		  (!o->callees || report_json_put(doc, "callees", json_relatives(r, o, o->callees, callees, false)));
+		  ctl_json_put(doc, "kernel_frames", json_object_new_boolean(!r->opts.skip_kernel)) &&
+		  ctl_json_put(doc, "lines", json_object_new_boolean(r->opts.lines)) &&
+		  ctl_json_put(doc, "sort", json_object_new_string(sort_names[o->sort])) &&
+		  ctl_json_put(doc, "rows", json_object_new_uint64(r->n_rows)) &&
+		  ctl_json_put(doc, "functions", json_rows(r, o)) &&
+		  (!o->callers || ctl_json_put(doc, "callers", json_relatives(r, o, o->callers, callers, true))) &&
+		  (!o->callees || ctl_json_put(doc, "callees", json_relatives(r, o, o->callees, callees, false)));
 
 	if (!ok) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
@@ -766,7 +759,8 @@ enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv)
 
 	if (parse_args(env, argc, argv, &o) < 0)
 		return PERFCTL_EXIT_USAGE;
-	rc = o.file ? report_read_file(env, "report", o.file, o.kind, &p) : fetch(env, &o, &p);
+	rc = o.file ? report_read_file(env, "report", o.file, o.kind, &p) :
+		      report_fetch(env, &o.sel, o.kind, o.lines, &p, NULL);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 

@@ -2,10 +2,12 @@
 /*
  * report.h - a profile's stacks summed per function, as `perfctl report`
  * prints them: self and total (inclusive) value of each function, and who
- * calls a function and what it calls, with their shares of it.  Pure
- * computation on a struct profile (profile_read.h); no I/O, but for the
- * reading and printing helpers at the end, which the other commands that
- * compute on profiles (diff.c) share.
+ * calls a function and what it calls, with their shares of it.  The
+ * computation is pure, on a struct profile (profile_read.h), no I/O; the
+ * commands built on it share the rest: report_fetch() gets that profile
+ * from perfd (`report`, `diagnose`), report_read_file() from a file
+ * (`report`, `diff`), report_row_label() names a row, and the JSON and
+ * value helpers at the end print it.
  */
 #ifndef PERFCTL_REPORT_H
 #define PERFCTL_REPORT_H
@@ -17,6 +19,9 @@
 #include "perfctl.h"
 #include "perfd/macro.h"
 #include "profile_read.h"
+
+struct ctl_selection;
+struct json_object;
 
 enum report_sort {
 	REPORT_SORT_SELF,
@@ -85,6 +90,20 @@ int report_callers(const struct report *r, const char *name, struct report_relat
  * total.  Returns as report_callers(). */
 int report_callees(const struct report *r, const char *name, struct report_relatives *ret);
 
+/* "function_[k] (file.c:12)" of row (REPORT_ROOT: "(root)"), escaped for a
+ * terminal.  NULL on ENOMEM; free() it. */
+char *report_row_label(const struct report *r, uint32_t row);
+
+/* Asks perfd for a --format json snapshot of sel (kind NULL: cpu; lines:
+ * native frames with file:line) and reads its call tree.  Returns
+ * PERFCTL_EXIT_OK with the profile in *ret (profile_free() it) and, when
+ * ret_answer is not NULL, the whole answer in *ret_answer (put it); any
+ * other exit code after the error has been reported.  A note of perfd's
+ * goes to stderr. */
+enum perfctl_exit report_fetch(struct ctl_env *env, const struct ctl_selection *sel,
+			       const char *kind, bool lines, struct profile **ret,
+			       struct json_object **ret_answer);
+
 struct report *report_free(struct report *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct report, report_free)
 
@@ -115,7 +134,6 @@ char *report_format_value(const struct profile *p, uint64_t v, char buf[static 3
 double report_percent(uint64_t part, uint64_t whole);
 
 /* Adds key: value to o, dropping value when it cannot; false then. */
-bool report_json_put(struct json_object *o, const char *key, struct json_object *value);
 
 /* A percentage or a number of points with two decimals, printed as such
  * (never "-0.00"); NULL on ENOMEM. */

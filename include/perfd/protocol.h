@@ -194,6 +194,30 @@
  *      file has no period).  Errors as report's, and "kind_mismatch" (BEFORE
  *      and AFTER hold different kinds).
  *
+ *  `perfctl --json diagnose` (cli/diagnose.c) prints
+ *      { version, ok: true,
+ *        workload: { pid, comm, cmdline (while the same process lives),
+ *                    exited, processes (how many the selection holds) },
+ *        from, to, seconds (the window: the range cut to the process's
+ *        life), period_ns, frequency_hz,
+ *        cpu: { samples, possible_samples (window x frequency),
+ *               cpu_percent (of one CPU), waiting (below
+ *               waiting_below_percent), enough_samples (at least
+ *               min_samples), and with enough samples
+ *               dominant_self: ROW + { self, self_percent, total,
+ *                              total_percent } (line: its line with the
+ *                              most self),
+ *               dominant_total: the same + { role ("coordinator": self
+ *                              under 10 % of its total; else "worker"),
+ *                              self_share_percent, callees: [ { function,
+ *                              kernel, value, percent (of its total) } ],
+ *                              path: [ the pass-through callers above it ] } },
+ *        memory: { sampled_bytes, growth_sampled, and for one process
+ *                  rss_bytes, peak_rss_bytes, peak_time, growing,
+ *                  growth_bytes_per_second (mem's), top_site: { function,
+ *                  file, line, bytes (the memory profile's total of it),
+ *                  percent (of sampled_bytes) } when growth was sampled } }
+ *
  * Error codes are stable strings, listed below; messages are for people.
  */
 #ifndef PERFD_PROTOCOL_H

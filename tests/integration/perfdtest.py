@@ -465,6 +465,21 @@ def snapshot_workload(daemon, workload, duration=SNAPSHOT_SECONDS, comm=None):
     return stacks, err
 
 
+def finished_range(name, *args):
+    """Runs build/workloads/NAME ARGS to its end (asserting exit 0) and waits
+    for its last samples to reach the store; returns (pid, selection), the
+    selection the --pid/--from/--to arguments of the range that holds the
+    whole run, so every query of it is of the very same samples."""
+    started = time.time() - 1
+    w = Workload(name, *args)
+    try:
+        w.finish(timeout=120)
+    finally:
+        w.kill()
+    time.sleep(1.5)  # the last samples reach the store
+    return w.pid, ("--pid", str(w.pid), "--from", f"{started:.3f}", "--to", f"{time.time():.3f}")
+
+
 def grow_finished(spawn, big_mib, small_mib):
     """Runs grow BIG_MIB SMALL_MIB (spawn: the `workloads` fixture) to its
     end, grow_big() then grow_small() faulting their memory in, and waits

@@ -29,14 +29,7 @@ TOLERANCE = 2.0  # percentage points
 @pytest.fixture(scope="module")
 def coordinator_run(perfd_fast):
     """A finished run of coordinator and the range (--from, --to) holding it."""
-    started = time.time() - 1
-    w = perfdtest.Workload("coordinator", CPU_SECONDS)
-    try:
-        w.finish(timeout=120)
-    finally:
-        w.kill()
-    time.sleep(1.5)  # the last samples reach the store
-    return w.pid, ("--pid", str(w.pid), "--from", f"{started:.3f}", "--to", f"{time.time():.3f}")
+    return perfdtest.finished_range("coordinator", CPU_SECONDS)
 
 
 def report(daemon, *args):

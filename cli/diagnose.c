@@ -1,0 +1,712 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * diagnose.c - `perfctl diagnose`: a short bottleneck statement about the
+ * selected processes over a time range, in which every number comes from
+ * perfd's profile: the workload and its window, what its CPU samples say
+ * (the dominant function by self and by total, and whether the latter only
+ * coordinates callees), what its memory samples say (peak RSS, the top
+ * growth site, the trend), and what the evidence cannot show (too few
+ * samples, a process that mostly waits, no growth sampled).
+ *
+ * Design: diagnose computes nothing report.c does not already compute.  It
+ * asks for the same json snapshots `report` does (report_fetch()), a cpu
+ * one and a memory one of the same range (a live --duration becomes the
+ * cpu answer's from/to for the memory one), sums them per function with
+ * report_build(), and follows report_callees(): from the function with the
+ * largest total, down through every callee that carries at least
+ * PASS_THROUGH of its caller (_start, main and other wrappers), to the
+ * first function whose time is divided or spent in itself; that one is
+ * "dominant by total", and a coordinator when its self is below
+ * COORDINATOR_SELF of its total.  The RSS figures (now, peak and when,
+ * trend) and the growth site's function and line are the daemon's `mem`
+ * answer (which names the innermost Python frame of a Python stack, as a
+ * memory report alone cannot: its frames carry no kind), the site's bytes
+ * the memory snapshot's total of that function.  Cost: two snapshots and
+ * one mem request; the passes are report.c's, O(frame references) each.
+ *
+ * The verdicts are thresholds, stated in the output so a reader can check
+ * them: fewer than MIN_SAMPLES CPU samples name no function, and a CPU
+ * share below WAITING_PERCENT of one CPU over the window means the process
+ * was waiting, not computing.  The window is the asked-for range cut to
+ * the process's life (its start time, and the end of its data once it
+ * exited), so a process that ran for 5 s of a 1 m range is not called idle.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "call.h"
+#include "format.h"
+#include "output.h"
+#include "perfctl.h"
+#include "perfd/protocol.h"
+#include "report.h"
+#include "selection.h"
+
+#define MIN_SAMPLES 100        /* fewer name no hot function */
+#define WAITING_PERCENT 20.0   /* CPU share of one CPU below which it waits */
+#define PASS_THROUGH 0.90      /* a callee this much of its caller: go down */
+#define COORDINATOR_SELF 0.10  /* self below this of total: a coordinator */
+#define MAX_CMDLINE 4096
+#define LABEL_MAX 256          /* " (file.c:12)" */
+
+/* A function as diagnose speaks of it: a row of a report. */
+struct finding {
+	bool found;
+	uint32_t row;
+	uint64_t self, total;
+	uint32_t line; /* the line with the most self (self) or the lowest seen */
+};
+
+struct diagnosis {
+	/* the workload */
+	int64_t pid;           /* 0: several processes */
+	char *comm, *cmdline;  /* cmdline NULL: not known */
+	bool exited;
+	size_t n_processes;
+	double from, to;       /* the window, Unix seconds */
+	uint64_t samples, period_ns;
+	double possible, cpu_percent;
+
+	/* CPU */
+	struct report *cpu;
+	struct finding by_self, by_total;
+	bool coordinator;
+	struct report_relatives callees; /* of by_total */
+	uint32_t path[16];               /* the wrappers passed through to by_total */
+	size_t n_path;
+
+	/* memory */
+	struct report *mem;
+	struct json_object *mem_answer; /* NULL: not asked (several processes) */
+	char *site;                     /* the top growth site's function */
+	char *site_file;
+	int64_t site_line;
+	uint64_t site_bytes;
+};
+
+static void diagnosis_done(struct diagnosis *d)
+{
+	free(d->comm);
+	free(d->cmdline);
+	free(d->callees.edges);
+	free(d->site);
+	free(d->site_file);
+	json_object_put(d->mem_answer);
+	report_free(d->cpu);
+	report_free(d->mem);
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static double now_realtime(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* perfd's start_time_ns (CLOCK_BOOTTIME, as /proc's starttime) as Unix
+ * seconds. */
+static double boottime_to_wall(int64_t ns)
+{
+	struct timespec b;
+
+	(void)clock_gettime(CLOCK_BOOTTIME, &b);
+	return now_realtime() - ((double)b.tv_sec + b.tv_nsec / 1e9 - (double)ns / 1e9);
+}
+
+/* The command line of pid from /proc, its NULs as spaces, escaped; only when
+ * the process there is the one perfd means (its start time agrees within a
+ * clock tick), so a reused pid is not described.  Returns 0 and *ret, or
+ * -errno (-ESRCH: another process). */
+static int read_cmdline(int64_t pid, int64_t start_ns, char **ret)
+{
+	char path[64], stat[1024], buf[MAX_CMDLINE];
+	_cleanup_fclose_ FILE *f = NULL;
+	unsigned long long ticks = 0;
+	const char *p;
+	size_t n;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	(void)snprintf(path, sizeof(path), "/proc/%" PRId64 "/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fread(stat, 1, sizeof(stat) - 1, f);
+	stat[n] = '\0';
+	p = strrchr(stat, ')');
+	/* after "PID (COMM) ": state is field 3, starttime field 22 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &ticks) != 1)
+		return -EBADMSG;
+	if (hz <= 0 || fabs((double)ticks / (double)hz - (double)start_ns / 1e9) > 2.0 / (double)hz)
+		return -ESRCH;
+	(void)fclose(TAKE_PTR(f));
+
+	(void)snprintf(path, sizeof(path), "/proc/%" PRId64 "/cmdline", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf), f);
+	if (n == 0)
+		return -ENODATA; /* a kernel thread, or a zombie */
+	while (n > 0 && buf[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	*ret = ctl_escape(buf, n);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* The name report_callees() takes for row: "name_[k]" for a kernel one. */
+static char *row_name(const struct report *r, uint32_t row)
+{
+	char *s;
+
+	if (asprintf(&s, "%s%s", profile_string(r->p, r->rows[row].function),
+		     r->rows[row].kernel ? "_[k]" : "") < 0)
+		return NULL;
+	return s;
+}
+
+static int find_cpu(struct diagnosis *d, const struct profile *lined)
+{
+	_cleanup_(report_freep) struct report *by_line = NULL;
+	_cleanup_free_ uint32_t *order = NULL;
+	const struct report_opts lo = { .lines = true };
+	const struct report *r = d->cpu;
+	const struct report_row *w;
+	uint32_t row;
+	int k;
+
+	if (r->n_rows == 0)
+		return 0;
+	order = malloc(r->n_rows * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+
+	report_order(r, REPORT_SORT_SELF, order);
+	w = &r->rows[order[0]];
+	d->by_self = (struct finding){ true, order[0], w->self, w->total, w->line };
+	/* its line: the one of its lines with the most self */
+	k = report_build(lined, &lo, &by_line);
+	if (k < 0)
+		return k;
+	{
+		_cleanup_free_ uint32_t *lorder = malloc(by_line->n_rows * sizeof(*lorder));
+
+		if (!lorder)
+			return -ENOMEM;
+		report_order(by_line, REPORT_SORT_SELF, lorder);
+		for (size_t i = 0; i < by_line->n_rows; i++) {
+			const struct report_row *l = &by_line->rows[lorder[i]];
+
+			if (l->function == w->function && l->file == w->file && l->kernel == w->kernel) {
+				if (l->line)
+					d->by_self.line = l->line;
+				break;
+			}
+		}
+	}
+
+	/* down from the largest total through the wrappers */
+	report_order(r, REPORT_SORT_TOTAL, order);
+	row = order[0];
+	for (;;) {
+		_cleanup_free_ char *name = row_name(r, row);
+		struct report_relatives rel = { 0 };
+
+		if (!name)
+			return -ENOMEM;
+		k = report_callees(r, name, &rel);
+		if (k < 0)
+			return k;
+		if (rel.n_edges > 0 && rel.edges[0].row != REPORT_ROOT &&
+		    (double)rel.edges[0].value >= PASS_THROUGH * (double)rel.total &&
+		    d->n_path < ELEMENTSOF(d->path)) {
+			d->path[d->n_path++] = row;
+			row = rel.edges[0].row;
+			free(rel.edges);
+			continue;
+		}
+		w = &r->rows[row];
+		d->by_total = (struct finding){ true, row, w->self, w->total, w->line };
+		d->callees = rel;
+		d->coordinator = rel.n_edges > 0 && (double)rel.self < COORDINATOR_SELF * (double)rel.total;
+		return 0;
+	}
+}
+
+/* The top growth site: mem's first site (function and line), its bytes the
+ * memory profile's total of that function; without a mem answer, or when
+ * the profile lacks the name, the memory report's top self row. */
+static int find_site(struct diagnosis *d)
+{
+	struct json_object *site = d->mem_answer ?
+		json_object_array_get_idx(ctl_json_path(d->mem_answer, "sites"), 0) : NULL;
+	const char *fn = site ? json_object_get_string(ctl_json_path(site, "function")) : NULL;
+	struct report_relatives rel = { 0 };
+	int k;
+
+	if (d->mem->total == 0)
+		return 0;
+	if (fn && strcmp(fn, "[unknown]") != 0) {
+		const char *file = json_object_get_string(ctl_json_path(site, "file"));
+
+		k = report_callees(d->mem, fn, &rel);
+		if (k < 0 && k != -ENOENT)
+			return k;
+		free(rel.edges);
+		d->site = strdup(fn);
+		d->site_file = file ? strdup(file) : NULL;
+		if (!d->site || (file && !d->site_file))
+			return -ENOMEM;
+		(void)ctl_json_int(site, "line", &d->site_line);
+		if (k == 0) {
+			d->site_bytes = rel.total;
+		} else {
+			int64_t v = 0;
+
+			(void)ctl_json_int(site, "self_bytes", &v);
+			d->site_bytes = v > 0 ? (uint64_t)v : 0;
+		}
+		return 0;
+	}
+	{
+		_cleanup_free_ uint32_t *order = malloc(d->mem->n_rows * sizeof(*order));
+		const struct report_row *w;
+
+		if (!order)
+			return -ENOMEM;
+		report_order(d->mem, REPORT_SORT_SELF, order);
+		w = &d->mem->rows[order[0]];
+		d->site = strdup(profile_string(d->mem->p, w->function));
+		d->site_file = w->file ? strdup(profile_string(d->mem->p, w->file)) : NULL;
+		if (!d->site || (w->file && !d->site_file))
+			return -ENOMEM;
+		d->site_line = w->line;
+		d->site_bytes = w->self;
+	}
+	return 0;
+}
+
+/* --- text ------------------------------------------------------------------- */
+
+static const char *clock_of(double t, char buf[static 16])
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !localtime_r(&s, &tm) || strftime(buf, 16, "%H:%M:%S", &tm) == 0)
+		return "-";
+	return buf;
+}
+
+/* " (file.c:12)", " (file.c)" or "" of a file (an absolute path) and line. */
+static void where(const char *file, int64_t line, char *buf, size_t size)
+{
+	const char *base;
+
+	if (!file || !*file) {
+		buf[0] = '\0';
+		return;
+	}
+	base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	if (line > 0)
+		(void)snprintf(buf, size, " (%s:%" PRId64 ")", base, line);
+	else
+		(void)snprintf(buf, size, " (%s)", base);
+}
+
+static char *finding_label(const struct report *r, const struct finding *f)
+{
+	const struct report_row *w = &r->rows[f->row];
+	_cleanup_free_ char *text = NULL;
+	char at[LABEL_MAX];
+	int n;
+
+	where(profile_string(r->p, w->file), f->line, at, sizeof(at));
+	n = asprintf(&text, "%s%s%s", profile_string(r->p, w->function), w->kernel ? "_[k]" : "", at);
+	if (n < 0) {
+		text = NULL;
+		return NULL;
+	}
+	return ctl_escape(text, (size_t)n);
+}
+
+static void print_text(const struct diagnosis *d)
+{
+	double seconds = d->to - d->from;
+	char a[16], b[16], s1[CTL_SIZE_MAX], s2[CTL_SIZE_MAX];
+
+	/* the workload */
+	if (d->pid)
+		printf("%s (pid %" PRId64 "%s%s%s)", d->comm ? d->comm : "-", d->pid,
+		       d->cmdline ? ", `" : "", d->cmdline ? d->cmdline : "", d->cmdline ? "`" : "");
+	else
+		printf("%zu processes", d->n_processes);
+	printf(" from %s to %s (%.1f s%s): %" PRIu64 " CPU samples at %.0f Hz of a possible %.0f, "
+	       "%.1f%% of one CPU.\n", clock_of(d->from, a), clock_of(d->to, b), seconds,
+	       d->exited ? ", until it exited" : "", d->samples,
+	       d->period_ns ? 1e9 / (double)d->period_ns : 0.0, d->possible, d->cpu_percent);
+
+	/* CPU */
+	if (d->cpu_percent < WAITING_PERCENT)
+		printf("It is mostly waiting, not computing: on CPU for %.1f%% of the window "
+		       "(below %.0f%%).\n", d->cpu_percent, WAITING_PERCENT);
+	if (d->samples < MIN_SAMPLES) {
+		printf("Too few CPU samples (%" PRIu64 ", fewer than %d) to say which code it runs.\n",
+		       d->samples, MIN_SAMPLES);
+	} else if (d->by_self.found) {
+		_cleanup_free_ char *self = finding_label(d->cpu, &d->by_self);
+		_cleanup_free_ char *total = finding_label(d->cpu, &d->by_total);
+
+		printf("CPU: %s has the most self time, %.1f%% of the samples (%.2f s).", self ? self : "?",
+		       percent(d->by_self.self, d->cpu->total),
+		       (double)d->by_self.self * (double)d->period_ns / 1e9);
+		if (d->by_total.row == d->by_self.row) {
+			printf(" It also has the most total time once callers that only pass through "
+			       "are set aside (%.1f%%): the time is spent in its own code.\n",
+			       percent(d->by_total.total, d->cpu->total));
+		} else if (d->coordinator) {
+			const struct report_edge *e = &d->callees.edges[0];
+			_cleanup_free_ char *callee = report_row_label(d->cpu, e->row);
+
+			printf(" %s has the most total time, %.1f%%, but only %.1f%% of it in itself: "
+			       "it coordinates its callees, and %s carries %.1f%% of it",
+			       total ? total : "?", percent(d->by_total.total, d->cpu->total),
+			       percent(d->callees.self, d->callees.total), callee ? callee : "?",
+			       percent(e->value, d->callees.total));
+			if (d->callees.n_edges > 1) {
+				_cleanup_free_ char *next = report_row_label(d->cpu, d->callees.edges[1].row);
+
+				printf(", %s %.1f%%", next ? next : "?",
+				       percent(d->callees.edges[1].value, d->callees.total));
+			}
+			printf(".\n");
+		} else {
+			printf(" %s has the most total time, %.1f%%, %.1f%% of it in its own code.\n",
+			       total ? total : "?", percent(d->by_total.total, d->cpu->total),
+			       percent(d->callees.self, d->callees.total));
+		}
+	}
+
+	/* memory */
+	if (d->mem_answer) {
+		double t = 0, rate = 0;
+		int64_t peak = 0;
+		bool growing = json_object_get_boolean(ctl_json_path(d->mem_answer, "growth.growing"));
+
+		(void)ctl_json_int(d->mem_answer, "peak.bytes", &peak);
+		(void)ctl_json_double(d->mem_answer, "peak.time", &t);
+		(void)ctl_json_double(d->mem_answer, "growth.bytes_per_second", &rate);
+		printf("Memory: peak RSS %s at %s; RSS is %s (%s%s/s).", ctl_format_size((uint64_t)(peak > 0 ? peak : 0), s1),
+		       clock_of(t, a), growing ? "growing steadily" : "not growing steadily",
+		       rate < 0 ? "-" : "+", ctl_format_size((uint64_t)fabs(rate), s2));
+	} else {
+		printf("Memory:");
+	}
+	if (d->site) {
+		_cleanup_free_ char *fn = ctl_escape(d->site, strlen(d->site));
+		char at[LABEL_MAX];
+
+		where(d->site_file, d->site_line, at, sizeof(at));
+		printf(" The top growth site is %s%s, %s of the %s of growth sampled (%.1f%%).\n",
+		       fn ? fn : "?", at, ctl_format_size(d->site_bytes, s1),
+		       ctl_format_size(d->mem->total, s2), percent(d->site_bytes, d->mem->total));
+	} else {
+		printf(" No memory growth was sampled in the window.\n");
+	}
+}
+
+/* --- JSON ------------------------------------------------------------------- */
+
+static struct json_object *new_percent(double v)
+{
+	char text[32];
+
+	(void)snprintf(text, sizeof(text), "%.2f", v);
+	return json_object_new_double_s(strtod(text, NULL), text);
+}
+
+static struct json_object *json_finding(const struct report *r, const struct finding *f)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	const struct report_row *w = &r->rows[f->row];
+
+	if (!o || !ctl_json_put(o, "function", json_object_new_string(profile_string(r->p, w->function))) ||
+	    !ctl_json_put(o, "kernel", json_object_new_boolean(w->kernel)) ||
+	    (w->file && !ctl_json_put(o, "file", json_object_new_string(profile_string(r->p, w->file)))) ||
+	    (f->line && !ctl_json_put(o, "line", json_object_new_int64(f->line))) ||
+	    !ctl_json_put(o, "self", json_object_new_uint64(f->self)) ||
+	    !ctl_json_put(o, "self_percent", new_percent(percent(f->self, r->total))) ||
+	    !ctl_json_put(o, "total", json_object_new_uint64(f->total)) ||
+	    !ctl_json_put(o, "total_percent", new_percent(percent(f->total, r->total))))
+		return NULL;
+	return TAKE_PTR(o);
+}
+
+static struct json_object *json_cpu(const struct diagnosis *d)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	struct json_object *bt, *callees, *path;
+	bool enough = d->samples >= MIN_SAMPLES && d->by_self.found;
+
+	if (!o || !ctl_json_put(o, "samples", json_object_new_uint64(d->samples)) ||
+	    !ctl_json_put(o, "possible_samples", json_object_new_uint64((uint64_t)llround(d->possible))) ||
+	    !ctl_json_put(o, "cpu_percent", new_percent(d->cpu_percent)) ||
+	    !ctl_json_put(o, "waiting", json_object_new_boolean(d->cpu_percent < WAITING_PERCENT)) ||
+	    !ctl_json_put(o, "waiting_below_percent", new_percent(WAITING_PERCENT)) ||
+	    !ctl_json_put(o, "enough_samples", json_object_new_boolean(enough)) ||
+	    !ctl_json_put(o, "min_samples", json_object_new_int(MIN_SAMPLES)))
+		return NULL;
+	if (!enough)
+		return TAKE_PTR(o);
+	if (!ctl_json_put(o, "dominant_self", json_finding(d->cpu, &d->by_self)) ||
+	    !ctl_json_put(o, "dominant_total", bt = json_finding(d->cpu, &d->by_total)) ||
+	    !ctl_json_put(bt, "role", json_object_new_string(d->coordinator ? "coordinator" : "worker")) ||
+	    !ctl_json_put(bt, "self_share_percent", new_percent(percent(d->callees.self, d->callees.total))) ||
+	    !ctl_json_put(bt, "callees", callees = json_object_new_array()) ||
+	    !ctl_json_put(bt, "path", path = json_object_new_array()))
+		return NULL;
+	for (size_t i = 0; i < d->callees.n_edges && i < 5; i++) {
+		const struct report_edge *e = &d->callees.edges[i];
+		struct json_object *c = json_object_new_object();
+
+		if (!c || json_object_array_add(callees, c) < 0) {
+			json_object_put(c);
+			return NULL;
+		}
+		if (!ctl_json_put(c, "function", json_object_new_string(
+				  profile_string(d->cpu->p, d->cpu->rows[e->row].function))) ||
+		    !ctl_json_put(c, "kernel", json_object_new_boolean(d->cpu->rows[e->row].kernel)) ||
+		    !ctl_json_put(c, "value", json_object_new_uint64(e->value)) ||
+		    !ctl_json_put(c, "percent", new_percent(percent(e->value, d->callees.total))))
+			return NULL;
+	}
+	for (size_t i = 0; i < d->n_path; i++)
+		if (json_object_array_add(path, json_object_new_string(
+			  profile_string(d->cpu->p, d->cpu->rows[d->path[i]].function))) < 0)
+			return NULL;
+	return TAKE_PTR(o);
+}
+
+static struct json_object *json_memory(const struct diagnosis *d)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	struct json_object *m = d->mem_answer, *site;
+
+	if (!o || !ctl_json_put(o, "sampled_bytes", json_object_new_uint64(d->mem->total)) ||
+	    !ctl_json_put(o, "growth_sampled", json_object_new_boolean(d->mem->total > 0)))
+		return NULL;
+	if (m && (!ctl_json_put(o, "rss_bytes", json_object_get(ctl_json_path(m, "rss.bytes"))) ||
+		  !ctl_json_put(o, "peak_rss_bytes", json_object_get(ctl_json_path(m, "peak.bytes"))) ||
+		  !ctl_json_put(o, "peak_time", json_object_get(ctl_json_path(m, "peak.time"))) ||
+		  !ctl_json_put(o, "growing", json_object_get(ctl_json_path(m, "growth.growing"))) ||
+		  !ctl_json_put(o, "growth_bytes_per_second",
+				json_object_get(ctl_json_path(m, "growth.bytes_per_second")))))
+		return NULL;
+	if (!d->site)
+		return TAKE_PTR(o);
+	if (!ctl_json_put(o, "top_site", site = json_object_new_object()) ||
+	    !ctl_json_put(site, "function", json_object_new_string(d->site)) ||
+	    (d->site_file && !ctl_json_put(site, "file", json_object_new_string(d->site_file))) ||
+	    (d->site_line > 0 && !ctl_json_put(site, "line", json_object_new_int64(d->site_line))) ||
+	    !ctl_json_put(site, "bytes", json_object_new_uint64(d->site_bytes)) ||
+	    !ctl_json_put(site, "percent", new_percent(percent(d->site_bytes, d->mem->total))))
+		return NULL;
+	return TAKE_PTR(o);
+}
+
+static enum perfctl_exit print_json(struct ctl_env *env, const struct diagnosis *d)
+{
+	_cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
+	struct json_object *w;
+	bool ok = doc && ctl_json_put(doc, "version", json_object_new_int(PERFD_PROTOCOL_VERSION)) &&
+		  ctl_json_put(doc, "ok", json_object_new_boolean(1)) &&
+		  ctl_json_put(doc, "workload", w = json_object_new_object()) &&
+		  (!d->pid || ctl_json_put(w, "pid", json_object_new_int64(d->pid))) &&
+		  (!d->comm || ctl_json_put(w, "comm", json_object_new_string(d->comm))) &&
+		  (!d->cmdline || ctl_json_put(w, "cmdline", json_object_new_string(d->cmdline))) &&
+		  ctl_json_put(w, "exited", json_object_new_boolean(d->exited)) &&
+		  ctl_json_put(w, "processes", json_object_new_uint64(d->n_processes)) &&
+		  ctl_json_put(doc, "from", json_object_new_double(d->from)) &&
+		  ctl_json_put(doc, "to", json_object_new_double(d->to)) &&
+		  ctl_json_put(doc, "seconds", json_object_new_double(d->to - d->from)) &&
+		  ctl_json_put(doc, "period_ns", json_object_new_uint64(d->period_ns)) &&
+		  ctl_json_put(doc, "frequency_hz", json_object_new_double(
+				       d->period_ns ? 1e9 / (double)d->period_ns : 0)) &&
+		  ctl_json_put(doc, "cpu", json_cpu(d)) &&
+		  ctl_json_put(doc, "memory", json_memory(d));
+
+	if (!ok) {
+		ctl_error(env, CTL_ERR_IO, "out of memory");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	return ctl_print_answer(env, doc);
+}
+
+/* --- the command ------------------------------------------------------------ */
+
+static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_selection *sel)
+{
+	static const struct option options[] = {
+		CTL_SELECTION_OPTIONS,
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{}
+	};
+	int c, k;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:d:", options, NULL)) != -1) {
+		if ((k = ctl_selection_option(env, "diagnose", c, sel)) != 0) {
+			if (k < 0)
+				return k;
+			continue;
+		}
+		if (ctl_common_option(env, "diagnose", c, argv) < 0)
+			return -EINVAL;
+	}
+	if (optind < argc) {
+		ctl_error(env, CTL_ERR_USAGE, "diagnose: unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	return ctl_selection_check(env, "diagnose", sel);
+}
+
+/* The daemon's mem answer for pid since from. */
+static enum perfctl_exit fetch_mem(struct ctl_env *env, int64_t pid, double from,
+				   struct json_object **ret)
+{
+	_cleanup_(json_object_putp) struct json_object *req = ctl_request_new("mem");
+	double since = ceil(now_realtime() - from) + 1;
+
+	if (!req || json_object_object_add(req, "pid", json_object_new_int64(pid)) < 0 ||
+	    json_object_object_add(req, "top", json_object_new_int(1)) < 0 ||
+	    json_object_object_add(req, "since", json_object_new_double(since > 1 ? since : 1)) < 0) {
+		ctl_error(env, CTL_ERR_IO, "out of memory");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	return ctl_call(env, req, CTL_CALL_TIMEOUT_MS, ret);
+}
+
+enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
+{
+	struct ctl_selection sel = { 0 }, msel;
+	_cleanup_(diagnosis_done) struct diagnosis d = { 0 };
+	_cleanup_(profile_freep) struct profile *cpu = NULL, *mem = NULL;
+	_cleanup_(json_object_putp) struct json_object *answer = NULL;
+	const struct report_opts cpu_opts = { 0 }, mem_opts = { .skip_kernel = true };
+	struct json_object *procs, *proc = NULL;
+	double from = 0, to = 0, now;
+	int64_t v, start_ns = 0;
+	enum perfctl_exit rc;
+	int k;
+
+	if (parse_args(env, argc, argv, &sel) < 0)
+		return PERFCTL_EXIT_USAGE;
+	rc = report_fetch(env, &sel, "cpu", true, &cpu, &answer);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
+	now = now_realtime();
+
+	/* the range asked for; a live one is what the answer covered */
+	msel = sel;
+	if (sel.duration) {
+		(void)ctl_json_double(answer, "from", &from);
+		(void)ctl_json_double(answer, "to", &to);
+		msel.duration = 0;
+		msel.from = from;
+		msel.to = to;
+	} else if (sel.since) {
+		from = now - sel.since;
+		to = now;
+	} else {
+		from = sel.from;
+		to = sel.to ? sel.to : now;
+	}
+
+	/* the one process: as the snapshot lists it, else (no window of it in
+	 * the range) as mem knows it */
+	procs = ctl_json_path(answer, "processes");
+	d.n_processes = json_object_is_type(procs, json_type_array) ? json_object_array_length(procs) : 0;
+	if (d.n_processes == 1)
+		proc = json_object_array_get_idx(procs, 0);
+	if (proc)
+		(void)ctl_json_int(proc, "pid", &d.pid);
+	else if (d.n_processes == 0 && sel.n_pids == 1)
+		d.pid = sel.pids[0];
+	if (d.pid) {
+		rc = fetch_mem(env, d.pid, from, &d.mem_answer);
+		if (rc != PERFCTL_EXIT_OK)
+			return rc;
+		if (!proc)
+			proc = d.mem_answer;
+		d.n_processes = 1;
+	}
+	if (proc) {
+		const char *comm = json_object_get_string(ctl_json_path(proc, "comm"));
+		double end = 0, start;
+
+		(void)ctl_json_int(proc, "start_time_ns", &start_ns);
+		d.exited = json_object_get_boolean(ctl_json_path(proc, "exited"));
+		d.comm = comm ? ctl_escape(comm, strlen(comm)) : NULL;
+		if (comm && !d.comm) {
+			ctl_error(env, CTL_ERR_IO, "out of memory");
+			return PERFCTL_EXIT_FAILURE;
+		}
+		start = start_ns > 0 ? boottime_to_wall(start_ns) : 0;
+		from = start > from ? start : from;
+		/* an exited process's data ends where it ended */
+		if (d.exited && ctl_json_double(answer, "to", &end) && end > from && end < to)
+			to = end;
+		/* the rest (gone, another process, a zombie) just leaves it out */
+		if (!d.exited && read_cmdline(d.pid, start_ns, &d.cmdline) == -ENOMEM) {
+			ctl_error(env, CTL_ERR_IO, "out of memory");
+			return PERFCTL_EXIT_FAILURE;
+		}
+	}
+	d.from = from;
+	d.to = to > from ? to : from;
+	d.samples = ctl_json_int(answer, "samples", &v) && v > 0 ? (uint64_t)v : cpu->total;
+	d.period_ns = cpu->period_ns;
+	d.possible = d.period_ns ? (d.to - d.from) * 1e9 / (double)d.period_ns : 0;
+	d.cpu_percent = d.possible > 0 ? 100.0 * (double)d.samples / d.possible : 0;
+
+	rc = report_fetch(env, &msel, "memory", false, &mem, NULL);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
+	k = report_build(cpu, &cpu_opts, &d.cpu);
+	if (k >= 0 && d.samples >= MIN_SAMPLES)
+		k = find_cpu(&d, cpu);
+	if (k >= 0)
+		k = report_build(mem, &mem_opts, &d.mem);
+	if (k >= 0)
+		k = find_site(&d);
+	if (k < 0) {
+		ctl_error(env, CTL_ERR_IO, "diagnose: %s", strerror(-k));
+		return PERFCTL_EXIT_FAILURE;
+	}
+
+	if (env->json)
+		return print_json(env, &d);
+	print_text(&d);
+	return PERFCTL_EXIT_OK;
+}
