@@ -25,9 +25,10 @@
  * one mem request; the passes are report.c's, O(frame references) each.
  *
  * The verdicts are thresholds, stated in the output so a reader can check
- * them: fewer than MIN_SAMPLES CPU samples name no function, and a CPU
- * share below WAITING_PERCENT of one CPU over the window means the process
- * was waiting, not computing.  The window is the asked-for range cut to
+ * them: fewer than MIN_SAMPLES CPU samples name no function, fewer than
+ * MIN_MEMORY_SAMPLES memory samples (growth over the daemon's bytes per
+ * sample) name no growth site, and a CPU share below WAITING_PERCENT of
+ * one CPU over the window means the process was waiting, not computing.  The window is the asked-for range cut to
  * the process's life (its start time, and the end of its data once it
  * exited), so a process that ran for 5 s of a 1 m range is not called idle.
  */
@@ -52,6 +53,7 @@
 #include "selection.h"
 
 #define MIN_SAMPLES 100        /* fewer name no hot function */
+#define MIN_MEMORY_SAMPLES 10  /* fewer memory samples name no growth site */
 #define WAITING_PERCENT 20.0   /* CPU share of one CPU below which it waits */
 #define PASS_THROUGH 0.90      /* a callee this much of its caller: go down */
 #define COORDINATOR_SELF 0.10  /* self below this of total: a coordinator */
@@ -87,6 +89,8 @@ struct diagnosis {
 	/* memory */
 	struct report *mem;
 	struct json_object *mem_answer; /* NULL: not asked (several processes) */
+	uint64_t sample_bytes;          /* mean growth a memory sample stands for; 0: unknown */
+	bool too_little_growth;         /* under MIN_MEMORY_SAMPLES of it */
 	char *site;                     /* the top growth site's function */
 	char *site_file;
 	int64_t site_line;
@@ -264,6 +268,17 @@ static int find_site(struct diagnosis *d)
 
 	if (d->mem->total == 0)
 		return 0;
+	if (d->mem_answer) {
+		int64_t v = 0;
+
+		(void)ctl_json_int(d->mem_answer, "sample_bytes", &v);
+		d->sample_bytes = v > 0 ? (uint64_t)v : 0;
+	}
+	/* a site named from a sample or two is a guess, not a finding */
+	if (d->sample_bytes && d->mem->total / d->sample_bytes < MIN_MEMORY_SAMPLES) {
+		d->too_little_growth = true;
+		return 0;
+	}
 	if (fn && strcmp(fn, "[unknown]") != 0) {
 		const char *file = json_object_get_string(ctl_json_path(site, "file"));
 
@@ -429,6 +444,11 @@ static void print_text(const struct diagnosis *d)
 		printf(" The top growth site is %s%s, %s of the %s of growth sampled (%.1f%%).\n",
 		       fn ? fn : "?", at, ctl_format_size(d->site_bytes, s1),
 		       ctl_format_size(d->mem->total, s2), percent(d->site_bytes, d->mem->total));
+	} else if (d->too_little_growth) {
+		printf(" Too little memory growth was sampled (%s, about %" PRIu64 " samples of %s, "
+		       "fewer than %d) to name where it grew.\n",
+		       ctl_format_size(d->mem->total, s1), d->mem->total / d->sample_bytes,
+		       ctl_format_size(d->sample_bytes, s2), MIN_MEMORY_SAMPLES);
 	} else {
 		printf(" No memory growth was sampled in the window.\n");
 	}
@@ -512,7 +532,11 @@ static struct json_object *json_memory(const struct diagnosis *d)
 	struct json_object *m = d->mem_answer, *site;
 
 	if (!o || !ctl_json_put(o, "sampled_bytes", json_object_new_uint64(d->mem->total)) ||
-	    !ctl_json_put(o, "growth_sampled", json_object_new_boolean(d->mem->total > 0)))
+	    !ctl_json_put(o, "growth_sampled", json_object_new_boolean(d->mem->total > 0)) ||
+	    !ctl_json_put(o, "enough_growth", json_object_new_boolean(d->mem->total > 0 &&
+								     !d->too_little_growth)) ||
+	    !ctl_json_put(o, "min_memory_samples", json_object_new_int(MIN_MEMORY_SAMPLES)) ||
+	    (d->sample_bytes && !ctl_json_put(o, "sample_bytes", json_object_new_uint64(d->sample_bytes))))
 		return NULL;
 	if (m && (!ctl_json_put(o, "rss_bytes", json_object_get(ctl_json_path(m, "rss.bytes"))) ||
 		  !ctl_json_put(o, "peak_rss_bytes", json_object_get(ctl_json_path(m, "peak.bytes"))) ||

@@ -212,11 +212,14 @@
  *                              self_share_percent, callees: [ { function,
  *                              kernel, value, percent (of its total) } ],
  *                              path: [ the pass-through callers above it ] } },
- *        memory: { sampled_bytes, growth_sampled, and for one process
+ *        memory: { sampled_bytes, growth_sampled, enough_growth (at
+ *                  least min_memory_samples samples of sample_bytes),
+ *                  min_memory_samples, and for one process sample_bytes,
  *                  rss_bytes, peak_rss_bytes, peak_time, growing,
  *                  growth_bytes_per_second (mem's), top_site: { function,
  *                  file, line, bytes (the memory profile's total of it),
- *                  percent (of sampled_bytes) } when growth was sampled } }
+ *                  percent (of sampled_bytes) } when enough growth was
+ *                  sampled } }
  *
  * Error codes are stable strings, listed below; messages are for people.
  */

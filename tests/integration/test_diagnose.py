@@ -78,12 +78,22 @@ def test_coordinator_is_named_as_such_and_leaf_a_as_the_hot_leaf(perfd_fast):
                      r"coordinates its callees, and leaf_a \(coordinator\.c:\d+\) carries 7\d\.\d%",
                      text), text
     assert ("mostly waiting" in text) == cpu["waiting"] and "Too few" not in text, text
+    # A CPU burner grows by a few MiB at start, a sample or two at the
+    # default 4 MiB: too little to name a growth site from.
+    mem = doc["memory"]
+    assert mem["sample_bytes"] == 4 << 20 and mem["min_memory_samples"] == 10, mem
+    assert mem["sampled_bytes"] < 10 * mem["sample_bytes"], mem
+    assert not mem["enough_growth"] and "top_site" not in mem, mem
+    assert "The top growth site" not in text, text
+    if mem["growth_sampled"]:
+        assert "Too little memory growth was sampled" in text and "fewer than 10" in text, text
 
 
 def test_grow_big_is_the_top_growth_site(perfd_mem, workloads):
     w = perfdtest.grow_finished(workloads, 256, 16)
     text, doc = diagnose(perfd_mem, "--pid", str(w.pid), "--since", "1m")
     mem = doc["memory"]
+    assert mem["enough_growth"], mem
     site = mem["top_site"]
     assert site["function"] == "grow_big", mem
     assert abs(site["bytes"] - 256 * MIB) <= 0.15 * 256 * MIB, mem
