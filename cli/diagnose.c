@@ -266,14 +266,14 @@ static int find_site(struct diagnosis *d)
 	struct report_relatives rel = { 0 };
 	int k;
 
-	if (d->mem->total == 0)
-		return 0;
 	if (d->mem_answer) {
 		int64_t v = 0;
 
 		(void)ctl_json_int(d->mem_answer, "sample_bytes", &v);
 		d->sample_bytes = v > 0 ? (uint64_t)v : 0;
 	}
+	if (d->mem->total == 0)
+		return 0;
 	/* a site named from a sample or two is a guess, not a finding */
 	if (d->sample_bytes && d->mem->total / d->sample_bytes < MIN_MEMORY_SAMPLES) {
 		d->too_little_growth = true;

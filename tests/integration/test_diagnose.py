@@ -38,13 +38,6 @@ def diagnose(daemon, *args):
     return out, doc
 
 
-@pytest.fixture(scope="module")
-def perfd_mem(environment):
-    daemon = perfdtest.start_perfd(extra_args=["--memory-sample-bytes", "256K"])
-    yield daemon
-    daemon.stop()
-
-
 def test_coordinator_is_named_as_such_and_leaf_a_as_the_hot_leaf(perfd_fast):
     pid, selection = perfdtest.finished_range("coordinator", CPU_SECONDS)
     text, doc = diagnose(perfd_fast, *selection)

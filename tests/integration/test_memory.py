@@ -362,13 +362,6 @@ def test_blocked_grower_grows_while_blocked(blocked_grower):
 SAMPLE_BYTES = 256 * 1024
 
 
-@pytest.fixture(scope="module")
-def perfd_mem(environment):
-    daemon = perfdtest.start_perfd(extra_args=["--memory-sample-bytes", "256K"])
-    yield daemon
-    daemon.stop()
-
-
 def memory_stacks(daemon, pid, since="5m"):
     rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid), "--since", since,
                                   "--kind", "memory")

@@ -176,13 +176,13 @@ def test_lines_give_rows_per_line_in_every_format(perfd_fast, coordinator_run, t
     assert site["function"] == "coordinator" and "leaf_a(" in source[site["line"] - 1], site
 
 
-def test_memory_report_is_in_bytes_with_grow_big_first(perfd, workloads, tmp_path):
+def test_memory_report_is_in_bytes_with_grow_big_first(perfd_mem, workloads, tmp_path):
     """grow 256 16: 256 MiB faulted in from grow_big, 16 from grow_small;
     kernel frames (the fault path under every memory sample) are left out,
     so the growth is the functions' self."""
     w = perfdtest.grow_finished(workloads, 256, 16)
     selection = ("--pid", str(w.pid), "--since", "1m", "--kind", "memory")
-    doc = report(perfd, *selection)
+    doc = report(perfd_mem, *selection)
     assert doc["kind"] == "memory" and doc["unit"] == "bytes", doc
     assert doc["kernel_frames"] is False
     assert names(doc)[0] == "grow_big", names(doc)
@@ -191,12 +191,12 @@ def test_memory_report_is_in_bytes_with_grow_big_first(perfd, workloads, tmp_pat
     assert "self_ns" not in big
     assert names(doc).index("grow_small") == 1, names(doc)
 
-    rc, out, err = perfd.perfctl("report", *selection)
+    rc, out, err = perfd_mem.perfctl("report", *selection)
     assert rc == 0, err
     assert re.search(r"^\s*\d+\.\dM\s+\d+\.\d\d%\s+\d+\.\dM\s+\d+\.\d\d%\s+grow_big$", out, re.M), out
 
-    pb = snapshot_file(perfd, tmp_path, "m.pb.gz", *selection)
-    assert table(report(perfd, str(pb))) == table(doc), "the memory pprof's rows differ"
+    pb = snapshot_file(perfd_mem, tmp_path, "m.pb.gz", *selection)
+    assert table(report(perfd_mem, str(pb))) == table(doc), "the memory pprof's rows differ"
 
 
 def test_bad_input_is_a_clear_error(perfd_fast, coordinator_run, tmp_path):
