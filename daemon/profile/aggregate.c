@@ -674,7 +674,7 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 	/* the kernel's high-water mark, updated lazily, may know a higher one
 	 * from before perfd saw the process */
 	p->hiwater_rss_bytes = MAX(p->hiwater_rss_bytes, hiwater_pages * page_size);
-	(void)history_note_rss(&p->history, a->stacks, ts_ns, pages, page_size);
+	(void)history_note_rss(&p->history, ts_ns, pages, page_size);
 	a->history_bytes += p->history.bytes - before;
 }
 

@@ -131,12 +131,11 @@ static void note(struct window_rss *r, const __u64 pages[PERFD_RSS_COUNTERS], ui
 	r->page_size = page_size;
 }
 
-int history_note_rss(struct history *h, struct stacktab *stacks, uint64_t ts_ns,
+int history_note_rss(struct history *h, uint64_t ts_ns,
 		     const __u64 pages[PERFD_RSS_COUNTERS], uint32_t page_size)
 {
 	struct window *w = window_for(h, ts_ns / NSEC_PER_SEC);
 
-	(void)stacks;
 	if (!w)
 		return -ENOMEM;
 	note(&w->rss, pages, page_size);

@@ -136,7 +136,7 @@ int history_add(struct history *h, struct stacktab *stacks, uint64_t ts_ns, uint
 
 /* Notes an RSS reading at ts_ns in the window of its second (the RSS
  * timeline).  Returns 0 or -ENOMEM. */
-int history_note_rss(struct history *h, struct stacktab *stacks, uint64_t ts_ns,
+int history_note_rss(struct history *h, uint64_t ts_ns,
 		     const __u64 pages[PERFD_RSS_COUNTERS], uint32_t page_size);
 
 /* Rolls windows up by age and drops those that ended more than
