@@ -218,6 +218,11 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 		if (counted)
 			count(PERFD_CNT_UNWIND_TRUNCATED);
 		s->flags |= PERFD_SAMPLE_F_TRUNCATED;
+		if (u.pending) {
+			if (counted)
+				count(PERFD_CNT_UNWIND_PENDING);
+			s->flags |= PERFD_SAMPLE_F_UNWIND_PENDING;
+		}
 	}
 	if (u.unmapped)
 		s->flags |= PERFD_SAMPLE_F_NEEDS_MAPS;

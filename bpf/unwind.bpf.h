@@ -57,6 +57,7 @@ struct user_unwind {
 	__u32 maps_first, maps_count;
 	__u32 result;
 	bool unmapped; /* met a pc in no described mapping */
+	bool pending;  /* walked code whose table is being built */
 };
 
 /* Set by the caller: the buffer being filled (per-CPU scratch). */
@@ -178,6 +179,8 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	m = find_mapping(u, lookup);
 	if (!m)
 		u->unmapped = true;
+	else if (m->rows_count == 0 && m->rows_first == PERFD_UNWIND_ROWS_PENDING)
+		u->pending = true;
 	if (!m || m->rows_count == 0)
 		return frame_pointer_step(u);
 	row = find_row(m, (__u32)(lookup - m->pc_adjust));

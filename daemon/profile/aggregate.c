@@ -684,7 +684,9 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	enum profile_kind kind = s->value_kind == PERFD_VALUE_MEMORY ? PROFILE_KIND_MEMORY :
 								       PROFILE_KIND_CPU;
 	uint64_t value = kind == PROFILE_KIND_CPU ? 1 : s->value;
-	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 2];
+	/* the specials: kernel error, user error, unwind pending */
+	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
+	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
 	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
 	uint16_t n = 0, kernel_n;
@@ -741,7 +743,11 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	if (a->hooks.rewrite_user_frames && s->python_depth > 0)
 		n = kernel_n + (uint16_t)a->hooks.rewrite_user_frames(
 				       a->hooks.userdata, p, s, frames + kernel_n, n - kernel_n,
-				       ELEMENTSOF(frames) - kernel_n);
+				       ELEMENTSOF(frames) - kernel_n - pending);
+	/* A stack cut short where a table was not ready yet says so at its
+	 * root, rather than pass for one whose caller is its last frame. */
+	if (pending)
+		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_UNWIND_PENDING);
 
 	id = intern_stack(a, p, frames, n, kernel_n);
 	key = profile_key(id, s->hdr.tid, kind);

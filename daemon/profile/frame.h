@@ -32,6 +32,8 @@ enum frame_special {
 	FRAME_SPECIAL_STACK_LIMIT = 1, /* sample kept, stack dropped: stack table full */
 	FRAME_SPECIAL_KSTACK_ERROR,    /* kernel stack could not be read */
 	FRAME_SPECIAL_USTACK_ERROR,    /* user stack could not be read */
+	FRAME_SPECIAL_UNWIND_PENDING,  /* the root of a stack cut short in code
+					* whose unwind table was being built */
 };
 
 /* A special frame with this bit names a thread: the low 32 bits are its tid

@@ -598,6 +598,8 @@ static const char *special_name(uint64_t what)
 		return "[kernel stack unavailable]";
 	case FRAME_SPECIAL_USTACK_ERROR:
 		return "[user stack unavailable]";
+	case FRAME_SPECIAL_UNWIND_PENDING:
+		return "[unwind table pending]";
 	default:
 		return "[unknown]";
 	}

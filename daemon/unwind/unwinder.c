@@ -243,6 +243,8 @@ static int describe(struct unwinder *u, uint32_t pid, const struct proc_map *map
 
 		entries[i].start = maps[i].start;
 		entries[i].end = maps[i].end;
+		if (t && t->building)
+			entries[i].rows_first = PERFD_UNWIND_ROWS_PENDING;
 		if (!t || t->building || t->error || !mapping_adjust(t, &maps[i], &adjust))
 			continue;
 		entries[i].pc_adjust = adjust;
@@ -341,11 +343,38 @@ static bool proc_holds(const struct proc *p, uint64_t key)
 	return false;
 }
 
+/* Describes a process again, after one of its tables changed state. */
+static void redescribe(struct unwinder *u, struct proc *p)
+{
+	uint32_t first;
+
+	if (describe(u, p->pid, p->maps, p->mappings_count, &first) < 0)
+		return; /* it keeps its old description */
+	(void)rangealloc_put(&u->mappings, p->mappings_first, p->mappings_count);
+	p->mappings_first = first;
+}
+
+/* Every process that maps key's binary, described again: its table is
+ * ready, or will never be (it was flagged pending until now). */
+static void redescribe_holders(struct unwinder *u, uint64_t key)
+{
+	U64MAP_FOREACH(ps, &u->procs) {
+		struct proc *p = (struct proc *)(uintptr_t)ps->value;
+
+		if (proc_holds(p, key))
+			redescribe(u, p);
+	}
+}
+
 /* A build that could not be kept (no room, no memory): the table goes, and
  * so do the processes' references on it, so that the next table of this
- * module starts from none. */
+ * module starts from none; they walk it with frame pointers, no longer
+ * flagged as waiting for it. */
 static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 {
+	u64map_remove(&u->tables, key);
+	table_free(t);
+	u->stats.tables_refused++;
 	U64MAP_FOREACH(slot, &u->procs) {
 		struct proc *p = (struct proc *)(uintptr_t)slot->value;
 		size_t kept = 0;
@@ -353,11 +382,11 @@ static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 		for (size_t i = 0; i < p->n_modules; i++)
 			if (p->modules[i] != key)
 				p->modules[kept++] = p->modules[i];
+		if (kept == p->n_modules)
+			continue;
 		p->n_modules = kept;
+		redescribe(u, p);
 	}
-	u64map_remove(&u->tables, key);
-	table_free(t);
-	u->stats.tables_refused++;
 }
 
 /* A build that failed: remembered when the file itself has no usable CFI
@@ -368,6 +397,7 @@ static void table_failed(struct unwinder *u, uint64_t key, struct table *t, int 
 		t->building = false;
 		t->error = r;
 		u->stats.tables_failed++;
+		redescribe_holders(u, key);
 		return;
 	}
 	table_refused(u, key, t);
@@ -399,15 +429,7 @@ static void table_uploaded(struct unwinder *u, uint64_t key, struct table *t, st
 			  path, j->table->n_rows, j->build_ns / 1e6, j->upload_ns / 1e6,
 			  (now_monotonic_ns() - j->submitted_ns) / 1e6);
 	}
-	U64MAP_FOREACH(ps, &u->procs) {
-		struct proc *p = (struct proc *)(uintptr_t)ps->value;
-		uint32_t first;
-
-		if (!proc_holds(p, key) || describe(u, p->pid, p->maps, p->mappings_count, &first) < 0)
-			continue; /* it keeps frame pointers there */
-		(void)rangealloc_put(&u->mappings, p->mappings_first, p->mappings_count);
-		p->mappings_first = first;
-	}
+	redescribe_holders(u, key);
 }
 
 /* A table built: room for its rows in unwind_rows (from idle tables if

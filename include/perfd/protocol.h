@@ -33,7 +33,9 @@
  *                 read: not a regular file, a symlink, not owned by the
  *                 process's user or root, or over 64 MiB), memory_bytes, ... },
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
- *                stacks_truncated, tables, ... },
+ *                stacks_truncated, stacks_pending (truncated in code whose
+ *                table was being built: rooted at "[unwind table pending]"),
+ *                tables, ... },
  *      memory: { enabled, sample_bytes, events (rss_stat events looked at),
  *                samples, samples_lost, rss_updates, rss_updates_lost },
  *      python: { processes, unsupported (runtimes found), samples (walks),

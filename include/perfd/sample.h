@@ -94,6 +94,10 @@ struct perfd_sample {
 #define PERFD_SAMPLE_F_PYTHON (1u << 4)
 /* The Python walk stopped early: too deep, or memory it could not read. */
 #define PERFD_SAMPLE_F_PYTHON_TRUNCATED (1u << 5)
+/* The unwinder stopped before the root after walking code whose table was
+ * still being built (with frame pointers, which that code may not keep):
+ * the native stack is likely short, and says so at its root. */
+#define PERFD_SAMPLE_F_UNWIND_PENDING (1u << 6)
 
 #define PERFD_SAMPLE_MAX_WORDS                                                 \
 	(2 * PERFD_MAX_STACK_DEPTH +                                           \
@@ -144,6 +148,7 @@ enum perfd_counter {
 	PERFD_CNT_MEMORY_LOST,       /* memory samples dropped: no room */
 	PERFD_CNT_RSS_SENT,          /* RSS updates sent */
 	PERFD_CNT_RSS_LOST,          /* RSS updates dropped: no room */
+	PERFD_CNT_UNWIND_PENDING,    /* user stacks truncated in code whose table was being built */
 	PERFD_CNT_MAX,
 };
 

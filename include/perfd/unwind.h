@@ -56,6 +56,12 @@ struct perfd_unwind_mapping {
 	__u32 rows_count;  /* 0: no table, walk frame pointers here (JIT, no CFI) */
 };
 
+/* rows_first of a mapping without rows whose table is being built: walked
+ * with frame pointers meanwhile, and a stack that did not complete through
+ * it is flagged PERFD_SAMPLE_F_UNWIND_PENDING rather than passed off as
+ * whole. */
+#define PERFD_UNWIND_ROWS_PENDING 0xffffffffu
+
 struct perfd_unwind_process {
 	__u32 mappings_first;
 	__u32 mappings_count;

@@ -432,6 +432,22 @@ def count_where(stacks, predicate):
     return sum(n for s, n in stacks.items() if predicate(s))
 
 
+# The root perfd gives a stack cut short in code whose unwind table was
+# still being built (walked with frame pointers it may not keep).
+UNWIND_PENDING = "[unwind table pending]"
+
+
+def unwind_pending(stacks):
+    """Samples flagged as cut short while a table was being built: their
+    root (after comm, and after a [thread ...] frame) is UNWIND_PENDING.
+    Asserts they are a minority: a process's tables come within its first
+    moments, so at most a quarter of a run of seconds may wait for them."""
+    pending = count_where(stacks, lambda s: UNWIND_PENDING in s[1:3])
+    assert pending <= 0.25 * total(stacks), \
+        f"{pending} of {total(stacks)} samples waited for an unwind table\n{show(stacks)}"
+    return pending
+
+
 def contains(name):
     """Predicate: the stack holds a frame of function name."""
     return lambda stack: name in functions(stack)

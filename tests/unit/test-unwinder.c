@@ -487,6 +487,8 @@ Test(unwinder, builds_run_on_the_builder_and_frame_pointers_serve_meanwhile)
 	cr_assert_eq(m.start, e.maps->maps[libc].start);
 	cr_assert_eq(m.end, e.maps->maps[libc].end);
 	cr_assert_eq(m.rows_count, 0, "a mapping points at rows before they are uploaded");
+	cr_assert_eq(m.rows_first, PERFD_UNWIND_ROWS_PENDING,
+		     "a mapping whose table is being built must say so, for BPF to flag its stacks");
 
 	settle(&e);
 	st = stats(&e);
@@ -635,6 +637,8 @@ Test(unwinder, idle_table_evicted_when_rows_run_short)
 	cr_assert(bpf_process(&e, PID_A, &proc));
 	cr_assert_eq(bpf_mapping(&e, proc.mappings_first).rows_count, 0,
 		     "a refused table must leave the mapping to frame pointers");
+	cr_assert_neq(bpf_mapping(&e, proc.mappings_first).rows_first, PERFD_UNWIND_ROWS_PENDING,
+		      "a refused table is not pending: nothing will come");
 	env_close(&e);
 	check_no_leaks();
 }
@@ -803,8 +807,11 @@ Test(unwinder, modules_without_tables_use_frame_pointers)
 	cr_assert_eq(st.mappings_used, 2);
 	cr_assert(bpf_process(&e, PID_A, &proc));
 	cr_assert_eq(proc.mappings_count, 2);
-	for (uint32_t i = 0; i < 2; i++)
+	for (uint32_t i = 0; i < 2; i++) {
 		cr_assert_eq(bpf_mapping(&e, proc.mappings_first + i).rows_count, 0);
+		cr_assert_neq(bpf_mapping(&e, proc.mappings_first + i).rows_first,
+			      PERFD_UNWIND_ROWS_PENDING);
+	}
 
 	/* A file that is not ELF is looked at once; one without a descriptor
 	 * each time, since it may get one (see the next test). */
