@@ -12,11 +12,11 @@
  * asks for the same json snapshots `report` does (report_fetch()), a cpu
  * one and a memory one of the same range (a live --duration becomes the
  * cpu answer's from/to for the memory one), sums them per function with
- * report_build(), and follows report_callees(): from the function with the
- * largest total, down through every callee that carries at least
- * PASS_THROUGH of its caller (_start, main and other wrappers), to the
- * first function whose time is divided or spent in itself; that one is
- * "dominant by total", and a coordinator when its self is below
+ * report_build(), and follows report_dominant(): down through every callee
+ * that carries at least PASS_THROUGH of its caller (_start, main and other
+ * wrappers), to the first function whose time is divided or spent in
+ * itself; that one is "dominant by total", and a coordinator when its self
+ * is below
  * COORDINATOR_SELF of its total.  The RSS figures (now, peak and when,
  * trend) and the growth site's function and line are the daemon's `mem`
  * answer (which names the innermost Python frame of a Python stack, as a
@@ -177,16 +177,6 @@ static int read_cmdline(int64_t pid, int64_t start_ns, char **ret)
 }
 
 /* The name report_callees() takes for row: "name_[k]" for a kernel one. */
-static char *row_name(const struct report *r, uint32_t row)
-{
-	char *s;
-
-	if (asprintf(&s, "%s%s", profile_string(r->p, r->rows[row].function),
-		     r->rows[row].kernel ? "_[k]" : "") < 0)
-		return NULL;
-	return s;
-}
-
 static int find_cpu(struct diagnosis *d, const struct profile *lined)
 {
 	_cleanup_(report_freep) struct report *by_line = NULL;
@@ -227,32 +217,20 @@ static int find_cpu(struct diagnosis *d, const struct profile *lined)
 		}
 	}
 
-	/* down from the largest total through the wrappers */
-	report_order(r, REPORT_SORT_TOTAL, order);
-	row = order[0];
-	for (;;) {
-		_cleanup_free_ char *name = row_name(r, row);
+	/* the function the time passes down to through the wrappers */
+	{
 		struct report_relatives rel = { 0 };
 
-		if (!name)
-			return -ENOMEM;
-		k = report_callees(r, name, &rel);
+		k = report_dominant(r, PASS_THROUGH, d->path, ELEMENTSOF(d->path), &d->n_path, &row,
+				    &rel);
 		if (k < 0)
 			return k;
-		if (rel.n_edges > 0 && rel.edges[0].row != REPORT_ROOT &&
-		    (double)rel.edges[0].value >= PASS_THROUGH * (double)rel.total &&
-		    d->n_path < ELEMENTSOF(d->path)) {
-			d->path[d->n_path++] = row;
-			row = rel.edges[0].row;
-			free(rel.edges);
-			continue;
-		}
 		w = &r->rows[row];
 		d->by_total = (struct finding){ true, row, w->self, w->total, w->line };
 		d->callees = rel;
 		d->coordinator = rel.n_edges > 0 && (double)rel.self < COORDINATOR_SELF * (double)rel.total;
-		return 0;
 	}
+	return 0;
 }
 
 /* The top growth site: mem's first site (function and line), its bytes the

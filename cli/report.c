@@ -268,6 +268,103 @@ int report_callees(const struct report *r, const char *name, struct report_relat
 	return relatives(r, name, false, ret);
 }
 
+/* The name report_callers() and report_callees() take for row. */
+static char *row_name(const struct report *r, uint32_t row)
+{
+	char *s;
+
+	if (asprintf(&s, "%s%s", profile_string(r->p, r->rows[row].function),
+		     r->rows[row].kernel ? "_[k]" : "") < 0)
+		return NULL;
+	return s;
+}
+
+/* The wrapper above row (see report_dominant()): 1 and its row, 0 when
+ * there is none or it is on path already (recursion), or -ENOMEM. */
+static int wrapper_above(const struct report *r, double pass_through, uint32_t row,
+			 const uint32_t *path, size_t n_path, uint32_t *ret)
+{
+	_cleanup_free_ char *name = row_name(r, row), *caller_name = NULL;
+	struct report_relatives up = { 0 }, down = { 0 };
+	uint32_t caller;
+	int k;
+
+	if (!name)
+		return -ENOMEM;
+	k = report_callers(r, name, &up);
+	if (k < 0)
+		return k;
+	caller = up.n_edges > 0 && (double)up.edges[0].value >= pass_through * (double)up.total ?
+			 up.edges[0].row : REPORT_ROOT;
+	free(up.edges);
+	if (caller == REPORT_ROOT || caller == row)
+		return 0;
+	for (size_t i = 0; i < n_path; i++)
+		if (path[i] == caller)
+			return 0;
+	caller_name = row_name(r, caller);
+	if (!caller_name)
+		return -ENOMEM;
+	k = report_callees(r, caller_name, &down);
+	if (k < 0)
+		return k;
+	k = down.n_edges > 0 && down.edges[0].row == row &&
+	    (double)down.edges[0].value >= pass_through * (double)down.total;
+	free(down.edges);
+	if (k)
+		*ret = caller;
+	return k;
+}
+
+int report_dominant(const struct report *r, double pass_through, uint32_t *path, size_t max_path,
+		    size_t *ret_n_path, uint32_t *ret_row, struct report_relatives *ret_callees)
+{
+	_cleanup_free_ uint32_t *order = NULL;
+	size_t n = 0;
+	uint32_t row, above;
+	int k;
+
+	if (r->n_rows == 0)
+		return -ENOENT;
+	order = malloc(r->n_rows * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	report_order(r, REPORT_SORT_TOTAL, order);
+	row = order[0];
+	/* up: path holds the wrappers found, innermost last, as it goes */
+	while (n < max_path && (k = wrapper_above(r, pass_through, row, path, n, &above)) != 0) {
+		if (k < 0)
+			return k;
+		memmove(path + 1, path, n * sizeof(*path));
+		path[0] = above;
+		n++;
+		row = above;
+	}
+	/* down, from the outermost, through every callee that carries it */
+	n = 0;
+	for (;;) {
+		_cleanup_free_ char *name = row_name(r, row);
+		struct report_relatives rel = { 0 };
+
+		if (!name)
+			return -ENOMEM;
+		k = report_callees(r, name, &rel);
+		if (k < 0)
+			return k;
+		if (rel.n_edges > 0 && rel.edges[0].row != REPORT_ROOT &&
+		    (double)rel.edges[0].value >= pass_through * (double)rel.total && n < max_path) {
+			path[n++] = row;
+			row = rel.edges[0].row;
+			free(rel.edges);
+			continue;
+		}
+		*ret_n_path = n;
+		*ret_row = row;
+		*ret_callees = rel;
+		return 0;
+	}
+}
+
 struct report *report_free(struct report *r)
 {
 	if (!r)

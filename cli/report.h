@@ -90,6 +90,20 @@ int report_callers(const struct report *r, const char *name, struct report_relat
  * total.  Returns as report_callers(). */
 int report_callees(const struct report *r, const char *name, struct report_relatives *ret);
 
+/* Where the time goes through the wrappers: from the function with the
+ * largest total, up through the callers that wrap it (its caller in at
+ * least pass_through of its stacks, passing at least pass_through of their
+ * own to it: stacks cut short hold the inner functions and not main, so the
+ * largest total is not always the outermost wrapper's), then down through
+ * every callee that carries at least pass_through of its caller, to the
+ * first function whose time is divided or spent in itself.  Returns 0, that
+ * function's row in *ret_row and its callees in *ret_callees (free its
+ * edges), and the wrappers passed through, outermost first, in path (at
+ * most max_path, their number in *ret_n_path); -ENOENT for an empty
+ * report, -ENOMEM. */
+int report_dominant(const struct report *r, double pass_through, uint32_t *path, size_t max_path,
+		    size_t *ret_n_path, uint32_t *ret_row, struct report_relatives *ret_callees);
+
 /* "function_[k] (file.c:12)" of row (REPORT_ROOT: "(root)"), escaped for a
  * terminal.  NULL on ENOMEM; free() it. */
 char *report_row_label(const struct report *r, uint32_t row);

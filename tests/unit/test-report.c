@@ -254,3 +254,58 @@ Test(report, empty_profile)
 	report_free(r);
 	profile_free(p);
 }
+
+/* Stacks cut short (rooted at a placeholder, or at an inner frame) hold
+ * coord and not main, so coord has the largest total: the walk must still
+ * pass through _start and main to it, and stop there, where its time
+ * divides between its leaves. */
+Test(report, dominant_goes_up_through_the_wrappers_of_cut_stacks)
+{
+	struct profile *p = folded("app;_start;main;coord;leaf_a 60\n"
+				   "app;_start;main;coord;leaf_b 20\n"
+				   "app;[unwind table pending];coord;leaf_a 5\n");
+	struct report *r = build(p, false, false);
+	struct report_relatives callees = { 0 };
+	uint32_t path[8], dominant;
+	size_t n_path = 0;
+
+	cr_assert_eq(report_dominant(r, 0.9, path, 8, &n_path, &dominant, &callees), 0);
+	cr_assert_str_eq(name_of(r, dominant), "coord");
+	cr_assert_eq(n_path, 2);
+	cr_assert_str_eq(name_of(r, path[0]), "_start");
+	cr_assert_str_eq(name_of(r, path[1]), "main");
+	cr_assert_eq(callees.total, 85);
+	cr_assert_str_eq(name_of(r, callees.edges[0].row), "leaf_a");
+	cr_assert_eq(callees.edges[0].value, 65);
+	free(callees.edges);
+	report_free(r);
+	profile_free(p);
+}
+
+/* Recursion and a full path end the walk; a caller that passes on less
+ * than the threshold is not a wrapper. */
+Test(report, dominant_stops_at_recursion_and_divided_callers)
+{
+	struct profile *p = folded("app;main;rec;rec;rec;work 10\n"
+				   "app;main;other 3\n");
+	struct report *r = build(p, false, false);
+	struct report_relatives callees = { 0 };
+	uint32_t path[1], dominant;
+	size_t n_path = 0;
+
+	cr_assert_eq(report_dominant(r, 0.9, path, 1, &n_path, &dominant, &callees), 0);
+	/* main passes 10 of 13 to rec: below 0.9, so main is where it divides */
+	cr_assert_str_eq(name_of(r, dominant), "main", "got %s", name_of(r, dominant));
+	cr_assert_eq(n_path, 0);
+	free(callees.edges);
+	report_free(r);
+	profile_free(p);
+
+	p = folded("app;main;rec;rec;rec;work 10\n");
+	r = build(p, false, false);
+	cr_assert_eq(report_dominant(r, 0.9, path, 1, &n_path, &dominant, &callees), 0);
+	cr_assert_eq(n_path, 1, "the path holds one wrapper at most");
+	free(callees.edges);
+	report_free(r);
+	profile_free(p);
+}
