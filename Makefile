@@ -187,7 +187,7 @@ SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 SANITIZED_PYTHON_TESTS := -k "pyenv-3.8 or pyenv-3.11 or pyenv-3.13 or debian or unsupported or installed"
 
 integration: deps-test all workloads
-	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider $(INTEGRATION_TESTS) $(PYTEST_ARGS)
+	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider --durations=15 $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 
 test: deps-test
 	$(MAKE) all unit workloads
