@@ -576,6 +576,66 @@ def test_deep_stacks_keep_every_frame(interp, perfd_fast, workloads):
         f"order at their lines\nexpected: {want}\n{show(stacks, limit=5)}"
 
 
+DEEP_NATIVE = python_workload("deep_native")
+TRUNCATED = "[truncated]"
+# One interpreter with frame pointers and symbols, one without either: the
+# merge is the same code for all, the native walk through ctypes is not.
+CUT_INTERPS = [p for p in SUPPORTED if p.id in ("pyenv-3.13", "debian-3.11")]
+
+
+def frame_order(stack):
+    """(index of main, first and last deep_recurse, index of spin) in the
+    stack's user frames, None where absent."""
+    frames = user_frames(stack)
+    names = [python_frame(f)[0] if python_frame(f) else function(f) for f in frames]
+    rec = [i for i, f in enumerate(names) if f == "deep_recurse"]
+    find = lambda name: names.index(name) if name in names else None  # noqa: E731
+    return find("main"), rec[0] if rec else None, rec[-1] if rec else None, find("spin"), \
+        len(rec)
+
+
+@pytest.mark.parametrize("interp", CUT_INTERPS)
+def test_stack_cut_at_the_depth_limit_reads_as_cut(interp, perfd_fast, workloads):
+    """deep_native.py calls back into Python (spin) from the bottom of a C
+    recursion 20 or 400 frames deep, half its time each.  The 400-deep
+    stacks are cut at the 127-frame limit in the middle of the recursion:
+    they must be rooted at "[truncated]" and keep their order, <module>
+    and main rootward of the C recursion and spin leafward of it (the cut
+    stack used to put its leftover C frames at the root, above every Python
+    frame).  The 20-deep ones are whole: rooted at _start, not cut."""
+    w = start_python(workloads, interp, DEEP_NATIVE,
+                     perfdtest.workload_binary("libdeeprec.so"), 2)
+    ready_version(w)
+    stacks, _, _ = BackgroundSnapshot(perfd_fast, w.pid).result(process_comm(w.pid))
+    w.finish()
+
+    n = total(stacks)
+    assert n >= 1000, f"only {n} samples from ~2 CPU-s\n{show(stacks, limit=3)}"
+    in_spin = {s: c for s, c in stacks.items() if frame_order(s)[3] is not None}
+    deep = {s: c for s, c in in_spin.items() if frame_order(s)[4] >= 100}
+    shallow = {s: c for s, c in in_spin.items() if 0 < frame_order(s)[4] <= 30}
+    # Half each by construction; 0.35 leaves > 10 standard deviations of
+    # sampling error for the ~1000 samples of spin.
+    for what, part in (("400-deep", deep), ("20-deep", shallow)):
+        assert total(part) >= 0.35 * n, \
+            f"only {total(part)} of {n} samples in spin under the {what} recursion\n" \
+            f"{show(stacks, limit=3)}"
+
+    def ordered(stack):
+        main, first, last, spin, _ = frame_order(stack)
+        return main is not None and main < first and last < spin
+
+    cut = count(deep, lambda s: user_frames(s)[0] == TRUNCATED and ordered(s))
+    assert cut >= 0.95 * total(deep), \
+        f"only {cut} of {total(deep)} samples of the cut recursion are rooted at " \
+        f"{TRUNCATED} with <module>/main above the C frames and spin below them\n" \
+        f"{show(deep, limit=3)}"
+    whole = count(shallow, lambda s: function(user_frames(s)[0]) == "_start" and ordered(s))
+    assert whole >= 0.95 * total(shallow), \
+        f"only {whole} of {total(shallow)} samples of the whole recursion run from _start " \
+        f"in order\n{show(shallow, limit=3)}"
+
+
 FORKS = python_workload("forks")
 
 

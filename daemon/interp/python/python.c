@@ -24,9 +24,15 @@
  * root.  Frames of the interpreter's own binary between the leafmost and
  * rootmost loop frame (call machinery such as _PyFunction_Vectorcall) are
  * hidden, so callers and callees read as Python calls Python; C extension
- * frames stay.  Python frames left over when the native stack ran out
- * (truncated) go with the rootmost loop frame, or at the root end when
- * there is none: nothing is dropped.
+ * frames stay.  Python frames left over when the native stack ran out go
+ * with the rootmost loop frame (a loop frame was not recognized: a .cold
+ * part without symbols), or at the root end when there is none: nothing is
+ * dropped.  A native stack cut at the depth limit is different: its
+ * rootmost frames are not the root, only where the walk stopped, so the
+ * rootmost loop frame keeps only its own Python frames, the native frames
+ * past it follow (the interpreter's hidden when Python frames are left:
+ * they lie between two), and the leftover Python frames come last, at the
+ * root end, under the cut's marker (aggregate.c).  Never above them.
  */
 #include "interp/python/python.h"
 
@@ -678,6 +684,7 @@ size_t python_merge(struct python *py, const struct process *p,
 	struct pyprocess *pp;
 	size_t first_eval = SIZE_MAX, last_eval = 0, next = 0, out = 0;
 	uint32_t kd, ud, pd = s->python_depth;
+	bool cut = sample_user_cut(s);
 
 	pp = find(py, p->pid, p->start_time_ns);
 	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))
@@ -703,14 +710,14 @@ size_t python_merge(struct python *py, const struct process *p,
 			 * recognized: a .cold part without symbols) */
 			for (; next < pd && out < cap; next++) {
 				emit_python(py, pp, &pf[next], frames, &out);
-				if ((pf[next].code & PERFD_PYFRAME_ENTRY) && i != last_eval) {
+				if ((pf[next].code & PERFD_PYFRAME_ENTRY) && (i != last_eval || cut)) {
 					next++;
 					break;
 				}
 			}
 			continue;
 		}
-		if (first_eval != SIZE_MAX && i > first_eval && i < last_eval &&
+		if (first_eval != SIZE_MAX && i > first_eval && (i < last_eval || (cut && next < pd)) &&
 		    frame_module(native[i]) == pp->interp_module)
 			continue; /* the interpreter's call machinery */
 		frames[out++] = native[i];
