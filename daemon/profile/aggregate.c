@@ -325,6 +325,10 @@ static bool refresh_maps(struct aggregator *a, struct process *p)
 		return false;
 	}
 	changed = !maps_same(p->maps, maps);
+	/* The name that goes with these maps: a process first seen in a
+	 * sample from before its exec carried its old one. */
+	if (changed)
+		read_comm(p);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		int id = strcmp(m->path, "[vdso]") == 0 ?
@@ -777,6 +781,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	}
+	if (p->revisit_ns && s->hdr.timestamp_ns >= p->revisit_ns && a->hooks.revisit) {
+		p->revisit_ns = 0;
+		a->hooks.revisit(a->hooks.userdata, p);
+	}
 	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD))
 		note_rss(a, p, s->hdr.timestamp_ns, s->rss_pages, s->hiwater_rss_pages, s->page_size);
 	feed_collectors(a, p, s, key, value);
@@ -854,8 +862,10 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			read_identity(p);
 			a->process_bytes += process_bytes(p);
 			/* and its name: a process first seen between fork and
-			 * exec (its copy-on-write faults) had its parent's, and
-			 * its main thread may never run on a sampled tick */
+			 * exec (its copy-on-write faults) had its parent's, its
+			 * samples from before the exec (read after it) have set
+			 * it back, and its main thread may never run on a
+			 * sampled tick */
 			read_comm(p);
 			refresh_maps(a, p);
 		}

@@ -31,6 +31,7 @@ to it how many standard deviations of sampling error its tolerance leaves.
 
 import os
 import re
+import signal
 import time
 from dataclasses import dataclass
 
@@ -725,6 +726,81 @@ def test_ps_runtime_is_absent_for_a_native_process(perfd_fast, workloads):
     assert entry.get("runtime") is None, f"spin has runtime {entry['runtime']!r}"
     _, row = ps_table_row(perfd_fast, w.pid)
     assert row is not None and "CPython" not in row, f"ps row for spin: {row!r}"
+
+
+@pytest.fixture(scope="module")
+def perfd_verbose(environment):
+    """A daemon that logs its debug messages too: the line naming each
+    Python process it walks.  Without memory sampling, whose RSS records
+    would announce a new process before its first CPU sample does."""
+    daemon = perfdtest.start_perfd(frequency=FAST_HZ, extra_args=["--verbose", "--no-memory"])
+    yield daemon
+    daemon.stop()
+
+
+def log_lines(daemon, pid):
+    """The daemon's log lines about pid ("pid PID (COMM): ...")."""
+    return [line for line in daemon.stderr().splitlines() if f"pid {pid} (" in line]
+
+
+def test_ps_runtime_is_absent_for_a_program_that_only_links_libpython(perfd_verbose,
+                                                                     workloads):
+    """pylinked links Debian's libpython3.11, as `perf` does, and never
+    starts Python: no runtime in `ps --json` and no log line of one, while
+    Debian's python3.11 running beside it, the same libpython's code in its
+    executable, is named "CPython 3.11.x"."""
+    w = workloads("pylinked", 30)  # killed at the end, by the fixture
+    version = w.expect_line("ready ").split()[1]
+    py = start_python(workloads, Interpreter("debian-3.11", DEBIAN_PYTHON, False), SPLIT, 30)
+    runtime, _ = ready_version(py)
+    control = poll_runtime(perfd_verbose, py)
+    entries = []
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline or not entries and time.monotonic() < deadline + 5:
+        entry = perfdtest.ps_process(perfd_verbose, w.pid)
+        if entry is not None:
+            entries.append(entry)
+        time.sleep(0.1)
+
+    assert entries, "pylinked never appeared in ps --json while it burned CPU"
+    named = [e["runtime"] for e in entries if e.get("runtime")]
+    assert not named, f"pylinked (libpython {version}, no interpreter) has runtime {named[0]!r}"
+    said = [line for line in log_lines(perfd_verbose, w.pid) if "CPython" in line]
+    assert not said, f"the daemon logged a runtime for pylinked: {said}"
+    assert control is not None and control.get("runtime") == runtime, \
+        f"python3.11 beside it: ps --json says {control}, expected runtime {runtime!r}"
+
+
+def test_python_caught_at_exec_is_logged_under_its_new_name(perfd_verbose, workloads):
+    """A bash that burns CPU (sampled as "bash") and then execs CPython 3.13,
+    while the daemon is stopped, so that it reads the process's first
+    samples, from before the exec, only after it: the daemon's lines about
+    the process name it by its comm after the exec, never "bash", and say
+    that its Python frames are walked; `ps` names its runtime."""
+    interp = perfdtest.pyenv_python(13)
+    assert interp, "CPython 3.13 is not installed under pyenv"
+    prelude = 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exec "$0" "$@"'
+    # BPF keeps sampling into the ring buffer (8 MiB: seconds of samples)
+    # while the daemon is stopped.
+    perfd_verbose.proc.send_signal(signal.SIGSTOP)
+    try:
+        w = workloads("bash", command=["/bin/bash", "-c", prelude, interp, SPLIT, "1"])
+        runtime, _ = ready_version(w)
+    finally:
+        perfd_verbose.proc.send_signal(signal.SIGCONT)
+    comm = process_comm(w.pid)
+    entry = poll_runtime(perfd_verbose, w)
+    w.finish()
+
+    lines = log_lines(perfd_verbose, w.pid)
+    assert lines, f"the daemon logged nothing about pid {w.pid}"
+    stale = [line for line in lines if f"pid {w.pid} (bash)" in line]
+    assert not stale, f"logged under its name before the exec: {stale}"
+    walked = [line for line in lines if f"pid {w.pid} ({comm}): CPython 3.13" in line and
+              "Python frames on" in line]
+    assert walked, f"no line says pid {w.pid} ({comm}) has its Python frames walked: {lines}"
+    assert entry is not None and entry.get("runtime") == runtime, \
+        f"ps --json says {entry}, expected runtime {runtime!r}"
 
 
 # --- processes older than the daemon --------------------------------------------
