@@ -162,8 +162,21 @@ $(BUILD)/workloads/libnativethread.so: tests/workloads/lib/nativethread.c tests/
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fPIC -shared -Wall -Wextra -Werror -o $@ $< -lpthread
 
+# Links Debian's libpython3.11 (the libpython3.11 package: what `perf`
+# links) without starting Python.
+$(BUILD)/workloads/pylinked: tests/workloads/pylinked.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -o $@ $< -l:libpython3.11.so.1.0
+
+# A native recursion deeper than the unwinder's limit, called from Python
+# through ctypes (tests/workloads/python/deep_native.py).
+$(BUILD)/workloads/libdeeprec.so: tests/workloads/lib/deeprec.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fPIC -shared -Wall -Wextra -Werror -o $@ $<
+
 WORKLOAD_BINS += $(BUILD)/workloads/templates $(BUILD)/workloads/rust-spin-legacy \
-	$(BUILD)/workloads/rust-spin-v0 $(BUILD)/workloads/libnativethread.so
+	$(BUILD)/workloads/rust-spin-v0 $(BUILD)/workloads/libnativethread.so \
+	$(BUILD)/workloads/libdeeprec.so
 
 workloads: $(WORKLOAD_BINS)
 

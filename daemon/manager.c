@@ -118,6 +118,13 @@ static size_t on_rewrite_user_frames(void *userdata, const struct process *p,
 	return python_merge(m->d.python, p, s, frames, n, cap);
 }
 
+static void on_revisit(void *userdata, struct process *p)
+{
+	struct manager *m = userdata;
+
+	python_revisit(m->d.python, p);
+}
+
 static int setup_python(struct manager *m)
 {
 	struct python_limits limits = {
@@ -130,6 +137,7 @@ static int setup_python(struct manager *m)
 		.maps_changed = on_maps_changed,
 		.process_gone = on_process_gone,
 		.rewrite_user_frames = on_rewrite_user_frames,
+		.revisit = on_revisit,
 		.userdata = m,
 	};
 	int fd = m->opts.python ? sampler_python_map_fd(m->d.sampler) : -ECANCELED;

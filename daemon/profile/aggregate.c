@@ -325,6 +325,10 @@ static bool refresh_maps(struct aggregator *a, struct process *p)
 		return false;
 	}
 	changed = !maps_same(p->maps, maps);
+	/* The name that goes with these maps: a process first seen in a
+	 * sample from before its exec carried its old one. */
+	if (changed)
+		read_comm(p);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		int id = strcmp(m->path, "[vdso]") == 0 ?
@@ -684,9 +688,12 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	enum profile_kind kind = s->value_kind == PERFD_VALUE_MEMORY ? PROFILE_KIND_MEMORY :
 								       PROFILE_KIND_CPU;
 	uint64_t value = kind == PROFILE_KIND_CPU ? 1 : s->value;
-	/* the specials: kernel error, user error, unwind pending */
+	/* the specials: kernel error, user error, the root marker (pending or cut) */
 	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
 	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
+	/* at most one root marker: pending says why the stack is short */
+	uint64_t root_special = pending ? FRAME_SPECIAL_UNWIND_PENDING :
+				sample_user_cut(s) ? FRAME_SPECIAL_TRUNCATED : 0;
 	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
 	uint16_t n = 0, kernel_n;
@@ -743,11 +750,12 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	if (a->hooks.rewrite_user_frames && s->python_depth > 0)
 		n = kernel_n + (uint16_t)a->hooks.rewrite_user_frames(
 				       a->hooks.userdata, p, s, frames + kernel_n, n - kernel_n,
-				       ELEMENTSOF(frames) - kernel_n - pending);
-	/* A stack cut short where a table was not ready yet says so at its
-	 * root, rather than pass for one whose caller is its last frame. */
-	if (pending)
-		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_UNWIND_PENDING);
+				       ELEMENTSOF(frames) - kernel_n - (root_special != 0));
+	/* A stack cut short (where a table was not ready yet, or at the depth
+	 * limit) says so at its root, rather than pass for one whose caller
+	 * is its last frame. */
+	if (root_special)
+		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, root_special);
 
 	id = intern_stack(a, p, frames, n, kernel_n);
 	key = profile_key(id, s->hdr.tid, kind);
@@ -772,6 +780,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	if (s->hdr.tid == s->hdr.tgid) {
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+	}
+	if (p->revisit_ns && s->hdr.timestamp_ns >= p->revisit_ns && a->hooks.revisit) {
+		p->revisit_ns = 0;
+		a->hooks.revisit(a->hooks.userdata, p);
 	}
 	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD))
 		note_rss(a, p, s->hdr.timestamp_ns, s->rss_pages, s->hiwater_rss_pages, s->page_size);
@@ -850,8 +862,10 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			read_identity(p);
 			a->process_bytes += process_bytes(p);
 			/* and its name: a process first seen between fork and
-			 * exec (its copy-on-write faults) had its parent's, and
-			 * its main thread may never run on a sampled tick */
+			 * exec (its copy-on-write faults) had its parent's, its
+			 * samples from before the exec (read after it) have set
+			 * it back, and its main thread may never run on a
+			 * sampled tick */
 			read_comm(p);
 			refresh_maps(a, p);
 		}

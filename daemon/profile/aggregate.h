@@ -57,6 +57,9 @@ struct process {
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
 	char runtime[80];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
+	/* When the hooks want to look at it again (hooks.revisit), at its
+	 * first sample from then on; 0: never. */
+	uint64_t revisit_ns;
 	struct history history; /* the retained profile */
 	/* The comm each thread was last sampled with, for "[thread TID COMM]"
 	 * (at most PROCESS_MAX_THREADS per process). */
@@ -160,7 +163,10 @@ struct aggregator_stats {
  * process_gone when a process exited, was replaced by a new incarnation of
  * its pid, was evicted, or called exec (its old image is gone; maps_changed
  * follows for the new one); rewrite_user_frames for every sample that
- * carries Python frames. */
+ * carries Python frames; revisit for the first sample of a process at or
+ * after its revisit_ns (which it clears first; the hook may set it again):
+ * a look again at what a maps change alone would not show, such as an
+ * interpreter that had not started yet. */
 struct aggregator_hooks {
 	void (*maps_changed)(void *userdata, struct process *p);
 	void (*process_gone)(void *userdata, const struct process *p);
@@ -170,8 +176,21 @@ struct aggregator_hooks {
 	size_t (*rewrite_user_frames)(void *userdata, const struct process *p,
 				      const struct perfd_sample *s, uint64_t *frames,
 				      size_t n, size_t cap);
+	void (*revisit)(void *userdata, struct process *p);
 	void *userdata;
 };
+
+/* Whether the native user stack of s was cut at the depth limit: it holds
+ * PERFD_MAX_STACK_DEPTH frames and the walk did not end there (a
+ * frame-pointer walk by the kernel says nothing: filling its limit is
+ * taken as a cut).  Its frames towards the root are unknown, so the stack
+ * is rooted at FRAME_SPECIAL_TRUNCATED, and frames merged into it must not
+ * be placed as if its rootmost frame were the root. */
+static inline bool sample_user_cut(const struct perfd_sample *s)
+{
+	return s->user_depth >= PERFD_MAX_STACK_DEPTH &&
+	       (!(s->flags & PERFD_SAMPLE_F_DWARF) || (s->flags & PERFD_SAMPLE_F_TRUNCATED));
+}
 
 struct aggregator;
 

@@ -34,6 +34,8 @@ enum frame_special {
 	FRAME_SPECIAL_USTACK_ERROR,    /* user stack could not be read */
 	FRAME_SPECIAL_UNWIND_PENDING,  /* the root of a stack cut short in code
 					* whose unwind table was being built */
+	FRAME_SPECIAL_TRUNCATED,       /* the root of a stack cut at the depth
+					* limit (sample_user_cut) */
 };
 
 /* A special frame with this bit names a thread: the low 32 bits are its tid

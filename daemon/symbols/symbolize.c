@@ -600,6 +600,8 @@ static const char *special_name(uint64_t what)
 		return "[user stack unavailable]";
 	case FRAME_SPECIAL_UNWIND_PENDING:
 		return "[unwind table pending]";
+	case FRAME_SPECIAL_TRUNCATED:
+		return "[truncated]";
 	default:
 		return "[unknown]";
 	}

@@ -31,6 +31,7 @@ to it how many standard deviations of sampling error its tolerance leaves.
 
 import os
 import re
+import signal
 import time
 from dataclasses import dataclass
 
@@ -576,6 +577,66 @@ def test_deep_stacks_keep_every_frame(interp, perfd_fast, workloads):
         f"order at their lines\nexpected: {want}\n{show(stacks, limit=5)}"
 
 
+DEEP_NATIVE = python_workload("deep_native")
+TRUNCATED = "[truncated]"
+# One interpreter with frame pointers and symbols, one without either: the
+# merge is the same code for all, the native walk through ctypes is not.
+CUT_INTERPS = [p for p in SUPPORTED if p.id in ("pyenv-3.13", "debian-3.11")]
+
+
+def frame_order(stack):
+    """(index of main, first and last deep_recurse, index of spin) in the
+    stack's user frames, None where absent."""
+    frames = user_frames(stack)
+    names = [python_frame(f)[0] if python_frame(f) else function(f) for f in frames]
+    rec = [i for i, f in enumerate(names) if f == "deep_recurse"]
+    find = lambda name: names.index(name) if name in names else None  # noqa: E731
+    return find("main"), rec[0] if rec else None, rec[-1] if rec else None, find("spin"), \
+        len(rec)
+
+
+@pytest.mark.parametrize("interp", CUT_INTERPS)
+def test_stack_cut_at_the_depth_limit_reads_as_cut(interp, perfd_fast, workloads):
+    """deep_native.py calls back into Python (spin) from the bottom of a C
+    recursion 20 or 400 frames deep, half its time each.  The 400-deep
+    stacks are cut at the 127-frame limit in the middle of the recursion:
+    they must be rooted at "[truncated]" and keep their order, <module>
+    and main rootward of the C recursion and spin leafward of it (the cut
+    stack used to put its leftover C frames at the root, above every Python
+    frame).  The 20-deep ones are whole: rooted at _start, not cut."""
+    w = start_python(workloads, interp, DEEP_NATIVE,
+                     perfdtest.workload_binary("libdeeprec.so"), 2)
+    ready_version(w)
+    stacks, _, _ = BackgroundSnapshot(perfd_fast, w.pid).result(process_comm(w.pid))
+    w.finish()
+
+    n = total(stacks)
+    assert n >= 1000, f"only {n} samples from ~2 CPU-s\n{show(stacks, limit=3)}"
+    in_spin = {s: c for s, c in stacks.items() if frame_order(s)[3] is not None}
+    deep = {s: c for s, c in in_spin.items() if frame_order(s)[4] >= 100}
+    shallow = {s: c for s, c in in_spin.items() if 0 < frame_order(s)[4] <= 30}
+    # Half each by construction; 0.35 leaves > 10 standard deviations of
+    # sampling error for the ~1000 samples of spin.
+    for what, part in (("400-deep", deep), ("20-deep", shallow)):
+        assert total(part) >= 0.35 * n, \
+            f"only {total(part)} of {n} samples in spin under the {what} recursion\n" \
+            f"{show(stacks, limit=3)}"
+
+    def ordered(stack):
+        main, first, last, spin, _ = frame_order(stack)
+        return main is not None and main < first and last < spin
+
+    cut = count(deep, lambda s: user_frames(s)[0] == TRUNCATED and ordered(s))
+    assert cut >= 0.95 * total(deep), \
+        f"only {cut} of {total(deep)} samples of the cut recursion are rooted at " \
+        f"{TRUNCATED} with <module>/main above the C frames and spin below them\n" \
+        f"{show(deep, limit=3)}"
+    whole = count(shallow, lambda s: function(user_frames(s)[0]) == "_start" and ordered(s))
+    assert whole >= 0.95 * total(shallow), \
+        f"only {whole} of {total(shallow)} samples of the whole recursion run from _start " \
+        f"in order\n{show(shallow, limit=3)}"
+
+
 FORKS = python_workload("forks")
 
 
@@ -665,6 +726,81 @@ def test_ps_runtime_is_absent_for_a_native_process(perfd_fast, workloads):
     assert entry.get("runtime") is None, f"spin has runtime {entry['runtime']!r}"
     _, row = ps_table_row(perfd_fast, w.pid)
     assert row is not None and "CPython" not in row, f"ps row for spin: {row!r}"
+
+
+@pytest.fixture(scope="module")
+def perfd_verbose(environment):
+    """A daemon that logs its debug messages too: the line naming each
+    Python process it walks.  Without memory sampling, whose RSS records
+    would announce a new process before its first CPU sample does."""
+    daemon = perfdtest.start_perfd(frequency=FAST_HZ, extra_args=["--verbose", "--no-memory"])
+    yield daemon
+    daemon.stop()
+
+
+def log_lines(daemon, pid):
+    """The daemon's log lines about pid ("pid PID (COMM): ...")."""
+    return [line for line in daemon.stderr().splitlines() if f"pid {pid} (" in line]
+
+
+def test_ps_runtime_is_absent_for_a_program_that_only_links_libpython(perfd_verbose,
+                                                                     workloads):
+    """pylinked links Debian's libpython3.11, as `perf` does, and never
+    starts Python: no runtime in `ps --json` and no log line of one, while
+    Debian's python3.11 running beside it, the same libpython's code in its
+    executable, is named "CPython 3.11.x"."""
+    w = workloads("pylinked", 30)  # killed at the end, by the fixture
+    version = w.expect_line("ready ").split()[1]
+    py = start_python(workloads, Interpreter("debian-3.11", DEBIAN_PYTHON, False), SPLIT, 30)
+    runtime, _ = ready_version(py)
+    control = poll_runtime(perfd_verbose, py)
+    entries = []
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline or not entries and time.monotonic() < deadline + 5:
+        entry = perfdtest.ps_process(perfd_verbose, w.pid)
+        if entry is not None:
+            entries.append(entry)
+        time.sleep(0.1)
+
+    assert entries, "pylinked never appeared in ps --json while it burned CPU"
+    named = [e["runtime"] for e in entries if e.get("runtime")]
+    assert not named, f"pylinked (libpython {version}, no interpreter) has runtime {named[0]!r}"
+    said = [line for line in log_lines(perfd_verbose, w.pid) if "CPython" in line]
+    assert not said, f"the daemon logged a runtime for pylinked: {said}"
+    assert control is not None and control.get("runtime") == runtime, \
+        f"python3.11 beside it: ps --json says {control}, expected runtime {runtime!r}"
+
+
+def test_python_caught_at_exec_is_logged_under_its_new_name(perfd_verbose, workloads):
+    """A bash that burns CPU (sampled as "bash") and then execs CPython 3.13,
+    while the daemon is stopped, so that it reads the process's first
+    samples, from before the exec, only after it: the daemon's lines about
+    the process name it by its comm after the exec, never "bash", and say
+    that its Python frames are walked; `ps` names its runtime."""
+    interp = perfdtest.pyenv_python(13)
+    assert interp, "CPython 3.13 is not installed under pyenv"
+    prelude = 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exec "$0" "$@"'
+    # BPF keeps sampling into the ring buffer (8 MiB: seconds of samples)
+    # while the daemon is stopped.
+    perfd_verbose.proc.send_signal(signal.SIGSTOP)
+    try:
+        w = workloads("bash", command=["/bin/bash", "-c", prelude, interp, SPLIT, "1"])
+        runtime, _ = ready_version(w)
+    finally:
+        perfd_verbose.proc.send_signal(signal.SIGCONT)
+    comm = process_comm(w.pid)
+    entry = poll_runtime(perfd_verbose, w)
+    w.finish()
+
+    lines = log_lines(perfd_verbose, w.pid)
+    assert lines, f"the daemon logged nothing about pid {w.pid}"
+    stale = [line for line in lines if f"pid {w.pid} (bash)" in line]
+    assert not stale, f"logged under its name before the exec: {stale}"
+    walked = [line for line in lines if f"pid {w.pid} ({comm}): CPython 3.13" in line and
+              "Python frames on" in line]
+    assert walked, f"no line says pid {w.pid} ({comm}) has its Python frames walked: {lines}"
+    assert entry is not None and entry.get("runtime") == runtime, \
+        f"ps --json says {entry}, expected runtime {runtime!r}"
 
 
 # --- processes older than the daemon --------------------------------------------

@@ -9,6 +9,18 @@
  * runs when the maps of a process change in a way that matters (its first
  * file, or the set of Python-named files), not on every re-read.
  *
+ * A runtime is reported (ps, the log, the BPF description) only once an
+ * interpreter runs in it: _PyRuntime's list of interpreters is not empty.
+ * CPython creates the main interpreter before it runs any Python code and
+ * deletes it at finalization, so this tells a Python process from one that
+ * merely links libpython (`perf`, an application that embeds Python but
+ * has not started it) and from one caught at exec, before its main().
+ * Until then the process is looked at again at its samples (the
+ * aggregator's revisit), 4 ms after the first look and twice as long each
+ * time up to a second: an interpreter starting is seen within twice the
+ * time it took, and a process that never starts one costs one 8-byte read
+ * a second while it runs.
+ *
  * Frames: the walker records (code object address, instruction position,
  * tag: co_firstlineno and the address of co_filename, mixed).  The first time a process shows a code address, the
  * code object is read out of its memory (name, file, line table) and its
@@ -24,9 +36,15 @@
  * root.  Frames of the interpreter's own binary between the leafmost and
  * rootmost loop frame (call machinery such as _PyFunction_Vectorcall) are
  * hidden, so callers and callees read as Python calls Python; C extension
- * frames stay.  Python frames left over when the native stack ran out
- * (truncated) go with the rootmost loop frame, or at the root end when
- * there is none: nothing is dropped.
+ * frames stay.  Python frames left over when the native stack ran out go
+ * with the rootmost loop frame (a loop frame was not recognized: a .cold
+ * part without symbols), or at the root end when there is none: nothing is
+ * dropped.  A native stack cut at the depth limit is different: its
+ * rootmost frames are not the root, only where the walk stopped, so the
+ * rootmost loop frame keeps only its own Python frames, the native frames
+ * past it follow (the interpreter's hidden when Python frames are left:
+ * they lie between two), and the leftover Python frames come last, at the
+ * root end, under the cut's marker (aggregate.c).  Never above them.
  */
 #include "interp/python/python.h"
 
@@ -40,6 +58,7 @@
 
 #include "profile/aggregate.h"
 #include "profile/frame.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "perfd/macro.h"
 #include "perfd/python.h"
@@ -74,11 +93,16 @@ struct code_entry {
 	uint32_t linetable_size;
 };
 
+#define RECHECK_FIRST_NS (4 * 1000 * 1000ULL)
+#define RECHECK_MAX_NS (1000 * 1000 * 1000ULL)
+
 struct pyprocess {
 	uint32_t pid;
 	uint64_t start_time_ns;
 	uint64_t signature; /* of the maps detection looked at */
-	int status;         /* 0: described in the BPF map; <0: why not (-ENOENT: not Python) */
+	int status;         /* 0: described in the BPF map; <0: why not (-ENOENT: not Python,
+			     * -EAGAIN: no interpreter runs yet) */
+	uint64_t recheck_wait_ns; /* before looking again for an interpreter */
 	struct pyruntime *rt;   /* a CPython was found (supported or not); NULL otherwise */
 	uint16_t interp_module; /* module of rt.path, 0 when not mapped */
 	struct u64map code;     /* code address -> index + 1 in entries */
@@ -189,8 +213,8 @@ static void forget(struct python *py, uint32_t pid)
 	if (pp->status == 0) {
 		(void)bpf_map_delete_elem(py->map_fd, &pid);
 		py->stats.processes--;
-	} else if (pp->rt) {
-		py->stats.unsupported--;
+	} else if (pp->rt && pp->status != -EAGAIN) {
+		py->stats.unsupported--; /* a runtime waiting for its interpreter was not counted */
 	}
 	u64map_remove(&py->procs, pid);
 	pyprocess_free(py, pp);
@@ -355,10 +379,33 @@ static void runtime_name(const struct pyruntime *rt, int status, char *buf, size
 	(void)r; /* the versions are small: it fits */
 }
 
+/* Whether an interpreter runs in pp's process: the runtime's list of
+ * interpreters is not empty.  Memory that cannot be read (the process is
+ * gone) says nothing against it: the runtime is what the files say. */
+static bool interpreter_runs(const struct pyprocess *pp)
+{
+	uint64_t head = 0;
+
+	if (pp->rt->runtime_addr == 0 || !pp->rt->offsets)
+		return true;
+	if (pymem_read((pid_t)pp->pid,
+		       pp->rt->runtime_addr + (uint64_t)pp->rt->offsets->runtime_interpreters_head,
+		       &head, sizeof(head)) < 0)
+		return true;
+	return head != 0;
+}
+
+/* Has p revisited for an interpreter, each time after twice the wait. */
+static void wait_for_interpreter(struct pyprocess *pp, struct process *p)
+{
+	pp->recheck_wait_ns = MIN(MAX(2 * pp->recheck_wait_ns, RECHECK_FIRST_NS), RECHECK_MAX_NS);
+	p->revisit_ns = now_monotonic_ns() + pp->recheck_wait_ns;
+}
+
+static void start_walking(struct python *py, struct pyprocess *pp, struct process *p, int r);
+
 void python_maps_changed(struct python *py, struct process *p)
 {
-	struct perfd_python_process desc;
-	struct pthread_tsd tsd;
 	struct pyprocess *pp;
 	uint64_t signature, *slot;
 	uint16_t first;
@@ -374,6 +421,7 @@ void python_maps_changed(struct python *py, struct process *p)
 	/* New, or the image changed (exec): start over. */
 	forget(py, p->pid);
 	p->runtime[0] = '\0';
+	p->revisit_ns = 0;
 
 	pp = calloc(1, sizeof(*pp));
 	if (!pp)
@@ -411,6 +459,37 @@ void python_maps_changed(struct python *py, struct process *p)
 	}
 	if (r == 0) {
 		pp->interp_module = module_of_path(p, pp->rt->path);
+		if (!interpreter_runs(pp)) {
+			pp->status = -EAGAIN;
+			wait_for_interpreter(pp, p);
+			return;
+		}
+	}
+	start_walking(py, pp, p, r);
+}
+
+void python_revisit(struct python *py, struct process *p)
+{
+	struct pyprocess *pp = find(py, p->pid, p->start_time_ns);
+
+	if (!pp || pp->status != -EAGAIN)
+		return;
+	if (!interpreter_runs(pp)) {
+		wait_for_interpreter(pp, p);
+		return;
+	}
+	start_walking(py, pp, p, 0);
+}
+
+/* Describes a runtime detection found (r: pyruntime_detect's result, 0 or
+ * -EPROTONOSUPPORT) to BPF, and reports it in p->runtime, the stats and the
+ * log. */
+static void start_walking(struct python *py, struct pyprocess *pp, struct process *p, int r)
+{
+	struct perfd_python_process desc;
+	struct pthread_tsd tsd;
+
+	if (r == 0) {
 		r = find_tsd(py, p, &tsd);
 		if (r == 0)
 			r = describe(pp->rt, &tsd, &desc);
@@ -678,6 +757,7 @@ size_t python_merge(struct python *py, const struct process *p,
 	struct pyprocess *pp;
 	size_t first_eval = SIZE_MAX, last_eval = 0, next = 0, out = 0;
 	uint32_t kd, ud, pd = s->python_depth;
+	bool cut = sample_user_cut(s);
 
 	pp = find(py, p->pid, p->start_time_ns);
 	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))
@@ -703,14 +783,14 @@ size_t python_merge(struct python *py, const struct process *p,
 			 * recognized: a .cold part without symbols) */
 			for (; next < pd && out < cap; next++) {
 				emit_python(py, pp, &pf[next], frames, &out);
-				if ((pf[next].code & PERFD_PYFRAME_ENTRY) && i != last_eval) {
+				if ((pf[next].code & PERFD_PYFRAME_ENTRY) && (i != last_eval || cut)) {
 					next++;
 					break;
 				}
 			}
 			continue;
 		}
-		if (first_eval != SIZE_MAX && i > first_eval && i < last_eval &&
+		if (first_eval != SIZE_MAX && i > first_eval && (i < last_eval || (cut && next < pd)) &&
 		    frame_module(native[i]) == pp->interp_module)
 			continue; /* the interpreter's call machinery */
 		frames[out++] = native[i];

@@ -60,10 +60,15 @@ struct python *python_new(int map_fd, struct symbolizer *symbolizer,
 			  const struct python_limits *limits);
 struct python *python_free(struct python *py);
 
-/* Called after p's mappings were (re)read: recognizes CPython, writes the
- * BPF description, and fills p->runtime.  Logs an unsupported runtime once
- * per process. */
+/* Called after p's mappings were (re)read: recognizes CPython and, once an
+ * interpreter runs in it (else it asks for a revisit), writes the BPF
+ * description and fills p->runtime.  Logs an unsupported runtime once per
+ * process. */
 void python_maps_changed(struct python *py, struct process *p);
+/* The aggregator's revisit of p (p->revisit_ns, which python_maps_changed
+ * sets): for a runtime found before an interpreter ran in it, looks again,
+ * and describes and reports it once one does. */
+void python_revisit(struct python *py, struct process *p);
 /* Forgets p (exited, replaced or evicted) and removes its BPF entry. */
 void python_process_gone(struct python *py, const struct process *p);
 
