@@ -329,7 +329,7 @@ def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, wo
     restarted = time.time()
     wait_for("pushes after the receiver came back",
              lambda: requests_of(receiver, w.pid, since=restarted), timeout=20)
-    w.finish(timeout=60)
+    w.kill()  # its CPU seconds may take long on a loaded machine: not needed
     e = wait_for("the exporter to recover", lambda: (
         lambda x: x if x["state"] == "ok" else None)(exporter(daemon.status(), "pyroscope")))
     assert e["last_error"], e
@@ -357,7 +357,7 @@ def test_sighup_applies_a_new_label_and_keeps_the_profiles(push_daemon, workload
         x for x in requests_of(receiver, w.pid, since=reloaded) if x[1].get("team") == "profiling"],
         timeout=20)
     assert got
-    w.finish(timeout=60)
+    w.kill()
     after = daemon.perfctl_json(*held)
     assert after["samples"] == before["samples"], \
         f"the store lost what it held before the reload: {before['samples']} -> {after['samples']}"
