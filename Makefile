@@ -20,7 +20,7 @@ BPFTOOL ?= bpftool
 PYTHON ?= /usr/bin/python3
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-PKGS := libbpf libdw libelf libsystemd json-c liblzma zlib libprotobuf-c
+PKGS := libbpf libdw libelf libsystemd json-c liblzma zlib libprotobuf-c libcurl
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lpthread
 

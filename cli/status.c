@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <json-c/json.h>
 
@@ -19,6 +20,68 @@
 #include "format.h"
 #include "output.h"
 #include "perfctl.h"
+
+/* One line per exporter: where to, its state, its queue and losses. */
+static void print_export(struct json_object *r)
+{
+	struct json_object *x = json_object_object_get(r, "export"), *list;
+	char a[CTL_COUNT_MAX], b[CTL_COUNT_MAX];
+	double ms = 0;
+
+	if (!json_object_object_get_ex(x, "exporters", &list) ||
+	    !json_object_is_type(list, json_type_array))
+		return;
+	if (!json_object_get_boolean(json_object_object_get(x, "enabled"))) {
+		printf("Export:       off (no output-dir, no push-url)\n");
+		return;
+	}
+	(void)ctl_json_double(r, "export.last_encode_ms", &ms);
+	printf("Export:       every %s s, %s profiles encoded, last interval in %.1f ms\n",
+	       ctl_json_count(r, "export.interval_seconds", a), ctl_json_count(r, "export.profiles", b), ms);
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *e = json_object_array_get_idx(list, i);
+		_cleanup_free_ char *name = ctl_json_string_escaped(e, "name"),
+				    *target = ctl_json_string_escaped(e, "target"),
+				    *state = ctl_json_string_escaped(e, "state"), *error = NULL;
+		char c[CTL_COUNT_MAX], d[CTL_COUNT_MAX], f[CTL_COUNT_MAX];
+		double sent_bytes = 0;
+
+		if (json_object_is_type(json_object_object_get(e, "last_error"), json_type_string))
+			error = ctl_json_string_escaped(e, "last_error");
+		(void)ctl_json_double(e, "sent_bytes", &sent_bytes);
+		printf("  %-11s %s: %s; sent %s (%.1f KiB), queued %s, dropped %s, failed %s, retries %s\n",
+		       name ? name : "-", target ? target : "-", state ? state : "-",
+		       ctl_json_count(e, "sent", a), sent_bytes / 1024.0, ctl_json_count(e, "queued", b),
+		       ctl_json_count(e, "dropped", c), ctl_json_count(e, "failed", d),
+		       ctl_json_count(e, "retries", f));
+		if (error)
+			printf("  %-11s last error: %s\n", "", error);
+	}
+}
+
+/* The effective configuration, one option a line. */
+static void print_config(struct json_object *r)
+{
+	struct json_object *cfg = json_object_object_get(r, "config");
+	bool has_file = json_object_is_type(json_object_object_get(cfg, "config_file"), json_type_string);
+	_cleanup_free_ char *file = has_file ? ctl_json_string_escaped(r, "config.config_file") : NULL;
+
+	if (!cfg || !json_object_is_type(cfg, json_type_object))
+		return;
+	printf("Configuration: %s\n", file ? file : "no file, defaults and flags");
+	json_object_object_foreach(cfg, key, value) {
+		_cleanup_free_ char *text = NULL;
+		const char *s;
+
+		if (!strcmp(key, "config_file"))
+			continue;
+		s = value ? json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN) : "-";
+		if (value && json_object_is_type(value, json_type_string))
+			s = json_object_get_string(value);
+		text = ctl_escape(s, strlen(s));
+		printf("  %-22s %s\n", key, text ? text : "-");
+	}
+}
 
 static void print_status(struct json_object *r)
 {
@@ -107,6 +170,8 @@ static void print_status(struct json_object *r)
 		printf("Daemon RSS:   %.1f MiB\n", rss / (1024.0 * 1024.0));
 	else
 		printf("Daemon RSS:   -\n");
+	print_export(r);
+	print_config(r);
 }
 
 enum perfctl_exit do_status(struct ctl_env *env, int argc, char **argv)

@@ -14,8 +14,11 @@
 #include "base/log.h"
 #include "collect/drain.h"
 #include "collect/sampler.h"
+#include "config.h"
+#include "export/exporter.h"
 #include "interp/python/python.h"
 #include "manager.h"
+#include "perfd/unwind.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
@@ -33,10 +36,15 @@
 #define PYTHON_MAX_CODE_BYTES (64u << 20)
 #define PYTHON_MAX_NAME_BYTES (64u << 20)
 
+#define KALLSYMS_PATH "/proc/kallsyms"
+#define KERNEL_NOTES_PATH "/sys/kernel/notes" /* the kernel's build-id */
+#define UNWIND_MAPPINGS 65536
+
 struct manager {
-	struct manager_opts opts;
+	struct config *config; /* the running one */
+	const struct config_args *args; /* the caller's: read again at SIGHUP */
 	struct daemon d; /* what the commands work on (api/command.h) */
-	sd_event_source *queue_io, *unwind_io, *maintain_timer, *sigterm, *sigint;
+	sd_event_source *queue_io, *unwind_io, *maintain_timer, *sigterm, *sigint, *sighup;
 };
 
 /* The drain thread queued records. */
@@ -140,7 +148,7 @@ static int setup_python(struct manager *m)
 		.revisit = on_revisit,
 		.userdata = m,
 	};
-	int fd = m->opts.python ? sampler_python_map_fd(m->d.sampler) : -ECANCELED;
+	int fd = !m->config->no_python ? sampler_python_map_fd(m->d.sampler) : -ECANCELED;
 
 	if (fd == -ENOTSUP)
 		log_notice("This kernel cannot walk Python frames (no bpf_loop()): Python processes show native frames only.");
@@ -151,18 +159,23 @@ static int setup_python(struct manager *m)
 	return 0;
 }
 
+static uint32_t unwind_rows(const struct config *c)
+{
+	return (uint32_t)((c->unwind_mib << 20) / sizeof(struct perfd_unwind_row));
+}
+
 static int setup_unwinder(struct manager *m)
 {
 	struct unwinder_opts uo = {
-		.rows_capacity = m->opts.unwind_rows,
-		.mappings_capacity = m->opts.unwind_mappings,
+		.rows_capacity = unwind_rows(m->config),
+		.mappings_capacity = UNWIND_MAPPINGS,
 		.loop_upload_max_rows = UNWINDER_LOOP_UPLOAD_MAX_ROWS,
 		.symbolizer = m->d.symbolizer,
 	};
 	int r;
 
 	if (!sampler_has_unwind_tables(m->d.sampler)) {
-		if (m->opts.unwind_rows > 0)
+		if (uo.rows_capacity > 0)
 			log_notice("This kernel lacks bpf_loop() or bpf_task_pt_regs(): user stacks are walked with frame pointers only.");
 		return 0;
 	}
@@ -182,6 +195,65 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
+/* The effective configuration, as status shows it. */
+static void publish_config(struct manager *m)
+{
+	json_object *o = config_to_json(m->config);
+
+	if (!o)
+		return; /* out of memory: status keeps the one before */
+	json_object_put(m->d.config_json);
+	m->d.config_json = o;
+}
+
+static struct export_source export_source(struct manager *m)
+{
+	return (struct export_source){
+		.aggregator = m->d.aggregator,
+		.model = daemon_model_opts(&m->d, PROFILE_KIND_CPU, false, true, false),
+		.period_ns = sampler_period_ns(m->d.sampler),
+		.memory_sample_bytes = m->d.memory_sample_bytes,
+		.frequency_hz = m->d.frequency_hz,
+		.drain = (void (*)(void *))daemon_drain,
+		.drain_ctx = &m->d,
+	};
+}
+
+/* SIGHUP: the configuration again, from the same flags and the file as it
+ * is now (config.h says what may change).  A bad file keeps the running
+ * configuration whole. */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct manager *m = userdata;
+	struct config *next = NULL;
+	char err[CONFIG_ERROR_MAX], kept[512], changed[512];
+	size_t n;
+	int r;
+
+	r = config_load(m->args, &next, err, sizeof(err));
+	if (r < 0) {
+		log_error("Failed to reload the configuration, keeping the running one: %s", err);
+		return 0;
+	}
+	if (config_keep_restart_only(m->config, next, kept, sizeof(kept)) > 0)
+		log_warning("The reloaded configuration changes %s: that takes a restart, keeping the running values.",
+			    kept);
+	n = config_diff(m->config, next, changed, sizeof(changed));
+	r = exporter_configure(m->d.exporter, &next->export);
+	if (r < 0) {
+		log_error_errno(r, "Failed to apply the reloaded configuration, keeping the running one: %m");
+		config_free(next);
+		return 0;
+	}
+	log_set_max_level(next->verbose ? LOG_DEBUG : LOG_INFO);
+	config_free(m->config);
+	m->config = next;
+	publish_config(m);
+	log_info("Reloaded the configuration%s%s: %s.", next->config_path ? " from " : "",
+		 next->config_path ? next->config_path : "", n ? changed : "nothing changed");
+	return 0;
+}
+
 static int get_listen_fd(void)
 {
 	int n = sd_listen_fds(1);
@@ -195,16 +267,23 @@ static int get_listen_fd(void)
 	return SD_LISTEN_FDS_START;
 }
 
-int manager_new(const struct manager_opts *opts, struct manager **ret)
+int manager_new(struct config *cfg, const struct config_args *args, struct manager **ret)
 {
+	struct aggregator_limits limits = {
+		.max_processes = cfg->max_processes,
+		.max_stacks = cfg->max_stacks,
+		.max_frames = cfg->max_frames,
+		.max_memory_bytes = cfg->max_memory_mib << 20,
+		.retention_s = cfg->retention_s,
+	};
 	struct sampler_opts so = {
-		.frequency_hz = opts->frequency_hz,
-		.ringbuf_bytes = opts->ringbuf_bytes,
-		.unwind_rows = opts->unwind_rows,
-		.unwind_mappings = opts->unwind_mappings,
-		.unwind_processes = opts->limits.max_processes,
-		.python_processes = opts->limits.max_processes,
-		.memory_sample_bytes = opts->memory_sample_bytes,
+		.frequency_hz = (unsigned)cfg->frequency_hz,
+		.ringbuf_bytes = cfg->ringbuf_mib << 20,
+		.unwind_rows = unwind_rows(cfg),
+		.unwind_mappings = UNWIND_MAPPINGS,
+		.unwind_processes = limits.max_processes,
+		.python_processes = limits.max_processes,
+		.memory_sample_bytes = cfg->no_memory ? 0 : cfg->memory_sample_bytes,
 		.on_record = drain_enqueue,
 	};
 	struct drain_opts dopts = {
@@ -212,7 +291,7 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		.interval_ms = DRAIN_INTERVAL_MS,
 	};
 	struct server_opts sv = {
-		.socket_path = opts->socket_path,
+		.socket_path = cfg->socket_path,
 		.on_request = on_request,
 		.on_cancel = on_cancel,
 	};
@@ -221,12 +300,16 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	sigset_t mask;
 	int r, kr;
 
-	if (!m)
+	if (!m) {
+		config_free(cfg);
 		return log_error_errno(ENOMEM, "Out of memory.");
-	m->opts = *opts;
-	m->d.frequency_hz = opts->frequency_hz;
-	m->d.limits = opts->limits;
+	}
+	m->config = cfg;
+	m->args = args;
+	m->d.frequency_hz = (unsigned)cfg->frequency_hz;
+	m->d.limits = limits;
 	m->d.start_ns = now_monotonic_ns();
+	publish_config(m);
 
 	r = sd_event_default(&m->d.event);
 	if (r < 0) {
@@ -236,19 +319,21 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	if ((r = sd_event_add_signal(m->d.event, &m->sigterm, SIGTERM, on_signal, m)) < 0 ||
-	    (r = sd_event_add_signal(m->d.event, &m->sigint, SIGINT, on_signal, m)) < 0) {
-		log_error_errno(r, "Failed to watch SIGTERM/SIGINT: %m");
+	    (r = sd_event_add_signal(m->d.event, &m->sigint, SIGINT, on_signal, m)) < 0 ||
+	    (r = sd_event_add_signal(m->d.event, &m->sighup, SIGHUP, on_sighup, m)) < 0) {
+		log_error_errno(r, "Failed to watch SIGTERM/SIGINT/SIGHUP: %m");
 		goto fail;
 	}
 	(void)sd_event_set_watchdog(m->d.event, true);
 
-	m->d.symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = opts->kallsyms_path,
-								   .kernel_notes_path = opts->kernel_notes_path,
-								   .debug_dir = opts->debug_dir,
-								   .cache_bytes = opts->symbol_cache_bytes,
-								   .demangle = opts->demangle },
+	m->d.symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = KALLSYMS_PATH,
+								   .kernel_notes_path = KERNEL_NOTES_PATH,
+								   .debug_dir = cfg->debug_dir,
+								   .cache_bytes = cfg->symbol_cache_mib << 20,
+								   .demangle = !cfg->no_demangle },
 				       &kr);
 	if (!m->d.symbolizer) {
 		r = log_error_errno(ENOMEM, "Out of memory.");
@@ -256,16 +341,16 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 	}
 	if (kr < 0)
 		log_warning_errno(kr, "Kernel symbols unavailable (%s), kernel frames will print as [unknown]: %m",
-				  opts->kallsyms_path);
-	if (opts->kernel_notes_path) {
+				  KALLSYMS_PATH);
+	{
 		const char *kpath, *kbuild_id;
 
 		if (symbolizer_describe_module(m->d.symbolizer, FRAME_MODULE_KERNEL, &kpath,
 					       &kbuild_id) && !kbuild_id[0])
 			log_info("No kernel build-id in %s, the kernel's mapping in profiles goes without one.",
-				 opts->kernel_notes_path);
+				 KERNEL_NOTES_PATH);
 	}
-	m->d.aggregator = aggregator_new(&opts->limits, m->d.symbolizer);
+	m->d.aggregator = aggregator_new(&limits, m->d.symbolizer);
 	if (!m->d.aggregator) {
 		r = log_error_errno(ENOMEM, "Out of memory.");
 		goto fail;
@@ -283,7 +368,7 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		goto fail;
 	}
 	m->d.memory_sample_bytes = sampler_memory_sample_bytes(m->d.sampler);
-	if (opts->memory_sample_bytes && !m->d.memory_sample_bytes)
+	if (so.memory_sample_bytes && !m->d.memory_sample_bytes)
 		log_notice("This kernel has no rss_stat tracepoint with BTF: memory growth is not sampled.");
 	r = setup_unwinder(m);
 	if (r < 0) {
@@ -314,15 +399,27 @@ int manager_new(const struct manager_opts *opts, struct manager **ret)
 		goto fail;
 	}
 
+	{
+		struct export_source src = export_source(m);
+
+		r = exporter_new(m->d.event, &src, &m->d.exporter);
+	}
+	if (r >= 0)
+		r = exporter_configure(m->d.exporter, &cfg->export);
+	if (r < 0) {
+		log_error_errno(r, "Failed to set up the exporters: %m");
+		goto fail;
+	}
+
 	sv.listen_fd = get_listen_fd();
 	sv.userdata = m;
 	r = server_new(m->d.event, &sv, &m->d.server);
 	if (r == -EADDRINUSE) {
-		log_error("Another perfd is already running on %s.", opts->socket_path);
+		log_error("Another perfd is already running on %s.", cfg->socket_path);
 		goto fail;
 	}
 	if (r < 0) {
-		log_error_errno(r, "Failed to listen on %s: %m", opts->socket_path);
+		log_error_errno(r, "Failed to listen on %s: %m", cfg->socket_path);
 		goto fail;
 	}
 	*ret = m;
@@ -337,9 +434,9 @@ int manager_run(struct manager *m)
 	int r;
 
 	log_info("Sampling %u CPUs at %u Hz; listening on %s.", sampler_cpus(m->d.sampler),
-		 m->opts.frequency_hz, m->opts.socket_path);
+		 m->d.frequency_hz, m->config->socket_path);
 	(void)sd_notifyf(false, "READY=1\nSTATUS=Sampling %u CPUs at %u Hz",
-			 sampler_cpus(m->d.sampler), m->opts.frequency_hz);
+			 sampler_cpus(m->d.sampler), m->d.frequency_hz);
 	r = sd_event_loop(m->d.event);
 	(void)sd_notify(false, "STOPPING=1");
 	if (r < 0)
@@ -354,6 +451,8 @@ struct manager *manager_free(struct manager *m)
 	/* Clients first: they own the snapshots' replies. */
 	server_free(m->d.server);
 	snapshots_free_all(&m->d);
+	/* its threads hold no store data, only encoded profiles */
+	m->d.exporter = exporter_free(m->d.exporter);
 	/* The drain thread reads the sampler's ring: it goes first. */
 	m->d.drain = drain_free(m->d.drain);
 	sd_event_source_disable_unref(m->queue_io);
@@ -361,12 +460,15 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);
+	sd_event_source_disable_unref(m->sighup);
 	aggregator_free(m->d.aggregator);
 	python_free(m->d.python);
 	unwinder_free(m->d.unwinder);
 	sampler_free(m->d.sampler);
 	symbolizer_free(m->d.symbolizer);
 	sd_event_unref(m->d.event);
+	json_object_put(m->d.config_json);
+	config_free(m->config);
 	free(m);
 	return NULL;
 }

@@ -11,6 +11,11 @@
  * -> api/command.c runs its command (api/cmd_*.c) -> profile/model.c
  * resolves the profile (symbols/, interp/python) -> encode/ writes it ->
  * api/server.c sends it -> perfctl.
+ *
+ * Every interval, export/exporter.c takes each process's profiles of the
+ * interval from the store, encodes them on the loop and hands them to the
+ * exporters' threads (files, Pyroscope), so neither a slow disk nor a dead
+ * backend holds the loop or the drain thread.
  */
 #ifndef PERFD_MANAGER_H
 #define PERFD_MANAGER_H
@@ -20,28 +25,18 @@
 
 #include "profile/aggregate.h"
 
-struct manager_opts {
-	const char *socket_path;
-	unsigned frequency_hz;
-	size_t ringbuf_bytes;
-	struct aggregator_limits limits;
-	uint32_t unwind_rows;     /* 0: frame pointers only */
-	uint32_t unwind_mappings;
-	const char *kallsyms_path;
-	const char *kernel_notes_path; /* the kernel's build-id; NULL: none */
-	const char *debug_dir; /* NULL: /usr/lib/debug */
-	size_t symbol_cache_bytes; /* 0: the symbolizer's default */
-	bool demangle;
-	bool python; /* walk Python frames */
-	uint64_t memory_sample_bytes; /* mean growth per memory sample; 0: off */
-};
-
 struct manager;
 
-/* Sets everything up (BPF attached, socket listening); logs what failed.
- * Returns 0 or -errno. */
-int manager_new(const struct manager_opts *opts, struct manager **ret);
-/* Runs until SIGTERM/SIGINT.  Returns 0 or -errno. */
+struct config;
+struct config_args;
+
+/* Sets everything up (BPF attached, socket listening) as cfg says, taking
+ * cfg (freed, even on failure); logs what failed.  args stays the
+ * caller's, alive until manager_free(): a SIGHUP loads the configuration
+ * again from them (config.h).  Returns 0 or -errno. */
+int manager_new(struct config *cfg, const struct config_args *args, struct manager **ret);
+/* Runs until SIGTERM/SIGINT; SIGHUP reloads the configuration.  Returns 0
+ * or -errno. */
 int manager_run(struct manager *m);
 struct manager *manager_free(struct manager *m);
 

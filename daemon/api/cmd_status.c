@@ -41,6 +41,7 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 		.daemon_rss_bytes = daemon_rss_bytes(),
 		.clients = server_clients(d->server),
 		.snapshots = d->n_snapshots,
+		.config = d->config_json,
 	};
 
 	daemon_drain(d);
@@ -53,6 +54,8 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 		unwinder_get_stats(d->unwinder, &info.unwind);
 	python_get_stats(d->python, &info.python);
 	drain_get_stats(d->drain, &info.drain);
+	if (d->exporter)
+		exporter_get_stats(d->exporter, &info.exporter);
 	command_reply_json(c, query_status(&info));
 	return 0;
 }

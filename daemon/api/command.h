@@ -23,6 +23,7 @@
 
 #include "api/request.h"
 #include "api/server.h"
+#include "base/clock.h"
 #include "profile/aggregate.h"
 #include "profile/model.h"
 
@@ -32,6 +33,7 @@ struct symbolizer;
 struct python;
 struct unwinder;
 struct snapshot;
+struct exporter;
 
 struct daemon {
 	unsigned frequency_hz;
@@ -45,6 +47,8 @@ struct daemon {
 	struct python *python;
 	struct unwinder *unwinder; /* NULL: frame pointers only */
 	struct server *server;
+	struct exporter *exporter;
+	json_object *config_json; /* the effective configuration (config.h) */
 	uint64_t start_ns;
 	uint64_t malformed_records;
 	struct snapshot *snapshots; /* cmd_snapshot.c's, waiting for their end */
@@ -91,9 +95,6 @@ struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bo
 				    bool python_lines, bool threads);
 /* A selection's visible(): the client (a struct perfd_peer) may see p. */
 bool daemon_peer_sees(void *peer, const struct process *p);
-/* CLOCK_MONOTONIC ns as seconds since the epoch, and back. */
-double monotonic_to_unix(uint64_t mono_ns);
-uint64_t unix_to_monotonic(double unix_s);
 
 /* Ingests every record sampled until now (the ring buffer's too), so an
  * answer sees the latest samples. */

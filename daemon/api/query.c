@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* query.c - see query.h. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,58 @@ json_object *query_error(const char *code, const char *fmt, ...)
 	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
 	json_object_object_add(o, "error", e);
+	return o;
+}
+
+static json_object *unix_time_or_null(double t)
+{
+	return t > 0 ? json_object_new_double(t) : NULL;
+}
+
+/* "export": the interval's figures, then one object per exporter. */
+static json_object *export_status(const struct exporter_stats *x)
+{
+
+	static const struct {
+		const char *key;
+		size_t offset;
+	} counters[] = {
+		{ "queued", offsetof(struct export_worker_stats, queued) },
+		{ "queued_bytes", offsetof(struct export_worker_stats, queued_bytes) },
+		{ "max_queued_bytes", offsetof(struct export_worker_stats, max_queued_bytes) },
+		{ "sent", offsetof(struct export_worker_stats, sent) },
+		{ "sent_bytes", offsetof(struct export_worker_stats, sent_bytes) },
+		{ "dropped", offsetof(struct export_worker_stats, dropped) },
+		{ "failed", offsetof(struct export_worker_stats, failed) },
+		{ "retries", offsetof(struct export_worker_stats, retries) },
+	};
+	json_object *o = json_object_new_object(), *list = json_object_new_array();
+
+	json_object_object_add(o, "enabled", json_object_new_boolean(x->enabled));
+	add_u64(o, "interval_seconds", x->interval_s);
+	add_u64(o, "intervals", x->intervals);
+	add_u64(o, "profiles", x->profiles);
+	add_u64(o, "encode_errors", x->encode_errors);
+	json_object_object_add(o, "last_export", unix_time_or_null(x->last_export_unix));
+	json_object_object_add(o, "last_encode_ms", json_object_new_double(x->last_encode_ms));
+	json_object_object_add(o, "longest_encode_ms", json_object_new_double(x->longest_encode_ms));
+	for (size_t i = 0; i < x->n_sinks; i++) {
+		const struct export_worker_stats *w = &x->sinks[i];
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(w->name));
+		json_object_object_add(e, "target", json_object_new_string(w->target));
+		json_object_object_add(e, "state", json_object_new_string(w->retrying ? "retrying" :
+									   w->last_success_unix > 0 ? "ok" : "idle"));
+		for (size_t k = 0; k < ELEMENTSOF(counters); k++)
+			add_u64(e, counters[k].key, *(const uint64_t *)((const char *)w + counters[k].offset));
+		json_object_object_add(e, "last_success", unix_time_or_null(w->last_success_unix));
+		json_object_object_add(e, "last_error_time", unix_time_or_null(w->last_error_unix));
+		json_object_object_add(e, "last_error",
+				       w->last_error[0] ? json_object_new_string(w->last_error) : NULL);
+		json_object_array_add(list, e);
+	}
+	json_object_object_add(o, "exporters", list);
 	return o;
 }
 
@@ -216,6 +269,9 @@ json_object *query_status(const struct status_info *in)
 	add_u64(o, "clients", in->clients);
 	add_u64(o, "snapshots", in->snapshots);
 	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);
+	if (in->config)
+		json_object_object_add(o, "config", json_object_get(in->config));
+	json_object_object_add(o, "export", export_status(&in->exporter));
 	return o;
 }
 

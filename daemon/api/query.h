@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "collect/drain.h"
+#include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
 #include "interp/python/python.h"
@@ -34,6 +35,8 @@ struct status_info {
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	size_t clients, snapshots;
+	json_object *config; /* the effective configuration, borrowed; NULL: none */
+	struct exporter_stats exporter;
 };
 
 /* New reference; NULL when out of memory. */

@@ -20,4 +20,23 @@ static inline uint64_t now_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_MONOTONIC ns as seconds since the epoch (as the realtime clock
+ * says now), and back. */
+static inline double monotonic_to_unix(uint64_t mono_ns)
+{
+	struct timespec rt, mt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	return (double)rt.tv_sec + rt.tv_nsec / 1e9 - (mt.tv_sec + mt.tv_nsec / 1e9) +
+	       (double)mono_ns / NSEC_PER_SEC;
+}
+
+static inline uint64_t unix_to_monotonic(double unix_s)
+{
+	double mono = unix_s - monotonic_to_unix(0);
+
+	return mono <= 0 ? 0 : (uint64_t)(mono * NSEC_PER_SEC);
+}
+
 #endif

@@ -25,6 +25,10 @@ struct encode_opts {
 	uint64_t memory_sample_bytes; /* mean growth a memory sample stands for */
 	uint64_t time_unix_ns;        /* where the answer's range begins; 0: unknown */
 	uint64_t duration_ns;         /* how long the range is */
+	/* pprof only: labels every sample carries besides the process's own,
+	 * as n_labels (key, value) pairs, not copied */
+	const char *const *labels;
+	size_t n_labels;
 };
 
 struct encoder {
@@ -46,6 +50,11 @@ const char *encoder_encoding(const struct encoder *e);
 int folded_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+/* The gzipped profile.proto bytes themselves, for a file or a request
+ * body: *ret (malloc'd, the caller's) and *ret_len.  Returns 0 or
+ * -ENOMEM. */
+int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8_t **ret,
+		       size_t *ret_len);
 int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int html_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 

@@ -27,11 +27,13 @@
  * Values: a CPU sample is [samples/count, cpu/nanoseconds = samples x
  * period], memory [space/bytes], off-CPU time [off_cpu/nanoseconds].
  * Labels: pid and comm on every sample, cgroup and unit where known, tid
- * when threads are kept apart.
+ * when threads are kept apart, then the caller's (an exported profile's
+ * hostname and the configured labels).
  *
  * protobuf-c packs the message straight into zlib's deflate (gzip framing)
  * and the compressed bytes go straight into the answer's string as base64
- * (base/base64.h): the packed profile is never held whole.  Memory: the
+ * (base/base64.h): the packed profile is never held whole.  The exporters
+ * take the compressed bytes themselves (pprof_encode_bytes).  Memory: the
  * protobuf-c structs, a few words per function, line, location, sample
  * and sample frame.
  */
@@ -110,10 +112,12 @@ struct pprof {
 	pb_sample *samples, **sample_ptrs;
 	uint64_t *location_ids;
 	int64_t *values;
-	pb_label *process_labels; /* MAX_LABELS - 1 per process */
+	size_t n_extra;           /* encode_opts' labels */
+	int64_t *extra_strings;   /* their key and value indexes */
+	pb_label *process_labels; /* MAX_LABELS - 1 + n_extra per process */
 	size_t *n_process_labels;
 	pb_label *tid_labels; /* one per sample, with threads */
-	pb_label **label_ptrs; /* MAX_LABELS per sample */
+	pb_label **label_ptrs; /* MAX_LABELS + n_extra per sample */
 };
 
 /* An array of n elements of size bytes, zeroed (never NULL for n = 0). */
@@ -274,18 +278,24 @@ static pb_label *num_label(pb_label *l, int64_t key, int64_t value)
 	return l;
 }
 
-/* The labels every sample of a process shares. */
-static int build_process_labels(struct pprof *p)
+/* The labels every sample of a process shares: its own, then the
+ * caller's (encode_opts.labels). */
+static int build_process_labels(struct pprof *p, const struct encode_opts *o)
 {
 	const struct model *m = p->m;
+	size_t per = MAX_LABELS - 1 + p->n_extra;
 
-	p->process_labels = alloc_array(m->n_processes * (MAX_LABELS - 1), sizeof(pb_label));
+	p->process_labels = alloc_array(m->n_processes * per, sizeof(pb_label));
 	p->n_process_labels = alloc_array(m->n_processes, sizeof(size_t));
-	if (!p->process_labels || !p->n_process_labels)
+	p->extra_strings = alloc_array(2 * p->n_extra, sizeof(int64_t));
+	if (!p->process_labels || !p->n_process_labels || !p->extra_strings)
 		return -ENOMEM;
+	for (size_t k = 0; k < 2 * p->n_extra; k++)
+		if ((p->extra_strings[k] = add_string(p, o->labels[k])) < 0)
+			return -ENOMEM;
 	for (size_t i = 0; i < m->n_processes; i++) {
 		const struct model_process *pr = &m->processes[i];
-		pb_label *l = p->process_labels + i * (MAX_LABELS - 1);
+		pb_label *l = p->process_labels + i * per;
 		int64_t comm = model_str(p, pr->comm), cgroup = model_str(p, pr->cgroup),
 			unit = model_str(p, pr->unit);
 		size_t n = 0;
@@ -298,6 +308,8 @@ static int build_process_labels(struct pprof *p)
 			str_label(&l[n++], S_CGROUP, cgroup);
 		if (unit)
 			str_label(&l[n++], S_UNIT, unit);
+		for (size_t k = 0; k < p->n_extra; k++)
+			str_label(&l[n++], p->extra_strings[2 * k], p->extra_strings[2 * k + 1]);
 		p->n_process_labels[i] = n;
 	}
 	return 0;
@@ -312,7 +324,7 @@ static int build_samples(struct pprof *p, const struct encode_opts *o)
 	p->sample_ptrs = alloc_array(m->n_samples, sizeof(*p->sample_ptrs));
 	p->location_ids = alloc_array(m->n_pool, sizeof(*p->location_ids));
 	p->values = alloc_array(m->n_samples * n_types, sizeof(*p->values));
-	p->label_ptrs = alloc_array(m->n_samples * MAX_LABELS, sizeof(*p->label_ptrs));
+	p->label_ptrs = alloc_array(m->n_samples * (MAX_LABELS + p->n_extra), sizeof(*p->label_ptrs));
 	p->tid_labels = m->threads ? alloc_array(m->n_samples, sizeof(*p->tid_labels)) : NULL;
 	if (!p->samples || !p->sample_ptrs || !p->location_ids || !p->values || !p->label_ptrs ||
 	    (m->threads && !p->tid_labels))
@@ -320,8 +332,8 @@ static int build_samples(struct pprof *p, const struct encode_opts *o)
 	for (size_t i = 0; i < m->n_samples; i++) {
 		const struct model_sample *s = &m->samples[i];
 		pb_sample *ps = &p->samples[i];
-		pb_label *pl = p->process_labels + s->process * (MAX_LABELS - 1);
-		pb_label **labels = p->label_ptrs + i * MAX_LABELS;
+		pb_label *pl = p->process_labels + s->process * (MAX_LABELS - 1 + p->n_extra);
+		pb_label **labels = p->label_ptrs + i * (MAX_LABELS + p->n_extra);
 		int64_t *v = p->values + i * n_types;
 
 		perftools__profiles__sample__init(ps);
@@ -354,6 +366,7 @@ static int build(struct pprof *p, const struct model *m, const struct encode_opt
 	int r;
 
 	p->m = m;
+	p->n_extra = o->n_labels;
 	perftools__profiles__profile__init(pr);
 	for (size_t i = 0; i < N_FIXED_STRINGS; i++)
 		if (add_string(p, fixed_strings[i]) < 0)
@@ -377,7 +390,7 @@ static int build(struct pprof *p, const struct model *m, const struct encode_opt
 	pr->duration_nanos = (int64_t)o->duration_ns;
 
 	if ((r = build_functions(p)) < 0 || (r = build_mappings(p)) < 0 ||
-	    (r = build_locations(p)) < 0 || (r = build_process_labels(p)) < 0 ||
+	    (r = build_locations(p)) < 0 || (r = build_process_labels(p, o)) < 0 ||
 	    (r = build_samples(p, o)) < 0)
 		return r;
 	/* last: interning may have moved the table */
@@ -402,26 +415,31 @@ static void pprof_done(struct pprof *p)
 	free(p->sample_ptrs);
 	free(p->location_ids);
 	free(p->values);
+	free(p->extra_strings);
 	free(p->process_labels);
 	free(p->n_process_labels);
 	free(p->tid_labels);
 	free(p->label_ptrs);
 }
 
-/* Where protobuf-c's packing goes: gathered into in[], deflated with gzip
- * framing, and the compressed bytes written as base64 into the JSON
- * string, up to two of them kept over for the next group of three. */
-struct gzip_base64 {
+/* Where protobuf-c's packing goes: gathered into in[] and deflated with
+ * gzip framing; emit() takes the compressed bytes: as base64 into the
+ * JSON string (up to two of them kept over for the next group of three),
+ * or into a byte buffer. */
+struct gzip_sink {
 	ProtobufCBuffer base; /* first: protobuf-c hands this back to append */
 	z_stream z;
+	void (*emit)(struct gzip_sink *s, const unsigned char *data, size_t n);
 	struct jsonw *w;
+	unsigned char *out;
+	size_t n_out, cap_out;
 	int error;
 	size_t n_in, n_carry;
 	unsigned char carry[2];
 	unsigned char in[64 * 1024];
 };
 
-static void emit_base64(struct gzip_base64 *s, const unsigned char *data, size_t n)
+static void emit_base64(struct gzip_sink *s, const unsigned char *data, size_t n)
 {
 	unsigned char group[3 * 1024];
 	char text[BASE64_ENCODED_LEN(sizeof(group))];
@@ -441,7 +459,24 @@ static void emit_base64(struct gzip_base64 *s, const unsigned char *data, size_t
 	}
 }
 
-static void deflate_some(struct gzip_base64 *s, const unsigned char *data, size_t n, int flush)
+static void emit_bytes(struct gzip_sink *s, const unsigned char *data, size_t n)
+{
+	if (s->n_out + n > s->cap_out) {
+		size_t cap = MAX(2 * s->cap_out, s->n_out + n);
+		unsigned char *q = realloc(s->out, cap);
+
+		if (!q) {
+			s->error = -ENOMEM;
+			return;
+		}
+		s->out = q;
+		s->cap_out = cap;
+	}
+	memcpy(s->out + s->n_out, data, n);
+	s->n_out += n;
+}
+
+static void deflate_some(struct gzip_sink *s, const unsigned char *data, size_t n, int flush)
 {
 	unsigned char out[16 * 1024];
 
@@ -456,13 +491,13 @@ static void deflate_some(struct gzip_base64 *s, const unsigned char *data, size_
 			s->error = -EIO;
 			return;
 		}
-		emit_base64(s, out, sizeof(out) - s->z.avail_out);
+		s->emit(s, out, sizeof(out) - s->z.avail_out);
 	} while (s->z.avail_out == 0);
 }
 
 static void sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
 {
-	struct gzip_base64 *s = (struct gzip_base64 *)buffer;
+	struct gzip_sink *s = (struct gzip_sink *)buffer;
 
 	if (s->n_in + len > sizeof(s->in)) {
 		deflate_some(s, s->in, s->n_in, Z_NO_FLUSH);
@@ -474,29 +509,39 @@ static void sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data
 	s->n_in += len;
 }
 
-/* Writes profile into w as one string: gzip, then base64.  Returns 0,
+/* Packs and gzips profile into s (emit and its target set).  Returns 0,
  * -ENOMEM or -EIO. */
+static int gzip_profile(const pb_profile *profile, struct gzip_sink *s)
+{
+	int r;
+
+	s->base.append = sink_append;
+	/* 15 + 16: the largest window, with a gzip header and trailer */
+	r = deflateInit2(&s->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (r != Z_OK)
+		return r == Z_MEM_ERROR ? -ENOMEM : -EIO;
+	(void)perftools__profiles__profile__pack_to_buffer(profile, &s->base);
+	deflate_some(s, s->in, s->n_in, Z_FINISH);
+	(void)deflateEnd(&s->z);
+	return s->error;
+}
+
+/* Writes profile into w as one string: gzip, then base64. */
 static int write_profile(const pb_profile *profile, struct jsonw *w)
 {
-	_cleanup_free_ struct gzip_base64 *s = calloc(1, sizeof(*s));
+	_cleanup_free_ struct gzip_sink *s = calloc(1, sizeof(*s));
 	char tail[4];
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	s->base.append = sink_append;
+	s->emit = emit_base64;
 	s->w = w;
-	/* 15 + 16: the largest window, with a gzip header and trailer */
-	r = deflateInit2(&s->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-	if (r != Z_OK)
-		return r == Z_MEM_ERROR ? -ENOMEM : -EIO;
 	jsonw_string_begin(w);
-	(void)perftools__profiles__profile__pack_to_buffer(profile, &s->base);
-	deflate_some(s, s->in, s->n_in, Z_FINISH);
+	r = gzip_profile(profile, s);
 	jsonw_string_append(w, tail, base64_encode(s->carry, s->n_carry, tail));
 	jsonw_string_end(w);
-	(void)deflateEnd(&s->z);
-	return s->error ? s->error : jsonw_error(w);
+	return r < 0 ? r : jsonw_error(w);
 }
 
 int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
@@ -510,4 +555,28 @@ int pprof_encode(const struct model *m, const struct encode_opts *o, struct json
 		r = write_profile(&p.profile, w);
 	pprof_done(&p);
 	return r;
+}
+
+int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8_t **ret,
+		       size_t *ret_len)
+{
+	_cleanup_free_ struct gzip_sink *s = calloc(1, sizeof(*s));
+	struct pprof p = { 0 };
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->emit = emit_bytes;
+	u64map_init(&p.by_model_string);
+	r = build(&p, m, o);
+	if (r == 0)
+		r = gzip_profile(&p.profile, s);
+	pprof_done(&p);
+	if (r < 0) {
+		free(s->out);
+		return r;
+	}
+	*ret = s->out;
+	*ret_len = s->n_out;
+	return 0;
 }

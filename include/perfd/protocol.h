@@ -52,7 +52,24 @@
  *      drain: { records, batches, dropped, longest_consume_ms (the longest
  *               the drain thread was held by one consume), queued_bytes,
  *               max_queued_bytes },
- *      clients, snapshots, daemon_rss_bytes
+ *      clients, snapshots, daemon_rss_bytes,
+ *      config: the effective configuration, every option by its name
+ *               (daemon/config.c's table: "frequency", "output-dir",
+ *               "push-url", "label": { key: value }, ...; durations in
+ *               seconds, sizes in bytes, secrets "(set)" or null), and
+ *               config_file (the file read, or null),
+ *      export: { enabled, interval_seconds, intervals, profiles (encoded),
+ *               encode_errors, last_export (Unix seconds or null),
+ *               last_encode_ms, longest_encode_ms (one interval's work on
+ *               the loop), exporters: [ { name ("files", "pyroscope"),
+ *               target (the directory, or the URL without credentials),
+ *               state ("idle": nothing sent yet, "ok", "retrying": the
+ *               profile first in line failed and is retried), queued,
+ *               queued_bytes, max_queued_bytes, sent, sent_bytes, dropped
+ *               (pushed out of the full queue, oldest first), failed (given
+ *               up on: the backend refused it), retries, last_success,
+ *               last_error_time (Unix seconds or null), last_error (text or
+ *               null) } ] }
  *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
  *             (default PERFD_PS_DEFAULT_INTERVAL); "all": true lists every
  *             live process perfd knows.  Result:

@@ -9,6 +9,8 @@ start their own.  Every daemon is stopped with SIGTERM at the end and must
 exit 0 within 10 s and remove its socket.
 """
 
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -85,3 +87,12 @@ def workloads():
     yield spawn
     for w in started:
         w.kill()
+
+
+@pytest.fixture(scope="module")
+def gohome():
+    """go writes its cache under HOME/GOCACHE: a throwaway one
+    (perfdtest.go_pprof)."""
+    d = tempfile.mkdtemp(prefix="perfd-go-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

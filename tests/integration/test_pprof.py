@@ -15,55 +15,14 @@ the source, and kernel frames must sit in one [kernel.kallsyms] mapping
 with the running kernel's build-id.
 """
 
-import os
 import re
-import shutil
 import struct
-import subprocess
-import tempfile
 from pathlib import Path
 
-import pytest
-
 import perfdtest
-from perfdtest import function, parse_folded
+from perfdtest import function, go_pprof, parse_folded, top_rows
 
-GO = shutil.which("go") or "/usr/bin/go"
 PYTHON = "/usr/bin/python3.11"  # Debian's, as test_python.py runs it
-
-# "  1529.53ms 76.59% 76.59%  1535.54ms 76.89%  hot_three_quarters [file:line]"
-TOP_ROW = re.compile(r"^\s*(\S+)\s+([\d.]+)%\s+([\d.]+)%\s+(\S+)\s+([\d.]+)%\s+(\S+)(.*)$")
-
-
-@pytest.fixture(scope="module")
-def gohome():
-    """go writes its cache under HOME/GOCACHE: a throwaway one."""
-    d = tempfile.mkdtemp(prefix="perfd-go-")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def go_pprof(gohome, path, *args):
-    """Runs `go tool pprof ARGS PATH` offline; returns its stdout."""
-    assert os.access(GO, os.X_OK), "go is not installed (Debian's golang-go, make deps-test)"
-    env = dict(os.environ, HOME=gohome, GOCACHE=os.path.join(gohome, "cache"),
-               GOPATH=os.path.join(gohome, "gopath"), GOPROXY="off", GOFLAGS="",
-               PPROF_TMPDIR=gohome)
-    p = subprocess.run([GO, "tool", "pprof", *args, str(path)], capture_output=True,
-                       env=env, timeout=60)
-    assert p.returncode == 0, \
-        f"go tool pprof {' '.join(args)} exited {p.returncode}: {p.stderr.decode(errors='replace')}"
-    return p.stdout.decode(errors="replace")
-
-
-def top_rows(text):
-    """-top's table as [(flat_percent, cum_text, function, rest)]."""
-    rows = []
-    for line in text.splitlines():
-        m = TOP_ROW.match(line)
-        if m and m.group(1) != "flat":
-            rows.append((float(m.group(2)), m.group(4), m.group(6), m.group(7).strip()))
-    return rows
 
 
 def snapshot_pprof(daemon, tmp_path, name, *args):

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/* exporter.c - see exporter.h: the interval timer, one pprof per process
+ * and kind, handed to the sinks' workers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "encode/encode.h"
+#include "export/exporter.h"
+#include "export/sinks.h"
+#include "perfd/macro.h"
+
+#define USEC_PER_SEC 1000000ULL
+#define TIMER_ACCURACY_USEC 1000
+#define HOST_MAX 64
+#define NAME_TEXT_MAX 4096
+
+struct exporter {
+	sd_event *event;
+	struct export_source src;
+	sd_event_source *timer;
+	uint64_t interval_s;
+	uint64_t from_s; /* CLOCK_MONOTONIC second the next interval starts at */
+	struct export_worker *files, *push;
+	char hostname[HOST_MAX + 1];
+	struct export_label labels[EXPORT_MAX_LABELS];
+	size_t n_labels;
+	struct exporter_stats stats;
+};
+
+/* s with every byte outside [A-Za-z0-9._-] as '_' (file names, and
+ * Pyroscope's application names, take no others). */
+static void name_safe(char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '.' || *s == '_' || *s == '-'))
+			*s = '_';
+}
+
+/* A label value for Pyroscope's "{k=v,...}": none of ,{}=" or control. */
+static void value_safe(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f || strchr(",{}=\"", *s))
+			*s = '_';
+}
+
+static const char *label_value(const struct exporter *x, const char *key, const char *fallback)
+{
+	for (size_t i = 0; i < x->n_labels; i++)
+		if (!strcmp(x->labels[i].key, key))
+			return x->labels[i].value;
+	return fallback;
+}
+
+static bool builtin_label(const char *key)
+{
+	static const char *const keys[] = { "service_name", "hostname", "pid", "comm", "unit", "cgroup" };
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (!strcmp(keys[i], key))
+			return true;
+	return false;
+}
+
+/* Appends ",key=value" (value made safe) to buf at *at. */
+static void put_label(char *buf, size_t len, size_t *at, const char *key, const char *value)
+{
+	char v[EXPORT_LABEL_VALUE_MAX + 1];
+	int k;
+
+	if (!value || !value[0] || *at >= len)
+		return;
+	snprintf(v, sizeof(v), "%s", value);
+	value_safe(v);
+	k = snprintf(buf + *at, len - *at, "%s%s=%s", buf[*at - 1] == '{' ? "" : ",", key, v);
+	*at = MIN(len, *at + (size_t)MAX(k, 0));
+}
+
+/* Pyroscope's name for one process's profile: SERVICE{labels}, SERVICE
+ * its systemd unit, else its comm (a label service_name wins). */
+static char *push_name(const struct exporter *x, uint32_t pid, const char *comm, const char *unit,
+		       const char *cgroup)
+{
+	char service[EXPORT_LABEL_VALUE_MAX + 1], pidtext[16], *buf = malloc(NAME_TEXT_MAX);
+	size_t at;
+
+	if (!buf)
+		return NULL;
+	snprintf(service, sizeof(service), "%s",
+		 label_value(x, "service_name", unit && unit[0] ? unit : comm[0] ? comm : "unknown"));
+	name_safe(service);
+	snprintf(pidtext, sizeof(pidtext), "%u", pid);
+	at = (size_t)snprintf(buf, NAME_TEXT_MAX, "%s{", service);
+	put_label(buf, NAME_TEXT_MAX, &at, "hostname", label_value(x, "hostname", x->hostname));
+	put_label(buf, NAME_TEXT_MAX, &at, "pid", label_value(x, "pid", pidtext));
+	put_label(buf, NAME_TEXT_MAX, &at, "comm", label_value(x, "comm", comm));
+	put_label(buf, NAME_TEXT_MAX, &at, "unit", label_value(x, "unit", unit));
+	put_label(buf, NAME_TEXT_MAX, &at, "cgroup", label_value(x, "cgroup", cgroup));
+	for (size_t i = 0; i < x->n_labels; i++)
+		if (!builtin_label(x->labels[i].key))
+			put_label(buf, NAME_TEXT_MAX, &at, x->labels[i].key, x->labels[i].value);
+	if (at + 2 > NAME_TEXT_MAX) {
+		free(buf);
+		return NULL;
+	}
+	buf[at++] = '}';
+	buf[at] = '\0';
+	return buf;
+}
+
+/* HOST_YYYYMMDDTHHMMSSZ_PID_COMM.KIND.pb.gz, the time the interval's
+ * start in UTC. */
+static char *file_name(const struct exporter *x, double from_unix, uint32_t pid, const char *comm,
+		       enum profile_kind kind)
+{
+	char host[HOST_MAX + 1], c[PERFD_TASK_COMM_LEN + 1], when[32], *name;
+	time_t t = (time_t)from_unix;
+	struct tm tm;
+
+	snprintf(host, sizeof(host), "%s", x->hostname);
+	snprintf(c, sizeof(c), "%s", comm[0] ? comm : "unknown");
+	name_safe(host);
+	name_safe(c);
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+	if (asprintf(&name, "%s_%s_%u_%s.%s.pb.gz", host, when, pid, c, profile_kinds[kind].name) < 0)
+		return NULL;
+	return name;
+}
+
+/* One process's profile of one kind, encoded, for the sinks.  Returns
+ * 0, 1 when it holds nothing, or -ENOMEM. */
+static int export_part(struct exporter *x, struct profile_part *part, enum profile_kind kind,
+		       uint64_t from_s, uint64_t to_s)
+{
+	struct profile_parts one = { .parts = part, .n = 1, .cap = 1 };
+	struct model_opts mo = x->src.model;
+	const char *pairs[2 * (EXPORT_MAX_LABELS + 1)];
+	struct encode_opts eo = {
+		.period_ns = x->src.period_ns,
+		.memory_sample_bytes = x->src.memory_sample_bytes,
+		.duration_ns = (to_s - from_s) * NSEC_PER_SEC,
+		.labels = pairs,
+	};
+	struct export_item *it = NULL;
+	struct model *m = NULL;
+	const char *comm, *unit, *cgroup;
+	int r;
+
+	pairs[0] = "hostname";
+	pairs[1] = x->hostname;
+	eo.n_labels = 1;
+	for (size_t i = 0; i < x->n_labels; i++) {
+		pairs[2 * eo.n_labels] = x->labels[i].key;
+		pairs[2 * eo.n_labels + 1] = x->labels[i].value;
+		eo.n_labels++;
+	}
+	mo.kind = kind;
+	r = model_build(&mo, &one, aggregator_stacks(x->src.aggregator), &m);
+	if (r < 0)
+		return r;
+	if (m->total == 0 || m->n_processes != 1) {
+		model_free(m);
+		return 1;
+	}
+	it = calloc(1, sizeof(*it));
+	if (!it) {
+		model_free(m);
+		return -ENOMEM;
+	}
+	atomic_init(&it->refs, 1);
+	it->kind = kind;
+	it->pid = m->processes[0].pid;
+	it->from_unix = monotonic_to_unix(from_s * NSEC_PER_SEC);
+	it->to_unix = it->from_unix + (double)(to_s - from_s);
+	it->sample_rate_hz = x->src.frequency_hz;
+	eo.time_unix_ns = (uint64_t)(it->from_unix * 1e9);
+	comm = model_string(m, m->processes[0].comm);
+	unit = model_string(m, m->processes[0].unit);
+	cgroup = model_string(m, m->processes[0].cgroup);
+	r = pprof_encode_bytes(m, &eo, &it->data, &it->len);
+	if (r >= 0 && x->files && !(it->file_name = file_name(x, it->from_unix, it->pid, comm, kind)))
+		r = -ENOMEM;
+	if (r >= 0 && x->push && !(it->push_name = push_name(x, it->pid, comm, unit, cgroup)))
+		r = -ENOMEM;
+	model_free(m);
+	if (r < 0) {
+		export_item_unref(it);
+		return r;
+	}
+	if (x->files)
+		export_worker_push(x->files, it);
+	if (x->push)
+		export_worker_push(x->push, it);
+	export_item_unref(it);
+	return 0;
+}
+
+/* Every process's profiles of [from_s, to_s). */
+static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
+{
+	struct selection sel = { .all = true };
+	struct profile_parts parts = { 0 };
+	uint64_t t0 = now_monotonic_ns(), first, end;
+	double ms;
+
+	if (x->src.drain)
+		x->src.drain(x->src.drain_ctx);
+	if (aggregator_query(x->src.aggregator, &sel, from_s * NSEC_PER_SEC, to_s * NSEC_PER_SEC, &parts,
+			     &first, &end) < 0) {
+		x->stats.encode_errors++;
+		return;
+	}
+	for (size_t i = 0; i < parts.n; i++)
+		for (int k = 0; k < PROFILE_KINDS; k++) {
+			int r;
+
+			if (!parts.parts[i].prof.totals[k])
+				continue;
+			r = export_part(x, &parts.parts[i], (enum profile_kind)k, from_s, to_s);
+			if (r < 0)
+				x->stats.encode_errors++;
+			else if (r == 0)
+				x->stats.profiles++;
+		}
+	aggregator_release_parts(x->src.aggregator, &parts);
+	ms = (now_monotonic_ns() - t0) / 1e6;
+	x->stats.intervals++;
+	x->stats.last_export_unix = monotonic_to_unix(now_monotonic_ns());
+	x->stats.last_encode_ms = ms;
+	x->stats.longest_encode_ms = MAX(x->stats.longest_encode_ms, ms);
+	log_debug("Exported %zu processes' profiles of %" PRIu64 " s in %.1f ms.", parts.n, to_s - from_s,
+		  ms);
+}
+
+static int schedule(struct exporter *x)
+{
+	uint64_t at = (x->from_s + x->interval_s) * USEC_PER_SEC;
+
+	return sd_event_source_set_time(x->timer, at);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct exporter *x = userdata;
+	uint64_t to_s = now_monotonic_ns() / NSEC_PER_SEC;
+
+	if (to_s > x->from_s) {
+		export_interval(x, x->from_s, to_s);
+		x->from_s = to_s;
+	}
+	(void)schedule(x);
+	return 0;
+}
+
+int exporter_new(sd_event *event, const struct export_source *src, struct exporter **ret)
+{
+	struct exporter *x = calloc(1, sizeof(*x));
+	int r;
+
+	if (!x)
+		return -ENOMEM;
+	x->event = sd_event_ref(event);
+	x->src = *src;
+	if (gethostname(x->hostname, sizeof(x->hostname) - 1) < 0 || !x->hostname[0])
+		snprintf(x->hostname, sizeof(x->hostname), "localhost");
+	r = sd_event_add_time(event, &x->timer, CLOCK_MONOTONIC, UINT64_MAX, TIMER_ACCURACY_USEC,
+			      on_timer, x);
+	if (r >= 0)
+		r = sd_event_source_set_description(x->timer, "export");
+	if (r >= 0)
+		r = sd_event_source_set_enabled(x->timer, SD_EVENT_OFF);
+	if (r < 0) {
+		exporter_free(x);
+		return r;
+	}
+	*ret = x;
+	return 0;
+}
+
+/* Starts, retargets or stops one sink: *w as target says (NULL: off). */
+static int set_sink(struct export_worker **w, const struct export_sink_ops *ops, void *target,
+		    const char *describe, size_t max_bytes)
+{
+	if (!target) {
+		*w = export_worker_free(*w);
+		return 0;
+	}
+	if (*w) {
+		export_worker_retarget(*w, target, describe, max_bytes);
+		return 0;
+	}
+	return export_worker_new(ops, target, describe, max_bytes, w);
+}
+
+int exporter_configure(struct exporter *x, const struct export_opts *o)
+{
+	void *files = NULL, *push = NULL;
+	char describe[256] = "";
+	bool was_on = x->files || x->push;
+	int r;
+
+	if (o->output_dir) {
+		/* the worker reports a directory that still cannot be used */
+		(void)mkdir(o->output_dir, 0750);
+		if (!(files = files_target_new(o)))
+			return -ENOMEM;
+	}
+	if (o->push_url) {
+		r = pyroscope_global_init();
+		if (r >= 0)
+			r = pyroscope_target_new(o, &push);
+		if (r < 0) {
+			files_sink_ops.free_target(files);
+			return r;
+		}
+	}
+	r = set_sink(&x->files, &files_sink_ops, files, o->output_dir, o->queue_max_bytes);
+	if (r < 0) {
+		pyroscope_sink_ops.free_target(push);
+		return r;
+	}
+	if (push)
+		pyroscope_describe(o, describe, sizeof(describe));
+	r = set_sink(&x->push, &pyroscope_sink_ops, push, describe, o->queue_max_bytes);
+	if (r < 0)
+		return r;
+
+	memcpy(x->labels, o->labels, o->n_labels * sizeof(o->labels[0]));
+	x->n_labels = o->n_labels;
+	if (!x->files && !x->push)
+		return sd_event_source_set_enabled(x->timer, SD_EVENT_OFF);
+	if (!was_on)
+		x->from_s = now_monotonic_ns() / NSEC_PER_SEC;
+	if (!was_on || x->interval_s != o->interval_s) {
+		x->interval_s = o->interval_s;
+		r = schedule(x);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(x->timer, SD_EVENT_ON);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void exporter_get_stats(struct exporter *x, struct exporter_stats *ret)
+{
+	*ret = x->stats;
+	ret->enabled = x->files || x->push;
+	ret->interval_s = x->interval_s;
+	ret->n_sinks = 0;
+	if (x->files)
+		export_worker_get_stats(x->files, &ret->sinks[ret->n_sinks++]);
+	if (x->push)
+		export_worker_get_stats(x->push, &ret->sinks[ret->n_sinks++]);
+}
+
+struct exporter *exporter_free(struct exporter *x)
+{
+	if (!x)
+		return NULL;
+	export_worker_free(x->files);
+	export_worker_free(x->push);
+	sd_event_source_disable_unref(x->timer);
+	sd_event_unref(x->event);
+	free(x);
+	return NULL;
+}
