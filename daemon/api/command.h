@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "api/rates.h"
 #include "api/request.h"
 #include "api/server.h"
 #include "profile/aggregate.h"
@@ -49,6 +50,7 @@ struct daemon {
 	uint64_t malformed_records;
 	struct snapshot *snapshots; /* cmd_snapshot.c's, waiting for their end */
 	size_t n_snapshots;
+	struct rates rates; /* the daemon's own counters, once a second */
 };
 
 struct command {
@@ -84,6 +86,10 @@ void snapshots_free_all(struct daemon *d);
 
 /* Sends o (taking it), or the out-of-memory error when o is NULL. */
 void command_reply_json(struct client *c, json_object *o);
+struct jsonw;
+/* Sends what w holds (a whole answer object) when r is 0 and w has no
+ * error, else the out-of-memory error; frees w's buffer either way. */
+void command_reply_writer(struct client *c, struct jsonw *w, int r);
 
 /* Options for resolving a profile of d into the model: Python frames
  * through interp/python, the rest through the symbolizer. */
@@ -94,6 +100,12 @@ bool daemon_peer_sees(void *peer, const struct process *p);
 /* CLOCK_MONOTONIC ns as seconds since the epoch, and back. */
 double monotonic_to_unix(uint64_t mono_ns);
 uint64_t unix_to_monotonic(double unix_s);
+
+/* The daemon's own counters now (api/rates.h); manager.c notes one a
+ * second into d->rates. */
+void daemon_read_rates(struct daemon *d, struct rates_reading *ret);
+/* The daemon's resident set now, from /proc/self/statm (0 when unreadable). */
+uint64_t daemon_rss_bytes(void);
 
 /* Ingests every record sampled until now (the ring buffer's too), so an
  * answer sees the latest samples. */
