@@ -238,6 +238,16 @@
 #define PERFD_SNAPSHOT_MAX_SECONDS 3600
 #define PERFD_SNAPSHOT_MAX_PIDS 64
 #define PERFD_MAX_RETENTION_SECONDS (7 * 24 * 3600)
+#define PERFD_TOP_DEFAULT_INTERVAL 2
+#define PERFD_TOP_MAX_INTERVAL 60
+#define PERFD_TOP_GROWTH_SECONDS 10 /* the least window of top's growth rates */
+#define PERFD_TOP_DEFAULT_ROWS 50
+#define PERFD_TOP_MAX_ROWS 1000
+#define PERFD_TOP_MAX_OFFSET 100000
+#define PERFD_TOP_DEFAULT_DEPTH 1
+#define PERFD_TOP_MAX_DEPTH 8
+#define PERFD_TOP_FILTER_BYTES 16          /* a comm's length, NUL included */
+#define PERFD_TOP_MAX_FUNCTION_BYTES 1024  /* NUL included */
 
 #define PERFD_ERR_BAD_REQUEST "bad_request"         /* not JSON, wrong field types or values */
 #define PERFD_ERR_TOO_LARGE "request_too_large"     /* line longer than PERFD_MAX_REQUEST_BYTES */
