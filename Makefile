@@ -104,22 +104,26 @@ $(BUILD)/daemon/encode/html.o: $(BUILD)/gen/flamegraph_html.h
 
 $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Icli -c $< -o $@
+	$(CC) $(CFLAGS) $(CLI_EXTRA_CFLAGS) -Icli -c $< -o $@
+
+$(BUILD)/cli/top_screen.o: CLI_EXTRA_CFLAGS = $(shell pkg-config --cflags ncursesw)
 
 $(BUILD)/cli/profile_read.o: $(PROTO_OBJS:.o=.h)
 
 $(BUILD)/perfd: $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
+# perfctl top draws its screen with ncurses (wide-character build).
+CLI_PKGS := json-c zlib libprotobuf-c ncursesw
 $(BUILD)/perfctl: $(BUILD)/cli/perfctl.o $(CLI_LIB_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs json-c zlib libprotobuf-c) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(CLI_PKGS)) -lm
 
 # --- tests -------------------------------------------------------------
 # Each unit suite links the daemon's and the CLI's modules (not their main).
 # Their shared helpers (tests/unit/*.h) are tracked like any header (-MMD).
 $(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Icli -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs criterion) -lm
+	$(CC) $(CFLAGS) -Icli -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs criterion ncursesw) -lm
 
 # Workloads have known hot paths; frame pointers, leaf functions included,
 # keep their stacks whole under the frame-pointer walk.
