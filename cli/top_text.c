@@ -151,7 +151,7 @@ static int process_lines(struct top_frame *f, const struct top_query *q, struct 
 		_cleanup_free_ char *unit = ctl_json_string_escaped(p, "unit");
 		_cleanup_free_ char *fn = ctl_json_string_escaped(p, "top_function");
 		const char *fn_kind = json_object_get_string(ctl_json_path(p, "top_function_kind"));
-		char rss[CTL_SIZE_MAX], peak[CTL_SIZE_MAX], growth[CTL_SIZE_MAX + 2], top[32] = "";
+		char rss[CTL_SIZE_MAX], peak[CTL_SIZE_MAX], growth[CTL_SIZE_MAX + 2], top[16] = "";
 		int64_t pid = 0;
 		struct top_line *l;
 		double share;
@@ -162,12 +162,14 @@ static int process_lines(struct top_frame *f, const struct top_query *q, struct 
 		(void)format_rate(number(p, "rss_growth_bytes_per_second", 0), growth);
 		if (json_object_get_boolean(ctl_json_path(p, "growing")))
 			strcat(growth, "!");
+		/* its share first: a long (C++) name is what the edge cuts */
 		if (ctl_json_double(p, "top_function_percent", &share))
-			(void)snprintf(top, sizeof(top), " (%.0f%%)", share);
+			(void)snprintf(top, sizeof(top), "%3.0f%% ", share);
 		l = add_line(f, TOP_LINE_ROW, "%7lld %-8.8s %-15.15s %-22.22s %6.1f %8s %8s %9s  %s%s%s%s",
 			     (long long)pid, user, comm, unit, number(p, "cpu_percent", 0),
 			     size_at(p, "rss_bytes", rss), size_at(p, "peak_rss_bytes", peak), growth,
-			     fn, fn_kind && strcmp(fn_kind, "kernel") == 0 ? "_[k]" : "", top, json_object_get_boolean(ctl_json_path(p, "exited")) ? " (exited)" : "");
+			     json_object_get_boolean(ctl_json_path(p, "exited")) ? "(exited) " : "", top,
+			     fn, fn_kind && strcmp(fn_kind, "kernel") == 0 ? "_[k]" : "");
 		if (!l)
 			return -ENOMEM;
 		l->pid = (uint32_t)pid;
