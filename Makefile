@@ -178,13 +178,14 @@ unit: deps-test $(UNIT_BINS)
 INTEGRATION_TESTS ?= tests/integration
 # Under ASan+UBSan the daemon runs the suites that attack its input paths
 # and those that drive its unwinding and symbolization code, and the
-# speedscope suite (its encoder walks every sample of the model).
+# speedscope suite (its encoder walks every sample of the model), and top's
+# (its trees of callers and callees, and perfctl's screen).
 SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 	tests/integration/test_cli.py tests/integration/test_daemon.py \
 	tests/integration/test_symbols.py tests/integration/test_unwind.py \
 	tests/integration/test_hostile.py tests/integration/test_auth.py \
 	tests/integration/test_history.py tests/integration/test_memory.py \
-	tests/integration/test_speedscope.py
+	tests/integration/test_speedscope.py tests/integration/test_top.py
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.

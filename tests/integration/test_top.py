@@ -106,7 +106,7 @@ def test_batch_cpu_shares_order_and_top_functions(perfd, workloads):
     duty.expect_line("ready")
     truth = CpuTruth([spin.pid, duty.pid])
     try:
-        time.sleep(2.5)  # a whole window of both before the first frame
+        time.sleep(3.2)  # the first frame's window (whole seconds) is polled whole
         frames = batch_frames(perfd)
         time.sleep(0.1)
     finally:
@@ -120,7 +120,7 @@ def test_batch_cpu_shares_order_and_top_functions(perfd, workloads):
             assert abs(r["cpu_percent"] - real) <= 10, \
                 f"{w.name}: top says {r['cpu_percent']:.1f} %, it used {real:.1f} % in {f['window']}"
             assert r["top_function"] == function, r
-            assert r["top_function_percent"] > 80, r
+            assert r["top_function_percent"] > 50, r
             for key in ("pid", "comm", "cpu_percent", "rss_bytes", "peak_rss_bytes", "user",
                         "rss_growth_bytes_per_second", "top_function"):
                 assert key in r, (key, r)
@@ -217,6 +217,17 @@ def start_top(tmux, socket_path, tmp_path):
     return tmux.wait_for(lambda s: "perfd top - " in s and "TOP FUNCTION" in s, "top's process list")
 
 
+def exit_status(screen):
+    """What `echo EXIT=$?` printed after top, on a line of its own (the
+    command line typed holds "EXIT=$?"), or None."""
+    m = re.search(r"^EXIT=(\d+)$", screen, re.M)
+    return int(m.group(1)) if m else None
+
+
+def exited(screen):
+    return exit_status(screen) is not None
+
+
 def check_restored(tmux, tmp_path, screen):
     """The shell has its prompt back, top's screen is gone, no escape code
     was left behind and the terminal modes are the ones before top."""
@@ -299,8 +310,8 @@ def test_screen_sort_filter_functions_callers_and_quit(perfd, workloads, tmux, t
     tmux.keys("Escape")
     tmux.wait_for(lambda s: "Functions of pid" in s, "the function list again (Esc)")
     tmux.keys("q")
-    screen = tmux.wait_for(lambda s: "EXIT=" in s, "top's exit")
-    assert "EXIT=0" in screen, screen
+    screen = tmux.wait_for(exited, "top's exit")
+    assert exit_status(screen) == 0, screen
     check_restored(tmux, tmp_path, tmux.wait_for(lambda s: s.rstrip().endswith(Tmux.PROMPT),
                                                  "the prompt"))
 
@@ -311,10 +322,25 @@ def test_screen_perfd_killed(environment, tmux, tmp_path):
         start_top(tmux, daemon.socket_path, tmp_path)
         daemon.proc.send_signal(signal.SIGKILL)
         daemon.proc.wait(timeout=10)
-        screen = tmux.wait_for(lambda s: "EXIT=" in s, "top's exit after perfd was killed")
-        assert "EXIT=1" in screen, screen
+        screen = tmux.wait_for(exited, "top's exit after perfd was killed")
+        assert exit_status(screen) == 1, screen
         assert "perfd closed the connection" in screen, screen
         check_restored(tmux, tmp_path, screen)
     finally:
         daemon.kill()
         shutil.rmtree(daemon.tmpdir, ignore_errors=True)
+
+
+def test_top_refuses_uncapped_requests_and_unknown_pids(perfd):
+    """Every size a client can ask of a refresh is capped, and a pid perfd
+    does not know answers no_such_process (perfctl: exit 4)."""
+    for extra in ({"rows": 1001}, {"depth": 9}, {"offset": 100001}, {"interval": 61},
+                  {"view": "functions", "function": "x" * 1024}, {"sort": "self"}):
+        answer = perfd.request(dict({"version": 1, "command": "top"}, **extra))
+        assert answer["ok"] is False and answer["error"]["code"] == "bad_request", (extra, answer)
+    answer = perfd.request({"version": 1, "command": "top", "view": "functions", "pid": 2 ** 31 - 1})
+    assert answer["error"]["code"] == "no_such_process", answer
+    rc, out, err = perfd.perfctl("top", "-b", "-n", "1", "--pid", str(2 ** 31 - 1))
+    assert rc == 4 and "no process with pid" in err, (rc, out, err)
+    rc, out, err = perfd.perfctl("top")  # no terminal here
+    assert rc == 2 and "needs a terminal" in err, (rc, err)
