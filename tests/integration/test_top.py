@@ -16,7 +16,9 @@ terminal, the way a person uses it.
   caller main, `q` gives the shell its prompt back with the terminal modes
   as they were (stty -g) and no escape codes left on the screen;
 - perfd killed (SIGKILL) under a running top: top exits 1 saying perfd
-  closed the connection, terminal restored.
+  closed the connection, terminal restored;
+- the terminal resized: top redraws at the new size; Ctrl-C: exit 0,
+  terminal restored.
 """
 
 import json
@@ -344,3 +346,16 @@ def test_top_refuses_uncapped_requests_and_unknown_pids(perfd):
     assert rc == 4 and "no process with pid" in err, (rc, out, err)
     rc, out, err = perfd.perfctl("top")  # no terminal here
     assert rc == 2 and "needs a terminal" in err, (rc, err)
+
+
+def test_screen_ctrl_c_and_resize(perfd, tmux, tmp_path):
+    """A resize redraws to the new size, and Ctrl-C ends top as q does: exit
+    0, the terminal as it was."""
+    start_top(tmux, perfd.socket_path, tmp_path)
+    tmux.run("resize-window", "-t", "0", "-x", "120", "-y", "30")
+    tmux.wait_for(lambda s: len(s.splitlines()) == 30 and "TOP FUNCTION" in s and
+                  s.splitlines()[-1].startswith(("selected:", "q: quit")), "top redrawn at 120x30")
+    tmux.keys("C-c")
+    screen = tmux.wait_for(exited, "top's exit on Ctrl-C")
+    assert exit_status(screen) == 0, screen
+    check_restored(tmux, tmp_path, screen)
