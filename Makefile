@@ -104,22 +104,26 @@ $(BUILD)/daemon/encode/html.o: $(BUILD)/gen/flamegraph_html.h
 
 $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Icli -c $< -o $@
+	$(CC) $(CFLAGS) $(CLI_EXTRA_CFLAGS) -Icli -c $< -o $@
+
+$(BUILD)/cli/top_screen.o: CLI_EXTRA_CFLAGS = $(shell pkg-config --cflags ncursesw)
 
 $(BUILD)/cli/profile_read.o: $(PROTO_OBJS:.o=.h)
 
 $(BUILD)/perfd: $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
+# perfctl top draws its screen with ncurses (wide-character build).
+CLI_PKGS := json-c zlib libprotobuf-c ncursesw
 $(BUILD)/perfctl: $(BUILD)/cli/perfctl.o $(CLI_LIB_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs json-c zlib libprotobuf-c) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(CLI_PKGS)) -lm
 
 # --- tests -------------------------------------------------------------
 # Each unit suite links the daemon's and the CLI's modules (not their main).
 # Their shared helpers (tests/unit/*.h) are tracked like any header (-MMD).
 $(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Icli -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs criterion) -lm
+	$(CC) $(CFLAGS) -Icli -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs criterion ncursesw) -lm
 
 # Workloads have known hot paths; frame pointers, leaf functions included,
 # keep their stacks whole under the frame-pointer walk.
@@ -187,13 +191,14 @@ unit: deps-test $(UNIT_BINS)
 INTEGRATION_TESTS ?= tests/integration
 # Under ASan+UBSan the daemon runs the suites that attack its input paths
 # and those that drive its unwinding and symbolization code, and the
-# speedscope suite (its encoder walks every sample of the model).
+# speedscope suite (its encoder walks every sample of the model), and top's
+# (its trees of callers and callees, and perfctl's screen).
 SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 	tests/integration/test_cli.py tests/integration/test_daemon.py \
 	tests/integration/test_symbols.py tests/integration/test_unwind.py \
 	tests/integration/test_hostile.py tests/integration/test_auth.py \
 	tests/integration/test_history.py tests/integration/test_memory.py \
-	tests/integration/test_speedscope.py
+	tests/integration/test_speedscope.py tests/integration/test_top.py
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.

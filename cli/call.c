@@ -3,7 +3,9 @@
  * call.c - the request/answer round trip every subcommand makes, with the
  * decision of what each failure means to the user.
  *
- * Design: one connection per perfctl run, closed when the answer is in.
+ * Design: one connection per perfctl run, closed when the answer is in
+ * (`top` keeps one open and exchanges a request and an answer on it per
+ * refresh).
  * client.c reports -errno and never prints; this file is the caller that
  * decides, so it is the one place that words connection and protocol
  * failures and maps them to exit codes.  A daemon that refuses a client
@@ -69,21 +71,25 @@ static enum perfctl_exit report_daemon_error(const struct ctl_env *env,
 	return no_process ? PERFCTL_EXIT_NO_PROCESS : PERFCTL_EXIT_FAILURE;
 }
 
-enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,
-			   int timeout_ms, struct json_object **ret_response)
+enum perfctl_exit ctl_connect(const struct ctl_env *env, int *ret_fd)
 {
-	_cleanup_(json_object_putp) struct json_object *response = NULL;
-	_cleanup_close_ int fd = -1;
-	struct json_object *ok, *version;
-	int k, ksend;
+	int k = ctl_client_connect(env->socket_path, ret_fd);
 
-	k = ctl_client_connect(env->socket_path, &fd);
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_CONNECT,
 			  "cannot connect to perfd at %s: %s \u2014 is perfd running?",
 			  env->socket_path, strerror(-k));
 		return PERFCTL_EXIT_CONNECT;
 	}
+	return PERFCTL_EXIT_OK;
+}
+
+enum perfctl_exit ctl_exchange(const struct ctl_env *env, int fd, struct json_object *request,
+			       int timeout_ms, struct json_object **ret_response)
+{
+	_cleanup_(json_object_putp) struct json_object *response = NULL;
+	struct json_object *ok, *version;
+	int k, ksend;
 
 	ksend = ctl_client_send(fd, request);
 	k = ctl_client_recv(fd, ksend < 0 ? SEND_FAILED_GRACE_MS : timeout_ms,
@@ -124,4 +130,15 @@ enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *reques
 
 	*ret_response = TAKE_PTR(response);
 	return PERFCTL_EXIT_OK;
+}
+
+enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,
+			   int timeout_ms, struct json_object **ret_response)
+{
+	_cleanup_close_ int fd = -1;
+	enum perfctl_exit rc = ctl_connect(env, &fd);
+
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
+	return ctl_exchange(env, fd, request, timeout_ms, ret_response);
 }

@@ -27,4 +27,13 @@ struct json_object *ctl_request_new(const char *command);
 enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,
 			   int timeout_ms, struct json_object **ret_response);
 
+/* The two halves of ctl_call(), for a connection that carries several
+ * requests: ctl_connect() connects to env->socket_path (*ret_fd, owned by
+ * the caller) or reports why not (PERFCTL_EXIT_CONNECT); ctl_exchange()
+ * sends request on fd and waits for its answer as ctl_call() does, with
+ * the same errors and exit codes. */
+enum perfctl_exit ctl_connect(const struct ctl_env *env, int *ret_fd);
+enum perfctl_exit ctl_exchange(const struct ctl_env *env, int fd, struct json_object *request,
+			       int timeout_ms, struct json_object **ret_response);
+
 #endif

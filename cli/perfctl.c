@@ -34,6 +34,7 @@ static const struct command {
 	{ "report", do_report },
 	{ "diff", do_diff },
 	{ "diagnose", do_diagnose },
+	{ "top", do_top },
 };
 
 static void usage(FILE *f)
@@ -89,6 +90,15 @@ static void usage(FILE *f)
 		"                         whether it only coordinates callees), the peak RSS,\n"
 		"                         the top growth site and the trend, and what the\n"
 		"                         samples cannot show (too few, mostly waiting)\n"
+		"  top [-b [-n N] [--json]] [-d SECONDS] [--pid PID | -f] [--sort KEY]\n"
+		"      [--filter TEXT] [-M] [-k] [-a] [--rows N]\n"
+		"                         the live view, every SECONDS (default %d): processes\n"
+		"                         with CPU %%, RSS, peak, growth and top function; the\n"
+		"                         functions of one (--pid, Enter) or all (-f), self and\n"
+		"                         total, CPU or memory growth (-M); a function's callers\n"
+		"                         and callees (Enter); keys: c m p g sort, / filter,\n"
+		"                         k kernel threads, a all, s t sort, M memory, Esc back,\n"
+		"                         q quit.  -b: plain frames (--json: one object a line)\n"
 		"  help                   this text\n"
 		"\n"
 		"Options (before or after the command):\n"
@@ -103,9 +113,9 @@ static void usage(FILE *f)
 		"  %d  failure: perfd reported an error, or an I/O or protocol error\n"
 		"  %d  usage error: bad or missing arguments, unknown command\n"
 		"  %d  cannot connect to perfd\n"
-		"  %d  no such process (snapshot, report, diagnose)\n",
+		"  %d  no such process (snapshot, report, diagnose, top --pid)\n",
 		PERFD_PS_MAX_INTERVAL, PERFD_PS_DEFAULT_INTERVAL, PERFD_SNAPSHOT_MAX_SECONDS,
-		PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET, PERFCTL_EXIT_OK, PERFCTL_EXIT_FAILURE,
+		PERFD_TOP_DEFAULT_INTERVAL, PERFD_SOCKET_ENV, PERFD_DEFAULT_SOCKET, PERFCTL_EXIT_OK, PERFCTL_EXIT_FAILURE,
 		PERFCTL_EXIT_USAGE, PERFCTL_EXIT_CONNECT, PERFCTL_EXIT_NO_PROCESS);
 }
 

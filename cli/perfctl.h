@@ -39,5 +39,6 @@ enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_diff(struct ctl_env *env, int argc, char **argv);
 enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv);
+enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv);
 
 #endif

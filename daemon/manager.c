@@ -70,12 +70,16 @@ static void on_cancel(void *userdata, struct client *c)
 	command_cancel(&m->d, c);
 }
 
-/* Once a second the store rolls windows up and lets old data go. */
+/* Once a second the store rolls windows up and lets old data go, and the
+ * daemon notes its own counters (for rates: api/rates.h). */
 static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
+	struct rates_reading now;
 
 	aggregator_maintain(m->d.aggregator, now_monotonic_ns());
+	daemon_read_rates(&m->d, &now);
+	rates_note(&m->d.rates, &now);
 	(void)sd_event_source_set_time_relative(s, MAINTAIN_INTERVAL_USEC);
 	return 0;
 }
@@ -379,6 +383,12 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up Python frames: %m");
 		goto fail;
+	}
+	{
+		struct rates_reading first; /* the base of the first second's rates */
+
+		daemon_read_rates(&m->d, &first);
+		rates_note(&m->d.rates, &first);
 	}
 	r = sd_event_add_io(m->d.event, &m->queue_io, drain_fd(m->d.drain), EPOLLIN,
 			    on_queue_ready, m);

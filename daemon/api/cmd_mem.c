@@ -301,8 +301,7 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 {
 	struct process *p;
 	struct jsonw w;
-	char *text;
-	size_t len;
+	int r;
 
 	daemon_drain(d);
 	p = aggregator_find_process(d->aggregator, req->pids[0]);
@@ -316,19 +315,9 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 	jsonw_object_begin(&w);
 	jsonw_kv_u64(&w, "version", PERFD_PROTOCOL_VERSION);
 	jsonw_kv_bool(&w, "ok", true);
-	if (answer(d, &w, p, req) < 0) {
-		jsonw_done(&w);
-		command_reply_json(c, NULL);
-		return 0;
-	}
+	r = answer(d, &w, p, req);
 	jsonw_object_end(&w);
-	text = jsonw_steal(&w, &len);
-	jsonw_done(&w);
-	if (!text) {
-		command_reply_json(c, NULL);
-		return 0;
-	}
-	(void)server_reply_owned(c, text, len, len + 1);
+	command_reply_writer(c, &w, r);
 	return 0;
 }
 

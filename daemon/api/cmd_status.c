@@ -18,16 +18,6 @@
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
-static uint64_t daemon_rss_bytes(void)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
-	unsigned long size, resident;
-
-	if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
-		return 0;
-	return (uint64_t)resident * sysconf(_SC_PAGESIZE);
-}
-
 static int run_status(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
 	struct status_info info = {

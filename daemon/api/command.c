@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* command.c - the command table and the dispatch (see command.h). */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/auth.h"
 #include "api/command.h"
 #include "api/query.h"
 #include "base/clock.h"
+#include "base/jsonw.h"
 #include "base/log.h"
 #include "collect/drain.h"
+#include "collect/sampler.h"
 #include "interp/python/python.h"
 #include "symbols/symbolize.h"
 
@@ -32,6 +37,19 @@ void command_reply_json(struct client *c, json_object *o)
 	json_object_put(o);
 }
 
+void command_reply_writer(struct client *c, struct jsonw *w, int r)
+{
+	size_t len;
+	char *text = r < 0 || jsonw_error(w) ? NULL : jsonw_steal(w, &len);
+
+	jsonw_done(w);
+	if (!text) {
+		command_reply_json(c, NULL);
+		return;
+	}
+	(void)server_reply_owned(c, text, len, len + 1);
+}
+
 int command_dispatch(struct daemon *d, struct client *c, const char *line, size_t len)
 {
 	struct perfd_request req;
@@ -51,6 +69,37 @@ void command_cancel(struct daemon *d, struct client *c)
 	if (p && p->command->cancel)
 		p->command->cancel(d, c);
 	client_set_data(c, NULL);
+}
+
+void daemon_read_rates(struct daemon *d, struct rates_reading *ret)
+{
+	uint64_t bpf[PERFD_CNT_MAX] = { 0 };
+	struct aggregator_stats agg;
+	struct drain_stats dr;
+	struct timespec cpu;
+
+	if (sampler_read_counters(d->sampler, bpf) < 0)
+		memset(bpf, 0, sizeof(bpf));
+	aggregator_get_stats(d->aggregator, &agg);
+	drain_get_stats(d->drain, &dr);
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) < 0)
+		cpu = (struct timespec){ 0 };
+	*ret = (struct rates_reading){
+		.ns = now_monotonic_ns(),
+		.cpu_ns = (uint64_t)cpu.tv_sec * NSEC_PER_SEC + (uint64_t)cpu.tv_nsec,
+		.samples = agg.samples,
+		.lost = bpf[PERFD_CNT_RINGBUF_FULL] + dr.dropped_samples + agg.samples_evicted,
+	};
+}
+
+uint64_t daemon_rss_bytes(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long size, resident;
+
+	if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
+		return 0;
+	return (uint64_t)resident * sysconf(_SC_PAGESIZE);
 }
 
 int daemon_ingest(void *ctx, void *data, size_t size)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "api/rates.h"
 #include "api/request.h"
 #include "api/server.h"
 #include "base/clock.h"
@@ -53,6 +54,7 @@ struct daemon {
 	uint64_t malformed_records;
 	struct snapshot *snapshots; /* cmd_snapshot.c's, waiting for their end */
 	size_t n_snapshots;
+	struct rates rates; /* the daemon's own counters, once a second */
 };
 
 struct command {
@@ -88,6 +90,10 @@ void snapshots_free_all(struct daemon *d);
 
 /* Sends o (taking it), or the out-of-memory error when o is NULL. */
 void command_reply_json(struct client *c, json_object *o);
+struct jsonw;
+/* Sends what w holds (a whole answer object) when r is 0 and w has no
+ * error, else the out-of-memory error; frees w's buffer either way. */
+void command_reply_writer(struct client *c, struct jsonw *w, int r);
 
 /* Options for resolving a profile of d into the model: Python frames
  * through interp/python, the rest through the symbolizer. */
@@ -95,6 +101,12 @@ struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bo
 				    bool python_lines, bool threads);
 /* A selection's visible(): the client (a struct perfd_peer) may see p. */
 bool daemon_peer_sees(void *peer, const struct process *p);
+
+/* The daemon's own counters now (api/rates.h); manager.c notes one a
+ * second into d->rates. */
+void daemon_read_rates(struct daemon *d, struct rates_reading *ret);
+/* The daemon's resident set now, from /proc/self/statm (0 when unreadable). */
+uint64_t daemon_rss_bytes(void);
 
 /* Ingests every record sampled until now (the ring buffer's too), so an
  * answer sees the latest samples. */

@@ -12,6 +12,7 @@
 	X(status, STATUS)        \
 	X(ps, PS)                \
 	X(snapshot, SNAPSHOT)    \
-	X(mem, MEM)
+	X(mem, MEM)              \
+	X(top, TOP)
 
 #endif

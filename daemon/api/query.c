@@ -285,9 +285,33 @@ struct ps_ctx {
 	bool all;
 	struct ps_row *rows;
 	size_t n, cap;
-	uint64_t first_second, end_second;
+	struct query_window w;
 	int oom;
 };
+
+bool query_process_active(const struct process *p, const struct query_window *w, bool all,
+			  uint64_t *ret_samples)
+{
+	uint64_t n = process_window_samples(p, w->first_second, w->end_second);
+
+	/* on CPU in the window, or its memory moved, or every live one */
+	if (n == 0 && !(all && !p->exited) &&
+	    !rss_changed(p, w->first_second * NSEC_PER_SEC, w->end_second * NSEC_PER_SEC))
+		return false;
+	*ret_samples = n;
+	return true;
+}
+
+void query_rss_trend(const struct process *p, const struct query_window *w,
+		     struct rss_trend *ret)
+{
+	/* 1 s windows: at most a point a second, and one each side */
+	struct rss_point pts[QUERY_MAX_TREND_SECONDS + 2];
+
+	rss_trend(pts, rss_timeline(p, w->first_second * NSEC_PER_SEC, w->end_second * NSEC_PER_SEC,
+				    pts, ELEMENTSOF(pts)),
+		  ret);
+}
 
 static void collect_row(struct process *p, void *userdata)
 {
@@ -296,10 +320,7 @@ static void collect_row(struct process *p, void *userdata)
 
 	if (ctx->oom || !auth_may_see(ctx->peer, p->owner_uid))
 		return; /* another user's process is absent, not hidden */
-	n = process_window_samples(p, ctx->first_second, ctx->end_second);
-	/* on CPU in the window, or its memory moved, or every live one */
-	if (n == 0 && !(ctx->all && !p->exited) &&
-	    !rss_changed(p, ctx->first_second * NSEC_PER_SEC, ctx->end_second * NSEC_PER_SEC))
+	if (!query_process_active(p, &ctx->w, ctx->all, &n))
 		return;
 	if (ctx->n == ctx->cap) {
 		size_t cap = ctx->cap ? ctx->cap * 2 : 64;
@@ -324,30 +345,38 @@ static int row_cmp(const void *x, const void *y)
 	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
 }
 
-json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
-		      unsigned interval, bool all, uint64_t start_ns, unsigned frequency_hz)
+void query_window_last(uint64_t now_ns, unsigned interval, uint64_t start_ns,
+		       struct query_window *ret)
 {
-	struct ps_ctx ctx = { .peer = peer, .all = all, .end_second = now_ns / NSEC_PER_SEC };
-	json_object *o, *list;
-	double covered;
+	uint64_t end_second = now_ns / NSEC_PER_SEC;
+	uint64_t first_second = end_second - MIN(interval, end_second);
+	double covered = interval;
 
 	/* The window is the last `interval` whole seconds: samples are counted
 	 * per second of their timestamp, and a whole second has a known length
 	 * (the current one does not, and would make short windows noisy).  In
 	 * the daemon's first seconds it is the time since the start. */
-	ctx.first_second = ctx.end_second - MIN(interval, ctx.end_second);
-	covered = interval;
-	if (ctx.first_second * NSEC_PER_SEC < start_ns) {
-		if (ctx.end_second * NSEC_PER_SEC > start_ns) {
-			covered = (double)(ctx.end_second * NSEC_PER_SEC - start_ns) / NSEC_PER_SEC;
+	if (first_second * NSEC_PER_SEC < start_ns) {
+		if (end_second * NSEC_PER_SEC > start_ns) {
+			covered = (double)(end_second * NSEC_PER_SEC - start_ns) / NSEC_PER_SEC;
 		} else {
 			/* not one whole second yet: take the partial one */
-			ctx.end_second++;
+			end_second++;
 			covered = (double)(now_ns - start_ns) / NSEC_PER_SEC;
 		}
 	}
-	if (covered < 1e-3)
-		covered = 1e-3;
+	*ret = (struct query_window){ first_second, end_second, MAX(covered, 1e-3) };
+}
+
+json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
+		      unsigned interval, bool all, uint64_t start_ns, unsigned frequency_hz)
+{
+	struct ps_ctx ctx = { .peer = peer, .all = all };
+	json_object *o, *list;
+	double covered;
+
+	query_window_last(now_ns, interval, start_ns, &ctx.w);
+	covered = ctx.w.seconds;
 
 	aggregator_foreach_process(a, collect_row, &ctx);
 	if (ctx.oom) {
@@ -371,8 +400,7 @@ json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint6
 				       json_object_new_double(100.0 * ctx.rows[i].samples /
 							      (frequency_hz * covered)));
 		add_u64(row, "rss_bytes", process_rss_bytes(p));
-		add_u64(row, "peak_rss_bytes",
-			MAX(MAX(p->peak_rss_bytes, p->hiwater_rss_bytes), process_rss_bytes(p)));
+		add_u64(row, "peak_rss_bytes", process_peak_rss_bytes(p));
 		add_u64(row, "rss_anon_bytes", p->rss_pages[PERFD_RSS_ANON] * p->page_size);
 		add_u64(row, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
 		add_u64(row, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);
@@ -388,12 +416,9 @@ json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint6
 		}
 		add_u64(row, "total_samples", p->total_samples);
 		{
-			struct rss_point pts[PERFD_PS_MAX_INTERVAL + 2];
 			struct rss_trend t;
 
-			rss_trend(pts, rss_timeline(p, ctx.first_second * NSEC_PER_SEC,
-						    ctx.end_second * NSEC_PER_SEC, pts, ELEMENTSOF(pts)),
-				  &t);
+			query_rss_trend(p, &ctx.w, &t);
 			json_object_object_add(row, "rss_growth_bytes_per_second",
 					       json_object_new_double(t.bytes_per_second));
 			json_object_object_add(row, "growing", json_object_new_boolean(t.growing));

@@ -52,6 +52,29 @@ struct perfd_peer;
 json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
 		      unsigned interval_seconds, bool all, uint64_t start_ns, unsigned frequency_hz);
 
+/* The whole seconds [first_second, end_second) of CLOCK_MONOTONIC an
+ * answer about the last interval counts, and how long they are: the last
+ * interval whole seconds before now_ns, never before start_ns (the
+ * daemon's start), or the partial second since then in its first one. */
+struct query_window {
+	uint64_t first_second, end_second;
+	double seconds; /* covered, > 0 */
+};
+void query_window_last(uint64_t now_ns, unsigned interval, uint64_t start_ns,
+		       struct query_window *ret);
+/* Whether p belongs in an answer about window w, as ps lists processes:
+ * it was on CPU then (*ret_samples of its samples fell in it), or its RSS
+ * moved then, or all and it lives. */
+bool query_process_active(const struct process *p, const struct query_window *w, bool all,
+			  uint64_t *ret_samples);
+
+/* p's RSS trend over window w (profile/rss.h), of at most
+ * QUERY_MAX_TREND_SECONDS seconds (of a longer one, the oldest points). */
+#define QUERY_MAX_TREND_SECONDS 64
+struct rss_trend;
+void query_rss_trend(const struct process *p, const struct query_window *w,
+		     struct rss_trend *ret);
+
 /* {"version":1,"ok":true} to which the caller adds fields. */
 json_object *query_ok(void);
 json_object *query_error(const char *code, const char *fmt, ...)

@@ -216,6 +216,40 @@ int request_get_bool(struct json_object *req, const char *key, bool *ret,
 	return 0;
 }
 
+/* names[0..n) as "a, b, c" into buf. */
+static void join_names(const char *const *names, size_t n, char *buf, size_t size)
+{
+	buf[0] = 0;
+	for (size_t i = 0, at = 0; i < n && at < size; i++)
+		at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? ", " : "", names[i]);
+}
+
+int request_get_choice(struct json_object *req, const char *key, const char *const *names,
+		       size_t n, int *ret, struct perfd_request_error *e)
+{
+	char q[REQUEST_QUOTE_SIZE], list[256];
+	struct json_object *v;
+	const char *s;
+	size_t len;
+
+	join_names(names, n, list, sizeof(list));
+	if (!json_object_object_get_ex(req, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return request_fail(e, PERFD_ERR_BAD_REQUEST, "\"%s\" must be a string, one of: %s",
+			    key, list);
+	s = json_object_get_string(v);
+	len = (size_t)json_object_get_string_len(v);
+	for (size_t i = 0; i < n; i++)
+		if (strlen(names[i]) == len && memcmp(s, names[i], len) == 0) {
+			*ret = (int)i;
+			return 0;
+		}
+	request_quote(s, len, q, sizeof(q));
+	return request_fail(e, PERFD_ERR_BAD_REQUEST, "unknown \"%s\" \"%s\": must be one of: %s",
+		    key, q, list);
+}
+
 /* An optional string field of 1..size-1 bytes without NUL or control
  * bytes; absent leaves buf empty. */
 int request_get_name(struct json_object *req, const char *key, char *buf, size_t size,
@@ -266,14 +300,15 @@ static int parse_command(struct json_object *req, enum perfd_command *ret,
 	struct json_object *v;
 	const char *s;
 	size_t len;
-	char q[4 * REQUEST_QUOTE_MAX + 4];
+	char q[4 * REQUEST_QUOTE_MAX + 4], list[256];
 
+	join_names(command_names, ELEMENTSOF(command_names), list, sizeof(list));
 	if (!json_object_object_get_ex(req, "command", &v))
 		return request_fail(e, PERFD_ERR_UNKNOWN_COMMAND,
-			    "missing \"command\": one of status, ps, snapshot");
+			    "missing \"command\": one of %s", list);
 	if (!json_object_is_type(v, json_type_string))
 		return request_fail(e, PERFD_ERR_UNKNOWN_COMMAND,
-			    "\"command\" must be a string, one of status, ps, snapshot");
+			    "\"command\" must be a string, one of %s", list);
 
 	s = json_object_get_string(v);
 	len = (size_t)json_object_get_string_len(v);
@@ -285,7 +320,7 @@ static int parse_command(struct json_object *req, enum perfd_command *ret,
 
 	request_quote(s, len, q, sizeof(q));
 	return request_fail(e, PERFD_ERR_UNKNOWN_COMMAND,
-		    "unknown command \"%s\": known commands are status, ps, snapshot", q);
+		    "unknown command \"%s\": known commands are %s", q, list);
 }
 
 int request_parse(const char *line, size_t len, struct perfd_request *ret,

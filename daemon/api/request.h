@@ -50,6 +50,16 @@ struct perfd_request {
 	bool lines; /* frames as "function (file:line)", inlined frames expanded */
 	bool python_lines; /* Python frames with their line (default) */
 	bool threads;      /* each stack rooted at its thread */
+	/* top (with interval_seconds, pids[0] when n_pids, kind and all) */
+	struct perfd_top_args {
+		int view;            /* cmd_top.c's enum top_view */
+		int sort;            /* an index in that view's sort keys */
+		unsigned rows, offset, depth;
+		char filter[PERFD_TOP_FILTER_BYTES];           /* "" for none */
+		bool kernel_threads;
+		char function[PERFD_TOP_MAX_FUNCTION_BYTES];   /* "" for none */
+		int function_kind;   /* enum frame_kind, -1 for any */
+	} top_args;
 };
 
 struct perfd_request_error {
@@ -85,6 +95,10 @@ int request_get_bool(struct json_object *req, const char *key, bool *ret,
 /* An optional number of seconds in (0, max]: 1 when present. */
 int request_get_seconds(struct json_object *req, const char *key, double max, double *ret,
 			struct perfd_request_error *e);
+/* An optional string field that is one of the n names: *ret gets its
+ * index; absent leaves *ret alone. */
+int request_get_choice(struct json_object *req, const char *key, const char *const *names,
+		       size_t n, int *ret, struct perfd_request_error *e);
 /* An optional string of 1..size-1 bytes without control bytes; absent
  * leaves buf empty. */
 int request_get_name(struct json_object *req, const char *key, char *buf, size_t size,

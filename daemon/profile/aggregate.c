@@ -395,6 +395,7 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	if (!p->comm[0] && comm)
 		memcpy(p->comm, comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+	p->kthread = kthread;
 	if (!kthread) {
 		a->process_bytes -= process_bytes(p);
 		read_identity(p);
@@ -907,6 +908,11 @@ uint64_t process_rss_bytes(const struct process *p)
 		p->rss_pages[PERFD_RSS_SHMEM]) * p->page_size;
 }
 
+uint64_t process_peak_rss_bytes(const struct process *p)
+{
+	return MAX(MAX(p->peak_rss_bytes, p->hiwater_rss_bytes), process_rss_bytes(p));
+}
+
 void aggregator_add_collector(struct aggregator *a, struct collector *c)
 {
 	c->parts = (struct profile_parts){ 0 };
@@ -934,6 +940,23 @@ void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)
 	}
 	free(parts->parts);
 	*parts = (struct profile_parts){ 0 };
+}
+
+int aggregator_query_process(struct aggregator *a, struct process *p, uint64_t from_ns,
+			     uint64_t to_ns, struct profile_parts *parts)
+{
+	uint64_t first = UINT64_MAX, end = 0;
+	struct profile_part *part = part_for(parts, p);
+
+	if (!part)
+		return -ENOMEM;
+	if (history_query(&p->history, a->stacks, from_ns, to_ns, &part->prof, &first, &end) < 0) {
+		profile_release(&part->prof, a->stacks);
+		p->pins--;
+		parts->n--;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t from_ns,

@@ -77,6 +77,7 @@ struct process {
 	uint32_t bucket_samples[AGG_BUCKETS];
 	uint64_t bucket_second[AGG_BUCKETS];
 	bool exited;
+	bool kthread; /* a kernel thread: no mm, no user stack, no RSS */
 	unsigned pins; /* answers and snapshots holding it: never evicted */
 };
 
@@ -215,6 +216,9 @@ struct process *aggregator_find_process(struct aggregator *a, uint32_t pid);
 uint64_t process_window_samples(const struct process *p, uint64_t first_second,
 				uint64_t end_second);
 uint64_t process_rss_bytes(const struct process *p);
+/* The highest RSS known: perfd's highest reading, the kernel's high-water
+ * mark, or the current one, whichever is highest. */
+uint64_t process_peak_rss_bytes(const struct process *p);
 /* The comm thread tid of p was last sampled with, or NULL. */
 const char *process_thread_comm(const struct process *p, uint32_t tid);
 
@@ -233,6 +237,11 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c);
 int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t from_ns,
 		     uint64_t to_ns, struct profile_parts *ret, uint64_t *first_ns,
 		     uint64_t *end_ns);
+/* Adds p's retained profile over [from_ns, to_ns) to parts, which do not
+ * hold p yet, as a part of its own (p pinned until the parts are
+ * released), even when empty.  Returns 0 or -ENOMEM (parts as they were). */
+int aggregator_query_process(struct aggregator *a, struct process *p, uint64_t from_ns,
+			     uint64_t to_ns, struct profile_parts *parts);
 /* Releases the parts of a query or a collector, unpinning their processes
  * (an expired one that nothing holds any more is freed). */
 void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts);

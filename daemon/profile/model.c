@@ -278,7 +278,7 @@ static int add_stack(struct builder *b, uint32_t process, uint32_t tid, uint32_t
 	if (array_grow((void **)&m->stack_pool, &m->cap_pool, m->n_pool + st->depth, sizeof(uint32_t), 64) < 0)
 		return -ENOMEM;
 	s.hash = hash_u64(((uint64_t)process << 32) | tid);
-	for (int i = (int)st->depth - 1; i >= 0; i--) {
+	for (int i = b->o->leaf_only ? MIN((int)st->depth - 1, 0) : (int)st->depth - 1; i >= 0; i--) {
 		int64_t loc = location_for(b, st->frames[i]);
 
 		if (loc < 0)

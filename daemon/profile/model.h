@@ -54,6 +54,8 @@ struct model_opts {
 	bool lines;        /* native frames with files, lines and inlined calls */
 	bool python_lines; /* Python frames with their line */
 	bool threads;      /* samples kept apart by thread */
+	bool leaf_only;    /* each stack cut to its leaf frame: per-function
+			    * self values for the price of one frame each */
 	frame_resolver_t resolve;
 	module_describer_t describe;
 	void *ctx;

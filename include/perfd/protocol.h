@@ -173,6 +173,60 @@
  *             sampled_bytes, explained_bytes, unexplained_bytes, sites }
  *             or null without readings.
  *
+ *  "top"      one refresh of the live view (perfctl top), computed from the
+ *             store's live aggregates over the last "interval" whole seconds
+ *             (1..PERFD_TOP_MAX_INTERVAL, default PERFD_TOP_DEFAULT_INTERVAL),
+ *             holding only the rows asked for: "rows" (1..PERFD_TOP_MAX_ROWS,
+ *             default PERFD_TOP_DEFAULT_ROWS) from "offset" (0..
+ *             PERFD_TOP_MAX_OFFSET) of the sorted list.  "view":
+ *             "processes" (default) or "functions".  Both views take
+ *             "filter" (a substring of the comm, any case, 1..15 bytes),
+ *             "kernel_threads" (default false: left out) and, of the
+ *             processes, only those the client may see.
+ *             Processes: "sort": "cpu" (default), "rss", "peak", "growth";
+ *             "all": true takes every live process, not only the active
+ *             ones (those ps lists: on CPU, or their RSS moved).
+ *             Functions: of "pid", or of every process the process view
+ *             would take; "kind": "cpu" (default) or "memory" (growth,
+ *             bytes; kernel frames left out); "sort": "self" (default) or
+ *             "total"; "function" (its name) with optional
+ *             "function_kind" ("native", "kernel", "python", ...): its
+ *             callers and callees, "depth" levels (1..PERFD_TOP_MAX_DEPTH,
+ *             default PERFD_TOP_DEFAULT_DEPTH), at most "rows" nodes each.
+ *             A frame counts as the function its symbol names (inlined code
+ *             is its caller's); functions are rows by (name, kind).  Answer:
+ *      view, time (Unix seconds), interval_seconds (covered),
+ *      host: { cpus, frequency_hz, samples_per_second (CPU samples
+ *              profiled), samples_lost (in the last interval),
+ *              samples_lost_total, daemon_cpu_percent (of one CPU, all its
+ *              threads), rate_seconds (what the rates cover),
+ *              daemon_rss_bytes } (the rates are absent in the daemon's
+ *              first second), sort, matched (rows before rows and offset),
+ *              offset, and
+ *      processes: growth_seconds (the window of the growth rates: the
+ *              interval, at least PERFD_TOP_GROWTH_SECONDS),
+ *              processes: [ { pid, ns_pid, start_time_ns, comm, uid
+ *              (absent when its uids differ), cgroup, unit, runtime,
+ *              kernel_thread, exited, samples, cpu_percent (of one CPU),
+ *              rss_bytes, peak_rss_bytes, rss_growth_bytes_per_second,
+ *              growing, top_function, top_function_kind, top_function_file
+ *              (Python), top_function_percent (of its samples) } ]
+ *      functions: pid, comm, exited (with "pid"), kind, unit,
+ *              kernel_frames, total, processes_sampled,
+ *              functions: [ FROW + { self, total, self_percent,
+ *              total_percent } ], and with "function": function: FROW +
+ *              { self, total, self_percent, total_percent, depth,
+ *              callers: [ NODE ], callees: [ NODE ] } (null when it was not
+ *              sampled); NODE = FROW + { value, percent (of the function's
+ *              total), callers | callees: [ NODE ] (the next level) }, or
+ *              { root: true, value, percent } for a caller: the function
+ *              (or the caller above) was the outermost frame.
+ *              FROW = { function, kind, file, line (the lowest sampled, else
+ *              where it starts), module (its binary's file name) }, file,
+ *              line and module where known.
+ *             "pid" of a process the client may not see, or that perfd does
+ *             not know, answers no_such_process.
+ *
  * perfctl's own documents (no daemon command: perfctl computes them)
  *  `perfctl --json report` (cli/report.c) prints
  *      { version, ok: true, source ("perfd" or "file"), file (with a file),
@@ -255,6 +309,16 @@
 #define PERFD_SNAPSHOT_MAX_SECONDS 3600
 #define PERFD_SNAPSHOT_MAX_PIDS 64
 #define PERFD_MAX_RETENTION_SECONDS (7 * 24 * 3600)
+#define PERFD_TOP_DEFAULT_INTERVAL 2
+#define PERFD_TOP_MAX_INTERVAL 60
+#define PERFD_TOP_GROWTH_SECONDS 10 /* the least window of top's growth rates */
+#define PERFD_TOP_DEFAULT_ROWS 50
+#define PERFD_TOP_MAX_ROWS 1000
+#define PERFD_TOP_MAX_OFFSET 100000
+#define PERFD_TOP_DEFAULT_DEPTH 1
+#define PERFD_TOP_MAX_DEPTH 8
+#define PERFD_TOP_FILTER_BYTES 16          /* a comm's length, NUL included */
+#define PERFD_TOP_MAX_FUNCTION_BYTES 1024  /* NUL included */
 
 #define PERFD_ERR_BAD_REQUEST "bad_request"         /* not JSON, wrong field types or values */
 #define PERFD_ERR_TOO_LARGE "request_too_large"     /* line longer than PERFD_MAX_REQUEST_BYTES */

@@ -20,6 +20,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import stat
@@ -395,3 +396,51 @@ def test_selections_hold_only_the_users_own_processes(daemon, user, spinners, wh
     assert all(uid == user.uid for uid in foreign.values()), \
         f"the user's selection holds other users' processes: {foreign}"
     assert {own.pid, roots.pid} <= selected(False), "root's selection misses a workload"
+
+
+def test_top_holds_only_the_users_own_processes(daemon, user, spinners):
+    """perfctl top as a user: its own spinner is in the process view with
+    its top function, root's is not, and no row is another uid's; the
+    function view of root's pid answers as a missing pid (exit 4), and that
+    of every process takes the user's alone.  Protects top's use of the
+    store's authorization."""
+    own, roots = spinners
+    deadline = time.monotonic() + 10
+    while True:  # until its window holds samples of the spinner (a loaded machine)
+        rc, out, err = perfctl_as(user, daemon, "--json", "top", "-b", "-n", "1", "-a")
+        assert rc == 0, f"top as {user.name} exited {rc}: {err}"
+        rows = {p["pid"]: p for p in json.loads(out)["processes"]}
+        assert own.pid in rows and roots.pid not in rows, sorted(rows)
+        if "top_function" in rows[own.pid] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert rows[own.pid]["top_function"] == "spin_burn" and rows[own.pid]["user"] == user.name, \
+        rows[own.pid]
+    assert {p.get("uid") for p in rows.values()} == {user.uid}, rows
+
+    rc, out, err = perfctl_as(user, daemon, "top", "-b", "-n", "1", "--pid", roots.pid)
+    rc_gone, _, err_gone = perfctl_as(user, daemon, "top", "-b", "-n", "1", "--pid", dead_pid())
+    assert rc == 4 and rc_gone == 4 and not out, (rc, rc_gone, out, err)
+    assert re.sub(r"\d+", "N", err) == re.sub(r"\d+", "N", err_gone), (err, err_gone)
+
+    # Both spinners are named spin: the function view of every "spin" the
+    # user may see counts the processes its process view lists (its own,
+    # those of earlier tests that exited in the window too), not root's.
+    # Asked one after the other, the two may straddle a second: a few tries.
+    def spin_counts():
+        counts = []
+        for args in (("-f",), ()):
+            rc, out, err = perfctl_as(user, daemon, "--json", "top", "-b", "-n", "1",
+                                      "--filter", "spin", *args)
+            assert rc == 0, f"top {args} as {user.name} exited {rc}: {err}"
+            doc = json.loads(out)
+            counts.append(doc["processes_sampled"] if args else len(doc["processes"]))
+            if args:
+                assert doc["functions"][0]["function"] == "spin_burn", doc["functions"][:5]
+        return counts
+
+    for _ in range(3):
+        functions_of, listed = spin_counts()
+        if functions_of == listed:
+            break
+    assert 1 <= functions_of == listed, (functions_of, listed)

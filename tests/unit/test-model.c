@@ -472,3 +472,26 @@ Test(model, empty_parts_make_an_empty_model)
 	model_free(m);
 	cr_assert_null(model_free(NULL));
 }
+
+Test(model, leaf_only_resolves_the_leaf_frames_alone)
+{
+	/* leaf first: f10 and f20 under f90, twice under different callers */
+	struct model *m;
+
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 5, FRAME(1, 0x10), FRAME(1, 0x90));
+	FAKE_ADD(0, 2, FRAME(1, 0x10), FRAME(1, 0x80));
+	FAKE_ADD(0, 3, FRAME(1, 0x20), FRAME(1, 0x90));
+	fake_resolve_calls = 0;
+	m = fake_build_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .leaf_only = true });
+	/* the callers are never resolved, and the stacks of one leaf merge */
+	cr_expect_eq(fake_resolve_calls, 2);
+	cr_assert_eq(m->n_samples, 2);
+	for (size_t i = 0; i < m->n_samples; i++)
+		cr_expect_eq(m->samples[i].depth, 1);
+	cr_assert_not_null(sample_by_leaf(m, "f10"));
+	cr_expect_eq(sample_by_leaf(m, "f10")->value, 7);
+	cr_expect_eq(sample_by_leaf(m, "f20")->value, 3);
+	cr_expect_eq(m->total, 10);
+	model_free(m);
+}

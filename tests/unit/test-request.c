@@ -795,3 +795,55 @@ Test(request, snapshot_format_names_come_from_the_table)
 	cr_expect_null(encoder_find("json", 3));
 	cr_expect_null(encoder_find("", 0));
 }
+
+Test(request, top_defaults_and_limits)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+
+	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"top\"}", &r, &e), 0, "%s", e.message);
+	cr_expect_eq(r.command, PERFD_CMD_TOP);
+	cr_expect_eq(r.interval_seconds, PERFD_TOP_DEFAULT_INTERVAL);
+	cr_expect_eq(r.top_args.rows, PERFD_TOP_DEFAULT_ROWS);
+	cr_expect_eq(r.top_args.depth, PERFD_TOP_DEFAULT_DEPTH);
+	cr_expect_eq(r.top_args.offset, 0);
+	cr_expect_eq(r.n_pids, 0);
+	cr_expect_eq(r.top_args.filter[0], 0);
+	cr_expect_eq(r.top_args.function_kind, -1);
+
+	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"top\",\"view\":\"functions\","
+			       "\"pid\":42,\"kind\":\"memory\",\"sort\":\"total\",\"rows\":1000,"
+			       "\"depth\":8,\"function\":\"main\",\"function_kind\":\"native\","
+			       "\"filter\":\"spin\",\"interval\":60}", &r, &e), 0, "%s", e.message);
+	cr_expect_eq(r.pids[0], 42);
+	cr_expect_eq(r.n_pids, 1);
+	cr_expect_eq(r.kind, PROFILE_KIND_MEMORY);
+	cr_expect_eq(r.top_args.sort, 1);
+	cr_expect_eq(r.top_args.rows, PERFD_TOP_MAX_ROWS);
+	cr_expect_eq(r.top_args.depth, PERFD_TOP_MAX_DEPTH);
+	cr_expect_str_eq(r.top_args.function, "main");
+	cr_expect_str_eq(r.top_args.filter, "spin");
+	cr_expect_eq(r.interval_seconds, PERFD_TOP_MAX_INTERVAL);
+}
+
+Test(request, top_refuses_what_it_caps_or_does_not_know)
+{
+	static const char *const bad[] = {
+		"{\"version\":1,\"command\":\"top\",\"rows\":1001}",
+		"{\"version\":1,\"command\":\"top\",\"rows\":0}",
+		"{\"version\":1,\"command\":\"top\",\"depth\":9}",
+		"{\"version\":1,\"command\":\"top\",\"offset\":100001}",
+		"{\"version\":1,\"command\":\"top\",\"interval\":61}",
+		"{\"version\":1,\"command\":\"top\",\"view\":\"threads\"}",
+		"{\"version\":1,\"command\":\"top\",\"sort\":\"self\"}",
+		"{\"version\":1,\"command\":\"top\",\"view\":\"functions\",\"sort\":\"rss\"}",
+		"{\"version\":1,\"command\":\"top\",\"pid\":1}",
+		"{\"version\":1,\"command\":\"top\",\"view\":\"functions\",\"kind\":\"offcpu\"}",
+		"{\"version\":1,\"command\":\"top\",\"filter\":\"sixteen-bytes-xx\"}",
+		"{\"version\":1,\"command\":\"top\",\"filter\":\"a\\u0001\"}",
+		"{\"version\":1,\"command\":\"top\",\"view\":\"functions\",\"function_kind\":\"perl\"}",
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		expect_error(bad[i], strlen(bad[i]), PERFD_ERR_BAD_REQUEST, bad[i]);
+}

@@ -1,0 +1,825 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_top.c - "top": one refresh of `perfctl top`, computed from the
+ * store's live aggregates when it is asked for, and holding only what the
+ * screen shows: "rows" rows from "offset", trees "depth" deep, all capped.
+ *
+ * Two views of the last "interval" whole seconds (query.h's window, the
+ * one ps counts):
+ *
+ *  processes  those ps would list (on CPU, or their RSS moved; "all":
+ *             every live one) that the client may see, less kernel threads
+ *             unless asked for and those whose comm lacks "filter", sorted
+ *             by CPU, RSS, peak RSS or growth; and for the rows sent only,
+ *             the top function by self, from one model of their stacks cut
+ *             to the leaf (model_opts.leaf_only): naming it costs one frame
+ *             per distinct leaf, not the whole stacks.
+ *  functions  of one process ("pid"), or of every process the list would
+ *             take: each function's self and total (a stack counts once
+ *             for each function in it, however often it recurses), sorted
+ *             by either; with "function", its callers and callees as
+ *             trees: above its outermost call and below its innermost one
+ *             in each stack, as `perfctl report --callers/--callees` has
+ *             them, each frame the function its symbol names (code
+ *             inlined into it is its own) at the line it ran.  A memory
+ *             view leaves kernel frames out, as mem and report do: they
+ *             are the page-fault path under every sample.
+ *             Functions are keyed by (name, kind): two of one name in two
+ *             files are one row.
+ *
+ * Both open with the host: CPUs, frequency, samples profiled and lost per
+ * second, the daemon's own CPU and RSS (api/rates.h).
+ *
+ * Cost: the process view touches every process once (its per-second
+ * sample counters; its RSS windows only when sorted by growth, else those
+ * of the rows sent); the function view builds one model of its selection
+ * over the interval, the price of a snapshot of it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/auth.h"
+#include "api/command.h"
+#include "api/query.h"
+#include "base/array.h"
+#include "base/clock.h"
+#include "base/jsonw.h"
+#include "collect/sampler.h"
+#include "perfd/macro.h"
+#include "process/procfs.h"
+#include "profile/model.h"
+#include "profile/rss.h"
+
+enum top_view { TOP_PROCESSES, TOP_FUNCTIONS };
+static const char *const view_names[] = { "processes", "functions" };
+enum { SORT_CPU, SORT_RSS, SORT_PEAK, SORT_GROWTH };
+static const char *const process_sorts[] = { "cpu", "rss", "peak", "growth" };
+enum { SORT_SELF, SORT_TOTAL };
+static const char *const function_sorts[] = { "self", "total" };
+
+static int parse_top(struct json_object *req, struct perfd_request *r, struct perfd_request_error *e)
+{
+	const char *kinds[] = { profile_kinds[PROFILE_KIND_CPU].name,
+				profile_kinds[PROFILE_KIND_MEMORY].name };
+	struct perfd_top_args *t = &r->top_args;
+	int64_t interval = PERFD_TOP_DEFAULT_INTERVAL, rows = PERFD_TOP_DEFAULT_ROWS, offset = 0,
+		depth = PERFD_TOP_DEFAULT_DEPTH, pid = 0;
+	int k, kind = 0;
+
+	t->view = TOP_PROCESSES;
+	t->function_kind = -1;
+	if ((k = request_get_choice(req, "view", view_names, ELEMENTSOF(view_names), &t->view, e)) < 0 ||
+	    (k = request_get_int(req, "interval", 1, PERFD_TOP_MAX_INTERVAL, false, &interval, e)) < 0 ||
+	    (k = request_get_int(req, "rows", 1, PERFD_TOP_MAX_ROWS, false, &rows, e)) < 0 ||
+	    (k = request_get_int(req, "offset", 0, PERFD_TOP_MAX_OFFSET, false, &offset, e)) < 0 ||
+	    (k = request_get_int(req, "depth", 1, PERFD_TOP_MAX_DEPTH, false, &depth, e)) < 0 ||
+	    (k = request_get_int(req, "pid", 1, INT32_MAX, false, &pid, e)) < 0 ||
+	    (k = request_get_bool(req, "all", &r->all, e)) < 0 ||
+	    (k = request_get_bool(req, "kernel_threads", &t->kernel_threads, e)) < 0 ||
+	    (k = request_get_name(req, "filter", t->filter, sizeof(t->filter), e)) < 0 ||
+	    (k = request_get_choice(req, "kind", kinds, ELEMENTSOF(kinds), &kind, e)) < 0 ||
+	    (k = request_get_name(req, "function", t->function, sizeof(t->function), e)) < 0 ||
+	    (k = request_get_choice(req, "function_kind", frame_kind_names, FRAME_KINDS,
+				    &t->function_kind, e)) < 0)
+		return k;
+	if (t->view == TOP_PROCESSES)
+		k = request_get_choice(req, "sort", process_sorts, ELEMENTSOF(process_sorts), &t->sort, e);
+	else
+		k = request_get_choice(req, "sort", function_sorts, ELEMENTSOF(function_sorts), &t->sort, e);
+	if (k < 0)
+		return k;
+	if (t->view == TOP_PROCESSES && (pid || kind || t->function[0]))
+		return request_fail(e, PERFD_ERR_BAD_REQUEST,
+			    "\"pid\", \"kind\" and \"function\" are for \"view\": \"functions\"");
+	r->interval_seconds = (unsigned)interval;
+	r->kind = kind == 0 ? PROFILE_KIND_CPU : PROFILE_KIND_MEMORY;
+	r->pids[0] = (uint32_t)pid;
+	r->n_pids = pid > 0;
+	t->rows = (unsigned)rows;
+	t->offset = (unsigned)offset;
+	t->depth = (unsigned)depth;
+	return 0;
+}
+
+struct top_ctx {
+	struct daemon *d;
+	const struct perfd_peer *peer;
+	const struct perfd_request *req;
+	struct query_window win;    /* the interval */
+	struct query_window growth; /* the growth rates' window */
+};
+
+/* Whether the client may see p and the filters take it. */
+static bool takes(const struct top_ctx *ctx, const struct process *p)
+{
+	const struct perfd_top_args *t = &ctx->req->top_args;
+
+	return auth_may_see(ctx->peer, p->owner_uid) && (t->kernel_threads || !p->kthread) &&
+	       (!t->filter[0] || strcasestr(p->comm, t->filter));
+}
+
+static bool takes_visible(void *userdata, const struct process *p)
+{
+	return takes(userdata, p);
+}
+
+static void write_host(const struct top_ctx *ctx, struct jsonw *w)
+{
+	struct daemon *d = ctx->d;
+	struct rates_reading now, delta;
+
+	daemon_read_rates(d, &now);
+	jsonw_kv_double(w, "time", monotonic_to_unix(now.ns));
+	jsonw_kv_double(w, "interval_seconds", ctx->win.seconds);
+	jsonw_key(w, "host");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "cpus", sampler_cpus(d->sampler));
+	jsonw_kv_u64(w, "frequency_hz", d->frequency_hz);
+	if (rates_over(&d->rates, &now, ctx->win.seconds, &delta) && delta.ns > 0) {
+		double s = (double)delta.ns / NSEC_PER_SEC;
+
+		jsonw_kv_double(w, "rate_seconds", s);
+		jsonw_kv_double(w, "samples_per_second", (double)delta.samples / s);
+		jsonw_kv_u64(w, "samples_lost", delta.lost);
+		jsonw_kv_double(w, "daemon_cpu_percent", 100.0 * (double)delta.cpu_ns / (double)delta.ns);
+	}
+	jsonw_kv_u64(w, "samples_lost_total", now.lost);
+	jsonw_kv_u64(w, "daemon_rss_bytes", daemon_rss_bytes());
+	jsonw_object_end(w);
+}
+
+/* --- the process view ------------------------------------------------- */
+
+struct prow {
+	struct process *p;
+	uint64_t samples;
+	double key; /* what the sort says */
+	struct rss_trend trend;
+	bool trend_known;
+};
+
+struct prows {
+	const struct top_ctx *ctx;
+	struct prow *rows;
+	size_t n, cap;
+	int error;
+};
+
+static void collect_process(struct process *p, void *userdata)
+{
+	struct prows *l = userdata;
+	const struct top_ctx *ctx = l->ctx;
+	struct prow *row;
+	uint64_t n;
+
+	if (l->error || !takes(ctx, p) || !query_process_active(p, &ctx->win, ctx->req->all, &n))
+		return;
+	if (array_grow((void **)&l->rows, &l->cap, l->n + 1, sizeof(*l->rows), 64) < 0) {
+		l->error = -ENOMEM;
+		return;
+	}
+	row = &l->rows[l->n++];
+	*row = (struct prow){ .p = p, .samples = n };
+	switch (ctx->req->top_args.sort) {
+	case SORT_CPU:
+		row->key = (double)n;
+		break;
+	case SORT_RSS:
+		row->key = (double)process_rss_bytes(p);
+		break;
+	case SORT_PEAK:
+		row->key = (double)process_peak_rss_bytes(p);
+		break;
+	case SORT_GROWTH:
+		query_rss_trend(p, &ctx->growth, &row->trend);
+		row->trend_known = true;
+		row->key = row->trend.bytes_per_second;
+		break;
+	}
+}
+
+static int prow_cmp(const void *x, const void *y)
+{
+	const struct prow *a = x, *b = y;
+
+	if (a->key != b->key)
+		return a->key < b->key ? 1 : -1;
+	if (a->samples != b->samples)
+		return a->samples < b->samples ? 1 : -1;
+	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
+}
+
+/* The function of the most self samples of each of the n processes of
+ * rows, by model process index, into top[] (UINT32_MAX: none) and its
+ * value into top_value[]. */
+static int top_functions(const struct model *m, uint32_t *top, uint64_t *top_value)
+{
+	struct u64map sums; /* process << 32 | function -> value */
+
+	u64map_init(&sums);
+	for (size_t i = 0; i < m->n_processes; i++)
+		top[i] = UINT32_MAX, top_value[i] = 0;
+	for (size_t i = 0; i < m->n_samples; i++) {
+		const struct model_sample *s = &m->samples[i];
+		const struct model_location *l;
+		uint64_t *v;
+
+		if (!s->depth)
+			continue;
+		l = &m->locations[m->stack_pool[s->first + s->depth - 1]];
+		/* the innermost line: the code at the address, not its inliner */
+		v = u64map_upsert(&sums, (uint64_t)s->process << 32 |
+					  m->lines[l->first_line + l->n_lines - 1].function, NULL);
+		if (!v) {
+			u64map_done(&sums);
+			return -ENOMEM;
+		}
+		*v += s->value;
+	}
+	U64MAP_FOREACH(slot, &sums) {
+		uint32_t proc = (uint32_t)(slot->key >> 32), f = (uint32_t)slot->key;
+
+		if (slot->value > top_value[proc] || (slot->value == top_value[proc] && f < top[proc])) {
+			top[proc] = f;
+			top_value[proc] = slot->value;
+		}
+	}
+	u64map_done(&sums);
+	return 0;
+}
+
+static void write_process(const struct top_ctx *ctx, struct jsonw *w, struct prow *row,
+			  const struct model *m, uint32_t function, uint64_t value, uint64_t total)
+{
+	const struct process *p = row->p;
+	double possible = ctx->d->frequency_hz * ctx->win.seconds;
+
+	if (!row->trend_known)
+		query_rss_trend(p, &ctx->growth, &row->trend);
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "pid", p->pid);
+	jsonw_kv_u64(w, "ns_pid", p->ns_pid);
+	jsonw_kv_u64(w, "start_time_ns", p->start_time_ns);
+	jsonw_kv_string(w, "comm", p->comm);
+	if (p->owner_uid != PROCESS_OWNER_NONE)
+		jsonw_kv_u64(w, "uid", p->owner_uid);
+	if (p->cgroup) {
+		const char *unit = procfs_cgroup_unit(p->cgroup);
+
+		jsonw_kv_string(w, "cgroup", p->cgroup);
+		if (unit) {
+			jsonw_key(w, "unit");
+			jsonw_string_len(w, unit, strcspn(unit, "/"));
+		}
+	}
+	if (p->runtime[0])
+		jsonw_kv_string(w, "runtime", p->runtime);
+	jsonw_kv_bool(w, "kernel_thread", p->kthread);
+	jsonw_kv_bool(w, "exited", p->exited);
+	jsonw_kv_u64(w, "samples", row->samples);
+	jsonw_kv_double(w, "cpu_percent", possible > 0 ? 100.0 * (double)row->samples / possible : 0);
+	jsonw_kv_u64(w, "rss_bytes", process_rss_bytes(p));
+	jsonw_kv_u64(w, "peak_rss_bytes", process_peak_rss_bytes(p));
+	jsonw_kv_double(w, "rss_growth_bytes_per_second", row->trend.bytes_per_second);
+	jsonw_kv_bool(w, "growing", row->trend.growing);
+	if (m && function != UINT32_MAX) {
+		const struct model_function *f = &m->functions[function];
+
+		jsonw_kv_string(w, "top_function", model_string(m, f->name));
+		jsonw_kv_string(w, "top_function_kind", frame_kind_names[f->kind]);
+		if (f->file)
+			jsonw_kv_string(w, "top_function_file", model_string(m, f->file));
+		jsonw_kv_double(w, "top_function_percent", total ? 100.0 * (double)value / (double)total : 0);
+	}
+	jsonw_object_end(w);
+}
+
+static int write_processes(const struct top_ctx *ctx, struct jsonw *w)
+{
+	const struct perfd_top_args *t = &ctx->req->top_args;
+	struct aggregator *a = ctx->d->aggregator;
+	struct prows l = { .ctx = ctx };
+	struct profile_parts parts = { 0 };
+	struct model *m = NULL;
+	struct model_opts mo = daemon_model_opts(ctx->d, PROFILE_KIND_CPU, false, false, false);
+	_cleanup_free_ uint32_t *top = NULL;
+	_cleanup_free_ uint64_t *top_value = NULL;
+	size_t first, n;
+	int r = 0;
+
+	aggregator_foreach_process(a, collect_process, &l);
+	if (l.error < 0) {
+		free(l.rows);
+		return l.error;
+	}
+	qsort_safe(l.rows, l.n, sizeof(*l.rows), prow_cmp);
+	first = MIN((size_t)t->offset, l.n);
+	n = MIN((size_t)t->rows, l.n - first);
+
+	/* the top functions of the rows sent: their leaves, resolved once */
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = aggregator_query_process(a, l.rows[first + i].p, ctx->win.first_second * NSEC_PER_SEC,
+					     ctx->win.end_second * NSEC_PER_SEC, &parts);
+	mo.leaf_only = true;
+	if (r == 0)
+		r = model_build(&mo, &parts, aggregator_stacks(a), &m);
+	aggregator_release_parts(a, &parts);
+	if (r == 0 && !((top = calloc(n + 1, sizeof(*top))) && (top_value = calloc(n + 1, sizeof(*top_value)))))
+		r = -ENOMEM;
+	if (r == 0)
+		r = top_functions(m, top, top_value);
+
+	if (r == 0) {
+		jsonw_kv_string(w, "sort", process_sorts[t->sort]);
+		jsonw_kv_double(w, "growth_seconds", ctx->growth.seconds);
+		jsonw_kv_u64(w, "matched", l.n);
+		jsonw_kv_u64(w, "offset", first);
+		jsonw_key(w, "processes");
+		jsonw_array_begin(w);
+		/* the model's processes are the parts', in the rows' order */
+		for (size_t i = 0; i < n; i++)
+			write_process(ctx, w, &l.rows[first + i], m, top[i], top_value[i],
+				      m->processes[i].total);
+		jsonw_array_end(w);
+	}
+	model_free(m);
+	free(l.rows);
+	return r;
+}
+
+/* --- the function view ------------------------------------------------ */
+
+/* One function as a row: every model function of that name and kind. */
+struct frow {
+	uint32_t name, file; /* string ids: the first function's */
+	enum frame_kind kind;
+	uint32_t start_line; /* the first function's */
+	uint32_t min_line;   /* the lowest line sampled in it, 0 for none */
+	uint32_t mapping;    /* of the first location seen, 0 for none */
+	uint64_t self, total;
+	size_t seen;         /* the last sample counted in total, + 1 */
+};
+
+/* A node of a callers' or callees' tree. */
+#define TREE_ROOT UINT32_MAX /* the row of "the function was the outermost" */
+struct tnode {
+	uint32_t parent; /* UINT32_MAX at the top */
+	uint32_t row;    /* in frows, or TREE_ROOT */
+	uint64_t value;
+	uint32_t first_child, n_children; /* in the tree's order[] */
+};
+
+struct tree {
+	struct tnode *nodes;
+	size_t n, cap;
+	struct u64map index; /* (parent + 1) << 32 | row -> node */
+	uint32_t *order;     /* nodes by parent, then value, largest first */
+};
+
+struct ftable {
+	const struct model *m;
+	struct frow *rows;
+	size_t n, cap;
+	struct u64map by_key;  /* name << 3 | kind -> row */
+	uint32_t *fn_row;      /* model function -> row */
+	uint32_t *seq;         /* one sample's rows, root first */
+	size_t n_seq, cap_seq;
+	uint32_t target;       /* the "function" asked for, or UINT32_MAX */
+	struct tree callers, callees;
+};
+
+static int64_t row_of_function(struct ftable *t, uint32_t f)
+{
+	const struct model_function *mf = &t->m->functions[f];
+	uint64_t *slot;
+	bool added;
+
+	if (t->fn_row[f] != UINT32_MAX)
+		return t->fn_row[f];
+	slot = u64map_upsert(&t->by_key, (uint64_t)mf->name << 3 | mf->kind, &added);
+	if (!slot)
+		return -ENOMEM;
+	if (added) {
+		if (array_grow((void **)&t->rows, &t->cap, t->n + 1, sizeof(*t->rows), 64) < 0) {
+			u64map_remove(&t->by_key, (uint64_t)mf->name << 3 | mf->kind);
+			return -ENOMEM;
+		}
+		t->rows[t->n] = (struct frow){ .name = mf->name, .file = mf->file, .kind = mf->kind,
+					       .start_line = mf->start_line };
+		*slot = t->n++;
+	}
+	t->fn_row[f] = (uint32_t)*slot;
+	return (int64_t)*slot;
+}
+
+/* Flattens sample s into t->seq: the rows of its frames, root first,
+ * without kernel frames when kernel is false; notes each row's lowest line
+ * and first mapping.  A frame counts as the function the symbol table
+ * names (its location's outermost line), at the line it ran: code inlined
+ * into a function is that function's, as snapshot and report have it
+ * without --lines, and as the process view's leaves are named. */
+static int flatten(struct ftable *t, const struct model_sample *s, bool kernel)
+{
+	const struct model *m = t->m;
+
+	t->n_seq = 0;
+	if (array_grow((void **)&t->seq, &t->cap_seq, s->depth, sizeof(*t->seq), 64) < 0)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < s->depth; k++) {
+		const struct model_location *l = &m->locations[m->stack_pool[s->first + k]];
+		const struct model_line *ln = &m->lines[l->first_line];
+		int64_t r;
+		struct frow *row;
+
+		if (!kernel && l->kind == FRAME_KIND_KERNEL)
+			continue;
+		r = row_of_function(t, ln->function);
+		if (r < 0)
+			return (int)r;
+		row = &t->rows[r];
+		if (ln->line && (!row->min_line || ln->line < row->min_line))
+			row->min_line = ln->line;
+		if (!row->mapping)
+			row->mapping = l->mapping;
+		t->seq[t->n_seq++] = (uint32_t)r;
+	}
+	return 0;
+}
+
+/* Adds value along path[0..n) (nearest the function first) to tree, to
+ * at most depth levels; a path shorter than depth ends at TREE_ROOT when
+ * root_at_end (callers: the function's outermost caller was the root). */
+static int tree_add(struct tree *tree, const uint32_t *path, size_t n, ptrdiff_t step,
+		    unsigned depth, bool root_at_end, uint64_t value)
+{
+	uint32_t parent = UINT32_MAX;
+
+	for (unsigned level = 0; level < depth; level++) {
+		uint32_t row;
+		uint64_t *slot;
+		bool added;
+
+		if (level < n)
+			row = path[(ptrdiff_t)level * step];
+		else if (root_at_end && level == n)
+			row = TREE_ROOT;
+		else
+			break;
+		slot = u64map_upsert(&tree->index, ((uint64_t)parent + 1) << 32 | row, &added);
+		if (!slot)
+			return -ENOMEM;
+		if (added) {
+			if (array_grow((void **)&tree->nodes, &tree->cap, tree->n + 1, sizeof(*tree->nodes), 64) < 0) {
+				u64map_remove(&tree->index, ((uint64_t)parent + 1) << 32 | row);
+				return -ENOMEM;
+			}
+			tree->nodes[tree->n] = (struct tnode){ .parent = parent, .row = row };
+			*slot = tree->n++;
+		}
+		tree->nodes[*slot].value += value;
+		parent = (uint32_t)*slot;
+		if (row == TREE_ROOT)
+			break;
+	}
+	return 0;
+}
+
+static int tnode_cmp(const void *x, const void *y, void *userdata)
+{
+	const struct tree *tree = userdata;
+	const struct tnode *a = &tree->nodes[*(const uint32_t *)x];
+	const struct tnode *b = &tree->nodes[*(const uint32_t *)y];
+
+	if (a->parent != b->parent)
+		return a->parent < b->parent ? -1 : 1; /* UINT32_MAX, the top, last */
+	if (a->value != b->value)
+		return a->value < b->value ? 1 : -1;
+	return a->row < b->row ? -1 : a->row > b->row;
+}
+
+/* Orders the nodes by parent and value, and links each to its children. */
+static int tree_index(struct tree *tree)
+{
+	tree->order = calloc(tree->n + 1, sizeof(*tree->order));
+	if (!tree->order)
+		return -ENOMEM;
+	for (size_t i = 0; i < tree->n; i++)
+		tree->order[i] = (uint32_t)i;
+	qsort_r(tree->order, tree->n, sizeof(*tree->order), tnode_cmp, tree);
+	for (size_t i = tree->n; i-- > 0;) {
+		struct tnode *node = &tree->nodes[tree->order[i]];
+
+		if (node->parent != UINT32_MAX) {
+			tree->nodes[node->parent].first_child = (uint32_t)i;
+			tree->nodes[node->parent].n_children++;
+		}
+	}
+	return 0;
+}
+
+static void tree_done(struct tree *tree)
+{
+	free(tree->nodes);
+	free(tree->order);
+	u64map_done(&tree->index);
+}
+
+static int build_ftable(struct ftable *t, unsigned depth)
+{
+	const struct model *m = t->m;
+	bool kernel = m->kind != PROFILE_KIND_MEMORY;
+	int r;
+
+	for (size_t i = 0; i < m->n_samples; i++) {
+		const struct model_sample *s = &m->samples[i];
+		size_t outer = SIZE_MAX, inner = 0;
+
+		if ((r = flatten(t, s, kernel)) < 0)
+			return r;
+		if (!t->n_seq)
+			continue;
+		t->rows[t->seq[t->n_seq - 1]].self += s->value;
+		for (size_t k = 0; k < t->n_seq; k++) {
+			struct frow *row = &t->rows[t->seq[k]];
+
+			if (row->seen != i + 1) {
+				row->seen = i + 1;
+				row->total += s->value;
+			}
+			if (t->seq[k] == t->target) {
+				outer = MIN(outer, k);
+				inner = k;
+			}
+		}
+		if (outer == SIZE_MAX)
+			continue;
+		/* callers: from the frame above the outermost call up to the
+		 * root; callees: from the frame below the innermost down */
+		if ((r = tree_add(&t->callers, outer ? &t->seq[outer - 1] : t->seq, outer, -1, depth,
+				  true, s->value)) < 0)
+			return r;
+		if (inner + 1 < t->n_seq &&
+		    (r = tree_add(&t->callees, &t->seq[inner + 1], t->n_seq - inner - 1, 1, depth, false,
+				  s->value)) < 0)
+			return r;
+	}
+	if ((r = tree_index(&t->callers)) < 0 || (r = tree_index(&t->callees)) < 0)
+		return r;
+	return 0;
+}
+
+static void write_frow_fields(const struct ftable *t, struct jsonw *w, uint32_t r)
+{
+	const struct model *m = t->m;
+	const struct frow *row = &t->rows[r];
+
+	jsonw_kv_string(w, "function", model_string(m, row->name));
+	jsonw_kv_string(w, "kind", frame_kind_names[row->kind]);
+	if (row->file)
+		jsonw_kv_string(w, "file", model_string(m, row->file));
+	if (row->min_line || row->start_line)
+		jsonw_kv_u64(w, "line", row->min_line ? row->min_line : row->start_line);
+	if (row->mapping) {
+		const char *path = model_string(m, m->mappings[row->mapping - 1].path);
+		const char *base = strrchr(path, '/');
+
+		if (*path)
+			jsonw_kv_string(w, "module", base ? base + 1 : path);
+	}
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* Writes the children of parent (UINT32_MAX: the top) as an array under
+ * key, largest first, spending *budget nodes in all. */
+static void write_tree(const struct ftable *t, struct jsonw *w, const struct tree *tree,
+		       const char *key, uint32_t parent, uint64_t whole, size_t *budget)
+{
+	size_t first = 0, n = 0;
+
+	if (parent == UINT32_MAX) {
+		/* the top nodes sort last */
+		for (first = tree->n; first > 0 && tree->nodes[tree->order[first - 1]].parent == UINT32_MAX;)
+			first--;
+		n = tree->n - first;
+	} else {
+		first = tree->nodes[parent].first_child;
+		n = tree->nodes[parent].n_children;
+	}
+	jsonw_key(w, key);
+	jsonw_array_begin(w);
+	for (size_t i = 0; i < n && *budget > 0; i++) {
+		uint32_t id = tree->order[first + i];
+		const struct tnode *node = &tree->nodes[id];
+
+		(*budget)--;
+		jsonw_object_begin(w);
+		if (node->row == TREE_ROOT)
+			jsonw_kv_bool(w, "root", true);
+		else
+			write_frow_fields(t, w, node->row);
+		jsonw_kv_u64(w, "value", node->value);
+		jsonw_kv_double(w, "percent", percent(node->value, whole));
+		if (node->n_children)
+			write_tree(t, w, tree, key, id, whole, budget);
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+}
+
+struct frow_order {
+	const struct ftable *t;
+	int key; /* SORT_SELF or SORT_TOTAL */
+};
+
+static int frow_cmp(const void *x, const void *y, void *userdata)
+{
+	const struct frow_order *o = userdata;
+	const struct frow *a = &o->t->rows[*(const uint32_t *)x];
+	const struct frow *b = &o->t->rows[*(const uint32_t *)y];
+	uint64_t ka = o->key == SORT_SELF ? a->self : a->total;
+	uint64_t kb = o->key == SORT_SELF ? b->self : b->total;
+
+	if (ka != kb)
+		return ka < kb ? 1 : -1;
+	if (a->total != b->total)
+		return a->total < b->total ? 1 : -1;
+	return strcmp(model_string(o->t->m, a->name), model_string(o->t->m, b->name));
+}
+
+/* A model function of the name asked for, and of its kind when given
+ * (else a user one before a kernel one of that name), or UINT32_MAX. */
+static uint32_t find_target(const struct model *m, const struct perfd_top_args *a)
+{
+	uint32_t best = UINT32_MAX;
+
+	for (size_t f = 0; f < m->n_functions; f++) {
+		const struct model_function *mf = &m->functions[f];
+
+		if (strcmp(model_string(m, mf->name), a->function) == 0 &&
+		    (a->function_kind < 0 || mf->kind == (enum frame_kind)a->function_kind) &&
+		    (best == UINT32_MAX || m->functions[best].kind == FRAME_KIND_KERNEL))
+			best = (uint32_t)f;
+	}
+	return best;
+}
+
+static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, const struct model *m)
+{
+	const struct perfd_top_args *a = &ctx->req->top_args;
+	struct ftable t = { .m = m, .target = UINT32_MAX };
+	_cleanup_free_ uint32_t *order = NULL;
+	size_t first, n;
+	int r;
+
+	u64map_init(&t.by_key);
+	u64map_init(&t.callers.index);
+	u64map_init(&t.callees.index);
+	t.fn_row = malloc((m->n_functions + 1) * sizeof(*t.fn_row));
+	r = t.fn_row ? 0 : -ENOMEM;
+	if (r == 0) {
+		memset(t.fn_row, 0xff, (m->n_functions + 1) * sizeof(*t.fn_row));
+		if (a->function[0]) {
+			uint32_t f = find_target(m, a);
+			int64_t row = f == UINT32_MAX ? (int64_t)UINT32_MAX : row_of_function(&t, f);
+
+			r = row < 0 ? (int)row : 0;
+			t.target = (uint32_t)row;
+		}
+	}
+	if (r == 0)
+		r = build_ftable(&t, a->depth);
+	if (r == 0 && !(order = calloc(t.n + 1, sizeof(*order))))
+		r = -ENOMEM;
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < t.n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, t.n, sizeof(*order), frow_cmp, &(struct frow_order){ &t, a->sort });
+	first = MIN((size_t)a->offset, t.n);
+	n = MIN((size_t)a->rows, t.n - first);
+
+	jsonw_kv_string(w, "sort", function_sorts[a->sort]);
+	jsonw_kv_string(w, "kind", profile_kinds[m->kind].name);
+	jsonw_kv_string(w, "unit", profile_kinds[m->kind].unit);
+	jsonw_kv_bool(w, "kernel_frames", m->kind != PROFILE_KIND_MEMORY);
+	jsonw_kv_u64(w, "total", m->total);
+	jsonw_kv_u64(w, "processes_sampled", m->n_processes);
+	jsonw_kv_u64(w, "matched", t.n);
+	jsonw_kv_u64(w, "offset", first);
+	jsonw_key(w, "functions");
+	jsonw_array_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		const struct frow *row = &t.rows[order[first + i]];
+
+		jsonw_object_begin(w);
+		write_frow_fields(&t, w, order[first + i]);
+		jsonw_kv_u64(w, "self", row->self);
+		jsonw_kv_u64(w, "total", row->total);
+		jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
+		jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+	if (a->function[0]) {
+		jsonw_key(w, "function");
+		if (t.target == UINT32_MAX || t.rows[t.target].total == 0) {
+			jsonw_raw(w, "null", 4);
+		} else {
+			const struct frow *row = &t.rows[t.target];
+			size_t budget = a->rows;
+
+			jsonw_object_begin(w);
+			write_frow_fields(&t, w, t.target);
+			jsonw_kv_u64(w, "self", row->self);
+			jsonw_kv_u64(w, "total", row->total);
+			jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
+			jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
+			jsonw_kv_u64(w, "depth", a->depth);
+			write_tree(&t, w, &t.callers, "callers", UINT32_MAX, row->total, &budget);
+			budget = a->rows;
+			write_tree(&t, w, &t.callees, "callees", UINT32_MAX, row->total, &budget);
+			jsonw_object_end(w);
+		}
+	}
+out:
+	free(t.rows);
+	free(t.fn_row);
+	free(t.seq);
+	u64map_done(&t.by_key);
+	tree_done(&t.callers);
+	tree_done(&t.callees);
+	return r;
+}
+
+static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct process *p)
+{
+	struct aggregator *a = ctx->d->aggregator;
+	struct selection sel = { .all = true, .visible = takes_visible,
+				 .visible_userdata = (void *)ctx };
+	struct model_opts mo = daemon_model_opts(ctx->d, (enum profile_kind)ctx->req->kind, true,
+						 true, false);
+	struct profile_parts parts = { 0 };
+	uint64_t from = ctx->win.first_second * NSEC_PER_SEC, to = ctx->win.end_second * NSEC_PER_SEC;
+	uint64_t first, end;
+	struct model *m = NULL;
+	int r;
+
+	if (p)
+		r = aggregator_query_process(a, p, from, to, &parts);
+	else
+		r = aggregator_query(a, &sel, from, to, &parts, &first, &end);
+	if (r == 0)
+		r = model_build(&mo, &parts, aggregator_stacks(a), &m);
+	aggregator_release_parts(a, &parts);
+	if (r < 0)
+		return r;
+	if (p) {
+		jsonw_kv_u64(w, "pid", p->pid);
+		jsonw_kv_string(w, "comm", p->comm);
+		jsonw_kv_bool(w, "exited", p->exited);
+	}
+	r = write_function_table(ctx, w, m);
+	model_free(m);
+	return r;
+}
+
+static int run_top(struct daemon *d, struct client *c, const struct perfd_request *req)
+{
+	struct top_ctx ctx = { .d = d, .peer = client_peer(c), .req = req };
+	uint64_t now = now_monotonic_ns();
+	struct process *p = NULL;
+	struct jsonw w;
+	int r;
+
+	daemon_drain(d);
+	if (req->top_args.view == TOP_FUNCTIONS && req->n_pids) {
+		p = aggregator_find_process(d->aggregator, req->pids[0]);
+		if (!p || !auth_may_see(ctx.peer, p->owner_uid)) {
+			command_reply_json(c, query_error(PERFD_ERR_NO_SUCH_PROCESS,
+							  "no process with pid %u in perfd's history",
+							  req->pids[0]));
+			return 0;
+		}
+	}
+	query_window_last(now, req->interval_seconds, d->start_ns, &ctx.win);
+	query_window_last(now, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS), d->start_ns,
+			  &ctx.growth);
+
+	jsonw_init(&w);
+	jsonw_object_begin(&w);
+	jsonw_kv_u64(&w, "version", PERFD_PROTOCOL_VERSION);
+	jsonw_kv_bool(&w, "ok", true);
+	jsonw_kv_string(&w, "view", view_names[req->top_args.view]);
+	write_host(&ctx, &w);
+	r = req->top_args.view == TOP_PROCESSES ? write_processes(&ctx, &w) : write_functions(&ctx, &w, p);
+	jsonw_object_end(&w);
+	command_reply_writer(c, &w, r);
+	return 0;
+}
+
+const struct command cmd_top = { .name = "top", .parse = parse_top, .run = run_top };
