@@ -14,6 +14,7 @@
 
 #include "base/jsonw.h"
 #include "encode/encode.h"
+#include "encode/flame.h"
 #include "fakemodel.h"
 
 #define DATA_OPEN "<script type=\"application/json\" id=\"perfd-data\">"
