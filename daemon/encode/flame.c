@@ -71,7 +71,8 @@ uint32_t flame_kind_colour(const char *kind)
  * its colour from one graph to the next. */
 static double shade_of(const char *s, size_t n)
 {
-	return (double)(hash_text(s, n) >> 32) / 4294967296.0;
+	/* FNV's high bits hardly move for short names: avalanche them */
+	return (double)(hash_u64(hash_text(s, n)) >> 32) / 4294967296.0;
 }
 
 double flame_change(const struct flame *f, uint32_t node)
@@ -121,7 +122,8 @@ int flame_init(struct flame *f, const struct calltree *t, const struct flame_opt
 		if (root || (flame_kept(f, n->parent) && wide_enough(f, (uint32_t)i, min, min_before))) {
 			f->node_name[i] = FLAME_UNNAMED;
 			f->kept++;
-			if (o->before && !root && n->total == 0 && t->nodes[n->parent].total > 0) {
+			/* of BEFORE only, and the outermost such */
+			if (o->before && n->total == 0 && (root || t->nodes[n->parent].total > 0)) {
 				f->gone_nodes++;
 				f->gone_value += o->before[i].total;
 			}
