@@ -43,9 +43,12 @@ DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon
 	$(PROTO_OBJS)
 CLI_SRCS := $(sort $(wildcard cli/*.c))
 # perfctl reads pprof files (cli/profile_read.c) with the daemon's own
-# generated profile.proto code.
+# generated profile.proto code, and draws diff's flame graphs with the
+# daemon's model-free flame graph code (encode/flame.h).
+FLAME_OBJS := $(addprefix $(BUILD)/daemon/,encode/calltree.o encode/flame.o encode/flamepage.o \
+	encode/flamesvg.o base/jsonw.o)
 CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS))) $(BUILD)/daemon/base/duration.o \
-	$(BUILD)/daemon/base/base64.o $(BUILD)/daemon/base/u64map.o $(PROTO_OBJS)
+	$(BUILD)/daemon/base/base64.o $(BUILD)/daemon/base/u64map.o $(FLAME_OBJS) $(PROTO_OBJS)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
@@ -92,7 +95,7 @@ $(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/perfd.skel.h $(PROTO_OBJS:.o=.h)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The flame graph page (daemon/encode/flamegraph.html) as a C array for
-# encode/html.c, so the daemon carries its template: od and sed only.
+# encode/flamepage.c, so perfd and perfctl carry its template: od and sed only.
 $(BUILD)/gen/flamegraph_html.h: daemon/encode/flamegraph.html
 	@mkdir -p $(@D)
 	{ echo '/* generated from $< by the Makefile */'; \
@@ -100,7 +103,7 @@ $(BUILD)/gen/flamegraph_html.h: daemon/encode/flamegraph.html
 	  od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; } > $@
 
-$(BUILD)/daemon/encode/html.o: $(BUILD)/gen/flamegraph_html.h
+$(BUILD)/daemon/encode/flamepage.o: $(BUILD)/gen/flamegraph_html.h
 
 $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(@D)

@@ -19,7 +19,9 @@
  * its total, a leaf its self, and either is a change to look at.  Cost:
  * two reports and O(rows log rows).  Memory profiles leave kernel frames
  * out, as report does.  The kinds must match: a memory profile in bytes
- * against a CPU one in samples compares nothing.
+ * against a CPU one in samples compares nothing.  --format html|svg draws
+ * the same comparison as a differential flame graph instead
+ * (diff_flame.c), to -o FILE (picked by its extension) or stdout.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +34,7 @@
 
 #include "diff.h"
 #include "format.h"
+#include "outfile.h"
 #include "output.h"
 #include "perfctl.h"
 #include "perfd/protocol.h"
@@ -163,11 +166,43 @@ struct diff *diff_free(struct diff *d)
 
 /* --- the command ------------------------------------------------------------ */
 
+enum diff_format { DIFF_TEXT, DIFF_HTML, DIFF_SVG };
+
 struct diff_cmd {
 	const char *before, *after;
 	const char *kind; /* NULL: each file's own, which must then match */
 	int64_t top;      /* 0: all */
+	enum diff_format format;
+	const char *output; /* -o FILE of a flame graph; NULL: stdout */
 };
+
+static int parse_format(struct ctl_env *env, const char *name, enum diff_format *ret)
+{
+	static const char *const names[] = { [DIFF_TEXT] = "text", [DIFF_HTML] = "html",
+					      [DIFF_SVG] = "svg" };
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (strcmp(names[i], name) == 0) {
+			*ret = (enum diff_format)i;
+			return 0;
+		}
+	ctl_error(env, CTL_ERR_USAGE, "diff: --format takes text, html or svg, not '%s'", name);
+	return -EINVAL;
+}
+
+/* The format of -o FILE without --format: html or svg by its extension,
+ * as snapshot picks them; the table has no file of its own. */
+static int format_of_output(struct ctl_env *env, struct diff_cmd *o)
+{
+	const char *by_ext = ctl_format_by_extension(o->output);
+
+	if (by_ext && (strcmp(by_ext, "html") == 0 || strcmp(by_ext, "svg") == 0))
+		return parse_format(env, by_ext, &o->format);
+	ctl_error(env, CTL_ERR_USAGE,
+		  "diff: -o writes a flame graph: name the file .html or .svg, or give --format "
+		  "html|svg (the table goes to stdout)");
+	return -EINVAL;
+}
 
 #define SORT_TEXT "the larger of |delta self%| and |delta total%|"
 
@@ -177,16 +212,19 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct diff_cm
 	static const struct option options[] = {
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "top", required_argument, NULL, OPT_TOP },
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 'S' },
 		{}
 	};
+	bool have_format = false;
 	int c;
 
 	o->top = 20;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:o:", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_KIND:
 			if (report_parse_kind(env, "diff", optarg, &o->kind) < 0)
@@ -194,6 +232,15 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct diff_cm
 			break;
 		case OPT_TOP:
 			if (report_parse_top(env, "diff", optarg, &o->top) < 0)
+				return -EINVAL;
+			break;
+		case 'f':
+			if (parse_format(env, optarg, &o->format) < 0)
+				return -EINVAL;
+			have_format = true;
+			break;
+		case 'o':
+			if (ctl_output_option(env, "diff", optarg, &o->output) < 0)
 				return -EINVAL;
 			break;
 		default:
@@ -209,6 +256,18 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct diff_cm
 	}
 	o->before = argv[optind];
 	o->after = argv[optind + 1];
+	if (o->output && !have_format)
+		return format_of_output(env, o);
+	if (o->output && o->format == DIFF_TEXT) {
+		ctl_error(env, CTL_ERR_USAGE, "diff: -o writes a flame graph (--format html|svg); the "
+					      "table goes to stdout");
+		return -EINVAL;
+	}
+	if (env->json && o->format != DIFF_TEXT && !o->output) {
+		ctl_error(env, CTL_ERR_USAGE, "diff: --json with --format %s needs -o FILE: the graph "
+					      "is not JSON", o->format == DIFF_HTML ? "html" : "svg");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -345,6 +404,38 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct diff *d,
 	return ctl_print_answer(env, doc);
 }
 
+/* The differential flame graph, to -o FILE (and a line on stderr, or the
+ * receipt {"ok":true,"output":FILE} with --json) or to stdout. */
+static enum perfctl_exit write_flame(struct ctl_env *env, const struct diff_cmd *o,
+				     const struct profile *before, const struct profile *after)
+{
+	const struct diff_flame_opts fo = {
+		.svg = o->format == DIFF_SVG,
+		.skip_kernel = strcmp(kind_of(before), "memory") == 0,
+		.before_source = o->before,
+		.after_source = o->after,
+	};
+	_cleanup_free_ char *data = NULL, *shown = NULL;
+	enum perfctl_exit rc;
+	size_t len;
+	int k;
+
+	k = diff_flame(before, after, &fo, &data, &len);
+	if (k < 0) {
+		ctl_error(env, CTL_ERR_IO, "diff: %s", strerror(-k));
+		return PERFCTL_EXIT_FAILURE;
+	}
+	if (!o->output)
+		return fwrite(data, 1, len, stdout) == len ? PERFCTL_EXIT_OK : PERFCTL_EXIT_FAILURE;
+	rc = ctl_output(env, o->output, data, len);
+	if (rc != PERFCTL_EXIT_OK || env->json)
+		return rc;
+	shown = ctl_escape(o->output, strlen(o->output));
+	fprintf(stderr, "perfctl: differential flame graph (%s) written to %s\n",
+		o->format == DIFF_SVG ? "svg" : "html", shown ? shown : "?");
+	return PERFCTL_EXIT_OK;
+}
+
 enum perfctl_exit do_diff(struct ctl_env *env, int argc, char **argv)
 {
 	struct diff_cmd o = { 0 };
@@ -370,6 +461,8 @@ enum perfctl_exit do_diff(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_FAILURE;
 	}
 
+	if (o.format != DIFF_TEXT)
+		return write_flame(env, &o, before, after);
 	k = diff_build(before, after, strcmp(kind_of(before), "memory") == 0, &d);
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_IO, "diff: %s", strerror(-k));

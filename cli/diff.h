@@ -3,8 +3,8 @@
  * diff.h - two profiles compared per function, as `perfctl diff` prints
  * them: each function's self and total value on both sides, as a share of
  * its own profile's total, and the change of those shares in points, the
- * largest change first.  Pure computation on two struct profiles
- * (profile_read.h); no I/O.
+ * largest change first, or drawn as a differential flame graph.  Pure
+ * computation on two struct profiles (profile_read.h); no I/O.
  */
 #ifndef PERFCTL_DIFF_H
 #define PERFCTL_DIFF_H
@@ -44,6 +44,18 @@ struct diff {
  * (diff_free() it), or -ENOMEM. */
 int diff_build(const struct profile *before, const struct profile *after, bool skip_kernel,
 	       struct diff **ret);
+
+struct diff_flame_opts {
+	bool svg;         /* the static SVG, not the interactive page */
+	bool skip_kernel; /* leave kernel frames out (memory) */
+	const char *before_source, *after_source; /* named in the graph */
+};
+
+/* The differential flame graph of before and after (diff_flame.c): a page
+ * or an SVG document in *ret (free() it), *ret_len bytes.  Returns 0, or
+ * -ENOMEM, -E2BIG (names past 2^30 bytes). */
+int diff_flame(const struct profile *before, const struct profile *after,
+	       const struct diff_flame_opts *o, char **ret, size_t *ret_len);
 
 /* Frees d; accepts NULL; returns NULL. */
 struct diff *diff_free(struct diff *d);

@@ -115,6 +115,20 @@ static int64_t intern_string(struct profile *p, const char *s, size_t n)
 	}
 }
 
+int64_t profile_find_string(const struct profile *p, const char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	for (uint64_t key = hash_text(s, n) & ~1ULL;; key = (key + 2) & ~1ULL) {
+		const uint64_t *id = u64map_get(&p->strings_by_hash, key);
+
+		if (!id)
+			return -ENOENT;
+		if (strncmp(p->text + *id, s, n) == 0 && p->text[*id + n] == '\0')
+			return (int64_t)*id;
+	}
+}
+
 static int64_t intern_cstring(struct profile *p, const char *s)
 {
 	return intern_string(p, s, strlen(s));

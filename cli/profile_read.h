@@ -102,6 +102,10 @@ static inline const char *profile_string(const struct profile *p, uint32_t id)
 	return p->text + id;
 }
 
+/* The id of the string s[0..n) in p's strings (0 for ""), or -ENOENT when
+ * p has none such: how a text of one profile is found in another. */
+int64_t profile_find_string(const struct profile *p, const char *s, size_t n);
+
 /* The name of a format: "folded", "json", "pprof". */
 const char *profile_format_name(enum profile_format f);
 

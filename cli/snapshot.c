@@ -6,9 +6,7 @@
  *
  * Design: perfd answers only when the duration is over, so the wait is
  * bounded by duration + 30 s instead of the usual short timeout.  With -o,
- * the output goes to FILE.tmp and is renamed over FILE only once it is
- * complete and synced, so a failed or interrupted snapshot never leaves a
- * half-written FILE (an interrupted one can leave FILE.tmp).  The directory
+ * the output is written whole or not at all (outfile.c), and the directory
  * is checked before the request goes out, so a typo does not cost the whole
  * duration.  The profile is written as the daemon encoded it (a binary
  * format, whose answer says "encoding": "base64", as its raw bytes); the
@@ -19,20 +17,17 @@
  * always print one object.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "call.h"
 #include "format.h"
+#include "outfile.h"
 #include "output.h"
 #include "perfctl.h"
 #include "selection.h"
@@ -48,83 +43,6 @@ struct snapshot_opts {
 	bool threads;         /* stacks rooted at their thread */
 	const char *output; /* NULL: stdout */
 };
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Checks early that path's directory can take a new file.  Returns 0 or
- * -errno. */
-static int check_output_dir(const char *path)
-{
-	_cleanup_free_ char *copy = strdup(path);
-	struct stat st;
-
-	if (!copy)
-		return -ENOMEM;
-	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		/* A device or FIFO is written in place, see write_output(). */
-		if (!S_ISREG(st.st_mode))
-			return 0;
-	}
-	if (access(dirname(copy), W_OK | X_OK) < 0)
-		return negative_errno();
-	return 0;
-}
-
-/* Writes data to path through path.tmp and rename(), or straight into path
- * when it is an existing device or FIFO (where rename makes no sense).
- * Returns 0 or -errno; on failure path is untouched and path.tmp removed. */
-static int write_output(const char *path, const char *data, size_t len)
-{
-	_cleanup_free_ char *tmp = NULL;
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	int k;
-
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0)
-			return negative_errno();
-		k = write_all(fd, data, len);
-		if (k < 0)
-			return k;
-		return close(TAKE_FD(fd)) < 0 ? negative_errno() : 0;
-	}
-
-	if (asprintf(&tmp, "%s.tmp", path) < 0) {
-		tmp = NULL;
-		return -ENOMEM;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
-	if (fd < 0)
-		return negative_errno();
-
-	k = write_all(fd, data, len);
-	if (k >= 0 && fsync(fd) < 0)
-		k = negative_errno();
-	if (k >= 0 && close(TAKE_FD(fd)) < 0)
-		k = negative_errno();
-	if (k >= 0 && rename(tmp, path) < 0)
-		k = negative_errno();
-	if (k < 0)
-		(void)unlink(tmp);
-	return k;
-}
 
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapshot_opts *o)
 {
@@ -164,11 +82,8 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 			o->format = optarg;
 			break;
 		case 'o':
-			if (!*optarg) {
-				ctl_error(env, CTL_ERR_USAGE, "snapshot: -o needs a file name");
+			if (ctl_output_option(env, "snapshot", optarg, &o->output) < 0)
 				return -EINVAL;
-			}
-			o->output = optarg;
 			break;
 		case 'l':
 			o->lines = true;
@@ -271,7 +186,7 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_USAGE;
 
 	if (o.output) {
-		k = check_output_dir(o.output);
+		k = ctl_check_output(o.output);
 		if (k < 0) {
 			ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", o.output, strerror(-k));
 			return PERFCTL_EXIT_FAILURE;
@@ -345,22 +260,9 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 	}
 
 	if (o.output) {
-		k = write_output(o.output, data, len);
-		if (k < 0) {
-			ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", o.output, strerror(-k));
-			return PERFCTL_EXIT_FAILURE;
-		}
-		if (env->json) {
-			/* stdout still gets the one JSON object: a short receipt. */
-			_cleanup_(json_object_putp) struct json_object *r = json_object_new_object();
-
-			if (!r || json_object_object_add(r, "ok", json_object_new_boolean(1)) < 0 ||
-			    json_object_object_add(r, "output", json_object_new_string(o.output)) < 0) {
-				ctl_error(env, CTL_ERR_IO, "out of memory");
-				return PERFCTL_EXIT_FAILURE;
-			}
-			return ctl_print_answer(env, r);
-		}
+		rc = ctl_output(env, o.output, data, len);
+		if (rc != PERFCTL_EXIT_OK || env->json)
+			return rc;
 	} else if ((len > 0 && fwrite(data, 1, len, stdout) != len) || fflush(stdout) != 0) {
 		/* main() reports the stdout error; no summary for a lost profile. */
 		return PERFCTL_EXIT_FAILURE;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/jsonw.h"
+#include "base/utf8.h"
 
 void jsonw_init(struct jsonw *w)
 {
@@ -108,36 +109,6 @@ void jsonw_object_end(struct jsonw *w) { close_(w, '}'); }
 void jsonw_array_begin(struct jsonw *w) { open_(w, '['); }
 void jsonw_array_end(struct jsonw *w) { close_(w, ']'); }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 when none. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and past U+10FFFF are not UTF-8 */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
 size_t jsonw_escape(const char *str, size_t n, char *out)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -151,7 +122,8 @@ size_t jsonw_escape(const char *str, size_t n, char *out)
 	} while (0)
 	for (size_t i = 0; i < n;) {
 		unsigned char c = s[i];
-		size_t k = c >= 0x20 && c != '"' && c != '\\' ? utf8_len(s + i, n - i) : 0;
+		uint32_t cp;
+		size_t k = c >= 0x20 && c != '"' && c != '\\' ? utf8_len(s + i, n - i, &cp) : 0;
 		char esc[8];
 
 		if (k > 0) {

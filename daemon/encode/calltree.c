@@ -9,6 +9,7 @@
 
 #include "encode/calltree.h"
 #include "perfd/macro.h"
+#include "profile/model.h"
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
@@ -45,8 +46,7 @@ static int64_t frame_id(struct calltree *t, uint32_t location, uint32_t line)
 	return (int64_t)t->n_frames++;
 }
 
-/* The child of parent for frame, added when new. */
-static int64_t child(struct calltree *t, uint32_t parent, uint32_t frame)
+int64_t calltree_node(struct calltree *t, uint32_t parent, uint32_t frame)
 {
 	uint64_t h = hash_u64((uint64_t)parent << 32 | frame);
 
@@ -71,11 +71,19 @@ static int64_t child(struct calltree *t, uint32_t parent, uint32_t frame)
 	}
 }
 
+const struct model_line *calltree_frame_line(const struct calltree *t, const struct model *m,
+					     size_t frame)
+{
+	const struct model_location *l = &m->locations[calltree_frame_location(t, frame)];
+
+	return &m->lines[l->first_line + (t->frames[frame] & 0xff)];
+}
+
 static int add_samples(struct calltree *t, const struct model *m)
 {
 	/* one root per process: nodes 0..n_processes-1 */
 	for (size_t i = 0; i < m->n_processes; i++)
-		if (child(t, CALLTREE_NO_PARENT, (uint32_t)i) < 0)
+		if (calltree_node(t, CALLTREE_NO_PARENT, (uint32_t)i) < 0)
 			return -ENOMEM;
 	for (size_t i = 0; i < m->n_samples; i++) {
 		const struct model_sample *s = &m->samples[i];
@@ -83,7 +91,7 @@ static int add_samples(struct calltree *t, const struct model *m)
 
 		t->nodes[at].total += s->value;
 		if (m->threads) {
-			at = child(t, (uint32_t)at, CALLTREE_THREAD | s->tid);
+			at = calltree_node(t, (uint32_t)at, CALLTREE_THREAD | s->tid);
 			if (at < 0)
 				return -ENOMEM;
 			t->nodes[at].total += s->value;
@@ -95,7 +103,7 @@ static int add_samples(struct calltree *t, const struct model *m)
 			for (uint32_t ln = 0; ln < m->locations[loc].n_lines; ln++) {
 				int64_t f = frame_id(t, loc, ln);
 
-				if (f < 0 || (at = child(t, (uint32_t)at, (uint32_t)f)) < 0)
+				if (f < 0 || (at = calltree_node(t, (uint32_t)at, (uint32_t)f)) < 0)
 					return -ENOMEM;
 				t->nodes[at].total += s->value;
 			}
@@ -119,8 +127,7 @@ static int by_parent_then_total(const void *x, const void *y)
 	return a->frame < b->frame ? -1 : a->frame > b->frame;
 }
 
-/* Lists each node's children, largest first. */
-static int link_children(struct calltree *t)
+int calltree_link(struct calltree *t)
 {
 	t->children = malloc((t->n ? t->n : 1) * sizeof(*t->children));
 	if (!t->children)
@@ -133,22 +140,31 @@ static int link_children(struct calltree *t)
 	for (size_t i = 0; i < t->n; i++) {
 		const struct calltree_node *c = &t->nodes[t->children[i]];
 
-		if (c->parent == CALLTREE_NO_PARENT)
+		if (c->parent == CALLTREE_NO_PARENT) {
+			if (t->n_roots++ == 0)
+				t->first_root = (uint32_t)i;
 			continue;
+		}
 		if (t->nodes[c->parent].n_children++ == 0)
 			t->nodes[c->parent].first_child = (uint32_t)i;
 	}
 	return 0;
 }
 
+void calltree_init(struct calltree *t)
+{
+	*t = (struct calltree){ 0 };
+	u64map_init(&t->index);
+	u64map_init(&t->frame_index);
+}
+
 int calltree_build(struct calltree *t, const struct model *m)
 {
 	int r;
 
-	u64map_init(&t->index);
-	u64map_init(&t->frame_index);
+	calltree_init(t);
 	r = add_samples(t, m);
-	return r < 0 ? r : link_children(t);
+	return r < 0 ? r : calltree_link(t);
 }
 
 void calltree_done(struct calltree *t)

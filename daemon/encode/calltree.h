@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * calltree.h - the model's samples merged into one call tree, for the
- * encoders that show a tree (json.c for scripts, html.c's flame graph).
+ * calltree.h - stacks merged into one call tree, for the encoders that
+ * show a tree (json.c for scripts, the flame graphs of encode/flame.h) and
+ * for perfctl's differential flame graph (cli/diff_flame.c), which builds
+ * one from two profiles read back: the tree itself knows frames only as
+ * numbers, so it needs no model.
  *
- * One root per process (nodes 0 .. n_processes-1), then, with threads, one
- * node per thread under it, then one node per frame: a frame is one line of
- * a location (an inlined function is a frame of its own), numbered in the
- * frames table in the order first met.  Nodes are interned by (parent,
- * frame) in a hash map, so building is one pass over the samples' frames;
- * each node's children are listed largest total first.  Memory: ~40 bytes
- * a node plus ~20 a frame, bounded by the model's stack frames.
+ * calltree_build() makes the model's tree: one root per process (nodes 0
+ * .. n_processes-1), then, with threads, one node per thread under it,
+ * then one node per frame: a frame is one line of a location (an inlined
+ * function is a frame of its own), numbered in the frames table in the
+ * order first met.  Nodes are interned by (parent, frame) in a hash map
+ * (calltree_node()), so building is one pass over the stacks' frames; once
+ * calltree_link() has run, each node's children, and the roots, are listed
+ * largest total first.  Memory: ~40 bytes a node plus ~20 a frame, bounded
+ * by the stacks' frames.
  */
 #ifndef PERFD_CALLTREE_H
 #define PERFD_CALLTREE_H
@@ -18,7 +23,11 @@
 #include <stdint.h>
 
 #include "base/u64map.h"
-#include "profile/model.h"
+
+/* Only calltree_build() and calltree_frame_line() know the model, so that
+ * perfctl, whose profiles are not the daemon's, can use the tree. */
+struct model;
+struct model_line;
 
 #define CALLTREE_NO_PARENT UINT32_MAX
 #define CALLTREE_THREAD (1u << 31) /* a node's frame that names a thread */
@@ -36,6 +45,7 @@ struct calltree {
 	size_t n, cap;
 	struct u64map index; /* hash(parent, frame) (+ probing) -> node */
 	uint32_t *children;
+	uint32_t first_root, n_roots; /* the roots' run of children */
 	/* frames table: (location, line index) -> index */
 	struct u64map frame_index;
 	uint64_t *frames; /* location << 8 | line index */
@@ -46,6 +56,25 @@ struct calltree {
  * calltree_done() frees t either way. */
 int calltree_build(struct calltree *t, const struct model *m);
 void calltree_done(struct calltree *t);
+
+/* A tree built by hand: calltree_init() t, then calltree_node() for every
+ * frame of every stack (adding the values to the nodes it returns), then
+ * calltree_link() once; calltree_done() frees it. */
+void calltree_init(struct calltree *t);
+
+/* The node of frame under parent (CALLTREE_NO_PARENT: a root), added with
+ * zero values when new.  Returns its index, stable while t grows (t->nodes
+ * may move), or -ENOMEM. */
+int64_t calltree_node(struct calltree *t, uint32_t parent, uint32_t frame);
+
+/* Lists each node's children and the roots, largest total first (ties by
+ * frame).  Returns 0 or -ENOMEM. */
+int calltree_link(struct calltree *t);
+
+static inline uint32_t calltree_root(const struct calltree *t, uint32_t i)
+{
+	return t->children[t->first_root + i];
+}
 
 static inline const struct calltree_node *calltree_child(const struct calltree *t,
 							 const struct calltree_node *n, uint32_t i)
@@ -58,13 +87,8 @@ static inline uint32_t calltree_frame_location(const struct calltree *t, size_t 
 	return (uint32_t)(t->frames[frame] >> 8);
 }
 
-/* The line (in m->lines) frame stands for. */
-static inline const struct model_line *calltree_frame_line(const struct calltree *t,
-							   const struct model *m, size_t frame)
-{
-	const struct model_location *l = &m->locations[calltree_frame_location(t, frame)];
-
-	return &m->lines[l->first_line + (t->frames[frame] & 0xff)];
-}
+/* The line (in m->lines) frame stands for, in a tree of calltree_build(). */
+const struct model_line *calltree_frame_line(const struct calltree *t, const struct model *m,
+					     size_t frame);
 
 #endif

@@ -4,7 +4,7 @@
  *
  * Every format reads the resolved model (profile/model.h) and writes the
  * value of the answer's "profile" field with the JSON writer: a string
- * for text formats (folded, html), an object for json, and for a binary format
+ * for text formats (folded, html, svg), an object for json, and for a binary format
  * (pprof) a string of its bytes in base64, which encoder_encoding() names
  * so that the answer can say so.  Adding a format is one
  * file with its NAME_encode function plus one row in
@@ -57,11 +57,14 @@ int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8
 		       size_t *ret_len);
 int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int html_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+int svg_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 
-/* s (n bytes of JSON text) with every '<', '>', '&', U+2028 and U+2029
- * as a \uXXXX escape, into out (NULL: only measured; at most 6 n bytes);
- * returns its length.  The result means the same JSON and cannot end, or
- * open a comment in, the HTML <script> element that holds it. */
-size_t html_script_escape(const char *s, size_t n, char *out);
+/* The flame graph of m (flame_model.c), frames under min_share of the
+ * total left out, drawn by write (flame_page_write, flame_svg_write) into
+ * w's string: html and svg in one. */
+struct flame;
+struct flame_out;
+int flame_model_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w,
+		       double min_share, int (*write)(const struct flame *, const struct flame_out *));
 
 #endif

@@ -14,6 +14,7 @@
 	X(json, ".json")        \
 	X(pprof, ".pb.gz")      \
 	X(speedscope, ".speedscope.json") \
-	X(html, ".html")
+	X(html, ".html")        \
+	X(svg, ".svg")
 
 #endif

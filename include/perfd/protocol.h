@@ -102,7 +102,8 @@
  *             takes the windows at least half inside it.
  *             "kind": "cpu" (default; samples), "memory" (bytes), "offcpu"
  *             (nanoseconds).  "format": a name of include/perfd/formats.h
- *             ("folded" default, "json", "pprof", "speedscope", "html").  "lines":
+ *             ("folded" default, "json", "pprof", "speedscope", "html", "svg").
+ *             "lines":
  *             boolean (default false: true gives
  *             user frames as "function (file:line)" and inlined functions as
  *             frames of their own, where debug info allows), "python_lines":
@@ -141,6 +142,8 @@
  *      weights } ] }, one profile per process (per thread with "threads").
  *      Html: profile is a string, a self-contained HTML page (an
  *      interactive flame graph, daemon/encode/html.c) to write to a file.
+ *      Svg: profile is a string, a static SVG document (the same flame
+ *      graph, daemon/encode/svg.c) to write to a file.
  *
  * Who sees what: every local user may connect (the socket is mode 0666, its
  * directory 0755); what an answer holds depends on the connecting process's
@@ -265,7 +268,10 @@
  *      A function in one file only has zeros on the other side.  Percentages
  *      and points have two decimals; *_ns as for report, per side (a folded
  *      file has no period).  Errors as report's, and "kind_mismatch" (BEFORE
- *      and AFTER hold different kinds).
+ *      and AFTER hold different kinds).  With --format html|svg -o FILE it
+ *      writes the differential flame graph (cli/diff_flame.c) to FILE and
+ *      prints { ok: true, output: FILE }, as `snapshot -o FILE` does; a
+ *      graph on stdout with --json is a usage error.
  *
  *  `perfctl --json diagnose` (cli/diagnose.c) prints
  *      { version, ok: true,

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -489,6 +490,65 @@ def show(stacks, limit=15):
     """The heaviest stacks, one per line, for failure messages."""
     top = sorted(stacks.items(), key=lambda kv: -kv[1])[:limit]
     return "\n".join(f"  {n:6d} {';'.join(s)}" for s, n in top)
+
+
+# --- flame graphs in a browser ---------------------------------------------------
+
+CHROMIUM = os.environ.get("PERFD_CHROMIUM") or "/usr/bin/chromium"
+BROWSER_DRIVER = Path(__file__).with_name("flamegraph_browser.js")
+
+
+def open_in_chromium(path, function, shot_dir, *others):
+    """Runs flamegraph_browser.js (see that file) on the flame graph at path
+    (a page, or an SVG document) for function and others in Debian's
+    headless Chromium, its real consumer; returns the driver's report once
+    the checks every file must pass hold: no console error or uncaught
+    exception, no request beyond the file itself, a screenshot (whose path
+    is printed: pytest -s shows it)."""
+    node = shutil.which("node") or "/usr/bin/node"
+    npm = Path(os.environ.get("PERFD_NPM_DIR") or build_dir() / "npm")
+    assert os.access(CHROMIUM, os.X_OK), f"no {CHROMIUM} (Debian's chromium: make deps-test)"
+    assert (npm / "node_modules" / "playwright-core").is_dir(), \
+        f"no playwright-core under {npm} (make deps-test installs it)"
+    shot = Path(shot_dir) / f"{Path(path).name.replace('.', '-')}.png"
+    env = dict(os.environ, NODE_PATH=str(npm / "node_modules"), PERFD_CHROMIUM=CHROMIUM,
+               PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1")
+    p = subprocess.run([node, str(BROWSER_DRIVER), str(path), function, str(shot), *others],
+                       capture_output=True, env=env, timeout=120)
+    assert p.returncode == 0, \
+        f"{BROWSER_DRIVER.name} exited {p.returncode}: {p.stderr.decode(errors='replace')}"
+    report = json.loads(p.stdout)
+    assert report["console_errors"] == [] and report["page_errors"] == [], \
+        f"{path}: errors in the page: {report['console_errors']} {report['page_errors']}"
+    assert report["requests"] == [], f"{path} is not self-contained: it asked for {report['requests']}"
+    assert report.get("screenshot") and Path(report["screenshot"]).read_bytes()[:8] == \
+        b"\x89PNG\r\n\x1a\n", f"no screenshot of {path}: {report}"
+    print(f"\nscreenshot of {Path(path).name} ({report['browser_version']}, loaded in "
+          f"{report['load_ms']} ms): {report['screenshot']}")
+    return report
+
+
+def svg_share(report, function):
+    """The share (percent) of all that function's outermost frames take in
+    the SVG as Chromium rendered it: getBBox widths, each box drawn half a
+    pixel short of its frame to leave a gap."""
+    frames = report["frames"][function]
+    assert frames["count"] > 0, f"no frame of {function} in the SVG"
+    return 100.0 * (frames["width"] + 0.5 * len(frames["fills"])) / (report["all_width"] + 0.5)
+
+
+def check_svg_document(report, path):
+    """An SVG Chromium parsed and rendered, as a document and as an image,
+    and that python's XML parser takes too."""
+    ET.parse(path)  # well-formed XML, or this raises
+    assert report["root"] == "svg" and report["root_ns"] == "http://www.w3.org/2000/svg", report
+    assert report["parsererror"] == 0, f"{path}: Chromium could not parse it"
+    assert report["as_image"]["ok"] and report["as_image"]["width"] == 1200, report["as_image"]
+
+
+def rgb(colour):
+    """(r, g, b) of "#rrggbb"."""
+    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
 
 
 # --- snapshots ------------------------------------------------------------------

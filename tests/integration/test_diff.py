@@ -11,6 +11,15 @@ snapshotted over the finished range that holds it, before as pprof, after
 as folded, so the diff reads two formats.  The tolerance is the issue's,
 3 points: the standard error of the difference of an 80 % and a 50 % share
 of 4000 samples each is 1.1 points.
+
+The same pair drawn as a differential flame graph (--format html, or -o
+FILE.html / FILE.svg) is opened in its real consumer, headless Chromium,
+through test_flamegraph.py's harness: the page must load without errors,
+paint work_hot as shrinkage (blue) and work_other as growth (red), and its
+figures must be the table's; a frame BEFORE alone has must be named at
+AFTER's widths and drawn at BEFORE's; the SVG must be well-formed, load
+as a document and an image, colour the same way and draw work_hot as wide
+as its AFTER share.  Screenshots are saved, their paths printed.
 """
 
 import json
@@ -28,7 +37,8 @@ TOLERANCE = 3.0  # percentage points
 
 @pytest.fixture(scope="module")
 def before_after(perfd_fast, tmp_path_factory):
-    """Snapshot files of a 4:1 run (pprof) and a 1:1 run (folded)."""
+    """Snapshot files of a 4:1 run (pprof) and a 1:1 run (folded); the 4:1
+    one as folded too, beside them."""
     started = time.time() - 1
     runs = [perfdtest.Workload("tunable", CPU_SECONDS, 4, 1),
             perfdtest.Workload("tunable", CPU_SECONDS, 1, 1)]
@@ -42,13 +52,14 @@ def before_after(perfd_fast, tmp_path_factory):
     until = time.time()
     tmp = tmp_path_factory.mktemp("diff")
     files = []
-    for w, name in zip(runs, ("before.pb.gz", "after.folded")):
+    # before.folded too, for a test that adds a frame to it
+    for w, name in zip((*runs, runs[0]), ("before.pb.gz", "after.folded", "before.folded")):
         path = tmp / name
         rc, _, err = perfd_fast.perfctl("snapshot", "--pid", str(w.pid), "--from", f"{started:.3f}",
                                         "--to", f"{until:.3f}", "-o", str(path), timeout=60)
         assert rc == 0, f"snapshot of {name} exited {rc}: {err}"
         files.append(path)
-    return files
+    return files[:2]
 
 
 def diff(daemon, *args):
@@ -183,3 +194,135 @@ def test_bad_input_is_a_clear_error(perfd_fast, before_after, tmp_path):
     for args in ((str(before),), (str(before), str(after), str(after)), (str(before), str(after), "--top", "x")):
         rc, _, err = perfd_fast.perfctl("diff", *args)
         assert rc == 2, f"{args}: exit {rc}: {err}"
+
+
+# --- the differential flame graph ----------------------------------------------
+
+COLOUR_MARGIN = 60  # of blue over red (shrinkage) or red over blue (growth), of 255
+
+
+def blue(pixel):
+    return pixel[2] > pixel[0] + COLOUR_MARGIN
+
+
+def red(pixel):
+    return pixel[0] > pixel[2] + COLOUR_MARGIN
+
+
+def write_graph(daemon, *args):
+    rc, out, err = daemon.perfctl("diff", *args)
+    assert rc == 0, f"perfctl diff {' '.join(args)} exited {rc}: {err}"
+    return out, err
+
+
+def test_the_differential_page_paints_the_cheaper_function_blue(perfd_fast, before_after, tmp_path):
+    before, after = before_after
+    page = tmp_path / "diff.html"
+    _, err = write_graph(perfd_fast, str(before), str(after), "-o", str(page))  # html by its extension
+    assert f"written to {page}" in err, err
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>"), text[:200]
+    out, _ = write_graph(perfd_fast, str(before), str(after), "--format", "html")
+    assert out == text, "--format html on stdout is not the -o file"
+    rows = {r["function"]: r for r in diff(perfd_fast, str(before), str(after), "--top", "0")["functions"]
+            if not r["kernel"]}
+
+    report = perfdtest.open_in_chromium(page, "work_hot", tmp_path, "work_other")
+    assert report["diff"] is True and report["scripts"] == 2, report
+    assert report["title"].startswith("perfd differential flame graph"), report["title"]
+    hot, other = report["nodes"]["work_hot"], report["nodes"]["work_other"]
+    assert hot and other and hot["rect"] and other["rect"], report["nodes"]
+    # the colours a person sees on the canvas
+    assert blue(hot["pixel"]), f"work_hot got 4x cheaper but is not blue: {hot['pixel']}"
+    assert red(other["pixel"]), f"work_other's share grew but it is not red: {other['pixel']}"
+    # the widest frame of each (under main; a few samples reach them on
+    # other paths, cut short) holds nearly all of the function: its change
+    # is the table's, within a point
+    for name, node in (("work_hot", hot["node"]), ("work_other", other["node"])):
+        r = rows[name]
+        assert node["after_total"] >= 0.95 * r["after"]["total"] and \
+            node["before_total"] >= 0.95 * r["before"]["total"], (node, r)
+        assert node["total_change"] == pytest.approx(r["total_delta"], abs=1.0), (node, r)
+    assert abs(hot["node"]["total_change"] - (-30.0)) <= TOLERANCE, hot["node"]
+    # the width is AFTER's share, the tooltip the frame's figures
+    n, whole = hot["node"], diff(perfd_fast, str(before), str(after))
+    assert 100.0 * hot["rect"]["width"] / report["canvas_width"] == \
+        pytest.approx(100.0 * n["after_total"] / whole["after"]["total"], abs=0.1), hot["rect"]
+    tip = report["tooltip"].split("\n")
+    assert tip[0] == "work_hot" and tip[1] == "user", tip
+    for line, side, key in ((tip[2], "after:  ", "after"), (tip[3], "before: ", "before")):
+        t, sf, w = n[f"{key}_total"], n[f"{key}_self"], whole[key]["total"]
+        assert line == f"{side}total {t:,} samples ({100 * t / w:.2f}%), self {sf:,} samples " \
+                       f"({100 * sf / w:.2f}%)", tip
+    assert re.match(rf"^change: total {n['total_change']:+.2f} points, self {n['self_change']:+.2f} points$",
+                    tip[4]), tip
+    # a few frames of real runs are on one side only (an interrupt's
+    # kernel path, say): they are named, not dropped
+    m = re.match(r"^(\d+) frames? (is|are) in BEFORE only \(together ([\d.]+)% of BEFORE\)", report["gone"])
+    assert not report["gone"] or (m and float(m.group(3)) < 2.0), report["gone"]
+
+
+def test_frames_only_in_before_stay_in_sight(perfd_fast, before_after, tmp_path):
+    """A function BEFORE alone has: width 0 at AFTER's widths, so the page
+    names it in its note, and draws it, blue, at BEFORE's."""
+    before, after = before_after
+    extra = 400
+    plus = tmp_path / "before-plus.folded"
+    text = before.with_name("before.folded").read_text()
+    # called where work_hot is, from main: the heaviest path to it
+    path = max((line for line in text.splitlines() if ";work_hot " in line),
+               key=lambda line: int(line.rpartition(" ")[2])).rpartition(";work_hot ")[0]
+    plus.write_text(text + f"{path};gone_before {extra}\n")
+    whole = sum(int(line.rpartition(" ")[2]) for line in plus.read_text().splitlines())
+    page = tmp_path / "gone.html"
+    write_graph(perfd_fast, str(plus), str(after), "--format", "html", "-o", str(page))
+    report = perfdtest.open_in_chromium(page, "work_hot", tmp_path, "gone_before")
+    share = 100.0 * extra / whole
+    # gone_before and the few frames of the real run on one side only
+    m = re.match(r"^(\d+) frames? (is|are) in BEFORE only \(together ([\d.]+)% of BEFORE\)", report["gone"])
+    assert m and int(m.group(1)) >= 1 and share - 0.01 <= float(m.group(3)) <= share + 2.0, \
+        (report["gone"], share)
+    gone = report["nodes"]["gone_before"]
+    assert gone["node"]["after_total"] == 0 and gone["node"]["before_total"] == extra, gone
+    assert gone["rect"] is None, "a frame of width 0 at AFTER's widths was drawn"
+    seen = report["before_view"]["gone_before"]
+    assert seen["rect"], f"not drawn at BEFORE's widths: {seen}"
+    assert 100 * seen["rect"]["width"] / report["canvas_width"] == pytest.approx(share, abs=0.2), seen
+    assert blue(seen["pixel"]), f"a frame that went away is not blue: {seen['pixel']}"
+    print(f"  at BEFORE's widths: {report['before_screenshot']}")
+
+
+def test_the_differential_svg(perfd_fast, before_after, tmp_path):
+    before, after = before_after
+    svg = tmp_path / "diff.svg"
+    doc = perfd_fast.perfctl_json("diff", str(before), str(after), "-o", str(svg))
+    assert doc == {"ok": True, "output": str(svg)}, doc
+    rows = {r["function"]: r for r in diff(perfd_fast, str(before), str(after), "--top", "0")["functions"]
+            if not r["kernel"]}
+    report = perfdtest.open_in_chromium(svg, "work_hot", tmp_path, "work_other")
+    perfdtest.check_svg_document(report, svg)
+    frames = report["frames"]
+    assert blue(perfdtest.rgb(frames["work_hot"]["fills"][0])), frames["work_hot"]
+    assert red(perfdtest.rgb(frames["work_other"]["fills"][0])), frames["work_other"]
+    for name in ("work_hot", "work_other"):
+        assert perfdtest.svg_share(report, name) == \
+            pytest.approx(rows[name]["after"]["total_percent"], abs=0.1), (frames[name], rows[name])
+    title = frames["work_hot"]["titles"][0].split("\n")
+    m = re.match(r"^change: total ([-+][\d.]+) points, self ([-+][\d.]+) points$", title[4])
+    assert m and float(m.group(1)) == pytest.approx(rows["work_hot"]["total_delta"], abs=1.0), title
+
+
+def test_graph_options_are_checked(perfd_fast, before_after, tmp_path):
+    before, after = before_after
+    for args, says in (
+            (("-o", str(tmp_path / "x.txt")), "name the file .html or .svg"),
+            (("--format", "text", "-o", str(tmp_path / "x.html")), "-o writes a flame graph"),
+            (("--format", "png"), "--format takes text, html or svg")):
+        rc, _, err = perfd_fast.perfctl("diff", str(before), str(after), *args)
+        assert rc == 2 and says in err, f"{args}: exit {rc}: {err}"
+    rc, out, _ = perfd_fast.perfctl("--json", "diff", str(before), str(after), "--format", "svg")
+    error = json.loads(out)["error"]
+    assert rc == 2 and error["code"] == "usage" and "needs -o FILE" in error["message"], out
+    assert not (tmp_path / "x.html").exists()
+    rc, _, err = perfd_fast.perfctl("diff", str(before), str(after), "-o", str(tmp_path / "no" / "d.svg"))
+    assert rc == 1 and "cannot write" in err and "No such file or directory" in err, err

@@ -14,53 +14,32 @@ its own file, show the function's figures on hover, zoom to it on a click
 for.  A memory snapshot of grow 256 16 does the same in bytes under
 grow_big; a live snapshot of two processes roots each at its comm and pid,
 and a C++ template's name (with '<' and '>') reaches the page whole.
-Every page's screenshot is saved under the test's tmp dir, its path
-printed (pytest -s shows it).
+The same range as an SVG (--format svg, or -o FILE.svg) must be
+well-formed XML, load in Chromium as a document and as an image, and draw
+hot_three_quarters as wide as its share of the folded samples, in the
+colour of native frames.  Every page's and picture's screenshot is saved
+under the test's tmp dir, its path printed (pytest -s shows it).
 """
 
-import json
-import os
 import re
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 import perfdtest
 from perfdtest import contains, count_where, parse_folded, show
 
-NODE = shutil.which("node") or "/usr/bin/node"
-CHROMIUM = os.environ.get("PERFD_CHROMIUM") or "/usr/bin/chromium"
-NODE_DIR = Path(os.environ.get("PERFD_NPM_DIR") or perfdtest.build_dir() / "npm")
-DRIVER = Path(__file__).with_name("flamegraph_browser.js")
 MAGENTA = [224, 64, 251]  # #e040fb, the page's colour of a matched frame
 TEMPLATE_NAME = "app::engine::Accumulator<unsigned long>::churn(unsigned long)"
 
 
 def open_in_chromium(page, function, tmp_path):
-    """Runs flamegraph_browser.js on page for function; returns its report
-    (see that file), after the checks every page must pass."""
-    assert os.access(CHROMIUM, os.X_OK), f"no {CHROMIUM} (Debian's chromium: make deps-test)"
-    assert (NODE_DIR / "node_modules" / "playwright-core").is_dir(), \
-        f"no playwright-core under {NODE_DIR} (make deps-test installs it)"
-    shot = tmp_path / f"{page.stem}.png"
-    env = dict(os.environ, NODE_PATH=str(NODE_DIR / "node_modules"), PERFD_CHROMIUM=CHROMIUM,
-               PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1")
-    p = subprocess.run([NODE, str(DRIVER), str(page), function, str(shot)],
-                       capture_output=True, env=env, timeout=120)
-    assert p.returncode == 0, f"{DRIVER.name} exited {p.returncode}: {p.stderr.decode(errors='replace')}"
-    report = json.loads(p.stdout)
-    assert report["console_errors"] == [] and report["page_errors"] == [], \
-        f"{page}: errors in the page: {report['console_errors']} {report['page_errors']}"
-    assert report["requests"] == [], f"{page} is not self-contained: it asked for {report['requests']}"
+    """perfdtest.open_in_chromium() on a page for function, and the checks
+    every page must pass."""
+    report = perfdtest.open_in_chromium(page, function, tmp_path)
     assert report["scripts"] == 2, f"{page}: {report['scripts']} script elements, not 2"
     assert report["hot"], f"{page}: no node named {function!r}; roots {report['roots']}"
-    assert report.get("screenshot") and Path(report["screenshot"]).read_bytes()[:8] == \
-        b"\x89PNG\r\n\x1a\n", f"no screenshot of {page}"
-    print(f"\nscreenshot of {page.name} ({report['browser_version']}, {report['node_count']} nodes, "
-          f"loaded in {report['load_ms']} ms): {report['screenshot']}")
+    print(f"  ({report['node_count']} nodes)")
     return report
 
 
@@ -178,3 +157,32 @@ def test_live_page_roots_each_process_and_keeps_template_names(perfd_fast, workl
     assert report["hot_names"] == 1, report
     assert report["tooltip"].split("\n")[0] == TEMPLATE_NAME, report["tooltip"]
     assert "2 processes" in report["title"], report["title"]
+
+
+def test_svg_frames_are_as_wide_as_their_samples(perfd_fast, split_run, tmp_path):
+    """The same range as an SVG: well-formed, loads in Chromium as a
+    document and as an image, and hot_three_quarters is as wide as its
+    share of the folded samples."""
+    pid, selection = split_run
+    share, stacks = folded_share(perfd_fast, selection, "hot_three_quarters")
+    path = tmp_path / "split.svg"
+    snapshot(perfd_fast, *selection, "-o", str(path))
+    text = path.read_text()
+    assert text.startswith("<?xml ") and text.rstrip().endswith("</svg>"), text[:200]
+    # --format svg says the same on stdout, but for the start time's digits
+    def timeless(t):
+        return re.sub(r"from \d{4}-\d\d-\d\dT[\d:]+Z", "from T", t)
+    assert timeless(snapshot(perfd_fast, *selection, "--format", "svg")) == timeless(text)
+
+    report = perfdtest.open_in_chromium(path, "hot_three_quarters", tmp_path, f"split (pid {pid})")
+    perfdtest.check_svg_document(report, path)
+    drawn = perfdtest.svg_share(report, "hot_three_quarters")
+    assert abs(drawn - share) <= 2.0, \
+        f"hot_three_quarters is {drawn:.2f}% of the SVG's width, {share:.2f}% of the samples"
+    assert abs(perfdtest.svg_share(report, f"split (pid {pid})") - 100.0) < 0.1, report["frames"]
+    title = report["frames"]["hot_three_quarters"]["titles"][0].split("\n")
+    assert title[1].startswith("native"), title
+    assert re.match(r"^total: [\d,]+ samples \([\d.]+ [mu]?s\), [\d.]+% of all$", title[2]), title
+    # coloured by kind: a native frame's family is red (hue 0 to 18)
+    r, g, b = perfdtest.rgb(report["frames"]["hot_three_quarters"]["fills"][0])
+    assert r > g and r > b, report["frames"]["hot_three_quarters"]

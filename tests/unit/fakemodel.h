@@ -284,6 +284,24 @@ _unused_ static struct model *fake_build(void)
 /* What encode (a format whose "profile" is a string) writes for m, read
  * back with json-c's strict tokener as a client reads the answer; the
  * caller frees it. */
+/* A model of stacks distinct stacks of one sample each, of process
+ * "big", depth frames deep and four callees a frame: frame k from the root
+ * is FRAME(1, 0x100000 * (k + 1) + i / 4^(depth - 1 - k)) in stack i.  The
+ * encoders' 100k-stack cases. */
+_unused_ static struct model *fake_fanout_model(uint32_t stacks, int depth)
+{
+	uint64_t frames[32];
+
+	cr_assert_leq(depth, 32);
+	fake_process(0, 1, "big", NULL);
+	for (uint32_t i = 0; i < stacks; i++) {
+		for (int k = 0; k < depth; k++) /* leaf first: frame k is at depth depth-1-k */
+			frames[k] = FRAME(1, 0x100000 * (uint64_t)(depth - k) + (i >> (2 * k)));
+		fake_add_kind(0, frames, (uint16_t)depth, 0, 1, PROFILE_KIND_CPU, 1);
+	}
+	return fake_build();
+}
+
 _unused_ static char *fake_encode_text(int (*encode)(const struct model *, const struct encode_opts *,
 						     struct jsonw *),
 				       const struct model *m, const struct encode_opts *eo)

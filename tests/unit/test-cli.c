@@ -114,6 +114,8 @@ Test(format, by_extension)
 		{ "x.speedscope.json.json", "json" },
 		{ "speedscope.json", "json" }, /* ".json" ends it with a stem */
 		{ ".speedscope.json", "json" },
+		{ "flame.html", "html" },
+		{ "flame.svg", "svg" },
 		{ ".json", NULL },             /* an extension alone names none */
 		{ "out.gz", NULL },
 		{ "out", NULL },

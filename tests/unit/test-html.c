@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-html.c - the flame graph page's encoder (daemon/encode/html.c): its
- * escaping of the data for a <script> element, and whole pages of models
+ * test-html.c - the flame graph page's encoder (daemon/encode/html.c and
+ * the page writer flamepage.c): its escaping of the data for a <script>
+ * element, and whole pages of models
  * built by hand (fakemodel.h), read back as a client gets them: the
  * answer's string, whose data element must hold exactly the JSON the page
  * parses, whatever the names hold.  The page itself is tested in a browser
@@ -14,9 +15,9 @@
 
 #include "base/jsonw.h"
 #include "encode/encode.h"
+#include "encode/flame.h"
 #include "fakemodel.h"
-
-#define DATA_OPEN "<script type=\"application/json\" id=\"perfd-data\">"
+#include "flametest.h"
 
 /* A name that would break out of a script element, a string, or a comment. */
 static const char EVIL[] = "</script><script>alert(1)</script><!--x--> a&b \"q\" 'q' \\ Vec<T>";
@@ -52,56 +53,6 @@ static char *encode_page(const struct model *m)
 				  .time_unix_ns = 1700000000000000000ULL, .duration_ns = 5000000000ULL };
 
 	return fake_encode_text(html_encode, m, &eo);
-}
-
-static size_t count(const char *s, const char *what)
-{
-	size_t n = 0;
-
-	for (const char *p = s; (p = strstr(p, what)); p++)
-		n++;
-	return n;
-}
-
-/* The data the page parses: what its data element holds, up to the first
- * "</script" as an HTML parser ends it. */
-static json_object *page_data(const char *page)
-{
-	const char *at = strstr(page, DATA_OPEN), *end;
-	json_object *o;
-	char *text;
-
-	cr_assert_not_null(at, "no data element");
-	at += strlen(DATA_OPEN);
-	end = strstr(at, "</script");
-	cr_assert_not_null(end);
-	text = strndup(at, (size_t)(end - at));
-	cr_assert_eq(strpbrk(text, "<>&"), NULL, "a raw '<', '>' or '&' in the data: %s", text);
-	o = json_tokener_parse(text);
-	cr_assert_not_null(o, "the data is not JSON: %s", text);
-	free(text);
-	return o;
-}
-
-static json_object *get(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-
-	cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\"", key);
-	return v;
-}
-
-static int64_t at(json_object *array, size_t i)
-{
-	return json_object_get_int64(json_object_array_get_idx(array, i));
-}
-
-static int name_index(json_object *names, const char *name)
-{
-	for (size_t i = 0; i < json_object_array_length(names); i++)
-		if (strcmp(json_object_get_string(json_object_array_get_idx(names, i)), name) == 0)
-			return (int)i;
-	return -1;
 }
 
 Test(html, hostile_names_stay_inside_the_data)
@@ -186,6 +137,14 @@ Test(html, flat_nodes_with_kinds_one_root_per_process_and_pruning)
 	k = name_index(names, "main");
 	cr_expect_str_eq(json_object_get_string(json_object_array_get_idx(get(d, "modules"), at(info, 2 * k + 1))),
 			 "/usr/bin/app");
+	/* colours come with the data, one per name and per kind */
+	cr_expect_eq(json_object_array_length(get(d, "name_colours")), json_object_array_length(names));
+	cr_expect_eq(json_object_array_length(get(d, "kind_colours")),
+		     json_object_array_length(get(d, "kinds")));
+	k = name_index(names, "do_syscall_64");
+	cr_expect_neq(at(get(d, "name_colours"), (size_t)k),
+		      at(get(d, "name_colours"), (size_t)name_index(names, "main")));
+	cr_expect(!json_object_object_get_ex(d, "diff", NULL), "a snapshot is no differential graph");
 	pruned = get(d, "pruned");
 	cr_expect_eq(json_object_get_int64(get(pruned, "nodes")), 1);
 	cr_expect_eq(json_object_get_int64(get(pruned, "value")), 1);
@@ -231,17 +190,10 @@ Test(html, a_100k_stack_profile_makes_a_small_page, .timeout = 60)
 	enum { STACKS = 100000, DEPTH = 10 };
 	struct model *m;
 	json_object *d, *pruned;
-	uint64_t frames[DEPTH];
 	char *page;
 	size_t size;
 
-	fake_process(0, 1, "big", NULL);
-	for (uint32_t i = 0; i < STACKS; i++) {
-		for (int k = 0; k < DEPTH; k++) /* leaf first: frame k is at depth DEPTH-1-k */
-			frames[k] = FRAME(1, 0x100000 * (uint64_t)(DEPTH - k) + (i >> (2 * k)));
-		fake_add_kind(0, frames, DEPTH, 0, 1, PROFILE_KIND_CPU, 1);
-	}
-	m = fake_build();
+	m = fake_fanout_model(STACKS, DEPTH);
 	cr_assert_eq(m->n_samples, STACKS);
 	page = encode_page(m);
 	size = strlen(page);
