@@ -37,7 +37,10 @@ static void help(void)
 	printf("Usage: perfd [OPTIONS]\n"
 	       "System-wide sampling profiler daemon.\n\n"
 	       "  --socket PATH        listen on PATH (default $%s or %s)\n"
-	       "  --frequency HZ       samples per second per CPU (default 99)\n"
+	       "  --frequency HZ       samples per second per CPU (default 99), at random\n"
+	       "                       instants: one in each period of 1/HZ\n"
+	       "  --fixed-period       sample at a fixed period of 1/HZ instead (a workload\n"
+	       "                       repeating at that period is then seen at one phase)\n"
 	       "  --max-processes N    processes kept (default 4096)\n"
 	       "  --max-stacks N       unique stacks kept (default 200000)\n"
 	       "  --max-frames N       frames kept in all stacks (default 8000000)\n"
@@ -124,11 +127,12 @@ static int make_socket_dir(const char *path)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_NO_PYTHON, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE, OPT_RETENTION, OPT_MAXMEM, OPT_MEMSAMPLE, OPT_NO_MEMORY,
+	enum { OPT_SOCKET = 256, OPT_FREQ, OPT_MAXP, OPT_MAXS, OPT_MAXF, OPT_RB, OPT_UNWIND, OPT_NO_DEMANGLE, OPT_NO_PYTHON, OPT_DEBUG_DIR, OPT_SYMCACHE, OPT_VERBOSE, OPT_RETENTION, OPT_MAXMEM, OPT_MEMSAMPLE, OPT_NO_MEMORY, OPT_FIXED_PERIOD,
 	       OPT_HELP, OPT_VERSION };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "frequency", required_argument, NULL, OPT_FREQ },
+		{ "fixed-period", no_argument, NULL, OPT_FIXED_PERIOD },
 		{ "max-processes", required_argument, NULL, OPT_MAXP },
 		{ "max-stacks", required_argument, NULL, OPT_MAXS },
 		{ "max-frames", required_argument, NULL, OPT_MAXF },
@@ -210,6 +214,9 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			opts.unwind_rows = (v << 20) / sizeof(struct perfd_unwind_row);
+			break;
+		case OPT_FIXED_PERIOD:
+			opts.fixed_period = true;
 			break;
 		case OPT_NO_DEMANGLE:
 			opts.demangle = false;

@@ -23,6 +23,7 @@
 struct manager_opts {
 	const char *socket_path;
 	unsigned frequency_hz;
+	bool fixed_period; /* every tick of a 1/frequency timer samples */
 	size_t ringbuf_bytes;
 	struct aggregator_limits limits;
 	uint32_t unwind_rows;     /* 0: frame pointers only */
