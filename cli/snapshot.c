@@ -141,7 +141,7 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 {
 	_cleanup_free_ char *comm = ctl_json_string_escaped(resp, "comm");
 	_cleanup_free_ char *out = o->output ? ctl_escape(o->output, strlen(o->output)) : NULL;
-	char samples[CTL_COUNT_MAX + CTL_SIZE_MAX + 16];
+	char samples[CTL_COUNT_MAX + CTL_SIZE_MAX + 64];
 	double covered = o->sel.duration;
 	struct json_object *exited = ctl_json_path(resp, "exited");
 	struct json_object *procs = ctl_json_path(resp, "processes");
@@ -163,8 +163,17 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 		snprintf(samples, sizeof(samples), "%s of %s", ctl_format_size(v > 0 ? (uint64_t)v : 0, size),
 			 json_object_get_string(ctl_json_path(resp, "kind")) ?: "memory");
 	} else {
+		_cleanup_free_ char *how = ctl_json_string_escaped(resp, "sampling");
+		int64_t period = 0;
+		size_t len;
+
 		(void)ctl_json_count(resp, "samples", samples);
 		strncat(samples, " samples", sizeof(samples) - strlen(samples) - 1);
+		/* what a sample stands for: a folded profile carries no period */
+		len = strlen(samples);
+		if (ctl_json_int(resp, "period_ns", &period) && period > 0)
+			snprintf(samples + len, sizeof(samples) - len, " (mean period %.3f ms%s%.16s)",
+				 (double)period / 1e6, how ? ", " : "", how ? how : "");
 	}
 	fprintf(stderr, "perfctl: %s of %s over %.1f s%s%s%s\n", samples, who, covered,
 		json_object_get_boolean(exited) ? ", process exited" : "",

@@ -58,7 +58,10 @@ static const struct row rows[] = {
 	{ "socket", "PATH", T_STRING, OFF(socket_path), 0, 0, 0, NULL,
 	  "listen on PATH (default $" PERFD_SOCKET_ENV " or " PERFD_DEFAULT_SOCKET ")" },
 	{ "frequency", "HZ", T_UINT, OFF(frequency_hz), 1, 10000000, 0, "99",
-	  "samples per second per CPU" },
+	  "samples per second per CPU, at random instants: one in each period of 1/HZ" },
+	{ "fixed-period", NULL, T_BOOL, OFF(fixed_period), 0, 0, 0, NULL,
+	  "sample at a fixed period of 1/HZ instead (a workload repeating at that period is then "
+	  "seen at one phase)" },
 	{ "max-processes", "N", T_UINT, OFF(max_processes), 1, 1ULL << 32, 0, "4096", "processes kept" },
 	{ "max-stacks", "N", T_UINT, OFF(max_stacks), 1, 1ULL << 32, 0, "200000", "unique stacks kept" },
 	{ "max-frames", "N", T_UINT, OFF(max_frames), 1, 1ULL << 32, 0, "8000000",

@@ -52,6 +52,7 @@ struct config {
 	uint64_t max_memory_mib;
 	uint64_t memory_sample_bytes;
 	bool no_memory;
+	bool fixed_period; /* every tick of a 1/frequency timer samples */
 	uint64_t ringbuf_mib; /* 0: sized from the frequency and CPUs */
 	uint64_t unwind_mib;
 	bool no_demangle;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* manager.c - see manager.h for the design and the path of one sample. */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 	};
 	struct sampler_opts so = {
 		.frequency_hz = (unsigned)cfg->frequency_hz,
+		.fixed_period = cfg->fixed_period,
 		.ringbuf_bytes = cfg->ringbuf_mib << 20,
 		.unwind_rows = unwind_rows(cfg),
 		.unwind_mappings = UNWIND_MAPPINGS,
@@ -443,8 +445,17 @@ int manager_run(struct manager *m)
 {
 	int r;
 
-	log_info("Sampling %u CPUs at %u Hz; listening on %s.", sampler_cpus(m->d.sampler),
-		 m->d.frequency_hz, m->config->socket_path);
+	if (sampler_fixed_period(m->d.sampler))
+		log_info("Sampling %u CPUs at %u Hz, every %" PRIu64 " ns%s; listening on %s.",
+			 sampler_cpus(m->d.sampler), m->d.frequency_hz, sampler_period_ns(m->d.sampler),
+			 m->config->fixed_period ? "" : " (the timer cannot run faster for jittered sampling)",
+			 m->config->socket_path);
+	else
+		log_info("Sampling %u CPUs at %u Hz, jittered: one tick of a %" PRIu64
+			 " ns timer at a random instant of each %" PRIu64 " ns; listening on %s.",
+			 sampler_cpus(m->d.sampler), m->d.frequency_hz,
+			 sampler_timer_period_ns(m->d.sampler), sampler_period_ns(m->d.sampler),
+			 m->config->socket_path);
 	(void)sd_notifyf(false, "READY=1\nSTATUS=Sampling %u CPUs at %u Hz",
 			 sampler_cpus(m->d.sampler), m->d.frequency_hz);
 	r = sd_event_loop(m->d.event);

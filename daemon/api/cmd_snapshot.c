@@ -326,6 +326,7 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	jsonw_kv_u64(&w, "samples", mo.kind == PROFILE_KIND_CPU ? model->total : ai->samples);
 	jsonw_kv_u64(&w, "value", model->total);
 	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
+	jsonw_kv_string(&w, "sampling", sampler_fixed_period(d->sampler) ? "fixed" : "jittered");
 	jsonw_kv_bool(&w, "exited", ai->single && ai->exited);
 	if (note[0])
 		jsonw_kv_string(&w, "note", note);

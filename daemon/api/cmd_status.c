@@ -25,6 +25,8 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 		.frequency_hz = d->frequency_hz,
 		.cpus = sampler_cpus(d->sampler),
 		.period_ns = sampler_period_ns(d->sampler),
+		.timer_period_ns = sampler_timer_period_ns(d->sampler),
+		.fixed_period = sampler_fixed_period(d->sampler),
 		.ringbuf_bytes = sampler_ringbuf_bytes(d->sampler),
 		.memory_sample_bytes = sampler_memory_sample_bytes(d->sampler),
 		.limits = d->limits,

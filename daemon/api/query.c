@@ -119,11 +119,14 @@ json_object *query_status(const struct status_info *in)
 	json_object_object_add(o, "uptime_seconds", json_object_new_double(in->uptime_seconds));
 	json_object_object_add(o, "frequency_hz", json_object_new_int(in->frequency_hz));
 	json_object_object_add(o, "sample_period_ns", json_object_new_uint64(in->period_ns));
+	json_object_object_add(o, "sampling", json_object_new_string(in->fixed_period ? "fixed" : "jittered"));
+	json_object_object_add(o, "timer_period_ns", json_object_new_uint64(in->timer_period_ns));
 	json_object_object_add(o, "cpus", json_object_new_int(in->cpus));
 	json_object_object_add(o, "ringbuf_bytes", json_object_new_uint64(in->ringbuf_bytes));
 
 	add_u64(samples, "taken", in->bpf[PERFD_CNT_SAMPLES]);
 	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);
+	add_u64(samples, "ticks_thinned", in->bpf[PERFD_CNT_THINNED]);
 	add_u64(samples, "received", in->agg.samples);
 	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
 	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);

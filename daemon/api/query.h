@@ -22,7 +22,9 @@ struct status_info {
 	double uptime_seconds;
 	unsigned frequency_hz;
 	unsigned cpus;
-	uint64_t period_ns;
+	uint64_t period_ns;       /* the mean period a sample stands for */
+	uint64_t timer_period_ns; /* of the timer whose ticks sample */
+	bool fixed_period;
 	uint64_t ringbuf_bytes;
 	uint64_t memory_sample_bytes; /* 0: memory growth not sampled */
 	uint64_t bpf[PERFD_CNT_MAX];

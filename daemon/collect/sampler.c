@@ -2,9 +2,15 @@
 /*
  * sampler.c - see sampler.h.  One perf event and one BPF link per online
  * CPU; a software cpu-clock event (hrtimer based) because these machines may
- * have no hardware PMU, with a fixed period of 1e9/HZ ns rather than the
- * kernel's frequency mode: for a timer event the period *is* the frequency,
- * and a fixed period makes samples x period an unbiased estimate of CPU time.
+ * have no hardware PMU, with a period in ns rather than the kernel's
+ * frequency mode: for a timer event the period *is* the frequency.  By
+ * default the timer runs JITTER_TICKS_PER_SAMPLE times faster than
+ * --frequency and the BPF program samples one tick at a random instant of
+ * each mean period 1e9/HZ (bpf/perfd.bpf.c, "Which ticks sample"), so a
+ * workload that repeats at that period is not sampled at one phase; with
+ * --fixed-period every tick of a 1e9/HZ timer samples.  Either way samples
+ * x 1e9/HZ is an unbiased estimate of CPU time.  The cost of the faster
+ * timer is measured in docs/PERFORMANCE.md ("Jittered sampling").
  */
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -33,7 +39,9 @@ struct sampler {
 	struct bpf_link **links;
 	unsigned n_cpus_possible;
 	unsigned n_attached;
-	uint64_t period_ns;
+	uint64_t period_ns;       /* mean period of a sample */
+	uint64_t timer_period_ns; /* of the perf event */
+	bool fixed_period;
 	bool unwind_tables;
 	uint64_t memory_sample_bytes; /* 0: memory profiling off */
 	size_t ringbuf_bytes;
@@ -49,6 +57,19 @@ struct sampler {
 #define RINGBUF_BYTES_PER_SAMPLE 1024u
 #define RINGBUF_MIN_BYTES (1u << 20)
 #define RINGBUF_MAX_BYTES (64u << 20)
+
+/* Timer ticks per mean period when jittered.  More ticks place samples
+ * more finely but each costs an interrupt and a run of the program's
+ * early exit (measured: docs/PERFORMANCE.md, "Jittered sampling").  The
+ * fraction, 2 minus the golden ratio, keeps the ticks off every short
+ * multiple of the mean period: a workload whose rounds last exactly one
+ * period sees ticks at phases j x 0.382 of its round, evenly spread, where
+ * a whole number would give it that number of phases only.  Fewer when
+ * the kernel's sample-rate limit or its 10 us floor for a cpu-clock period
+ * would be crossed; below JITTER_MIN_TICKS the period is fixed. */
+#define JITTER_TICKS_PER_SAMPLE 4.382
+#define JITTER_MIN_TICKS 1.5
+#define CPU_CLOCK_MIN_PERIOD_NS 10000
 
 /* Whether the running kernel's BTF has a type of that name (a tracepoint
  * a tp_btf program can attach to has its btf_trace_NAME typedef). */
@@ -129,7 +150,7 @@ static int attach_cpus(struct sampler *s, const char **what)
 		if (!online[cpu])
 			continue;
 		*what = "open a cpu-clock perf event";
-		r = open_cpu_clock(cpu, s->period_ns);
+		r = open_cpu_clock(cpu, s->timer_period_ns);
 		if (r == -ENODEV)
 			continue; /* went offline meanwhile */
 		if (r < 0)
@@ -184,6 +205,20 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	if (!s)
 		goto fail_nomem;
 	s->period_ns = NSEC_PER_SEC / opts->frequency_hz;
+	s->fixed_period = opts->fixed_period;
+	if (!s->fixed_period) {
+		long max_rate = sampler_max_frequency();
+		double ticks = JITTER_TICKS_PER_SAMPLE;
+
+		if (max_rate > 0 && ticks * opts->frequency_hz > (double)max_rate)
+			ticks = (double)max_rate / opts->frequency_hz;
+		if ((double)s->period_ns / ticks < CPU_CLOCK_MIN_PERIOD_NS)
+			ticks = (double)s->period_ns / CPU_CLOCK_MIN_PERIOD_NS;
+		s->fixed_period = ticks < JITTER_MIN_TICKS;
+		s->timer_period_ns = (uint64_t)((double)s->period_ns / ticks + 0.5);
+	}
+	if (s->fixed_period)
+		s->timer_period_ns = s->period_ns;
 
 	what = "count the possible CPUs";
 	r = libbpf_num_possible_cpus();
@@ -201,6 +236,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 			   sampler_default_ringbuf_bytes(opts->frequency_hz, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
 	s->skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
 	s->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
+	s->skel->rodata->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
 	what = "size the ring buffer";
 	r = bpf_map__set_max_entries(s->skel->maps.events, s->ringbuf_bytes);
 	if (r < 0)
@@ -280,6 +316,22 @@ int sampler_drain(struct sampler *s)
 	return ring_buffer__consume(s->ring);
 }
 
+/* The ticks that sampled nothing, summed over the CPUs' tick states. */
+static int read_thinned(const struct sampler *s, uint64_t *ret)
+{
+	_cleanup_free_ struct perfd_tick_state *states = calloc(s->n_cpus_possible, sizeof(*states));
+	uint32_t zero = 0;
+
+	if (!states)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.tick_states), &zero, states) < 0)
+		return negative_errno();
+	*ret = 0;
+	for (unsigned c = 0; c < s->n_cpus_possible; c++)
+		*ret += states[c].thinned;
+	return 0;
+}
+
 int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 {
 	_cleanup_free_ uint64_t *values = calloc(s->n_cpus_possible, sizeof(uint64_t));
@@ -287,14 +339,14 @@ int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 
 	if (!values)
 		return -ENOMEM;
-	for (uint32_t key = 0; key < PERFD_CNT_MAX; key++) {
+	for (uint32_t key = 0; key < PERFD_CNT_THINNED; key++) {
 		if (bpf_map_lookup_elem(fd, &key, values) < 0)
 			return negative_errno();
 		ret[key] = 0;
 		for (unsigned c = 0; c < s->n_cpus_possible; c++)
 			ret[key] += values[c];
 	}
-	return 0;
+	return read_thinned(s, &ret[PERFD_CNT_THINNED]);
 }
 
 unsigned sampler_cpus(const struct sampler *s)
@@ -323,4 +375,14 @@ int sampler_python_map_fd(const struct sampler *s)
 uint64_t sampler_period_ns(const struct sampler *s)
 {
 	return s->period_ns;
+}
+
+uint64_t sampler_timer_period_ns(const struct sampler *s)
+{
+	return s->timer_period_ns;
+}
+
+bool sampler_fixed_period(const struct sampler *s)
+{
+	return s->fixed_period;
 }

@@ -15,6 +15,9 @@
 
 struct sampler_opts {
 	unsigned frequency_hz;
+	/* Every tick of a timer at 1/frequency samples, instead of one tick
+	 * at a random instant of each period (bpf/perfd.bpf.c). */
+	bool fixed_period;
 	size_t ringbuf_bytes; /* power of two, >= page size; 0: the default */
 	/* Capacities of the unwind maps; rows 0 turns table unwinding off. */
 	uint32_t unwind_rows, unwind_mappings, unwind_processes;
@@ -54,7 +57,12 @@ unsigned sampler_cpus(const struct sampler *s);
 bool sampler_has_unwind_tables(const struct sampler *s);
 void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
 			    int *ret_processes);
+/* The mean period a CPU sample stands for (samples x this estimates CPU
+ * time), the period of the timer behind it (the same with a fixed period)
+ * and whether the period is fixed. */
 uint64_t sampler_period_ns(const struct sampler *s);
+uint64_t sampler_timer_period_ns(const struct sampler *s);
+bool sampler_fixed_period(const struct sampler *s);
 /* The mean bytes a memory sample stands for; 0 when memory profiling is
  * off (asked, or the kernel has no rss_stat tracepoint with BTF). */
 uint64_t sampler_memory_sample_bytes(const struct sampler *s);

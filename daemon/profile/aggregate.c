@@ -488,7 +488,7 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 	return frame_make(*mod, addr - m->start + m->pgoff);
 }
 
-static void count_bucket(struct process *p, uint64_t ts_ns)
+static void count_bucket(struct process *p, uint64_t ts_ns, uint64_t samples)
 {
 	uint64_t second = ts_ns / NSEC_PER_SEC;
 	size_t i = second % AGG_BUCKETS;
@@ -497,7 +497,7 @@ static void count_bucket(struct process *p, uint64_t ts_ns)
 		p->bucket_second[i] = second;
 		p->bucket_samples[i] = 0;
 	}
-	p->bucket_samples[i]++;
+	p->bucket_samples[i] += samples;
 }
 
 /* Returns the id of the stack holding one reference for the caller, who
@@ -688,7 +688,9 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 {
 	enum profile_kind kind = s->value_kind == PERFD_VALUE_MEMORY ? PROFILE_KIND_MEMORY :
 								       PROFILE_KIND_CPU;
-	uint64_t value = kind == PROFILE_KIND_CPU ? 1 : s->value;
+	/* A CPU sample stands for s->value mean periods: 1, or more for
+	 * the jittered tick that passed several blocks' targets. */
+	uint64_t value = s->value;
 	/* the specials: kernel error, user error, the root marker (pending or cut) */
 	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
 	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
@@ -699,22 +701,24 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
 	uint16_t n = 0, kernel_n;
 	struct process *p;
-	uint64_t key;
+	uint64_t key, cpu;
 	size_t before;
 	uint32_t id;
 	int r;
 
 	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
 	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || s->value_kind > PERFD_VALUE_MEMORY ||
+	    (kind == PROFILE_KIND_CPU && (value == 0 || value > PERFD_CPU_VALUE_MAX)) ||
 	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t) +
 			   s->python_depth * sizeof(struct perfd_python_frame))
 		return -EINVAL;
 
-	a->stats.samples += kind == PROFILE_KIND_CPU;
+	cpu = kind == PROFILE_KIND_CPU ? value : 0;
+	a->stats.samples += cpu;
 	p = process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD);
 	if (!p) {
 		/* no room and nothing evictable, or out of memory */
-		a->stats.samples_evicted += kind == PROFILE_KIND_CPU;
+		a->stats.samples_evicted += cpu;
 		return 0;
 	}
 
@@ -765,14 +769,14 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	a->history_bytes += p->history.bytes - before;
 	if (r < 0) {
 		stacktab_unref(a->stacks, id);
-		a->stats.samples_evicted += kind == PROFILE_KIND_CPU;
+		a->stats.samples_evicted += cpu;
 		return 0;
 	}
 
 	if (kind == PROFILE_KIND_CPU) {
-		p->total_samples++;
+		p->total_samples += value;
 		p->last_sample_ns = s->hdr.timestamp_ns;
-		count_bucket(p, s->hdr.timestamp_ns);
+		count_bucket(p, s->hdr.timestamp_ns, value);
 	} else {
 		a->stats.memory_samples++;
 		p->memory_sampled_bytes += value;

@@ -18,10 +18,15 @@
  * Commands
  *  "status"   no arguments.  Result:
  *      daemon_version (string), protocol_version, pid, uptime_seconds,
- *      frequency_hz, cpus, sample_period_ns,
- *      samples: { taken (BPF program runs, idle included), idle,
- *                 received (records the daemon aggregated), profiled
- *                 (received and still in a profile),
+ *      frequency_hz, cpus, sample_period_ns (the mean period a CPU sample
+ *      stands for: samples x it estimates CPU time), sampling ("jittered":
+ *      one tick at a random instant of each period, or "fixed": every tick
+ *      of a timer at that period, --fixed-period), timer_period_ns (of that
+ *      timer: a fraction of sample_period_ns when jittered),
+ *      samples: { taken (CPU samples, in periods, idle included), idle,
+ *                 ticks_thinned (timer ticks that sampled nothing),
+ *                 received (CPU samples the daemon aggregated, in periods),
+ *                 profiled (received and still in a profile),
  *                 lost: { ringbuf_full, queue_full (the loop fell behind the
  *                 drain thread's bounded queue), evicted }, lost_total,
  *                 truncated: { kernel_stack, user_stack, stack_limit } },
@@ -115,8 +120,9 @@
  *      found), processes: [ { pid, comm, start_time_ns, ns_pid, cgroup,
  *      unit, exited, value } ], from, to (Unix seconds: the span the data
  *      covers), duration_seconds, kind, unit ("samples", "bytes",
- *      "nanoseconds"), samples, value (total), period_ns (of a CPU
- *      sample), exited (bool: the one process exited during a live
+ *      "nanoseconds"), samples, value (total), period_ns (the mean period
+ *      a CPU sample stands for), sampling ("jittered" or "fixed", as in
+ *      status), exited (bool: the one process exited during a live
  *      snapshot), note (string, present when something the user should
  *      know happened), format, encoding (present for a binary format:
  *      "base64"), profile.

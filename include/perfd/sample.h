@@ -34,8 +34,14 @@ enum perfd_event_kind {
  * to verify): the daemon drops PERFD_MEMORY_KSTACK_SKIP frames. */
 #define PERFD_MEMORY_KSTACK_SKIP 2
 
+/* The most mean periods one CPU sample stands for: a jittered tick later
+ * than that restarts the blocks instead of catching up. */
+#define PERFD_CPU_VALUE_MAX 4
+
 enum perfd_value_kind {
-	PERFD_VALUE_CPU = 0,    /* one cpu-clock tick: value 1 */
+	/* value mean periods of CPU: 1, or up to PERFD_CPU_VALUE_MAX for a
+	 * jittered tick that passed several targets (bpf/perfd.bpf.c) */
+	PERFD_VALUE_CPU = 0,
 	PERFD_VALUE_MEMORY = 1, /* resident memory growth: value in bytes */
 };
 
@@ -60,7 +66,7 @@ struct perfd_event_header {
 };
 
 /*
- * One sample: a cpu-clock tick (value_kind CPU, value 1), or a point of the
+ * One sample: a cpu-clock tick (value_kind CPU, value in mean periods), or a point of the
  * byte-sampled resident-memory growth of the process (value_kind MEMORY,
  * value the bytes it stands for).  ips[] holds kernel_depth kernel frames followed by
  * user_depth user frames, each list leaf first, then python_depth
@@ -129,8 +135,8 @@ struct perfd_rss {
 
 /* Indexes into the per-CPU `counters` map. */
 enum perfd_counter {
-	PERFD_CNT_SAMPLES = 0,       /* program runs, idle included */
-	PERFD_CNT_IDLE,              /* pid 0: counted, never sent */
+	PERFD_CNT_SAMPLES = 0,       /* CPU samples taken (in mean periods), idle included */
+	PERFD_CNT_IDLE,              /* ... of pid 0: counted, never sent */
 	PERFD_CNT_RINGBUF_FULL,      /* sample dropped: no room in the ring */
 	PERFD_CNT_KSTACK_ERROR,      /* kernel stack could not be read */
 	PERFD_CNT_USTACK_ERROR,      /* user stack could not be read */
@@ -149,7 +155,23 @@ enum perfd_counter {
 	PERFD_CNT_RSS_SENT,          /* RSS updates sent */
 	PERFD_CNT_RSS_LOST,          /* RSS updates dropped: no room */
 	PERFD_CNT_UNWIND_PENDING,    /* user stacks truncated in code whose table was being built */
+	/* Timer ticks that took no sample (jittered sampling); kept in
+	 * struct perfd_tick_state, not in the counters map, so that the tick
+	 * that samples nothing touches one map entry only. */
+	PERFD_CNT_THINNED,
 	PERFD_CNT_MAX,
+};
+
+/*
+ * Jittered sampling (bpf/perfd.bpf.c, "Which ticks sample"): the per-CPU
+ * state of the cpu-clock program.  Time is cut into blocks of one mean
+ * period; each block has one target instant, uniformly random within it;
+ * the first timer tick at or after a target samples.
+ */
+struct perfd_tick_state {
+	__u64 target_ns;    /* bpf_ktime_get_ns() of the current block's target; 0: not started */
+	__u64 block_end_ns; /* where the current block ends and the next begins */
+	__u64 thinned;      /* ticks that sampled nothing */
 };
 
 #endif

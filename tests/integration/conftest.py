@@ -46,6 +46,16 @@ def perfd_mem(environment):
     daemon.stop()
 
 
+@pytest.fixture(scope="module")
+def perfd_fixed(environment):
+    """A daemon at the default frequency with --fixed-period: every tick of
+    a 1/99 s timer samples, as perf's cpu-clock does; what jittered sampling
+    is compared with."""
+    daemon = perfdtest.start_perfd(extra_args=["--fixed-period"])
+    yield daemon
+    daemon.stop()
+
+
 @pytest.fixture(scope="session")
 def perfd_fast(environment):
     """A second daemon sampling at perfdtest.FAST_HZ, for tests that need many

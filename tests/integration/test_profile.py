@@ -195,15 +195,24 @@ def test_sample_count_matches_frequency_times_cpu_time(daemon_fixture, request, 
     daemon = request.getfixturevalue(daemon_fixture)
     hz = daemon.status()["frequency_hz"]
     assert hz == (daemon.frequency or 99), f"perfd samples at {hz} Hz, asked {daemon.frequency}"
+    started = time.monotonic()
     w = workloads("spin", 4)
     stacks, _ = snapshot_workload(daemon, w)
     cpu_seconds = float(w.finish().strip())
+    busy = min(1.0, cpu_seconds / max(time.monotonic() - started - 1, cpu_seconds))
 
     n = total(stacks)
     expected = hz * cpu_seconds
     # perf record -a -e cpu-clock at the same periods counts within 1.5% of
-    # this, on an idle machine and with two other CPU burners; the error of
-    # a periodic timer is a few samples, so 5% is all daemon-side loss.
-    assert abs(n - expected) <= 0.05 * expected, \
-        f"{n} samples for {cpu_seconds:.3f} CPU-s at {hz} Hz, expected {expected:.0f} +- 5%" \
-        f"\n{show(stacks)}"
+    # this, on an idle machine and with two other CPU burners; so does
+    # perfd with --fixed-period.  Jittered, a CPU takes exactly one sample
+    # a period, so a process that has its CPU to itself gets exactly its
+    # count; one that shares it (busy, the share of the wall time it ran)
+    # gets each period's sample with probability its share of that period:
+    # binomial, sd sqrt(expected x (1 - busy)), 5% of 396 samples at 10%
+    # of a CPU.  5% beyond 3.3 of those sd is daemon-side loss.
+    sd = (expected * (1 - busy)) ** 0.5
+    allowed = 0.05 * expected + 3.3 * sd
+    assert abs(n - expected) <= allowed, \
+        f"{n} samples for {cpu_seconds:.3f} CPU-s at {hz} Hz, expected {expected:.0f} " \
+        f"+- {allowed:.0f} (5% + 3.3 sd at {busy:.0%} of a CPU)\n{show(stacks)}"

@@ -82,6 +82,7 @@ struct sample_spec {
 	int kd, ud;
 	uint32_t flags, python_depth;
 	uint64_t rss_anon_pages;
+	uint64_t value; /* 0: 1 */
 };
 
 static int ingest(const struct sample_spec *sp)
@@ -108,6 +109,7 @@ static int ingest(const struct sample_spec *sp)
 	s->kernel_depth = sp->kd;
 	s->user_depth = sp->ud;
 	s->flags = sp->flags;
+	s->value = sp->value ? sp->value : 1; /* CPU: mean periods */
 	s->python_depth = sp->python_depth;
 	if (nk)
 		memcpy(s->ips, sp->kips, nk * sizeof(uint64_t));
@@ -326,6 +328,26 @@ Test(aggregate, recent_samples_by_second)
 	destroy();
 }
 
+Test(aggregate, a_cpu_sample_counts_the_periods_it_stands_for)
+{
+	/* a jittered tick that passed two blocks' targets */
+	static const uint64_t uips[] = { 0x1000, 0x2000 };
+	struct aggregator_stats st;
+	struct process *p;
+
+	make(100, 1000);
+	cr_assert_eq(ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = 100 * SEC + 5,
+						   .uips = uips, .ud = 2, .value = 2 }), 0);
+	feed_user(NOPID, 1, 100 * SEC + 7, 0x1000, 0x2000);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(process_window_samples(p, 100, 101), 3);
+	cr_assert_eq(p->total_samples, 3);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.samples, 3);
+	cr_assert_eq(history_count_of(p, 0x1000), 3);
+	destroy();
+}
+
 Test(aggregate, malformed_records_are_rejected)
 {
 	struct perfd_sample s = { .hdr = { .kind = PERFD_EVENT_SAMPLE }, .kernel_depth = 5 };
@@ -337,6 +359,10 @@ Test(aggregate, malformed_records_are_rejected)
 	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s) + 8000), -EINVAL);
 	s.kernel_depth = 0;
 	s.python_depth = 1; /* its frame is missing */
+	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s)), -EINVAL);
+	s.python_depth = 0; /* a CPU sample of no period, or of more than a tick can pass */
+	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s)), -EINVAL);
+	s.value = PERFD_CPU_VALUE_MAX + 1;
 	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s)), -EINVAL);
 	cr_assert_eq(aggregator_ingest(agg, &h, sizeof(h)), -EINVAL);
 	cr_assert_eq(aggregator_ingest(agg, &h, 3), -EINVAL);
@@ -1211,6 +1237,7 @@ static struct perfd_sample *flagged_self_sample(uint64_t addr, size_t *ret_size)
 	s->hdr = (struct perfd_event_header){ .kind = PERFD_EVENT_SAMPLE, .tgid = getpid(),
 					      .tid = getpid(), .start_time_ns = self_start_ns() };
 	s->page_size = 4096;
+	s->value = 1;
 	s->user_depth = 1;
 	s->ips[0] = addr;
 	s->flags = PERFD_SAMPLE_F_NEEDS_MAPS;

@@ -122,7 +122,9 @@ Test(builder, a_small_binary_does_not_wait_behind_huge_ones)
 			next = j->next;
 			cr_assert_eq(j->key, 1);
 			cr_assert_eq(j->r, 0);
-			cr_assert_gt(j->table->n_rows, 100 * first->table->n_rows);
+			/* huge against small: libLLVM is ~1.5M rows, this program (every
+			 * daemon and perfctl object) tens of thousands */
+			cr_assert_gt(j->table->n_rows, 10 * first->table->n_rows);
 			build_job_free(j);
 			huge_done++;
 		}
