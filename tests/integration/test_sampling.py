@@ -16,18 +16,19 @@ import perfdtest
 from perfdtest import BackgroundSnapshot, contains, count_where, parse_folded, show
 
 PERIOD_NS = 1_000_000_000 // 99  # the default 99 Hz's period, to the ns
-# One thread, real-time (SCHED_FIFO 1): it starts each round on time and
-# keeps its phase whatever else runs, which is what makes a fixed period
-# fail; its idle tenth and the other CPU leave the machine to the others.
-THREADS = 1
+# A thread per CPU, real-time (SCHED_FIFO 1): each starts its rounds on
+# time and keeps its phase whatever else runs, which is what makes a fixed
+# period fail; their idle tenth leaves the machine to the others (perfd at
+# 99 Hz needs far less), and two of them halve the seconds a snapshot needs.
+THREADS = 2
 SHARE = 0.75                     # round_first's share of the two functions
 SNAPSHOTS = 5
 TOLERANCE = 0.03                 # the issue's: 3 points in each snapshot
 # Samples per snapshot so that 3 points hold in all five: the attribution
 # error of random sampling is binomial, sd = sqrt(.75 x .25 / n); 2000
 # samples make it 0.97 points, 3 points 3.1 sd, so one snapshot in 1000
-# misses by chance (1 run in 200 of the five).  The thread gives 89 a
-# second at 99 Hz: 23 s a snapshot.  Fewer seconds cannot do: a "few
+# misses by chance (1 run in 200 of the five).  The threads give 178 a
+# second at 99 Hz: 12 s a snapshot.  Fewer seconds cannot do: a "few
 # seconds" snapshot holds ~300 samples, sd 2.5 points, and five of them all
 # within 3 points happen in 1 run of 4 for any unbiased random sampler.
 SAMPLES_WANTED = 2000
