@@ -182,9 +182,11 @@ def test_a_read_only_directory_is_reported_and_retried(files_daemon, workloads, 
         reload(daemon, conf, f"[perfd]\noutput-dir = {ro}\ninterval = {INTERVAL}s\n")
         before = daemon.status()["samples"]["received"]
         w = workloads("spin", 4, 0)
-        st = wait_for("the files exporter to report the error", lambda: (
-            lambda s: s if (exporter(s, "files") or {}).get("state") == "retrying" else None)(
-                daemon.status()), timeout=20)
+        # the error can be reported before the next drain (every 200 ms)
+        # brings samples in: wait for both
+        st = wait_for("the files exporter to report the error while sampling goes on", lambda: (
+            lambda s: s if (exporter(s, "files") or {}).get("state") == "retrying"
+            and s["samples"]["received"] > before else None)(daemon.status()), timeout=20)
         e = exporter(st, "files")
         assert "Read-only file system" in (e["last_error"] or ""), e
         assert e["retries"] > 0 and e["target"] == str(ro), e
@@ -267,7 +269,7 @@ def push_daemon(environment, tmp_path_factory):
     collector.start()
     conf = base / "perfd.conf"
     text = (f"[perfd]\npush-url = http://127.0.0.1:{receiver.port}/\ninterval = {INTERVAL}s\n"
-            "push-tenant = team-a\npush-bearer-token = s3cret\nexport-queue-bytes = 128K\n"
+            "push-tenant = team-a\npush-bearer-token = s3cret\nexport-queue-bytes = 64K\n"
             "push-timeout = 2s\nlabel = team=perf\n"
             f"otlp-url = http://127.0.0.1:{collector.port}\notlp-bearer-token = otl-s3cret\n"
             "otlp-timeout = 2s\n")
@@ -319,10 +321,11 @@ def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, wo
     """Both HTTP exporters (Pyroscope's and OTLP's) against receivers
     stopped for 10 s at once."""
     daemon, receiver, _, _ = push_daemon
+    started = time.time()
     w = workloads("spin", 14, 0)
     wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid), timeout=20)
-    wait_for("an OTLP request of the spinner", lambda: otlp_requests_of(daemon.collector, w.pid),
-             timeout=20)
+    wait_for("an OTLP request of the spinner",
+             lambda: otlp_requests_of(daemon.collector, w.pid, since=started), timeout=20)
     receiver.stop()
     daemon.collector.stop()
     stopped = time.time()
@@ -454,17 +457,20 @@ def any_value(v):
 
 
 def otlp_requests_of(collector, pid, since=0.0):
-    """The decoded OTLP requests of process pid: (request, raw record)."""
+    """The decoded OTLP requests of process pid: (request, its resource
+    attributes, the raw record).  Each body is decoded once (the record
+    keeps it), and only those that name the spinner's hot function in their
+    string table: a cheap filter before protoc."""
     out = []
     for r in collector.snapshot():
-        # the spinner's hot function names itself in the string table: a
-        # cheap filter before protoc decodes
         if r["time"] < since or r["path"] != "/v1development/profiles" or b"spin_burn" not in r["body"]:
             continue
-        req = text_format(protoc_decode(r["body"]))
-        resource = one(req["resource_profiles"][0], "resource", {})
-        attrs = {one(kv, "key"): any_value(one(kv, "value", {}))
-                 for kv in resource.get("attributes", [])}
+        if "decoded" not in r:
+            req = text_format(protoc_decode(r["body"]))
+            resource = one(req["resource_profiles"][0], "resource", {})
+            r["decoded"] = (req, {one(kv, "key"): any_value(one(kv, "value", {}))
+                                  for kv in resource.get("attributes", [])})
+        req, attrs = r["decoded"]
         if attrs.get("process.pid") == pid:
             out.append((req, attrs, r))
     return out
@@ -496,9 +502,10 @@ def test_otlp_requests_decode_with_protoc(push_daemon, workloads):
     hottest function is the spinner's, the resource attributes of the
     process, the labels on its samples and build-ids on its mappings."""
     daemon, _, _, _ = push_daemon
+    started = time.time()
     w = workloads("spin", 3, 0)
     got = wait_for("an OTLP request of the spinner",
-                   lambda: otlp_requests_of(daemon.collector, w.pid), timeout=20)
+                   lambda: otlp_requests_of(daemon.collector, w.pid, since=started), timeout=20)
     w.finish(timeout=60)
     req, attrs, r = got[0]
     assert r["headers"].get("Content-Type") == "application/x-protobuf", r["headers"]
