@@ -35,9 +35,11 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD
 # .c below it is one module.  Objects record the headers they include
 # (-MMD), so an edited header rebuilds exactly what uses it.
 DAEMON_SRCS := $(sort $(shell find daemon -name '*.c'))
-# The C code of each proto/*.proto (pprof's profile.proto), generated
-# into the build folder and linked with the daemon's modules.
-PROTO_SRCS := $(sort $(wildcard proto/*.proto))
+# The C code of each .proto under proto/ (pprof's profile.proto, and the
+# OTLP profiles schema under proto/opentelemetry/ at the paths its imports
+# name), generated into the build folder and linked with the daemon's
+# modules.
+PROTO_SRCS := $(sort $(shell find proto -name '*.proto'))
 PROTO_OBJS := $(patsubst proto/%.proto,$(BUILD)/proto/%.pb-c.o,$(PROTO_SRCS))
 DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon/main.c,$(DAEMON_SRCS))) \
 	$(PROTO_OBJS)
@@ -77,14 +79,17 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
 # --- user space --------------------------------------------------------
-# protoc-c writes the .pb-c.c and .pb-c.h of a .proto, and a dependency
-# file (like -MMD) naming what the .proto imports.
+# protoc-c writes the .pb-c.c and .pb-c.h of a .proto under the same path
+# below $(BUILD)/proto (so the generated files include each other as the
+# .proto files import each other), and a dependency file (like -MMD)
+# naming what the .proto imports.
 PROTOC_C ?= protoc-c
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(@D)
-	$(PROTOC_C) -Iproto --c_out=$(@D) --dependency_out=$(@D)/$*.proto.d $<
+	$(PROTOC_C) -Iproto --c_out=$(BUILD)/proto --dependency_out=$(BUILD)/proto/$*.proto.d $<
 
-$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
+# A generated file includes the headers of what its .proto imports.
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(PROTO_OBJS:.o=.h)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # Every daemon object waits for the skeleton (sampler.c includes it) and

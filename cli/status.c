@@ -32,7 +32,7 @@ static void print_export(struct json_object *r)
 	    !json_object_is_type(list, json_type_array))
 		return;
 	if (!json_object_get_boolean(json_object_object_get(x, "enabled"))) {
-		printf("Export:       off (no output-dir, no push-url)\n");
+		printf("Export:       off (no output-dir, push-url or otlp-url)\n");
 		return;
 	}
 	(void)ctl_json_double(r, "export.last_encode_ms", &ms);

@@ -52,6 +52,23 @@ struct row {
 #define EXP(field) offsetof(struct config, export.field)
 #define MIB_MAX 65536
 
+/* The options of an HTTP exporter (struct export_http): PREFIX-url and
+ * its tenant, credentials, TLS and timeout, for the backend WHO. */
+#define HTTP_ROWS(prefix, field, who, url_help)                                                     \
+	{ prefix "-url", "URL", T_STRING, EXP(field.url), 0, 0, R_RELOAD, NULL, url_help },         \
+	{ prefix "-tenant", "ID", T_STRING, EXP(field.tenant), 0, 0, R_RELOAD, NULL,                \
+	  "send X-Scope-OrgID: ID to " who },                                                       \
+	{ prefix "-bearer-token", "TOKEN", T_STRING, EXP(field.bearer_token), 0, 0,                 \
+	  R_RELOAD | R_SECRET, NULL, "send Authorization: Bearer TOKEN to " who },                  \
+	{ prefix "-basic-auth", "USER:PASSWORD", T_STRING, EXP(field.basic_auth), 0, 0,             \
+	  R_RELOAD | R_SECRET, NULL, "authenticate to " who " with HTTP basic auth" },              \
+	{ prefix "-ca-file", "PATH", T_STRING, EXP(field.ca_file), 0, 0, R_RELOAD, NULL,            \
+	  "verify the certificate of " who " against PATH" },                                       \
+	{ prefix "-insecure", NULL, T_BOOL, EXP(field.insecure), 0, 0, R_RELOAD, NULL,              \
+	  "do not verify the certificate of " who },                                                \
+	{ prefix "-timeout", "DURATION", T_DURATION, EXP(field.timeout_s), 1, 300, R_RELOAD, "10s", \
+	  "give up on one request to " who " after DURATION (it is retried)" }
+
 static const struct row rows[] = {
 	{ "config", "PATH", T_CONFIG, 0, 0, 0, 0, NULL,
 	  "read options from PATH (default " PERFD_DEFAULT_CONFIG ", if it exists)" },
@@ -95,20 +112,10 @@ static const struct row rows[] = {
 	  "1d", "remove files older than DURATION, 0 to keep them" },
 	{ "output-max-bytes", "SIZE", T_BYTES, EXP(output_max_bytes), 0, 1ULL << 50, R_RELOAD, "1G",
 	  "remove the oldest files past SIZE in all, 0 for no limit" },
-	{ "push-url", "URL", T_STRING, EXP(push_url), 0, 0, R_RELOAD, NULL,
-	  "push each interval's profiles to Pyroscope at URL (http://host:4040)" },
-	{ "push-tenant", "ID", T_STRING, EXP(push_tenant), 0, 0, R_RELOAD, NULL,
-	  "send X-Scope-OrgID: ID" },
-	{ "push-bearer-token", "TOKEN", T_STRING, EXP(push_bearer_token), 0, 0, R_RELOAD | R_SECRET, NULL,
-	  "send Authorization: Bearer TOKEN" },
-	{ "push-basic-auth", "USER:PASSWORD", T_STRING, EXP(push_basic_auth), 0, 0, R_RELOAD | R_SECRET,
-	  NULL, "authenticate with HTTP basic auth" },
-	{ "push-ca-file", "PATH", T_STRING, EXP(push_ca_file), 0, 0, R_RELOAD, NULL,
-	  "verify the server's certificate against PATH" },
-	{ "push-insecure", NULL, T_BOOL, EXP(push_insecure), 0, 0, R_RELOAD, NULL,
-	  "do not verify the server's certificate" },
-	{ "push-timeout", "DURATION", T_DURATION, EXP(push_timeout_s), 1, 300, R_RELOAD, "10s",
-	  "give up on one request after DURATION (it is retried)" },
+	HTTP_ROWS("push", push, "Pyroscope",
+		  "push each interval's profiles to Pyroscope at URL (http://host:4040)"),
+	HTTP_ROWS("otlp", otlp, "the OTLP receiver",
+		  "send each interval's profiles as OTLP to URL/v1development/profiles (http://collector:4318)"),
 	{ "export-queue-bytes", "SIZE", T_BYTES, EXP(queue_max_bytes), 4096, 1ULL << 30, R_RELOAD, "16M",
 	  "profiles waiting for each exporter, past which the oldest are dropped" },
 	{ "label", "KEY=VALUE", T_LABEL, 0, 0, 0, R_RELOAD, NULL,
@@ -522,19 +529,28 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct config, config_free);
 static int validate(struct config *c, char *err, size_t len)
 {
 	long max_hz = sampler_max_frequency();
-	const char *url = c->export.push_url;
+	const struct {
+		const char *name;
+		const struct export_http *e;
+	} http[] = { { "push", &c->export.push }, { "otlp", &c->export.otlp } };
 
 	if (max_hz > 0 && c->frequency_hz > (uint64_t)max_hz)
 		return fail(err, len,
 			    "--frequency %" PRIu64 " Hz is above the kernel's limit of %ld Hz "
 			    "(/proc/sys/kernel/perf_event_max_sample_rate)",
 			    c->frequency_hz, max_hz);
-	if (url && strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
-		return fail(err, len, "push-url takes an http:// or https:// URL, not '%s'", url);
-	if (c->export.push_basic_auth && !strchr(c->export.push_basic_auth, ':'))
-		return fail(err, len, "push-basic-auth takes USER:PASSWORD");
-	if (c->export.push_basic_auth && c->export.push_bearer_token)
-		return fail(err, len, "push-basic-auth and push-bearer-token exclude each other");
+	for (size_t i = 0; i < ELEMENTSOF(http); i++) {
+		const struct export_http *e = http[i].e;
+
+		if (e->url && strncmp(e->url, "http://", 7) && strncmp(e->url, "https://", 8))
+			return fail(err, len, "%s-url takes an http:// or https:// URL, not '%s'", http[i].name,
+				    e->url);
+		if (e->basic_auth && !strchr(e->basic_auth, ':'))
+			return fail(err, len, "%s-basic-auth takes USER:PASSWORD", http[i].name);
+		if (e->basic_auth && e->bearer_token)
+			return fail(err, len, "%s-basic-auth and %s-bearer-token exclude each other",
+				    http[i].name, http[i].name);
+	}
 	if (c->export.output_dir && c->export.output_dir[0] != '/')
 		return fail(err, len, "output-dir takes an absolute path, not '%s'", c->export.output_dir);
 	return 0;

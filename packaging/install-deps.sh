@@ -14,7 +14,7 @@ set -eu
 build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev
        protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libncurses-dev"
-test="$build golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
+test="$build protobuf-compiler golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
       chromium libpython3.11 tmux"
 bench="$test linux-perf bpftrace"
 # speedscope: its file-format-schema.json checks test_speedscope.py's files;

@@ -15,10 +15,6 @@
 #include "process/procfs.h"
 #include "profile/rss.h"
 
-#ifndef PERFD_VERSION
-#define PERFD_VERSION "0.1.0"
-#endif
-
 
 static void add_u64(json_object *o, const char *key, uint64_t v)
 {

@@ -25,7 +25,7 @@ struct encode_opts {
 	uint64_t memory_sample_bytes; /* mean growth a memory sample stands for */
 	uint64_t time_unix_ns;        /* where the answer's range begins; 0: unknown */
 	uint64_t duration_ns;         /* how long the range is */
-	/* pprof only: labels every sample carries besides the process's own,
+	/* pprof and OTLP only: labels every sample carries besides the process's own,
 	 * as n_labels (key, value) pairs, not copied */
 	const char *const *labels;
 	size_t n_labels;
@@ -55,6 +55,21 @@ int pprof_encode(const struct model *m, const struct encode_opts *o, struct json
  * -ENOMEM. */
 int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8_t **ret,
 		       size_t *ret_len);
+
+/* What an OTLP request says of the process besides what the model knows
+ * (pid, comm): NULL or "" leaves an attribute out. */
+struct otlp_resource {
+	const char *host_name;
+	const char *service_name;
+	const char *container_id;
+};
+
+/* The model of one process (-EINVAL otherwise) as the bytes of an OTLP
+ * ExportProfilesServiceRequest (encode/otlp.c), with o's labels on every
+ * sample as pprof_encode_bytes gives them: *ret (malloc'd, the caller's)
+ * and *ret_len.  Returns 0, -EINVAL or -ENOMEM. */
+int otlp_encode_bytes(const struct model *m, const struct encode_opts *o,
+		      const struct otlp_resource *res, uint8_t **ret, size_t *ret_len);
 int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int html_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int svg_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);

@@ -46,6 +46,7 @@
 
 #include "base/base64.h"
 #include "encode/encode.h"
+#include "encode/strtable.h"
 #include "perfd/macro.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
@@ -102,9 +103,7 @@ struct pprof {
 	const struct model *m;
 	pb_profile profile;
 	pb_value_type types[MAX_SAMPLE_TYPES], *type_ptrs[MAX_SAMPLE_TYPES], period_type;
-	char **strings; /* the model's texts and fixed_strings, not copied */
-	size_t n_strings, cap_strings;
-	struct u64map by_model_string; /* model string id -> index */
+	struct strtable strings; /* the model's texts and fixed_strings */
 	pb_function *functions, **function_ptrs;
 	pb_mapping *mappings, **mapping_ptrs;
 	pb_location *locations, **location_ptrs;
@@ -120,57 +119,22 @@ struct pprof {
 	pb_label **label_ptrs; /* MAX_LABELS + n_extra per sample */
 };
 
-/* An array of n elements of size bytes, zeroed (never NULL for n = 0). */
-static void *alloc_array(size_t n, size_t size)
-{
-	return calloc(n ? n : 1, size);
-}
-
 static int64_t add_string(struct pprof *p, const char *s)
 {
-	if (p->n_strings == p->cap_strings) {
-		size_t cap = MAX(2 * p->cap_strings, (size_t)256);
-		char **q = realloc(p->strings, cap * sizeof(*q));
-
-		if (!q)
-			return -ENOMEM;
-		p->strings = q;
-		p->cap_strings = cap;
-	}
-	/* protobuf-c wants char **; packing only reads the texts */
-	p->strings[p->n_strings] = (char *)s;
-	return (int64_t)p->n_strings++;
+	return strtable_add(&p->strings, s);
 }
 
-/* The index of the model's string id, added when first used. */
 static int64_t model_str(struct pprof *p, uint32_t id)
 {
-	uint64_t *slot;
-	bool fresh;
-	int64_t i;
-
-	if (id == 0)
-		return S_EMPTY;
-	slot = u64map_upsert(&p->by_model_string, id, &fresh);
-	if (!slot)
-		return -ENOMEM;
-	if (!fresh)
-		return (int64_t)*slot;
-	i = add_string(p, model_string(p->m, id));
-	if (i < 0) {
-		u64map_remove(&p->by_model_string, id);
-		return i;
-	}
-	*slot = (uint64_t)i;
-	return i;
+	return strtable_model(&p->strings, id);
 }
 
 static int build_functions(struct pprof *p)
 {
 	const struct model *m = p->m;
 
-	p->functions = alloc_array(m->n_functions, sizeof(*p->functions));
-	p->function_ptrs = alloc_array(m->n_functions, sizeof(*p->function_ptrs));
+	p->functions = alloc_zeroed(m->n_functions, sizeof(*p->functions));
+	p->function_ptrs = alloc_zeroed(m->n_functions, sizeof(*p->function_ptrs));
 	if (!p->functions || !p->function_ptrs)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n_functions; i++) {
@@ -194,8 +158,8 @@ static int build_mappings(struct pprof *p)
 {
 	const struct model *m = p->m;
 
-	p->mappings = alloc_array(m->n_mappings, sizeof(*p->mappings));
-	p->mapping_ptrs = alloc_array(m->n_mappings, sizeof(*p->mapping_ptrs));
+	p->mappings = alloc_zeroed(m->n_mappings, sizeof(*p->mappings));
+	p->mapping_ptrs = alloc_zeroed(m->n_mappings, sizeof(*p->mapping_ptrs));
 	if (!p->mappings || !p->mapping_ptrs)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n_mappings; i++) {
@@ -223,10 +187,10 @@ static int build_locations(struct pprof *p)
 {
 	const struct model *m = p->m;
 
-	p->locations = alloc_array(m->n_locations, sizeof(*p->locations));
-	p->location_ptrs = alloc_array(m->n_locations, sizeof(*p->location_ptrs));
-	p->lines = alloc_array(m->n_lines, sizeof(*p->lines));
-	p->line_ptrs = alloc_array(m->n_lines, sizeof(*p->line_ptrs));
+	p->locations = alloc_zeroed(m->n_locations, sizeof(*p->locations));
+	p->location_ptrs = alloc_zeroed(m->n_locations, sizeof(*p->location_ptrs));
+	p->lines = alloc_zeroed(m->n_lines, sizeof(*p->lines));
+	p->line_ptrs = alloc_zeroed(m->n_lines, sizeof(*p->line_ptrs));
 	if (!p->locations || !p->location_ptrs || !p->lines || !p->line_ptrs)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n_locations; i++) {
@@ -285,9 +249,9 @@ static int build_process_labels(struct pprof *p, const struct encode_opts *o)
 	const struct model *m = p->m;
 	size_t per = MAX_LABELS - 1 + p->n_extra;
 
-	p->process_labels = alloc_array(m->n_processes * per, sizeof(pb_label));
-	p->n_process_labels = alloc_array(m->n_processes, sizeof(size_t));
-	p->extra_strings = alloc_array(2 * p->n_extra, sizeof(int64_t));
+	p->process_labels = alloc_zeroed(m->n_processes * per, sizeof(pb_label));
+	p->n_process_labels = alloc_zeroed(m->n_processes, sizeof(size_t));
+	p->extra_strings = alloc_zeroed(2 * p->n_extra, sizeof(int64_t));
 	if (!p->process_labels || !p->n_process_labels || !p->extra_strings)
 		return -ENOMEM;
 	for (size_t k = 0; k < 2 * p->n_extra; k++)
@@ -320,12 +284,12 @@ static int build_samples(struct pprof *p, const struct encode_opts *o)
 	const struct model *m = p->m;
 	size_t n_types = kind_types[m->kind].n;
 
-	p->samples = alloc_array(m->n_samples, sizeof(*p->samples));
-	p->sample_ptrs = alloc_array(m->n_samples, sizeof(*p->sample_ptrs));
-	p->location_ids = alloc_array(m->n_pool, sizeof(*p->location_ids));
-	p->values = alloc_array(m->n_samples * n_types, sizeof(*p->values));
-	p->label_ptrs = alloc_array(m->n_samples * (MAX_LABELS + p->n_extra), sizeof(*p->label_ptrs));
-	p->tid_labels = m->threads ? alloc_array(m->n_samples, sizeof(*p->tid_labels)) : NULL;
+	p->samples = alloc_zeroed(m->n_samples, sizeof(*p->samples));
+	p->sample_ptrs = alloc_zeroed(m->n_samples, sizeof(*p->sample_ptrs));
+	p->location_ids = alloc_zeroed(m->n_pool, sizeof(*p->location_ids));
+	p->values = alloc_zeroed(m->n_samples * n_types, sizeof(*p->values));
+	p->label_ptrs = alloc_zeroed(m->n_samples * (MAX_LABELS + p->n_extra), sizeof(*p->label_ptrs));
+	p->tid_labels = m->threads ? alloc_zeroed(m->n_samples, sizeof(*p->tid_labels)) : NULL;
 	if (!p->samples || !p->sample_ptrs || !p->location_ids || !p->values || !p->label_ptrs ||
 	    (m->threads && !p->tid_labels))
 		return -ENOMEM;
@@ -368,7 +332,10 @@ static int build(struct pprof *p, const struct model *m, const struct encode_opt
 	p->m = m;
 	p->n_extra = o->n_labels;
 	perftools__profiles__profile__init(pr);
-	for (size_t i = 0; i < N_FIXED_STRINGS; i++)
+	if (strtable_init(&p->strings, m) < 0)
+		return -ENOMEM;
+	/* "" is index 0 already */
+	for (size_t i = S_EMPTY + 1; i < N_FIXED_STRINGS; i++)
 		if (add_string(p, fixed_strings[i]) < 0)
 			return -ENOMEM;
 	for (size_t i = 0; i < kind_types[kind].n; i++) {
@@ -394,15 +361,14 @@ static int build(struct pprof *p, const struct model *m, const struct encode_opt
 	    (r = build_samples(p, o)) < 0)
 		return r;
 	/* last: interning may have moved the table */
-	pr->n_string_table = p->n_strings;
-	pr->string_table = p->strings;
+	pr->n_string_table = p->strings.n;
+	pr->string_table = p->strings.strings;
 	return 0;
 }
 
 static void pprof_done(struct pprof *p)
 {
-	free(p->strings);
-	u64map_done(&p->by_model_string);
+	strtable_done(&p->strings);
 	free(p->functions);
 	free(p->function_ptrs);
 	free(p->mappings);
@@ -549,7 +515,6 @@ int pprof_encode(const struct model *m, const struct encode_opts *o, struct json
 	struct pprof p = { 0 };
 	int r;
 
-	u64map_init(&p.by_model_string);
 	r = build(&p, m, o);
 	if (r == 0)
 		r = write_profile(&p.profile, w);
@@ -567,7 +532,6 @@ int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8
 	if (!s)
 		return -ENOMEM;
 	s->emit = emit_bytes;
-	u64map_init(&p.by_model_string);
 	r = build(&p, m, o);
 	if (r == 0)
 		r = gzip_profile(&p.profile, s);

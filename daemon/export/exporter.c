@@ -14,7 +14,9 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "encode/encode.h"
+#include "export/container.h"
 #include "export/exporter.h"
+#include "export/http.h"
 #include "export/sinks.h"
 #include "perfd/macro.h"
 
@@ -29,7 +31,7 @@ struct exporter {
 	sd_event_source *timer;
 	uint64_t interval_s;
 	uint64_t from_s; /* CLOCK_MONOTONIC second the next interval starts at */
-	struct export_worker *files, *push;
+	struct export_worker *files, *push, *otlp;
 	char hostname[HOST_MAX + 1];
 	struct export_label labels[EXPORT_MAX_LABELS];
 	size_t n_labels;
@@ -86,8 +88,15 @@ static void put_label(char *buf, size_t len, size_t *at, const char *key, const 
 	*at = MIN(len, *at + (size_t)MAX(k, 0));
 }
 
+/* A process's service: the label service_name, else its systemd unit,
+ * else its comm (Pyroscope's service_name, OTLP's service.name). */
+static const char *service_name(const struct exporter *x, const char *comm, const char *unit)
+{
+	return label_value(x, "service_name", unit && unit[0] ? unit : comm[0] ? comm : "unknown");
+}
+
 /* Pyroscope's name for one process's profile: SERVICE{labels}, SERVICE
- * its systemd unit, else its comm (a label service_name wins). */
+ * its service_name() with only the bytes an application name takes. */
 static char *push_name(const struct exporter *x, uint32_t pid, const char *comm, const char *unit,
 		       const char *cgroup)
 {
@@ -96,8 +105,7 @@ static char *push_name(const struct exporter *x, uint32_t pid, const char *comm,
 
 	if (!buf)
 		return NULL;
-	snprintf(service, sizeof(service), "%s",
-		 label_value(x, "service_name", unit && unit[0] ? unit : comm[0] ? comm : "unknown"));
+	snprintf(service, sizeof(service), "%s", service_name(x, comm, unit));
 	name_safe(service);
 	snprintf(pidtext, sizeof(pidtext), "%u", pid);
 	at = (size_t)snprintf(buf, NAME_TEXT_MAX, "%s{", service);
@@ -138,6 +146,41 @@ static char *file_name(const struct exporter *x, double from_unix, uint32_t pid,
 	return name;
 }
 
+/* The OTLP request of the same profile as like (the pprof item: its
+ * process, kind and interval), into *ret.  Returns 0 or -ENOMEM. */
+static int otlp_item(const struct exporter *x, const struct export_item *like, const struct model *m,
+		     const struct encode_opts *eo, struct export_item **ret)
+{
+	const struct model_process *pr = &m->processes[0];
+	char container[CONTAINER_ID_LEN + 1];
+	struct otlp_resource res = {
+		.host_name = x->hostname,
+		.service_name = service_name(x, model_string(m, pr->comm), model_string(m, pr->unit)),
+		.container_id = container_id_from_cgroup(model_string(m, pr->cgroup), container,
+							 sizeof(container)) ?
+					container :
+					NULL,
+	};
+	struct export_item *it = calloc(1, sizeof(*it));
+	int r;
+
+	if (!it)
+		return -ENOMEM;
+	atomic_init(&it->refs, 1);
+	it->kind = like->kind;
+	it->pid = like->pid;
+	it->from_unix = like->from_unix;
+	it->to_unix = like->to_unix;
+	it->sample_rate_hz = like->sample_rate_hz;
+	r = otlp_encode_bytes(m, eo, &res, &it->data, &it->len);
+	if (r < 0) {
+		export_item_unref(it);
+		return r;
+	}
+	*ret = it;
+	return 0;
+}
+
 /* One process's profile of one kind, encoded, for the sinks.  Returns
  * 0, 1 when it holds nothing, or -ENOMEM. */
 static int export_part(struct exporter *x, struct profile_part *part, enum profile_kind kind,
@@ -152,7 +195,7 @@ static int export_part(struct exporter *x, struct profile_part *part, enum profi
 		.duration_ns = (to_s - from_s) * NSEC_PER_SEC,
 		.labels = pairs,
 	};
-	struct export_item *it = NULL;
+	struct export_item *it = NULL, *ot = NULL;
 	struct model *m = NULL;
 	const char *comm, *unit, *cgroup;
 	int r;
@@ -193,6 +236,8 @@ static int export_part(struct exporter *x, struct profile_part *part, enum profi
 		r = -ENOMEM;
 	if (r >= 0 && x->push && !(it->push_name = push_name(x, it->pid, comm, unit, cgroup)))
 		r = -ENOMEM;
+	if (r >= 0 && x->otlp)
+		r = otlp_item(x, it, m, &eo, &ot);
 	model_free(m);
 	if (r < 0) {
 		export_item_unref(it);
@@ -202,6 +247,9 @@ static int export_part(struct exporter *x, struct profile_part *part, enum profi
 		export_worker_push(x->files, it);
 	if (x->push)
 		export_worker_push(x->push, it);
+	if (ot)
+		export_worker_push(x->otlp, ot);
+	export_item_unref(ot);
 	export_item_unref(it);
 	return 0;
 }
@@ -305,10 +353,10 @@ static int set_sink(struct export_worker **w, const struct export_sink_ops *ops,
 
 int exporter_configure(struct exporter *x, const struct export_opts *o)
 {
-	void *files = NULL, *push = NULL;
-	char describe[256] = "";
-	bool was_on = x->files || x->push;
-	int r;
+	void *files = NULL, *push = NULL, *otlp = NULL;
+	char push_describe[256] = "", otlp_describe[256] = "";
+	bool was_on = x->files || x->push || x->otlp;
+	int r = 0;
 
 	if (o->output_dir) {
 		/* the worker reports a directory that still cannot be used */
@@ -316,29 +364,37 @@ int exporter_configure(struct exporter *x, const struct export_opts *o)
 		if (!(files = files_target_new(o)))
 			return -ENOMEM;
 	}
-	if (o->push_url) {
-		r = pyroscope_global_init();
-		if (r >= 0)
-			r = pyroscope_target_new(o, &push);
-		if (r < 0) {
-			files_sink_ops.free_target(files);
-			return r;
-		}
-	}
-	r = set_sink(&x->files, &files_sink_ops, files, o->output_dir, o->queue_max_bytes);
+	if (o->push.url || o->otlp.url)
+		r = http_global_init();
+	if (r >= 0 && o->push.url)
+		r = pyroscope_target_new(o, &push);
+	if (r >= 0 && o->otlp.url)
+		r = otlp_target_new(o, &otlp);
 	if (r < 0) {
+		files_sink_ops.free_target(files);
 		pyroscope_sink_ops.free_target(push);
+		otlp_sink_ops.free_target(otlp);
 		return r;
 	}
 	if (push)
-		pyroscope_describe(o, describe, sizeof(describe));
-	r = set_sink(&x->push, &pyroscope_sink_ops, push, describe, o->queue_max_bytes);
+		http_describe(o->push.url, push_describe, sizeof(push_describe));
+	if (otlp)
+		http_describe(o->otlp.url, otlp_describe, sizeof(otlp_describe));
+	/* each set_sink takes its target, whatever it returns */
+	r = set_sink(&x->files, &files_sink_ops, files, o->output_dir, o->queue_max_bytes);
+	if (r >= 0)
+		r = set_sink(&x->push, &pyroscope_sink_ops, TAKE_PTR(push), push_describe,
+			     o->queue_max_bytes);
+	if (r >= 0)
+		r = set_sink(&x->otlp, &otlp_sink_ops, TAKE_PTR(otlp), otlp_describe, o->queue_max_bytes);
+	pyroscope_sink_ops.free_target(push);
+	otlp_sink_ops.free_target(otlp);
 	if (r < 0)
 		return r;
 
 	memcpy(x->labels, o->labels, o->n_labels * sizeof(o->labels[0]));
 	x->n_labels = o->n_labels;
-	if (!x->files && !x->push)
+	if (!x->files && !x->push && !x->otlp)
 		return sd_event_source_set_enabled(x->timer, SD_EVENT_OFF);
 	if (!was_on)
 		x->from_s = now_monotonic_ns() / NSEC_PER_SEC;
@@ -356,13 +412,15 @@ int exporter_configure(struct exporter *x, const struct export_opts *o)
 void exporter_get_stats(struct exporter *x, struct exporter_stats *ret)
 {
 	*ret = x->stats;
-	ret->enabled = x->files || x->push;
+	ret->enabled = x->files || x->push || x->otlp;
 	ret->interval_s = x->interval_s;
 	ret->n_sinks = 0;
 	if (x->files)
 		export_worker_get_stats(x->files, &ret->sinks[ret->n_sinks++]);
 	if (x->push)
 		export_worker_get_stats(x->push, &ret->sinks[ret->n_sinks++]);
+	if (x->otlp)
+		export_worker_get_stats(x->otlp, &ret->sinks[ret->n_sinks++]);
 }
 
 struct exporter *exporter_free(struct exporter *x)
@@ -371,6 +429,7 @@ struct exporter *exporter_free(struct exporter *x)
 		return NULL;
 	export_worker_free(x->files);
 	export_worker_free(x->push);
+	export_worker_free(x->otlp);
 	sd_event_source_disable_unref(x->timer);
 	sd_event_unref(x->event);
 	free(x);

@@ -1,26 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * exporter.h - continuous export: every interval, each process's profiles
- * of that interval leave the host, as pprof files (files.c) and pushed to
- * Pyroscope (pyroscope.c).
+ * of that interval leave the host, as pprof files (files.c), pushed to
+ * Pyroscope (pyroscope.c) and sent as OTLP profiles (otlp.c).
  *
  * One pprof per process and kind, not one per host with the processes
  * told apart by labels: Pyroscope keys a series by the request's labels
  * (service_name, pid, comm...), so one request per process is what it
  * ingests as separate series; a file per process is named by what it
  * holds (host, time, pid, comm, kind), opens alone in go tool pprof, and
- * is removed by age like any other.  The cost is one model and one
- * encode per process with data in the interval (idle processes export
- * nothing), and the same frames resolved again for each (the symbolizer
- * caches them).
+ * is removed by age like any other; an OTLP request per process carries
+ * that process as its resource (process.pid, service.name...), as OTLP
+ * wants a resource to be one producer.  The cost is one model and one
+ * encode per format per process with data in the interval (idle
+ * processes export nothing), and the same frames resolved again for each
+ * (the symbolizer caches them); OTLP's dictionary is not shared between
+ * processes, so their common libraries are named again in each request.
  *
  * On the loop: an sd-event timer, at whole seconds of CLOCK_MONOTONIC so
  * that the store's 1 s windows split exactly between intervals; it drains
  * what was sampled, queries the store for [previous end, now) of every
  * process, builds each part's model (the symbolizer is the loop's) and
  * encodes it (pprof_encode_bytes).  It stays on the loop because the
- * model needs the symbolizer, which is the loop's alone; the encode that
- * a thread could take is the smaller part.  Measured on this 2-CPU
+ * model needs the symbolizer, which is the loop's alone; the encodes
+ * (pprof, and OTLP when it is on: the same model, encoded twice) that a
+ * thread could take are the smaller part.  Measured on this 2-CPU
  * machine (status "export.last_encode_ms"): 7.6 ms for an interval of ~50
  * processes once their binaries are known, 0.5 to 1.4 s for an interval
  * whose processes' binaries are all new (the symbol tables read, as the
@@ -49,7 +53,7 @@ struct export_source {
 	void *drain_ctx;
 };
 
-#define EXPORTER_MAX_SINKS 2
+#define EXPORTER_MAX_SINKS 3
 
 struct exporter_stats {
 	bool enabled;

@@ -2,7 +2,7 @@
 /*
  * sinks.h - the exporters' sinks, one file each, behind worker.h's ops:
  * files.c writes .pb.gz files, pyroscope.c pushes to Pyroscope's ingest
- * API.  Each target is built on the loop from the options (copying what
+ * API, otlp.c to an OTLP/HTTP receiver (both through http.h).  Each target is built on the loop from the options (copying what
  * it needs) and then owned by its worker's thread.
  */
 #ifndef PERFD_EXPORT_SINKS_H
@@ -18,10 +18,9 @@ void *files_target_new(const struct export_opts *o);
 extern const struct export_sink_ops pyroscope_sink_ops;
 /* Returns 0 or -errno (-ENOMEM, -EIO: libcurl could not start). */
 int pyroscope_target_new(const struct export_opts *o, void **ret);
-/* o->push_url without credentials, into buf. */
-void pyroscope_describe(const struct export_opts *o, char *buf, size_t len);
-/* Sets up libcurl once per process, from the loop before any thread
- * uses it.  Returns 0 or -EIO. */
-int pyroscope_global_init(void);
+
+extern const struct export_sink_ops otlp_sink_ops;
+/* Returns 0 or -errno (-ENOMEM, -EIO: libcurl could not start). */
+int otlp_target_new(const struct export_opts *o, void **ret);
 
 #endif

@@ -66,7 +66,7 @@
  *      export: { enabled, interval_seconds, intervals, profiles (encoded),
  *               encode_errors, last_export (Unix seconds or null),
  *               last_encode_ms, longest_encode_ms (one interval's work on
- *               the loop), exporters: [ { name ("files", "pyroscope"),
+ *               the loop), exporters: [ { name ("files", "pyroscope", "otlp"),
  *               target (the directory, or the URL without credentials),
  *               state ("idle": nothing sent yet, "ok", "retrying": the
  *               profile first in line failed and is retried), queued,
@@ -312,6 +312,10 @@
 #define PERFD_PROTOCOL_H
 
 #define PERFD_PROTOCOL_VERSION 1
+/* The daemon's own version: status, the exporters' User-Agent and scope. */
+#ifndef PERFD_VERSION
+#define PERFD_VERSION "0.1.0"
+#endif
 #define PERFD_DEFAULT_SOCKET "/run/perfd/perfd.sock"
 #define PERFD_SOCKET_ENV "PERFD_SOCKET"
 

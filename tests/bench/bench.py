@@ -35,6 +35,9 @@ measure each other):
             500 processes over an hour at 99 Hz, simulated with the
             daemon's aggregator (build/bench/storebench): the store's memory
             and a query of one process over the hour.
+  export    perfd's CPU with 500 live processes, pprof files and Pyroscope
+            pushes every 10 s against exporters off, and the bytes written
+            and pushed per interval;
   top       one refresh of `perfctl top` with 500 live processes (the
             procs workload, every live process taken): time from connect
             to the answer's last byte, perfd's CPU for it, and the bytes
@@ -77,7 +80,7 @@ import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PHASES = ("cost", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost",
-          "store_snapshot", "store_first_binary", "store_memory", "memory_cost", "top")
+          "store_snapshot", "store_first_binary", "store_memory", "memory_cost", "top", "export")
 STORE_PHASES = ("store_snapshot", "store_first_binary", "store_memory")
 MIB = 1024 * 1024
 
@@ -384,6 +387,113 @@ def phase_top(ctx):
             if w is not None:
                 ctx.procs.stop(w, signal.SIGKILL, group=True)
             p.stop()
+
+
+# --- phase 13: the exporters with 500 live processes -----------------------
+
+# As in the top phase, 999 Hz so that every child of procs has samples in
+# every interval, and so is exported each time.  Three intervals measured
+# after one of warm-up (the first export of a binary reads its symbols).
+EXPORT_HZ = 999
+EXPORT_INTERVAL = 10
+EXPORT_INTERVALS = 3
+
+
+class IngestReceiver:
+    """An HTTP server on 127.0.0.1 that answers 200 to every POST and
+    counts requests and body bytes: the Pyroscope ingest endpoint as far as
+    the pusher can tell."""
+
+    def __init__(self):
+        import http.server
+        receiver = self
+        self.requests = self.bytes = 0
+        self.lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(n)
+                with receiver.lock:
+                    receiver.requests += 1
+                    receiver.bytes += len(body)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def counts(self):
+        with self.lock:
+            return self.requests, self.bytes
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def dir_bytes(path):
+    return sum(f.stat().st_size for f in Path(path).iterdir() if f.is_file())
+
+
+def phase_export(ctx):
+    sec = "13. Exporters: daemon CPU and bytes per interval"
+    n = ctx.args.processes
+    for run in range(ctx.runs):
+        cpu = {}
+        for mode in ("off", "on"):
+            log(f"export: run {run + 1}/{ctx.runs}, exporters {mode}, {n} processes at {EXPORT_HZ} Hz")
+            recv = outdir = None
+            extra = []
+            if mode == "on":
+                recv = IngestReceiver()
+                outdir = tempfile.mkdtemp(prefix="export-", dir=ctx.tmpdir)
+                extra = ["--interval", f"{EXPORT_INTERVAL}s", "--output-dir", outdir,
+                         "--push-url", recv.url]
+            p = ctx.perfd(EXPORT_HZ, extra)
+            w = None
+            try:
+                seconds = EXPORT_INTERVAL * (EXPORT_INTERVALS + 2) + 30
+                w = ctx.procs.start([ctx.workload("procs"), "-n", str(n), "-s", str(seconds)])
+
+                def all_seen():
+                    ps = p.call({"command": "ps", "all": True}, timeout=30)[0]
+                    return sum(1 for e in ps["processes"] if e["comm"] == "procs") >= n
+
+                wait_until(all_seen, 50, f"perfd to know the {n} processes")
+                time.sleep(EXPORT_INTERVAL)  # warm-up: one interval
+                req0, sent0 = recv.counts() if recv else (0, 0)
+                disk0 = dir_bytes(outdir) if outdir else 0
+                cpu0 = cpu_ns(p.pid)
+                time.sleep(EXPORT_INTERVAL * EXPORT_INTERVALS)
+                cpu[mode] = (cpu_ns(p.pid) - cpu0) / 1e9 / (EXPORT_INTERVAL * EXPORT_INTERVALS)
+                if recv:
+                    req1, sent1 = recv.counts()
+                    ctx.add("export.push.bytes", sec, "bytes pushed to Pyroscope per interval", "bytes",
+                            (sent1 - sent0) / EXPORT_INTERVALS, "lower")
+                    ctx.add("export.push.requests", sec, "ingest requests per interval (one per process "
+                            "and kind)", "requests", (req1 - req0) / EXPORT_INTERVALS)
+                    # files are removed by age and size only: none go within the window
+                    ctx.add("export.files.bytes", sec, "pprof bytes written per interval", "bytes",
+                            (dir_bytes(outdir) - disk0) / EXPORT_INTERVALS, "lower")
+            finally:
+                if w is not None:
+                    ctx.procs.stop(w, signal.SIGKILL, group=True)
+                p.stop()
+                if recv:
+                    recv.close()
+        ctx.add("export.cpu.off", sec, f"perfd CPU, exporters off ({n} live processes, {EXPORT_HZ} Hz)",
+                "% of a CPU", cpu["off"] * 100, "lower")
+        ctx.add("export.cpu.on", sec, f"perfd CPU, files and push every {EXPORT_INTERVAL} s",
+                "% of a CPU", cpu["on"] * 100, "lower")
+        ctx.add("export.cpu.ratio", sec, "perfd CPU, exporters on / off", "x", ratio(cpu["on"], cpu["off"]),
+                "lower")
 
 
 # --- phase 3b and 5: memory per unique stack, query latency ---------------

@@ -1,20 +1,26 @@
 """Continuous export (issue 14): the configuration file and SIGHUP, pprof
-files in output-dir, and pushes to Pyroscope's ingest API, against the real
-daemon; every file and request body is read by go tool pprof.
+files in output-dir, pushes to Pyroscope's ingest API and OTLP profiles
+requests, against the real daemon; every file and Pyroscope body is read
+by go tool pprof, every OTLP body by protoc --decode against the pinned
+proto/opentelemetry/ schema.
 
 Two daemons, each exporting every 2 s (the shortest interval that still
 holds a few hundred samples of a burning workload at 99 Hz): one writes
 files and is steered by rewriting its configuration file and sending
-SIGHUP (limits, a read-only directory); one pushes to a small HTTP receiver
-on 127.0.0.1 that this module runs in a thread, stopped for 10 s to show
-retries and drops while sampling goes on.
+SIGHUP (limits, a read-only directory); one pushes to Pyroscope and sends
+OTLP to two small HTTP receivers on 127.0.0.1 that this module runs in
+threads, both stopped for 10 s to show retries and drops while sampling
+goes on.
 """
 
+import codecs
 import gzip
 import http.server
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -176,9 +182,11 @@ def test_a_read_only_directory_is_reported_and_retried(files_daemon, workloads, 
         reload(daemon, conf, f"[perfd]\noutput-dir = {ro}\ninterval = {INTERVAL}s\n")
         before = daemon.status()["samples"]["received"]
         w = workloads("spin", 4, 0)
-        st = wait_for("the files exporter to report the error", lambda: (
-            lambda s: s if (exporter(s, "files") or {}).get("state") == "retrying" else None)(
-                daemon.status()), timeout=20)
+        # the error can be reported before the next drain (every 200 ms)
+        # brings samples in: wait for both
+        st = wait_for("the files exporter to report the error while sampling goes on", lambda: (
+            lambda s: s if (exporter(s, "files") or {}).get("state") == "retrying"
+            and s["samples"]["received"] > before else None)(daemon.status()), timeout=20)
         e = exporter(st, "files")
         assert "Read-only file system" in (e["last_error"] or ""), e
         assert e["retries"] > 0 and e["target"] == str(ro), e
@@ -256,17 +264,22 @@ def parse_name(name):
 @pytest.fixture(scope="module")
 def push_daemon(environment, tmp_path_factory):
     base = tmp_path_factory.mktemp("export-push")
-    receiver = Receiver()
+    receiver, collector = Receiver(), Receiver()
     receiver.start()
+    collector.start()
     conf = base / "perfd.conf"
     text = (f"[perfd]\npush-url = http://127.0.0.1:{receiver.port}/\ninterval = {INTERVAL}s\n"
-            "push-tenant = team-a\npush-bearer-token = s3cret\nexport-queue-bytes = 128K\n"
-            "push-timeout = 2s\nlabel = team=perf\n")
+            "push-tenant = team-a\npush-bearer-token = s3cret\nexport-queue-bytes = 64K\n"
+            "push-timeout = 2s\nlabel = team=perf\n"
+            f"otlp-url = http://127.0.0.1:{collector.port}\notlp-bearer-token = otl-s3cret\n"
+            "otlp-timeout = 2s\n")
     conf.write_text(text)
     daemon = perfdtest.start_perfd(extra_args=["--config", str(conf)])
+    daemon.collector = collector
     yield daemon, receiver, conf, text
     daemon.stop()
     receiver.stop()
+    collector.stop()
 
 
 def requests_of(receiver, pid, since=0.0):
@@ -305,10 +318,16 @@ def test_pushes_carry_labels_and_decode_in_pprof(push_daemon, workloads, tmp_pat
 
 
 def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, workloads):
+    """Both HTTP exporters (Pyroscope's and OTLP's) against receivers
+    stopped for 10 s at once."""
     daemon, receiver, _, _ = push_daemon
+    started = time.time()
     w = workloads("spin", 14, 0)
     wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid), timeout=20)
+    wait_for("an OTLP request of the spinner",
+             lambda: otlp_requests_of(daemon.collector, w.pid, since=started), timeout=20)
     receiver.stop()
+    daemon.collector.stop()
     stopped = time.time()
     before = daemon.status()
     received = [before["samples"]["received"]]
@@ -316,23 +335,28 @@ def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, wo
         time.sleep(2)
         received.append(daemon.status()["samples"]["received"])
     during = daemon.status()
-    e = exporter(during, "pyroscope")
-    assert e["state"] == "retrying" and e["retries"] > 0, e
-    assert e["dropped"] > exporter(before, "pyroscope")["dropped"], e
-    assert e["queued_bytes"] <= e["max_queued_bytes"], e
+    for name in ("pyroscope", "otlp"):
+        e = exporter(during, name)
+        assert e["state"] == "retrying" and e["retries"] > 0, e
+        assert e["dropped"] > exporter(before, name)["dropped"], e
+        assert e["queued_bytes"] <= e["max_queued_bytes"], e
     assert all(b > a for a, b in zip(received, received[1:])), \
         f"samples received stalled while the receiver was down: {received}"
     assert during["samples"]["lost"]["queue_full"] == before["samples"]["lost"]["queue_full"], \
         "the loop fell behind the drain thread"
     assert during["samples"]["lost"]["ringbuf_full"] == before["samples"]["lost"]["ringbuf_full"]
     receiver.start()
+    daemon.collector.start()
     restarted = time.time()
     wait_for("pushes after the receiver came back",
              lambda: requests_of(receiver, w.pid, since=restarted), timeout=20)
+    wait_for("OTLP requests after the receiver came back",
+             lambda: otlp_requests_of(daemon.collector, w.pid, since=restarted), timeout=20)
     w.kill()  # its CPU seconds may take long on a loaded machine: not needed
-    e = wait_for("the exporter to recover", lambda: (
-        lambda x: x if x["state"] == "ok" else None)(exporter(daemon.status(), "pyroscope")))
-    assert e["last_error"], e
+    for name in ("pyroscope", "otlp"):
+        e = wait_for(f"the {name} exporter to recover", lambda: (
+            lambda x: x if x["state"] == "ok" else None)(exporter(daemon.status(), name)))
+        assert e["last_error"], e
 
 
 def test_sighup_applies_a_new_label_and_keeps_the_profiles(push_daemon, workloads):
@@ -369,3 +393,158 @@ def test_sighup_applies_a_new_label_and_keeps_the_profiles(push_daemon, workload
     assert st["config"]["push-url"].startswith("http://127.0.0.1:"), st["config"]
     Path(conf).write_text(text)
     os.kill(daemon.pid, signal.SIGHUP)
+
+
+# --- OTLP ------------------------------------------------------------------
+
+PROTO_DIR = perfdtest.REPO / "proto"
+OTLP_REQUEST = "opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest"
+OTLP_SERVICE_PROTO = "opentelemetry/proto/collector/profiles/v1development/profiles_service.proto"
+
+
+def protoc_decode(body):
+    """body decoded by protoc against the pinned schema, as text format."""
+    protoc = shutil.which("protoc")
+    assert protoc, "protoc is missing: packaging/install-deps.sh test installs protobuf-compiler"
+    r = subprocess.run([protoc, f"-I{PROTO_DIR}", f"--decode={OTLP_REQUEST}", OTLP_SERVICE_PROTO],
+                       input=body, capture_output=True, timeout=60, cwd=PROTO_DIR)
+    assert r.returncode == 0, f"protoc cannot decode the body: {r.stderr.decode()}"
+    return r.stdout.decode()
+
+
+TOKEN = re.compile(r'\s*(?:(\w+)\s*\{|(\w+):\s*("(?:[^"\\]|\\.)*"|\S+)|(\}))')
+
+
+def text_format(text):
+    """protoc's text format as nested dicts of lists: {"field": [value, ...]},
+    a message a dict, a string a str, a number an int (just what protoc
+    writes; the decoding itself is protoc's)."""
+    root, stack, at = {}, [], 0
+    node = root
+    while at < len(text):
+        m = TOKEN.match(text, at)
+        if not m or m.end() == at:
+            if text[at:].strip():
+                raise AssertionError(f"unexpected protoc output at {text[at:at + 60]!r}")
+            break
+        at = m.end()
+        if m.group(1):
+            child = {}
+            node.setdefault(m.group(1), []).append(child)
+            stack.append(node)
+            node = child
+        elif m.group(2):
+            v = m.group(3)
+            if v.startswith('"'):
+                v = codecs.escape_decode(v[1:-1].encode())[0].decode()
+            else:
+                v = int(v) if re.fullmatch(r"-?\d+", v) else v
+            node.setdefault(m.group(2), []).append(v)
+        else:
+            node = stack.pop()
+    assert not stack, "unbalanced protoc output"
+    return root
+
+
+def one(msg, field, default=None):
+    values = msg.get(field, [])
+    assert len(values) <= 1, f"{field} repeated: {values}"
+    return values[0] if values else default
+
+
+def any_value(v):
+    return one(v, "string_value", one(v, "int_value"))
+
+
+def otlp_requests_of(collector, pid, since=0.0):
+    """The decoded OTLP requests of process pid: (request, its resource
+    attributes, the raw record).  Each body is decoded once (the record
+    keeps it), and only those that name the spinner's hot function in their
+    string table: a cheap filter before protoc."""
+    out = []
+    for r in collector.snapshot():
+        if r["time"] < since or r["path"] != "/v1development/profiles" or b"spin_burn" not in r["body"]:
+            continue
+        if "decoded" not in r:
+            req = text_format(protoc_decode(r["body"]))
+            resource = one(req["resource_profiles"][0], "resource", {})
+            r["decoded"] = (req, {one(kv, "key"): any_value(one(kv, "value", {}))
+                                  for kv in resource.get("attributes", [])})
+        req, attrs = r["decoded"]
+        if attrs.get("process.pid") == pid:
+            out.append((req, attrs, r))
+    return out
+
+
+def self_by_function(req):
+    """Each function's self value, resolved through the dictionary as the
+    format says: sample -> stack_table -> location_table (leaf first) ->
+    its innermost line -> function_table -> string_table."""
+    d = one(req, "dictionary")
+    strings = d["string_table"]
+    prof = one(one(req["resource_profiles"][0], "scope_profiles"), "profiles")
+    out = {}
+    for s in prof.get("sample", []):
+        stack = d["stack_table"][one(s, "stack_index", 0)]
+        locs = stack.get("location_indices", [])
+        if not locs:
+            continue
+        line = d["location_table"][locs[0]]["line"][0]
+        fn = d["function_table"][one(line, "function_index", 0)]
+        name = strings[one(fn, "name_strindex", 0)]
+        out[name] = out.get(name, 0) + sum(s.get("values", []))
+    return out, d, prof
+
+
+def test_otlp_requests_decode_with_protoc(push_daemon, workloads):
+    """The spinner's OTLP request: the spec's path and headers, a body
+    protoc decodes against the pinned schema into a CPU profile whose
+    hottest function is the spinner's, the resource attributes of the
+    process, the labels on its samples and build-ids on its mappings."""
+    daemon, _, _, _ = push_daemon
+    started = time.time()
+    w = workloads("spin", 3, 0)
+    got = wait_for("an OTLP request of the spinner",
+                   lambda: otlp_requests_of(daemon.collector, w.pid, since=started), timeout=20)
+    w.finish(timeout=60)
+    req, attrs, r = got[0]
+    assert r["headers"].get("Content-Type") == "application/x-protobuf", r["headers"]
+    assert r["headers"].get("Authorization") == "Bearer otl-s3cret", r["headers"]
+    assert "X-Scope-OrgID" not in r["headers"], r["headers"]
+    assert attrs["host.name"] == socket.gethostname(), attrs
+    assert attrs["process.executable.name"] == "spin", attrs
+    assert attrs["service.name"] in ("spin", attrs.get("unit", "spin")), attrs
+    assert "container.id" not in attrs or re.fullmatch(r"[0-9a-f]{64}", attrs["container.id"]), attrs
+
+    selfs, d, prof = self_by_function(req)
+    strings = d["string_table"]
+    assert strings[0] == "", strings[:3]
+    st, pt = one(prof, "sample_type"), one(prof, "period_type")
+    assert (strings[one(st, "type_strindex", 0)], strings[one(st, "unit_strindex", 0)]) == \
+        ("samples", "count"), st
+    assert (strings[one(pt, "type_strindex", 0)], strings[one(pt, "unit_strindex", 0)]) == \
+        ("cpu", "nanoseconds"), pt
+    assert one(prof, "period") == 10**9 // 99, prof.get("period")
+    assert one(prof, "duration_nano") == INTERVAL * 10**9, prof.get("duration_nano")
+    total = sum(selfs.values())
+    top = max(selfs, key=selfs.get)
+    assert top == "spin_burn" and selfs[top] > 0.5 * total, sorted(selfs.items(), key=lambda x: -x[1])[:5]
+
+    def attr(i):
+        a = d["attribute_table"][i]
+        return strings[one(a, "key_strindex", 0)], any_value(one(a, "value", {}))
+
+    labels = dict(attr(i) for i in prof["sample"][0].get("attribute_indices", []))
+    assert labels["comm"] == "spin" and labels["pid"] == w.pid and labels["team"] == "perf", labels
+    assert labels["hostname"] == socket.gethostname(), labels
+    spin_maps = [m for m in d["mapping_table"][1:]
+                 if strings[one(m, "filename_strindex", 0)].endswith("/spin")]
+    assert spin_maps, [strings[one(m, "filename_strindex", 0)] for m in d["mapping_table"][1:]]
+    build_ids = [attr(i) for i in spin_maps[0].get("attribute_indices", [])]
+    assert any(k == "process.executable.build_id.gnu" and re.fullmatch(r"[0-9a-f]{16,}", v)
+               for k, v in build_ids), build_ids
+    st = daemon.status()
+    assert st["config"]["otlp-bearer-token"] == "(set)", st["config"]
+    assert "otl-s3cret" not in str(st), "status shows the token"
+    e = exporter(st, "otlp")
+    assert e["sent"] > 0 and e["target"] == f"http://127.0.0.1:{daemon.collector.port}", e
