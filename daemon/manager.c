@@ -92,7 +92,7 @@ static void on_maps_changed(void *userdata, struct process *p)
 		return;
 	if (m->d.unwinder) {
 		r = unwinder_update_process(m->d.unwinder, p->pid, p->start_time_ns, p->maps,
-					    p->map_modules);
+					    p->map_modules, NULL);
 		if (r < 0)
 			log_debug("No unwind tables for pid %u (%s), using frame pointers: %s",
 				  p->pid, p->comm, strerror(-r));
