@@ -29,7 +29,7 @@
  *      processes: { tracked, exited, evicted, expired },
  *      stacks: { interned, frames, modules, aggregation_bytes },
  *      symbols: { modules_loaded, modules_failed, kernel_symbols,
- *                 jit_maps_read (perf maps parsed), jit_maps_refused (not
+ *                 jit_maps_read (perf maps and jitdumps parsed), jit_maps_refused (not
  *                 read: not a regular file, a symlink, not owned by the
  *                 process's user or root, or over 64 MiB), memory_bytes, ... },
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,

@@ -777,6 +777,41 @@ def test_perf_trampolines_keep_stacks_whole(minor, option, perfd_fast, workloads
     assert unwind["copy_templates_refused"] == 0, f"the template did not decode: {unwind}"
 
 
+@pytest.fixture(scope="module")
+def perfd_no_python(environment):
+    """A daemon that does not walk Python frames (--no-python), as perf
+    does not: what names a Python function is then the trampoline's entry
+    in the perf map or jitdump, as perf shows it."""
+    daemon = perfdtest.start_perfd(frequency=FAST_HZ, extra_args=["--no-python"])
+    yield daemon
+    daemon.stop()
+
+
+@pytest.mark.parametrize("minor,option", [m for m in PERF_MODES if m.id != "pyenv-3.13-perf"])
+def test_perf_trampolines_are_named_as_perf_names_them(minor, option, perfd_no_python,
+                                                       workloads):
+    """Without Python frames, split.py's stacks under -X perf (3.12: the
+    perf map) and -X perf_jit (3.13: the jitdump, which perfd reads as perf
+    does) read as perf's: _start ... Py_RunMain, then the trampolines of
+    <module>, main and slow_path or fast_path by their "py::QUALNAME:FILE"
+    names, in order, each with the interpreter loop it called below it."""
+    stacks, _ = split_under_perf(perfd_no_python, workloads, minor, option)
+    assert not any(python_frames(s) for s in stacks), "Python frames with --no-python"
+
+    def as_perf(s):
+        frames = user_frames(s)
+        named = [f for f in frames if f.startswith("py::")]
+        mine = [f[len("py::"):-len(":" + SPLIT)] for f in named if f.endswith(":" + SPLIT)]
+        return (function(frames[0]) == "_start" and "Py_RunMain" in map(function, frames) and
+                len(mine) == len(named) and mine[:2] == ["<module>", "main"] and
+                mine[2:] in ([], ["slow_path"], ["fast_path"]) and
+                all(function(frames[frames.index(f) + 1]) == "_PyEval_EvalFrameDefault"
+                    for f in named) and
+                not any(f.startswith("[jit]") for f in frames))
+    assert_nearly_all(stacks, as_perf, "read _start ... Py_RunMain ... py::<module> ... "
+                      "py::main [... py::slow_path|fast_path], each over the interpreter loop")
+
+
 # --- runtimes perfd does not walk, and processes that are not Python ------------
 
 @pytest.mark.parametrize("interp", UNSUPPORTED)
