@@ -96,21 +96,28 @@ static int on_tables_built(sd_event_source *s, int fd, uint32_t revents, void *u
 	return 0;
 }
 
+/* Python first: it finds the perf trampolines of `-X perf` in the new
+ * maps, which the unwinder then describes with the rest. */
 static void on_maps_changed(void *userdata, struct process *p)
 {
 	struct manager *m = userdata;
+	struct python_trampolines t;
+	struct unwind_copies copies = { 0 };
 	int r;
 
 	if (!p->maps)
 		return;
-	if (m->d.unwinder) {
-		r = unwinder_update_process(m->d.unwinder, p->pid, p->start_time_ns, p->maps,
-					    p->map_modules);
-		if (r < 0)
-			log_debug("No unwind tables for pid %u (%s), using frame pointers: %s",
-				  p->pid, p->comm, strerror(-r));
-	}
 	python_maps_changed(m->d.python, p);
+	if (!m->d.unwinder)
+		return;
+	if (python_trampolines(m->d.python, p, &t))
+		copies = (struct unwind_copies){ t.code, t.code_size, t.arena_size,
+						 t.starts, t.strides, t.n };
+	r = unwinder_update_process(m->d.unwinder, p->pid, p->start_time_ns, p->maps,
+				    p->map_modules, copies.n ? &copies : NULL);
+	if (r < 0)
+		log_debug("No unwind tables for pid %u (%s), using frame pointers: %s", p->pid,
+			  p->comm, strerror(-r));
 }
 
 static void on_process_gone(void *userdata, const struct process *p)

@@ -211,6 +211,8 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "tables_building", in->unwind.tables_building);
 		add_u64(uw, "tables_failed", in->unwind.tables_failed);
 		add_u64(uw, "tables_refused", in->unwind.tables_refused);
+		add_u64(uw, "copy_tables", in->unwind.copy_tables);
+		add_u64(uw, "copy_templates_refused", in->unwind.copy_templates_refused);
 		add_u64(uw, "processes", in->unwind.processes);
 		add_u64(uw, "processes_refused", in->unwind.processes_refused);
 		add_u64(uw, "rows_used", in->unwind.rows_used);
@@ -243,6 +245,7 @@ json_object *query_status(const struct status_info *in)
 		add_u64(py, "code_reused", ps->code_reused);
 		add_u64(py, "cache_resets", ps->cache_resets);
 		add_u64(py, "function_table_full", ps->function_table_full);
+		add_u64(py, "trampoline_arenas", ps->trampoline_arenas);
 		add_u64(py, "memory_bytes", ps->memory_bytes);
 		json_object_object_add(o, "python", py);
 	}

@@ -277,15 +277,21 @@ static void read_identity(struct process *p)
 }
 
 /* The process's JIT map, as its JIT wrote it: /tmp/perf-<pid in its own
- * namespace>.map under its own root, owned by its user or root (the
- * symbolizer refuses anything else, see symbolize.h). */
+ * namespace>.map, else its jitdump /tmp/jit-<pid>.dump (CPython's -X
+ * perf_jit, the JVM's and V8's perf agents), under its own root, owned by
+ * its user or root (the symbolizer refuses anything else, see
+ * symbolize.h). */
 static void find_jit_map(struct aggregator *a, struct process *p)
 {
+	static const char *const formats[] = { "/tmp/perf-%u.map", "/tmp/jit-%u.dump" };
 	char path[32];
-	int id;
+	int id = -ENOENT;
 
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->ns_pid);
-	id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path, p->owner_uid);
+	for (size_t i = 0; i < ELEMENTSOF(formats) && id <= 0; i++) {
+		snprintf(path, sizeof(path), formats[i], p->ns_pid);
+		id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path,
+					   p->owner_uid);
+	}
 	if (id > 0)
 		p->jit_module = (uint16_t)id;
 }

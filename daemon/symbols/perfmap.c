@@ -19,14 +19,14 @@
 struct entry {
 	uint64_t start, end;
 	size_t name; /* offset into names */
-	size_t order; /* line number: later wins */
+	size_t order; /* as added (line, record): later wins */
 };
 
 struct perfmap {
 	struct entry *entries;
-	size_t n;
+	size_t n, cap;
 	char *names;
-	size_t names_len;
+	size_t names_len, names_cap;
 };
 
 static int by_start_then_order(const void *x, const void *y)
@@ -85,11 +85,61 @@ static size_t resolve_overlaps(struct entry *e, size_t n)
 	return out;
 }
 
+struct perfmap *perfmap_new(void)
+{
+	return calloc(1, sizeof(struct perfmap));
+}
+
+int perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *name,
+		size_t name_len)
+{
+	if (size == 0 || start + size < start || name_len == 0)
+		return -EINVAL;
+	if (m->n == m->cap) {
+		size_t c = m->cap ? m->cap * 2 : 256;
+		struct entry *e = realloc(m->entries, c * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		m->entries = e;
+		m->cap = c;
+	}
+	if (m->names_len + name_len + 1 > m->names_cap) {
+		size_t c = MAX(m->names_cap * 2, m->names_len + name_len + 1 + 4096);
+		char *p = realloc(m->names, c);
+
+		if (!p)
+			return -ENOMEM;
+		m->names = p;
+		m->names_cap = c;
+	}
+	memcpy(m->names + m->names_len, name, name_len);
+	m->names[m->names_len + name_len] = '\0';
+	m->entries[m->n] = (struct entry){ start, start + size, m->names_len, m->n };
+	m->n++;
+	m->names_len += name_len + 1;
+	return 0;
+}
+
+const char *perfmap_name_at(const struct perfmap *m, size_t index)
+{
+	return index < m->n ? m->names + m->entries[index].name : NULL;
+}
+
+void perfmap_seal(struct perfmap *m)
+{
+	qsort_safe(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
+	/* two passes settle chains of overlaps; after them no two overlap */
+	m->n = resolve_overlaps(m->entries, m->n);
+	qsort_safe(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
+	m->n = resolve_overlaps(m->entries, m->n);
+}
+
 int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 {
 	_cleanup_free_ char *line = malloc(PERFMAP_LINE_MAX + 1);
-	struct perfmap *m = calloc(1, sizeof(*m));
-	size_t cap = 0, names_cap = 0, skipped = 0, lineno = 0;
+	struct perfmap *m = perfmap_new();
+	size_t skipped = 0;
 	uint64_t bytes = 0;
 	ssize_t len;
 	int r = -ENOMEM;
@@ -99,7 +149,6 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 	while ((len = line_read(f, line, PERFMAP_LINE_MAX + 1, &bytes)) != 0) {
 		uint64_t start, size;
 		char *name;
-		size_t nlen;
 
 		if (len < 0 && len != -E2BIG) {
 			r = (int)len;
@@ -109,39 +158,15 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 			r = -EFBIG;
 			goto fail;
 		}
-		lineno++;
 		if (len < 0 || parse_line(line, &start, &size, &name) < 0) {
 			skipped++;
 			continue;
 		}
-		nlen = strlen(name) + 1;
-		if (m->n == cap) {
-			size_t c = cap ? cap * 2 : 256;
-			struct entry *e = realloc(m->entries, c * sizeof(*e));
-
-			if (!e)
-				goto fail;
-			m->entries = e;
-			cap = c;
-		}
-		if (m->names_len + nlen > names_cap) {
-			size_t c = MAX(names_cap * 2, m->names_len + nlen + 4096);
-			char *p = realloc(m->names, c);
-
-			if (!p)
-				goto fail;
-			m->names = p;
-			names_cap = c;
-		}
-		memcpy(m->names + m->names_len, name, nlen);
-		m->entries[m->n++] = (struct entry){ start, start + size, m->names_len, lineno };
-		m->names_len += nlen;
+		r = perfmap_add(m, start, size, name, strlen(name));
+		if (r < 0)
+			goto fail;
 	}
-	qsort_safe(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
-	/* two passes settle chains of overlaps; after them no two overlap */
-	m->n = resolve_overlaps(m->entries, m->n);
-	qsort_safe(m->entries, m->n, sizeof(*m->entries), by_start_then_order);
-	m->n = resolve_overlaps(m->entries, m->n);
+	perfmap_seal(m);
 	if (ret_skipped)
 		*ret_skipped = skipped;
 	*ret = m;

@@ -24,6 +24,19 @@ struct perfmap;
  * address there is unknown rather than named from stale code).
  * Returns 0, -EFBIG when more than PERFMAP_MAX_BYTES were read, or -errno. */
 int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped);
+/* A map built entry by entry (jitdump.c): perfmap_new(), perfmap_add()
+ * for each function in the order the JIT wrote them (overlaps are resolved
+ * as for a perf map's lines: the later wins), then perfmap_seal() before
+ * the first lookup.  perfmap_add copies name[0..name_len) (no NUL needed)
+ * and returns 0, -EINVAL for an empty range or name, or -ENOMEM. */
+struct perfmap *perfmap_new(void);
+int perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *name,
+		size_t name_len);
+/* The name of the index-th function (as added until perfmap_seal, by
+ * address after it), or NULL past the last. */
+const char *perfmap_name_at(const struct perfmap *m, size_t index);
+void perfmap_seal(struct perfmap *m);
+
 /* The function containing addr, or NULL; *ret_offset (may be NULL) gets
  * addr's offset into it.  O(log n). */
 const char *perfmap_lookup(const struct perfmap *m, uint64_t addr, uint64_t *ret_offset);

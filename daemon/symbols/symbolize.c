@@ -23,6 +23,7 @@
 #include "symbols/ksyms.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
+#include "symbols/jitdump.h"
 #include "symbols/perfmap.h"
 #include "symbols/srcline.h"
 #include "symbols/symbolize.h"
@@ -607,8 +608,8 @@ static const char *special_name(uint64_t what)
 	}
 }
 
-/* (Re)reads a JIT module's perf map when it was never read or has grown
- * since: the JIT appends as it compiles.  Reads through the descriptor
+/* (Re)reads a JIT module's perf map or jitdump when it was never read or
+ * has grown since: the JIT appends as it compiles.  Reads through the descriptor
  * opened while the process lived, so it works after the process is gone,
  * and only while the file still meets the rules it was opened under (a
  * map grown past the cap is refused once per size, its old names kept). */
@@ -617,6 +618,7 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 	struct procfs_file_rules rules = jit_map_rules(m->jit_owner_uid);
 	_cleanup_fclose_ FILE *f = NULL;
 	struct perfmap *pm = NULL;
+	uint8_t head[4];
 	struct stat st;
 	int fd, r;
 
@@ -639,7 +641,12 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 	}
 	if (fseeko(f, 0, SEEK_SET) < 0)
 		return;
-	r = perfmap_parse(f, &pm, NULL);
+	/* told by its content: a jitdump starts with its magic */
+	if (pread(m->fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
+	    jitdump_is(head, sizeof(head)))
+		r = jitdump_parse(f, &pm, NULL);
+	else
+		r = perfmap_parse(f, &pm, NULL);
 	if (r == -EFBIG) {
 		/* it grew past the cap while being read */
 		m->perfmap_refused_size = st.st_size;

@@ -52,7 +52,7 @@ struct symbolizer_stats {
 	size_t modules_failed; /* could not be opened or parsed */
 	size_t debug_files;    /* symbols found in a separate debug file */
 	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
-	size_t jit_maps;       /* perf maps parsed (re-reads included) */
+	size_t jit_maps;       /* perf maps and jitdumps parsed (re-reads included) */
 	size_t jit_maps_refused; /* not read: not a regular file, a symlink, a
 				  * stranger's or too big (each attempt counts) */
 	size_t kernel_symbols;
@@ -79,7 +79,8 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
  * the [vdso] mapping.  -ENOENT when this system has none. */
 int symbolizer_vdso_module(struct symbolizer *s);
 /* The JIT module of one process (pid, start_time_ns), whose names come
- * from map_path inside the process's root (/tmp/perf-NSPID.map, opened now
+ * from map_path inside the process's root (/tmp/perf-NSPID.map, or a
+ * jitdump such as /tmp/jit-NSPID.dump, told by its content; opened now
  * if pid is still that process, and read when needed, even after the
  * process is gone); frames in it carry raw addresses.  The map must be
  * owned by owner_uid or root (UINT32_MAX: root only).  Registers it the

@@ -19,8 +19,23 @@
 #include "symbols/symbolize.h"
 #include "base/u64map.h"
 #include "unwind/builder.h"
+#include "unwind/trampoline.h"
 #include "unwind/unwind_table.h"
 #include "unwind/unwinder.h"
+
+/* What a table of templated code is a function of (trampoline.h). */
+struct copies_id {
+	struct trampoline_shape shape;
+	uint32_t stride, region_size;
+};
+
+_Static_assert(sizeof(struct copies_id) ==
+		       8 + TRAMPOLINE_ROWS_MAX * sizeof(struct perfd_unwind_row) + 8,
+	       "copies_id is hashed and compared as bytes: no padding");
+
+/* Keys of tables of templated code: above every module id, never
+ * U64MAP_EMPTY. */
+#define COPIES_KEY_BIT (1ULL << 62)
 
 struct table {
 	uint32_t rows_first, rows_count;
@@ -31,13 +46,14 @@ struct table {
 	bool building;  /* with the builder: no rows yet */
 	int error;      /* <0: could not be built; not retried */
 	uint64_t idle_since; /* when refs fell to 0: the LRU order of idle tables */
+	struct copies_id *copies; /* a table of templated code: what it was built from */
 };
 
 /* What the unwinder keeps of one executable mapping, to describe it again
  * when its table is ready. */
 struct proc_map {
 	uint64_t start, end, pgoff;
-	uint16_t module;
+	uint64_t key; /* of its table; 0 when none */
 };
 
 struct proc {
@@ -45,8 +61,8 @@ struct proc {
 	uint64_t start_time_ns;
 	uint32_t mappings_first, mappings_count;
 	struct proc_map *maps; /* mappings_count of them */
-	uint16_t *modules; /* table keys it holds a reference on */
-	size_t n_modules;
+	uint64_t *keys; /* of the tables it holds a reference on */
+	size_t n_keys;
 };
 
 struct unwinder {
@@ -86,6 +102,7 @@ static void table_free(struct table *t)
 {
 	if (t) {
 		free(t->segs);
+		free(t->copies);
 		free(t);
 	}
 }
@@ -94,7 +111,7 @@ static void proc_free(struct proc *p)
 {
 	if (p) {
 		free(p->maps);
-		free(p->modules);
+		free(p->keys);
 		free(p);
 	}
 }
@@ -217,8 +234,8 @@ static bool mapping_adjust(const struct table *t, const struct proc_map *m, uint
 
 static void proc_release(struct unwinder *u, struct proc *p)
 {
-	for (size_t i = 0; i < p->n_modules; i++)
-		table_unref(u, p->modules[i]);
+	for (size_t i = 0; i < p->n_keys; i++)
+		table_unref(u, p->keys[i]);
 	(void)rangealloc_put(&u->mappings, p->mappings_first, p->mappings_count);
 }
 
@@ -237,7 +254,7 @@ static int describe(struct unwinder *u, uint32_t pid, const struct proc_map *map
 	if (!entries)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t *slot = u64map_get(&u->tables, maps[i].module);
+		uint64_t *slot = maps[i].key ? u64map_get(&u->tables, maps[i].key) : NULL;
 		const struct table *t = slot ? (const struct table *)(uintptr_t)*slot : NULL;
 		uint64_t adjust;
 
@@ -267,12 +284,118 @@ static int describe(struct unwinder *u, uint32_t pid, const struct proc_map *map
 	return 0;
 }
 
-int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_time_ns,
-			    const struct procmaps *maps, const uint16_t *module_ids)
+/* The table of templated code id describes: the one there is, or one built
+ * and uploaded now (a few thousand rows, once for every process that has
+ * this template: quicker here than a trip through the builder).  Returns
+ * it and its key, or NULL when it cannot be had (no room, no memory, or
+ * another template's table under the same key). */
+static struct table *copies_table_get(struct unwinder *u, const struct copies_id *id,
+				      uint64_t *ret_key)
 {
+	uint64_t key = COPIES_KEY_BIT | (hash_text((const char *)id, sizeof(*id)) & (COPIES_KEY_BIT - 1));
+	uint64_t *slot = u64map_get(&u->tables, key), t0;
+	_cleanup_free_ struct perfd_unwind_row *rows = NULL;
+	_cleanup_free_ struct unwind_segment *seg = NULL;
+	_cleanup_free_ struct copies_id *copy = NULL;
+	struct table *t;
+	uint32_t first;
+	size_t n;
+	int r;
+
+	if (slot) {
+		t = (struct table *)(uintptr_t)*slot;
+		if (!t->copies || memcmp(t->copies, id, sizeof(*id)) != 0)
+			return NULL;
+		*ret_key = key;
+		return t;
+	}
+	t0 = now_monotonic_ns();
+	if (trampoline_table(&id->shape, id->stride, id->region_size, &rows, &n) < 0)
+		return NULL;
+	seg = calloc(1, sizeof(*seg));
+	copy = malloc(sizeof(*copy));
+	t = calloc(1, sizeof(*t));
+	if (!seg || !copy || !t) {
+		free(t);
+		return NULL;
+	}
+	r = rangealloc_get(&u->rows, (uint32_t)n, &first);
+	while (r == -ENOSPC && evict_idle_table(u))
+		r = rangealloc_get(&u->rows, (uint32_t)n, &first);
+	if (r == 0) {
+		r = bpf_array_upload(u->opts.rows_fd, first, rows, sizeof(*rows), n);
+		if (r < 0)
+			(void)rangealloc_put(&u->rows, first, (uint32_t)n);
+	}
+	slot = r == 0 ? u64map_upsert(&u->tables, key, NULL) : NULL;
+	if (!slot) {
+		if (r == 0)
+			(void)rangealloc_put(&u->rows, first, (uint32_t)n);
+		free(t);
+		u->stats.tables_refused++;
+		return NULL;
+	}
+	/* One executable segment at vaddr 0 that is the whole region: a
+	 * region's mapping (pgoff 0) then gets pc_adjust = its start. */
+	*seg = (struct unwind_segment){ .filesz = id->region_size, .executable = true };
+	*copy = *id;
+	*t = (struct table){ .rows_first = first, .rows_count = (uint32_t)n,
+			     .segs = TAKE_PTR(seg), .n_segs = 1, .copies = TAKE_PTR(copy) };
+	*slot = (uintptr_t)t;
+	u->stats.tables_built++;
+	u->stats.upload_ns += now_monotonic_ns() - t0;
+	log_debug("Unwind table of templated code (%u-byte template, %u-byte stride, %u-byte regions): %zu rows, built and uploaded in %.1f ms.",
+		  id->shape.size, id->stride, id->region_size, n, (now_monotonic_ns() - t0) / 1e6);
+	*ret_key = key;
+	return t;
+}
+
+/* The part [start, end) of mapping m, under table key. */
+static struct proc_map map_piece(const struct procmap *m, uint64_t start, uint64_t end,
+				 uint64_t key)
+{
+	return (struct proc_map){ start, end, m->pgoff + (start - m->start), key };
+}
+
+/* Appends to pm (at *n) mapping m, split around the regions of copies that
+ * lie inside it (from *next on, which it advances past them), each region
+ * a mapping of its own with its table; takes a reference on each such
+ * table (in held, at *n_held). */
+static void split_mapping(struct unwinder *u, const struct procmap *m, uint64_t key,
+			  const struct unwind_copies *copies, struct copies_id *id, size_t *next,
+			  struct proc_map *pm, size_t *n, uint64_t *held, size_t *n_held)
+{
+	uint64_t cursor = m->start;
+
+	for (; id && *next < copies->n && copies->starts[*next] < m->end; (*next)++) {
+		uint64_t s = copies->starts[*next], e = s + copies->region_size, ckey;
+		struct table *t;
+
+		if (s < cursor || e < s || e > m->end)
+			continue; /* not inside this mapping */
+		id->stride = copies->strides[*next];
+		t = copies_table_get(u, id, &ckey);
+		if (!t)
+			continue;
+		if (s > cursor)
+			pm[(*n)++] = map_piece(m, cursor, s, key);
+		pm[(*n)++] = (struct proc_map){ s, e, 0, ckey };
+		t->refs++;
+		held[(*n_held)++] = ckey;
+		cursor = e;
+	}
+	if (cursor < m->end)
+		pm[(*n)++] = map_piece(m, cursor, m->end, key);
+}
+
+int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_time_ns,
+			    const struct procmaps *maps, const uint16_t *module_ids,
+			    const struct unwind_copies *copies)
+{
+	size_t n_copies = copies ? copies->n : 0, n_held = 0, n_pm = 0, next = 0;
 	_cleanup_free_ struct proc_map *pm = NULL;
-	_cleanup_free_ uint16_t *held = NULL;
-	size_t n_held = 0;
+	_cleanup_free_ uint64_t *held = NULL;
+	struct copies_id id, *idp = NULL;
 	uint64_t *slot;
 	struct proc *p, *old;
 	uint32_t first;
@@ -280,25 +403,35 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 
 	if (maps->n == 0)
 		return 0;
-	pm = calloc(maps->n, sizeof(*pm));
-	held = calloc(maps->n, sizeof(*held));
+	/* each region adds at most two pieces: itself and what precedes it */
+	pm = calloc(maps->n + 2 * n_copies, sizeof(*pm));
+	held = calloc(maps->n + n_copies, sizeof(*held));
 	if (!pm || !held)
 		return -ENOMEM;
+	if (n_copies > 0) {
+		memset(&id, 0, sizeof(id)); /* compared and hashed as bytes */
+		id.region_size = copies->region_size;
+		if (trampoline_decode(copies->code, copies->code_size, &id.shape) == 0)
+			idp = &id;
+		else
+			u->stats.copy_templates_refused++;
+	}
 
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		uint64_t key = module_ids[i];
-		struct table *t;
+		struct table *t = NULL;
 
-		pm[i] = (struct proc_map){ m->start, m->end, m->pgoff, 0 };
-		if (key < FRAME_MODULE_FIRST || key > FRAME_MODULE_LAST)
-			continue; /* anonymous (JIT) or unreadable: frame pointers */
-		t = table_get(u, key);
-		if (!t || t->error)
-			continue;
-		pm[i].module = (uint16_t)key;
-		t->refs++;
-		held[n_held++] = (uint16_t)key;
+		if (key >= FRAME_MODULE_FIRST && key <= FRAME_MODULE_LAST)
+			t = table_get(u, key);
+		/* else anonymous (JIT) or unreadable: frame pointers */
+		if (t && !t->error) {
+			t->refs++;
+			held[n_held++] = key;
+		} else {
+			key = 0;
+		}
+		split_mapping(u, m, key, copies, idp, &next, pm, &n_pm, held, &n_held);
 	}
 
 	/* Everything that can fail without touching BPF, first: once BPF
@@ -313,7 +446,7 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 	}
 	old = (struct proc *)(uintptr_t)*slot; /* NULL when just added */
 
-	r = describe(u, pid, pm, maps->n, &first);
+	r = describe(u, pid, pm, n_pm, &first);
 	if (r < 0) {
 		for (size_t i = 0; i < n_held; i++)
 			table_unref(u, held[i]);
@@ -325,7 +458,7 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 	}
 
 	/* BPF now reads the new entry; the old one's ranges can go. */
-	*p = (struct proc){ pid,	   start_time_ns,  first, maps->n, TAKE_PTR(pm),
+	*p = (struct proc){ pid, start_time_ns, first, (uint32_t)n_pm, TAKE_PTR(pm),
 			    TAKE_PTR(held), n_held };
 	*slot = (uintptr_t)p;
 	if (old) {
@@ -337,8 +470,8 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 
 static bool proc_holds(const struct proc *p, uint64_t key)
 {
-	for (size_t i = 0; i < p->n_modules; i++)
-		if (p->modules[i] == key)
+	for (size_t i = 0; i < p->n_keys; i++)
+		if (p->keys[i] == key)
 			return true;
 	return false;
 }
@@ -379,12 +512,12 @@ static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 		struct proc *p = (struct proc *)(uintptr_t)slot->value;
 		size_t kept = 0;
 
-		for (size_t i = 0; i < p->n_modules; i++)
-			if (p->modules[i] != key)
-				p->modules[kept++] = p->modules[i];
-		if (kept == p->n_modules)
+		for (size_t i = 0; i < p->n_keys; i++)
+			if (p->keys[i] != key)
+				p->keys[kept++] = p->keys[i];
+		if (kept == p->n_keys)
 			continue;
-		p->n_modules = kept;
+		p->n_keys = kept;
 		redescribe(u, p);
 	}
 }
@@ -519,11 +652,12 @@ void unwinder_forget_process(struct unwinder *u, uint32_t pid, uint64_t start_ti
 void unwinder_get_stats(const struct unwinder *u, struct unwinder_stats *ret)
 {
 	*ret = u->stats;
-	ret->tables = ret->tables_idle = 0;
+	ret->tables = ret->tables_idle = ret->copy_tables = 0;
 	U64MAP_FOREACH(slot, &u->tables) {
 		const struct table *t = (const struct table *)(uintptr_t)slot->value;
 
 		ret->tables += !t->error && !t->building;
+		ret->copy_tables += t->copies != NULL;
 		ret->tables_idle += !t->error && !t->building && t->refs == 0;
 	}
 	ret->rows_used = u->rows.used;

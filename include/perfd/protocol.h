@@ -34,20 +34,24 @@
  *      processes: { tracked, exited, evicted, expired },
  *      stacks: { interned, frames, modules, aggregation_bytes },
  *      symbols: { modules_loaded, modules_failed, kernel_symbols,
- *                 jit_maps_read (perf maps parsed), jit_maps_refused (not
+ *                 jit_maps_read (perf maps and jitdumps parsed), jit_maps_refused (not
  *                 read: not a regular file, a symlink, not owned by the
  *                 process's user or root, or over 64 MiB), memory_bytes, ... },
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
  *                stacks_truncated, stacks_pending (truncated in code whose
  *                table was being built: rooted at "[unwind table pending]"),
- *                tables, ... },
+ *                tables, copy_tables (of code copied from a template: the
+ *                perf trampolines of CPython's -X perf, shared by all),
+ *                copy_templates_refused (templates whose code did not
+ *                decode: their copies are walked with frame pointers), ... },
  *      memory: { enabled, sample_bytes, events (rss_stat events looked at),
  *                samples, samples_lost, rss_updates, rss_updates_lost },
  *      python: { processes, unsupported (runtimes found), samples (walks),
  *                samples_without_thread_state, samples_truncated, frames,
  *                frames_unmatched, functions, code_objects, code_reads,
  *                code_read_errors, code_reused, cache_resets,
- *                function_table_full, memory_bytes },
+ *                function_table_full, trampoline_arenas (-X perf's
+ *                arenas of trampolines found, all processes), memory_bytes },
  *      store: { memory_bytes (everything the store holds), history_bytes,
  *               windows, windows_expired (past the retention),
  *               windows_evicted (for memory, oldest first),

@@ -34,6 +34,7 @@ import re
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -679,6 +680,138 @@ def test_forked_and_spawned_children_show_python_frames(interp, perfd_fast, work
         # (~3%) are the rest.
         assert exact >= 0.85 * n, \
             f"{what}: only {exact} of {n} samples hold {want}\n{show(stacks)}"
+
+
+# --- CPython's perf trampolines: -X perf, -X perf_jit ----------------------------
+
+PERF_MODES = [pytest.param(m, o, id=f"pyenv-3.{m}-{o}") for m, o in
+              ((12, "perf"), (13, "perf"), (13, "perf_jit"))]
+PERF_CPU_SECONDS = 2  # ~1900 samples at 999 Hz
+
+
+def jit_file(option, pid):
+    """What CPython writes under -X OPTION for perf: the perf map of
+    -X perf (lines "ADDR SIZE py::QUALNAME:FILE"), the jitdump of
+    -X perf_jit (starting with the magic "JiTD")."""
+    return Path(f"/tmp/perf-{pid}.map" if option == "perf" else f"/tmp/jit-{pid}.dump")
+
+
+def split_under_perf(daemon, workloads, minor, option):
+    """split.py for PERF_CPU_SECONDS under CPython 3.MINOR -X OPTION,
+    snapshotted by daemon from its "ready" line to its exit: (stacks, the
+    bytes of the perf map or jitdump it wrote), the file removed."""
+    path = perfdtest.pyenv_python(minor)
+    if path is None:
+        pytest.skip(f"CPython 3.{minor} is not installed")
+    w = workloads("split.py", command=[path, "-X", option, SPLIT, str(PERF_CPU_SECONDS)])
+    try:
+        ready_version(w)
+        stacks, _, _ = BackgroundSnapshot(daemon, w.pid).result(process_comm(w.pid))
+        w.finish()
+        written = jit_file(option, w.pid).read_bytes()
+    finally:
+        jit_file(option, w.pid).unlink(missing_ok=True)
+    n = total(stacks)
+    assert n >= 1000, f"only {n} samples from ~{PERF_CPU_SECONDS} CPU-s\n{show(stacks, limit=3)}"
+    return stacks, written
+
+
+def assert_nearly_all(stacks, shape_ok, what):
+    """Asserts that 95% of the samples taken with their tables ready (not
+    rooted at [unwind table pending]) satisfy shape_ok: by construction all
+    of split.py's do, but those taken mid-call or where a C extension's
+    table was not built yet.  Returns the number of those samples."""
+    tabled = total(stacks) - unwind_pending(stacks)
+    good = count(stacks, shape_ok)
+    assert good >= 0.95 * tabled, \
+        f"only {good} of {tabled} samples ({good / tabled:.1%}) {what}\n" \
+        f"{show({s: c for s, c in stacks.items() if not shape_ok(s)}, limit=5)}"
+    return tabled
+
+
+@pytest.mark.parametrize("minor,option", PERF_MODES)
+def test_perf_trampolines_keep_stacks_whole(minor, option, perfd_fast, workloads):
+    """split.py under -X perf / -X perf_jit, which people turn on so that
+    perf sees Python: every Python function then runs through a trampoline
+    of its own, copies of a template without frame pointer or CFI in
+    anonymous memory, named "py::FUNC:FILE" by the perf map.  perfd must
+    walk through them (they used to end the native walk at a bogus
+    [jit]+0xffffffffffff frame, with the trampoline's py:: name next to
+    perfd's Python frames): the stacks read _start ... Py_RunMain, then
+    the script's frames once each and in order, with no [jit] frame and no
+    trampoline name."""
+    stacks, written = split_under_perf(perfd_fast, workloads, minor, option)
+    # The interpreter did run its trampolines.
+    if option == "perf":
+        assert b" py::slow_path:" + SPLIT.encode() in written, \
+            f"no trampoline of slow_path in the perf map: {written[:300]!r}"
+    else:
+        assert written[:4] == b"DTiJ" and b"py::slow_path:" in written, \
+            f"no trampoline of slow_path in the jitdump: {written[:64]!r}"
+
+    bogus = lambda f: f.startswith(("[jit]", "py::", "[unknown]"))  # noqa: E731
+
+    def whole(s):
+        roots = root_native(s)
+        run = python_run(s)
+        mine = [q for q, f, _ in run or [] if f == SPLIT]
+        return (roots[:1] == ["_start"] and "Py_RunMain" in roots and
+                mine[:2] == ["<module>", "main"] and len(mine) <= 3 and
+                mine[2:] in ([], ["slow_path"], ["fast_path"]) and
+                not any(bogus(f) for f in user_frames(s)))
+    tabled = assert_nearly_all(stacks, whole, "run from _start through Py_RunMain to "
+                               "<module> -> main [-> slow_path|fast_path], with no [jit] or "
+                               "py:: frame")
+    # A trampoline's name is shown only where perfd has no Python frame.
+    named = count(stacks, lambda s: python_frames(s) and any(f.startswith("py::") for f in s))
+    assert named == 0, f"{named} samples show a trampoline's py:: name next to the " \
+        f"Python frames\n{show(stacks, limit=5)}"
+    # Frame pointers are all there is while a table is built (those samples
+    # say so at their root), and they meet garbage here.
+    with_jit = {s: c for s, c in stacks.items() if perfdtest.UNWIND_PENDING not in s[1:3] and
+                any(f.startswith("[jit]") for f in s)}
+    assert total(with_jit) <= 0.01 * tabled, \
+        f"{total(with_jit)} of {tabled} samples hold a [jit] frame\n{show(with_jit, limit=5)}"
+    # (The table itself may be gone by now: idle, it makes room for others.)
+    unwind = perfd_fast.status()["unwind"]
+    assert unwind["copy_templates_refused"] == 0, f"the template did not decode: {unwind}"
+
+
+@pytest.fixture(scope="module")
+def perfd_no_python(environment):
+    """A daemon that does not walk Python frames (--no-python), as perf
+    does not: what names a Python function is then the trampoline's entry
+    in the perf map or jitdump, as perf shows it."""
+    daemon = perfdtest.start_perfd(frequency=FAST_HZ, extra_args=["--no-python"])
+    yield daemon
+    daemon.stop()
+
+
+@pytest.mark.parametrize("minor,option", [m for m in PERF_MODES if m.id != "pyenv-3.13-perf"])
+def test_perf_trampolines_are_named_as_perf_names_them(minor, option, perfd_no_python,
+                                                       workloads):
+    """Without Python frames, split.py's stacks under -X perf (3.12: the
+    perf map) and -X perf_jit (3.13: the jitdump, which perfd reads as perf
+    does) read as perf's: _start ... Py_RunMain, then the trampolines of
+    <module>, main and slow_path or fast_path by their "py::QUALNAME:FILE"
+    names, in order, each with the interpreter loop it called below it."""
+    stacks, _ = split_under_perf(perfd_no_python, workloads, minor, option)
+    assert not any(python_frames(s) for s in stacks), "Python frames with --no-python"
+
+    def as_perf(s):
+        frames = user_frames(s)
+        named = [f for f in frames if f.startswith("py::")]
+        mine = [f[len("py::"):-len(":" + SPLIT)] for f in named if f.endswith(":" + SPLIT)]
+        # (a trampoline is the leaf when the tick fell in its own code)
+        below = [frames[i + 1] for i, f in enumerate(frames[:-1]) if f.startswith("py::")]
+        return ([function(f) for f in frames[:1]] == ["_start"] and
+                "Py_RunMain" in map(function, frames) and
+                len(mine) == len(named) and mine[:2] == ["<module>", "main"] and
+                mine[2:] in ([], ["slow_path"], ["fast_path"]) and
+                all(function(f) == "_PyEval_EvalFrameDefault" for f in below) and
+                not any(f.startswith("[jit]") for f in frames))
+    assert_nearly_all(stacks, as_perf, "read _start ... Py_RunMain ... py::<module> ... "
+                      "py::main [... py::slow_path|fast_path], each over the interpreter loop")
 
 
 # --- runtimes perfd does not walk, and processes that are not Python ------------

@@ -34,6 +34,7 @@
 #include "process/procmaps.h"
 #include "pychild.h"
 #include "interp/python/pyruntime.h"
+#include "unwind/trampoline.h"
 
 /* Prints the version, then sleeps; valid Python 2 and 3. */
 static const char script[] =
@@ -132,6 +133,30 @@ static void check_walk(pid_t pid, const struct pyruntime *rt)
 		cr_assert_eq(read_u64(pid, frame + (uint64_t)o->frame_owner) & 0xff, 0);
 }
 
+/* 3.12+ has the perf trampoline template (-X perf), and it decodes to the
+ * rules of `sub $8,%rsp; call *%rcx; add $8,%rsp; ret` (with an endbr64
+ * first in a CET build); before 3.12 there is none. */
+static void check_trampoline(const struct pyruntime *rt)
+{
+	struct trampoline_shape s;
+	uint32_t skip;
+	int r;
+
+	if (rt->minor < 12) {
+		cr_assert_eq(rt->trampoline_size, 0, "a trampoline template in %s", rt->path);
+		return;
+	}
+	cr_assert_gt(rt->trampoline_size, 0, "no trampoline template read from %s", rt->path);
+	r = trampoline_decode(rt->trampoline, rt->trampoline_size, &s);
+	cr_assert_eq(r, 0, "%s's template does not decode: %s", rt->path, strerror(-r));
+	skip = rt->trampoline[0] == 0xf3 ? 4 : 0;
+	cr_assert_eq(s.n_rows, 3);
+	cr_assert(s.rows[1].pc == skip + 4 && s.rows[1].cfa_offset == 16 &&
+		  s.rows[2].pc == skip + 10 && s.rows[2].cfa_offset == 8,
+		  "%s's template: rows at %u (rsp+%d), %u (rsp+%d)", rt->path, s.rows[1].pc,
+		  s.rows[1].cfa_offset, s.rows[2].pc, s.rows[2].cfa_offset);
+}
+
 /* Starts exe, detects it, checks what was found, stops it. */
 static void check_supported(const char *exe, const char *lib_prefix)
 {
@@ -157,6 +182,7 @@ static void check_supported(const char *exe, const char *lib_prefix)
 	cr_assert_not_null(rt.offsets);
 	cr_assert_eq(rt.autotsskey_addr,
 		     rt.runtime_addr + (uint64_t)rt.offsets->runtime_autotsskey);
+	check_trampoline(&rt);
 	check_walk(c->pid, &rt);
 	pychild_stop(c);
 }

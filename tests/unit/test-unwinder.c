@@ -20,7 +20,11 @@
  * give back what it had taken; builds run on the builder's thread while
  * the process runs on frame pointers, a process gone before its tables
  * are built leaves them idle and unreferenced, and an unwinder freed with
- * builds pending loses nothing.
+ * builds pending loses nothing.  Templated code (CPython's perf trampoline
+ * arenas, given by address: nothing is read there) gets a mapping of its
+ * own per region, with the rows trampoline.c builds, one table per stride
+ * shared by every region and process; a template that does not decode or
+ * a region outside its mapping leaves frame pointers.
  *
  * Leaks on those paths (a refused table's segments, once) fail the test in
  * the sanitized build: each test ends with a LeakSanitizer check once
@@ -59,6 +63,7 @@
 #include "process/procmaps.h"
 #include "profile/frame.h"
 #include "symbols/symbolize.h"
+#include "unwind/trampoline.h"
 #include "unwind/unwind_table.h"
 #include "unwind/unwinder.h"
 
@@ -216,6 +221,7 @@ struct update_call {
 	const uint16_t *ids;
 	bool settle;
 	int r;
+	const struct unwind_copies *copies;
 };
 
 /* Takes in every build the unwinder has handed to its builder, as the
@@ -238,7 +244,8 @@ static void *update_thread(void *arg)
 {
 	struct update_call *c = arg;
 
-	c->r = unwinder_update_process(c->u, c->pid, c->start_time_ns, c->maps, c->ids);
+	c->r = unwinder_update_process(c->u, c->pid, c->start_time_ns, c->maps, c->ids,
+				       c->copies);
 	if (c->settle)
 		settle_builds(c->u);
 	return NULL;
@@ -246,15 +253,22 @@ static void *update_thread(void *arg)
 
 /* unwinder_update_process() on a thread of its own (see the top), and the
  * builds it started taken in. */
-static int update(struct env *e, uint32_t pid, uint64_t start_time_ns,
-		  const struct procmaps *maps, const uint16_t *ids)
+static int update_copies(struct env *e, uint32_t pid, uint64_t start_time_ns,
+			 const struct procmaps *maps, const uint16_t *ids,
+			 const struct unwind_copies *copies)
 {
-	struct update_call c = { e->u, pid, start_time_ns, maps, ids, true, 0 };
+	struct update_call c = { e->u, pid, start_time_ns, maps, ids, true, 0, copies };
 	pthread_t thread;
 
 	cr_assert_eq(pthread_create(&thread, NULL, update_thread, &c), 0);
 	cr_assert_eq(pthread_join(thread, NULL), 0);
 	return c.r;
+}
+
+static int update(struct env *e, uint32_t pid, uint64_t start_time_ns,
+		  const struct procmaps *maps, const uint16_t *ids)
+{
+	return update_copies(e, pid, start_time_ns, maps, ids, NULL);
 }
 
 static struct unwinder_stats stats(const struct env *e)
@@ -438,7 +452,7 @@ Test(unwinder, forget_keeps_tables_for_the_next_process)
 static int update_pending(struct env *e, uint32_t pid, uint64_t start_time_ns,
 			  const struct procmaps *maps, const uint16_t *ids)
 {
-	struct update_call c = { e->u, pid, start_time_ns, maps, ids, false, 0 };
+	struct update_call c = { e->u, pid, start_time_ns, maps, ids, false, 0, NULL };
 	pthread_t thread;
 
 	cr_assert_eq(pthread_create(&thread, NULL, update_thread, &c), 0);
@@ -892,6 +906,157 @@ Test(unwinder, module_first_seen_in_a_process_that_exited)
 	cr_assert(bpf_process(&e, PID_B, &proc));
 	cr_assert_gt(bpf_mapping(&e, proc.mappings_first).rows_count, 0);
 	procmaps_free(child_maps);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* --- templated code (CPython's perf trampolines) -------------------------- */
+
+/* CPython 3.12's perf trampoline: sub $8,%rsp; call *%rcx; add $8,%rsp; ret */
+static const uint8_t trampoline[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
+				      0x48, 0x83, 0xc4, 0x08, 0xc3 };
+#define ARENA 65536u
+#define ANON_START 0x100000000ull /* below libc; addresses only: nothing is read there */
+
+/* One anonymous executable mapping of `arenas` arenas at ANON_START, and a
+ * file mapping (this test's own libc) after it, as a process maps them. */
+struct anon_view {
+	struct procmap maps[2];
+	struct procmaps view;
+	uint16_t ids[2];
+};
+
+static void anon_view(const struct env *e, unsigned arenas, struct anon_view *v)
+{
+	size_t libc = find_map(e, "libc.so");
+
+	cr_assert_gt(e->maps->maps[libc].start, ANON_START + arenas * ARENA);
+	v->maps[0] = (struct procmap){ .start = ANON_START, .end = ANON_START + arenas * ARENA,
+				       .readable = true, .executable = true, .path = (char *)"" };
+	v->maps[1] = e->maps->maps[libc];
+	v->ids[0] = 0;
+	v->ids[1] = e->ids[libc];
+	v->view = (struct procmaps){ .maps = v->maps, .n = 2 };
+}
+
+/* Checks that mapping m holds the table of the template at stride. */
+static void check_copies_mapping(const struct env *e, const struct perfd_unwind_mapping *m,
+				 uint64_t start, uint32_t stride)
+{
+	struct trampoline_shape s;
+	struct unwind_table t = { 0 };
+
+	cr_assert_eq(m->start, start);
+	cr_assert_eq(m->end, start + ARENA);
+	cr_assert_eq(m->pc_adjust, start, "row pcs are relative to the arena");
+	cr_assert_eq(trampoline_decode(trampoline, sizeof(trampoline), &s), 0);
+	cr_assert_eq(trampoline_table(&s, stride, ARENA, &t.rows, &t.n_rows), 0);
+	cr_assert_eq(m->rows_count, t.n_rows);
+	check_rows(e, m, &t, 1);
+	free(t.rows);
+}
+
+/* Arenas of copies are described as mappings of their own, with one table
+ * per stride shared by every arena and every process; the rest of the
+ * anonymous mapping keeps frame pointers, and a region outside it or
+ * across its end is ignored. */
+Test(unwinder, templated_code_regions_share_one_table)
+{
+	struct env e;
+	struct anon_view v;
+	/* arenas 0 and 2 hold copies (stride 11 and 272), arena 1 not; the
+	 * third region lies past the mapping's end */
+	const uint64_t starts[] = { ANON_START, ANON_START + 2 * ARENA, ANON_START + 3 * ARENA };
+	const uint32_t strides[] = { 11, 272, 11 };
+	struct unwind_copies copies = { trampoline, sizeof(trampoline), ARENA, starts, strides, 3 };
+	struct perfd_unwind_process proc;
+	struct perfd_unwind_mapping m;
+	struct unwinder_stats st, first;
+
+	loop_upload_max_rows = UINT32_MAX;
+	env_open(&e, BIG_ROWS, 256, 16);
+	anon_view(&e, 3, &v);
+	cr_assert_eq(update_copies(&e, PID_A, START_A, &v.view, v.ids, &copies), 0);
+	first = stats(&e);
+	cr_assert_eq(first.copy_tables, 2, "%zu tables of templated code", first.copy_tables);
+	cr_assert_eq(first.copy_templates_refused, 0);
+
+	/* arena 0, arena 1 (frame pointers), arena 2, libc */
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(proc.mappings_count, 4);
+	m = bpf_mapping(&e, proc.mappings_first);
+	check_copies_mapping(&e, &m, ANON_START, 11);
+	m = bpf_mapping(&e, proc.mappings_first + 1);
+	cr_assert_eq(m.start, ANON_START + ARENA);
+	cr_assert_eq(m.end, ANON_START + 2 * ARENA);
+	cr_assert_eq(m.rows_count, 0, "the arena without copies walks frame pointers");
+	m = bpf_mapping(&e, proc.mappings_first + 2);
+	check_copies_mapping(&e, &m, ANON_START + 2 * ARENA, 272);
+	m = bpf_mapping(&e, proc.mappings_first + 3);
+	cr_assert_eq(m.start, v.maps[1].start);
+	cr_assert_gt(m.rows_count, 0);
+
+	/* a second process with arenas elsewhere shares the tables */
+	{
+		const uint64_t other[] = { ANON_START + ARENA };
+		const uint32_t stride[] = { 272 };
+		struct unwind_copies oc = { trampoline, sizeof(trampoline), ARENA, other, stride, 1 };
+
+		cr_assert_eq(update_copies(&e, PID_B, START_B, &v.view, v.ids, &oc), 0);
+	}
+	st = stats(&e);
+	cr_assert_eq(st.tables_built, first.tables_built, "a table was built again");
+	cr_assert_eq(st.rows_used, first.rows_used);
+	cr_assert(bpf_process(&e, PID_B, &proc));
+	cr_assert_eq(proc.mappings_count, 4); /* FP, arena 1, FP, libc */
+	m = bpf_mapping(&e, proc.mappings_first + 1);
+	check_copies_mapping(&e, &m, ANON_START + ARENA, 272);
+
+	/* both gone: the tables stay, idle */
+	unwinder_forget_process(e.u, PID_A, START_A);
+	unwinder_forget_process(e.u, PID_B, START_B);
+	st = stats(&e);
+	cr_assert_eq(st.tables_idle, st.tables);
+	cr_assert_eq(st.copy_tables, 2);
+	env_close(&e);
+	loop_upload_max_rows = 0;
+	check_no_leaks();
+}
+
+/* A template that does not decode gives no table: the arenas walk frame
+ * pointers as before, counted; and so does a region that runs past the end
+ * of its mapping. */
+Test(unwinder, templated_code_that_does_not_decode_walks_frame_pointers)
+{
+	static const uint8_t jump[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xe1 }; /* jmp *%rcx */
+	const uint64_t starts[] = { ANON_START };
+	const uint32_t strides[] = { 11 };
+	struct unwind_copies copies = { jump, sizeof(jump), ARENA, starts, strides, 1 };
+	struct env e;
+	struct anon_view v;
+	struct perfd_unwind_process proc;
+
+	env_open(&e, BIG_ROWS, 256, 16);
+	anon_view(&e, 1, &v);
+	cr_assert_eq(update_copies(&e, PID_A, START_A, &v.view, v.ids, &copies), 0);
+	cr_assert_eq(stats(&e).copy_templates_refused, 1);
+	cr_assert_eq(stats(&e).copy_tables, 0);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(proc.mappings_count, 2);
+	cr_assert_eq(bpf_mapping(&e, proc.mappings_first).rows_count, 0);
+
+	/* a good template, in a region half past the mapping */
+	{
+		const uint64_t half[] = { ANON_START + ARENA / 2 };
+		struct unwind_copies hc = { trampoline, sizeof(trampoline), ARENA, half, strides, 1 };
+
+		cr_assert_eq(update_copies(&e, PID_A, START_A, &v.view, v.ids, &hc), 0);
+	}
+	cr_assert_eq(stats(&e).copy_tables, 0);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	cr_assert_eq(proc.mappings_count, 2);
+	cr_assert_eq(bpf_mapping(&e, proc.mappings_first).end, ANON_START + ARENA);
+	cr_assert_eq(bpf_mapping(&e, proc.mappings_first).rows_count, 0);
 	env_close(&e);
 	check_no_leaks();
 }

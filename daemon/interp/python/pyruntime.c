@@ -153,6 +153,10 @@ const struct pyoffsets *pyoffsets_for(unsigned major, unsigned minor)
 struct elf_facts {
 	bool has_runtime, has_py_version, has_code_type;
 	uint64_t runtime_vaddr, py_version_vaddr, code_type_vaddr;
+	/* _Py_trampoline_func_start and _end (0: not in the file) */
+	uint64_t trampoline_vaddr[2];
+	uint8_t trampoline[PYRUNTIME_TRAMPOLINE_MAX];
+	uint32_t trampoline_size;
 	struct { uint64_t vaddr, size; } eval[PYRUNTIME_EVAL_RANGES];
 	uint32_t py_version; /* PY_VERSION_HEX */
 	GElf_Phdr loads[MAX_LOADS];
@@ -269,27 +273,49 @@ static int scan_patch(const char *buf, size_t n, unsigned major, unsigned minor,
 	return first;
 }
 
-/* Reads the 4-byte little-endian value at vaddr from the file, through the
- * PT_LOAD that holds it. */
-static int read_u32_at(int fd, const struct elf_facts *f, uint64_t vaddr, uint32_t *ret)
+/* Reads the size bytes at vaddr from the file, through the PT_LOAD that
+ * holds them all. */
+static int read_at(int fd, const struct elf_facts *f, uint64_t vaddr, void *buf, size_t size)
 {
 	for (size_t i = 0; i < f->n_loads; i++) {
 		const GElf_Phdr *ph = &f->loads[i];
-		unsigned char b[4];
 		ssize_t n;
 
-		if (vaddr < ph->p_vaddr || ph->p_filesz < 4 || vaddr - ph->p_vaddr > ph->p_filesz - 4)
+		if (vaddr < ph->p_vaddr || ph->p_filesz < size ||
+		    vaddr - ph->p_vaddr > ph->p_filesz - size)
 			continue;
-		n = pread(fd, b, sizeof(b), (off_t)(ph->p_offset + (vaddr - ph->p_vaddr)));
+		n = pread(fd, buf, size, (off_t)(ph->p_offset + (vaddr - ph->p_vaddr)));
 		if (n < 0)
 			return negative_errno();
-		if (n != sizeof(b))
+		if ((size_t)n != size)
 			return -EINVAL;
-		*ret = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-		       (uint32_t)b[3] << 24;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* Reads the 4-byte little-endian value at vaddr from the file. */
+static int read_u32_at(int fd, const struct elf_facts *f, uint64_t vaddr, uint32_t *ret)
+{
+	unsigned char b[4];
+	int r = read_at(fd, f, vaddr, b, sizeof(b));
+
+	if (r < 0)
+		return r;
+	*ret = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	return 0;
+}
+
+/* The perf trampoline template: the code between its two symbols, when
+ * both are there and it is short (an x86_64 template is 11 to 15 bytes). */
+static void read_trampoline(int fd, struct elf_facts *f)
+{
+	uint64_t start = f->trampoline_vaddr[0], end = f->trampoline_vaddr[1];
+
+	if (start == 0 || end <= start || end - start > PYRUNTIME_TRAMPOLINE_MAX ||
+	    read_at(fd, f, start, f->trampoline, end - start) < 0)
+		return;
+	f->trampoline_size = (uint32_t)(end - start);
 }
 
 /* Scans one symbol table for the symbols detection cares about. */
@@ -309,10 +335,17 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
 			continue;
 		type = GELF_ST_TYPE(sym.st_info);
-		if (type != STT_OBJECT && type != STT_FUNC)
+		if (type != STT_OBJECT && type != STT_FUNC && type != STT_NOTYPE)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || name[0] == '\0')
+			continue;
+		/* labels of an assembly file: no type, no size */
+		if (strcmp(name, "_Py_trampoline_func_start") == 0)
+			f->trampoline_vaddr[0] = sym.st_value;
+		else if (strcmp(name, "_Py_trampoline_func_end") == 0)
+			f->trampoline_vaddr[1] = sym.st_value;
+		if (type == STT_NOTYPE)
 			continue;
 		if (type == STT_FUNC) {
 			/* The interpreter loop, and the part of it the compiler
@@ -385,6 +418,7 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 	}
 	if (!f->has_runtime && !name_known)
 		return 0; /* not Python; spare the .rodata scan */
+	read_trampoline(fd, f);
 
 	if (f->has_py_version) {
 		uint32_t v;
@@ -476,6 +510,8 @@ static void fill(struct pyruntime *p, const char *path, unsigned major, unsigned
 		.offsets = pyoffsets_for(major, minor),
 	};
 	snprintf(p->path, sizeof(p->path), "%s", path);
+	memcpy(p->trampoline, f->trampoline, f->trampoline_size);
+	p->trampoline_size = f->trampoline_size;
 	if (f->has_code_type)
 		p->code_type_addr = bias + f->code_type_vaddr;
 	for (size_t e = 0; e < PYRUNTIME_EVAL_RANGES; e++) {

@@ -17,6 +17,7 @@
 #define PYRUNTIME_MIN_MINOR 8  /* 3.8 */
 #define PYRUNTIME_MAX_MINOR 13 /* 3.13 */
 #define PYRUNTIME_EVAL_RANGES 2  /* _PyEval_EvalFrameDefault and its .cold part */
+#define PYRUNTIME_TRAMPOLINE_MAX 64
 
 /* Offsets in bytes within CPython's structures; -1 where the field does not
  * exist in that version.  Every value was printed with offsetof() from the
@@ -88,6 +89,13 @@ struct pyruntime {
 	 * [start, end); an empty range when its symbol is not in the file
 	 * (the .cold part of a stripped binary). */
 	struct { uint64_t start, end; } eval[PYRUNTIME_EVAL_RANGES];
+
+	/* The perf trampoline template (3.12+: what `-X perf` and `-X
+	 * perf_jit` copy into arenas), the bytes from _Py_trampoline_func_start
+	 * to _Py_trampoline_func_end as path's file holds them; size 0 when
+	 * the file has none, or a longer one. */
+	uint8_t trampoline[PYRUNTIME_TRAMPOLINE_MAX];
+	uint32_t trampoline_size;
 
 	/* A free-threaded or debug build (ABI flag 't' or 'd' in its name):
 	 * unsupported, its structures differ. */

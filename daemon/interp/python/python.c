@@ -36,7 +36,12 @@
  * root.  Frames of the interpreter's own binary between the leafmost and
  * rootmost loop frame (call machinery such as _PyFunction_Vectorcall) are
  * hidden, so callers and callees read as Python calls Python; C extension
- * frames stay.  Python frames left over when the native stack ran out go
+ * frames stay.  So are, anywhere in the stack, the perf trampolines of
+ * `-X perf` / `-X perf_jit` (pytrampoline.h): each is a copy of one
+ * template that only stands for the Python function it calls, named
+ * "py::FUNC:FILE" by its JIT map, and the Python frame says it better.  The
+ * arenas are looked for at each maps change of a process whose libpython
+ * has the template (3.12+), detection or not.  Python frames left over when the native stack ran out go
  * with the rootmost loop frame (a loop frame was not recognized: a .cold
  * part without symbols), or at the root end when there is none: nothing is
  * dropped.  A native stack cut at the depth limit is different: its
@@ -66,6 +71,7 @@
 #include "interp/python/pycode.h"
 #include "interp/python/pylinetable.h"
 #include "interp/python/pyruntime.h"
+#include "interp/python/pytrampoline.h"
 #include "symbols/symbolize.h"
 #include "base/u64map.h"
 
@@ -109,6 +115,7 @@ struct pyprocess {
 	struct code_entry *entries;
 	size_t n_entries, cap_entries;
 	size_t code_bytes; /* line tables held */
+	struct pytrampoline_arenas arenas; /* -X perf's trampolines, as of the last maps read */
 };
 
 struct python {
@@ -174,6 +181,8 @@ static void pyprocess_free(struct python *py, struct pyprocess *pp)
 	if (!pp)
 		return;
 	code_cache_clear(py, pp);
+	py->stats.trampoline_arenas -= pp->arenas.n;
+	pytrampoline_arenas_done(&pp->arenas);
 	free(pp->entries);
 	free(pp->rt);
 	free(pp);
@@ -404,20 +413,15 @@ static void wait_for_interpreter(struct pyprocess *pp, struct process *p)
 
 static void start_walking(struct python *py, struct pyprocess *pp, struct process *p, int r);
 
-void python_maps_changed(struct python *py, struct process *p)
+/* Looks for CPython in p, whose maps are new or changed in a way that
+ * matters (signature): the process's new entry, or NULL without memory. */
+static struct pyprocess *detect(struct python *py, struct process *p, uint64_t signature)
 {
 	struct pyprocess *pp;
-	uint64_t signature, *slot;
+	uint64_t *slot;
 	uint16_t first;
-	bool added;
 	int r;
 
-	if (!p->maps)
-		return;
-	signature = maps_signature(p->maps);
-	pp = find(py, p->pid, p->start_time_ns);
-	if (pp && pp->signature == signature)
-		return;
 	/* New, or the image changed (exec): start over. */
 	forget(py, p->pid);
 	p->runtime[0] = '\0';
@@ -425,11 +429,11 @@ void python_maps_changed(struct python *py, struct process *p)
 
 	pp = calloc(1, sizeof(*pp));
 	if (!pp)
-		return;
-	slot = u64map_upsert(&py->procs, p->pid, &added);
+		return NULL;
+	slot = u64map_upsert(&py->procs, p->pid, NULL);
 	if (!slot) {
 		free(pp);
-		return;
+		return NULL;
 	}
 	*slot = (uintptr_t)pp;
 	pp->pid = p->pid;
@@ -442,7 +446,7 @@ void python_maps_changed(struct python *py, struct process *p)
 	first = first_file_module(p);
 	if (!has_python_named(p->maps) && first && u64map_get(&py->not_python, first)) {
 		pp->status = -ENOENT;
-		return;
+		return pp;
 	}
 	pp->rt = calloc(1, sizeof(*pp->rt));
 	r = pp->rt ? pyruntime_detect((pid_t)p->pid, p->maps, pp->rt) : -ENOMEM;
@@ -455,17 +459,71 @@ void python_maps_changed(struct python *py, struct process *p)
 		if (r == -ENOENT && !has_python_named(p->maps) && first &&
 		    kill((pid_t)p->pid, 0) == 0)
 			(void)u64map_upsert(&py->not_python, first, NULL);
-		return;
+		return pp;
 	}
 	if (r == 0) {
 		pp->interp_module = module_of_path(p, pp->rt->path);
 		if (!interpreter_runs(pp)) {
 			pp->status = -EAGAIN;
 			wait_for_interpreter(pp, p);
-			return;
+			return pp;
 		}
 	}
 	start_walking(py, pp, p, r);
+	return pp;
+}
+
+/* Finds the perf trampoline arenas of pp's process again: its maps
+ * changed, perhaps by a new arena.  A process gone keeps what it had. */
+static void find_trampolines(struct python *py, struct pyprocess *pp, const struct process *p)
+{
+	int r;
+
+	if (!pp->rt || pp->rt->trampoline_size == 0) {
+		py->stats.trampoline_arenas -= pp->arenas.n;
+		pytrampoline_arenas_done(&pp->arenas);
+		return;
+	}
+	py->stats.trampoline_arenas -= pp->arenas.n;
+	r = pytrampoline_find((pid_t)p->pid, p->maps, pp->rt->trampoline, pp->rt->trampoline_size,
+			      &pp->arenas);
+	py->stats.trampoline_arenas += pp->arenas.n;
+	if (r < 0 && r != -ESRCH)
+		log_debug("pid %u (%s): perf trampolines not looked for: %s", p->pid, p->comm,
+			  strerror(-r));
+}
+
+void python_maps_changed(struct python *py, struct process *p)
+{
+	struct pyprocess *pp;
+	uint64_t signature;
+
+	if (!p->maps)
+		return;
+	signature = maps_signature(p->maps);
+	pp = find(py, p->pid, p->start_time_ns);
+	if (!pp || pp->signature != signature)
+		pp = detect(py, p, signature);
+	if (pp)
+		find_trampolines(py, pp, p);
+}
+
+bool python_trampolines(const struct python *py, const struct process *p,
+			struct python_trampolines *ret)
+{
+	const struct pyprocess *pp = find(py, p->pid, p->start_time_ns);
+
+	if (!pp || !pp->rt || pp->arenas.n == 0)
+		return false;
+	*ret = (struct python_trampolines){
+		.code = pp->rt->trampoline,
+		.code_size = pp->rt->trampoline_size,
+		.arena_size = PYTRAMPOLINE_ARENA_SIZE,
+		.starts = pp->arenas.starts,
+		.strides = pp->arenas.strides,
+		.n = pp->arenas.n,
+	};
+	return true;
 }
 
 void python_revisit(struct python *py, struct process *p)
@@ -748,6 +806,17 @@ static void emit_python(struct python *py, struct pyprocess *pp, const struct pe
 	py->stats.frames++;
 }
 
+/* Whether frame is in one of p's perf trampolines: anonymous code (named by
+ * its JIT map or not at all) in an arena. */
+static bool is_trampoline_frame(const struct pyprocess *pp, const struct process *p,
+				uint64_t frame)
+{
+	uint16_t module = frame_module(frame);
+
+	return pp->arenas.n > 0 && (module == FRAME_MODULE_NONE || module == p->jit_module) &&
+	       pytrampoline_contains(&pp->arenas, frame_address(frame));
+}
+
 size_t python_merge(struct python *py, const struct process *p,
 		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap)
 {
@@ -793,6 +862,8 @@ size_t python_merge(struct python *py, const struct process *p,
 		if (first_eval != SIZE_MAX && i > first_eval && (i < last_eval || (cut && next < pd)) &&
 		    frame_module(native[i]) == pp->interp_module)
 			continue; /* the interpreter's call machinery */
+		if (is_trampoline_frame(pp, p, native[i]))
+			continue; /* stands for the Python frame shown instead */
 		frames[out++] = native[i];
 	}
 	/* The native stack never showed the loop (or ran out of room): keep

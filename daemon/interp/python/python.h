@@ -47,6 +47,7 @@ struct python_stats {
 	uint64_t function_table_full; /* frames named "[python: function table full]" */
 	uint64_t frames;         /* Python frames merged */
 	uint64_t unmatched;      /* ... with no native interpreter frame to replace */
+	size_t trampoline_arenas; /* -X perf trampoline arenas found, all processes */
 	size_t memory_bytes;
 };
 
@@ -65,6 +66,22 @@ struct python *python_free(struct python *py);
  * description and fills p->runtime.  Logs an unsupported runtime once per
  * process. */
 void python_maps_changed(struct python *py, struct process *p);
+/* CPython's perf trampolines in p (pytrampoline.h): the template and the
+ * arenas of copies of it that p's last maps read found.  Valid until p's
+ * maps change again or it is forgotten. */
+struct python_trampolines {
+	const uint8_t *code; /* the template */
+	size_t code_size;
+	uint32_t arena_size;
+	const uint64_t *starts; /* sorted */
+	const uint32_t *strides;
+	size_t n;
+};
+
+/* Fills *ret and returns true when p has trampoline arenas. */
+bool python_trampolines(const struct python *py, const struct process *p,
+			struct python_trampolines *ret);
+
 /* The aggregator's revisit of p (p->revisit_ns, which python_maps_changed
  * sets): for a runtime found before an interpreter ran in it, looks again,
  * and describes and reports it once one does. */
@@ -75,8 +92,9 @@ void python_process_gone(struct python *py, const struct process *p);
 /* Replaces, in the user frames of p (frames[0..n), leaf first, normalized
  * to (module, offset)), each native _PyEval_EvalFrameDefault frame by the
  * Python frames of the sample s that it was executing, and hides the
- * interpreter's own frames between two Python frames.  Writes at most cap
- * frames; returns the new count. */
+ * interpreter's own frames between two Python frames and its perf
+ * trampolines (python_trampolines), which only stand for the Python frames
+ * shown instead.  Writes at most cap frames; returns the new count. */
 size_t python_merge(struct python *py, const struct process *p,
 		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap);
 
