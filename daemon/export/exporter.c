@@ -260,6 +260,7 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 	struct selection sel = { .all = true };
 	struct profile_parts parts = { 0 };
 	uint64_t t0 = now_monotonic_ns(), first, end;
+	size_t n_processes;
 	double ms;
 
 	if (x->src.drain)
@@ -281,14 +282,15 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 			else if (r == 0)
 				x->stats.profiles++;
 		}
+	n_processes = parts.n; /* releasing them clears it */
 	aggregator_release_parts(x->src.aggregator, &parts);
 	ms = (now_monotonic_ns() - t0) / 1e6;
 	x->stats.intervals++;
 	x->stats.last_export_unix = monotonic_to_unix(now_monotonic_ns());
 	x->stats.last_encode_ms = ms;
 	x->stats.longest_encode_ms = MAX(x->stats.longest_encode_ms, ms);
-	log_debug("Exported %zu processes' profiles of %" PRIu64 " s in %.1f ms.", parts.n, to_s - from_s,
-		  ms);
+	log_debug("Exported %zu processes' profiles of %" PRIu64 " s in %.1f ms.", n_processes,
+		  to_s - from_s, ms);
 }
 
 static int schedule(struct exporter *x)

@@ -268,8 +268,11 @@ def push_daemon(environment, tmp_path_factory):
     receiver.start()
     collector.start()
     conf = base / "perfd.conf"
+    # 1M of queue holds an interval's profiles of every process however busy
+    # the machine; the outage test shrinks it (OUTAGE_QUEUE) so that it
+    # overflows however quiet the machine is.
     text = (f"[perfd]\npush-url = http://127.0.0.1:{receiver.port}/\ninterval = {INTERVAL}s\n"
-            "push-tenant = team-a\npush-bearer-token = s3cret\nexport-queue-bytes = 64K\n"
+            "push-tenant = team-a\npush-bearer-token = s3cret\nexport-queue-bytes = 1M\n"
             "push-timeout = 2s\nlabel = team=perf\n"
             f"otlp-url = http://127.0.0.1:{collector.port}\notlp-bearer-token = otl-s3cret\n"
             "otlp-timeout = 2s\n")
@@ -320,12 +323,14 @@ def test_pushes_carry_labels_and_decode_in_pprof(push_daemon, workloads, tmp_pat
 def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, workloads):
     """Both HTTP exporters (Pyroscope's and OTLP's) against receivers
     stopped for 10 s at once."""
-    daemon, receiver, _, _ = push_daemon
+    daemon, receiver, conf, text = push_daemon
     started = time.time()
     w = workloads("spin", 14, 0)
     wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid), timeout=20)
     wait_for("an OTLP request of the spinner",
              lambda: otlp_requests_of(daemon.collector, w.pid, since=started), timeout=20)
+    # 8K: 5 intervals of the spinner's profiles alone (~3 KB each) overflow it
+    reload(daemon, conf, text.replace("export-queue-bytes = 1M", "export-queue-bytes = 8K"))
     receiver.stop()
     daemon.collector.stop()
     stopped = time.time()
@@ -345,6 +350,7 @@ def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, wo
     assert during["samples"]["lost"]["queue_full"] == before["samples"]["lost"]["queue_full"], \
         "the loop fell behind the drain thread"
     assert during["samples"]["lost"]["ringbuf_full"] == before["samples"]["lost"]["ringbuf_full"]
+    reload(daemon, conf, text)
     receiver.start()
     daemon.collector.start()
     restarted = time.time()

@@ -473,8 +473,10 @@ def test_native_thread_has_no_python_frames(interp, perfd_fast, workloads):
     main = {s: c for s, c in stacks.items()
             if THREAD_FRAME.match(s[1]) and THREAD_FRAME.match(s[1]).group(1) == str(w.pid)}
     n_native, n_main = total(native), total(main)
-    # Each thread has a CPU of its own for ~1.5 s at 999 Hz.
-    assert n_native >= 1000 and n_main >= 1000, \
+    # Each thread spins ~1.5 s at 999 Hz, ~1500 samples with a CPU of its
+    # own; under load the native one (it spins while main does) gets less:
+    # 500 is enough to tell whose frames are whose.
+    assert n_native >= 500 and n_main >= 500, \
         f"native thread {n_native}, main thread {n_main} samples\n{show(stacks)}"
     with_python = count(native, lambda s: python_frames(s))
     assert with_python == 0, \
