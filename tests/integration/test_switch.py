@@ -25,7 +25,7 @@ perf gone, a snapshot of split.  Checked:
 
 What is not checked, and why (figures of 8 runs on this 2-CPU VM,
 docs/PERFORMANCE.md "Context switches"): that the pair's share agrees
-with perf's within 2 points.  perfd read 60-66% and perf 67-72%, before
+with perf's within 2 points.  perfd read 60-66% and perf 67-74%, before
 the fix as after it (the exchange between ping and pong is symmetric):
 perf's timer misses the time between sched-out and sched-in (it saw
 82-88% of the pair's CPU time, perfd 98-101%) and re-arms a tick due at
