@@ -236,6 +236,80 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 	return u.written;
 }
 
+/* The wake-up flag for a record about process tgid (the header's
+ * start_time_ns names it): forced for a process not announced before (or a
+ * reused pid), and, at most every nudge_interval_ns per process, for a
+ * sample whose unwinding needs its maps read (needs_maps); none otherwise. */
+static __always_inline __u64 announce(__u32 tgid, __u64 start_time_ns, __u64 now, bool needs_maps)
+{
+	struct known_process *known = bpf_map_lookup_elem(&known_processes, &tgid);
+
+	if (!known || known->start_time_ns != start_time_ns) {
+		struct known_process k = {
+			.start_time_ns = start_time_ns,
+			.next_nudge_ns = now + nudge_interval_ns,
+		};
+
+		bpf_map_update_elem(&known_processes, &tgid, &k, BPF_ANY);
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	if (needs_maps && now >= known->next_nudge_ns) {
+		known->next_nudge_ns = now + nudge_interval_ns;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return 0;
+}
+
+/* Sends a sample built in the scratch buffer, size bytes of it, and counts
+ * it or its loss. */
+static __always_inline int send_sample(struct perfd_sample *s, __u64 size)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	else if (announce(s->hdr.tgid, s->hdr.start_time_ns, s->hdr.timestamp_ns,
+			  s->flags & PERFD_SAMPLE_F_NEEDS_MAPS))
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, s, size, flags))
+		count(s->value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
+	else if (s->value_kind == PERFD_VALUE_MEMORY)
+		count(PERFD_CNT_MEMORY_SAMPLES);
+	return 0;
+}
+
+/* The scratch buffer set up for a sample of process tgid worth value of
+ * value_kind, the sample counted (a CPU one: as taken, and as idle for
+ * pid 0, which goes no further), its header's who and when left to the
+ * caller; NULL when nothing is to be sent. */
+static __always_inline struct perfd_sample *begin_sample(__u32 tgid, __u32 value_kind, __u64 value)
+{
+	struct sample_buf *buf;
+	struct perfd_sample *s;
+	__u32 zero = 0;
+
+	if (value_kind == PERFD_VALUE_CPU) {
+		count_n(PERFD_CNT_SAMPLES, value);
+		if (tgid == 0) {
+			count_n(PERFD_CNT_IDLE, value);
+			return NULL;
+		}
+	}
+	buf = bpf_map_lookup_elem(&scratch, &zero);
+	if (!buf)
+		return NULL;
+	s = (struct perfd_sample *)buf->bytes;
+	s->hdr.kind = PERFD_EVENT_SAMPLE;
+	s->hdr.tgid = tgid;
+	s->hdr.cpu = bpf_get_smp_processor_id();
+	s->page_size = page_size;
+	s->flags = 0;
+	s->python_depth = 0;
+	s->value_kind = value_kind;
+	s->value = value;
+	return s;
+}
+
 /* Builds and sends one sample of the current task: a cpu-clock tick
  * (PERFD_VALUE_CPU, value 1) or a point of memory growth
  * (PERFD_VALUE_MEMORY, value in bytes).  ctx is the program's context, for
@@ -245,40 +319,20 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	__u32 zero = 0;
-	struct sample_buf *buf;
 	struct perfd_sample *s;
 	struct mm_struct *mm;
 	__s64 kdepth, udepth;
-	__u64 flags, size;
 	__u32 pdepth = 0;
+	__u64 size;
 	long n;
 
-	if (value_kind == PERFD_VALUE_CPU) {
-		count_n(PERFD_CNT_SAMPLES, value);
-		if (tgid == 0) {
-			count_n(PERFD_CNT_IDLE, value);
-			return 0;
-		}
-	}
-
-	buf = bpf_map_lookup_elem(&scratch, &zero);
-	if (!buf)
+	s = begin_sample(tgid, value_kind, value);
+	if (!s)
 		return 0;
-	s = (struct perfd_sample *)buf->bytes;
-
-	s->hdr.kind = PERFD_EVENT_SAMPLE;
-	s->hdr.tgid = tgid;
 	s->hdr.tid = (__u32)pid_tgid;
-	s->hdr.cpu = bpf_get_smp_processor_id();
 	s->hdr.timestamp_ns = bpf_ktime_get_ns();
 	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	s->page_size = page_size;
-	s->flags = 0;
-	s->python_depth = 0;
-	s->value_kind = value_kind;
-	s->value = value;
 
 	mm = BPF_CORE_READ(task, mm);
 	if (mm) {
@@ -343,35 +397,10 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 
 	size = sizeof(struct perfd_sample) +
 	       (kdepth + udepth + pdepth * PYFRAME_WORDS) * sizeof(__u64);
-	if (size > sizeof(*buf))
+	if (size > PERFD_SAMPLE_MAX_SIZE)
 		return 0;
 
-	flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	else {
-		struct known_process *known = bpf_map_lookup_elem(&known_processes, &tgid);
-
-		if (!known || known->start_time_ns != s->hdr.start_time_ns) {
-			struct known_process k = {
-				.start_time_ns = s->hdr.start_time_ns,
-				.next_nudge_ns = s->hdr.timestamp_ns + nudge_interval_ns,
-			};
-
-			bpf_map_update_elem(&known_processes, &tgid, &k, BPF_ANY);
-			flags = BPF_RB_FORCE_WAKEUP;
-		} else if ((s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) &&
-			   s->hdr.timestamp_ns >= known->next_nudge_ns) {
-			known->next_nudge_ns = s->hdr.timestamp_ns + nudge_interval_ns;
-			flags = BPF_RB_FORCE_WAKEUP;
-		}
-	}
-
-	if (bpf_ringbuf_output(&events, s, size, flags))
-		count(value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
-	else if (value_kind == PERFD_VALUE_MEMORY)
-		count(PERFD_CNT_MEMORY_SAMPLES);
-	return 0;
+	return send_sample(s, size);
 }
 
 /*
@@ -412,19 +441,18 @@ static __always_inline __u64 random_below(__u64 bound)
 	return ((__u64)bpf_get_prandom_u32() * bound) >> 32; /* bound < 2^32 */
 }
 
-/* How many mean periods this tick samples: 0 for most ticks. */
-static __always_inline __u64 ticks_due(void)
+/* How many mean periods the tick of time `now` samples: 0 for most ticks. */
+static __always_inline __u64 ticks_due(__u64 now)
 {
 	struct perfd_tick_state *st;
 	__u32 zero = 0;
-	__u64 now, due = 0;
+	__u64 due = 0;
 
 	if (!jitter_period_ns)
 		return 1;
 	st = bpf_map_lookup_elem(&tick_states, &zero);
 	if (!st)
 		return 0;
-	now = bpf_ktime_get_ns();
 	if (now < st->target_ns) {
 		st->thinned++;
 		return 0;
@@ -444,23 +472,155 @@ static __always_inline __u64 ticks_due(void)
 	return due;
 }
 
+/*
+ * Whose tick it is.  The cpu-clock timer is per CPU (an hrtimer), and
+ * __schedule() keeps interrupts off from before the sched_switch
+ * tracepoint until finish_task_switch() unlocks the runqueue in the task
+ * switched to.  A tick that falls due while the outgoing task runs with
+ * interrupts off on its way out (or while the switch is made) is
+ * delivered there, in the incoming task, and would be charged to it with
+ * finish_task_switch / _raw_spin_unlock_irq on top of its stack: under
+ * many switches a CPU-bound task gains kernel frames on its leaves and a
+ * process that switches a lot gains the time of the ones it switches
+ * with.  So two tiny tp_btf programs note, per CPU, the expiry of the
+ * perf hrtimer about to run (hrtimer_expire_entry fires in __run_hrtimer()
+ * just before the timer's function, perf_swevent_hrtimer, which runs this
+ * program, on the same CPU with interrupts off) and the time and the
+ * outgoing task of the last switch (sched_switch, still in the outgoing
+ * task).  A tick that fell due before the last switch was the outgoing
+ * task's: it is charged to it (or counted idle), flagged
+ * PERFD_SAMPLE_F_SWITCHED, with no stack (the outgoing task's user stack
+ * cannot be read from the incoming one's context, and its kernel stack
+ * needs a trusted task pointer this program does not have) and no RSS
+ * (the mm at hand is the incoming task's); the daemon roots it at
+ * "[context switch]".  The outgoing task is still alive then:
+ * finish_task_switch() drops a dead one's last reference only after it
+ * re-enabled interrupts, that is after this tick, and frees it after an
+ * RCU grace period; it is read with probe reads all the same.  The tick's
+ * time is its expiry too for jittered sampling: a tick delayed past a
+ * target did not fall due after it.
+ *
+ * Why charge and not drop: a dropped tick is CPU time lost to exactly the
+ * processes that switch most (a ping-pong pair, measured in
+ * tests/integration/test_switch.py, has a third of its ticks fall due in
+ * its own switch path), where charging keeps samples x period an estimate
+ * of every task's CPU time, as perf's per-task timer does.  The cost:
+ * the sched_switch program on every switch, one clock read and two
+ * stores; the hrtimer one on every hard hrtimer expiry, a compare; in
+ * this program, one map lookup per tick (docs/PERFORMANCE.md, "Context
+ * switches").
+ *
+ * A tick whose expiry was not noted (the hrtimer program did not run or
+ * is not attached) is one whose noted expiry is in the future or older
+ * than a timer period: it is taken at the present time and charged to
+ * the current task, as without all this.
+ */
+const volatile __u64 timer_period_ns = 0;
+/* perf's hrtimer callback: the one timer whose expiry matters here.  Weak:
+ * a kernel without the symbol notes no expiry (every tick falls back). */
+extern const void perf_swevent_hrtimer __ksym __weak;
+
+struct cpu_switch {
+	__u64 due_ns;    /* expiry of the last perf hrtimer that fired here */
+	__u64 switch_ns; /* bpf_ktime_get_ns() at the last switch here */
+	__u64 prev;      /* the task it switched out (read with probes only) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_switch);
+} cpu_switches SEC(".maps");
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_hrtimer_expire, struct hrtimer *timer, ktime_t *now)
+{
+	struct cpu_switch *cs;
+	__u32 zero = 0;
+
+	if ((const void *)timer->function != &perf_swevent_hrtimer)
+		return 0;
+	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
+	if (cs)
+		cs->due_ns = timer->node.expires;
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev)
+{
+	struct cpu_switch *cs;
+	__u32 zero = 0;
+
+	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
+	if (cs) {
+		cs->switch_ns = bpf_ktime_get_ns();
+		cs->prev = (__u64)prev;
+	}
+	return 0;
+}
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+
+/* Sends a CPU sample of value periods of task (the one a switch took off
+ * this CPU) at time now: who it is, no stack, no RSS. */
+static __always_inline int sample_switched(struct task_struct *task, __u64 now, __u64 value)
+{
+	struct perfd_sample *s;
+
+	count_n(PERFD_CNT_SWITCHED, value);
+	s = begin_sample(BPF_CORE_READ(task, tgid), PERFD_VALUE_CPU, value);
+	if (!s)
+		return 0;
+	s->hdr.tid = BPF_CORE_READ(task, pid);
+	s->hdr.timestamp_ns = now;
+	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
+	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
+		s->rss_pages[i] = 0;
+	s->hiwater_rss_pages = 0;
+	s->kernel_depth = 0;
+	s->user_depth = 0;
+	s->flags = PERFD_SAMPLE_F_SWITCHED;
+	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
+		s->flags |= PERFD_SAMPLE_F_KTHREAD;
+	return send_sample(s, sizeof(*s));
+}
+
 /* Two variants of one program; the daemon loads the first when the kernel
  * has bpf_loop(), bpf_task_pt_regs() and bpf_get_current_task_btf(), the
  * second otherwise. */
+static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
+{
+	__u64 now = bpf_ktime_get_ns(), prev = 0, due;
+	struct cpu_switch *cs;
+	__u32 zero = 0;
+
+	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
+	if (cs && cs->due_ns <= now && now - cs->due_ns < timer_period_ns) {
+		if (cs->due_ns < cs->switch_ns)
+			prev = cs->prev;
+		now = cs->due_ns;
+	}
+	due = ticks_due(now);
+	if (!due)
+		return 0;
+	if (prev)
+		return sample_switched((struct task_struct *)prev, now, due);
+	return sample(ctx, tables, PERFD_VALUE_CPU, due);
+}
+
 SEC("perf_event")
 int on_cpu_clock(struct bpf_perf_event_data *ctx)
 {
-	__u64 due = ticks_due();
-
-	return due ? sample(ctx, true, PERFD_VALUE_CPU, due) : 0;
+	return on_tick(ctx, true);
 }
 
 SEC("perf_event")
 int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
 {
-	__u64 due = ticks_due();
-
-	return due ? sample(ctx, false, PERFD_VALUE_CPU, due) : 0;
+	return on_tick(ctx, false);
 }
 
 /*
@@ -578,24 +738,10 @@ static __always_inline void send_rss(struct task_struct *task, struct mm_struct 
 	r->hiwater_rss_pages = tmp.hiwater_rss_pages;
 	r->page_size = page_size;
 	r->reserved = 0;
-	{
-		/* A process first seen here is announced as a sample does it:
-		 * its exec and exit events follow (the daemon reads who owns
-		 * it again at exec), and the daemon wakes to read its maps. */
-		struct known_process *known = bpf_map_lookup_elem(&known_processes, &tgid);
-		__u64 flags = 0;
-
-		if (!known || known->start_time_ns != r->hdr.start_time_ns) {
-			struct known_process k = {
-				.start_time_ns = r->hdr.start_time_ns,
-				.next_nudge_ns = now + nudge_interval_ns,
-			};
-
-			bpf_map_update_elem(&known_processes, &tgid, &k, BPF_ANY);
-			flags = BPF_RB_FORCE_WAKEUP;
-		}
-		bpf_ringbuf_submit(r, flags);
-	}
+	/* A process first seen here is announced as a sample does it: its
+	 * exec and exit events follow (the daemon reads who owns it again at
+	 * exec), and the daemon wakes to read its maps. */
+	bpf_ringbuf_submit(r, announce(tgid, r->hdr.start_time_ns, now, false));
 	count(PERFD_CNT_RSS_SENT);
 }
 

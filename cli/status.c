@@ -105,6 +105,8 @@ static void print_status(struct json_object *r)
 	printf("Samples:      received %s, profiled %s, idle %s\n",
 	       ctl_json_count(r, "samples.received", a), ctl_json_count(r, "samples.profiled", b),
 	       ctl_json_count(r, "samples.idle", c));
+	printf("              due before a context switch %s (charged to the task switched out)\n",
+	       ctl_json_count(r, "samples.context_switch", a));
 	printf("Lost:         %s total (ring buffer full %s, evicted %s)\n",
 	       ctl_json_count(r, "samples.lost_total", a),
 	       ctl_json_count(r, "samples.lost.ringbuf_full", b),

@@ -383,6 +383,9 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 	m->d.memory_sample_bytes = sampler_memory_sample_bytes(m->d.sampler);
 	if (so.memory_sample_bytes && !m->d.memory_sample_bytes)
 		log_notice("This kernel has no rss_stat tracepoint with BTF: memory growth is not sampled.");
+	if (!sampler_switch_aware(m->d.sampler))
+		log_notice("This kernel has no sched_switch or hrtimer_expire_entry tracepoint with BTF: "
+			   "a tick that falls due before a context switch is charged to the task switched in.");
 	r = setup_unwinder(m);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the unwinder: %m");

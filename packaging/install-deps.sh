@@ -8,15 +8,16 @@
 #
 #   packaging/install-deps.sh build   # compile perfd and perfctl
 #   packaging/install-deps.sh test    # build + unit and integration tests
-#   packaging/install-deps.sh bench   # test + perf and bpftrace to compare with
+#   packaging/install-deps.sh bench   # test + bpftrace to compare with (perf is a
+#                                     # test dependency: test_switch.py compares)
 set -eu
 
 build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev
        protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libncurses-dev"
 test="$build protobuf-compiler golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
-      chromium libpython3.11 tmux"
-bench="$test linux-perf bpftrace"
+      chromium libpython3.11 tmux linux-perf"
+bench="$test bpftrace"
 # speedscope: its file-format-schema.json checks test_speedscope.py's files;
 # playwright-core drives Debian's chromium for test_flamegraph.py (it never
 # downloads a browser of its own).

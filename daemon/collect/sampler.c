@@ -43,6 +43,7 @@ struct sampler {
 	uint64_t timer_period_ns; /* of the perf event */
 	bool fixed_period;
 	bool unwind_tables;
+	bool switch_aware; /* ticks due before a switch go to the task switched out */
 	uint64_t memory_sample_bytes; /* 0: memory profiling off */
 	size_t ringbuf_bytes;
 };
@@ -237,6 +238,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	s->skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
 	s->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->skel->rodata->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
+	s->skel->rodata->timer_period_ns = s->timer_period_ns;
 	what = "size the ring buffer";
 	r = bpf_map__set_max_entries(s->skel->maps.events, s->ringbuf_bytes);
 	if (r < 0)
@@ -257,6 +259,12 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	if (s->memory_sample_bytes && !btf_type_exists("btf_trace_rss_stat"))
 		s->memory_sample_bytes = 0;
 	bpf_program__set_autoload(s->skel->progs.on_rss_stat, s->memory_sample_bytes > 0);
+	/* Whose tick it is at a context switch (bpf/perfd.bpf.c): both
+	 * tracepoints, with BTF (5.5+), or neither. */
+	s->switch_aware = btf_type_exists("btf_trace_sched_switch") &&
+			  btf_type_exists("btf_trace_hrtimer_expire_entry");
+	bpf_program__set_autoload(s->skel->progs.on_sched_switch, s->switch_aware);
+	bpf_program__set_autoload(s->skel->progs.on_hrtimer_expire, s->switch_aware);
 	s->skel->rodata->memory_sample_bytes = s->memory_sample_bytes ? s->memory_sample_bytes : 1;
 	s->skel->rodata->memory_with_tables = s->unwind_tables;
 	/* Array maps take all their memory at creation: without the program
@@ -273,7 +281,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	if (r < 0)
 		goto fail;
 
-	what = "attach to the process exit/exec tracepoints";
+	what = "attach to the tracepoints (process exit/exec, memory, context switches)";
 	r = perfd_bpf__attach(s->skel);
 	if (r < 0)
 		goto fail;
@@ -299,6 +307,11 @@ fail:
 	if (ret_what)
 		*ret_what = what;
 	return r;
+}
+
+bool sampler_switch_aware(const struct sampler *s)
+{
+	return s->switch_aware;
 }
 
 uint64_t sampler_memory_sample_bytes(const struct sampler *s)

@@ -63,6 +63,11 @@ void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_map
 uint64_t sampler_period_ns(const struct sampler *s);
 uint64_t sampler_timer_period_ns(const struct sampler *s);
 bool sampler_fixed_period(const struct sampler *s);
+/* Whether a tick that fell due before a context switch is charged to the
+ * task switched out (bpf/perfd.bpf.c, "Whose tick it is"); false on a
+ * kernel without the sched_switch and hrtimer_expire_entry tracepoints
+ * with BTF, where it goes to the task switched in. */
+bool sampler_switch_aware(const struct sampler *s);
 /* The mean bytes a memory sample stands for; 0 when memory profiling is
  * off (asked, or the kernel has no rss_stat tracepoint with BTF). */
 uint64_t sampler_memory_sample_bytes(const struct sampler *s);

@@ -700,8 +700,13 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	/* the specials: kernel error, user error, the root marker (pending or cut) */
 	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
 	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
-	/* at most one root marker: pending says why the stack is short */
-	uint64_t root_special = pending ? FRAME_SPECIAL_UNWIND_PENDING :
+	/* A tick charged to the task a context switch took off the CPU
+	 * comes without a stack and with the RSS of the task switched in. */
+	bool switched = s->flags & PERFD_SAMPLE_F_SWITCHED;
+	/* at most one root marker: pending says why the stack is short; a
+	 * switched tick has nothing but its marker */
+	uint64_t root_special = switched ? FRAME_SPECIAL_CONTEXT_SWITCH :
+				pending ? FRAME_SPECIAL_UNWIND_PENDING :
 				sample_user_cut(s) ? FRAME_SPECIAL_TRUNCATED : 0;
 	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
@@ -796,7 +801,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 		p->revisit_ns = 0;
 		a->hooks.revisit(a->hooks.userdata, p);
 	}
-	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD))
+	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD) && !switched)
 		note_rss(a, p, s->hdr.timestamp_ns, s->rss_pages, s->hiwater_rss_pages, s->page_size);
 	feed_collectors(a, p, s, key, value);
 	stacktab_unref(a->stacks, id);

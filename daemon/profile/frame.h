@@ -36,6 +36,9 @@ enum frame_special {
 					* whose unwind table was being built */
 	FRAME_SPECIAL_TRUNCATED,       /* the root of a stack cut at the depth
 					* limit (sample_user_cut) */
+	FRAME_SPECIAL_CONTEXT_SWITCH,  /* the whole stack of a tick that fell due
+					* while its task was being switched out
+					* (PERFD_SAMPLE_F_SWITCHED) */
 };
 
 /* A special frame with this bit names a thread: the low 32 bits are its tid

@@ -603,6 +603,8 @@ static const char *special_name(uint64_t what)
 		return "[unwind table pending]";
 	case FRAME_SPECIAL_TRUNCATED:
 		return "[truncated]";
+	case FRAME_SPECIAL_CONTEXT_SWITCH:
+		return "[context switch]";
 	default:
 		return "[unknown]";
 	}

@@ -25,6 +25,9 @@
  *      timer: a fraction of sample_period_ns when jittered),
  *      samples: { taken (CPU samples, in periods, idle included), idle,
  *                 ticks_thinned (timer ticks that sampled nothing),
+ *                 context_switch (samples, idle included, of ticks that
+ *                 fell due before a context switch and were charged to
+ *                 the task switched out: rooted at "[context switch]"),
  *                 received (CPU samples the daemon aggregated, in periods),
  *                 profiled (received and still in a profile),
  *                 lost: { ringbuf_full, queue_full (the loop fell behind the

@@ -105,6 +105,11 @@ struct perfd_sample {
  * the native stack is likely short, and says so at its root. */
 #define PERFD_SAMPLE_F_UNWIND_PENDING (1u << 6)
 
+/* The tick fell due before the last context switch on its CPU and is
+ * charged to the task switched out (bpf/perfd.bpf.c, "Whose tick it is"):
+ * no stack, and its RSS fields are not the process's. */
+#define PERFD_SAMPLE_F_SWITCHED (1u << 7)
+
 #define PERFD_SAMPLE_MAX_WORDS                                                 \
 	(2 * PERFD_MAX_STACK_DEPTH +                                           \
 	 PERFD_MAX_PYTHON_DEPTH * PERFD_PYFRAME_WORDS)
@@ -155,6 +160,9 @@ enum perfd_counter {
 	PERFD_CNT_RSS_SENT,          /* RSS updates sent */
 	PERFD_CNT_RSS_LOST,          /* RSS updates dropped: no room */
 	PERFD_CNT_UNWIND_PENDING,    /* user stacks truncated in code whose table was being built */
+	/* CPU samples (in periods, idle included) of ticks that fell due
+	 * before a context switch, charged to the task switched out */
+	PERFD_CNT_SWITCHED,
 	/* Timer ticks that took no sample (jittered sampling); kept in
 	 * struct perfd_tick_state, not in the counters map, so that the tick
 	 * that samples nothing touches one map entry only. */

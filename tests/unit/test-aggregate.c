@@ -311,6 +311,36 @@ Test(aggregate, kernel_frames_come_first_and_errors_are_marked)
 	destroy();
 }
 
+Test(aggregate, a_tick_due_before_a_switch_is_rooted_at_its_marker_and_takes_no_rss)
+{
+	/* PERFD_SAMPLE_F_SWITCHED: charged to the task switched out, without a
+	 * stack, its RSS fields the incoming task's */
+	uint64_t u[] = { 0x1000 };
+	struct process *p;
+	int seen = 0;
+
+	make(100, 1000);
+	cr_assert_eq(feed(NOPID, 1, SEC, NULL, 0, u, 1, 10), 0);
+	cr_assert_eq(ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = SEC + 1,
+						   .flags = PERFD_SAMPLE_F_SWITCHED,
+						   .rss_anon_pages = 5000 }), 0);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->total_samples, 2);
+	cr_assert_eq(process_rss_bytes(p), 10 * 4096);
+	U64MAP_FOREACH(slot, &p->history.newest->prof.values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
+
+		if (s->depth != 1 || frame_module(s->frames[0]) != FRAME_MODULE_SPECIAL)
+			continue;
+		seen++;
+		cr_assert_eq(frame_address(s->frames[0]), FRAME_SPECIAL_CONTEXT_SWITCH);
+		cr_assert_eq(s->kernel_depth, 0);
+	}
+	cr_assert_eq(seen, 1);
+	destroy();
+}
+
 Test(aggregate, recent_samples_by_second)
 {
 	struct process *p;

@@ -1,0 +1,162 @@
+"""Whose tick it is at a context switch (bpf/perfd.bpf.c, "Whose tick it
+is").  perfd's cpu-clock timers are per CPU; __schedule() runs with
+interrupts off from before the sched_switch tracepoint until
+finish_task_switch() re-enables them, so a tick that falls due while the
+outgoing task is on its way out is delivered in the incoming one.  perfd
+charges it to the task that was running when it fell due, rooted at
+"[context switch]".
+
+On perfd_fast (999 Hz): pingpong (two processes bouncing a byte over two
+pipes, ~140,000 switches a second here) and split (a CPU-bound 3:1 loop
+sharing the CPUs with them, preempted at their wake-ups).  For SECONDS,
+`perf record -e cpu-clock -p PING,PONG` (perf's per-task timer, which runs
+only while its task is switched in) and a perfd snapshot of the pair; then,
+perf gone, a snapshot of split.  Checked:
+
+- ticks were charged to the task switched out ("[context switch]", and
+  the status counter);
+- the pair's CPU time, samples x period, is within 5% of /proc's (plus
+  the time the host stole meanwhile, which the timers run through);
+- the pair's share of samples in the context-switch path (its own ticks
+  due in its own switches: finish_task_switch and the irq-restore below
+  it, and "[context switch]") is no more than perf's plus 2 points;
+- split keeps its 3:1 split with kernel frames on top of its leaves in
+  less than 1% of its samples.
+
+What is not checked, and why (figures of 8 runs on this 2-CPU VM,
+docs/PERFORMANCE.md "Context switches"): that the pair's share agrees
+with perf's within 2 points.  perfd read 60-66% and perf 67-74%, before
+the fix as after it (the exchange between ping and pong is symmetric):
+perf's timer misses the time between sched-out and sched-in (it saw
+82-88% of the pair's CPU time, perfd 98-101%) and re-arms a tick due at
+sched-out 10 us after the next sched-in, inside finish_task_switch() here,
+where its own hrtimer reprogramming keeps interrupts off that long.  Nor
+does split tell the builds apart on this host: before the fix (d9081ff)
+its kernel frames on top of its leaves were 2.2% in one run and 0.1-0.6%
+in three others, after it 0.3-0.9%; the first check is what fails there
+(no "[context switch]", no counter).  The test adds ~20 s.
+"""
+
+import os
+import subprocess
+import time
+
+import perfdtest
+from perfdtest import BackgroundSnapshot, contains, count_where, functions, is_kernel, parse_folded, show
+
+HZ = perfdtest.FAST_HZ
+SECONDS = 6
+CONTEXT_SWITCH = "[context switch]"
+SPLIT_SHARE, SPLIT_TOLERANCE = 0.75, 0.04
+SHARE_TOLERANCE = 0.02
+CPU_TOLERANCE = 0.05
+KERNEL_ON_LEAF_MAX = 0.01
+PERF = "/usr/bin/perf"
+
+
+def cpu_ticks(pid):
+    """utime + stime of pid from /proc/PID/stat, in clock ticks."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def in_switch_path(names):
+    """A stack (leaf first or root first: any order) in the context-switch
+    path: finish_task_switch (finish_task_switch.isra.0 here) or perfd's
+    marker of a tick due while its task was switched out."""
+    return any(n.startswith("finish_task_switch") or n == CONTEXT_SWITCH for n in names)
+
+
+def perf_samples(path):
+    """[(pid, [function, ...])] of a perf.data file, read by perf script."""
+    p = subprocess.run([PERF, "script", "-i", path, "-F", "pid,ip,sym"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, f"perf script exited {p.returncode}: {p.stderr}"
+    samples = []
+    for block in p.stdout.split("\n\n"):
+        lines = [line for line in block.splitlines() if line.strip()]
+        if lines:
+            samples.append((int(lines[0].split()[0]),
+                            [line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else "?"
+                             for line in lines[1:]]))
+    return samples
+
+
+def steal_seconds():
+    """CPU time stolen from this virtual machine by its host so far (the
+    steal column of /proc/stat, all CPUs).  A task's CPU time excludes it,
+    but the sampling timers run through it: a tick that falls due while the
+    host runs something else is delivered when the guest runs again, in
+    the task that was current, for every period it waited."""
+    fields = open("/proc/stat").readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
+def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads, tmp_path):
+    assert os.access(PERF, os.X_OK), "perf is not installed (Debian's linux-perf, make deps-test)"
+    pp = workloads("pingpong", 2 * SECONDS + 6)
+    _, ping, pong = pp.expect_line("ready").split()
+    split = workloads("split", 10 * SECONDS)
+    time.sleep(0.5)  # both running, their maps read
+
+    perf = subprocess.Popen([PERF, "record", "-q", "-e", "cpu-clock", "-F", str(HZ), "-g",
+                             "-p", f"{ping},{pong}", "-o", str(tmp_path / "perf.data"),
+                             "--", "sleep", str(SECONDS)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    before = perfd_fast.status()["samples"]
+    ticks0, steal0 = {p: cpu_ticks(p) for p in (ping, pong)}, steal_seconds()
+    started = time.monotonic()
+    pair = BackgroundSnapshot(perfd_fast, ping, "--pid", pong, duration=SECONDS)
+    time.sleep(max(0.0, started + SECONDS - time.monotonic()))
+    ticks1, steal1 = {p: cpu_ticks(p) for p in (ping, pong)}, steal_seconds()
+    try:
+        rc, out, err = pair.output()
+        assert rc == 0, f"snapshot of ping and pong failed: {err}"
+    finally:
+        pair.kill()
+    _, perf_err = perf.communicate(timeout=60)
+    assert perf.returncode == 0, f"perf record exited {perf.returncode}: {perf_err.decode()}"
+    after = perfd_fast.status()["samples"]
+    # split apart, once perf is gone: perf's own work at every switch of
+    # the pair (its per-task timers are stopped and started there, with
+    # interrupts off) would lengthen the switches split is switched in by
+    alone = BackgroundSnapshot(perfd_fast, split.pid, duration=SECONDS)
+    try:
+        split_stacks, _, _ = alone.result("split")
+    finally:
+        alone.kill()
+
+    # The pair: perfd's share in the context-switch path, perf's over the
+    # same seconds, CPU time
+    pair_stacks = parse_folded(out)
+    samples = sum(pair_stacks.values())
+    switch = count_where(pair_stacks, lambda s: in_switch_path(functions(s)))
+    switched_out = count_where(pair_stacks, contains(CONTEXT_SWITCH))
+    theirs = perf_samples(str(tmp_path / "perf.data"))
+    perf_switch = sum(1 for _, frames in theirs if in_switch_path(frames))
+    share, perf_share = switch / samples, perf_switch / max(len(theirs), 1)
+    cpu = sum(ticks1[p] - ticks0[p] for p in (ping, pong)) / os.sysconf("SC_CLK_TCK")
+    steal = steal1 - steal0
+    # split, preempted at every wake-up of the pair: its split, and kernel
+    # frames on top of its leaves
+    hot = count_where(split_stacks, contains("hot_three_quarters"))
+    cold = count_where(split_stacks, contains("cold_one_quarter"))
+    kernel_on_leaf = count_where(split_stacks, lambda s: is_kernel(s[-1]) and (
+        "hot_three_quarters" in functions(s) or "cold_one_quarter" in functions(s)))
+    split_samples = sum(split_stacks.values())
+    figures = (f"ping-pong: perfd {switch} of {samples} samples in the switch path ({share:.1%}; "
+               f"{switched_out} due before a switch), perf {perf_switch} of {len(theirs)} "
+               f"({perf_share:.1%}); CPU {cpu:.2f} s (steal {steal:.2f} s), perfd "
+               f"{samples / HZ:.2f} s\nsplit: {hot}:{cold} ({hot / max(hot + cold, 1):.3f}), "
+               f"kernel frames on top of its leaves in {kernel_on_leaf} of {split_samples} "
+               f"({kernel_on_leaf / max(split_samples, 1):.1%})")
+    print("\n" + figures)
+
+    assert {s[0] for s in pair_stacks} == {"ping", "pong"}, show(pair_stacks)
+    assert after["context_switch"] > before["context_switch"], (before, after)
+    assert switched_out > 0, f"no tick charged to a task switched out\n{show(pair_stacks)}"
+    assert share <= perf_share + SHARE_TOLERANCE, f"{figures}\n{show(pair_stacks)}"
+    assert abs(samples / HZ - cpu) <= CPU_TOLERANCE * cpu + steal, figures
+    assert hot + cold > 0.9 * split_samples, f"{figures}\n{show(split_stacks)}"
+    assert abs(hot / (hot + cold) - SPLIT_SHARE) <= SPLIT_TOLERANCE, figures
+    assert kernel_on_leaf < KERNEL_ON_LEAF_MAX * split_samples, f"{figures}\n{show(split_stacks)}"
