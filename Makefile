@@ -57,7 +57,7 @@ WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
 SOCKET ?= $(CURDIR)/run/perfd.sock
 
-.PHONY: all deps deps-test run test unit integration workloads clean
+.PHONY: all deps deps-test run test unit unit-bins integration workloads clean
 all: $(BUILD)/perfd $(BUILD)/perfctl
 
 deps:
@@ -210,16 +210,26 @@ SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.
+# test_memory's Python cases there: the same frame layouts.
+SANITIZED_MEMORY_TESTS := -k "not (test_memory and (pyenv-3.9 or pyenv-3.10 or pyenv-3.12))"
 SANITIZED_PYTHON_TESTS := -k "pyenv-3.8 or pyenv-3.11 or pyenv-3.13 or debian or unsupported or installed"
 
 integration: deps-test all workloads
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider --durations=15 $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 
+# Builds run on every CPU; tests run one suite at a time (they measure
+# shares of the CPUs).
+NPROC := $(shell nproc)
+unit-bins: $(UNIT_BINS)
+
 test: deps-test
-	$(MAKE) all unit workloads
+	$(MAKE) -j$(NPROC) all workloads unit-bins
+	$(MAKE) unit
 	$(MAKE) integration
-	$(MAKE) SANITIZE=1 all unit
-	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS="$(SANITIZED_INTEGRATION_TESTS)"
+	$(MAKE) -j$(NPROC) SANITIZE=1 all unit-bins
+	$(MAKE) SANITIZE=1 unit
+	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS="$(SANITIZED_INTEGRATION_TESTS)" \
+		PYTEST_ARGS='$(SANITIZED_MEMORY_TESTS)'
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_python.py \
 		PYTEST_ARGS='$(SANITIZED_PYTHON_TESTS)'
 

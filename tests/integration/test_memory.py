@@ -248,40 +248,6 @@ def test_bad_arguments_are_usage_errors(workloads, argv):
 
 # --- materialize.py ---------------------------------------------------------------
 
-@pytest.mark.parametrize("interpreter", PYTHONS)
-def test_materialize_holds_its_tokens(materialize, interpreter):
-    """stream() grows the process by next to nothing, materialize() by what
-    its list and strings take (as the script estimates them), several times
-    the input's size."""
-    # The lines a perfd test will look for are there, once each.
-    marker_line(MATERIALIZE, "GROW: materialize")
-    marker_line(MATERIALIZE, "GROW: stream")
-
-    m = materialize(interpreter, "--hold", 3)
-    words = m.ready_line.split()
-    assert words[2].startswith(f"3.{interpreter.minor}.") and words[3] == "input", \
-        f"{interpreter.label}: ready line {m.ready_line!r}"
-    input_bytes = int(words[4])
-    assert 39 * MIB <= input_bytes <= 41 * MIB, f"input of {input_bytes} bytes"
-
-    streamed = m.workload.expect_line("streamed ", timeout=60).split()
-    assert streamed[2] == "tokens", f"{streamed}"
-    stream_growth = m.growth()
-    assert stream_growth < 2 * MIB, \
-        f"streaming grew the process by {stream_growth / MIB:.1f} MiB"
-
-    line = m.workload.expect_line("materialized ", timeout=120)
-    words = line.split()
-    assert words[2:4] == ["tokens", "holding"] and words[5] == "bytes", line
-    tokens, held = int(words[1]), int(words[4])
-    assert tokens == int(streamed[1]), f"materialize found {tokens}, stream {streamed[1]}"
-    assert held >= 5 * input_bytes, f"the tokens hold only {held} bytes"
-    assert_close(m.growth(), held, PYTHON_TOLERANCE,
-                 f"VmRSS growth of materialize.py under {interpreter.label}")
-
-    m.workload.expect_line("done", timeout=30)
-    m.workload.finish()
-
 
 # --- leak and flat ----------------------------------------------------------------
 
@@ -396,13 +362,36 @@ def test_growth_is_attributed_to_the_stacks_that_faulted_it(perfd_mem, grow, pag
 
 @pytest.mark.parametrize("interpreter", PYTHONS)
 def test_python_growth_site_is_the_materializing_line(perfd_mem, materialize, interpreter):
-    """materialize() is the top growth site, at the line that builds the
-    list; stream() holds a small share; the peak is reported and its
-    attribution names materialize()."""
+    """The workload first, as it runs: stream() grows the process by next to
+    nothing, materialize() by what its list and strings take (as the script
+    estimates them), several times the input's size.  Then perfd, on the
+    same run: materialize() is the top growth site, at the line that builds
+    the list; stream() holds a small share; the peak is reported and its
+    attribution names materialize().  (One run for both: each takes seconds
+    per interpreter.)"""
     grow_line = marker_line(MATERIALIZE, "GROW: materialize")
+    marker_line(MATERIALIZE, "GROW: stream")
     m = materialize(interpreter, "--hold", 3)
-    m.workload.expect_line("streamed ", timeout=120)
+    words = m.ready_line.split()
+    assert words[2].startswith(f"3.{interpreter.minor}.") and words[3] == "input", \
+        f"{interpreter.label}: ready line {m.ready_line!r}"
+    input_bytes = int(words[4])
+    assert 39 * MIB <= input_bytes <= 41 * MIB, f"input of {input_bytes} bytes"
+
+    streamed = m.workload.expect_line("streamed ", timeout=120).split()
+    assert streamed[2] == "tokens", f"{streamed}"
+    stream_growth = m.growth()
+    assert stream_growth < 2 * MIB, \
+        f"streaming grew the process by {stream_growth / MIB:.1f} MiB"
+
     held = m.workload.expect_line("materialized ", timeout=120)
+    words = held.split()
+    assert words[2:4] == ["tokens", "holding"] and words[5] == "bytes", held
+    tokens, held_by_tokens = int(words[1]), int(words[4])
+    assert tokens == int(streamed[1]), f"materialize found {tokens}, stream {streamed[1]}"
+    assert held_by_tokens >= 5 * input_bytes, f"the tokens hold only {held_by_tokens} bytes"
+    assert_close(m.growth(), held_by_tokens, PYTHON_TOLERANCE,
+                 f"VmRSS growth of materialize.py under {interpreter.label}")
     time.sleep(1.5)
     doc = mem_of(perfd_mem, m.pid, "--since", "10m", "--top", "20")
     sites = doc["sites"]
