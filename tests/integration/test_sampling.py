@@ -129,7 +129,10 @@ def test_periodic_workload_split_is_right_in_every_snapshot(perfd, perfd_fixed, 
     shares = [f"{first}:{second}" for (first, second), _ in results]
     for i, ((first, second), shown) in enumerate(results):
         n = first + second
-        assert n >= 0.5 * SAMPLES_WANTED, \
+        # SCHED_FIFO threads get their CPU whatever the load: the probe's
+        # rate holds, and with 90% of the samples wanted 3 points are still
+        # 2.9 sd (a chance miss in 1 run of 60 of the five)
+        assert n >= 0.9 * SAMPLES_WANTED, \
             f"snapshot {i + 1}: {n} samples in the two functions over {seconds} s " \
             f"(probe rate {rate:.0f}/s): the workload did not get its CPU\n{shown}"
         assert abs(first / n - SHARE) <= TOLERANCE, \
