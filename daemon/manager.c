@@ -218,6 +218,13 @@ static void publish_config(struct manager *m)
 	m->d.config_json = o;
 }
 
+/* The exporter's drain callback: daemon_drain behind the void * the
+ * callback type takes (calling it through a cast type would be undefined). */
+static void export_drain(void *ctx)
+{
+	daemon_drain(ctx);
+}
+
 static struct export_source export_source(struct manager *m)
 {
 	return (struct export_source){
@@ -226,7 +233,7 @@ static struct export_source export_source(struct manager *m)
 		.period_ns = sampler_period_ns(m->d.sampler),
 		.memory_sample_bytes = m->d.memory_sample_bytes,
 		.frequency_hz = m->d.frequency_hz,
-		.drain = (void (*)(void *))daemon_drain,
+		.drain = export_drain,
 		.drain_ctx = &m->d,
 	};
 }
