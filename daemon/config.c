@@ -15,6 +15,7 @@
 #include "base/duration.h"
 #include "collect/sampler.h"
 #include "config.h"
+#include "export/http.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 
@@ -35,6 +36,7 @@ enum {
 	R_RELOAD = 1 << 0, /* SIGHUP applies a new value */
 	R_SECRET = 1 << 1, /* status says "(set)", never the value */
 	R_POW2 = 1 << 2,   /* a power of two */
+	R_URL = 1 << 3,    /* status shows it without user:password@ */
 };
 
 struct row {
@@ -55,7 +57,7 @@ struct row {
 /* The options of an HTTP exporter (struct export_http): PREFIX-url and
  * its tenant, credentials, TLS and timeout, for the backend WHO. */
 #define HTTP_ROWS(prefix, field, who, url_help)                                                     \
-	{ prefix "-url", "URL", T_STRING, EXP(field.url), 0, 0, R_RELOAD, NULL, url_help },         \
+	{ prefix "-url", "URL", T_STRING, EXP(field.url), 0, 0, R_RELOAD | R_URL, NULL, url_help }, \
 	{ prefix "-tenant", "ID", T_STRING, EXP(field.tenant), 0, 0, R_RELOAD, NULL,                \
 	  "send X-Scope-OrgID: ID to " who },                                                       \
 	{ prefix "-bearer-token", "TOKEN", T_STRING, EXP(field.bearer_token), 0, 0,                 \
@@ -693,7 +695,16 @@ json_object *config_to_json(const struct config *c)
 		switch (r->type) {
 		case T_STRING: {
 			const char *s = *CFIELD(c, r, char *);
+			_cleanup_free_ char *shown = NULL;
 
+			if (s && (r->flags & R_URL)) {
+				if (!(shown = malloc(strlen(s) + 1))) {
+					json_object_put(o);
+					return NULL;
+				}
+				http_describe(s, shown, strlen(s) + 1);
+				s = shown;
+			}
 			if (s)
 				v = json_object_new_string(r->flags & R_SECRET ? "(set)" : s);
 			break;

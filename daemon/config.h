@@ -97,7 +97,8 @@ size_t config_keep_restart_only(const struct config *running, struct config *nex
 size_t config_diff(const struct config *a, const struct config *b, char *changed, size_t len);
 
 /* The effective configuration: every option by name (secrets as "(set)"
- * or null), and "config_file".  New reference; NULL when out of memory. */
+ * or null, URLs without the user:password@ they may embed), and
+ * "config_file".  New reference; NULL when out of memory. */
 json_object *config_to_json(const struct config *c);
 
 #endif

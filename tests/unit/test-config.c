@@ -169,7 +169,9 @@ Test(config, reload_keeps_what_takes_a_restart)
 
 Test(config, status_hides_secrets)
 {
-	static const char *const flags[] = { "--push-bearer-token", "s3cret", NULL };
+	static const char *const flags[] = { "--push-bearer-token", "s3cret", "--push-url",
+					     "https://alice:pw-in-url@pyro.example:4040/base",
+					     "--otlp-url", "http://bob@otel.example:4318", NULL };
 	struct config *c = NULL;
 	char err[CONFIG_ERROR_MAX];
 	json_object *o;
@@ -181,6 +183,13 @@ Test(config, status_hides_secrets)
 	text = json_object_to_json_string(o);
 	cr_assert_null(strstr(text, "s3cret"), "%s", text);
 	cr_assert(strstr(text, "\"push-bearer-token\": \"(set)\""), "%s", text);
+	cr_assert_null(strstr(text, "pw-in-url"), "%s", text);
+	cr_assert_null(strstr(text, "alice"), "%s", text);
+	cr_assert_null(strstr(text, "bob"), "%s", text);
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "push-url")),
+			 "https://pyro.example:4040/base");
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "otlp-url")),
+			 "http://otel.example:4318");
 	json_object_put(o);
 	config_free(c);
 }
