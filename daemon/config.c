@@ -50,6 +50,14 @@ struct row {
 	const char *help;
 };
 
+/* The labels perfd puts on every exported profile itself (exporter.c,
+ * and the pprof and OTLP encoders' per-sample labels): a label of the same
+ * key would give the profile two values for it, so it is refused.
+ * service_name is not one of them: it names the service, and setting it is
+ * how a user renames one. */
+static const char *const builtin_labels[] = { "hostname", "pid", "tid", "comm", "unit", "cgroup" };
+#define BUILTIN_LABELS_TEXT "hostname, pid, tid, comm, unit or cgroup"
+
 #define OFF(field) offsetof(struct config, field)
 #define EXP(field) offsetof(struct config, export.field)
 #define MIB_MAX 65536
@@ -121,7 +129,7 @@ static const struct row rows[] = {
 	{ "export-queue-bytes", "SIZE", T_BYTES, EXP(queue_max_bytes), 4096, 1ULL << 30, R_RELOAD, "16M",
 	  "profiles waiting for each exporter, past which the oldest are dropped" },
 	{ "label", "KEY=VALUE", T_LABEL, 0, 0, 0, R_RELOAD, NULL,
-	  "add a label to every exported profile (repeatable)" },
+	  "add a label to every exported profile (repeatable; not " BUILTIN_LABELS_TEXT ")" },
 	{ "help", NULL, T_HELP, 0, 0, 0, 0, NULL, NULL },
 	{ "version", NULL, T_VERSION, 0, 0, 0, 0, NULL, NULL },
 };
@@ -193,6 +201,14 @@ static int parse_bool(const char *s, bool *ret)
 	return -EINVAL;
 }
 
+static bool label_key_builtin(const char *k, size_t n)
+{
+	for (size_t i = 0; i < ELEMENTSOF(builtin_labels); i++)
+		if (strlen(builtin_labels[i]) == n && !strncmp(builtin_labels[i], k, n))
+			return true;
+	return false;
+}
+
 static bool label_key_ok(const char *k, size_t n)
 {
 	if (n == 0 || n > EXPORT_LABEL_KEY_MAX || isdigit((unsigned char)k[0]))
@@ -225,6 +241,9 @@ static int set_label(struct export_opts *e, const char *value, char *err, size_t
 	if (!eq || !label_key_ok(value, (size_t)(eq - value)))
 		return fail(err, len, "takes KEY=VALUE with a KEY of letters, digits and '_' (at most %d), not '%s'",
 			    EXPORT_LABEL_KEY_MAX, value);
+	if (label_key_builtin(value, (size_t)(eq - value)))
+		return fail(err, len, "takes a KEY other than " BUILTIN_LABELS_TEXT ", which perfd sets itself, not '%.*s'",
+			    (int)(eq - value), value);
 	if (!label_value_ok(eq + 1))
 		return fail(err, len, "takes a VALUE of 1 to %d printable characters without , { } = or \", not '%s'",
 			    EXPORT_LABEL_VALUE_MAX, eq + 1);

@@ -64,16 +64,6 @@ static const char *label_value(const struct exporter *x, const char *key, const 
 	return fallback;
 }
 
-static bool builtin_label(const char *key)
-{
-	static const char *const keys[] = { "service_name", "hostname", "pid", "comm", "unit", "cgroup" };
-
-	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-		if (!strcmp(keys[i], key))
-			return true;
-	return false;
-}
-
 /* Appends ",key=value" (value made safe) to buf at *at. */
 static void put_label(char *buf, size_t len, size_t *at, const char *key, const char *value)
 {
@@ -109,13 +99,14 @@ static char *push_name(const struct exporter *x, uint32_t pid, const char *comm,
 	name_safe(service);
 	snprintf(pidtext, sizeof(pidtext), "%u", pid);
 	at = (size_t)snprintf(buf, NAME_TEXT_MAX, "%s{", service);
-	put_label(buf, NAME_TEXT_MAX, &at, "hostname", label_value(x, "hostname", x->hostname));
-	put_label(buf, NAME_TEXT_MAX, &at, "pid", label_value(x, "pid", pidtext));
-	put_label(buf, NAME_TEXT_MAX, &at, "comm", label_value(x, "comm", comm));
-	put_label(buf, NAME_TEXT_MAX, &at, "unit", label_value(x, "unit", unit));
-	put_label(buf, NAME_TEXT_MAX, &at, "cgroup", label_value(x, "cgroup", cgroup));
+	put_label(buf, NAME_TEXT_MAX, &at, "hostname", x->hostname);
+	put_label(buf, NAME_TEXT_MAX, &at, "pid", pidtext);
+	put_label(buf, NAME_TEXT_MAX, &at, "comm", comm);
+	put_label(buf, NAME_TEXT_MAX, &at, "unit", unit);
+	put_label(buf, NAME_TEXT_MAX, &at, "cgroup", cgroup);
+	/* config.c refuses the keys above; service_name is SERVICE */
 	for (size_t i = 0; i < x->n_labels; i++)
-		if (!builtin_label(x->labels[i].key))
+		if (strcmp(x->labels[i].key, "service_name"))
 			put_label(buf, NAME_TEXT_MAX, &at, x->labels[i].key, x->labels[i].value);
 	if (at + 2 > NAME_TEXT_MAX) {
 		free(buf);

@@ -111,6 +111,7 @@ Test(config, bad_files_name_their_line)
 		{ "config = /etc/x\n", ":1: 'config' can only be given on the command line" },
 		{ "label = a b=c\n", ":1: label takes KEY=VALUE" },
 		{ "label = k=a,b\n", ":1: label takes a VALUE" },
+		{ "label = pid=1\n", ":1: label takes a KEY other than hostname, pid, tid, comm, unit or cgroup" },
 		{ "no-python = maybe\n", ":1: no-python takes yes or no" },
 		{ "ringbuf-mib = 3\n", ":1: ringbuf-mib takes a power-of-two number" },
 		{ "interval = 0.5s\n", ":1: interval takes whole seconds" },
@@ -145,6 +146,27 @@ Test(config, bad_flags_name_the_flag)
 	cr_assert_lt(load(true, NULL, &c, err), 0, "a missing --config file is an error");
 	cr_assert(strstr(err, "/nonexistent/perfd.conf"), "%s", err);
 	conf_path[0] = '\0';
+}
+
+/* perfd sets hostname, pid, tid, comm, unit and cgroup on every profile:
+ * a label may not give them a second value; service_name names the
+ * service and may be set. */
+Test(config, built_in_label_keys_are_refused)
+{
+	static const char *const builtin[] = { "--label", "env=prod", "--label", "comm=x", NULL };
+	static const char *const service[] = { "--label", "service_name=web", NULL };
+	struct config *c = NULL;
+	char err[CONFIG_ERROR_MAX];
+
+	cr_assert_lt(load(false, builtin, &c, err), 0, "accepted --label comm=x");
+	cr_assert(strstr(err, "--label takes a KEY other than hostname, pid, tid, comm, unit or cgroup, "
+			      "which perfd sets itself, not 'comm'"),
+		  "%s", err);
+	cr_assert_eq(load(false, service, &c, err), 0, "%s", err);
+	cr_assert_eq(c->export.n_labels, 1);
+	cr_assert_str_eq(c->export.labels[0].key, "service_name");
+	cr_assert_str_eq(c->export.labels[0].value, "web");
+	config_free(c);
 }
 
 Test(config, reload_keeps_what_takes_a_restart)
