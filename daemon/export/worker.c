@@ -45,6 +45,8 @@ struct export_worker {
 	atomic_bool stop;
 	/* under lock */
 	struct node *head, *tail;
+	const struct export_item *sending; /* the head, while send() has it */
+	bool sending_dropped; /* ... and the full queue dropped it meanwhile */
 	void *pending_target; /* swapped in by the thread */
 	struct export_worker_stats stats;
 	/* the thread's */
@@ -76,6 +78,19 @@ static void wait_ms(struct export_worker *w, unsigned ms)
 			break;
 }
 
+/* Unlinks the head (lock held; the caller counts it). */
+static void queue_pop(struct export_worker *w)
+{
+	struct node *n = w->head;
+
+	if (!(w->head = n->next))
+		w->tail = NULL;
+	w->stats.queued--;
+	w->stats.queued_bytes -= n->it->len;
+	export_item_unref(n->it);
+	free(n);
+}
+
 /* Takes a new target, if one came (lock held); the old one is freed after
  * the lock is released, by the caller. */
 static void *adopt_target(struct export_worker *w)
@@ -98,6 +113,7 @@ static void *run(void *userdata)
 	pthread_mutex_lock(&w->lock);
 	while (!atomic_load(&w->stop)) {
 		struct export_item *it;
+		bool gone, stopping, retry;
 		void *old;
 		int r;
 
@@ -120,23 +136,21 @@ static void *run(void *userdata)
 		}
 		old = adopt_target(w);
 		it = export_item_ref(w->head->it);
+		w->sending = it;
 		pthread_mutex_unlock(&w->lock);
 		if (old)
 			w->ops->free_target(old);
 		err[0] = '\0';
 		r = w->ops->send(w->target, it, &w->stop, err, sizeof(err));
 		pthread_mutex_lock(&w->lock);
-		/* the item may have been dropped from the full queue meanwhile */
-		if (w->head && w->head->it == it && (r == 0 || r != -EAGAIN || atomic_load(&w->stop))) {
-			struct node *n = w->head;
-
-			if (!(w->head = n->next))
-				w->tail = NULL;
-			w->stats.queued--;
-			w->stats.queued_bytes -= it->len;
-			export_item_unref(n->it);
-			free(n);
-		}
+		/* gone: the full queue dropped it meanwhile, uncounted (push) */
+		gone = w->sending_dropped;
+		w->sending = NULL;
+		w->sending_dropped = false;
+		stopping = atomic_load(&w->stop);
+		retry = r == -EAGAIN && !stopping;
+		if (!gone && !retry)
+			queue_pop(w);
 		if (r == 0) {
 			w->stats.sent++;
 			w->stats.sent_bytes += it->len;
@@ -145,13 +159,16 @@ static void *run(void *userdata)
 				log_info("Exporter %s: %s works again.", w->ops->name, w->stats.target);
 			w->stats.retrying = false;
 			backoff = 0;
-		} else if (!atomic_load(&w->stop)) {
+		} else if (!stopping) {
 			bool first = !w->stats.retrying;
 
 			snprintf(w->stats.last_error, sizeof(w->stats.last_error), "%s",
 				 err[0] ? err : strerror(-r));
 			w->stats.last_error_unix = now_unix();
-			if (r == -EAGAIN) {
+			if (retry) {
+				/* it would have been retried: dropped, not failed */
+				if (gone)
+					w->stats.dropped++;
 				w->stats.retries++;
 				w->stats.retrying = true;
 				if (first)
@@ -236,18 +253,17 @@ void export_worker_push(struct export_worker *w, struct export_item *it)
 		free(n);
 		return;
 	}
-	/* the oldest go first; the one being sent is dropped too (the thread
-	 * sees it gone) */
+	/* the oldest go first; the one being sent goes too, and the thread
+	 * counts it once its send() says what became of it: sent, failed, or
+	 * dropped if it was to be retried */
 	while (w->head && w->stats.queued_bytes + it->len > w->stats.max_queued_bytes) {
-		struct node *old = w->head;
-
-		if (!(w->head = old->next))
-			w->tail = NULL;
-		w->stats.queued--;
-		w->stats.queued_bytes -= old->it->len;
-		w->stats.dropped++;
-		export_item_unref(old->it);
-		free(old);
+		if (w->head->it == w->sending) {
+			w->sending = NULL;
+			w->sending_dropped = true;
+		} else {
+			w->stats.dropped++;
+		}
+		queue_pop(w);
 	}
 	n->it = export_item_ref(it);
 	n->next = NULL;
@@ -278,13 +294,8 @@ struct export_worker *export_worker_free(struct export_worker *w)
 	pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
-	while (w->head) {
-		struct node *n = w->head;
-
-		w->head = n->next;
-		export_item_unref(n->it);
-		free(n);
-	}
+	while (w->head)
+		queue_pop(w);
 	if (w->pending_target)
 		w->ops->free_target(w->pending_target);
 	if (w->target)

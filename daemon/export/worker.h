@@ -64,7 +64,8 @@ struct export_worker_stats {
 	char target[256];      /* what it sends to, without credentials */
 	uint64_t queued, queued_bytes, max_queued_bytes;
 	uint64_t sent, sent_bytes;
-	uint64_t dropped;      /* pushed out of the full queue, oldest first */
+	uint64_t dropped;      /* pushed out of the full queue, oldest first; the one
+				* being sent then counts as what its send() makes it */
 	uint64_t failed;       /* given up on (a permanent error) */
 	uint64_t retries;
 	bool retrying;         /* the item first in line failed and waits */
