@@ -12,12 +12,14 @@
  * directory gone) removes the temporary file and says -EAGAIN: the worker
  * retries with backoff, status shows the error, the daemon goes on.
  *
- * Pruning runs on the worker thread when its queue ran empty, at most
- * once a second: one pass over the directory, looking only at names this
- * exporter writes (ending ".pb.gz", and temporary files a crash left,
- * older than a minute); those older than output-max-age go, then the
- * oldest until the rest fit output-max-bytes.  Cost: one readdir and a
- * stat per file, a sort of the ones kept.
+ * Pruning runs on the worker thread (the sink's tidy()) when its queue ran
+ * empty and before each retry of a failed write, so that a disk perfd's
+ * own files filled gets room again (the queue never runs empty while its
+ * head waits), at most once a second: one pass over the directory,
+ * looking only at names this exporter writes (ending ".pb.gz", and
+ * temporary files a crash left, older than a minute); those older than
+ * output-max-age go, then the oldest until the rest fit output-max-bytes.
+ * Cost: one readdir and a stat per file, a sort of the ones kept.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -216,6 +218,6 @@ static void files_prune(void *target)
 const struct export_sink_ops files_sink_ops = {
 	.name = "files",
 	.send = files_send,
-	.idle = files_prune,
+	.tidy = files_prune,
 	.free_target = files_free_target,
 };

@@ -104,6 +104,16 @@ static void *adopt_target(struct export_worker *w)
 	return old;
 }
 
+/* The sink's housekeeping (lock held, released around it). */
+static void tidy(struct export_worker *w)
+{
+	if (!w->ops->tidy || !w->target)
+		return;
+	pthread_mutex_unlock(&w->lock);
+	w->ops->tidy(w->target);
+	pthread_mutex_lock(&w->lock);
+}
+
 static void *run(void *userdata)
 {
 	struct export_worker *w = userdata;
@@ -118,12 +128,7 @@ static void *run(void *userdata)
 		int r;
 
 		if (!w->head) {
-			void *target = w->target;
-
-			pthread_mutex_unlock(&w->lock);
-			if (w->ops->idle && target)
-				w->ops->idle(target);
-			pthread_mutex_lock(&w->lock);
+			tidy(w);
 			while (!w->head && !w->pending_target && !atomic_load(&w->stop))
 				pthread_cond_wait(&w->wake, &w->lock);
 			old = adopt_target(w);
@@ -176,6 +181,10 @@ static void *run(void *userdata)
 						    w->stats.target, w->stats.last_error);
 				backoff = backoff ? MIN(2 * backoff, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
 				export_item_unref(it);
+				/* what fails may be what tidying mends (a disk
+				 * full of old profiles), and the queue does not
+				 * run empty while its head waits */
+				tidy(w);
 				wait_ms(w, backoff);
 				continue;
 			}

@@ -15,7 +15,9 @@
  * counted; a dead backend costs the queue's bound, never more.  A send()
  * that says -EAGAIN (a full or read-only disk, a refused connection, a 5xx)
  * keeps its item first in line and is retried after a backoff doubling from
- * 250 ms to 5 s; any other error drops the item, counted as failed.
+ * 250 ms to 5 s (the sink's tidy() runs first: the files sink prunes, so a
+ * disk its own old files filled makes room); any other error drops the
+ * item, counted as failed.
  * Stopping interrupts the backoff, and a sink's long send() watches the
  * stop flag it is given.
  */
@@ -54,8 +56,10 @@ struct export_sink_ops {
 	 * give up on it; err says why. */
 	int (*send)(void *target, const struct export_item *it, const atomic_bool *stop, char *err,
 		    size_t len);
-	/* On the thread, when the queue ran empty (may be NULL). */
-	void (*idle)(void *target);
+	/* On the thread, the sink's housekeeping (may be NULL): when the
+	 * queue ran empty, and after each send() that said -EAGAIN, before
+	 * the backoff, as it may make room for the retry. */
+	void (*tidy)(void *target);
 	void (*free_target)(void *target);
 };
 

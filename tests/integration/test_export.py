@@ -14,6 +14,7 @@ goes on.
 """
 
 import codecs
+import errno
 import gzip
 import http.server
 import os
@@ -200,6 +201,57 @@ def test_a_read_only_directory_is_reported_and_retried(files_daemon, workloads, 
         assert e["sent"] > 0, e
     finally:
         subprocess.run(["umount", "-l", str(ro)], check=False)
+        Path(conf).write_text(f"[perfd]\noutput-dir = {out}\ninterval = {INTERVAL}s\n")
+        os.kill(daemon.pid, signal.SIGHUP)
+
+
+def test_a_disk_full_of_old_profiles_is_pruned_to_make_room(files_daemon, workloads, tmp_path):
+    """A disk that the daemon's own older files filled: the writes fail
+    (no space left), are retried, and each retry prunes first, so once
+    output-max-bytes is below what the disk holds the oldest go and the new
+    files arrive, although the queue never ran empty (where pruning
+    otherwise runs)."""
+    daemon, out, conf = files_daemon
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "perfd-test", str(full)], check=True)
+    try:
+        now = time.time()
+        fillers = []
+        for i in range(64):  # 64 KiB each, one minute apart, oldest first, until the disk is full
+            p = full / f"host_20200101T0000{i:02d}Z_1_filler.cpu.pb.gz"
+            fillers.append(p)
+            try:
+                p.write_bytes(b"y" * 65536)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+                break
+            finally:
+                os.utime(p, (now - 7200 + 60 * i, now - 7200 + 60 * i))
+        else:
+            raise AssertionError("a 1 MiB tmpfs took 4 MiB")
+        text = f"[perfd]\noutput-dir = {full}\ninterval = {INTERVAL}s\n"
+        # first a limit above the disk: pruning removes nothing, writes fail
+        reload(daemon, conf, text + "output-max-bytes = 64M\n")
+        w = workloads("spin", 10, 0)
+        e = wait_for("the files exporter to report the full disk", lambda: (
+            lambda x: x if x and x["state"] == "retrying"
+            and "No space left on device" in (x["last_error"] or "") else None)(
+                exporter(daemon.status(), "files")), timeout=20)
+        assert all(p.exists() for p in fillers), "pruned though under output-max-bytes"
+        reload(daemon, conf, text + "output-max-bytes = 512K\n")
+        new = wait_for("the daemon's new files on the full disk", lambda: [
+            p for p in profile_files(full) if "filler" not in p.name], timeout=30)
+        w.kill()  # not needed any more
+        kept = [p.exists() for p in fillers]
+        assert kept == sorted(kept) and not kept[0] and kept[-1], \
+            f"not the oldest went, or not only them: {kept}"
+        assert new, new
+        e = wait_for("the exporter to recover", lambda: (
+            lambda x: x if x["state"] == "ok" else None)(exporter(daemon.status(), "files")))
+        assert e["sent"] > 0 and e["retries"] > 0, e
+    finally:
+        subprocess.run(["umount", "-l", str(full)], check=False)
         Path(conf).write_text(f"[perfd]\noutput-dir = {out}\ninterval = {INTERVAL}s\n")
         os.kill(daemon.pid, signal.SIGHUP)
 

@@ -4,7 +4,8 @@
  * driven through a sink of the test's own whose send() waits at a gate
  * until the test lets it through, then returns what the test set.  Each
  * item ends counted once (sent, failed or dropped), also one the full
- * queue drops while it is being sent.
+ * queue drops while it is being sent; a send() that says -EAGAIN lets
+ * the sink tidy up (the files sink's pruning) before it is retried.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -24,6 +25,8 @@ struct gate {
 	pthread_cond_t cond;
 	unsigned calls, open;
 	int result[8];
+	bool fills;       /* the next send() fills the "disk"... */
+	bool full;        /* ... and says -EAGAIN until tidy() ran */
 };
 
 static struct gate gate = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -43,9 +46,22 @@ static int gate_send(void *target, const struct export_item *it, const atomic_bo
 	pthread_cond_broadcast(&g->cond);
 	while (g->open <= call && !atomic_load(stop))
 		pthread_cond_wait(&g->cond, &g->lock);
-	r = call < ELEMENTSOF(g->result) ? g->result[call] : 0;
+	if (g->fills) {
+		g->fills = false;
+		g->full = true;
+	}
+	r = g->full ? -EAGAIN : call < ELEMENTSOF(g->result) ? g->result[call] : 0;
 	pthread_mutex_unlock(&g->lock);
 	return r;
+}
+
+static void gate_tidy(void *target)
+{
+	struct gate *g = target;
+
+	pthread_mutex_lock(&g->lock);
+	g->full = false;
+	pthread_mutex_unlock(&g->lock);
 }
 
 static void gate_free(void *target)
@@ -56,6 +72,7 @@ static void gate_free(void *target)
 static const struct export_sink_ops gate_ops = {
 	.name = "gate",
 	.send = gate_send,
+	.tidy = gate_tidy,
 	.free_target = gate_free,
 };
 
@@ -64,6 +81,7 @@ static void gate_reset(void)
 	pthread_mutex_lock(&gate.lock);
 	gate.calls = gate.open = 0;
 	memset(gate.result, 0, sizeof(gate.result));
+	gate.fills = gate.full = false;
 	pthread_mutex_unlock(&gate.lock);
 }
 
@@ -174,5 +192,23 @@ Test(worker, an_item_dropped_while_sent_and_failed_counts_once)
 	cr_assert_eq(st.failed, 1);
 	cr_assert_eq(st.retries, 1);
 	cr_assert_eq(gate.calls, 4, "C was retried after it was dropped");
+	export_worker_free(w);
+}
+
+/* The sink's send() fails until its tidy() ran (a disk full of the files
+ * sink's own old profiles, which pruning removes): the retry path tidies,
+ * though the queue never runs empty while its head waits. */
+Test(worker, a_retry_lets_the_sink_tidy_up)
+{
+	struct export_worker *w = NULL;
+	struct export_worker_stats st;
+
+	gate.fills = true;
+	gate_open(100);
+	cr_assert_eq(export_worker_new(&gate_ops, &gate, "gate", 1000, &w), 0);
+	push_new(w, 100);
+	st = settled(w, 1);
+	cr_assert_eq(st.sent, 1);
+	cr_assert_eq(st.retries, 1);
 	export_worker_free(w);
 }
