@@ -172,10 +172,11 @@ static int otlp_item(const struct exporter *x, const struct export_item *like, c
 	return 0;
 }
 
-/* One process's profile of one kind, encoded, for the sinks.  Returns
- * 0, 1 when it holds nothing, or -ENOMEM. */
+/* One process's profile of one kind, encoded, for the sinks; from_unix
+ * is from_s as Unix time, the same for every profile of the interval.
+ * Returns 0, 1 when it holds nothing, or -ENOMEM. */
 static int export_part(struct exporter *x, struct profile_part *part, enum profile_kind kind,
-		       uint64_t from_s, uint64_t to_s)
+		       uint64_t from_s, uint64_t to_s, double from_unix)
 {
 	struct profile_parts one = { .parts = part, .n = 1, .cap = 1 };
 	struct model_opts mo = x->src.model;
@@ -215,7 +216,7 @@ static int export_part(struct exporter *x, struct profile_part *part, enum profi
 	atomic_init(&it->refs, 1);
 	it->kind = kind;
 	it->pid = m->processes[0].pid;
-	it->from_unix = monotonic_to_unix(from_s * NSEC_PER_SEC);
+	it->from_unix = from_unix;
 	it->to_unix = it->from_unix + (double)(to_s - from_s);
 	it->sample_rate_hz = x->src.frequency_hz;
 	eo.time_unix_ns = (uint64_t)(it->from_unix * 1e9);
@@ -251,6 +252,9 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 	struct selection sel = { .all = true };
 	struct profile_parts parts = { 0 };
 	uint64_t t0 = now_monotonic_ns(), first, end;
+	/* once: each reading of the clocks differs by the time between them,
+	 * and Pyroscope's whole seconds and the file names would too */
+	double from_unix = monotonic_to_unix(from_s * NSEC_PER_SEC);
 	size_t n_processes;
 	double ms;
 
@@ -267,7 +271,7 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 
 			if (!parts.parts[i].prof.totals[k])
 				continue;
-			r = export_part(x, &parts.parts[i], (enum profile_kind)k, from_s, to_s);
+			r = export_part(x, &parts.parts[i], (enum profile_kind)k, from_s, to_s, from_unix);
 			if (r < 0)
 				x->stats.encode_errors++;
 			else if (r == 0)
