@@ -310,11 +310,13 @@ static __always_inline struct perfd_sample *begin_sample(__u32 tgid, __u32 value
 	return s;
 }
 
-/* Builds and sends one sample of the current task: a cpu-clock tick
- * (PERFD_VALUE_CPU, value 1) or a point of memory growth
+/* Builds and sends one sample of the current task at time now: a
+ * cpu-clock tick (PERFD_VALUE_CPU, value in mean periods, now the tick's
+ * time as on_tick took it) or a point of memory growth
  * (PERFD_VALUE_MEMORY, value in bytes).  ctx is the program's context, for
  * bpf_get_stack(). */
-static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u64 value)
+static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u64 value,
+				  __u64 now)
 {
 	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -330,7 +332,7 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	if (!s)
 		return 0;
 	s->hdr.tid = (__u32)pid_tgid;
-	s->hdr.timestamp_ns = bpf_ktime_get_ns();
+	s->hdr.timestamp_ns = now;
 	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 
@@ -497,8 +499,9 @@ static __always_inline __u64 ticks_due(__u64 now)
  * finish_task_switch() drops a dead one's last reference only after it
  * re-enabled interrupts, that is after this tick, and frees it after an
  * RCU grace period; it is read with probe reads all the same.  The tick's
- * time is its expiry too for jittered sampling: a tick delayed past a
- * target did not fall due after it.
+ * time is its expiry, for jittered sampling (a tick delayed past a target
+ * did not fall due after it) and as the timestamp of the sample it takes,
+ * switched or not.
  *
  * Why charge and not drop: a dropped tick is CPU time lost to exactly the
  * processes that switch most (a ping-pong pair, measured in
@@ -608,7 +611,7 @@ static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 		return 0;
 	if (prev)
 		return sample_switched((struct task_struct *)prev, now, due);
-	return sample(ctx, tables, PERFD_VALUE_CPU, due);
+	return sample(ctx, tables, PERFD_VALUE_CPU, due, now);
 }
 
 SEC("perf_event")
@@ -826,7 +829,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 
 		mc->countdown += (__s64)((points - 1) * memory_sample_bytes) + next_interval();
 		return sample(ctx, memory_with_tables, PERFD_VALUE_MEMORY,
-			      points * memory_sample_bytes);
+			      points * memory_sample_bytes, now);
 	}
 }
 

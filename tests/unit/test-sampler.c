@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect/sampler.h"
@@ -36,6 +37,47 @@ int close(int fd)
 static int on_record(void *ctx, void *data, size_t size)
 {
 	return 0;
+}
+
+/* The CPU samples of this process, as drained. */
+#define MAX_STAMPS 8192
+struct stamps {
+	uint64_t ns[MAX_STAMPS];
+	uint32_t cpu[MAX_STAMPS];
+	unsigned n;
+};
+
+static int collect_stamps(void *ctx, void *data, size_t size)
+{
+	const struct perfd_sample *s = data;
+	struct stamps *st = ctx;
+
+	if (size < sizeof(*s) || s->hdr.kind != PERFD_EVENT_SAMPLE ||
+	    s->value_kind != PERFD_VALUE_CPU || s->hdr.tgid != (uint32_t)getpid() ||
+	    st->n == MAX_STAMPS)
+		return 0;
+	st->ns[st->n] = s->hdr.timestamp_ns;
+	st->cpu[st->n] = s->hdr.cpu;
+	st->n++;
+	return 0;
+}
+
+static double thread_cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void burn_cpu(double seconds)
+{
+	double until = thread_cpu_seconds() + seconds;
+	volatile uint64_t x = 1;
+
+	while (thread_cpu_seconds() < until)
+		for (int i = 0; i < 10000; i++)
+			x = x * 6364136223846793005ull + 1;
 }
 
 /* How many descriptors of this process are perf events. */
@@ -99,4 +141,51 @@ Test(sampler, frame_pointer_program_closes_each_descriptor_once, .timeout = 60)
 Test(sampler, table_program_closes_each_descriptor_once, .timeout = 60)
 {
 	check_descriptors(1024);
+}
+
+/* A tick's sample is stamped with its timer's expiry, not with a clock read
+ * later in the program: the perf hrtimer of a CPU is forwarded by whole
+ * periods, so consecutive samples on one CPU lie a whole number of timer
+ * periods apart (a later reading would put them anywhere).  Jittered, at
+ * 999 Hz, the test burning 0.6 s of CPU: about 600 samples. */
+Test(sampler, tick_samples_are_stamped_with_the_expiry, .timeout = 60)
+{
+	static struct stamps st;
+	struct sampler_opts o = {
+		.frequency_hz = 999,
+		.ringbuf_bytes = 4 << 20,
+		.on_record = collect_stamps,
+		.ctx = &st,
+	};
+	struct sampler *s = NULL;
+	const char *what = NULL;
+	unsigned pairs = 0, on_grid = 0;
+	uint64_t period;
+	int r;
+
+	r = sampler_new(&o, &s, &what);
+	cr_assert_eq(r, 0, "sampler_new: %s: %s", what, strerror(-r));
+	if (!sampler_switch_aware(s)) {
+		sampler_free(s);
+		cr_skip_test("no hrtimer expiry on this kernel: ticks are stamped when they run");
+	}
+	period = sampler_timer_period_ns(s);
+	burn_cpu(0.6);
+	cr_assert_geq(sampler_drain(s), 0);
+	sampler_free(s);
+
+	for (unsigned i = 0; i < st.n; i++) {
+		/* the previous sample on the same CPU */
+		for (unsigned j = i; j-- > 0;) {
+			if (st.cpu[j] != st.cpu[i])
+				continue;
+			pairs++;
+			on_grid += st.ns[i] > st.ns[j] && (st.ns[i] - st.ns[j]) % period == 0;
+			break;
+		}
+	}
+	cr_assert_geq(pairs, 100, "%u samples, %u pairs on one CPU", st.n, pairs);
+	/* a restarted timer (throttling) starts a new grid: a few may be off */
+	cr_assert_geq(on_grid * 10, pairs * 9, "%u of %u pairs a whole number of %lu ns apart",
+		      on_grid, pairs, (unsigned long)period);
 }
