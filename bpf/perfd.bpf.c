@@ -310,6 +310,28 @@ static __always_inline struct perfd_sample *begin_sample(__u32 tgid, __u32 value
 	return s;
 }
 
+/* Fills in who a sample is of, task (read with probes: the current task or
+ * one switched out), and when: thread id, time, process start time,
+ * command name, and the kernel-thread rule, one for every sample: a task
+ * without an mm is a kernel thread, and its RSS fields are zero.  Returns
+ * the mm, for the caller that reads RSS and the user stack from it. */
+static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
+						  struct task_struct *task, __u64 now)
+{
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+
+	s->hdr.tid = BPF_CORE_READ(task, pid);
+	s->hdr.timestamp_ns = now;
+	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
+	if (!mm)
+		s->flags |= PERFD_SAMPLE_F_KTHREAD;
+	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
+		s->rss_pages[i] = 0;
+	s->hiwater_rss_pages = 0;
+	return mm;
+}
+
 /* Builds and sends one sample of the current task at time now: a
  * cpu-clock tick (PERFD_VALUE_CPU, value in mean periods, now the tick's
  * time as on_tick took it) or a point of memory growth
@@ -318,9 +340,7 @@ static __always_inline struct perfd_sample *begin_sample(__u32 tgid, __u32 value
 static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u64 value,
 				  __u64 now)
 {
-	struct task_struct *task = (void *)bpf_get_current_task();
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct perfd_sample *s;
 	struct mm_struct *mm;
 	__s64 kdepth, udepth;
@@ -331,20 +351,9 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	s = begin_sample(tgid, value_kind, value);
 	if (!s)
 		return 0;
-	s->hdr.tid = (__u32)pid_tgid;
-	s->hdr.timestamp_ns = now;
-	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
-
-	mm = BPF_CORE_READ(task, mm);
-	if (mm) {
+	mm = fill_who(s, (struct task_struct *)bpf_get_current_task(), now);
+	if (mm)
 		read_rss(mm, s);
-	} else {
-		s->flags |= PERFD_SAMPLE_F_KTHREAD;
-		for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
-			s->rss_pages[i] = 0;
-		s->hiwater_rss_pages = 0;
-	}
 
 	n = bpf_get_stack(ctx, s->ips, PERFD_MAX_STACK_DEPTH * sizeof(__u64), 0);
 	if (n < 0) {
@@ -564,8 +573,6 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev)
 	return 0;
 }
 
-#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
-
 /* Sends a CPU sample of value periods of task (the one a switch took off
  * this CPU) at time now: who it is, no stack, no RSS. */
 static __always_inline int sample_switched(struct task_struct *task, __u64 now, __u64 value)
@@ -576,18 +583,10 @@ static __always_inline int sample_switched(struct task_struct *task, __u64 now, 
 	s = begin_sample(BPF_CORE_READ(task, tgid), PERFD_VALUE_CPU, value);
 	if (!s)
 		return 0;
-	s->hdr.tid = BPF_CORE_READ(task, pid);
-	s->hdr.timestamp_ns = now;
-	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
-	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
-		s->rss_pages[i] = 0;
-	s->hiwater_rss_pages = 0;
+	s->flags = PERFD_SAMPLE_F_SWITCHED;
+	(void)fill_who(s, task, now);
 	s->kernel_depth = 0;
 	s->user_depth = 0;
-	s->flags = PERFD_SAMPLE_F_SWITCHED;
-	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
-		s->flags |= PERFD_SAMPLE_F_KTHREAD;
 	return send_sample(s, sizeof(*s));
 }
 
