@@ -424,7 +424,9 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
  * within it, and the first tick at or after a target samples.  The timer
  * runs a few times faster than 1/P (sampler.c picks its period, a
  * fraction of P that does not divide it) and most ticks only compare the
- * clock with the target: one map lookup, one clock read.
+ * clock with the target: one clock read and one map lookup, of the CPU's
+ * struct perfd_cpu_state, which holds the switch state ("Whose tick it
+ * is" below) too.
  *
  * Why targets in time rather than keeping each tick with probability
  * 1/k: every tick is then kept with probability (its gap)/P exactly, so
@@ -440,30 +442,28 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
  */
 const volatile __u64 jitter_period_ns = 0;
 
+/* The jitter state and the switch state ("Whose tick it is" below) of each
+ * CPU: one value, which a tick looks up once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct perfd_tick_state);
-} tick_states SEC(".maps");
+	__type(value, struct perfd_cpu_state);
+} cpu_states SEC(".maps");
 
 static __always_inline __u64 random_below(__u64 bound)
 {
 	return ((__u64)bpf_get_prandom_u32() * bound) >> 32; /* bound < 2^32 */
 }
 
-/* How many mean periods the tick of time `now` samples: 0 for most ticks. */
-static __always_inline __u64 ticks_due(__u64 now)
+/* How many mean periods the tick of time `now` samples: 0 for most ticks.
+ * st is this CPU's state. */
+static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
 {
-	struct perfd_tick_state *st;
-	__u32 zero = 0;
 	__u64 due = 0;
 
 	if (!jitter_period_ns)
 		return 1;
-	st = bpf_map_lookup_elem(&tick_states, &zero);
-	if (!st)
-		return 0;
 	if (now < st->target_ns) {
 		st->thinned++;
 		return 0;
@@ -519,8 +519,9 @@ static __always_inline __u64 ticks_due(__u64 now)
  * of every task's CPU time, as perf's per-task timer does.  The cost:
  * the sched_switch program on every switch, one clock read and two
  * stores; the hrtimer one on every hard hrtimer expiry, a compare; in
- * this program, one map lookup per tick (docs/PERFORMANCE.md, "Context
- * switches").
+ * this program no map lookup of its own: the switch state shares the
+ * jitter state's per-CPU value, which a tick looks up once
+ * (docs/PERFORMANCE.md, "Context switches").
  *
  * A tick whose expiry was not noted (the hrtimer program did not run or
  * is not attached) is one whose noted expiry is in the future or older
@@ -532,43 +533,30 @@ const volatile __u64 timer_period_ns = 0;
  * a kernel without the symbol notes no expiry (every tick falls back). */
 extern const void perf_swevent_hrtimer __ksym __weak;
 
-struct cpu_switch {
-	__u64 due_ns;    /* expiry of the last perf hrtimer that fired here */
-	__u64 switch_ns; /* bpf_ktime_get_ns() at the last switch here */
-	__u64 prev;      /* the task it switched out (read with probes only) */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cpu_switch);
-} cpu_switches SEC(".maps");
-
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_hrtimer_expire, struct hrtimer *timer, ktime_t *now)
 {
-	struct cpu_switch *cs;
+	struct perfd_cpu_state *st;
 	__u32 zero = 0;
 
 	if ((const void *)timer->function != &perf_swevent_hrtimer)
 		return 0;
-	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
-	if (cs)
-		cs->due_ns = timer->node.expires;
+	st = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (st)
+		st->due_ns = timer->node.expires;
 	return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev)
 {
-	struct cpu_switch *cs;
+	struct perfd_cpu_state *st;
 	__u32 zero = 0;
 
-	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
-	if (cs) {
-		cs->switch_ns = bpf_ktime_get_ns();
-		cs->prev = (__u64)prev;
+	st = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (st) {
+		st->switch_ns = bpf_ktime_get_ns();
+		st->prev = (__u64)prev;
 	}
 	return 0;
 }
@@ -596,16 +584,19 @@ static __always_inline int sample_switched(struct task_struct *task, __u64 now, 
 static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 {
 	__u64 now = bpf_ktime_get_ns(), prev = 0, due;
-	struct cpu_switch *cs;
+	struct perfd_cpu_state *st;
 	__u32 zero = 0;
 
-	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
-	if (cs && cs->due_ns <= now && now - cs->due_ns < timer_period_ns) {
-		if (cs->due_ns < cs->switch_ns)
-			prev = cs->prev;
-		now = cs->due_ns;
+	/* the one map lookup of a tick that samples nothing */
+	st = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (!st)
+		return 0;
+	if (st->due_ns <= now && now - st->due_ns < timer_period_ns) {
+		if (st->due_ns < st->switch_ns)
+			prev = st->prev;
+		now = st->due_ns;
 	}
-	due = ticks_due(now);
+	due = ticks_due(st, now);
 	if (!due)
 		return 0;
 	if (prev)

@@ -329,15 +329,15 @@ int sampler_drain(struct sampler *s)
 	return ring_buffer__consume(s->ring);
 }
 
-/* The ticks that sampled nothing, summed over the CPUs' tick states. */
+/* The ticks that sampled nothing, summed over the CPUs' states. */
 static int read_thinned(const struct sampler *s, uint64_t *ret)
 {
-	_cleanup_free_ struct perfd_tick_state *states = calloc(s->n_cpus_possible, sizeof(*states));
+	_cleanup_free_ struct perfd_cpu_state *states = calloc(s->n_cpus_possible, sizeof(*states));
 	uint32_t zero = 0;
 
 	if (!states)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.tick_states), &zero, states) < 0)
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.cpu_states), &zero, states) < 0)
 		return negative_errno();
 	*ret = 0;
 	for (unsigned c = 0; c < s->n_cpus_possible; c++)
