@@ -329,8 +329,9 @@ int sampler_drain(struct sampler *s)
 	return ring_buffer__consume(s->ring);
 }
 
-/* The ticks that sampled nothing, summed over the CPUs' states. */
-static int read_thinned(const struct sampler *s, uint64_t *ret)
+/* Adds the ticks that sampled nothing, summed over the CPUs' states, to
+ * *ret. */
+static int add_thinned(const struct sampler *s, uint64_t *ret)
 {
 	_cleanup_free_ struct perfd_cpu_state *states = calloc(s->n_cpus_possible, sizeof(*states));
 	uint32_t zero = 0;
@@ -339,12 +340,13 @@ static int read_thinned(const struct sampler *s, uint64_t *ret)
 		return -ENOMEM;
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.cpu_states), &zero, states) < 0)
 		return negative_errno();
-	*ret = 0;
 	for (unsigned c = 0; c < s->n_cpus_possible; c++)
 		*ret += states[c].thinned;
 	return 0;
 }
 
+/* Every counter from the counters map, wherever it sits in the enum, then
+ * the one the map does not hold (its slot there stays zero). */
 int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 {
 	_cleanup_free_ uint64_t *values = calloc(s->n_cpus_possible, sizeof(uint64_t));
@@ -352,14 +354,14 @@ int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 
 	if (!values)
 		return -ENOMEM;
-	for (uint32_t key = 0; key < PERFD_CNT_THINNED; key++) {
+	for (uint32_t key = 0; key < PERFD_CNT_MAX; key++) {
 		if (bpf_map_lookup_elem(fd, &key, values) < 0)
 			return negative_errno();
 		ret[key] = 0;
 		for (unsigned c = 0; c < s->n_cpus_possible; c++)
 			ret[key] += values[c];
 	}
-	return read_thinned(s, &ret[PERFD_CNT_THINNED]);
+	return add_thinned(s, &ret[PERFD_CNT_THINNED]);
 }
 
 unsigned sampler_cpus(const struct sampler *s)

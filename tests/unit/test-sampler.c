@@ -189,3 +189,36 @@ Test(sampler, tick_samples_are_stamped_with_the_expiry, .timeout = 60)
 	cr_assert_geq(on_grid * 10, pairs * 9, "%u of %u pairs a whole number of %lu ns apart",
 		      on_grid, pairs, (unsigned long)period);
 }
+
+/* Every counter of enum perfd_counter is read, wherever it sits (one added
+ * after PERFD_CNT_THINNED, which the counters map does not hold, too), and
+ * the ticks that sampled nothing are counted from the CPUs' states. */
+Test(sampler, every_counter_is_read, .timeout = 60)
+{
+	struct sampler_opts o = {
+		.frequency_hz = 999,
+		.ringbuf_bytes = 1 << 20,
+		.on_record = on_record,
+	};
+	const uint64_t unset = UINT64_MAX;
+	uint64_t counters[PERFD_CNT_MAX];
+	struct sampler *s = NULL;
+	const char *what = NULL;
+	int r;
+
+	r = sampler_new(&o, &s, &what);
+	cr_assert_eq(r, 0, "sampler_new: %s: %s", what, strerror(-r));
+	cr_assert_not(sampler_fixed_period(s));
+	burn_cpu(0.2);
+	for (unsigned k = 0; k < PERFD_CNT_MAX; k++)
+		counters[k] = unset;
+	r = sampler_read_counters(s, counters);
+	sampler_free(s);
+	cr_assert_eq(r, 0, "sampler_read_counters: %s", strerror(-r));
+	for (unsigned k = 0; k < PERFD_CNT_MAX; k++)
+		cr_assert_neq(counters[k], unset, "counter %u not read", k);
+	/* 0.2 s of this process alone at 999 Hz: ~200 samples, and ~4.4
+	 * ticks per sample, most of them thinned */
+	cr_assert_gt(counters[PERFD_CNT_SAMPLES], 50);
+	cr_assert_gt(counters[PERFD_CNT_THINNED], counters[PERFD_CNT_SAMPLES]);
+}
