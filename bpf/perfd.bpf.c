@@ -529,8 +529,10 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * the current task, as without all this.
  */
 const volatile __u64 timer_period_ns = 0;
-/* perf's hrtimer callback: the one timer whose expiry matters here.  Weak:
- * a kernel without the symbol notes no expiry (every tick falls back). */
+/* perf's hrtimer callback: the one timer whose expiry matters here.  Weak,
+ * so the object loads on a kernel without the symbol; sampler.c then
+ * loads neither this program nor on_sched_switch, and every tick falls
+ * back. */
 extern const void perf_swevent_hrtimer __ksym __weak;
 
 SEC("tp_btf/hrtimer_expire_entry")

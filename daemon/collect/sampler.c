@@ -86,6 +86,32 @@ static bool btf_type_exists(const char *name)
 	return found;
 }
 
+/* Whether kallsyms (a file in the /proc/kallsyms format, "ADDR TYPE NAME
+ * [MODULE]") names a kernel symbol `name` at a nonzero address: what
+ * libbpf resolves a __ksym against.  A __weak ksym that is missing, or
+ * whose address kptr_restrict hides, resolves to 0.  ksyms.c maps
+ * addresses to names; this is the one lookup by name, done once at
+ * start. */
+static bool kallsyms_has(const char *path, const char *name)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	size_t len = strlen(name);
+	char line[512];
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *type = strchr(line, ' '), *sym;
+
+		if (!type || type[1] == '\0' || type[2] != ' ')
+			continue;
+		sym = type + 3;
+		if (strncmp(sym, name, len) == 0 && strchr(" \t\n", sym[len])) /* or the NUL */
+			return strtoull(line, NULL, 16) != 0;
+	}
+	return false;
+}
+
 long sampler_max_frequency(void)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
@@ -260,9 +286,14 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 		s->memory_sample_bytes = 0;
 	bpf_program__set_autoload(s->skel->progs.on_rss_stat, s->memory_sample_bytes > 0);
 	/* Whose tick it is at a context switch (bpf/perfd.bpf.c): both
-	 * tracepoints, with BTF (5.5+), or neither. */
+	 * tracepoints, with BTF (5.5+), and the perf hrtimer's function,
+	 * which tells its expiry from the others' (a __weak __ksym: without
+	 * it no expiry is ever noted, and both programs would run for
+	 * nothing), or none of it. */
 	s->switch_aware = btf_type_exists("btf_trace_sched_switch") &&
-			  btf_type_exists("btf_trace_hrtimer_expire_entry");
+			  btf_type_exists("btf_trace_hrtimer_expire_entry") &&
+			  kallsyms_has(opts->kallsyms_path ? opts->kallsyms_path : "/proc/kallsyms",
+				       "perf_swevent_hrtimer");
 	bpf_program__set_autoload(s->skel->progs.on_sched_switch, s->switch_aware);
 	bpf_program__set_autoload(s->skel->progs.on_hrtimer_expire, s->switch_aware);
 	s->skel->rodata->memory_sample_bytes = s->memory_sample_bytes ? s->memory_sample_bytes : 1;

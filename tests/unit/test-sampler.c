@@ -222,3 +222,52 @@ Test(sampler, every_counter_is_read, .timeout = 60)
 	cr_assert_gt(counters[PERFD_CNT_SAMPLES], 50);
 	cr_assert_gt(counters[PERFD_CNT_THINNED], counters[PERFD_CNT_SAMPLES]);
 }
+
+/* A sampler whose kallsyms is text (a file in the /proc/kallsyms format):
+ * whether it charges ticks due before a switch to the task switched out. */
+static bool switch_aware_with_kallsyms(const char *text)
+{
+	char path[] = "/tmp/perfd-kallsyms.XXXXXX";
+	int fd = mkstemp(path);
+	struct sampler_opts o = {
+		.frequency_hz = 49,
+		.ringbuf_bytes = 256 * 1024,
+		.on_record = on_record,
+		.kallsyms_path = path,
+	};
+	struct sampler *s = NULL;
+	const char *what = NULL;
+	bool aware;
+	int r;
+
+	cr_assert_geq(fd, 0, "mkstemp: %s", strerror(errno));
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	r = sampler_new(&o, &s, &what);
+	unlink(path);
+	cr_assert_eq(r, 0, "sampler_new: %s: %s", what, strerror(-r));
+	aware = sampler_switch_aware(s);
+	sampler_free(s);
+	return aware;
+}
+
+/* The hrtimer program tells the perf hrtimer by its function, a __weak
+ * __ksym: where it does not resolve (absent, or its address hidden) no
+ * expiry is ever noted, and switch-awareness is off rather than two
+ * programs running on every switch and hrtimer for nothing. */
+Test(sampler, switch_awareness_needs_the_perf_hrtimer_symbol, .timeout = 60)
+{
+	static const char without[] = "ffffffff81000000 T _stext\n"
+				      "ffffffff81591670 t perf_swevent_hrtimer_x\n"
+				      "ffffffff81591680 t x_perf_swevent_hrtimer\n";
+	static const char hidden[] = "0000000000000000 T _stext\n"
+				     "0000000000000000 t perf_swevent_hrtimer\n";
+	static const char with[] = "ffffffff81000000 T _stext\n"
+				   "ffffffff81591670 t perf_swevent_hrtimer\n"
+				   "ffffffffc0000000 t other\t[mod]";
+
+	if (!switch_aware_with_kallsyms(with))
+		cr_skip_test("no sched_switch or hrtimer_expire_entry tracepoint with BTF");
+	cr_assert_not(switch_aware_with_kallsyms(without));
+	cr_assert_not(switch_aware_with_kallsyms(hidden));
+}
