@@ -310,15 +310,37 @@ static __always_inline struct perfd_sample *begin_sample(__u32 tgid, __u32 value
 	return s;
 }
 
-/* Builds and sends one sample of the current task: a cpu-clock tick
- * (PERFD_VALUE_CPU, value 1) or a point of memory growth
+/* Fills in who a sample is of, task (read with probes: the current task or
+ * one switched out), and when: thread id, time, process start time,
+ * command name, and the kernel-thread rule, one for every sample: a task
+ * without an mm is a kernel thread, and its RSS fields are zero.  Returns
+ * the mm, for the caller that reads RSS and the user stack from it. */
+static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
+						  struct task_struct *task, __u64 now)
+{
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+
+	s->hdr.tid = BPF_CORE_READ(task, pid);
+	s->hdr.timestamp_ns = now;
+	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
+	if (!mm)
+		s->flags |= PERFD_SAMPLE_F_KTHREAD;
+	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
+		s->rss_pages[i] = 0;
+	s->hiwater_rss_pages = 0;
+	return mm;
+}
+
+/* Builds and sends one sample of the current task at time now: a
+ * cpu-clock tick (PERFD_VALUE_CPU, value in mean periods, now the tick's
+ * time as on_tick took it) or a point of memory growth
  * (PERFD_VALUE_MEMORY, value in bytes).  ctx is the program's context, for
  * bpf_get_stack(). */
-static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u64 value)
+static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u64 value,
+				  __u64 now)
 {
-	struct task_struct *task = (void *)bpf_get_current_task();
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct perfd_sample *s;
 	struct mm_struct *mm;
 	__s64 kdepth, udepth;
@@ -329,20 +351,9 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	s = begin_sample(tgid, value_kind, value);
 	if (!s)
 		return 0;
-	s->hdr.tid = (__u32)pid_tgid;
-	s->hdr.timestamp_ns = bpf_ktime_get_ns();
-	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
-
-	mm = BPF_CORE_READ(task, mm);
-	if (mm) {
+	mm = fill_who(s, (struct task_struct *)bpf_get_current_task(), now);
+	if (mm)
 		read_rss(mm, s);
-	} else {
-		s->flags |= PERFD_SAMPLE_F_KTHREAD;
-		for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
-			s->rss_pages[i] = 0;
-		s->hiwater_rss_pages = 0;
-	}
 
 	n = bpf_get_stack(ctx, s->ips, PERFD_MAX_STACK_DEPTH * sizeof(__u64), 0);
 	if (n < 0) {
@@ -413,7 +424,9 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
  * within it, and the first tick at or after a target samples.  The timer
  * runs a few times faster than 1/P (sampler.c picks its period, a
  * fraction of P that does not divide it) and most ticks only compare the
- * clock with the target: one map lookup, one clock read.
+ * clock with the target: one clock read and one map lookup, of the CPU's
+ * struct perfd_cpu_state, which holds the switch state ("Whose tick it
+ * is" below) too.
  *
  * Why targets in time rather than keeping each tick with probability
  * 1/k: every tick is then kept with probability (its gap)/P exactly, so
@@ -429,30 +442,28 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
  */
 const volatile __u64 jitter_period_ns = 0;
 
+/* The jitter state and the switch state ("Whose tick it is" below) of each
+ * CPU: one value, which a tick looks up once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct perfd_tick_state);
-} tick_states SEC(".maps");
+	__type(value, struct perfd_cpu_state);
+} cpu_states SEC(".maps");
 
 static __always_inline __u64 random_below(__u64 bound)
 {
 	return ((__u64)bpf_get_prandom_u32() * bound) >> 32; /* bound < 2^32 */
 }
 
-/* How many mean periods the tick of time `now` samples: 0 for most ticks. */
-static __always_inline __u64 ticks_due(__u64 now)
+/* How many mean periods the tick of time `now` samples: 0 for most ticks.
+ * st is this CPU's state. */
+static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
 {
-	struct perfd_tick_state *st;
-	__u32 zero = 0;
 	__u64 due = 0;
 
 	if (!jitter_period_ns)
 		return 1;
-	st = bpf_map_lookup_elem(&tick_states, &zero);
-	if (!st)
-		return 0;
 	if (now < st->target_ns) {
 		st->thinned++;
 		return 0;
@@ -497,8 +508,9 @@ static __always_inline __u64 ticks_due(__u64 now)
  * finish_task_switch() drops a dead one's last reference only after it
  * re-enabled interrupts, that is after this tick, and frees it after an
  * RCU grace period; it is read with probe reads all the same.  The tick's
- * time is its expiry too for jittered sampling: a tick delayed past a
- * target did not fall due after it.
+ * time is its expiry, for jittered sampling (a tick delayed past a target
+ * did not fall due after it) and as the timestamp of the sample it takes,
+ * switched or not.
  *
  * Why charge and not drop: a dropped tick is CPU time lost to exactly the
  * processes that switch most (a ping-pong pair, measured in
@@ -507,8 +519,9 @@ static __always_inline __u64 ticks_due(__u64 now)
  * of every task's CPU time, as perf's per-task timer does.  The cost:
  * the sched_switch program on every switch, one clock read and two
  * stores; the hrtimer one on every hard hrtimer expiry, a compare; in
- * this program, one map lookup per tick (docs/PERFORMANCE.md, "Context
- * switches").
+ * this program no map lookup of its own: the switch state shares the
+ * jitter state's per-CPU value, which a tick looks up once
+ * (docs/PERFORMANCE.md, "Context switches").
  *
  * A tick whose expiry was not noted (the hrtimer program did not run or
  * is not attached) is one whose noted expiry is in the future or older
@@ -516,52 +529,39 @@ static __always_inline __u64 ticks_due(__u64 now)
  * the current task, as without all this.
  */
 const volatile __u64 timer_period_ns = 0;
-/* perf's hrtimer callback: the one timer whose expiry matters here.  Weak:
- * a kernel without the symbol notes no expiry (every tick falls back). */
+/* perf's hrtimer callback: the one timer whose expiry matters here.  Weak,
+ * so the object loads on a kernel without the symbol; sampler.c then
+ * loads neither this program nor on_sched_switch, and every tick falls
+ * back. */
 extern const void perf_swevent_hrtimer __ksym __weak;
-
-struct cpu_switch {
-	__u64 due_ns;    /* expiry of the last perf hrtimer that fired here */
-	__u64 switch_ns; /* bpf_ktime_get_ns() at the last switch here */
-	__u64 prev;      /* the task it switched out (read with probes only) */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cpu_switch);
-} cpu_switches SEC(".maps");
 
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_hrtimer_expire, struct hrtimer *timer, ktime_t *now)
 {
-	struct cpu_switch *cs;
+	struct perfd_cpu_state *st;
 	__u32 zero = 0;
 
 	if ((const void *)timer->function != &perf_swevent_hrtimer)
 		return 0;
-	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
-	if (cs)
-		cs->due_ns = timer->node.expires;
+	st = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (st)
+		st->due_ns = timer->node.expires;
 	return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev)
 {
-	struct cpu_switch *cs;
+	struct perfd_cpu_state *st;
 	__u32 zero = 0;
 
-	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
-	if (cs) {
-		cs->switch_ns = bpf_ktime_get_ns();
-		cs->prev = (__u64)prev;
+	st = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (st) {
+		st->switch_ns = bpf_ktime_get_ns();
+		st->prev = (__u64)prev;
 	}
 	return 0;
 }
-
-#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
 
 /* Sends a CPU sample of value periods of task (the one a switch took off
  * this CPU) at time now: who it is, no stack, no RSS. */
@@ -573,18 +573,10 @@ static __always_inline int sample_switched(struct task_struct *task, __u64 now, 
 	s = begin_sample(BPF_CORE_READ(task, tgid), PERFD_VALUE_CPU, value);
 	if (!s)
 		return 0;
-	s->hdr.tid = BPF_CORE_READ(task, pid);
-	s->hdr.timestamp_ns = now;
-	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
-	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
-		s->rss_pages[i] = 0;
-	s->hiwater_rss_pages = 0;
+	s->flags = PERFD_SAMPLE_F_SWITCHED;
+	(void)fill_who(s, task, now);
 	s->kernel_depth = 0;
 	s->user_depth = 0;
-	s->flags = PERFD_SAMPLE_F_SWITCHED;
-	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
-		s->flags |= PERFD_SAMPLE_F_KTHREAD;
 	return send_sample(s, sizeof(*s));
 }
 
@@ -594,21 +586,24 @@ static __always_inline int sample_switched(struct task_struct *task, __u64 now, 
 static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 {
 	__u64 now = bpf_ktime_get_ns(), prev = 0, due;
-	struct cpu_switch *cs;
+	struct perfd_cpu_state *st;
 	__u32 zero = 0;
 
-	cs = bpf_map_lookup_elem(&cpu_switches, &zero);
-	if (cs && cs->due_ns <= now && now - cs->due_ns < timer_period_ns) {
-		if (cs->due_ns < cs->switch_ns)
-			prev = cs->prev;
-		now = cs->due_ns;
+	/* the one map lookup of a tick that samples nothing */
+	st = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (!st)
+		return 0;
+	if (st->due_ns <= now && now - st->due_ns < timer_period_ns) {
+		if (st->due_ns < st->switch_ns)
+			prev = st->prev;
+		now = st->due_ns;
 	}
-	due = ticks_due(now);
+	due = ticks_due(st, now);
 	if (!due)
 		return 0;
 	if (prev)
 		return sample_switched((struct task_struct *)prev, now, due);
-	return sample(ctx, tables, PERFD_VALUE_CPU, due);
+	return sample(ctx, tables, PERFD_VALUE_CPU, due, now);
 }
 
 SEC("perf_event")
@@ -826,7 +821,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 
 		mc->countdown += (__s64)((points - 1) * memory_sample_bytes) + next_interval();
 		return sample(ctx, memory_with_tables, PERFD_VALUE_MEMORY,
-			      points * memory_sample_bytes);
+			      points * memory_sample_bytes, now);
 	}
 }
 

@@ -86,6 +86,32 @@ static bool btf_type_exists(const char *name)
 	return found;
 }
 
+/* Whether kallsyms (a file in the /proc/kallsyms format, "ADDR TYPE NAME
+ * [MODULE]") names a kernel symbol `name` at a nonzero address: what
+ * libbpf resolves a __ksym against.  A __weak ksym that is missing, or
+ * whose address kptr_restrict hides, resolves to 0.  ksyms.c maps
+ * addresses to names; this is the one lookup by name, done once at
+ * start. */
+static bool kallsyms_has(const char *path, const char *name)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	size_t len = strlen(name);
+	char line[512];
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *type = strchr(line, ' '), *sym;
+
+		if (!type || type[1] == '\0' || type[2] != ' ')
+			continue;
+		sym = type + 3;
+		if (strncmp(sym, name, len) == 0 && strchr(" \t\n", sym[len])) /* or the NUL */
+			return strtoull(line, NULL, 16) != 0;
+	}
+	return false;
+}
+
 long sampler_max_frequency(void)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
@@ -260,9 +286,14 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 		s->memory_sample_bytes = 0;
 	bpf_program__set_autoload(s->skel->progs.on_rss_stat, s->memory_sample_bytes > 0);
 	/* Whose tick it is at a context switch (bpf/perfd.bpf.c): both
-	 * tracepoints, with BTF (5.5+), or neither. */
+	 * tracepoints, with BTF (5.5+), and the perf hrtimer's function,
+	 * which tells its expiry from the others' (a __weak __ksym: without
+	 * it no expiry is ever noted, and both programs would run for
+	 * nothing), or none of it. */
 	s->switch_aware = btf_type_exists("btf_trace_sched_switch") &&
-			  btf_type_exists("btf_trace_hrtimer_expire_entry");
+			  btf_type_exists("btf_trace_hrtimer_expire_entry") &&
+			  kallsyms_has(opts->kallsyms_path ? opts->kallsyms_path : "/proc/kallsyms",
+				       "perf_swevent_hrtimer");
 	bpf_program__set_autoload(s->skel->progs.on_sched_switch, s->switch_aware);
 	bpf_program__set_autoload(s->skel->progs.on_hrtimer_expire, s->switch_aware);
 	s->skel->rodata->memory_sample_bytes = s->memory_sample_bytes ? s->memory_sample_bytes : 1;
@@ -329,22 +360,24 @@ int sampler_drain(struct sampler *s)
 	return ring_buffer__consume(s->ring);
 }
 
-/* The ticks that sampled nothing, summed over the CPUs' tick states. */
-static int read_thinned(const struct sampler *s, uint64_t *ret)
+/* Adds the ticks that sampled nothing, summed over the CPUs' states, to
+ * *ret. */
+static int add_thinned(const struct sampler *s, uint64_t *ret)
 {
-	_cleanup_free_ struct perfd_tick_state *states = calloc(s->n_cpus_possible, sizeof(*states));
+	_cleanup_free_ struct perfd_cpu_state *states = calloc(s->n_cpus_possible, sizeof(*states));
 	uint32_t zero = 0;
 
 	if (!states)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.tick_states), &zero, states) < 0)
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.cpu_states), &zero, states) < 0)
 		return negative_errno();
-	*ret = 0;
 	for (unsigned c = 0; c < s->n_cpus_possible; c++)
 		*ret += states[c].thinned;
 	return 0;
 }
 
+/* Every counter from the counters map, wherever it sits in the enum, then
+ * the one the map does not hold (its slot there stays zero). */
 int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 {
 	_cleanup_free_ uint64_t *values = calloc(s->n_cpus_possible, sizeof(uint64_t));
@@ -352,14 +385,14 @@ int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 
 	if (!values)
 		return -ENOMEM;
-	for (uint32_t key = 0; key < PERFD_CNT_THINNED; key++) {
+	for (uint32_t key = 0; key < PERFD_CNT_MAX; key++) {
 		if (bpf_map_lookup_elem(fd, &key, values) < 0)
 			return negative_errno();
 		ret[key] = 0;
 		for (unsigned c = 0; c < s->n_cpus_possible; c++)
 			ret[key] += values[c];
 	}
-	return read_thinned(s, &ret[PERFD_CNT_THINNED]);
+	return add_thinned(s, &ret[PERFD_CNT_THINNED]);
 }
 
 unsigned sampler_cpus(const struct sampler *s)

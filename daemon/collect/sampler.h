@@ -26,6 +26,9 @@ struct sampler_opts {
 	/* Mean bytes of resident-memory growth between two memory samples;
 	 * 0 turns memory profiling off. */
 	uint64_t memory_sample_bytes;
+	/* Where the kernel's symbols are read (NULL: /proc/kallsyms), to tell
+	 * whether the perf hrtimer's function can be told apart. */
+	const char *kallsyms_path;
 	/* Called for every record; the record is valid only during the call. */
 	int (*on_record)(void *ctx, void *data, size_t size);
 	void *ctx;
@@ -66,7 +69,8 @@ bool sampler_fixed_period(const struct sampler *s);
 /* Whether a tick that fell due before a context switch is charged to the
  * task switched out (bpf/perfd.bpf.c, "Whose tick it is"); false on a
  * kernel without the sched_switch and hrtimer_expire_entry tracepoints
- * with BTF, where it goes to the task switched in. */
+ * with BTF, or whose kallsyms has no perf_swevent_hrtimer with an
+ * address, where it goes to the task switched in. */
 bool sampler_switch_aware(const struct sampler *s);
 /* The mean bytes a memory sample stands for; 0 when memory profiling is
  * off (asked, or the kernel has no rss_stat tracepoint with BTF). */

@@ -164,22 +164,28 @@ enum perfd_counter {
 	 * before a context switch, charged to the task switched out */
 	PERFD_CNT_SWITCHED,
 	/* Timer ticks that took no sample (jittered sampling); kept in
-	 * struct perfd_tick_state, not in the counters map, so that the tick
+	 * struct perfd_cpu_state, not in the counters map, so that the tick
 	 * that samples nothing touches one map entry only. */
 	PERFD_CNT_THINNED,
 	PERFD_CNT_MAX,
 };
 
 /*
- * Jittered sampling (bpf/perfd.bpf.c, "Which ticks sample"): the per-CPU
- * state of the cpu-clock program.  Time is cut into blocks of one mean
- * period; each block has one target instant, uniformly random within it;
- * the first timer tick at or after a target samples.
+ * The per-CPU state of the cpu-clock program: one map value, so that a tick
+ * looks it up once (bpf/perfd.bpf.c).  Jittered sampling ("Which ticks
+ * sample"): time is cut into blocks of one mean period; each block has one
+ * target instant, uniformly random within it; the first timer tick at or
+ * after a target samples.  Whose tick it is ("Whose tick it is"): the
+ * expiry of the perf hrtimer that fired last and the last context switch,
+ * noted there by two tracepoint programs.  The daemon reads `thinned`.
  */
-struct perfd_tick_state {
+struct perfd_cpu_state {
 	__u64 target_ns;    /* bpf_ktime_get_ns() of the current block's target; 0: not started */
 	__u64 block_end_ns; /* where the current block ends and the next begins */
 	__u64 thinned;      /* ticks that sampled nothing */
+	__u64 due_ns;       /* expiry of the last perf hrtimer that fired here */
+	__u64 switch_ns;    /* bpf_ktime_get_ns() at the last switch here */
+	__u64 prev;         /* the task it switched out (read with probes only) */
 };
 
 #endif
