@@ -44,8 +44,10 @@
  * has the template (3.12+), detection or not.  Python frames left over when the native stack ran out go
  * with the rootmost loop frame (a loop frame was not recognized: a .cold
  * part without symbols), or at the root end when there is none: nothing is
- * dropped.  A native stack cut at the depth limit is different: its
- * rootmost frames are not the root, only where the walk stopped, so the
+ * dropped.  A native stack that did not reach its root is different
+ * (sample_user_unrooted: cut at the depth limit, at code whose table is
+ * pending, or where the table walk found no way on): its rootmost frames
+ * are not the root, only where the walk stopped, so the
  * rootmost loop frame keeps only its own Python frames, the native frames
  * past it follow (the interpreter's hidden when Python frames are left:
  * they lie between two), and the leftover Python frames come last, at the
@@ -826,7 +828,7 @@ size_t python_merge(struct python *py, const struct process *p,
 	struct pyprocess *pp;
 	size_t first_eval = SIZE_MAX, last_eval = 0, next = 0, out = 0;
 	uint32_t kd, ud, pd = s->python_depth;
-	bool cut = sample_user_cut(s);
+	bool cut = sample_user_unrooted(s);
 
 	pp = find(py, p->pid, p->start_time_ns);
 	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))
