@@ -160,7 +160,9 @@ struct aggregator_stats {
 
 /* Optional observers of process life, called from inside
  * aggregator_ingest: maps_changed after a process's mappings were (re)read
- * and every executable mapping's module resolved (map_modules), and
+ * and every executable mapping's module resolved (map_modules), whether or
+ * not they changed (describing them again to the unwinder is what brings
+ * back tables BPF lost: PERFD_SAMPLE_F_NEEDS_MAPS), and
  * process_gone when a process exited, was replaced by a new incarnation of
  * its pid, was evicted, or called exec (its old image is gone; maps_changed
  * follows for the new one); rewrite_user_frames for every sample that

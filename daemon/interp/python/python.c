@@ -40,8 +40,9 @@
  * `-X perf` / `-X perf_jit` (pytrampoline.h): each is a copy of one
  * template that only stands for the Python function it calls, named
  * "py::FUNC:FILE" by its JIT map, and the Python frame says it better.  The
- * arenas are looked for at each maps change of a process whose libpython
- * has the template (3.12+), detection or not.  Python frames left over when the native stack ran out go
+ * arenas are looked for at each maps read of a process whose libpython
+ * has the template (3.12+), detection or not: only new anonymous code is
+ * read (pytrampoline_find).  Python frames left over when the native stack ran out go
  * with the rootmost loop frame (a loop frame was not recognized: a .cold
  * part without symbols), or at the root end when there is none: nothing is
  * dropped.  A native stack that did not reach its root is different
@@ -475,8 +476,8 @@ static struct pyprocess *detect(struct python *py, struct process *p, uint64_t s
 	return pp;
 }
 
-/* Finds the perf trampoline arenas of pp's process again: its maps
- * changed, perhaps by a new arena.  A process gone keeps what it had. */
+/* Finds the perf trampoline arenas of pp's process again: its maps were
+ * read, perhaps with a new arena.  A process gone keeps what it had. */
 static void find_trampolines(struct python *py, struct pyprocess *pp, const struct process *p)
 {
 	int r;
