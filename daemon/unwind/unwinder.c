@@ -500,9 +500,12 @@ static void redescribe_holders(struct unwinder *u, uint64_t key)
 }
 
 /* A build that could not be kept (no room, no memory): the table goes, and
- * so do the processes' references on it, so that the next table of this
- * module starts from none; they walk it with frame pointers, no longer
- * flagged as waiting for it. */
+ * so do the processes' references on it and their mappings' ties to it, so
+ * that the next table of this module starts from none and no process is
+ * described with it unless it takes a reference (a later describe of this
+ * one would otherwise point BPF at a new table under the same key that it
+ * does not hold, whose rows may go to another table once it is evicted);
+ * they walk it with frame pointers, no longer flagged as waiting for it. */
 static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 {
 	u64map_remove(&u->tables, key);
@@ -518,6 +521,9 @@ static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 		if (kept == p->n_keys)
 			continue;
 		p->n_keys = kept;
+		for (size_t i = 0; i < p->mappings_count; i++)
+			if (p->maps[i].key == key)
+				p->maps[i].key = 0;
 		redescribe(u, p);
 	}
 }
