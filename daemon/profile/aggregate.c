@@ -697,8 +697,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	/* A CPU sample stands for s->value mean periods: 1, or more for
 	 * the jittered tick that passed several blocks' targets. */
 	uint64_t value = s->value;
-	/* the specials: kernel error, user error, the root marker (pending or cut) */
+	/* the specials: kernel error, user error; and the last slot, kept for
+	 * the root marker whether there is one or not */
 	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
+	const size_t frames_cap = ELEMENTSOF(frames) - 1; /* for all but the marker */
 	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
 	/* A tick charged to the task a context switch took off the CPU
 	 * comes without a stack and with the RSS of the task switched in. */
@@ -767,7 +769,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	if (a->hooks.rewrite_user_frames && s->python_depth > 0)
 		n = kernel_n + (uint16_t)a->hooks.rewrite_user_frames(
 				       a->hooks.userdata, p, s, frames + kernel_n, n - kernel_n,
-				       ELEMENTSOF(frames) - kernel_n - (root_special != 0));
+				       frames_cap - kernel_n);
 	/* A stack cut short (where a table was not ready yet, where the walk
 	 * found no way on, or at the depth limit) says so at its root, rather
 	 * than pass for one whose caller is its last frame. */
