@@ -697,17 +697,20 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	/* A CPU sample stands for s->value mean periods: 1, or more for
 	 * the jittered tick that passed several blocks' targets. */
 	uint64_t value = s->value;
-	/* the specials: kernel error, user error, the root marker (pending or cut) */
+	/* the specials: kernel error, user error; and the last slot, kept for
+	 * the root marker whether there is one or not */
 	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
+	const size_t frames_cap = ELEMENTSOF(frames) - 1; /* for all but the marker */
 	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
 	/* A tick charged to the task a context switch took off the CPU
 	 * comes without a stack and with the RSS of the task switched in. */
 	bool switched = s->flags & PERFD_SAMPLE_F_SWITCHED;
-	/* at most one root marker: pending says why the stack is short; a
-	 * switched tick has nothing but its marker */
+	/* at most one root marker: a switched tick has nothing but its
+	 * marker; a stack that did not reach its root says so, pending
+	 * naming why */
 	uint64_t root_special = switched ? FRAME_SPECIAL_CONTEXT_SWITCH :
-				pending ? FRAME_SPECIAL_UNWIND_PENDING :
-				sample_user_cut(s) ? FRAME_SPECIAL_TRUNCATED : 0;
+				!sample_user_unrooted(s) ? 0 :
+				pending ? FRAME_SPECIAL_UNWIND_PENDING : FRAME_SPECIAL_TRUNCATED;
 	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
 	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
 	uint16_t n = 0, kernel_n;
@@ -766,10 +769,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	if (a->hooks.rewrite_user_frames && s->python_depth > 0)
 		n = kernel_n + (uint16_t)a->hooks.rewrite_user_frames(
 				       a->hooks.userdata, p, s, frames + kernel_n, n - kernel_n,
-				       ELEMENTSOF(frames) - kernel_n - (root_special != 0));
-	/* A stack cut short (where a table was not ready yet, or at the depth
-	 * limit) says so at its root, rather than pass for one whose caller
-	 * is its last frame. */
+				       frames_cap - kernel_n);
+	/* A stack cut short (where a table was not ready yet, where the walk
+	 * found no way on, or at the depth limit) says so at its root, rather
+	 * than pass for one whose caller is its last frame. */
 	if (root_special)
 		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, root_special);
 

@@ -160,7 +160,9 @@ struct aggregator_stats {
 
 /* Optional observers of process life, called from inside
  * aggregator_ingest: maps_changed after a process's mappings were (re)read
- * and every executable mapping's module resolved (map_modules), and
+ * and every executable mapping's module resolved (map_modules), whether or
+ * not they changed (describing them again to the unwinder is what brings
+ * back tables BPF lost: PERFD_SAMPLE_F_NEEDS_MAPS), and
  * process_gone when a process exited, was replaced by a new incarnation of
  * its pid, was evicted, or called exec (its old image is gone; maps_changed
  * follows for the new one); rewrite_user_frames for every sample that
@@ -181,16 +183,18 @@ struct aggregator_hooks {
 	void *userdata;
 };
 
-/* Whether the native user stack of s was cut at the depth limit: it holds
- * PERFD_MAX_STACK_DEPTH frames and the walk did not end there (a
- * frame-pointer walk by the kernel says nothing: filling its limit is
- * taken as a cut).  Its frames towards the root are unknown, so the stack
- * is rooted at FRAME_SPECIAL_TRUNCATED, and frames merged into it must not
- * be placed as if its rootmost frame were the root. */
-static inline bool sample_user_cut(const struct perfd_sample *s)
+/* Whether the native user stack of s did not reach its root: the table
+ * walk stopped before the outermost frame (PERFD_SAMPLE_F_TRUNCATED, which
+ * only the table walk sets: code without CFI whose frame pointers led
+ * nowhere, a table still being built, the depth limit), or a frame-pointer
+ * walk by the kernel filled its limit (it says nothing more: that is taken
+ * as a cut).  Its frames towards the root are unknown, so the stack is
+ * rooted at a marker, and frames merged into it must not be placed as if
+ * its rootmost frame were the root. */
+static inline bool sample_user_unrooted(const struct perfd_sample *s)
 {
-	return s->user_depth >= PERFD_MAX_STACK_DEPTH &&
-	       (!(s->flags & PERFD_SAMPLE_F_DWARF) || (s->flags & PERFD_SAMPLE_F_TRUNCATED));
+	return (s->flags & PERFD_SAMPLE_F_TRUNCATED) ||
+	       (!(s->flags & PERFD_SAMPLE_F_DWARF) && s->user_depth >= PERFD_MAX_STACK_DEPTH);
 }
 
 struct aggregator;

@@ -34,8 +34,8 @@ enum frame_special {
 	FRAME_SPECIAL_USTACK_ERROR,    /* user stack could not be read */
 	FRAME_SPECIAL_UNWIND_PENDING,  /* the root of a stack cut short in code
 					* whose unwind table was being built */
-	FRAME_SPECIAL_TRUNCATED,       /* the root of a stack cut at the depth
-					* limit (sample_user_cut) */
+	FRAME_SPECIAL_TRUNCATED,       /* the root of a stack that did not reach
+					* its root (sample_user_unrooted) */
 	FRAME_SPECIAL_CONTEXT_SWITCH,  /* the whole stack of a tick that fell due
 					* while its task was being switched out
 					* (PERFD_SAMPLE_F_SWITCHED) */

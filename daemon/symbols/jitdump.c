@@ -143,7 +143,6 @@ static int read_load(struct reader *rd, uint32_t size)
 static int read_move(struct reader *rd, uint32_t size)
 {
 	uint8_t fields[MOVE_FIELDS];
-	const char *name;
 	uint64_t index, *slot;
 	int r;
 
@@ -155,14 +154,15 @@ static int read_move(struct reader *rd, uint32_t size)
 		return 0;
 	index = get_u64(fields + 40);
 	slot = index != U64MAP_EMPTY ? u64map_get(&rd->loads, index) : NULL;
-	name = slot ? perfmap_name_at(rd->map, (size_t)(*slot - 1)) : NULL;
-	if (!name) {
+	if (!slot) {
 		rd->skipped++; /* moves code that was never loaded */
 		return 1;
 	}
 	if (rd->functions >= JITDUMP_MAX_FUNCTIONS)
 		return -EFBIG;
-	r = perfmap_add(rd->map, get_u64(fields + 24), get_u64(fields + 32), name, strlen(name));
+	/* by the name's offset, not a pointer into the names perfmap_add may move */
+	r = perfmap_add_named_as(rd->map, get_u64(fields + 24), get_u64(fields + 32),
+				 (size_t)(*slot - 1));
 	if (r == -EINVAL) {
 		rd->skipped++;
 		return 1;

@@ -90,20 +90,33 @@ struct perfmap *perfmap_new(void)
 	return calloc(1, sizeof(struct perfmap));
 }
 
+/* Room for one more entry; 0 or -ENOMEM. */
+static int reserve_entry(struct perfmap *m)
+{
+	size_t c;
+	struct entry *e;
+
+	if (m->n < m->cap)
+		return 0;
+	c = m->cap ? m->cap * 2 : 256;
+	e = realloc(m->entries, c * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	m->entries = e;
+	m->cap = c;
+	return 0;
+}
+
 int perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *name,
 		size_t name_len)
 {
+	int r;
+
 	if (size == 0 || start + size < start || name_len == 0)
 		return -EINVAL;
-	if (m->n == m->cap) {
-		size_t c = m->cap ? m->cap * 2 : 256;
-		struct entry *e = realloc(m->entries, c * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		m->entries = e;
-		m->cap = c;
-	}
+	r = reserve_entry(m);
+	if (r < 0)
+		return r;
 	if (m->names_len + name_len + 1 > m->names_cap) {
 		size_t c = MAX(m->names_cap * 2, m->names_len + name_len + 1 + 4096);
 		char *p = realloc(m->names, c);
@@ -118,6 +131,22 @@ int perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *na
 	m->entries[m->n] = (struct entry){ start, start + size, m->names_len, m->n };
 	m->n++;
 	m->names_len += name_len + 1;
+	return 0;
+}
+
+int perfmap_add_named_as(struct perfmap *m, uint64_t start, uint64_t size, size_t index)
+{
+	int r;
+
+	if (index >= m->n)
+		return -ENOENT;
+	if (size == 0 || start + size < start)
+		return -EINVAL;
+	r = reserve_entry(m);
+	if (r < 0)
+		return r;
+	m->entries[m->n] = (struct entry){ start, start + size, m->entries[index].name, m->n };
+	m->n++;
 	return 0;
 }
 

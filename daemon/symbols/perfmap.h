@@ -32,6 +32,10 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped);
 struct perfmap *perfmap_new(void);
 int perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *name,
 		size_t name_len);
+/* Adds a function under the name of the index-th one added (no copy: a
+ * JIT's code move keeps its name).  Returns 0, -ENOENT past the last added,
+ * -EINVAL for an empty range, or -ENOMEM.  Before perfmap_seal only. */
+int perfmap_add_named_as(struct perfmap *m, uint64_t start, uint64_t size, size_t index);
 /* The name of the index-th function (as added until perfmap_seal, by
  * address after it), or NULL past the last. */
 const char *perfmap_name_at(const struct perfmap *m, size_t index);

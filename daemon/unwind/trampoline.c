@@ -29,14 +29,20 @@ struct decoder {
 	unsigned calls;
 };
 
-static struct perfd_unwind_row rule_of(const struct decoder *d, uint32_t pc)
+/* The row for pc with the stack as d has it.  Returns 0, or -EBADMSG when
+ * the offsets do not fit a row's fields: a CFA past INT16_MAX, or a saved
+ * rbp 1 KiB or more below it (rbp_offset8 -128 is PERFD_RBP_LOST). */
+static int rule_of(const struct decoder *d, uint32_t pc, struct perfd_unwind_row *ret)
 {
-	return (struct perfd_unwind_row){
+	if (d->depth + 8 > INT16_MAX || d->rbp_slot / 8 <= PERFD_RBP_LOST)
+		return -EBADMSG;
+	*ret = (struct perfd_unwind_row){
 		.pc = pc,
 		.cfa_type = PERFD_CFA_RSP,
 		.cfa_offset = (int16_t)(d->depth + 8),
 		.rbp_offset8 = (int8_t)(d->rbp_slot / 8),
 	};
+	return 0;
 }
 
 static bool same_rule(const struct perfd_unwind_row *a, const struct perfd_unwind_row *b)
@@ -149,9 +155,11 @@ int trampoline_decode(const uint8_t *code, size_t size, struct trampoline_shape 
 	if (size > TRAMPOLINE_CODE_MAX)
 		return -E2BIG;
 	for (size_t off = 0; off < size;) {
-		struct perfd_unwind_row row = rule_of(&d, (uint32_t)off);
-		int len;
+		struct perfd_unwind_row row;
+		int len = rule_of(&d, (uint32_t)off, &row);
 
+		if (len < 0)
+			return len;
 		if (s.n_rows == 0 || !same_rule(&s.rows[s.n_rows - 1], &row)) {
 			if (s.n_rows == TRAMPOLINE_ROWS_MAX)
 				return -EBADMSG;

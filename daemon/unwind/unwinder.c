@@ -158,6 +158,36 @@ static bool evict_idle_table(struct unwinder *u)
 	return true;
 }
 
+/* Room for n rows in unwind_rows, made from idle tables if need be.
+ * Returns 0 and the range's start, -ENOSPC or -ENOMEM. */
+static int reserve_rows(struct unwinder *u, uint32_t n, uint32_t *ret_first)
+{
+	int r = rangealloc_get(&u->rows, n, ret_first);
+
+	while (r == -ENOSPC && evict_idle_table(u))
+		r = rangealloc_get(&u->rows, n, ret_first);
+	return r;
+}
+
+/* rows[0..n) written into room reserve_rows() found, on this thread.
+ * Returns 0 and the range's start, or -errno with nothing taken. */
+static int place_rows(struct unwinder *u, const struct perfd_unwind_row *rows, uint32_t n,
+		      uint32_t *ret_first)
+{
+	uint32_t first;
+	int r = reserve_rows(u, n, &first);
+
+	if (r < 0)
+		return r;
+	r = bpf_array_upload(u->opts.rows_fd, first, rows, sizeof(*rows), n);
+	if (r < 0) {
+		(void)rangealloc_put(&u->rows, first, n);
+		return r;
+	}
+	*ret_first = first;
+	return 0;
+}
+
 /* The table of a module: the one there is (built, failed or being
  * built), or a new one handed to the builder.  NULL when none can be
  * started now (no descriptor of the file yet, no memory: counted as
@@ -319,14 +349,7 @@ static struct table *copies_table_get(struct unwinder *u, const struct copies_id
 		free(t);
 		return NULL;
 	}
-	r = rangealloc_get(&u->rows, (uint32_t)n, &first);
-	while (r == -ENOSPC && evict_idle_table(u))
-		r = rangealloc_get(&u->rows, (uint32_t)n, &first);
-	if (r == 0) {
-		r = bpf_array_upload(u->opts.rows_fd, first, rows, sizeof(*rows), n);
-		if (r < 0)
-			(void)rangealloc_put(&u->rows, first, (uint32_t)n);
-	}
+	r = place_rows(u, rows, (uint32_t)n, &first);
 	slot = r == 0 ? u64map_upsert(&u->tables, key, NULL) : NULL;
 	if (!slot) {
 		if (r == 0)
@@ -500,9 +523,12 @@ static void redescribe_holders(struct unwinder *u, uint64_t key)
 }
 
 /* A build that could not be kept (no room, no memory): the table goes, and
- * so do the processes' references on it, so that the next table of this
- * module starts from none; they walk it with frame pointers, no longer
- * flagged as waiting for it. */
+ * so do the processes' references on it and their mappings' ties to it, so
+ * that the next table of this module starts from none and no process is
+ * described with it unless it takes a reference (a later describe of this
+ * one would otherwise point BPF at a new table under the same key that it
+ * does not hold, whose rows may go to another table once it is evicted);
+ * they walk it with frame pointers, no longer flagged as waiting for it. */
 static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 {
 	u64map_remove(&u->tables, key);
@@ -518,6 +544,9 @@ static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 		if (kept == p->n_keys)
 			continue;
 		p->n_keys = kept;
+		for (size_t i = 0; i < p->mappings_count; i++)
+			if (p->maps[i].key == key)
+				p->maps[i].key = 0;
 		redescribe(u, p);
 	}
 }
@@ -571,33 +600,35 @@ static void table_uploaded(struct unwinder *u, uint64_t key, struct table *t, st
 static bool table_built(struct unwinder *u, uint64_t key, struct table *t, struct build_job *j)
 {
 	uint32_t first;
-	int r = j->r;
+	int r;
 
 	u->stats.build_ns += j->build_ns;
-	if (r == 0) {
-		r = rangealloc_get(&u->rows, j->table->n_rows, &first);
-		while (r == -ENOSPC && evict_idle_table(u))
-			r = rangealloc_get(&u->rows, j->table->n_rows, &first);
-	}
-	if (r < 0) {
-		table_failed(u, key, t, r);
+	if (j->r < 0) {
+		table_failed(u, key, t, j->r);
 		return false;
 	}
-	t->rows_first = first;
 	if (j->table->n_rows > u->opts.loop_upload_max_rows) {
-		builder_submit_upload(u->builder, j, first);
-		return true;
-	}
-	/* a small table: one batch here, a round trip saved */
-	{
+		r = reserve_rows(u, j->table->n_rows, &first);
+		if (r == 0) {
+			t->rows_first = first;
+			builder_submit_upload(u->builder, j, first);
+			return true;
+		}
+	} else {
+		/* a small table: one batch here, a round trip saved */
 		uint64_t t0 = now_monotonic_ns();
 
 		j->stage = BUILD_STAGE_UPLOAD;
-		j->r = bpf_array_upload(u->opts.rows_fd, first, j->table->rows, sizeof(*j->table->rows),
-					j->table->n_rows);
+		r = place_rows(u, j->table->rows, j->table->n_rows, &first);
 		j->upload_ns = now_monotonic_ns() - t0;
+		if (r == 0) {
+			t->rows_first = first;
+			table_uploaded(u, key, t, j);
+			return false;
+		}
+		u->stats.upload_ns += j->upload_ns;
 	}
-	table_uploaded(u, key, t, j);
+	table_refused(u, key, t); /* no room, or the upload failed */
 	return false;
 }
 

@@ -341,6 +341,52 @@ Test(aggregate, a_tick_due_before_a_switch_is_rooted_at_its_marker_and_takes_no_
 	destroy();
 }
 
+/* The root marker of a user stack: none for one walked to its root (by
+ * tables, or by frame pointers short of the depth limit), [truncated] for
+ * one the table walk could not take to its root, whatever its depth, and
+ * [unwind table pending] when that walk met code whose table was being
+ * built. */
+Test(aggregate, a_stack_that_did_not_reach_its_root_says_so_at_its_root)
+{
+	const struct {
+		uint32_t flags;
+		uint64_t marker; /* 0: none */
+	} cases[] = {
+		{ 0, 0 },
+		{ PERFD_SAMPLE_F_DWARF, 0 },
+		{ PERFD_SAMPLE_F_DWARF | PERFD_SAMPLE_F_TRUNCATED, FRAME_SPECIAL_TRUNCATED },
+		{ PERFD_SAMPLE_F_DWARF | PERFD_SAMPLE_F_TRUNCATED | PERFD_SAMPLE_F_UNWIND_PENDING,
+		  FRAME_SPECIAL_UNWIND_PENDING },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		/* a different leaf per case tells the stacks apart */
+		uint64_t u[] = { 0x1000 + 0x10 * i, 0x2000 };
+		struct process *p;
+		int seen = 0;
+
+		make(100, 1000);
+		cr_assert_eq(ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = SEC,
+							   .uips = u, .ud = 2,
+							   .flags = cases[i].flags }), 0);
+		p = aggregator_find_process(agg, NOPID);
+		U64MAP_FOREACH(slot, &p->history.newest->prof.values) {
+			const struct stack *s = stacktab_get(aggregator_stacks(agg),
+							     profile_key_stack(slot->key));
+
+			seen++;
+			cr_assert_eq(s->depth, cases[i].marker ? 3 : 2, "case %zu", i);
+			if (cases[i].marker) {
+				cr_assert_eq(frame_module(s->frames[2]), FRAME_MODULE_SPECIAL);
+				cr_assert_eq(frame_address(s->frames[2]), cases[i].marker,
+					     "case %zu", i);
+			}
+		}
+		cr_assert_eq(seen, 1);
+		destroy();
+	}
+}
+
 Test(aggregate, recent_samples_by_second)
 {
 	struct process *p;

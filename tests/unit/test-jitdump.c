@@ -161,6 +161,36 @@ Test(jitdump, loads_moves_and_skipped_records)
 	free(d.b);
 }
 
+/* Code moved many times under a long name (a JVM's or V8's code moves as
+ * its collector compacts): each move names its code as its load did, while
+ * the names grow past their first allocation (ASan reads no freed name). */
+Test(jitdump, many_moves_under_a_long_name)
+{
+	struct dump d = { 0 };
+	struct perfmap *m = NULL;
+	char name[3000], other_name[3000];
+	size_t skipped = 99;
+
+	memset(name, 'f', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	memset(other_name, 'g', sizeof(other_name) - 1);
+	other_name[sizeof(other_name) - 1] = '\0';
+	good_header(&d);
+	load(&d, 0x1000, 16, 1, name);
+	for (uint64_t i = 0; i < 64; i++) {
+		move(&d, 0x1000 + 0x100 * i, 0x1000 + 0x100 * (i + 1), 16, 1);
+		load(&d, 0x100000 + 0x100 * i, 16, 100 + i, other_name);
+	}
+	cr_assert_eq(parse(&d, d.n, &m, &skipped), 0);
+	cr_expect_eq(skipped, 0);
+	for (uint64_t i = 0; i <= 64; i++) {
+		expect_name(m, 0x1000 + 0x100 * i + 8, name);
+		expect_name(m, 0x100000 + 0x100 * i + 8, i < 64 ? other_name : NULL);
+	}
+	perfmap_free(m);
+	free(d.b);
+}
+
 /* Cut at every length: the functions whole before the cut, in order, and
  * nothing else; never an error past the header. */
 Test(jitdump, cut_at_every_byte)

@@ -329,13 +329,22 @@ static struct perfd_sample *make_sample(int kernel_depth, size_t n_user,
 	return s;
 }
 
-static size_t merge(struct fixture *fx, int kernel_depth, const uint64_t *native, size_t n,
-		    const struct perfd_python_frame *pf, size_t n_py, uint64_t *out, size_t cap)
+/* Merges, the sample's flags PERFD_SAMPLE_F_PYTHON and more_flags. */
+static size_t merge_flagged(struct fixture *fx, uint32_t more_flags, int kernel_depth,
+			    const uint64_t *native, size_t n, const struct perfd_python_frame *pf,
+			    size_t n_py, uint64_t *out, size_t cap)
 {
 	_cleanup_free_ struct perfd_sample *s = make_sample(kernel_depth, n, pf, n_py);
 
+	s->flags |= more_flags;
 	memcpy(out, native, n * sizeof(*native));
 	return python_merge(fx->py, &fx->p, s, out, n, cap);
+}
+
+static size_t merge(struct fixture *fx, int kernel_depth, const uint64_t *native, size_t n,
+		    const struct perfd_python_frame *pf, size_t n_py, uint64_t *out, size_t cap)
+{
+	return merge_flagged(fx, 0, kernel_depth, native, n, pf, n_py, out, cap);
 }
 
 static const char *name_of(const struct fixture *fx, uint64_t frame, bool lines, char *buf,
@@ -568,6 +577,36 @@ static void check_interpreter(const char *exe)
 			expect_py(&fx, out, 3 + i, i, script);
 		python_get_stats(fx.py, &st);
 		cr_assert_eq(st.unmatched - before, PY_FRAMES);
+	}
+
+	/* The same short stack from a table walk that did not reach the root
+	 * (no way on past code without CFI, or a table pending): the rootmost
+	 * loop frame is not the root one, so it keeps its own Python frames,
+	 * the native frame past it follows, and the rest go at the root end. */
+	{
+		uint64_t short_native[] = { f_libc, f_eval_leaf, f_root };
+		const uint32_t unrooted[] = {
+			PERFD_SAMPLE_F_DWARF | PERFD_SAMPLE_F_TRUNCATED,
+			PERFD_SAMPLE_F_DWARF | PERFD_SAMPLE_F_TRUNCATED | PERFD_SAMPLE_F_UNWIND_PENDING,
+		};
+
+		for (size_t k = 0; k < ELEMENTSOF(unrooted); k++) {
+			n = merge_flagged(&fx, unrooted[k], 1, short_native, 3, pf, PY_FRAMES, out,
+					  ELEMENTSOF(out));
+			cr_assert_eq(n, 6, "flags %#x: %zu frames", unrooted[k], n);
+			expect_native(out, 0, f_libc);
+			expect_py(&fx, out, 1, 0, script);
+			expect_py(&fx, out, 2, 1, script);
+			expect_native(out, 3, f_root);
+			expect_py(&fx, out, 4, 2, script);
+			expect_py(&fx, out, 5, 3, script);
+		}
+		/* walked by tables to the root: as before, the loop frame takes all */
+		n = merge_flagged(&fx, PERFD_SAMPLE_F_DWARF, 1, short_native, 3, pf, PY_FRAMES, out,
+				  ELEMENTSOF(out));
+		cr_assert_eq(n, 6);
+		expect_py(&fx, out, 4, 3, script);
+		expect_native(out, 5, f_root);
 	}
 
 	/* A loop call that ran no visible frame takes its native frame and

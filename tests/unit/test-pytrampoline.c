@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "interp/python/pyruntime.h"
@@ -238,8 +239,59 @@ Test(pytrampoline, gone_process_is_esrch, .timeout = 30)
 		     1);
 	pid = c->pid;
 	stop_and_clean();
+	/* what was found stands without a read (known_arenas_are_not_read_again) */
+	cr_assert_eq(pytrampoline_find(pid, maps, rt.trampoline, rt.trampoline_size, &arenas),
+		     1);
+	pytrampoline_arenas_done(&arenas);
 	cr_assert_eq(pytrampoline_find(pid, maps, rt.trampoline, rt.trampoline_size, &arenas),
 		     -ESRCH);
+	cr_assert_eq(arenas.n, 0);
+}
+
+/* Arenas found before are kept without a read while they are mapped (the
+ * process here is gone: any read would fail), dropped when they are not;
+ * the same candidate mappings as at the last search read nothing; only
+ * new anonymous code is read. */
+Test(pytrampoline, known_arenas_are_not_read_again)
+{
+	static const uint8_t code[] = { 0x55, 0x48, 0x89, 0xe5 };
+	uint64_t starts[] = { 0x7f0000000000, 0x7f0000100000 };
+	uint32_t strides[] = { 11, 16 };
+	struct procmap m[3];
+	struct procmaps maps = { m, 2 };
+	struct pytrampoline_arenas arenas = { 0 };
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	for (size_t i = 0; i < ELEMENTSOF(m); i++)
+		m[i] = (struct procmap){ .start = 0x7f0000000000 + 0x100000 * i,
+					 .end = 0x7f0000000000 + 0x100000 * i +
+						PYTRAMPOLINE_ARENA_SIZE,
+					 .readable = true, .executable = true, .path = (char *)"" };
+	arenas.starts = malloc(sizeof(starts));
+	arenas.strides = malloc(sizeof(strides));
+	cr_assert(arenas.starts && arenas.strides);
+	memcpy(arenas.starts, starts, sizeof(starts));
+	memcpy(arenas.strides, strides, sizeof(strides));
+	arenas.n = 2;
+
+	cr_assert_eq(pytrampoline_find(pid, &maps, code, sizeof(code), &arenas), 2);
+	cr_assert_eq(arenas.starts[1], starts[1]);
+	cr_assert_eq(arenas.strides[1], 16);
+	/* the same mappings again: nothing to do */
+	cr_assert_eq(pytrampoline_find(pid, &maps, code, sizeof(code), &arenas), 2);
+	/* one unmapped: it goes */
+	m[0] = m[1];
+	maps.n = 1;
+	cr_assert_eq(pytrampoline_find(pid, &maps, code, sizeof(code), &arenas), 1);
+	cr_assert_eq(arenas.starts[0], starts[1]);
+	/* new anonymous code must be read: the process is gone */
+	m[1] = m[2];
+	maps.n = 2;
+	cr_assert_eq(pytrampoline_find(pid, &maps, code, sizeof(code), &arenas), -ESRCH);
 	cr_assert_eq(arenas.n, 1, "a failed search keeps what was found");
 	pytrampoline_arenas_done(&arenas);
 }
@@ -248,7 +300,7 @@ Test(pytrampoline, contains)
 {
 	uint64_t starts[] = { 0x10000, 0x30000, 0x40000 };
 	uint32_t strides[] = { 11, 11, 11 };
-	struct pytrampoline_arenas a = { starts, strides, 3 };
+	struct pytrampoline_arenas a = { .starts = starts, .strides = strides, .n = 3 };
 
 	cr_assert_not(pytrampoline_contains(&a, 0xffff));
 	cr_assert(pytrampoline_contains(&a, 0x10000));

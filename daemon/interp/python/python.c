@@ -40,12 +40,15 @@
  * `-X perf` / `-X perf_jit` (pytrampoline.h): each is a copy of one
  * template that only stands for the Python function it calls, named
  * "py::FUNC:FILE" by its JIT map, and the Python frame says it better.  The
- * arenas are looked for at each maps change of a process whose libpython
- * has the template (3.12+), detection or not.  Python frames left over when the native stack ran out go
+ * arenas are looked for at each maps read of a process whose libpython
+ * has the template (3.12+), detection or not: only new anonymous code is
+ * read (pytrampoline_find).  Python frames left over when the native stack ran out go
  * with the rootmost loop frame (a loop frame was not recognized: a .cold
  * part without symbols), or at the root end when there is none: nothing is
- * dropped.  A native stack cut at the depth limit is different: its
- * rootmost frames are not the root, only where the walk stopped, so the
+ * dropped.  A native stack that did not reach its root is different
+ * (sample_user_unrooted: cut at the depth limit, at code whose table is
+ * pending, or where the table walk found no way on): its rootmost frames
+ * are not the root, only where the walk stopped, so the
  * rootmost loop frame keeps only its own Python frames, the native frames
  * past it follow (the interpreter's hidden when Python frames are left:
  * they lie between two), and the leftover Python frames come last, at the
@@ -473,8 +476,8 @@ static struct pyprocess *detect(struct python *py, struct process *p, uint64_t s
 	return pp;
 }
 
-/* Finds the perf trampoline arenas of pp's process again: its maps
- * changed, perhaps by a new arena.  A process gone keeps what it had. */
+/* Finds the perf trampoline arenas of pp's process again: its maps were
+ * read, perhaps with a new arena.  A process gone keeps what it had. */
 static void find_trampolines(struct python *py, struct pyprocess *pp, const struct process *p)
 {
 	int r;
@@ -826,7 +829,7 @@ size_t python_merge(struct python *py, const struct process *p,
 	struct pyprocess *pp;
 	size_t first_eval = SIZE_MAX, last_eval = 0, next = 0, out = 0;
 	uint32_t kd, ud, pd = s->python_depth;
-	bool cut = sample_user_cut(s);
+	bool cut = sample_user_unrooted(s);
 
 	pp = find(py, p->pid, p->start_time_ns);
 	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))

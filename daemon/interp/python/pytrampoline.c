@@ -6,7 +6,8 @@
  * memory (every Python process not run with -X perf), and two
  * process_vm_readv() calls of at most 2.1 KiB and 64 bytes per 64 KiB chunk
  * otherwise; it runs when the process's maps change (an arena is new),
- * never per sample.
+ * never per sample, and reads only when the candidate mappings moved, and
+ * then only the chunks not known as arenas already.
  */
 #include "interp/python/pytrampoline.h"
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/u64map.h"
 #include "interp/python/pycode.h"
 #include "perfd/macro.h"
 
@@ -76,15 +78,46 @@ static int grow(uint64_t **starts, uint32_t **strides, size_t *cap)
 	return 0;
 }
 
+/* The index of the last arena starting at or below addr, + 1; 0: none. */
+static size_t arena_upto(const struct pytrampoline_arenas *arenas, uint64_t addr)
+{
+	size_t lo = 0, hi = arenas->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (arenas->starts[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Of the candidate mappings of maps: where they are. */
+static uint64_t candidates_signature(const struct procmaps *maps)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+
+	for (size_t i = 0; i < maps->n; i++)
+		if (is_candidate(&maps->maps[i]))
+			h = hash_u64(hash_u64(h ^ maps->maps[i].start) ^ maps->maps[i].end);
+	return h;
+}
+
 int pytrampoline_find(pid_t pid, const struct procmaps *maps, const uint8_t *code, size_t size,
 		      struct pytrampoline_arenas *arenas)
 {
 	_cleanup_free_ uint64_t *starts = NULL;
 	_cleanup_free_ uint32_t *strides = NULL;
 	size_t n = 0, cap = 0, chunks = 0;
+	uint64_t signature;
 
 	if (!code || size == 0 || size > PYRUNTIME_TRAMPOLINE_MAX)
 		return -EINVAL;
+	signature = candidates_signature(maps);
+	if (arenas->searched && arenas->signature == signature)
+		return (int)arenas->n; /* the same candidates: the same arenas */
 	for (size_t i = 0; i < maps->n && n < PYTRAMPOLINE_MAX_ARENAS; i++) {
 		const struct procmap *m = &maps->maps[i];
 
@@ -93,14 +126,22 @@ int pytrampoline_find(pid_t pid, const struct procmaps *maps, const uint8_t *cod
 		for (uint64_t a = m->start; m->end - a >= PYTRAMPOLINE_ARENA_SIZE &&
 					    n < PYTRAMPOLINE_MAX_ARENAS &&
 					    chunks < PYTRAMPOLINE_MAX_CHUNKS;
-		     a += PYTRAMPOLINE_ARENA_SIZE, chunks++) {
+		     a += PYTRAMPOLINE_ARENA_SIZE) {
+			size_t known = arena_upto(arenas, a);
 			uint32_t stride;
-			int r = check_chunk(pid, a, code, size, &stride);
+			int r;
 
-			if (r < 0)
-				return r;
-			if (r == 0)
-				continue;
+			if (known > 0 && arenas->starts[known - 1] == a) {
+				/* CPython never frees an arena: no need to read it again */
+				stride = arenas->strides[known - 1];
+			} else {
+				chunks++;
+				r = check_chunk(pid, a, code, size, &stride);
+				if (r < 0)
+					return r;
+				if (r == 0)
+					continue;
+			}
 			if (n == cap && grow(&starts, &strides, &cap) < 0)
 				return -ENOMEM;
 			starts[n] = a;
@@ -111,22 +152,15 @@ int pytrampoline_find(pid_t pid, const struct procmaps *maps, const uint8_t *cod
 	arenas->starts = TAKE_PTR(starts);
 	arenas->strides = TAKE_PTR(strides);
 	arenas->n = n;
+	arenas->signature = signature;
+	arenas->searched = true;
 	return (int)n;
 }
 
 bool pytrampoline_contains(const struct pytrampoline_arenas *arenas, uint64_t addr)
 {
-	size_t lo = 0, hi = arenas->n;
+	size_t lo = arena_upto(arenas, addr);
 
-	/* the last arena that starts at or below addr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (arenas->starts[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo > 0 && addr - arenas->starts[lo - 1] < PYTRAMPOLINE_ARENA_SIZE;
 }
 

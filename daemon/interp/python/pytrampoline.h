@@ -41,6 +41,9 @@ struct pytrampoline_arenas {
 	uint64_t *starts;  /* sorted; each arena is PYTRAMPOLINE_ARENA_SIZE bytes */
 	uint32_t *strides; /* of the copies in each */
 	size_t n;
+	/* of the candidate mappings at the last search, if searched */
+	uint64_t signature;
+	bool searched;
 };
 
 /* Finds the arenas of copies of the template code[0..size) in process pid,
@@ -50,9 +53,13 @@ struct pytrampoline_arenas {
  * appears again) and at 2s, and as their last copy where CPython puts it
  * ((65536 / s - 1) * s).  Two reads from the process per chunk, bounded in
  * size; the memory is untrusted, and what is found only steers unwinding
- * (never a read by the daemon).  Returns the number of arenas and replaces
- * *arenas with them (PYTRAMPOLINE_MAX_ARENAS at most), or -errno with
- * *arenas unchanged (-ESRCH: the process is gone; -ENOMEM). */
+ * (never a read by the daemon).  *arenas holds what an earlier search of
+ * the same process found (or nothing): CPython never frees an arena, so a
+ * known one still mapped is kept without a read, and when the candidate
+ * mappings are where they were nothing is read at all.  Returns the number
+ * of arenas and replaces *arenas with them (PYTRAMPOLINE_MAX_ARENAS at
+ * most), or -errno with *arenas unchanged (-ESRCH: the process is gone;
+ * -ENOMEM). */
 int pytrampoline_find(pid_t pid, const struct procmaps *maps, const uint8_t *code, size_t size,
 		      struct pytrampoline_arenas *arenas);
 
