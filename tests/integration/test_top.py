@@ -10,7 +10,9 @@ terminal, the way a person uses it.
 - flat 300 --touch holds 300 MiB (and keeps using them, so it is active):
   its RSS and peak say so; leak 8 grows by 8 MiB a second: a positive
   growth rate of that order;
-- the screen (tmux, 160x50): the process list, `m` sorts by RSS, `/` with
+- the screen (tmux, 160x50): the process list, `a` lists every live
+  process, and scrolled to its end and back to the active ones (`a`) the
+  list starts at the top again, `m` sorts by RSS, `/` with
   the unique name of a copy of spin leaves that process, Enter shows its
   functions with spin_burn on top (self and total %), Enter on it shows its
   caller main, `q` gives the shell its prompt back with the terminal modes
@@ -277,6 +279,20 @@ def test_screen_sort_filter_functions_callers_and_quit(perfd, workloads, tmux, t
     screen = start_top(tmux, perfd.socket_path, tmp_path)
     assert "PID USER" in screen and "%CPU" in screen and "by CPU" in screen, screen
     assert rows_of(screen), f"no process rows:\n{screen}"
+
+    # every live process, scrolled to the last page; back to the active
+    # ones, which are fewer than the rows scrolled past: the list starts
+    # at the top again rather than past its end
+    tmux.keys("a")
+    screen = tmux.wait_for(lambda s: re.search(r"Processes: \d+ live", s) and rows_of(s),
+                           "every live process")
+    page = len(rows_of(screen))
+    for _ in range(6):
+        tmux.keys("NPage")
+    tmux.wait_for(lambda s: 0 < len(rows_of(s)) < page, "the last page of live processes")
+    tmux.keys("a")
+    screen = tmux.wait_for(lambda s: re.search(r"Processes: \d+ active", s) and
+                           spin.pid in [p for p, _ in rows_of(s)], "the active processes from the top")
 
     tmux.keys("m")
     screen = tmux.wait_for(lambda s: "by RSS" in s, "the list sorted by RSS")
