@@ -167,6 +167,11 @@ double top_monotonic_seconds(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+double top_next_due(double due, double started, double delay)
+{
+	return MAX(due, started) + delay;
+}
+
 static enum perfctl_exit run_batch(struct top_session *s)
 {
 	double next = top_monotonic_seconds();
@@ -177,7 +182,7 @@ static enum perfctl_exit run_batch(struct top_session *s)
 
 		if (i > 0)
 			sleep_until(next);
-		next += s->delay;
+		next = top_next_due(next, top_monotonic_seconds(), s->delay);
 		rc = top_fetch(s, &answer);
 		if (rc != PERFCTL_EXIT_OK)
 			return rc;

@@ -34,6 +34,7 @@
 #include "../../cli/format.h"
 #include "../../cli/output.h"
 #include "../../cli/perfctl.h"
+#include "../../cli/top.h"
 #include "perfd/protocol.h"
 
 /* ---- number parsing ------------------------------------------------ */
@@ -131,6 +132,18 @@ Test(format, by_extension)
 		else
 			cr_expect_null(f, "%s: %s", cases[i].path, f);
 	}
+}
+
+/* ---- top's refresh clock ------------------------------------------- */
+
+Test(top, a_late_refresh_is_not_made_up_for)
+{
+	/* on time: the next one delay after the one due */
+	cr_expect_float_eq(top_next_due(10.0, 10.0, 2.0), 12.0, 1e-9);
+	cr_expect_float_eq(top_next_due(10.0, 10.5, 2.0), 12.5, 1e-9, "a late start counts");
+	/* a refresh that started 5 s late: the next one 2 s after it, not
+	 * the three missed ones at once (due at 12, 14, 16) */
+	cr_expect_float_eq(top_next_due(10.0, 15.0, 2.0), 17.0, 1e-9);
 }
 
 Test(format, sizes)
