@@ -435,7 +435,7 @@ static void wait_keys(struct screen *sc, double due)
 	while (!sc->quit && !sc->refetch) {
 		struct pollfd fds[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 					 { .fd = sc->s->fd, .events = POLLIN } };
-		double left = due - top_monotonic_seconds();
+		double left = due - top_now();
 		int k, ch;
 
 		if (left <= 0)
@@ -521,7 +521,7 @@ enum perfctl_exit top_screen_run(struct top_session *s)
 		sc.refetch = false;
 		if (!refresh_frame(&sc))
 			break;
-		due = top_monotonic_seconds() + s->delay;
+		due = top_now() + s->delay;
 		wait_keys(&sc, due);
 	}
 

@@ -41,13 +41,6 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 MIB = 1024 * 1024
 
 
-def cpu_ticks(pid):
-    """utime + stime of pid, in clock ticks (fields 14 and 15 of stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
 class CpuTruth:
     """Polls the CPU time of some pids every 50 ms with CLOCK_MONOTONIC
     timestamps, so the CPU share of each over any window can be read back."""
@@ -61,7 +54,7 @@ class CpuTruth:
 
     def run(self):
         while not self.done.is_set():
-            self.points.append((time.monotonic(), {p: cpu_ticks(p) for p in self.pids}))
+            self.points.append((time.monotonic(), {p: perfdtest.cpu_ticks(p) for p in self.pids}))
             time.sleep(0.05)
 
     def stop(self):

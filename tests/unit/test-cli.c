@@ -134,6 +134,17 @@ Test(format, by_extension)
 	}
 }
 
+Test(format, clock)
+{
+	char buf[CTL_CLOCK_MAX];
+
+	cr_expect_str_eq(ctl_format_clock(0, buf), "-");
+	cr_expect_str_eq(ctl_format_clock(-5, buf), "-");
+	cr_expect_str_eq(ctl_format_clock(NAN, buf), "-");
+	(void)ctl_format_clock(1700000000.5, buf);
+	cr_expect(strlen(buf) == 8 && buf[2] == ':' && buf[5] == ':', "%s", buf);
+}
+
 /* ---- top's refresh clock ------------------------------------------- */
 
 Test(top, a_late_refresh_is_not_made_up_for)
