@@ -16,7 +16,8 @@ terminal, the way a person uses it.
   the unique name of a copy of spin leaves that process, Enter shows its
   functions with spin_burn on top (self and total %), Enter on it shows its
   caller main, `q` gives the shell its prompt back with the terminal modes
-  as they were (stty -g) and no escape codes left on the screen;
+  as they were: the tty's (stty -g) and the pane's as tmux keeps them (the
+  alternate screen, on while top ran, off again; cursor, keypad, mouse);
 - perfd killed (SIGKILL) under a running top: top exits 1 saying perfd
   closed the connection, terminal restored;
 - the terminal resized: top redraws at the new size; Ctrl-C: exit 0,
@@ -177,12 +178,18 @@ class Tmux:
     def screen(self):
         return self.run("capture-pane", "-t", "0", "-p")
 
-    def raw_screen(self):
-        """With attributes as escape sequences (-e): what a terminal got."""
-        return self.run("capture-pane", "-t", "0", "-p", "-e")
+    # the modes a program can switch the pane into, as tmux keeps them:
+    # the alternate screen, the cursor shown, application keypad and
+    # cursor keys, mouse reporting, insert, origin and wrap modes
+    MODES = ("alternate_on", "cursor_flag", "keypad_flag", "keypad_cursor_flag", "mouse_any_flag",
+             "insert_flag", "origin_flag", "wrap_flag")
 
-    def alternate_on(self):
-        return self.run("display-message", "-t", "0", "-p", "#{alternate_on}").strip() == "1"
+    def modes(self):
+        """The pane's MODES, by name, from tmux itself."""
+        values = self.run("display-message", "-t", "0", "-p",
+                          " ".join(f"#{{{m}}}" for m in self.MODES)).split()
+        assert len(values) == len(self.MODES), f"tmux has not all of {self.MODES}: {values}"
+        return dict(zip(self.MODES, values))
 
     def wait_for(self, test, what, timeout=20):
         deadline = time.monotonic() + timeout
@@ -206,12 +213,16 @@ def tmux(tmp_path):
 
 
 def start_top(tmux, socket_path, tmp_path):
-    """Notes the terminal's modes, then runs perfctl top; returns its first
-    screen."""
+    """Notes the terminal's modes (stty's and the pane's), then runs perfctl
+    top; returns its first screen, once top has the alternate screen."""
+    tmux.modes_before = tmux.modes()
+    assert tmux.modes_before["alternate_on"] == "0", tmux.modes_before
     tmux.type(f"stty -g > {tmp_path}/stty.before; {perfdtest.perfctl_binary()} "
               f"--socket {socket_path} top; echo EXIT=$?")
     tmux.keys("Enter")
-    return tmux.wait_for(lambda s: "perfd top - " in s and "TOP FUNCTION" in s, "top's process list")
+    screen = tmux.wait_for(lambda s: "perfd top - " in s and "TOP FUNCTION" in s, "top's process list")
+    assert tmux.modes()["alternate_on"] == "1", "top does not draw on the alternate screen"
+    return screen
 
 
 def exit_status(screen):
@@ -226,12 +237,13 @@ def exited(screen):
 
 
 def check_restored(tmux, tmp_path, screen):
-    """The shell has its prompt back, top's screen is gone, no escape code
-    was left behind and the terminal modes are the ones before top."""
-    assert not tmux.alternate_on(), "top left the terminal on the alternate screen"
+    """The shell has its prompt back, top's screen is gone, and the pane's
+    modes (off the alternate screen, cursor shown, keypad and mouse modes
+    reset, as tmux has them) and the tty's (stty -g) are the ones before
+    top."""
+    assert tmux.modes() == tmux.modes_before, \
+        f"top left the pane's modes changed: {tmux.modes_before} -> {tmux.modes()}"
     assert "perfd top - " not in screen, f"top's screen was left behind:\n{screen}"
-    raw = tmux.raw_screen()
-    assert "\x1b" not in screen and "^[" not in screen and "[?1049" not in raw, raw
     tmux.type(f"stty -g > {tmp_path}/stty.after")
     tmux.keys("Enter")
     tmux.wait_for(lambda s: os.path.exists(f"{tmp_path}/stty.after") and
