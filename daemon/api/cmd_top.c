@@ -106,6 +106,7 @@ struct top_ctx {
 	struct daemon *d;
 	const struct perfd_peer *peer;
 	const struct perfd_request *req;
+	uint64_t now_ns;            /* when the windows were taken */
 	struct query_window win;    /* the interval */
 	struct query_window growth; /* the growth rates' window */
 };
@@ -129,8 +130,12 @@ static void write_host(const struct top_ctx *ctx, struct jsonw *w)
 	struct daemon *d = ctx->d;
 	struct rates_reading now, delta;
 
+	/* the time and the window the rows count, not the rates' reading
+	 * below, which may be a second later */
 	daemon_read_rates(d, &now);
-	jsonw_kv_double(w, "time", monotonic_to_unix(now.ns));
+	jsonw_kv_double(w, "time", monotonic_to_unix(ctx->now_ns));
+	jsonw_kv_double(w, "window_start", monotonic_to_unix(ctx->win.first_second * NSEC_PER_SEC));
+	jsonw_kv_double(w, "window_end", monotonic_to_unix(ctx->win.end_second * NSEC_PER_SEC));
 	jsonw_kv_double(w, "interval_seconds", ctx->win.seconds);
 	jsonw_key(w, "host");
 	jsonw_object_begin(w);
@@ -790,8 +795,7 @@ static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct pr
 
 static int run_top(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
-	struct top_ctx ctx = { .d = d, .peer = client_peer(c), .req = req };
-	uint64_t now = now_monotonic_ns();
+	struct top_ctx ctx = { .d = d, .peer = client_peer(c), .req = req, .now_ns = now_monotonic_ns() };
 	struct process *p = NULL;
 	struct jsonw w;
 	int r;
@@ -806,8 +810,8 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 			return 0;
 		}
 	}
-	query_window_last(now, req->interval_seconds, d->start_ns, &ctx.win);
-	query_window_last(now, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS), d->start_ns,
+	query_window_last(ctx.now_ns, req->interval_seconds, d->start_ns, &ctx.win);
+	query_window_last(ctx.now_ns, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS), d->start_ns,
 			  &ctx.growth);
 
 	jsonw_init(&w);

@@ -77,8 +77,8 @@ class CpuTruth:
 
 def batch_frames(perfd, *args, count=2, delay=2):
     """Runs `top -b --json -n COUNT -d DELAY ARGS`; returns its frames, each
-    with the CLOCK_MONOTONIC window it counts (whole seconds before perfd's
-    "time")."""
+    with the CLOCK_MONOTONIC window it counts (perfd's window_start and
+    window_end: whole seconds, the last ones before its "time")."""
     offset = time.time() - time.monotonic()
     rc, out, err = perfd.perfctl("--json", "top", "-b", "-n", str(count), "-d", str(delay), *args,
                                  timeout=60)
@@ -87,8 +87,10 @@ def batch_frames(perfd, *args, count=2, delay=2):
     assert len(frames) == count, f"{count} frames expected, one JSON object a line: {out[:500]}"
     for f in frames:
         assert f["ok"] is True and f["view"] == "processes", f
-        end = int(f["time"] - offset)
-        f["window"] = (end - f["interval_seconds"], end)
+        start, end = f["window_start"] - offset, f["window_end"] - offset
+        assert abs(end - start - f["interval_seconds"]) < 1e-3, f
+        assert 0 <= f["time"] - f["window_end"] < 1, f
+        f["window"] = (start, end)
     return frames
 
 
