@@ -380,6 +380,7 @@ struct tree {
 	size_t n, cap;
 	struct u64map index; /* (parent + 1) << 32 | row -> node */
 	uint32_t *order;     /* nodes by parent, then value, largest first */
+	bool *sent;          /* the nodes the answer has room for */
 };
 
 struct ftable {
@@ -527,7 +528,57 @@ static void tree_done(struct tree *tree)
 {
 	free(tree->nodes);
 	free(tree->order);
+	free(tree->sent);
 	u64map_done(&tree->index);
+}
+
+/* The largest value first; then as tnode_cmp, so that siblings taken are
+ * the first of their order[]. */
+static int tnode_value_cmp(const void *x, const void *y, void *userdata)
+{
+	const struct tree *tree = userdata;
+	const struct tnode *a = &tree->nodes[*(const uint32_t *)x];
+	const struct tnode *b = &tree->nodes[*(const uint32_t *)y];
+
+	if (a->value != b->value)
+		return a->value < b->value ? 1 : -1;
+	return a->row < b->row ? -1 : a->row > b->row;
+}
+
+/* Marks in tree->sent the budget nodes the answer holds, level by level
+ * and the largest of each level first: every direct caller (or callee)
+ * before any of their own, so one deep subtree cannot crowd out a sibling
+ * of nearly its share.  A node is sent only with its parent. */
+static int tree_choose(struct tree *tree, size_t budget)
+{
+	_cleanup_free_ uint32_t *level = calloc(tree->n + 1, sizeof(*level));
+	size_t n = 0, taken;
+
+	tree->sent = calloc(tree->n + 1, sizeof(*tree->sent));
+	if (!level || !tree->sent)
+		return -ENOMEM;
+	/* the top nodes sort last in order[] */
+	for (size_t i = tree->n; i > 0 && tree->nodes[tree->order[i - 1]].parent == UINT32_MAX; i--)
+		level[n++] = tree->order[i - 1];
+	while (n > 0 && budget > 0) {
+		size_t next = 0;
+
+		qsort_r(level, n, sizeof(*level), tnode_value_cmp, tree);
+		taken = MIN(n, budget);
+		budget -= taken;
+		for (size_t i = 0; i < taken; i++)
+			tree->sent[level[i]] = true;
+		/* the next level: the children of the nodes taken, in place
+		 * (there are never more nodes than tree->n) */
+		for (size_t i = 0; i < tree->n; i++) {
+			const struct tnode *node = &tree->nodes[i];
+
+			if (node->parent != UINT32_MAX && tree->sent[node->parent] && !tree->sent[i])
+				level[next++] = (uint32_t)i;
+		}
+		n = next;
+	}
+	return 0;
 }
 
 static int build_ftable(struct ftable *t, unsigned depth)
@@ -599,10 +650,10 @@ static double percent(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
-/* Writes the children of parent (UINT32_MAX: the top) as an array under
- * key, largest first, spending *budget nodes in all. */
+/* Writes the children of parent (UINT32_MAX: the top) that tree_choose
+ * sent as an array under key, largest first. */
 static void write_tree(const struct ftable *t, struct jsonw *w, const struct tree *tree,
-		       const char *key, uint32_t parent, uint64_t whole, size_t *budget)
+		       const char *key, uint32_t parent, uint64_t whole)
 {
 	size_t first = 0, n = 0;
 
@@ -617,11 +668,12 @@ static void write_tree(const struct ftable *t, struct jsonw *w, const struct tre
 	}
 	jsonw_key(w, key);
 	jsonw_array_begin(w);
-	for (size_t i = 0; i < n && *budget > 0; i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint32_t id = tree->order[first + i];
 		const struct tnode *node = &tree->nodes[id];
 
-		(*budget)--;
+		if (!tree->sent[id])
+			continue;
 		jsonw_object_begin(w);
 		if (node->row == TREE_ROOT)
 			jsonw_kv_bool(w, "root", true);
@@ -630,7 +682,7 @@ static void write_tree(const struct ftable *t, struct jsonw *w, const struct tre
 		jsonw_kv_u64(w, "value", node->value);
 		jsonw_kv_double(w, "percent", percent(node->value, whole));
 		if (node->n_children)
-			write_tree(t, w, tree, key, id, whole, budget);
+			write_tree(t, w, tree, key, id, whole);
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);
@@ -673,9 +725,8 @@ static uint32_t find_target(const struct model *m, const struct perfd_top_args *
 	return best;
 }
 
-static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, const struct model *m)
+int top_write_function_table(const struct perfd_top_args *a, const struct model *m, struct jsonw *w)
 {
-	const struct perfd_top_args *a = &ctx->req->top_args;
 	struct ftable t = { .m = m, .target = UINT32_MAX };
 	_cleanup_free_ uint32_t *order = NULL;
 	size_t first, n;
@@ -698,6 +749,8 @@ static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, cons
 	}
 	if (r == 0)
 		r = build_ftable(&t, a->depth);
+	if (r == 0 && (r = tree_choose(&t.callers, a->rows)) == 0)
+		r = tree_choose(&t.callees, a->rows);
 	if (r == 0 && !(order = calloc(t.n + 1, sizeof(*order))))
 		r = -ENOMEM;
 	if (r < 0)
@@ -736,7 +789,6 @@ static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, cons
 			jsonw_raw(w, "null", 4);
 		} else {
 			const struct frow *row = &t.rows[t.target];
-			size_t budget = a->rows;
 
 			jsonw_object_begin(w);
 			write_frow_fields(&t, w, t.target);
@@ -745,9 +797,8 @@ static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, cons
 			jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
 			jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
 			jsonw_kv_u64(w, "depth", a->depth);
-			write_tree(&t, w, &t.callers, "callers", UINT32_MAX, row->total, &budget);
-			budget = a->rows;
-			write_tree(&t, w, &t.callees, "callees", UINT32_MAX, row->total, &budget);
+			write_tree(&t, w, &t.callers, "callers", UINT32_MAX, row->total);
+			write_tree(&t, w, &t.callees, "callees", UINT32_MAX, row->total);
 			jsonw_object_end(w);
 		}
 	}
@@ -788,7 +839,7 @@ static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct pr
 		jsonw_kv_string(w, "comm", p->comm);
 		jsonw_kv_bool(w, "exited", p->exited);
 	}
-	r = write_function_table(ctx, w, m);
+	r = top_write_function_table(&ctx->req->top_args, m, w);
 	model_free(m);
 	return r;
 }
