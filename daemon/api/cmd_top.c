@@ -729,7 +729,8 @@ int top_write_function_table(const struct perfd_top_args *a, const struct model 
 {
 	struct ftable t = { .m = m, .target = UINT32_MAX };
 	_cleanup_free_ uint32_t *order = NULL;
-	size_t first, n;
+	size_t first = 0, n = 0;
+	bool detail;
 	int r;
 
 	u64map_init(&t.by_key);
@@ -751,15 +752,22 @@ int top_write_function_table(const struct perfd_top_args *a, const struct model 
 		r = build_ftable(&t, a->depth);
 	if (r == 0 && (r = tree_choose(&t.callers, a->rows)) == 0)
 		r = tree_choose(&t.callees, a->rows);
-	if (r == 0 && !(order = calloc(t.n + 1, sizeof(*order))))
-		r = -ENOMEM;
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < t.n; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, t.n, sizeof(*order), frow_cmp, &(struct frow_order){ &t, a->sort });
-	first = MIN((size_t)a->offset, t.n);
-	n = MIN((size_t)a->rows, t.n - first);
+	/* the function sampled: its callers and callees are the answer, and
+	 * the list it was picked from is not sorted or sent */
+	detail = t.target != UINT32_MAX && t.rows[t.target].total > 0;
+	if (!detail) {
+		if (!(order = calloc(t.n + 1, sizeof(*order)))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < t.n; i++)
+			order[i] = (uint32_t)i;
+		qsort_r(order, t.n, sizeof(*order), frow_cmp, &(struct frow_order){ &t, a->sort });
+		first = MIN((size_t)a->offset, t.n);
+		n = MIN((size_t)a->rows, t.n - first);
+	}
 
 	jsonw_kv_string(w, "sort", function_sorts[a->sort]);
 	jsonw_kv_string(w, "kind", profile_kinds[m->kind].name);
@@ -769,23 +777,25 @@ int top_write_function_table(const struct perfd_top_args *a, const struct model 
 	jsonw_kv_u64(w, "processes_sampled", m->n_processes);
 	jsonw_kv_u64(w, "matched", t.n);
 	jsonw_kv_u64(w, "offset", first);
-	jsonw_key(w, "functions");
-	jsonw_array_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		const struct frow *row = &t.rows[order[first + i]];
+	if (!detail) {
+		jsonw_key(w, "functions");
+		jsonw_array_begin(w);
+		for (size_t i = 0; i < n; i++) {
+			const struct frow *row = &t.rows[order[first + i]];
 
-		jsonw_object_begin(w);
-		write_frow_fields(&t, w, order[first + i]);
-		jsonw_kv_u64(w, "self", row->self);
-		jsonw_kv_u64(w, "total", row->total);
-		jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
-		jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
-		jsonw_object_end(w);
+			jsonw_object_begin(w);
+			write_frow_fields(&t, w, order[first + i]);
+			jsonw_kv_u64(w, "self", row->self);
+			jsonw_kv_u64(w, "total", row->total);
+			jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
+			jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
+			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
 	}
-	jsonw_array_end(w);
 	if (a->function[0]) {
 		jsonw_key(w, "function");
-		if (t.target == UINT32_MAX || t.rows[t.target].total == 0) {
+		if (!detail) {
 			jsonw_raw(w, "null", 4);
 		} else {
 			const struct frow *row = &t.rows[t.target];

@@ -232,7 +232,9 @@
  *      functions: pid, comm, exited (with "pid"), kind, unit,
  *              kernel_frames, total, processes_sampled,
  *              functions: [ FROW + { self, total, self_percent,
- *              total_percent } ], and with "function": function: FROW +
+ *              total_percent } ] (left out when "function" was sampled:
+ *              the answer is its callers and callees), and with
+ *              "function": function: FROW +
  *              { self, total, self_percent, total_percent, depth,
  *              callers: [ NODE ], callees: [ NODE ] } (null when it was not
  *              sampled); NODE = FROW + { value, percent (of the function's

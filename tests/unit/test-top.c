@@ -122,3 +122,28 @@ Test(top, callees_are_spent_level_by_level)
 	json_object_put(o);
 	model_free(m);
 }
+
+Test(top, a_function_sampled_is_sent_without_the_list)
+{
+	struct model *m = two_callers_model();
+	struct perfd_top_args a = { .view = 1, .rows = 50, .depth = 3, .function_kind = -1 };
+	json_object *o, *v;
+
+	strcpy(a.function, "b");
+	o = answer(m, &a);
+	cr_expect_not(json_object_object_get_ex(o, "functions", NULL), "%s", json_object_to_json_string(o));
+	cr_expect_str_eq(json_object_get_string(get(get(o, "function"), "function")), "b");
+	cr_expect_eq(json_object_get_int64(get(get(o, "function"), "total")), 49);
+	cr_expect_eq(json_object_get_int64(get(o, "matched")), 6);
+	json_object_put(o);
+
+	/* not sampled: null, and the list (the screen shows it under a note) */
+	strcpy(a.function, "nowhere");
+	o = answer(m, &a);
+	cr_expect(json_object_is_type(get(o, "function"), json_type_null));
+	v = get(o, "functions");
+	cr_assert_eq(json_object_array_length(v), 6);
+	cr_expect_str_eq(name_at(v, 0), "leaf", "by self first");
+	json_object_put(o);
+	model_free(m);
+}
