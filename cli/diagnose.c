@@ -299,16 +299,6 @@ static int find_site(struct diagnosis *d)
 
 /* --- text ------------------------------------------------------------------- */
 
-static const char *clock_of(double t, char buf[static 16])
-{
-	time_t s = (time_t)t;
-	struct tm tm;
-
-	if (t <= 0 || !localtime_r(&s, &tm) || strftime(buf, 16, "%H:%M:%S", &tm) == 0)
-		return "-";
-	return buf;
-}
-
 /* " (file.c:12)", " (file.c)" or "" of a file (an absolute path) and line. */
 static void where(const char *file, int64_t line, char *buf, size_t size)
 {
@@ -345,7 +335,7 @@ static char *finding_label(const struct report *r, const struct finding *f)
 static void print_text(const struct diagnosis *d)
 {
 	double seconds = d->to - d->from;
-	char a[16], b[16], s1[CTL_SIZE_MAX], s2[CTL_SIZE_MAX];
+	char a[CTL_CLOCK_MAX], b[CTL_CLOCK_MAX], s1[CTL_SIZE_MAX], s2[CTL_SIZE_MAX];
 
 	/* the workload */
 	if (d->pid)
@@ -354,7 +344,7 @@ static void print_text(const struct diagnosis *d)
 	else
 		printf("%zu processes", d->n_processes);
 	printf(" from %s to %s (%.1f s%s): %" PRIu64 " CPU samples at %.0f Hz of a possible %.0f, "
-	       "%.1f%% of one CPU.\n", clock_of(d->from, a), clock_of(d->to, b), seconds,
+	       "%.1f%% of one CPU.\n", ctl_format_clock(d->from, a), ctl_format_clock(d->to, b), seconds,
 	       d->exited ? ", until it exited" : "", d->samples,
 	       d->period_ns ? 1e9 / (double)d->period_ns : 0.0, d->possible, d->cpu_percent);
 
@@ -409,7 +399,7 @@ static void print_text(const struct diagnosis *d)
 		(void)ctl_json_double(d->mem_answer, "peak.time", &t);
 		(void)ctl_json_double(d->mem_answer, "growth.bytes_per_second", &rate);
 		printf("Memory: peak RSS %s at %s; RSS is %s (%s%s/s).", ctl_format_size((uint64_t)(peak > 0 ? peak : 0), s1),
-		       clock_of(t, a), growing ? "growing steadily" : "not growing steadily",
+		       ctl_format_clock(t, a), growing ? "growing steadily" : "not growing steadily",
 		       rate < 0 ? "-" : "+", ctl_format_size((uint64_t)fabs(rate), s2));
 	} else {
 		printf("Memory:");

@@ -196,6 +196,15 @@ static void put_buffer(void *ctx, const char *s, size_t n)
 	o->len += n;
 }
 
+static bool reserve_buffer(void *ctx, size_t n)
+{
+	struct buffer *o = ctx;
+
+	if (!o->oom && array_grow((void **)&o->buf, &o->cap, o->len + n, 1, 1 << 16) < 0)
+		o->oom = true;
+	return !o->oom;
+}
+
 int diff_flame(const struct profile *before, const struct profile *after,
 	       const struct diff_flame_opts *o, char **ret, size_t *ret_len)
 {
@@ -232,8 +241,8 @@ int diff_flame(const struct profile *before, const struct profile *after,
 	if (r == 0)
 		r = name_nodes(&b, &f);
 	if (r == 0)
-		r = o->svg ? flame_svg_write(&f, &(struct flame_out){ put_buffer, &out })
-			   : flame_page_write(&f, &(struct flame_out){ put_buffer, &out });
+		r = o->svg ? flame_svg_write(&f, &(struct flame_out){ put_buffer, &out, reserve_buffer })
+			   : flame_page_write(&f, &(struct flame_out){ put_buffer, &out, reserve_buffer });
 	if (r == 0 && out.oom)
 		r = -ENOMEM;
 	flame_done(&f);

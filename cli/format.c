@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "format.h"
 #include "perfd/formats.h"
@@ -114,6 +115,16 @@ char *ctl_format_duration(double seconds, char buf[static CTL_DURATION_MAX])
 	else
 		(void)snprintf(buf, CTL_DURATION_MAX, "%" PRIu64 "d %02" PRIu64 "h",
 			       s / 86400, s / 3600 % 24);
+	return buf;
+}
+
+char *ctl_format_clock(double unix_seconds, char buf[static CTL_CLOCK_MAX])
+{
+	time_t s = (time_t)unix_seconds;
+	struct tm tm;
+
+	if (!(unix_seconds > 0) || !localtime_r(&s, &tm) || strftime(buf, CTL_CLOCK_MAX, "%H:%M:%S", &tm) == 0)
+		(void)snprintf(buf, CTL_CLOCK_MAX, "-");
 	return buf;
 }
 

@@ -35,6 +35,11 @@ char *ctl_format_size(uint64_t bytes, char buf[static CTL_SIZE_MAX]);
 #define CTL_DURATION_MAX 32
 char *ctl_format_duration(double seconds, char buf[static CTL_DURATION_MAX]);
 
+/* Writes a Unix time (seconds) as the local wall clock, "14:03:07"; "-"
+ * when it is not positive or has no local time.  Returns buf. */
+#define CTL_CLOCK_MAX 16
+char *ctl_format_clock(double unix_seconds, char buf[static CTL_CLOCK_MAX]);
+
 /* Returns a NUL-terminated copy of s[0..len) that is safe to print to a
  * terminal: bytes below 0x20, 0x7f, C1 controls (UTF-8 U+0080..U+009F),
  * bytes that are not part of valid UTF-8 and the backslash itself become

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <json-c/json.h>
 
@@ -24,30 +23,6 @@
 #include "perfd/protocol.h"
 
 #define SPARK_COLUMNS 60
-
-static const char *size_at(struct json_object *o, const char *path, char buf[static CTL_SIZE_MAX])
-{
-	int64_t v;
-
-	if (ctl_json_int(o, path, &v) && v >= 0)
-		return ctl_format_size((uint64_t)v, buf);
-	snprintf(buf, CTL_SIZE_MAX, "-");
-	return buf;
-}
-
-static const char *clock_at(struct json_object *o, const char *path, char buf[16])
-{
-	double t;
-	time_t s;
-	struct tm tm;
-
-	if (!ctl_json_double(o, path, &t) || t <= 0)
-		return "-";
-	s = (time_t)t;
-	localtime_r(&s, &tm);
-	strftime(buf, 16, "%H:%M:%S", &tm);
-	return buf;
-}
 
 /* The timeline as one line of block characters, each column the highest
  * reading of the points it covers, scaled between the lowest and highest. */
@@ -106,8 +81,8 @@ static void print_sites(struct json_object *sites, double whole)
 			else
 				snprintf(where, sizeof(where), " (%s)", base ? base + 1 : file);
 		}
-		printf("  %8s %6.1f %8s  %s%s\n", size_at(s, "self_bytes", self),
-		       whole > 0 ? 100.0 * v / whole : 0.0, size_at(s, "total_bytes", total),
+		printf("  %8s %6.1f %8s  %s%s\n", ctl_json_size(s, "self_bytes", self),
+		       whole > 0 ? 100.0 * v / whole : 0.0, ctl_json_size(s, "total_bytes", total),
 		       fn ? fn : "-", where);
 	}
 }
@@ -115,16 +90,17 @@ static void print_sites(struct json_object *sites, double whole)
 static void print_mem(struct json_object *r)
 {
 	_cleanup_free_ char *comm = ctl_json_string_escaped(r, "comm");
-	char a[CTL_SIZE_MAX], b[CTL_SIZE_MAX], c[CTL_SIZE_MAX], d[CTL_SIZE_MAX], t[16];
+	char a[CTL_SIZE_MAX], b[CTL_SIZE_MAX], c[CTL_SIZE_MAX], d[CTL_SIZE_MAX], t[CTL_CLOCK_MAX];
 	struct json_object *pa = ctl_json_path(r, "peak_attribution");
 	double rate = 0, attributed = 0;
 
 	printf("pid %s (%s)%s\n", ctl_json_count(r, "pid", (char[CTL_COUNT_MAX]){ 0 }), comm ? comm : "-",
 	       json_object_get_boolean(ctl_json_path(r, "exited")) ? ", exited" : "");
-	printf("RSS:       %s (anon %s, file %s, shmem %s)\n", size_at(r, "rss.bytes", a),
-	       size_at(r, "rss.anon_bytes", b), size_at(r, "rss.file_bytes", c),
-	       size_at(r, "rss.shmem_bytes", d));
-	printf("Peak:      %s at %s (%s)\n", size_at(r, "peak.bytes", a), clock_at(r, "peak.time", t),
+	printf("RSS:       %s (anon %s, file %s, shmem %s)\n", ctl_json_size(r, "rss.bytes", a),
+	       ctl_json_size(r, "rss.anon_bytes", b), ctl_json_size(r, "rss.file_bytes", c),
+	       ctl_json_size(r, "rss.shmem_bytes", d));
+	printf("Peak:      %s at %s (%s)\n", ctl_json_size(r, "peak.bytes", a),
+	       ctl_json_clock(r, "peak.time", t),
 	       json_object_get_string(ctl_json_path(r, "peak.source")) ?: "-");
 	(void)ctl_json_double(r, "growth.bytes_per_second", &rate);
 	printf("Growth:    %s%s/s over the range%s\n", rate < 0 ? "-" : "+",
@@ -133,7 +109,7 @@ static void print_mem(struct json_object *r)
 	print_sparkline(ctl_json_path(r, "timeline"));
 	(void)ctl_json_double(r, "attributed_bytes", &attributed);
 	printf("Growth sites (%s sampled, one sample per %s on average):\n",
-	       size_at(r, "attributed_bytes", a), size_at(r, "sample_bytes", b));
+	       ctl_json_size(r, "attributed_bytes", a), ctl_json_size(r, "sample_bytes", b));
 	print_sites(ctl_json_path(r, "sites"), attributed);
 	if (json_object_is_type(pa, json_type_object)) {
 		double peak = 0, explained = 0;
@@ -141,10 +117,10 @@ static void print_mem(struct json_object *r)
 		(void)ctl_json_double(pa, "peak_bytes", &peak);
 		(void)ctl_json_double(pa, "explained_bytes", &explained);
 		printf("The peak:  %s at %s, built from %s at %s; the sampled sites explain %s (%.0f%%), %s unexplained:\n",
-		       size_at(pa, "peak_bytes", a), clock_at(pa, "peak_time", t),
-		       size_at(pa, "trough_bytes", b), clock_at(pa, "trough_time", (char[16]){ 0 }),
-		       size_at(pa, "explained_bytes", c), peak > 0 ? 100 * explained / peak : 0.0,
-		       size_at(pa, "unexplained_bytes", d));
+		       ctl_json_size(pa, "peak_bytes", a), ctl_json_clock(pa, "peak_time", t),
+		       ctl_json_size(pa, "trough_bytes", b), ctl_json_clock(pa, "trough_time", (char[CTL_CLOCK_MAX]){ 0 }),
+		       ctl_json_size(pa, "explained_bytes", c), peak > 0 ? 100 * explained / peak : 0.0,
+		       ctl_json_size(pa, "unexplained_bytes", d));
 		print_sites(ctl_json_path(pa, "sites"), explained);
 	}
 }

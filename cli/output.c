@@ -192,3 +192,20 @@ char *ctl_json_count(struct json_object *root, const char *path, char buf[static
 		(void)snprintf(buf, CTL_COUNT_MAX, "-");
 	return buf;
 }
+
+char *ctl_json_size(struct json_object *root, const char *path, char buf[static CTL_SIZE_MAX])
+{
+	int64_t v;
+
+	if (ctl_json_int(root, path, &v) && v >= 0)
+		return ctl_format_size((uint64_t)v, buf);
+	(void)snprintf(buf, CTL_SIZE_MAX, "-");
+	return buf;
+}
+
+char *ctl_json_clock(struct json_object *root, const char *path, char buf[static CTL_CLOCK_MAX])
+{
+	double t;
+
+	return ctl_format_clock(ctl_json_double(root, path, &t) ? t : 0, buf);
+}

@@ -14,6 +14,7 @@
 
 #include <json-c/json.h>
 
+#include "format.h"
 #include "perfd/macro.h"
 #include "perfctl.h"
 
@@ -78,5 +79,13 @@ char *ctl_json_string_escaped(struct json_object *root, const char *path);
 /* The integer at path in decimal, or "-" when missing.  Returns buf. */
 #define CTL_COUNT_MAX 24
 char *ctl_json_count(struct json_object *root, const char *path, char buf[static CTL_COUNT_MAX]);
+
+/* The byte count at path as ctl_format_size writes it, or "-" when it is
+ * missing, not a number or negative.  Returns buf. */
+char *ctl_json_size(struct json_object *root, const char *path, char buf[static CTL_SIZE_MAX]);
+
+/* The Unix time at path as ctl_format_clock writes it ("-" when missing).
+ * Returns buf. */
+char *ctl_json_clock(struct json_object *root, const char *path, char buf[static CTL_CLOCK_MAX]);
 
 #endif

@@ -24,16 +24,6 @@
 #include "perfctl.h"
 #include "perfd/protocol.h"
 
-static void format_size_at(struct json_object *p, const char *key, char buf[static CTL_SIZE_MAX])
-{
-	int64_t v;
-
-	if (ctl_json_int(p, key, &v) && v >= 0)
-		(void)ctl_format_size((uint64_t)v, buf);
-	else
-		(void)snprintf(buf, CTL_SIZE_MAX, "-");
-}
-
 static int print_table(const struct ctl_env *env, struct json_object *resp)
 {
 	struct json_object *procs = ctl_json_path(resp, "processes");
@@ -60,8 +50,8 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 			(void)snprintf(cpu, sizeof(cpu), "%.1f", pct);
 		else
 			(void)snprintf(cpu, sizeof(cpu), "-");
-		format_size_at(p, "rss_bytes", rss);
-		format_size_at(p, "peak_rss_bytes", peak);
+		(void)ctl_json_size(p, "rss_bytes", rss);
+		(void)ctl_json_size(p, "peak_rss_bytes", peak);
 		/* a steady rise is marked: a leak suspect */
 		if (json_object_get_boolean(ctl_json_path(p, "growing")) &&
 		    ctl_json_double(p, "rss_growth_bytes_per_second", &pct) && pct > 0) {

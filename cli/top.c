@@ -159,17 +159,14 @@ static void sleep_until(double deadline)
 		;
 }
 
-double top_monotonic_seconds(void)
+double top_next_due(double due, double started, double delay)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return MAX(due, started) + delay;
 }
 
 static enum perfctl_exit run_batch(struct top_session *s)
 {
-	double next = top_monotonic_seconds();
+	double next = top_now();
 
 	for (long i = 0; s->iterations == 0 || i < s->iterations; i++) {
 		_cleanup_(json_object_putp) struct json_object *answer = NULL;
@@ -177,7 +174,7 @@ static enum perfctl_exit run_batch(struct top_session *s)
 
 		if (i > 0)
 			sleep_until(next);
-		next += s->delay;
+		next = top_next_due(next, top_now(), s->delay);
 		rc = top_fetch(s, &answer);
 		if (rc != PERFCTL_EXIT_OK)
 			return rc;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/clock.h"
 #include "perfctl.h"
 #include "perfd/protocol.h"
 
@@ -55,7 +56,15 @@ struct top_session {
 enum perfctl_exit top_fetch(struct top_session *s, struct json_object **ret);
 
 /* CLOCK_MONOTONIC in seconds: when refreshes are due. */
-double top_monotonic_seconds(void);
+static inline double top_now(void)
+{
+	return (double)now_monotonic_ns() / NSEC_PER_SEC;
+}
+
+/* When the refresh after one due at due that started at started is due:
+ * delay after the later of the two, so refreshes that ran late (a slow
+ * answer, a loaded machine) are not made up for by others back to back. */
+double top_next_due(double due, double started, double delay);
 
 /* The screen: runs until q, Ctrl-C, a signal or perfd going away, and
  * leaves the terminal as it found it.  Returns the exit code. */

@@ -242,15 +242,22 @@ static void move_selection(struct screen *sc, long delta)
 		sc->sel_pid = 0, sc->sel_function[0] = 0;
 }
 
+/* A query that changes which rows match (or in what order) starts at
+ * the top again: the offset scrolled to may be past the new list's end. */
+static void requery(struct screen *sc)
+{
+	sc->s->q.offset = 0;
+	sc->refetch = true;
+}
+
 static void edit_key(struct screen *sc, int ch)
 {
 	size_t len = strlen(sc->edit);
 
 	if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
 		memcpy(sc->s->q.filter, sc->edit, sizeof(sc->edit));
-		sc->s->q.offset = 0;
 		sc->editing = false;
-		sc->refetch = true;
+		requery(sc);
 	} else if (ch == KEY_ESCAPE) {
 		sc->editing = false;
 	} else if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && len > 0) {
@@ -264,8 +271,7 @@ static void edit_key(struct screen *sc, int ch)
 static void set_sort(struct screen *sc, int *field, int value)
 {
 	*field = value;
-	sc->s->q.offset = 0;
-	sc->refetch = true;
+	requery(sc);
 }
 
 static void on_key(struct screen *sc, int ch)
@@ -326,11 +332,11 @@ static void on_key(struct screen *sc, int ch)
 			return;
 		case 'k':
 			q->kernel_threads = !q->kernel_threads;
-			sc->refetch = true;
+			requery(sc);
 			return;
 		case 'a':
 			q->all = !q->all;
-			sc->refetch = true;
+			requery(sc);
 			return;
 		case 'f':
 			push_view(sc);
@@ -347,7 +353,7 @@ static void on_key(struct screen *sc, int ch)
 			return;
 		case 'M':
 			q->memory = !q->memory;
-			sc->refetch = true;
+			requery(sc);
 			return;
 		}
 	}
@@ -429,7 +435,7 @@ static void wait_keys(struct screen *sc, double due)
 	while (!sc->quit && !sc->refetch) {
 		struct pollfd fds[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 					 { .fd = sc->s->fd, .events = POLLIN } };
-		double left = due - top_monotonic_seconds();
+		double left = due - top_now();
 		int k, ch;
 
 		if (left <= 0)
@@ -515,7 +521,7 @@ enum perfctl_exit top_screen_run(struct top_session *s)
 		sc.refetch = false;
 		if (!refresh_frame(&sc))
 			break;
-		due = top_monotonic_seconds() + s->delay;
+		due = top_now() + s->delay;
 		wait_keys(&sc, due);
 	}
 

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <json-c/json.h>
 
@@ -78,16 +77,6 @@ static double number(struct json_object *o, const char *path, double dflt)
 	return ctl_json_double(o, path, &v) ? v : dflt;
 }
 
-static char *size_at(struct json_object *o, const char *path, char buf[static CTL_SIZE_MAX])
-{
-	int64_t v;
-
-	if (ctl_json_int(o, path, &v) && v >= 0)
-		return ctl_format_size((uint64_t)v, buf);
-	(void)snprintf(buf, CTL_SIZE_MAX, "-");
-	return buf;
-}
-
 /* A growth rate: "+1.5M", "-512K", "0" (under 1 KiB/s either way). */
 static char *format_rate(double bytes_per_second, char buf[static CTL_SIZE_MAX + 1])
 {
@@ -104,14 +93,10 @@ static char *format_rate(double bytes_per_second, char buf[static CTL_SIZE_MAX +
 
 static int header_host(struct top_frame *f, struct json_object *a)
 {
-	char when[16] = "-", rss[CTL_SIZE_MAX], rate[32] = "-", lost[64] = "-", cpu[32] = "-";
-	double t = number(a, "time", 0), v;
-	time_t secs = (time_t)t;
-	struct tm tm;
+	char when[CTL_CLOCK_MAX], rss[CTL_SIZE_MAX], rate[32] = "-", lost[64] = "-", cpu[32] = "-";
+	double v;
 	int64_t cpus = 0, hz = 0, lost_total = 0;
 
-	if (t > 0 && localtime_r(&secs, &tm))
-		(void)strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	(void)ctl_json_int(a, "host.cpus", &cpus);
 	(void)ctl_json_int(a, "host.frequency_hz", &hz);
 	(void)ctl_json_int(a, "host.samples_lost_total", &lost_total);
@@ -124,8 +109,8 @@ static int header_host(struct top_frame *f, struct json_object *a)
 	return add_line(f, TOP_LINE_HEADER,
 			"perfd top - %s - last %.0fs - %lld CPUs at %lld Hz - %s samples/s - "
 			"lost %s - perfd %s CPU, %s RSS",
-			when, number(a, "interval_seconds", 0), (long long)cpus, (long long)hz, rate,
-			lost, cpu, size_at(a, "host.daemon_rss_bytes", rss)) ? 0 : -ENOMEM;
+			ctl_json_clock(a, "time", when), number(a, "interval_seconds", 0), (long long)cpus, (long long)hz, rate,
+			lost, cpu, ctl_json_size(a, "host.daemon_rss_bytes", rss)) ? 0 : -ENOMEM;
 }
 
 static int process_lines(struct top_frame *f, const struct top_query *q, struct json_object *a)
@@ -167,7 +152,7 @@ static int process_lines(struct top_frame *f, const struct top_query *q, struct 
 			(void)snprintf(top, sizeof(top), "%3.0f%% ", share);
 		l = add_line(f, TOP_LINE_ROW, "%7lld %-8.8s %-15.15s %-22.22s %6.1f %8s %8s %9s  %s%s%s%s",
 			     (long long)pid, user, comm, unit, number(p, "cpu_percent", 0),
-			     size_at(p, "rss_bytes", rss), size_at(p, "peak_rss_bytes", peak), growth,
+			     ctl_json_size(p, "rss_bytes", rss), ctl_json_size(p, "peak_rss_bytes", peak), growth,
 			     json_object_get_boolean(ctl_json_path(p, "exited")) ? "(exited) " : "", top,
 			     fn, fn_kind && strcmp(fn_kind, "kernel") == 0 ? "_[k]" : "");
 		if (!l)

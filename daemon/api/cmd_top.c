@@ -106,6 +106,7 @@ struct top_ctx {
 	struct daemon *d;
 	const struct perfd_peer *peer;
 	const struct perfd_request *req;
+	uint64_t now_ns;            /* when the windows were taken */
 	struct query_window win;    /* the interval */
 	struct query_window growth; /* the growth rates' window */
 };
@@ -129,8 +130,12 @@ static void write_host(const struct top_ctx *ctx, struct jsonw *w)
 	struct daemon *d = ctx->d;
 	struct rates_reading now, delta;
 
+	/* the time and the window the rows count, not the rates' reading
+	 * below, which may be a second later */
 	daemon_read_rates(d, &now);
-	jsonw_kv_double(w, "time", monotonic_to_unix(now.ns));
+	jsonw_kv_double(w, "time", monotonic_to_unix(ctx->now_ns));
+	jsonw_kv_double(w, "window_start", monotonic_to_unix(ctx->win.first_second * NSEC_PER_SEC));
+	jsonw_kv_double(w, "window_end", monotonic_to_unix(ctx->win.end_second * NSEC_PER_SEC));
 	jsonw_kv_double(w, "interval_seconds", ctx->win.seconds);
 	jsonw_key(w, "host");
 	jsonw_object_begin(w);
@@ -375,6 +380,7 @@ struct tree {
 	size_t n, cap;
 	struct u64map index; /* (parent + 1) << 32 | row -> node */
 	uint32_t *order;     /* nodes by parent, then value, largest first */
+	bool *sent;          /* the nodes the answer has room for */
 };
 
 struct ftable {
@@ -522,7 +528,57 @@ static void tree_done(struct tree *tree)
 {
 	free(tree->nodes);
 	free(tree->order);
+	free(tree->sent);
 	u64map_done(&tree->index);
+}
+
+/* The largest value first; then as tnode_cmp, so that siblings taken are
+ * the first of their order[]. */
+static int tnode_value_cmp(const void *x, const void *y, void *userdata)
+{
+	const struct tree *tree = userdata;
+	const struct tnode *a = &tree->nodes[*(const uint32_t *)x];
+	const struct tnode *b = &tree->nodes[*(const uint32_t *)y];
+
+	if (a->value != b->value)
+		return a->value < b->value ? 1 : -1;
+	return a->row < b->row ? -1 : a->row > b->row;
+}
+
+/* Marks in tree->sent the budget nodes the answer holds, level by level
+ * and the largest of each level first: every direct caller (or callee)
+ * before any of their own, so one deep subtree cannot crowd out a sibling
+ * of nearly its share.  A node is sent only with its parent. */
+static int tree_choose(struct tree *tree, size_t budget)
+{
+	_cleanup_free_ uint32_t *level = calloc(tree->n + 1, sizeof(*level));
+	size_t n = 0, taken;
+
+	tree->sent = calloc(tree->n + 1, sizeof(*tree->sent));
+	if (!level || !tree->sent)
+		return -ENOMEM;
+	/* the top nodes sort last in order[] */
+	for (size_t i = tree->n; i > 0 && tree->nodes[tree->order[i - 1]].parent == UINT32_MAX; i--)
+		level[n++] = tree->order[i - 1];
+	while (n > 0 && budget > 0) {
+		size_t next = 0;
+
+		qsort_r(level, n, sizeof(*level), tnode_value_cmp, tree);
+		taken = MIN(n, budget);
+		budget -= taken;
+		for (size_t i = 0; i < taken; i++)
+			tree->sent[level[i]] = true;
+		/* the next level: the children of the nodes taken, in place
+		 * (there are never more nodes than tree->n) */
+		for (size_t i = 0; i < tree->n; i++) {
+			const struct tnode *node = &tree->nodes[i];
+
+			if (node->parent != UINT32_MAX && tree->sent[node->parent] && !tree->sent[i])
+				level[next++] = (uint32_t)i;
+		}
+		n = next;
+	}
+	return 0;
 }
 
 static int build_ftable(struct ftable *t, unsigned depth)
@@ -594,10 +650,10 @@ static double percent(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
-/* Writes the children of parent (UINT32_MAX: the top) as an array under
- * key, largest first, spending *budget nodes in all. */
+/* Writes the children of parent (UINT32_MAX: the top) that tree_choose
+ * sent as an array under key, largest first. */
 static void write_tree(const struct ftable *t, struct jsonw *w, const struct tree *tree,
-		       const char *key, uint32_t parent, uint64_t whole, size_t *budget)
+		       const char *key, uint32_t parent, uint64_t whole)
 {
 	size_t first = 0, n = 0;
 
@@ -612,11 +668,12 @@ static void write_tree(const struct ftable *t, struct jsonw *w, const struct tre
 	}
 	jsonw_key(w, key);
 	jsonw_array_begin(w);
-	for (size_t i = 0; i < n && *budget > 0; i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint32_t id = tree->order[first + i];
 		const struct tnode *node = &tree->nodes[id];
 
-		(*budget)--;
+		if (!tree->sent[id])
+			continue;
 		jsonw_object_begin(w);
 		if (node->row == TREE_ROOT)
 			jsonw_kv_bool(w, "root", true);
@@ -625,7 +682,7 @@ static void write_tree(const struct ftable *t, struct jsonw *w, const struct tre
 		jsonw_kv_u64(w, "value", node->value);
 		jsonw_kv_double(w, "percent", percent(node->value, whole));
 		if (node->n_children)
-			write_tree(t, w, tree, key, id, whole, budget);
+			write_tree(t, w, tree, key, id, whole);
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);
@@ -668,12 +725,12 @@ static uint32_t find_target(const struct model *m, const struct perfd_top_args *
 	return best;
 }
 
-static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, const struct model *m)
+int top_write_function_table(const struct perfd_top_args *a, const struct model *m, struct jsonw *w)
 {
-	const struct perfd_top_args *a = &ctx->req->top_args;
 	struct ftable t = { .m = m, .target = UINT32_MAX };
 	_cleanup_free_ uint32_t *order = NULL;
-	size_t first, n;
+	size_t first = 0, n = 0;
+	bool detail;
 	int r;
 
 	u64map_init(&t.by_key);
@@ -693,15 +750,24 @@ static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, cons
 	}
 	if (r == 0)
 		r = build_ftable(&t, a->depth);
-	if (r == 0 && !(order = calloc(t.n + 1, sizeof(*order))))
-		r = -ENOMEM;
+	if (r == 0 && (r = tree_choose(&t.callers, a->rows)) == 0)
+		r = tree_choose(&t.callees, a->rows);
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < t.n; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, t.n, sizeof(*order), frow_cmp, &(struct frow_order){ &t, a->sort });
-	first = MIN((size_t)a->offset, t.n);
-	n = MIN((size_t)a->rows, t.n - first);
+	/* the function sampled: its callers and callees are the answer, and
+	 * the list it was picked from is not sorted or sent */
+	detail = t.target != UINT32_MAX && t.rows[t.target].total > 0;
+	if (!detail) {
+		if (!(order = calloc(t.n + 1, sizeof(*order)))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < t.n; i++)
+			order[i] = (uint32_t)i;
+		qsort_r(order, t.n, sizeof(*order), frow_cmp, &(struct frow_order){ &t, a->sort });
+		first = MIN((size_t)a->offset, t.n);
+		n = MIN((size_t)a->rows, t.n - first);
+	}
 
 	jsonw_kv_string(w, "sort", function_sorts[a->sort]);
 	jsonw_kv_string(w, "kind", profile_kinds[m->kind].name);
@@ -711,27 +777,28 @@ static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, cons
 	jsonw_kv_u64(w, "processes_sampled", m->n_processes);
 	jsonw_kv_u64(w, "matched", t.n);
 	jsonw_kv_u64(w, "offset", first);
-	jsonw_key(w, "functions");
-	jsonw_array_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		const struct frow *row = &t.rows[order[first + i]];
+	if (!detail) {
+		jsonw_key(w, "functions");
+		jsonw_array_begin(w);
+		for (size_t i = 0; i < n; i++) {
+			const struct frow *row = &t.rows[order[first + i]];
 
-		jsonw_object_begin(w);
-		write_frow_fields(&t, w, order[first + i]);
-		jsonw_kv_u64(w, "self", row->self);
-		jsonw_kv_u64(w, "total", row->total);
-		jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
-		jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
-		jsonw_object_end(w);
+			jsonw_object_begin(w);
+			write_frow_fields(&t, w, order[first + i]);
+			jsonw_kv_u64(w, "self", row->self);
+			jsonw_kv_u64(w, "total", row->total);
+			jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
+			jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
+			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
 	}
-	jsonw_array_end(w);
 	if (a->function[0]) {
 		jsonw_key(w, "function");
-		if (t.target == UINT32_MAX || t.rows[t.target].total == 0) {
+		if (!detail) {
 			jsonw_raw(w, "null", 4);
 		} else {
 			const struct frow *row = &t.rows[t.target];
-			size_t budget = a->rows;
 
 			jsonw_object_begin(w);
 			write_frow_fields(&t, w, t.target);
@@ -740,9 +807,8 @@ static int write_function_table(const struct top_ctx *ctx, struct jsonw *w, cons
 			jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
 			jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
 			jsonw_kv_u64(w, "depth", a->depth);
-			write_tree(&t, w, &t.callers, "callers", UINT32_MAX, row->total, &budget);
-			budget = a->rows;
-			write_tree(&t, w, &t.callees, "callees", UINT32_MAX, row->total, &budget);
+			write_tree(&t, w, &t.callers, "callers", UINT32_MAX, row->total);
+			write_tree(&t, w, &t.callees, "callees", UINT32_MAX, row->total);
 			jsonw_object_end(w);
 		}
 	}
@@ -783,15 +849,14 @@ static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct pr
 		jsonw_kv_string(w, "comm", p->comm);
 		jsonw_kv_bool(w, "exited", p->exited);
 	}
-	r = write_function_table(ctx, w, m);
+	r = top_write_function_table(&ctx->req->top_args, m, w);
 	model_free(m);
 	return r;
 }
 
 static int run_top(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
-	struct top_ctx ctx = { .d = d, .peer = client_peer(c), .req = req };
-	uint64_t now = now_monotonic_ns();
+	struct top_ctx ctx = { .d = d, .peer = client_peer(c), .req = req, .now_ns = now_monotonic_ns() };
 	struct process *p = NULL;
 	struct jsonw w;
 	int r;
@@ -806,8 +871,8 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 			return 0;
 		}
 	}
-	query_window_last(now, req->interval_seconds, d->start_ns, &ctx.win);
-	query_window_last(now, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS), d->start_ns,
+	query_window_last(ctx.now_ns, req->interval_seconds, d->start_ns, &ctx.win);
+	query_window_last(ctx.now_ns, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS), d->start_ns,
 			  &ctx.growth);
 
 	jsonw_init(&w);

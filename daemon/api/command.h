@@ -108,6 +108,12 @@ void daemon_read_rates(struct daemon *d, struct rates_reading *ret);
 /* The daemon's resident set now, from /proc/self/statm (0 when unreadable). */
 uint64_t daemon_rss_bytes(void);
 
+/* cmd_top.c's function view of model m as the fields of the answer
+ * (sort ... functions, function) that args ask for, into w; a unit of its
+ * own for tests/unit/test-top.c.  Returns 0 or -ENOMEM. */
+int top_write_function_table(const struct perfd_top_args *args, const struct model *m,
+			     struct jsonw *w);
+
 /* Ingests every record sampled until now (the ring buffer's too), so an
  * answer sees the latest samples. */
 void daemon_drain(struct daemon *d);

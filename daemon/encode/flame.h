@@ -44,10 +44,14 @@
 #define FLAME_ROOT_COLOUR 0xd6d6d6u   /* the "all" box above the roots */
 
 /* Where a writer's text goes: the daemon's answer (a JSON string, through
- * jsonw_string_append) or perfctl's output buffer. */
+ * jsonw_string_append) or perfctl's output buffer.  reserve (NULL: none)
+ * is told once, before the first put of a page whose size is known, about
+ * how many bytes will follow, so a buffer of many MiB grows once instead
+ * of being copied at every doubling; false: out of memory. */
 struct flame_out {
 	void (*put)(void *ctx, const char *s, size_t n);
 	void *ctx;
+	bool (*reserve)(void *ctx, size_t n);
 };
 
 struct flame_name {

@@ -107,6 +107,13 @@ static void put_json_string(void *ctx, const char *s, size_t n)
 	jsonw_string_append(ctx, s, n);
 }
 
+/* Room for n bytes of text in the answer's string: an eighth more for the
+ * quotes and backslashes the JSON string escapes. */
+static bool reserve_json_string(void *ctx, size_t n)
+{
+	return jsonw_reserve(ctx, n + n / 8);
+}
+
 int flame_model_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w,
 		       double min_share, int (*write)(const struct flame *, const struct flame_out *))
 {
@@ -137,7 +144,7 @@ int flame_model_encode(const struct model *m, const struct encode_opts *o, struc
 	}
 	if (r == 0) {
 		jsonw_string_begin(w);
-		r = write(&f, &(struct flame_out){ put_json_string, w });
+		r = write(&f, &(struct flame_out){ put_json_string, w, reserve_json_string });
 		jsonw_string_end(w);
 	}
 	if (r == 0)

@@ -247,6 +247,10 @@ int flame_page_write(const struct flame *f, const struct flame_out *out)
 	jsonw_init(&before);
 	write_data(f, &data, &before);
 	r = jsonw_error(&data) ?: jsonw_error(&before);
+	/* the template and the data: what the page holds but for the few
+	 * characters put_script_safe escapes */
+	if (r == 0 && out->reserve && !out->reserve(out->ctx, size + data.len))
+		r = -ENOMEM;
 	if (r == 0) {
 		out->put(out->ctx, page, (size_t)(marker - page));
 		r = put_script_safe(out, data.buf, data.len);

@@ -211,7 +211,9 @@
  *             default PERFD_TOP_DEFAULT_DEPTH), at most "rows" nodes each.
  *             A frame counts as the function its symbol names (inlined code
  *             is its caller's); functions are rows by (name, kind).  Answer:
- *      view, time (Unix seconds), interval_seconds (covered),
+ *      view, time (Unix seconds: when the window was taken),
+ *      window_start, window_end (Unix seconds: the whole seconds counted),
+ *      interval_seconds (covered),
  *      host: { cpus, frequency_hz, samples_per_second (CPU samples
  *              profiled), samples_lost (in the last interval),
  *              samples_lost_total, daemon_cpu_percent (of one CPU, all its
@@ -230,7 +232,9 @@
  *      functions: pid, comm, exited (with "pid"), kind, unit,
  *              kernel_frames, total, processes_sampled,
  *              functions: [ FROW + { self, total, self_percent,
- *              total_percent } ], and with "function": function: FROW +
+ *              total_percent } ] (left out when "function" was sampled:
+ *              the answer is its callers and callees), and with
+ *              "function": function: FROW +
  *              { self, total, self_percent, total_percent, depth,
  *              callers: [ NODE ], callees: [ NODE ] } (null when it was not
  *              sampled); NODE = FROW + { value, percent (of the function's

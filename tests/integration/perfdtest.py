@@ -724,3 +724,11 @@ def ps_process(daemon, pid, interval=1):
     assert isinstance(doc.get("processes"), list), f"ps --json has no processes list: {doc}"
     live = [p for p in doc["processes"] if p.get("pid") == pid and not p.get("exited")]
     return live[0] if live else None
+
+
+def cpu_ticks(pid):
+    """utime + stime of pid from /proc/PID/stat (fields 14 and 15), in clock
+    ticks: what the kernel says a process ran."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])

@@ -42,7 +42,8 @@ import subprocess
 import time
 
 import perfdtest
-from perfdtest import BackgroundSnapshot, contains, count_where, functions, is_kernel, parse_folded, show
+from perfdtest import (BackgroundSnapshot, contains, count_where, cpu_ticks, functions, is_kernel,
+                       parse_folded, show)
 
 HZ = perfdtest.FAST_HZ
 SECONDS = 6
@@ -52,12 +53,6 @@ SHARE_TOLERANCE = 0.02
 CPU_TOLERANCE = 0.05
 KERNEL_ON_LEAF_MAX = 0.01
 PERF = "/usr/bin/perf"
-
-
-def cpu_ticks(pid):
-    """utime + stime of pid from /proc/PID/stat, in clock ticks."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
 
 
 def in_switch_path(names):

@@ -10,11 +10,14 @@ terminal, the way a person uses it.
 - flat 300 --touch holds 300 MiB (and keeps using them, so it is active):
   its RSS and peak say so; leak 8 grows by 8 MiB a second: a positive
   growth rate of that order;
-- the screen (tmux, 160x50): the process list, `m` sorts by RSS, `/` with
+- the screen (tmux, 160x50): the process list, `a` lists every live
+  process, and scrolled to its end and back to the active ones (`a`) the
+  list starts at the top again, `m` sorts by RSS, `/` with
   the unique name of a copy of spin leaves that process, Enter shows its
   functions with spin_burn on top (self and total %), Enter on it shows its
   caller main, `q` gives the shell its prompt back with the terminal modes
-  as they were (stty -g) and no escape codes left on the screen;
+  as they were: the tty's (stty -g) and the pane's as tmux keeps them (the
+  alternate screen, on while top ran, off again; cursor, keypad, mouse);
 - perfd killed (SIGKILL) under a running top: top exits 1 saying perfd
   closed the connection, terminal restored;
 - the terminal resized: top redraws at the new size; Ctrl-C: exit 0,
@@ -39,13 +42,6 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 MIB = 1024 * 1024
 
 
-def cpu_ticks(pid):
-    """utime + stime of pid, in clock ticks (fields 14 and 15 of stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
 class CpuTruth:
     """Polls the CPU time of some pids every 50 ms with CLOCK_MONOTONIC
     timestamps, so the CPU share of each over any window can be read back."""
@@ -59,7 +55,7 @@ class CpuTruth:
 
     def run(self):
         while not self.done.is_set():
-            self.points.append((time.monotonic(), {p: cpu_ticks(p) for p in self.pids}))
+            self.points.append((time.monotonic(), {p: perfdtest.cpu_ticks(p) for p in self.pids}))
             time.sleep(0.05)
 
     def stop(self):
@@ -81,8 +77,8 @@ class CpuTruth:
 
 def batch_frames(perfd, *args, count=2, delay=2):
     """Runs `top -b --json -n COUNT -d DELAY ARGS`; returns its frames, each
-    with the CLOCK_MONOTONIC window it counts (whole seconds before perfd's
-    "time")."""
+    with the CLOCK_MONOTONIC window it counts (perfd's window_start and
+    window_end: whole seconds, the last ones before its "time")."""
     offset = time.time() - time.monotonic()
     rc, out, err = perfd.perfctl("--json", "top", "-b", "-n", str(count), "-d", str(delay), *args,
                                  timeout=60)
@@ -91,8 +87,10 @@ def batch_frames(perfd, *args, count=2, delay=2):
     assert len(frames) == count, f"{count} frames expected, one JSON object a line: {out[:500]}"
     for f in frames:
         assert f["ok"] is True and f["view"] == "processes", f
-        end = int(f["time"] - offset)
-        f["window"] = (end - f["interval_seconds"], end)
+        start, end = f["window_start"] - offset, f["window_end"] - offset
+        assert abs(end - start - f["interval_seconds"]) < 1e-3, f
+        assert 0 <= f["time"] - f["window_end"] < 1, f
+        f["window"] = (start, end)
     return frames
 
 
@@ -182,12 +180,18 @@ class Tmux:
     def screen(self):
         return self.run("capture-pane", "-t", "0", "-p")
 
-    def raw_screen(self):
-        """With attributes as escape sequences (-e): what a terminal got."""
-        return self.run("capture-pane", "-t", "0", "-p", "-e")
+    # the modes a program can switch the pane into, as tmux keeps them:
+    # the alternate screen, the cursor shown, application keypad and
+    # cursor keys, mouse reporting, insert, origin and wrap modes
+    MODES = ("alternate_on", "cursor_flag", "keypad_flag", "keypad_cursor_flag", "mouse_any_flag",
+             "insert_flag", "origin_flag", "wrap_flag")
 
-    def alternate_on(self):
-        return self.run("display-message", "-t", "0", "-p", "#{alternate_on}").strip() == "1"
+    def modes(self):
+        """The pane's MODES, by name, from tmux itself."""
+        values = self.run("display-message", "-t", "0", "-p",
+                          " ".join(f"#{{{m}}}" for m in self.MODES)).split()
+        assert len(values) == len(self.MODES), f"tmux has not all of {self.MODES}: {values}"
+        return dict(zip(self.MODES, values))
 
     def wait_for(self, test, what, timeout=20):
         deadline = time.monotonic() + timeout
@@ -211,12 +215,16 @@ def tmux(tmp_path):
 
 
 def start_top(tmux, socket_path, tmp_path):
-    """Notes the terminal's modes, then runs perfctl top; returns its first
-    screen."""
+    """Notes the terminal's modes (stty's and the pane's), then runs perfctl
+    top; returns its first screen, once top has the alternate screen."""
+    tmux.modes_before = tmux.modes()
+    assert tmux.modes_before["alternate_on"] == "0", tmux.modes_before
     tmux.type(f"stty -g > {tmp_path}/stty.before; {perfdtest.perfctl_binary()} "
               f"--socket {socket_path} top; echo EXIT=$?")
     tmux.keys("Enter")
-    return tmux.wait_for(lambda s: "perfd top - " in s and "TOP FUNCTION" in s, "top's process list")
+    screen = tmux.wait_for(lambda s: "perfd top - " in s and "TOP FUNCTION" in s, "top's process list")
+    assert tmux.modes()["alternate_on"] == "1", "top does not draw on the alternate screen"
+    return screen
 
 
 def exit_status(screen):
@@ -231,12 +239,13 @@ def exited(screen):
 
 
 def check_restored(tmux, tmp_path, screen):
-    """The shell has its prompt back, top's screen is gone, no escape code
-    was left behind and the terminal modes are the ones before top."""
-    assert not tmux.alternate_on(), "top left the terminal on the alternate screen"
+    """The shell has its prompt back, top's screen is gone, and the pane's
+    modes (off the alternate screen, cursor shown, keypad and mouse modes
+    reset, as tmux has them) and the tty's (stty -g) are the ones before
+    top."""
+    assert tmux.modes() == tmux.modes_before, \
+        f"top left the pane's modes changed: {tmux.modes_before} -> {tmux.modes()}"
     assert "perfd top - " not in screen, f"top's screen was left behind:\n{screen}"
-    raw = tmux.raw_screen()
-    assert "\x1b" not in screen and "^[" not in screen and "[?1049" not in raw, raw
     tmux.type(f"stty -g > {tmp_path}/stty.after")
     tmux.keys("Enter")
     tmux.wait_for(lambda s: os.path.exists(f"{tmp_path}/stty.after") and
@@ -277,6 +286,20 @@ def test_screen_sort_filter_functions_callers_and_quit(perfd, workloads, tmux, t
     screen = start_top(tmux, perfd.socket_path, tmp_path)
     assert "PID USER" in screen and "%CPU" in screen and "by CPU" in screen, screen
     assert rows_of(screen), f"no process rows:\n{screen}"
+
+    # every live process, scrolled to the last page; back to the active
+    # ones, which are fewer than the rows scrolled past: the list starts
+    # at the top again rather than past its end
+    tmux.keys("a")
+    screen = tmux.wait_for(lambda s: re.search(r"Processes: \d+ live", s) and rows_of(s),
+                           "every live process")
+    page = len(rows_of(screen))
+    for _ in range(6):
+        tmux.keys("NPage")
+    tmux.wait_for(lambda s: 0 < len(rows_of(s)) < page, "the last page of live processes")
+    tmux.keys("a")
+    screen = tmux.wait_for(lambda s: re.search(r"Processes: \d+ active", s) and
+                           spin.pid in [p for p, _ in rows_of(s)], "the active processes from the top")
 
     tmux.keys("m")
     screen = tmux.wait_for(lambda s: "by RSS" in s, "the list sorted by RSS")

@@ -34,6 +34,7 @@
 #include "../../cli/format.h"
 #include "../../cli/output.h"
 #include "../../cli/perfctl.h"
+#include "../../cli/top.h"
 #include "perfd/protocol.h"
 
 /* ---- number parsing ------------------------------------------------ */
@@ -131,6 +132,29 @@ Test(format, by_extension)
 		else
 			cr_expect_null(f, "%s: %s", cases[i].path, f);
 	}
+}
+
+Test(format, clock)
+{
+	char buf[CTL_CLOCK_MAX];
+
+	cr_expect_str_eq(ctl_format_clock(0, buf), "-");
+	cr_expect_str_eq(ctl_format_clock(-5, buf), "-");
+	cr_expect_str_eq(ctl_format_clock(NAN, buf), "-");
+	(void)ctl_format_clock(1700000000.5, buf);
+	cr_expect(strlen(buf) == 8 && buf[2] == ':' && buf[5] == ':', "%s", buf);
+}
+
+/* ---- top's refresh clock ------------------------------------------- */
+
+Test(top, a_late_refresh_is_not_made_up_for)
+{
+	/* on time: the next one delay after the one due */
+	cr_expect_float_eq(top_next_due(10.0, 10.0, 2.0), 12.0, 1e-9);
+	cr_expect_float_eq(top_next_due(10.0, 10.5, 2.0), 12.5, 1e-9, "a late start counts");
+	/* a refresh that started 5 s late: the next one 2 s after it, not
+	 * the three missed ones at once (due at 12, 14, 16) */
+	cr_expect_float_eq(top_next_due(10.0, 15.0, 2.0), 17.0, 1e-9);
 }
 
 Test(format, sizes)

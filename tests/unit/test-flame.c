@@ -254,7 +254,7 @@ static char *svg_of(const struct flame *f)
 {
 	struct buf b = { 0 };
 
-	cr_assert_eq(flame_svg_write(f, &(struct flame_out){ put, &b }), 0);
+	cr_assert_eq(flame_svg_write(f, &(struct flame_out){ .put = put, .ctx = &b }), 0);
 	cr_assert_not_null(b.s);
 	return b.s;
 }
@@ -361,6 +361,55 @@ Test(flame, differential_svg_says_both_sides_and_what_before_alone_had)
 	cr_expect_null(strstr(svg, "<title>f4\n"), "a frame of width 0 is not drawn");
 	cr_expect_null(strstr(svg, "<title>f5\n"));
 	free(svg);
+	flame_done(&f);
+	calltree_done(&tr.t);
+}
+
+/* What a page writer asked to reserve and then put. */
+struct sized {
+	struct buf b;
+	size_t reserved;
+	unsigned reserves, puts_before;
+};
+
+static void sized_put(void *ctx, const char *s, size_t n)
+{
+	put(&((struct sized *)ctx)->b, s, n);
+}
+
+static bool sized_reserve(void *ctx, size_t n)
+{
+	struct sized *z = ctx;
+
+	z->reserves++;
+	z->reserved = n;
+	z->puts_before += z->b.n > 0;
+	return true;
+}
+
+Test(flame, the_page_reserves_its_size_once_before_writing)
+{
+	struct tree tr;
+	struct flame f;
+	struct sized z = { 0 };
+	uint32_t frames[3] = { 0, 0, 0 };
+
+	calltree_init(&tr.t);
+	for (uint32_t i = 0; i < 60; i++) {
+		frames[0] = i + 1;
+		frames[1] = 1000 + i;
+		add(&tr, frames, 1, 0);
+	}
+	cr_assert_eq(calltree_link(&tr.t), 0);
+	cr_assert_eq(flame_init(&f, &tr.t, (struct flame_opts[]){ opts(60, 0) }), 0);
+	name_all(&f);
+	cr_assert_eq(flame_page_write(&f, &(struct flame_out){ sized_put, &z, sized_reserve }), 0);
+	cr_expect_eq(z.reserves, 1, "one reserve for the page, not %u", z.reserves);
+	cr_expect_eq(z.puts_before, 0, "the reserve comes before the first byte");
+	/* only '<', '>' and '&' in the data grow, by 5 bytes each: none here */
+	cr_expect_geq(z.reserved, z.b.n, "reserved %zu for a page of %zu", z.reserved, z.b.n);
+	cr_expect_leq(z.reserved, z.b.n + z.b.n / 8, "reserved %zu for a page of %zu", z.reserved, z.b.n);
+	free(z.b.s);
 	flame_done(&f);
 	calltree_done(&tr.t);
 }
