@@ -8,6 +8,7 @@ timeout, and every failure message carries the daemon's stderr, because a
 test that fails without saying why costs more than it saves.
 """
 
+import functools
 import json
 import os
 import re
@@ -38,6 +39,14 @@ def build_dir():
 
 def perfd_binary():
     return str(build_dir() / "perfd")
+
+
+@functools.lru_cache(maxsize=None)
+def sanitized():
+    """Whether the perfd under test is an ASan build (make test's second
+    half): it does the same work several times slower."""
+    with open(perfd_binary(), "rb") as f:
+        return b"__asan_init" in f.read()
 
 
 def perfctl_binary():
@@ -473,12 +482,17 @@ UNWIND_PENDING = "[unwind table pending]"
 def unwind_pending(stacks):
     """Samples flagged as cut short while a table was being built: their
     root (after comm, and after a [thread ...] frame) is UNWIND_PENDING.
-    Asserts they are few: a process's tables come within its first moments
-    (libpython's in ~100 ms under ASan, with a fresh daemon's backlog ahead
-    of it: 4.7% of a 3 s run at 999 Hz), so at most a tenth of a run of
-    seconds may wait for them."""
+    Asserts they are few: a process's tables come within its first moments.
+    A plain daemon had none on split.py under 3.13 -X perf/perf_jit, fresh
+    or not; under ASan, libpython's table takes ~100 ms, and a daemon
+    started for the test has every other process's tables queued ahead of
+    it: 130-213 of ~1,950 samples (7-11%) of a 2 s run at 999 Hz on a quiet
+    machine, none once that backlog is built.  So at most a tenth of a
+    run of seconds may wait for tables (a busy CI machine is slower), a
+    quarter under ASan."""
     pending = count_where(stacks, lambda s: UNWIND_PENDING in s[1:3])
-    assert pending <= 0.10 * total(stacks), \
+    share = 0.25 if sanitized() else 0.10
+    assert pending <= share * total(stacks), \
         f"{pending} of {total(stacks)} samples waited for an unwind table\n{show(stacks)}"
     return pending
 
