@@ -439,8 +439,12 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
  * blocks, both since the previous tick) stands for as many periods; one
  * later than PERFD_CPU_VALUE_MAX blocks (the timer was stopped: throttled,
  * a CPU coming back) restarts the blocks and samples nothing.
+ *
+ * Not read-only: a reload with a new frequency (sampler_set_frequency)
+ * writes it, and the timer's period below, while ticks run; a tick reads
+ * each once.  Blocks in progress end at their old length.
  */
-const volatile __u64 jitter_period_ns = 0;
+volatile __u64 jitter_period_ns = 0;
 
 /* The jitter state and the switch state ("Whose tick it is" below) of each
  * CPU: one value, which a tick looks up once. */
@@ -460,25 +464,25 @@ static __always_inline __u64 random_below(__u64 bound)
  * st is this CPU's state. */
 static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
 {
-	__u64 due = 0;
+	__u64 due = 0, period = jitter_period_ns;
 
-	if (!jitter_period_ns)
+	if (!period)
 		return 1;
 	if (now < st->target_ns) {
 		st->thinned++;
 		return 0;
 	}
 	if (st->target_ns == 0 ||
-	    (__s64)(now - st->block_end_ns) >= (__s64)(PERFD_CPU_VALUE_MAX - 1) * (__s64)jitter_period_ns) {
-		st->block_end_ns = now + jitter_period_ns;
-		st->target_ns = now + random_below(jitter_period_ns);
+	    (__s64)(now - st->block_end_ns) >= (__s64)(PERFD_CPU_VALUE_MAX - 1) * (__s64)period) {
+		st->block_end_ns = now + period;
+		st->target_ns = now + random_below(period);
 		st->thinned++;
 		return 0;
 	}
 	for (int i = 0; i < PERFD_CPU_VALUE_MAX && st->target_ns <= now; i++) {
 		due++;
-		st->target_ns = st->block_end_ns + random_below(jitter_period_ns);
-		st->block_end_ns += jitter_period_ns;
+		st->target_ns = st->block_end_ns + random_below(period);
+		st->block_end_ns += period;
 	}
 	return due;
 }
@@ -528,7 +532,7 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * than a timer period: it is taken at the present time and charged to
  * the current task, as without all this.
  */
-const volatile __u64 timer_period_ns = 0;
+volatile __u64 timer_period_ns = 0; /* written at a reload, as jitter_period_ns */
 /* perf's hrtimer callback: the one timer whose expiry matters here.  Weak,
  * so the object loads on a kernel without the symbol; sampler.c then
  * loads neither this program nor on_sched_switch, and every tick falls

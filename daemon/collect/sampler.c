@@ -13,11 +13,13 @@
  * timer is measured in docs/PERFORMANCE.md ("Jittered sampling").
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,13 +37,14 @@
 struct sampler {
 	struct perfd_bpf *skel;
 	struct ring_buffer *ring;
-	int *event_fds; /* per CPU, until its link takes the event over */
+	int *event_fds; /* per CPU: its event, to set its period at a reload */
 	struct bpf_link **links;
 	unsigned n_cpus_possible;
 	unsigned n_attached;
 	uint64_t period_ns;       /* mean period of a sample */
 	uint64_t timer_period_ns; /* of the perf event */
 	bool fixed_period;
+	bool fixed_asked; /* --fixed-period */
 	bool unwind_tables;
 	bool switch_aware; /* ticks due before a switch go to the task switched out */
 	uint64_t memory_sample_bytes; /* 0: memory profiling off */
@@ -71,6 +74,27 @@ struct sampler {
 #define JITTER_TICKS_PER_SAMPLE 4.382
 #define JITTER_MIN_TICKS 1.5
 #define CPU_CLOCK_MIN_PERIOD_NS 10000
+
+/* The periods for frequency_hz: of a sample, of the timer, and whether the
+ * period is fixed (asked, or too few ticks per period fit: see above). */
+static void plan_periods(struct sampler *s, unsigned frequency_hz)
+{
+	s->period_ns = NSEC_PER_SEC / frequency_hz;
+	s->fixed_period = s->fixed_asked;
+	if (!s->fixed_period) {
+		long max_rate = sampler_max_frequency();
+		double ticks = JITTER_TICKS_PER_SAMPLE;
+
+		if (max_rate > 0 && ticks * frequency_hz > (double)max_rate)
+			ticks = (double)max_rate / frequency_hz;
+		if ((double)s->period_ns / ticks < CPU_CLOCK_MIN_PERIOD_NS)
+			ticks = (double)s->period_ns / CPU_CLOCK_MIN_PERIOD_NS;
+		s->fixed_period = ticks < JITTER_MIN_TICKS;
+		s->timer_period_ns = (uint64_t)((double)s->period_ns / ticks + 0.5);
+	}
+	if (s->fixed_period)
+		s->timer_period_ns = s->period_ns;
+}
 
 /* Whether the running kernel's BTF has a type of that name (a tracepoint
  * a tp_btf program can attach to has its btf_trace_NAME typedef). */
@@ -182,17 +206,20 @@ static int attach_cpus(struct sampler *s, const char **what)
 			continue; /* went offline meanwhile */
 		if (r < 0)
 			return r;
-		s->event_fds[cpu] = r;
+		/* The link owns the event (bpf_link__destroy() closes it); a
+		 * copy of the fd stays here to change its period. */
 		*what = "attach the BPF program to a perf event";
 		s->links[cpu] = bpf_program__attach_perf_event(
 			s->unwind_tables ? s->skel->progs.on_cpu_clock : s->skel->progs.on_cpu_clock_fp, r);
 		if (!s->links[cpu]) {
-			r = negative_errno();
-			s->links[cpu] = NULL;
-			return r;
+			int e = negative_errno();
+
+			close(r);
+			return e;
 		}
-		/* The link owns the event now: bpf_link__destroy() closes it. */
-		s->event_fds[cpu] = -1;
+		s->event_fds[cpu] = fcntl(r, F_DUPFD_CLOEXEC, 3);
+		if (s->event_fds[cpu] < 0)
+			return negative_errno();
 		s->n_attached++;
 	}
 	return s->n_attached > 0 ? 0 : -ENODEV;
@@ -231,21 +258,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		goto fail_nomem;
-	s->period_ns = NSEC_PER_SEC / opts->frequency_hz;
-	s->fixed_period = opts->fixed_period;
-	if (!s->fixed_period) {
-		long max_rate = sampler_max_frequency();
-		double ticks = JITTER_TICKS_PER_SAMPLE;
-
-		if (max_rate > 0 && ticks * opts->frequency_hz > (double)max_rate)
-			ticks = (double)max_rate / opts->frequency_hz;
-		if ((double)s->period_ns / ticks < CPU_CLOCK_MIN_PERIOD_NS)
-			ticks = (double)s->period_ns / CPU_CLOCK_MIN_PERIOD_NS;
-		s->fixed_period = ticks < JITTER_MIN_TICKS;
-		s->timer_period_ns = (uint64_t)((double)s->period_ns / ticks + 0.5);
-	}
-	if (s->fixed_period)
-		s->timer_period_ns = s->period_ns;
+	s->fixed_asked = opts->fixed_period;
+	plan_periods(s, opts->frequency_hz);
 
 	what = "count the possible CPUs";
 	r = libbpf_num_possible_cpus();
@@ -263,8 +277,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 			   sampler_default_ringbuf_bytes(opts->frequency_hz, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
 	s->skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
 	s->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
-	s->skel->rodata->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
-	s->skel->rodata->timer_period_ns = s->timer_period_ns;
+	s->skel->bss->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
+	s->skel->bss->timer_period_ns = s->timer_period_ns;
 	what = "size the ring buffer";
 	r = bpf_map__set_max_entries(s->skel->maps.events, s->ringbuf_bytes);
 	if (r < 0)
@@ -416,6 +430,44 @@ void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_map
 int sampler_python_map_fd(const struct sampler *s)
 {
 	return s->unwind_tables ? bpf_map__fd(s->skel->maps.python_processes) : -ENOTSUP;
+}
+
+/* Sets the timer's period of every CPU's event (the kernel restarts its
+ * hrtimer with it); on failure puts back the old one on those already
+ * changed. */
+static int set_timer_periods(struct sampler *s, uint64_t period_ns, uint64_t old_ns)
+{
+	for (unsigned cpu = 0; cpu < s->n_cpus_possible; cpu++) {
+		if (s->event_fds[cpu] < 0 || ioctl(s->event_fds[cpu], PERF_EVENT_IOC_PERIOD, &period_ns) == 0)
+			continue;
+		int r = negative_errno();
+
+		while (cpu-- > 0)
+			if (s->event_fds[cpu] >= 0)
+				(void)ioctl(s->event_fds[cpu], PERF_EVENT_IOC_PERIOD, &old_ns);
+		return r;
+	}
+	return 0;
+}
+
+int sampler_set_frequency(struct sampler *s, unsigned frequency_hz)
+{
+	struct sampler old = *s;
+	int r;
+
+	if (frequency_hz == 0)
+		return -EINVAL;
+	plan_periods(s, frequency_hz);
+	r = set_timer_periods(s, s->timer_period_ns, old.timer_period_ns);
+	if (r < 0) {
+		s->period_ns = old.period_ns;
+		s->timer_period_ns = old.timer_period_ns;
+		s->fixed_period = old.fixed_period;
+		return r;
+	}
+	s->skel->bss->timer_period_ns = s->timer_period_ns;
+	s->skel->bss->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
+	return 0;
 }
 
 uint64_t sampler_period_ns(const struct sampler *s)

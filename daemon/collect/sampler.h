@@ -64,6 +64,12 @@ void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_map
  * time), the period of the timer behind it (the same with a fixed period)
  * and whether the period is fixed. */
 uint64_t sampler_period_ns(const struct sampler *s);
+/* Samples at frequency_hz from now on (a reload): the timers' periods and
+ * the BPF program's block length; --fixed-period as at start.  The ring
+ * buffer keeps its size.  Samples already taken keep the period they were
+ * taken at: the caller drains them first and rescales what it holds.
+ * Returns 0, or -errno with the old frequency still running. */
+int sampler_set_frequency(struct sampler *s, unsigned frequency_hz);
 uint64_t sampler_timer_period_ns(const struct sampler *s);
 bool sampler_fixed_period(const struct sampler *s);
 /* Whether a tick that fell due before a context switch is charged to the
