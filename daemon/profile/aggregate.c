@@ -41,6 +41,7 @@ struct aggregator {
 	struct u64map by_pid; /* tgid -> struct process * (latest incarnation) */
 	struct collector *collectors;
 	uint64_t ns_per_tick;
+	uint64_t scale_rng;       /* aggregator_scale_cpu's rounding */
 	uint32_t stack_limit_id; /* the placeholder stack, always interned */
 	size_t history_bytes;    /* sum of the processes' history bytes */
 	size_t process_bytes;    /* sum of process_bytes() over the processes */
@@ -1007,6 +1008,37 @@ int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t
 	*first_ns = first == UINT64_MAX ? 0 : first;
 	*end_ns = end;
 	return 0;
+}
+
+void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
+{
+	if (num == den || !num || !den)
+		return;
+	for (size_t i = 0; i < a->n_procs; i++) {
+		struct process *p = a->procs[i];
+		size_t before = p->history.bytes;
+
+		if (history_scale(&p->history, a->stacks, PROFILE_KIND_CPU, num, den, &a->scale_rng) < 0) {
+			/* no memory to write it again: what it held is dropped, counted */
+			struct history_dropped d = { 0 };
+
+			while (history_drop_oldest(&p->history, a->stacks, &d))
+				;
+			a->stats.windows_evicted += d.windows;
+			for (int k = 0; k < PROFILE_KINDS; k++)
+				a->stats.values_evicted[k] += d.values[k];
+		}
+		a->history_bytes += p->history.bytes - before;
+		p->total_samples = profile_scale_value(p->total_samples, num, den, &a->scale_rng);
+		for (size_t b = 0; b < AGG_BUCKETS; b++)
+			p->bucket_samples[b] = (uint32_t)MIN(
+				profile_scale_value(p->bucket_samples[b], num, den, &a->scale_rng),
+				(uint64_t)UINT32_MAX);
+	}
+	for (struct collector *c = a->collectors; c; c = c->next)
+		for (size_t i = 0; i < c->parts.n; i++)
+			profile_scale(&c->parts.parts[i].prof, a->stacks, PROFILE_KIND_CPU, num, den,
+				      &a->scale_rng);
 }
 
 void aggregator_maintain(struct aggregator *a, uint64_t now_ns)

@@ -253,6 +253,12 @@ void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)
 /* Once a second: rolls windows up, drops those past the retention, frees
  * exited processes with nothing left, keeps memory under its limit. */
 void aggregator_maintain(struct aggregator *a, uint64_t now_ns);
+/* Every CPU value held (windows, snapshots collecting, per-process counts)
+ * x num / den, rounded at random so that the sums stay unbiased: when the
+ * sampling period goes from num ns to den ns, an old sample is num / den
+ * new ones.  A process whose windows cannot be written again for want of
+ * memory loses them, counted as evicted. */
+void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den);
 
 struct stacktab *aggregator_stacks(struct aggregator *a);
 uint64_t aggregator_ns_per_tick(const struct aggregator *a);

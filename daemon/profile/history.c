@@ -685,6 +685,68 @@ void history_maintain(struct history *h, struct stacktab *stacks, uint64_t now_s
 		roll_up(h, stacks, now_s, every, dropped);
 }
 
+int history_scale(struct history *h, struct stacktab *stacks, enum profile_kind kind, uint64_t num,
+		  uint64_t den, uint64_t *rng)
+{
+	struct history_log *log = &h->log;
+	_cleanup_free_ struct entry *e = NULL;
+	_cleanup_free_ uint8_t *out = NULL;
+	size_t entries = 0, cap_e = 0, len = 0, cap;
+	uint64_t prev_end = 0;
+	const uint8_t *p;
+
+	/* The new log is written whole before the old one goes, so running out
+	 * of memory changes nothing: room for every value at its widest. */
+	p = log->buf + log->head;
+	for (size_t i = 0; i < log->n; i++) {
+		struct rec r;
+
+		p = rec_parse(p, 0, true, 0, &r);
+		entries += r.n;
+		cap_e = MAX(cap_e, (size_t)r.n);
+	}
+	cap = log_live(log) + entries * 10 + log->n * 2;
+	if (log->n && (!(out = malloc(cap)) || !(e = malloc(MAX(cap_e, 1) * sizeof(*e)))))
+		return -ENOMEM;
+
+	p = log->buf + log->head;
+	for (size_t i = 0; i < log->n; i++) {
+		struct rec r;
+		const uint8_t *q;
+		uint64_t key = 0, gap;
+		size_t n = 0;
+
+		p = rec_parse(p, prev_end, i == 0, log->head_start_s, &r);
+		q = r.entries;
+		for (uint64_t j = 0; j < r.n; j++) {
+			entry_next(&q, &key, &e[n].value);
+			e[n].key = key;
+			if (profile_key_kind(key) == kind)
+				e[n].value = profile_scale_value(e[n].value, num, den, rng);
+			if (e[n].value)
+				n++;
+			else
+				stacktab_unref(stacks, profile_key_stack(key));
+		}
+		gap = i == 0 ? 0 : r.start_s - prev_end;
+		record_write(out + len, gap, r.span_s, &r.rss, e, n);
+		len += record_size(gap, r.span_s, &r.rss, e, n);
+		prev_end = r.start_s + r.span_s;
+	}
+	if (log->n) {
+		h->bytes += cap - log->cap;
+		free(log->buf);
+		log->buf = TAKE_PTR(out);
+		log->head = 0;
+		log->len = len;
+		log->cap = cap;
+		log_trim(h);
+	}
+	for (struct window *w = h->newest; w; w = w->older)
+		profile_scale(&w->prof, stacks, kind, num, den, rng);
+	return 0;
+}
+
 void history_release(struct history *h, struct stacktab *stacks)
 {
 	while (h->log.n)

@@ -61,3 +61,38 @@ size_t profile_memory(const struct profile *p)
 {
 	return u64map_memory(&p->values);
 }
+
+uint64_t profile_scale_value(uint64_t v, uint64_t num, uint64_t den, uint64_t *rng)
+{
+	unsigned __int128 x = (unsigned __int128)v * num;
+	uint64_t q = (uint64_t)(x / den), rem = (uint64_t)(x % den), z;
+
+	if (!rem)
+		return q;
+	z = (*rng += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	return q + ((unsigned __int128)z * den >> 64 < rem);
+}
+
+void profile_scale(struct profile *p, struct stacktab *stacks, enum profile_kind kind, uint64_t num,
+		   uint64_t den, uint64_t *rng)
+{
+	struct u64map *m = &p->values;
+
+	p->totals[kind] = 0;
+	U64MAP_FOREACH(slot, m)
+		if (profile_key_kind(slot->key) == kind)
+			p->totals[kind] += slot->value = profile_scale_value(slot->value, num, den, rng);
+	/* Then the zeros, apart: a removal shifts later entries of its probe
+	 * run back, into this slot or after it, never before (where they
+	 * would be missed), so each slot is looked at again until it holds a
+	 * value or nothing. */
+	for (size_t i = 0; m->slots && i <= m->mask; i++)
+		while (m->slots[i].key != U64MAP_EMPTY && m->slots[i].value == 0 &&
+		       profile_key_kind(m->slots[i].key) == kind) {
+			stacktab_unref(stacks, profile_key_stack(m->slots[i].key));
+			u64map_remove(m, m->slots[i].key);
+		}
+}

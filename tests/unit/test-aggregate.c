@@ -424,6 +424,36 @@ Test(aggregate, a_cpu_sample_counts_the_periods_it_stands_for)
 	destroy();
 }
 
+/* A new sampling period (aggregator_scale_cpu): the windows, the counts
+ * ps reads, and a snapshot collecting, all in the new period. */
+Test(aggregate, a_new_period_rescales_the_store_and_the_snapshots_collecting)
+{
+	struct collector c = { .sel = select_all, .begin_ns = 0, .end_ns = UINT64_MAX };
+	struct process *p;
+
+	make(100, 1000);
+	aggregator_add_collector(agg, &c);
+	for (int i = 0; i < 3; i++)
+		feed_user(NOPID, 1, 100 * SEC + 5 + i, 0x1000, 0x2000);
+	feed_user(NOPID, 1, 101 * SEC, 0x1100, 0x2000);
+	/* 10 ms -> 2 ms: an old sample is 5 new ones */
+	aggregator_scale_cpu(agg, 10000000, 2000000);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(history_count_of(p, 0x1000), 15);
+	cr_assert_eq(history_count_of(p, 0x1100), 5);
+	cr_assert_eq(history_total(p), 20);
+	cr_assert_eq(p->total_samples, 20);
+	cr_assert_eq(process_window_samples(p, 100, 102), 20);
+	cr_assert_eq(count_of(&part_of(&c.parts, NOPID)->prof, 0x1000), 15);
+	cr_assert_eq(part_of(&c.parts, NOPID)->prof.totals[PROFILE_KIND_CPU], 20);
+	/* and a sample after it counts one of the new period */
+	feed_user(NOPID, 1, 101 * SEC + 1, 0x1100, 0x2000);
+	cr_assert_eq(history_count_of(p, 0x1100), 6);
+	aggregator_remove_collector(agg, &c);
+	aggregator_release_parts(agg, &c.parts);
+	destroy();
+}
+
 Test(aggregate, malformed_records_are_rejected)
 {
 	struct perfd_sample s = { .hdr = { .kind = PERFD_EVENT_SAMPLE }, .kernel_depth = 5 };

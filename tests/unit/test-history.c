@@ -608,3 +608,58 @@ Test(history, random_streams_with_retention_and_evictions_account_for_every_valu
 		profile_release(&out, stacks);
 	}
 }
+
+/* A new sampling period: every CPU value, sealed or open, x num / den;
+ * memory values untouched; whole results exact (no rounding when the
+ * ratio divides); entries that round to 0 go with their stack reference
+ * (the teardown counts them); the log stays tight and the invariants
+ * hold. */
+Test(history, scale_multiplies_cpu_values_sealed_and_open)
+{
+	uint64_t k_mem = profile_key(ids[1], 1, PROFILE_KIND_MEMORY), rng = 1;
+
+	for (uint64_t s = 100; s < 400; s++)
+		add(s * SEC, (int)(s % N_STACKS), 3);
+	cr_assert_eq(history_add(&h, stacks, 399 * SEC, k_mem, 4096), 0);
+	history_maintain(&h, stacks, 402, 100000, NULL);
+	cr_assert_gt(h.log.n, 0);
+	cr_assert_not_null(h.newest);
+	cr_assert_eq(history_scale(&h, stacks, PROFILE_KIND_CPU, 1000, 3, &rng), 0);
+	check_invariants();
+	cr_assert_eq(total(), 300 * 1000, "sealed and open: %lu", (unsigned long)total());
+	cr_assert_eq(value_in(window_at(399), 3), 1000);
+	cr_assert_eq(history_window_value(window_at(399), k_mem), 4096, "memory was scaled");
+	cr_assert_eq(history_window_total(window_at(399), PROFILE_KIND_MEMORY), 4096);
+
+	/* x 1/2000: the open windows' entries of 1000 (and the rolled-up
+	 * windows' of 2000 or 3000: 1 or 1.5) round at random; the 0s leave */
+	cr_assert_eq(history_scale(&h, stacks, PROFILE_KIND_CPU, 1, 2000, &rng), 0);
+	check_invariants();
+	collect();
+	for (size_t i = 0; i < n_wins; i++)
+		for (int k = 0; k < N_STACKS; k++)
+			cr_assert_leq(history_window_value(&wins[i], key(k)), 2);
+	/* 150 in the mean, sd under 8.7 */
+	cr_assert(total() > 110 && total() < 190, "%lu kept, 150 expected", (unsigned long)total());
+}
+
+/* Random rounding is unbiased: 10,000 entries of 1 at x 0.3 keep ~3,000
+ * (sd 46), where rounding to the nearest would keep none. */
+Test(history, scale_rounds_at_random_without_bias)
+{
+	struct profile p;
+	uint64_t rng = 42, sum = 0;
+
+	profile_init(&p);
+	for (uint32_t t = 0; t < 10000; t++)
+		cr_assert_eq(profile_add(&p, stacks, profile_key(ids[t % N_STACKS], t, PROFILE_KIND_CPU), 1), 0);
+	profile_scale(&p, stacks, PROFILE_KIND_CPU, 3, 10, &rng);
+	U64MAP_FOREACH(slot, &p.values) {
+		cr_assert_eq(slot->value, 1);
+		sum += slot->value;
+	}
+	cr_assert_eq(sum, p.totals[PROFILE_KIND_CPU]);
+	cr_assert_eq(p.values.count, sum, "zeros left in the map");
+	cr_assert(sum > 3000 - 4 * 46 && sum < 3000 + 4 * 46, "%lu kept", (unsigned long)sum);
+	profile_release(&p, stacks);
+}
