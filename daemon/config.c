@@ -84,7 +84,7 @@ static const struct row rows[] = {
 	  "read options from PATH (default " PERFD_DEFAULT_CONFIG ", if it exists)" },
 	{ "socket", "PATH", T_STRING, OFF(socket_path), 0, 0, 0, NULL,
 	  "listen on PATH (default $" PERFD_SOCKET_ENV " or " PERFD_DEFAULT_SOCKET ")" },
-	{ "frequency", "HZ", T_UINT, OFF(frequency_hz), 1, 10000000, 0, "99",
+	{ "frequency", "HZ", T_UINT, OFF(frequency_hz), 1, 10000000, R_RELOAD, "99",
 	  "samples per second per CPU, at random instants: one in each period of 1/HZ" },
 	{ "fixed-period", NULL, T_BOOL, OFF(fixed_period), 0, 0, 0, NULL,
 	  "sample at a fixed period of 1/HZ instead (a workload repeating at that period is then "

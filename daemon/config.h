@@ -23,11 +23,11 @@
  * default file is no error, a missing --config file is.
  *
  * SIGHUP loads again (the same flags, the file as it is now).  Options
- * marked reloadable (the exporters', labels, --verbose) take effect at
- * once; the others need what they configure rebuilt (the frequency: the
- * perf events reopened and every retained profile's period would change;
- * the store's limits, the BPF maps' sizes, the socket), so a changed one
- * is logged and keeps its running value (config_keep_restart_only).
+ * marked reloadable (the exporters', labels, --verbose, the frequency:
+ * manager.c's set_frequency) take effect at once; the others need what
+ * they configure rebuilt (the store's limits, the BPF maps' sizes, the
+ * ring buffer, the socket, --fixed-period), so a changed one is logged and
+ * keeps its running value (config_keep_restart_only).
  */
 #ifndef PERFD_CONFIG_H
 #define PERFD_CONFIG_H

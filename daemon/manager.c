@@ -238,6 +238,33 @@ static struct export_source export_source(struct manager *m)
 	};
 }
 
+/* A reload's new frequency.  The samples on their way are drained first,
+ * in the old period, then the timers change, then what the store holds is
+ * rescaled to the new period (aggregator_scale_cpu), since every answer
+ * states CPU samples in the sampler's period as it is then: a range across
+ * the change still adds up to its CPU time.  The few samples a CPU takes
+ * between the drain and its timer's change come in the new period. */
+static int set_frequency(struct manager *m, unsigned frequency_hz)
+{
+	uint64_t old_ns = sampler_period_ns(m->d.sampler);
+	size_t ring = sampler_ringbuf_bytes(m->d.sampler);
+	int r;
+
+	daemon_drain(&m->d);
+	r = sampler_set_frequency(m->d.sampler, frequency_hz);
+	if (r < 0)
+		return r;
+	aggregator_scale_cpu(m->d.aggregator, old_ns, sampler_period_ns(m->d.sampler));
+	m->d.frequency_hz = frequency_hz;
+	exporter_set_sampling(m->d.exporter, sampler_period_ns(m->d.sampler), frequency_hz);
+	if (!m->config->ringbuf_mib &&
+	    sampler_default_ringbuf_bytes(frequency_hz, sampler_cpus(m->d.sampler)) > ring)
+		log_warning("The ring buffer keeps the size it got at start (%zu KiB), small for %u Hz: "
+			    "samples it cannot hold are counted as lost; a restart sizes it again.",
+			    ring >> 10, frequency_hz);
+	return 0;
+}
+
 /* SIGHUP: the configuration again, from the same flags and the file as it
  * is now (config.h says what may change).  A bad file keeps the running
  * configuration whole. */
@@ -263,6 +290,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		log_error_errno(r, "Failed to apply the reloaded configuration, keeping the running one: %m");
 		config_free(next);
 		return 0;
+	}
+	if (next->frequency_hz != m->config->frequency_hz) {
+		r = set_frequency(m, (unsigned)next->frequency_hz);
+		if (r < 0) {
+			log_error_errno(r, "Failed to sample at %" PRIu64 " Hz, keeping %" PRIu64 " Hz: %m",
+					next->frequency_hz, m->config->frequency_hz);
+			next->frequency_hz = m->config->frequency_hz;
+		}
 	}
 	log_set_max_level(next->verbose ? LOG_DEBUG : LOG_INFO);
 	config_free(m->config);

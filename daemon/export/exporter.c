@@ -406,6 +406,12 @@ int exporter_configure(struct exporter *x, const struct export_opts *o)
 	return 0;
 }
 
+void exporter_set_sampling(struct exporter *x, uint64_t period_ns, unsigned frequency_hz)
+{
+	x->src.period_ns = period_ns;
+	x->src.frequency_hz = frequency_hz;
+}
+
 void exporter_get_stats(struct exporter *x, struct exporter_stats *ret)
 {
 	*ret = x->stats;

@@ -75,6 +75,9 @@ int exporter_new(sd_event *event, const struct export_source *src, struct export
  * Returns 0 or -errno: a target that cannot be built (out of memory,
  * libcurl) changes nothing. */
 int exporter_configure(struct exporter *x, const struct export_opts *o);
+/* A reload changed the sampling frequency: the profiles exported from now
+ * on state this period and rate (the store holds its samples in it). */
+void exporter_set_sampling(struct exporter *x, uint64_t period_ns, unsigned frequency_hz);
 void exporter_get_stats(struct exporter *x, struct exporter_stats *ret);
 struct exporter *exporter_free(struct exporter *x);
 

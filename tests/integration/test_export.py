@@ -426,10 +426,60 @@ def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, wo
         assert e["last_error"], e
 
 
+def cpu_seconds(pid):
+    """The CPU time pid has run, from the kernel's own count (schedstat)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
+def test_sighup_changes_the_frequency_and_the_cpu_time_still_adds_up(workloads, tmp_path):
+    """frequency = 99 -> 499 at SIGHUP: status and every CPU's timer take
+    it (the spinner's samples come 499 per CPU-second), and a snapshot of
+    the spinner's whole life, across the change, still holds its CPU time:
+    what the store held was rescaled to the new period.  Without that, the
+    seconds spent at 99 Hz would count a fifth of their time."""
+    conf = tmp_path / "perfd.conf"
+    conf.write_text("[perfd]\nfrequency = 99\n")
+    daemon = perfdtest.start_perfd(extra_args=["--config", str(conf)])
+    try:
+        w = workloads("spin", 6, "0.2")
+        wait_for("2 CPU-seconds of the spinner at 99 Hz", lambda: cpu_seconds(w.pid) >= 2.0,
+                 timeout=60)
+        reload(daemon, conf, "[perfd]\nfrequency = 499\n")
+        st = daemon.status()
+        assert st["frequency_hz"] == 499 and st["config"]["frequency"] == 499, st["config"]
+        assert st["sample_period_ns"] == 10**9 // 499, st
+        assert "takes a restart" not in daemon.stderr(), daemon.stderr()
+        # the new rate, on the spinner's own CPU time over a live snapshot
+        cpu0, s0 = cpu_seconds(w.pid), daemon.status()["samples"]
+        live = daemon.perfctl_json("snapshot", "--pid", str(w.pid), "--duration", "2")
+        cpu1, s1 = cpu_seconds(w.pid), daemon.status()["samples"]
+        used = float(w.finish().split()[-1])
+        whole = daemon.perfctl_json("snapshot", "--pid", str(w.pid), "--since", "5m")
+    finally:
+        daemon.stop()
+    rate = live["samples"] / (cpu1 - cpu0)
+    assert 0.8 * 499 <= rate <= 1.2 * 499, \
+        f"{live['samples']} samples in {cpu1 - cpu0:.2f} CPU-s after the change: {rate:.0f} Hz"
+    # the timers themselves: ticks per sample as status says (4.38); a
+    # timer left at 99 Hz's 2.3 ms would tick less than once a sample
+    taken = s1["taken"] - s0["taken"]
+    ticks = taken + s1["ticks_thinned"] - s0["ticks_thinned"]
+    assert 3.5 <= ticks / taken <= 5.5, \
+        f"{ticks} ticks for {taken} samples, the timer at {st['timer_period_ns']} ns"
+    assert whole["period_ns"] == 10**9 // 499, whole["period_ns"]
+    # ~2,000 samples: the jittered count has no sampling noise of its own;
+    # 10% for the drain around the change and the ends
+    seconds = whole["samples"] * whole["period_ns"] / 1e9
+    assert abs(seconds - used) <= 0.10 * used, \
+        f"{whole['samples']} samples x {whole['period_ns']} ns = {seconds:.2f} s, " \
+        f"the spinner used {used:.2f} CPU-s"
+
+
 def test_sighup_applies_a_new_label_and_keeps_the_profiles(push_daemon, workloads):
-    """A reload changes the label of the next pushes, keeps what the store
-    retained, keeps a restart-only option (frequency) as it runs, and a bad
-    file at SIGHUP keeps the running configuration."""
+    """A reload changes the label and the rate of the next pushes, keeps
+    what the store retained (its CPU time: its samples are rescaled to the
+    new period), keeps a restart-only option (max-processes) as it runs,
+    and a bad file at SIGHUP keeps the running configuration."""
     daemon, receiver, conf, text = push_daemon
     started = time.time()
     w = workloads("spin", 8, 0)
@@ -437,22 +487,29 @@ def test_sighup_applies_a_new_label_and_keeps_the_profiles(push_daemon, workload
     time.sleep(1)
     held = ("snapshot", "--pid", str(w.pid), "--from", f"{started:.3f}", "--to", f"{time.time() - 1:.3f}")
     before = daemon.perfctl_json(*held)
-    assert before["samples"] > 0, before
-    reload(daemon, conf, text.replace("team=perf", "team=profiling") + "frequency = 199\n")
+    assert before["samples"] > 0 and before["period_ns"] == 10**9 // 99, before
+    reload(daemon, conf, text.replace("team=perf", "team=profiling") +
+           "frequency = 199\nmax-processes = 100\n")
     st = daemon.status()
     assert st["config"]["label"] == {"team": "profiling"}, st["config"]
-    assert st["config"]["frequency"] == 99 and st["frequency_hz"] == 99, st["config"]
-    assert ("The reloaded configuration changes frequency: that takes a restart, "
+    assert st["config"]["frequency"] == 199 and st["frequency_hz"] == 199, st["config"]
+    assert st["config"]["max-processes"] != 100, st["config"]
+    assert ("The reloaded configuration changes max-processes: that takes a restart, "
             "keeping the running values.") in daemon.stderr(), daemon.stderr()
     reloaded = time.time()
     got = wait_for("a push with the new label", lambda: [
         x for x in requests_of(receiver, w.pid, since=reloaded) if x[1].get("team") == "profiling"],
         timeout=20)
-    assert got
+    assert got[0][2]["query"]["sampleRate"] == ["199"], got[0][2]["query"]
     w.kill()
     after = daemon.perfctl_json(*held)
-    assert after["samples"] == before["samples"], \
-        f"the store lost what it held before the reload: {before['samples']} -> {after['samples']}"
+    assert after["period_ns"] == 10**9 // 199, after
+    # each old sample is 199/99 new ones, rounded at random entry by entry
+    # (sd under a sample per entry): the held CPU time stays within 3%
+    was, now = before["samples"] * before["period_ns"], after["samples"] * after["period_ns"]
+    assert abs(now - was) <= 0.03 * was + 2 * after["period_ns"], \
+        f"the store's CPU time across the reload: {was / 1e9:.3f} s -> {now / 1e9:.3f} s " \
+        f"({before['samples']} -> {after['samples']} samples)"
 
     reload(daemon, conf, "[perfd]\ninterval = never\n")
     assert "Failed to reload" in daemon.stderr() and f"{conf}:2" in daemon.stderr()
