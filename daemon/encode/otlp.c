@@ -24,7 +24,8 @@
  * states it); memory is space/bytes with period the mean bytes per
  * sample, off-CPU time off_cpu/nanoseconds.  Every sample carries the
  * labels pprof.c gives it (pid, comm, cgroup, unit, then the caller's) as
- * attributes: one attribute_indices list shared by all samples.
+ * attributes: one attribute_indices list shared by all samples.  The kinds
+ * and the labels are protoschema.h's, which pprof.c reads too.
  *
  * The request is packed into one buffer of its packed size (the export
  * worker sends it as it is).  Memory: the protobuf-c structs, a few words
@@ -37,6 +38,7 @@
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
 #include "encode/encode.h"
+#include "encode/protoschema.h"
 #include "encode/strtable.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
@@ -62,17 +64,6 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue pb_any;
 
 #define BUILD_ID_KEY "process.executable.build_id.gnu"
 #define MAX_RESOURCE 5  /* host.name, process.pid, .executable.name, service.name, container.id */
-#define MAX_LABELS 4    /* pid, comm, cgroup, unit */
-
-/* What a sample's value is, per kind of profile: type/unit, and what is
- * counted between samples. */
-static const struct {
-	const char *type, *unit, *period_type, *period_unit;
-} kind_types[PROFILE_KINDS] = {
-	[PROFILE_KIND_CPU] = { "samples", "count", "cpu", "nanoseconds" },
-	[PROFILE_KIND_MEMORY] = { "space", "bytes", "space", "bytes" },
-	[PROFILE_KIND_OFFCPU] = { "off_cpu", "nanoseconds", "off_cpu", "nanoseconds" },
-};
 
 struct otlp {
 	const struct model *m;
@@ -247,25 +238,17 @@ static int build_locations(struct otlp *p)
  * caller's), as attributes. */
 static int build_sample_attrs(struct otlp *p, const struct encode_opts *o)
 {
-	const struct model_process *pr = &p->m->processes[0];
+	struct proto_label pl[PROTO_MAX_PROCESS_LABELS];
+	size_t n = proto_process_labels(&p->m->processes[0], pl);
 	int32_t a;
 
-	p->sample_attrs = alloc_zeroed(MAX_LABELS + o->n_labels, sizeof(*p->sample_attrs));
+	p->sample_attrs =
+		alloc_zeroed(PROTO_MAX_PROCESS_LABELS + o->n_labels, sizeof(*p->sample_attrs));
 	if (!p->sample_attrs)
 		return -ENOMEM;
-	if ((a = add_attr(p, "pid", NULL, 0, true, pr->pid)) < 0)
-		return a;
-	p->sample_attrs[p->n_sample_attrs++] = a;
-	if ((a = add_attr(p, "comm", NULL, pr->comm, false, 0)) < 0)
-		return a;
-	p->sample_attrs[p->n_sample_attrs++] = a;
-	if (pr->cgroup) {
-		if ((a = add_attr(p, "cgroup", NULL, pr->cgroup, false, 0)) < 0)
-			return a;
-		p->sample_attrs[p->n_sample_attrs++] = a;
-	}
-	if (pr->unit) {
-		if ((a = add_attr(p, "unit", NULL, pr->unit, false, 0)) < 0)
+	for (size_t k = 0; k < n; k++) {
+		if ((a = add_attr(p, proto_label_keys[pl[k].key], NULL, pl[k].str, pl[k].is_num,
+				  pl[k].num)) < 0)
 			return a;
 		p->sample_attrs[p->n_sample_attrs++] = a;
 	}
@@ -277,9 +260,11 @@ static int build_sample_attrs(struct otlp *p, const struct encode_opts *o)
 	return 0;
 }
 
-static int build_samples(struct otlp *p)
+static int build_samples(struct otlp *p, const struct encode_opts *o)
 {
 	const struct model *m = p->m;
+	const struct proto_kind *kind = &proto_kinds[proto_kind_of(m)];
+	int64_t period = proto_period(proto_kind_of(m), o);
 
 	p->stacks = alloc_zeroed(m->n_samples + 1, sizeof(*p->stacks));
 	p->stack_ptrs = alloc_zeroed(m->n_samples + 1, sizeof(*p->stack_ptrs));
@@ -308,7 +293,7 @@ static int build_samples(struct otlp *p)
 
 		opentelemetry__proto__profiles__v1development__sample__init(ps);
 		ps->stack_index = (int32_t)i + 1;
-		p->values[i] = (int64_t)s->value;
+		p->values[i] = proto_value(kind, 0, s->value, period); /* the first type alone */
 		ps->n_values = 1;
 		ps->values = &p->values[i];
 		ps->n_attribute_indices = p->n_sample_attrs;
@@ -357,9 +342,9 @@ static int build_resource(struct otlp *p, const struct otlp_resource *res)
 	return 0;
 }
 
-static int value_type(struct otlp *p, pb_value_type *vt, const char *type, const char *unit)
+static int value_type(struct otlp *p, pb_value_type *vt, const struct proto_value_type *type)
 {
-	int64_t t = strtable_add(&p->strings, type), u = strtable_add(&p->strings, unit);
+	int64_t t = strtable_add(&p->strings, type->type), u = strtable_add(&p->strings, type->unit);
 
 	if (t < 0 || u < 0)
 		return -ENOMEM;
@@ -372,8 +357,9 @@ static int value_type(struct otlp *p, pb_value_type *vt, const char *type, const
 static int build(struct otlp *p, const struct model *m, const struct encode_opts *o,
 		 const struct otlp_resource *res)
 {
-	size_t kind = m->kind < PROFILE_KINDS ? m->kind : PROFILE_KIND_CPU;
+	enum profile_kind kind = proto_kind_of(m);
 	pb_profile *pr = &p->profile;
+	size_t n_attrs;
 	int r;
 
 	if (m->n_processes != 1)
@@ -391,30 +377,28 @@ static int build(struct otlp *p, const struct model *m, const struct encode_opts
 	opentelemetry__proto__profiles__v1development__link__init(&p->link);
 
 	/* attributes: the zero value, a build-id per mapping, the labels */
-	p->attrs = alloc_zeroed(1 + m->n_mappings + MAX_LABELS + o->n_labels, sizeof(*p->attrs));
-	p->attr_ptrs = alloc_zeroed(1 + m->n_mappings + MAX_LABELS + o->n_labels, sizeof(*p->attr_ptrs));
-	p->attr_values = alloc_zeroed(1 + m->n_mappings + MAX_LABELS + o->n_labels,
-				      sizeof(*p->attr_values));
+	n_attrs = 1 + m->n_mappings + PROTO_MAX_PROCESS_LABELS + o->n_labels;
+	p->attrs = alloc_zeroed(n_attrs, sizeof(*p->attrs));
+	p->attr_ptrs = alloc_zeroed(n_attrs, sizeof(*p->attr_ptrs));
+	p->attr_values = alloc_zeroed(n_attrs, sizeof(*p->attr_values));
 	if (!p->attrs || !p->attr_ptrs || !p->attr_values)
 		return -ENOMEM;
 	opentelemetry__proto__profiles__v1development__key_value_and_unit__init(&p->attrs[0]);
 	p->attr_ptrs[p->n_attrs++] = &p->attrs[0];
 
-	if ((r = value_type(p, &p->sample_type, kind_types[kind].type, kind_types[kind].unit)) < 0 ||
-	    (r = value_type(p, &p->period_type, kind_types[kind].period_type,
-			    kind_types[kind].period_unit)) < 0)
+	/* OTLP v1.8.0: one sample type, the kind's first */
+	if ((r = value_type(p, &p->sample_type, &proto_kinds[kind].values[0])) < 0 ||
+	    (r = value_type(p, &p->period_type, &proto_kinds[kind].period)) < 0)
 		return r;
 	pr->sample_type = &p->sample_type;
 	pr->period_type = &p->period_type;
-	pr->period = (int64_t)(kind == PROFILE_KIND_CPU    ? o->period_ns :
-			       kind == PROFILE_KIND_MEMORY ? o->memory_sample_bytes :
-							     0);
+	pr->period = proto_period(kind, o);
 	pr->time_unix_nano = o->time_unix_ns;
 	pr->duration_nano = o->duration_ns;
 
 	if ((r = build_mappings(p)) < 0 || (r = build_functions(p)) < 0 ||
 	    (r = build_locations(p)) < 0 || (r = build_sample_attrs(p, o)) < 0 ||
-	    (r = build_samples(p)) < 0 || (r = build_resource(p, res)) < 0)
+	    (r = build_samples(p, o)) < 0 || (r = build_resource(p, res)) < 0)
 		return r;
 
 	p->link_ptr = &p->link;

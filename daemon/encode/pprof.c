@@ -26,9 +26,11 @@
  *
  * Values: a CPU sample is [samples/count, cpu/nanoseconds = samples x
  * period], memory [space/bytes], off-CPU time [off_cpu/nanoseconds].
- * Labels: pid and comm on every sample, cgroup and unit where known, tid
- * when threads are kept apart, then the caller's (an exported profile's
- * hostname and the configured labels).
+ * Labels: pid and comm on every sample, cgroup and unit where known, then
+ * the caller's (an exported profile's hostname and the configured labels),
+ * then tid when threads are kept apart.  The kinds and the label keys are
+ * protoschema.h's, which OTLP (otlp.c) reads too; their strings lead the
+ * string table, all of them whatever the kind.
  *
  * protobuf-c packs the message straight into zlib's deflate (gzip framing)
  * and the compressed bytes go straight into the answer's string as base64
@@ -46,6 +48,7 @@
 
 #include "base/base64.h"
 #include "encode/encode.h"
+#include "encode/protoschema.h"
 #include "encode/strtable.h"
 #include "perfd/macro.h"
 
@@ -58,52 +61,16 @@ typedef Perftools__Profiles__Location pb_location;
 typedef Perftools__Profiles__Line pb_line;
 typedef Perftools__Profiles__Function pb_function;
 
-/* The strings every profile has, at these indexes. */
-enum {
-	S_EMPTY,
-	S_SAMPLES,
-	S_COUNT,
-	S_CPU,
-	S_NANOSECONDS,
-	S_SPACE,
-	S_BYTES,
-	S_OFF_CPU,
-	S_PID,
-	S_TID,
-	S_COMM,
-	S_CGROUP,
-	S_UNIT,
-	N_FIXED_STRINGS,
-};
-
-static const char *const fixed_strings[N_FIXED_STRINGS] = {
-	[S_EMPTY] = "",	      [S_SAMPLES] = "samples", [S_COUNT] = "count",
-	[S_CPU] = "cpu",      [S_NANOSECONDS] = "nanoseconds",
-	[S_SPACE] = "space",  [S_BYTES] = "bytes",     [S_OFF_CPU] = "off_cpu",
-	[S_PID] = "pid",      [S_TID] = "tid",	       [S_COMM] = "comm",
-	[S_CGROUP] = "cgroup", [S_UNIT] = "unit",
-};
-
-#define MAX_SAMPLE_TYPES 2
-#define MAX_LABELS 5 /* pid, comm, cgroup, unit, tid */
-
-/* What a sample's values are, per kind of profile. */
-static const struct {
-	size_t n;
-	int64_t type[MAX_SAMPLE_TYPES], unit[MAX_SAMPLE_TYPES];
-	int64_t period_type, period_unit;
-} kind_types[PROFILE_KINDS] = {
-	[PROFILE_KIND_CPU] = { 2, { S_SAMPLES, S_CPU }, { S_COUNT, S_NANOSECONDS }, S_CPU,
-			       S_NANOSECONDS },
-	[PROFILE_KIND_MEMORY] = { 1, { S_SPACE }, { S_BYTES }, S_SPACE, S_BYTES },
-	[PROFILE_KIND_OFFCPU] = { 1, { S_OFF_CPU }, { S_NANOSECONDS }, S_OFF_CPU, S_NANOSECONDS },
-};
+#define PROCESS_LABELS(p) (PROTO_MAX_PROCESS_LABELS + (p)->n_extra) /* room per process */
+#define MAX_LABELS(p) (PROCESS_LABELS(p) + 1)                          /* and tid, per sample */
 
 struct pprof {
 	const struct model *m;
 	pb_profile profile;
-	pb_value_type types[MAX_SAMPLE_TYPES], *type_ptrs[MAX_SAMPLE_TYPES], period_type;
-	struct strtable strings; /* the model's texts and fixed_strings */
+	pb_value_type types[PROTO_MAX_VALUES], *type_ptrs[PROTO_MAX_VALUES], period_type;
+	struct strtable strings; /* the fixed strings (add_fixed_strings), the model's texts */
+	size_t n_fixed;
+	int64_t label_keys[PROTO_LABEL_KEYS]; /* their indexes */
 	pb_function *functions, **function_ptrs;
 	pb_mapping *mappings, **mapping_ptrs;
 	pb_location *locations, **location_ptrs;
@@ -113,10 +80,10 @@ struct pprof {
 	int64_t *values;
 	size_t n_extra;           /* encode_opts' labels */
 	int64_t *extra_strings;   /* their key and value indexes */
-	pb_label *process_labels; /* MAX_LABELS - 1 + n_extra per process */
+	pb_label *process_labels; /* PROTO_MAX_PROCESS_LABELS + n_extra per process */
 	size_t *n_process_labels;
 	pb_label *tid_labels; /* one per sample, with threads */
-	pb_label **label_ptrs; /* MAX_LABELS + n_extra per sample */
+	pb_label **label_ptrs; /* MAX_LABELS(p) per sample */
 };
 
 static int64_t add_string(struct pprof *p, const char *s)
@@ -127,6 +94,54 @@ static int64_t add_string(struct pprof *p, const char *s)
 static int64_t model_str(struct pprof *p, uint32_t id)
 {
 	return strtable_model(&p->strings, id);
+}
+
+/* The index of s among the fixed strings, s added to them if it is not
+ * one yet (only before any other string), or -ENOMEM. */
+static int64_t fixed_string(struct pprof *p, const char *s)
+{
+	int64_t i;
+
+	for (size_t k = 1; k < p->n_fixed; k++)
+		if (strcmp(p->strings.strings[k], s) == 0)
+			return (int64_t)k;
+	i = add_string(p, s);
+	if (i >= 0)
+		p->n_fixed++;
+	return i;
+}
+
+/* The strings every profile starts with, each once: every kind's value
+ * and period types, then the label keys. */
+static int add_fixed_strings(struct pprof *p)
+{
+	p->n_fixed = 1; /* "" */
+	for (size_t k = 0; k < PROFILE_KINDS; k++) {
+		const struct proto_kind *pk = &proto_kinds[k];
+
+		for (size_t i = 0; i < pk->n_values; i++)
+			if (fixed_string(p, pk->values[i].type) < 0 ||
+			    fixed_string(p, pk->values[i].unit) < 0)
+				return -ENOMEM;
+		if (fixed_string(p, pk->period.type) < 0 || fixed_string(p, pk->period.unit) < 0)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < PROTO_LABEL_KEYS; i++)
+		if ((p->label_keys[i] = fixed_string(p, proto_label_keys[i])) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static int value_type(struct pprof *p, pb_value_type *vt, const struct proto_value_type *t)
+{
+	int64_t type = fixed_string(p, t->type), unit = fixed_string(p, t->unit);
+
+	if (type < 0 || unit < 0)
+		return -ENOMEM;
+	perftools__profiles__value_type__init(vt);
+	vt->type = type;
+	vt->unit = unit;
+	return 0;
 }
 
 static int build_functions(struct pprof *p)
@@ -247,7 +262,7 @@ static pb_label *num_label(pb_label *l, int64_t key, int64_t value)
 static int build_process_labels(struct pprof *p, const struct encode_opts *o)
 {
 	const struct model *m = p->m;
-	size_t per = MAX_LABELS - 1 + p->n_extra;
+	size_t per = PROCESS_LABELS(p);
 
 	p->process_labels = alloc_zeroed(m->n_processes * per, sizeof(pb_label));
 	p->n_process_labels = alloc_zeroed(m->n_processes, sizeof(size_t));
@@ -258,20 +273,21 @@ static int build_process_labels(struct pprof *p, const struct encode_opts *o)
 		if ((p->extra_strings[k] = add_string(p, o->labels[k])) < 0)
 			return -ENOMEM;
 	for (size_t i = 0; i < m->n_processes; i++) {
-		const struct model_process *pr = &m->processes[i];
+		struct proto_label pl[PROTO_MAX_PROCESS_LABELS];
+		size_t n = proto_process_labels(&m->processes[i], pl);
 		pb_label *l = p->process_labels + i * per;
-		int64_t comm = model_str(p, pr->comm), cgroup = model_str(p, pr->cgroup),
-			unit = model_str(p, pr->unit);
-		size_t n = 0;
 
-		if (comm < 0 || cgroup < 0 || unit < 0)
-			return -ENOMEM;
-		num_label(&l[n++], S_PID, pr->pid);
-		str_label(&l[n++], S_COMM, comm);
-		if (cgroup)
-			str_label(&l[n++], S_CGROUP, cgroup);
-		if (unit)
-			str_label(&l[n++], S_UNIT, unit);
+		for (size_t k = 0; k < n; k++) {
+			int64_t key = p->label_keys[pl[k].key], value;
+
+			if (pl[k].is_num) {
+				num_label(&l[k], key, pl[k].num);
+				continue;
+			}
+			if ((value = model_str(p, pl[k].str)) < 0)
+				return -ENOMEM;
+			str_label(&l[k], key, value);
+		}
 		for (size_t k = 0; k < p->n_extra; k++)
 			str_label(&l[n++], p->extra_strings[2 * k], p->extra_strings[2 * k + 1]);
 		p->n_process_labels[i] = n;
@@ -282,13 +298,15 @@ static int build_process_labels(struct pprof *p, const struct encode_opts *o)
 static int build_samples(struct pprof *p, const struct encode_opts *o)
 {
 	const struct model *m = p->m;
-	size_t n_types = kind_types[m->kind].n;
+	const struct proto_kind *kind = &proto_kinds[proto_kind_of(m)];
+	int64_t period = proto_period(proto_kind_of(m), o);
+	size_t n_types = kind->n_values;
 
 	p->samples = alloc_zeroed(m->n_samples, sizeof(*p->samples));
 	p->sample_ptrs = alloc_zeroed(m->n_samples, sizeof(*p->sample_ptrs));
 	p->location_ids = alloc_zeroed(m->n_pool, sizeof(*p->location_ids));
 	p->values = alloc_zeroed(m->n_samples * n_types, sizeof(*p->values));
-	p->label_ptrs = alloc_zeroed(m->n_samples * (MAX_LABELS + p->n_extra), sizeof(*p->label_ptrs));
+	p->label_ptrs = alloc_zeroed(m->n_samples * MAX_LABELS(p), sizeof(*p->label_ptrs));
 	p->tid_labels = m->threads ? alloc_zeroed(m->n_samples, sizeof(*p->tid_labels)) : NULL;
 	if (!p->samples || !p->sample_ptrs || !p->location_ids || !p->values || !p->label_ptrs ||
 	    (m->threads && !p->tid_labels))
@@ -296,8 +314,8 @@ static int build_samples(struct pprof *p, const struct encode_opts *o)
 	for (size_t i = 0; i < m->n_samples; i++) {
 		const struct model_sample *s = &m->samples[i];
 		pb_sample *ps = &p->samples[i];
-		pb_label *pl = p->process_labels + s->process * (MAX_LABELS - 1 + p->n_extra);
-		pb_label **labels = p->label_ptrs + i * (MAX_LABELS + p->n_extra);
+		pb_label *pl = p->process_labels + s->process * PROCESS_LABELS(p);
+		pb_label **labels = p->label_ptrs + i * MAX_LABELS(p);
 		int64_t *v = p->values + i * n_types;
 
 		perftools__profiles__sample__init(ps);
@@ -306,15 +324,15 @@ static int build_samples(struct pprof *p, const struct encode_opts *o)
 			p->location_ids[s->first + k] = m->stack_pool[s->first + s->depth - 1 - k] + 1;
 		ps->n_location_id = s->depth;
 		ps->location_id = p->location_ids + s->first;
-		v[0] = (int64_t)s->value;
-		if (m->kind == PROFILE_KIND_CPU)
-			v[1] = (int64_t)(s->value * o->period_ns);
+		for (size_t k = 0; k < n_types; k++)
+			v[k] = proto_value(kind, k, s->value, period);
 		ps->n_value = n_types;
 		ps->value = v;
 		for (size_t k = 0; k < p->n_process_labels[s->process]; k++)
 			labels[ps->n_label++] = &pl[k];
 		if (m->threads)
-			labels[ps->n_label++] = num_label(&p->tid_labels[i], S_TID, s->tid);
+			labels[ps->n_label++] = num_label(&p->tid_labels[i], p->label_keys[PROTO_LABEL_TID],
+							       s->tid);
 		ps->label = labels;
 		p->sample_ptrs[i] = ps;
 	}
@@ -326,7 +344,8 @@ static int build_samples(struct pprof *p, const struct encode_opts *o)
 static int build(struct pprof *p, const struct model *m, const struct encode_opts *o)
 {
 	pb_profile *pr = &p->profile;
-	size_t kind = m->kind < PROFILE_KINDS ? m->kind : PROFILE_KIND_CPU;
+	enum profile_kind kind = proto_kind_of(m);
+	const struct proto_kind *pk = &proto_kinds[kind];
 	int r;
 
 	p->m = m;
@@ -334,25 +353,19 @@ static int build(struct pprof *p, const struct model *m, const struct encode_opt
 	perftools__profiles__profile__init(pr);
 	if (strtable_init(&p->strings, m) < 0)
 		return -ENOMEM;
-	/* "" is index 0 already */
-	for (size_t i = S_EMPTY + 1; i < N_FIXED_STRINGS; i++)
-		if (add_string(p, fixed_strings[i]) < 0)
-			return -ENOMEM;
-	for (size_t i = 0; i < kind_types[kind].n; i++) {
-		perftools__profiles__value_type__init(&p->types[i]);
-		p->types[i].type = kind_types[kind].type[i];
-		p->types[i].unit = kind_types[kind].unit[i];
+	if ((r = add_fixed_strings(p)) < 0)
+		return r;
+	for (size_t i = 0; i < pk->n_values; i++) {
+		if ((r = value_type(p, &p->types[i], &pk->values[i])) < 0)
+			return r;
 		p->type_ptrs[i] = &p->types[i];
 	}
-	pr->n_sample_type = kind_types[kind].n;
+	pr->n_sample_type = pk->n_values;
 	pr->sample_type = p->type_ptrs;
-	perftools__profiles__value_type__init(&p->period_type);
-	p->period_type.type = kind_types[kind].period_type;
-	p->period_type.unit = kind_types[kind].period_unit;
+	if ((r = value_type(p, &p->period_type, &pk->period)) < 0)
+		return r;
 	pr->period_type = &p->period_type;
-	pr->period = (int64_t)(kind == PROFILE_KIND_CPU    ? o->period_ns :
-			       kind == PROFILE_KIND_MEMORY ? o->memory_sample_bytes :
-							     0);
+	pr->period = proto_period(kind, o);
 	pr->time_nanos = (int64_t)o->time_unix_ns;
 	pr->duration_nanos = (int64_t)o->duration_ns;
 
