@@ -311,10 +311,7 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 						  req->pids[0]));
 		return 0;
 	}
-	jsonw_init(&w);
-	jsonw_object_begin(&w);
-	jsonw_kv_u64(&w, "version", PERFD_PROTOCOL_VERSION);
-	jsonw_kv_bool(&w, "ok", true);
+	query_ok_begin(&w);
 	r = answer(d, &w, p, req);
 	jsonw_object_end(&w);
 	command_reply_writer(c, &w, r);

@@ -2,12 +2,14 @@
 /*
  * cmd_ps.c - "ps": the processes the client may see that ran in the last
  * interval or whose memory moved then ("all": every live one), busiest
- * first, with their RSS trend (the answer is built by query.c).
+ * first, with their RSS trend (the answer is built by query.c, with the
+ * process list top shares).
  */
 #include "api/auth.h"
 #include "api/command.h"
 #include "api/query.h"
 #include "base/clock.h"
+#include "base/jsonw.h"
 
 static int parse_ps(struct json_object *req, struct perfd_request *r,
 		    struct perfd_request_error *e)
@@ -25,9 +27,15 @@ static int parse_ps(struct json_object *req, struct perfd_request *r,
 
 static int run_ps(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
+	struct jsonw w;
+	int r;
+
 	daemon_drain(d);
-	command_reply_json(c, query_ps(d->aggregator, client_peer(c), now_monotonic_ns(),
-				       req->interval_seconds, req->all, d->start_ns, d->frequency_hz));
+	query_ok_begin(&w);
+	r = query_ps(&w, d->aggregator, client_peer(c), now_monotonic_ns(), req->interval_seconds,
+		     req->all, d->start_ns, d->frequency_hz);
+	jsonw_object_end(&w);
+	command_reply_writer(c, &w, r);
 	return 0;
 }
 

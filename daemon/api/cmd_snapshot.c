@@ -287,10 +287,7 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 		snprintf(note, sizeof(note), "no %s samples of the selected processes in that time",
 			 profile_kinds[mo.kind].name);
 
-	jsonw_init(&w);
-	jsonw_object_begin(&w);
-	jsonw_kv_u64(&w, "version", PERFD_PROTOCOL_VERSION);
-	jsonw_kv_bool(&w, "ok", true);
+	query_ok_begin(&w);
 	if (ai->single) {
 		jsonw_kv_u64(&w, "pid", ai->pid);
 		if (model->n_processes == 1) {

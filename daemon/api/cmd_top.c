@@ -10,7 +10,9 @@
  *  processes  those ps would list (on CPU, or their RSS moved; "all":
  *             every live one) that the client may see, less kernel threads
  *             unless asked for and those whose comm lacks "filter", sorted
- *             by CPU, RSS, peak RSS or growth; and for the rows sent only,
+ *             by CPU, RSS, peak RSS or growth: ps's list and rows
+ *             (query_list_processes), with top's filters, sort and window
+ *             of growth, and a few fields more; and for the rows sent only,
  *             the top function by self, from one model of their stacks cut
  *             to the leaf (model_opts.leaf_only): naming it costs one frame
  *             per distinct leaf, not the whole stacks.
@@ -53,8 +55,6 @@
 
 enum top_view { TOP_PROCESSES, TOP_FUNCTIONS };
 static const char *const view_names[] = { "processes", "functions" };
-enum { SORT_CPU, SORT_RSS, SORT_PEAK, SORT_GROWTH };
-static const char *const process_sorts[] = { "cpu", "rss", "peak", "growth" };
 enum { SORT_SELF, SORT_TOTAL };
 static const char *const function_sorts[] = { "self", "total" };
 
@@ -84,7 +84,7 @@ static int parse_top(struct json_object *req, struct perfd_request *r, struct pe
 				    &t->function_kind, e)) < 0)
 		return k;
 	if (t->view == TOP_PROCESSES)
-		k = request_get_choice(req, "sort", process_sorts, ELEMENTSOF(process_sorts), &t->sort, e);
+		k = request_get_choice(req, "sort", query_sort_names, QUERY_SORTS, &t->sort, e);
 	else
 		k = request_get_choice(req, "sort", function_sorts, ELEMENTSOF(function_sorts), &t->sort, e);
 	if (k < 0)
@@ -111,18 +111,21 @@ struct top_ctx {
 	struct query_window growth; /* the growth rates' window */
 };
 
-/* Whether the client may see p and the filters take it. */
-static bool takes(const struct top_ctx *ctx, const struct process *p)
+/* Whether the filters take p ("kernel_threads", "filter"). */
+static bool filters_take(void *userdata, const struct process *p)
 {
+	const struct top_ctx *ctx = userdata;
 	const struct perfd_top_args *t = &ctx->req->top_args;
 
-	return auth_may_see(ctx->peer, p->owner_uid) && (t->kernel_threads || !p->kthread) &&
-	       (!t->filter[0] || strcasestr(p->comm, t->filter));
+	return (t->kernel_threads || !p->kthread) && (!t->filter[0] || strcasestr(p->comm, t->filter));
 }
 
+/* Whether the client may see p and the filters take it. */
 static bool takes_visible(void *userdata, const struct process *p)
 {
-	return takes(userdata, p);
+	const struct top_ctx *ctx = userdata;
+
+	return auth_may_see(ctx->peer, p->owner_uid) && filters_take(userdata, p);
 }
 
 static void write_host(const struct top_ctx *ctx, struct jsonw *w)
@@ -155,65 +158,6 @@ static void write_host(const struct top_ctx *ctx, struct jsonw *w)
 }
 
 /* --- the process view ------------------------------------------------- */
-
-struct prow {
-	struct process *p;
-	uint64_t samples;
-	double key; /* what the sort says */
-	struct rss_trend trend;
-	bool trend_known;
-};
-
-struct prows {
-	const struct top_ctx *ctx;
-	struct prow *rows;
-	size_t n, cap;
-	int error;
-};
-
-static void collect_process(struct process *p, void *userdata)
-{
-	struct prows *l = userdata;
-	const struct top_ctx *ctx = l->ctx;
-	struct prow *row;
-	uint64_t n;
-
-	if (l->error || !takes(ctx, p) || !query_process_active(p, &ctx->win, ctx->req->all, &n))
-		return;
-	if (array_grow((void **)&l->rows, &l->cap, l->n + 1, sizeof(*l->rows), 64) < 0) {
-		l->error = -ENOMEM;
-		return;
-	}
-	row = &l->rows[l->n++];
-	*row = (struct prow){ .p = p, .samples = n };
-	switch (ctx->req->top_args.sort) {
-	case SORT_CPU:
-		row->key = (double)n;
-		break;
-	case SORT_RSS:
-		row->key = (double)process_rss_bytes(p);
-		break;
-	case SORT_PEAK:
-		row->key = (double)process_peak_rss_bytes(p);
-		break;
-	case SORT_GROWTH:
-		query_rss_trend(p, &ctx->growth, &row->trend);
-		row->trend_known = true;
-		row->key = row->trend.bytes_per_second;
-		break;
-	}
-}
-
-static int prow_cmp(const void *x, const void *y)
-{
-	const struct prow *a = x, *b = y;
-
-	if (a->key != b->key)
-		return a->key < b->key ? 1 : -1;
-	if (a->samples != b->samples)
-		return a->samples < b->samples ? 1 : -1;
-	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
-}
 
 /* The function of the most self samples of each of the n processes of
  * rows, by model process index, into top[] (UINT32_MAX: none) and its
@@ -254,40 +198,17 @@ static int top_functions(const struct model *m, uint32_t *top, uint64_t *top_val
 	return 0;
 }
 
-static void write_process(const struct top_ctx *ctx, struct jsonw *w, struct prow *row,
-			  const struct model *m, uint32_t function, uint64_t value, uint64_t total)
+static void write_process(const struct query_list_opts *o, struct jsonw *w,
+			  struct query_process_row *row, const struct model *m, uint32_t function,
+			  uint64_t value, uint64_t total)
 {
 	const struct process *p = row->p;
-	double possible = ctx->d->frequency_hz * ctx->win.seconds;
 
-	if (!row->trend_known)
-		query_rss_trend(p, &ctx->growth, &row->trend);
 	jsonw_object_begin(w);
-	jsonw_kv_u64(w, "pid", p->pid);
-	jsonw_kv_u64(w, "ns_pid", p->ns_pid);
-	jsonw_kv_u64(w, "start_time_ns", p->start_time_ns);
-	jsonw_kv_string(w, "comm", p->comm);
+	query_write_process_fields(w, o, row);
 	if (p->owner_uid != PROCESS_OWNER_NONE)
 		jsonw_kv_u64(w, "uid", p->owner_uid);
-	if (p->cgroup) {
-		const char *unit = procfs_cgroup_unit(p->cgroup);
-
-		jsonw_kv_string(w, "cgroup", p->cgroup);
-		if (unit) {
-			jsonw_key(w, "unit");
-			jsonw_string_len(w, unit, strcspn(unit, "/"));
-		}
-	}
-	if (p->runtime[0])
-		jsonw_kv_string(w, "runtime", p->runtime);
 	jsonw_kv_bool(w, "kernel_thread", p->kthread);
-	jsonw_kv_bool(w, "exited", p->exited);
-	jsonw_kv_u64(w, "samples", row->samples);
-	jsonw_kv_double(w, "cpu_percent", possible > 0 ? 100.0 * (double)row->samples / possible : 0);
-	jsonw_kv_u64(w, "rss_bytes", process_rss_bytes(p));
-	jsonw_kv_u64(w, "peak_rss_bytes", process_peak_rss_bytes(p));
-	jsonw_kv_double(w, "rss_growth_bytes_per_second", row->trend.bytes_per_second);
-	jsonw_kv_bool(w, "growing", row->trend.growing);
 	if (m && function != UINT32_MAX) {
 		const struct model_function *f = &m->functions[function];
 
@@ -304,27 +225,28 @@ static int write_processes(const struct top_ctx *ctx, struct jsonw *w)
 {
 	const struct perfd_top_args *t = &ctx->req->top_args;
 	struct aggregator *a = ctx->d->aggregator;
-	struct prows l = { .ctx = ctx };
+	struct query_list_opts o = { .peer = ctx->peer, .window = &ctx->win, .growth = &ctx->growth,
+				     .all = ctx->req->all, .sort = (enum query_sort)t->sort,
+				     .frequency_hz = ctx->d->frequency_hz, .takes = filters_take,
+				     .userdata = (void *)ctx };
+	_cleanup_free_ struct query_process_row *rows = NULL;
 	struct profile_parts parts = { 0 };
 	struct model *m = NULL;
 	struct model_opts mo = daemon_model_opts(ctx->d, PROFILE_KIND_CPU, false, false, false);
 	_cleanup_free_ uint32_t *top = NULL;
 	_cleanup_free_ uint64_t *top_value = NULL;
-	size_t first, n;
-	int r = 0;
+	size_t matched, first, n;
+	int r;
 
-	aggregator_foreach_process(a, collect_process, &l);
-	if (l.error < 0) {
-		free(l.rows);
-		return l.error;
-	}
-	qsort_safe(l.rows, l.n, sizeof(*l.rows), prow_cmp);
-	first = MIN((size_t)t->offset, l.n);
-	n = MIN((size_t)t->rows, l.n - first);
+	r = query_list_processes(a, &o, &rows, &matched);
+	if (r < 0)
+		return r;
+	first = MIN((size_t)t->offset, matched);
+	n = MIN((size_t)t->rows, matched - first);
 
 	/* the top functions of the rows sent: their leaves, resolved once */
 	for (size_t i = 0; i < n && r == 0; i++)
-		r = aggregator_query_process(a, l.rows[first + i].p, ctx->win.first_second * NSEC_PER_SEC,
+		r = aggregator_query_process(a, rows[first + i].p, ctx->win.first_second * NSEC_PER_SEC,
 					     ctx->win.end_second * NSEC_PER_SEC, &parts);
 	mo.leaf_only = true;
 	if (r == 0)
@@ -336,20 +258,19 @@ static int write_processes(const struct top_ctx *ctx, struct jsonw *w)
 		r = top_functions(m, top, top_value);
 
 	if (r == 0) {
-		jsonw_kv_string(w, "sort", process_sorts[t->sort]);
+		jsonw_kv_string(w, "sort", query_sort_names[t->sort]);
 		jsonw_kv_double(w, "growth_seconds", ctx->growth.seconds);
-		jsonw_kv_u64(w, "matched", l.n);
+		jsonw_kv_u64(w, "matched", matched);
 		jsonw_kv_u64(w, "offset", first);
 		jsonw_key(w, "processes");
 		jsonw_array_begin(w);
 		/* the model's processes are the parts', in the rows' order */
 		for (size_t i = 0; i < n; i++)
-			write_process(ctx, w, &l.rows[first + i], m, top[i], top_value[i],
+			write_process(&o, w, &rows[first + i], m, top[i], top_value[i],
 				      m->processes[i].total);
 		jsonw_array_end(w);
 	}
 	model_free(m);
-	free(l.rows);
 	return r;
 }
 
@@ -875,10 +796,7 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 	query_window_last(ctx.now_ns, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS), d->start_ns,
 			  &ctx.growth);
 
-	jsonw_init(&w);
-	jsonw_object_begin(&w);
-	jsonw_kv_u64(&w, "version", PERFD_PROTOCOL_VERSION);
-	jsonw_kv_bool(&w, "ok", true);
+	query_ok_begin(&w);
 	jsonw_kv_string(&w, "view", view_names[req->top_args.view]);
 	write_host(&ctx, &w);
 	r = req->top_args.view == TOP_PROCESSES ? write_processes(&ctx, &w) : write_functions(&ctx, &w, p);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* query.c - see query.h. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include "perfd/unwind.h"
 #include "api/auth.h"
 #include "api/query.h"
+#include "base/array.h"
+#include "base/jsonw.h"
 #include "process/procfs.h"
 #include "profile/rss.h"
 
@@ -28,6 +31,14 @@ json_object *query_ok(void)
 	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	return o;
+}
+
+void query_ok_begin(struct jsonw *w)
+{
+	jsonw_init(w);
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "version", PERFD_PROTOCOL_VERSION);
+	jsonw_kv_bool(w, "ok", true);
 }
 
 json_object *query_error(const char *code, const char *fmt, ...)
@@ -278,20 +289,6 @@ json_object *query_status(const struct status_info *in)
 	return o;
 }
 
-struct ps_row {
-	struct process *p;
-	uint64_t samples;
-};
-
-struct ps_ctx {
-	const struct perfd_peer *peer;
-	bool all;
-	struct ps_row *rows;
-	size_t n, cap;
-	struct query_window w;
-	int oom;
-};
-
 bool query_process_active(const struct process *p, const struct query_window *w, bool all,
 			  uint64_t *ret_samples)
 {
@@ -314,38 +311,6 @@ void query_rss_trend(const struct process *p, const struct query_window *w,
 	rss_trend(pts, rss_timeline(p, w->first_second * NSEC_PER_SEC, w->end_second * NSEC_PER_SEC,
 				    pts, ELEMENTSOF(pts)),
 		  ret);
-}
-
-static void collect_row(struct process *p, void *userdata)
-{
-	struct ps_ctx *ctx = userdata;
-	uint64_t n;
-
-	if (ctx->oom || !auth_may_see(ctx->peer, p->owner_uid))
-		return; /* another user's process is absent, not hidden */
-	if (!query_process_active(p, &ctx->w, ctx->all, &n))
-		return;
-	if (ctx->n == ctx->cap) {
-		size_t cap = ctx->cap ? ctx->cap * 2 : 64;
-		struct ps_row *rows = realloc(ctx->rows, cap * sizeof(*rows));
-
-		if (!rows) {
-			ctx->oom = 1;
-			return;
-		}
-		ctx->rows = rows;
-		ctx->cap = cap;
-	}
-	ctx->rows[ctx->n++] = (struct ps_row){ p, n };
-}
-
-static int row_cmp(const void *x, const void *y)
-{
-	const struct ps_row *a = x, *b = y;
-
-	if (a->samples != b->samples)
-		return a->samples < b->samples ? 1 : -1;
-	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
 }
 
 void query_window_last(uint64_t now_ns, unsigned interval, uint64_t start_ns,
@@ -371,66 +336,141 @@ void query_window_last(uint64_t now_ns, unsigned interval, uint64_t start_ns,
 	*ret = (struct query_window){ first_second, end_second, MAX(covered, 1e-3) };
 }
 
-json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
-		      unsigned interval, bool all, uint64_t start_ns, unsigned frequency_hz)
+const char *const query_sort_names[QUERY_SORTS] = { "cpu", "rss", "peak", "growth" };
+
+struct list_ctx {
+	const struct query_list_opts *o;
+	struct query_process_row *rows;
+	size_t n, cap;
+	int error;
+};
+
+static void collect_process(struct process *p, void *userdata)
 {
-	struct ps_ctx ctx = { .peer = peer, .all = all };
-	json_object *o, *list;
-	double covered;
+	struct list_ctx *l = userdata;
+	const struct query_list_opts *o = l->o;
+	struct query_process_row *row;
+	uint64_t n;
 
-	query_window_last(now_ns, interval, start_ns, &ctx.w);
-	covered = ctx.w.seconds;
-
-	aggregator_foreach_process(a, collect_row, &ctx);
-	if (ctx.oom) {
-		free(ctx.rows);
-		return NULL;
+	/* another user's process is absent, not hidden */
+	if (l->error || !auth_may_see(o->peer, p->owner_uid) ||
+	    (o->takes && !o->takes(o->userdata, p)) || !query_process_active(p, o->window, o->all, &n))
+		return;
+	if (array_grow((void **)&l->rows, &l->cap, l->n + 1, sizeof(*l->rows), 64) < 0) {
+		l->error = -ENOMEM;
+		return;
 	}
-	qsort_safe(ctx.rows, ctx.n, sizeof(*ctx.rows), row_cmp);
-
-	o = query_ok();
-	list = json_object_new_array();
-	json_object_object_add(o, "interval_seconds", json_object_new_double(covered));
-	for (size_t i = 0; i < ctx.n; i++) {
-		const struct process *p = ctx.rows[i].p;
-		json_object *row = json_object_new_object();
-
-		json_object_object_add(row, "pid", json_object_new_int64(p->pid));
-		add_u64(row, "start_time_ns", p->start_time_ns);
-		json_object_object_add(row, "comm", json_object_new_string(p->comm));
-		add_u64(row, "samples", ctx.rows[i].samples);
-		json_object_object_add(row, "cpu_percent",
-				       json_object_new_double(100.0 * ctx.rows[i].samples /
-							      (frequency_hz * covered)));
-		add_u64(row, "rss_bytes", process_rss_bytes(p));
-		add_u64(row, "peak_rss_bytes", process_peak_rss_bytes(p));
-		add_u64(row, "rss_anon_bytes", p->rss_pages[PERFD_RSS_ANON] * p->page_size);
-		add_u64(row, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
-		add_u64(row, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);
-		json_object_object_add(row, "exited", json_object_new_boolean(p->exited));
-		json_object_object_add(row, "ns_pid", json_object_new_int64(p->ns_pid));
-		if (p->cgroup) {
-			const char *unit = procfs_cgroup_unit(p->cgroup);
-
-			json_object_object_add(row, "cgroup", json_object_new_string(p->cgroup));
-			if (unit)
-				json_object_object_add(row, "unit",
-						       json_object_new_string_len(unit, (int)strcspn(unit, "/")));
-		}
-		add_u64(row, "total_samples", p->total_samples);
-		{
-			struct rss_trend t;
-
-			query_rss_trend(p, &ctx.w, &t);
-			json_object_object_add(row, "rss_growth_bytes_per_second",
-					       json_object_new_double(t.bytes_per_second));
-			json_object_object_add(row, "growing", json_object_new_boolean(t.growing));
-		}
-		if (p->runtime[0])
-			json_object_object_add(row, "runtime", json_object_new_string(p->runtime));
-		json_object_array_add(list, row);
+	row = &l->rows[l->n++];
+	*row = (struct query_process_row){ .p = p, .samples = n };
+	switch (o->sort) {
+	case QUERY_SORT_CPU:
+	case QUERY_SORTS:
+		row->key = (double)n;
+		break;
+	case QUERY_SORT_RSS:
+		row->key = (double)process_rss_bytes(p);
+		break;
+	case QUERY_SORT_PEAK:
+		row->key = (double)process_peak_rss_bytes(p);
+		break;
+	case QUERY_SORT_GROWTH:
+		query_rss_trend(p, o->growth, &row->trend);
+		row->trend_known = true;
+		row->key = row->trend.bytes_per_second;
+		break;
 	}
-	json_object_object_add(o, "processes", list);
-	free(ctx.rows);
-	return o;
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+	const struct query_process_row *a = x, *b = y;
+
+	if (a->key != b->key)
+		return a->key < b->key ? 1 : -1;
+	if (a->samples != b->samples)
+		return a->samples < b->samples ? 1 : -1;
+	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
+}
+
+int query_list_processes(struct aggregator *a, const struct query_list_opts *o,
+			 struct query_process_row **ret, size_t *ret_n)
+{
+	struct list_ctx l = { .o = o };
+
+	aggregator_foreach_process(a, collect_process, &l);
+	if (l.error < 0) {
+		free(l.rows);
+		return l.error;
+	}
+	qsort_safe(l.rows, l.n, sizeof(*l.rows), row_cmp);
+	*ret = l.rows;
+	*ret_n = l.n;
+	return 0;
+}
+
+void query_write_process_fields(struct jsonw *w, const struct query_list_opts *o,
+				struct query_process_row *row)
+{
+	const struct process *p = row->p;
+	double possible = o->frequency_hz * o->window->seconds;
+
+	if (!row->trend_known) {
+		query_rss_trend(p, o->growth, &row->trend);
+		row->trend_known = true;
+	}
+	jsonw_kv_u64(w, "pid", p->pid);
+	jsonw_kv_u64(w, "ns_pid", p->ns_pid);
+	jsonw_kv_u64(w, "start_time_ns", p->start_time_ns);
+	jsonw_kv_string(w, "comm", p->comm);
+	if (p->cgroup) {
+		const char *unit = procfs_cgroup_unit(p->cgroup);
+
+		jsonw_kv_string(w, "cgroup", p->cgroup);
+		if (unit) {
+			jsonw_key(w, "unit");
+			jsonw_string_len(w, unit, strcspn(unit, "/"));
+		}
+	}
+	if (p->runtime[0])
+		jsonw_kv_string(w, "runtime", p->runtime);
+	jsonw_kv_bool(w, "exited", p->exited);
+	jsonw_kv_u64(w, "samples", row->samples);
+	jsonw_kv_double(w, "cpu_percent", possible > 0 ? 100.0 * (double)row->samples / possible : 0);
+	jsonw_kv_u64(w, "rss_bytes", process_rss_bytes(p));
+	jsonw_kv_u64(w, "peak_rss_bytes", process_peak_rss_bytes(p));
+	jsonw_kv_double(w, "rss_growth_bytes_per_second", row->trend.bytes_per_second);
+	jsonw_kv_bool(w, "growing", row->trend.growing);
+}
+
+int query_ps(struct jsonw *w, struct aggregator *a, const struct perfd_peer *peer,
+	     uint64_t now_ns, unsigned interval, bool all, uint64_t start_ns, unsigned frequency_hz)
+{
+	struct query_window win;
+	/* ps's trends are over its interval, and it sorts by CPU */
+	struct query_list_opts o = { .peer = peer, .window = &win, .growth = &win, .all = all,
+				     .sort = QUERY_SORT_CPU, .frequency_hz = frequency_hz };
+	_cleanup_free_ struct query_process_row *rows = NULL;
+	size_t n;
+	int r;
+
+	query_window_last(now_ns, interval, start_ns, &win);
+	r = query_list_processes(a, &o, &rows, &n);
+	if (r < 0)
+		return r;
+	jsonw_kv_double(w, "interval_seconds", win.seconds);
+	jsonw_key(w, "processes");
+	jsonw_array_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		const struct process *p = rows[i].p;
+
+		jsonw_object_begin(w);
+		query_write_process_fields(w, &o, &rows[i]);
+		jsonw_kv_u64(w, "rss_anon_bytes", p->rss_pages[PERFD_RSS_ANON] * p->page_size);
+		jsonw_kv_u64(w, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
+		jsonw_kv_u64(w, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);
+		jsonw_kv_u64(w, "total_samples", p->total_samples);
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+	return 0;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * query.h - the answers to "status" and "ps", built as JSON objects from
- * the daemon's state (see include/perfd/protocol.h for their fields).
+ * query.h - the answers to "status" and "ps", built from the daemon's
+ * state (see include/perfd/protocol.h for their fields), and what "top"
+ * shares with ps: the window of the last seconds, and the list of the
+ * processes active in it, collected, sorted and written one row each by
+ * one piece of code, so the two commands cannot drift apart.
  * Separate from the loop so they can be built from synthetic state in tests.
  */
 #ifndef PERFD_QUERY_H
@@ -14,6 +17,7 @@
 #include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
+#include "profile/rss.h"
 #include "interp/python/python.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
@@ -45,14 +49,7 @@ struct status_info {
 json_object *query_status(const struct status_info *info);
 
 struct perfd_peer;
-
-/* The processes peer may see (api/auth.h) with samples in the last
- * interval_seconds whole seconds before now_ns, or whose RSS changed then
- * (all: every live one too), most samples first, each with its RSS trend
- * over the interval (profile/rss.h); never before start_ns, when the
- * daemon started (CLOCK_MONOTONIC ns). */
-json_object *query_ps(struct aggregator *a, const struct perfd_peer *peer, uint64_t now_ns,
-		      unsigned interval_seconds, bool all, uint64_t start_ns, unsigned frequency_hz);
+struct jsonw;
 
 /* The whole seconds [first_second, end_second) of CLOCK_MONOTONIC an
  * answer about the last interval counts, and how long they are: the last
@@ -73,12 +70,64 @@ bool query_process_active(const struct process *p, const struct query_window *w,
 /* p's RSS trend over window w (profile/rss.h), of at most
  * QUERY_MAX_TREND_SECONDS seconds (of a longer one, the oldest points). */
 #define QUERY_MAX_TREND_SECONDS 64
-struct rss_trend;
 void query_rss_trend(const struct process *p, const struct query_window *w,
 		     struct rss_trend *ret);
 
+/* The orders of a process list, largest first; ties go to the most
+ * samples, then the lowest pid.  ps's is QUERY_SORT_CPU. */
+enum query_sort { QUERY_SORT_CPU, QUERY_SORT_RSS, QUERY_SORT_PEAK, QUERY_SORT_GROWTH, QUERY_SORTS };
+extern const char *const query_sort_names[QUERY_SORTS]; /* "cpu", "rss", "peak", "growth" */
+
+/* Which processes a list takes, and how it orders and writes them. */
+struct query_list_opts {
+	const struct perfd_peer *peer;       /* only those it may see */
+	const struct query_window *window;   /* active in it (query_process_active) */
+	const struct query_window *growth;   /* the RSS trends' window */
+	bool all;                            /* every live one too */
+	enum query_sort sort;
+	unsigned frequency_hz;               /* of the samples: the CPU share's unit */
+	/* more filters: false leaves p out; NULL takes every one */
+	bool (*takes)(void *userdata, const struct process *p);
+	void *userdata;
+};
+
+struct query_process_row {
+	struct process *p;      /* borrowed from the aggregator */
+	uint64_t samples;       /* in the window */
+	double key;             /* what the sort says */
+	struct rss_trend trend; /* over the growth window, when trend_known */
+	bool trend_known;
+};
+
+/* The processes o takes, in o->sort's order, into *ret (freed by the
+ * caller) and their number into *ret_n; 0 or -ENOMEM.  A process's RSS
+ * trend is read here only when the sort needs it. */
+int query_list_processes(struct aggregator *a, const struct query_list_opts *o,
+			 struct query_process_row **ret, size_t *ret_n);
+
+/* Writes into the open object w the fields ps and top share of row: pid,
+ * ns_pid, start_time_ns, comm, cgroup and unit, runtime, exited, samples,
+ * cpu_percent (of one CPU over o->window), rss_bytes, peak_rss_bytes,
+ * rss_growth_bytes_per_second and growing (over o->growth: the trend is
+ * read now when the list did not). */
+void query_write_process_fields(struct jsonw *w, const struct query_list_opts *o,
+				struct query_process_row *row);
+
+/* The processes peer may see (api/auth.h) with samples in the last
+ * interval_seconds whole seconds before now_ns, or whose RSS changed then
+ * (all: every live one too), most samples first, each with its RSS trend
+ * over the interval (profile/rss.h); never before start_ns, when the
+ * daemon started (CLOCK_MONOTONIC ns).  Written into w after
+ * query_ok_begin(); 0 or -ENOMEM. */
+int query_ps(struct jsonw *w, struct aggregator *a, const struct perfd_peer *peer,
+	     uint64_t now_ns, unsigned interval_seconds, bool all, uint64_t start_ns,
+	     unsigned frequency_hz);
+
 /* {"version":1,"ok":true} to which the caller adds fields. */
 json_object *query_ok(void);
+/* The same, streamed: initializes w and opens the answer's object with
+ * those two fields; the caller adds its own and closes it. */
+void query_ok_begin(struct jsonw *w);
 json_object *query_error(const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

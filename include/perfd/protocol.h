@@ -86,7 +86,8 @@
  *             (default PERFD_PS_DEFAULT_INTERVAL); "all": true lists every
  *             live process perfd knows.  Result:
  *      interval_seconds (the window actually covered: min(interval, uptime)),
- *      processes: [ { pid, start_time_ns, comm, samples, cpu_percent,
+ *      processes: [ { pid, ns_pid, start_time_ns, comm, cgroup, unit
+ *                     (as top's), samples, cpu_percent,
  *                     rss_bytes, peak_rss_bytes, rss_anon_bytes,
  *                     rss_file_bytes, rss_shmem_bytes, exited, total_samples,
  *                     runtime (string, present when a language runtime was
