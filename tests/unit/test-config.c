@@ -174,16 +174,19 @@ Test(config, reload_keeps_what_takes_a_restart)
 	struct config *running = NULL, *next = NULL;
 	char err[CONFIG_ERROR_MAX], kept[256], changed[256];
 
-	write_conf("frequency = 99\nlabel = team=a\nsocket = /run/a.sock\n");
+	write_conf("frequency = 99\nlabel = team=a\nsocket = /run/a.sock\nmax-stacks = 10\n");
 	cr_assert_eq(load(true, NULL, &running, err), 0, "%s", err);
-	write_conf("frequency = 199\nlabel = team=b\nsocket = /run/b.sock\npush-url = http://x:4040\n");
+	write_conf("frequency = 199\nlabel = team=b\nsocket = /run/b.sock\npush-url = http://x:4040\n"
+		   "max-stacks = 20\n");
 	cr_assert_eq(load(true, NULL, &next, err), 0, "%s", err);
 	cr_assert_eq(config_keep_restart_only(running, next, kept, sizeof(kept)), 2);
-	cr_assert_str_eq(kept, "socket, frequency");
-	cr_assert_eq(next->frequency_hz, 99);
+	cr_assert_str_eq(kept, "socket, max-stacks");
+	cr_assert_eq(next->max_stacks, 10);
 	cr_assert_str_eq(next->socket_path, "/run/a.sock");
-	cr_assert_eq(config_diff(running, next, changed, sizeof(changed)), 2);
-	cr_assert_str_eq(changed, "push-url, label");
+	/* the frequency is applied (manager.c's set_frequency) */
+	cr_assert_eq(next->frequency_hz, 199);
+	cr_assert_eq(config_diff(running, next, changed, sizeof(changed)), 3);
+	cr_assert_str_eq(changed, "frequency, push-url, label");
 	cr_assert_str_eq(next->export.labels[0].value, "b");
 	config_free(running);
 	config_free(next);
