@@ -125,7 +125,15 @@ static void check_descriptors(uint32_t unwind_rows)
 	cr_assert_eq(r, 0, "sampler_new: %s: %s (this suite needs root and BPF)", what,
 		     strerror(-r));
 	cr_assert_gt(sampler_cpus(s), 0);
-	cr_assert_eq(perf_event_fds(), before + sampler_cpus(s));
+	/* each CPU's event: the link's, and the copy that sets its period */
+	cr_assert_eq(perf_event_fds(), before + 2 * sampler_cpus(s));
+	/* a reload's new frequency, on those copies */
+	cr_assert_eq(sampler_set_frequency(s, 0), -EINVAL);
+	cr_assert_eq(sampler_period_ns(s), 1000000000 / 49);
+	cr_assert_eq(sampler_set_frequency(s, 499), 0);
+	cr_assert_eq(sampler_period_ns(s), 1000000000 / 499);
+	cr_assert_lt(sampler_timer_period_ns(s), sampler_period_ns(s));
+	cr_assert_not(sampler_fixed_period(s));
 
 	closes_of_closed = 0;
 	sampler_free(s);
