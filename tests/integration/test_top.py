@@ -273,6 +273,9 @@ def size_bytes(text):
     return float(text[:-1]) * units[text[-1]]
 
 
+SLEEPERS = 60
+
+
 def test_screen_sort_filter_functions_callers_and_quit(perfd, workloads, tmux, tmp_path):
     # a copy of spin under a name no other process has, to filter on
     name = f"tsp{os.getpid() % 100000}"
@@ -281,6 +284,11 @@ def test_screen_sort_filter_functions_callers_and_quit(perfd, workloads, tmux, t
     spin = workloads(name, command=[str(binary), "60", "0"])
     flat = workloads("flat", 64, 60, "--touch", "--pause", "0")
     flat.expect_line("ready")
+    # more live processes than a 50-row pane shows, however few the machine
+    # runs (a fresh one may have fewer than a page): perfd knows each by
+    # the RSS its start faulted in
+    for i in range(SLEEPERS):
+        workloads(f"sleeper {i}", command=["sleep", "120"])
     time.sleep(2)
 
     screen = start_top(tmux, perfd.socket_path, tmp_path)
