@@ -441,10 +441,14 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
  * a CPU coming back) restarts the blocks and samples nothing.
  *
  * Not read-only: a reload with a new frequency (sampler_set_frequency)
- * writes it, and the timer's period below, while ticks run; a tick reads
- * each once.  Blocks in progress end at their old length.
+ * writes it, and the timer's period below, while ticks run (a tick reads
+ * each once), then bumps period_gen.  A CPU's first tick after that
+ * restarts its blocks: the old block in progress is cut there, its sample
+ * taken if its target had come (with probability the part of it that had
+ * passed, so it stays unbiased), and the next blocks are of the new length.
  */
 volatile __u64 jitter_period_ns = 0;
+volatile __u64 period_gen = 0;
 
 /* The jitter state and the switch state ("Whose tick it is" below) of each
  * CPU: one value, which a tick looks up once. */
@@ -464,10 +468,14 @@ static __always_inline __u64 random_below(__u64 bound)
  * st is this CPU's state. */
 static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
 {
-	__u64 due = 0, period = jitter_period_ns;
+	__u64 due = 0, period = jitter_period_ns, gen = period_gen;
 
 	if (!period)
 		return 1;
+	if (st->period_gen != gen) {
+		st->period_gen = gen;
+		st->target_ns = 0; /* a new period: the blocks start again below */
+	}
 	if (now < st->target_ns) {
 		st->thinned++;
 		return 0;

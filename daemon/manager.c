@@ -239,11 +239,15 @@ static struct export_source export_source(struct manager *m)
 }
 
 /* A reload's new frequency.  The samples on their way are drained first,
- * in the old period, then the timers change, then what the store holds is
- * rescaled to the new period (aggregator_scale_cpu), since every answer
- * states CPU samples in the sampler's period as it is then: a range across
- * the change still adds up to its CPU time.  The few samples a CPU takes
- * between the drain and its timer's change come in the new period. */
+ * in the old period, then the timers and the BPF program's blocks change,
+ * then what the store holds is rescaled to the new period
+ * (aggregator_scale_cpu), since every answer states CPU samples in the
+ * sampler's period as it is then: a range across the change still adds up
+ * to its CPU time.  What is off: the samples a CPU takes while the drain
+ * runs (it empties the ring, then ingests for a few ms), and with
+ * --fixed-period the part of the old period a timer had run when it was
+ * restarted, a sample per CPU at most: counted in the new period, or not
+ * at all. */
 static int set_frequency(struct manager *m, unsigned frequency_hz)
 {
 	uint64_t old_ns = sampler_period_ns(m->d.sampler);
@@ -284,7 +288,6 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	if (config_keep_restart_only(m->config, next, kept, sizeof(kept)) > 0)
 		log_warning("The reloaded configuration changes %s: that takes a restart, keeping the running values.",
 			    kept);
-	n = config_diff(m->config, next, changed, sizeof(changed));
 	r = exporter_configure(m->d.exporter, &next->export);
 	if (r < 0) {
 		log_error_errno(r, "Failed to apply the reloaded configuration, keeping the running one: %m");
@@ -299,6 +302,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 			next->frequency_hz = m->config->frequency_hz;
 		}
 	}
+	n = config_diff(m->config, next, changed, sizeof(changed));
 	log_set_max_level(next->verbose ? LOG_DEBUG : LOG_INFO);
 	config_free(m->config);
 	m->config = next;

@@ -467,6 +467,7 @@ int sampler_set_frequency(struct sampler *s, unsigned frequency_hz)
 	}
 	s->skel->bss->timer_period_ns = s->timer_period_ns;
 	s->skel->bss->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
+	s->skel->bss->period_gen++; /* after the periods: x86 keeps stores in order */
 	return 0;
 }
 

@@ -1039,6 +1039,7 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 		for (size_t i = 0; i < c->parts.n; i++)
 			profile_scale(&c->parts.parts[i].prof, a->stacks, PROFILE_KIND_CPU, num, den,
 				      &a->scale_rng);
+	enforce_memory(a, NULL); /* larger values take more room */
 }
 
 void aggregator_maintain(struct aggregator *a, uint64_t now_ns)

@@ -186,6 +186,7 @@ struct perfd_cpu_state {
 	__u64 due_ns;       /* expiry of the last perf hrtimer that fired here */
 	__u64 switch_ns;    /* bpf_ktime_get_ns() at the last switch here */
 	__u64 prev;         /* the task it switched out (read with probes only) */
+	__u64 period_gen;   /* the period_gen its blocks were cut for (a reload restarts them) */
 };
 
 #endif
