@@ -60,7 +60,10 @@ def test_sort_self_puts_the_hot_leaf_first_and_the_coordinator_low(perfd_fast, c
     coord = row(doc, "coordinator")
     assert coord["self_percent"] < 1.0, coord
     assert coord["total_percent"] > 95.0, coord
-    assert order.index("coordinator") > 2
+    # an order of magnitude below the colder leaf's self (~25%); not a rank
+    # among the rest: those are kernel frames and markers of ~0.5% each,
+    # above or below the coordinator's as the machine's load goes
+    assert coord["self"] * 10 < row(doc, "leaf_b")["self"], (coord, row(doc, "leaf_b"))
     leaf = row(doc, "leaf_a")
     assert leaf["self_ns"] == leaf["self"] * doc["period_ns"], leaf
 

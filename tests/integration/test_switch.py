@@ -20,8 +20,13 @@ perf gone, a snapshot of split.  Checked:
 - the pair's share of samples in the context-switch path (its own ticks
   due in its own switches: finish_task_switch and the irq-restore below
   it, and "[context switch]") is no more than perf's plus 2 points;
-- split keeps its 3:1 split with kernel frames on top of its leaves in
-  less than 1% of its samples.
+- split keeps its 3:1 split with the switch path (finish_task_switch) on
+  top of its leaves in less than 1% of its samples: the ticks due in the
+  pair's switches, if they were charged to the task switched in.  Other
+  kernel frames on its leaves are its own time: a reschedule IPI the
+  pair's wake-ups send it, its exit to user mode where a tick due in the
+  IPI is delivered (1.9% of split's samples in a clean-clone run on a
+  loaded machine, 3 of them with finish_task_switch).
 
 What is not checked, and why (figures of 8 runs on this 2-CPU VM,
 docs/PERFORMANCE.md "Context switches"): that the pair's share agrees
@@ -137,13 +142,14 @@ def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads
     hot = count_where(split_stacks, contains("hot_three_quarters"))
     cold = count_where(split_stacks, contains("cold_one_quarter"))
     kernel_on_leaf = count_where(split_stacks, lambda s: is_kernel(s[-1]) and (
-        "hot_three_quarters" in functions(s) or "cold_one_quarter" in functions(s)))
+        "hot_three_quarters" in functions(s) or "cold_one_quarter" in functions(s)) and
+        in_switch_path(functions(s)))
     split_samples = sum(split_stacks.values())
     figures = (f"ping-pong: perfd {switch} of {samples} samples in the switch path ({share:.1%}; "
                f"{switched_out} due before a switch), perf {perf_switch} of {len(theirs)} "
                f"({perf_share:.1%}); CPU {cpu:.2f} s (steal {steal:.2f} s), perfd "
                f"{samples / HZ:.2f} s\nsplit: {hot}:{cold} ({hot / max(hot + cold, 1):.3f}), "
-               f"kernel frames on top of its leaves in {kernel_on_leaf} of {split_samples} "
+               f"the switch path on top of its leaves in {kernel_on_leaf} of {split_samples} "
                f"({kernel_on_leaf / max(split_samples, 1):.1%})")
     print("\n" + figures)
 
