@@ -333,61 +333,71 @@ int exporter_new(sd_event *event, const struct export_source *src, struct export
 	return 0;
 }
 
-/* Starts, retargets or stops one sink: *w as target says (NULL: off). */
-static int set_sink(struct export_worker **w, const struct export_sink_ops *ops, void *target,
-		    const char *describe, size_t max_bytes)
+/* One sink of a configuration being applied: its new target (NULL: off)
+ * and, when it was off, the worker made for it in the first phase. */
+struct sink_change {
+	struct export_worker **w;
+	const struct export_sink_ops *ops;
+	void *target;
+	const char *describe;
+	struct export_worker *fresh;
+};
+
+/* Starts, retargets or stops one sink, as its change says; cannot fail
+ * (the workers it may need were made before). */
+static void sink_apply(struct sink_change *c, size_t max_bytes)
 {
-	if (!target) {
-		*w = export_worker_free(*w);
-		return 0;
+	if (c->fresh) {
+		*c->w = TAKE_PTR(c->fresh);
+		c->target = NULL; /* the worker has it */
+	} else if (c->target && *c->w) {
+		export_worker_retarget(*c->w, TAKE_PTR(c->target), c->describe, max_bytes);
+	} else if (!c->target) {
+		*c->w = export_worker_free(*c->w);
 	}
-	if (*w) {
-		export_worker_retarget(*w, target, describe, max_bytes);
-		return 0;
-	}
-	return export_worker_new(ops, target, describe, max_bytes, w);
 }
 
+/* All or nothing: the targets are made, then the workers of the sinks that
+ * were off; only once all of that worked does anything running change, so
+ * a failure (a SIGHUP's) leaves the exporters as they were. */
 int exporter_configure(struct exporter *x, const struct export_opts *o)
 {
-	void *files = NULL, *push = NULL, *otlp = NULL;
 	char push_describe[256] = "", otlp_describe[256] = "";
+	struct sink_change ch[] = {
+		{ &x->files, &files_sink_ops, NULL, o->output_dir, NULL },
+		{ &x->push, &pyroscope_sink_ops, NULL, push_describe, NULL },
+		{ &x->otlp, &otlp_sink_ops, NULL, otlp_describe, NULL },
+	};
 	bool was_on = x->files || x->push || x->otlp;
 	int r = 0;
 
 	if (o->output_dir) {
 		/* the worker reports a directory that still cannot be used */
 		(void)mkdir(o->output_dir, 0750);
-		if (!(files = files_target_new(o)))
-			return -ENOMEM;
+		if (!(ch[0].target = files_target_new(o)))
+			r = -ENOMEM;
 	}
-	if (o->push.url || o->otlp.url)
+	if (r >= 0 && (o->push.url || o->otlp.url))
 		r = http_global_init();
-	if (r >= 0 && o->push.url)
-		r = pyroscope_target_new(o, &push);
-	if (r >= 0 && o->otlp.url)
-		r = otlp_target_new(o, &otlp);
+	if (r >= 0 && o->push.url && (r = pyroscope_target_new(o, &ch[1].target)) >= 0)
+		http_describe(o->push.url, push_describe, sizeof(push_describe));
+	if (r >= 0 && o->otlp.url && (r = otlp_target_new(o, &ch[2].target)) >= 0)
+		http_describe(o->otlp.url, otlp_describe, sizeof(otlp_describe));
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(ch); i++)
+		if (ch[i].target && !*ch[i].w) {
+			/* export_worker_new takes the target, whatever it returns */
+			r = export_worker_new(ch[i].ops, TAKE_PTR(ch[i].target), ch[i].describe,
+					      o->queue_max_bytes, &ch[i].fresh);
+		}
 	if (r < 0) {
-		files_sink_ops.free_target(files);
-		pyroscope_sink_ops.free_target(push);
-		otlp_sink_ops.free_target(otlp);
+		for (size_t i = 0; i < ELEMENTSOF(ch); i++) {
+			export_worker_free(ch[i].fresh);
+			ch[i].ops->free_target(ch[i].target);
+		}
 		return r;
 	}
-	if (push)
-		http_describe(o->push.url, push_describe, sizeof(push_describe));
-	if (otlp)
-		http_describe(o->otlp.url, otlp_describe, sizeof(otlp_describe));
-	/* each set_sink takes its target, whatever it returns */
-	r = set_sink(&x->files, &files_sink_ops, files, o->output_dir, o->queue_max_bytes);
-	if (r >= 0)
-		r = set_sink(&x->push, &pyroscope_sink_ops, TAKE_PTR(push), push_describe,
-			     o->queue_max_bytes);
-	if (r >= 0)
-		r = set_sink(&x->otlp, &otlp_sink_ops, TAKE_PTR(otlp), otlp_describe, o->queue_max_bytes);
-	pyroscope_sink_ops.free_target(push);
-	otlp_sink_ops.free_target(otlp);
-	if (r < 0)
-		return r;
+	for (size_t i = 0; i < ELEMENTSOF(ch); i++)
+		sink_apply(&ch[i], o->queue_max_bytes);
 
 	memcpy(x->labels, o->labels, o->n_labels * sizeof(o->labels[0]));
 	x->n_labels = o->n_labels;

@@ -72,8 +72,8 @@ struct exporter;
 int exporter_new(sd_event *event, const struct export_source *src, struct exporter **ret);
 /* Starts, stops or retargets each sink as o says (the queues keep their
  * profiles), and the timer at o's interval.  Copies what it keeps.
- * Returns 0 or -errno: a target that cannot be built (out of memory,
- * libcurl) changes nothing. */
+ * Returns 0 or -errno: a target or a worker that cannot be made (out of
+ * memory, libcurl, a thread) changes nothing. */
 int exporter_configure(struct exporter *x, const struct export_opts *o);
 /* A reload changed the sampling frequency: the profiles exported from now
  * on state this period and rate (the store holds its samples in it). */
