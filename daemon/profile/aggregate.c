@@ -40,6 +40,10 @@ struct aggregator {
 	size_t n_procs, cap_procs;
 	struct u64map by_pid; /* tgid -> struct process * (latest incarnation) */
 	struct collector *collectors;
+	/* The exited processes, oldest exit first: a host with process churn
+	 * keeps max_processes of them, and a new process evicts one, without
+	 * a look at all the others. */
+	struct process *exited_head, *exited_tail;
 	uint64_t ns_per_tick;
 	uint64_t scale_rng;       /* aggregator_scale_cpu's rounding */
 	uint32_t stack_limit_id; /* the placeholder stack, always interned */
@@ -146,6 +150,24 @@ static uint64_t history_samples(const struct process *p)
 }
 
 /* Removes procs[index] from the store and frees it. */
+/* p is over (it exited, or its pid is another process's now): it joins
+ * the end of the exited list. */
+static void mark_exited(struct aggregator *a, struct process *p)
+{
+	if (p->exited)
+		return;
+	p->exited = true;
+	a->stats.processes_exited++;
+	p->exited_prev = a->exited_tail;
+	p->exited_next = NULL;
+	if (a->exited_tail)
+		a->exited_tail->exited_next = p;
+	else
+		a->exited_head = p;
+	a->exited_tail = p;
+	notify_gone(a, p);
+}
+
 static void remove_process(struct aggregator *a, size_t index)
 {
 	struct process *p = a->procs[index];
@@ -153,9 +175,13 @@ static void remove_process(struct aggregator *a, size_t index)
 
 	if (cur && *cur == (uintptr_t)p)
 		u64map_remove(&a->by_pid, p->pid);
-	if (p->exited)
+	if (p->exited) {
 		a->stats.processes_exited--;
+		*(p->exited_prev ? &p->exited_prev->exited_next : &a->exited_head) = p->exited_next;
+		*(p->exited_next ? &p->exited_next->exited_prev : &a->exited_tail) = p->exited_prev;
+	}
 	a->procs[index] = a->procs[--a->n_procs];
+	a->procs[index]->index = index;
 	if (!p->exited)
 		notify_gone(a, p); /* an exited one was reported at its exit */
 	process_free(a, p);
@@ -170,24 +196,24 @@ static void evict(struct aggregator *a, size_t index)
 	remove_process(a, index);
 }
 
-/* Evicts the coldest process other than keep.  Returns false when there is
- * none that may go. */
+/* Evicts the coldest process other than keep: the one that exited first
+ * (the head of the exited list, past those pinned), else the live one
+ * sampled longest ago.  Returns false when there is none that may go. */
 static bool evict_coldest(struct aggregator *a, const struct process *keep)
 {
 	size_t best = SIZE_MAX;
 
-	for (size_t i = 0; i < a->n_procs; i++) {
-		const struct process *p = a->procs[i], *b;
-
-		if (p == keep || p->pins > 0)
-			continue;
-		if (best == SIZE_MAX) {
-			best = i;
-			continue;
+	for (const struct process *p = a->exited_head; p; p = p->exited_next)
+		if (p != keep && !p->pins) {
+			evict(a, p->index);
+			return true;
 		}
-		b = a->procs[best];
-		if (p->exited != b->exited ? p->exited :
-					     p->last_sample_ns < b->last_sample_ns)
+	for (size_t i = 0; i < a->n_procs; i++) {
+		const struct process *p = a->procs[i];
+
+		if (p == keep || p->pins > 0 || p->exited)
+			continue;
+		if (best == SIZE_MAX || p->last_sample_ns < a->procs[best]->last_sample_ns)
 			best = i;
 	}
 	if (best == SIZE_MAX)
@@ -386,6 +412,7 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 		return NULL;
 	}
 	*slot = (uintptr_t)p;
+	p->index = a->n_procs;
 	a->procs[a->n_procs++] = p;
 
 	p->pid = h->tgid;
@@ -434,11 +461,7 @@ static struct process *process_for(struct aggregator *a, const struct perfd_even
 		/* The pid was reused: the old process is over. */
 		struct process *old = (struct process *)(uintptr_t)*slot;
 
-		if (!old->exited) {
-			old->exited = true;
-			a->stats.processes_exited++;
-			notify_gone(a, old);
-		}
+		mark_exited(a, old);
 		u64map_remove(&a->by_pid, h->tgid);
 	}
 	return process_new(a, h, comm, page_size, kthread);
@@ -819,11 +842,8 @@ static void ingest_exit(struct aggregator *a, const struct perfd_exit *e)
 	struct collector *c, *next;
 
 	a->stats.exit_events++;
-	if (p && !p->exited) {
-		p->exited = true;
-		a->stats.processes_exited++;
-		notify_gone(a, p);
-	}
+	if (p)
+		mark_exited(a, p);
 	/* on_exit may remove the collector: keep the next one first */
 	for (c = a->collectors; c; c = next) {
 		next = c->next;

@@ -13,9 +13,9 @@
  *
  * Memory is bounded by max_memory_bytes over everything the store holds
  * (windows, stacks, processes): past it, the oldest window of all processes
- * goes first; when no window is left to drop, the coldest process (exited
- * first, then the one sampled longest ago; never one a snapshot is
- * collecting).  Stacks and frames have their own limits too.  Exited
+ * goes first; when no window is left to drop, the coldest process (the one
+ * that exited first, then the live one sampled longest ago; never one a
+ * snapshot is collecting).  Stacks and frames have their own limits too.  Exited
  * processes stay, queryable, until their last window has passed the
  * retention.  Every value dropped is counted.
  */
@@ -79,6 +79,11 @@ struct process {
 	bool exited;
 	bool kthread; /* a kernel thread: no mm, no user stack, no RSS */
 	unsigned pins; /* answers and snapshots holding it: never evicted */
+	/* private to aggregate.c: where it sits in the store's array, and in
+	 * its list of exited processes, oldest exit first (the order they are
+	 * evicted in) */
+	size_t index;
+	struct process *exited_prev, *exited_next;
 };
 
 /* Which processes a query or a snapshot takes: the listed pids, or those

@@ -620,6 +620,53 @@ Test(aggregate, process_limit_evicts_exited_then_coldest)
 	destroy();
 }
 
+/* Exited processes go in the order they exited (a list, not a search of
+ * the store: a host with churn keeps max_processes of them), whatever
+ * their last sample; a random stream of new processes and exits keeps the
+ * store's array and its list whole (every process found where it is, the
+ * count at the limit). */
+Test(aggregate, exited_processes_go_in_the_order_they_exited)
+{
+	uint64_t rng = 7;
+
+	make(3, 1000);
+	feed_user(NOPID, 1, 1 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID - 1, 1, 2 * SEC, 0x1000, 0x2000);
+	feed_user(NOPID - 2, 1, 3 * SEC, 0x1000, 0x2000);
+	feed_exit(NOPID - 1, 1, 4 * SEC);
+	feed_exit(NOPID, 1, 5 * SEC);
+	feed_user(NOPID - 3, 1, 6 * SEC, 0x1000, 0x2000);
+	cr_assert_null(aggregator_find_process(agg, NOPID - 1), "the first to exit stayed");
+	cr_assert_not_null(aggregator_find_process(agg, NOPID));
+	feed_user(NOPID - 4, 1, 7 * SEC, 0x1000, 0x2000);
+	cr_assert_null(aggregator_find_process(agg, NOPID));
+	cr_assert_not_null(aggregator_find_process(agg, NOPID - 2), "a live one went before");
+
+	for (int i = 0; i < 2000; i++) {
+		uint32_t pid = NOPID - 10 - (uint32_t)((rng = rng * 6364136223846793005ULL + 1) >> 33) % 40;
+
+		if ((rng >> 20) & 1)
+			feed_exit(pid, 1, (8 + (uint64_t)i) * SEC);
+		else
+			feed_user(pid, 1, (8 + (uint64_t)i) * SEC, 0x1000, 0x2000);
+	}
+	{
+		struct aggregator_stats st;
+		size_t n = 0;
+
+		aggregator_get_stats(agg, &st);
+		cr_assert_leq(st.processes, 3);
+		cr_assert_leq(st.processes_exited, st.processes);
+		for (uint32_t pid = NOPID - 60; pid <= NOPID; pid++) {
+			struct process *p = aggregator_find_process(agg, pid);
+
+			n += p != NULL;
+		}
+		cr_assert_eq(n, st.processes, "%zu found of %zu", n, st.processes);
+	}
+	destroy();
+}
+
 /* A process an answer or a snapshot holds is never evicted; with nothing
  * evictable, the new process's samples are counted as lost. */
 Test(aggregate, pinned_processes_are_not_evicted)
