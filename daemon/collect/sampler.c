@@ -41,9 +41,11 @@ struct sampler {
 	struct bpf_link **links;
 	unsigned n_cpus_possible;
 	unsigned n_attached;
-	uint64_t period_ns;       /* mean period of a sample */
-	uint64_t timer_period_ns; /* of the perf event */
-	bool fixed_period;
+	struct periods {
+		uint64_t period_ns;       /* mean period of a sample */
+		uint64_t timer_period_ns; /* of the perf event */
+		bool fixed;
+	} periods;
 	bool fixed_asked; /* --fixed-period */
 	bool unwind_tables;
 	bool switch_aware; /* ticks due before a switch go to the task switched out */
@@ -77,23 +79,35 @@ struct sampler {
 
 /* The periods for frequency_hz: of a sample, of the timer, and whether the
  * period is fixed (asked, or too few ticks per period fit: see above). */
-static void plan_periods(struct sampler *s, unsigned frequency_hz)
+static struct periods plan_periods(unsigned frequency_hz, bool fixed_asked)
 {
-	s->period_ns = NSEC_PER_SEC / frequency_hz;
-	s->fixed_period = s->fixed_asked;
-	if (!s->fixed_period) {
+	struct periods p = { .period_ns = NSEC_PER_SEC / frequency_hz, .fixed = fixed_asked };
+
+	if (!p.fixed) {
 		long max_rate = sampler_max_frequency();
 		double ticks = JITTER_TICKS_PER_SAMPLE;
 
 		if (max_rate > 0 && ticks * frequency_hz > (double)max_rate)
 			ticks = (double)max_rate / frequency_hz;
-		if ((double)s->period_ns / ticks < CPU_CLOCK_MIN_PERIOD_NS)
-			ticks = (double)s->period_ns / CPU_CLOCK_MIN_PERIOD_NS;
-		s->fixed_period = ticks < JITTER_MIN_TICKS;
-		s->timer_period_ns = (uint64_t)((double)s->period_ns / ticks + 0.5);
+		if ((double)p.period_ns / ticks < CPU_CLOCK_MIN_PERIOD_NS)
+			ticks = (double)p.period_ns / CPU_CLOCK_MIN_PERIOD_NS;
+		p.fixed = ticks < JITTER_MIN_TICKS;
+		p.timer_period_ns = (uint64_t)((double)p.period_ns / ticks + 0.5);
 	}
-	if (s->fixed_period)
-		s->timer_period_ns = s->period_ns;
+	if (p.fixed)
+		p.timer_period_ns = p.period_ns;
+	return p;
+}
+
+/* The sampler's periods, and the BPF program's copy of them (before load:
+ * its initial image; after: the mapped .bss, which ticks read as they run;
+ * period_gen last, so a tick that sees it sees the periods). */
+static void set_periods(struct sampler *s, struct periods p)
+{
+	s->periods = p;
+	s->skel->bss->jitter_period_ns = p.fixed ? 0 : p.period_ns;
+	s->skel->bss->timer_period_ns = p.timer_period_ns;
+	s->skel->bss->period_gen++; /* x86 keeps stores in order */
 }
 
 /* Whether the running kernel's BTF has a type of that name (a tracepoint
@@ -201,7 +215,7 @@ static int attach_cpus(struct sampler *s, const char **what)
 		if (!online[cpu])
 			continue;
 		*what = "open a cpu-clock perf event";
-		r = open_cpu_clock(cpu, s->timer_period_ns);
+		r = open_cpu_clock(cpu, s->periods.timer_period_ns);
 		if (r == -ENODEV)
 			continue; /* went offline meanwhile */
 		if (r < 0)
@@ -259,7 +273,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	if (!s)
 		goto fail_nomem;
 	s->fixed_asked = opts->fixed_period;
-	plan_periods(s, opts->frequency_hz);
+	s->periods = plan_periods(opts->frequency_hz, s->fixed_asked);
 
 	what = "count the possible CPUs";
 	r = libbpf_num_possible_cpus();
@@ -277,8 +291,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 			   sampler_default_ringbuf_bytes(opts->frequency_hz, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
 	s->skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
 	s->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
-	s->skel->bss->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
-	s->skel->bss->timer_period_ns = s->timer_period_ns;
+	set_periods(s, s->periods);
 	what = "size the ring buffer";
 	r = bpf_map__set_max_entries(s->skel->maps.events, s->ringbuf_bytes);
 	if (r < 0)
@@ -452,36 +465,30 @@ static int set_timer_periods(struct sampler *s, uint64_t period_ns, uint64_t old
 
 int sampler_set_frequency(struct sampler *s, unsigned frequency_hz)
 {
-	struct sampler old = *s;
+	struct periods p;
 	int r;
 
 	if (frequency_hz == 0)
 		return -EINVAL;
-	plan_periods(s, frequency_hz);
-	r = set_timer_periods(s, s->timer_period_ns, old.timer_period_ns);
-	if (r < 0) {
-		s->period_ns = old.period_ns;
-		s->timer_period_ns = old.timer_period_ns;
-		s->fixed_period = old.fixed_period;
+	p = plan_periods(frequency_hz, s->fixed_asked);
+	r = set_timer_periods(s, p.timer_period_ns, s->periods.timer_period_ns);
+	if (r < 0)
 		return r;
-	}
-	s->skel->bss->timer_period_ns = s->timer_period_ns;
-	s->skel->bss->jitter_period_ns = s->fixed_period ? 0 : s->period_ns;
-	s->skel->bss->period_gen++; /* after the periods: x86 keeps stores in order */
+	set_periods(s, p);
 	return 0;
 }
 
 uint64_t sampler_period_ns(const struct sampler *s)
 {
-	return s->period_ns;
+	return s->periods.period_ns;
 }
 
 uint64_t sampler_timer_period_ns(const struct sampler *s)
 {
-	return s->timer_period_ns;
+	return s->periods.timer_period_ns;
 }
 
 bool sampler_fixed_period(const struct sampler *s)
 {
-	return s->fixed_period;
+	return s->periods.fixed;
 }
