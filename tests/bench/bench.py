@@ -4,10 +4,13 @@
 
 Phases (run one after the other: on a 2-CPU machine, two at once would
 measure each other):
-  cost      kernel cost per sample (BPF run time / run count) of perfd and
-            of bpftrace, and the CPU of the perfd, perf record and bpftrace
-            processes, at 99 and 999 Hz, with a deep-stack CPU burner on
-            every CPU;
+  cost      kernel cost per sample of perfd (the run time of all its BPF
+            programs that serve CPU sampling over the samples it took) and
+            of bpftrace (its profile program's run time / run count), on a
+            deep (65-frame) and a shallow (7-frame) native workload and a
+            Python one (walker on) on every CPU; and, on the deep one, the
+            CPU of the perfd, perf record and bpftrace processes, at 99 and
+            999 Hz;
   procs     perfd's RSS idle and after 500 sleeping-and-waking processes;
   stacks    perfd's RSS per unique stack, and how long status, ps and a
             snapshot of ~10k and ~100k unique stacks take to answer;
@@ -74,8 +77,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BenchError, BpfStats, Bpftrace, CpuWindow, Perfd, PerfRecord, Procs, bpf_progs,  # noqa: E402
-                      bpf_prog_name, cpu_ns, log, memory_kib, online_cpus, request, wait_until)
+from benchlib import (PERF_EVENT_PROG_TYPE, BenchError, BpfStats, Bpftrace, CpuWindow, Perfd,  # noqa: E402
+                      PerfRecord, Procs, bpf_progs, bpf_prog_name, bpf_prog_names, cpu_ns, log, memory_kib,
+                      online_cpus, request, wait_until)
 import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,8 +112,13 @@ PY_CODE_OBJECTS = 5000
 PYDEEP = REPO / "tests" / "bench" / "workloads" / "pydeep.py"
 
 GOALS = [
-    ("kernel cost/sample <= 0.5x bpftrace (999 Hz, frame-pointer stacks)", "kernel.ratio.999", 0.5, ""),
-    ("kernel cost/sample <= 0.5x bpftrace (99 Hz, frame-pointer stacks)", "kernel.ratio.99", 0.5, ""),
+    ("kernel cost/sample <= 0.5x bpftrace, deep native stack (65 frames), 999 Hz", "kcost.deep.ratio.999", 0.5,
+     "perfd with tables: all its sampling programs / samples taken"),
+    ("kernel cost/sample <= 0.5x bpftrace, deep native stack (65 frames), 99 Hz", "kcost.deep.ratio.99", 0.5, ""),
+    ("kernel cost/sample <= 0.5x bpftrace, shallow native stack (7 frames), 999 Hz", "kcost.shallow.ratio.999",
+     0.5, ""),
+    ("kernel cost/sample <= 0.5x bpftrace, Python stack (30 frames, walker on; bpftrace native), 999 Hz",
+     "kcost.python.ratio.999", 0.5, ""),
     ("daemon <= 0.1% of one core at 99 Hz on all CPUs", "cpu.pct.perfd.99", 0.1, ""),
     ("daemon RSS <= 30 MiB with 500 processes", "mem.procs.rss", 30.0, ""),
     ("snapshot of 100k unique stacks <= 300 ms", "query.snapshot_100k.ms", 300.0, ""),
@@ -168,44 +177,112 @@ def ratio(a, b):
 
 # --- phase 1 and 2: kernel cost per sample, and the daemons' CPU ---------
 
-def check_perfd_programs(ctx, w):
-    """Once per run of the benchmark: the window w of a perfd measured
-    exactly one perf_event program, on_cpu_clock (the variant with the
-    table-driven unwinder and the Python walker)."""
-    if not getattr(ctx, "perfd_prog_checked", False):
-        names = [bpf_prog_name(i) for i in w.progs1]
-        if names != ["on_cpu_clock"]:
-            raise BenchError(f"perfd's perf_event programs are {names}, expected ['on_cpu_clock']")
-        ctx.perfd_prog_checked = True
+# perfd's BPF programs that serve CPU sampling, by the names bpf/perfd.bpf.c
+# gives them: the tick program (one of two variants: with unwind tables and
+# the Python walker, or frame pointers only), and the two tracing programs
+# that tell it when the perf hrtimer was due and which task the last
+# context switch took off the CPU ("Whose tick it is").  bpftrace's profile
+# probe needs neither of those two.  perfd's other programs (memory, exit,
+# exec) do not run per sample; they are reported apart.
+PERFD_TICK_PROGS = ("on_cpu_clock", "on_cpu_clock_fp")
+PERFD_SAMPLING_AIDS = ("on_hrtimer_expire", "on_sched_switch")
+PERFD_SAMPLING_PROGS = PERFD_TICK_PROGS + PERFD_SAMPLING_AIDS
+
+# The workloads of the kernel-cost phase, one process per CPU each, all
+# burning CPU at a stack of known depth.  Native frames per sample, with
+# frame pointers (bpftrace's ustack): leaf_burn, DEPTH + 1 levels, worker,
+# main, __libc_start_call_main: 65 for -d 60, 7 for -d 2.
+SHALLOW_DEPTH = 2
+COST_WORKLOADS = ("deep", "shallow", "python")
+# Python frames of the Python workload (issue 6's 30).
+COST_PY_DEPTH = 30
 
 
-def cpu_window(ctx, pid):
-    """The CpuWindow of process pid over the next ctx.window seconds.  The
-    caller warms up first, and reads what must not count (perfd's status)
-    before or after."""
-    w = CpuWindow(pid)
-    w.start()
-    time.sleep(ctx.window)
-    w.stop()
-    return w
+def cpu_window(ctx, pid, prog_type=PERF_EVENT_PROG_TYPE):
+    """The CpuWindow of process pid over the next ctx.window seconds, over
+    its BPF programs of prog_type (None: all).  The caller
+    warms up first, and reads what must not count (perfd's status) before
+    or after.  The stats sysctl is the whole machine's: a window in which
+    another session turned it off is measured again, once, after turning
+    it back on."""
+    for attempt in (1, 2):
+        w = CpuWindow(pid, prog_type)
+        w.start()
+        time.sleep(ctx.window)
+        w.stop()
+        if w.stats_were_on and w.stats_stayed_on:
+            return w
+        log("kernel.bpf_stats_enabled was turned off during a window (by another session?); "
+            "turning it on and measuring again")
+        BpfStats.turn_on()
+    raise BenchError("kernel.bpf_stats_enabled keeps being turned off: BPF run times cannot be measured")
 
 
-def measure_perfd(ctx, hz):
-    p = ctx.perfd(hz)
+def processes_met(st):
+    """Processes perfd has met so far, from a status answer: those in its
+    table and those that left it (evicted for room, or expired after they
+    exited and their data aged out)."""
+    p = st["processes"]
+    return p["tracked"] + p["evicted"] + p.get("expired", 0)
+
+
+def sampling_cost(ctx, w, taken, names):
+    """perfd's kernel cost per sample over window w (all its BPF programs),
+    taken the samples it took meanwhile (status samples.taken: in mean
+    periods, idle ones included, as bpftrace's run_cnt counts its idle
+    ticks), names {prog_id: name}.  Returns a dict of figures; raises when
+    the tick program is not the one with tables."""
+    parts = {}
+    for i, (ns, cnt) in w.by_program().items():
+        name = names.get(i, f"id {i}")
+        ns0, cnt0 = parts.get(name, (0, 0))
+        parts[name] = (ns0 + ns, cnt0 + cnt)
+    ticks = [n for n in parts if n in PERFD_TICK_PROGS]
+    if ticks != ["on_cpu_clock"]:
+        raise BenchError(f"perfd's tick programs are {ticks}, expected ['on_cpu_clock'] (unwind tables "
+                         "on); its programs: " + ", ".join(sorted(parts)))
+    if not getattr(ctx, "perfd_progs_noted", False):
+        ctx.results.note("kernel cost: perfd's BPF programs " + ", ".join(sorted(parts)) + "; counted as CPU "
+                         "sampling: " + ", ".join(n for n in PERFD_SAMPLING_PROGS if n in parts))
+        ctx.perfd_progs_noted = True
+    if not taken:
+        raise BenchError("perfd took no sample in the window (status samples.taken did not move)")
+    sampling_ns = sum(ns for n, (ns, _) in parts.items() if n in PERFD_SAMPLING_PROGS)
+    tick_ns, tick_cnt = parts["on_cpu_clock"]
+    return {
+        "ns": sampling_ns / taken,
+        "ticks_per_sample": tick_cnt / taken,
+        "ns_per_tick": tick_ns / tick_cnt if tick_cnt else None,
+        "share": {n: (parts.get(n, (0, 0))[0] / sampling_ns * 100 if sampling_ns else None)
+                  for n in ("on_cpu_clock",) + PERFD_SAMPLING_AIDS},
+        "other_ns": sum(ns for n, (ns, _) in parts.items() if n not in PERFD_SAMPLING_PROGS) / taken,
+        "taken": taken,
+    }
+
+
+def measure_perfd(ctx, hz, extra=()):
+    p = ctx.perfd(hz, extra)
     try:
         time.sleep(ctx.args.warmup)
+        t_st0 = time.monotonic()
         st0 = p.status()
-        w = cpu_window(ctx, p.pid)
+        t_st0 = (t_st0 + time.monotonic()) / 2
+        w = cpu_window(ctx, p.pid, prog_type=None)
+        t_st1 = time.monotonic()
         st1 = p.status()
-        check_perfd_programs(ctx, w)
+        t_st1 = (t_st1 + time.monotonic()) / 2
+        names = bpf_prog_names()  # while perfd holds them
     finally:
         p.stop()
-    def seen(st):
-        return st["processes"]["tracked"] + st["processes"]["evicted"]
-
+    # The two status answers span a few ms more than the BPF window: the
+    # count is scaled to the window.
+    taken = (st1["samples"]["taken"] - st0["samples"]["taken"]) * w.seconds / (t_st1 - t_st0)
     lost = st1["samples"]["lost_total"] - st0["samples"]["lost_total"]
-    return {"w": w, "samples": w.run_cnt, "lost": lost, "new_processes": seen(st1) - seen(st0),
-            "received": st1["samples"]["received"] - st0["samples"]["received"]}
+    m = {"w": w, "samples": taken, "lost": lost, "new_processes": processes_met(st1) - processes_met(st0),
+         "received": st1["samples"]["received"] - st0["samples"]["received"],
+         "python_walks": st1["python"]["samples"] - st0["python"]["samples"]}
+    m.update(sampling_cost(ctx, w, taken, names))
+    return m
 
 
 def measure_bpftrace(ctx, hz, body=Bpftrace.ANCHOR):
@@ -215,7 +292,7 @@ def measure_bpftrace(ctx, hz, body=Bpftrace.ANCHOR):
         w = cpu_window(ctx, b.pid)
     finally:
         b.stop()
-    return {"w": w, "samples": w.run_cnt}
+    return {"w": w, "samples": w.run_cnt, "ns": w.ns_per_run()}
 
 
 def measure_perf(ctx, hz):
@@ -242,57 +319,123 @@ def floors(ctx, hz, sec, k_perfd):
     user stack in the kernel can go."""
     count = measure_bpftrace(ctx, hz, "@ = count();")["w"].ns_per_run()
     ustack = measure_bpftrace(ctx, hz, "@[ustack] = count();")["w"].ns_per_run()
-    ctx.add(f"kernel.floor.count.{hz}", sec, f"floor: bpftrace '@ = count()', {hz} Hz", "ns/sample", count)
-    ctx.add(f"kernel.floor.ustack.{hz}", sec, f"floor: bpftrace '@[ustack] = count()', {hz} Hz", "ns/sample",
+    ctx.add(f"kcost.floor.count.{hz}", sec, f"floor: bpftrace '@ = count()', {hz} Hz", "ns/sample", count)
+    ctx.add(f"kcost.floor.ustack.{hz}", sec, f"floor: bpftrace '@[ustack] = count()', {hz} Hz", "ns/sample",
             ustack)
-    ctx.add(f"kernel.floor.ratio.{hz}", sec, f"perfd / user-stack-only floor, {hz} Hz", "x",
+    ctx.add(f"kcost.floor.ratio.{hz}", sec, f"perfd / user-stack-only floor, {hz} Hz", "x",
             ratio(k_perfd, ustack), "lower")
 
 
-def phase_cost(ctx):
-    tools = {"perfd": measure_perfd, "bpftrace": measure_bpftrace, "perf": measure_perf}
-    burner = ctx.procs.start([ctx.workload("deep"), "-d", str(DEEP_DEPTH), "-w", str(ctx.cpus),
-                              "-t", "3600"])
-    sec1 = "1. Kernel cost per sample (BPF run time / run count, deep-stack burner on every CPU)"
-    sec2 = "2. Daemon CPU (process user+sys over the same window)"
-    try:
+def start_cost_workload(ctx, name):
+    """The processes of one cost workload, one per CPU, busy at their
+    stack when this returns, and a line that says what they are."""
+    if name in ("deep", "shallow"):
+        depth = DEEP_DEPTH if name == "deep" else SHALLOW_DEPTH
+        wl = [ctx.procs.start([ctx.workload("deep"), "-d", str(depth), "-w", str(ctx.cpus), "-t", "3600"])]
         time.sleep(0.3)
-        with BpfStats():
-            for hz in ctx.args.frequencies:
-                for run in range(ctx.runs):
-                    order = list(tools)[run % 3:] + list(tools)[:run % 3]
-                    log(f"cost: {hz} Hz, run {run + 1}/{ctx.runs} ({', '.join(order)})")
-                    m = {name: tools[name](ctx, hz) for name in order}
-                    if burner.poll() is not None:
-                        raise BenchError("the deep-stack burner exited early")
-                    k_perfd, k_bt = m["perfd"]["w"].ns_per_run(), m["bpftrace"]["w"].ns_per_run()
-                    ctx.add(f"kernel.perfd.{hz}", sec1, f"perfd on_cpu_clock, {hz} Hz", "ns/sample", k_perfd, "lower")
-                    ctx.add(f"kernel.bpftrace.{hz}", sec1, f"bpftrace profile, {hz} Hz", "ns/sample", k_bt, "lower")
-                    ctx.add(f"kernel.ratio.{hz}", sec1, f"perfd / bpftrace, {hz} Hz", "x", ratio(k_perfd, k_bt), "lower")
-                    pct = {}
-                    for name in order:
-                        w = m[name]["w"]
-                        pct[name] = w.cpu_seconds / w.seconds * 100
-                        per_k = w.cpu_seconds * 1000 / (m[name]["samples"] / 1000) if m[name]["samples"] else None
-                        label = {"perfd": "perfd", "perf": "perf record -g -a", "bpftrace": "bpftrace"}[name]
-                        ctx.add(f"cpu.pct.{name}.{hz}", sec2, f"{label}, {hz} Hz", "% of one core", pct[name], "lower")
-                        ctx.add(f"cpu.per_1k.{name}.{hz}", sec2, f"{label} per 1k samples, {hz} Hz",
-                                "CPU-ms / 1k samples", per_k, "lower")
-                    ctx.add(f"cpu.ratio.perf.{hz}", sec2, f"perfd / perf record, {hz} Hz", "x",
-                            ratio(pct["perfd"], pct["perf"]), "lower")
-                    ctx.add(f"cpu.ratio.bpftrace.{hz}", sec2, f"perfd / bpftrace, {hz} Hz", "x",
-                            ratio(pct["perfd"], pct["bpftrace"]), "lower")
-                    ctx.add(f"cpu.lost.perfd.{hz}", sec2, f"perfd samples lost in the window, {hz} Hz", "samples",
-                            m["perfd"]["lost"], "lower")
-                    # Each process perfd has not seen before costs it a
-                    # /proc/PID/maps read and a forced wake-up: the machine's
-                    # process churn shows in its CPU, so it is shown too.
-                    ctx.add(f"cpu.new_processes.perfd.{hz}", sec2, f"new processes perfd met in the window, {hz} Hz",
-                            "processes", m["perfd"]["new_processes"])
-                    if hz == max(ctx.args.frequencies):
-                        floors(ctx, hz, sec1, k_perfd)
-    finally:
-        ctx.procs.stop(burner, signal.SIGKILL, group=True)
+        return wl, f"{name} native stack (`deep -d {depth}`: {depth + 5} frames)"
+    pythons = python_interpreters(ctx)
+    if not pythons:
+        raise BenchError("none of the --pythons interpreters is installed")
+    python, version = pythons[0]
+    return (start_pydeep(ctx, python, COST_PY_DEPTH),
+            f"Python stack (pydeep.py {COST_PY_DEPTH} frames deep, CPython {version}), perfd's walker on")
+
+
+def add_kernel_cost(ctx, sec, wl, hz, m):
+    """The kernel-cost rows of one run of workload wl at hz: perfd's cost
+    per sample against bpftrace's, then what it is made of."""
+    kp, kb = m["perfd"]["ns"], m["bpftrace"]["ns"]
+    pfx = f"kcost.{wl}"
+    ctx.add(f"{pfx}.perfd.{hz}", sec, f"perfd: sampling programs' run time / samples taken, {hz} Hz", "ns/sample",
+            kp, "lower")
+    ctx.add(f"{pfx}.bpftrace.{hz}", sec, f"bpftrace profile: run time / run count, {hz} Hz", "ns/sample", kb,
+            "lower")
+    ctx.add(f"{pfx}.ratio.{hz}", sec, f"perfd / bpftrace, {hz} Hz", "x", ratio(kp, kb), "lower")
+    ctx.add(f"{pfx}.ticks_per_sample.{hz}", sec, f"perfd: on_cpu_clock runs (ticks) per sample, {hz} Hz",
+            "ticks/sample", m["perfd"]["ticks_per_sample"])
+    ctx.add(f"{pfx}.ns_per_tick.{hz}", sec, f"perfd: on_cpu_clock run time per tick, {hz} Hz", "ns/tick",
+            m["perfd"]["ns_per_tick"], "lower")
+    for prog, share in m["perfd"]["share"].items():
+        ctx.add(f"{pfx}.share.{prog}.{hz}", sec, f"perfd: {prog}'s share of the sampling run time, {hz} Hz",
+                "%", share)
+    ctx.add(f"{pfx}.other.{hz}", sec, f"perfd: other programs (memory, exit, exec), not counted above, {hz} Hz",
+            "ns/sample", m["perfd"]["other_ns"], "lower")
+    ctx.add(f"{pfx}.taken.{hz}", sec, f"perfd: samples taken in the window, {hz} Hz", "samples",
+            m["perfd"]["taken"])
+
+
+def cost_run(ctx, wl, hz, run, tools):
+    """One run at hz on the running workload wl: each of tools measured
+    once, in an order that rotates from run to run."""
+    funcs = {"perfd": measure_perfd, "bpftrace": measure_bpftrace, "perf": measure_perf}
+    order = tools[run % len(tools):] + tools[:run % len(tools)]
+    log(f"cost: {wl}, {hz} Hz, run {run + 1}/{ctx.runs} ({', '.join(order)})")
+    return {name: funcs[name](ctx, hz) for name in order}
+
+
+def add_daemon_cpu(ctx, hz, m):
+    """Section 2's rows of one run on the deep workload: the CPU of the
+    perfd, bpftrace and perf record processes over the same windows."""
+    sec2 = "2. Daemon CPU (process user+sys over the same window)"
+    pct = {}
+    for name in ("perfd", "bpftrace", "perf"):
+        w = m[name]["w"]
+        pct[name] = w.cpu_seconds / w.seconds * 100
+        per_k = w.cpu_seconds * 1000 / (m[name]["samples"] / 1000) if m[name]["samples"] else None
+        label = {"perfd": "perfd", "perf": "perf record -g -a", "bpftrace": "bpftrace"}[name]
+        ctx.add(f"cpu.pct.{name}.{hz}", sec2, f"{label}, {hz} Hz", "% of one core", pct[name], "lower")
+        ctx.add(f"cpu.per_1k.{name}.{hz}", sec2, f"{label} per 1k samples, {hz} Hz",
+                "CPU-ms / 1k samples", per_k, "lower")
+    ctx.add(f"cpu.ratio.perf.{hz}", sec2, f"perfd / perf record, {hz} Hz", "x",
+            ratio(pct["perfd"], pct["perf"]), "lower")
+    ctx.add(f"cpu.ratio.bpftrace.{hz}", sec2, f"perfd / bpftrace, {hz} Hz", "x",
+            ratio(pct["perfd"], pct["bpftrace"]), "lower")
+    ctx.add(f"cpu.lost.perfd.{hz}", sec2, f"perfd samples lost in the window, {hz} Hz", "samples",
+            m["perfd"]["lost"], "lower")
+    # Each process perfd has not seen before costs it work: the machine's
+    # process churn shows in its CPU, so it is shown too.
+    ctx.add(f"cpu.new_processes.perfd.{hz}", sec2, f"new processes perfd met in the window, {hz} Hz",
+            "processes", m["perfd"]["new_processes"])
+
+
+def phase_cost(ctx):
+    """Kernel cost per sample on each of --cost-workloads: the deep one at
+    every --frequencies (with perf record too, for section 2, and the
+    floors at the highest), the others at the highest only: the cost of a
+    sample does not depend on the rate, and at 99 Hz a window holds a tenth
+    of the samples, so it would add time and noise, not information."""
+    top = max(ctx.args.frequencies)
+    for wl in ctx.args.cost_workloads:
+        procs, what = start_cost_workload(ctx, wl)
+        sec1 = f"1. Kernel cost per sample: {what}, every CPU"
+        try:
+            with BpfStats():
+                for hz in (ctx.args.frequencies if wl == "deep" else [top]):
+                    for run in range(ctx.runs):
+                        m = cost_run(ctx, wl, hz, run, ["perfd", "bpftrace", "perf"] if wl == "deep"
+                                     else ["perfd", "bpftrace"])
+                        if any(x.poll() is not None for x in procs):
+                            raise BenchError(f"the {wl} workload exited early")
+                        # The walker must have run; how many samples it
+                        # walked depends on how much of the machine the
+                        # workload got (other processes are sampled too).
+                        if wl == "python" and not m["perfd"]["python_walks"]:
+                            raise BenchError("perfd walked no Python stack (python.samples did not move)")
+                        add_kernel_cost(ctx, sec1, wl, hz, m)
+                        if wl == "python":
+                            ctx.add(f"kcost.python.walks.{hz}", sec1,
+                                    f"perfd: samples with a Python walk (of all taken, idle included), {hz} Hz",
+                                    "%", m["perfd"]["python_walks"] / m["perfd"]["taken"] * 100)
+                        if wl == "deep":
+                            add_daemon_cpu(ctx, hz, m)
+                            if hz == top:
+                                floors(ctx, hz, sec1, m["perfd"]["ns"])
+        finally:
+            for x in procs:
+                ctx.procs.stop(x, signal.SIGKILL, group=True)
+                if x.stdout:
+                    x.stdout.close()
 
 
 # --- phase 3a: memory with many processes --------------------------------
@@ -893,13 +1036,14 @@ def measure_python(ctx, p, python, depth):
         st0 = p.status()
         t = threading.Thread(target=snapshot, daemon=True)
         t.start()
-        w = cpu_window(ctx, p.pid)
+        w = cpu_window(ctx, p.pid, prog_type=None)
+        taken = p.status()["samples"]["taken"] - st0["samples"]["taken"]
+        names = bpf_prog_names()
         t.join(ctx.window + 60)
         if any(x.poll() is not None for x in wl):
             raise BenchError("a pydeep.py workload exited early")
         time.sleep(0.25)  # one more drain: the window's frames are merged
         st1 = p.status()
-        check_perfd_programs(ctx, w)
     finally:
         for x in wl:
             ctx.procs.stop(x, signal.SIGKILL, group=True)
@@ -912,7 +1056,7 @@ def measure_python(ctx, p, python, depth):
     def moved(key):
         return st1["python"][key] - st0["python"][key]
 
-    return {"ns": w.ns_per_run(), "walks": moved("samples"), "truncated": moved("samples_truncated"),
+    return {"ns": sampling_cost(ctx, w, taken, names)["ns"], "walks": moved("samples"), "truncated": moved("samples_truncated"),
             "frames": moved("frames"), "snap_frames": python_frames_per_sample(box["answer"], PYDEEP)}
 
 
@@ -951,7 +1095,7 @@ def python_kernel_cost(ctx, python, version):
                 ctx.results.note(f"CPython {version}, {depth} deep, run {run + 1}: {on['truncated']} of "
                                  f"{on['walks']} Python walks truncated")
             pfx = f"py.kernel.{version}.{depth}"
-            ctx.add(f"{pfx}.on", sec, f"{depth}-deep: perfd on_cpu_clock, Python walker on", "ns/sample",
+            ctx.add(f"{pfx}.on", sec, f"{depth}-deep: perfd's sampling programs, Python walker on", "ns/sample",
                     on["ns"], "lower")
             ctx.add(f"{pfx}.off", sec, f"{depth}-deep: walker off (--no-python), native only", "ns/sample",
                     off["ns"], "lower")
@@ -1556,7 +1700,9 @@ def metadata(ctx):
         },
         "tools": {"perf": tool_version(["perf", "--version"]), "bpftrace": tool_version(["bpftrace", "--version"])},
         "settings": {"runs": ctx.runs, "window_s": ctx.window, "warmup_s": ctx.args.warmup,
-                     "frequencies": ctx.args.frequencies, "stacks_hz": STACKS_HZ, "deep_depth": DEEP_DEPTH,
+                     "frequencies": ctx.args.frequencies, "cost_workloads": ctx.args.cost_workloads,
+                     "shallow_depth": SHALLOW_DEPTH, "cost_python_depth": COST_PY_DEPTH,
+                     "stacks_hz": STACKS_HZ, "deep_depth": DEEP_DEPTH,
                      "paths_depth": PATHS_DEPTH, "processes": ctx.args.processes,
                      "pythons": ctx.args.pythons, "python_depths": list(PY_DEPTHS), "python_hz": PY_HZ,
                      "python_code_objects": PY_CODE_OBJECTS, "store_hz": STORE_HZ,
@@ -1609,7 +1755,10 @@ def main():
     ap.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
     ap.add_argument("--window", type=float, default=4.0, help="seconds measured per tool in the cost phase")
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds between start and measurement")
-    ap.add_argument("--frequencies", default="99,999", help="frequencies of the cost phase")
+    ap.add_argument("--frequencies", default="99,999",
+                    help="frequencies of the cost phase (its deep workload; the others run at the highest)")
+    ap.add_argument("--cost-workloads", default=",".join(COST_WORKLOADS),
+                    help=f"comma-separated subset of {','.join(COST_WORKLOADS)} for the cost phase")
     ap.add_argument("--processes", type=int, default=500, help="processes in the procs phase")
     ap.add_argument("--max-window", type=float, default=25.0, help="longest '100k stacks' snapshot window, s")
     ap.add_argument("--fidelity-seconds", type=float, default=3.0, help="CPU-seconds of each 75/25 run")
@@ -1633,6 +1782,9 @@ def main():
     if unknown:
         ap.error(f"unknown phases: {', '.join(sorted(unknown))}")
     args.frequencies = [int(f) for f in args.frequencies.split(",")]
+    args.cost_workloads = [w for w in args.cost_workloads.split(",") if w]
+    if set(args.cost_workloads) - set(COST_WORKLOADS):
+        ap.error(f"unknown cost workloads: {', '.join(sorted(set(args.cost_workloads) - set(COST_WORKLOADS)))}")
     args.pythons = [p for p in args.pythons.split(",") if p]
     out = Path(args.out or Path(args.build) / "bench.json")
     md = Path(args.markdown or Path(args.build) / "bench.md")

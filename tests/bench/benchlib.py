@@ -15,7 +15,9 @@ What is measured, and how:
   - Memory: VmRSS and VmHWM from /proc/PID/status.
   - BPF cost: run_time_ns and run_cnt from /proc/PID/fdinfo/FD of each
     program descriptor the process holds; they only move while
-    kernel.bpf_stats_enabled is 1 (BpfStats).
+    kernel.bpf_stats_enabled is 1 (BpfStats), which a CpuWindow checks at
+    both ends: the sysctl is the whole machine's, and another session may
+    turn it off.
 """
 
 import json
@@ -170,7 +172,7 @@ def perf_event_fds(pid):
 
 def bpf_progs(pid, prog_type=PERF_EVENT_PROG_TYPE):
     """{prog_id: {"run_time_ns", "run_cnt", ...}} for the BPF programs of the
-    given type that pid holds a descriptor of."""
+    given type (None: of every type) that pid holds a descriptor of."""
     progs = {}
     try:
         fds = _fd_targets(pid)
@@ -186,7 +188,7 @@ def bpf_progs(pid, prog_type=PERF_EVENT_PROG_TYPE):
                 info[key.strip()] = value.strip()
         except FileNotFoundError:
             continue
-        if int(info.get("prog_type", -1)) != prog_type:
+        if prog_type is not None and int(info.get("prog_type", -1)) != prog_type:
             continue
         progs[int(info["prog_id"])] = {
             "run_time_ns": int(info.get("run_time_ns", 0)),
@@ -206,6 +208,18 @@ def bpf_prog_name(prog_id):
         return "?"
 
 
+def bpf_prog_names():
+    """{prog_id: name} of every loaded BPF program, from one bpftool call
+    (bpftool gives the whole name from BTF where the kernel keeps only 15
+    characters: on_hrtimer_expire, not on_hrtimer_expi)."""
+    try:
+        out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+        return {p["id"]: p.get("name", "?") for p in json.loads(out)}
+    except (subprocess.SubprocessError, ValueError, OSError, KeyError, TypeError) as e:
+        raise BenchError(f"bpftool prog show failed: {e}")
+
+
 class BpfStats:
     """Turns kernel.bpf_stats_enabled on for a with-block and puts the old
     value back when it ends, however it ends (the caller turns SIGTERM and
@@ -218,6 +232,18 @@ class BpfStats:
         self.PATH.write_text("1\n")
         return self
 
+    @classmethod
+    def on(cls):
+        """Whether the stats are on now: another session on the machine may
+        have put its own old value back in the middle of a window, and
+        then run_time_ns and run_cnt stopped moving while the time, and
+        perfd's sample count, did not."""
+        return cls.PATH.read_text().strip() == "1"
+
+    @classmethod
+    def turn_on(cls):
+        cls.PATH.write_text("1\n")
+
     def __exit__(self, *exc):
         try:
             self.PATH.write_text(self.old + "\n")
@@ -229,13 +255,14 @@ class BpfStats:
 
 class CpuWindow:
     """CPU time, BPF run time and run count of one process between start()
-    and stop()."""
+    and stop(), over its programs of prog_type (None: all of them)."""
 
     def __init__(self, pid, prog_type=PERF_EVENT_PROG_TYPE):
         self.pid = pid
         self.prog_type = prog_type
 
     def start(self):
+        self.stats_were_on = BpfStats.on()
         self.t0 = time.monotonic()
         self.cpu0 = cpu_ns(self.pid)
         self.progs0 = bpf_progs(self.pid, self.prog_type)
@@ -244,6 +271,7 @@ class CpuWindow:
         self.cpu1 = cpu_ns(self.pid)
         self.t1 = time.monotonic()
         self.progs1 = bpf_progs(self.pid, self.prog_type)
+        self.stats_stayed_on = BpfStats.on()
         self.seconds = self.t1 - self.t0
         self.cpu_seconds = (self.cpu1 - self.cpu0) / 1e9
         self.run_time_ns = sum(p["run_time_ns"] - self.progs0.get(i, {"run_time_ns": 0})["run_time_ns"]
@@ -253,6 +281,13 @@ class CpuWindow:
 
     def ns_per_run(self):
         return self.run_time_ns / self.run_cnt if self.run_cnt else None
+
+    def by_program(self):
+        """{prog_id: (Δrun_time_ns, Δrun_cnt)} of each program in the window."""
+        zero = {"run_time_ns": 0, "run_cnt": 0}
+        return {i: (p["run_time_ns"] - self.progs0.get(i, zero)["run_time_ns"],
+                    p["run_cnt"] - self.progs0.get(i, zero)["run_cnt"])
+                for i, p in self.progs1.items()}
 
 
 # --- perfd --------------------------------------------------------------

@@ -83,12 +83,15 @@ def table_rows(doc):
     """(section, title, unit, min, median, max, n, key) rows: sections in
     their numbered order, figures within one in the order they were added."""
     figures = list(doc["figures"].items())
+    first_seen = {}
+    for _, fig in figures:
+        first_seen.setdefault(fig["section"], len(first_seen))
 
-    def number(section):  # "10. ..." after "9. ...": by the number, then the text
+    def number(section):  # "10. ..." after "9. ...": by the number, then in the order measured
         head = section.split(".", 1)[0]
-        return (int(head) if head.isdigit() else 1 << 30, section)
+        return (int(head) if head.isdigit() else 1 << 30, first_seen[section])
 
-    for section in sorted({fig["section"] for _, fig in figures}, key=number):
+    for section in sorted(first_seen, key=number):
         for key, fig in figures:
             if fig["section"] == section:
                 yield (section, fig["title"], fig["unit"], fmt(fig.get("min")),
