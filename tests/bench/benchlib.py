@@ -328,7 +328,10 @@ class Perfd:
         with open(self.stderr_path, "wb") as err:
             self.proc = procs.start(argv, stderr=err)
         try:
-            wait_until(self._ready, 30, "perfd to answer status", self.proc)
+            # Generous: on a 2-CPU machine loaded by other builds (load
+            # average 20 and more), loading the BPF programs and reading
+            # every process at start took over 30 s.
+            wait_until(self._ready, 90, "perfd to answer status", self.proc)
         except BenchError as e:
             self.stop()
             raise BenchError(f"{e}\nperfd stderr:\n{self.stderr()}")
