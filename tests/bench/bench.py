@@ -264,10 +264,36 @@ def sampling_cost(ctx, w, taken, names):
     }
 
 
+# A new perfd reads every process of the machine and builds the unwind
+# tables of their binaries; on the loaded 2-CPU machine that went on for
+# well over 5 s, and its CPU then is not what a running perfd costs (the
+# daemon_cpu phase saw 5 to 22% of a core in whichever window came first,
+# the cost phase 16-18% after 1 s).  So a measurement of perfd's CPU waits
+# until no table is being built and perfd's CPU over a second is under
+# DAEMON_SETTLED_PCT, DAEMON_WARMUP_S at least, DAEMON_SETTLE_MAX_S at most.
+DAEMON_WARMUP_S = 5.0
+DAEMON_SETTLED_PCT = 2.0
+DAEMON_SETTLE_MAX_S = 40.0
+
+
+def settle(p):
+    """Waits for the new perfd p to finish starting (see above); returns
+    the seconds it waited."""
+    t0 = time.monotonic()
+    time.sleep(DAEMON_WARMUP_S)
+    while time.monotonic() - t0 < DAEMON_SETTLE_MAX_S:
+        building = p.status().get("unwind", {}).get("tables_building", 0)
+        cpu0, t1 = cpu_ns(p.pid), time.monotonic()
+        time.sleep(1.0)
+        if not building and (cpu_ns(p.pid) - cpu0) / 1e9 / (time.monotonic() - t1) * 100 < DAEMON_SETTLED_PCT:
+            break
+    return time.monotonic() - t0
+
+
 def measure_perfd(ctx, hz, extra=()):
     p = ctx.perfd(hz, extra)
     try:
-        time.sleep(ctx.args.warmup)
+        settled = settle(p)
         t_st0 = time.monotonic()
         st0 = p.status()
         t_st0 = (t_st0 + time.monotonic()) / 2
@@ -282,7 +308,7 @@ def measure_perfd(ctx, hz, extra=()):
     # count is scaled to the window.
     taken = (st1["samples"]["taken"] - st0["samples"]["taken"]) * w.seconds / (t_st1 - t_st0)
     lost = st1["samples"]["lost_total"] - st0["samples"]["lost_total"]
-    m = {"w": w, "samples": taken, "lost": lost, "new_processes": processes_met(st1) - processes_met(st0),
+    m = {"w": w, "samples": taken, "lost": lost, "settled": settled, "new_processes": processes_met(st1) - processes_met(st0),
          "received": st1["samples"]["received"] - st0["samples"]["received"],
          "python_walks": st1["python"]["samples"] - st0["python"]["samples"]}
     m.update(sampling_cost(ctx, w, taken, names))
@@ -402,14 +428,19 @@ def add_daemon_cpu(ctx, hz, m):
     # measures it at known rates).
     ctx.add(f"cpu.new_processes.perfd.{hz}", sec2, f"new processes perfd met in the window, {hz} Hz",
             "processes", m["perfd"]["new_processes"])
+    ctx.add(f"cpu.settle_s.perfd.{hz}", sec2, f"perfd's start: until no table builds and its CPU < "
+            f"{DAEMON_SETTLED_PCT:g}% (at most {DAEMON_SETTLE_MAX_S:.0f}), {hz} Hz", "s", m["perfd"]["settled"])
 
 
 def phase_cost(ctx):
     """Kernel cost per sample on each of --cost-workloads: the deep one at
     every --frequencies (with perf record too, for section 2, and the
-    floors at the highest), the others at the highest only: the cost of a
-    sample does not depend on the rate, and at 99 Hz a window holds a tenth
-    of the samples, so it would add time and noise, not information."""
+    floors at the highest), the others at the highest only: the tick
+    program's cost per sample does not depend on the rate, and at 99 Hz a
+    window holds a tenth of the samples, so it would add time and noise.
+    (The two tracing programs' cost per sample does, since they run at the
+    machine's rate of hrtimer expiries and switches: the deep workload's
+    99 Hz rows show it.)"""
     top = max(ctx.args.frequencies)
     for wl in ctx.args.cost_workloads:
         procs, what = start_cost_workload(ctx, wl)
@@ -447,29 +478,6 @@ def phase_cost(ctx):
 
 DAEMON_HZ = 99
 CHURN_RATES = (0, 1, 20)
-# A new perfd reads every process of the machine and builds the unwind
-# tables of their binaries; on the loaded 2-CPU machine that went on for
-# well over 5 s and landed in whichever rate's window came first.  So the
-# phase waits until no table is being built and perfd's CPU over a second
-# is under DAEMON_SETTLED_PCT, DAEMON_WARMUP_S at least, DAEMON_SETTLE_MAX_S
-# at most.
-DAEMON_WARMUP_S = 5.0
-DAEMON_SETTLED_PCT = 2.0
-DAEMON_SETTLE_MAX_S = 40.0
-
-
-def settle(p):
-    """Waits for the new perfd p to finish starting (see above); returns
-    the seconds it waited."""
-    t0 = time.monotonic()
-    time.sleep(DAEMON_WARMUP_S)
-    while time.monotonic() - t0 < DAEMON_SETTLE_MAX_S:
-        building = p.status().get("unwind", {}).get("tables_building", 0)
-        cpu0, t1 = cpu_ns(p.pid), time.monotonic()
-        time.sleep(1.0)
-        if not building and (cpu_ns(p.pid) - cpu0) / 1e9 / (time.monotonic() - t1) * 100 < DAEMON_SETTLED_PCT:
-            break
-    return time.monotonic() - t0
 
 
 def stop_churner(ctx, churner):
