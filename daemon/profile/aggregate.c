@@ -37,6 +37,10 @@ struct aggregator {
 	struct symbolizer *symbolizer;
 	struct stacktab *stacks;
 	struct process **procs;
+	/* When aggregator_maintain has work on procs[i] (history_due_s; 0
+	 * for at once): a compact array, so that the once-a-second pass over
+	 * a full store reads 8 bytes a process, not its history. */
+	uint64_t *due_s;
 	size_t n_procs, cap_procs;
 	struct u64map by_pid; /* tgid -> struct process * (latest incarnation) */
 	struct collector *collectors;
@@ -131,6 +135,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	for (size_t i = 0; i < a->n_procs; i++)
 		process_free(a, a->procs[i]);
 	free(a->procs);
+	free(a->due_s);
 	u64map_done(&a->by_pid);
 	stacktab_free(a->stacks);
 	free(a);
@@ -149,7 +154,13 @@ static uint64_t history_samples(const struct process *p)
 	return n;
 }
 
-/* Removes procs[index] from the store and frees it. */
+/* Has aggregator_maintain look at p at its next pass: its history may
+ * have a window that falls due sooner, or p may be free to go. */
+static void due_now(struct aggregator *a, const struct process *p)
+{
+	a->due_s[p->index] = 0;
+}
+
 /* p is over (it exited, or its pid is another process's now): it joins
  * the end of the exited list. */
 static void mark_exited(struct aggregator *a, struct process *p)
@@ -165,9 +176,11 @@ static void mark_exited(struct aggregator *a, struct process *p)
 	else
 		a->exited_head = p;
 	a->exited_tail = p;
+	due_now(a, p);
 	notify_gone(a, p);
 }
 
+/* Removes procs[index] from the store and frees it. */
 static void remove_process(struct aggregator *a, size_t index)
 {
 	struct process *p = a->procs[index];
@@ -181,6 +194,7 @@ static void remove_process(struct aggregator *a, size_t index)
 		*(p->exited_next ? &p->exited_next->exited_prev : &a->exited_tail) = p->exited_prev;
 	}
 	a->procs[index] = a->procs[--a->n_procs];
+	a->due_s[index] = a->due_s[a->n_procs];
 	a->procs[index]->index = index;
 	if (!p->exited)
 		notify_gone(a, p); /* an exited one was reported at its exit */
@@ -225,7 +239,7 @@ static bool evict_coldest(struct aggregator *a, const struct process *keep)
 /* Everything the store holds, as the memory cap counts it. */
 static size_t store_memory(const struct aggregator *a)
 {
-	return sizeof(*a) + a->cap_procs * sizeof(void *) + a->history_bytes +
+	return sizeof(*a) + a->cap_procs * (sizeof(void *) + sizeof(uint64_t)) + a->history_bytes +
 	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid);
 }
 
@@ -246,6 +260,7 @@ static bool drop_oldest_window(struct aggregator *a)
 	before = oldest->history.bytes;
 	(void)history_drop_oldest(&oldest->history, a->stacks, &d);
 	a->history_bytes -= before - oldest->history.bytes;
+	due_now(a, oldest); /* an exited process may have nothing left */
 	a->stats.windows_evicted += d.windows;
 	for (int k = 0; k < PROFILE_KINDS; k++)
 		a->stats.values_evicted[k] += d.values[k];
@@ -397,10 +412,15 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	if (a->n_procs == a->cap_procs) {
 		size_t cap = a->cap_procs ? a->cap_procs * 2 : 256;
 		struct process **procs = realloc(a->procs, cap * sizeof(*procs));
+		uint64_t *due;
 
 		if (!procs)
 			return NULL;
 		a->procs = procs;
+		due = realloc(a->due_s, cap * sizeof(*due));
+		if (!due)
+			return NULL;
+		a->due_s = due;
 		a->cap_procs = cap;
 	}
 	p = calloc(1, sizeof(*p));
@@ -413,6 +433,7 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	}
 	*slot = (uintptr_t)p;
 	p->index = a->n_procs;
+	a->due_s[a->n_procs] = 0;
 	a->procs[a->n_procs++] = p;
 
 	p->pid = h->tgid;
@@ -691,13 +712,23 @@ static void feed_collectors(struct aggregator *a, struct process *p,
 	}
 }
 
+/* Books what adding to p's history did: its bytes, and a new window,
+ * which can fall due before anything it held. */
+static void history_added(struct aggregator *a, struct process *p, size_t bytes_before,
+			  size_t windows_before)
+{
+	a->history_bytes += p->history.bytes - bytes_before;
+	if (p->history.n_windows != windows_before)
+		due_now(a, p);
+}
+
 /* Takes an RSS reading of p (from a sample or an RSS record): its
  * current counters, its peak, and its history's timeline. */
 static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 		     const __u64 pages[PERFD_RSS_COUNTERS], uint64_t hiwater_pages, uint32_t page_size)
 {
 	uint64_t total = pages[PERFD_RSS_FILE] + pages[PERFD_RSS_ANON] + pages[PERFD_RSS_SHMEM];
-	size_t before = p->history.bytes;
+	size_t before = p->history.bytes, windows = p->history.n_windows;
 
 	memcpy(p->rss_pages, pages, sizeof(p->rss_pages));
 	p->page_size = page_size;
@@ -710,7 +741,7 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 	 * from before perfd saw the process */
 	p->hiwater_rss_bytes = MAX(p->hiwater_rss_bytes, hiwater_pages * page_size);
 	(void)history_note_rss(&p->history, ts_ns, pages, page_size);
-	a->history_bytes += p->history.bytes - before;
+	history_added(a, p, before, windows);
 }
 
 static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
@@ -740,7 +771,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	uint16_t n = 0, kernel_n;
 	struct process *p;
 	uint64_t key, cpu;
-	size_t before;
+	size_t before, windows;
 	uint32_t id;
 	int r;
 
@@ -803,8 +834,9 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	id = intern_stack(a, p, frames, n, kernel_n);
 	key = profile_key(id, s->hdr.tid, kind);
 	before = p->history.bytes;
+	windows = p->history.n_windows;
 	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, key, value);
-	a->history_bytes += p->history.bytes - before;
+	history_added(a, p, before, windows);
 	if (r < 0) {
 		stacktab_unref(a->stacks, id);
 		a->stats.samples_evicted += cpu;
@@ -974,8 +1006,11 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c)
 void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)
 {
 	for (size_t i = 0; i < parts->n; i++) {
+		struct process *p = parts->parts[i].process;
+
 		profile_release(&parts->parts[i].prof, a->stacks);
-		parts->parts[i].process->pins--;
+		if (!--p->pins)
+			due_now(a, p); /* an exited one may go now */
 	}
 	free(parts->parts);
 	*parts = (struct profile_parts){ 0 };
@@ -1049,6 +1084,7 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 				a->stats.values_evicted[k] += d.values[k];
 		}
 		a->history_bytes += p->history.bytes - before;
+		due_now(a, p);
 		p->total_samples = profile_scale_value(p->total_samples, num, den, &a->scale_rng);
 		for (size_t b = 0; b < AGG_BUCKETS; b++)
 			p->bucket_samples[b] = (uint32_t)MIN(
@@ -1067,10 +1103,16 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 	uint64_t now_s = now_ns / NSEC_PER_SEC;
 
 	for (size_t i = 0; i < a->n_procs;) {
-		struct process *p = a->procs[i];
+		struct process *p;
 		struct history_dropped d = { 0 };
-		size_t before = p->history.bytes;
+		size_t before;
 
+		if (a->due_s[i] > now_s) {
+			i++;
+			continue;
+		}
+		p = a->procs[i];
+		before = p->history.bytes;
 		history_maintain(&p->history, a->stacks, now_s, a->limits.retention_s, &d);
 		a->history_bytes -= before - p->history.bytes;
 		a->stats.windows_expired += d.windows;
@@ -1081,6 +1123,7 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 			remove_process(a, i);
 			continue;
 		}
+		a->due_s[i] = history_due_s(&p->history, a->limits.retention_s);
 		i++;
 	}
 	enforce_memory(a, NULL);
