@@ -282,30 +282,45 @@ static void enforce_memory(struct aggregator *a, const struct process *keep)
 			break;
 }
 
-/* The name of p's main thread, from /proc while p (not a new process
- * with its pid) is there; p->comm is left alone otherwise. */
-static void read_comm(struct process *p)
+/* Opens p's /proc directory, checked against its start time (procfs.h):
+ * everything read through it is p's, so one check serves all the files
+ * read at once.  A process found gone (exited, or its pid another
+ * process's now) stays gone: it is not looked for again, which spares
+ * the failed opens of every later event of a short-lived process.
+ * Returns 0 or -errno. */
+static int open_proc(struct process *p, int *ret_dirfd)
 {
-	_cleanup_close_ int dirfd = -1;
+	int r;
 
-	if (procfs_open_pid(p->pid, p->start_time_ns, &dirfd) == 0)
+	if (p->proc_gone)
+		return -ESRCH;
+	r = procfs_open_pid(p->pid, p->start_time_ns, ret_dirfd);
+	if (r == -ESRCH)
+		p->proc_gone = true;
+	return r;
+}
+
+/* The name of p's main thread, from its /proc directory dirfd (-1 when
+ * it could not be opened: p->comm is left alone then). */
+static void read_comm(struct process *p, int dirfd)
+{
+	if (dirfd >= 0)
 		(void)procfs_read_comm(dirfd, p->comm, sizeof(p->comm));
 }
 
 /* Reads what names p inside a container (the pid its own namespace sees,
- * its cgroup v2 path) and who owns it, from /proc while p is there (see
- * procfs.h).  What cannot be read is unknown: the host's pid, no cgroup,
- * PROCESS_OWNER_NONE.  Read again at exec, where a set-uid binary changes
- * the owner. */
-static void read_identity(struct process *p)
+ * its cgroup v2 path) and who owns it, from its /proc directory dirfd.
+ * What cannot be read (dirfd -1 included) is unknown: the host's pid, no
+ * cgroup, PROCESS_OWNER_NONE.  Read again at exec, where a set-uid binary
+ * changes the owner. */
+static void read_identity(struct process *p, int dirfd)
 {
-	_cleanup_close_ int dirfd = -1;
 	struct procfs_status st;
 	char *cgroup;
 
 	p->ns_pid = p->pid;
 	p->owner_uid = PROCESS_OWNER_NONE;
-	if (procfs_open_pid(p->pid, p->start_time_ns, &dirfd) < 0)
+	if (dirfd < 0)
 		return;
 	if (procfs_read_status(dirfd, &st) == 0) {
 		p->ns_pid = st.ns_pid;
@@ -322,17 +337,19 @@ static void read_identity(struct process *p)
  * namespace>.map, else its jitdump /tmp/jit-<pid>.dump (CPython's -X
  * perf_jit, the JVM's and V8's perf agents), under its own root, owned by
  * its user or root (the symbolizer refuses anything else, see
- * symbolize.h). */
+ * symbolize.h).  Not looked for in a process found gone. */
 static void find_jit_map(struct aggregator *a, struct process *p)
 {
 	static const char *const formats[] = { "/tmp/perf-%u.map", "/tmp/jit-%u.dump" };
 	char path[32];
 	int id = -ENOENT;
 
-	for (size_t i = 0; i < ELEMENTSOF(formats) && id <= 0; i++) {
+	for (size_t i = 0; i < ELEMENTSOF(formats) && id <= 0 && !p->proc_gone; i++) {
 		snprintf(path, sizeof(path), formats[i], p->ns_pid);
 		id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path,
 					   p->owner_uid);
+		if (id == -ESRCH)
+			p->proc_gone = true;
 	}
 	if (id > 0)
 		p->jit_module = (uint16_t)id;
@@ -354,9 +371,11 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
 }
 
 /* Reads p's executable mappings and resolves the module of each, opening
- * binaries while the process still lives.  Returns whether they changed. */
-static bool refresh_maps(struct aggregator *a, struct process *p)
+ * binaries while the process still lives.  dirfd is p's /proc directory,
+ * -1 to open it here.  Returns whether they changed. */
+static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd)
 {
+	_cleanup_close_ int own = -1;
 	struct procmaps *maps = NULL;
 	uint16_t *modules;
 	bool changed;
@@ -364,8 +383,10 @@ static bool refresh_maps(struct aggregator *a, struct process *p)
 	/* When they were read, not when the sample that asked was taken: a
 	 * sample older than the read cannot show the read missed anything. */
 	p->maps_read_ns = now_monotonic_ns();
+	if (dirfd < 0 && open_proc(p, &own) == 0)
+		dirfd = own;
 	/* A process that is already gone keeps the maps it had. */
-	if (procmaps_read_process(p->pid, p->start_time_ns, true, &maps) < 0)
+	if (dirfd < 0 || procmaps_read_dirfd(dirfd, true, &maps) < 0)
 		return false;
 	modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
 	if (!modules) {
@@ -376,7 +397,7 @@ static bool refresh_maps(struct aggregator *a, struct process *p)
 	/* The name that goes with these maps: a process first seen in a
 	 * sample from before its exec carried its old one. */
 	if (changed)
-		read_comm(p);
+		read_comm(p, dirfd);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		int id = strcmp(m->path, "[vdso]") == 0 ?
@@ -443,19 +464,27 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	history_init(&p->history);
 	u64map_init(&p->thread_index);
 	a->process_bytes += process_bytes(p);
-	if (comm && h->tid == h->tgid)
-		memcpy(p->comm, comm, sizeof(p->comm));
-	else
-		read_comm(p);
-	if (!p->comm[0] && comm)
-		memcpy(p->comm, comm, sizeof(p->comm));
-	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	p->kthread = kthread;
-	if (!kthread) {
-		a->process_bytes -= process_bytes(p);
-		read_identity(p);
-		a->process_bytes += process_bytes(p);
-		refresh_maps(a, p);
+	{
+		bool own_comm = comm && h->tid == h->tgid;
+		_cleanup_close_ int dirfd = -1;
+
+		/* everything /proc has to say of it, through one directory */
+		if (!kthread || !own_comm)
+			(void)open_proc(p, &dirfd);
+		if (own_comm)
+			memcpy(p->comm, comm, sizeof(p->comm));
+		else
+			read_comm(p, dirfd);
+		if (!p->comm[0] && comm)
+			memcpy(p->comm, comm, sizeof(p->comm));
+		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+		if (!kthread) {
+			a->process_bytes -= process_bytes(p);
+			read_identity(p, dirfd);
+			a->process_bytes += process_bytes(p);
+			refresh_maps(a, p, dirfd);
+		}
 	}
 	return p;
 }
@@ -499,7 +528,7 @@ static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t
 {
 	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
 		return false;
-	if (refresh_maps(a, p))
+	if (refresh_maps(a, p, -1))
 		p->maps_reread_wait_ns = MAPS_REREAD_FIRST_NS;
 	else
 		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
@@ -921,6 +950,9 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 	case PERFD_EVENT_EXEC:
 		p = lookup(a, h->tgid, h->start_time_ns);
 		if (p) {
+			_cleanup_close_ int dirfd = -1;
+
+			(void)open_proc(p, &dirfd);
 			/* Read the new image's maps now (the event woke us):
 			 * waiting for its next sample would leave it unwound
 			 * without tables until then. */
@@ -931,15 +963,15 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * the new one maps the same files. */
 			notify_gone(a, p);
 			a->process_bytes -= process_bytes(p); /* the cgroup may change */
-			read_identity(p);
+			read_identity(p, dirfd);
 			a->process_bytes += process_bytes(p);
 			/* and its name: a process first seen between fork and
 			 * exec (its copy-on-write faults) had its parent's, its
 			 * samples from before the exec (read after it) have set
 			 * it back, and its main thread may never run on a
 			 * sampled tick */
-			read_comm(p);
-			refresh_maps(a, p);
+			read_comm(p, dirfd);
+			refresh_maps(a, p, dirfd);
 		}
 		return 0;
 	default:

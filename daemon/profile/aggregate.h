@@ -82,6 +82,7 @@ struct process {
 	uint32_t bucket_samples[AGG_BUCKETS];
 	uint64_t bucket_second[AGG_BUCKETS];
 	bool exited;
+	bool proc_gone; /* its /proc directory was found gone: not read again */
 	bool kthread; /* a kernel thread: no mm, no user stack, no RSS */
 	unsigned pins; /* answers and snapshots holding it: never evicted */
 	/* private to aggregate.c: where it sits in the store's array, and in

@@ -1475,6 +1475,58 @@ Test(aggregate, another_incarnation_is_not_read_from_proc)
 	destroy();
 }
 
+static void feed_rss(uint32_t tgid, uint64_t start, uint64_t ts)
+{
+	struct perfd_rss r = { .hdr = { .kind = PERFD_EVENT_RSS, .tgid = tgid, .tid = tgid,
+					.timestamp_ns = ts, .start_time_ns = start },
+			       .page_size = 4096 };
+
+	r.rss_pages[PERFD_RSS_ANON] = 10;
+	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+}
+
+/* A process first seen in an RSS record (no comm from BPF) gets its
+ * name, identity and maps from /proc, all through one checked directory;
+ * one that is gone, or whose pid is another incarnation's, is marked so
+ * and not looked for again, its exec included. */
+Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
+{
+	char comm[64] = "";
+	FILE *f = fopen("/proc/self/comm", "re");
+	struct process *p;
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	make(100, 1000);
+	feed_rss(getpid(), self_start_ns(), SEC);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p);
+	cr_assert_not(p->proc_gone);
+	cr_assert_str_eq(p->comm, comm);
+	cr_assert_not_null(p->cgroup);
+	cr_assert_eq(p->owner_uid, getuid());
+	cr_assert_not_null(p->maps);
+	cr_assert_gt(p->maps->n, 0);
+
+	feed_rss(NOPID, 1, SEC);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert(p->proc_gone);
+	cr_assert_null(p->maps);
+
+	/* our pid, another start: the process there is not this one */
+	feed_rss(getpid(), self_start_ns() + SEC, 2 * SEC);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_eq(p->start_time_ns, self_start_ns() + SEC);
+	cr_assert(p->proc_gone);
+	feed_exec(getpid(), self_start_ns() + SEC, 3 * SEC);
+	cr_assert_null(p->maps);
+	cr_assert_null(p->cgroup);
+	cr_assert_str_eq(p->comm, "");
+	destroy();
+}
+
 static int maps_changes, gone_calls, rewrites;
 static uint32_t gone_pid;
 
