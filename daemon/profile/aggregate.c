@@ -355,6 +355,18 @@ static void find_jit_map(struct aggregator *a, struct process *p)
 		p->jit_module = (uint16_t)id;
 }
 
+/* Whether some executable mapping of maps has no module: anonymous code
+ * (JIT-compiled, or CPython's perf trampolines), all a JIT map can name
+ * (user_frame).  Not the kernel's legacy [vsyscall] page, which every
+ * x86-64 process shows. */
+static bool has_unnamed_code(const struct procmaps *maps, const uint16_t *modules)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (modules[i] == MODULE_NONE && strcmp(maps->maps[i].path, "[vsyscall]") != 0)
+			return true;
+	return false;
+}
+
 /* Whether two reads of a process's maps describe the same mappings. */
 static bool maps_same(const struct procmaps *x, const struct procmaps *y)
 {
@@ -406,7 +418,10 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd)
 
 		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
 	}
-	if (!p->jit_module)
+	/* Only where there is code for it to name: the two look-ups cost
+	 * more than the rest of a short process's reads, and a sample in code
+	 * mapped later makes user_frame look. */
+	if (!p->jit_module && has_unnamed_code(maps, modules))
 		find_jit_map(a, p);
 	a->process_bytes -= process_bytes(p);
 	procmaps_free(p->maps);
@@ -958,6 +973,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * without tables until then. */
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
+			p->jit_checked_ns = 0; /* the new image's JIT may write one at once */
 			/* The old image is gone for those who described it
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */

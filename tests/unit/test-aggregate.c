@@ -1694,6 +1694,54 @@ Test(aggregate, exec_reads_the_new_image)
 	destroy();
 }
 
+/* Whether this process has executable memory that is no file's. */
+static bool self_has_anonymous_code(void)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " r-xp ") || strstr(line, " rwxp "))
+			found |= !strchr(line, '/') && !strstr(line, "[vdso]") &&
+				 !strstr(line, "[vsyscall]");
+	fclose(f);
+	return found;
+}
+
+/* The JIT map (/tmp/perf-PID.map) is looked for where there is code
+ * without a file for it to name: not in a process of files only, and at
+ * once when such code is mapped (here found at exec). */
+Test(aggregate, a_jit_map_is_looked_for_where_code_has_no_file)
+{
+	char path[64];
+	uint64_t start;
+	struct process *p;
+	void *code;
+	FILE *f;
+
+	cr_assert_not(self_has_anonymous_code(), "the test process already has anonymous code");
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	f = fopen(path, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "7f0000001000 100 jitted\n");
+	fclose(f);
+	make(100, 1000);
+	start = self_start_ns();
+	feed_rss(getpid(), start, SEC);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p->maps);
+	cr_assert_eq(p->jit_module, 0, "looked for a JIT map with no code to name");
+	code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(code, MAP_FAILED);
+	feed_exec(getpid(), start, 2 * SEC);
+	cr_assert_gt(p->jit_module, 0, "no JIT map found for anonymous code");
+	munmap(code, 4096);
+	unlink(path);
+	destroy();
+}
+
 /* process_gone: at exit, at a reused pid and at eviction, once each. */
 Test(aggregate, process_gone_is_told_once_per_process)
 {
