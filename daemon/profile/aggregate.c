@@ -37,6 +37,10 @@ struct aggregator {
 	struct symbolizer *symbolizer;
 	struct stacktab *stacks;
 	struct process **procs;
+	/* When aggregator_maintain has work on procs[i] (history_due_s; 0
+	 * for at once): a compact array, so that the once-a-second pass over
+	 * a full store reads 8 bytes a process, not its history. */
+	uint64_t *due_s;
 	size_t n_procs, cap_procs;
 	struct u64map by_pid; /* tgid -> struct process * (latest incarnation) */
 	struct collector *collectors;
@@ -131,6 +135,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	for (size_t i = 0; i < a->n_procs; i++)
 		process_free(a, a->procs[i]);
 	free(a->procs);
+	free(a->due_s);
 	u64map_done(&a->by_pid);
 	stacktab_free(a->stacks);
 	free(a);
@@ -149,7 +154,13 @@ static uint64_t history_samples(const struct process *p)
 	return n;
 }
 
-/* Removes procs[index] from the store and frees it. */
+/* Has aggregator_maintain look at p at its next pass: its history may
+ * have a window that falls due sooner, or p may be free to go. */
+static void due_now(struct aggregator *a, const struct process *p)
+{
+	a->due_s[p->index] = 0;
+}
+
 /* p is over (it exited, or its pid is another process's now): it joins
  * the end of the exited list. */
 static void mark_exited(struct aggregator *a, struct process *p)
@@ -165,9 +176,11 @@ static void mark_exited(struct aggregator *a, struct process *p)
 	else
 		a->exited_head = p;
 	a->exited_tail = p;
+	due_now(a, p);
 	notify_gone(a, p);
 }
 
+/* Removes procs[index] from the store and frees it. */
 static void remove_process(struct aggregator *a, size_t index)
 {
 	struct process *p = a->procs[index];
@@ -181,6 +194,7 @@ static void remove_process(struct aggregator *a, size_t index)
 		*(p->exited_next ? &p->exited_next->exited_prev : &a->exited_tail) = p->exited_prev;
 	}
 	a->procs[index] = a->procs[--a->n_procs];
+	a->due_s[index] = a->due_s[a->n_procs];
 	a->procs[index]->index = index;
 	if (!p->exited)
 		notify_gone(a, p); /* an exited one was reported at its exit */
@@ -225,7 +239,7 @@ static bool evict_coldest(struct aggregator *a, const struct process *keep)
 /* Everything the store holds, as the memory cap counts it. */
 static size_t store_memory(const struct aggregator *a)
 {
-	return sizeof(*a) + a->cap_procs * sizeof(void *) + a->history_bytes +
+	return sizeof(*a) + a->cap_procs * (sizeof(void *) + sizeof(uint64_t)) + a->history_bytes +
 	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid);
 }
 
@@ -246,6 +260,7 @@ static bool drop_oldest_window(struct aggregator *a)
 	before = oldest->history.bytes;
 	(void)history_drop_oldest(&oldest->history, a->stacks, &d);
 	a->history_bytes -= before - oldest->history.bytes;
+	due_now(a, oldest); /* an exited process may have nothing left */
 	a->stats.windows_evicted += d.windows;
 	for (int k = 0; k < PROFILE_KINDS; k++)
 		a->stats.values_evicted[k] += d.values[k];
@@ -267,30 +282,45 @@ static void enforce_memory(struct aggregator *a, const struct process *keep)
 			break;
 }
 
-/* The name of p's main thread, from /proc while p (not a new process
- * with its pid) is there; p->comm is left alone otherwise. */
-static void read_comm(struct process *p)
+/* Opens p's /proc directory, checked against its start time (procfs.h):
+ * everything read through it is p's, so one check serves all the files
+ * read at once.  A process found gone (exited, or its pid another
+ * process's now) stays gone: it is not looked for again, which spares
+ * the failed opens of every later event of a short-lived process.
+ * Returns 0 or -errno. */
+static int open_proc(struct process *p, int *ret_dirfd)
 {
-	_cleanup_close_ int dirfd = -1;
+	int r;
 
-	if (procfs_open_pid(p->pid, p->start_time_ns, &dirfd) == 0)
+	if (p->proc_gone)
+		return -ESRCH;
+	r = procfs_open_pid(p->pid, p->start_time_ns, ret_dirfd);
+	if (r == -ESRCH)
+		p->proc_gone = true;
+	return r;
+}
+
+/* The name of p's main thread, from its /proc directory dirfd (-1 when
+ * it could not be opened: p->comm is left alone then). */
+static void read_comm(struct process *p, int dirfd)
+{
+	if (dirfd >= 0)
 		(void)procfs_read_comm(dirfd, p->comm, sizeof(p->comm));
 }
 
 /* Reads what names p inside a container (the pid its own namespace sees,
- * its cgroup v2 path) and who owns it, from /proc while p is there (see
- * procfs.h).  What cannot be read is unknown: the host's pid, no cgroup,
- * PROCESS_OWNER_NONE.  Read again at exec, where a set-uid binary changes
- * the owner. */
-static void read_identity(struct process *p)
+ * its cgroup v2 path) and who owns it, from its /proc directory dirfd.
+ * What cannot be read (dirfd -1 included) is unknown: the host's pid, no
+ * cgroup, PROCESS_OWNER_NONE.  Read again at exec, where a set-uid binary
+ * changes the owner. */
+static void read_identity(struct process *p, int dirfd)
 {
-	_cleanup_close_ int dirfd = -1;
 	struct procfs_status st;
 	char *cgroup;
 
 	p->ns_pid = p->pid;
 	p->owner_uid = PROCESS_OWNER_NONE;
-	if (procfs_open_pid(p->pid, p->start_time_ns, &dirfd) < 0)
+	if (dirfd < 0)
 		return;
 	if (procfs_read_status(dirfd, &st) == 0) {
 		p->ns_pid = st.ns_pid;
@@ -307,20 +337,34 @@ static void read_identity(struct process *p)
  * namespace>.map, else its jitdump /tmp/jit-<pid>.dump (CPython's -X
  * perf_jit, the JVM's and V8's perf agents), under its own root, owned by
  * its user or root (the symbolizer refuses anything else, see
- * symbolize.h). */
+ * symbolize.h).  Not looked for in a process found gone. */
 static void find_jit_map(struct aggregator *a, struct process *p)
 {
 	static const char *const formats[] = { "/tmp/perf-%u.map", "/tmp/jit-%u.dump" };
 	char path[32];
 	int id = -ENOENT;
 
-	for (size_t i = 0; i < ELEMENTSOF(formats) && id <= 0; i++) {
+	for (size_t i = 0; i < ELEMENTSOF(formats) && id <= 0 && !p->proc_gone; i++) {
 		snprintf(path, sizeof(path), formats[i], p->ns_pid);
 		id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path,
 					   p->owner_uid);
+		if (id == -ESRCH)
+			p->proc_gone = true;
 	}
 	if (id > 0)
 		p->jit_module = (uint16_t)id;
+}
+
+/* Whether some executable mapping of maps has no module: anonymous code
+ * (JIT-compiled, or CPython's perf trampolines), all a JIT map can name
+ * (user_frame).  Not the kernel's legacy [vsyscall] page, which every
+ * x86-64 process shows. */
+static bool has_unnamed_code(const struct procmaps *maps, const uint16_t *modules)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (modules[i] == MODULE_NONE && strcmp(maps->maps[i].path, "[vsyscall]") != 0)
+			return true;
+	return false;
 }
 
 /* Whether two reads of a process's maps describe the same mappings. */
@@ -339,9 +383,11 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
 }
 
 /* Reads p's executable mappings and resolves the module of each, opening
- * binaries while the process still lives.  Returns whether they changed. */
-static bool refresh_maps(struct aggregator *a, struct process *p)
+ * binaries while the process still lives.  dirfd is p's /proc directory,
+ * -1 to open it here.  Returns whether they changed. */
+static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd)
 {
+	_cleanup_close_ int own = -1;
 	struct procmaps *maps = NULL;
 	uint16_t *modules;
 	bool changed;
@@ -349,8 +395,10 @@ static bool refresh_maps(struct aggregator *a, struct process *p)
 	/* When they were read, not when the sample that asked was taken: a
 	 * sample older than the read cannot show the read missed anything. */
 	p->maps_read_ns = now_monotonic_ns();
+	if (dirfd < 0 && open_proc(p, &own) == 0)
+		dirfd = own;
 	/* A process that is already gone keeps the maps it had. */
-	if (procmaps_read_process(p->pid, p->start_time_ns, true, &maps) < 0)
+	if (dirfd < 0 || procmaps_read_dirfd(dirfd, true, &maps) < 0)
 		return false;
 	modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
 	if (!modules) {
@@ -361,7 +409,7 @@ static bool refresh_maps(struct aggregator *a, struct process *p)
 	/* The name that goes with these maps: a process first seen in a
 	 * sample from before its exec carried its old one. */
 	if (changed)
-		read_comm(p);
+		read_comm(p, dirfd);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		int id = strcmp(m->path, "[vdso]") == 0 ?
@@ -370,7 +418,10 @@ static bool refresh_maps(struct aggregator *a, struct process *p)
 
 		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
 	}
-	if (!p->jit_module)
+	/* Only where there is code for it to name: the two look-ups cost
+	 * more than the rest of a short process's reads, and a sample in code
+	 * mapped later makes user_frame look. */
+	if (!p->jit_module && has_unnamed_code(maps, modules))
 		find_jit_map(a, p);
 	a->process_bytes -= process_bytes(p);
 	procmaps_free(p->maps);
@@ -397,10 +448,15 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	if (a->n_procs == a->cap_procs) {
 		size_t cap = a->cap_procs ? a->cap_procs * 2 : 256;
 		struct process **procs = realloc(a->procs, cap * sizeof(*procs));
+		uint64_t *due;
 
 		if (!procs)
 			return NULL;
 		a->procs = procs;
+		due = realloc(a->due_s, cap * sizeof(*due));
+		if (!due)
+			return NULL;
+		a->due_s = due;
 		a->cap_procs = cap;
 	}
 	p = calloc(1, sizeof(*p));
@@ -413,6 +469,7 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	}
 	*slot = (uintptr_t)p;
 	p->index = a->n_procs;
+	a->due_s[a->n_procs] = 0;
 	a->procs[a->n_procs++] = p;
 
 	p->pid = h->tgid;
@@ -422,19 +479,27 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	history_init(&p->history);
 	u64map_init(&p->thread_index);
 	a->process_bytes += process_bytes(p);
-	if (comm && h->tid == h->tgid)
-		memcpy(p->comm, comm, sizeof(p->comm));
-	else
-		read_comm(p);
-	if (!p->comm[0] && comm)
-		memcpy(p->comm, comm, sizeof(p->comm));
-	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	p->kthread = kthread;
-	if (!kthread) {
-		a->process_bytes -= process_bytes(p);
-		read_identity(p);
-		a->process_bytes += process_bytes(p);
-		refresh_maps(a, p);
+	{
+		bool own_comm = comm && h->tid == h->tgid;
+		_cleanup_close_ int dirfd = -1;
+
+		/* everything /proc has to say of it, through one directory */
+		if (!kthread || !own_comm)
+			(void)open_proc(p, &dirfd);
+		if (own_comm)
+			memcpy(p->comm, comm, sizeof(p->comm));
+		else
+			read_comm(p, dirfd);
+		if (!p->comm[0] && comm)
+			memcpy(p->comm, comm, sizeof(p->comm));
+		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+		if (!kthread) {
+			a->process_bytes -= process_bytes(p);
+			read_identity(p, dirfd);
+			a->process_bytes += process_bytes(p);
+			refresh_maps(a, p, dirfd);
+		}
 	}
 	return p;
 }
@@ -478,7 +543,7 @@ static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t
 {
 	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
 		return false;
-	if (refresh_maps(a, p))
+	if (refresh_maps(a, p, -1))
 		p->maps_reread_wait_ns = MAPS_REREAD_FIRST_NS;
 	else
 		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
@@ -691,13 +756,23 @@ static void feed_collectors(struct aggregator *a, struct process *p,
 	}
 }
 
+/* Books what adding to p's history did: its bytes, and a new window,
+ * which can fall due before anything it held. */
+static void history_added(struct aggregator *a, struct process *p, size_t bytes_before,
+			  size_t windows_before)
+{
+	a->history_bytes += p->history.bytes - bytes_before;
+	if (p->history.n_windows != windows_before)
+		due_now(a, p);
+}
+
 /* Takes an RSS reading of p (from a sample or an RSS record): its
  * current counters, its peak, and its history's timeline. */
 static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 		     const __u64 pages[PERFD_RSS_COUNTERS], uint64_t hiwater_pages, uint32_t page_size)
 {
 	uint64_t total = pages[PERFD_RSS_FILE] + pages[PERFD_RSS_ANON] + pages[PERFD_RSS_SHMEM];
-	size_t before = p->history.bytes;
+	size_t before = p->history.bytes, windows = p->history.n_windows;
 
 	memcpy(p->rss_pages, pages, sizeof(p->rss_pages));
 	p->page_size = page_size;
@@ -710,7 +785,7 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 	 * from before perfd saw the process */
 	p->hiwater_rss_bytes = MAX(p->hiwater_rss_bytes, hiwater_pages * page_size);
 	(void)history_note_rss(&p->history, ts_ns, pages, page_size);
-	a->history_bytes += p->history.bytes - before;
+	history_added(a, p, before, windows);
 }
 
 static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
@@ -740,7 +815,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	uint16_t n = 0, kernel_n;
 	struct process *p;
 	uint64_t key, cpu;
-	size_t before;
+	size_t before, windows;
 	uint32_t id;
 	int r;
 
@@ -803,8 +878,9 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	id = intern_stack(a, p, frames, n, kernel_n);
 	key = profile_key(id, s->hdr.tid, kind);
 	before = p->history.bytes;
+	windows = p->history.n_windows;
 	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, key, value);
-	a->history_bytes += p->history.bytes - before;
+	history_added(a, p, before, windows);
 	if (r < 0) {
 		stacktab_unref(a->stacks, id);
 		a->stats.samples_evicted += cpu;
@@ -889,25 +965,29 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 	case PERFD_EVENT_EXEC:
 		p = lookup(a, h->tgid, h->start_time_ns);
 		if (p) {
+			_cleanup_close_ int dirfd = -1;
+
+			(void)open_proc(p, &dirfd);
 			/* Read the new image's maps now (the event woke us):
 			 * waiting for its next sample would leave it unwound
 			 * without tables until then. */
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
+			p->jit_checked_ns = 0; /* the new image's JIT may write one at once */
 			/* The old image is gone for those who described it
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */
 			notify_gone(a, p);
 			a->process_bytes -= process_bytes(p); /* the cgroup may change */
-			read_identity(p);
+			read_identity(p, dirfd);
 			a->process_bytes += process_bytes(p);
 			/* and its name: a process first seen between fork and
 			 * exec (its copy-on-write faults) had its parent's, its
 			 * samples from before the exec (read after it) have set
 			 * it back, and its main thread may never run on a
 			 * sampled tick */
-			read_comm(p);
-			refresh_maps(a, p);
+			read_comm(p, dirfd);
+			refresh_maps(a, p, dirfd);
 		}
 		return 0;
 	default:
@@ -974,8 +1054,11 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c)
 void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)
 {
 	for (size_t i = 0; i < parts->n; i++) {
+		struct process *p = parts->parts[i].process;
+
 		profile_release(&parts->parts[i].prof, a->stacks);
-		parts->parts[i].process->pins--;
+		if (!--p->pins)
+			due_now(a, p); /* an exited one may go now */
 	}
 	free(parts->parts);
 	*parts = (struct profile_parts){ 0 };
@@ -1049,6 +1132,7 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 				a->stats.values_evicted[k] += d.values[k];
 		}
 		a->history_bytes += p->history.bytes - before;
+		due_now(a, p);
 		p->total_samples = profile_scale_value(p->total_samples, num, den, &a->scale_rng);
 		for (size_t b = 0; b < AGG_BUCKETS; b++)
 			p->bucket_samples[b] = (uint32_t)MIN(
@@ -1067,10 +1151,16 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 	uint64_t now_s = now_ns / NSEC_PER_SEC;
 
 	for (size_t i = 0; i < a->n_procs;) {
-		struct process *p = a->procs[i];
+		struct process *p;
 		struct history_dropped d = { 0 };
-		size_t before = p->history.bytes;
+		size_t before;
 
+		if (a->due_s[i] > now_s) {
+			i++;
+			continue;
+		}
+		p = a->procs[i];
+		before = p->history.bytes;
 		history_maintain(&p->history, a->stacks, now_s, a->limits.retention_s, &d);
 		a->history_bytes -= before - p->history.bytes;
 		a->stats.windows_expired += d.windows;
@@ -1081,6 +1171,7 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 			remove_process(a, i);
 			continue;
 		}
+		a->due_s[i] = history_due_s(&p->history, a->limits.retention_s);
 		i++;
 	}
 	enforce_memory(a, NULL);

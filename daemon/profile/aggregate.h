@@ -18,6 +18,11 @@
  * snapshot is collecting).  Stacks and frames have their own limits too.  Exited
  * processes stay, queryable, until their last window has passed the
  * retention.  Every value dropped is counted.
+ *
+ * Maintenance (once a second) visits only the processes with something due
+ * (a window to seal, roll up or expire, or an exited process free to go):
+ * their due seconds sit in an array of their own, so a store full of idle
+ * processes costs a scan of 8 bytes each, not a read of every history.
  */
 #ifndef PERFD_AGGREGATE_H
 #define PERFD_AGGREGATE_H
@@ -77,6 +82,7 @@ struct process {
 	uint32_t bucket_samples[AGG_BUCKETS];
 	uint64_t bucket_second[AGG_BUCKETS];
 	bool exited;
+	bool proc_gone; /* its /proc directory was found gone: not read again */
 	bool kthread; /* a kernel thread: no mm, no user stack, no RSS */
 	unsigned pins; /* answers and snapshots holding it: never evicted */
 	/* private to aggregate.c: where it sits in the store's array, and in

@@ -35,7 +35,7 @@ static size_t window_bytes(const struct window *w)
 
 void history_init(struct history *h)
 {
-	*h = (struct history){ 0 };
+	*h = (struct history){ .roll_due_s = UINT64_MAX };
 }
 
 /* Unlinks open window w and frees it; its entries' references go with it
@@ -365,6 +365,18 @@ static void log_drop_head(struct history *h, struct stacktab *stacks,
 	}
 }
 
+/* The first second at which a roll-up can change the record at start_s
+ * of span_s (see span_for): a 1 s window becomes a 10 s one first, a 10 s
+ * window a 60 s one; a 60 s window stays. */
+static uint64_t record_roll_due(uint64_t start_s, uint32_t span_s)
+{
+	if (span_s == 1)
+		return start_s - start_s % 10 + 10 + HISTORY_FINE_AGE_S;
+	if (span_s == 10)
+		return start_s - start_s % 60 + 60 + HISTORY_MEDIUM_AGE_S;
+	return UINT64_MAX;
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
@@ -397,9 +409,12 @@ static int seal(struct history *h, struct stacktab *stacks, struct window *w)
 	if (r == 0) {
 		record_write(log->buf + log->len, gap, w->span_s, &w->rss, e, n);
 		log->len += need;
-		if (!log->n++)
+		if (!log->n++) {
 			log->head_start_s = w->start_s;
+			h->roll_due_s = UINT64_MAX;
+		}
 		log->end_s = w->start_s + w->span_s;
+		h->roll_due_s = MIN(h->roll_due_s, record_roll_due(w->start_s, w->span_s));
 		h->n_windows++; /* the sealed one; unlink_open takes the open one away */
 		unlink_open(h, w, stacks, true);
 	}
@@ -493,6 +508,7 @@ struct out {
 	uint8_t *base;
 	size_t len, n;
 	uint64_t first_start_s, end_s;
+	uint64_t roll_due_s; /* of the records written (record_roll_due) */
 };
 
 static void out_note(struct out *o, uint64_t start_s, uint32_t span_s)
@@ -500,6 +516,7 @@ static void out_note(struct out *o, uint64_t start_s, uint32_t span_s)
 	if (!o->n++)
 		o->first_start_s = start_s;
 	o->end_s = start_s + span_s;
+	o->roll_due_s = MIN(o->roll_due_s, record_roll_due(start_s, span_s));
 }
 
 /* Writes the pending window out, below limit (the offset of the first
@@ -559,31 +576,40 @@ static void roll_up(struct history *h, struct stacktab *stacks, uint64_t now_s, 
 {
 	struct history_log *log = &h->log;
 	const uint8_t *p = log->buf + log->head, *end = log->buf + log->len, *change = NULL;
-	uint64_t prev_end = 0, change_prev_end = 0, entries = 0;
+	uint64_t prev_end = 0, change_prev_end = 0, entries = 0, kept_due = UINT64_MAX;
 	struct pending pend = { 0 };
 	struct out o = { .base = log->buf };
 	size_t kept = 0;
 	struct rec r;
 	bool first = true;
 
-	/* Find the first record that changes, and count the entries from it on. */
+	/* Find the first record that changes, and count the entries from it
+	 * on; and when the next pass is due, should none change now. */
+	h->roll_due_s = UINT64_MAX;
 	for (; p < end; first = false) {
 		const uint8_t *at = p;
 
+		uint64_t due;
+
 		p = rec_parse(p, prev_end, first, log->head_start_s, &r);
+		due = record_roll_due(r.start_s, r.span_s);
+		h->roll_due_s = MIN(h->roll_due_s, due);
 		if (!change && !every && r.span_s > 1) {
 			prev_end = r.start_s + r.span_s;
 			kept++;
+			kept_due = MIN(kept_due, due);
 			continue; /* between minute marks only 1 s windows change */
 		}
 		if (!change && span_for(r.start_s, now_s) > r.span_s) {
 			change = at;
 			change_prev_end = prev_end;
 		}
-		if (change)
+		if (change) {
 			entries += r.n;
-		else
+		} else {
 			kept++;
+			kept_due = MIN(kept_due, due);
+		}
 		prev_end = r.start_s + r.span_s;
 	}
 	if (!change)
@@ -597,6 +623,7 @@ static void roll_up(struct history *h, struct stacktab *stacks, uint64_t now_s, 
 	/* the records before the change stay where they are */
 	o.len = (size_t)(change - log->buf);
 	o.n = kept;
+	o.roll_due_s = kept_due;
 	o.first_start_s = log->head_start_s;
 	o.end_s = change_prev_end;
 
@@ -640,6 +667,7 @@ static void roll_up(struct history *h, struct stacktab *stacks, uint64_t now_s, 
 	log->head_start_s = o.first_start_s;
 	log->end_s = o.n ? o.end_s : 0;
 	log_trim(h);
+	h->roll_due_s = o.roll_due_s;
 out:
 	free(pend.e);
 	free(pend.scratch);
@@ -671,18 +699,33 @@ void history_maintain(struct history *h, struct stacktab *stacks, uint64_t now_s
 		if (seal(h, stacks, h->oldest_open) < 0)
 			break; /* out of memory: it stays open until the next pass */
 
-	/* A span changes only when now_s reaches a multiple of 10 (1 s -> 10 s:
+	/* A span changes only at roll_due_s, a multiple of 10 (1 s -> 10 s:
 	 * span_for's bound, aligned + 10 + HISTORY_FINE_AGE_S, is one) or of 60
-	 * (10 s -> 60 s): in between nothing is due, and at a 10 s mark that
-	 * is no 60 s mark only the 1 s windows can change.  A pass walks the
-	 * log's record headers (a few hundred, in one buffer) and rewrites it
-	 * from the first record that changes. */
-	if (now_s / 10 == h->rolled_s / 10)
+	 * (10 s -> 60 s): before it nothing is due, and unless a minute mark
+	 * passed since the last pass only the 1 s windows can change.  A pass
+	 * walks the log's record headers (a few hundred, in one buffer) and
+	 * rewrites it from the first record that changes. */
+	if (!h->log.n || now_s < h->roll_due_s)
 		return;
 	every = now_s / 60 != h->rolled_s / 60;
 	h->rolled_s = now_s;
-	if (h->log.n)
-		roll_up(h, stacks, now_s, every, dropped);
+	roll_up(h, stacks, now_s, every, dropped);
+}
+
+uint64_t history_due_s(const struct history *h, uint64_t retention_s)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (h->log.n) {
+		struct rec r;
+
+		rec_parse(h->log.buf + h->log.head, 0, true, h->log.head_start_s, &r);
+		due = MIN(h->roll_due_s, r.start_s + r.span_s + retention_s);
+	}
+	if (h->oldest_open)
+		due = MIN(due, h->oldest_open->start_s + h->oldest_open->span_s +
+				       MIN(retention_s, (uint64_t)HISTORY_SEAL_AFTER_S));
+	return due;
 }
 
 int history_scale(struct history *h, struct stacktab *stacks, enum profile_kind kind, uint64_t num,

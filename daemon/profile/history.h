@@ -99,6 +99,10 @@ struct history {
 	size_t n_windows;  /* open and sealed */
 	size_t bytes;      /* of the open windows, their maps and the log */
 	uint64_t rolled_s; /* when history_maintain last rolled windows up */
+	/* No roll-up can change a record before this second (a lower bound,
+	 * exact after a pass): what lets maintenance skip a history that has
+	 * nothing due without parsing its log. */
+	uint64_t roll_due_s;
 };
 
 /* One window as the iterator shows it, open or sealed. */
@@ -143,6 +147,13 @@ int history_note_rss(struct history *h, uint64_t ts_ns,
  * retention_s before now_s. */
 void history_maintain(struct history *h, struct stacktab *stacks, uint64_t now_s,
 		      uint64_t retention_s, struct history_dropped *dropped);
+
+/* The first second at which history_maintain can change h (a window to
+ * seal, roll up or drop past the retention), UINT64_MAX when none can;
+ * never later than that, so a caller may skip h until then.  O(1): the
+ * roll-ups' time is kept, and the head record's header is read.  Valid
+ * until h changes: a new window can fall due sooner. */
+uint64_t history_due_s(const struct history *h, uint64_t retention_s);
 
 /* Drops the oldest window.  Returns false when there is none. */
 bool history_drop_oldest(struct history *h, struct stacktab *stacks,

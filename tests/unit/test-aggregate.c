@@ -1170,6 +1170,128 @@ Test(aggregate, maintain_keeps_what_an_answer_holds)
 	destroy();
 }
 
+/* Whether p's windows are ref's: the same spans, sealed or not, with the
+ * same CPU totals. */
+static void expect_same_windows(const struct process *p, const struct history *ref, uint64_t s)
+{
+	struct history_iter ia, ib;
+	struct history_window wa, wb;
+
+	history_iter_init(&ia, &p->history);
+	history_iter_init(&ib, ref);
+	while (history_iter_next(&ib, &wb)) {
+		cr_assert(history_iter_next(&ia, &wa), "pid %u at %lu: a window missing", p->pid,
+			  (unsigned long)s);
+		cr_assert(wa.start_s == wb.start_s && wa.span_s == wb.span_s &&
+				  wa.sealed == wb.sealed &&
+				  history_window_total(&wa, PROFILE_KIND_CPU) ==
+					  history_window_total(&wb, PROFILE_KIND_CPU),
+			  "pid %u at %lu: [%lu,+%u) vs [%lu,+%u)", p->pid, (unsigned long)s,
+			  (unsigned long)wa.start_s, wa.span_s, (unsigned long)wb.start_s, wb.span_s);
+	}
+	cr_assert_not(history_iter_next(&ia, &wa), "pid %u at %lu: an extra window", p->pid,
+		      (unsigned long)s);
+}
+
+/* Maintenance visits a process only when something in it is due (the
+ * store keeps due times in an array of their own, so that a full store's
+ * pass does not read every history): whatever the order of samples, idle
+ * stretches, exits and removals (which move another process into the
+ * freed slot), every process holds, at every second, the windows of a
+ * history maintained every second, and an exited one goes at the very
+ * second its last window expires. */
+Test(aggregate, maintain_visits_what_is_due_and_misses_nothing)
+{
+	enum { N = 48 };
+	const uint64_t retention = 40, frames[] = { 0x1000, 0x2000 };
+	struct stacktab *refstacks = stacktab_new(&(struct stacktab_limits){ 16, 1000 });
+	struct history ref[N];
+	bool started[N] = { 0 }, seen[N] = { 0 }, exited[N] = { 0 }, gone[N] = { 0 };
+	uint64_t rng = 0x853c49e6748fea9bull, refkey;
+	size_t n_gone = 0, n_live = 0;
+	uint32_t id;
+
+	make_limits((struct aggregator_limits){ .max_processes = 1000, .max_stacks = 1000,
+						.max_frames = 100000, .retention_s = retention });
+	cr_assert_not_null(refstacks);
+	cr_assert_eq(stacktab_intern(refstacks, frames, 2, 0, &id), 0);
+	refkey = profile_key(id, 1, PROFILE_KIND_CPU);
+	for (int i = 0; i < N; i++)
+		history_init(&ref[i]);
+	for (uint64_t s = 1000; s < 2600; s++) {
+		for (int i = 0; i < N; i++) {
+			uint32_t pid = NOPID - (uint32_t)i;
+			uint64_t ts = s * SEC + rng % SEC;
+
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			started[i] |= s >= 1000 + (uint64_t)i * 25;
+			if (!started[i] || exited[i])
+				continue;
+			/* busy and idle stretches, out of step with each other */
+			if ((s + (uint64_t)i * 37) / 150 % 2 == 0 && rng % 3 == 0) {
+				cr_assert_eq(feed_user(pid, 1, ts, 0x1000, 0x2000), 0);
+				cr_assert_eq(history_add(&ref[i], refstacks, ts, refkey, 1), 0);
+				seen[i] = true;
+			}
+			if ((rng >> 32) % 1200 == 0) {
+				feed_exit(pid, 1, ts);
+				exited[i] = true;
+			}
+		}
+		aggregator_maintain(agg, s * SEC);
+		for (int i = 0; i < N; i++) {
+			struct process *p = aggregator_find_process(agg, NOPID - (uint32_t)i);
+
+			if (!seen[i] || gone[i])
+				continue;
+			history_maintain(&ref[i], refstacks, s, retention, NULL);
+			if (exited[i] && history_empty(&ref[i])) {
+				cr_assert_null(p, "pid %u stayed at %lu with nothing left",
+					       NOPID - (uint32_t)i, (unsigned long)s);
+				gone[i] = true;
+				n_gone++;
+				continue;
+			}
+			cr_assert_not_null(p, "pid %u gone at %lu with windows left",
+					   NOPID - (uint32_t)i, (unsigned long)s);
+			expect_same_windows(p, &ref[i], s);
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		n_live += !exited[i];
+		history_release(&ref[i], refstacks);
+	}
+	cr_assert_gt(n_gone, 3, "too few removals to test the moves");
+	cr_assert_gt(n_live, 3);
+	stacktab_free(refstacks);
+	destroy();
+}
+
+/* An eviction moves the last process into the freed slot: its due time
+ * goes with it, so its window is sealed when due, not when the evicted
+ * one's would have been. */
+Test(aggregate, an_eviction_moves_a_process_with_its_due_time)
+{
+	struct process *b;
+
+	make_limits((struct aggregator_limits){ .max_processes = 2, .max_stacks = 1000,
+						.max_frames = 100000, .retention_s = 60 });
+	feed_user(NOPID, 1, 100 * SEC, 0x1000, 0x2000);
+	feed_exit(NOPID, 1, 101 * SEC);
+	aggregator_maintain(agg, 106 * SEC); /* sealed: due again at 161 */
+	feed_user(NOPID - 1, 1, 150 * SEC, 0x1000, 0x2000);
+	aggregator_maintain(agg, 151 * SEC); /* due at 156 */
+	feed_user(NOPID - 2, 1, 152 * SEC, 0x1000, 0x2000); /* evicts the exited one */
+	cr_assert_null(aggregator_find_process(agg, NOPID));
+	b = aggregator_find_process(agg, NOPID - 1);
+	cr_assert_not_null(b);
+	aggregator_maintain(agg, 155 * SEC);
+	cr_assert_not(oldest_window(b).sealed, "sealed early");
+	aggregator_maintain(agg, 156 * SEC);
+	cr_assert(oldest_window(b).sealed, "not sealed when due");
+	destroy();
+}
+
 /* The store's byte count follows what its processes hold, wherever that
  * changes: once a process is gone, the figure is what it was before the
  * process came (stacks aside, whose table keeps its capacity).  Here the
@@ -1353,6 +1475,58 @@ Test(aggregate, another_incarnation_is_not_read_from_proc)
 	destroy();
 }
 
+static void feed_rss(uint32_t tgid, uint64_t start, uint64_t ts)
+{
+	struct perfd_rss r = { .hdr = { .kind = PERFD_EVENT_RSS, .tgid = tgid, .tid = tgid,
+					.timestamp_ns = ts, .start_time_ns = start },
+			       .page_size = 4096 };
+
+	r.rss_pages[PERFD_RSS_ANON] = 10;
+	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+}
+
+/* A process first seen in an RSS record (no comm from BPF) gets its
+ * name, identity and maps from /proc, all through one checked directory;
+ * one that is gone, or whose pid is another incarnation's, is marked so
+ * and not looked for again, its exec included. */
+Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
+{
+	char comm[64] = "";
+	FILE *f = fopen("/proc/self/comm", "re");
+	struct process *p;
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	make(100, 1000);
+	feed_rss(getpid(), self_start_ns(), SEC);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p);
+	cr_assert_not(p->proc_gone);
+	cr_assert_str_eq(p->comm, comm);
+	cr_assert_not_null(p->cgroup);
+	cr_assert_eq(p->owner_uid, getuid());
+	cr_assert_not_null(p->maps);
+	cr_assert_gt(p->maps->n, 0);
+
+	feed_rss(NOPID, 1, SEC);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert(p->proc_gone);
+	cr_assert_null(p->maps);
+
+	/* our pid, another start: the process there is not this one */
+	feed_rss(getpid(), self_start_ns() + SEC, 2 * SEC);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_eq(p->start_time_ns, self_start_ns() + SEC);
+	cr_assert(p->proc_gone);
+	feed_exec(getpid(), self_start_ns() + SEC, 3 * SEC);
+	cr_assert_null(p->maps);
+	cr_assert_null(p->cgroup);
+	cr_assert_str_eq(p->comm, "");
+	destroy();
+}
+
 static int maps_changes, gone_calls, rewrites;
 static uint32_t gone_pid;
 
@@ -1517,6 +1691,54 @@ Test(aggregate, exec_reads_the_new_image)
 	feed_exec(getpid(), start + SEC, 2 * SEC);
 	cr_assert_eq(gone_calls, 1);
 	cr_assert_eq(maps_changes, 2);
+	destroy();
+}
+
+/* Whether this process has executable memory that is no file's. */
+static bool self_has_anonymous_code(void)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " r-xp ") || strstr(line, " rwxp "))
+			found |= !strchr(line, '/') && !strstr(line, "[vdso]") &&
+				 !strstr(line, "[vsyscall]");
+	fclose(f);
+	return found;
+}
+
+/* The JIT map (/tmp/perf-PID.map) is looked for where there is code
+ * without a file for it to name: not in a process of files only, and at
+ * once when such code is mapped (here found at exec). */
+Test(aggregate, a_jit_map_is_looked_for_where_code_has_no_file)
+{
+	char path[64];
+	uint64_t start;
+	struct process *p;
+	void *code;
+	FILE *f;
+
+	cr_assert_not(self_has_anonymous_code(), "the test process already has anonymous code");
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	f = fopen(path, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "7f0000001000 100 jitted\n");
+	fclose(f);
+	make(100, 1000);
+	start = self_start_ns();
+	feed_rss(getpid(), start, SEC);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p->maps);
+	cr_assert_eq(p->jit_module, 0, "looked for a JIT map with no code to name");
+	code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(code, MAP_FAILED);
+	feed_exec(getpid(), start, 2 * SEC);
+	cr_assert_gt(p->jit_module, 0, "no JIT map found for anonymous code");
+	munmap(code, 4096);
+	unlink(path);
 	destroy();
 }
 

@@ -663,3 +663,111 @@ Test(history, scale_rounds_at_random_without_bias)
 	cr_assert(sum > 3000 - 4 * 46 && sum < 3000 + 4 * 46, "%lu kept", (unsigned long)sum);
 	profile_release(&p, stacks);
 }
+
+/* Whether maintenance at now_s would leave h as it is: no window to seal,
+ * to roll up or to drop past the retention. */
+static bool nothing_due(const struct history *hist, uint64_t now_s, uint64_t retention_s)
+{
+	struct history_iter it;
+	struct history_window w;
+
+	history_iter_init(&it, hist);
+	while (history_iter_next(&it, &w)) {
+		uint64_t end = w.start_s + w.span_s;
+
+		if (end + retention_s <= now_s)
+			return false;
+		if (!w.sealed && end + HISTORY_SEAL_AFTER_S <= now_s)
+			return false;
+		if (w.sealed && w.span_s == 1 && w.start_s - w.start_s % 10 + 10 + HISTORY_FINE_AGE_S <= now_s)
+			return false;
+		if (w.sealed && w.span_s == 10 && w.start_s - w.start_s % 60 + 60 + HISTORY_MEDIUM_AGE_S <= now_s)
+			return false;
+	}
+	return true;
+}
+
+/* The due time lets a caller skip a history (the store skips all but a
+ * few each second): one maintained only from history_due_s on holds, at
+ * every second, the very windows of one maintained every second; nothing
+ * is ever due before history_due_s; and right after a pass the due time
+ * is in the future (else the store would visit it every second).  Random
+ * samples with idle stretches, late ones, evictions, and retentions that
+ * fall before and after the roll-up ages. */
+Test(history, due_time_is_never_late_and_skipping_until_it_changes_nothing)
+{
+	static const uint64_t retentions[] = { 3, 45, 900, 100000 };
+
+	for (size_t t = 0; t < ELEMENTSOF(retentions); t++) {
+		uint64_t retention = retentions[t], rng = 0x2545f4914f6cdd1dull + t, s = 20000;
+		uint64_t due = 0, passes = 0, every = 0;
+		struct history skip;
+
+		history_init(&skip);
+		for (int step = 0; step < 4000; step++, s++) {
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			/* bursts of activity and long idle stretches */
+			if ((s / 300) % 3 != 2 && rng % 4) {
+				size_t windows = skip.n_windows;
+
+				for (uint64_t k = 0; k < 1 + rng % 3; k++) {
+					uint64_t late = (rng >> 40) % 16 == 0 ? (rng >> 44) % 8 : 0;
+					uint64_t kk = profile_key(ids[(rng >> (8 + k)) % N_STACKS], 1,
+								  PROFILE_KIND_CPU);
+
+					cr_assert_eq(history_add(&h, stacks, (s - late) * SEC, kk, 1 + k), 0);
+					cr_assert_eq(history_add(&skip, stacks, (s - late) * SEC, kk, 1 + k), 0);
+				}
+				if (skip.n_windows != windows)
+					due = 0; /* a new window: as the store does */
+			}
+			if ((rng >> 50) % 211 == 0) {
+				(void)history_drop_oldest(&h, stacks, NULL);
+				(void)history_drop_oldest(&skip, stacks, NULL);
+			}
+			history_maintain(&h, stacks, s, retention, NULL);
+			every++;
+			cr_assert(nothing_due(&h, s, retention), "retention %lu: due left at %lu",
+				  (unsigned long)retention, (unsigned long)s);
+			cr_assert_gt(history_due_s(&h, retention), s, "due in the past at %lu",
+				     (unsigned long)s);
+			if (s >= due) {
+				history_maintain(&skip, stacks, s, retention, NULL);
+				due = history_due_s(&skip, retention);
+				cr_assert_gt(due, s);
+				passes++;
+			} else {
+				cr_assert(nothing_due(&skip, s, retention),
+					  "retention %lu: skipped at %lu with something due (due %lu)",
+					  (unsigned long)retention, (unsigned long)s, (unsigned long)due);
+			}
+			{
+				struct history_iter ia, ib;
+				struct history_window wa, wb;
+				bool more;
+
+				history_iter_init(&ia, &h);
+				history_iter_init(&ib, &skip);
+				while ((more = history_iter_next(&ia, &wa))) {
+					cr_assert(history_iter_next(&ib, &wb), "a window missing at %lu",
+						  (unsigned long)s);
+					cr_assert(wa.start_s == wb.start_s && wa.span_s == wb.span_s &&
+							  wa.sealed == wb.sealed &&
+							  history_window_total(&wa, PROFILE_KIND_CPU) ==
+								  history_window_total(&wb, PROFILE_KIND_CPU),
+						  "at %lu: [%lu,+%u) vs [%lu,+%u)", (unsigned long)s,
+						  (unsigned long)wa.start_s, wa.span_s,
+						  (unsigned long)wb.start_s, wb.span_s);
+				}
+				cr_assert_not(history_iter_next(&ib, &wb), "an extra window at %lu",
+					      (unsigned long)s);
+			}
+		}
+		/* skipping is the point: far fewer passes than seconds once idle */
+		cr_assert_lt(passes, every * 3 / 4, "retention %lu: %lu passes in %lu s",
+			     (unsigned long)retention, (unsigned long)passes, (unsigned long)every);
+		history_release(&skip, stacks);
+		history_release(&h, stacks);
+		history_init(&h);
+	}
+}
