@@ -149,6 +149,10 @@ $(BUILD)/workloads/libnofplib.so: tests/workloads/lib/nofplib.c tests/workloads/
 $(BUILD)/workloads/nofp: tests/workloads/nofp.c tests/workloads/workload.h $(BUILD)/workloads/libnofplib.so
 	$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(@D) -lnofplib -Wl,-rpath,'$$ORIGIN'
 
+$(BUILD)/workloads/bigframes: tests/workloads/bigframes.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) $(NOFP_CFLAGS) -o $@ $<
+
 $(BUILD)/workloads/threads: tests/workloads/threads.c tests/workloads/workload.h
 	@mkdir -p $(@D)
 	$(CC) $(NOFP_CFLAGS) -o $@ $< -lpthread

@@ -216,6 +216,8 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 	u.offset = kdepth;
 	u.maps_first = proc->mappings_first;
 	u.maps_count = proc->mappings_count;
+	if (!stack_window_reset())
+		return -ENOENT;
 
 	bpf_loop(PERFD_MAX_STACK_DEPTH, unwind_step, &u, 0);
 	if (counted)

@@ -6,9 +6,18 @@
  * For each frame: find the mapping that holds pc (binary search over the
  * process's mappings), then the row that holds pc (binary search over the
  * binary's rows), compute the CFA from rsp or rbp, and read the return
- * address (and saved rbp) from the user stack: two reads of 8 bytes per
- * frame instead of perf's 8 KiB copy.  Code without a table (JIT, binaries
- * without CFI) is walked with its frame pointer, so one stack can mix both.
+ * address (and saved rbp) from the user stack.  Code without a table (JIT,
+ * binaries without CFI) is walked with its frame pointer, so one stack can
+ * mix both.
+ *
+ * The stack is read through a window ("Reading the stack" below): one copy
+ * from the lowest address a frame reads to the end of its page, and the
+ * frames above read from that copy, so a walk costs one helper call per
+ * page of stack rather than one or two per frame.  A helper call is the
+ * dear part of a frame where every call and return pays for speculation
+ * mitigations (retpolines, Safe RET): perf's 8 KiB copy once per sample
+ * and bpftrace's frame-pointer walk (one copy per frame in the kernel)
+ * both pay it too.
  *
  * The frame loop runs under bpf_loop(), so the verifier checks one step
  * instead of 127 unrolled ones; the program that uses this is only loaded
@@ -62,6 +71,75 @@ struct user_unwind {
 
 /* Set by the caller: the buffer being filled (per-CPU scratch). */
 static __always_inline __u64 *unwind_out(void);
+
+/*
+ * Reading the stack.  A frame's reads (its saved rbp, then its return
+ * address: lowest address first) go through a per-CPU window, a copy of
+ * the user stack from `base` to the end of base's page.  A read outside it
+ * moves the window: from the read's address (or the frame's sp, when that
+ * is lower and in the same page, so that the frame's other read is in it
+ * too) to the end of that page.  A page is either mapped or not, so the
+ * copy fails only where an 8-byte read would; an unaligned read, or one
+ * whose window could not be copied, is read on its own.  The window is
+ * emptied at the start of each walk: the stack changes between samples.
+ */
+#define STACK_WINDOW_BYTES 4096
+#define STACK_WINDOW_WORDS (STACK_WINDOW_BYTES / 8)
+
+struct stack_window {
+	__u64 base;  /* user address of words[0] */
+	__u64 size;  /* bytes copied; 0: empty */
+	__u64 words[STACK_WINDOW_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_window);
+} stack_windows SEC(".maps");
+
+static __always_inline struct stack_window *stack_window_reset(void)
+{
+	__u32 zero = 0;
+	struct stack_window *w = bpf_map_lookup_elem(&stack_windows, &zero);
+
+	if (w)
+		w->size = 0;
+	return w;
+}
+
+/* Reads the 8 bytes at user address addr into *out, through the window;
+ * lo is the lowest address the current frame may read (its sp). */
+static __always_inline long stack_read(__u64 addr, __u64 lo, __u64 *out)
+{
+	__u32 zero = 0;
+	struct stack_window *w = bpf_map_lookup_elem(&stack_windows, &zero);
+	__u64 off, base, size;
+
+	if (!w || (addr & 7))
+		return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+	off = addr - w->base;
+	if (off < w->size) {
+		*out = w->words[(off >> 3) & (STACK_WINDOW_WORDS - 1)];
+		return 0;
+	}
+	base = addr;
+	if (lo < addr && (lo & ~(__u64)(STACK_WINDOW_BYTES - 1)) == (addr & ~(__u64)(STACK_WINDOW_BYTES - 1)))
+		base = lo & ~(__u64)7;
+	size = STACK_WINDOW_BYTES - (base & (STACK_WINDOW_BYTES - 1));
+	/* 8..4096 as the verifier sees it too */
+	size = ((size - 1) & (STACK_WINDOW_BYTES - 1)) + 1;
+	if (bpf_probe_read_user(w->words, size, (void *)base)) {
+		w->size = 0;
+		return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+	}
+	w->base = base;
+	w->size = size;
+	off = addr - base;
+	*out = w->words[(off >> 3) & (STACK_WINDOW_WORDS - 1)];
+	return 0;
+}
 
 static __always_inline const struct perfd_unwind_mapping *
 find_mapping(const struct user_unwind *u, __u64 addr)
@@ -117,9 +195,8 @@ static __always_inline long frame_pointer_step(struct user_unwind *u)
 {
 	__u64 next_bp = 0, ra = 0;
 
-	if (!u->bp_known || u->bp == 0 ||
-	    bpf_probe_read_user(&next_bp, sizeof(next_bp), (void *)u->bp) ||
-	    bpf_probe_read_user(&ra, sizeof(ra), (void *)(u->bp + 8))) {
+	if (!u->bp_known || u->bp == 0 || stack_read(u->bp, u->bp, &next_bp) ||
+	    stack_read(u->bp + 8, u->bp, &ra)) {
 		u->result = u->bp == 0 && u->bp_known ? UNWIND_COMPLETE : UNWIND_TRUNCATED;
 		return 1;
 	}
@@ -215,21 +292,22 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 		return 1;
 	}
 
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
-		u->result = UNWIND_TRUNCATED;
-		return 1;
-	}
+	/* the saved rbp first: it is below the return address */
 	if (row->rbp_offset8 == PERFD_RBP_LOST) {
 		u->bp_known = false;
 	} else if (row->rbp_offset8 != 0) {
 		__u64 bp = 0;
 
-		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + 8 * (__s64)row->rbp_offset8))) {
+		if (stack_read(cfa + 8 * (__s64)row->rbp_offset8, u->sp, &bp)) {
 			u->result = UNWIND_TRUNCATED;
 			return 1;
 		}
 		u->bp = bp;
 		u->bp_known = true;
+	}
+	if (stack_read(cfa - 8, u->sp, &ra)) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
 	}
 	u->sp = cfa;
 	u->pc = ra;

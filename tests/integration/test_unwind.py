@@ -61,6 +61,33 @@ def test_no_frame_pointer_code_unwinds_to_process_entry(perfd_fast, workloads):
         f"{show(stacks)}"
 
 
+def test_a_stack_many_pages_deep_unwinds_frame_by_frame(perfd_fast, workloads):
+    """bigframes recurses 48 frames of ~640 bytes (no frame pointers), so
+    its stack spans about 30 KiB: the unwinder reads it page after page,
+    through frames that straddle page boundaries (unwind.bpf.h, "Reading
+    the stack").  Every sample of its leaf must hold exactly 48 descend
+    frames between main and burn_leaf, and reach _start: one misread word
+    on any page ends or bends the walk there."""
+    w = workloads("bigframes", 3)
+    stacks, _ = snapshot_workload(perfd_fast, w)
+    w.finish()
+
+    leaf = {s: c for s, c in stacks.items() if "burn_leaf" in functions(s)}
+    m = total(leaf)
+    # 3 CPU-s at 999 Hz: ~3000 samples, nearly all in the leaf
+    assert m >= 0.8 * total(stacks) and m >= 2000, f"only {m} samples in burn_leaf\n{show(stacks)}"
+
+    def whole(s):
+        fs = [f for f in functions(s) if not is_kernel(f)]
+        return (fs[0] == "_start" and "main" in fs and fs.index("burn_leaf") > fs.index("main") and
+                fs[fs.index("main") + 1:fs.index("burn_leaf")] == ["descend"] * 48)
+    tabled = m - unwind_pending(leaf)
+    complete = count_where(leaf, whole)
+    # as for nofp: only samples from before the tables were ready may miss
+    assert complete >= 0.98 * tabled, \
+        f"only {complete} of {tabled} leaf samples hold _start, main and 48 descend frames\n{show(leaf)}"
+
+
 def test_thread_stacks_reach_thread_entry(perfd_fast, workloads):
     """Each thread of a -fomit-frame-pointer program unwinds to its own
     function and on through libc's thread entry (start_thread, then clone3:
