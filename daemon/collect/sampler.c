@@ -65,15 +65,18 @@ struct sampler {
 #define RINGBUF_MAX_BYTES (64u << 20)
 
 /* Timer ticks per mean period when jittered.  More ticks place samples
- * more finely but each costs an interrupt and a run of the program's
- * early exit (measured: docs/PERFORMANCE.md, "Jittered sampling").  The
- * fraction, 2 minus the golden ratio, keeps the ticks off every short
- * multiple of the mean period: a workload whose rounds last exactly one
- * period sees ticks at phases j x 0.382 of its round, evenly spread, where
- * a whole number would give it that number of phases only.  Fewer when
+ * more finely but each costs an interrupt (on a VM, an exit to re-arm the
+ * timer) and a run of the program's early exit, and the hrtimer program's
+ * run: 2.382 rather than 4.382 cut the kernel's cost per sample
+ * (docs/PERFORMANCE.md, "Jittered sampling").  The fraction, 2 minus the
+ * golden ratio, keeps the ticks off every short multiple of the mean
+ * period: a workload whose rounds last exactly one period sees ticks at
+ * phases j x 0.382 of its round, evenly spread, where a whole number would
+ * give it that number of phases only; the shift from one period to the
+ * next is the same 0.382 of a tick for any whole part.  Fewer when
  * the kernel's sample-rate limit or its 10 us floor for a cpu-clock period
  * would be crossed; below JITTER_MIN_TICKS the period is fixed. */
-#define JITTER_TICKS_PER_SAMPLE 4.382
+#define JITTER_TICKS_PER_SAMPLE 2.382
 #define JITTER_MIN_TICKS 1.5
 #define CPU_CLOCK_MIN_PERIOD_NS 10000
 
