@@ -346,7 +346,11 @@ def push_daemon(environment, tmp_path_factory):
     collector.stop()
 
 
-def requests_of(receiver, pid, since=0.0):
+def requests_of(receiver, pid, since):
+    """The pushes received at or after since (a time.time()) that name pid.
+    since is when the workload started, and is not optional: pid_max is
+    32768 here and a run of the suite starts more processes than that, so
+    an earlier test's process may have had the same pid."""
     out = []
     for r in receiver.snapshot():
         if r["time"] < since or "name" not in r["query"]:
@@ -359,8 +363,9 @@ def requests_of(receiver, pid, since=0.0):
 
 def test_pushes_carry_labels_and_decode_in_pprof(push_daemon, workloads, tmp_path, gohome):
     daemon, receiver, _, _ = push_daemon
+    started = time.time()
     w = workloads("spin", 3, 0)
-    got = wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid), timeout=20)
+    got = wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid, since=started), timeout=20)
     w.finish(timeout=60)
     service, labels, r = got[0]
     q = r["query"]
@@ -387,7 +392,7 @@ def test_a_stopped_receiver_causes_retries_and_drops_not_a_stall(push_daemon, wo
     daemon, receiver, conf, text = push_daemon
     started = time.time()
     w = workloads("spin", 14, 0)
-    wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid), timeout=20)
+    wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid, since=started), timeout=20)
     wait_for("an OTLP request of the spinner",
              lambda: otlp_requests_of(daemon.collector, w.pid, since=started), timeout=20)
     # 8K: 5 intervals of the spinner's profiles alone (~3 KB each) overflow it
@@ -484,11 +489,19 @@ def test_sighup_applies_a_new_label_and_keeps_the_profiles(push_daemon, workload
     daemon, receiver, conf, text = push_daemon
     started = time.time()
     w = workloads("spin", 8, 0)
-    wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid), timeout=20)
+    wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid, since=started), timeout=20)
     time.sleep(1)
-    held = ("snapshot", "--pid", str(w.pid), "--from", f"{started:.3f}", "--to", f"{time.time() - 1:.3f}")
-    before = daemon.perfctl_json(*held)
-    assert before["samples"] > 0 and before["period_ns"] == 10**9 // 99, before
+    # a range that ends a second ago and holds some of the spinner's samples
+    # (a push may come before the first of them reached the store)
+    held = None
+
+    def held_range_with_samples():
+        nonlocal held
+        held = ("snapshot", "--pid", str(w.pid), "--from", f"{started:.3f}", "--to", f"{time.time() - 1:.3f}")
+        got = daemon.perfctl_json(*held)
+        return got if got["samples"] > 0 else None
+    before = wait_for("the spinner's samples in the store", held_range_with_samples, timeout=6, step=0.5)
+    assert before["period_ns"] == 10**9 // 99, before
     reload(daemon, conf, text.replace("team=perf", "team=profiling") +
            "frequency = 199\nmax-processes = 100\n")
     st = daemon.status()
