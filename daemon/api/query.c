@@ -307,10 +307,13 @@ void query_rss_trend(const struct process *p, const struct query_window *w,
 {
 	/* 1 s windows: at most a point a second, and one each side */
 	struct rss_point pts[QUERY_MAX_TREND_SECONDS + 2];
+	uint64_t from = w->first_second * NSEC_PER_SEC;
 
-	rss_trend(pts, rss_timeline(p, w->first_second * NSEC_PER_SEC, w->end_second * NSEC_PER_SEC,
-				    pts, ELEMENTSOF(pts)),
-		  ret);
+	/* not across an exec: before it, the RSS was of the old image, and
+	 * so may be the last reading of the 1 s window it fell in */
+	if (p->exec_ns && p->exec_ns + NSEC_PER_SEC > from)
+		from = p->exec_ns + NSEC_PER_SEC;
+	rss_trend(pts, rss_timeline(p, from, w->end_second * NSEC_PER_SEC, pts, ELEMENTSOF(pts)), ret);
 }
 
 void query_window_last(uint64_t now_ns, unsigned interval, uint64_t start_ns,

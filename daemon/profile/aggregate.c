@@ -974,6 +974,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
 			p->jit_checked_ns = 0; /* the new image's JIT may write one at once */
+			p->exec_ns = h->timestamp_ns;
 			/* The old image is gone for those who described it
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */

@@ -59,6 +59,10 @@ struct process {
 	uint64_t maps_reread_wait_ns; /* before re-reading them on a miss */
 	uint16_t jit_module;   /* names from /tmp/perf-PID.map, 0 when none */
 	uint64_t jit_checked_ns; /* when we last looked for that map */
+	/* When it last called exec(), 0: never seen to.  Its RSS before that
+	 * was its old image's (a child between fork and exec has its
+	 * parent's), so no RSS trend reaches across it. */
+	uint64_t exec_ns;
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
 	char runtime[80];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
