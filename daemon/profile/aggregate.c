@@ -774,6 +774,9 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 	uint64_t total = pages[PERFD_RSS_FILE] + pages[PERFD_RSS_ANON] + pages[PERFD_RSS_SHMEM];
 	size_t before = p->history.bytes, windows = p->history.n_windows;
 
+	/* taken before its exec, drained after it: the old image's */
+	if (ts_ns < p->exec_ns)
+		return;
 	memcpy(p->rss_pages, pages, sizeof(p->rss_pages));
 	p->page_size = page_size;
 	p->rss_ns = ts_ns;
@@ -974,7 +977,12 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
 			p->jit_checked_ns = 0; /* the new image's JIT may write one at once */
+			/* Its memory starts over: a child between fork and exec
+			 * has its parent's mm, whose peak is not the new
+			 * program's (the new mm's high-water mark starts over
+			 * too); the trend starts after it (query_rss_trend). */
 			p->exec_ns = h->timestamp_ns;
+			p->peak_rss_bytes = p->peak_rss_ns = p->hiwater_rss_bytes = 0;
 			/* The old image is gone for those who described it
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */

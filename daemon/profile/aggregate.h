@@ -61,7 +61,8 @@ struct process {
 	uint64_t jit_checked_ns; /* when we last looked for that map */
 	/* When it last called exec(), 0: never seen to.  Its RSS before that
 	 * was its old image's (a child between fork and exec has its
-	 * parent's), so no RSS trend reaches across it. */
+	 * parent's): its peak starts over there, and no RSS trend reaches
+	 * across it. */
 	uint64_t exec_ns;
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */

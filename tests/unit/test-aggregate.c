@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <sys/mman.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/query.h"
 #include "base/clock.h"
 #include "perfd/macro.h"
 #include "profile/aggregate.h"
@@ -1475,14 +1477,49 @@ Test(aggregate, another_incarnation_is_not_read_from_proc)
 	destroy();
 }
 
-static void feed_rss(uint32_t tgid, uint64_t start, uint64_t ts)
+static void feed_rss_pages(uint32_t tgid, uint64_t start, uint64_t ts, uint64_t anon_pages)
 {
 	struct perfd_rss r = { .hdr = { .kind = PERFD_EVENT_RSS, .tgid = tgid, .tid = tgid,
 					.timestamp_ns = ts, .start_time_ns = start },
 			       .page_size = 4096 };
 
-	r.rss_pages[PERFD_RSS_ANON] = 10;
+	r.rss_pages[PERFD_RSS_ANON] = anon_pages;
 	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+}
+
+static void feed_rss(uint32_t tgid, uint64_t start, uint64_t ts)
+{
+	feed_rss_pages(tgid, start, ts, 10);
+}
+
+/* A child between fork and exec has its parent's mm: its first RSS
+ * readings are the parent's.  After its exec, its peak and its RSS trend
+ * are the new program's alone, and a reading taken before the exec but
+ * drained after it (another CPU's ring position) changes neither. */
+Test(aggregate, memory_starts_over_at_exec)
+{
+	struct query_window w = { .first_second = 9, .end_second = 18, .seconds = 9 };
+	struct rss_trend t;
+	struct process *p;
+
+	make_limits((struct aggregator_limits){ .max_processes = 100, .max_stacks = 1000,
+						.max_frames = 100000, .retention_s = 600 });
+	/* the parent's 400 MB, then the exec, then a late reading of it */
+	feed_rss_pages(NOPID, 1, 10 * SEC, 100000);
+	feed_rss_pages(NOPID, 1, 10 * SEC + SEC / 2, 100000);
+	feed_exec(NOPID, 1, 11 * SEC + SEC / 5);
+	feed_rss_pages(NOPID, 1, 11 * SEC + SEC / 10, 200000);
+	/* the new program grows 1,000 pages a second */
+	for (uint64_t i = 0; i < 4; i++)
+		feed_rss_pages(NOPID, 1, (13 + i) * SEC + SEC / 2, 1000 * (i + 1));
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_not_null(p);
+	cr_assert_eq(process_peak_rss_bytes(p), 4000 * 4096, "peak %" PRIu64 " bytes",
+		     process_peak_rss_bytes(p));
+	query_rss_trend(p, &w, &t);
+	cr_assert_eq(t.points, 4, "%zu points", t.points);
+	cr_assert_float_eq(t.bytes_per_second, 1000.0 * 4096, 1.0, "%.0f bytes/s", t.bytes_per_second);
+	destroy();
 }
 
 /* A process first seen in an RSS record (no comm from BPF) gets its
