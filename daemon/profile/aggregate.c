@@ -436,6 +436,37 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd)
 
 /* A new process seen in a record: h names it, comm is the thread's as BPF
  * read it (NULL: read from /proc), kthread when it has no mm. */
+/* Who p is and what it maps, from its /proc directory dirfd (-1: not
+ * there), the store's count of p's bytes kept right (the cgroup may
+ * change): at first sight and again at exec. */
+static void read_identity_and_maps(struct aggregator *a, struct process *p, int dirfd)
+{
+	a->process_bytes -= process_bytes(p);
+	read_identity(p, dirfd);
+	a->process_bytes += process_bytes(p);
+	refresh_maps(a, p, dirfd);
+}
+
+/* Everything /proc has to say of a new process, through one directory:
+ * its name (unless the sample's is the main thread's, own_comm), and,
+ * unless it is a kernel thread, who it is and what it maps. */
+static void read_new_process(struct aggregator *a, struct process *p, const char *comm, bool own_comm)
+{
+	_cleanup_close_ int dirfd = -1;
+
+	if (!p->kthread || !own_comm)
+		(void)open_proc(p, &dirfd);
+	if (own_comm)
+		memcpy(p->comm, comm, sizeof(p->comm));
+	else
+		read_comm(p, dirfd);
+	if (!p->comm[0] && comm)
+		memcpy(p->comm, comm, sizeof(p->comm));
+	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+	if (!p->kthread)
+		read_identity_and_maps(a, p, dirfd);
+}
+
 static struct process *process_new(struct aggregator *a, const struct perfd_event_header *h,
 				   const char *comm, uint32_t page_size, bool kthread)
 {
@@ -480,27 +511,7 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	u64map_init(&p->thread_index);
 	a->process_bytes += process_bytes(p);
 	p->kthread = kthread;
-	{
-		bool own_comm = comm && h->tid == h->tgid;
-		_cleanup_close_ int dirfd = -1;
-
-		/* everything /proc has to say of it, through one directory */
-		if (!kthread || !own_comm)
-			(void)open_proc(p, &dirfd);
-		if (own_comm)
-			memcpy(p->comm, comm, sizeof(p->comm));
-		else
-			read_comm(p, dirfd);
-		if (!p->comm[0] && comm)
-			memcpy(p->comm, comm, sizeof(p->comm));
-		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
-		if (!kthread) {
-			a->process_bytes -= process_bytes(p);
-			read_identity(p, dirfd);
-			a->process_bytes += process_bytes(p);
-			refresh_maps(a, p, dirfd);
-		}
-	}
+	read_new_process(a, p, comm, comm && h->tid == h->tgid);
 	return p;
 }
 
@@ -987,16 +998,13 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */
 			notify_gone(a, p);
-			a->process_bytes -= process_bytes(p); /* the cgroup may change */
-			read_identity(p, dirfd);
-			a->process_bytes += process_bytes(p);
-			/* and its name: a process first seen between fork and
-			 * exec (its copy-on-write faults) had its parent's, its
-			 * samples from before the exec (read after it) have set
-			 * it back, and its main thread may never run on a
+			/* its name first: a process first seen between fork
+			 * and exec (its copy-on-write faults) had its parent's,
+			 * its samples from before the exec (read after it) have
+			 * set it back, and its main thread may never run on a
 			 * sampled tick */
 			read_comm(p, dirfd);
-			refresh_maps(a, p, dirfd);
+			read_identity_and_maps(a, p, dirfd);
 		}
 		return 0;
 	default:
