@@ -274,10 +274,9 @@ class CpuWindow:
         self.stats_stayed_on = BpfStats.on()
         self.seconds = self.t1 - self.t0
         self.cpu_seconds = (self.cpu1 - self.cpu0) / 1e9
-        self.run_time_ns = sum(p["run_time_ns"] - self.progs0.get(i, {"run_time_ns": 0})["run_time_ns"]
-                               for i, p in self.progs1.items())
-        self.run_cnt = sum(p["run_cnt"] - self.progs0.get(i, {"run_cnt": 0})["run_cnt"]
-                           for i, p in self.progs1.items())
+        moved = self.by_program().values()
+        self.run_time_ns = sum(ns for ns, _ in moved)
+        self.run_cnt = sum(cnt for _, cnt in moved)
 
     def ns_per_run(self):
         return self.run_time_ns / self.run_cnt if self.run_cnt else None

@@ -492,7 +492,8 @@ def test_sighup_applies_a_new_label_and_keeps_the_profiles(push_daemon, workload
     wait_for("a push of the spinner", lambda: requests_of(receiver, w.pid, since=started), timeout=20)
     time.sleep(1)
     # a range that ends a second ago and holds some of the spinner's samples
-    # (a push may come before the first of them reached the store)
+    # (a push after the spinner started may still be of an earlier process
+    # with its pid, from that one's last interval)
     held = None
 
     def held_range_with_samples():
