@@ -31,7 +31,8 @@
  *
  * `on_process_exit` reports the death of a process we sampled so that a
  * snapshot of it can end at once and the daemon can evict it first;
- * `on_process_exec` says that its mappings must be read again.
+ * `on_process_exec` says that its mappings must be read again and that its
+ * memory starts over, with the new image's RSS.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -725,18 +726,15 @@ static __always_inline __s64 next_interval(void)
 	return (__s64)((memory_sample_bytes * exp_q12[r]) >> 12);
 }
 
-static __always_inline void send_rss(struct task_struct *task, struct mm_struct *mm, __u32 tgid,
-				     __u64 now)
+/* Fills r with the resident-set counters of mm, of process tgid, the
+ * current task's: an RSS record, or an exec record (kind). */
+static __always_inline void fill_rss(struct perfd_rss *r, __u32 kind, struct task_struct *task,
+				     struct mm_struct *mm, __u32 tgid, __u64 now)
 {
-	struct perfd_rss *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	struct perfd_sample tmp;
 
-	if (!r) {
-		count(PERFD_CNT_RSS_LOST);
-		return;
-	}
 	read_rss(mm, &tmp);
-	r->hdr.kind = PERFD_EVENT_RSS;
+	r->hdr.kind = kind;
 	r->hdr.tgid = tgid;
 	r->hdr.tid = (__u32)bpf_get_current_pid_tgid();
 	r->hdr.cpu = bpf_get_smp_processor_id();
@@ -747,6 +745,18 @@ static __always_inline void send_rss(struct task_struct *task, struct mm_struct 
 	r->hiwater_rss_pages = tmp.hiwater_rss_pages;
 	r->page_size = page_size;
 	r->reserved = 0;
+}
+
+static __always_inline void send_rss(struct task_struct *task, struct mm_struct *mm, __u32 tgid,
+				     __u64 now)
+{
+	struct perfd_rss *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		count(PERFD_CNT_RSS_LOST);
+		return;
+	}
+	fill_rss(r, PERFD_EVENT_RSS, task, mm, tgid, now);
 	/* A process first seen here is announced as a sample does it: its
 	 * exec and exit events follow (the daemon reads who owns it again at
 	 * exec), and the daemon wakes to read its maps. */
@@ -877,7 +887,8 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_process_exec, struct task_struct *task)
 {
-	struct perfd_event_header *e;
+	struct perfd_rss *e;
+	struct mm_struct *mm;
 	__u32 tgid = BPF_CORE_READ(task, tgid);
 
 	/* The old image's mappings are gone: unwinding with them would
@@ -887,17 +898,16 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	bpf_map_delete_elem(&python_processes, &tgid);
 	if (!bpf_map_lookup_elem(&known_processes, &tgid))
 		return 0;
+	/* the exec's own task: task->mm is the new image's */
+	mm = task->mm;
+	if (!mm)
+		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(PERFD_CNT_EXEC_LOST);
 		return 0;
 	}
-	e->kind = PERFD_EVENT_EXEC;
-	e->tgid = tgid;
-	e->tid = BPF_CORE_READ(task, pid);
-	e->cpu = bpf_get_smp_processor_id();
-	e->timestamp_ns = bpf_ktime_get_ns();
-	e->start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	fill_rss(e, PERFD_EVENT_EXEC, task, mm, tgid, bpf_ktime_get_ns());
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	count(PERFD_CNT_EXEC_SENT);
 	return 0;

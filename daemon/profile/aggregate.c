@@ -976,7 +976,11 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 				 r->page_size);
 		return 0;
 	}
-	case PERFD_EVENT_EXEC:
+	case PERFD_EVENT_EXEC: {
+		const struct perfd_rss *r = record;
+
+		if (size < sizeof(*r))
+			return -EINVAL;
 		p = lookup(a, h->tgid, h->start_time_ns);
 		if (p) {
 			_cleanup_close_ int dirfd = -1;
@@ -994,6 +998,8 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * too); the trend starts after it (query_rss_trend). */
 			p->exec_ns = h->timestamp_ns;
 			p->peak_rss_bytes = p->peak_rss_ns = p->hiwater_rss_bytes = 0;
+			note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
+				 r->page_size);
 			/* The old image is gone for those who described it
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */
@@ -1007,6 +1013,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			read_identity_and_maps(a, p, dirfd);
 		}
 		return 0;
+	}
 	default:
 		return -EINVAL;
 	}

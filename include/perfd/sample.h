@@ -124,9 +124,6 @@ struct perfd_exit {
 	__u32 reserved;
 };
 
-/* A process we have sampled called exec(): its mappings are new.  The
- * record is a bare header. */
-
 /* The resident-set counters of a process changed (at most about once a
  * second per process): the RSS timeline of processes that get no CPU
  * samples. */
@@ -137,6 +134,13 @@ struct perfd_rss {
 	__u32 page_size;
 	__u32 reserved;
 };
+
+/* A process we have sampled called exec(): its mappings are new, and so
+ * is its memory.  The record is a struct perfd_rss of kind
+ * PERFD_EVENT_EXEC, the new image's RSS as it stands at the exec: a
+ * program that then faults in too little to be looked at again, and never
+ * runs on a sampled tick, still has a reading of its own, not its
+ * parent's. */
 
 /* Indexes into the per-CPU `counters` map. */
 enum perfd_counter {

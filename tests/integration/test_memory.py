@@ -453,6 +453,53 @@ def test_a_blocked_process_has_a_current_rss(perfd_mem, blocked_grower):
     assert doc["rss"]["bytes"] >= 40 * MIB
 
 
+# A Python holding 96 MiB that execs sleep: the sleep's memory is its own.
+BIG_THEN_EXEC = """
+import os, sys, time
+b = bytearray(96 << 20)
+for i in range(0, len(b), 4096):
+    b[i] = 1
+print("ready", flush=True)
+time.sleep(float(sys.argv[1]))
+os.execv("/bin/sleep", ["sleep", "30"])
+"""
+EXECS = 5
+
+
+def test_after_exec_the_rss_and_peak_are_the_new_programs(perfd, workloads):
+    """Processes that held 96 MiB and then exec'd sleep: mem answers each
+    sleep's RSS and peak (a few MiB), read after the exec, though a sleep
+    may fault in too little to be looked at again and never run on a
+    sampled tick; not the 96 MiB of the image it replaced.  Whether a sleep
+    is looked at after its exec is up to the sampling (about half are), so
+    there are several of them, each exec'ing alone (two programs starting
+    at once on a CPU make each other looked at)."""
+    ws = [workloads("big-then-exec", command=[DEBIAN_PYTHON, "-c", BIG_THEN_EXEC, str(2 + i / 2)])
+          for i in range(EXECS)]
+    for w in ws:
+        w.expect_line("ready", timeout=30)
+    for w in ws:
+        before = mem_of(perfd, w.pid, "--since", "1m")
+        assert before["rss"]["bytes"] >= 80 * MIB, before["rss"]
+    exec_wall = {}
+    deadline = time.monotonic() + 30
+    while len(exec_wall) < len(ws):
+        assert time.monotonic() < deadline, "the workloads never exec'd sleep"
+        for w in ws:
+            if w.pid not in exec_wall and Path(f"/proc/{w.pid}/comm").read_text().strip() == "sleep":
+                exec_wall[w.pid] = time.time()
+        time.sleep(0.05)
+    time.sleep(1.5)
+    for w in ws:
+        actual = vm_rss(w.pid)
+        doc = mem_of(perfd, w.pid, "--since", "1m")
+        assert doc["comm"] == "sleep", doc
+        assert doc["rss"]["bytes"] <= max(2 * actual, 8 * MIB), (doc["rss"], actual)
+        assert doc["rss"]["time"] >= exec_wall[w.pid] - 1.0, (doc["rss"], exec_wall[w.pid])
+        assert doc["peak"]["bytes"] <= max(2 * actual, 8 * MIB), (doc["peak"], actual)
+        assert "time" in doc["peak"], doc["peak"]
+
+
 def test_the_memory_of_a_process_that_exited_is_answered(perfd_mem, grow):
     g = grow(64, 8, "--hold", 0)
     g.workload.expect_line("touched ", timeout=30)

@@ -145,12 +145,21 @@ static void feed_exit(uint32_t tgid, uint64_t start, uint64_t ts)
 	cr_assert_eq(aggregator_ingest(agg, &e, sizeof(e)), 0);
 }
 
+/* An RSS record (PERFD_EVENT_RSS), or an exec record, which is one too. */
+static void feed_counters(uint32_t kind, uint32_t tgid, uint64_t start, uint64_t ts,
+			  uint64_t anon_pages)
+{
+	struct perfd_rss r = { .hdr = { .kind = kind, .tgid = tgid, .tid = tgid,
+					.timestamp_ns = ts, .start_time_ns = start },
+			       .page_size = 4096 };
+
+	r.rss_pages[PERFD_RSS_ANON] = anon_pages;
+	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+}
+
 static void feed_exec(uint32_t tgid, uint64_t start, uint64_t ts)
 {
-	struct perfd_event_header h = { .kind = PERFD_EVENT_EXEC, .tgid = tgid, .tid = tgid,
-					.timestamp_ns = ts, .start_time_ns = start };
-
-	cr_assert_eq(aggregator_ingest(agg, &h, sizeof(h)), 0);
+	feed_counters(PERFD_EVENT_EXEC, tgid, start, ts, 10);
 }
 
 /* The value of the entries of prof whose stack has this leaf address. */
@@ -1479,12 +1488,7 @@ Test(aggregate, another_incarnation_is_not_read_from_proc)
 
 static void feed_rss_pages(uint32_t tgid, uint64_t start, uint64_t ts, uint64_t anon_pages)
 {
-	struct perfd_rss r = { .hdr = { .kind = PERFD_EVENT_RSS, .tgid = tgid, .tid = tgid,
-					.timestamp_ns = ts, .start_time_ns = start },
-			       .page_size = 4096 };
-
-	r.rss_pages[PERFD_RSS_ANON] = anon_pages;
-	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+	feed_counters(PERFD_EVENT_RSS, tgid, start, ts, anon_pages);
 }
 
 static void feed_rss(uint32_t tgid, uint64_t start, uint64_t ts)
@@ -1507,13 +1511,17 @@ Test(aggregate, memory_starts_over_at_exec)
 	/* the parent's 400 MB, then the exec, then a late reading of it */
 	feed_rss_pages(NOPID, 1, 10 * SEC, 100000);
 	feed_rss_pages(NOPID, 1, 10 * SEC + SEC / 2, 100000);
-	feed_exec(NOPID, 1, 11 * SEC + SEC / 5);
+	feed_counters(PERFD_EVENT_EXEC, NOPID, 1, 11 * SEC + SEC / 5, 300);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_not_null(p);
 	feed_rss_pages(NOPID, 1, 11 * SEC + SEC / 10, 200000);
+	/* until the new program is read again, its RSS is the exec's */
+	cr_assert_eq(process_rss_bytes(p), 300 * 4096, "RSS %" PRIu64 " bytes", process_rss_bytes(p));
+	cr_assert_eq(process_peak_rss_bytes(p), 300 * 4096, "peak %" PRIu64 " bytes",
+		     process_peak_rss_bytes(p));
 	/* the new program grows 1,000 pages a second */
 	for (uint64_t i = 0; i < 4; i++)
 		feed_rss_pages(NOPID, 1, (13 + i) * SEC + SEC / 2, 1000 * (i + 1));
-	p = aggregator_find_process(agg, NOPID);
-	cr_assert_not_null(p);
 	cr_assert_eq(process_peak_rss_bytes(p), 4000 * 4096, "peak %" PRIu64 " bytes",
 		     process_peak_rss_bytes(p));
 	query_rss_trend(p, &w, &t);
