@@ -396,10 +396,12 @@ static void print_text(const struct diagnosis *d)
 		bool growing = json_object_get_boolean(ctl_json_path(d->mem_answer, "growth.growing"));
 
 		(void)ctl_json_int(d->mem_answer, "peak.bytes", &peak);
-		(void)ctl_json_double(d->mem_answer, "peak.time", &t);
 		(void)ctl_json_double(d->mem_answer, "growth.bytes_per_second", &rate);
-		printf("Memory: peak RSS %s at %s; RSS is %s (%s%s/s).", ctl_format_size((uint64_t)(peak > 0 ? peak : 0), s1),
-		       ctl_format_clock(t, a), growing ? "growing steadily" : "not growing steadily",
+		printf("Memory: peak RSS %s", ctl_format_size((uint64_t)(peak > 0 ? peak : 0), s1));
+		/* the kernel's high-water mark alone has no time */
+		if (ctl_json_double(d->mem_answer, "peak.time", &t))
+			printf(" at %s", ctl_format_clock(t, a));
+		printf("; RSS is %s (%s%s/s).", growing ? "growing steadily" : "not growing steadily",
 		       rate < 0 ? "-" : "+", ctl_format_size((uint64_t)fabs(rate), s2));
 	} else {
 		printf("Memory:");
@@ -494,6 +496,16 @@ static struct json_object *json_cpu(const struct diagnosis *d)
 	return TAKE_PTR(o);
 }
 
+/* Copies the value at path in m to o's key, when m has it (a process not
+ * read since its exec has no peak time): false only when out of memory. */
+static bool copy_field(struct json_object *o, const char *key, struct json_object *m,
+		       const char *path)
+{
+	struct json_object *v = ctl_json_path(m, path);
+
+	return !v || ctl_json_put(o, key, json_object_get(v));
+}
+
 static struct json_object *json_memory(const struct diagnosis *d)
 {
 	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
@@ -506,12 +518,11 @@ static struct json_object *json_memory(const struct diagnosis *d)
 	    !ctl_json_put(o, "min_memory_samples", json_object_new_int(MIN_MEMORY_SAMPLES)) ||
 	    (d->sample_bytes && !ctl_json_put(o, "sample_bytes", json_object_new_uint64(d->sample_bytes))))
 		return NULL;
-	if (m && (!ctl_json_put(o, "rss_bytes", json_object_get(ctl_json_path(m, "rss.bytes"))) ||
-		  !ctl_json_put(o, "peak_rss_bytes", json_object_get(ctl_json_path(m, "peak.bytes"))) ||
-		  !ctl_json_put(o, "peak_time", json_object_get(ctl_json_path(m, "peak.time"))) ||
-		  !ctl_json_put(o, "growing", json_object_get(ctl_json_path(m, "growth.growing"))) ||
-		  !ctl_json_put(o, "growth_bytes_per_second",
-				json_object_get(ctl_json_path(m, "growth.bytes_per_second")))))
+	if (m && (!copy_field(o, "rss_bytes", m, "rss.bytes") ||
+		  !copy_field(o, "peak_rss_bytes", m, "peak.bytes") ||
+		  !copy_field(o, "peak_time", m, "peak.time") ||
+		  !copy_field(o, "growing", m, "growth.growing") ||
+		  !copy_field(o, "growth_bytes_per_second", m, "growth.bytes_per_second")))
 		return NULL;
 	if (!d->site)
 		return TAKE_PTR(o);
