@@ -86,7 +86,7 @@ static void print_config(struct json_object *r)
 static void print_status(struct json_object *r)
 {
 	_cleanup_free_ char *version = ctl_json_string_escaped(r, "daemon_version");
-	char a[CTL_COUNT_MAX], b[CTL_COUNT_MAX], c[CTL_COUNT_MAX];
+	char a[CTL_COUNT_MAX], b[CTL_COUNT_MAX], c[CTL_COUNT_MAX], lost_buf[CTL_COUNT_MAX];
 	char up[CTL_DURATION_MAX];
 	double uptime = -1, rss;
 	int64_t hz;
@@ -105,12 +105,15 @@ static void print_status(struct json_object *r)
 	printf("Samples:      received %s, profiled %s, idle %s\n",
 	       ctl_json_count(r, "samples.received", a), ctl_json_count(r, "samples.profiled", b),
 	       ctl_json_count(r, "samples.idle", c));
+	printf("              idle in ticks the kernel did not deliver %s\n",
+	       ctl_json_count(r, "samples.idle_undelivered", a));
 	printf("              due before a context switch %s (charged to the task switched out)\n",
 	       ctl_json_count(r, "samples.context_switch", a));
-	printf("Lost:         %s total (ring buffer full %s, evicted %s)\n",
+	printf("Lost:         %s total (ring buffer full %s, evicted %s, not delivered by the kernel %s)\n",
 	       ctl_json_count(r, "samples.lost_total", a),
 	       ctl_json_count(r, "samples.lost.ringbuf_full", b),
-	       ctl_json_count(r, "samples.lost.evicted", c));
+	       ctl_json_count(r, "samples.lost.evicted", c),
+	       ctl_json_count(r, "samples.lost.undelivered", lost_buf));
 	printf("Truncated:    kernel stack %s, user stack %s, stack limit %s\n",
 	       ctl_json_count(r, "samples.truncated.kernel_stack", a),
 	       ctl_json_count(r, "samples.truncated.user_stack", b),

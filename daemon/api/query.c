@@ -118,7 +118,7 @@ json_object *query_status(const struct status_info *in)
 		    *stacks = json_object_new_object(), *limits = json_object_new_object(),
 		    *syms = json_object_new_object();
 	uint64_t lost_total = in->bpf[PERFD_CNT_RINGBUF_FULL] + in->drain.dropped_samples +
-			      in->agg.samples_evicted;
+			      in->agg.samples_evicted + in->bpf[PERFD_CNT_UNDELIVERED_LOST];
 
 	json_object_object_add(o, "daemon_version", json_object_new_string(PERFD_VERSION));
 	json_object_object_add(o, "protocol_version", json_object_new_int(PERFD_PROTOCOL_VERSION));
@@ -133,6 +133,7 @@ json_object *query_status(const struct status_info *in)
 
 	add_u64(samples, "taken", in->bpf[PERFD_CNT_SAMPLES]);
 	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);
+	add_u64(samples, "idle_undelivered", in->bpf[PERFD_CNT_UNDELIVERED_IDLE]);
 	add_u64(samples, "ticks_thinned", in->bpf[PERFD_CNT_THINNED]);
 	add_u64(samples, "context_switch", in->bpf[PERFD_CNT_SWITCHED]);
 	add_u64(samples, "received", in->agg.samples);
@@ -140,6 +141,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
 	add_u64(lost, "queue_full", in->drain.dropped_samples);
 	add_u64(lost, "evicted", in->agg.samples_evicted);
+	add_u64(lost, "undelivered", in->bpf[PERFD_CNT_UNDELIVERED_LOST]);
 	json_object_object_add(samples, "lost", lost);
 	add_u64(samples, "lost_total", lost_total);
 	add_u64(trunc, "kernel_stack", in->bpf[PERFD_CNT_KSTACK_ERROR]);

@@ -167,6 +167,13 @@ enum perfd_counter {
 	/* CPU samples (in periods, idle included) of ticks that fell due
 	 * before a context switch, charged to the task switched out */
 	PERFD_CNT_SWITCHED,
+	/* CPU samples (in periods) of ticks the kernel never delivered to
+	 * the cpu-clock program though their timer expired ("Ticks the
+	 * kernel did not deliver" in bpf/perfd.bpf.c): on an idle CPU, also
+	 * counted in PERFD_CNT_SAMPLES and PERFD_CNT_IDLE; on a busy one,
+	 * lost (no stack, no task to charge them to). */
+	PERFD_CNT_UNDELIVERED_IDLE,
+	PERFD_CNT_UNDELIVERED_LOST,
 	/* Timer ticks that took no sample (jittered sampling); kept in
 	 * struct perfd_cpu_state, not in the counters map, so that the tick
 	 * that samples nothing touches one map entry only. */
@@ -181,13 +188,18 @@ enum perfd_counter {
  * target instant, uniformly random within it; the first timer tick at or
  * after a target samples.  Whose tick it is ("Whose tick it is"): the
  * expiry of the perf hrtimer that fired last and the last context switch,
- * noted there by two tracepoint programs.  The daemon reads `thinned`.
+ * noted there by two tracepoint programs, the first of which also finds
+ * the expiries the program never ran for.  The daemon reads `thinned`.
  */
 struct perfd_cpu_state {
 	__u64 target_ns;    /* bpf_ktime_get_ns() of the current block's target; 0: not started */
 	__u64 block_end_ns; /* where the current block ends and the next begins */
 	__u64 thinned;      /* ticks that sampled nothing */
 	__u64 due_ns;       /* expiry of the last perf hrtimer that fired here */
+	__u64 due_timer;    /* ... that hrtimer (perf's own, or another perf user's) */
+	__u64 timer;        /* our hrtimer: the one whose expiry last ran the program */
+	__u32 due_taken;    /* the program ran for that expiry */
+	__u32 due_idle;     /* the CPU was idle at it */
 	__u64 switch_ns;    /* bpf_ktime_get_ns() at the last switch here */
 	__u64 prev;         /* the task it switched out (read with probes only) */
 	__u64 period_gen;   /* the period_gen its blocks were cut for (a reload restarts them) */

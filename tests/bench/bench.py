@@ -222,6 +222,14 @@ def cpu_window(ctx, pid, prog_type=PERF_EVENT_PROG_TYPE):
     raise BenchError("kernel.bpf_stats_enabled keeps being turned off: BPF run times cannot be measured")
 
 
+def delivered(st):
+    """Samples perfd's tick program took (idle ones included), from a status
+    answer: samples.taken less the idle ones of ticks the kernel never ran
+    it for, which only the hrtimer program counted (bpftrace's run count
+    has no such ticks either)."""
+    return st["samples"]["taken"] - st["samples"].get("idle_undelivered", 0)
+
+
 def processes_met(st):
     """Processes perfd has met so far, from a status answer: those in its
     table and those that left it (evicted for room, or expired after they
@@ -306,7 +314,7 @@ def measure_perfd(ctx, hz, extra=()):
         p.stop()
     # The two status answers span a few ms more than the BPF window: the
     # count is scaled to the window.
-    taken = (st1["samples"]["taken"] - st0["samples"]["taken"]) * w.seconds / (t_st1 - t_st0)
+    taken = (delivered(st1) - delivered(st0)) * w.seconds / (t_st1 - t_st0)
     lost = st1["samples"]["lost_total"] - st0["samples"]["lost_total"]
     m = {"w": w, "samples": taken, "lost": lost, "settled": settled, "new_processes": processes_met(st1) - processes_met(st0),
          "received": st1["samples"]["received"] - st0["samples"]["received"],
@@ -1152,7 +1160,7 @@ def measure_python(ctx, p, python, depth):
         t = threading.Thread(target=snapshot, daemon=True)
         t.start()
         w = cpu_window(ctx, p.pid, prog_type=None)
-        taken = p.status()["samples"]["taken"] - st0["samples"]["taken"]
+        taken = delivered(p.status()) - delivered(st0)
         names = bpf_prog_names()
         t.join(ctx.window + 60)
         if any(x.poll() is not None for x in wl):
