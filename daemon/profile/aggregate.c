@@ -476,13 +476,10 @@ static void read_new_process(struct aggregator *a, struct process *p, const char
 }
 
 /* A new process seen in a record: h names it, comm is the thread's as BPF
- * read it (NULL: none), kthread when it has no mm.  sampled: the record is
- * a sample with a stack to name, whose maps are read now and whose comm,
- * the main thread's, names the process; otherwise /proc names it, and comm
- * (an RSS record's, perhaps from before an exec the daemon has not read
- * yet) only one already gone. */
+ * read it (NULL: read from /proc), kthread when it has no mm, maps when
+ * the record has a stack to name. */
 static struct process *process_new(struct aggregator *a, const struct perfd_event_header *h,
-				   const char *comm, uint32_t page_size, bool kthread, bool sampled)
+				   const char *comm, uint32_t page_size, bool kthread, bool maps)
 {
 	struct process *p;
 	uint64_t *slot;
@@ -525,7 +522,7 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	u64map_init(&p->thread_index);
 	a->process_bytes += process_bytes(p);
 	p->kthread = kthread;
-	read_new_process(a, p, comm, sampled && comm && h->tid == h->tgid, sampled);
+	read_new_process(a, p, comm, comm && h->tid == h->tgid, maps);
 	return p;
 }
 
@@ -539,7 +536,7 @@ static struct process *lookup(struct aggregator *a, uint32_t tgid, uint64_t star
 
 /* The process of a record, new or known (see process_new). */
 static struct process *process_for(struct aggregator *a, const struct perfd_event_header *h,
-				   const char *comm, uint32_t page_size, bool kthread, bool sampled)
+				   const char *comm, uint32_t page_size, bool kthread, bool maps)
 {
 	struct process *p = lookup(a, h->tgid, h->start_time_ns);
 	uint64_t *slot;
@@ -554,7 +551,7 @@ static struct process *process_for(struct aggregator *a, const struct perfd_even
 		mark_exited(a, old);
 		u64map_remove(&a->by_pid, h->tgid);
 	}
-	return process_new(a, h, comm, page_size, kthread, sampled);
+	return process_new(a, h, comm, page_size, kthread, maps);
 }
 
 /* Re-reads p's maps because it ran code they do not describe, unless a
