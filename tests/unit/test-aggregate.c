@@ -1531,11 +1531,9 @@ Test(aggregate, memory_starts_over_at_exec)
 }
 
 /* A process first seen in an RSS record (no comm from BPF) gets its
- * name and identity from /proc, through one checked directory, and its
- * maps only with its first stack to name (an exec before that does not
- * read them either); one that is gone, or whose pid is another
- * incarnation's, is marked so and not looked for again, its exec
- * included. */
+ * name, identity and maps from /proc, all through one checked directory;
+ * one that is gone, or whose pid is another incarnation's, is marked so
+ * and not looked for again, its exec included. */
 Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
 {
 	char comm[64] = "";
@@ -1554,11 +1552,6 @@ Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
 	cr_assert_str_eq(p->comm, comm);
 	cr_assert_not_null(p->cgroup);
 	cr_assert_eq(p->owner_uid, getuid());
-	cr_assert_null(p->maps, "maps read for a process with no stack to name");
-	feed_exec(getpid(), self_start_ns(), SEC + SEC / 2);
-	cr_assert_null(p->maps, "maps read at the exec of a process with no stack to name");
-	cr_assert_eq(feed_user(getpid(), self_start_ns(), 2 * SEC,
-			       (uint64_t)(uintptr_t)&feed_user + 1, (uint64_t)(uintptr_t)&feed_exit + 1), 0);
 	cr_assert_not_null(p->maps);
 	cr_assert_gt(p->maps->n, 0);
 
@@ -1781,8 +1774,7 @@ Test(aggregate, a_jit_map_is_looked_for_where_code_has_no_file)
 	fclose(f);
 	make(100, 1000);
 	start = self_start_ns();
-	cr_assert_eq(feed_user(getpid(), start, SEC, (uint64_t)(uintptr_t)&feed_user + 1,
-			       (uint64_t)(uintptr_t)&feed_exit + 1), 0);
+	feed_rss(getpid(), start, SEC);
 	p = aggregator_find_process(agg, getpid());
 	cr_assert_not_null(p->maps);
 	cr_assert_eq(p->jit_module, 0, "looked for a JIT map with no code to name");
