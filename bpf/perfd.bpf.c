@@ -577,8 +577,8 @@ static __always_inline void settle_undelivered(struct perfd_cpu_state *st)
 	if (!due)
 		return;
 	if (st->due_idle) {
-		count_n(PERFD_CNT_SAMPLES, due);
-		count_n(PERFD_CNT_IDLE, due);
+		/* counted as any idle sample is (taken and idle), no more */
+		(void)begin_sample(0, PERFD_VALUE_CPU, due);
 		count_n(PERFD_CNT_UNDELIVERED_IDLE, due);
 	} else {
 		count_n(PERFD_CNT_UNDELIVERED_LOST, due);
