@@ -384,8 +384,9 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
 
 /* Reads p's executable mappings and resolves the module of each, opening
  * binaries while the process still lives.  dirfd is p's /proc directory,
- * -1 to open it here.  Returns whether they changed. */
-static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd)
+ * -1 to open it here; named: the caller has just read p's name from it.
+ * Returns whether they changed. */
+static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, bool named)
 {
 	_cleanup_close_ int own = -1;
 	struct procmaps *maps = NULL;
@@ -408,7 +409,7 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd)
 	changed = !maps_same(p->maps, maps);
 	/* The name that goes with these maps: a process first seen in a
 	 * sample from before its exec carried its old one. */
-	if (changed)
+	if (changed && !named)
 		read_comm(p, dirfd);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
@@ -434,17 +435,15 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd)
 	return changed;
 }
 
-/* A new process seen in a record: h names it, comm is the thread's as BPF
- * read it (NULL: read from /proc), kthread when it has no mm. */
 /* Who p is and what it maps, from its /proc directory dirfd (-1: not
  * there), the store's count of p's bytes kept right (the cgroup may
- * change): at first sight and again at exec. */
-static void read_identity_and_maps(struct aggregator *a, struct process *p, int dirfd)
+ * change): at first sight and again at exec.  named: as refresh_maps(). */
+static void read_identity_and_maps(struct aggregator *a, struct process *p, int dirfd, bool named)
 {
 	a->process_bytes -= process_bytes(p);
 	read_identity(p, dirfd);
 	a->process_bytes += process_bytes(p);
-	refresh_maps(a, p, dirfd);
+	refresh_maps(a, p, dirfd, named);
 }
 
 /* Everything /proc has to say of a new process, through one directory:
@@ -464,9 +463,11 @@ static void read_new_process(struct aggregator *a, struct process *p, const char
 		memcpy(p->comm, comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	if (!p->kthread)
-		read_identity_and_maps(a, p, dirfd);
+		read_identity_and_maps(a, p, dirfd, !own_comm);
 }
 
+/* A new process seen in a record: h names it, comm is the thread's as BPF
+ * read it (NULL: read from /proc), kthread when it has no mm. */
 static struct process *process_new(struct aggregator *a, const struct perfd_event_header *h,
 				   const char *comm, uint32_t page_size, bool kthread)
 {
@@ -554,7 +555,7 @@ static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t
 {
 	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
 		return false;
-	if (refresh_maps(a, p, -1))
+	if (refresh_maps(a, p, -1, false))
 		p->maps_reread_wait_ns = MAPS_REREAD_FIRST_NS;
 	else
 		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
@@ -1010,7 +1011,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * set it back, and its main thread may never run on a
 			 * sampled tick */
 			read_comm(p, dirfd);
-			read_identity_and_maps(a, p, dirfd);
+			read_identity_and_maps(a, p, dirfd, true);
 		}
 		return 0;
 	}
