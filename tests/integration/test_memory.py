@@ -468,12 +468,14 @@ EXECS = 5
 
 def test_after_exec_the_rss_and_peak_are_the_new_programs(perfd, workloads):
     """Processes that held 96 MiB and then exec'd sleep: mem answers each
-    sleep's RSS and peak (a few MiB), read after the exec, though a sleep
-    may fault in too little to be looked at again and never run on a
-    sampled tick; not the 96 MiB of the image it replaced.  Whether a sleep
-    is looked at after its exec is up to the sampling (about half are), so
-    there are several of them, each exec'ing alone (two programs starting
-    at once on a CPU make each other looked at)."""
+    sleep's RSS and peak (a few MiB), read after the exec, not the 96 MiB
+    of the image it replaced.  The new image's first RSS record is sent
+    from inside the exec, before the exec record, and a sleep faults in too
+    little to be read again within the rate limit or to run on a sampled
+    tick: only the exec record's own reading gives it one (without it this
+    failed 3 runs in 3, peak 0).  Several of them, each exec'ing alone: two
+    programs starting at once on a CPU make each other looked at, which
+    hid the defect on a daemon sampling memory more often."""
     ws = [workloads("big-then-exec", command=[DEBIAN_PYTHON, "-c", BIG_THEN_EXEC, str(2 + i / 2)])
           for i in range(EXECS)]
     for w in ws:

@@ -154,7 +154,7 @@ def test_every_cpu_period_is_counted_idle_included(request, daemon):
     expires in idle without running the cpu-clock program (nor perf
     record's), and those ticks are counted only because the hrtimer
     program settles them (bpf/perfd.bpf.c, "Ticks the kernel did not
-    deliver"); without that the count here is 60 % of the time, and idle
+    deliver"); without that the count here is half the time, and idle
     targets fall to the next task that runs.  3 %: the ends, a tick or two
     per CPU, and a CPU's blocks restarting after a stopped timer."""
     d = request.getfixturevalue(daemon)
