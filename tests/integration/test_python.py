@@ -873,9 +873,12 @@ def perfd_verbose(environment):
     daemon.stop()
 
 
-def log_lines(daemon, pid):
-    """The daemon's log lines about pid ("pid PID (COMM): ...")."""
-    return [line for line in daemon.stderr().splitlines() if f"pid {pid} (" in line]
+def log_lines(daemon, pid, since):
+    """The daemon's log lines about pid ("pid PID (COMM): ...") written after
+    offset since of its log (len(daemon.stderr()) before the process
+    started): the module's daemon logs for its whole life, and pid_max is
+    32768, so an earlier process may have had the pid."""
+    return [line for line in daemon.stderr()[since:].splitlines() if f"pid {pid} (" in line]
 
 
 def test_ps_runtime_is_absent_for_a_program_that_only_links_libpython(perfd_verbose,
@@ -884,6 +887,7 @@ def test_ps_runtime_is_absent_for_a_program_that_only_links_libpython(perfd_verb
     starts Python: no runtime in `ps --json` and no log line of one, while
     Debian's python3.11 running beside it, the same libpython's code in its
     executable, is named "CPython 3.11.x"."""
+    since = len(perfd_verbose.stderr())
     w = workloads("pylinked", 30)  # killed at the end, by the fixture
     version = w.expect_line("ready ").split()[1]
     py = start_python(workloads, Interpreter("debian-3.11", DEBIAN_PYTHON, False), SPLIT, 30)
@@ -900,7 +904,7 @@ def test_ps_runtime_is_absent_for_a_program_that_only_links_libpython(perfd_verb
     assert entries, "pylinked never appeared in ps --json while it burned CPU"
     named = [e["runtime"] for e in entries if e.get("runtime")]
     assert not named, f"pylinked (libpython {version}, no interpreter) has runtime {named[0]!r}"
-    said = [line for line in log_lines(perfd_verbose, w.pid) if "CPython" in line]
+    said = [line for line in log_lines(perfd_verbose, w.pid, since) if "CPython" in line]
     assert not said, f"the daemon logged a runtime for pylinked: {said}"
     assert control is not None and control.get("runtime") == runtime, \
         f"python3.11 beside it: ps --json says {control}, expected runtime {runtime!r}"
@@ -917,6 +921,7 @@ def test_python_caught_at_exec_is_logged_under_its_new_name(perfd_verbose, workl
     prelude = 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exec "$0" "$@"'
     # BPF keeps sampling into the ring buffer (8 MiB: seconds of samples)
     # while the daemon is stopped.
+    since = len(perfd_verbose.stderr())
     perfd_verbose.proc.send_signal(signal.SIGSTOP)
     try:
         w = workloads("bash", command=["/bin/bash", "-c", prelude, interp, SPLIT, "1"])
@@ -927,7 +932,7 @@ def test_python_caught_at_exec_is_logged_under_its_new_name(perfd_verbose, workl
     entry = poll_runtime(perfd_verbose, w)
     w.finish()
 
-    lines = log_lines(perfd_verbose, w.pid)
+    lines = log_lines(perfd_verbose, w.pid, since)
     assert lines, f"the daemon logged nothing about pid {w.pid}"
     stale = [line for line in lines if f"pid {w.pid} (bash)" in line]
     assert not stale, f"logged under its name before the exec: {stale}"
