@@ -21,10 +21,17 @@
  * user space is one hash lookup per sample.  Records are variable length
  * (most stacks are far shorter than 127 frames) so the ring holds more of them.
  *
- * Wake-ups are rationed: the daemon drains on a timer, and the program only
- * forces a wake-up when the ring is filling up (ringbuf_wakeup_bytes) or when
- * a process is seen for the first time, so the daemon can read its
- * /proc/PID/maps while it is still alive.
+ * Wake-ups are rationed: the daemon drains on a timer, every record is
+ * submitted without a wake-up of its own (the ring's default would wake
+ * the daemon for any record that finds it caught up: an exit, an RSS
+ * change), and the program forces one only when the ring is filling up
+ * (ringbuf_wakeup_bytes), when a process is first seen in a sample with a
+ * stack, or when such a process calls exec(): the daemon then reads its
+ * /proc/PID/maps while it is still alive.  A process seen only in RSS
+ * records (a fork about to exec, a short command) needs no maps and waits
+ * for the timer: each forced wake-up costs the daemon a context switch,
+ * and with a command started every few milliseconds those were most of
+ * its CPU.
  *
  * For a CPython process the daemon has described, the Python frames of the
  * sampled thread follow the native ones (python.bpf.h).
@@ -76,14 +83,16 @@ struct {
 } scratch SEC(".maps");
 
 /* Processes already announced to the daemon.  A miss (new process, or a
- * pid reused) forces a wake-up, and so does a sample whose unwinding met
- * code the daemon has not described yet, at most every nudge_interval_ns
- * per process: the daemon reads the maps then, instead of at its next
- * timer.  LRU, so it can never fill up; an evicted entry only costs one
- * extra wake-up. */
+ * pid reused) in a sample with a stack forces a wake-up, and so does a
+ * sample whose unwinding met code the daemon has not described yet, at
+ * most every nudge_interval_ns per process: the daemon reads the maps
+ * then, instead of at its next timer.  LRU, so it can never fill up; an
+ * evicted entry only costs one extra wake-up. */
 struct known_process {
 	__u64 start_time_ns;
 	__u64 next_nudge_ns;
+	__u32 stacks;   /* a sample with a stack was sent: its maps matter */
+	__u32 reserved;
 };
 
 struct {
@@ -240,10 +249,12 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 }
 
 /* The wake-up flag for a record about process tgid (the header's
- * start_time_ns names it): forced for a process not announced before (or a
- * reused pid), and, at most every nudge_interval_ns per process, for a
- * sample whose unwinding needs its maps read (needs_maps); none otherwise. */
-static __always_inline __u64 announce(__u32 tgid, __u64 start_time_ns, __u64 now, bool needs_maps)
+ * start_time_ns names it), which has a stack to name or not: forced for
+ * the first record with a stack of a process (or of a reused pid), and,
+ * at most every nudge_interval_ns per process, for a sample whose
+ * unwinding needs its maps read (needs_maps); none otherwise. */
+static __always_inline __u64 announce(__u32 tgid, __u64 start_time_ns, __u64 now, bool stack,
+				      bool needs_maps)
 {
 	struct known_process *known = bpf_map_lookup_elem(&known_processes, &tgid);
 
@@ -251,16 +262,21 @@ static __always_inline __u64 announce(__u32 tgid, __u64 start_time_ns, __u64 now
 		struct known_process k = {
 			.start_time_ns = start_time_ns,
 			.next_nudge_ns = now + nudge_interval_ns,
+			.stacks = stack,
 		};
 
 		bpf_map_update_elem(&known_processes, &tgid, &k, BPF_ANY);
+		return stack ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	}
+	if (stack && !known->stacks) {
+		known->stacks = 1;
 		return BPF_RB_FORCE_WAKEUP;
 	}
 	if (needs_maps && now >= known->next_nudge_ns) {
 		known->next_nudge_ns = now + nudge_interval_ns;
 		return BPF_RB_FORCE_WAKEUP;
 	}
-	return 0;
+	return BPF_RB_NO_WAKEUP;
 }
 
 /* Sends a sample built in the scratch buffer, size bytes of it, and counts
@@ -271,9 +287,10 @@ static __always_inline int send_sample(struct perfd_sample *s, __u64 size)
 
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
-	else if (announce(s->hdr.tgid, s->hdr.start_time_ns, s->hdr.timestamp_ns,
-			  s->flags & PERFD_SAMPLE_F_NEEDS_MAPS))
-		flags = BPF_RB_FORCE_WAKEUP;
+	else
+		flags = announce(s->hdr.tgid, s->hdr.start_time_ns, s->hdr.timestamp_ns,
+				 !(s->flags & PERFD_SAMPLE_F_SWITCHED),
+				 s->flags & PERFD_SAMPLE_F_NEEDS_MAPS);
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		count(s->value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
 	else if (s->value_kind == PERFD_VALUE_MEMORY)
@@ -788,6 +805,7 @@ static __always_inline void fill_rss(struct perfd_rss *r, __u32 kind, struct tas
 	r->hiwater_rss_pages = tmp.hiwater_rss_pages;
 	r->page_size = page_size;
 	r->reserved = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
 }
 
 static __always_inline void send_rss(struct task_struct *task, struct mm_struct *mm, __u32 tgid,
@@ -800,10 +818,11 @@ static __always_inline void send_rss(struct task_struct *task, struct mm_struct 
 		return;
 	}
 	fill_rss(r, PERFD_EVENT_RSS, task, mm, tgid, now);
-	/* A process first seen here is announced as a sample does it: its
-	 * exec and exit events follow (the daemon reads who owns it again at
-	 * exec), and the daemon wakes to read its maps. */
-	bpf_ringbuf_submit(r, announce(tgid, r->hdr.start_time_ns, now, false));
+	/* A process first seen here is announced, without a wake-up: its
+	 * exec and exit events follow, and the daemon reads who owns it at
+	 * its next drain (a process gone by then keeps the name the record
+	 * carries). */
+	bpf_ringbuf_submit(r, announce(tgid, r->hdr.start_time_ns, now, false, false));
 	count(PERFD_CNT_RSS_SENT);
 }
 
@@ -922,7 +941,7 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->reserved = 0;
 	bpf_map_delete_elem(&known_processes, &tgid);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	count(PERFD_CNT_EXIT_SENT);
 	return 0;
 }
@@ -930,6 +949,7 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_process_exec, struct task_struct *task)
 {
+	struct known_process *known;
 	struct perfd_rss *e;
 	struct mm_struct *mm;
 	__u32 tgid = BPF_CORE_READ(task, tgid);
@@ -939,7 +959,8 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	 * walk frame pointers meanwhile. */
 	bpf_map_delete_elem(&unwind_processes, &tgid);
 	bpf_map_delete_elem(&python_processes, &tgid);
-	if (!bpf_map_lookup_elem(&known_processes, &tgid))
+	known = bpf_map_lookup_elem(&known_processes, &tgid);
+	if (!known)
 		return 0;
 	/* the exec's own task: task->mm is the new image's */
 	mm = task->mm;
@@ -951,7 +972,8 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 		return 0;
 	}
 	fill_rss(e, PERFD_EVENT_EXEC, task, mm, tgid, bpf_ktime_get_ns());
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	/* the new image's maps matter only where stacks are to be named */
+	bpf_ringbuf_submit(e, known->stacks ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	count(PERFD_CNT_EXEC_SENT);
 	return 0;
 }

@@ -275,6 +275,7 @@ json_object *query_status(const struct status_info *in)
 
 		add_u64(dr, "records", in->drain.records);
 		add_u64(dr, "batches", in->drain.batches);
+		add_u64(dr, "wakeups", in->drain.wakeups);
 		add_u64(dr, "dropped", in->drain.dropped);
 		json_object_object_add(dr, "longest_consume_ms",
 				       json_object_new_double(in->drain.max_consume_ns / 1e6));

@@ -156,6 +156,11 @@ static void *run(void *arg)
 			break;
 		if (fds[1].revents)
 			break;
+		if (n > 0) {
+			pthread_mutex_lock(&d->queue_lock);
+			d->stats.wakeups++;
+			pthread_mutex_unlock(&d->queue_lock);
+		}
 		(void)drain_now(d);
 		signal_loop(d);
 	}

@@ -41,6 +41,7 @@ struct drain_opts {
 
 struct drain_stats {
 	uint64_t records, batches;
+	uint64_t wakeups;             /* ... of which BPF woke before the interval */
 	uint64_t dropped;             /* records lost: the queue was full */
 	uint64_t dropped_samples;     /* ... of which samples */
 	uint64_t max_consume_ns;      /* longest one consume held the drain thread */

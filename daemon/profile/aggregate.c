@@ -435,21 +435,32 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	return changed;
 }
 
-/* Who p is and what it maps, from its /proc directory dirfd (-1: not
- * there), the store's count of p's bytes kept right (the cgroup may
- * change): at first sight and again at exec.  named: as refresh_maps(). */
-static void read_identity_and_maps(struct aggregator *a, struct process *p, int dirfd, bool named)
+/* Who p is and, with maps, what it maps, from its /proc directory dirfd
+ * (-1: not there), the store's count of p's bytes kept right (the cgroup
+ * may change): at first sight and again at exec.  named: as refresh_maps().
+ *
+ * The maps are read only for a process that has, or had before its exec,
+ * samples with stacks to name.  One seen only in RSS records (a child
+ * between fork and exec, a short command that never ran on a sampled tick)
+ * needs its name and owner, not its maps: reading them, finding the
+ * module of every mapping and describing them to the unwinder was most of
+ * what each new process cost the daemon.  Its first sample with a stack
+ * reads them (user_frame(), as for any address the maps do not cover). */
+static void read_identity_and_maps(struct aggregator *a, struct process *p, int dirfd, bool named,
+				   bool maps)
 {
 	a->process_bytes -= process_bytes(p);
 	read_identity(p, dirfd);
 	a->process_bytes += process_bytes(p);
-	refresh_maps(a, p, dirfd, named);
+	if (maps)
+		refresh_maps(a, p, dirfd, named);
 }
 
 /* Everything /proc has to say of a new process, through one directory:
  * its name (unless the sample's is the main thread's, own_comm), and,
- * unless it is a kernel thread, who it is and what it maps. */
-static void read_new_process(struct aggregator *a, struct process *p, const char *comm, bool own_comm)
+ * unless it is a kernel thread, who it is and, with maps, what it maps. */
+static void read_new_process(struct aggregator *a, struct process *p, const char *comm,
+			     bool own_comm, bool maps)
 {
 	_cleanup_close_ int dirfd = -1;
 
@@ -463,13 +474,17 @@ static void read_new_process(struct aggregator *a, struct process *p, const char
 		memcpy(p->comm, comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	if (!p->kthread)
-		read_identity_and_maps(a, p, dirfd, !own_comm);
+		read_identity_and_maps(a, p, dirfd, !own_comm, maps);
 }
 
 /* A new process seen in a record: h names it, comm is the thread's as BPF
- * read it (NULL: read from /proc), kthread when it has no mm. */
+ * read it (NULL: none), kthread when it has no mm, maps when the record
+ * has a stack to name.  A sample's comm, its main thread's, names the
+ * process; an RSS record's may be from before an exec the daemon has not
+ * read yet (a child between fork and exec has its parent's), so /proc
+ * names such a process, and the record only one already gone. */
 static struct process *process_new(struct aggregator *a, const struct perfd_event_header *h,
-				   const char *comm, uint32_t page_size, bool kthread)
+				   const char *comm, uint32_t page_size, bool kthread, bool maps)
 {
 	struct process *p;
 	uint64_t *slot;
@@ -512,7 +527,8 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	u64map_init(&p->thread_index);
 	a->process_bytes += process_bytes(p);
 	p->kthread = kthread;
-	read_new_process(a, p, comm, comm && h->tid == h->tgid);
+	read_new_process(a, p, comm, comm && h->tid == h->tgid && h->kind == PERFD_EVENT_SAMPLE,
+			 maps);
 	return p;
 }
 
@@ -526,7 +542,7 @@ static struct process *lookup(struct aggregator *a, uint32_t tgid, uint64_t star
 
 /* The process of a record, new or known (see process_new). */
 static struct process *process_for(struct aggregator *a, const struct perfd_event_header *h,
-				   const char *comm, uint32_t page_size, bool kthread)
+				   const char *comm, uint32_t page_size, bool kthread, bool maps)
 {
 	struct process *p = lookup(a, h->tgid, h->start_time_ns);
 	uint64_t *slot;
@@ -541,7 +557,7 @@ static struct process *process_for(struct aggregator *a, const struct perfd_even
 		mark_exited(a, old);
 		u64map_remove(&a->by_pid, h->tgid);
 	}
-	return process_new(a, h, comm, page_size, kthread);
+	return process_new(a, h, comm, page_size, kthread, maps);
 }
 
 /* Re-reads p's maps because it ran code they do not describe, unless a
@@ -843,7 +859,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 
 	cpu = kind == PROFILE_KIND_CPU ? value : 0;
 	a->stats.samples += cpu;
-	p = process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD);
+	p = process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD, !switched);
 	if (!p) {
 		/* no room and nothing evictable, or out of memory */
 		a->stats.samples_evicted += cpu;
@@ -971,7 +987,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 		if (size < sizeof(*r))
 			return -EINVAL;
 		a->stats.rss_updates++;
-		p = process_for(a, h, NULL, r->page_size, false);
+		p = process_for(a, h, r->comm[0] ? r->comm : NULL, r->page_size, false, false);
 		if (p)
 			note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
 				 r->page_size);
@@ -987,9 +1003,10 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			_cleanup_close_ int dirfd = -1;
 
 			(void)open_proc(p, &dirfd);
-			/* Read the new image's maps now (the event woke us):
-			 * waiting for its next sample would leave it unwound
-			 * without tables until then. */
+			/* Read the new image's maps now, for a process whose
+			 * stacks are named (the event woke us): waiting for its
+			 * next sample would leave it unwound without tables
+			 * until then. */
 			p->maps_reread_wait_ns = 0;
 			p->jit_module = 0;
 			p->jit_checked_ns = 0; /* the new image's JIT may write one at once */
@@ -1005,13 +1022,19 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * (BPF dropped their entries at the exec), even when
 			 * the new one maps the same files. */
 			notify_gone(a, p);
-			/* its name first: a process first seen between fork
-			 * and exec (its copy-on-write faults) had its parent's,
-			 * its samples from before the exec (read after it) have
-			 * set it back, and its main thread may never run on a
-			 * sampled tick */
-			read_comm(p, dirfd);
-			read_identity_and_maps(a, p, dirfd, true);
+			/* its name first, from /proc: a process first seen
+			 * between fork and exec (its copy-on-write faults) had
+			 * its parent's, its samples from before the exec (read
+			 * after it) have set it back, and its main thread may
+			 * never run on a sampled tick.  Not the record's: it
+			 * may be from an exec before the one /proc shows now.
+			 * A process already gone keeps the name the record
+			 * carries. */
+			if (dirfd < 0 || procfs_read_comm(dirfd, p->comm, sizeof(p->comm)) < 0) {
+				memcpy(p->comm, r->comm, sizeof(p->comm));
+				p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+			}
+			read_identity_and_maps(a, p, dirfd, true, p->maps_read_ns != 0);
 		}
 		return 0;
 	}

@@ -126,13 +126,15 @@ struct perfd_exit {
 
 /* The resident-set counters of a process changed (at most about once a
  * second per process): the RSS timeline of processes that get no CPU
- * samples. */
+ * samples.  comm is the thread's that changed them (hdr.tid): the name of
+ * a process first seen here and gone before the daemon reads /proc. */
 struct perfd_rss {
 	struct perfd_event_header hdr;
 	__u64 rss_pages[PERFD_RSS_COUNTERS];
 	__u64 hiwater_rss_pages;
 	__u32 page_size;
 	__u32 reserved;
+	char comm[PERFD_TASK_COMM_LEN];
 };
 
 /* A process we have sampled called exec(): its mappings are new, and so

@@ -8,6 +8,8 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
+import time
 
 import perfdtest
 
@@ -115,3 +117,37 @@ def test_ring_buffer_is_sized_from_frequency_and_cpus():
                 f"{frequency} Hz: {mapped} bytes of BPF maps resident for a {want}-byte ring"
         finally:
             d.stop()
+
+
+def test_short_commands_do_not_wake_the_daemon(perfd):
+    """Commands that live a few ms and are not sampled with a stack (here
+    /bin/true, 80 times, one every 50 ms) need no maps read while they
+    live: BPF announces them in their RSS records and reports their exits
+    without waking the daemon, which reads them at its next drain.  Each
+    forced wake-up costs the daemon a context switch; at 20 new commands
+    a second they were most of its CPU (docs/PERFORMANCE.md, "Daemon CPU
+    under process churn").  Before, every command woke it at least once
+    (73 wake-ups for 60); now only the few that a tick samples with a
+    stack do.  What else the machine runs wakes it too (a process first
+    sampled, maps to re-read), so the commands' wake-ups are those of
+    their 4 s less those of the 4 s just before, without them."""
+    n, gap = 80, 0.05
+
+    def wakeups():
+        return perfd.status()["drain"]["wakeups"]
+
+    w0 = wakeups()
+    time.sleep(n * gap)
+    w1 = wakeups()
+    e1 = perfd.status()["exit_events"]["received"]
+    for _ in range(n):
+        subprocess.run(["/bin/true"], check=True)
+        time.sleep(gap)
+    time.sleep(0.6)  # past the drain interval: their exits are in
+    st = perfd.status()
+    seen = st["exit_events"]["received"] - e1
+    added = (st["drain"]["wakeups"] - w1) - (w1 - w0)
+    assert seen >= 0.8 * n, f"perfd saw {seen} exits of {n} commands: {st['exit_events']}"
+    assert added <= n // 4, \
+        f"{n} commands woke the daemon {added} times more than as long without them " \
+        f"({w1 - w0} then, {st['drain']['wakeups'] - w1} with them)"

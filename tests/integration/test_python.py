@@ -911,20 +911,25 @@ def test_ps_runtime_is_absent_for_a_program_that_only_links_libpython(perfd_verb
 
 
 def test_python_caught_at_exec_is_logged_under_its_new_name(perfd_verbose, workloads):
-    """A bash that burns CPU (sampled as "bash") and then execs CPython 3.13,
-    while the daemon is stopped, so that it reads the process's first
-    samples, from before the exec, only after it: the daemon's lines about
-    the process name it by its comm after the exec, never "bash", and say
-    that its Python frames are walked; `ps` names its runtime."""
+    """A sh that burns CPU and execs a bash that burns CPU and execs
+    CPython 3.13, all while the daemon is stopped, so that it reads the
+    process's first samples and both exec records only after the last exec:
+    the daemon's lines about the process name it by its comm after the last
+    exec, never "bash", and say that its Python frames are walked; `ps`
+    names its runtime.  Two execs, each after samples, because the record
+    of the first (the process known from sh's samples, its maps read) names
+    "bash" while /proc already shows CPython's maps."""
     interp = perfdtest.pyenv_python(13)
     assert interp, "CPython 3.13 is not installed under pyenv"
-    prelude = 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exec "$0" "$@"'
+    burn = 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done'
+    prelude = f'{burn}; exec "$0" "$@"'
     # BPF keeps sampling into the ring buffer (8 MiB: seconds of samples)
     # while the daemon is stopped.
     since = len(perfd_verbose.stderr())
     perfd_verbose.proc.send_signal(signal.SIGSTOP)
     try:
-        w = workloads("bash", command=["/bin/bash", "-c", prelude, interp, SPLIT, "1"])
+        w = workloads("bash", command=["/bin/sh", "-c", f'{burn}; exec /bin/bash -c "$0" "$@"',
+                                       prelude, interp, SPLIT, "1"])
         runtime, _ = ready_version(w)
     finally:
         perfd_verbose.proc.send_signal(signal.SIGCONT)

@@ -1530,20 +1530,29 @@ Test(aggregate, memory_starts_over_at_exec)
 	destroy();
 }
 
-/* A process first seen in an RSS record (no comm from BPF) gets its
- * name, identity and maps from /proc, all through one checked directory;
- * one that is gone, or whose pid is another incarnation's, is marked so
- * and not looked for again, its exec included. */
-Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
+/* This process's name as /proc gives it. */
+static void self_comm(char *buf, size_t size)
 {
-	char comm[64] = "";
 	FILE *f = fopen("/proc/self/comm", "re");
-	struct process *p;
 
 	cr_assert_not_null(f);
-	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	cr_assert_not_null(fgets(buf, (int)size, f));
 	fclose(f);
-	comm[strcspn(comm, "\n")] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+/* A process first seen in an RSS record (no comm from BPF) gets its
+ * name and identity from /proc, through one checked directory, and its
+ * maps only with its first stack to name (an exec before that does not
+ * read them either); one that is gone, or whose pid is another
+ * incarnation's, is marked so and not looked for again, its exec
+ * included. */
+Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
+{
+	char comm[64];
+	struct process *p;
+
+	self_comm(comm, sizeof(comm));
 	make(100, 1000);
 	feed_rss(getpid(), self_start_ns(), SEC);
 	p = aggregator_find_process(agg, getpid());
@@ -1552,6 +1561,11 @@ Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
 	cr_assert_str_eq(p->comm, comm);
 	cr_assert_not_null(p->cgroup);
 	cr_assert_eq(p->owner_uid, getuid());
+	cr_assert_null(p->maps, "maps read for a process with no stack to name");
+	feed_exec(getpid(), self_start_ns(), SEC + SEC / 2);
+	cr_assert_null(p->maps, "maps read at the exec of a process with no stack to name");
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), 2 * SEC,
+			       (uint64_t)(uintptr_t)&feed_user + 1, (uint64_t)(uintptr_t)&feed_exit + 1), 0);
 	cr_assert_not_null(p->maps);
 	cr_assert_gt(p->maps->n, 0);
 
@@ -1569,6 +1583,43 @@ Test(aggregate, a_new_process_is_read_from_proc_and_a_gone_one_never_again)
 	cr_assert_null(p->maps);
 	cr_assert_null(p->cgroup);
 	cr_assert_str_eq(p->comm, "");
+	destroy();
+}
+
+/* An RSS or exec record carries the comm of the thread that sent it, which
+ * may be from before an exec the daemon has not read yet (a child between
+ * fork and exec has its parent's; a record drained late, an older image's):
+ * /proc names a live process, and the record only one already gone. */
+Test(aggregate, a_records_comm_names_only_a_process_already_gone)
+{
+	struct perfd_rss r = { .hdr = { .kind = PERFD_EVENT_RSS, .tgid = getpid(), .tid = getpid(),
+					.timestamp_ns = SEC },
+			       .page_size = 4096, .comm = "stale" };
+	char comm[64];
+	struct process *p;
+
+	self_comm(comm, sizeof(comm));
+	make(100, 1000);
+	r.hdr.start_time_ns = self_start_ns();
+	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p);
+	cr_assert_str_eq(p->comm, comm, "named by an RSS record");
+	r.hdr.kind = PERFD_EVENT_EXEC;
+	r.hdr.timestamp_ns = 2 * SEC;
+	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+	cr_assert_str_eq(p->comm, comm, "named by an exec record");
+
+	r.hdr.tgid = r.hdr.tid = NOPID;
+	r.hdr.kind = PERFD_EVENT_RSS;
+	memcpy(r.comm, "gone", sizeof("gone"));
+	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_str_eq(p->comm, "gone");
+	memcpy(r.comm, "gone-exec", sizeof("gone-exec"));
+	r.hdr.kind = PERFD_EVENT_EXEC;
+	cr_assert_eq(aggregator_ingest(agg, &r, sizeof(r)), 0);
+	cr_assert_str_eq(p->comm, "gone-exec");
 	destroy();
 }
 
@@ -1774,7 +1825,8 @@ Test(aggregate, a_jit_map_is_looked_for_where_code_has_no_file)
 	fclose(f);
 	make(100, 1000);
 	start = self_start_ns();
-	feed_rss(getpid(), start, SEC);
+	cr_assert_eq(feed_user(getpid(), start, SEC, (uint64_t)(uintptr_t)&feed_user + 1,
+			       (uint64_t)(uintptr_t)&feed_exit + 1), 0);
 	p = aggregator_find_process(agg, getpid());
 	cr_assert_not_null(p->maps);
 	cr_assert_eq(p->jit_module, 0, "looked for a JIT map with no code to name");
