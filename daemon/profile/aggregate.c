@@ -398,9 +398,17 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	p->maps_read_ns = now_monotonic_ns();
 	if (dirfd < 0 && open_proc(p, &own) == 0)
 		dirfd = own;
-	/* A process that is already gone keeps the maps it had. */
+	/* A process that is already gone keeps the maps it had, and so does
+	 * one on its way out: an exiting process (a zombie) reads as no
+	 * mappings at all, not as an error, and its samples still to be
+	 * drained need the maps it ran with.  A live process has at least
+	 * its vdso. */
 	if (dirfd < 0 || procmaps_read_dirfd(dirfd, true, &maps) < 0)
 		return false;
+	if (maps->n == 0) {
+		procmaps_free(maps);
+		return false;
+	}
 	modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
 	if (!modules) {
 		procmaps_free(maps);

@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <errno.h>
@@ -55,25 +56,42 @@ static void destroy(void)
 	symbolizer_free(sym);
 }
 
-/* The start time of this process as BPF gives it, so that /proc checks of
- * it pass (its maps, its identity). */
-static uint64_t self_start_ns(void)
+/* The fields of /proc/PID/stat after the comm, from the state on, in buf
+ * (size bytes). */
+static const char *stat_fields(pid_t pid, char *buf, size_t size)
 {
-	char buf[4096], *p;
-	unsigned long long ticks = 0;
-	FILE *f = fopen("/proc/self/stat", "re");
+	char path[64], *p;
+	FILE *f;
 	size_t n;
 
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
 	cr_assert_not_null(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+	n = fread(buf, 1, size - 1, f);
 	fclose(f);
 	buf[n] = 0;
 	p = strrchr(buf, ')'); /* comm may hold spaces */
 	cr_assert_not_null(p);
-	/* after ") ": state is field 3, starttime field 22 */
-	cr_assert_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+	return p + 2;
+}
+
+/* The start time of process pid as BPF gives it, so that /proc checks of
+ * it pass (its maps, its identity). */
+static uint64_t start_ns_of(pid_t pid)
+{
+	char buf[4096];
+	unsigned long long ticks = 0;
+
+	/* state is field 3, starttime field 22 */
+	cr_assert_eq(sscanf(stat_fields(pid, buf, sizeof(buf)),
+			    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
 			    "%*d %*d %*d %*d %llu", &ticks), 1);
 	return ticks * aggregator_ns_per_tick(agg);
+}
+
+static uint64_t self_start_ns(void)
+{
+	return start_ns_of(getpid());
 }
 
 struct sample_spec {
@@ -1787,6 +1805,60 @@ Test(aggregate, exec_reads_the_new_image)
 	feed_exec(getpid(), start + SEC, 2 * SEC);
 	cr_assert_eq(gone_calls, 1);
 	cr_assert_eq(maps_changes, 2);
+	destroy();
+}
+
+/* The state letter of pid in /proc/PID/stat ('Z': a zombie). */
+static char process_state(pid_t pid)
+{
+	char buf[4096];
+
+	return stat_fields(pid, buf, sizeof(buf))[0];
+}
+
+/* A process on its way out (a zombie here) reads as no mappings at all,
+ * not as an error: a re-read then keeps the maps it ran with, so that its
+ * samples still to be drained are named. */
+Test(aggregate, an_exiting_process_keeps_its_maps)
+{
+	int pipefd[2], status;
+	uint64_t start;
+	struct process *p;
+	size_t n;
+	pid_t child;
+	char c;
+
+	make(100, 1000);
+	cr_assert_eq(pipe(pipefd), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &c, 1);
+		_exit(0);
+	}
+	close(pipefd[0]);
+	start = start_ns_of(child);
+	/* the child runs this binary's code: a stack in it has maps to read */
+	cr_assert_eq(feed_user((uint32_t)child, start, SEC, (uint64_t)(uintptr_t)&feed_user + 1,
+			       (uint64_t)(uintptr_t)&feed_exit + 1), 0);
+	p = aggregator_find_process(agg, (uint32_t)child);
+	cr_assert_not_null(p);
+	cr_assert_not_null(p->maps);
+	n = p->maps->n;
+	cr_assert_gt(n, 0);
+
+	close(pipefd[1]);
+	for (int i = 0; i < 1000 && process_state(child) != 'Z'; i++)
+		usleep(1000);
+	cr_assert_eq(process_state(child), 'Z');
+	/* a later sample in code its maps do not cover: they are read again */
+	p->maps_reread_wait_ns = 0;
+	cr_assert_eq(feed_user((uint32_t)child, start, now_monotonic_ns() + SEC, 0x1000, 0x2000), 0);
+	cr_assert_gt(p->maps_read_ns, SEC, "the maps were not read again");
+	cr_assert_not_null(p->maps);
+	cr_assert_eq(p->maps->n, n, "an exiting process's maps went from %zu to %zu", n, p->maps->n);
+	cr_assert_eq(waitpid(child, &status, 0), child);
 	destroy();
 }
 
