@@ -941,6 +941,8 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->reserved = 0;
 	bpf_map_delete_elem(&known_processes, &tgid);
+	/* No wake-up: the next drain brings it (a snapshot waiting for the
+	 * process ends then, within a second; its end time is this one). */
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	count(PERFD_CNT_EXIT_SENT);
 	return 0;

@@ -25,8 +25,14 @@
 
 #define USEC_PER_SEC 1000000ULL
 /* How often the drain thread empties the ring buffer when the BPF side
- * does not ask sooner: short enough that ps and snapshots see fresh data. */
-#define DRAIN_INTERVAL_MS 200
+ * does not ask sooner.  Queries drain first (daemon_drain), so they see
+ * fresh data whatever it is; BPF wakes the thread when the ring fills past
+ * a quarter or a process is first sampled with a stack; so the
+ * interval only paces the trickle of ordinary samples.  Each drain wakes
+ * two threads, and on a guest with speculation mitigations a wake-up
+ * costs tens of microseconds: at 200 ms they were a third of an idle
+ * daemon's CPU (docs/PERFORMANCE.md, "Daemon CPU under process churn"). */
+#define DRAIN_INTERVAL_MS 1000
 /* Records the loop may fall behind the drain thread by (collect/drain.h):
  * four default ring buffers. */
 #define DRAIN_MAX_QUEUED_BYTES (32u << 20)
@@ -53,7 +59,7 @@ static int on_queue_ready(sd_event_source *s, int fd, uint32_t revents, void *us
 {
 	struct manager *m = userdata;
 
-	(void)drain_deliver(m->d.drain, daemon_ingest, &m->d);
+	daemon_deliver(&m->d);
 	return 0;
 }
 
@@ -535,6 +541,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->queue_io);
 	sd_event_source_disable_unref(m->unwind_io);
 	sd_event_source_disable_unref(m->maintain_timer);
+	sd_event_source_disable_unref(m->d.revisit_timer);
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);
 	sd_event_source_disable_unref(m->sighup);

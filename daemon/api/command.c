@@ -111,13 +111,52 @@ int daemon_ingest(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static int on_revisit_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Runs the revisits due now and sets the timer for the next one
+ * (aggregator_revisit): a process's look again must not wait for records
+ * to arrive, which at rest is up to a drain interval. */
+static void revisit(struct daemon *d)
+{
+	uint64_t next = aggregator_revisit(d->aggregator, now_monotonic_ns());
+	int r;
+
+	if (!next) {
+		if (d->revisit_timer)
+			(void)sd_event_source_set_enabled(d->revisit_timer, SD_EVENT_OFF);
+		return;
+	}
+	/* a millisecond of slack: the looks again are 4 ms apart at first */
+	if (!d->revisit_timer)
+		r = sd_event_add_time(d->event, &d->revisit_timer, CLOCK_MONOTONIC,
+				      next / 1000 + 1, 1000, on_revisit_timer, d);
+	else
+		r = sd_event_source_set_time(d->revisit_timer, next / 1000 + 1);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(d->revisit_timer, SD_EVENT_ONESHOT);
+	if (r < 0)
+		log_warning_errno(r, "Failed to set the revisit timer, revisiting at the next drain: %m");
+}
+
+static int on_revisit_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	revisit(userdata);
+	return 0;
+}
+
+void daemon_deliver(struct daemon *d)
+{
+	(void)drain_deliver(d->drain, daemon_ingest, d);
+	revisit(d);
+}
+
 void daemon_drain(struct daemon *d)
 {
 	int r = drain_now(d->drain);
 
 	if (r < 0)
 		log_warning_errno(r, "Failed to drain the ring buffer, ignoring: %m");
-	(void)drain_deliver(d->drain, daemon_ingest, d);
+	daemon_deliver(d);
 }
 
 static size_t resolve_frame(void *ctx, uint64_t frame, bool lines, struct frame_record *out,

@@ -55,6 +55,7 @@ struct daemon {
 	struct snapshot *snapshots; /* cmd_snapshot.c's, waiting for their end */
 	size_t n_snapshots;
 	struct rates rates; /* the daemon's own counters, once a second */
+	sd_event_source *revisit_timer; /* aggregator_revisit's next, or off */
 };
 
 struct command {
@@ -117,6 +118,9 @@ int top_write_function_table(const struct perfd_top_args *args, const struct mod
 /* Ingests every record sampled until now (the ring buffer's too), so an
  * answer sees the latest samples. */
 void daemon_drain(struct daemon *d);
+/* Ingests what the drain thread queued, then runs the revisits due
+ * (aggregator_revisit) and sets their timer. */
+void daemon_deliver(struct daemon *d);
 /* The drain thread's records reach the store through this. */
 int daemon_ingest(void *ctx, void *data, size_t size);
 

@@ -55,7 +55,7 @@ struct sampler {
 
 /* The default ring holds a second of samples at 1 KiB each (a 127-frame
  * kernel plus a 127-frame user stack is 2 KiB; most are far shorter), which
- * the drain thread, waking every 200 ms or at a quarter full, never lets
+ * the drain thread, waking every second or at a quarter full, never lets
  * fill.  Its pages are mapped twice (the kernel maps the data area twice
  * in a row so a record never wraps), so it counts twice in perfd's RSS:
  * 1 MiB at 99 Hz on a few CPUs costs 2 MiB of RSS, where a fixed 8 MiB

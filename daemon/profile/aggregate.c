@@ -939,10 +939,6 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 		memcpy(p->comm, s->comm, sizeof(p->comm));
 		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	}
-	if (p->revisit_ns && s->hdr.timestamp_ns >= p->revisit_ns && a->hooks.revisit) {
-		p->revisit_ns = 0;
-		a->hooks.revisit(a->hooks.userdata, p);
-	}
 	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD) && !switched)
 		note_rss(a, p, s->hdr.timestamp_ns, s->rss_pages, s->hiwater_rss_pages, s->page_size);
 	feed_collectors(a, p, s, key, value);
@@ -1200,6 +1196,25 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 			profile_scale(&c->parts.parts[i].prof, a->stacks, PROFILE_KIND_CPU, num, den,
 				      &a->scale_rng);
 	enforce_memory(a, NULL); /* larger values take more room */
+}
+
+uint64_t aggregator_revisit(struct aggregator *a, uint64_t now_ns)
+{
+	uint64_t next = 0;
+
+	for (size_t i = 0; i < a->n_procs; i++) {
+		struct process *p = a->procs[i];
+
+		if (!p->revisit_ns || p->exited || !a->hooks.revisit)
+			continue;
+		if (p->revisit_ns <= now_ns) {
+			p->revisit_ns = 0;
+			a->hooks.revisit(a->hooks.userdata, p);
+		}
+		if (p->revisit_ns && (!next || p->revisit_ns < next))
+			next = p->revisit_ns;
+	}
+	return next;
 }
 
 void aggregator_maintain(struct aggregator *a, uint64_t now_ns)

@@ -67,8 +67,8 @@ struct process {
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
 	char runtime[80];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
-	/* When the hooks want to look at it again (hooks.revisit), at its
-	 * first sample from then on; 0: never. */
+	/* When the hooks want to look at it again (hooks.revisit, run by
+	 * aggregator_revisit at that time or after); 0: never. */
 	uint64_t revisit_ns;
 	struct history history; /* the retained profile */
 	/* The comm each thread was last sampled with, for "[thread TID COMM]"
@@ -182,8 +182,9 @@ struct aggregator_stats {
  * process_gone when a process exited, was replaced by a new incarnation of
  * its pid, was evicted, or called exec (its old image is gone; maps_changed
  * follows for the new one); rewrite_user_frames for every sample that
- * carries Python frames; revisit for the first sample of a process at or
- * after its revisit_ns (which it clears first; the hook may set it again):
+ * carries Python frames; revisit for a live process at or after its
+ * revisit_ns, from aggregator_revisit (which clears it first; the hook may
+ * set it again):
  * a look again at what a maps change alone would not show, such as an
  * interpreter that had not started yet. */
 struct aggregator_hooks {
@@ -265,6 +266,14 @@ int aggregator_query_process(struct aggregator *a, struct process *p, uint64_t f
 /* Releases the parts of a query or a collector, unpinning their processes
  * (an expired one that nothing holds any more is freed). */
 void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts);
+
+/* Runs the revisit hook for each live process whose revisit_ns is due at
+ * now_ns (CLOCK_MONOTONIC).  Returns the earliest revisit_ns still set, 0
+ * when none: the caller's loop calls again then.  On a timer, not at a
+ * process's next sample: samples reach the store a drain later, up to a
+ * second, and an interpreter found before it ran would go unwalked that
+ * long. */
+uint64_t aggregator_revisit(struct aggregator *a, uint64_t now_ns);
 
 /* Once a second: rolls windows up, drops those past the retention, frees
  * exited processes with nothing left, keeps memory under its limit. */

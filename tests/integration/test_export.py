@@ -198,7 +198,7 @@ def test_a_read_only_directory_is_reported_and_retried(files_daemon, workloads, 
         reload(daemon, conf, f"[perfd]\noutput-dir = {ro}\ninterval = {INTERVAL}s\n")
         before = daemon.status()["samples"]["received"]
         w = workloads("spin", 4, 0)
-        # the error can be reported before the next drain (every 200 ms)
+        # the error can be reported before the next drain (every second)
         # brings samples in: wait for both
         st = wait_for("the files exporter to report the error while sampling goes on", lambda: (
             lambda s: s if (exporter(s, "files") or {}).get("state") == "retrying"

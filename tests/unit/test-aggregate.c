@@ -1862,6 +1862,51 @@ Test(aggregate, an_exiting_process_keeps_its_maps)
 	destroy();
 }
 
+static int revisits;
+
+/* Looks again once more 5 s after the first look, then is done. */
+static void count_revisit(void *userdata, struct process *p)
+{
+	if (revisits++ == 0)
+		p->revisit_ns = 15 * SEC;
+}
+
+/* Revisits run when due, on the caller's clock, not at a process's next
+ * sample (which reaches the store a drain later): each once, a process
+ * that exited never, and the answer is the earliest still to come. */
+Test(aggregate, revisits_run_when_due_and_say_when_the_next_is)
+{
+	struct aggregator_hooks hooks = { .revisit = count_revisit };
+	struct process *a, *b, *gone;
+
+	make(100, 1000);
+	aggregator_set_hooks(agg, &hooks);
+	revisits = 0;
+	feed_rss(1000001, 1, SEC);
+	feed_rss(1000002, 1, SEC);
+	feed_rss(1000003, 1, SEC);
+	a = aggregator_find_process(agg, 1000001);
+	b = aggregator_find_process(agg, 1000002);
+	gone = aggregator_find_process(agg, 1000003);
+	cr_assert_eq(aggregator_revisit(agg, 5 * SEC), 0, "nothing asked for");
+	a->revisit_ns = 10 * SEC;
+	b->revisit_ns = 12 * SEC;
+	gone->revisit_ns = 9 * SEC;
+	feed_exit(1000003, 1, 2 * SEC);
+	cr_assert_eq(aggregator_revisit(agg, 5 * SEC), 10 * SEC);
+	cr_assert_eq(revisits, 0, "ran before its time");
+	/* a sample does not run it: the timer does */
+	cr_assert_eq(feed_user(1000001, 1, 11 * SEC, 0x1000, 0x2000), 0);
+	cr_assert_eq(revisits, 0, "a sample ran the revisit");
+	cr_assert_eq(aggregator_revisit(agg, 11 * SEC), 12 * SEC, "a's again (15 s) or b's (12 s)");
+	cr_assert_eq(revisits, 1);
+	cr_assert_eq(a->revisit_ns, 15 * SEC);
+	cr_assert_eq(aggregator_revisit(agg, 20 * SEC), 0);
+	cr_assert_eq(revisits, 3, "a twice and b once: %d", revisits);
+	cr_assert_eq(gone->revisit_ns, 9 * SEC, "an exited process was revisited");
+	destroy();
+}
+
 /* Whether this process has executable memory that is no file's. */
 static bool self_has_anonymous_code(void)
 {
