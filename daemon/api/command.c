@@ -111,6 +111,12 @@ int daemon_ingest(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Revisits due sooner than this get a timer; later ones run at a delivery,
+ * which comes at least once a second (the drain interval), so that a
+ * process whose interpreter never starts (it only links libpython), looked
+ * at again every second, wakes the daemon no more often than it wakes. */
+#define REVISIT_TIMER_MAX_NS (500 * 1000 * 1000ULL)
+
 static int on_revisit_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* Runs the revisits due now and sets the timer for the next one
@@ -118,10 +124,11 @@ static int on_revisit_timer(sd_event_source *s, uint64_t usec, void *userdata);
  * to arrive, which at rest is up to a drain interval. */
 static void revisit(struct daemon *d)
 {
-	uint64_t next = aggregator_revisit(d->aggregator, now_monotonic_ns());
+	uint64_t now = now_monotonic_ns();
+	uint64_t next = aggregator_revisit(d->aggregator, now);
 	int r;
 
-	if (!next) {
+	if (!next || next > now + REVISIT_TIMER_MAX_NS) {
 		if (d->revisit_timer)
 			(void)sd_event_source_set_enabled(d->revisit_timer, SD_EVENT_OFF);
 		return;

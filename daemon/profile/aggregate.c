@@ -301,11 +301,16 @@ static int open_proc(struct process *p, int *ret_dirfd)
 }
 
 /* The name of p's main thread, from its /proc directory dirfd (-1 when
- * it could not be opened: p->comm is left alone then). */
-static void read_comm(struct process *p, int dirfd)
+ * it could not be opened).  Where /proc has none (the process is gone),
+ * otherwise names it, a record's comm; NULL leaves p->comm alone. */
+static void read_comm(struct process *p, int dirfd, const char *otherwise)
 {
-	if (dirfd >= 0)
-		(void)procfs_read_comm(dirfd, p->comm, sizeof(p->comm));
+	if (dirfd >= 0 && procfs_read_comm(dirfd, p->comm, sizeof(p->comm)) >= 0)
+		return;
+	if (otherwise) {
+		memcpy(p->comm, otherwise, sizeof(p->comm));
+		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+	}
 }
 
 /* Reads what names p inside a container (the pid its own namespace sees,
@@ -418,7 +423,7 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	/* The name that goes with these maps: a process first seen in a
 	 * sample from before its exec carried its old one. */
 	if (changed && !named)
-		read_comm(p, dirfd);
+		read_comm(p, dirfd, NULL);
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct procmap *m = &maps->maps[i];
 		int id = strcmp(m->path, "[vdso]") == 0 ?
@@ -477,9 +482,7 @@ static void read_new_process(struct aggregator *a, struct process *p, const char
 	if (own_comm)
 		memcpy(p->comm, comm, sizeof(p->comm));
 	else
-		read_comm(p, dirfd);
-	if (!p->comm[0] && comm)
-		memcpy(p->comm, comm, sizeof(p->comm));
+		read_comm(p, dirfd, comm);
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
 	if (!p->kthread)
 		read_identity_and_maps(a, p, dirfd, !own_comm, maps);
@@ -1034,10 +1037,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * may be from an exec before the one /proc shows now.
 			 * A process already gone keeps the name the record
 			 * carries. */
-			if (dirfd < 0 || procfs_read_comm(dirfd, p->comm, sizeof(p->comm)) < 0) {
-				memcpy(p->comm, r->comm, sizeof(p->comm));
-				p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
-			}
+			read_comm(p, dirfd, r->comm);
 			read_identity_and_maps(a, p, dirfd, true, p->maps_read_ns != 0);
 		}
 		return 0;
