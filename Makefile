@@ -149,6 +149,15 @@ $(BUILD)/workloads/libnofplib.so: tests/workloads/lib/nofplib.c tests/workloads/
 $(BUILD)/workloads/nofp: tests/workloads/nofp.c tests/workloads/workload.h $(BUILD)/workloads/libnofplib.so
 	$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(@D) -lnofplib -Wl,-rpath,'$$ORIGIN'
 
+# fpmix keeps frame pointers, its library does not (and misleads a
+# frame-pointer walk): where perfd's frame-pointer shortcut must stop.
+$(BUILD)/workloads/libfpmixlib.so: tests/workloads/lib/fpmixlib.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/workloads/fpmix: tests/workloads/fpmix.c tests/workloads/workload.h $(BUILD)/workloads/libfpmixlib.so
+	$(CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -L$(@D) -lfpmixlib -Wl,-rpath,'$$ORIGIN'
+
 $(BUILD)/workloads/bigframes: tests/workloads/bigframes.c tests/workloads/workload.h
 	@mkdir -p $(@D)
 	$(CC) $(NOFP_CFLAGS) -o $@ $<

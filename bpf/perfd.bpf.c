@@ -230,8 +230,11 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 		return -ENOENT;
 
 	bpf_loop(PERFD_MAX_STACK_DEPTH, unwind_step, &u, 0);
-	if (counted)
+	if (counted) {
 		count(PERFD_CNT_UNWIND_DWARF);
+		if (u.fp_frames)
+			count_n(PERFD_CNT_UNWIND_FP_FRAMES, u.fp_frames);
+	}
 	s->flags |= PERFD_SAMPLE_F_DWARF;
 	if (u.result != UNWIND_COMPLETE) {
 		if (counted)

@@ -132,9 +132,11 @@ static void print_status(struct json_object *r)
 		char d[CTL_COUNT_MAX], e[CTL_COUNT_MAX];
 		double table_bytes;
 
-		printf("Unwinding:    %s; %s stacks with tables, %s truncated\n",
+		printf("Unwinding:    %s; %s stacks with tables, %s truncated, "
+		       "%s frames by frame pointer\n",
 		       method ? method : "-", ctl_json_count(r, "unwind.stacks_with_tables", a),
-		       ctl_json_count(r, "unwind.stacks_truncated", b));
+		       ctl_json_count(r, "unwind.stacks_truncated", b),
+		       ctl_json_count(r, "unwind.frames_by_frame_pointer", c));
 		if (ctl_json_double(r, "unwind.table_bytes", &table_bytes))
 			printf("Tables:       %s binaries (%s without CFI), %s processes, "
 			       "%.1f MiB, rows %s of %s\n",

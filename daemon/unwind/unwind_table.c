@@ -774,6 +774,56 @@ static int finish_rows(struct builder *b, struct unwind_table *t)
 	return 0;
 }
 
+/* Whether frame pointers name the caller of any return address in the
+ * `len` bytes row r holds for, next being the row after it
+ * (unwind_table_fp_range()). */
+static bool fp_safe(const struct perfd_unwind_row *r, const struct perfd_unwind_row *next,
+		    uint64_t len)
+{
+	switch (r->cfa_type) {
+	case PERFD_CFA_RBP:
+		return r->cfa_offset == 16 && r->rbp_offset8 == -2;
+	case PERFD_CFA_RSP:
+		if (r->cfa_offset == 8)
+			return len <= 5;
+		return r->cfa_offset == 16 && r->rbp_offset8 == -2 && len <= 4 &&
+		       next->cfa_type == PERFD_CFA_RBP && next->cfa_offset == 16 &&
+		       next->rbp_offset8 == -2;
+	case PERFD_CFA_NO_CFI:
+		return len < 16;
+	default:
+		return false;
+	}
+}
+
+/* The last row holds for every address past it: it ends any run. */
+void unwind_table_fp_range(const struct perfd_unwind_row *rows, size_t n, uint32_t *first,
+			   uint32_t *end)
+{
+	uint32_t best_first = 0, best_end = 0, run_first = 0;
+	bool in_run = false;
+
+	for (size_t i = 0; i + 1 < n; i++) {
+		bool safe = fp_safe(&rows[i], &rows[i + 1], (uint64_t)rows[i + 1].pc - rows[i].pc);
+
+		if (safe && !in_run) {
+			run_first = rows[i].pc;
+			in_run = true;
+		}
+		if (in_run && (!safe || i + 2 == n)) {
+			uint32_t run_end = safe ? rows[i + 1].pc : rows[i].pc;
+
+			if (run_end - run_first > best_end - best_first) {
+				best_first = run_first;
+				best_end = run_end;
+			}
+			in_run = false;
+		}
+	}
+	*first = best_first;
+	*end = best_end;
+}
+
 /* Builds the table of an open ELF handle; see unwind_table_build(). */
 static int build_from_elf(Elf *elf, struct unwind_table **ret)
 {
@@ -814,6 +864,7 @@ static int build_from_elf(Elf *elf, struct unwind_table **ret)
 	r = finish_rows(&b, t);
 	if (r < 0)
 		return r;
+	unwind_table_fp_range(t->rows, t->n_rows, &t->fp_first, &t->fp_end);
 	t->fdes = b.fdes;
 	t->cfi_bytes = b.cfi_bytes;
 	*ret = TAKE_PTR(t);

@@ -15,6 +15,7 @@ struct unwind_table {
 	uint64_t base_vaddr; /* row pc = vaddr - base_vaddr */
 	struct perfd_unwind_row *rows; /* sorted by pc, no two consecutive rows alike */
 	size_t n_rows;
+	uint32_t fp_first, fp_end; /* unwind_table_fp_range() of the rows */
 	/* figures, for status and benchmarks */
 	size_t fdes;             /* FDEs read */
 	size_t rows_unsupported; /* rows of type PERFD_CFA_UNSUPPORTED */
@@ -34,6 +35,21 @@ int unwind_table_build(int fd, struct unwind_table **ret);
  * the BPF program does. */
 const struct perfd_unwind_row *unwind_table_find(const struct unwind_table *t,
 						 uint64_t vaddr);
+
+/* The longest run of rows (sorted, as in a table) in which frame pointers
+ * name every caller, as [*first, *end) in row pcs (both 0 when there is
+ * none): rows of a standard frame (CFA = rbp + 16, rbp saved at CFA - 16)
+ * and the few bytes around them where no call can be: CFA = rsp + 8 for
+ * at most 5 bytes (a function's `endbr64; push %rbp`, its `ret`), CFA =
+ * rsp + 16 with rbp saved at CFA - 16 for at most 4 bytes before a
+ * standard frame (`mov %rsp,%rbp`), and code without CFI for less than 16
+ * bytes (the padding between functions).  Any other rule may be a call
+ * site whose frame keeps no frame pointer: a function that saves other
+ * registers or moves rsp, one that uses rbp as a general register, or one
+ * that calls with the stack misaligned, which GCC does at -O2 when it
+ * knows the callee does not care (the whole body then CFA = rsp + 8). */
+void unwind_table_fp_range(const struct perfd_unwind_row *rows, size_t n, uint32_t *first,
+			   uint32_t *end);
 
 struct unwind_table *unwind_table_free(struct unwind_table *t);
 

@@ -39,6 +39,7 @@ _Static_assert(sizeof(struct copies_id) ==
 
 struct table {
 	uint32_t rows_first, rows_count;
+	uint32_t fp_first, fp_end; /* unwind_table_fp_range() */
 	uint64_t base_vaddr;
 	struct unwind_segment *segs;
 	size_t n_segs;
@@ -297,6 +298,8 @@ static int describe(struct unwinder *u, uint32_t pid, const struct proc_map *map
 		entries[i].pc_adjust = adjust;
 		entries[i].rows_first = t->rows_first;
 		entries[i].rows_count = t->rows_count;
+		entries[i].fp_first = t->fp_first;
+		entries[i].fp_end = t->fp_end;
 	}
 	r = rangealloc_get(&u->mappings, n, &first);
 	if (r == 0)
@@ -577,6 +580,8 @@ static void table_uploaded(struct unwinder *u, uint64_t key, struct table *t, st
 	}
 	t->building = false;
 	t->rows_count = j->table->n_rows;
+	t->fp_first = j->table->fp_first;
+	t->fp_end = j->table->fp_end;
 	t->base_vaddr = j->table->base_vaddr;
 	t->segs = TAKE_PTR(j->segs);
 	t->n_segs = j->n_segs;

@@ -176,6 +176,10 @@ enum perfd_counter {
 	 * lost (no stack, no task to charge them to). */
 	PERFD_CNT_UNDELIVERED_IDLE,
 	PERFD_CNT_UNDELIVERED_LOST,
+	/* user frames whose caller was found by frame pointer in code the
+	 * daemon proved keeps them (bpf/unwind.bpf.h, "Frames in code that
+	 * keeps frame pointers"), of stacks unwound with tables */
+	PERFD_CNT_UNWIND_FP_FRAMES,
 	/* Timer ticks that took no sample (jittered sampling); kept in
 	 * struct perfd_cpu_state, not in the counters map, so that the tick
 	 * that samples nothing touches one map entry only. */

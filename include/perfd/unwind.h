@@ -54,6 +54,12 @@ struct perfd_unwind_mapping {
 	__u64 pc_adjust;   /* row pc = address - pc_adjust (load bias + table base) */
 	__u32 rows_first;  /* index into `unwind_rows` */
 	__u32 rows_count;  /* 0: no table, walk frame pointers here (JIT, no CFI) */
+	/* [fp_first, fp_end), in row pcs: code whose table says that every
+	 * return address in it is in a standard frame (CFA = rbp + 16, the
+	 * caller's rbp at CFA - 16), so its callers are walked by frame
+	 * pointer without a row search (unwind_table_fp_range()); empty:
+	 * none. */
+	__u32 fp_first, fp_end;
 };
 
 /* rows_first of a mapping without rows whose table is being built: walked

@@ -12,7 +12,7 @@ many standard deviations it leaves.
 import os
 
 import perfdtest
-from perfdtest import (contains, count_where, function, functions, is_kernel, show,
+from perfdtest import (contains, count_where, function, functions, is_kernel, parse_folded, show,
                        snapshot_workload, total, unwind_pending)
 
 PYTHON311 = "/usr/bin/python3.11"
@@ -86,6 +86,59 @@ def test_a_stack_many_pages_deep_unwinds_frame_by_frame(perfd_fast, workloads):
     # as for nofp: only samples from before the tables were ready may miss
     assert complete >= 0.98 * tabled, \
         f"only {complete} of {tabled} leaf samples hold _start, main and 48 descend frames\n{show(leaf)}"
+
+
+def test_frame_pointer_shortcut_stops_where_frame_pointers_do(perfd_fast, workloads):
+    """fpmix keeps frame pointers; perfd walks its callers by them without
+    a row search (bpf/unwind.bpf.h, "Frames in code that keeps frame
+    pointers"), which the status counts.  Its library keeps none, and while
+    it calls back into the executable its rbp points at a decoy frame: a
+    walk that took the shortcut through it would end at fpmix_decoy.  Every
+    sample of the leaf must hold, from _start, main, 20 outer, fpmix_hop,
+    inner_start, 19 inner and leaf, and none may hold the decoy.  Counted
+    once the tables are ready (a short snapshot has a whole stack): before,
+    every frame is walked by frame pointer, into the decoy, on purpose."""
+
+    def whole(s):
+        fs = [f for f in functions(s) if not is_kernel(f)]
+        if fs[0] != "_start" or "main" not in fs or "leaf" not in fs:
+            return False
+        return fs[fs.index("main"):fs.index("leaf") + 1] == \
+            ["main"] + ["outer"] * 20 + ["fpmix_hop", "inner_start"] + ["inner"] * 19 + ["leaf"]
+
+    w = workloads("fpmix", 5)
+    seen = {}
+    for _ in range(25):
+        rc, out, err = perfd_fast.perfctl("snapshot", "--pid", str(w.pid), "--duration", "0.2")
+        stacks = parse_folded(out) if rc == 0 else {}
+        for s, c in stacks.items():
+            seen[s] = seen.get(s, 0) + c
+        if count_where(stacks, whole):
+            break
+    else:
+        raise AssertionError(f"no whole stack of fpmix in 25 snapshots of 0.2 s\n{show(seen)}")
+    before = perfd_fast.status()["unwind"]["frames_by_frame_pointer"]
+    stacks, _ = snapshot_workload(perfd_fast, w, duration=3)
+    by_fp = perfd_fast.status()["unwind"]["frames_by_frame_pointer"] - before
+    w.finish()
+
+    leaf = {s: c for s, c in stacks.items() if "leaf" in functions(s)}
+    m = total(leaf)
+    # 3 s of one busy thread at 999 Hz: ~3000 samples (a loaded machine
+    # gives it less), nearly all under leaf
+    assert m >= 0.8 * total(stacks) and m >= 1500, f"only {m} samples under leaf\n{show(stacks)}"
+    decoyed = count_where(stacks, contains("fpmix_decoy"))
+    assert decoyed == 0, f"{decoyed} samples walked into the decoy frame\n{show(stacks)}"
+    complete = count_where(leaf, whole)
+    # a sample cut by a read of the stack that failed may miss
+    assert complete >= 0.99 * m, \
+        f"only {complete} of {m} leaf samples hold the whole chain\n{show(leaf)}"
+    # 38 of each sample's frames have their caller in fpmix's
+    # frame-pointer code (20 inner: 19 of them and inner_start; 18 of the
+    # 20 outer, main's caller in libc, fpmix_hop's in the library); most
+    # samples are in the vDSO's clock_gettime or leaf, which take rows.
+    assert by_fp >= 30 * complete, \
+        f"{by_fp} frames by frame pointer for {complete} whole samples: the shortcut is not taken"
 
 
 def test_thread_stacks_reach_thread_entry(perfd_fast, workloads):

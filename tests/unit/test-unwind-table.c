@@ -770,6 +770,84 @@ Test(unwind_table, o0_with_frame_pointer_matches_readelf)
 	unwind_table_free(t);
 }
 
+/* Whether vaddr is in t's frame-pointer code (unwind_table_fp_range()). */
+static bool in_fp_range(const struct unwind_table *t, uint64_t vaddr)
+{
+	return vaddr >= t->base_vaddr + t->fp_first && vaddr < t->base_vaddr + t->fp_end;
+}
+
+/* Code built with frame pointers is walked by them: every function of the
+ * fixture that calls another, from main on, is in the one range.  Built
+ * without, a function that keeps values in callee-saved registers across
+ * its calls (fx_saves: push %rbx, and a caller's rbp is not its own) or
+ * moves rsp (fx_bigframe) would be walked wrong by frame pointer, so the
+ * range leaves them out. */
+Test(unwind_table, frame_pointer_code_is_proven_from_the_rows)
+{
+	static const char *const callers[] = { "fx_saves", "fx_alloca", "fx_bigframe", "fx_calls",
+					       "main" };
+	char path[PATH_MAX];
+	struct unwind_table *t = build_ok(build(FX_O0, path, sizeof(path)));
+
+	cr_assert_lt(t->fp_first, t->fp_end, "-O0 -fno-omit-frame-pointer: no frame-pointer code");
+	for (size_t i = 0; i < ELEMENTSOF(callers); i++) {
+		uint64_t f = symbol_vaddr(path, callers[i]);
+
+		/* a return address is after the prologue: 8 bytes in */
+		cr_expect(in_fp_range(t, f + 8), "-O0: %s (%#" PRIx64 ") is not in [%#" PRIx64
+			  ", %#" PRIx64 ")", callers[i], f, t->base_vaddr + t->fp_first,
+			  t->base_vaddr + t->fp_end);
+	}
+	unwind_table_free(t);
+
+	t = build_ok(build(FX_O2, path, sizeof(path)));
+	cr_expect(!in_fp_range(t, symbol_vaddr(path, "fx_saves") + 16),
+		  "-O2: fx_saves is frame-pointer code");
+	cr_expect(!in_fp_range(t, symbol_vaddr(path, "fx_bigframe") + 16),
+		  "-O2: fx_bigframe is frame-pointer code");
+	unwind_table_free(t);
+}
+
+/* The rules one at a time, on rows made up for it. */
+Test(unwind_table, frame_pointer_range_takes_the_longest_safe_run)
+{
+#define ROW(pc_, type, off, rbp) { .pc = (pc_), .cfa_type = (type), .cfa_offset = (off), .rbp_offset8 = (rbp) }
+	const struct perfd_unwind_row rows[] = {
+		ROW(0x000, PERFD_CFA_RSP, 8, 0),    /* f: entry */
+		ROW(0x001, PERFD_CFA_RSP, 16, -2),  /* push %rbp */
+		ROW(0x004, PERFD_CFA_RBP, 16, -2),  /* body */
+		ROW(0x040, PERFD_CFA_RSP, 8, -2),   /* ret */
+		ROW(0x041, PERFD_CFA_NO_CFI, 0, 0), /* padding */
+		ROW(0x050, PERFD_CFA_RSP, 16, 0),   /* g: push %rbx: ends the run */
+		ROW(0x060, PERFD_CFA_RSP, 8, 0),    /* h: a leaf, or one that calls
+						     * misaligned: ends the run */
+		ROW(0x070, PERFD_CFA_RSP, 16, -2),  /* i: push %rbp, kept: ends the run */
+		ROW(0x078, PERFD_CFA_RSP, 8, 0),
+		ROW(0x079, PERFD_CFA_RSP, 16, -2),  /* push %rbp before a standard frame */
+		ROW(0x07c, PERFD_CFA_RBP, 16, -2),  /* j */
+		ROW(0x100, PERFD_CFA_NO_CFI, 0, 0), /* 16 bytes without CFI: ends the run */
+		ROW(0x110, PERFD_CFA_RBP, 16, -2),  /* k */
+		ROW(0x200, PERFD_CFA_NO_CFI, 0, 0), /* after the last FDE */
+	};
+#undef ROW
+	uint32_t first, end;
+
+	unwind_table_fp_range(rows, ELEMENTSOF(rows), &first, &end);
+	cr_expect_eq(first, 0x110);
+	cr_expect_eq(end, 0x200);
+	/* without k: j's run, closed by the last row, beats f's (0x50 bytes) */
+	unwind_table_fp_range(rows, 12, &first, &end);
+	cr_expect_eq(first, 0x78);
+	cr_expect_eq(end, 0x100);
+	unwind_table_fp_range(rows, 5, &first, &end);
+	cr_expect_eq(first, 0);
+	cr_expect_eq(end, 0x41);
+	unwind_table_fp_range(rows, 1, &first, &end);
+	cr_expect_eq(end - first, 0);
+	unwind_table_fp_range(rows, 0, &first, &end);
+	cr_expect_eq(end - first, 0);
+}
+
 Test(unwind_table, shared_library_plt_matches_readelf)
 {
 	char path[PATH_MAX];
