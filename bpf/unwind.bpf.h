@@ -68,7 +68,6 @@ struct user_unwind {
 	__u32 maps_first, maps_count;
 	__u32 result;
 	__u32 fp_frames; /* callers found by perfd_fp_run() */
-	bool by_row;     /* the frame at pc is recorded: walk it by its row */
 	bool unmapped; /* met a pc in no described mapping */
 	bool pending;  /* walked code whose table is being built */
 };
@@ -219,69 +218,73 @@ static __always_inline long frame_pointer_step(struct user_unwind *u)
  * binary's table which of its code has every return address in a
  * standard frame ([fp_first, fp_end) of struct perfd_unwind_mapping), so
  * there a caller is found by frame pointer exactly as its row would find
- * it, without the two binary searches and the bpf_loop() callback a frame
- * costs otherwise (~55 ns on a host with Safe RET and retpolines, where
- * this costs a few).  Up to FP_RUN_FRAMES callers are taken per step, read
- * from the stack window only: a frame whose words are not in it goes back
- * to the row walk, which moves the window.  A frame a signal interrupted,
- * or the first one, is walked by its row (it may be in a prologue).
+ * it (the same two words read, the same failures), without the two binary
+ * searches and the bpf_loop() callback a frame costs otherwise (~55 ns on
+ * a host with Safe RET and retpolines).  One step takes callers this way
+ * until one is outside that code, which the next step records and walks
+ * by its row.  A frame a signal interrupted, or the first one, is walked
+ * by its row (it may be in a prologue).
  */
-#define FP_RUN_FRAMES 16
+#define FP_RUN_FRAMES PERFD_MAX_STACK_DEPTH
 
-enum fp_run_result {
-	FP_RUN_MOVED,   /* at a caller outside the code: not recorded yet */
-	FP_RUN_STOP,    /* the walk is over (u->result says how) */
-	FP_RUN_BY_ROW,  /* the frame at u->pc, recorded, needs its row: the
-			 * next step walks it so (u->by_row) */
-};
-
+/* Whether lookup is in m's frame-pointer code.  Compared through
+ * differences, so that the verifier learns nothing about lookup itself:
+ * bounds learnt on it would split the row walk that follows into one
+ * state per way the test can fail, each checked on its own (it doubled
+ * the verifier's work, and the daemon's start). */
 static __always_inline bool fp_code(const struct perfd_unwind_mapping *m, __u64 lookup)
 {
-	__u64 rel = lookup - m->pc_adjust;
+	__u64 in_mapping = lookup - m->start, in_code = lookup - m->pc_adjust - m->fp_first;
 
-	return lookup >= m->start && lookup < m->end && rel >= m->fp_first && rel < m->fp_end;
+	return in_mapping < m->end - m->start && in_code < (__u64)(m->fp_end - m->fp_first);
 }
 
-/* From the recorded frame at u->pc, in m's frame-pointer code (a return
- * address), on to its callers.  A global function: the verifier checks it
- * once, not once for every state the row search leaves the step in. */
+/* From the recorded frame at u->pc (a return address in m's frame-pointer
+ * code), on to its callers.  Returns 1 to stop the walk, 0
+ * to go on with the caller at u->pc, outside that code, not recorded yet.
+ * A global function: the verifier checks it once, not once for every
+ * state the row search leaves the step in. */
 __noinline long perfd_fp_run(struct user_unwind *u, const struct perfd_unwind_mapping *m)
 {
-	__u32 zero = 0;
-	struct stack_window *w = bpf_map_lookup_elem(&stack_windows, &zero);
 	__u64 *ips = unwind_out();
 
-	if (!u || !m || !w || !ips || !u->bp_known)
-		return FP_RUN_BY_ROW;
+	if (!u || !m || !ips)
+		return 1;
+	/* as the row (CFA = rbp + 16) would end it */
+	if (!u->bp_known) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
 	for (int i = 0; i < FP_RUN_FRAMES; i++) {
-		__u64 off = u->bp - w->base, ra;
+		__u64 bp = u->bp, next_bp = 0, ra = 0;
 		__u32 slot;
 
-		if ((u->bp & 7) || off >= w->size || w->size - off < 16)
-			return FP_RUN_BY_ROW;
-		ra = w->words[((off >> 3) + 1) & (STACK_WINDOW_WORDS - 1)];
-		u->sp = u->bp + 16;
-		u->bp = w->words[(off >> 3) & (STACK_WINDOW_WORDS - 1)];
+		if (stack_read(bp, bp, &next_bp) || stack_read(bp + 8, bp, &ra)) {
+			u->result = UNWIND_TRUNCATED;
+			return 1;
+		}
+		u->sp = bp + 16;
+		u->bp = next_bp;
 		u->pc = ra;
 		if (ra == 0) {
 			u->result = UNWIND_COMPLETE;
-			return FP_RUN_STOP;
+			return 1;
 		}
 		if (!fp_code(m, ra - 1))
-			return FP_RUN_MOVED;
+			return 0;
 		/* as many frames as bpf_loop() would have taken */
 		if (u->written >= PERFD_MAX_STACK_DEPTH)
-			return FP_RUN_STOP;
+			return 1;
 		slot = u->offset + u->written;
 		if (slot >= 2 * PERFD_MAX_STACK_DEPTH) {
 			u->result = UNWIND_TRUNCATED;
-			return FP_RUN_STOP;
+			return 1;
 		}
 		ips[slot] = ra;
 		u->written++;
 		u->fp_frames++;
 	}
-	return FP_RUN_BY_ROW;
+	return 1;
 }
 
 /* rt_sigframe as the kernel builds it: after the handler's return popped
@@ -311,8 +314,7 @@ static __always_inline long signal_step(struct user_unwind *u)
 	return 0;
 }
 
-/* One frame: records pc (unless perfd_fp_run() did), then moves to the caller.
- * Returns 1 to stop. */
+/* One frame: records pc, then moves to the caller.  Returns 1 to stop. */
 static long unwind_step(__u32 i, struct user_unwind *u)
 {
 	const struct perfd_unwind_mapping *m;
@@ -320,36 +322,24 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	__u64 *ips = unwind_out();
 	__u64 lookup, cfa, ra = 0;
 	__u32 slot = u->offset + u->written;
-	bool by_row = u->by_row;
 
-	if (by_row) {
-		u->by_row = false;
-	} else {
-		/* perfd_fp_run() took several: the limit, as bpf_loop()'s count
-		 * would be */
-		if (u->written >= PERFD_MAX_STACK_DEPTH)
-			return 1;
-		if (!ips || slot >= 2 * PERFD_MAX_STACK_DEPTH) {
-			u->result = UNWIND_TRUNCATED;
-			return 1;
-		}
-		ips[slot] = u->pc;
-		u->written++;
+	/* perfd_fp_run() took several: the limit, as bpf_loop()'s count
+	 * would be */
+	if (u->written >= PERFD_MAX_STACK_DEPTH)
+		return 1;
+	if (!ips || slot >= 2 * PERFD_MAX_STACK_DEPTH) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
 	}
+	ips[slot] = u->pc;
+	u->written++;
 
 	/* A return address points after the call, maybe past the end of the
 	 * caller's function: look up the call instruction instead. */
 	lookup = u->pc_exact ? u->pc : u->pc - 1;
 	m = find_mapping(u, lookup);
-	/* Each way out of perfd_fp_run() ends this step: continuing here from
-	 * any of them would have the verifier check the rest once for each. */
-	if (m && !by_row && !u->pc_exact && fp_code(m, lookup)) {
-		long r = perfd_fp_run(u, m);
-
-		if (r == FP_RUN_BY_ROW)
-			u->by_row = true;
-		return r == FP_RUN_STOP;
-	}
+	if (m && !u->pc_exact && fp_code(m, lookup))
+		return perfd_fp_run(u, m) ? 1 : 0; /* a global function's value is any scalar to the verifier */
 	if (!m)
 		u->unmapped = true;
 	else if (m->rows_count == 0 && m->rows_first == PERFD_UNWIND_ROWS_PENDING)
