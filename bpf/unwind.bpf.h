@@ -213,6 +213,25 @@ static __always_inline long frame_pointer_step(struct user_unwind *u)
 	return 0;
 }
 
+/* Stores pc as the next user frame.  Returns 0, or 1 when the walk must
+ * stop: at the depth limit (as bpf_loop()'s count would stop it; result
+ * unchanged), or when ips is full (truncated). */
+static __always_inline long record_frame(struct user_unwind *u, __u64 *ips, __u64 pc)
+{
+	__u32 slot;
+
+	if (u->written >= PERFD_MAX_STACK_DEPTH)
+		return 1;
+	slot = u->offset + u->written;
+	if (!ips || slot >= 2 * PERFD_MAX_STACK_DEPTH) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
+	ips[slot] = pc;
+	u->written++;
+	return 0;
+}
+
 /*
  * Frames in code that keeps frame pointers.  The daemon proves from a
  * binary's table which of its code has every return address in a
@@ -225,8 +244,6 @@ static __always_inline long frame_pointer_step(struct user_unwind *u)
  * by its row.  A frame a signal interrupted, or the first one, is walked
  * by its row (it may be in a prologue).
  */
-#define FP_RUN_FRAMES PERFD_MAX_STACK_DEPTH
-
 /* Whether lookup is in m's frame-pointer code.  Compared through
  * differences, so that the verifier learns nothing about lookup itself:
  * bounds learnt on it would split the row walk that follows into one
@@ -248,16 +265,16 @@ __noinline long perfd_fp_run(struct user_unwind *u, const struct perfd_unwind_ma
 {
 	__u64 *ips = unwind_out();
 
-	if (!u || !m || !ips)
+	if (!u || !m)
 		return 1;
 	/* as the row (CFA = rbp + 16) would end it */
 	if (!u->bp_known) {
 		u->result = UNWIND_TRUNCATED;
 		return 1;
 	}
-	for (int i = 0; i < FP_RUN_FRAMES; i++) {
+	/* the depth limit ends it first */
+	for (int i = 0; i < PERFD_MAX_STACK_DEPTH; i++) {
 		__u64 bp = u->bp, next_bp = 0, ra = 0;
-		__u32 slot;
 
 		if (stack_read(bp, bp, &next_bp) || stack_read(bp + 8, bp, &ra)) {
 			u->result = UNWIND_TRUNCATED;
@@ -272,16 +289,8 @@ __noinline long perfd_fp_run(struct user_unwind *u, const struct perfd_unwind_ma
 		}
 		if (!fp_code(m, ra - 1))
 			return 0;
-		/* as many frames as bpf_loop() would have taken */
-		if (u->written >= PERFD_MAX_STACK_DEPTH)
+		if (record_frame(u, ips, ra))
 			return 1;
-		slot = u->offset + u->written;
-		if (slot >= 2 * PERFD_MAX_STACK_DEPTH) {
-			u->result = UNWIND_TRUNCATED;
-			return 1;
-		}
-		ips[slot] = ra;
-		u->written++;
 		u->fp_frames++;
 	}
 	return 1;
@@ -321,18 +330,10 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	const struct perfd_unwind_row *row;
 	__u64 *ips = unwind_out();
 	__u64 lookup, cfa, ra = 0;
-	__u32 slot = u->offset + u->written;
 
-	/* perfd_fp_run() took several: the limit, as bpf_loop()'s count
-	 * would be */
-	if (u->written >= PERFD_MAX_STACK_DEPTH)
+	/* perfd_fp_run() may have taken several: the limit is on frames */
+	if (record_frame(u, ips, u->pc))
 		return 1;
-	if (!ips || slot >= 2 * PERFD_MAX_STACK_DEPTH) {
-		u->result = UNWIND_TRUNCATED;
-		return 1;
-	}
-	ips[slot] = u->pc;
-	u->written++;
 
 	/* A return address points after the call, maybe past the end of the
 	 * caller's function: look up the call instruction instead. */
