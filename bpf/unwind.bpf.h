@@ -197,13 +197,21 @@ find_row(const struct perfd_unwind_mapping *m, __u32 pc)
 	return best;
 }
 
-static __always_inline long frame_pointer_step(struct user_unwind *u)
+/* A zero rbp ends a frame-pointer chain (_start clears it) in code that
+ * walks by frame pointer for want of anything better: code without CFI
+ * and mappings without a table (JIT, binaries without CFI).  Where frame
+ * pointers are only a guess -- pc in no described mapping, or in a binary
+ * whose table is being built, which may well use rbp as a scratch
+ * register and hold 0 in it -- it says nothing, and the walk is cut there
+ * (flagged, and so rooted at a marker) rather than passed off as whole. */
+static __always_inline long frame_pointer_step(struct user_unwind *u, bool guess)
 {
 	__u64 next_bp = 0, ra = 0;
 
 	if (!u->bp_known || u->bp == 0 || stack_read(u->bp, u->bp, &next_bp) ||
 	    stack_read(u->bp + 8, u->bp, &ra)) {
-		u->result = u->bp == 0 && u->bp_known ? UNWIND_COMPLETE : UNWIND_TRUNCATED;
+		u->result = u->bp == 0 && u->bp_known && !guess ? UNWIND_COMPLETE :
+								  UNWIND_TRUNCATED;
 		return 1;
 	}
 	u->sp = u->bp + 16;
@@ -346,7 +354,7 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	else if (m->rows_count == 0 && m->rows_first == PERFD_UNWIND_ROWS_PENDING)
 		u->pending = true;
 	if (!m || m->rows_count == 0)
-		return frame_pointer_step(u);
+		return frame_pointer_step(u, !m || m->rows_first == PERFD_UNWIND_ROWS_PENDING);
 	row = find_row(m, (__u32)(lookup - m->pc_adjust));
 	if (!row) {
 		u->result = UNWIND_TRUNCATED;
@@ -373,7 +381,7 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 		u->result = UNWIND_COMPLETE;
 		return 1;
 	case PERFD_CFA_NO_CFI:
-		return frame_pointer_step(u);
+		return frame_pointer_step(u, false);
 	default:
 		u->result = UNWIND_TRUNCATED;
 		return 1;

@@ -715,7 +715,25 @@ def split_under_perf(daemon, workloads, minor, option):
         jit_file(option, w.pid).unlink(missing_ok=True)
     n = total(stacks)
     assert n >= 1000, f"only {n} samples from ~{PERF_CPU_SECONDS} CPU-s\n{show(stacks, limit=3)}"
+    assert_rooted(stacks)
     return stacks, written
+
+
+def assert_rooted(stacks):
+    """Asserts that every sample's user stack reaches _start or says where
+    it was cut (rooted at a marker): a walk that stopped early is never
+    passed off as whole.  Under ASan, libpython's table is built for the
+    first second of split.py; frame pointers, all there is meanwhile, met
+    a zero rbp in it and were taken to end the stack: 60 of ~1,800 samples
+    read "python3;list_contains" and the like."""
+    def unrooted(s):
+        frames = user_frames(s)
+        return bool(frames) and not is_kernel(frames[0]) and \
+            frames[0] not in (perfdtest.UNWIND_PENDING, TRUNCATED, "[context switch]") and \
+            function(frames[0]) != "_start"
+    bare = {s: c for s, c in stacks.items() if unrooted(s)}
+    assert not bare, f"{total(bare)} samples neither reach _start nor say they were cut\n" \
+        f"{show(bare, limit=5)}"
 
 
 def assert_nearly_all(stacks, shape_ok, what):
@@ -727,7 +745,7 @@ def assert_nearly_all(stacks, shape_ok, what):
     good = count(stacks, shape_ok)
     assert good >= 0.95 * tabled, \
         f"only {good} of {tabled} samples ({good / tabled:.1%}) {what}\n" \
-        f"{show({s: c for s, c in stacks.items() if not shape_ok(s)}, limit=5)}"
+        f"{show({s: c for s, c in stacks.items() if not shape_ok(s) and perfdtest.UNWIND_PENDING not in s[1:3]}, limit=10)}"
     return tabled
 
 
