@@ -9,9 +9,9 @@ charges it to the task that was running when it fell due, rooted at
 On perfd_fast (999 Hz): pingpong (two processes bouncing a byte over two
 pipes, ~140,000 switches a second here) and split (a CPU-bound 3:1 loop
 sharing the CPUs with them, preempted at their wake-ups).  For SECONDS,
-`perf record -e cpu-clock -p PING,PONG` (perf's per-task timer, which runs
-only while its task is switched in) and a perfd snapshot of the pair; then,
-perf gone, a snapshot of split.  Checked:
+`perf record -e cpu-clock -a` (perf's per-CPU timers: the same clock
+perfd samples with) and a perfd snapshot of the pair; then, perf gone, a
+snapshot of split.  Checked:
 
 - ticks were charged to the task switched out ("[context switch]", and
   the status counter);
@@ -19,7 +19,9 @@ perf gone, a snapshot of split.  Checked:
   the time the host stole meanwhile, which the timers run through);
 - the pair's share of samples in the context-switch path (its own ticks
   due in its own switches: finish_task_switch and the irq-restore below
-  it, and "[context switch]") is no more than perf's plus 2 points;
+  it, and "[context switch]") agrees with perf's share of the pair's
+  samples within 2 points, or three standard errors of the difference
+  where that is more (2.7 points at ~5,800 samples each);
 - split keeps its 3:1 split with the switch path (finish_task_switch) on
   top of its leaves in less than 1% of its samples: the ticks due in the
   pair's switches, if they were charged to the task switched in.  Other
@@ -28,20 +30,20 @@ perf gone, a snapshot of split.  Checked:
   IPI is delivered (1.9% of split's samples in a clean-clone run on a
   loaded machine, 3 of them with finish_task_switch).
 
-What is not checked, and why (figures of 8 runs on this 2-CPU VM,
-docs/PERFORMANCE.md "Context switches"): that the pair's share agrees
-with perf's within 2 points.  perfd read 60-66% and perf 67-74%, before
-the fix as after it (the exchange between ping and pong is symmetric):
-perf's timer misses the time between sched-out and sched-in (it saw
-82-88% of the pair's CPU time, perfd 98-101%) and re-arms a tick due at
-sched-out 10 us after the next sched-in, inside finish_task_switch() here,
-where its own hrtimer reprogramming keeps interrupts off that long.  Nor
-does split tell the builds apart on this host: before the fix (d9081ff)
-its kernel frames on top of its leaves were 2.2% in one run and 0.1-0.6%
-in three others, after it 0.3-0.9%; the first check is what fails there
-(no "[context switch]", no counter).  The test adds ~20 s.
+Why `perf record -a` and not the per-task `perf record -p PING,PONG`
+(docs/PERFORMANCE.md "Context switches"): a per-task event is switched
+out and in with its task, with interrupts off, inside the very switch
+being measured.  It lengthens the pair's switches (the pair's share in
+the switch path read 42% under perf -a and 62-64% under perf -p, by
+perfd, on this 2-CPU VM with kernel 6.18), and its timer stops between
+sched-out and sched-in, so what it sees of that path depends on the
+kernel: 67-74% on the host of the first runs, 35-36% here, while perfd
+read 60-66% and 62-64% on the two.  perf -a read 42.8% and 43.1% against
+perfd's 43.1% and 41.6% here, and sees all of the pair's CPU time, as
+perfd does.  The test adds ~20 s.
 """
 
+import math
 import os
 import subprocess
 import time
@@ -100,7 +102,7 @@ def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads
     time.sleep(0.5)  # both running, their maps read
 
     perf = subprocess.Popen([PERF, "record", "-q", "-e", "cpu-clock", "-F", str(HZ), "-g",
-                             "-p", f"{ping},{pong}", "-o", str(tmp_path / "perf.data"),
+                             "-a", "-o", str(tmp_path / "perf.data"),
                              "--", "sleep", str(SECONDS)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     before = perfd_fast.status()["samples"]
@@ -132,9 +134,12 @@ def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads
     samples = sum(pair_stacks.values())
     switch = count_where(pair_stacks, lambda s: in_switch_path(functions(s)))
     switched_out = count_where(pair_stacks, contains(CONTEXT_SWITCH))
-    theirs = perf_samples(str(tmp_path / "perf.data"))
+    theirs = [t for t in perf_samples(str(tmp_path / "perf.data")) if t[0] in (int(ping), int(pong))]
     perf_switch = sum(1 for _, frames in theirs if in_switch_path(frames))
     share, perf_share = switch / samples, perf_switch / max(len(theirs), 1)
+    both = (switch + perf_switch) / max(samples + len(theirs), 1)
+    tolerance = max(SHARE_TOLERANCE, 3 * math.sqrt(both * (1 - both) *
+                                                   (1 / samples + 1 / max(len(theirs), 1))))
     cpu = sum(ticks1[p] - ticks0[p] for p in (ping, pong)) / os.sysconf("SC_CLK_TCK")
     steal = steal1 - steal0
     # split, preempted at every wake-up of the pair: its split, and kernel
@@ -147,7 +152,7 @@ def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads
     split_samples = sum(split_stacks.values())
     figures = (f"ping-pong: perfd {switch} of {samples} samples in the switch path ({share:.1%}; "
                f"{switched_out} due before a switch), perf {perf_switch} of {len(theirs)} "
-               f"({perf_share:.1%}); CPU {cpu:.2f} s (steal {steal:.2f} s), perfd "
+               f"({perf_share:.1%}; within {tolerance:.1%}); CPU {cpu:.2f} s (steal {steal:.2f} s), perfd "
                f"{samples / HZ:.2f} s\nsplit: {hot}:{cold} ({hot / max(hot + cold, 1):.3f}), "
                f"the switch path on top of its leaves in {kernel_on_leaf} of {split_samples} "
                f"({kernel_on_leaf / max(split_samples, 1):.1%})")
@@ -156,7 +161,8 @@ def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads
     assert {s[0] for s in pair_stacks} == {"ping", "pong"}, show(pair_stacks)
     assert after["context_switch"] > before["context_switch"], (before, after)
     assert switched_out > 0, f"no tick charged to a task switched out\n{show(pair_stacks)}"
-    assert share <= perf_share + SHARE_TOLERANCE, f"{figures}\n{show(pair_stacks)}"
+    assert len(theirs) > 0.5 * samples, f"perf -a saw little of the pair\n{figures}"
+    assert abs(share - perf_share) <= tolerance, f"{figures}\n{show(pair_stacks)}"
     assert abs(samples / HZ - cpu) <= CPU_TOLERANCE * cpu + steal, figures
     assert hot + cold > 0.9 * split_samples, f"{figures}\n{show(split_stacks)}"
     assert abs(hot / (hot + cold) - SPLIT_SHARE) <= SPLIT_TOLERANCE, figures
