@@ -227,13 +227,12 @@ SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.
-# test_memory's Python cases there: the same frame layouts.  Not there: the
+# test_memory's Python cases run those frame layouts only.  Not there: the
 # workloads' checks of themselves (no daemon in them), and the tests of
 # rates and counts (a leak's growth rate, the daemon's wake-ups busy and at
 # rest), whose daemon paths the others run and which instrumentation only
 # slows.
-SANITIZED_MEMORY_TESTS := -k "not (test_memory and (pyenv-3.9 or pyenv-3.10 or pyenv-3.12)) \
-	and not (test_grow_faults_in_what_it_says or test_bad_arguments_are_usage_errors \
+SANITIZED_MEMORY_TESTS := -k "not (test_grow_faults_in_what_it_says or test_bad_arguments_are_usage_errors \
 	or test_leak_grows_at_its_rate or test_flat_stays_flat \
 	or test_blocked_grower_grows_while_blocked or test_a_slow_leak_is_marked_growing \
 	or test_short_commands_do_not_wake_the_daemon or test_a_daemon_at_rest_wakes_about_once_a_second)"
