@@ -16,6 +16,14 @@
  * once (code object, previous frame, instruction position, owner) and the
  * code object's bytes from co_firstlineno to co_filename, for its tag.  The loop runs under bpf_loop() like the
  * native unwinder, with its state in scalars.
+ *
+ * From 3.11 on, the frames of a thread are pushed on its data stack, a few
+ * hundred bytes each, each one's caller just below it: their bytes are read
+ * through the native walk's window (unwind.bpf.h), one copy from the start
+ * of a frame's page up to the end of the frame, and the callers below it
+ * in that page come from the copy.  A helper call is the dear part of a
+ * read where calls pay for speculation mitigations; frame objects (up to
+ * 3.10) are scattered on the heap, and are read one by one.
  */
 #ifndef PERFD_PYTHON_BPF_H
 #define PERFD_PYTHON_BPF_H
@@ -32,7 +40,10 @@ struct {
 #define PYTHON_FRAME_READ_MAX 128
 
 struct python_frame_buf {
-	__u8 bytes[PYTHON_FRAME_READ_MAX + 8];
+	union {
+		__u8 bytes[PYTHON_FRAME_READ_MAX + 8];
+		__u64 words[(PYTHON_FRAME_READ_MAX + 8) / 8];
+	};
 };
 
 struct {
@@ -119,10 +130,45 @@ static __always_inline void python_close_call(struct python_walk *w)
 	w->call_last = -1;
 }
 
+/* Reads the first size (<= PYTHON_FRAME_READ_MAX) bytes of the frame at
+ * addr into b, through the window when through_window.  A frame that is
+ * not 8-byte aligned, or runs past its page, is read on its own.  Returns
+ * 0, or the failed read's error. */
+static __always_inline long python_frame_read(struct python_frame_buf *b, __u64 addr, __u32 size,
+					      bool through_window)
+{
+	__u32 zero = 0;
+	struct stack_window *w = through_window ? bpf_map_lookup_elem(&stack_windows, &zero) : NULL;
+	__u64 off, base, end = addr + size;
+
+	if (!w || (addr & 7) || (addr & ~(__u64)(STACK_WINDOW_BYTES - 1)) !=
+				((end - 1) & ~(__u64)(STACK_WINDOW_BYTES - 1)))
+		return bpf_probe_read_user(b->bytes, size, (const void *)addr);
+	off = addr - w->base;
+	if (off >= w->size || end - w->base > w->size) {
+		/* from the start of the page to the end of the frame: the
+		 * callers are below it */
+		base = addr & ~(__u64)(STACK_WINDOW_BYTES - 1);
+		off = end - base;
+		off = ((off - 1) & (STACK_WINDOW_BYTES - 1)) + 1; /* 1..4096 as the verifier sees it */
+		if (bpf_probe_read_user(w->words, off, (const void *)base)) {
+			w->size = 0;
+			return -14; /* -EFAULT */
+		}
+		w->base = base;
+		w->size = off;
+		off = addr - base;
+	}
+	off >>= 3;
+	for (int i = 0; i < PYTHON_FRAME_READ_MAX / 8; i++)
+		b->words[i] = w->words[(off + i) & (STACK_WINDOW_WORDS - 1)];
+	return 0;
+}
+
 static long python_step(__u32 i, void *ctx)
 {
 	struct python_walk *w = ctx;
-	const struct python_frame_buf *b;
+	struct python_frame_buf *b;
 	__u32 zero = 0, size = w->read_size;
 	bool last_of_call, shown = true;
 	__u32 tag_size = w->code_tag_size;
@@ -135,7 +181,8 @@ static long python_step(__u32 i, void *ctx)
 	b = bpf_map_lookup_elem(&python_scratch, &zero);
 	if (!b || size == 0 || size > PYTHON_FRAME_READ_MAX)
 		return 1;
-	if (bpf_probe_read_user((void *)b->bytes, size, (const void *)w->frame)) {
+	if (python_frame_read(b, w->frame, size,
+			      w->walk != PERFD_PYWALK_FRAME_OBJECTS)) {
 		w->truncated = true;
 		return 1;
 	}
@@ -215,6 +262,10 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 	__u64 tstate, frame = 0;
 
 	if (!py)
+		return 0;
+	/* it may hold another process's bytes when the native walk did not
+	 * run (python_frame_read) */
+	if (!stack_window_reset())
 		return 0;
 	*flags |= PERFD_SAMPLE_F_PYTHON;
 	if (counted)
