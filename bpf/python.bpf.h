@@ -149,14 +149,8 @@ static __always_inline long python_frame_read(struct python_frame_buf *b, __u64 
 		/* from the start of the page to the end of the frame: the
 		 * callers are below it */
 		base = addr & ~(__u64)(STACK_WINDOW_BYTES - 1);
-		off = end - base;
-		off = ((off - 1) & (STACK_WINDOW_BYTES - 1)) + 1; /* 1..4096 as the verifier sees it */
-		if (bpf_probe_read_user(w->words, off, (const void *)base)) {
-			w->size = 0;
+		if (stack_window_load(w, base, end - base))
 			return -14; /* -EFAULT */
-		}
-		w->base = base;
-		w->size = off;
 		off = addr - base;
 	}
 	off >>= 3;
