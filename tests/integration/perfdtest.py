@@ -479,22 +479,51 @@ def count_where(stacks, predicate):
 UNWIND_PENDING = "[unwind table pending]"
 
 
+def is_pending(stack):
+    """The stack was cut short while a table was being built: its root
+    (after comm, and after a [thread ...] frame) is UNWIND_PENDING."""
+    return UNWIND_PENDING in stack[1:3]
+
+
 def unwind_pending(stacks):
-    """Samples flagged as cut short while a table was being built: their
-    root (after comm, and after a [thread ...] frame) is UNWIND_PENDING.
-    Asserts they are few: a process's tables come within its first moments.
-    A plain daemon had none on split.py under 3.13 -X perf/perf_jit, fresh
-    or not; under ASan, libpython's table takes ~100 ms, and a daemon
-    started for the test has every other process's tables queued ahead of
-    it: 130-213 of ~1,950 samples (7-11%) of a 2 s run at 999 Hz on a quiet
-    machine, none once that backlog is built.  So at most a tenth of a
-    run of seconds may wait for tables (a busy CI machine is slower), a
-    quarter under ASan."""
-    pending = count_where(stacks, lambda s: UNWIND_PENDING in s[1:3])
+    """Samples flagged as cut short while a table was being built.  Asserts
+    they are few: a process's tables come within its first moments.  Under
+    ASan, in a daemon that shares two CPUs with the workload, libpython
+    3.13's table (77k rows) took 340-400 ms to build here against 45 ms in
+    a plain build on an idle CPU, and CI's machine was 1.8 times slower
+    than this one: split.py under a daemon started for the test had 352 of
+    1,983 samples (18%) waiting here, 622 of 1,962 (32%) on CI.  So a test
+    whose run is not much longer than that waits for the tables first
+    (await_tables); where the share is checked, at most a tenth of a run
+    of seconds may wait for tables, a quarter under ASan (split.py's 4 s
+    under 3.13 had 4.7% here)."""
+    pending = count_where(stacks, is_pending)
     share = 0.25 if sanitized() else 0.10
     assert pending <= share * total(stacks), \
         f"{pending} of {total(stacks)} samples waited for an unwind table\n{show(stacks)}"
     return pending
+
+
+def await_tables(daemon, pid, timeout=60, probe_seconds=0.25):
+    """Waits until perfd unwinds pid with its tables: snapshots of
+    probe_seconds until one holds samples and none of them waited for a
+    table.  A condition, not a delay: how long the tables take depends on
+    the machine (unwind_pending), and a test of what perfd makes of a
+    whole stack measures from there.  Returns the stacks seen meanwhile;
+    fails with them when the tables are not ready within timeout."""
+    seen = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid),
+                                      "--duration", str(probe_seconds))
+        assert rc == 0, f"perfctl snapshot --pid {pid} exited {rc}\nstderr: {err}"
+        stacks = parse_folded(out)
+        for s, c in stacks.items():
+            seen[s] = seen.get(s, 0) + c
+        if total(stacks) >= 10 and not count_where(stacks, is_pending):
+            return seen
+    raise AssertionError(f"pid {pid}'s samples still waited for unwind tables after "
+                         f"{timeout} s\n{show(seen)}")
 
 
 def contains(name):

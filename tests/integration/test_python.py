@@ -688,7 +688,7 @@ def test_forked_and_spawned_children_show_python_frames(interp, perfd_fast, work
 
 PERF_MODES = [pytest.param(m, o, id=f"pyenv-3.{m}-{o}") for m, o in
               ((12, "perf"), (13, "perf"), (13, "perf_jit"))]
-PERF_CPU_SECONDS = 2  # ~1900 samples at 999 Hz
+PERF_SECONDS = 2  # measured, once the tables are ready: ~2,000 samples at 999 Hz
 
 
 def jit_file(option, pid):
@@ -699,23 +699,36 @@ def jit_file(option, pid):
 
 
 def split_under_perf(daemon, workloads, minor, option):
-    """split.py for PERF_CPU_SECONDS under CPython 3.MINOR -X OPTION,
-    snapshotted by daemon from its "ready" line to its exit: (stacks, the
-    bytes of the perf map or jitdump it wrote), the file removed."""
+    """split.py under CPython 3.MINOR -X OPTION, run until killed: (stacks,
+    the bytes of the perf map or jitdump it wrote), the file removed.  The
+    stacks are PERF_SECONDS of snapshot from the moment perfd unwinds it
+    with its tables (await_tables): what perfd makes of a whole stack, on
+    any machine.  Every sample from its "ready" line on, the ones taken
+    while the tables were built included, is snapshotted too and must be
+    rooted (assert_rooted)."""
     path = perfdtest.pyenv_python(minor)
     if path is None:
         pytest.skip(f"CPython 3.{minor} is not installed")
-    w = workloads("split.py", command=[path, "-X", option, SPLIT, str(PERF_CPU_SECONDS)])
+    w = workloads("split.py", command=[path, "-X", option, SPLIT])
+    whole = None
     try:
         ready_version(w)
-        stacks, _, _ = BackgroundSnapshot(daemon, w.pid).result(process_comm(w.pid))
-        w.finish()
+        comm = process_comm(w.pid)
+        whole = BackgroundSnapshot(daemon, w.pid)
+        perfdtest.await_tables(daemon, w.pid)
+        stacks, _, _ = BackgroundSnapshot(daemon, w.pid, duration=PERF_SECONDS).result(comm)
+        # (written as each function gets its trampoline, all of them by now)
         written = jit_file(option, w.pid).read_bytes()
+        w.kill()
+        everything, _, _ = whole.result(comm)
     finally:
+        if whole:
+            whole.kill()
+        w.kill()
         jit_file(option, w.pid).unlink(missing_ok=True)
     n = total(stacks)
-    assert n >= 1000, f"only {n} samples from ~{PERF_CPU_SECONDS} CPU-s\n{show(stacks, limit=3)}"
-    assert_rooted(stacks)
+    assert n >= 1000, f"only {n} samples in {PERF_SECONDS} s\n{show(stacks, limit=3)}"
+    assert_rooted(everything)
     return stacks, written
 
 
