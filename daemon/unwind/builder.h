@@ -35,8 +35,9 @@
  * hundred binaries of every process sampled when perfd starts) is mostly
  * of processes that have moved on; a binary a newer process needs too is
  * bumped to the front (builder_bump).  One lane skips big jobs (a build
- * weighs its file's size, an upload its rows' bytes: 16 MiB or more), so
- * that a small binary's table never waits behind a huge one's.  A new
+ * weighs its call-frame information, an upload its rows' bytes: those
+ * that take ~100 ms or more), so that a small binary's table never waits
+ * behind a huge one's.  A new
  * process's own binaries are thus walked with frame pointers for
  * milliseconds, not for as long as the backlog or libLLVM's table takes.
  */
@@ -65,7 +66,7 @@ struct build_job {
 	int fd;       /* owned by the job; closed once built */
 	enum build_stage stage;
 	uint32_t rows_first; /* for UPLOAD */
-	uint64_t weight;     /* big or small: file bytes, or row bytes */
+	uint64_t weight;     /* big or small: CFI bytes, or row bytes */
 	/* written by the builder */
 	int r; /* 0, or the stage's -errno */
 	struct unwind_table *table;

@@ -3,9 +3,9 @@
  * test-builder.c - the unwind-table builder thread (daemon/unwind/builder.c)
  * on real binaries: a build comes back with its table and segments and its
  * descriptor closed; a small binary's table is not held up behind a huge
- * one's (the two lanes, lightest job first); an unreadable file comes back
- * with its error; and a builder freed with jobs queued and in progress
- * stops and frees them all.
+ * one's (the two lanes), nor is a big file's with little call-frame
+ * information; an unreadable file comes back with its error; and a
+ * builder freed with jobs queued and in progress stops and frees them all.
  *
  * The huge binary is libLLVM (a dependency of the clang that builds the BPF
  * programs, so it is on every machine that builds perfd): its 7.5 MiB of
@@ -97,10 +97,10 @@ Test(builder, a_file_that_is_no_elf_comes_back_with_its_error)
 	builder_free(b);
 }
 
-/* libLLVM twice (as many huge jobs as there are threads), then this small
- * program: the small one is built while the huge ones still are, because
- * one lane never takes a huge job. */
-Test(builder, a_small_binary_does_not_wait_behind_huge_ones)
+/* libLLVM twice (as many huge jobs as there are threads), then the small
+ * binary open on small_fd: the small one is built while the huge ones
+ * still are, because one lane never takes a huge job. */
+static void assert_not_behind_huge_ones(int small_fd)
 {
 	struct builder *b = NULL;
 	struct build_job *first, *rest;
@@ -111,7 +111,7 @@ Test(builder, a_small_binary_does_not_wait_behind_huge_ones)
 	cr_assert_eq(builder_submit(b, 1, open_file(huge)), 0);
 	cr_assert_eq(builder_submit(b, 1, open_file(huge)), 0);
 	usleep(50 * 1000); /* let the lanes take what they take: the worst order */
-	cr_assert_eq(builder_submit(b, 2, open_file("/proc/self/exe")), 0);
+	cr_assert_eq(builder_submit(b, 2, small_fd), 0);
 	first = wait_done(b);
 	cr_assert_eq(first->key, 2, "the small binary came back after a huge one");
 	cr_assert_null(first->next, "it came back with a huge one: it waited");
@@ -132,6 +132,32 @@ Test(builder, a_small_binary_does_not_wait_behind_huge_ones)
 	build_job_free(first);
 	builder_free(b);
 	free(huge);
+}
+
+Test(builder, a_small_binary_does_not_wait_behind_huge_ones)
+{
+	assert_not_behind_huge_ones(open_file("/proc/self/exe"));
+}
+
+/* A binary is as heavy as its call-frame information, not its file: this
+ * program followed by 32 MiB (as debug information would be; libpython
+ * 3.13 with its own is 30 MiB around 351 KiB of .eh_frame) is still
+ * small.  Weighed by its size, it waited for libLLVM. */
+Test(builder, a_big_file_with_little_cfi_does_not_wait_behind_huge_ones)
+{
+	char path[] = "/tmp/perfd-builder.XXXXXX";
+	int in = open_file("/proc/self/exe"), out = mkstemp(path);
+	char buf[65536];
+	ssize_t n;
+
+	cr_assert_geq(out, 0);
+	unlink(path);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	cr_assert_eq(n, 0);
+	close(in);
+	cr_assert_eq(ftruncate(out, lseek(out, 0, SEEK_END) + (32 << 20)), 0);
+	assert_not_behind_huge_ones(out);
 }
 
 /* Freed while a lane builds libLLVM and more wait: it stops after that
