@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -17,9 +16,12 @@
 #define UPLOAD_CHUNK 8192
 
 /* The two lanes (see builder.h): a job that takes ~100 ms or more is big.
- * A build reads 3-9 MiB of call-frame information a second here (libLLVM's
- * 4.9 MiB of .eh_frame in 1.5 s, libpython 3.13's 351 KiB in 45 ms); an
- * upload writes ~30 MiB of rows a second (libLLVM's 12 MiB in 0.4 s). */
+ * A build's time goes with its call-frame information (unwind_table_cfi_bytes,
+ * not the file's size: libpython 3.13 with its debug information is a
+ * 30 MiB file around 351 KiB of .eh_frame), at 3-8 MiB a second here:
+ * libLLVM's 4.8 MiB of .eh_frame in 1.5 s, libpython's in 45 ms, so 1 MiB
+ * takes 130-300 ms.  An upload writes ~30 MiB of rows a second (libLLVM's
+ * 12 MiB in 0.4 s): from 4 MiB, ~130 ms. */
 #define BIG_BUILD_BYTES (1u << 20)
 #define BIG_UPLOAD_BYTES (4u << 20)
 
@@ -274,24 +276,6 @@ void builder_bump(struct builder *b, uint64_t key)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* A build's weight: the bytes of call-frame information it reads, what
- * its time goes with (unwind_table.c reads .debug_frame only where no
- * .eh_frame is).  Not the file's size: libpython 3.13 with its debug
- * information is 30 MiB around 351 KiB of .eh_frame, and weighed by its
- * size it waited for the lane that takes libLLVM.  A file without section
- * headers weighs its size. */
-static uint64_t build_weight(int fd)
-{
-	_cleanup_(elf_endp) Elf *elf = NULL;
-	struct stat st;
-	GElf_Shdr sh;
-
-	if (elf_open_fd(fd, ELF_C_READ_MMAP, &elf) == 0 &&
-	    (elf_find_section(elf, ".eh_frame", &sh) || elf_find_section(elf, ".debug_frame", &sh)))
-		return sh.sh_size;
-	return fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
-}
-
 int builder_submit(struct builder *b, uint64_t key, int fd)
 {
 	struct build_job *j = calloc(1, sizeof(*j));
@@ -304,7 +288,7 @@ int builder_submit(struct builder *b, uint64_t key, int fd)
 	j->fd = fd;
 	j->stage = BUILD_STAGE_BUILD;
 	j->submitted_ns = now_monotonic_ns();
-	j->weight = build_weight(fd);
+	j->weight = unwind_table_cfi_bytes(fd);
 	queue(b, j);
 	return 0;
 }

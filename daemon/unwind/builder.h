@@ -35,10 +35,10 @@
  * hundred binaries of every process sampled when perfd starts) is mostly
  * of processes that have moved on; a binary a newer process needs too is
  * bumped to the front (builder_bump).  One lane skips big jobs (a build
- * weighs its call-frame information, an upload its rows' bytes: those
- * that take ~100 ms or more), so that a small binary's table never waits
- * behind a huge one's.  A new
- * process's own binaries are thus walked with frame pointers for
+ * weighs its call-frame information, which builder_submit reads off the
+ * section headers; an upload its rows' bytes: those that take ~100 ms or
+ * more), so that a small binary's table never waits behind a huge one's.
+ * A new process's own binaries are thus walked with frame pointers for
  * milliseconds, not for as long as the backlog or libLLVM's table takes.
  */
 #ifndef PERFD_BUILDER_H

@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/elfopen.h"
@@ -887,10 +888,39 @@ int unwind_table_build(int fd, struct unwind_table **ret)
 	return build_from_elf(elf, ret);
 }
 
-/* The image is copied: elf_memory() may convert data in place, and the
- * vDSO is mapped read-only.  When the section header table lies beyond
- * size (the vDSO sized by its program headers), the copy claims to have
- * none, and .eh_frame is found through PT_GNU_EH_FRAME. */
+/* A section's bytes as its contents are read: a compressed one's once
+ * decompressed. */
+static uint64_t section_bytes(Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	GElf_Chdr ch;
+
+	if (!(sh->sh_flags & SHF_COMPRESSED))
+		return sh->sh_size;
+	return gelf_getchdr(scn, &ch) ? ch.ch_size : sh->sh_size;
+}
+
+uint64_t unwind_table_cfi_bytes(int fd)
+{
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	uint64_t bytes = 0;
+	size_t n_sections;
+	struct stat st;
+	GElf_Shdr sh;
+	Elf_Scn *scn;
+
+	if (elf_open_fd(fd, ELF_C_READ, &elf) < 0 || elf_getshdrnum(elf, &n_sections) < 0)
+		return 0;
+	if (n_sections == 0) /* .eh_frame through PT_GNU_EH_FRAME, sized as it is walked */
+		return fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+	scn = elf_find_section(elf, ".eh_frame", &sh);
+	if (scn)
+		bytes += section_bytes(scn, &sh);
+	scn = elf_find_section(elf, ".debug_frame", &sh);
+	if (scn)
+		bytes += section_bytes(scn, &sh);
+	return bytes;
+}
+
 /* Rows hold from their pc up to the next row's; the last row is always the
  * NO_CFI row closing the last FDE, so any address past it gets that.  NULL
  * below the first row, and for an address more than 4 GiB above the base,

@@ -29,6 +29,13 @@ struct unwind_table {
  * when it spans more than 4 GiB of addresses, or another -errno. */
 int unwind_table_build(int fd, struct unwind_table **ret);
 
+/* What unwind_table_build(fd) has to read, which its time goes with: the
+ * bytes of .eh_frame and .debug_frame (decompressed), all of the file
+ * without section headers (its .eh_frame is then found and sized by
+ * walking it), 0 when it is no ELF file or has neither section.  Reads
+ * the section headers with pread. */
+uint64_t unwind_table_cfi_bytes(int fd);
+
 /* The row that applies at vaddr: the last one whose pc is <= vaddr (past
  * the last FDE that is the closing PERFD_CFA_NO_CFI row), or NULL before
  * the first row or more than 4 GiB above the base.  The same binary search

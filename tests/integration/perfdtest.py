@@ -504,25 +504,35 @@ def unwind_pending(stacks):
     return pending
 
 
-def await_tables(daemon, pid, timeout=60, probe_seconds=0.25):
-    """Waits until perfd unwinds pid with its tables: snapshots of
-    probe_seconds until one holds samples and none of them waited for a
-    table.  A condition, not a delay: how long the tables take depends on
-    the machine (unwind_pending), and a test of what perfd makes of a
-    whole stack measures from there.  Returns the stacks seen meanwhile;
-    fails with them when the tables are not ready within timeout."""
+# How long await_tables waits: far longer than any table here takes.
+TABLES_TIMEOUT = 60
+
+
+def await_tables(daemon, workload, timeout=TABLES_TIMEOUT, probe_seconds=0.25):
+    """Waits until perfd unwinds workload with its tables: snapshots of
+    probe_seconds until one holds 10 samples or more and none of them was
+    cut short while a table was built.  (A walk through a pending table
+    that frame pointers happened to complete is not flagged; what the
+    caller measures next is checked for pending samples all the same.)  A
+    condition, not a delay: how long the tables take depends on the
+    machine (unwind_pending), and a test of what perfd makes of a whole
+    stack measures from there.  Returns the stacks seen meanwhile; fails
+    with them when the tables are not ready within timeout, or when the
+    workload exits first."""
     seen = {}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid),
+        assert workload.proc.poll() is None, \
+            f"{workload.name} exited ({workload.proc.returncode}) before its tables were ready"
+        rc, out, err = daemon.perfctl("snapshot", "--pid", str(workload.pid),
                                       "--duration", str(probe_seconds))
-        assert rc == 0, f"perfctl snapshot --pid {pid} exited {rc}\nstderr: {err}"
+        assert rc == 0, f"perfctl snapshot --pid {workload.pid} exited {rc}\nstderr: {err}"
         stacks = parse_folded(out)
         for s, c in stacks.items():
             seen[s] = seen.get(s, 0) + c
         if total(stacks) >= 10 and not count_where(stacks, is_pending):
             return seen
-    raise AssertionError(f"pid {pid}'s samples still waited for unwind tables after "
+    raise AssertionError(f"{workload.name}'s samples still waited for unwind tables after "
                          f"{timeout} s\n{show(seen)}")
 
 

@@ -699,13 +699,13 @@ def jit_file(option, pid):
 
 
 def split_under_perf(daemon, workloads, minor, option):
-    """split.py under CPython 3.MINOR -X OPTION, run until killed: (stacks,
-    the bytes of the perf map or jitdump it wrote), the file removed.  The
-    stacks are PERF_SECONDS of snapshot from the moment perfd unwinds it
-    with its tables (await_tables): what perfd makes of a whole stack, on
-    any machine.  Every sample from its "ready" line on, the ones taken
-    while the tables were built included, is snapshotted too and must be
-    rooted (assert_rooted)."""
+    """split.py under CPython 3.MINOR -X OPTION, run until interrupted:
+    (stacks, the bytes of the perf map or jitdump it wrote), the file
+    removed.  The stacks are PERF_SECONDS of snapshot from the moment perfd
+    unwinds it with its tables (await_tables): what perfd makes of a whole
+    stack, on any machine.  Every sample from its "ready" line on, the ones
+    taken while the tables were built included, is snapshotted too and
+    must be rooted (assert_rooted)."""
     path = perfdtest.pyenv_python(minor)
     if path is None:
         pytest.skip(f"CPython 3.{minor} is not installed")
@@ -714,12 +714,16 @@ def split_under_perf(daemon, workloads, minor, option):
     try:
         ready_version(w)
         comm = process_comm(w.pid)
-        whole = BackgroundSnapshot(daemon, w.pid)
-        perfdtest.await_tables(daemon, w.pid)
+        whole = BackgroundSnapshot(daemon, w.pid,
+                                   duration=perfdtest.TABLES_TIMEOUT + PERF_SECONDS + 60)
+        perfdtest.await_tables(daemon, w)
         stacks, _, _ = BackgroundSnapshot(daemon, w.pid, duration=PERF_SECONDS).result(comm)
-        # (written as each function gets its trampoline, all of them by now)
+        # SIGINT: KeyboardInterrupt, and an exit that flushes the jitdump,
+        # which -X perf_jit writes through stdio (the perf map is flushed
+        # line by line)
+        w.proc.send_signal(signal.SIGINT)
+        w.proc.wait(timeout=60)
         written = jit_file(option, w.pid).read_bytes()
-        w.kill()
         everything, _, _ = whole.result(comm)
     finally:
         if whole:
@@ -758,7 +762,7 @@ def assert_nearly_all(stacks, shape_ok, what):
     tabled = total(stacks) - unwind_pending(stacks)
     good = count(stacks, shape_ok)
     bad = {s: c for s, c in stacks.items()
-           if not shape_ok(s) and perfdtest.UNWIND_PENDING not in s[1:3]}
+           if not shape_ok(s) and not perfdtest.is_pending(s)}
     assert good >= 0.95 * tabled, \
         f"only {good} of {tabled} samples ({good / tabled:.1%}) {what}\n{show(bad, limit=10)}"
     return tabled
@@ -803,7 +807,7 @@ def test_perf_trampolines_keep_stacks_whole(minor, option, perfd_fast, workloads
         f"Python frames\n{show(stacks, limit=5)}"
     # Frame pointers are all there is while a table is built (those samples
     # say so at their root), and they meet garbage here.
-    with_jit = {s: c for s, c in stacks.items() if perfdtest.UNWIND_PENDING not in s[1:3] and
+    with_jit = {s: c for s, c in stacks.items() if not perfdtest.is_pending(s) and
                 any(f.startswith("[jit]") for f in s)}
     assert total(with_jit) <= 0.01 * tabled, \
         f"{total(with_jit)} of {tabled} samples hold a [jit] frame\n{show(with_jit, limit=5)}"

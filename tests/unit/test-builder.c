@@ -8,9 +8,9 @@
  * builder freed with jobs queued and in progress stops and frees them all.
  *
  * The huge binary is libLLVM (a dependency of the clang that builds the BPF
- * programs, so it is on every machine that builds perfd): its 7.5 MiB of
- * call-frame information take hundreds of times longer than this test
- * program's, which is what makes the order deterministic.
+ * programs, so it is on every machine that builds perfd): its 4.8 MiB of
+ * .eh_frame take hundreds of times longer than this test program's, which
+ * is what makes the order deterministic.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -146,7 +146,7 @@ Test(builder, a_small_binary_does_not_wait_behind_huge_ones)
 Test(builder, a_big_file_with_little_cfi_does_not_wait_behind_huge_ones)
 {
 	char path[] = "/tmp/perfd-builder.XXXXXX";
-	int in = open_file("/proc/self/exe"), out = mkstemp(path);
+	int in = open_file("/proc/self/exe"), out = mkostemp(path, O_CLOEXEC);
 	char buf[65536];
 	ssize_t n;
 

@@ -905,6 +905,42 @@ Test(unwind_table, debug_info_file_has_only_debug_frame)
 	unwind_table_free(t);
 }
 
+/* The weight the builder's lanes go by (unwind_table_cfi_bytes): what a
+ * build reads, .eh_frame and .debug_frame, decompressed; not the rest of
+ * the file. */
+static uint64_t cfi_bytes_of(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t bytes;
+
+	cr_assert_geq(fd, 0, "open %s", path);
+	bytes = unwind_table_cfi_bytes(fd);
+	close(fd);
+	return bytes;
+}
+
+Test(unwind_table, cfi_bytes_are_what_a_build_reads)
+{
+	char path[PATH_MAX], zpath[PATH_MAX], text[PATH_MAX];
+	struct unwind_table *t;
+	uint64_t s, e;
+
+	/* both sections read, all of each */
+	t = build_ok(build(FX_DEBUG_FRAME, path, sizeof(path)));
+	cr_assert(section_range(path, ".debug_frame", &s, &e));
+	cr_assert_eq(cfi_bytes_of(path), t->cfi_bytes, "%" PRIu64 " against %zu",
+		     cfi_bytes_of(path), t->cfi_bytes);
+	cr_assert_gt(t->cfi_bytes, e - s, "the .eh_frame was not counted");
+	/* compressed: weighed as it is read */
+	build(FX_DEBUG_FRAME_ZLIB, zpath, sizeof(zpath));
+	cr_assert_eq(cfi_bytes_of(zpath), t->cfi_bytes);
+	unwind_table_free(t);
+
+	write_file("fx-not-elf", "not an ELF file\n", 16);
+	path_in_workdir(text, sizeof(text), "fx-not-elf");
+	cr_assert_eq(cfi_bytes_of(text), 0);
+}
+
 /* sstrip's result: the same file without section headers. */
 Test(unwind_table, no_section_headers_uses_pt_gnu_eh_frame)
 {
