@@ -184,6 +184,11 @@ enum perfd_counter {
 	 * struct perfd_cpu_state, not in the counters map, so that the tick
 	 * that samples nothing touches one map entry only. */
 	PERFD_CNT_THINNED,
+	/* user stacks of a process the daemon had not described, walked by
+	 * the kernel's frame-pointer walk, that did not end in a program's
+	 * or the loader's entry: flagged truncated (bpf/perfd.bpf.c, "A
+	 * stack walked before the daemon described its process") */
+	PERFD_CNT_UNWIND_FP_UNROOTED,
 	PERFD_CNT_MAX,
 };
 

@@ -10,6 +10,8 @@ many standard deviations it leaves.
 """
 
 import os
+import subprocess
+import time
 
 import perfdtest
 from perfdtest import (contains, count_where, function, functions, is_kernel, parse_folded, show,
@@ -191,3 +193,49 @@ def test_debian_python_unwinds_to_main(perfd_fast, workloads):
     assert reach >= 0.95 * tabled, \
         f"only {reach} of {tabled} samples ({reach / tabled:.1%}) reach Py_BytesMain through " \
         f"the Python frames of {script}\n{show(stacks)}"
+
+
+LOADER = "/lib64/ld-linux-x86-64.so.2"
+
+
+def test_short_processes_stacks_are_whole_or_say_they_were_cut(perfd_fast):
+    """Debian's python3.11 (no frame pointers) run 60 times for ~40 ms:
+    much of each run is over before perfd has read its maps, and those
+    samples are walked by the kernel's frame-pointer walk, which stops or
+    wanders off in such code without saying so ("python3.11;setlocale;..."
+    was 9-12% of the samples).  Every sample must reach a process's root
+    (_start, or the loader's entry while ld.so runs) or be rooted at a
+    marker; the status counts the ones cut before tables."""
+    with open(LOADER, "rb") as f:
+        loader_entry = int.from_bytes(f.read(32)[24:32], "little")  # e_entry
+
+    def rooted(s):
+        frames = s[1:]
+        # (all "[unknown]": the process was gone before perfd read its maps)
+        if not frames or is_kernel(frames[0]) or set(frames) == {"[unknown]"}:
+            return True
+        root = frames[0]
+        if root in (perfdtest.UNWIND_PENDING, "[truncated]", "[context switch]") or \
+                function(root) == "_start":
+            return True
+        # the loader has no symbol for its entry: "ld-linux-x86-64.so.2+0x1ab77"
+        module, _, offset = root.partition("+0x")
+        return module == os.path.basename(os.path.realpath(LOADER)) and offset != "" and \
+            0 <= int(offset, 16) - loader_entry < 64
+
+    before = perfd_fast.status()["unwind"]["stacks_cut_before_tables"]
+    start = time.monotonic()
+    for _ in range(60):
+        subprocess.run([PYTHON311, "-c", "sum(range(300000))"], check=True)
+    since = int(time.monotonic() - start) + 2
+    rc, out, err = perfd_fast.perfctl("snapshot", "--comm", "python3.11", "--since", f"{since}s")
+    assert rc == 0, f"perfctl snapshot exited {rc}\nstderr: {err}"
+    stacks = parse_folded(out)
+    n = total(stacks)
+    # ~40 samples a run at 999 Hz
+    assert n >= 1000, f"only {n} samples of 60 runs\n{show(stacks)}"
+    bare = {s: c for s, c in stacks.items() if not rooted(s)}
+    assert not bare, f"{total(bare)} of {n} samples neither reach a root nor say they were " \
+        f"cut\n{show(bare)}"
+    cut = perfd_fast.status()["unwind"]["stacks_cut_before_tables"] - before
+    assert cut > 0, "no stack was walked before its process had tables: the test tests nothing"
