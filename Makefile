@@ -166,6 +166,13 @@ $(BUILD)/workloads/bigframes: tests/workloads/bigframes.c tests/workloads/worklo
 	@mkdir -p $(@D)
 	$(CC) $(NOFP_CFLAGS) -o $@ $<
 
+# entry has its own _start and no libc, so that a frame-pointer walk of
+# it reaches its entry (Debian's libc keeps no frame pointers).
+$(BUILD)/workloads/entry: tests/workloads/entry.c
+	@mkdir -p $(@D)
+	$(CC) -O0 -g -fno-omit-frame-pointer -fno-stack-protector -fcf-protection=none \
+		-nostdlib -static -Wall -Wextra -Werror -o $@ $<
+
 $(BUILD)/workloads/threads: tests/workloads/threads.c tests/workloads/workload.h
 	@mkdir -p $(@D)
 	$(CC) $(NOFP_CFLAGS) -o $@ $< -lpthread

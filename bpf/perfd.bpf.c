@@ -370,14 +370,19 @@ static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
  * auxiliary vector the kernel keeps in the mm) or the dynamic loader's
  * (e_entry of the ELF header mapped at AT_BASE), where a main thread's
  * stack starts; otherwise it is flagged truncated, and the daemon roots it
- * at [truncated].  A thread's stack, which starts in libc's clone3, is
- * flagged too: the walk cannot tell that one from a cut one.
+ * at [truncated].  Flagged too, whole or not, as the walk cannot tell: a
+ * thread's stack, which starts in libc's clone3; any stack through a libc
+ * without frame pointers (Debian's __libc_start_main keeps argc in rbp),
+ * which is nearly every one on such a system; a 32-bit process's (its
+ * auxiliary vector is of 32-bit pairs); a program run as `ld.so PROG`.
  */
 #define AT_NULL 0
 #define AT_BASE 7
 #define AT_ENTRY 9
-/* from an entry point to the return address of its first call: 0x21 in
- * Debian's _start, 0x8 in its ld.so's */
+/* from an entry point to the return addresses of its calls: 0x21 in
+ * Debian's _start; 0x8 and 0x30 in its ld.so's (_dl_start, then _dl_init
+ * while the libraries' constructors run), where the next function starts
+ * at 0x40 */
 #define ENTRY_WINDOW 64
 
 static __always_inline bool frame_in_entry(struct mm_struct *mm, __u64 pc)

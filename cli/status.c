@@ -133,11 +133,11 @@ static void print_status(struct json_object *r)
 		double table_bytes;
 
 		printf("Unwinding:    %s; %s stacks with tables, %s truncated, "
-		       "%s frames by frame pointer; %s stacks cut before tables\n",
+		       "%s frames by frame pointer; %s before tables not reaching an entry\n",
 		       method ? method : "-", ctl_json_count(r, "unwind.stacks_with_tables", a),
 		       ctl_json_count(r, "unwind.stacks_truncated", b),
 		       ctl_json_count(r, "unwind.frames_by_frame_pointer", c),
-		       ctl_json_count(r, "unwind.stacks_cut_before_tables", d));
+		       ctl_json_count(r, "unwind.stacks_unrooted_before_tables", d));
 		if (ctl_json_double(r, "unwind.table_bytes", &table_bytes))
 			printf("Tables:       %s binaries (%s without CFI), %s processes, "
 			       "%.1f MiB, rows %s of %s\n",

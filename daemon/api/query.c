@@ -219,7 +219,7 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "stacks_truncated", in->bpf[PERFD_CNT_UNWIND_TRUNCATED]);
 		add_u64(uw, "stacks_pending", in->bpf[PERFD_CNT_UNWIND_PENDING]);
 		add_u64(uw, "frames_by_frame_pointer", in->bpf[PERFD_CNT_UNWIND_FP_FRAMES]);
-		add_u64(uw, "stacks_cut_before_tables", in->bpf[PERFD_CNT_UNWIND_FP_UNROOTED]);
+		add_u64(uw, "stacks_unrooted_before_tables", in->bpf[PERFD_CNT_UNWIND_FP_UNROOTED]);
 		add_u64(uw, "tables", in->unwind.tables);
 		add_u64(uw, "tables_idle", in->unwind.tables_idle);
 		add_u64(uw, "tables_evicted", in->unwind.tables_evicted);

@@ -201,9 +201,10 @@ struct aggregator_hooks {
 };
 
 /* Whether the native user stack of s did not reach its root: the table
- * walk stopped before the outermost frame (PERFD_SAMPLE_F_TRUNCATED, which
- * only the table walk sets: code without CFI whose frame pointers led
- * nowhere, a table still being built, the depth limit), or a frame-pointer
+ * walk stopped before the outermost frame (PERFD_SAMPLE_F_TRUNCATED: code
+ * without CFI whose frame pointers led nowhere, a table still being built,
+ * the depth limit; or, for a process without tables yet, the kernel's
+ * frame-pointer walk did not end in an entry point), or a frame-pointer
  * walk by the kernel filled its limit (it says nothing more: that is taken
  * as a cut).  Its frames towards the root are unknown, so the stack is
  * rooted at a marker, and frames merged into it must not be placed as if

@@ -43,6 +43,9 @@
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
  *                stacks_truncated, stacks_pending (truncated in code whose
  *                table was being built: rooted at "[unwind table pending]"),
+ *                stacks_unrooted_before_tables (walked by frame pointers
+ *                before the process had tables, not to an entry point:
+ *                rooted at "[truncated]"),
  *                tables, copy_tables (of code copied from a template: the
  *                perf trampolines of CPython's -X perf, shared by all),
  *                copy_templates_refused (templates whose code did not

@@ -47,7 +47,8 @@
  * part without symbols), or at the root end when there is none: nothing is
  * dropped.  A native stack that did not reach its root is different
  * (sample_user_unrooted: cut at the depth limit, at code whose table is
- * pending, or where the table walk found no way on): its rootmost frames
+ * pending, where the table walk found no way on, or walked by frame
+ * pointers before the process had tables, not to an entry): its rootmost frames
  * are not the root, only where the walk stopped, so the
  * rootmost loop frame keeps only its own Python frames, the native frames
  * past it follow (the interpreter's hidden when Python frames are left:
