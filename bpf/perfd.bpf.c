@@ -363,7 +363,7 @@ static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
  * stack is the kernel's frame-pointer walk, as bpftrace's and perf's.  In
  * code without frame pointers (most of a distribution's) that walk stops
  * at a zero rbp or wanders off through a scratch one, and says nothing:
- * Debian's python3.11 run 60-100 times for ~40 ms each had 9-12% of its
+ * Debian's python3.11 run 60-100 times for ~40 ms each had 8-10% of its
  * samples rooted at neither _start nor a marker ("python3.11;setlocale;...",
  * "[unknown];PyDict_SetDefault").  Such a walk is taken as whole only when
  * its last frame is in the program's entry (_start: AT_ENTRY in the

@@ -226,7 +226,7 @@ def test_short_processes_stacks_are_whole_or_say_they_were_cut(perfd_fast):
     times for ~25 ms of CPU: the first milliseconds of each run are over
     before perfd has its tables, and those samples are walked by the
     kernel's frame-pointer walk, which stops or wanders off in such code
-    without saying so ("python3.11;setlocale;..." was 9-12% of the
+    without saying so ("python3.11;setlocale;..." was 8-10% of the
     samples).  Every sample must reach a process's root (_start, or the
     loader's entry while ld.so runs) or be rooted at a marker."""
     with open(LOADER, "rb") as f:
