@@ -459,9 +459,10 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 					  BPF_F_USER_STACK);
 			if (n > 0)
 				n = (__u64)n / sizeof(__u64);
+			/* a thread's walk never ends in an entry: no auxv read */
 			last = kdepth + n - 1;
 			if (tables && n > 0 && last < 2 * PERFD_MAX_STACK_DEPTH &&
-			    !frame_in_entry(mm, s->ips[last])) {
+			    (s->hdr.tid != tgid || !frame_in_entry(mm, s->ips[last]))) {
 				s->flags |= PERFD_SAMPLE_F_TRUNCATED;
 				if (value_kind == PERFD_VALUE_CPU)
 					count(PERFD_CNT_UNWIND_FP_UNROOTED);
