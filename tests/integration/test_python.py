@@ -226,14 +226,18 @@ class SplitRun:
 @pytest.fixture(scope="module", params=SUPPORTED)
 def split_run(request, perfd_fast):
     """split.py for SPLIT_CPU_SECONDS on one interpreter, snapshotted twice
-    at once (default and --no-lines) from its "ready" line to its exit,
-    with `ps` asked meanwhile."""
+    at once (default and --no-lines) from the moment perfd has its tables
+    (await_tables: under ASan, in a daemon just started, a quarter of a
+    4 s run at 3.8 waited for them on CI) to its exit, with `ps` asked
+    meanwhile."""
     interp = request.param
-    w = perfdtest.Workload("split.py", command=[interp.path, SPLIT, str(SPLIT_CPU_SECONDS)])
+    # (2 s more for the tables to come first: await_tables)
+    w = perfdtest.Workload("split.py", command=[interp.path, SPLIT, str(SPLIT_CPU_SECONDS + 2)])
     snaps = []
     try:
         runtime, version = ready_version(w)
         comm = process_comm(w.pid)
+        perfdtest.await_tables(perfd_fast, w)
         snaps = [BackgroundSnapshot(perfd_fast, w.pid),
                  BackgroundSnapshot(perfd_fast, w.pid, "--no-lines")]
         entry = poll_runtime(perfd_fast, w)
