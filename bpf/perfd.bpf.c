@@ -485,7 +485,7 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	/* Python frames need bpf_loop() too: only the first variant has them. */
 	if (tables && mm) {
 		pdepth = python_walk_stack(tgid, kdepth + udepth, &s->flags,
-					   value_kind == PERFD_VALUE_CPU);
+					   value_kind == PERFD_VALUE_CPU, now);
 		if (pdepth > PERFD_MAX_PYTHON_DEPTH)
 			pdepth = PERFD_MAX_PYTHON_DEPTH;
 		s->python_depth = pdepth;

@@ -12,10 +12,29 @@
  * CPython never saw (a native worker) has none.  Four reads, whatever the
  * number of threads.
  *
- * Each frame costs two reads: the frame's first frame_read_size bytes at
- * once (code object, previous frame, instruction position, owner) and the
- * code object's bytes from co_firstlineno to co_filename, for its tag.  The loop runs under bpf_loop() like the
+ * Each frame costs up to two reads: the frame's first frame_read_size
+ * bytes at once (code object, previous frame, instruction position,
+ * owner, function) and the code object's bytes from co_firstlineno to
+ * co_filename, for its tag.  The loop runs under bpf_loop() like the
  * native unwinder, with its state in scalars.
+ *
+ * Tags.  A code object's tag tells the daemon that the object at an
+ * address is still the one it read there (include/perfd/python.h); the
+ * second read of a frame is for it, and it was a quarter of a Python
+ * sample's kernel cost (docs/PERFORMANCE.md, "Python code tags, cached").
+ * Code objects do not change, so each CPU keeps the tags it read in a
+ * small direct-mapped cache keyed by process, code address and the
+ * frame's function object (its globals before 3.11), and takes a tag
+ * from there when that entry was read less than python_tag_ttl_ns ago.
+ * A code object freed and another allocated at its address is usually
+ * run by another function object, which the key tells apart.  When it is
+ * not (a hot-reloader assigns the new code to the same function, or the
+ * new function lands at the old one's address too), the old tag is taken
+ * for python_tag_ttl_ns at most, on one CPU: the new code's first 20 ms
+ * there are named for the old (test_python.py,
+ * test_code_reused_at_an_address_is_named_for_what_runs).  At 999 Hz a
+ * CPU reads a hot frame's tag once in ~20 samples; at 99 Hz, about
+ * every other sample.
  *
  * From 3.11 on, the frames of a thread are pushed on its data stack, a few
  * hundred bytes each, each one's caller just below it: their bytes are read
@@ -46,12 +65,34 @@ struct python_frame_buf {
 	};
 };
 
+/* Tags read on this CPU, by slot of code address ("Tags" above). */
+#define PYTHON_TAG_SLOTS 256
+struct python_tag_slot {
+	__u64 code;    /* 0: empty */
+	__u64 ident;   /* the frame's word at frame_ident */
+	__u64 read_ns; /* when the tag was read */
+	__u32 tgid;
+	__u32 tag;
+};
+
+struct python_scratch {
+	struct python_frame_buf buf;
+	struct python_tag_slot tags[PYTHON_TAG_SLOTS];
+	/* the walk's tags from the cache and read: here, not in struct
+	 * python_walk, whose every changed value the verifier would follow
+	 * through the loop */
+	__u32 tags_cached, tags_read;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct python_frame_buf);
+	__type(value, struct python_scratch);
 } python_scratch SEC(".maps");
+
+/* How long a cached tag is taken ("Tags" above). */
+const volatile __u64 python_tag_ttl_ns = 20 * 1000 * 1000;
 
 #define PYFRAME_WORDS PERFD_PYFRAME_WORDS
 _Static_assert(sizeof(struct perfd_python_frame) == PYFRAME_WORDS * sizeof(__u64),
@@ -66,7 +107,10 @@ struct python_walk {
 	/* a copy of the process's description, in scalars */
 	__u32 walk, read_size;
 	__s32 frame_code, frame_previous, frame_position, frame_owner, frame_is_entry;
+	__s32 frame_ident;
 	__s32 code_adaptive;
+	__u32 tgid;
+	__u64 now;                  /* the sample's time, for the tags' age */
 	__s32 code_tag_first; /* the code object's bytes read for the tag */
 	__u32 code_tag_size;
 	__s32 tag_firstlineno, tag_filename; /* offsets in those bytes */
@@ -159,28 +203,65 @@ static __always_inline long python_frame_read(struct python_frame_buf *b, __u64 
 	return 0;
 }
 
+/* The tag of the code object at code, run by a frame whose word at
+ * frame_ident is ident: from this CPU's cache, or read (b's bytes are
+ * overwritten then) and cached.  0 when it cannot be read. */
+static __always_inline __u32 python_code_tag(struct python_walk *w, struct python_scratch *sc,
+					     __u64 code, __u64 ident)
+{
+	struct python_frame_buf *b = &sc->buf;
+	struct python_tag_slot *slot;
+	__u32 tag_size = w->code_tag_size, tag;
+
+	slot = &sc->tags[((code >> 4) ^ (code >> 12)) & (PYTHON_TAG_SLOTS - 1)];
+	if (slot->code == code && slot->ident == ident && slot->tgid == w->tgid &&
+	    w->now - slot->read_ns < python_tag_ttl_ns) {
+		sc->tags_cached++;
+		return slot->tag;
+	}
+	tag_size &= PYTHON_FRAME_READ_MAX - 1; /* < 64 in every version */
+	if (tag_size == 0 ||
+	    bpf_probe_read_user((void *)b->bytes, tag_size, (const void *)(code + w->code_tag_first)))
+		return 0;
+	tag = perfd_python_code_tag(buf_s32(b, w->tag_firstlineno), buf_u64(b, w->tag_filename));
+	sc->tags_read++;
+	/* a tick may sample in the middle of a memory sample's walk on this
+	 * CPU: it must never see a slot's new code with old fields */
+	slot->code = 0;
+	barrier();
+	slot->ident = ident;
+	slot->read_ns = w->now;
+	slot->tgid = w->tgid;
+	slot->tag = tag;
+	barrier();
+	slot->code = code;
+	return tag;
+}
+
 static long python_step(__u32 i, void *ctx)
 {
 	struct python_walk *w = ctx;
+	struct python_scratch *sc;
 	struct python_frame_buf *b;
 	__u32 zero = 0, size = w->read_size;
 	bool last_of_call, shown = true;
-	__u32 tag_size = w->code_tag_size;
 	__s32 position;
-	__u64 code;
+	__u64 code, ident;
 	__u8 owner = 0;
 
 	if (!w->frame)
 		return 1;
-	b = bpf_map_lookup_elem(&python_scratch, &zero);
-	if (!b || size == 0 || size > PYTHON_FRAME_READ_MAX)
+	sc = bpf_map_lookup_elem(&python_scratch, &zero);
+	if (!sc || size == 0 || size > PYTHON_FRAME_READ_MAX)
 		return 1;
+	b = &sc->buf;
 	if (python_frame_read(b, w->frame, size,
 			      w->walk != PERFD_PYWALK_FRAME_OBJECTS)) {
 		w->truncated = true;
 		return 1;
 	}
 	code = buf_u64(b, w->frame_code);
+	ident = buf_u64(b, w->frame_ident);
 	if (w->frame_owner >= 0)
 		owner = buf_u8(b, w->frame_owner);
 	w->frame = buf_u64(b, w->frame_previous);
@@ -204,16 +285,8 @@ static long python_step(__u32 i, void *ctx)
 	}
 
 	if (shown && code) {
-		__u32 tag = 0;
-
-		/* the frame's bytes are used up: the buffer takes the code's */
-		tag_size &= PYTHON_FRAME_READ_MAX - 1; /* < 64 in every version */
-		if (tag_size > 0 &&
-		    !bpf_probe_read_user((void *)b->bytes, tag_size,
-					 (const void *)(code + w->code_tag_first)))
-			tag = perfd_python_code_tag(buf_s32(b, w->tag_firstlineno),
-						    buf_u64(b, w->tag_filename));
-		if (!python_emit(w, code, position, tag))
+		/* the frame's bytes are used up: a tag read takes the buffer */
+		if (!python_emit(w, code, position, python_code_tag(w, sc, code, ident)))
 			return 1;
 		w->call_last = (__s32)w->written - 1;
 	}
@@ -249,11 +322,14 @@ static __always_inline __u64 python_thread_state(const struct perfd_python_proce
  * Returns how many records were stored.  counted: the walk is a CPU
  * sample's, which status' python counters count (memory samples walk
  * too, uncounted, so the counters keep meaning CPU samples). */
-static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *flags, bool counted)
+static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *flags, bool counted,
+					       __u64 now)
 {
 	const struct perfd_python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
 	struct python_walk w = {};
+	struct python_scratch *sc;
 	__u64 tstate, frame = 0;
+	__u32 zero = 0;
 
 	if (!py)
 		return 0;
@@ -288,12 +364,22 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 	w.frame_position = py->frame_position;
 	w.frame_owner = py->frame_owner;
 	w.frame_is_entry = py->frame_is_entry;
+	w.frame_ident = py->frame_ident;
+	w.tgid = tgid;
+	w.now = now;
 	w.code_adaptive = py->code_adaptive;
 	w.code_tag_first = py->code_tag_first;
 	w.code_tag_size = py->code_tag_size;
 	w.tag_firstlineno = py->tag_firstlineno;
 	w.tag_filename = py->tag_filename;
+	sc = bpf_map_lookup_elem(&python_scratch, &zero);
+	if (sc)
+		sc->tags_cached = sc->tags_read = 0;
 	bpf_loop(PERFD_MAX_PYTHON_DEPTH * 2, python_step, &w, 0);
+	if (counted && sc) {
+		count_n(PERFD_CNT_PYTHON_TAGS_CACHED, sc->tags_cached);
+		count_n(PERFD_CNT_PYTHON_TAGS_READ, sc->tags_read);
+	}
 	if (w.call_last >= 0)
 		python_close_call(&w);
 	if (w.frame || w.truncated)

@@ -252,6 +252,8 @@ json_object *query_status(const struct status_info *in)
 		add_u64(py, "samples", in->bpf[PERFD_CNT_PYTHON_WALKS]);
 		add_u64(py, "samples_without_thread_state", in->bpf[PERFD_CNT_PYTHON_NO_THREAD_STATE]);
 		add_u64(py, "samples_truncated", in->bpf[PERFD_CNT_PYTHON_TRUNCATED]);
+		add_u64(py, "code_tags_cached", in->bpf[PERFD_CNT_PYTHON_TAGS_CACHED]);
+		add_u64(py, "code_tags_read", in->bpf[PERFD_CNT_PYTHON_TAGS_READ]);
 		add_u64(py, "frames", ps->frames);
 		add_u64(py, "frames_unmatched", ps->unmatched);
 		add_u64(py, "functions", ps->functions);

@@ -67,6 +67,10 @@ struct perfd_python_process {
 	__s32 frame_position;        /* f_lasti (int), or prev_instr / instr_ptr */
 	__s32 frame_owner;           /* -1 before 3.11 */
 	__s32 frame_is_entry;        /* 3.11 only */
+	/* What else a frame says of the function it runs: f_func /
+	 * f_funcobj from 3.11, f_globals before.  With the code address it
+	 * keys the walker's per-CPU cache of tags (bpf/python.bpf.h). */
+	__s32 frame_ident;
 	__u32 frame_read_size;       /* bytes of a frame to read at once (<= 128) */
 	__s32 code_adaptive;         /* first code unit in the code object, 3.11+ */
 	/* The code object's bytes read for its tag: code_tag_size bytes from
@@ -81,7 +85,9 @@ struct perfd_python_process {
 /* code: the code object's address | PERFD_PYFRAME_ENTRY.
  * position: for PERFD_PYWALK_FRAME_OBJECTS the raw f_lasti, otherwise the
  * byte offset of the instruction pointer from the first code unit.
- * tag: perfd_python_code_tag() of the code object as read at sample time. */
+ * tag: perfd_python_code_tag() of the code object as read at sample time,
+ * or up to the walker's python_tag_ttl_ns before it on the same CPU
+ * (bpf/python.bpf.h, "Tags"). */
 struct perfd_python_frame {
 	__u64 code;
 	__s32 position;

@@ -189,6 +189,11 @@ enum perfd_counter {
 	 * or the loader's entry: flagged truncated (bpf/perfd.bpf.c, "A
 	 * stack walked before the daemon described its process") */
 	PERFD_CNT_UNWIND_FP_UNROOTED,
+	/* Python frames of CPU samples whose code object's tag came from
+	 * the walker's per-CPU cache, and those whose tag was read from the
+	 * code object (bpf/python.bpf.h, "Tags") */
+	PERFD_CNT_PYTHON_TAGS_CACHED,
+	PERFD_CNT_PYTHON_TAGS_READ,
 	PERFD_CNT_MAX,
 };
 

@@ -565,7 +565,9 @@ def test_deep_stacks_keep_every_frame(interp, perfd_fast, workloads):
     walk's depth and the qualified names."""
     w = start_python(workloads, interp, DEEP, 1.5, DEPTH)
     _, version = ready_version(w)
+    before = code_tags(perfd_fast)
     stacks, _, _ = BackgroundSnapshot(perfd_fast, w.pid).result(process_comm(w.pid))
+    after = code_tags(perfd_fast)
     w.finish()
 
     n = total(stacks)
@@ -582,6 +584,63 @@ def test_deep_stacks_keep_every_frame(interp, perfd_fast, workloads):
     assert exact >= 0.9 * n, \
         f"only {exact} of {n} samples hold the {len(want)} Python frames of deep.py in " \
         f"order at their lines\nexpected: {want}\n{show(stacks, limit=5)}"
+    # The same 4 code objects in every sample: at 999 Hz a CPU reads each
+    # one's tag about once per PYTHON_TAG_TTL, ~20 samples (bpf/python.bpf.h).
+    cached, read = (a - b for a, b in zip(after, before))
+    assert cached + read >= DEPTH * 0.9 * n, f"{cached} + {read} tags for {n} samples"
+    assert cached >= 0.8 * (cached + read), \
+        f"only {cached} of {cached + read} code tags came from the cache"
+
+
+def code_tags(daemon):
+    """status' (python.code_tags_cached, python.code_tags_read)."""
+    py = daemon.status()["python"]
+    return py["code_tags_cached"], py["code_tags_read"]
+
+
+REGEN = python_workload("regen")
+REGEN_GENERATIONS = 3
+# Twice the daemon's drain interval (1 s): a code object must still be there
+# when its first samples are delivered, to be read at all.
+REGEN_SECONDS = 2.0
+
+
+@pytest.mark.parametrize("interp", SUPPORTED)
+def test_code_reused_at_an_address_is_named_for_what_runs(interp, perfd_fast, workloads):
+    """regen.py gives one function the code of gen_0, gen_1, ... in turn,
+    as hot-reloaders do, each hot for REGEN_SECONDS of CPU, each code object
+    at the freed one's address (printed, and checked: else this would not
+    test it).  Every generation must get its share of the samples: a code
+    tag taken from the walker's cache for longer than its TTL (20 ms, a
+    100th of a generation) would name each generation for the one
+    before (the cache's key, code address and function, cannot tell them
+    apart), and the daemon's own cache, without the tag, would name them
+    all for the first generation it read at that address."""
+    w = start_python(workloads, interp, REGEN, REGEN_GENERATIONS, REGEN_SECONDS)
+    ready_version(w)
+    snap = BackgroundSnapshot(perfd_fast, w.pid)
+    gens = [w.expect_line("gen ").split()[2:4] for _ in range(REGEN_GENERATIONS)]
+    stacks, _, _ = snap.result(process_comm(w.pid))
+    w.finish()
+
+    # (the first generation's code may land elsewhere: a fresh allocation)
+    assert any(a == b for a, b in zip(gens, gens[1:])), \
+        f"code and function objects were not reused at one address: {gens}"
+    leaf = {}
+    for s, n in stacks.items():
+        frames = [q for q, f, _ in python_frames(s) if f == "<regen>"]
+        if frames:
+            leaf[frames[-1]] = leaf.get(frames[-1], 0) + n
+    named = sum(leaf.values())
+    n = total(stacks)
+    assert named >= 0.9 * n, f"only {named} of {n} samples name a gen_G\n{show(stacks, limit=8)}"
+    each = named / REGEN_GENERATIONS
+    for g in range(REGEN_GENERATIONS):
+        got = leaf.get(f"gen_{g}", 0)
+        # ~2,000 samples each: 2.2 % sampling error, 1 % at most named
+        # for the generation before (one TTL), then margin
+        assert 0.85 * each <= got <= 1.15 * each, \
+            f"gen_{g} has {got} samples, expected ~{each:.0f} of {named}: {sorted(leaf.items())}"
 
 
 DEEP_NATIVE = python_workload("deep_native")

@@ -431,6 +431,7 @@ static const char gen_source[] =
 	"	P(\"frame_instr\", -1);\n"
 	"	P(\"frame_owner\", -1);\n"
 	"	P(\"frame_is_entry\", -1);\n"
+	"	P(\"frame_ident\", offsetof(PyFrameObject, f_globals));\n"
 	"#else\n"
 	"	P(\"tstate_native_thread_id\", offsetof(PyThreadState, native_thread_id));\n"
 	"	P(\"tstate_frame\", -1);\n"
@@ -452,8 +453,10 @@ static const char gen_source[] =
 	"	P(\"frame_owner\", offsetof(_PyInterpreterFrame, owner));\n"
 	"#if PY_VERSION_HEX < 0x030C0000\n"
 	"	P(\"frame_is_entry\", offsetof(_PyInterpreterFrame, is_entry));\n"
+	"	P(\"frame_ident\", offsetof(_PyInterpreterFrame, f_func));\n"
 	"#else\n"
 	"	P(\"frame_is_entry\", -1);\n"
+	"	P(\"frame_ident\", offsetof(_PyInterpreterFrame, f_funcobj));\n"
 	"#endif\n"
 	"#endif\n"
 	"	P(\"code_name\", offsetof(PyCodeObject, co_name));\n"
@@ -491,6 +494,7 @@ static const struct {
 	FIELD(tstate_frame), FIELD(tstate_cframe), FIELD(cframe_current_frame),
 	FIELD(tstate_current_frame), FIELD(frame_code), FIELD(frame_previous),
 	FIELD(frame_lasti), FIELD(frame_instr), FIELD(frame_owner), FIELD(frame_is_entry),
+	FIELD(frame_ident),
 	FIELD(code_name), FIELD(code_qualname), FIELD(code_filename), FIELD(code_firstlineno),
 	FIELD(code_lnotab), FIELD(code_linetable), FIELD(code_code_adaptive),
 	FIELD(unicode_ascii_data), FIELD(bytes_sval), FIELD(var_size),

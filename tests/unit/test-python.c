@@ -209,6 +209,7 @@ static void check_description(const struct fixture *fx, const struct pyruntime *
 	cr_assert_eq(d->frame_position, position);
 	cr_assert_eq(d->frame_owner, o->frame_owner);
 	cr_assert_eq(d->frame_is_entry, o->frame_is_entry);
+	cr_assert_eq(d->frame_ident, o->frame_ident);
 	cr_assert_eq(d->code_tag_first + d->tag_firstlineno, o->code_firstlineno);
 	cr_assert_eq(d->code_tag_first + d->tag_filename, o->code_filename);
 	cr_assert_geq(d->code_tag_size, (uint32_t)MAX(d->tag_firstlineno + 4, d->tag_filename + 8));
@@ -223,6 +224,7 @@ static void check_description(const struct fixture *fx, const struct pyruntime *
 	cr_assert_geq(d->frame_read_size, (uint32_t)position_end);
 	cr_assert_geq((int32_t)d->frame_read_size, o->frame_owner + 1);
 	cr_assert_geq((int32_t)d->frame_read_size, o->frame_is_entry + 1);
+	cr_assert_geq((int32_t)d->frame_read_size, o->frame_ident + 8);
 
 	/* glibc's layout, as read from the libc the process maps. */
 	for (size_t i = 0; i < fx->p.maps->n; i++) {
@@ -266,18 +268,26 @@ static uint64_t thread_state(pid_t pid, const struct pyruntime *rt, uint64_t tp,
 	return tstate;
 }
 
+/* PyFunctionObject.func_code, 3.10 and later (after globals, builtins,
+ * name and qualname). */
+#define FUNC_CODE_OFFSET 48
+
 /* Walks the frames with the description only; returns them leaf first
- * (no entry marks) and how many. */
+ * (no entry marks) and how many.  Checks that each frame's word at
+ * frame_ident is what the walker's tag cache takes it for: the function
+ * running the frame's code (3.11+), or the globals, which every frame of
+ * the one-module script shares (3.8-3.10). */
 static size_t walk_frames(pid_t pid, uint64_t tstate, const struct perfd_python_process *d,
 			  struct perfd_python_frame *ret, int32_t *firstlines, size_t max)
 {
 	uint64_t frame = read_u64(pid, tstate + (uint64_t)d->tstate_frame);
+	uint64_t globals = 0;
 	size_t n = 0;
 
 	if (d->cframe_current_frame >= 0)
 		frame = read_u64(pid, frame + (uint64_t)d->cframe_current_frame);
 	for (; frame && n < max; frame = read_u64(pid, frame + (uint64_t)d->frame_previous)) {
-		uint64_t code;
+		uint64_t code, ident;
 
 		if (d->walk == PERFD_PYWALK_SHIM_FRAMES) {
 			uint8_t owner;
@@ -288,6 +298,17 @@ static size_t walk_frames(pid_t pid, uint64_t tstate, const struct perfd_python_
 		}
 		code = read_u64(pid, frame + (uint64_t)d->frame_code);
 		cr_assert_neq(code, 0);
+		ident = read_u64(pid, frame + (uint64_t)d->frame_ident);
+		cr_assert_neq(ident, 0, "frame %zu: no function or globals", n);
+		if (d->walk == PERFD_PYWALK_FRAME_OBJECTS) {
+			cr_assert(globals == 0 || ident == globals,
+				  "frame %zu: globals 0x%" PRIx64 ", not 0x%" PRIx64, n, ident, globals);
+			globals = ident;
+		} else {
+			cr_assert_eq(read_u64(pid, ident + FUNC_CODE_OFFSET), code,
+				     "frame %zu: 0x%" PRIx64 " is not the function of code 0x%" PRIx64,
+				     n, ident, code);
+		}
 		ret[n].code = code;
 		if (d->walk == PERFD_PYWALK_FRAME_OBJECTS)
 			ret[n].position = read_i32(pid, frame + (uint64_t)d->frame_position);

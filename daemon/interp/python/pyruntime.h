@@ -55,6 +55,7 @@ struct pyoffsets {
 	int32_t frame_instr;    /* prev_instr (3.11-3.12), instr_ptr (3.13) */
 	int32_t frame_owner;    /* char owner; 3.11+ */
 	int32_t frame_is_entry; /* bool is_entry; 3.11 only */
+	int32_t frame_ident;    /* f_globals (3.8-3.10), f_func (3.11), f_funcobj (3.12+) */
 
 	/* PyCodeObject */
 	int32_t code_name;

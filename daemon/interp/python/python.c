@@ -296,6 +296,7 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 		.frame_previous = o->frame_previous,
 		.frame_owner = o->frame_owner,
 		.frame_is_entry = o->frame_is_entry,
+		.frame_ident = o->frame_ident,
 		.code_tag_first = MIN(o->code_firstlineno, o->code_filename),
 		.tag_firstlineno = o->code_firstlineno - MIN(o->code_firstlineno, o->code_filename),
 		.tag_filename = o->code_filename - MIN(o->code_firstlineno, o->code_filename),
@@ -322,6 +323,7 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 		end = max_i32(end, o->frame_is_entry + 1);
 	}
 	end = max_i32(end, max_i32(o->frame_code, o->frame_previous) + 8);
+	end = max_i32(end, o->frame_ident + 8);
 	ret->frame_read_size = (uint32_t)(end + 7) & ~7u;
 	/* the walker reads Py_tss_t as {int initialized; unsigned key} */
 	if (o->tss_initialized != 0 || o->tss_key != 4 || rt->autotsskey_addr == 0 || ret->tstate_frame < 0 || ret->frame_read_size > 128 ||
