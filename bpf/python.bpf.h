@@ -26,15 +26,19 @@
  * small direct-mapped cache keyed by process, code address and the
  * frame's function object (its globals before 3.11), and takes a tag
  * from there when that entry was read less than python_tag_ttl_ns ago.
- * A code object freed and another allocated at its address is usually
- * run by another function object, which the key tells apart.  When it is
- * not (a hot-reloader assigns the new code to the same function, or the
- * new function lands at the old one's address too), the old tag is taken
- * for python_tag_ttl_ns at most, on one CPU: the new code's first 20 ms
- * there are named for the old (test_python.py,
+ * From 3.11, a code object freed and another allocated at its address is
+ * usually run by another function object, which the key tells apart.
+ * When it is not (a hot-reloader assigns the new code to the same
+ * function, the new function lands at the old one's address too, or,
+ * before 3.11, the module is reloaded into the same globals), each CPU
+ * that read the old tag takes it for python_tag_ttl_ns at most, from the
+ * tick it was read at: the new code's first 20 ms there are named for the
+ * old (test_python.py,
  * test_code_reused_at_an_address_is_named_for_what_runs).  At 999 Hz a
  * CPU reads a hot frame's tag once in ~20 samples; at 99 Hz, about
- * every other sample.
+ * every other sample.  Only CPU samples fill the cache: a memory sample's
+ * walk (on_rss_stat) can be interrupted by a tick on its CPU, whose walk
+ * takes the shared buffer between the tag's read and its use.
  *
  * From 3.11 on, the frames of a thread are pushed on its data stack, a few
  * hundred bytes each, each one's caller just below it: their bytes are read
@@ -110,6 +114,7 @@ struct python_walk {
 	__s32 frame_ident;
 	__s32 code_adaptive;
 	__u32 tgid;
+	bool fill_tags;             /* a CPU sample's walk: it may cache tags */
 	__u64 now;                  /* the sample's time, for the tags' age */
 	__s32 code_tag_first; /* the code object's bytes read for the tag */
 	__u32 code_tag_size;
@@ -225,6 +230,8 @@ static __always_inline __u32 python_code_tag(struct python_walk *w, struct pytho
 		return 0;
 	tag = perfd_python_code_tag(buf_s32(b, w->tag_firstlineno), buf_u64(b, w->tag_filename));
 	sc->tags_read++;
+	if (!w->fill_tags)
+		return tag;
 	/* a tick may sample in the middle of a memory sample's walk on this
 	 * CPU: it must never see a slot's new code with old fields */
 	slot->code = 0;
@@ -366,6 +373,7 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 	w.frame_is_entry = py->frame_is_entry;
 	w.frame_ident = py->frame_ident;
 	w.tgid = tgid;
+	w.fill_tags = counted;
 	w.now = now;
 	w.code_adaptive = py->code_adaptive;
 	w.code_tag_first = py->code_tag_first;
