@@ -138,38 +138,16 @@ static __always_inline __u64 clamp_pages(__s64 v)
 	return v < 0 ? 0 : (__u64)v;
 }
 
-/* Copies file/anon/shmem pages.  Which layout the kernel has is a CO-RE
- * type probe resolved at load time: the other branch is dead code the
- * verifier never sees.  With percpu counters we read the global
- * `count`, which is what the kernel itself reports in /proc (it lags the
- * per-CPU deltas by at most the counter batch per CPU). */
-static __always_inline void read_rss(struct mm_struct *mm, struct perfd_sample *s)
-{
-	static const int kernel_index[PERFD_RSS_COUNTERS] = {
-		[PERFD_RSS_FILE] = 0,  /* MM_FILEPAGES */
-		[PERFD_RSS_ANON] = 1,  /* MM_ANONPAGES */
-		[PERFD_RSS_SHMEM] = 3, /* MM_SHMEMPAGES (2 is MM_SWAPENTS) */
-	};
+/* Resident-set counters.  Which layout the kernel has is a CO-RE type
+ * probe resolved at load time: the other branch is dead code the verifier
+ * never sees.  With percpu counters we read the global `count`, which is
+ * what the kernel itself reports in /proc (it lags the per-CPU deltas by
+ * at most the counter batch per CPU). */
 
-	for (int i = 0; i < PERFD_RSS_COUNTERS; i++) {
-		int k = kernel_index[i];
-		__s64 v = 0;
-
-		if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
-			struct mm_struct___pre62 *old = (void *)mm;
-
-			v = BPF_CORE_READ(old, rss_stat.count[k].counter);
-		} else {
-			v = BPF_CORE_READ(mm, rss_stat[k].count);
-		}
-		s->rss_pages[i] = clamp_pages(v);
-	}
-	s->hiwater_rss_pages = BPF_CORE_READ(mm, hiwater_rss);
-}
-
-/* One resident-set counter (the kernel's MM_* index) of a trusted mm (a
- * tp_btf argument), as read_rss reads them: on the layout since 6.2 a
- * direct load, no helper call, for it runs on every rss_stat event. */
+/* One resident-set counter (the kernel's MM_* index) of an mm the
+ * verifier knows the type of (a tp_btf argument, or the current task's
+ * from bpf_get_current_task_btf()): on the layout since 6.2 a direct
+ * load, no helper call, for it runs on every rss_stat event. */
 static __always_inline __s64 read_counter(struct mm_struct *mm, int k)
 {
 	if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
@@ -191,6 +169,40 @@ static __always_inline __s64 read_counter(struct mm_struct *mm, int k)
 	}
 }
 
+/* Copies mm's file/anon/shmem pages and peak into s.  btf: mm is a BTF pointer (see
+ * read_counter), read with plain loads on the layout since 6.2; otherwise
+ * with probe reads, one helper call each. */
+static __always_inline void read_rss(struct mm_struct *mm, struct perfd_sample *s, bool btf)
+{
+	static const int kernel_index[PERFD_RSS_COUNTERS] = {
+		[PERFD_RSS_FILE] = 0,  /* MM_FILEPAGES */
+		[PERFD_RSS_ANON] = 1,  /* MM_ANONPAGES */
+		[PERFD_RSS_SHMEM] = 3, /* MM_SHMEMPAGES (2 is MM_SWAPENTS) */
+	};
+
+	if (btf && !bpf_core_type_exists(struct mm_rss_stat___pre62)) {
+		s->rss_pages[PERFD_RSS_FILE] = clamp_pages(mm->rss_stat[0].count);
+		s->rss_pages[PERFD_RSS_ANON] = clamp_pages(mm->rss_stat[1].count);
+		s->rss_pages[PERFD_RSS_SHMEM] = clamp_pages(mm->rss_stat[3].count);
+		s->hiwater_rss_pages = mm->hiwater_rss;
+		return;
+	}
+	for (int i = 0; i < PERFD_RSS_COUNTERS; i++) {
+		int k = kernel_index[i];
+		__s64 v = 0;
+
+		if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
+			struct mm_struct___pre62 *old = (void *)mm;
+
+			v = BPF_CORE_READ(old, rss_stat.count[k].counter);
+		} else {
+			v = BPF_CORE_READ(mm, rss_stat[k].count);
+		}
+		s->rss_pages[i] = clamp_pages(v);
+	}
+	s->hiwater_rss_pages = BPF_CORE_READ(mm, hiwater_rss);
+}
+
 static __always_inline __u64 *unwind_out(void)
 {
 	__u32 zero = 0;
@@ -199,10 +211,21 @@ static __always_inline __u64 *unwind_out(void)
 	return buf ? ((struct perfd_sample *)buf->bytes)->ips : NULL;
 }
 
-/* Unwinds the user stack of the current task with the tables into
- * s->ips[kdepth...].  Returns the number of frames, or -ENOENT when the
- * process has no tables (the caller then walks frame pointers). */
-static __always_inline long unwind_user_with_tables(__u32 tgid,
+/* The user registers a tick interrupted, when it interrupted user code
+ * (valid; see read_user_regs()). */
+struct user_regs {
+	__u64 ip, sp, bp;
+	bool valid;
+};
+
+/* Unwinds the user stack of the current task (task, from
+ * bpf_get_current_task_btf()) with the tables into s->ips[kdepth...].
+ * uregs: the user registers when the program interrupted user code
+ * (valid), else the ones saved at kernel entry are read.  Returns the number
+ * of frames, or -ENOENT when the process has no tables (the caller then
+ * walks frame pointers). */
+static __always_inline long unwind_user_with_tables(const struct user_regs *uregs,
+						    struct task_struct *task, __u32 tgid,
 						    struct perfd_sample *s, __u32 kdepth, bool counted)
 {
 	struct perfd_unwind_process *proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
@@ -213,14 +236,20 @@ static __always_inline long unwind_user_with_tables(__u32 tgid,
 		s->flags |= PERFD_SAMPLE_F_NEEDS_MAPS;
 		return -ENOENT;
 	}
-	/* The user registers saved at kernel entry: right whether the tick
-	 * interrupted user code or a system call. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs)
-		return -ENOENT;
-	u.pc = regs->ip;
-	u.sp = regs->sp;
-	u.bp = regs->bp;
+	if (uregs->valid) {
+		u.pc = uregs->ip;
+		u.sp = uregs->sp;
+		u.bp = uregs->bp;
+	} else {
+		/* The user registers saved at kernel entry: the tick
+		 * interrupted a system call or an interrupt. */
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		if (!regs)
+			return -ENOENT;
+		u.pc = regs->ip;
+		u.sp = regs->sp;
+		u.bp = regs->bp;
+	}
 	u.bp_known = true;
 	u.pc_exact = true;
 	u.offset = kdepth;
@@ -333,20 +362,33 @@ static __always_inline struct perfd_sample *begin_sample(__u32 tgid, __u32 value
 	return s;
 }
 
-/* Fills in who a sample is of, task (read with probes: the current task or
- * one switched out), and when: thread id, time, process start time,
- * command name, and the kernel-thread rule, one for every sample: a task
- * without an mm is a kernel thread, and its RSS fields are zero.  Returns
- * the mm, for the caller that reads RSS and the user stack from it. */
+/* Fills in who a sample is of, task, and when: thread id, time, process
+ * start time, command name, and the kernel-thread rule, one for every
+ * sample: a task without an mm is a kernel thread, and its RSS fields are
+ * zero.  btf: task is the current task from bpf_get_current_task_btf(),
+ * whose fields are plain loads; otherwise (a task switched out, a kernel
+ * without that helper, a memory sample: see sample()) each is a probe
+ * read, a helper call, which is dear where every call and return pays for
+ * retpolines and Safe RET (docs/PERFORMANCE.md, "Helper calls on every
+ * tick").  Returns the mm, for the caller that reads RSS and the user
+ * stack from it. */
 static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
-						  struct task_struct *task, __u64 now)
+						  struct task_struct *task, __u64 now, bool btf)
 {
-	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	struct mm_struct *mm;
 
-	s->hdr.tid = BPF_CORE_READ(task, pid);
+	if (btf) {
+		mm = task->mm;
+		s->hdr.tid = task->pid;
+		s->hdr.start_time_ns = task->group_leader->start_boottime;
+		__builtin_memcpy(s->comm, task->comm, sizeof(s->comm));
+	} else {
+		mm = BPF_CORE_READ(task, mm);
+		s->hdr.tid = BPF_CORE_READ(task, pid);
+		s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+		BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
+	}
 	s->hdr.timestamp_ns = now;
-	s->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
 	if (!mm)
 		s->flags |= PERFD_SAMPLE_F_KTHREAD;
 	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
@@ -412,11 +454,19 @@ static __always_inline bool frame_in_entry(struct mm_struct *mm, __u64 pc)
  * cpu-clock tick (PERFD_VALUE_CPU, value in mean periods, now the tick's
  * time as on_tick took it) or a point of memory growth
  * (PERFD_VALUE_MEMORY, value in bytes).  ctx is the program's context, for
- * bpf_get_stack(). */
-static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u64 value,
+ * bpf_get_stack().  task is the current task: from
+ * bpf_get_current_task_btf() when tables (unwinding with the daemon's
+ * tables needs it) or btf are set.  btf: read who and RSS with plain loads
+ * (fill_who).  The memory program does not: with the task's mm a BTF
+ * pointer through the rest of the walk, verifying it took 170k more
+ * instructions (0.6 s more at each start), for samples a thousand times
+ * rarer than ticks.  uregs: the user registers when a tick interrupted
+ * user code (valid; there is then no kernel stack). */
+static __always_inline int sample(void *ctx, struct task_struct *task, bool tables, bool btf,
+				  const struct user_regs *uregs, __u32 value_kind, __u64 value,
 				  __u64 now)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = btf ? task->tgid : bpf_get_current_pid_tgid() >> 32;
 	struct perfd_sample *s;
 	struct mm_struct *mm;
 	__s64 kdepth, udepth;
@@ -428,11 +478,19 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	s = begin_sample(tgid, value_kind, value);
 	if (!s)
 		return 0;
-	mm = fill_who(s, (struct task_struct *)bpf_get_current_task(), now);
+	mm = fill_who(s, task, now, btf);
 	if (mm)
-		read_rss(mm, s);
+		read_rss(mm, s, btf);
 
-	n = bpf_get_stack(ctx, s->ips, PERFD_MAX_STACK_DEPTH * sizeof(__u64), 0);
+	if (uregs->valid) {
+		/* Interrupted user code: no kernel stack.  The zero is hidden
+		 * from the verifier, which otherwise walks the rest of the
+		 * program once more for it (110k more instructions). */
+		n = 0;
+		asm volatile("" : "+r"(n));
+	} else {
+		n = bpf_get_stack(ctx, s->ips, PERFD_MAX_STACK_DEPTH * sizeof(__u64), 0);
+	}
 	if (n < 0) {
 		if (value_kind == PERFD_VALUE_CPU)
 			count(PERFD_CNT_KSTACK_ERROR);
@@ -451,7 +509,8 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 	udepth = 0;
 	s->user_depth = 0;
 	if (mm) {
-		n = tables ? unwind_user_with_tables(tgid, s, kdepth, value_kind == PERFD_VALUE_CPU) :
+		n = tables ? unwind_user_with_tables(uregs, task, tgid, s, kdepth,
+						     value_kind == PERFD_VALUE_CPU) :
 			     -ENOENT;
 		if (n == -ENOENT) {
 			n = bpf_get_stack(ctx, &s->ips[kdepth],
@@ -484,7 +543,7 @@ static __always_inline int sample(void *ctx, bool tables, __u32 value_kind, __u6
 
 	/* Python frames need bpf_loop() too: only the first variant has them. */
 	if (tables && mm) {
-		pdepth = python_walk_stack(tgid, kdepth + udepth, &s->flags,
+		pdepth = python_walk_stack(task, tgid, kdepth + udepth, &s->flags,
 					   value_kind == PERFD_VALUE_CPU, now);
 		if (pdepth > PERFD_MAX_PYTHON_DEPTH)
 			pdepth = PERFD_MAX_PYTHON_DEPTH;
@@ -620,12 +679,15 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * jitter state's per-CPU value, which a tick looks up once
  * (docs/PERFORMANCE.md, "Context switches").
  *
- * A tick whose expiry was not noted (the hrtimer program did not run or
- * is not attached) is one whose noted expiry is in the future or older
- * than a timer period: it is taken at the present time and charged to
- * the current task, as without all this.
+ * So a tick reads no clock: the expiry just noted on its CPU, not yet
+ * taken (due_taken 0), is its own, since nothing runs between the
+ * tracepoint and the timer's function, and our program runs only for our
+ * timers.  That saves a bpf_ktime_get_ns() on every tick, sampling or not,
+ * ~80 ns in a KVM guest (kvm-clock) under retpolines and Safe RET: 8 % of
+ * a shallow stack's tick (docs/PERFORMANCE.md, "Helper calls on every
+ * tick").  A tick with no fresh note (the hrtimer program is not attached)
+ * reads the clock and is charged to the current task, as without all this.
  */
-volatile __u64 timer_period_ns = 0; /* written at a reload, as jitter_period_ns */
 /* perf's hrtimer callback: the one timer whose expiry matters here.  Weak,
  * so the object loads on a kernel without the symbol; sampler.c then
  * loads neither this program nor on_sched_switch, and every tick falls
@@ -711,10 +773,28 @@ static __always_inline int sample_switched(struct task_struct *task, __u64 now, 
 	if (!s)
 		return 0;
 	s->flags = PERFD_SAMPLE_F_SWITCHED;
-	(void)fill_who(s, task, now);
+	(void)fill_who(s, task, now, false);
 	s->kernel_depth = 0;
 	s->user_depth = 0;
 	return send_sample(s, sizeof(*s));
+}
+
+/* Whether the tick interrupted user code (r->valid), and if so its
+ * registers: the user unwind then starts from them (no bpf_task_pt_regs())
+ * and there is no kernel stack (no bpf_get_stack()).  The privilege level is cs's
+ * low two bits; a perf_event context allows only whole 8-byte loads of
+ * its registers, and the volatile keeps the compiler from narrowing this
+ * one.  The copy into r keeps context pointers out of the unwinder, where
+ * the compiler would merge their loads with the ones of
+ * bpf_task_pt_regs()'s pointer, which the verifier refuses. */
+static __always_inline void read_user_regs(struct bpf_perf_event_data *ctx, struct user_regs *r)
+{
+	r->valid = *(volatile __u64 *)((void *)ctx + __builtin_offsetof(struct pt_regs, cs)) & 3;
+	if (r->valid) {
+		r->ip = ctx->regs.ip;
+		r->sp = ctx->regs.sp;
+		r->bp = ctx->regs.bp;
+	}
 }
 
 /* Two variants of one program; the daemon loads the first when the kernel
@@ -722,28 +802,35 @@ static __always_inline int sample_switched(struct task_struct *task, __u64 now, 
  * second otherwise. */
 static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 {
-	__u64 now = bpf_ktime_get_ns(), prev = 0, due;
+	__u64 now, prev = 0, due;
 	struct perfd_cpu_state *st;
+	struct user_regs uregs;
 	__u32 zero = 0;
 
 	/* the one map lookup of a tick that samples nothing */
 	st = bpf_map_lookup_elem(&cpu_states, &zero);
 	if (!st)
 		return 0;
-	/* the expiry just noted is ours, and delivered */
-	st->timer = st->due_timer;
-	st->due_taken = 1;
-	if (st->due_ns <= now && now - st->due_ns < timer_period_ns) {
+	if (!st->due_taken && st->due_ns) {
+		/* the expiry just noted is ours (see above), and delivered */
+		st->timer = st->due_timer;
+		st->due_taken = 1;
 		if (st->due_ns < st->switch_ns)
 			prev = st->prev;
 		now = st->due_ns;
+	} else {
+		now = bpf_ktime_get_ns();
 	}
 	due = ticks_due(st, now);
 	if (!due)
 		return 0;
 	if (prev)
 		return sample_switched((struct task_struct *)prev, now, due);
-	return sample(ctx, tables, PERFD_VALUE_CPU, due, now);
+	read_user_regs(ctx, &uregs);
+	return sample(ctx, tables ? bpf_get_current_task_btf() :
+				    (struct task_struct *)bpf_get_current_task(),
+		      tables, tables, &uregs,
+		      PERFD_VALUE_CPU, due, now);
 }
 
 SEC("perf_event")
@@ -858,7 +945,7 @@ static __always_inline void fill_rss(struct perfd_rss *r, __u32 kind, struct tas
 {
 	struct perfd_sample tmp;
 
-	read_rss(mm, &tmp);
+	read_rss(mm, &tmp, true);
 	r->hdr.kind = kind;
 	r->hdr.tgid = tgid;
 	r->hdr.tid = (__u32)bpf_get_current_pid_tgid();
@@ -938,7 +1025,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	count(PERFD_CNT_MEMORY_EVENTS);
-	read_rss(mm, &tmp);
+	read_rss(mm, &tmp, true);
 	pages = tmp.rss_pages[PERFD_RSS_FILE] + tmp.rss_pages[PERFD_RSS_ANON] +
 		tmp.rss_pages[PERFD_RSS_SHMEM];
 	now = bpf_ktime_get_ns();
@@ -969,9 +1056,10 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 	{
 		/* every sample point the growth went past */
 		__u64 points = 1 + (__u64)(-mc->countdown) / memory_sample_bytes;
+		struct user_regs no_uregs = {};
 
 		mc->countdown += (__s64)((points - 1) * memory_sample_bytes) + next_interval();
-		return sample(ctx, memory_with_tables, PERFD_VALUE_MEMORY,
+		return sample(ctx, task, memory_with_tables, false, &no_uregs, PERFD_VALUE_MEMORY,
 			      points * memory_sample_bytes, now);
 	}
 }

@@ -300,17 +300,18 @@ static long python_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* Reads the PyThreadState* of the current thread, 0 when it has none. */
-static __always_inline __u64 python_thread_state(const struct perfd_python_process *py)
+/* Reads the PyThreadState* of the current thread (task, from
+ * bpf_get_current_task_btf()), 0 when it has none. */
+static __always_inline __u64 python_thread_state(struct task_struct *task,
+						 const struct perfd_python_process *py)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct { __s32 initialized; __u32 key; } tss;
 	__u64 fsbase, block = 0, tstate = 0;
 
 	if (bpf_probe_read_user(&tss, sizeof(tss), (const void *)py->tss_addr) ||
 	    !tss.initialized)
 		return 0;
-	fsbase = BPF_CORE_READ(task, thread.fsbase);
+	fsbase = task->thread.fsbase;
 	if (!fsbase)
 		return 0;
 	if (bpf_probe_read_user(&block, sizeof(block),
@@ -323,12 +324,13 @@ static __always_inline __u64 python_thread_state(const struct perfd_python_proce
 	return tstate;
 }
 
-/* Appends the Python frames of the current thread at ips[base...].
+/* Appends the Python frames of the current thread (task, from
+ * bpf_get_current_task_btf()) at ips[base...].
  * Returns how many records were stored.  counted: the walk is a CPU
  * sample's, which status' python counters count (memory samples walk
  * too, uncounted, so the counters keep meaning CPU samples). */
-static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *flags, bool counted,
-					       __u64 now)
+static __always_inline __u32 python_walk_stack(struct task_struct *task, __u32 tgid, __u32 base,
+					       __u32 *flags, bool counted, __u64 now)
 {
 	const struct perfd_python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
 	struct python_walk w = {};
@@ -345,7 +347,7 @@ static __always_inline __u32 python_walk_stack(__u32 tgid, __u32 base, __u32 *fl
 	*flags |= PERFD_SAMPLE_F_PYTHON;
 	if (counted)
 		count(PERFD_CNT_PYTHON_WALKS);
-	tstate = python_thread_state(py);
+	tstate = python_thread_state(task, py);
 	if (!tstate) {
 		if (counted)
 			count(PERFD_CNT_PYTHON_NO_THREAD_STATE);
