@@ -567,10 +567,10 @@ static __always_inline int sample(void *ctx, struct task_struct *task, bool tabl
  * jitter_period_ns, each block gets one target instant drawn uniformly
  * within it, and the first tick at or after a target samples.  The timer
  * runs a few times faster than 1/P (sampler.c picks its period, a
- * fraction of P that does not divide it) and most ticks only compare the
- * clock with the target: one clock read and one map lookup, of the CPU's
- * struct perfd_cpu_state, which holds the switch state ("Whose tick it
- * is" below) too.
+ * fraction of P that does not divide it) and most ticks only compare
+ * their time (the timer's expiry: "Whose tick it is" below) with the
+ * target: one map lookup, of the CPU's struct perfd_cpu_state, which
+ * holds the switch state too.
  *
  * Why targets in time rather than keeping each tick with probability
  * 1/k: every tick is then kept with probability (its gap)/P exactly, so
