@@ -242,7 +242,7 @@ static __always_inline long unwind_user_with_tables(const struct user_regs *ureg
 		u.bp = uregs->bp;
 	} else {
 		/* The user registers saved at kernel entry: the tick
-		 * interrupted a system call or an interrupt. */
+		 * interrupted the kernel, or this is a memory sample. */
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
 			return -ENOENT;
@@ -674,20 +674,35 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * its own switch path), where charging keeps samples x period an estimate
  * of every task's CPU time, as perf's per-task timer does.  The cost:
  * the sched_switch program on every switch, one clock read and two
- * stores; the hrtimer one on every hard hrtimer expiry, a compare; in
- * this program no map lookup of its own: the switch state shares the
- * jitter state's per-CPU value, which a tick looks up once
+ * stores; the hrtimer one on every hrtimer expiry, hard or soft, a
+ * compare; in this program no map lookup of its own: the switch state
+ * shares the jitter state's per-CPU value, which a tick looks up once
  * (docs/PERFORMANCE.md, "Context switches").
  *
- * So a tick reads no clock: the expiry just noted on its CPU, not yet
- * taken (due_taken 0), is its own, since nothing runs between the
- * tracepoint and the timer's function, and our program runs only for our
- * timers.  That saves a bpf_ktime_get_ns() on every tick, sampling or not,
- * ~80 ns in a KVM guest (kvm-clock) under retpolines and Safe RET: 8 % of
- * a shallow stack's tick (docs/PERFORMANCE.md, "Helper calls on every
- * tick").  A tick with no fresh note (the hrtimer program is not attached)
- * reads the clock and is charged to the current task, as without all this.
+ * So a tick reads no clock when the expiry noted on its CPU is not yet
+ * taken (due_taken 0) and is of the timer the last tick took (timer):
+ * nothing runs between the tracepoint and the timer's function, so the
+ * note is this tick's.  That saves a bpf_ktime_get_ns() on every tick,
+ * sampling or not, ~80 ns in a KVM guest (kvm-clock) under retpolines
+ * and Safe RET: 8 % of a shallow stack's tick (docs/PERFORMANCE.md,
+ * "Helper calls on every tick").  Otherwise the tick reads the clock and
+ * takes the note only if it is of the last timer period: the first tick,
+ * a timer made anew, and a note the hrtimer program could not make.  That
+ * happens when our hard timer fires while the program runs for a soft
+ * hrtimer (softirq, interrupts on): the kernel skips the nested run of the
+ * same program, and the note left is an older one, possibly of another
+ * perf user's timer, which this check refuses.  An older note of our own
+ * timer (an expiry the program never ran for, as on an idle vCPU below)
+ * passes unchecked: the tick then takes the targets due by that expiry,
+ * which the next note would have counted idle or lost, and leaves the
+ * rest to the next tick.  The window is the program's run for a soft
+ * hrtimer, tens of ns a few hundred times a second; status counts the
+ * ticks that read the clock (PERFD_CNT_TICKS_CLOCKED: each CPU's first
+ * alone in 200k ticks, measured).  Without the hrtimer program every tick
+ * reads the clock and is charged to the current task, as without all
+ * this.
  */
+volatile __u64 timer_period_ns = 0; /* written at a reload, as jitter_period_ns */
 /* perf's hrtimer callback: the one timer whose expiry matters here.  Weak,
  * so the object loads on a kernel without the symbol; sampler.c then
  * loads neither this program nor on_sched_switch, and every tick falls
@@ -805,21 +820,29 @@ static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 	__u64 now, prev = 0, due;
 	struct perfd_cpu_state *st;
 	struct user_regs uregs;
+	bool noted;
 	__u32 zero = 0;
 
 	/* the one map lookup of a tick that samples nothing */
 	st = bpf_map_lookup_elem(&cpu_states, &zero);
 	if (!st)
 		return 0;
-	if (!st->due_taken && st->due_ns) {
-		/* the expiry just noted is ours (see above), and delivered */
-		st->timer = st->due_timer;
+	/* the expiry just noted, of our timer (see above) */
+	noted = !st->due_taken && st->due_ns && st->due_timer == st->timer;
+	if (!noted) {
+		count(PERFD_CNT_TICKS_CLOCKED);
+		now = bpf_ktime_get_ns();
+		noted = !st->due_taken && st->due_ns && st->due_ns <= now &&
+			now - st->due_ns < timer_period_ns;
+		if (noted)
+			st->timer = st->due_timer;
+	}
+	if (noted) {
+		/* taken, and so delivered */
 		st->due_taken = 1;
 		if (st->due_ns < st->switch_ns)
 			prev = st->prev;
 		now = st->due_ns;
-	} else {
-		now = bpf_ktime_get_ns();
 	}
 	due = ticks_due(st, now);
 	if (!due)

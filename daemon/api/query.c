@@ -135,6 +135,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);
 	add_u64(samples, "idle_undelivered", in->bpf[PERFD_CNT_UNDELIVERED_IDLE]);
 	add_u64(samples, "ticks_thinned", in->bpf[PERFD_CNT_THINNED]);
+	add_u64(samples, "ticks_clocked", in->bpf[PERFD_CNT_TICKS_CLOCKED]);
 	add_u64(samples, "context_switch", in->bpf[PERFD_CNT_SWITCHED]);
 	add_u64(samples, "received", in->agg.samples);
 	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));

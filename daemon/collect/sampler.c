@@ -110,6 +110,7 @@ static void set_periods(struct sampler *s, struct periods p)
 {
 	s->periods = p;
 	s->skel->bss->jitter_period_ns = p.fixed ? 0 : p.period_ns;
+	s->skel->bss->timer_period_ns = p.timer_period_ns;
 	s->skel->bss->period_gen++; /* x86 keeps stores in order */
 }
 

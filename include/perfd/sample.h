@@ -194,6 +194,11 @@ enum perfd_counter {
 	 * code object (bpf/python.bpf.h, "Tags") */
 	PERFD_CNT_PYTHON_TAGS_CACHED,
 	PERFD_CNT_PYTHON_TAGS_READ,
+	/* Timer ticks timed by a clock read rather than by the expiry the
+	 * hrtimer program noted (bpf/perfd.bpf.c, "Whose tick it is"): a
+	 * timer's first tick, a note the program could not make, and every
+	 * tick where it is not attached. */
+	PERFD_CNT_TICKS_CLOCKED,
 	PERFD_CNT_MAX,
 };
 

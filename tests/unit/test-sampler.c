@@ -155,7 +155,10 @@ Test(sampler, table_program_closes_each_descriptor_once, .timeout = 60)
  * later in the program: the perf hrtimer of a CPU is forwarded by whole
  * periods, so consecutive samples on one CPU lie a whole number of timer
  * periods apart (a later reading would put them anywhere).  Jittered, at
- * 999 Hz, the test burning 0.6 s of CPU: about 600 samples. */
+ * 999 Hz, the test burning 0.6 s of CPU: about 600 samples.  And the
+ * ticks take the expiry the hrtimer program noted without reading the
+ * clock themselves, but for each timer's first (bpf/perfd.bpf.c, "Whose
+ * tick it is"): a tick that read it would also stamp on the grid. */
 Test(sampler, tick_samples_are_stamped_with_the_expiry, .timeout = 60)
 {
 	static struct stamps st;
@@ -168,7 +171,7 @@ Test(sampler, tick_samples_are_stamped_with_the_expiry, .timeout = 60)
 	struct sampler *s = NULL;
 	const char *what = NULL;
 	unsigned pairs = 0, on_grid = 0;
-	uint64_t period;
+	uint64_t period, ticks, counters[PERFD_CNT_MAX];
 	int r;
 
 	r = sampler_new(&o, &s, &what);
@@ -180,7 +183,14 @@ Test(sampler, tick_samples_are_stamped_with_the_expiry, .timeout = 60)
 	period = sampler_timer_period_ns(s);
 	burn_cpu(0.6);
 	cr_assert_geq(sampler_drain(s), 0);
+	r = sampler_read_counters(s, counters);
 	sampler_free(s);
+	cr_assert_eq(r, 0, "sampler_read_counters: %s", strerror(-r));
+	ticks = counters[PERFD_CNT_SAMPLES] + counters[PERFD_CNT_THINNED];
+	cr_assert_geq(ticks, 500, "%lu ticks", (unsigned long)ticks);
+	/* each CPU's first tick, and about one in 10^5 since */
+	cr_assert_leq(counters[PERFD_CNT_TICKS_CLOCKED] * 100, ticks, "%lu of %lu ticks read the clock",
+		      (unsigned long)counters[PERFD_CNT_TICKS_CLOCKED], (unsigned long)ticks);
 
 	for (unsigned i = 0; i < st.n; i++) {
 		/* the previous sample on the same CPU */
