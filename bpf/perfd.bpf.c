@@ -685,13 +685,15 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * note is this tick's.  That saves a bpf_ktime_get_ns() on every tick,
  * sampling or not, ~80 ns in a KVM guest (kvm-clock) under retpolines
  * and Safe RET: 8 % of a shallow stack's tick (docs/PERFORMANCE.md,
- * "Helper calls on every tick").  Otherwise the tick reads the clock and
- * takes the note only if it is of the last timer period: the first tick,
- * a timer made anew, and a note the hrtimer program could not make.  That
+ * "Helper calls on every tick").  Otherwise the tick reads the clock:
+ * the CPU's first tick, which takes the note if it is of the last timer
+ * period and learns its timer from it (a CPU's timer is made once, in
+ * sampler_new(), with a zeroed cpu_states; a reload keeps it), and a tick
+ * whose note the hrtimer program could not make, which takes none.  That
  * happens when our hard timer fires while the program runs for a soft
  * hrtimer (softirq, interrupts on): the kernel skips the nested run of the
- * same program, and the note left is an older one, possibly of another
- * perf user's timer, which this check refuses.  An older note of our own
+ * same program, and the note left is an older one, or another perf user's
+ * (perf record, a second perfd), however recent.  An older note of our own
  * timer (an expiry the program never ran for, as on an idle vCPU below)
  * passes unchecked: the tick then takes the targets due by that expiry,
  * which the next note would have counted idle or lost, and leaves the
@@ -832,7 +834,8 @@ static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 	if (!noted) {
 		count(PERFD_CNT_TICKS_CLOCKED);
 		now = bpf_ktime_get_ns();
-		noted = !st->due_taken && st->due_ns && st->due_ns <= now &&
+		/* a first tick: the note is ours if of the last period */
+		noted = !st->timer && !st->due_taken && st->due_ns && st->due_ns <= now &&
 			now - st->due_ns < timer_period_ns;
 		if (noted)
 			st->timer = st->due_timer;

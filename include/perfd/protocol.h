@@ -25,6 +25,9 @@
  *      timer: a fraction of sample_period_ns when jittered),
  *      samples: { taken (CPU samples, in periods, idle included), idle,
  *                 ticks_thinned (timer ticks that sampled nothing),
+ *                 ticks_clocked (timer ticks timed by a clock read, not
+ *                 by the expiry the hrtimer program noted: each CPU's
+ *                 first, a missed note, every tick without that program),
  *                 context_switch (samples, idle included, of ticks that
  *                 fell due before a context switch and were charged to
  *                 the task switched out: rooted at "[context switch]"),
