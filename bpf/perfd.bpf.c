@@ -138,23 +138,25 @@ static __always_inline __u64 clamp_pages(__s64 v)
 	return v < 0 ? 0 : (__u64)v;
 }
 
-/* Resident-set counters.  Which layout the kernel has is a CO-RE type
- * probe resolved at load time: the other branch is dead code the verifier
- * never sees.  With percpu counters we read the global `count`, which is
- * what the kernel itself reports in /proc (it lags the per-CPU deltas by
- * at most the counter batch per CPU). */
-
-/* One resident-set counter (the kernel's MM_* index) of an mm the
- * verifier knows the type of (a tp_btf argument, or the current task's
- * from bpf_get_current_task_btf()): on the layout since 6.2 a direct
- * load, no helper call, for it runs on every rss_stat event. */
-static __always_inline __s64 read_counter(struct mm_struct *mm, int k)
+/* One resident-set counter (the kernel's MM_* index) of mm.  Which layout
+ * the kernel has is a CO-RE type probe resolved at load time: the other
+ * branch is dead code the verifier never sees.  With percpu counters we
+ * read the global `count`, which is what the kernel itself reports in
+ * /proc (it lags the per-CPU deltas by at most the counter batch per
+ * CPU).  btf: the verifier knows mm's type (a tp_btf argument, or the
+ * current task's from bpf_get_current_task_btf()), and on the layout
+ * since 6.2 the counter is a direct load, no helper call: the rss_stat
+ * program reads one on every event, a tick three.  Otherwise a probe
+ * read, one helper call. */
+static __always_inline __s64 read_counter(struct mm_struct *mm, int k, bool btf)
 {
 	if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
 		struct mm_struct___pre62 *old = (void *)mm;
 
 		return BPF_CORE_READ(old, rss_stat.count[k & 3].counter);
 	}
+	if (!btf)
+		return BPF_CORE_READ(mm, rss_stat[k & 3].count);
 	/* constant offsets: the verifier takes no variable one into a
 	 * trusted pointer */
 	switch (k & 3) {
@@ -169,9 +171,8 @@ static __always_inline __s64 read_counter(struct mm_struct *mm, int k)
 	}
 }
 
-/* Copies mm's file/anon/shmem pages and peak into s.  btf: mm is a BTF pointer (see
- * read_counter), read with plain loads on the layout since 6.2; otherwise
- * with probe reads, one helper call each. */
+/* Copies mm's file/anon/shmem pages and peak into s; btf as for
+ * read_counter(). */
 static __always_inline void read_rss(struct mm_struct *mm, struct perfd_sample *s, bool btf)
 {
 	static const int kernel_index[PERFD_RSS_COUNTERS] = {
@@ -180,27 +181,14 @@ static __always_inline void read_rss(struct mm_struct *mm, struct perfd_sample *
 		[PERFD_RSS_SHMEM] = 3, /* MM_SHMEMPAGES (2 is MM_SWAPENTS) */
 	};
 
-	if (btf && !bpf_core_type_exists(struct mm_rss_stat___pre62)) {
-		s->rss_pages[PERFD_RSS_FILE] = clamp_pages(mm->rss_stat[0].count);
-		s->rss_pages[PERFD_RSS_ANON] = clamp_pages(mm->rss_stat[1].count);
-		s->rss_pages[PERFD_RSS_SHMEM] = clamp_pages(mm->rss_stat[3].count);
-		s->hiwater_rss_pages = mm->hiwater_rss;
-		return;
-	}
-	for (int i = 0; i < PERFD_RSS_COUNTERS; i++) {
-		int k = kernel_index[i];
-		__s64 v = 0;
-
-		if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
-			struct mm_struct___pre62 *old = (void *)mm;
-
-			v = BPF_CORE_READ(old, rss_stat.count[k].counter);
-		} else {
-			v = BPF_CORE_READ(mm, rss_stat[k].count);
-		}
-		s->rss_pages[i] = clamp_pages(v);
-	}
-	s->hiwater_rss_pages = BPF_CORE_READ(mm, hiwater_rss);
+	/* unrolled, each read at a constant index: left a loop, the
+	 * compiler computed the pre-6.2 layout's offset (a relocation libbpf
+	 * poisons on a newer kernel) ahead of the layout test, and the
+	 * verifier refused the program */
+#pragma unroll
+	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
+		s->rss_pages[i] = clamp_pages(read_counter(mm, kernel_index[i], btf));
+	s->hiwater_rss_pages = btf ? mm->hiwater_rss : BPF_CORE_READ(mm, hiwater_rss);
 }
 
 static __always_inline __u64 *unwind_out(void)
@@ -699,8 +687,8 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * which the next note would have counted idle or lost, and leaves the
  * rest to the next tick.  The window is the program's run for a soft
  * hrtimer, tens of ns a few hundred times a second; status counts the
- * ticks that read the clock (PERFD_CNT_TICKS_CLOCKED: each CPU's first
- * alone in 200k ticks, measured).  Without the hrtimer program every tick
+ * ticks that read the clock (st->clocked: each CPU's first alone in 200k
+ * ticks, measured).  Without the hrtimer program every tick
  * reads the clock and is charged to the current task, as without all
  * this.
  */
@@ -829,14 +817,14 @@ static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 	st = bpf_map_lookup_elem(&cpu_states, &zero);
 	if (!st)
 		return 0;
-	/* the expiry just noted, of our timer (see above) */
-	noted = !st->due_taken && st->due_ns && st->due_timer == st->timer;
-	if (!noted) {
-		count(PERFD_CNT_TICKS_CLOCKED);
+	/* an expiry noted and not taken yet: of our timer, it is this tick's
+	 * (see above) */
+	noted = !st->due_taken && st->due_ns;
+	if (!noted || st->due_timer != st->timer) {
+		st->clocked++;
 		now = bpf_ktime_get_ns();
 		/* a first tick: the note is ours if of the last period */
-		noted = !st->timer && !st->due_taken && st->due_ns && st->due_ns <= now &&
-			now - st->due_ns < timer_period_ns;
+		noted = noted && !st->timer && st->due_ns <= now && now - st->due_ns < timer_period_ns;
 		if (noted)
 			st->timer = st->due_timer;
 	}
@@ -1031,7 +1019,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 		 * compiler, is what shows the verifier the index is bounded. */
 		asm volatile("" : "+r"(k));
 		k &= 3;
-		cur = read_counter(mm, k);
+		cur = read_counter(mm, k, true);
 		moved = cur - mc->seen[k];
 		if (moved < 0)
 			moved = -moved;

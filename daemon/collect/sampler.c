@@ -391,9 +391,9 @@ int sampler_drain(struct sampler *s)
 	return ring_buffer__consume(s->ring);
 }
 
-/* Adds the ticks that sampled nothing, summed over the CPUs' states, to
- * *ret. */
-static int add_thinned(const struct sampler *s, uint64_t *ret)
+/* Adds the tick counters the CPUs' states keep (ticks that sampled
+ * nothing, ticks that read the clock), summed over the CPUs, to ret. */
+static int add_tick_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 {
 	_cleanup_free_ struct perfd_cpu_state *states = calloc(s->n_cpus_possible, sizeof(*states));
 	uint32_t zero = 0;
@@ -402,13 +402,15 @@ static int add_thinned(const struct sampler *s, uint64_t *ret)
 		return -ENOMEM;
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.cpu_states), &zero, states) < 0)
 		return negative_errno();
-	for (unsigned c = 0; c < s->n_cpus_possible; c++)
-		*ret += states[c].thinned;
+	for (unsigned c = 0; c < s->n_cpus_possible; c++) {
+		ret[PERFD_CNT_THINNED] += states[c].thinned;
+		ret[PERFD_CNT_TICKS_CLOCKED] += states[c].clocked;
+	}
 	return 0;
 }
 
 /* Every counter from the counters map, wherever it sits in the enum, then
- * the one the map does not hold (its slot there stays zero). */
+ * the ones the map does not hold (their slots there stay zero). */
 int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 {
 	_cleanup_free_ uint64_t *values = calloc(s->n_cpus_possible, sizeof(uint64_t));
@@ -423,7 +425,7 @@ int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX])
 		for (unsigned c = 0; c < s->n_cpus_possible; c++)
 			ret[key] += values[c];
 	}
-	return add_thinned(s, &ret[PERFD_CNT_THINNED]);
+	return add_tick_counters(s, ret);
 }
 
 unsigned sampler_cpus(const struct sampler *s)

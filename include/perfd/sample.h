@@ -196,8 +196,9 @@ enum perfd_counter {
 	PERFD_CNT_PYTHON_TAGS_READ,
 	/* Timer ticks timed by a clock read rather than by the expiry the
 	 * hrtimer program noted (bpf/perfd.bpf.c, "Whose tick it is"): a
-	 * timer's first tick, a note the program could not make, and every
-	 * tick where it is not attached. */
+	 * CPU's first tick, a note the program could not make, and every
+	 * tick where it is not attached.  Kept in struct perfd_cpu_state,
+	 * as PERFD_CNT_THINNED is. */
 	PERFD_CNT_TICKS_CLOCKED,
 	PERFD_CNT_MAX,
 };
@@ -210,7 +211,8 @@ enum perfd_counter {
  * after a target samples.  Whose tick it is ("Whose tick it is"): the
  * expiry of the perf hrtimer that fired last and the last context switch,
  * noted there by two tracepoint programs, the first of which also finds
- * the expiries the program never ran for.  The daemon reads `thinned`.
+ * the expiries the program never ran for.  The daemon reads `thinned`
+ * and `clocked`.
  */
 struct perfd_cpu_state {
 	__u64 target_ns;    /* bpf_ktime_get_ns() of the current block's target; 0: not started */
@@ -218,12 +220,13 @@ struct perfd_cpu_state {
 	__u64 thinned;      /* ticks that sampled nothing */
 	__u64 due_ns;       /* expiry of the last perf hrtimer that fired here */
 	__u64 due_timer;    /* ... that hrtimer (perf's own, or another perf user's) */
-	__u64 timer;        /* our hrtimer: the one whose expiry last ran the program */
+	__u64 timer;        /* our hrtimer, learned at the CPU's first tick */
 	__u32 due_taken;    /* the program ran for that expiry */
 	__u32 due_idle;     /* the CPU was idle at it */
 	__u64 switch_ns;    /* bpf_ktime_get_ns() at the last switch here */
 	__u64 prev;         /* the task it switched out (read with probes only) */
 	__u64 period_gen;   /* the period_gen its blocks were cut for (a reload restarts them) */
+	__u64 clocked;      /* ticks timed by a clock read, not by a noted expiry */
 };
 
 #endif

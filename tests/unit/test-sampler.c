@@ -188,7 +188,7 @@ Test(sampler, tick_samples_are_stamped_with_the_expiry, .timeout = 60)
 	cr_assert_eq(r, 0, "sampler_read_counters: %s", strerror(-r));
 	ticks = counters[PERFD_CNT_SAMPLES] + counters[PERFD_CNT_THINNED];
 	cr_assert_geq(ticks, 500, "%lu ticks", (unsigned long)ticks);
-	/* each CPU's first tick, and about one in 10^5 since */
+	/* each CPU's first tick (measured: those alone in 200k ticks) */
 	cr_assert_leq(counters[PERFD_CNT_TICKS_CLOCKED] * 100, ticks, "%lu of %lu ticks read the clock",
 		      (unsigned long)counters[PERFD_CNT_TICKS_CLOCKED], (unsigned long)ticks);
 
