@@ -46,6 +46,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "perfd/sample.h"
+#include "perfd/tiers.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -56,6 +57,23 @@ static __always_inline __u64 *unwind_out(void);
 
 /* Set by the daemon between open and load. */
 const volatile __u64 ringbuf_wakeup_bytes = 256 * 1024;
+/* The load's tier (include/perfd/tiers.h): whether user stacks are walked
+ * with the daemon's tables, and whether Python frames are read, by the
+ * cpu-clock and the memory programs alike.  Constants to the verifier,
+ * which never walks the code of a feature that is off. */
+const volatile bool with_tables = true;
+const volatile bool with_python = true;
+/* Test-only: features whose programs must fail to load (PERFD_REFUSE_*). */
+const volatile __u32 test_refuse = 0;
+
+/* Makes the verifier refuse the program being loaded when feature is in
+ * test_refuse: a read above the frame, which no kernel accepts.  Dead code,
+ * never walked, otherwise. */
+static __always_inline void refuse_if_asked(__u32 feature)
+{
+	if (test_refuse & feature)
+		asm volatile("r0 = *(u64 *)(r10 + 8)" ::: "r0");
+}
 const volatile __u32 page_size = 4096;
 
 struct {
@@ -443,18 +461,21 @@ static __always_inline bool frame_in_entry(struct mm_struct *mm, __u64 pc)
  * time as on_tick took it) or a point of memory growth
  * (PERFD_VALUE_MEMORY, value in bytes).  ctx is the program's context, for
  * bpf_get_stack().  task is the current task: from
- * bpf_get_current_task_btf() when tables (unwinding with the daemon's
- * tables needs it) or btf are set.  btf: read who and RSS with plain loads
+ * bpf_get_current_task_btf() when full or btf are set.  full: the program
+ * may walk what its tier (with_tables, with_python) asks for, which needs
+ * bpf_loop() and that task; otherwise it takes the kernel's frame-pointer
+ * walk alone (on_cpu_clock_fp).  btf: read who and RSS with plain loads
  * (fill_who).  The memory program does not: with the task's mm a BTF
  * pointer through the rest of the walk, verifying it took 170k more
  * instructions (0.6 s more at each start), for samples a thousand times
  * rarer than ticks.  uregs: the user registers when a tick interrupted
  * user code (valid; there is then no kernel stack). */
-static __always_inline int sample(void *ctx, struct task_struct *task, bool tables, bool btf,
+static __always_inline int sample(void *ctx, struct task_struct *task, bool full, bool btf,
 				  const struct user_regs *uregs, __u32 value_kind, __u64 value,
 				  __u64 now)
 {
 	__u32 tgid = btf ? task->tgid : bpf_get_current_pid_tgid() >> 32;
+	bool tables = full && with_tables, python = full && with_python;
 	struct perfd_sample *s;
 	struct mm_struct *mm;
 	__s64 kdepth, udepth;
@@ -529,8 +550,7 @@ static __always_inline int sample(void *ctx, struct task_struct *task, bool tabl
 	if (udepth < 0)
 		udepth = 0;
 
-	/* Python frames need bpf_loop() too: only the first variant has them. */
-	if (tables && mm) {
+	if (python && mm) {
 		pdepth = python_walk_stack(task, tgid, kdepth + udepth, &s->flags,
 					   value_kind == PERFD_VALUE_CPU, now);
 		if (pdepth > PERFD_MAX_PYTHON_DEPTH)
@@ -803,9 +823,10 @@ static __always_inline void read_user_regs(struct bpf_perf_event_data *ctx, stru
 }
 
 /* Two variants of one program; the daemon loads the first when the kernel
- * has bpf_loop(), bpf_task_pt_regs() and bpf_get_current_task_btf(), the
- * second otherwise. */
-static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
+ * has bpf_loop(), bpf_task_pt_regs() and bpf_get_current_task_btf(), with
+ * what its tier walks (with_tables, with_python), and the second, the
+ * kernel's frame-pointer walk alone, otherwise. */
+static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool full)
 {
 	__u64 now, prev = 0, due;
 	struct perfd_cpu_state *st;
@@ -841,21 +862,25 @@ static __always_inline int on_tick(struct bpf_perf_event_data *ctx, bool tables)
 	if (prev)
 		return sample_switched((struct task_struct *)prev, now, due);
 	read_user_regs(ctx, &uregs);
-	return sample(ctx, tables ? bpf_get_current_task_btf() :
-				    (struct task_struct *)bpf_get_current_task(),
-		      tables, tables, &uregs,
+	return sample(ctx, full ? bpf_get_current_task_btf() :
+				  (struct task_struct *)bpf_get_current_task(),
+		      full, full, &uregs,
 		      PERFD_VALUE_CPU, due, now);
 }
 
 SEC("perf_event")
 int on_cpu_clock(struct bpf_perf_event_data *ctx)
 {
+	refuse_if_asked(with_tables ? PERFD_REFUSE_TABLES : PERFD_REFUSE_FRAME_POINTERS);
+	if (with_python)
+		refuse_if_asked(PERFD_REFUSE_PYTHON);
 	return on_tick(ctx, true);
 }
 
 SEC("perf_event")
 int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
 {
+	refuse_if_asked(PERFD_REFUSE_FRAME_POINTERS);
 	return on_tick(ctx, false);
 }
 
@@ -889,9 +914,6 @@ int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
 const volatile __u64 memory_sample_bytes = 1024 * 1024;
 const volatile __u32 memory_look_mask = 31;
 const volatile __u64 rss_interval_ns = 1000 * 1000 * 1000;
-/* Whether user stacks are unwound with tables, as on_cpu_clock does; a
- * constant at load time, so the verifier drops the other branch. */
-const volatile bool memory_with_tables = true;
 
 static const __u16 exp_q12[256] = {
 	25599, 21081, 18986, 17606, 16575, 15752, 15067, 14480, 13966, 13510, 13100, 12726,
@@ -1003,6 +1025,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 	__u64 pages, now;
 	__s64 growth = 0;
 
+	refuse_if_asked(PERFD_REFUSE_MEMORY);
 	mc = bpf_map_lookup_elem(&mem_cpus, &zero);
 	if (!mc)
 		return 0;
@@ -1073,7 +1096,7 @@ int BPF_PROG(on_rss_stat, struct mm_struct *mm, int member)
 		struct user_regs no_uregs = {};
 
 		mc->countdown += (__s64)((points - 1) * memory_sample_bytes) + next_interval();
-		return sample(ctx, task, memory_with_tables, false, &no_uregs, PERFD_VALUE_MEMORY,
+		return sample(ctx, task, true, false, &no_uregs, PERFD_VALUE_MEMORY,
 			      points * memory_sample_bytes, now);
 	}
 }

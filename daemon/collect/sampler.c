@@ -328,7 +328,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 	bpf_program__set_autoload(s->skel->progs.on_sched_switch, s->switch_aware);
 	bpf_program__set_autoload(s->skel->progs.on_hrtimer_expire, s->switch_aware);
 	s->skel->rodata->memory_sample_bytes = s->memory_sample_bytes ? s->memory_sample_bytes : 1;
-	s->skel->rodata->memory_with_tables = s->unwind_tables;
+	s->skel->rodata->with_tables = s->unwind_tables;
+	s->skel->rodata->with_python = s->unwind_tables;
 	/* Array maps take all their memory at creation: without the program
 	 * that reads them they stay at one entry. */
 	what = "size the unwind maps";
