@@ -57,7 +57,7 @@ WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
 SOCKET ?= $(CURDIR)/run/perfd.sock
 
-.PHONY: all deps deps-test run test unit unit-bins integration workloads clean
+.PHONY: all deps deps-test run test unit unit-bins integration workloads clean test-kernels
 all: $(BUILD)/perfd $(BUILD)/perfctl
 
 deps:
@@ -275,6 +275,15 @@ test: deps-test
 		PYTEST_ARGS='$(SANITIZED_MEMORY_TESTS)'
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_python.py \
 		PYTEST_ARGS='$(SANITIZED_PYTHON_TESTS)'
+	$(MAKE) test-kernels
+
+# The kernel matrix (tests/kernels/): Debian's 6.1, 6.12 and newest cloud
+# kernels booted under QEMU's TCG, perfd checked in each; kernels and QEMU
+# are downloaded once into $(BUILD)/kernels/ (KERNELS_REFRESH=1: again),
+# figures in $(BUILD)/kernels/results.json.  Its workloads are the plain
+# build's.
+test-kernels: deps-test all workloads
+	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider tests/kernels $(PYTEST_ARGS)
 
 run: deps all
 	@mkdir -p run

@@ -58,7 +58,9 @@ snap() {
 
 echo "$M boot $(cut -d' ' -f1 /proc/uptime) $(uname -r)"
 run features sh -c 'ls /sys/kernel/btf/vmlinux /sys/fs/bpf /sys/kernel/tracing/events >/dev/null && cat /proc/sys/kernel/perf_event_max_sample_rate'
-run check perfd --check
+# The verifier can take minutes under emulation: a program that runs into
+# its 1M-instruction limit takes some 15 s of a native CPU.
+run check timeout "$CHECK_TIMEOUT" perfd --check
 
 # perfd as the integration tests start it (--socket); up once perfctl
 # status answers.
@@ -76,10 +78,28 @@ while [ $i -lt $((READY_TIMEOUT * 5)) ]; do
 	sleep 0.2
 	i=$((i + 1))
 done
-echo "$M perfd-start up=$up from=$started at=$(cut -d' ' -f1 /proc/uptime)"
+alive=0
+kill -0 $PERFD 2>/dev/null && alive=1
+echo "$M perfd-start up=$up alive=$alive from=$started at=$(cut -d' ' -f1 /proc/uptime)"
+if [ $up = 0 ] && [ $alive = 1 ]; then
+	# Where it is stuck (bpf_prog_load and the verifier, most likely).
+	cat /proc/$PERFD/stack > /tmp/stack 2>&1
+	section perfd-stack /tmp/stack 0
+fi
 
 if [ $up = 1 ]; then
 	run status perfctl --socket $SOCK --json status
+	# The kernel's own count of what its verifier did for each program,
+	# whatever perfd reports of itself: verified_insns in the fdinfo of
+	# perfd's program fds (Debian 12's bpftool does not print it), the
+	# programs' names from bpftool.
+	run progs bpftool -j prog show
+	for f in /proc/$PERFD/fdinfo/*; do
+		id=$(sed -n 's/^prog_id:[[:space:]]*//p' "$f")
+		n=$(sed -n 's/^verified_insns:[[:space:]]*//p' "$f")
+		[ -n "$id" ] && echo "prog_id=$id verified_insns=$n"
+	done > /tmp/fdinfo
+	section fdinfo /tmp/fdinfo 0
 
 	# nofp: run longer than the snapshot, which starts once its unwind
 	# tables had time to be built.
@@ -113,6 +133,9 @@ else
 	prc=$?
 fi
 section perfd-log /tmp/perfd.log $prc
+# What the kernel said (an OOM kill, a BPF warning), for the host's report.
+dmesg | tail -n 60 > /tmp/dmesg
+section dmesg /tmp/dmesg 0
 echo "$M done"
 sync
 poweroff -f

@@ -51,10 +51,14 @@ GUEST = {
     "DURATION": 4,        # seconds of each snapshot
     "SETTLE": 1,          # seconds a workload runs before its snapshot
     "READY_TIMEOUT": 120,  # seconds perfd may take to answer status
+    "CHECK_TIMEOUT": 120,  # seconds perfd --check may take
 }
-# The whole guest run, from QEMU's start to power-off: ~25 s of boot, the
-# BPF verifier twice (--check, then the daemon), two snapshots.
-BOOT_TIMEOUT = int(os.environ.get("KERNELS_BOOT_TIMEOUT", "360"))
+# The whole guest run, from QEMU's start to power-off: 5-10 s of boot, the
+# BPF verifier twice (--check, then the daemon: each up to its timeout
+# above), two snapshots.
+# The verifier may hold much memory while it works on a large program.
+GUEST_MIB = 2048
+BOOT_TIMEOUT = int(os.environ.get("KERNELS_BOOT_TIMEOUT", "480"))
 MARK = "@@perfd-kernels"
 
 PYTHON = "/usr/bin/python3.11"
@@ -309,13 +313,13 @@ def copy_into(root, path):
 
 def build_initramfs(out=KDIR / "initramfs.cpio.gz"):
     """Builds the guest's initramfs (newc cpio, gzip) from BUILD's perfd,
-    perfctl and workloads, busybox, Debian's python3.11 and what it imports
-    for split.py; returns its path and size in bytes."""
+    perfctl and workloads, busybox, bpftool, Debian's python3.11 and what
+    it imports for split.py; returns its path and size in bytes."""
     root = KDIR / "root"
     shutil.rmtree(root, ignore_errors=True)
     # Debian's merged /usr: /lib and /lib64 are links into /usr, as ldd's
     # paths expect.
-    for d in ("bin", "usr/bin", "usr/lib", "usr/lib64", "etc", "workloads", "proc", "sys", "dev", "tmp",
+    for d in ("bin", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc", "workloads", "proc", "sys", "dev", "tmp",
               "run", "usr/lib/python3.11/lib-dynload"):
         (root / d).mkdir(parents=True, exist_ok=True)
     for link in ("lib", "lib64"):
@@ -327,7 +331,9 @@ def build_initramfs(out=KDIR / "initramfs.cpio.gz"):
         raise RuntimeError(f"{busybox} is not static: install busybox-static (make deps-test)")
     shutil.copy2(busybox, root / "bin" / "busybox")
 
+    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
     executables = {BUILD / "perfd": "usr/bin/perfd", BUILD / "perfctl": "usr/bin/perfctl",
+                   Path(bpftool): "usr/sbin/bpftool",
                    BUILD / "workloads" / "nofp": "workloads/nofp",
                    BUILD / "workloads" / "libnofplib.so": "workloads/libnofplib.so"}
     libs = set()
@@ -413,7 +419,7 @@ def boot(suite, vmlinuz, initramfs, timeout=BOOT_TIMEOUT):
     b = Boot(suite)
     log_path = KDIR / f"console-{suite}.log"
     argv = [qemu_binary(), "-L", QEMU_DIR / "usr/share/qemu", "-L", QEMU_DIR / "usr/share/seabios",
-            "-machine", "q35", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "1024",
+            "-machine", "q35", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", str(GUEST_MIB),
             "-nographic", "-vga", "none", "-nic", "none", "-no-reboot",
             "-kernel", vmlinuz, "-initrd", initramfs,
             "-append", "console=ttyS0 panic=-1 rdinit=/init"]
