@@ -58,9 +58,10 @@ FULL_TIER = "full"
 GUEST_SPLIT = "/workloads/split.py"
 HOST_SPLIT = str(kmatrix.PY_WORKLOAD)
 
-_PROGRAM = re.compile(r"^program (\S+): verified in (\d+) instructions(?: \(limit (\d+)\))?")
-_PROGRAM_ANY = re.compile(r"^program (\S+):\s*(.*)$")
-_TIER = re.compile(r"^tier\b[:=]?\s*(\S+)", re.IGNORECASE)
+# perfd --check's lines, with or without perfd's "perfd: " log prefix.
+_PROGRAM = re.compile(r"^(?:perfd: )?program (\S+): verified in (\d+) instructions(?: \(limit (\d+)\))?")
+_PROGRAM_ANY = re.compile(r"^(?:perfd: )?program (\S+):\s*(.*)$")
+_TIER = re.compile(r"^(?:perfd: )?tier\b[:=]?\s*(\S+)", re.IGNORECASE)
 
 
 def perfd_has_check():
@@ -85,6 +86,16 @@ class Report:
         return [f"{n}: {c['detail']}" for n, c in self.data["checks"].items() if c["passed"] is False]
 
 
+def tail(text, lines):
+    """The last lines of text, saying how many were left out."""
+    if text is None:
+        return None
+    all_lines = text.splitlines()
+    if len(all_lines) <= lines:
+        return text
+    return f"[{len(all_lines) - lines} lines before]\n" + "\n".join(all_lines[-lines:]) + "\n"
+
+
 def section(boot, name):
     """(text, rc) of a section the guest printed, or (None, None)."""
     return boot.sections.get(name, (None, None))
@@ -102,7 +113,7 @@ def expected_samples():
 
 def judge_check(boot, report, has_check):
     text, rc = section(boot, "check")
-    report.data["check"] = {"supported": has_check, "rc": rc, "output": text}
+    report.data["check"] = {"supported": has_check, "rc": rc, "output": tail(text, 100)}
     if not has_check:
         report.check("check", None, "this perfd has no --check (not in this build yet)")
         return
@@ -131,7 +142,7 @@ def judge_check(boot, report, has_check):
     if problems:
         why.append(f"programs not verified: {problems}")
     if why:
-        report.check("check", False, "; ".join(why) + f"\n{text}")
+        report.check("check", False, "; ".join(why) + f"\n{tail(text, 40)}")
     else:
         report.check("check", True, f"{len(programs)} programs, at most {max(programs.values())} "
                                     f"instructions")
@@ -335,6 +346,9 @@ def judge(boot, report, has_check):
     start = dict(kv.split("=", 1) for kv in boot.markers.get("perfd-start", "").split() if "=" in kv)
     log, log_rc = section(boot, "perfd-log")
     dmesg, _ = section(boot, "dmesg")
+    # The verifier's log of a refused program runs to thousands of lines;
+    # its end says why.
+    log = tail(log, 40)
     report.data["perfd_log"] = log
     if start.get("up") != "1":
         if start.get("alive") == "1":
