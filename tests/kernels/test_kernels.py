@@ -364,6 +364,7 @@ def judge(boot, report, has_check):
     report.check("stop", log_rc == 0, f"perfd exited {log_rc} on SIGTERM; its log:\n{log}\n"
                                       f"kernel log:\n{dmesg}" if log_rc != 0 else "exited 0 on SIGTERM")
     judge_status(boot, report)
+    report.data.setdefault("tier", report.data["check"].get("tier"))
     judge_progs(boot, report)
     judge_nofp(boot, report)
     judge_python(boot, report)
