@@ -60,6 +60,8 @@ GUEST = {
 GUEST_MIB = 2048
 BOOT_TIMEOUT = int(os.environ.get("KERNELS_BOOT_TIMEOUT", "480"))
 MARK = "@@perfd-kernels"
+# The last run's summary, one line per kernel, for pytest's report.
+SUMMARY = []
 
 PYTHON = "/usr/bin/python3.11"
 PY_WORKLOAD = REPO / "tests" / "workloads" / "python" / "split.py"

@@ -385,12 +385,13 @@ class Matrix:
         self.results["total_seconds"] = round(time.monotonic() - self.t0, 1)
         path = kmatrix.KDIR / "results.json"
         path.write_text(json.dumps(self.results, indent=2) + "\n")
-        print(f"\nkernel matrix: {path}", file=sys.stderr)
+        lines = [f"{path} ({self.results['total_seconds']} s in all)"]
         for suite, r in self.results["kernels"].items():
             checks = " ".join(f"{n}={'ok' if c['passed'] else '-' if c['passed'] is None else 'FAIL'}"
                               for n, c in r["checks"].items())
-            print(f"  {suite:9} {r['release']:30} boot {r.get('boot_seconds')} s, run {r['run_seconds']} s, "
-                  f"tier {r.get('tier')}, insns {r.get('verified_insns')}: {checks}", file=sys.stderr)
+            lines.append(f"{suite} {r['release']}: boot {r.get('boot_seconds')} s, run {r['run_seconds']} s, "
+                         f"tier {r.get('tier')}, verified_insns {r.get('verified_insns')}; {checks}")
+        kmatrix.SUMMARY[:] = lines
 
 
 @pytest.fixture(scope="session")
