@@ -68,22 +68,23 @@ perfd --socket $SOCK --frequency "$FREQUENCY" > /tmp/perfd.log 2>&1 &
 PERFD=$!
 started=$(cut -d' ' -f1 /proc/uptime)
 up=0
-i=0
-while [ $i -lt $((READY_TIMEOUT * 5)) ]; do
+deadline=$(($(cut -d. -f1 /proc/uptime) + READY_TIMEOUT))
+while [ "$(cut -d. -f1 /proc/uptime)" -lt $deadline ]; do
 	if perfctl --socket $SOCK status > /dev/null 2>&1; then
 		up=1
 		break
 	fi
 	kill -0 $PERFD 2>/dev/null || break
 	sleep 0.2
-	i=$((i + 1))
 done
 alive=0
 kill -0 $PERFD 2>/dev/null && alive=1
 echo "$M perfd-start up=$up alive=$alive from=$started at=$(cut -d' ' -f1 /proc/uptime)"
 if [ $up = 0 ] && [ $alive = 1 ]; then
-	# Where it is stuck (bpf_prog_load and the verifier, most likely).
-	cat /proc/$PERFD/stack > /tmp/stack 2>&1
+	# Where it is stuck (in bpf(), syscall 321, with the verifier, most
+	# likely): a task on a CPU shows "running" and no stack.
+	{ grep '^State' /proc/$PERFD/status; echo "syscall: $(cat /proc/$PERFD/syscall)"
+	  cat /proc/$PERFD/stack; } > /tmp/stack 2>&1
 	section perfd-stack /tmp/stack 0
 fi
 

@@ -133,7 +133,9 @@ def judge_check(boot, report, has_check):
     report.data["check"]["verified_insns"] = programs
     over = {p: n for p, n in programs.items() if n > MAX_VERIFIED_INSNS}
     why = []
-    if rc != 0:
+    if rc in (124, 143):  # busybox timeout's TERM
+        why.append(f"perfd --check did not finish within {kmatrix.GUEST['CHECK_TIMEOUT']} s")
+    elif rc != 0:
         why.append(f"perfd --check exited {rc} (not the full tier)")
     if not programs:
         why.append("it listed no verified program")
@@ -354,7 +356,7 @@ def judge(boot, report, has_check):
         if start.get("alive") == "1":
             stack, _ = section(boot, "perfd-stack")
             why = (f"perfd was still starting after {kmatrix.GUEST['READY_TIMEOUT']} s (killed then); "
-                   f"its kernel stack:\n{stack}")
+                   f"where it was:\n{stack}")
         else:
             why = f"perfd exited {log_rc} before it answered status"
         report.check("start", False, f"{why}\nits log:\n{log}\nkernel log:\n{dmesg}")
