@@ -117,10 +117,13 @@ static bool starts_with(const char *s, size_t n, const char *prefix)
  * program was refused. */
 static bool line_is_noise(const char *s, size_t n)
 {
+	static const char global[] = "is global and assumed valid.";
+
 	if (starts_with(s, n, "processed ") || starts_with(s, n, "verification time") ||
 	    starts_with(s, n, "stack depth"))
 		return true;
-	return starts_with(s, n, "Func#") && n >= 26 && !memcmp(s + n - 26, "is global and assumed valid.", 26);
+	return starts_with(s, n, "Func#") && n >= sizeof(global) - 1 &&
+	       !memcmp(s + n - (sizeof(global) - 1), global, sizeof(global) - 1);
 }
 
 size_t verifier_reason(const char *log, char *buf, size_t len)
