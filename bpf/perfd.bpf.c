@@ -433,8 +433,15 @@ static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
  * at 0x40 */
 #define ENTRY_WINDOW 64
 
-static __always_inline bool frame_in_entry(struct mm_struct *mm, __u64 pc)
+/* Whether pc is in the entry of the current task's program, or in its
+ * loader's.  A global function, checked once on its own: inlined, its
+ * walk of the auxiliary vector was two thirds of the tick program's
+ * verification.  It finds the mm itself, with probe reads (a global
+ * function takes no kernel pointer before 6.8). */
+__noinline int perfd_frame_in_entry(__u64 pc)
 {
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
 	__u64 entry = 0, base = 0, ld_entry = 0;
 
 	for (__u32 i = 0; i + 1 < bpf_core_field_size(mm->saved_auxv) / sizeof(__u64); i += 2) {
@@ -450,7 +457,7 @@ static __always_inline bool frame_in_entry(struct mm_struct *mm, __u64 pc)
 			break;
 	}
 	if (entry && pc - entry < ENTRY_WINDOW)
-		return true;
+		return 1;
 	/* 24: e_entry's offset in an Elf64_Ehdr */
 	return base && !bpf_probe_read_user(&ld_entry, sizeof(ld_entry), (void *)(base + 24)) &&
 	       pc - (base + ld_entry) < ENTRY_WINDOW;
@@ -530,7 +537,7 @@ static __always_inline int sample(void *ctx, struct task_struct *task, bool full
 			/* a thread's walk never ends in an entry: no auxv read */
 			last = kdepth + n - 1;
 			if (tables && n > 0 && last < 2 * PERFD_MAX_STACK_DEPTH &&
-			    (s->hdr.tid != tgid || !frame_in_entry(mm, s->ips[last]))) {
+			    (s->hdr.tid != tgid || !perfd_frame_in_entry(s->ips[last]))) {
 				s->flags |= PERFD_SAMPLE_F_TRUNCATED;
 				if (value_kind == PERFD_VALUE_CPU)
 					count(PERFD_CNT_UNWIND_FP_UNROOTED);

@@ -243,19 +243,22 @@ static __always_inline __u32 python_code_tag(struct python_walk *w, struct pytho
 	return tag;
 }
 
-static long python_step(__u32 i, void *ctx)
+/* One frame of the walk w.  Returns 1 to stop.  A global function, for
+ * the reason perfd_unwind_frame() is one: checked once, with w's contents
+ * unknown. */
+__noinline int perfd_python_frame(struct python_walk *w)
 {
-	struct python_walk *w = ctx;
 	struct python_scratch *sc;
 	struct python_frame_buf *b;
-	__u32 zero = 0, size = w->read_size;
+	__u32 zero = 0, size;
 	bool last_of_call, shown = true;
 	__s32 position;
 	__u64 code, ident;
 	__u8 owner = 0;
 
-	if (!w->frame)
+	if (!w || !w->frame)
 		return 1;
+	size = w->read_size;
 	sc = bpf_map_lookup_elem(&python_scratch, &zero);
 	if (!sc || size == 0 || size > PYTHON_FRAME_READ_MAX)
 		return 1;
@@ -298,6 +301,11 @@ static long python_step(__u32 i, void *ctx)
 	if (last_of_call)
 		python_close_call(w);
 	return 0;
+}
+
+static long python_step(__u32 i, void *w)
+{
+	return perfd_python_frame(w) ? 1 : 0;
 }
 
 /* Reads the PyThreadState* of the current thread (task, from

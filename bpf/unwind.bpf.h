@@ -156,48 +156,63 @@ static __always_inline long stack_read(__u64 addr, __u64 lo, __u64 *out)
 	return 0;
 }
 
-static __always_inline const struct perfd_unwind_mapping *
-find_mapping(const struct user_unwind *u, __u64 addr)
-{
-	const struct perfd_unwind_mapping *m, *best = NULL;
-	__u32 lo = 0, hi = u->maps_count, idx;
+/*
+ * The two searches of a frame.  Each is a global function: the verifier
+ * checks it once, on its own, and its result is any scalar to the caller.
+ * Inlined into the frame step, a search's every way through its loop
+ * (which half, whether a lookup failed) multiplied the states of the step
+ * and of the search after it; how far the verifier could prune them
+ * depended on the kernel build, and on one 6.18 host the tick program went
+ * from 306k processed instructions to past the 1M limit (docs/PERFORMANCE.md,
+ * "Verifier headroom").
+ */
 
-	/* last mapping with start <= addr: the last one the search kept */
+/* The index in unwind_mappings of the mapping of [first, first + count)
+ * that holds addr (the last one starting at or below it), or -1. */
+__noinline int perfd_find_mapping(__u32 first, __u32 count, __u64 addr)
+{
+	const struct perfd_unwind_mapping *m;
+	__u32 lo = 0, hi = count, idx;
+	int best = -1;
+
 	for (int i = 0; i < PERFD_UNWIND_MAPPING_SEARCH_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		idx = u->maps_first + mid;
+		idx = first + mid;
 		m = bpf_map_lookup_elem(&unwind_mappings, &idx);
 		if (!m)
-			return NULL;
+			return -1;
 		if (m->start <= addr) {
-			best = m;
+			best = idx;
 			lo = mid + 1;
 		} else {
 			hi = mid;
 		}
 	}
-	if (!best || addr >= best->end)
-		return NULL;
-	return best;
+	if (best < 0)
+		return -1;
+	idx = best;
+	m = bpf_map_lookup_elem(&unwind_mappings, &idx);
+	return m && addr < m->end ? best : -1;
 }
 
-static __always_inline const struct perfd_unwind_row *
-find_row(const struct perfd_unwind_mapping *m, __u32 pc)
+/* The index in unwind_rows of the row of [first, first + count) that
+ * holds pc (the last one starting at or below it), or -1. */
+__noinline int perfd_find_row(__u32 first, __u32 count, __u32 pc)
 {
-	__u32 lo = 0, hi = m->rows_count, first = m->rows_first, idx;
-	const struct perfd_unwind_row *r, *best = NULL;
+	const struct perfd_unwind_row *r;
+	__u32 lo = 0, hi = count, idx;
+	int best = -1;
 
-	/* last row with row.pc <= pc: the last one the search kept */
 	for (int i = 0; i < PERFD_UNWIND_ROW_SEARCH_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
 		idx = first + mid;
 		r = bpf_map_lookup_elem(&unwind_rows, &idx);
 		if (!r)
-			return NULL;
+			return -1;
 		if (r->pc <= pc) {
-			best = r;
+			best = idx;
 			lo = mid + 1;
 		} else {
 			hi = mid;
@@ -273,14 +288,59 @@ static __always_inline bool fp_code(const struct perfd_unwind_mapping *m, __u64 
 	return in_mapping < m->end - m->start && in_code < (__u64)(m->fp_end - m->fp_first);
 }
 
+/* A run of callers found by frame pointer (perfd_fp_run()): the walk, the
+ * mapping whose frame-pointer code it is in, the frames' buffer, and how
+ * it ended (1: the walk stops; 0: it goes on with u->pc, outside that
+ * code, not recorded yet).  Pointers alone, and one result: what the
+ * steps change is in *u, which the verifier does not follow, so their
+ * callback is checked once or twice rather than once per caller. */
+struct fp_run {
+	struct user_unwind *u;
+	const struct perfd_unwind_mapping *m;
+	__u64 *ips;
+	long stop;
+};
+
+/* One caller: 0 to take the next, 1 when the run is over. */
+static long fp_run_step(__u32 i, void *ctx)
+{
+	struct fp_run *run = ctx;
+	struct user_unwind *u = run->u;
+	__u64 bp, next_bp = 0, ra = 0;
+
+	bp = u->bp;
+	if (stack_read(bp, bp, &next_bp) || stack_read(bp + 8, bp, &ra)) {
+		u->result = UNWIND_TRUNCATED;
+		return 1;
+	}
+	u->sp = bp + 16;
+	u->bp = next_bp;
+	u->pc = ra;
+	if (ra == 0) {
+		u->result = UNWIND_COMPLETE;
+		return 1;
+	}
+	if (!fp_code(run->m, ra - 1)) {
+		run->stop = 0;
+		return 1;
+	}
+	if (record_frame(u, run->ips, ra))
+		return 1;
+	u->fp_frames++;
+	return 0;
+}
+
 /* From the recorded frame at u->pc (a return address in m's frame-pointer
  * code), on to its callers.  Returns 1 to stop the walk, 0
  * to go on with the caller at u->pc, outside that code, not recorded yet.
  * A global function: the verifier checks it once, not once for every
- * state the row search leaves the step in. */
+ * state the row search leaves the step in; its callers are taken under
+ * bpf_loop(), so that the verifier checks one step, not one for each of
+ * PERFD_MAX_STACK_DEPTH (an inlined loop of them was 59k of the tick
+ * program's 102k processed instructions). */
 __noinline long perfd_fp_run(struct user_unwind *u, const struct perfd_unwind_mapping *m)
 {
-	__u64 *ips = unwind_out();
+	struct fp_run run = { .u = u, .m = m, .ips = unwind_out(), .stop = 1 };
 
 	if (!u || !m)
 		return 1;
@@ -289,28 +349,9 @@ __noinline long perfd_fp_run(struct user_unwind *u, const struct perfd_unwind_ma
 		u->result = UNWIND_TRUNCATED;
 		return 1;
 	}
-	/* the depth limit ends it first */
-	for (int i = 0; i < PERFD_MAX_STACK_DEPTH; i++) {
-		__u64 bp = u->bp, next_bp = 0, ra = 0;
-
-		if (stack_read(bp, bp, &next_bp) || stack_read(bp + 8, bp, &ra)) {
-			u->result = UNWIND_TRUNCATED;
-			return 1;
-		}
-		u->sp = bp + 16;
-		u->bp = next_bp;
-		u->pc = ra;
-		if (ra == 0) {
-			u->result = UNWIND_COMPLETE;
-			return 1;
-		}
-		if (!fp_code(m, ra - 1))
-			return 0;
-		if (record_frame(u, ips, ra))
-			return 1;
-		u->fp_frames++;
-	}
-	return 1;
+	/* the depth limit (record_frame()) ends it first */
+	bpf_loop(PERFD_MAX_STACK_DEPTH, fp_run_step, &run, 0);
+	return run.stop;
 }
 
 /* rt_sigframe as the kernel builds it: after the handler's return popped
@@ -340,14 +381,22 @@ static __always_inline long signal_step(struct user_unwind *u)
 	return 0;
 }
 
-/* One frame: records pc, then moves to the caller.  Returns 1 to stop. */
-static long unwind_step(__u32 i, struct user_unwind *u)
+/* One frame: records pc, then moves to the caller.  Returns 1 to stop.
+ * A global function, so that the verifier checks it once, with u's
+ * contents unknown, instead of once for every state the walk's earlier
+ * frames left u in (bpf_loop() callbacks are checked until their states
+ * repeat from 6.7 on, so a callback that kept what it learnt of u in
+ * u made the verifier's work grow with each kernel). */
+__noinline int perfd_unwind_frame(struct user_unwind *u)
 {
-	const struct perfd_unwind_mapping *m;
+	const struct perfd_unwind_mapping *m = NULL;
 	const struct perfd_unwind_row *row;
 	__u64 *ips = unwind_out();
 	__u64 lookup, cfa, ra = 0;
+	int idx;
 
+	if (!u)
+		return 1;
 	/* perfd_fp_run() may have taken several: the limit is on frames */
 	if (record_frame(u, ips, u->pc))
 		return 1;
@@ -355,7 +404,9 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	/* A return address points after the call, maybe past the end of the
 	 * caller's function: look up the call instruction instead. */
 	lookup = u->pc_exact ? u->pc : u->pc - 1;
-	m = find_mapping(u, lookup);
+	idx = perfd_find_mapping(u->maps_first, u->maps_count, lookup);
+	if (idx >= 0)
+		m = bpf_map_lookup_elem(&unwind_mappings, &idx);
 	if (m && !u->pc_exact && fp_code(m, lookup))
 		return perfd_fp_run(u, m) ? 1 : 0; /* a global function's value is any scalar to the verifier */
 	if (!m)
@@ -366,7 +417,8 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 	 * the verifier's states, 296k or 323k instructions against 270k) */
 	if (!m || m->rows_count == 0)
 		return frame_pointer_step(u, !m || m->rows_first == PERFD_UNWIND_ROWS_PENDING);
-	row = find_row(m, (__u32)(lookup - m->pc_adjust));
+	idx = perfd_find_row(m->rows_first, m->rows_count, (__u32)(lookup - m->pc_adjust));
+	row = idx >= 0 ? bpf_map_lookup_elem(&unwind_rows, &idx) : NULL;
 	if (!row) {
 		u->result = UNWIND_TRUNCATED;
 		return 1;
@@ -423,6 +475,11 @@ static long unwind_step(__u32 i, struct user_unwind *u)
 		return 1;
 	}
 	return 0;
+}
+
+static long unwind_step(__u32 i, void *u)
+{
+	return perfd_unwind_frame(u) ? 1 : 0;
 }
 
 #endif
