@@ -269,3 +269,20 @@ def test_check_prints_every_line_when_nothing_loads():
     assert set(features) == {"tables", "python", "memory", "context-switches"}, p.stdout
     assert set(progs) == PROGRAMS, p.stdout
     assert REFUSED_LINE in progs["on_cpu_clock_fp"], p.stdout
+
+
+# A quarter of the verifier's limit (1M): the same program has verified in
+# 306k instructions on one 6.18 host and failed the limit on another.
+HEADROOM_INSNS = 250_000
+
+
+@pytest.mark.parametrize("refuse", ["", "tables", "python", "tables,python", "memory"])
+def test_every_program_verifies_with_headroom(refuse):
+    """Each tier's programs (the full one, and those below it that a
+    refusal makes perfd load) verify in at most a quarter of the limit on
+    this kernel."""
+    p, _, progs = run_check(*([f"--test-refuse={refuse}"] if refuse else []))
+    counts = {name: int(text.split()[2]) for name, text in progs.items() if text.startswith("verified in ")}
+    assert "on_cpu_clock" in counts or "on_cpu_clock_fp" in counts, p.stdout + p.stderr
+    over = {name: n for name, n in counts.items() if n > HEADROOM_INSNS}
+    assert not over, f"over {HEADROOM_INSNS} verifier instructions on {os.uname().release}: {over}\n{p.stdout}"
