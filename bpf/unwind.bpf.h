@@ -157,19 +157,21 @@ static __always_inline long stack_read(__u64 addr, __u64 lo, __u64 *out)
 }
 
 /*
- * The two searches of a frame.  Each is a global function: the verifier
- * checks it once, on its own, and its result is any scalar to the caller.
- * Inlined into the frame step, a search's every way through its loop
- * (which half, whether a lookup failed) multiplied the states of the step
- * and of the search after it; how far the verifier could prune them
- * depended on the kernel build, and on one 6.18 host the tick program went
- * from 306k processed instructions to past the 1M limit (docs/PERFORMANCE.md,
- * "Verifier headroom").
+ * The two searches of a frame, inlined into the frame step
+ * (perfd_unwind_frame()), which is a global function: the verifier checks
+ * the step once, with the walk's state unknown, so a search's ways through
+ * its loop (which half, whether a lookup failed) meet only the other
+ * search's, never the states of earlier frames.  That meeting is what made
+ * the tick program pass the verifier's 1M limit on one 6.18 host while it
+ * was a bpf_loop() callback that kept the walk's state on the caller's
+ * stack (docs/PERFORMANCE.md, "Verifier headroom").  As global functions
+ * of their own they verified in 0.8 % fewer instructions and cost two
+ * calls more a frame: 5 % of a shallow stack's tick here.
  */
 
 /* The index in unwind_mappings of the mapping of [first, first + count)
  * that holds addr (the last one starting at or below it), or -1. */
-__noinline int perfd_find_mapping(__u32 first, __u32 count, __u64 addr)
+static __always_inline int find_mapping(__u32 first, __u32 count, __u64 addr)
 {
 	const struct perfd_unwind_mapping *m;
 	__u32 lo = 0, hi = count, idx;
@@ -198,7 +200,7 @@ __noinline int perfd_find_mapping(__u32 first, __u32 count, __u64 addr)
 
 /* The index in unwind_rows of the row of [first, first + count) that
  * holds pc (the last one starting at or below it), or -1. */
-__noinline int perfd_find_row(__u32 first, __u32 count, __u32 pc)
+static __always_inline int find_row(__u32 first, __u32 count, __u32 pc)
 {
 	const struct perfd_unwind_row *r;
 	__u32 lo = 0, hi = count, idx;
@@ -293,7 +295,7 @@ static __always_inline bool fp_code(const struct perfd_unwind_mapping *m, __u64 
  * it ended (1: the walk stops; 0: it goes on with u->pc, outside that
  * code, not recorded yet).  Pointers alone, and one result: what the
  * steps change is in *u, which the verifier does not follow, so their
- * callback is checked once or twice rather than once per caller. */
+ * callback is checked once or twice rather than once per step. */
 struct fp_run {
 	struct user_unwind *u;
 	const struct perfd_unwind_mapping *m;
@@ -302,9 +304,8 @@ struct fp_run {
 };
 
 /* One caller: 0 to take the next, 1 when the run is over. */
-static long fp_run_step(__u32 i, void *ctx)
+static __always_inline long fp_run_caller(struct fp_run *run)
 {
-	struct fp_run *run = ctx;
 	struct user_unwind *u = run->u;
 	__u64 bp, next_bp = 0, ra = 0;
 
@@ -330,14 +331,30 @@ static long fp_run_step(__u32 i, void *ctx)
 	return 0;
 }
 
+/* Callers a bpf_loop() step takes.  Each step is a call (and a return
+ * through the return thunk where Safe RET is on): a step of one caller
+ * cost a deep stack's tick 12 % more than the unrolled loop did, a step of
+ * eight nothing measurable (tests/bench/bpf-pair.py, both orders), for
+ * 9.4k more instructions to verify (33.6k in all here, against 83k for the
+ * unrolled loop). */
+#define FP_RUN_BATCH 8
+
+static long fp_run_step(__u32 i, void *ctx)
+{
+	for (int k = 0; k < FP_RUN_BATCH; k++)
+		if (fp_run_caller(ctx))
+			return 1;
+	return 0;
+}
+
 /* From the recorded frame at u->pc (a return address in m's frame-pointer
  * code), on to its callers.  Returns 1 to stop the walk, 0
  * to go on with the caller at u->pc, outside that code, not recorded yet.
  * A global function: the verifier checks it once, not once for every
  * state the row search leaves the step in; its callers are taken under
- * bpf_loop(), so that the verifier checks one step, not one for each of
- * PERFD_MAX_STACK_DEPTH (an inlined loop of them was 59k of the tick
- * program's 102k processed instructions). */
+ * bpf_loop(), so that the verifier checks one step of FP_RUN_BATCH, not one
+ * for each of PERFD_MAX_STACK_DEPTH (an unrolled loop of them was 59k of
+ * the tick program's 102k processed instructions). */
 __noinline long perfd_fp_run(struct user_unwind *u, const struct perfd_unwind_mapping *m)
 {
 	struct fp_run run = { .u = u, .m = m, .ips = unwind_out(), .stop = 1 };
@@ -350,7 +367,7 @@ __noinline long perfd_fp_run(struct user_unwind *u, const struct perfd_unwind_ma
 		return 1;
 	}
 	/* the depth limit (record_frame()) ends it first */
-	bpf_loop(PERFD_MAX_STACK_DEPTH, fp_run_step, &run, 0);
+	bpf_loop((PERFD_MAX_STACK_DEPTH + FP_RUN_BATCH - 1) / FP_RUN_BATCH, fp_run_step, &run, 0);
 	return run.stop;
 }
 
@@ -404,7 +421,7 @@ __noinline int perfd_unwind_frame(struct user_unwind *u)
 	/* A return address points after the call, maybe past the end of the
 	 * caller's function: look up the call instruction instead. */
 	lookup = u->pc_exact ? u->pc : u->pc - 1;
-	idx = perfd_find_mapping(u->maps_first, u->maps_count, lookup);
+	idx = find_mapping(u->maps_first, u->maps_count, lookup);
 	if (idx >= 0)
 		m = bpf_map_lookup_elem(&unwind_mappings, &idx);
 	if (m && !u->pc_exact && fp_code(m, lookup))
@@ -417,7 +434,7 @@ __noinline int perfd_unwind_frame(struct user_unwind *u)
 	 * the verifier's states, 296k or 323k instructions against 270k) */
 	if (!m || m->rows_count == 0)
 		return frame_pointer_step(u, !m || m->rows_first == PERFD_UNWIND_ROWS_PENDING);
-	idx = perfd_find_row(m->rows_first, m->rows_count, (__u32)(lookup - m->pc_adjust));
+	idx = find_row(m->rows_first, m->rows_count, (__u32)(lookup - m->pc_adjust));
 	row = idx >= 0 ? bpf_map_lookup_elem(&unwind_rows, &idx) : NULL;
 	if (!row) {
 		u->result = UNWIND_TRUNCATED;

@@ -83,6 +83,27 @@ static void print_config(struct json_object *r)
 	}
 }
 
+/* The tier the BPF programs run in, and each feature lost with why. */
+static void print_bpf(struct json_object *r)
+{
+	_cleanup_free_ char *tier = ctl_json_string_escaped(r, "bpf.tier");
+	struct json_object *lost;
+
+	if (!tier)
+		return;
+	printf("BPF:          %s\n", tier);
+	if (!json_object_object_get_ex(json_object_object_get(r, "bpf"), "lost", &lost) ||
+	    !json_object_is_type(lost, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(lost); i++) {
+		struct json_object *e = json_object_array_get_idx(lost, i);
+		_cleanup_free_ char *feature = ctl_json_string_escaped(e, "feature"),
+				    *reason = ctl_json_string_escaped(e, "reason");
+
+		printf("  lost %s: %s\n", feature ? feature : "-", reason ? reason : "-");
+	}
+}
+
 static void print_status(struct json_object *r)
 {
 	_cleanup_free_ char *version = ctl_json_string_escaped(r, "daemon_version");
@@ -102,6 +123,7 @@ static void print_status(struct json_object *r)
 	else
 		printf("Sampling:     - Hz on %s CPUs\n", ctl_json_count(r, "cpus", a));
 
+	print_bpf(r);
 	printf("Samples:      received %s, profiled %s, idle %s\n",
 	       ctl_json_count(r, "samples.received", a), ctl_json_count(r, "samples.profiled", b),
 	       ctl_json_count(r, "samples.idle", c));

@@ -14,6 +14,7 @@
 
 #include "base/duration.h"
 #include "collect/sampler.h"
+#include "collect/tiers.h"
 #include "config.h"
 #include "export/http.h"
 #include "perfd/macro.h"
@@ -26,6 +27,7 @@ enum row_type {
 	T_DURATION, /* 30s, 10m, 1h, 7d: whole seconds in [min, max] */
 	T_BOOL,     /* a flag on the command line, yes/no in the file */
 	T_LABEL,    /* KEY=VALUE, one more each time */
+	T_REFUSE,   /* feature names, comma-separated, as PERFD_REFUSE_* bits */
 	/* the command line only */
 	T_CONFIG,
 	T_HELP,
@@ -37,6 +39,7 @@ enum {
 	R_SECRET = 1 << 1, /* status says "(set)", never the value */
 	R_POW2 = 1 << 2,   /* a power of two */
 	R_URL = 1 << 3,    /* status shows it without user:password@ */
+	R_CMDLINE = 1 << 4, /* the command line only: not in the file, nor in status */
 };
 
 struct row {
@@ -130,13 +133,20 @@ static const struct row rows[] = {
 	  "profiles waiting for each exporter, past which the oldest are dropped" },
 	{ "label", "KEY=VALUE", T_LABEL, 0, 0, 0, R_RELOAD, NULL,
 	  "add a label to every exported profile (repeatable; not " BUILTIN_LABELS_TEXT ")" },
+	{ "check", NULL, T_BOOL, OFF(check), 0, 0, R_CMDLINE, NULL,
+	  "load the BPF programs as perfd would, unload them and say which features this kernel "
+	  "allows and what each program costs the verifier (exit 0: all of them)" },
+	/* Test-only, so not in --help: makes the verifier refuse the programs
+	 * loaded with these features (tables, python, memory, frame-pointers),
+	 * to drive the loader down its ladder (collect/tiers.h) on any kernel. */
+	{ "test-refuse", "FEATURES", T_REFUSE, OFF(test_refuse), 0, 0, R_CMDLINE, NULL, NULL },
 	{ "help", NULL, T_HELP, 0, 0, 0, 0, NULL, NULL },
 	{ "version", NULL, T_VERSION, 0, 0, 0, 0, NULL, NULL },
 };
 
 static bool row_in_file(const struct row *r)
 {
-	return r->type < T_CONFIG;
+	return r->type < T_CONFIG && !(r->flags & R_CMDLINE);
 }
 
 #define FIELD(c, r, type) ((type *)((char *)(c) + (r)->offset))
@@ -318,6 +328,11 @@ static int row_set(const struct row *r, struct config *c, const char *value, cha
 	}
 	case T_LABEL:
 		return set_label(&c->export, value, err, len);
+	case T_REFUSE:
+		if (tier_parse_refuse(value, FIELD(c, r, uint32_t)) < 0)
+			return fail(err, len, "takes tables, python, memory or frame-pointers, comma-separated, "
+				    "not '%s'", value);
+		return 0;
 	default:
 		return fail(err, len, "can only be given on the command line");
 	}
@@ -711,6 +726,8 @@ json_object *config_to_json(const struct config *c)
 		const struct row *r = &rows[i];
 		json_object *v = NULL;
 
+		if (!row_in_file(r))
+			continue;
 		switch (r->type) {
 		case T_STRING: {
 			const char *s = *CFIELD(c, r, char *);

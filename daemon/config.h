@@ -60,6 +60,8 @@ struct config {
 	char *debug_dir;
 	uint64_t symbol_cache_mib; /* 0: the symbolizer's default */
 	bool verbose;
+	bool check;           /* perfd --check: load, describe, unload, exit */
+	uint32_t test_refuse; /* test-only: PERFD_REFUSE_* bits (perfd/tiers.h) */
 	struct export_opts export;
 	char *config_path; /* the file read; NULL: none */
 };

@@ -3,7 +3,9 @@
  * main.c - perfd's command line: reads the options (config.c: flags and
  * the configuration file, one table), and runs the manager.  The only
  * place that turns an error into an exit status: 2 for bad options or a
- * bad configuration file, 1 when perfd cannot start.
+ * bad configuration file, 1 when perfd cannot start.  --check (check.h)
+ * loads and unloads the BPF programs instead, and exits 1 when a feature
+ * is unavailable.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -16,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/log.h"
+#include "check.h"
 #include "config.h"
 #include "manager.h"
 #include "perfd/protocol.h"
@@ -103,6 +106,14 @@ int main(int argc, char **argv)
 		log_set_max_level(LOG_DEBUG);
 
 	libbpf_set_print(libbpf_log);
+	if (cfg->check) {
+		r = check_run(cfg, stdout);
+		config_free(cfg);
+		config_args_free(args);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			return EXIT_FAILURE;
+		return r;
+	}
 	raise_nofile_limit();
 	r = make_socket_dir(cfg->socket_path);
 	if (r < 0) {

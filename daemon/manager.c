@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* manager.c - see manager.h for the design and the path of one sample. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include "base/log.h"
 #include "collect/drain.h"
 #include "collect/sampler.h"
+#include "collect/tiers.h"
 #include "config.h"
 #include "export/exporter.h"
 #include "interp/python/python.h"
@@ -166,10 +168,11 @@ static int setup_python(struct manager *m)
 		.revisit = on_revisit,
 		.userdata = m,
 	};
+	/* The loaded tier says whether Python frames are walked, and the log
+	 * said why when they are not (log_load); processes are recognized
+	 * either way. */
 	int fd = !m->config->no_python ? sampler_python_map_fd(m->d.sampler) : -ECANCELED;
 
-	if (fd == -ENOTSUP)
-		log_notice("This kernel cannot walk Python frames (no bpf_loop()): Python processes show native frames only.");
 	m->d.python = python_new(fd, m->d.symbolizer, &limits);
 	if (!m->d.python)
 		return -ENOMEM;
@@ -192,11 +195,8 @@ static int setup_unwinder(struct manager *m)
 	};
 	int r;
 
-	if (!sampler_has_unwind_tables(m->d.sampler)) {
-		if (uo.rows_capacity > 0)
-			log_notice("This kernel lacks bpf_loop() or bpf_task_pt_regs(): user stacks are walked with frame pointers only.");
-		return 0;
-	}
+	if (!sampler_has_unwind_tables(m->d.sampler))
+		return 0; /* frame pointers only: log_load said why */
 	sampler_unwind_map_fds(m->d.sampler, &uo.rows_fd, &uo.mappings_fd, &uo.processes_fd);
 	r = unwinder_new(&uo, &m->d.unwinder);
 	if (r < 0)
@@ -331,6 +331,43 @@ static int get_listen_fd(void)
 	return SD_LISTEN_FDS_START;
 }
 
+void manager_sampler_opts(const struct config *cfg, struct sampler_opts *ret)
+{
+	*ret = (struct sampler_opts){
+		.frequency_hz = (unsigned)cfg->frequency_hz,
+		.fixed_period = cfg->fixed_period,
+		.ringbuf_bytes = cfg->ringbuf_mib << 20,
+		.unwind_rows = unwind_rows(cfg),
+		.unwind_mappings = UNWIND_MAPPINGS,
+		.unwind_processes = (uint32_t)MIN(cfg->max_processes, UINT32_MAX),
+		.python_processes = cfg->no_python ? 0 : (uint32_t)MIN(cfg->max_processes, UINT32_MAX),
+		.memory_sample_bytes = cfg->no_memory ? 0 : cfg->memory_sample_bytes,
+		.test_refuse = cfg->test_refuse,
+		.on_record = drain_enqueue,
+	};
+}
+
+/* Says once what the load lost and why: a refusal by the verifier is a
+ * warning (this kernel could run more, a newer perfd may), a feature the
+ * kernel lacks a notice. */
+static void log_load(const struct sampler_load_report *r)
+{
+	unsigned lost = load_report_lost(r);
+
+	for (int i = 0; i < TIER_N_FEATURES; i++) {
+		unsigned f = tier_features[i];
+		char text[LOAD_REASON_MAX + 256];
+
+		if (!(lost & f))
+			continue;
+		load_report_describe_loss(r, f, text, sizeof(text));
+		if (r->supported & f)
+			log_warning("%s.", text);
+		else
+			log_notice("%c%s.", toupper((unsigned char)text[0]), text + 1);
+	}
+}
+
 int manager_new(struct config *cfg, const struct config_args *args, struct manager **ret)
 {
 	struct aggregator_limits limits = {
@@ -340,17 +377,8 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		.max_memory_bytes = cfg->max_memory_mib << 20,
 		.retention_s = cfg->retention_s,
 	};
-	struct sampler_opts so = {
-		.frequency_hz = (unsigned)cfg->frequency_hz,
-		.fixed_period = cfg->fixed_period,
-		.ringbuf_bytes = cfg->ringbuf_mib << 20,
-		.unwind_rows = unwind_rows(cfg),
-		.unwind_mappings = UNWIND_MAPPINGS,
-		.unwind_processes = limits.max_processes,
-		.python_processes = limits.max_processes,
-		.memory_sample_bytes = cfg->no_memory ? 0 : cfg->memory_sample_bytes,
-		.on_record = drain_enqueue,
-	};
+	struct sampler_opts so;
+	struct sampler_load_report report;
 	struct drain_opts dopts = {
 		.max_queued_bytes = DRAIN_MAX_QUEUED_BYTES,
 		.interval_ms = DRAIN_INTERVAL_MS,
@@ -369,6 +397,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		config_free(cfg);
 		return log_error_errno(ENOMEM, "Out of memory.");
 	}
+	manager_sampler_opts(cfg, &so);
 	m->config = cfg;
 	m->args = args;
 	m->d.frequency_hz = (unsigned)cfg->frequency_hz;
@@ -427,17 +456,18 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		goto fail;
 	}
 	so.ctx = m->d.drain;
-	r = sampler_new(&so, &m->d.sampler, &what);
+	r = sampler_load(&so, &m->d.sampler, &report);
+	if (r < 0) {
+		log_error("Failed to load the BPF programs: %s", report.error);
+		goto fail;
+	}
+	log_load(&report);
+	r = sampler_start(m->d.sampler, &so, &what);
 	if (r < 0) {
 		log_error_errno(r, "Failed to %s: %m", what);
 		goto fail;
 	}
 	m->d.memory_sample_bytes = sampler_memory_sample_bytes(m->d.sampler);
-	if (so.memory_sample_bytes && !m->d.memory_sample_bytes)
-		log_notice("This kernel has no rss_stat tracepoint with BTF: memory growth is not sampled.");
-	if (!sampler_switch_aware(m->d.sampler))
-		log_notice("This kernel has no sched_switch or hrtimer_expire_entry tracepoint with BTF: "
-			   "a tick that falls due before a context switch is charged to the task switched in.");
 	r = setup_unwinder(m);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the unwinder: %m");

@@ -29,6 +29,11 @@ struct manager;
 
 struct config;
 struct config_args;
+struct sampler_opts;
+
+/* The sampler's options for cfg, as the daemon loads it (and as perfd
+ * --check does, check.h); ctx is left for the caller. */
+void manager_sampler_opts(const struct config *cfg, struct sampler_opts *ret);
 
 /* Sets everything up (BPF attached, socket listening) as cfg says, taking
  * cfg (freed, even on failure); logs what failed.  args stays the

@@ -34,6 +34,7 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 		.clients = server_clients(d->server),
 		.snapshots = d->n_snapshots,
 		.config = d->config_json,
+		.load = sampler_load_report(d->sampler),
 	};
 
 	daemon_drain(d);

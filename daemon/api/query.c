@@ -110,6 +110,43 @@ static json_object *export_status(const struct exporter_stats *x)
 	return o;
 }
 
+/* "bpf": the tier loaded, the features lost with why, and every program
+ * of the object: loaded with the verifier's count, or why not. */
+static json_object *load_json(const struct sampler_load_report *r)
+{
+	json_object *o = json_object_new_object(), *lost = json_object_new_array(),
+		    *progs = json_object_new_array();
+	unsigned lost_features = load_report_lost(r);
+	char name[TIER_NAME_MAX];
+
+	json_object_object_add(o, "tier", json_object_new_string(tier_name(r->tier, name, sizeof(name))));
+	for (int i = 0; i < TIER_N_FEATURES; i++) {
+		json_object *e;
+
+		if (!(lost_features & tier_features[i]))
+			continue;
+		e = json_object_new_object();
+		json_object_object_add(e, "feature", json_object_new_string(tier_feature_name(tier_features[i])));
+		json_object_object_add(e, "reason", json_object_new_string(load_report_why(r, tier_features[i])));
+		json_object_array_add(lost, e);
+	}
+	json_object_object_add(o, "lost", lost);
+	for (size_t i = 0; i < r->n_programs; i++) {
+		const struct load_program *p = &r->programs[i];
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(p->name));
+		json_object_object_add(e, "loaded", json_object_new_boolean(p->loaded));
+		if (p->loaded)
+			add_u64(e, "verified_insns", p->verified_insns);
+		else
+			json_object_object_add(e, "error", json_object_new_string(p->error));
+		json_object_array_add(progs, e);
+	}
+	json_object_object_add(o, "programs", progs);
+	return o;
+}
+
 json_object *query_status(const struct status_info *in)
 {
 	json_object *o = query_ok(), *samples = json_object_new_object(),
@@ -130,6 +167,8 @@ json_object *query_status(const struct status_info *in)
 	json_object_object_add(o, "timer_period_ns", json_object_new_uint64(in->timer_period_ns));
 	json_object_object_add(o, "cpus", json_object_new_int(in->cpus));
 	json_object_object_add(o, "ringbuf_bytes", json_object_new_uint64(in->ringbuf_bytes));
+	if (in->load)
+		json_object_object_add(o, "bpf", load_json(in->load));
 
 	add_u64(samples, "taken", in->bpf[PERFD_CNT_SAMPLES]);
 	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "collect/drain.h"
+#include "collect/tiers.h"
 #include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
@@ -42,6 +43,7 @@ struct status_info {
 	uint64_t daemon_rss_bytes;
 	size_t clients, snapshots;
 	json_object *config; /* the effective configuration, borrowed; NULL: none */
+	const struct sampler_load_report *load; /* the BPF load; NULL: not told */
 	struct exporter_stats exporter;
 };
 

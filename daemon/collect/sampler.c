@@ -29,6 +29,7 @@
 
 #include "base/clock.h"
 #include "collect/cpus.h"
+#include "collect/tiers.h"
 #include "perfd.skel.h"
 #include "perfd/macro.h"
 #include "collect/sampler.h"
@@ -47,10 +48,10 @@ struct sampler {
 		bool fixed;
 	} periods;
 	bool fixed_asked; /* --fixed-period */
-	bool unwind_tables;
-	bool switch_aware; /* ticks due before a switch go to the task switched out */
-	uint64_t memory_sample_bytes; /* 0: memory profiling off */
+	unsigned tier; /* the features loaded (collect/tiers.h) */
+	uint64_t memory_sample_bytes; /* asked; the tier says whether it is on */
 	size_t ringbuf_bytes;
+	struct sampler_load_report report;
 };
 
 /* The default ring holds a second of samples at 1 KiB each (a 127-frame
@@ -228,7 +229,7 @@ static int attach_cpus(struct sampler *s, const char **what)
 		 * copy of the fd stays here to change its period. */
 		*what = "attach the BPF program to a perf event";
 		s->links[cpu] = bpf_program__attach_perf_event(
-			s->unwind_tables ? s->skel->progs.on_cpu_clock : s->skel->progs.on_cpu_clock_fp, r);
+			s->tier & TIER_UNWINDING ? s->skel->progs.on_cpu_clock : s->skel->progs.on_cpu_clock_fp, r);
 		if (!s->links[cpu]) {
 			int e = negative_errno();
 
@@ -258,128 +259,425 @@ size_t sampler_ringbuf_bytes(const struct sampler *s)
 	return s->ringbuf_bytes;
 }
 
-/* The size of a map only the table-unwinding program reads. */
-static uint32_t table_map_size(const struct sampler *s, uint32_t wanted)
+/* The size of a map only a program of the tier's feature reads. */
+static uint32_t feature_map_size(unsigned tier, unsigned feature, uint32_t wanted)
 {
-	return s->unwind_tables ? MAX(wanted, 1u) : 1u;
+	return tier & feature ? MAX(wanted, 1u) : 1u;
 }
 
-int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
-		const char **ret_what)
+/* The features opts asks for, and those of them this kernel has what
+ * they need for (ret_supported), with why not in r->why. */
+static void probe_features(const struct sampler_opts *opts, struct sampler_load_report *r)
 {
-	struct sampler *s = NULL;
-	const char *what = "allocate";
-	int r;
+	static const char no_loop[] = "this kernel lacks bpf_loop(), bpf_task_pt_regs() or "
+				      "bpf_get_current_task_btf()";
+	bool walks;
 
-	if (opts->frequency_hz == 0 || !opts->on_record)
-		return -EINVAL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		goto fail_nomem;
-	s->fixed_asked = opts->fixed_period;
-	s->periods = plan_periods(opts->frequency_hz, s->fixed_asked);
-
-	what = "count the possible CPUs";
-	r = libbpf_num_possible_cpus();
-	if (r < 0)
-		goto fail;
-	s->n_cpus_possible = r;
-
-	what = "open the BPF object";
-	s->skel = perfd_bpf__open();
-	if (!s->skel) {
-		r = negative_errno();
-		goto fail;
-	}
-	s->ringbuf_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes :
-			   sampler_default_ringbuf_bytes(opts->frequency_hz, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
-	s->skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
-	s->skel->rodata->page_size = sysconf(_SC_PAGESIZE);
-	set_periods(s, s->periods);
-	what = "size the ring buffer";
-	r = bpf_map__set_max_entries(s->skel->maps.events, s->ringbuf_bytes);
-	if (r < 0)
-		goto fail;
-
-	/* Table unwinding needs bpf_loop() (5.17), bpf_task_pt_regs() (5.15)
-	 * and bpf_get_current_task_btf() (5.11): probe for them rather than
-	 * trust a kernel version. */
-	s->unwind_tables = opts->unwind_rows > 0 &&
-			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
-			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) > 0 &&
-			   libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, NULL) > 0;
-	bpf_program__set_autoload(s->skel->progs.on_cpu_clock, s->unwind_tables);
-	bpf_program__set_autoload(s->skel->progs.on_cpu_clock_fp, !s->unwind_tables);
+	r->asked = TIER_SWITCHES | (opts->unwind_rows > 0 ? TIER_TABLES : 0) |
+		   (opts->python_processes > 0 ? TIER_PYTHON : 0) |
+		   (opts->memory_sample_bytes > 0 ? TIER_MEMORY : 0);
+	snprintf(r->why[0], sizeof(r->why[0]), "turned off (--unwind-mib 0)");
+	snprintf(r->why[1], sizeof(r->why[1]), "turned off (--no-python)");
+	snprintf(r->why[2], sizeof(r->why[2]), "turned off (--no-memory)");
+	r->supported = 0;
+	/* Walking tables and Python frames needs bpf_loop() (5.17),
+	 * bpf_task_pt_regs() (5.15) and bpf_get_current_task_btf() (5.11):
+	 * probe for them rather than trust a kernel version. */
+	walks = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
+		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) > 0 &&
+		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf, NULL) > 0;
+	if (walks)
+		r->supported |= TIER_UNWINDING;
+	for (int i = 0; i < 2; i++)
+		if (!walks && (r->asked & tier_features[i]))
+			snprintf(r->why[i], sizeof(r->why[i]), "%s", no_loop);
 	/* Memory growth: the rss_stat tracepoint (a raw one, with BTF: 5.5+),
 	 * its stacks walked as the cpu-clock program walks them. */
-	s->memory_sample_bytes = opts->memory_sample_bytes;
-	if (s->memory_sample_bytes && !btf_type_exists("btf_trace_rss_stat"))
-		s->memory_sample_bytes = 0;
-	bpf_program__set_autoload(s->skel->progs.on_rss_stat, s->memory_sample_bytes > 0);
+	if (btf_type_exists("btf_trace_rss_stat"))
+		r->supported |= TIER_MEMORY;
+	else if (r->asked & TIER_MEMORY)
+		snprintf(r->why[2], sizeof(r->why[2]), "this kernel has no rss_stat tracepoint with BTF");
 	/* Whose tick it is at a context switch (bpf/perfd.bpf.c): both
 	 * tracepoints, with BTF (5.5+), and the perf hrtimer's function,
 	 * which tells its expiry from the others' (a __weak __ksym: without
 	 * it no expiry is ever noted, and both programs would run for
 	 * nothing), or none of it. */
-	s->switch_aware = btf_type_exists("btf_trace_sched_switch") &&
-			  btf_type_exists("btf_trace_hrtimer_expire_entry") &&
-			  kallsyms_has(opts->kallsyms_path ? opts->kallsyms_path : "/proc/kallsyms",
-				       "perf_swevent_hrtimer");
-	bpf_program__set_autoload(s->skel->progs.on_sched_switch, s->switch_aware);
-	bpf_program__set_autoload(s->skel->progs.on_hrtimer_expire, s->switch_aware);
-	s->skel->rodata->memory_sample_bytes = s->memory_sample_bytes ? s->memory_sample_bytes : 1;
-	s->skel->rodata->with_tables = s->unwind_tables;
-	s->skel->rodata->with_python = s->unwind_tables;
+	if (btf_type_exists("btf_trace_sched_switch") && btf_type_exists("btf_trace_hrtimer_expire_entry") &&
+	    kallsyms_has(opts->kallsyms_path ? opts->kallsyms_path : "/proc/kallsyms", "perf_swevent_hrtimer"))
+		r->supported |= TIER_SWITCHES;
+	else
+		snprintf(r->why[3], sizeof(r->why[3]),
+			 "this kernel has no sched_switch or hrtimer_expire_entry tracepoint with BTF, "
+			 "or no perf_swevent_hrtimer in its kallsyms");
+}
+
+/* Opens the object and configures it for tier: the programs it loads,
+ * what they walk, the maps' sizes. */
+static int open_tier(struct sampler *s, const struct sampler_opts *opts, unsigned tier)
+{
+	struct perfd_bpf *skel = perfd_bpf__open();
+	struct bpf_program *p;
+	int r;
+
+	if (!skel)
+		return negative_errno();
+	s->skel = skel;
+	skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
+	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
+	skel->rodata->memory_sample_bytes = opts->memory_sample_bytes ? opts->memory_sample_bytes : 1;
+	skel->rodata->with_tables = tier & TIER_TABLES;
+	skel->rodata->with_python = tier & TIER_PYTHON;
+	skel->rodata->test_refuse = opts->test_refuse;
+	set_periods(s, s->periods);
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, tier_uses_program(tier, bpf_program__name(p)));
+	r = bpf_map__set_max_entries(skel->maps.events, s->ringbuf_bytes);
 	/* Array maps take all their memory at creation: without the program
 	 * that reads them they stay at one entry. */
-	what = "size the unwind maps";
-	if ((r = bpf_map__set_max_entries(s->skel->maps.unwind_rows, table_map_size(s, opts->unwind_rows))) < 0 ||
-	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_mappings, table_map_size(s, opts->unwind_mappings))) < 0 ||
-	    (r = bpf_map__set_max_entries(s->skel->maps.unwind_processes, table_map_size(s, opts->unwind_processes))) < 0 ||
-	    (r = bpf_map__set_max_entries(s->skel->maps.python_processes, table_map_size(s, opts->python_processes))) < 0)
-		goto fail;
+	if (r >= 0)
+		r = bpf_map__set_max_entries(skel->maps.unwind_rows, feature_map_size(tier, TIER_TABLES, opts->unwind_rows));
+	if (r >= 0)
+		r = bpf_map__set_max_entries(skel->maps.unwind_mappings,
+					     feature_map_size(tier, TIER_TABLES, opts->unwind_mappings));
+	if (r >= 0)
+		r = bpf_map__set_max_entries(skel->maps.unwind_processes,
+					     feature_map_size(tier, TIER_TABLES, opts->unwind_processes));
+	if (r >= 0)
+		r = bpf_map__set_max_entries(skel->maps.python_processes,
+					     feature_map_size(tier, TIER_PYTHON, opts->python_processes));
+	return r;
+}
 
-	what = "load the BPF programs (is this root, with BTF?)";
-	r = perfd_bpf__load(s->skel);
-	if (r < 0)
-		goto fail;
+/* Each program's verifier log, one buffer each.  At BPF_LOG_STATS the
+ * kernel writes its statistics and, on a refusal, why: nothing per
+ * instruction, so verifying costs what it costs without a log (level 1
+ * tripled on_cpu_clock's 0.8 s), and libbpf, which retries a failed load
+ * at level 1 when none was asked, does not verify a refused program a
+ * second time (another 20 s for one too large). */
+#define VERIFIER_LOG_STATS 4 /* BPF_LOG_STATS, kernel/bpf/verifier.c */
+#define VERIFIER_LOG_BYTES (64u << 10)
 
-	what = "attach to the tracepoints (process exit/exec, memory, context switches)";
-	r = perfd_bpf__attach(s->skel);
-	if (r < 0)
-		goto fail;
+static void set_logs(struct perfd_bpf *skel, char *logs)
+{
+	struct bpf_program *p;
+	size_t i = 0;
 
-	r = attach_cpus(s, &what);
-	if (r < 0)
-		goto fail;
-
-	what = "create the ring buffer reader";
-	s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.events),
-				   opts->on_record, opts->ctx, NULL);
-	if (!s->ring) {
-		r = negative_errno();
-		goto fail;
+	bpf_object__for_each_program(p, skel->obj) {
+		if (i == LOAD_MAX_PROGRAMS)
+			break;
+		logs[i * VERIFIER_LOG_BYTES] = '\0';
+		(void)bpf_program__set_log_buf(p, logs + i * VERIFIER_LOG_BYTES, VERIFIER_LOG_BYTES);
+		(void)bpf_program__set_log_level(p, VERIFIER_LOG_STATS);
+		i++;
 	}
+}
+
+/* After a failed load: the program the verifier refused and its reason.
+ * libbpf loads the programs in the object's order and stops at the first
+ * that fails, so it is the last with a log; a log without a reason in it
+ * means the failure was not the verifier's (no permission, no memory).
+ * Returns the program or NULL. */
+static struct bpf_program *refused_program(struct perfd_bpf *skel, const char *logs, char *reason,
+					   size_t len)
+{
+	struct bpf_program *p, *last = NULL;
+	size_t i = 0, last_i = 0;
+
+	bpf_object__for_each_program(p, skel->obj) {
+		if (i == LOAD_MAX_PROGRAMS)
+			break;
+		if (logs[i * VERIFIER_LOG_BYTES]) {
+			last = p;
+			last_i = i;
+		}
+		i++;
+	}
+	if (!last || verifier_reason(logs + last_i * VERIFIER_LOG_BYTES, reason, len) == 0)
+		return NULL;
+	return last;
+}
+
+static struct load_program *report_program(struct sampler_load_report *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_programs; i++)
+		if (!strcmp(r->programs[i].name, name))
+			return &r->programs[i];
+	if (r->n_programs == LOAD_MAX_PROGRAMS)
+		return NULL;
+	snprintf(r->programs[r->n_programs].name, sizeof(r->programs[0].name), "%s", name);
+	return &r->programs[r->n_programs++];
+}
+
+/* Every program of the object in r: loaded with the verifier's count, or
+ * why not (after a failed load: none is). */
+static void report_programs(struct perfd_bpf *skel, struct sampler_load_report *r)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, skel->obj) {
+		struct load_program *lp = report_program(r, bpf_program__name(p));
+		unsigned f = tier_program_features(bpf_program__name(p));
+		struct bpf_prog_info info = {};
+		uint32_t len = sizeof(info);
+
+		if (!lp)
+			break;
+		lp->loaded = bpf_program__fd(p) >= 0;
+		if (lp->loaded) {
+			lp->error[0] = '\0';
+			if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0)
+				lp->verified_insns = info.verified_insns;
+		} else if (lp->error[0]) {
+			/* refused in a tier above */
+		} else if (!r->loaded) {
+			snprintf(lp->error, sizeof(lp->error), "no tier loads");
+		} else if (f && !(r->supported & f)) {
+			snprintf(lp->error, sizeof(lp->error), "not supported by this kernel");
+		} else if (f && !(r->asked & f)) {
+			snprintf(lp->error, sizeof(lp->error), "not asked for");
+		} else {
+			snprintf(lp->error, sizeof(lp->error), "not needed in this tier");
+		}
+	}
+}
+
+/* Notes in r that the verifier refused program in a load of tier, for
+ * reason, and that the ladder goes on with next: the features lost by it
+ * and the program say why. */
+static void record_refusal(struct sampler_load_report *r, const char *program, unsigned tier,
+			   unsigned next, const char *reason)
+{
+	struct load_program *lp = report_program(r, program);
+	char name[TIER_NAME_MAX];
+
+	tier_name(tier & TIER_UNWINDING, name, sizeof(name));
+	for (int i = 0; i < TIER_N_FEATURES; i++)
+		if (tier & ~next & tier_features[i])
+			snprintf(r->why[i], sizeof(r->why[i]),
+				 "%s with %s was refused by this kernel's verifier: \"%s\"", program, name, reason);
+	if (lp)
+		snprintf(lp->error, sizeof(lp->error), "refused by this kernel's verifier with %s: \"%s\"", name,
+			 reason);
+}
+
+/* What stopped the ladder before it found a tier, for the log. */
+static void report_failure(struct sampler_load_report *r, int err, const char *refused, const char *reason)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+
+	if (refused)
+		snprintf(r->error, sizeof(r->error),
+			 "no tier loads: %s was refused by this kernel's verifier: \"%s\"", refused, reason);
+	else if (!btf)
+		snprintf(r->error, sizeof(r->error),
+			 "this kernel has no BTF (/sys/kernel/btf/vmlinux), which perfd's programs need");
+	else if (err == -EPERM)
+		snprintf(r->error, sizeof(r->error),
+			 "%s: perfd needs root, or CAP_BPF and CAP_PERFMON", strerror(-err));
+	else
+		snprintf(r->error, sizeof(r->error), "%s", strerror(-err));
+	btf__free(btf);
+}
+
+/* libbpf's warnings during one load of the ladder, held until its end
+ * tells whether they matter: a refusal the ladder goes past is said once
+ * by the caller, in the verifier's words, and libbpf's own lines about it
+ * ("failed to load object") only with --verbose; anything else comes out
+ * as libbpf said it.  Static, as libbpf's print hook is: perfd loads its
+ * programs once, from one thread, at start. */
+static libbpf_print_fn_t outer_print;
+static char held[4096];
+static size_t held_len;
+
+static int hold_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (level == LIBBPF_DEBUG)
+		return outer_print ? outer_print(level, fmt, ap) : 0;
+	n = vsnprintf(held + held_len, sizeof(held) - held_len, fmt, ap);
+	if (n > 0)
+		held_len = MIN(held_len + (size_t)n, sizeof(held) - 1);
+	return n;
+}
+
+static int print_to(libbpf_print_fn_t fn, enum libbpf_print_level level, const char *fmt, ...) _printf_(3, 4);
+static int print_to(libbpf_print_fn_t fn, enum libbpf_print_level level, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = fn(level, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static void hold_libbpf(void)
+{
+	held_len = 0;
+	held[0] = '\0';
+	outer_print = libbpf_set_print(hold_print);
+}
+
+/* Gives libbpf its printer back, with what it held, as warnings or (passed:
+ * a refusal the ladder goes past) as debug messages. */
+static void release_libbpf(bool passed)
+{
+	(void)libbpf_set_print(outer_print);
+	if (outer_print && held_len)
+		(void)print_to(outer_print, passed ? LIBBPF_DEBUG : LIBBPF_WARN, "%s", held);
+	held_len = 0;
+}
+
+/* Opens and loads the object in the best tier this kernel's verifier
+ * accepts, from what opts asks for and the kernel supports down the
+ * ladder (tiers.h), describing it all in r. */
+static int load_tiers(struct sampler *s, const struct sampler_opts *opts, struct sampler_load_report *r)
+{
+	_cleanup_free_ char *logs = calloc(LOAD_MAX_PROGRAMS, VERIFIER_LOG_BYTES);
+	unsigned tier = r->asked & r->supported;
+	int err;
+
+	if (!logs)
+		return -ENOMEM;
+	for (;;) {
+		char reason[LOAD_REASON_MAX - 128] = "";
+		struct bpf_program *refused = NULL;
+		unsigned next = 0;
+
+		err = open_tier(s, opts, tier);
+		if (err >= 0) {
+			struct bpf_program *p;
+
+			bpf_object__for_each_program(p, s->skel->obj) /* in the object's order */
+				(void)report_program(r, bpf_program__name(p));
+			set_logs(s->skel, logs);
+			hold_libbpf();
+			err = perfd_bpf__load(s->skel);
+			if (err < 0)
+				refused = refused_program(s->skel, logs, reason, sizeof(reason));
+			release_libbpf(refused && tier_next(tier, r->asked & r->supported,
+							    bpf_program__name(refused), &next) == 0);
+		}
+		if (err >= 0)
+			break;
+		if (!refused || tier_next(tier, r->asked & r->supported, bpf_program__name(refused), &next) < 0) {
+			/* not the verifier's doing, the bottom, or a program every tier needs */
+			report_failure(r, err, refused ? bpf_program__name(refused) : NULL, reason);
+			if (refused)
+				record_refusal(r, bpf_program__name(refused), tier, tier, reason);
+			if (s->skel)
+				report_programs(s->skel, r);
+			return err;
+		}
+		record_refusal(r, bpf_program__name(refused), tier, next, reason);
+		perfd_bpf__destroy(s->skel);
+		s->skel = NULL;
+		tier = next;
+	}
+	s->tier = r->tier = tier;
+	r->loaded = true;
+	report_programs(s->skel, r);
+	return 0;
+}
+
+int sampler_load(const struct sampler_opts *opts, struct sampler **ret, struct sampler_load_report *ret_report)
+{
+	struct sampler_load_report *r = ret_report;
+	struct sampler *s;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (opts->frequency_hz == 0) {
+		snprintf(r->error, sizeof(r->error), "%s", strerror(EINVAL));
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(r->error, sizeof(r->error), "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	s->fixed_asked = opts->fixed_period;
+	s->periods = plan_periods(opts->frequency_hz, s->fixed_asked);
+	s->memory_sample_bytes = opts->memory_sample_bytes;
+	s->ringbuf_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes :
+			   sampler_default_ringbuf_bytes(opts->frequency_hz, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+	err = libbpf_num_possible_cpus();
+	if (err < 0) {
+		snprintf(r->error, sizeof(r->error), "cannot count the possible CPUs: %s", strerror(-err));
+		sampler_free(s);
+		return err;
+	}
+	s->n_cpus_possible = err;
+	probe_features(opts, r);
+	err = load_tiers(s, opts, r);
+	if (err < 0) {
+		sampler_free(s);
+		return err;
+	}
+	s->report = *r;
 	*ret = s;
 	return 0;
+}
 
-fail_nomem:
-	r = -ENOMEM;
-fail:
-	sampler_free(s);
-	if (ret_what)
+int sampler_start(struct sampler *s, const struct sampler_opts *opts, const char **ret_what)
+{
+	const char *what = "attach to the tracepoints (process exit/exec, memory, context switches)";
+	int r;
+
+	if (!opts->on_record)
+		return -EINVAL;
+	r = perfd_bpf__attach(s->skel);
+	if (r >= 0)
+		r = attach_cpus(s, &what);
+	if (r >= 0) {
+		what = "create the ring buffer reader";
+		s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.events), opts->on_record, opts->ctx, NULL);
+		if (!s->ring)
+			r = negative_errno();
+	}
+	if (r < 0 && ret_what)
 		*ret_what = what;
 	return r;
 }
 
+int sampler_new(const struct sampler_opts *opts, struct sampler **ret, const char **ret_what)
+{
+	struct sampler_load_report report;
+	struct sampler *s = NULL;
+	int r;
+
+	if (!opts->on_record)
+		return -EINVAL;
+	r = sampler_load(opts, &s, &report);
+	if (r < 0) {
+		if (ret_what)
+			*ret_what = "load the BPF programs";
+		return r;
+	}
+	r = sampler_start(s, opts, ret_what);
+	if (r < 0) {
+		sampler_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+const struct sampler_load_report *sampler_load_report(const struct sampler *s)
+{
+	return &s->report;
+}
+
 bool sampler_switch_aware(const struct sampler *s)
 {
-	return s->switch_aware;
+	return s->tier & TIER_SWITCHES;
 }
 
 uint64_t sampler_memory_sample_bytes(const struct sampler *s)
 {
-	return s->memory_sample_bytes;
+	return s->tier & TIER_MEMORY ? s->memory_sample_bytes : 0;
 }
 
 int sampler_fd(const struct sampler *s)
@@ -436,7 +734,7 @@ unsigned sampler_cpus(const struct sampler *s)
 
 bool sampler_has_unwind_tables(const struct sampler *s)
 {
-	return s->unwind_tables;
+	return s->tier & TIER_TABLES;
 }
 
 void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
@@ -449,7 +747,7 @@ void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_map
 
 int sampler_python_map_fd(const struct sampler *s)
 {
-	return s->unwind_tables ? bpf_map__fd(s->skel->maps.python_processes) : -ENOTSUP;
+	return s->tier & TIER_PYTHON ? bpf_map__fd(s->skel->maps.python_processes) : -ENOTSUP;
 }
 
 /* Sets the timer's period of every CPU's event (the kernel restarts its

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collect/tiers.h"
 #include "perfd/sample.h"
 
 struct sampler_opts {
@@ -21,7 +22,7 @@ struct sampler_opts {
 	size_t ringbuf_bytes; /* power of two, >= page size; 0: the default */
 	/* Capacities of the unwind maps; rows 0 turns table unwinding off. */
 	uint32_t unwind_rows, unwind_mappings, unwind_processes;
-	/* Capacity of the map of CPython processes (walked only with tables). */
+	/* Capacity of the map of CPython processes; 0 turns Python frames off. */
 	uint32_t python_processes;
 	/* Mean bytes of resident-memory growth between two memory samples;
 	 * 0 turns memory profiling off. */
@@ -29,6 +30,9 @@ struct sampler_opts {
 	/* Where the kernel's symbols are read (NULL: /proc/kallsyms), to tell
 	 * whether the perf hrtimer's function can be told apart. */
 	const char *kallsyms_path;
+	/* Test-only: PERFD_REFUSE_* bits (perfd/tiers.h), the features whose
+	 * programs the verifier is made to refuse (perfd --test-refuse). */
+	uint32_t test_refuse;
 	/* Called for every record; the record is valid only during the call. */
 	int (*on_record)(void *ctx, void *data, size_t size);
 	void *ctx;
@@ -36,11 +40,25 @@ struct sampler_opts {
 
 struct sampler;
 
-/* Opens, loads and attaches everything.  Returns 0 or -errno; on failure
- * nothing stays attached.  *ret_what (may be NULL) names the step that
- * failed, for the caller's message. */
+/* Opens and loads the BPF programs, in the best tier the kernel's verifier
+ * accepts (collect/tiers.h), without attaching anything.  Returns 0 or
+ * -errno; either way *ret_report describes the load: the tier, what was
+ * lost and why, every program (on failure, error says why no tier
+ * loaded). */
+int sampler_load(const struct sampler_opts *opts, struct sampler **ret,
+		 struct sampler_load_report *ret_report);
+/* Attaches a loaded sampler: the tracepoints, a cpu-clock event on every
+ * online CPU, the ring buffer's reader (opts->on_record, which must be
+ * set).  Returns 0 or -errno with *ret_what (may be NULL) naming the step
+ * that failed; the caller then frees s. */
+int sampler_start(struct sampler *s, const struct sampler_opts *opts, const char **ret_what);
+/* Both: opens, loads and attaches everything.  Returns 0 or -errno; on
+ * failure nothing stays attached.  *ret_what (may be NULL) names the step
+ * that failed, for the caller's message. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret,
 		const char **ret_what);
+/* The description of the load (valid as long as s). */
+const struct sampler_load_report *sampler_load_report(const struct sampler *s);
 struct sampler *sampler_free(struct sampler *s);
 
 /* The default ring buffer size for a frequency and a count of CPUs: a
@@ -55,8 +73,8 @@ int sampler_drain(struct sampler *s);
 /* Sums the per-CPU counters of the BPF side, indexed by enum perfd_counter. */
 int sampler_read_counters(const struct sampler *s, uint64_t ret[PERFD_CNT_MAX]);
 unsigned sampler_cpus(const struct sampler *s);
-/* Whether user stacks are unwound with tables (the kernel has what it
- * takes and it was asked for), and the fds of the maps that hold them. */
+/* Whether user stacks are unwound with tables (the loaded tier has them),
+ * and the fds of the maps that hold them. */
 bool sampler_has_unwind_tables(const struct sampler *s);
 void sampler_unwind_map_fds(const struct sampler *s, int *ret_rows, int *ret_mappings,
 			    int *ret_processes);
@@ -76,13 +94,15 @@ bool sampler_fixed_period(const struct sampler *s);
  * task switched out (bpf/perfd.bpf.c, "Whose tick it is"); false on a
  * kernel without the sched_switch and hrtimer_expire_entry tracepoints
  * with BTF, or whose kallsyms has no perf_swevent_hrtimer with an
- * address, where it goes to the task switched in. */
+ * address, or whose verifier refused their programs, where it goes to the
+ * task switched in. */
 bool sampler_switch_aware(const struct sampler *s);
 /* The mean bytes a memory sample stands for; 0 when memory profiling is
- * off (asked, or the kernel has no rss_stat tracepoint with BTF). */
+ * off (asked, the kernel has no rss_stat tracepoint with BTF, or its
+ * verifier refused on_rss_stat). */
 uint64_t sampler_memory_sample_bytes(const struct sampler *s);
-/* The fd of the python_processes map, -ENOTSUP when Python frames cannot
- * be walked (no table unwinding on this kernel). */
+/* The fd of the python_processes map, -ENOTSUP when the loaded tier does
+ * not walk Python frames (not asked for, not supported, or refused). */
 int sampler_python_map_fd(const struct sampler *s);
 
 /* The highest sampling frequency the kernel allows

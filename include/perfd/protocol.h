@@ -36,6 +36,15 @@
  *                 lost: { ringbuf_full, queue_full (the loop fell behind the
  *                 drain thread's bounded queue), evicted }, lost_total,
  *                 truncated: { kernel_stack, user_stack, stack_limit } },
+ *      bpf: { tier (the features the BPF programs were loaded with:
+ *             "tables+python+memory", ..., "frame-pointers"; see
+ *             daemon/collect/tiers.h), lost: [ { feature ("tables",
+ *             "python", "memory", "context-switches"), reason (why: not
+ *             supported by this kernel, or the verifier's refusal in its own
+ *             words) } ], programs: [ { name, loaded, verified_insns (when
+ *             loaded), error (why not: "not needed in this tier", "not asked
+ *             for", "not supported by this kernel", "refused by this
+ *             kernel's verifier with TIER: \"LINE\"") } ] },
  *      exit_events: { received, lost },
  *      processes: { tracked, exited, evicted, expired },
  *      stacks: { interned, frames, modules, aggregation_bytes },

@@ -86,7 +86,7 @@ from benchlib import (PERF_EVENT_PROG_TYPE, BenchError, BpfStats, Bpftrace, CpuW
 import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-PHASES = ("cost", "daemon_cpu", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost",
+PHASES = ("verifier", "cost", "daemon_cpu", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost",
           "store_snapshot", "store_first_binary", "store_memory", "memory_cost", "top", "export")
 STORE_PHASES = ("store_snapshot", "store_first_binary", "store_memory")
 MIB = 1024 * 1024
@@ -480,6 +480,39 @@ def phase_cost(ctx):
                 ctx.procs.stop(x, signal.SIGKILL, group=True)
                 if x.stdout:
                     x.stdout.close()
+
+
+# --- phase 0: the verifier's work, on this kernel and the matrix's ------
+
+VERIFIER_LIMIT = 1_000_000
+CHECK_PROGRAM = re.compile(r"^program (\S+): verified in (\d+) instructions")
+
+
+def phase_verifier(ctx):
+    """Each BPF program's verified instructions (bpf_prog_info's
+    verified_insns, as `perfd --check` prints them) on this host's kernel,
+    and on each kernel of the last `make test-kernels` run
+    (BUILD/kernels/results.json), with the share of the verifier's limit:
+    the same code has verified in 306k instructions on one 6.18 host and
+    failed the 1M limit on another, so the figure to watch is the headroom
+    on every kernel, not on one."""
+    sec = "0. Verifier: instructions processed to load each program (limit 1,000,000)"
+    out = subprocess.run([ctx.perfd_bin, "--check"], capture_output=True, text=True, timeout=300)
+    counts = {m.group(1): int(m.group(2)) for m in map(CHECK_PROGRAM.match, out.stdout.splitlines()) if m}
+    if not counts:
+        raise BenchError(f"perfd --check printed no program counts (exit {out.returncode}): {out.stderr.strip()}")
+    kernel = os.uname().release
+    for prog, n in sorted(counts.items()):
+        ctx.add(f"verifier.{kernel}.{prog}", sec, f"{prog} on this host ({kernel})", "insns", n, "lower",
+                "perfd --check")
+    results = ctx.build / "kernels" / "results.json"
+    if not results.exists():
+        ctx.results.note(f"No kernel matrix results at {results}: run `make test-kernels` for the other kernels.")
+        return
+    for k in json.loads(results.read_text()).get("kernels", []):
+        for prog, n in sorted((k.get("verified_insns") or {}).items()):
+            ctx.add(f"verifier.{k.get('kernel')}.{prog}", sec, f"{prog} on {k.get('kernel')} (make test-kernels)",
+                    "insns", n, "lower", "make test-kernels")
 
 
 # --- phase 2b: the daemon's CPU with new short-lived processes ------------
