@@ -48,12 +48,25 @@ def check_of(text, rc):
     return r.data["checks"]["check"]
 
 
-GOOD = "feature BTF: yes\ntier: full\nprogram on_cpu_clock: verified in 180000 instructions (limit 1000000)\n" \
-       "program on_rss_stat: verified in 90000 instructions (limit 1000000)\n"
+# As perfd --check prints it (README, "What this kernel allows").
+GOOD = """tier: tables+python+memory
+feature tables: available
+feature python: available
+feature memory: available
+program on_hrtimer_expire: verified in 230 instructions (limit 1000000)
+program on_cpu_clock: verified in 180000 instructions (limit 1000000)
+program on_cpu_clock_fp: not loaded: not needed in this tier
+program on_rss_stat: verified in 90000 instructions (limit 1000000)
+"""
 
 
 def test_check_passes_with_the_full_tier_and_small_programs():
     assert check_of(GOOD, 0)["passed"] is True
+    r = tk.Report("test", KERNEL)
+    tk.judge_check(parsed(console({"check": (GOOD, 0)})), r, has_check=True)
+    assert r.data["check"]["tier"] == "tables+python+memory"
+    assert r.data["check"]["verified_insns"] == {"on_hrtimer_expire": 230, "on_cpu_clock": 180000,
+                                                 "on_rss_stat": 90000}
 
 
 def test_check_fails_on_a_nonzero_exit():
@@ -66,8 +79,8 @@ def test_check_fails_on_a_program_over_a_quarter_of_the_limit():
 
 
 def test_check_fails_on_a_program_not_verified():
-    c = check_of(GOOD + "program on_hrtimer_expire: rejected: Argument list too long\n", 0)
-    assert c["passed"] is False and "on_hrtimer_expire" in c["detail"]
+    c = check_of(GOOD + "program on_process_exec: not loaded: not supported by this kernel\n", 0)
+    assert c["passed"] is False and "on_process_exec" in c["detail"]
 
 
 def test_check_fails_when_it_lists_no_program():
@@ -93,24 +106,35 @@ def programs(**insns):
     return [{"name": n, "loaded": True, "verified_insns": v, "error": None} for n, v in insns.items()]
 
 
+FULL = "tables+python+memory"
+NOT_NEEDED = {"name": "on_cpu_clock_fp", "loaded": False, "error": "not needed in this tier"}
+
+
 def test_status_passes_with_the_full_tier():
-    assert status_of({"tier": "full", "programs": programs(on_cpu_clock=200000)})["passed"] is True
+    bpf = {"tier": FULL, "lost": [], "programs": programs(on_cpu_clock=200000) + [NOT_NEEDED]}
+    assert status_of(bpf)["passed"] is True
+
+
+def test_status_fails_on_a_lost_feature():
+    bpf = {"tier": FULL, "lost": [{"feature": "memory", "reason": "no rss_stat tracepoint"}],
+           "programs": programs(on_cpu_clock=200000)}
+    assert status_of(bpf)["passed"] is False
 
 
 def test_status_fails_below_the_full_tier():
-    c = status_of({"tier": "frame-pointers", "programs": programs(on_cpu_clock=2000)})
-    assert c["passed"] is False and "frame-pointers" in c["detail"]
+    c = status_of({"tier": "frame-pointers+python+memory", "programs": programs(on_cpu_clock=2000)})
+    assert c["passed"] is False and "frame-pointers+python+memory" in c["detail"]
 
 
 def test_status_fails_on_a_program_over_a_quarter_of_the_limit():
-    c = status_of({"tier": "full", "programs": programs(on_cpu_clock=400000, on_rss_stat=10)})
+    c = status_of({"tier": FULL, "programs": programs(on_cpu_clock=400000, on_rss_stat=10)})
     assert c["passed"] is False and "on_cpu_clock" in c["detail"]
 
 
 def test_status_fails_on_a_program_error():
     p = programs(on_cpu_clock=1000) + [{"name": "on_rss_stat", "loaded": False, "verified_insns": None,
                                         "error": "Argument list too long"}]
-    assert status_of({"tier": "full", "programs": p})["passed"] is False
+    assert status_of({"tier": FULL, "programs": p})["passed"] is False
 
 
 def test_status_without_bpf_is_not_judged():

@@ -51,9 +51,12 @@ from perfdtest import (UNWIND_PENDING, function, functions, is_kernel, is_pendin
 # quarter of it on every kernel of the matrix, so that a kernel whose
 # verifier explores more states still has room (CONVENTIONS.md).
 MAX_VERIFIED_INSNS = 250_000
-# The name perfd gives the tier with every feature on (tables, Python
-# frames, memory growth: include/perfd/tiers.h).
-FULL_TIER = "full"
+# The tier with every feature on, the top of perfd's ladder (README,
+# "What this kernel allows"; daemon/collect/tiers.h).
+FULL_TIER = "tables+python+memory"
+# Why a program may be left unloaded in the full tier: the frame-pointer
+# tick is the fallback of the table-walking one.
+NOT_NEEDED = "not needed in this tier"
 # Where the guest keeps split.py: its Python frames name this file.
 GUEST_SPLIT = "/workloads/split.py"
 HOST_SPLIT = str(kmatrix.PY_WORKLOAD)
@@ -125,7 +128,7 @@ def judge_check(boot, report, has_check):
         m = _PROGRAM.match(line)
         if m:
             programs[m.group(1)] = int(m.group(2))
-        elif _PROGRAM_ANY.match(line):
+        elif _PROGRAM_ANY.match(line) and _PROGRAM_ANY.match(line).group(2) != f"not loaded: {NOT_NEEDED}":
             problems.append(line)
         t = _TIER.match(line)
         if t:
@@ -178,9 +181,11 @@ def judge_status(boot, report):
     loaded = [p for p in programs if p.get("loaded")]
     if not loaded:
         why.append("no program loaded")
+    for lost in bpf.get("lost") or []:
+        why.append(f"lost {lost.get('feature')}: {lost.get('reason')}")
     for p in programs:
         insns = p.get("verified_insns")
-        if p.get("error"):
+        if p.get("error") and not (not p.get("loaded") and p["error"] == NOT_NEEDED):
             why.append(f"{p.get('name')}: {p['error']}")
         elif p.get("loaded") and not isinstance(insns, int):
             why.append(f"{p.get('name')}: loaded, verified_insns {insns!r}")
