@@ -57,7 +57,8 @@ snap() {
 }
 
 echo "$M boot $(cut -d' ' -f1 /proc/uptime) $(uname -r)"
-run features sh -c 'ls /sys/kernel/btf/vmlinux /sys/fs/bpf /sys/kernel/tracing/events >/dev/null && cat /proc/sys/kernel/perf_event_max_sample_rate'
+run features sh -c 'ls /sys/kernel/btf/vmlinux /sys/fs/bpf /sys/kernel/tracing/events >/dev/null &&
+	cat /proc/sys/kernel/perf_event_max_sample_rate'
 # The verifier can take minutes under emulation: a program that runs into
 # its 1M-instruction limit takes some 15 s of a native CPU.
 run check timeout "$CHECK_TIMEOUT" perfd --check

@@ -321,8 +321,8 @@ def build_initramfs(out=KDIR / "initramfs.cpio.gz"):
     shutil.rmtree(root, ignore_errors=True)
     # Debian's merged /usr: /lib and /lib64 are links into /usr, as ldd's
     # paths expect.
-    for d in ("bin", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc", "workloads", "proc", "sys", "dev", "tmp",
-              "run", "usr/lib/python3.11/lib-dynload"):
+    for d in ("bin", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc", "workloads", "proc", "sys", "dev",
+              "tmp", "run", "usr/lib/python3.11/lib-dynload"):
         (root / d).mkdir(parents=True, exist_ok=True)
     for link in ("lib", "lib64"):
         os.symlink(f"usr/{link}", root / link)

@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 import kmatrix  # noqa: E402
-from perfdtest import (UNWIND_PENDING, function, functions, is_kernel, is_pending,  # noqa: E402
+from perfdtest import (UNWIND_PENDING, functions, is_kernel, is_pending,  # noqa: E402
                        marker_line, parse_folded, python_frame, show, total)
 
 # The verifier's limit is 1M instructions; a program is kept under a
@@ -161,7 +161,8 @@ def judge_status(boot, report):
     try:
         status = json.loads(text)
     except ValueError as e:
-        report.check("status", False, f"perfctl --json status exited {rc}, printed no JSON ({e}): {text[:500]}")
+        report.check("status", False,
+                     f"perfctl --json status exited {rc}, printed no JSON ({e}): {text[:500]}")
         return
     if rc != 0 or status.get("ok") is not True:
         report.check("status", False, f"perfctl --json status exited {rc}: {text[:500]}")
@@ -298,14 +299,17 @@ def judge_python(boot, report):
         return
     n = total(stacks)
     module_line = marker_line(HOST_SPLIT, "CALL: main")
-    counts, exact = {}, 0
-    for path, call, hot in (("slow_path", "CALL: slow", "HOT: slow"), ("fast_path", "CALL: fast", "HOT: fast")):
+    counts, exact, at_hot = {}, 0, 0
+    for path, call in (("slow_path", "CALL: slow"), ("fast_path", "CALL: fast")):
         want = [("<module>", GUEST_SPLIT, module_line), ("main", GUEST_SPLIT, marker_line(HOST_SPLIT, call))]
         mine = {s: c for s, c in stacks.items()
                 if python_frames(s) and python_frames(s)[-1][:2] == (path, GUEST_SPLIT)}
         counts[path] = total(mine)
         # The chain <module> -> main -> path, callers at their call lines.
         exact += sum(c for s, c in mine.items() if python_frames(s)[:-1] == want)
+        if path == "slow_path":
+            hot = marker_line(HOST_SPLIT, "HOT: slow")
+            at_hot = sum(c for s, c in mine.items() if python_frames(s)[-1][2] == hot)
     slow, fast = counts["slow_path"], counts["fast_path"]
     m = slow + fast
     share = slow / m if m else 0.0
@@ -315,6 +319,7 @@ def judge_python(boot, report):
                    and python_frames(s)[:1] and python_frames(s)[0][:2] == ("<module>", GUEST_SPLIT))
     pending = sum(c for s, c in stacks.items() if is_pending(s))
     report.data["python"] = {"samples": n, "slow_path": slow, "fast_path": fast, "exact_chain": exact,
+                             "slow_at_hot_line": at_hot,
                              "complete": complete, "pending": pending, "slow_share": round(share, 4),
                              "tolerance": round(tol, 4)}
     why = []
@@ -325,6 +330,9 @@ def judge_python(boot, report):
     if exact < 0.95 * m:
         why.append(f"only {exact} of {m} samples read <module> -> main -> slow_path/fast_path "
                    f"at the marked lines")
+    # The scan of a 1000-entry list per word is >99% of slow_path's time.
+    if at_hot < 0.9 * slow:
+        why.append(f"only {at_hot} of {slow} slow_path samples at its hot line")
     if abs(share - 0.75) > tol:
         why.append(f"slow_path share {share:.3f} ({slow}:{fast}), expected 0.75 +- {tol:.3f}")
     if complete < 0.95 * (n - pending):
