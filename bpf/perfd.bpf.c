@@ -567,6 +567,12 @@ static __always_inline int sample(void *ctx, struct task_struct *task, bool full
 
 	size = sizeof(struct perfd_sample) +
 	       (kdepth + udepth + pdepth * PYFRAME_WORDS) * sizeof(__u64);
+	/* The depths come from global functions' results, any scalar to the
+	 * verifier: the test must be on the register that is passed on, or
+	 * 6.1's verifier, which does not carry a bound learnt on one value to
+	 * another the compiler derived it from, finds the size unbounded
+	 * ("R3 min value is negative"). */
+	asm volatile("" : "+r"(size));
 	if (size > PERFD_SAMPLE_MAX_SIZE)
 		return 0;
 
