@@ -157,3 +157,27 @@ def test_a_kernel_that_does_not_boot_fails_and_says_so():
     tk.judge(b, r, has_check=True)
     assert r.data["checks"]["boot"]["passed"] is False
     assert "did not boot under TCG" in r.data["checks"]["boot"]["detail"]
+
+
+def nofp_of(folded):
+    r = tk.Report("test", KERNEL)
+    tk.judge_nofp(parsed(console({"nofp": (folded, 0), "nofp-stderr": ("", 0)})), r)
+    return r.data["checks"]["nofp"]
+
+
+ENTRY = "nofp;_start;__libc_start_main;main;drive;stage_outer;stage_inner;lib_stage;"
+
+
+def test_nofp_passes_whole_and_split_3_to_1():
+    folded = f"{ENTRY}lib_hot_three_quarters;lib_work_units 1500\n{ENTRY}exe_cold_one_quarter;lib_work_units 500\n"
+    assert nofp_of(folded)["passed"] is True
+
+
+def test_nofp_fails_cut_at_its_leaf():
+    assert nofp_of("nofp;[unknown];lib_work_units 2000\n")["passed"] is False
+
+
+def test_nofp_fails_off_its_split():
+    folded = f"{ENTRY}lib_hot_three_quarters;lib_work_units 1000\n{ENTRY}exe_cold_one_quarter;lib_work_units 1000\n"
+    c = nofp_of(folded)
+    assert c["passed"] is False and "hot share 0.500" in c["detail"]

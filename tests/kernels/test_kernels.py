@@ -281,6 +281,8 @@ def judge_nofp(boot, report):
     # _start through main, none cut short ([truncated] and the like).
     if whole < 0.98 * tabled:
         why.append(f"only {whole} of {tabled} samples unwind to _start through main")
+    if hot + cold < 0.9 * n:
+        why.append(f"only {hot + cold} of {n} samples under lib_hot_three_quarters or exe_cold_one_quarter")
     if abs(share - 0.75) > tol:
         why.append(f"hot share {share:.3f} ({hot}:{cold}), expected 0.75 +- {tol:.3f}")
     detail = "; ".join(why) + f"\n{show(stacks)}" if why else \
