@@ -509,9 +509,9 @@ def phase_verifier(ctx):
     if not results.exists():
         ctx.results.note(f"No kernel matrix results at {results}: run `make test-kernels` for the other kernels.")
         return
-    for k in json.loads(results.read_text()).get("kernels", []):
+    for k in json.loads(results.read_text()).get("kernels", {}).values():
         for prog, n in sorted((k.get("verified_insns") or {}).items()):
-            ctx.add(f"verifier.{k.get('kernel')}.{prog}", sec, f"{prog} on {k.get('kernel')} (make test-kernels)",
+            ctx.add(f"verifier.{k['release']}.{prog}", sec, f"{prog} on {k['release']} (make test-kernels)",
                     "insns", n, "lower", "make test-kernels")
 
 
