@@ -87,10 +87,10 @@ def test_check_fails_when_it_lists_no_program():
     assert check_of("feature BTF: yes\n", 0)["passed"] is False
 
 
-def test_check_is_not_judged_without_the_option():
+def test_check_fails_without_the_option():
     r = tk.Report("test", KERNEL)
     tk.judge_check(parsed(console({"check": ("perfd: unknown option '--check'\n", 2)})), r, has_check=False)
-    assert r.data["checks"]["check"]["passed"] is None
+    assert r.data["checks"]["check"]["passed"] is False
 
 
 def status_of(bpf):
@@ -137,8 +137,8 @@ def test_status_fails_on_a_program_error():
     assert status_of({"tier": FULL, "programs": p})["passed"] is False
 
 
-def test_status_without_bpf_is_not_judged():
-    assert status_of(None)["passed"] is None
+def test_status_without_bpf_fails():
+    assert status_of(None)["passed"] is False
 
 
 def test_verified_insns_of_the_kernel_are_judged():
