@@ -10,6 +10,9 @@
 
 #include "perfd/macro.h"
 #include "api/auth.h"
+#include "symbols/ksyms.h"
+
+#define AUTH_CAP_SYSLOG 34 /* linux/capability.h's CAP_SYSLOG */
 
 /* SO_PEERGROUPS is sized at run time; this covers most users at once. */
 #define AUTH_GROUPS_FIRST_GUESS 64
@@ -73,6 +76,23 @@ int auth_group_gid(const char *name, gid_t *ret)
 	}
 }
 
+/* Whether the process pid has CAP_SYSLOG effective now; false when that
+ * cannot be read (fails closed).  The pid is SO_PEERCRED's, read at accept
+ * while the client waits for its answers; 0 (a peer in a pid namespace
+ * perfd cannot see) reads nothing. */
+static bool peer_cap_syslog(uint32_t pid)
+{
+	char path[sizeof("/proc//status") + 10];
+	_cleanup_fclose_ FILE *f = NULL;
+	bool cap = false;
+
+	if (pid == 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	return f && auth_parse_cap_syslog(f, &cap) == 0 && cap;
+}
+
 int auth_peer_from_socket_group(int fd, const char *group, struct perfd_peer *ret)
 {
 	struct ucred cred;
@@ -104,6 +124,7 @@ int auth_peer_from_socket_group(int fd, const char *group, struct perfd_peer *re
 		.gid = cred.gid,
 		.pid = cred.pid,
 		.privileged = privileged,
+		.cap_syslog = cred.uid == 0 && peer_cap_syslog(cred.pid),
 	};
 	return 0;
 }
@@ -157,6 +178,32 @@ int auth_parse_owner_uid(FILE *status, uint32_t *ret)
 		return 0;
 	}
 	return ferror(status) ? -EIO : -EINVAL;
+}
+
+int auth_parse_cap_syslog(FILE *status, bool *ret)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+
+	while (getline(&line, &cap, status) >= 0) {
+		unsigned long long v;
+		char *end;
+
+		if (strncmp(line, "CapEff:", 7) != 0)
+			continue;
+		errno = 0;
+		v = strtoull(line + 7, &end, 16);
+		if (errno || end == line + 7 || (*end != '\n' && *end))
+			return -EINVAL;
+		*ret = (v >> AUTH_CAP_SYSLOG) & 1;
+		return 0;
+	}
+	return ferror(status) ? -EIO : -EINVAL;
+}
+
+bool auth_may_see_kernel_addresses(const struct perfd_peer *peer)
+{
+	return ksyms_addresses_shown_now(peer->cap_syslog);
 }
 
 int auth_read_owner_uid(uint32_t pid, uint32_t *ret)

@@ -27,6 +27,13 @@
  * seen by privileged peers only.  That is ptrace's rule: a process may trace
  * another of its own uid only when all of the target's uids are that uid, so
  * a user cannot read the stacks of a setuid-root program it started.
+ *
+ * Kernel addresses (KASLR) follow the kernel's rule for /proc/kallsyms
+ * instead (ksyms_addresses_shown(), symbols/ksyms.h): the group does not
+ * grant them, only CAP_SYSLOG does, which perfd grants to a peer of uid 0
+ * whose effective capabilities hold CAP_SYSLOG when it is accepted (a root
+ * in a container that dropped it sees no more than its /proc/kallsyms).
+ * kptr_restrict and perf_event_paranoid are read at each answer.
  */
 #ifndef PERFD_AUTH_H
 #define PERFD_AUTH_H
@@ -49,6 +56,8 @@
 struct perfd_peer {
 	uint32_t uid, gid, pid;
 	bool privileged;
+	bool cap_syslog; /* uid 0 with CAP_SYSLOG effective: may see kernel
+			  * addresses when kptr_restrict is 0 or 1 */
 };
 
 /* Reads the credentials of the process connected to the Unix socket fd and
@@ -66,6 +75,14 @@ int auth_peer_groups(int fd, gid_t **ret, size_t *ret_n);
 /* The gid of the group called name.  Returns 0, -ENOENT when there is none,
  * or another -errno when it cannot be looked up. */
 int auth_group_gid(const char *name, gid_t *ret);
+
+/* Whether the "CapEff:" line of a /proc/PID/status text holds CAP_SYSLOG.
+ * Returns 0, or -EINVAL when there is no well formed line. */
+int auth_parse_cap_syslog(FILE *status, bool *ret);
+
+/* Whether peer may see kernel addresses now (kptr_restrict and
+ * perf_event_paranoid as they are, peer->cap_syslog). */
+bool auth_may_see_kernel_addresses(const struct perfd_peer *peer);
 
 /* Whether peer may see a process whose owner_uid is owner_uid.  A process
  * owned by PROCESS_OWNER_NONE is seen only by privileged peers. */

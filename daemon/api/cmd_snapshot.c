@@ -272,6 +272,8 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	size_t len;
 	char *text;
 
+	/* decided now, as the kernel decides at each open of /proc/kallsyms */
+	mo.kernel_addresses = auth_may_see_kernel_addresses(client_peer(client));
 	if (model_build(&mo, parts, aggregator_stacks(d->aggregator), &model) < 0) {
 		command_reply_json(client, NULL);
 		return;

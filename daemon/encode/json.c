@@ -4,7 +4,8 @@
  *
  *   { "kind": "cpu", "unit": "samples", "period_ns": N, "total": T,
  *     "frames": [ { "kind", "function", "file", "line", "start_line",
- *                   "module", "build_id", "offset", "inlined_by" }, ... ],
+ *                   "module", "build_id", "offset", "symbol_offset",
+ *                   "inlined_by" }, ... ],
  *     "processes": [ { "pid", "ns_pid", "comm", "start_time_ns", "cgroup",
  *                      "unit", "exited", "total",
  *                      "tree": { "total", "self", "children": [ NODE ] } } ] }
@@ -20,7 +21,11 @@
  * lines: "start_line", the line the function starts at (a native
  * function's with lines asked for, every Python function's), is there
  * when known.  Kernel frames have the module "[kernel.kallsyms]" (with
- * the kernel's build-id when known).
+ * the kernel's build-id when known), and "symbol_offset", the offset from
+ * the start of their function (ksys_write+0x27 is 39; 0 where no symbol
+ * names the frame); their "offset", the kernel's absolute address, only
+ * when the model keeps kernel addresses (model.h: the client may see
+ * them), so that a script can tell a hidden address from a shown one.
  */
 #include "encode/calltree.h"
 #include "encode/encode.h"
@@ -75,8 +80,13 @@ static void write_frame(const struct calltree *t, const struct model *m, size_t 
 		if (mp->build_id)
 			jsonw_kv_string(w, "build_id", model_string(m, mp->build_id));
 	}
-	if (f->kind != FRAME_KIND_SPECIAL && f->kind != FRAME_KIND_PYTHON)
+	if (f->kind == FRAME_KIND_KERNEL) {
+		jsonw_kv_u64(w, "symbol_offset", l->symbol_offset);
+		if (m->kernel_addresses)
+			jsonw_kv_u64(w, "offset", l->offset);
+	} else if (f->kind != FRAME_KIND_SPECIAL && f->kind != FRAME_KIND_PYTHON) {
 		jsonw_kv_u64(w, "offset", l->offset);
+	}
 	if (ln > 0) {
 		uint64_t *outer = u64map_get(&t->frame_index, (uint64_t)loc << 8 | (ln - 1));
 

@@ -14,7 +14,8 @@
  * i location_table[i + 1] (its lines turned innermost first), function i
  * function_table[i + 1]; sample i gets stack_table[i + 1], its locations
  * turned leaf first.  Addresses are file offsets and every mapping is laid
- * at 0 from file offset 0, as pprof.c explains; a mapping's build-id is
+ * at 0 from file offset 0, as pprof.c explains (kernel addresses too: the
+ * kernel's own, or 0 where the model hides them); a mapping's build-id is
  * its attribute process.executable.build_id.gnu (the semantic conventions'
  * name for the hex GNU build-id).
  *
@@ -208,6 +209,7 @@ static int build_locations(struct otlp *p)
 
 		opentelemetry__proto__profiles__v1development__location__init(loc);
 		loc->mapping_index = (int32_t)l->mapping; /* model: index + 1, 0 none */
+		/* a kernel location's is 0 for who may not see it (model.h) */
 		if (l->kind == FRAME_KIND_NATIVE || l->kind == FRAME_KIND_JIT ||
 		    l->kind == FRAME_KIND_KERNEL)
 			loc->address = l->offset;

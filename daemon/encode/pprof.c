@@ -20,7 +20,9 @@
  * too, "[kernel.kallsyms]" with the running kernel's build-id, as perf
  * names it; its locations' addresses are the kernel's own (KASLR-shifted)
  * virtual addresses, and frames in kernel modules share it (their
- * addresses are the kernel's as well).  Python frames have no Mapping.
+ * addresses are the kernel's as well), or 0 (no address) in a profile for
+ * whom the kernel would hide them (model.h), where the kernel's Mapping
+ * spans [0, 1).  Python frames have no Mapping.
  * Function.start_line is the model's: the decl line of a native function
  * (with lines), co_firstlineno of a Python one, 0 (unknown) otherwise.
  *
@@ -215,6 +217,7 @@ static int build_locations(struct pprof *p)
 		perftools__profiles__location__init(loc);
 		loc->id = i + 1;
 		loc->mapping_id = l->mapping;
+		/* a kernel location's is 0 for who may not see it (model.h) */
 		if (l->kind == FRAME_KIND_NATIVE || l->kind == FRAME_KIND_JIT ||
 		    l->kind == FRAME_KIND_KERNEL)
 			loc->address = l->offset;

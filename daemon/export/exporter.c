@@ -19,6 +19,7 @@
 #include "export/http.h"
 #include "export/sinks.h"
 #include "perfd/macro.h"
+#include "symbols/ksyms.h"
 
 #define USEC_PER_SEC 1000000ULL
 #define TIMER_ACCURACY_USEC 1000
@@ -258,6 +259,10 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 	size_t n_processes;
 	double ms;
 
+	/* Exports are the operator's, written or sent by perfd as root: they
+	 * keep kernel addresses when the kernel would show them to root now
+	 * (kptr_restrict 0 or 1), never with kptr_restrict 2. */
+	x->src.model.kernel_addresses = ksyms_addresses_shown_now(true);
 	if (x->src.drain)
 		x->src.drain(x->src.drain_ctx);
 	if (aggregator_query(x->src.aggregator, &sel, from_s * NSEC_PER_SEC, to_s * NSEC_PER_SEC, &parts,

@@ -91,6 +91,10 @@ struct frame_record {
 	uint16_t module;      /* frame.h module id of a file or JIT,
 			       * FRAME_MODULE_KERNEL for the kernel, 0 for none */
 	uint64_t offset;      /* in the module's file, or the address */
+	uint64_t symbol_offset; /* kernel frames: from the start of the
+				 * symbol that names function (0 for none),
+				 * what is shown to who may not see the
+				 * address (model_opts.kernel_addresses) */
 };
 
 /* At most this many records for one frame (inlined calls). */

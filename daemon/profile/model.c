@@ -206,6 +206,11 @@ static int64_t location_for(struct builder *b, uint64_t frame)
 	n = MAX(MIN(n, ELEMENTSOF(rec)), (size_t)1);
 	l.kind = rec[n - 1].kind;
 	l.offset = rec[n - 1].offset;
+	if (l.kind == FRAME_KIND_KERNEL) {
+		l.symbol_offset = rec[n - 1].symbol_offset;
+		if (!b->o->kernel_addresses)
+			l.offset = 0;
+	}
 	l.hash = hash_u64(l.kind);
 	mp = mapping_for(b, rec[n - 1].module);
 	if (mp < 0)
@@ -349,6 +354,7 @@ int model_build(const struct model_opts *opts, const struct profile_parts *parts
 		return -ENOMEM;
 	m->kind = opts->kind;
 	m->threads = opts->threads;
+	m->kernel_addresses = opts->kernel_addresses;
 	u64map_init(&b.strings);
 	u64map_init(&b.functions);
 	u64map_init(&b.locations);

@@ -18,6 +18,13 @@
  *   samples    (process, thread, locations root first) -> value, merged
  *   processes  pid, comm, cgroup, unit of each part
  *
+ * Kernel addresses (KASLR) are decided here, once for every format: a
+ * model built without model_opts.kernel_addresses (the default: a zeroed
+ * opts hides them) keeps no kernel address anywhere; a kernel location's
+ * offset is 0 and only its symbol_offset (from the start of the function
+ * that names it) is left, so no encoder can print what the client may not
+ * see.  Who may is the caller's question (api/auth.h).
+ *
  * Frames are resolved through a caller's resolver (the manager routes
  * Python frames to interp/python and the rest to the symbolizer), once per
  * distinct frame word.  Locations are interned by what they resolve to, so
@@ -56,6 +63,7 @@ struct model_opts {
 	bool threads;      /* samples kept apart by thread */
 	bool leaf_only;    /* each stack cut to its leaf frame: per-function
 			    * self values for the price of one frame each */
+	bool kernel_addresses; /* kernel locations keep their addresses */
 	frame_resolver_t resolve;
 	module_describer_t describe;
 	void *ctx;
@@ -75,7 +83,10 @@ struct model_line {
 struct model_location {
 	uint32_t first_line, n_lines; /* in lines[], outermost first */
 	uint32_t mapping;             /* index + 1 in mappings, 0 for none */
-	uint64_t offset;
+	uint64_t offset;              /* in the module's file, the kernel's
+				       * address, or 0 (model.kernel_addresses) */
+	uint64_t symbol_offset;       /* kernel: from its function's start,
+				       * 0 for a frame no symbol names */
 	enum frame_kind kind;
 	uint64_t hash;
 };
@@ -105,6 +116,8 @@ struct model_process {
 struct model {
 	enum profile_kind kind;
 	bool threads;
+	bool kernel_addresses; /* model_opts': false means no kernel location
+				* has an offset */
 	char *strings; /* NUL-terminated texts, by offset = string id */
 	size_t strings_len, strings_cap;
 	struct model_function *functions;

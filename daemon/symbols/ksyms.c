@@ -16,6 +16,9 @@
  * symbol, since no kernel function is that long and such gaps separate
  * vmlinux, the module area and the BPF/ftrace trampolines.
  *
+ * Who may see kernel addresses in perfd's answers is decided here too, by
+ * the rule that decides who sees them in /proc/kallsyms (see ksyms.h).
+ *
  * The kernel's build-id is read from /sys/kernel/notes, as perf does: the
  * raw .notes section, not an ELF file, so the ELF build-id readers do not
  * apply.  Every size in it is checked against what was read before it is
@@ -26,6 +29,7 @@
 #include <ctype.h>
 #include <elf.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -268,6 +272,39 @@ int ksyms_parse(FILE *f, struct ksyms **ret)
 
 	*ret = TAKE_PTR(k);
 	return 0;
+}
+
+bool ksyms_addresses_shown(int kptr_restrict, int perf_event_paranoid, bool cap_syslog)
+{
+	switch (kptr_restrict) {
+	case 0:
+		/* kallsyms_for_perf(): who may profile the kernel may read it */
+		return (perf_event_paranoid >= -1 && perf_event_paranoid <= 1) || cap_syslog;
+	case 1:
+		return cap_syslog;
+	default:
+		return false;
+	}
+}
+
+/* The integer in the sysctl file at path, or INT_MIN when it cannot be read. */
+static int read_sysctl(const char *path)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	int v;
+
+	return f && fscanf(f, "%d", &v) == 1 && v >= -1 ? v : INT_MIN;
+}
+
+bool ksyms_addresses_shown_now(bool cap_syslog)
+{
+	int restrict_ = read_sysctl("/proc/sys/kernel/kptr_restrict");
+
+	/* not read unless it decides: kptr_restrict 0 */
+	return ksyms_addresses_shown(restrict_,
+				     restrict_ == 0 ? read_sysctl("/proc/sys/kernel/perf_event_paranoid")
+						    : INT_MIN,
+				     cap_syslog);
 }
 
 int ksyms_load(const char *path, struct ksyms **ret)

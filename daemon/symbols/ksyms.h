@@ -6,6 +6,7 @@
 #ifndef PERFD_KSYMS_H
 #define PERFD_KSYMS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -25,6 +26,18 @@ const char *ksyms_lookup(const struct ksyms *k, uint64_t addr,
 			 const char **ret_module, uint64_t *ret_offset);
 size_t ksyms_count(const struct ksyms *k);
 struct ksyms *ksyms_free(struct ksyms *k);
+
+/* Who may see kernel addresses: the kernel's own rule for /proc/kallsyms
+ * (kallsyms_show_value()), so that perfd shows no one an address the
+ * kernel would hide from them.  kptr_restrict 0 shows them to everyone when
+ * perf_event_paranoid is at most 1, else only to CAP_SYSLOG; 1 only to
+ * CAP_SYSLOG; 2 (or any other value) to no one, not even root.  A value
+ * that cannot be read (INT_MIN here) counts as the strictest: the rule fails closed. */
+bool ksyms_addresses_shown(int kptr_restrict, int perf_event_paranoid, bool cap_syslog);
+/* The same with the sysctls as they are now (two small reads of
+ * /proc/sys/kernel, cheap enough for every query: the sysctls can change at
+ * any time and the answer must follow them). */
+bool ksyms_addresses_shown_now(bool cap_syslog);
 
 /* At most this many bytes of the notes file are read. */
 #define KSYMS_NOTES_MAX 16384

@@ -727,6 +727,7 @@ static size_t resolve_symbol(struct symbolizer *s, uint64_t frame, struct frame_
 		if (s->ksyms)
 			name = ksyms_lookup(s->ksyms, out->offset, NULL, &off);
 		out->function = name ? name : "[unknown]";
+		out->symbol_offset = name ? off : 0;
 	} else if (module == FRAME_MODULE_SPECIAL) {
 		out->kind = FRAME_KIND_SPECIAL;
 		out->function = special_name(addr);

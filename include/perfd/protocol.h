@@ -156,7 +156,10 @@
  *      "native", "python", "jit", "special"), function, file, line,
  *      start_line (the function's first line, when known: native with
  *      "lines", Python always), module ("[kernel.kallsyms]" for the
- *      kernel), build_id, offset, inlined_by } ], processes: [ { pid, ns_pid,
+ *      kernel), build_id, offset (a kernel frame's absolute address only
+ *      for a client the kernel shows kernel addresses: README), symbol_offset
+ *      (kernel frames: from the function's start), inlined_by } ],
+ *      processes: [ { pid, ns_pid,
  *      comm, start_time_ns, cgroup, unit, exited, total, tree: { self,
  *      total, children: [ { frame | thread, self, total, children } ] } } ] }
  *      Pprof: profile is a string, the gzipped profile.proto message

@@ -77,6 +77,39 @@ static int parse_text(const char *text, uint32_t *ret)
 	return r;
 }
 
+/* CAP_SYSLOG is bit 34 of "CapEff:", in hex; a status without a well
+ * formed line is an error and writes nothing. */
+static int parse_cap(const char *text, bool *ret)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int r;
+
+	cr_assert_not_null(f);
+	r = auth_parse_cap_syslog(f, ret);
+	fclose(f);
+	return r;
+}
+
+Test(auth, cap_syslog_from_the_effective_set)
+{
+	bool cap = true;
+
+	cr_assert_eq(parse_cap("Name:\tx\nCapInh:\t0000000400000000\n"
+			       "CapEff:\t0000000000000000\n", &cap), 0);
+	cr_assert(!cap, "only the effective set counts");
+	cr_assert_eq(parse_cap("CapEff:\t000001ffffffffff\n", &cap), 0);
+	cr_assert(cap);
+	cr_assert_eq(parse_cap("CapEff:\t0000000400000000\n", &cap), 0);
+	cr_assert(cap);
+	cr_assert_eq(parse_cap("CapEff:\t0000000200000000\n", &cap), 0);
+	cr_assert(!cap, "bit 33 is CAP_MAC_ADMIN");
+	cap = true;
+	cr_assert_eq(parse_cap("CapEff:\tzz\n", &cap), -EINVAL);
+	cr_assert_eq(parse_cap("CapEff:\t12g\n", &cap), -EINVAL);
+	cr_assert_eq(parse_cap("Name:\tx\n", &cap), -EINVAL);
+	cr_assert(cap, "written on an error");
+}
+
 Test(auth, owner_is_the_real_uid_when_all_agree)
 {
 	uint32_t owner = 42;

@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -483,4 +484,22 @@ Test(ksyms, real_kernel_notes)
 	cr_assert_eq(r, 0, "/sys/kernel/notes: %s", strerror(-r));
 	cr_assert_eq(strlen(id), 40, "%s", id);
 	cr_assert_eq(strspn(id, "0123456789abcdef"), 40, "%s", id);
+}
+
+/* kallsyms_show_value()'s rule, value by value: kptr_restrict 0 shows
+ * addresses to all when perf_event_paranoid <= 1, else to CAP_SYSLOG; 1 to
+ * CAP_SYSLOG; 2, anything else and an unreadable value to no one. */
+Test(ksyms, addresses_shown_as_the_kernel_shows_kallsyms)
+{
+	cr_assert(ksyms_addresses_shown(0, -1, false));
+	cr_assert(ksyms_addresses_shown(0, 1, false));
+	cr_assert(!ksyms_addresses_shown(0, 2, false));
+	cr_assert(ksyms_addresses_shown(0, 2, true));
+	cr_assert(!ksyms_addresses_shown(0, INT_MIN, false), "paranoid unreadable");
+	cr_assert(ksyms_addresses_shown(0, INT_MIN, true));
+	cr_assert(!ksyms_addresses_shown(1, -1, false));
+	cr_assert(ksyms_addresses_shown(1, 2, true));
+	cr_assert(!ksyms_addresses_shown(2, -1, true), "2 hides them from root too");
+	cr_assert(!ksyms_addresses_shown(3, -1, true));
+	cr_assert(!ksyms_addresses_shown(INT_MIN, -1, true), "kptr_restrict unreadable");
 }

@@ -228,6 +228,42 @@ Test(model, mappings_carry_path_and_build_id_from_the_describer)
 	model_free(m);
 }
 
+/* Kernel addresses are the model's to hide, once for every format: by
+ * default a kernel location has offset 0 and keeps only its offset from
+ * the symbol; asked for, the address too.  Other frames are untouched. */
+static const struct fake_frame kaddr_frames[] = {
+	{ KFRAME(0x816dbf67), 1, { { .kind = FRAME_KIND_KERNEL, .function = "ksys_write",
+				     .module = FRAME_MODULE_KERNEL,
+				     .offset = 0xffffffff816dbf67ULL, .symbol_offset = 0x27 } } },
+	{ FRAME(1, 0x10), 1, { { .kind = FRAME_KIND_NATIVE, .function = "in_app", .module = 1,
+				 .offset = 0x10 } } },
+};
+
+Test(model, kernel_addresses_only_when_asked)
+{
+	SET_FAKE_FRAMES(kaddr_frames);
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 1, FRAME(1, 0x10), KFRAME(0x816dbf67));
+	for (int shown = 0; shown <= 1; shown++) {
+		struct model *m = fake_build_opts((struct model_opts){ .kind = PROFILE_KIND_CPU,
+							 .kernel_addresses = shown });
+		cr_assert_eq(m->kernel_addresses, shown);
+		cr_assert_eq(m->n_locations, 2);
+		for (size_t i = 0; i < m->n_locations; i++) {
+			const struct model_location *l = &m->locations[i];
+
+			if (l->kind == FRAME_KIND_KERNEL) {
+				cr_assert_eq(l->offset, shown ? 0xffffffff816dbf67ULL : 0);
+				cr_assert_eq(l->symbol_offset, 0x27);
+			} else {
+				cr_assert_eq(l->offset, 0x10);
+				cr_assert_eq(l->symbol_offset, 0);
+			}
+		}
+		model_free(m);
+	}
+}
+
 static const struct fake_frame inline_frames[] = {
 	{ FRAME(1, 0x10), 3, { NATIVE("outer", "src/a.c", 10, 1), NATIVE("middle", "src/b.h", 20, 1),
 			       NATIVE("inner", "src/c.h", 30, 1) } },

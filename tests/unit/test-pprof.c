@@ -300,7 +300,8 @@ Test(pprof, kernel_frames_share_the_kernel_mapping)
 	/* a kernel frame the table does not name, as in a module: "f22" */
 	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x22), KFRAME(0x11), FRAME(1, 0x1) }, 3, 2, 1,
 		      PROFILE_KIND_CPU, 1);
-	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true,
+					     .kernel_addresses = true });
 	check_tables(p);
 	cr_assert_eq(p->n_mapping, 2, "the app and the kernel");
 	a = p->location[sample_at(p, "clear_page")->location_id[0] - 1];
@@ -318,6 +319,30 @@ Test(pprof, kernel_frames_share_the_kernel_mapping)
 	cr_assert_str_eq(str(p, p->mapping[p->location[s->location_id[s->n_location_id - 1] - 1]
 						   ->mapping_id - 1]->filename),
 			 "/usr/bin/app");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* For a client the kernel would not show its addresses (the model's
+ * default), kernel locations have address 0 and the kernel's Mapping
+ * spans [0, 1). */
+Test(pprof, hidden_kernel_addresses_are_zero)
+{
+	const Perftools__Profiles__Location *k, *app;
+	const Perftools__Profiles__Sample *s;
+	pb_profile *p;
+
+	SET_FAKE_FRAMES(fake_app_frames);
+	fake_process(0, 10, "app", NULL);
+	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x22), FRAME(1, 0x1) }, 2, 1, 1,
+		      PROFILE_KIND_CPU, 1);
+	p = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
+	check_tables(p);
+	s = sample_at(p, "f22");
+	k = p->location[s->location_id[0] - 1];
+	app = p->location[s->location_id[1] - 1];
+	cr_assert_eq(k->address, 0);
+	cr_assert_eq(p->mapping[k->mapping_id - 1]->memory_limit, 1);
+	cr_assert_neq(app->mapping_id, k->mapping_id);
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
