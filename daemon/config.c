@@ -115,6 +115,8 @@ static const struct row rows[] = {
 	  "separate debug files (default /usr/lib/debug)" },
 	{ "symbol-cache-mib", "N", T_UINT, OFF(symbol_cache_mib), 1, MIB_MAX, 0, NULL,
 	  "parsed symbol tables kept in memory (default 256)" },
+	{ "client-idle-timeout", "DURATION", T_DURATION, OFF(client_idle_timeout_s), 1, 86400, 0, "2m",
+	  "close a connection with no request in flight that neither asked nor read for DURATION" },
 	{ "verbose", NULL, T_BOOL, OFF(verbose), 0, 0, R_RELOAD, NULL,
 	  "log debug messages, libbpf's included" },
 	{ "interval", "DURATION", T_DURATION, EXP(interval_s), 1, 3600, R_RELOAD, "60s",

@@ -59,6 +59,7 @@ struct config {
 	bool no_python;
 	char *debug_dir;
 	uint64_t symbol_cache_mib; /* 0: the symbolizer's default */
+	uint64_t client_idle_timeout_s;
 	bool verbose;
 	bool check;           /* perfd --check: load, describe, unload, exit */
 	uint32_t test_refuse; /* test-only: PERFD_REFUSE_* bits (perfd/tiers.h) */

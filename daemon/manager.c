@@ -385,6 +385,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 	};
 	struct server_opts sv = {
 		.socket_path = cfg->socket_path,
+		.idle_timeout_usec = cfg->client_idle_timeout_s * 1000000,
 		.on_request = on_request,
 		.on_cancel = on_cancel,
 	};
