@@ -101,7 +101,9 @@ size_t config_diff(const struct config *a, const struct config *b, char *changed
 
 /* The effective configuration: every option by name (secrets as "(set)"
  * or null, URLs without the user:password@ they may embed), and
- * "config_file".  New reference; NULL when out of memory. */
-json_object *config_to_json(const struct config *c);
+ * "config_file".  Not for root (root false): no secrets, tenants or output
+ * directory at all, and URLs as scheme://host:port, since a path or a
+ * query may hold a token.  New reference; NULL when out of memory. */
+json_object *config_to_json(const struct config *c, bool root);
 
 #endif

@@ -521,3 +521,8 @@ size_t server_clients(const struct server *s)
 {
 	return s->n_clients;
 }
+
+uint64_t server_idle_timeout_usec(const struct server *s)
+{
+	return s->opts.idle_timeout_usec;
+}

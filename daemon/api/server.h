@@ -76,5 +76,6 @@ void *client_get_data(const struct client *c);
 /* The credentials of the process that connected (never NULL). */
 const struct perfd_peer *client_peer(const struct client *c);
 size_t server_clients(const struct server *s);
+uint64_t server_idle_timeout_usec(const struct server *s);
 
 #endif
