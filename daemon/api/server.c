@@ -18,6 +18,8 @@
 #include "api/server.h"
 #include "base/clock.h"
 
+/* An output buffer larger than this is freed once all of it is sent. */
+#define OUT_KEEP_BYTES (64 * 1024)
 /* The idle timeout fires up to a second late: it is a bound, not a clock. */
 #define USEC_IDLE_ACCURACY 1000000
 
@@ -135,6 +137,12 @@ static int flush_out(struct client *c)
 		c->out_sent = c->out_len = 0;
 		if (c->close_after_flush)
 			return -ECONNRESET;
+		/* all sent: a large buffer (a snapshot's, a flood's) goes back */
+		if (c->out_cap > OUT_KEEP_BYTES) {
+			free(c->out);
+			c->out = NULL;
+			c->out_cap = 0;
+		}
 	}
 	if (unsent(c) > LIMITS_CLIENT_OUTPUT_BYTES)
 		c->throttled = true;
@@ -231,7 +239,18 @@ static int on_idle(sd_event_source *es, uint64_t usec, void *userdata)
 
 static int queue_reply(struct client *c, const char *json, size_t len, bool close_after)
 {
-	size_t need = c->out_len + len + 1;
+	size_t need;
+
+	/* A client that reads, but never all of it, would otherwise keep
+	 * the sent bytes ahead of the unsent ones for ever: move the unsent
+	 * ones to the front once the sent ones are the larger part (each byte
+	 * moves O(1) times on average). */
+	if (c->out_sent > 0 && c->out_sent >= unsent(c)) {
+		memmove(c->out, c->out + c->out_sent, unsent(c));
+		c->out_len -= c->out_sent;
+		c->out_sent = 0;
+	}
+	need = c->out_len + len + 1;
 
 	if (need > c->out_cap) {
 		size_t cap = MAX(need, c->out_cap * 2);
@@ -303,7 +322,8 @@ static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *use
 {
 	struct client *c = userdata;
 
-	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && !c->eof && !c->close_after_flush) {
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && !c->eof && !c->close_after_flush &&
+	    c->in_len < PERFD_MAX_REQUEST_BYTES) {
 		ssize_t n = recv(fd, c->in + c->in_len, PERFD_MAX_REQUEST_BYTES - c->in_len,
 				 MSG_DONTWAIT);
 
