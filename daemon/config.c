@@ -40,6 +40,7 @@ enum {
 	R_POW2 = 1 << 2,   /* a power of two */
 	R_URL = 1 << 3,    /* status shows it without user:password@ */
 	R_CMDLINE = 1 << 4, /* the command line only: not in the file, nor in status */
+	R_PRIVATE = 1 << 5, /* status shows it to root only */
 };
 
 struct row {
@@ -69,7 +70,7 @@ static const char *const builtin_labels[] = { "hostname", "pid", "tid", "comm", 
  * its tenant, credentials, TLS and timeout, for the backend WHO. */
 #define HTTP_ROWS(prefix, field, who, url_help)                                                     \
 	{ prefix "-url", "URL", T_STRING, EXP(field.url), 0, 0, R_RELOAD | R_URL, NULL, url_help }, \
-	{ prefix "-tenant", "ID", T_STRING, EXP(field.tenant), 0, 0, R_RELOAD, NULL,                \
+	{ prefix "-tenant", "ID", T_STRING, EXP(field.tenant), 0, 0, R_RELOAD | R_PRIVATE, NULL,    \
 	  "send X-Scope-OrgID: ID to " who },                                                       \
 	{ prefix "-bearer-token", "TOKEN", T_STRING, EXP(field.bearer_token), 0, 0,                 \
 	  R_RELOAD | R_SECRET, NULL, "send Authorization: Bearer TOKEN to " who },                  \
@@ -115,11 +116,13 @@ static const struct row rows[] = {
 	  "separate debug files (default /usr/lib/debug)" },
 	{ "symbol-cache-mib", "N", T_UINT, OFF(symbol_cache_mib), 1, MIB_MAX, 0, NULL,
 	  "parsed symbol tables kept in memory (default 256)" },
+	{ "client-idle-timeout", "DURATION", T_DURATION, OFF(client_idle_timeout_s), 1, 86400, 0, "2m",
+	  "close a connection with no request in flight that neither asked nor read for DURATION" },
 	{ "verbose", NULL, T_BOOL, OFF(verbose), 0, 0, R_RELOAD, NULL,
 	  "log debug messages, libbpf's included" },
 	{ "interval", "DURATION", T_DURATION, EXP(interval_s), 1, 3600, R_RELOAD, "60s",
 	  "export each process's profiles every DURATION" },
-	{ "output-dir", "DIR", T_STRING, EXP(output_dir), 0, 0, R_RELOAD, NULL,
+	{ "output-dir", "DIR", T_STRING, EXP(output_dir), 0, 0, R_RELOAD | R_PRIVATE, NULL,
 	  "write each interval's profiles there as pprof files" },
 	{ "output-max-age", "DURATION", T_DURATION, EXP(output_max_age_s), 0, 366 * 86400ULL, R_RELOAD,
 	  "1d", "remove files older than DURATION, 0 to keep them" },
@@ -715,7 +718,7 @@ size_t config_keep_restart_only(const struct config *running, struct config *nex
 	return n;
 }
 
-json_object *config_to_json(const struct config *c)
+json_object *config_to_json(const struct config *c, bool root)
 {
 	json_object *o = json_object_new_object();
 
@@ -726,7 +729,7 @@ json_object *config_to_json(const struct config *c)
 		const struct row *r = &rows[i];
 		json_object *v = NULL;
 
-		if (!row_in_file(r))
+		if (!row_in_file(r) || (!root && (r->flags & (R_PRIVATE | R_SECRET))))
 			continue;
 		switch (r->type) {
 		case T_STRING: {
@@ -738,7 +741,7 @@ json_object *config_to_json(const struct config *c)
 					json_object_put(o);
 					return NULL;
 				}
-				http_describe(s, shown, strlen(s) + 1);
+				(root ? http_describe : http_describe_origin)(s, shown, strlen(s) + 1);
 				s = shown;
 			}
 			if (s)

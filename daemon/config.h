@@ -59,6 +59,7 @@ struct config {
 	bool no_python;
 	char *debug_dir;
 	uint64_t symbol_cache_mib; /* 0: the symbolizer's default */
+	uint64_t client_idle_timeout_s;
 	bool verbose;
 	bool check;           /* perfd --check: load, describe, unload, exit */
 	uint32_t test_refuse; /* test-only: PERFD_REFUSE_* bits (perfd/tiers.h) */
@@ -100,7 +101,9 @@ size_t config_diff(const struct config *a, const struct config *b, char *changed
 
 /* The effective configuration: every option by name (secrets as "(set)"
  * or null, URLs without the user:password@ they may embed), and
- * "config_file".  New reference; NULL when out of memory. */
-json_object *config_to_json(const struct config *c);
+ * "config_file".  Not for root (root false): no secrets, tenants or output
+ * directory at all, and URLs as scheme://host:port, since a path or a
+ * query may hold a token.  New reference; NULL when out of memory. */
+json_object *config_to_json(const struct config *c, bool root);
 
 #endif

@@ -213,15 +213,20 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-/* The effective configuration, as status shows it. */
+/* The effective configuration, as status shows it to root and to others. */
 static void publish_config(struct manager *m)
 {
-	json_object *o = config_to_json(m->config);
+	json_object *o = config_to_json(m->config, true), *users = config_to_json(m->config, false);
 
-	if (!o)
+	if (!o || !users) {
+		json_object_put(o);
+		json_object_put(users);
 		return; /* out of memory: status keeps the one before */
+	}
 	json_object_put(m->d.config_json);
+	json_object_put(m->d.config_json_users);
 	m->d.config_json = o;
+	m->d.config_json_users = users;
 }
 
 /* The exporter's drain callback: daemon_drain behind the void * the
@@ -385,6 +390,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 	};
 	struct server_opts sv = {
 		.socket_path = cfg->socket_path,
+		.idle_timeout_usec = cfg->client_idle_timeout_s * 1000000,
 		.on_request = on_request,
 		.on_cancel = on_cancel,
 	};
@@ -582,6 +588,7 @@ struct manager *manager_free(struct manager *m)
 	symbolizer_free(m->d.symbolizer);
 	sd_event_unref(m->d.event);
 	json_object_put(m->d.config_json);
+	json_object_put(m->d.config_json_users);
 	config_free(m->config);
 	free(m);
 	return NULL;

@@ -25,6 +25,7 @@
 
 #include "api/auth.h"
 #include "api/command.h"
+#include "api/limits.h"
 #include "api/query.h"
 #include "base/clock.h"
 #include "base/jsonw.h"
@@ -38,7 +39,6 @@
 #include "profile/model.h"
 #include "symbols/symbolize.h"
 
-#define MAX_SNAPSHOTS 32
 #define SNAPSHOT_TIMER_ACCURACY_USEC 1000
 
 /* A snapshot from now on, waiting for its end. */
@@ -456,6 +456,23 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 	return NULL;
 }
 
+static size_t snapshots_of_uid(const struct daemon *d, uint32_t uid)
+{
+	size_t n = 0;
+
+	for (const struct snapshot *s = d->snapshots; s; s = s->next)
+		n += client_peer(s->client)->uid == uid;
+	return n;
+}
+
+/* Whether uid may start one more live snapshot (api/limits.h): 0,
+ * -EUSERS past its share, -EBUSY past what is not root's. */
+static int admit_snapshot(const struct daemon *d, uint32_t uid)
+{
+	return limits_admit(uid, snapshots_of_uid(d, uid), d->n_snapshots, LIMITS_MAX_SNAPSHOTS,
+			    LIMITS_SNAPSHOTS_PER_UID, LIMITS_SNAPSHOTS_ROOT_RESERVE);
+}
+
 /* Starts a snapshot.  Returns an answer to send (an error), or NULL when
  * it answered already or will answer when the snapshot ends
  * (client_get_data() is then set). */
@@ -468,9 +485,12 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 
 	if (req->when != PERFD_WHEN_DURATION)
 		return history_snapshot(d, client, req);
-	if (d->n_snapshots >= MAX_SNAPSHOTS)
-		return query_error(PERFD_ERR_BUSY, "too many snapshots running (at most %d)",
-				   MAX_SNAPSHOTS);
+	if ((r = admit_snapshot(d, client_peer(client)->uid)) < 0)
+		return r == -EUSERS ? query_error(PERFD_ERR_BUSY, "%zu of %d snapshots for uid %" PRIu32,
+						  snapshots_of_uid(d, client_peer(client)->uid),
+						  LIMITS_SNAPSHOTS_PER_UID, client_peer(client)->uid) :
+				      query_error(PERFD_ERR_BUSY, "too many snapshots running (%zu of %d)",
+						  d->n_snapshots, LIMITS_MAX_SNAPSHOTS);
 	if (req->n_pids == 1) {
 		r = read_start_ticks(req->pids[0], &ticks);
 		/* Another user's process answers exactly as a missing one. */

@@ -2,12 +2,15 @@
 /*
  * cmd_status.c - "status": the daemon's counters, losses and limits, from
  * every module (the answer is built by query.c).  Counters only, no
- * process: every client may ask.
+ * process: every client may ask.  Root alone sees where the exporters
+ * send (paths, queries, tenants) and the output directory; others see the
+ * endpoints as scheme://host:port.
  */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "api/auth.h"
 #include "api/command.h"
 #include "api/query.h"
 #include "base/clock.h"
@@ -33,7 +36,9 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 		.daemon_rss_bytes = daemon_rss_bytes(),
 		.clients = server_clients(d->server),
 		.snapshots = d->n_snapshots,
-		.config = d->config_json,
+		.root = client_peer(c)->uid == 0,
+		.config = client_peer(c)->uid == 0 ? d->config_json : d->config_json_users,
+		.client_idle_timeout_s = server_idle_timeout_usec(d->server) / 1000000,
 		.load = sampler_load_report(d->sampler),
 	};
 

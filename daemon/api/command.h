@@ -49,7 +49,8 @@ struct daemon {
 	struct unwinder *unwinder; /* NULL: frame pointers only */
 	struct server *server;
 	struct exporter *exporter;
-	json_object *config_json; /* the effective configuration (config.h) */
+	json_object *config_json;       /* the effective configuration (config.h), root's view */
+	json_object *config_json_users; /* the same as others see it */
 	uint64_t start_ns;
 	uint64_t malformed_records;
 	struct snapshot *snapshots; /* cmd_snapshot.c's, waiting for their end */

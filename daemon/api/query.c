@@ -12,9 +12,11 @@
 #include "perfd/protocol.h"
 #include "perfd/unwind.h"
 #include "api/auth.h"
+#include "api/limits.h"
 #include "api/query.h"
 #include "base/array.h"
 #include "base/jsonw.h"
+#include "export/http.h"
 #include "process/procfs.h"
 #include "profile/rss.h"
 
@@ -64,7 +66,7 @@ static json_object *unix_time_or_null(double t)
 }
 
 /* "export": the interval's figures, then one object per exporter. */
-static json_object *export_status(const struct exporter_stats *x)
+static json_object *export_status(const struct exporter_stats *x, bool root)
 {
 
 	static const struct {
@@ -94,16 +96,23 @@ static json_object *export_status(const struct exporter_stats *x)
 		const struct export_worker_stats *w = &x->sinks[i];
 		json_object *e = json_object_new_object();
 
+		char origin[sizeof(w->target)];
+
 		json_object_object_add(e, "name", json_object_new_string(w->name));
-		json_object_object_add(e, "target", json_object_new_string(w->target));
+		if (root) {
+			json_object_object_add(e, "target", json_object_new_string(w->target));
+		} else if (strstr(w->target, "://")) {
+			http_describe_origin(w->target, origin, sizeof(origin));
+			json_object_object_add(e, "target", json_object_new_string(origin));
+		}
 		json_object_object_add(e, "state", json_object_new_string(w->retrying ? "retrying" :
 									   w->last_success_unix > 0 ? "ok" : "idle"));
 		for (size_t k = 0; k < ELEMENTSOF(counters); k++)
 			add_u64(e, counters[k].key, *(const uint64_t *)((const char *)w + counters[k].offset));
 		json_object_object_add(e, "last_success", unix_time_or_null(w->last_success_unix));
 		json_object_object_add(e, "last_error_time", unix_time_or_null(w->last_error_unix));
-		json_object_object_add(e, "last_error",
-				       w->last_error[0] ? json_object_new_string(w->last_error) : NULL);
+		json_object_object_add(e, "last_error", root && w->last_error[0] ?
+				       json_object_new_string(w->last_error) : NULL);
 		json_object_array_add(list, e);
 	}
 	json_object_object_add(o, "exporters", list);
@@ -312,6 +321,14 @@ json_object *query_status(const struct status_info *in)
 	add_u64(limits, "max_frames", in->limits.max_frames);
 	add_u64(limits, "max_memory_bytes", in->limits.max_memory_bytes);
 	add_u64(limits, "retention_seconds", in->limits.retention_s);
+	add_u64(limits, "max_clients", LIMITS_MAX_CLIENTS);
+	add_u64(limits, "max_clients_per_uid", LIMITS_CLIENTS_PER_UID);
+	add_u64(limits, "clients_reserved_for_root", LIMITS_CLIENTS_ROOT_RESERVE);
+	add_u64(limits, "max_client_output_bytes", LIMITS_CLIENT_OUTPUT_BYTES);
+	add_u64(limits, "client_idle_timeout_seconds", in->client_idle_timeout_s);
+	add_u64(limits, "max_snapshots", LIMITS_MAX_SNAPSHOTS);
+	add_u64(limits, "max_snapshots_per_uid", LIMITS_SNAPSHOTS_PER_UID);
+	add_u64(limits, "snapshots_reserved_for_root", LIMITS_SNAPSHOTS_ROOT_RESERVE);
 	json_object_object_add(o, "limits", limits);
 
 	{
@@ -332,7 +349,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);
 	if (in->config)
 		json_object_object_add(o, "config", json_object_get(in->config));
-	json_object_object_add(o, "export", export_status(&in->exporter));
+	json_object_object_add(o, "export", export_status(&in->exporter, in->root));
 	return o;
 }
 

@@ -42,12 +42,16 @@ struct status_info {
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	size_t clients, snapshots;
+	uint64_t client_idle_timeout_s;
+	bool root;           /* the asker: else no exporter paths, queries or errors */
 	json_object *config; /* the effective configuration, borrowed; NULL: none */
 	const struct sampler_load_report *load; /* the BPF load; NULL: not told */
 	struct exporter_stats exporter;
 };
 
-/* New reference; NULL when out of memory. */
+/* New reference; NULL when out of memory.  The exporters' targets are
+ * shown whole to root only, to others as scheme://host:port (a files
+ * target, a directory, not at all), and their last errors to root only. */
 json_object *query_status(const struct status_info *info);
 
 struct perfd_peer;

@@ -2,6 +2,7 @@
 /* server.c - see server.h for the design. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,22 @@
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 #include "api/auth.h"
+#include "api/limits.h"
 #include "api/server.h"
+#include "base/clock.h"
+
+/* An output buffer larger than this is freed once all of it is sent. */
+#define OUT_KEEP_BYTES (64 * 1024)
+/* The idle timeout fires up to a second late: it is a bound, not a clock. */
+#define USEC_IDLE_ACCURACY 1000000
 
 struct client {
 	struct server *server;
 	int fd;
 	sd_event_source *io;
+	sd_event_source *next_line; /* defer: handles one waiting line */
+	sd_event_source *idle;      /* the idle timeout */
+	uint64_t active_usec;       /* a request read or an answer byte sent */
 	char *in;     /* PERFD_MAX_REQUEST_BYTES */
 	size_t in_len;
 	char *out;
@@ -28,6 +39,8 @@ struct client {
 	bool eof;
 	bool dead;        /* broken: free at the next kick */
 	bool dispatching; /* inside on_request: replies only queue */
+	bool throttled;   /* over LIMITS_CLIENT_OUTPUT_BYTES, until below half */
+	bool admitted;    /* counts in its uid's share (not refused at accept) */
 	struct perfd_peer peer; /* who connected, read once at accept */
 	void *data;
 	struct client *prev, *next;
@@ -40,7 +53,7 @@ struct server {
 	int fd;
 	sd_event_source *listen_io;
 	struct client *clients;
-	size_t n_clients;
+	size_t n_clients, n_admitted;
 };
 
 static void client_free(struct client *c)
@@ -59,27 +72,54 @@ static void client_free(struct client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	s->n_clients--;
+	s->n_admitted -= c->admitted;
 	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->next_line);
+	sd_event_source_disable_unref(c->idle);
 	closep(&c->fd);
 	free(c->in);
 	free(c->out);
 	free(c);
 }
 
+static size_t unsent(const struct client *c)
+{
+	return c->out_len - c->out_sent;
+}
+
+/* A line to handle: a complete one, or a full buffer without one (which
+ * is answered request_too_large). */
+static bool has_line(const struct client *c)
+{
+	return c->in_len >= PERFD_MAX_REQUEST_BYTES || memchr(c->in, '\n', c->in_len);
+}
+
+/* One request in flight, and none while the answers are over the cap. */
+static bool may_take_line(const struct client *c)
+{
+	return !c->pending && !c->close_after_flush && !c->dead && !c->throttled && has_line(c);
+}
+
 static void update_events(struct client *c)
 {
 	uint32_t ev = 0;
 
-	if (!c->eof && !c->close_after_flush)
+	/* A throttled client's requests wait in its socket: a full socket
+	 * is what tells a client that never reads to stop writing. */
+	if (!c->eof && !c->close_after_flush && !c->throttled && c->in_len < PERFD_MAX_REQUEST_BYTES)
 		ev |= EPOLLIN;
 	if (c->out_sent < c->out_len)
 		ev |= EPOLLOUT;
 	(void)sd_event_source_set_io_events(c->io, ev);
+	(void)sd_event_source_set_enabled(c->next_line,
+					  may_take_line(c) ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
 }
 
 /* Writes what it can.  Returns <0 when the client must go. */
 static int flush_out(struct client *c)
 {
+	size_t was = c->out_sent;
+
 	while (c->out_sent < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_sent, c->out_len - c->out_sent,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -91,73 +131,126 @@ static int flush_out(struct client *c)
 		}
 		c->out_sent += n;
 	}
+	if (c->out_sent > was)
+		c->active_usec = now_monotonic_ns() / 1000;
 	if (c->out_sent == c->out_len) {
 		c->out_sent = c->out_len = 0;
 		if (c->close_after_flush)
 			return -ECONNRESET;
+		/* all sent: a large buffer (a snapshot's, a flood's) goes back */
+		if (c->out_cap > OUT_KEEP_BYTES) {
+			free(c->out);
+			c->out = NULL;
+			c->out_cap = 0;
+		}
 	}
+	if (unsent(c) > LIMITS_CLIENT_OUTPUT_BYTES)
+		c->throttled = true;
+	else if (unsent(c) <= LIMITS_CLIENT_OUTPUT_BYTES / 2)
+		c->throttled = false;
 	return 0;
 }
 
 static int reply_error_and_close(struct client *c, const char *code, const char *msg);
 
-/* Hands complete lines to on_request until one is pending.  Replies made
- * meanwhile are only queued (c->dispatching), so nothing here recurses or
- * frees the client. */
-static void process_input(struct client *c)
+/* Hands the next line to on_request.  Replies made meanwhile are only
+ * queued (c->dispatching), so nothing here recurses or frees the client. */
+static void take_line(struct client *c)
 {
 	struct server *s = c->server;
+	char *nl = memchr(c->in, '\n', c->in_len);
+	_cleanup_free_ char *line = NULL;
+	size_t len;
 
 	c->dispatching = true;
-	while (!c->pending && !c->close_after_flush && !c->dead) {
-		char *nl = memchr(c->in, '\n', c->in_len);
-		_cleanup_free_ char *line = NULL;
-		size_t len;
-
-		if (!nl) {
-			if (c->in_len >= PERFD_MAX_REQUEST_BYTES)
-				(void)reply_error_and_close(
-					c, PERFD_ERR_TOO_LARGE,
-					"request longer than the protocol's maximum line length");
-			break;
-		}
-		len = nl - c->in;
-		line = malloc(len + 1);
-		if (!line) {
-			c->dead = true;
-			break;
-		}
-		memcpy(line, c->in, len);
-		line[len] = 0;
-		memmove(c->in, nl + 1, c->in_len - len - 1);
-		c->in_len -= len + 1;
-		c->pending = true;
-		(void)s->opts.on_request(s->opts.userdata, c, line, len);
+	if (!nl) {
+		(void)reply_error_and_close(c, PERFD_ERR_TOO_LARGE,
+					    "request longer than the protocol's maximum line length");
+		c->dispatching = false;
+		return;
 	}
+	len = nl - c->in;
+	line = malloc(len + 1);
+	if (!line) {
+		c->dead = true;
+		c->dispatching = false;
+		return;
+	}
+	memcpy(line, c->in, len);
+	line[len] = 0;
+	memmove(c->in, nl + 1, c->in_len - len - 1);
+	c->in_len -= len + 1;
+	c->active_usec = now_monotonic_ns() / 1000;
+	c->pending = true;
+	(void)s->opts.on_request(s->opts.userdata, c, line, len);
 	c->dispatching = false;
 }
 
-/* Moves the client forward after anything happened to it: sends, handles
- * waiting lines, and frees it when it is finished or broken. */
+/* Moves the client forward after anything happened to it: sends, asks
+ * the loop for its next line, and frees it when it is finished or
+ * broken. */
 static void client_kick(struct client *c)
 {
 	if (!c->dead && flush_out(c) < 0)
 		c->dead = true;
-	if (!c->dead && !c->pending && c->in_len > 0) {
-		process_input(c);
-		if (!c->dead && flush_out(c) < 0)
-			c->dead = true;
-	}
-	if (c->dead || (c->eof && !c->pending && c->out_len == 0)) {
+	if (c->dead || (c->eof && !c->pending && c->out_len == 0 && !has_line(c))) {
 		client_free(c);
 		return;
 	}
 	update_events(c);
 }
 
+/* One line per client per turn of the loop: a client that pipelines
+ * cannot keep the loop, or the other clients, waiting. */
+static int on_next_line(sd_event_source *es, void *userdata)
+{
+	struct client *c = userdata;
+
+	if (may_take_line(c))
+		take_line(c);
+	client_kick(c);
+	return 0;
+}
+
+/* The idle timeout: a client with no request in flight that neither sent
+ * a request nor took an answer byte for the timeout is closed, with an
+ * error when its answers are all sent (else it is not reading them). */
+static int on_idle(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct client *c = userdata;
+	uint64_t timeout = c->server->opts.idle_timeout_usec;
+	char msg[96];
+
+	if (c->pending || c->active_usec + timeout > usec) {
+		(void)sd_event_source_set_time(es, (c->pending ? usec : c->active_usec) + timeout);
+		(void)sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+		return 0;
+	}
+	if (unsent(c) > 0 || c->close_after_flush) {
+		c->dead = true;
+		client_kick(c);
+		return 0;
+	}
+	(void)snprintf(msg, sizeof(msg), "no request for %" PRIu64 " s: closing the connection",
+		       timeout / 1000000);
+	(void)reply_error_and_close(c, PERFD_ERR_TIMEOUT, msg);
+	return 0;
+}
+
 static int queue_reply(struct client *c, const char *json, size_t len, bool close_after)
 {
-	size_t need = c->out_len + len + 1;
+	size_t need;
+
+	/* A client that reads, but never all of it, would otherwise keep
+	 * the sent bytes ahead of the unsent ones for ever: move the unsent
+	 * ones to the front once the sent ones are the larger part (each byte
+	 * moves O(1) times on average). */
+	if (c->out_sent > 0 && c->out_sent >= unsent(c)) {
+		memmove(c->out, c->out + c->out_sent, unsent(c));
+		c->out_len -= c->out_sent;
+		c->out_sent = 0;
+	}
+	need = c->out_len + len + 1;
 
 	if (need > c->out_cap) {
 		size_t cap = MAX(need, c->out_cap * 2);
@@ -229,7 +322,8 @@ static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *use
 {
 	struct client *c = userdata;
 
-	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && !c->eof && !c->close_after_flush) {
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR) && !c->eof && !c->close_after_flush &&
+	    c->in_len < PERFD_MAX_REQUEST_BYTES) {
 		ssize_t n = recv(fd, c->in + c->in_len, PERFD_MAX_REQUEST_BYTES - c->in_len,
 				 MSG_DONTWAIT);
 
@@ -239,8 +333,6 @@ static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *use
 			c->eof = true; /* a half-closed client still gets its answers */
 		else if (n > 0)
 			c->in_len += n;
-		if (!c->dead && !c->pending)
-			process_input(c);
 	}
 	/* Hang-up means the peer closed both directions: no answer can reach
 	 * it any more, so a pending one is cancelled.  (A half-close only
@@ -248,6 +340,33 @@ static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *use
 	if (revents & (EPOLLHUP | EPOLLERR))
 		c->dead = true;
 	client_kick(c);
+	return 0;
+}
+
+/* Whether c may stay: its uid's share and root's reserve (api/limits.h).
+ * Returns 0, or answers busy and returns -EBUSY. */
+static int admit(struct server *s, struct client *c)
+{
+	size_t by_uid = 0;
+	char msg[128];
+	int r;
+
+	for (struct client *o = s->clients; o; o = o->next)
+		by_uid += o->admitted && o->peer.uid == c->peer.uid;
+	r = limits_admit(c->peer.uid, by_uid, s->n_admitted, LIMITS_MAX_CLIENTS,
+			 LIMITS_CLIENTS_PER_UID, LIMITS_CLIENTS_ROOT_RESERVE);
+	if (r == -EUSERS)
+		(void)snprintf(msg, sizeof(msg), "%zu of %d connections for uid %" PRIu32, by_uid,
+			       LIMITS_CLIENTS_PER_UID, c->peer.uid);
+	else if (r < 0)
+		(void)snprintf(msg, sizeof(msg), "too many clients connected to perfd (%zu of %d)",
+			       s->n_admitted, LIMITS_MAX_CLIENTS);
+	if (r < 0) {
+		(void)reply_error_and_close(c, PERFD_ERR_BUSY, msg);
+		return -EBUSY;
+	}
+	c->admitted = true;
+	s->n_admitted++;
 	return 0;
 }
 
@@ -264,16 +383,19 @@ static int on_accept(sd_event_source *es, int fd, uint32_t revents, void *userda
 	if (!c)
 		return 0;
 	c->in = malloc(PERFD_MAX_REQUEST_BYTES);
-	if (!c->in) {
-		free(c);
-		return 0;
-	}
-	r = sd_event_add_io(s->event, &c->io, cfd, EPOLLIN, on_client_io, c);
-	if (r < 0) {
+	c->active_usec = now_monotonic_ns() / 1000;
+	if (!c->in || sd_event_add_io(s->event, &c->io, cfd, EPOLLIN, on_client_io, c) < 0 ||
+	    sd_event_add_defer(s->event, &c->next_line, on_next_line, c) < 0 ||
+	    sd_event_add_time(s->event, &c->idle, CLOCK_MONOTONIC,
+			      c->active_usec + s->opts.idle_timeout_usec, USEC_IDLE_ACCURACY, on_idle,
+			      c) < 0) {
+		sd_event_source_disable_unref(c->io);
+		sd_event_source_disable_unref(c->next_line);
 		free(c->in);
 		free(c);
 		return 0;
 	}
+	(void)sd_event_source_set_enabled(c->next_line, SD_EVENT_OFF);
 	c->server = s;
 	/* Until the credentials are read the client is nobody: no uid
 	 * owns a process as PROCESS_OWNER_NONE, so it would see nothing. */
@@ -285,12 +407,12 @@ static int on_accept(sd_event_source *es, int fd, uint32_t revents, void *userda
 		s->clients->prev = c;
 	s->clients = c;
 	s->n_clients++;
+	/* a refused client is freed once its answer is sent: c is not used after */
 	if (r < 0)
 		(void)reply_error_and_close(c, PERFD_ERR_INTERNAL,
 					    "cannot read the credentials of this connection");
-	else if (s->n_clients > SERVER_MAX_CLIENTS)
-		(void)reply_error_and_close(c, PERFD_ERR_BUSY,
-					    "too many clients connected to perfd");
+	else
+		(void)admit(s, c);
 	return 0;
 }
 
@@ -418,4 +540,9 @@ const struct perfd_peer *client_peer(const struct client *c)
 size_t server_clients(const struct server *s)
 {
 	return s->n_clients;
+}
+
+uint64_t server_idle_timeout_usec(const struct server *s)
+{
+	return s->opts.idle_timeout_usec;
 }

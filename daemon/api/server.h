@@ -5,14 +5,29 @@
  *
  * The server knows nothing of the commands: each complete line goes to the
  * on_request callback, which either answers at once (server_reply) or keeps
- * the client waiting (returns SERVER_PENDING) and answers later.  While an
- * answer is pending, further lines from that client wait in its buffer.  A
- * client that disconnects while waiting is reported to on_cancel.
+ * the client waiting (returns SERVER_PENDING) and answers later.  One
+ * request per client is in flight: while an answer is pending, further
+ * lines from that client wait in its buffer.  A client that disconnects
+ * while waiting is reported to on_cancel.
  *
- * Bounds: PERFD_MAX_REQUEST_BYTES per line (a longer one is answered with
- * request_too_large and the connection closed), SERVER_MAX_CLIENTS
- * connections (more are answered "busy" and closed).  A slow reader only
- * grows its own output queue; nothing ever blocks the loop.
+ * Bounds (api/limits.h has the figures):
+ * - a line is at most PERFD_MAX_REQUEST_BYTES (a longer one is answered
+ *   request_too_large and the connection closed);
+ * - a client's unsent answers: past LIMITS_CLIENT_OUTPUT_BYTES its
+ *   requests are not read (no EPOLLIN: they wait in its socket, and a
+ *   client that never reads blocks on a full socket) until they drain
+ *   below half of it, so a client costs at most the cap plus one answer;
+ * - the loop takes one line per client per turn (a deferred event source
+ *   per client), so a client that pipelines cannot starve the others, the
+ *   timers or the ring buffer;
+ * - LIMITS_MAX_CLIENTS connections, LIMITS_CLIENTS_PER_UID of them per
+ *   non-root uid, the last LIMITS_CLIENTS_ROOT_RESERVE for root: a client
+ *   past these is answered "busy" ("N of N connections for uid U") and
+ *   closed;
+ * - a client with no request in flight that neither sent a request nor
+ *   took an answer byte for the idle timeout is closed, with a "timeout"
+ *   error when nothing else is queued for it.
+ * Nothing ever blocks the loop.
  *
  * Who is connected is read from the socket once, at accept (api/auth.h), and
  * kept with the client for the commands to filter what they answer; the
@@ -22,9 +37,9 @@
 #define PERFD_SERVER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <systemd/sd-event.h>
 
-#define SERVER_MAX_CLIENTS 128
 #define SERVER_PENDING 1
 
 struct server;
@@ -38,6 +53,7 @@ struct server_opts {
 	int (*on_request)(void *userdata, struct client *c, const char *line, size_t len);
 	void (*on_cancel)(void *userdata, struct client *c);
 	void *userdata;
+	uint64_t idle_timeout_usec; /* > 0 */
 };
 
 /* Binds (replacing a stale socket file, refusing a live one with
@@ -60,5 +76,6 @@ void *client_get_data(const struct client *c);
 /* The credentials of the process that connected (never NULL). */
 const struct perfd_peer *client_peer(const struct client *c);
 size_t server_clients(const struct server *s);
+uint64_t server_idle_timeout_usec(const struct server *s);
 
 #endif

@@ -108,15 +108,36 @@ fail:
 	return r;
 }
 
-void http_describe(const char *url, char *buf, size_t len)
+/* Where url's scheme:// ends, its host:port starts (after any
+ * user:password@) and ends (at the path, query or fragment). */
+static void url_split(const char *url, const char **ret_host, const char **ret_hostport,
+		      const char **ret_end)
 {
 	const char *host = strstr(url, "://"), *at, *end;
 
 	host = host ? host + 3 : url;
 	end = host + strcspn(host, "/?#");
 	at = memchr(host, '@', (size_t)(end - host));
+	*ret_host = host;
+	*ret_hostport = at ? at + 1 : host;
+	*ret_end = end;
+}
+
+void http_describe(const char *url, char *buf, size_t len)
+{
+	const char *host, *hostport, *end;
+
+	url_split(url, &host, &hostport, &end);
 	/* user:password@ left out */
-	snprintf(buf, len, "%.*s%s", (int)(host - url), url, at ? at + 1 : host);
+	snprintf(buf, len, "%.*s%s", (int)(host - url), url, hostport);
+}
+
+void http_describe_origin(const char *url, char *buf, size_t len)
+{
+	const char *host, *hostport, *end;
+
+	url_split(url, &host, &hostport, &end);
+	snprintf(buf, len, "%.*s%.*s", (int)(host - url), url, (int)(end - hostport), hostport);
 }
 
 char *http_escape(const char *s)

@@ -45,6 +45,9 @@ int http_target_new(const struct export_http *e, const char *path, const char *c
 struct http_target *http_target_free(struct http_target *t);
 /* url without user:password@, into buf. */
 void http_describe(const char *url, char *buf, size_t len);
+/* url's scheme://host:port only (no credentials, path, query or fragment:
+ * what a user who is not root may see of an endpoint), into buf. */
+void http_describe_origin(const char *url, char *buf, size_t len);
 /* s %-escaped for a URL's query (malloc'd, the caller's), or NULL. */
 char *http_escape(const char *s);
 /* Whether a reply of this status is to be retried: the protocol's rule. */

@@ -371,7 +371,8 @@
 #define PERFD_ERR_VERSION "unsupported_version"
 #define PERFD_ERR_UNKNOWN_COMMAND "unknown_command"
 #define PERFD_ERR_NO_SUCH_PROCESS "no_such_process"
-#define PERFD_ERR_BUSY "busy"                       /* too many snapshots or clients */
+#define PERFD_ERR_BUSY "busy"                       /* too many snapshots or clients, in all or of one uid */
+#define PERFD_ERR_TIMEOUT "timeout"                 /* no request for the idle timeout: the connection closes */
 #define PERFD_ERR_INTERNAL "internal"
 
 #endif

@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
+STATUS_DEADLINE = 1.0  # seconds the daemon may take to answer status under attack
 
 
 # The frequency of the perfd_fast fixture's daemon.
@@ -785,3 +786,32 @@ def cpu_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
+
+
+def status_within_deadline(daemon):
+    """One status request on a socket with a 1 s timeout; returns (seconds
+    it took, answer) and fails the test when there is no answer in time."""
+    t0 = time.monotonic()
+    try:
+        with daemon.connect(timeout=STATUS_DEADLINE) as s:
+            s.sendall(b'{"version": 1, "command": "status"}\n')
+            lines = read_lines(s, 1)
+    except socket.timeout:
+        raise AssertionError(f"perfd did not answer status within {STATUS_DEADLINE} s\n"
+                             f"where it was: {daemon_stack(daemon)}\n"
+                             f"stderr:\n{daemon.stderr()[-4000:]}")
+    took = time.monotonic() - t0
+    answer = decode_answer(lines[0] if lines else b"", "status")
+    assert answer.get("ok") is True, f"status failed: {answer}"
+    assert took < STATUS_DEADLINE, f"status took {took:.2f} s"
+    return took, answer
+
+
+def daemon_stack(daemon):
+    """The daemon's threads' stacks (eu-stack), for a failure message."""
+    tool = shutil.which("eu-stack")
+    if not tool:
+        return "(no eu-stack to tell)"
+    p = subprocess.run([tool, "-p", str(daemon.pid)], capture_output=True, text=True,
+                       timeout=30)
+    return p.stdout or p.stderr

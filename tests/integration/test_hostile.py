@@ -23,7 +23,6 @@ import errno
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -31,40 +30,11 @@ from pathlib import Path
 import pytest
 
 import perfdtest
-from perfdtest import BackgroundSnapshot, contains, count_where, functions, show, total
+from perfdtest import (BackgroundSnapshot, contains, count_where, functions, show,
+                       status_within_deadline, total)
 
-STATUS_DEADLINE = 1.0  # seconds the daemon may take to answer status
 JIT_SECONDS = 1.5      # CPU the JIT workload burns in its own code
 JIT_SLEEP = 0.5        # before it starts: time to put the map in place
-
-
-def status_within_deadline(daemon):
-    """One status request on a socket with a 1 s timeout; returns (seconds
-    it took, answer) and fails the test when there is no answer in time."""
-    t0 = time.monotonic()
-    try:
-        with daemon.connect(timeout=STATUS_DEADLINE) as s:
-            s.sendall(b'{"version": 1, "command": "status"}\n')
-            lines = perfdtest.read_lines(s, 1)
-    except socket.timeout:
-        raise AssertionError(f"perfd did not answer status within {STATUS_DEADLINE} s\n"
-                             f"where it was: {daemon_stack(daemon)}\n"
-                             f"stderr:\n{daemon.stderr()[-4000:]}")
-    took = time.monotonic() - t0
-    answer = perfdtest.decode_answer(lines[0] if lines else b"", "status")
-    assert answer.get("ok") is True, f"status failed: {answer}"
-    assert took < STATUS_DEADLINE, f"status took {took:.2f} s"
-    return took, answer
-
-
-def daemon_stack(daemon):
-    """The daemon's threads' stacks (eu-stack), for a failure message."""
-    tool = shutil.which("eu-stack")
-    if not tool:
-        return "(no eu-stack to tell)"
-    p = subprocess.run([tool, "-p", str(daemon.pid)], capture_output=True, text=True,
-                       timeout=30)
-    return p.stdout or p.stderr
 
 
 def symbols_counters(daemon):

@@ -203,7 +203,7 @@ Test(config, status_hides_secrets)
 	const char *text;
 
 	cr_assert_eq(load(false, flags, &c, err), 0, "%s", err);
-	o = config_to_json(c);
+	o = config_to_json(c, true);
 	cr_assert(o);
 	text = json_object_to_json_string(o);
 	cr_assert_null(strstr(text, "s3cret"), "%s", text);
@@ -215,6 +215,36 @@ Test(config, status_hides_secrets)
 			 "https://pyro.example:4040/base");
 	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "otlp-url")),
 			 "http://otel.example:4318");
+	json_object_put(o);
+	config_free(c);
+}
+
+Test(config, status_shows_users_endpoints_only)
+{
+	static const char *const flags[] = { "--push-url", "https://alice:pw@pyro.example:4040/base?token=t0k",
+					     "--push-tenant", "acme", "--push-basic-auth", "u:p",
+					     "--output-dir", "/srv/profiles", "--otlp-url",
+					     "http://[::1]:4318", NULL };
+	struct config *c = NULL;
+	char err[CONFIG_ERROR_MAX];
+	json_object *o;
+	const char *text;
+
+	cr_assert_eq(load(false, flags, &c, err), 0, "%s", err);
+	o = config_to_json(c, false);
+	cr_assert(o);
+	text = json_object_to_json_string(o);
+	cr_assert_null(strstr(text, "t0k"), "%s", text);
+	cr_assert_null(strstr(text, "base"), "%s", text);
+	cr_assert_null(strstr(text, "acme"), "%s", text);
+	cr_assert_null(strstr(text, "profiles"), "%s", text);
+	cr_assert_null(strstr(text, "basic-auth"), "%s", text);
+	cr_assert_null(strstr(text, "alice"), "%s", text);
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "push-url")),
+			 "https://pyro.example:4040");
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "otlp-url")),
+			 "http://[::1]:4318");
+	cr_assert(json_object_object_get_ex(o, "frequency", NULL));
 	json_object_put(o);
 	config_free(c);
 }

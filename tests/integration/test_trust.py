@@ -1,0 +1,325 @@
+"""No local user can exhaust perfd or read its secrets (issue 27).
+
+Every local user may connect to perfd (test_auth.py), so each test here
+plays an unprivileged one, `nobody`, against a daemon of the module's own:
+
+- the flood: one connection pipelines `ps` requests for 20 s and never
+  reads an answer.  perfd must stop reading it once its unsent answers pass
+  the per-client cap, so its RSS grows by at most 64 MiB, and keep answering
+  root's `status` within a second all the while;
+- one uid's connections and live snapshots are capped, with an error that
+  says so (`N of N connections for uid U`); root still connects;
+- a connection that sends nothing times out (a daemon of the test's own
+  with a 2 s idle timeout; the default is 60 s);
+- `status` shows nobody the exporters' endpoints as scheme://host:port, no
+  tenant, credentials or output directory; root sees all of it.
+
+The clients run as `nobody` in a forked child (setgid, setuid), which
+reports back through a pipe; the daemon's socket directory is made
+traversable for it.
+"""
+
+import json
+import os
+import pwd
+import select
+import socket
+import time
+import traceback
+
+import pytest
+
+import perfdtest
+from perfdtest import decode_answer, read_lines, status_within_deadline
+
+NOBODY = pwd.getpwnam("nobody")
+FLOOD_SECONDS = 20
+FLOOD_RSS_GROWTH = 64 << 20   # what the issue allows the flood to cost
+IDLE_TIMEOUT = 2              # the module's daemon's, in seconds
+SECRET = "SECRET7d1f"         # in the push URL's query: a token
+TENANT = "TENANT5a2c"
+OUTDIR_NAME = "profiles-OUTDIR9e3b"
+PS = b'{"version":1,"command":"ps"}\n'
+
+
+@pytest.fixture(scope="module")
+def daemon(environment):
+    """A daemon with a push URL holding a token, a tenant and an output
+    directory, in a directory nobody can traverse."""
+    tmpdir = perfdtest.make_tmpdir()
+    os.chmod(tmpdir, 0o755)
+    # ASan keeps what is freed in a quarantine of 256 MiB, which the flood
+    # (an answer freed per request) would fill: what grows then is ASan's,
+    # not perfd's.  A small one keeps the RSS bound meaningful.
+    saved = os.environ.get("ASAN_OPTIONS")
+    os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [saved, "quarantine_size_mb=8"]))
+    try:
+        d = perfdtest.start_perfd(tmpdir=tmpdir, extra_args=[
+            "--push-url", f"http://127.0.0.1:9/x/y?token={SECRET}",
+            "--push-tenant", TENANT,
+            "--output-dir", os.path.join(tmpdir, OUTDIR_NAME)])
+    finally:
+        if saved is None:
+            del os.environ["ASAN_OPTIONS"]
+        else:
+            os.environ["ASAN_OPTIONS"] = saved
+    yield d
+    d.stop()
+
+
+def as_nobody(fn, *args):
+    """Runs fn(*args) in a child process that is `nobody`; returns the
+    child's pid and a pipe on which its result (JSON) arrives."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY.pw_gid)
+            os.setuid(NOBODY.pw_uid)
+            result = {"ok": fn(*args)}
+        except BaseException:
+            result = {"error": traceback.format_exc()}
+        os.write(w, json.dumps(result).encode())
+        os._exit(0)
+    os.close(w)
+    return pid, r
+
+
+def nobody_result(child, timeout):
+    """What as_nobody's fn returned; fails the test with its traceback
+    when it raised."""
+    pid, r = child
+    deadline = time.monotonic() + timeout
+    data = b""
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, f"the client as nobody did not finish in {timeout} s"
+            if select.select([r], [], [], left)[0]:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    result = json.loads(data)
+    assert "error" not in result, f"the client as nobody failed:\n{result['error']}"
+    return result["ok"]
+
+
+def run_as_nobody(fn, *args, timeout=60):
+    return nobody_result(as_nobody(fn, *args), timeout)
+
+
+def vm_rss(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
+
+
+def connect(path, timeout=10.0):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    return s
+
+
+def one_answer(s, what):
+    try:
+        lines = read_lines(s, 1)
+    except socket.timeout:
+        raise AssertionError(f"no answer to {what} within {s.gettimeout()} s")
+    return decode_answer(lines[0] if lines else b"", what)
+
+
+def flood(path, seconds):
+    """Pipelines ps requests on one non-blocking connection for seconds,
+    never reading; returns the bytes the daemon took."""
+    s = connect(path)
+    s.setblocking(False)
+    chunk, sent = PS * 1024, 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            sent += s.send(chunk)
+        except BlockingIOError:
+            time.sleep(0.01)  # perfd stopped reading: keep trying
+    s.close()
+    return sent
+
+
+def test_pipelining_client_that_never_reads_is_bounded(daemon):
+    """A nobody client pipelines ps for 20 s and never reads.  perfd's RSS
+    grows by at most 64 MiB, and root's status answers within a second
+    throughout.  On a daemon without flow control the RSS grows by
+    hundreds of MiB (the queue of unread answers)."""
+    for _ in range(3):  # warm up what status and ps allocate once
+        status_within_deadline(daemon)
+    before = vm_rss(daemon.pid)
+    child = as_nobody(flood, daemon.socket_path, FLOOD_SECONDS)
+    peak, slowest, asked = before, 0.0, 0
+    end = time.monotonic() + FLOOD_SECONDS
+    while time.monotonic() < end:
+        took, _ = status_within_deadline(daemon)
+        slowest, asked = max(slowest, took), asked + 1
+        peak = max(peak, vm_rss(daemon.pid))
+        assert peak - before <= FLOOD_RSS_GROWTH, \
+            f"perfd's RSS grew by {(peak - before) >> 20} MiB under the flood"
+        time.sleep(0.5)
+    sent = nobody_result(child, 30)
+    peak = max(peak, vm_rss(daemon.pid))
+    print(f"flood: {sent} bytes of requests taken, RSS {before >> 20} -> peak {peak >> 20} MiB, "
+          f"slowest of {asked} status answers {slowest * 1000:.0f} ms")
+    assert peak - before <= FLOOD_RSS_GROWTH, \
+        f"perfd's RSS grew by {(peak - before) >> 20} MiB under the flood"
+    assert asked >= 10, f"only {asked} status answers in {FLOOD_SECONDS} s"
+    status_within_deadline(daemon)
+
+
+def hold_connections(path, n):
+    """Opens n connections, then one more; returns that one's answer (None:
+    it stayed open without one for 3 s), and whether the n still work."""
+    held = [connect(path) for _ in range(n)]
+    extra = connect(path, timeout=3)
+    try:
+        answer = one_answer(extra, f"connection {n + 1}")
+    except AssertionError:
+        answer = None
+    held[0].sendall(b'{"version":1,"command":"status"}\n')
+    first = one_answer(held[0], "status on the first connection")
+    for s in held + [extra]:
+        s.close()
+    return {"answer": answer, "first_ok": first.get("ok")}
+
+
+def per_uid_limit(daemon, key, default):
+    return daemon.status().get("limits", {}).get(key, default)
+
+
+def test_connections_per_uid_are_capped_and_root_still_connects(daemon):
+    """nobody holds its share of connections; the next one is answered
+    busy, `N of N connections for uid U`, and closed, while root connects
+    and is answered.  Without a share, one user holds every slot."""
+    n = per_uid_limit(daemon, "max_clients_per_uid", 16)
+    result = run_as_nobody(hold_connections, daemon.socket_path, n)
+    answer = result["answer"]
+    assert answer is not None, \
+        f"connection {n + 1} of uid {NOBODY.pw_uid} was neither refused nor answered"
+    assert answer.get("ok") is False and answer["error"]["code"] == "busy", answer
+    assert answer["error"]["message"] == \
+        f"{n} of {n} connections for uid {NOBODY.pw_uid}", answer
+    assert result["first_ok"] is True, "the connections within the share did not work"
+    with daemon.connect(timeout=5) as s:  # root, while they are held
+        s.sendall(b'{"version":1,"command":"status"}\n')
+        assert one_answer(s, "root's status")["ok"] is True
+    status_within_deadline(daemon)
+
+
+def hold_snapshots(path, n):
+    """Starts n live snapshots of all nobody's processes (30 s each), then
+    one more; returns that one's answer."""
+    req = b'{"version":1,"command":"snapshot","all":true,"duration":30}\n'
+    held = []
+    for _ in range(n):
+        s = connect(path)
+        s.sendall(req)
+        held.append(s)
+    time.sleep(0.5)  # they are all running
+    extra = connect(path, timeout=5)
+    extra.sendall(req)
+    answer = one_answer(extra, f"snapshot {n + 1}")
+    for s in held + [extra]:
+        s.close()
+    return answer
+
+
+def test_live_snapshots_per_uid_are_capped(daemon):
+    """nobody runs its share of live snapshots; the next is answered busy,
+    `N of N snapshots for uid U`."""
+    n = per_uid_limit(daemon, "max_snapshots_per_uid", 8)
+    answer = run_as_nobody(hold_snapshots, daemon.socket_path, n)
+    assert answer.get("ok") is False and answer["error"]["code"] == "busy", \
+        f"snapshot {n + 1} of uid {NOBODY.pw_uid}: {answer}"
+    assert answer["error"]["message"] == f"{n} of {n} snapshots for uid {NOBODY.pw_uid}", answer
+
+
+def idle_then_active(path, idle_timeout):
+    """A silent connection, one that asks for status every half timeout,
+    and one whose snapshot outlasts the timeout: how each ends."""
+    silent, active, waiting = connect(path), connect(path), connect(path)
+    waiting.sendall(b'{"version":1,"command":"snapshot","all":true,"duration":%d}\n'
+                    % (idle_timeout * 2))
+    t0 = time.monotonic()
+    answers = 0
+    while time.monotonic() - t0 < idle_timeout * 2.5:
+        active.sendall(b'{"version":1,"command":"status"}\n')
+        answers += one_answer(active, "status")["ok"] is True
+        time.sleep(idle_timeout / 2)
+    silent.settimeout(idle_timeout * 5)
+    t_closed = None
+    try:
+        tail = read_lines(silent, 2)
+        t_closed = time.monotonic() - t0
+    except socket.timeout:
+        tail = None
+    snap = one_answer(waiting, "the snapshot outlasting the idle timeout")
+    for s in (silent, active, waiting):
+        s.close()
+    return {"tail": [t.decode(errors="replace") for t in tail] if tail is not None else None,
+            "closed_after": t_closed, "answers": answers, "snapshot_ok": snap.get("ok")}
+
+
+def test_idle_client_times_out(environment):
+    """A connection without a request for the idle timeout (2 s here) is
+    closed (with an error line); one that keeps asking, and one waiting for
+    its snapshot, are not."""
+    tmpdir = perfdtest.make_tmpdir()
+    os.chmod(tmpdir, 0o755)
+    d = perfdtest.start_perfd(tmpdir=tmpdir,
+                              extra_args=["--client-idle-timeout", f"{IDLE_TIMEOUT}s"])
+    try:
+        r = run_as_nobody(idle_then_active, d.socket_path, IDLE_TIMEOUT)
+    finally:
+        d.stop()
+    assert r["tail"] is not None, \
+        f"a silent connection was still open {IDLE_TIMEOUT * 7.5:.0f} s later " \
+        f"(idle timeout {IDLE_TIMEOUT} s)"
+    assert len(r["tail"]) <= 1, f"more than one line on a silent connection: {r['tail']}"
+    if r["tail"]:
+        err = json.loads(r["tail"][0])
+        assert err["ok"] is False and err["error"]["code"] == "timeout", err
+    assert r["answers"] >= 4, f"the active connection got {r['answers']} answers"
+    assert r["snapshot_ok"] is True, "the snapshot outlasting the idle timeout was not answered"
+
+
+def nobody_status(path):
+    s = connect(path)
+    s.sendall(b'{"version":1,"command":"status"}\n')
+    text = read_lines(s, 1)[0].decode()
+    s.close()
+    return text
+
+
+def test_status_hides_exporter_secrets_from_users(daemon):
+    """nobody's status has the push URL as scheme://host:port only, and
+    no tenant, token or output directory, in the config block or the
+    export block; root's has all of them."""
+    text = run_as_nobody(nobody_status, daemon.socket_path)
+    for secret in (SECRET, TENANT, OUTDIR_NAME, "/x/y"):
+        assert secret not in text, f"nobody's status shows {secret!r}: {text}"
+    answer = json.loads(text)
+    config = answer["config"]
+    assert config.get("push-url") == "http://127.0.0.1:9", config
+    assert "push-tenant" not in config and "output-dir" not in config, config
+    targets = {e["name"]: e.get("target") for e in answer["export"]["exporters"]}
+    assert "http://127.0.0.1:9" in targets.values(), answer["export"]
+
+    root = daemon.status()
+    root_text = json.dumps(root)
+    for secret in (SECRET, TENANT, OUTDIR_NAME):
+        assert secret in root_text, f"root's status lacks {secret!r}"
+    assert root["config"]["push-url"] == f"http://127.0.0.1:9/x/y?token={SECRET}", root["config"]
