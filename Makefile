@@ -275,6 +275,7 @@ test: deps-test
 		PYTEST_ARGS='$(SANITIZED_MEMORY_TESTS)'
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_python.py \
 		PYTEST_ARGS='$(SANITIZED_PYTHON_TESTS)'
+	$(MAKE) fuzz FUZZ_SECONDS=10
 	$(MAKE) test-kernels
 
 # --- fuzzing ------------------------------------------------------------
