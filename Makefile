@@ -278,7 +278,50 @@ test: deps-test
 		PYTEST_ARGS='$(SANITIZED_MEMORY_TESTS)'
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_python.py \
 		PYTEST_ARGS='$(SANITIZED_PYTHON_TESTS)'
+	$(MAKE) fuzz FUZZ_SECONDS=10
 	$(MAKE) test-kernels
+
+# --- fuzzing ------------------------------------------------------------
+# libFuzzer harnesses (tests/fuzz/fuzz-*.c) over the parsers of what a
+# client, a config file, a process or a file on disk hands perfd and
+# perfctl.  `make fuzz-bins` builds the daemon's and the CLI's modules with
+# clang into build-fuzz/ (the same rules, instrumented for coverage and with
+# ASan+UBSan); `make fuzz` runs each target for FUZZ_SECONDS on a copy of
+# its seed corpus (tests/fuzz/corpus/TARGET/), prints its executions and
+# fails on the first crash, leak or timeout, naming the input that did it.
+FUZZ_BUILD := build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz-*.c))
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz-%.c,%,$(FUZZ_SRCS))
+FUZZ_SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+
+.PHONY: fuzz fuzz-bins fuzz-harnesses
+fuzz-bins:
+	$(MAKE) -j$(NPROC) BUILD=$(FUZZ_BUILD) CC=$(CLANG) CFLAGS='-O1 -g' \
+		SANFLAGS='$(FUZZ_SANFLAGS)' fuzz-harnesses
+
+fuzz-harnesses: $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
+
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -Icli -o $@ $(filter %.c %.o,$^) $(PKG_LIBS) \
+		$(shell pkg-config --libs ncursesw) -lm
+
+# Each target runs alone on one core (-jobs would share the cores with the
+# other targets' builds and runs); -rss_limit_mb keeps a runaway allocation
+# a finding rather than the host's problem.
+fuzz: fuzz-bins
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		dir=$(FUZZ_BUILD)/fuzz/run/$$t; rm -rf $$dir; mkdir -p $$dir/corpus $$dir/crashes; \
+		cp tests/fuzz/corpus/$$t/* $$dir/corpus/ 2>/dev/null || true; \
+		if ! $(FUZZ_BUILD)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-rss_limit_mb=2048 -timeout=10 -artifact_prefix=$$dir/crashes/ \
+			$$dir/corpus > $$dir/log 2>&1; then \
+			tail -n 60 $$dir/log; echo "fuzz-$$t: FAILED, input: $$(ls $$dir/crashes/*)"; exit 1; fi; \
+		printf 'fuzz-%-12s %12s executions in %ss, 0 crashes\n' $$t \
+			"$$(sed -n 's/^stat::number_of_executed_units: *//p' $$dir/log)" $(FUZZ_SECONDS); \
+	done
 
 # The kernel matrix (tests/kernels/): Debian's 6.1, 6.12 and newest cloud
 # kernels booted under QEMU's TCG, perfd checked in each; kernels and QEMU
@@ -297,7 +340,7 @@ run: deps all
 	exec $(BUILD)/perfd --socket $(SOCKET)
 
 clean:
-	rm -rf build build-san run
+	rm -rf build build-san build-fuzz run
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

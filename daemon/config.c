@@ -456,7 +456,7 @@ static int read_file(const char *path, char **ret, char *err, size_t len)
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	_cleanup_free_ char *text = NULL;
 	struct stat st;
-	size_t n = 0;
+	size_t n = 0, cap;
 
 	if (fd < 0)
 		return -errno;
@@ -466,12 +466,25 @@ static int read_file(const char *path, char **ret, char *err, size_t len)
 		fail(err, len, "%s: not a regular file", path);
 		return -EINVAL;
 	}
-	text = malloc(CONFIG_MAX_FILE_BYTES + 1);
+	/* Sized by the file (it may still grow while read: then doubled),
+	 * not by the cap: a config file is a few hundred bytes. */
+	cap = (size_t)MIN((uint64_t)MAX(st.st_size, 0), (uint64_t)CONFIG_MAX_FILE_BYTES) + 1;
+	text = malloc(cap);
 	if (!text)
 		return -ENOMEM;
 	for (;;) {
-		ssize_t k = read(fd, text + n, CONFIG_MAX_FILE_BYTES + 1 - n);
+		ssize_t k;
 
+		if (n == cap) {
+			char *bigger;
+
+			cap = MIN(2 * cap, (size_t)CONFIG_MAX_FILE_BYTES + 1);
+			bigger = realloc(text, cap);
+			if (!bigger)
+				return -ENOMEM;
+			text = bigger;
+		}
+		k = read(fd, text + n, cap - n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)

@@ -288,8 +288,8 @@ static int read_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 			hidden = true;
 		if (len == 0 || len > UINT32_MAX)
 			continue;
-		/* cap comes from sh_size; the data cannot be larger unless
-		 * the file contradicts itself. */
+		/* cap counts the entries of the tables' data: reached only
+		 * when read_candidates() and this read disagree. */
 		if (*n_cands == cap)
 			return -EINVAL;
 
@@ -491,16 +491,24 @@ static int read_candidates(Elf *elf, size_t reserve, struct sym_candidate **ret_
 	if (entsize == 0)
 		return -EINVAL;
 
-	/* First pass: an upper bound, so the candidates need one allocation. */
+	/* First pass: an upper bound, so the candidates need one allocation.
+	 * It counts the entries of each table's data, not of its header's
+	 * sh_size: libelf checks the data lies inside the file, the header
+	 * is the file's word (a fuzzed one asked for 6 TiB of candidates). */
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		Elf_Data *data;
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh))
 			return -EINVAL;
 		if (sh.sh_type == SHT_SYMTAB)
 			symtab = true;
-		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
-			total += sh.sh_size / entsize;
+		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			return -EINVAL;
+		total += data->d_size / entsize;
 	}
 
 	if (total + reserve > 0) {

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz-unwind.c - the CFI -> unwind table builder (unwind/unwind_table.c),
+ * as the builder's lanes call it on a file a process maps: the ELF read
+ * from a file descriptor, .eh_frame and .debug_frame decoded through
+ * libdw's CFI API, the rows merged; then the size estimate the builder
+ * schedules by, and the searches the BPF side mirrors.
+ */
+#include "fuzz.h"
+#include "unwind/unwind_table.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct unwind_table *t = NULL;
+	int fd = fuzz_memfd(data, size);
+	uint32_t first, end;
+
+	(void)unwind_table_cfi_bytes(fd);
+	if (unwind_table_build(fd, &t) < 0)
+		return 0;
+	for (uint64_t a = 0; a < 0x3000; a += 0x100)
+		(void)unwind_table_find(t, t->base_vaddr + a);
+	(void)unwind_table_find(t, UINT64_MAX);
+	unwind_table_fp_range(t->rows, t->n_rows, &first, &end);
+	unwind_table_free(t);
+	return 0;
+}
