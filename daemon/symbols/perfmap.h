@@ -20,7 +20,7 @@ struct perfmap;
  * (README: "Limits"). */
 #define PERFMAP_LINE_MAX (16 * 1024)
 #define PERFMAP_MAX_BYTES ((uint64_t)64 << 20)
-#define PERFMAP_MAX_ENTRIES ((size_t)1 << 20)
+#define PERFMAP_MAX_ENTRIES ((size_t)1 << 18)
 
 /* Parses a whole map.  Malformed lines are skipped (a JIT may be writing the
  * last one right now) and counted in *ret_skipped (may be NULL).  When

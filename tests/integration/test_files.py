@@ -143,12 +143,13 @@ def test_truncated_debug_file_does_not_crash(tmp_path):
                                           "--lines", timeout=60)
             assert rc == 0, err
             assert "nofplib.c:" in out, f"no lines from the debug file:\n{out[:2000]}"
-            os.truncate(debug, 4096)
+            os.truncate(debug, 0)
             rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "2",
                                           "--lines", timeout=60)
             assert daemon.alive(), f"perfd died:\n{daemon.stderr()[-4000:]}"
             assert rc == 0, err
             assert perfdtest.parse_folded(out), "the second snapshot holds no samples"
+            print(f"after truncation: {out.count('nofplib.c:')} frames with lines")
             w.finish()
         finally:
             w.kill()
@@ -165,7 +166,7 @@ def write_map(path, start, size, entries, name):
     with open(tmp, "w") as f:
         chunk = []
         for i in range(entries):
-            chunk.append(f"{start + (i * step) % size:x} {step:x} {name}_{i}\n")
+            chunk.append(f"{start + (i * step) % size:x} {step:x} {name}{i}\n")
             if len(chunk) == 65536:
                 f.write("".join(chunk))
                 chunk = []
@@ -191,16 +192,17 @@ class JitWithMap:
 
 
 def test_huge_perf_map_is_bounded(tmp_path):
-    """A 2M-line map (~64 MiB) is refused and counted, status answers while
+    """A 1.7M-line map (~60 MiB) is refused and counted, status answers while
     it is looked at, and RSS stays within the cache plus a fixed part; a
     map of 100k lines is held in the symbol cache, counted in its bytes."""
     daemon = calm_daemon()
     try:
         rss0 = rss_kib(daemon.pid)
         before = symbols(daemon)
-        jit = JitWithMap(2_000_000, "huge")
+        # short names: as many lines as fit under the 64 MiB byte cap
+        jit = JitWithMap(1_700_000, "h")
         try:
-            assert os.path.getsize(jit.path) > 48 << 20
+            assert 48 << 20 < os.path.getsize(jit.path) <= 64 << 20
             _, slowest, rss = snapshot_under_watch(daemon, jit.w)
             jit.w.finish()
         finally:
