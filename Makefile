@@ -231,7 +231,7 @@ SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 	tests/integration/test_hostile.py tests/integration/test_auth.py \
 	tests/integration/test_history.py tests/integration/test_memory.py \
 	tests/integration/test_speedscope.py tests/integration/test_top.py \
-	tests/integration/test_trust.py
+	tests/integration/test_trust.py tests/integration/test_files.py
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.
@@ -245,7 +245,7 @@ PLAIN_ONLY_K := (test_grow_faults_in_what_it_says or test_bad_arguments_are_usag
 	or test_leak_grows_at_its_rate or test_flat_stays_flat \
 	or test_blocked_grower_grows_while_blocked or test_a_slow_leak_is_marked_growing \
 	or test_short_commands_do_not_wake_the_daemon or test_a_daemon_at_rest_wakes_about_once_a_second \
-	or test_pipelining_client_that_never_reads_is_bounded)
+	or test_pipelining_client_that_never_reads_is_bounded or test_huge_perf_map_is_bounded)
 SANITIZED_PYTHON_K := (pyenv-3.8 or pyenv-3.11 or pyenv-3.13 or debian or unsupported or installed)
 SANITIZED_MEMORY_TESTS := -k "not $(PLAIN_ONLY_K)"
 SANITIZED_PYTHON_TESTS := -k "$(SANITIZED_PYTHON_K)"

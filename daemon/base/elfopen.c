@@ -22,7 +22,7 @@ int elf_library_init(void)
 	return libelf_ready ? 0 : -ENOTSUP;
 }
 
-int elf_open_fd(int fd, Elf_Cmd cmd, Elf **ret)
+int elf_open_fd(int fd, Elf **ret)
 {
 	unsigned char ident[SELFMAG];
 	GElf_Ehdr ehdr;
@@ -38,7 +38,7 @@ int elf_open_fd(int fd, Elf_Cmd cmd, Elf **ret)
 		return negative_errno();
 	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
 		return -ENOEXEC;
-	elf = elf_begin(fd, cmd, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {

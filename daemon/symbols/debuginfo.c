@@ -7,7 +7,9 @@
  * note and the .gnu_debuglink section.  Candidates are then opened in
  * order and each is proved before it is returned (same build-id, or the
  * recorded CRC32), so a stale or foreign file at a plausible path is
- * passed over, never used.  Nothing is cached here: the symbolizer asks
+ * passed over, never used.  Candidates are bounded (debuginfo.h): a
+ * file too big, or a symlink where the binary's owner chooses the path,
+ * is refused unread and counted.  Nothing is cached here: the symbolizer asks
  * once per binary and keeps the symbols it merged.
  */
 #include "symbols/debuginfo.h"
@@ -129,7 +131,7 @@ static int read_ids(int fd, bool want_link, struct elf_ids *ids)
 	size_t n;
 	int r;
 
-	r = elf_open_fd(fd, ELF_C_READ, &elf);
+	r = elf_open_fd(fd, &elf);
 	if (r < 0)
 		return r;
 	if (!gelf_getehdr(elf, &ehdr))
@@ -202,12 +204,15 @@ static int file_crc32(int fd, uint32_t *ret)
 	return 0;
 }
 
-/* Opens path (absolute) inside root as a regular file: the one way of
- * opening a file under a process's root (procfs.h), in-root symlinks
- * followed (.build-id entries are symlinks).  Returns the fd or -errno. */
-static int open_in_root(const struct search_root *root, const char *path)
+/* Opens path (absolute) inside root as a regular file of at most max_size
+ * bytes: the one way of opening a file under a process's root (procfs.h).
+ * Symlinks are followed (inside the root) only when follow: .build-id
+ * entries are symlinks, but the binary's own directory is its owner's.
+ * Returns the fd or -errno (-EFBIG, -ELOOP: refused). */
+static int open_in_root(const struct search_root *root, const char *path, bool follow,
+			uint64_t max_size)
 {
-	static const struct procfs_file_rules rules = { .follow_symlinks = true };
+	const struct procfs_file_rules rules = { .follow_symlinks = follow, .max_size = max_size };
 
 	return procfs_open_in_root(root->fd >= 0 ? root->fd : AT_FDCWD, path, &rules);
 }
@@ -248,20 +253,32 @@ static int open_roots(const char *prefix, struct search_root roots[2], bool *ret
 	return 2;
 }
 
+/* One search: what is looked for, and what was refused on the way. */
+struct search {
+	const struct elf_ids *want;
+	const struct stat *binary;
+	char **ret_path;
+	unsigned refused; /* candidates too big, or symlinks where refused */
+};
+
 /* Opens a candidate and keeps it if it is the debug file: the same build-id
  * (by_build_id) or the recorded CRC.  Returns the fd, or < 0 to go on
  * (-ENOMEM stops the search). */
-static int try_candidate(const struct search_root *root, const char *path,
-			 const struct elf_ids *want, bool by_build_id, const struct stat *binary,
-			 char **ret_path)
+static int try_candidate(struct search *q, const struct search_root *root, const char *path,
+			 bool by_build_id, bool follow)
 {
+	const struct elf_ids *want = q->want;
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	fd = open_in_root(root, path);
+	/* a CRC reads the whole file, on the caller's thread: smaller cap */
+	fd = open_in_root(root, path, follow,
+			  by_build_id ? DEBUGINFO_MAX_BYTES : DEBUGINFO_CRC_MAX_BYTES);
+	if (fd == -EFBIG || fd == -ELOOP)
+		q->refused++;
 	if (fd < 0)
 		return fd == -ENOMEM ? fd : -ENOENT;
-	if (same_file(fd, binary))
+	if (same_file(fd, q->binary))
 		return -ENOENT;
 
 	if (by_build_id) {
@@ -284,20 +301,19 @@ static int try_candidate(const struct search_root *root, const char *path,
 			return -ENOENT;
 	}
 
-	if (ret_path) {
+	if (q->ret_path) {
 		char *shown;
 
 		if (asprintf(&shown, "%s%s", root->prefix, path) < 0)
 			return -ENOMEM;
-		*ret_path = shown;
+		*q->ret_path = shown;
 	}
 	return TAKE_FD(fd);
 }
 
 /* Tries the path made by format in the given root; see try_candidate(). */
-_printf_(6, 7) static int try_path(const struct search_root *root, const struct elf_ids *want,
-				   bool by_build_id, const struct stat *binary, char **ret_path,
-				   const char *format, ...)
+_printf_(5, 6) static int try_path(struct search *q, const struct search_root *root,
+				   bool by_build_id, bool follow, const char *format, ...)
 {
 	_cleanup_free_ char *path = NULL;
 	va_list ap;
@@ -310,22 +326,25 @@ _printf_(6, 7) static int try_path(const struct search_root *root, const struct 
 		return -ENOMEM;
 	if (n >= PATH_MAX)
 		return -ENOENT;
-	return try_candidate(root, path, want, by_build_id, binary, ret_path);
+	return try_candidate(q, root, path, by_build_id, follow);
 }
 
 /* A found descriptor or -ENOMEM ends the search; other failures go on. */
 #define FOUND(r) ((r) >= 0 || (r) == -ENOMEM)
 
 int debuginfo_find(int fd, const char *path, const char *root, const char *debug_dir,
-		   char **ret_path)
+		   char **ret_path, unsigned *ret_refused)
 {
 	_cleanup_(elf_ids_done) struct elf_ids ids = {};
 	struct search_root roots[2];
 	char hex[2 * BUILD_ID_MAX + 1];
 	struct stat binary;
+	struct search q = { .want = &ids, .binary = &binary, .ret_path = ret_path };
 	int n_roots, r = -ENOENT;
 	bool have_tree;
 
+	if (ret_refused)
+		*ret_refused = 0;
 	if (!debug_dir)
 		debug_dir = DEBUGINFO_DEFAULT_DIR;
 
@@ -341,8 +360,8 @@ int debuginfo_find(int fd, const char *path, const char *root, const char *debug
 		for (size_t i = 0; i < ids.build_id_len; i++)
 			snprintf(hex + 2 * i, 3, "%02x", ids.build_id[i]);
 		for (int i = 0; i < n_roots && !FOUND(r); i++)
-			r = try_path(&roots[i], &ids, true, &binary, ret_path,
-				     "%s/.build-id/%.2s/%s.debug", debug_dir, hex, hex + 2);
+			r = try_path(&q, &roots[i], true, true, "%s/.build-id/%.2s/%s.debug",
+				     debug_dir, hex, hex + 2);
 	}
 
 	if (!FOUND(r) && ids.link_name && path && path[0] == '/') {
@@ -350,21 +369,23 @@ int debuginfo_find(int fd, const char *path, const char *root, const char *debug
 		int dir_len = (int)MIN((size_t)(slash - path), (size_t)PATH_MAX);
 		const char *name = ids.link_name;
 
-		/* The binary's own directories exist only in its root; the
-		 * debug directory is searched in each root. */
+		/* The binary's own directories exist only in its root, and
+		 * are its owner's to fill: no symlinks there.  The debug
+		 * directory is searched in each root. */
 		if (have_tree)
-			r = try_path(&roots[0], &ids, false, &binary, ret_path, "%.*s/%s", dir_len,
-				     path, name);
+			r = try_path(&q, &roots[0], false, false, "%.*s/%s", dir_len, path, name);
 		if (have_tree && !FOUND(r))
-			r = try_path(&roots[0], &ids, false, &binary, ret_path, "%.*s/.debug/%s",
-				     dir_len, path, name);
+			r = try_path(&q, &roots[0], false, false, "%.*s/.debug/%s", dir_len, path,
+				     name);
 		for (int i = 0; i < n_roots && !FOUND(r); i++)
-			r = try_path(&roots[i], &ids, false, &binary, ret_path, "%s%.*s/%s",
-				     debug_dir, dir_len, path, name);
+			r = try_path(&q, &roots[i], false, true, "%s%.*s/%s", debug_dir, dir_len,
+				     path, name);
 	}
 
 	for (int i = 0; i < n_roots; i++)
 		closep(&roots[i].fd);
+	if (ret_refused)
+		*ret_refused = q.refused;
 	return FOUND(r) ? r : -ENOENT;
 }
 
@@ -441,7 +462,7 @@ int debuginfo_minidebuginfo(int fd, void **ret_image, size_t *ret_size)
 	size_t size;
 	int r;
 
-	r = elf_open_fd(fd, ELF_C_READ, &elf);
+	r = elf_open_fd(fd, &elf);
 	if (r < 0)
 		return r;
 	scn = elf_find_section(elf, ".gnu_debugdata", &sh);

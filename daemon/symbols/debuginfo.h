@@ -28,6 +28,14 @@
 /* Where distributions install debug files; perfd's --debug-dir default. */
 #define DEBUGINFO_DEFAULT_DIR "/usr/lib/debug"
 
+/* Candidates are files a process's owner may choose, read on the caller's
+ * thread (the daemon's loop): one bigger than these is refused unread.
+ * A build-id candidate is read for its headers and symbols; a debuglink
+ * candidate is read whole for its CRC, at ~1-3 GB/s from the page cache,
+ * so its cap keeps that under ~50 ms. */
+#define DEBUGINFO_MAX_BYTES ((uint64_t)1 << 30)
+#define DEBUGINFO_CRC_MAX_BYTES ((uint64_t)64 << 20)
+
 /* Finds the separate debug file of the ELF file read from fd (only pread;
  * not kept or closed).
  *
@@ -48,6 +56,11 @@
  * carry the same build-id); then the .gnu_debuglink name in the binary's
  * directory, in its .debug/ subdirectory, and in debug_dir/<directory>/
  * (each checked against the recorded CRC32, and never the binary itself).
+ * Symlinks are followed in debug_dir (inside root: .build-id entries are
+ * symlinks) but not in the binary's directory or its .debug/: those are
+ * the binary owner's, who could point them anywhere.  A candidate past
+ * the caps above, or a symlink there, is refused unread and counted in
+ * *ret_refused (may be NULL), written whatever the result.
  *
  * Cost: a failed candidate is one open(); a build-id candidate reads its
  * ELF headers and notes; a debuglink candidate is read whole for its CRC
@@ -59,7 +72,7 @@
  * names none, -ENOEXEC when fd is not ELF, -ENOMEM, or the -errno of
  * reading fd (-EBADF, -EIO). */
 int debuginfo_find(int fd, const char *path, const char *root, const char *debug_dir,
-		   char **ret_path);
+		   char **ret_path, unsigned *ret_refused);
 
 /* Decompresses the MiniDebugInfo of the ELF file read from fd (only pread;
  * not kept): the .gnu_debugdata section, an xz stream holding a small ELF

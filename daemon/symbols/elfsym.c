@@ -558,7 +558,7 @@ int elf_symtab_load_fd(int fd, struct elf_symtab **ret)
 	_cleanup_(elf_endp) Elf *elf = NULL;
 	int r;
 
-	r = elf_open_fd(fd, ELF_C_READ, &elf);
+	r = elf_open_fd(fd, &elf);
 	if (r < 0)
 		return r;
 
@@ -672,7 +672,7 @@ int elf_symtab_add_from_fd(struct elf_symtab *t, int fd)
 
 	if (!t)
 		return -EINVAL;
-	r = elf_open_fd(fd, ELF_C_READ, &elf);
+	r = elf_open_fd(fd, &elf);
 	if (r < 0)
 		return r;
 	return merge_elf(t, elf);

@@ -20,7 +20,7 @@
 /* Bounds: a name longer than this is cut; more functions than this make
  * the file refused (-EFBIG), as a perf map larger than PERFMAP_MAX_BYTES. */
 #define JITDUMP_NAME_MAX 4096
-#define JITDUMP_MAX_FUNCTIONS (1u << 20)
+#define JITDUMP_MAX_FUNCTIONS PERFMAP_MAX_ENTRIES
 
 /* Whether the first bytes of a file (n of them) are a jitdump's. */
 bool jitdump_is(const void *head, size_t n);

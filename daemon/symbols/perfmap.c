@@ -168,7 +168,7 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 {
 	_cleanup_free_ char *line = malloc(PERFMAP_LINE_MAX + 1);
 	struct perfmap *m = perfmap_new();
-	size_t skipped = 0;
+	size_t skipped = 0, lines = 0;
 	uint64_t bytes = 0;
 	ssize_t len;
 	int r = -ENOMEM;
@@ -183,7 +183,7 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 			r = (int)len;
 			goto fail;
 		}
-		if (bytes > PERFMAP_MAX_BYTES) {
+		if (bytes > PERFMAP_MAX_BYTES || ++lines > PERFMAP_MAX_ENTRIES) {
 			r = -EFBIG;
 			goto fail;
 		}
@@ -231,7 +231,7 @@ size_t perfmap_count(const struct perfmap *m)
 
 size_t perfmap_memory(const struct perfmap *m)
 {
-	return sizeof(*m) + m->n * sizeof(struct entry) + m->names_len;
+	return sizeof(*m) + m->cap * sizeof(struct entry) + m->names_cap;
 }
 
 struct perfmap *perfmap_free(struct perfmap *m)

@@ -13,16 +13,22 @@
 struct perfmap;
 
 /* Bounds on a map: a longer line is skipped as malformed; a map larger
- * than PERFMAP_MAX_BYTES is refused (the symbolizer does not open one). */
+ * than PERFMAP_MAX_BYTES, or of more than PERFMAP_MAX_ENTRIES lines (or
+ * jitdump functions), is refused (the symbolizer does not open one).  The
+ * line cap bounds both the memory of a map (32 bytes an entry, plus its
+ * names) and the time its parse and sorts take on the daemon's loop
+ * (README: "Limits"). */
 #define PERFMAP_LINE_MAX (16 * 1024)
 #define PERFMAP_MAX_BYTES ((uint64_t)64 << 20)
+#define PERFMAP_MAX_ENTRIES ((size_t)1 << 18)
 
 /* Parses a whole map.  Malformed lines are skipped (a JIT may be writing the
  * last one right now) and counted in *ret_skipped (may be NULL).  When
  * ranges overlap, the line written last wins: code was recompiled there
  * (what remains of an older function past a newer one is dropped, so an
  * address there is unknown rather than named from stale code).
- * Returns 0, -EFBIG when more than PERFMAP_MAX_BYTES were read, or -errno. */
+ * Returns 0, -EFBIG when more than PERFMAP_MAX_BYTES were read or there
+ * are more than PERFMAP_MAX_ENTRIES lines, or -errno. */
 int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped);
 /* A map built entry by entry (jitdump.c): perfmap_new(), perfmap_add()
  * for each function in the order the JIT wrote them (overlaps are resolved
@@ -45,6 +51,7 @@ void perfmap_seal(struct perfmap *m);
  * addr's offset into it.  O(log n). */
 const char *perfmap_lookup(const struct perfmap *m, uint64_t addr, uint64_t *ret_offset);
 size_t perfmap_count(const struct perfmap *m);
+/* The bytes the map holds, allocated capacity included. */
 size_t perfmap_memory(const struct perfmap *m);
 struct perfmap *perfmap_free(struct perfmap *m);
 

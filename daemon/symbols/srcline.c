@@ -24,7 +24,8 @@
  * makes a lookup three binary searches.
  * A direct-mapped cache of recent lookups, allocated on the first lookup,
  * answers repeated addresses (a profile's hot ones) without searching.
- * Names and file names point into libdw's mapped sections; only file names
+ * Names and file names point into libdw's copies of the sections (read, not
+ * mapped: see elfopen.h); only file names
  * recorded relative to comp_dir are copied (joined) into an arena.
  * Split DWARF is not followed: a skeleton unit has the line table but its
  * DIEs are in the .dwo, so its addresses get file:line without functions.
@@ -739,10 +740,14 @@ static int line_position(struct srcline *s, struct unit *u, Dwarf_Line *line,
 /* Whether the ELF has DWARF debug info: a .debug_info (or the old
  * compressed .zdebug_info) with contents.  Checked here rather than from
  * dwarf_begin_elf's error, whose codes libdw does not export, and because
- * libdw also accepts a file with only .debug_line or .debug_frame. */
-static int has_debug_info(Elf *elf)
+ * libdw also accepts a file with only .debug_line or .debug_frame.
+ * *ret_bytes gets the size in the file of the sections libdw reads into
+ * memory (every .debug_* and .zdebug_* one). */
+static int has_debug_info(Elf *elf, uint64_t *ret_bytes)
 {
+	uint64_t bytes = 0;
 	size_t shstrndx;
+	int found = 0;
 
 	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return -ENOEXEC;
@@ -755,15 +760,21 @@ static int has_debug_info(Elf *elf)
 		if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
-			return 1;
+		if (!name)
+			continue;
+		if (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0)
+			found = 1;
+		if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
+			bytes += sh.sh_size;
 	}
-	return 0;
+	*ret_bytes = bytes;
+	return found;
 }
 
 int srcline_open(int fd, struct srcline **ret)
 {
 	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	uint64_t debug_bytes;
 	int r;
 
 	if (elf_library_init() < 0)
@@ -775,21 +786,24 @@ int srcline_open(int fd, struct srcline **ret)
 	if (!s)
 		return -ENOMEM;
 	s->memory = sizeof(*s);
-	r = elf_open_fd(fd, ELF_C_READ_MMAP, &s->elf);
+	r = elf_open_fd(fd, &s->elf);
 	if (r < 0)
 		return r;
-	r = has_debug_info(s->elf);
+	r = has_debug_info(s->elf, &debug_bytes);
 	if (r <= 0)
 		return r < 0 ? r : -ENODATA;
+	if (debug_bytes > SRCLINE_MAX_DEBUG_BYTES)
+		return -EFBIG;
 	/* libdw takes the directory of fd's file, to find a dwz alternate
-	 * file named relative to it, so fd is given up only after. */
+	 * file named relative to it, so fd is given up only after.  It reads
+	 * (pread, into memory) every debug section it knows here, so the
+	 * file is not needed after: a truncation later cannot reach us. */
 	s->dw = dwarf_begin_elf(s->elf, DWARF_C_READ, NULL);
 	if (!s->dw)
 		return -EBADMSG;
-	/* A no-op for a mapped file; one libelf could not map is read into
-	 * memory whole rather than read through fd later. */
-	if (elf_cntl(s->elf, ELF_C_FDREAD) != 0)
+	if (elf_cntl(s->elf, ELF_C_FDDONE) != 0)
 		return -EIO;
+	s->memory += debug_bytes;
 	r = index_units(s);
 	if (r < 0)
 		return r;

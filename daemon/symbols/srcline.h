@@ -35,13 +35,20 @@ struct srcline_frame {
 	unsigned decl_line;
 };
 
-/* Opens the DWARF of the ELF file on fd, which is mapped (ELF_C_READ_MMAP)
- * and then no longer needed: the caller keeps or closes it.  Indexes which
+/* Debug sections larger than this in all are not read (a file's owner
+ * chooses its size; what is read is held in memory, and counted). */
+#define SRCLINE_MAX_DEBUG_BYTES ((uint64_t)1 << 30)
+
+/* Opens the DWARF of the ELF file on fd, whose debug sections are read
+ * into memory (counted in memory_bytes) and which is then no longer
+ * needed: the caller keeps or closes it; a later truncation of the file
+ * does not affect what was read.  Indexes which
  * compile unit covers which addresses (.debug_aranges, and the units'
  * own ranges for units aranges do not list).  Returns 0, -ENODATA when the
  * file has no .debug_info (stripped: try the separate debug file's fd, the
  * same call), -ENOEXEC when it is not ELF, -EBADMSG when libdw rejects its
- * DWARF, -EIO when the file cannot be read, -ENOMEM. */
+ * DWARF, -EIO when the file cannot be read, -EFBIG when its debug sections
+ * are past SRCLINE_MAX_DEBUG_BYTES, -ENOMEM. */
 int srcline_open(int fd, struct srcline **ret);
 
 /* Fills ret[] with the frames at the ELF virtual address vaddr, innermost

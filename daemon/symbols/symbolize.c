@@ -128,9 +128,11 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 }
 
 /* Frees what was parsed from a module's files (symbols, lines, demangled
- * names); its descriptors stay, so it can be parsed again. */
+ * names, a JIT's map); its descriptors stay, so it can be parsed again. */
 static void unload(struct module *m)
 {
+	m->perfmap = perfmap_free(m->perfmap);
+	m->perfmap_size = 0;
 	U64MAP_FOREACH(slot, &m->demangled)
 		free((char *)(uintptr_t)slot->value);
 	u64map_done(&m->demangled);
@@ -146,7 +148,7 @@ static size_t loaded_bytes(const struct module *m)
 	if (m->srcline)
 		srcline_get_stats(m->srcline, &st);
 	return (m->symtab ? elf_symtab_memory(m->symtab) : 0) + st.memory_bytes +
-	       u64map_memory(&m->demangled);
+	       u64map_memory(&m->demangled) + (m->perfmap ? perfmap_memory(m->perfmap) : 0);
 }
 
 /* Keeps the parsed symbol tables within the cache limit by unloading the
@@ -163,7 +165,8 @@ static void trim_cache(struct symbolizer *s, const struct module *keep)
 		for (size_t i = 0; i < s->n_modules; i++) {
 			struct module *m = &s->modules[i];
 
-			if (m != keep && m->symtab && (!lru || m->last_used < lru->last_used))
+			if (m != keep && (m->symtab || m->perfmap) &&
+			    (!lru || m->last_used < lru->last_used))
 				lru = m;
 		}
 		if (!lru)
@@ -185,7 +188,6 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 		closep(&m->fd);
 		closep(&m->debug_fd);
 		unload(m);
-		perfmap_free(m->perfmap);
 	}
 	free(s->debug_dir);
 	free(s->modules);
@@ -242,7 +244,7 @@ static void read_build_id(int fd, char *out)
 	size_t n;
 
 	out[0] = 0;
-	if (fd < 0 || elf_open_fd(fd, ELF_C_READ_MMAP, &elf) < 0 || elf_getphdrnum(elf, &n) < 0)
+	if (fd < 0 || elf_open_fd(fd, &elf) < 0 || elf_getphdrnum(elf, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		size_t off = 0, next, name_off, desc_off;
@@ -521,6 +523,7 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 static void add_debug_symbols(struct symbolizer *s, struct module *m)
 {
 	_cleanup_free_ char *path = NULL;
+	unsigned refused;
 	char root[64];
 	void *image;
 	size_t size;
@@ -550,7 +553,8 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 	if (deleted)
 		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
-	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, NULL);
+	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, NULL, &refused);
+	s->stats.debug_files_refused += refused;
 	if (m->debug_fd >= 0) {
 		if (elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
 			s->stats.debug_files++;
@@ -654,18 +658,27 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 		m->perfmap_refused_size = st.st_size;
 		s->stats.jit_maps_refused++;
 	}
+	if (r >= 0 && perfmap_memory(pm) > s->cache_limit) {
+		/* it alone would not fit in the cache */
+		pm = perfmap_free(pm);
+		r = -EFBIG;
+		m->perfmap_refused_size = st.st_size;
+		s->stats.jit_maps_refused++;
+	}
 	if (r < 0)
 		return;
 	perfmap_free(m->perfmap);
 	m->perfmap = pm;
 	m->perfmap_size = st.st_size;
 	s->stats.jit_maps++;
+	trim_cache(s, m);
 }
 
 static const char *jit_name(struct symbolizer *s, struct module *m, uint64_t addr)
 {
 	const char *name = NULL;
 
+	m->last_used = ++s->clock;
 	if (m->perfmap)
 		name = perfmap_lookup(m->perfmap, addr, NULL);
 	if (!name) {
@@ -861,8 +874,6 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *r
 
 		mem += strlen(s->modules[i].path) + 1 + loaded;
 		ret->cache_bytes += loaded;
-		if (s->modules[i].perfmap)
-			mem += perfmap_memory(s->modules[i].perfmap);
 	}
 	ret->modules = s->n_modules;
 	ret->kernel_symbols = s->ksyms ? ksyms_count(s->ksyms) : 0;

@@ -14,16 +14,19 @@
  *  - a process's JIT code, named by its /tmp/perf-PID.map, re-read when a
  *    lookup misses and the file has grown.  The map is the process's to
  *    write: only a regular file reached through no symlink, owned by the
- *    process's user or root, of at most PERFMAP_MAX_BYTES, is read
- *    (others are refused unread and counted).
+ *    process's user or root, of at most PERFMAP_MAX_BYTES and
+ *    PERFMAP_MAX_ENTRIES lines, is read (others are refused and counted),
+ *    and a parsed map is part of the cache below (one bigger than the
+ *    whole cache is refused too).
  * Kernel frames are named from /proc/kallsyms, read once at start, and
  * belong to one module, FRAME_MODULE_KERNEL, described as
  * "[kernel.kallsyms]" (perf's name for it) with the build-id of the
  * running kernel (/sys/kernel/notes, read once at start); frames in kernel
  * modules are in it too, as their addresses are the kernel's.  Names
- * are demangled (C++, Rust) once per symbol and cached.  Parsed tables are
- * a cache bounded in bytes: the least recently used are unloaded, and
- * parsed again from the kept descriptors when needed.
+ * are demangled (C++, Rust) once per symbol and cached.  Parsed tables
+ * (symbols, source lines, JIT maps) are a cache bounded in bytes: the
+ * least recently used are unloaded, and parsed again from the kept
+ * descriptors when needed.
  */
 #ifndef PERFD_SYMBOLIZE_H
 #define PERFD_SYMBOLIZE_H
@@ -51,10 +54,14 @@ struct symbolizer_stats {
 	size_t modules_loaded; /* symbol tables parsed */
 	size_t modules_failed; /* could not be opened or parsed */
 	size_t debug_files;    /* symbols found in a separate debug file */
+	size_t debug_files_refused; /* candidates not read: past the size caps of
+				     * debuginfo.h, or a symlink in the binary's
+				     * own directory */
 	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
 	size_t jit_maps;       /* perf maps and jitdumps parsed (re-reads included) */
 	size_t jit_maps_refused; /* not read: not a regular file, a symlink, a
-				  * stranger's or too big (each attempt counts) */
+				  * stranger's, too big or bigger than the
+				  * cache (each attempt counts) */
 	size_t kernel_symbols;
 	uint64_t lookups;      /* frames named */
 	uint64_t demangle_cache_hits, demangle_cache_misses;

@@ -73,7 +73,7 @@ static int read_segments(int fd, struct build_job *j)
 	size_t n;
 	int r;
 
-	r = elf_open_fd(fd, ELF_C_READ_MMAP, &elf);
+	r = elf_open_fd(fd, &elf);
 	if (r < 0)
 		return r;
 	if (elf_getphdrnum(elf, &n) < 0)

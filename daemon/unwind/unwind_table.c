@@ -881,7 +881,7 @@ static int build_from_elf(Elf *elf, struct unwind_table **ret)
 int unwind_table_build(int fd, struct unwind_table **ret)
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
-	int r = elf_open_fd(fd, ELF_C_READ, &elf);
+	int r = elf_open_fd(fd, &elf);
 
 	if (r < 0)
 		return r;
@@ -908,7 +908,7 @@ uint64_t unwind_table_cfi_bytes(int fd)
 	GElf_Shdr sh;
 	Elf_Scn *scn;
 
-	if (elf_open_fd(fd, ELF_C_READ, &elf) < 0 || elf_getshdrnum(elf, &n_sections) < 0)
+	if (elf_open_fd(fd, &elf) < 0 || elf_getshdrnum(elf, &n_sections) < 0)
 		return 0;
 	if (n_sections == 0) /* .eh_frame through PT_GNU_EH_FRAME, sized as it is walked */
 		return fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;

@@ -51,7 +51,10 @@
  *      symbols: { modules_loaded, modules_failed, kernel_symbols,
  *                 jit_maps_read (perf maps and jitdumps parsed), jit_maps_refused (not
  *                 read: not a regular file, a symlink, not owned by the
- *                 process's user or root, or over 64 MiB), memory_bytes, ... },
+ *                 process's user or root, over 64 MiB or 262,144 lines, or bigger than
+ *                 the symbol cache), debug_files_refused (debug-file candidates past
+ *                 their size cap or behind a symlink in the binary's directory),
+ *                 memory_bytes, ... },
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
  *                stacks_truncated, stacks_pending (truncated in code whose
  *                table was being built: rooted at "[unwind table pending]"),

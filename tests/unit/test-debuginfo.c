@@ -239,7 +239,7 @@ static void expect_found(const char *binary_path, const char *seen_path, const c
 	_cleanup_free_ char *shown = NULL;
 	_cleanup_close_ int dfd = -1;
 
-	dfd = debuginfo_find(fd, seen_path, root, debug_dir, &shown);
+	dfd = debuginfo_find(fd, seen_path, root, debug_dir, &shown, NULL);
 	cr_assert_geq(dfd, 0, "no debug file for %s: %s", seen_path, strerror(-dfd));
 	expect_same_file(dfd, expected_path);
 	expect_cloexec(dfd);
@@ -254,7 +254,7 @@ static void expect_not_found(const char *binary_path, const char *seen_path, con
 	char *shown = (char *)"untouched";
 	int r;
 
-	r = debuginfo_find(fd, seen_path, root, debug_dir, &shown);
+	r = debuginfo_find(fd, seen_path, root, debug_dir, &shown, NULL);
 	if (r >= 0)
 		(void)close(r);
 	cr_expect_eq(r, -ENOENT, "%s: got %d", seen_path, r);
@@ -458,9 +458,15 @@ Test(debuginfo, inside_a_process_root)
 	mkdirs(wpath(0, "root/store"));
 	copy_file("lbin", "root/opt/app/lbin");
 	copy_file("lbin.debug", "root/store/lbin.debug");
-	/* an absolute symlink means the root's /store, not the host's */
+	/* a symlink in the binary's own directory is its owner's: refused */
 	cr_assert_eq(symlink("/store/lbin.debug", wpath(0, "root/opt/app/.debug/lbin.debug")), 0);
-	snprintf(shown, sizeof(shown), "%s/opt/app/.debug/lbin.debug", root);
+	expect_not_found(wpath(0, "root/opt/app/lbin"), "/opt/app/lbin", root, "/usr/lib/debug");
+	/* in the debug directory, an absolute symlink means the root's /store,
+	 * not the host's */
+	mkdirs(wpath(0, "root/usr/lib/debug/opt/app"));
+	cr_assert_eq(symlink("/store/lbin.debug", wpath(0, "root/usr/lib/debug/opt/app/lbin.debug")),
+		     0);
+	snprintf(shown, sizeof(shown), "%s/usr/lib/debug/opt/app/lbin.debug", root);
 	expect_found(wpath(0, "root/opt/app/lbin"), "/opt/app/lbin", root, "/usr/lib/debug",
 		     wpath(2, "root/store/lbin.debug"), shown);
 	/* the host's /opt/app is not looked at */
@@ -511,10 +517,10 @@ Test(debuginfo, nothing_to_find)
 
 	write_path(wpath(1, "text"), "#!/bin/sh\n", 10);
 	fd = open_ro(wpath(1, "text"));
-	cr_expect_eq(debuginfo_find(fd, wpath(1, "text"), "", NULL, NULL), -ENOEXEC);
-	cr_expect_eq(debuginfo_find(-1, "/x", "", NULL, NULL), -EBADF);
+	cr_expect_eq(debuginfo_find(fd, wpath(1, "text"), "", NULL, NULL, NULL), -ENOEXEC);
+	cr_expect_eq(debuginfo_find(-1, "/x", "", NULL, NULL, NULL), -EBADF);
 	fd2 = open_ro(binary);
-	cr_expect_eq(debuginfo_find(fd2, binary, wpath(1, "no-such-root"), NULL, NULL), -ENOENT);
+	cr_expect_eq(debuginfo_find(fd2, binary, wpath(1, "no-such-root"), NULL, NULL, NULL), -ENOENT);
 }
 
 Test(debuginfo, minidebuginfo)
@@ -622,7 +628,7 @@ Test(debuginfo, debian_libc6_dbg)
 	expect_not_named(t, thread_ret - 1, "start_thread");
 
 	t0 = monotonic_seconds();
-	dfd = debuginfo_find(fd, libc_main, "", NULL, &shown);
+	dfd = debuginfo_find(fd, libc_main, "", NULL, &shown, NULL);
 	find_s = monotonic_seconds() - t0;
 	cr_assert_geq(dfd, 0,
 		      "no debug file for %s (%s): install libc6-dbg "

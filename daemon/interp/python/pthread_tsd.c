@@ -62,7 +62,7 @@ int pthread_tsd_read(int fd, struct pthread_tsd *ret)
 	Elf_Scn *scn = NULL;
 	int r;
 
-	r = elf_open_fd(fd, ELF_C_READ_MMAP, &elf);
+	r = elf_open_fd(fd, &elf);
 	if (r < 0)
 		return r;
 	while ((scn = elf_nextscn(elf, scn))) {

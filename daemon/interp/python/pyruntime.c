@@ -393,7 +393,7 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 	int r;
 
 	*f = (struct elf_facts){ .patch = -1 };
-	r = elf_open_fd(fd, ELF_C_READ_MMAP, &elf);
+	r = elf_open_fd(fd, &elf);
 	if (r < 0)
 		return r;
 	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph) < 0)
