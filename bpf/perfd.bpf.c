@@ -134,6 +134,17 @@ struct mm_struct___pre62 {
 	struct mm_rss_stat___pre62 rss_stat;
 } __attribute__((preserve_access_index));
 
+/* Before 6.18 ("mm: convert mm->flags to a bitmap") mm->flags was an
+ * unsigned long; since, it is mm_flags_t, whose first word holds the same
+ * low bits. */
+struct mm_struct___pre618 {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
+/* include/linux/sched/coredump.h: get_dumpable() is the low two bits */
+#define MMF_DUMPABLE_MASK 3
+#define SUID_DUMP_USER 1
+
 static __always_inline void count_n(enum perfd_counter c, __u64 n)
 {
 	__u32 key = c;
@@ -368,6 +379,41 @@ static __always_inline struct perfd_sample *begin_sample(__u32 tgid, __u32 value
 	return s;
 }
 
+/* Who may see task's stacks now, by ptrace's rule for a tracer of the same
+ * uid (ptrace_may_access()): its real uid when its real, effective and
+ * saved uids (of its objective credentials, real_cred) agree and its mm is
+ * dumpable, else PERFD_OWNER_NONE.  Read on every sample, not once per
+ * process: setresuid() and prctl(PR_SET_DUMPABLE) change it without an
+ * exec, and the daemon files each sample under the owner it had.  btf: as
+ * for fill_who(); otherwise three probe reads (the cred pointer, its
+ * uid..euid in one, the mm's flags). */
+static __always_inline __u32 task_owner(struct task_struct *task, struct mm_struct *mm, bool btf)
+{
+	__u32 ids[5] = {}; /* uid, gid, suid, sgid, euid */
+	unsigned long flags = SUID_DUMP_USER; /* a kernel thread: no mm */
+	const struct cred *cred;
+
+	if (btf) {
+		cred = task->real_cred;
+		ids[0] = cred->uid.val;
+		ids[2] = cred->suid.val;
+		ids[4] = cred->euid.val;
+	} else {
+		cred = BPF_CORE_READ(task, real_cred);
+		if (bpf_probe_read_kernel(ids, sizeof(ids), (void *)cred +
+					  bpf_core_field_offset(struct cred, uid)))
+			return PERFD_OWNER_NONE;
+	}
+	if (mm && bpf_core_type_exists(mm_flags_t))
+		flags = btf ? mm->flags.__mm_flags[0] : BPF_CORE_READ(mm, flags.__mm_flags[0]);
+	else if (mm)
+		flags = BPF_CORE_READ((struct mm_struct___pre618 *)mm, flags);
+	if (ids[0] != ids[2] || ids[0] != ids[4] ||
+	    (flags & MMF_DUMPABLE_MASK) != SUID_DUMP_USER)
+		return PERFD_OWNER_NONE;
+	return ids[0];
+}
+
 /* Fills in who a sample is of, task, and when: thread id, time, process
  * start time, command name, and the kernel-thread rule, one for every
  * sample: a task without an mm is a kernel thread, and its RSS fields are
@@ -395,6 +441,7 @@ static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
 		BPF_CORE_READ_STR_INTO(&s->comm, task, comm);
 	}
 	s->hdr.timestamp_ns = now;
+	s->owner_uid = task_owner(task, mm, btf);
 	if (!mm)
 		s->flags |= PERFD_SAMPLE_F_KTHREAD;
 	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)

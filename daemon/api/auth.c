@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "perfd/macro.h"
@@ -210,12 +211,24 @@ int auth_read_owner_uid(uint32_t pid, uint32_t *ret)
 {
 	char path[sizeof("/proc//status") + 10];
 	_cleanup_fclose_ FILE *f = NULL;
+	struct stat st;
+	uint32_t owner;
+	int r;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : negative_errno();
-	return auth_parse_owner_uid(f, ret);
+	r = auth_parse_owner_uid(f, &owner);
+	if (r < 0)
+		return r;
+	/* Not dumpable: the kernel gives the files in its /proc directory
+	 * (not the directory) to root, task_dump_owner(); a dumpable
+	 * process's are its euid's. */
+	if (owner != PROCESS_OWNER_NONE && (fstat(fileno(f), &st) < 0 || st.st_uid != owner))
+		owner = PROCESS_OWNER_NONE;
+	*ret = owner;
+	return 0;
 }
 
 bool auth_may_see_pid(const struct perfd_peer *peer, uint32_t pid)

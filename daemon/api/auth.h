@@ -27,6 +27,19 @@
  * seen by privileged peers only.  That is ptrace's rule: a process may trace
  * another of its own uid only when all of the target's uids are that uid, so
  * a user cannot read the stacks of a setuid-root program it started.
+ * ptrace also refuses a process that is not dumpable (prctl(PR_SET_DUMPABLE,
+ * 0), or one whose uids changed, unless it made itself dumpable again): its
+ * owner_uid is PROCESS_OWNER_NONE too.
+ *
+ * Ownership is a property of each moment, not of the process: it changes
+ * at setresuid(), prctl() and exec.  So the BPF side reads the owner with
+ * every sample (struct perfd_sample's owner_uid), the history keeps it per
+ * window (profile/history.h; a window of two owners is root's), and a
+ * query gives a peer only the windows, and a snapshot only the samples,
+ * recorded under an owner auth_may_see() lets it see: history recorded
+ * while a process had another uid, or was not dumpable, is not shown to a
+ * user who could not have ptraced it then.  Whether the process itself is
+ * listed follows its newest owner.
  *
  * Kernel addresses (KASLR) follow the kernel's rule for /proc/kallsyms
  * instead (ksyms_addresses_shown(), symbols/ksyms.h): the group does not
@@ -93,8 +106,9 @@ bool auth_may_see(const struct perfd_peer *peer, uint32_t owner_uid);
  * else PROCESS_OWNER_NONE.  Returns 0, or -EINVAL when there is no well
  * formed "Uid:" line. */
 int auth_parse_owner_uid(FILE *status, uint32_t *ret);
-/* The same, read from /proc/PID/status now.  Returns 0, -ESRCH when there is
- * no such process, or another -errno. */
+/* The same, read from /proc/PID/status now, and PROCESS_OWNER_NONE for a
+ * process that is not dumpable (its /proc directory is root's).  Returns 0,
+ * -ESRCH when there is no such process, or another -errno. */
 int auth_read_owner_uid(uint32_t pid, uint32_t *ret);
 
 /* Whether peer may see the live process pid: true for a privileged peer

@@ -153,11 +153,12 @@ static int write_sites(struct jsonw *w, const struct model *m, unsigned top)
 
 /* The memory samples of p over [from, to) resolved into a model (NULL
  * with nothing sampled there).  Returns 0 or -ENOMEM. */
-static int growth_model(struct daemon *d, struct process *p, uint64_t from, uint64_t to,
-			struct model **ret)
+static int growth_model(struct daemon *d, const struct perfd_peer *peer, struct process *p,
+			uint64_t from, uint64_t to, struct model **ret)
 {
 	struct selection sel = { .pids = { p->pid }, .n_pids = 1,
-				 .start_ticks = p->start_time_ns / aggregator_ns_per_tick(d->aggregator) };
+				 .start_ticks = p->start_time_ns / aggregator_ns_per_tick(d->aggregator),
+				 .owners = daemon_peer_owners(peer) };
 	struct model_opts mo = daemon_model_opts(d, PROFILE_KIND_MEMORY, true, true, false);
 	struct profile_parts parts = { 0 };
 	uint64_t first, end;
@@ -180,7 +181,8 @@ static void write_rss(struct jsonw *w, const uint64_t bytes[PERFD_RSS_COUNTERS])
 	jsonw_kv_u64(w, "shmem_bytes", bytes[PERFD_RSS_SHMEM]);
 }
 
-static int answer(struct daemon *d, struct jsonw *w, struct process *p, const struct perfd_request *req)
+static int answer(struct daemon *d, const struct perfd_peer *peer, struct jsonw *w, struct process *p,
+		  const struct perfd_request *req)
 {
 	uint64_t now = now_monotonic_ns();
 	uint64_t from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
@@ -251,7 +253,7 @@ static int answer(struct daemon *d, struct jsonw *w, struct process *p, const st
 	}
 	jsonw_array_end(w);
 
-	r = growth_model(d, p, from, now + 1, &growth);
+	r = growth_model(d, peer, p, from, now + 1, &growth);
 	if (r < 0)
 		return r;
 	jsonw_kv_u64(w, "sample_bytes", d->memory_sample_bytes);
@@ -271,7 +273,7 @@ static int answer(struct daemon *d, struct jsonw *w, struct process *p, const st
 	for (size_t i = 0; i <= k; i++)
 		if (pts[i].total_bytes <= pts[t].total_bytes)
 			t = i;
-	r = growth_model(d, p, pts[t].start_ns, pts[k].end_ns, &peak_growth);
+	r = growth_model(d, peer, p, pts[t].start_ns, pts[k].end_ns, &peak_growth);
 	if (r < 0)
 		return r;
 	jsonw_object_begin(w);
@@ -312,7 +314,7 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 		return 0;
 	}
 	query_ok_begin(&w);
-	r = answer(d, &w, p, req);
+	r = answer(d, client_peer(c), &w, p, req);
 	jsonw_object_end(&w);
 	command_reply_writer(c, &w, r);
 	return 0;

@@ -412,6 +412,7 @@ static void request_selection(const struct perfd_request *req, struct client *cl
 	snprintf(sel->unit, sizeof(sel->unit), "%s", req->unit);
 	sel->visible = daemon_peer_sees;
 	sel->visible_userdata = (void *)client_peer(client);
+	sel->owners = daemon_peer_owners(client_peer(client));
 }
 
 /* A snapshot of the past, answered at once from the store: returns an

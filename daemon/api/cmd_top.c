@@ -230,6 +230,7 @@ static int write_processes(const struct top_ctx *ctx, struct jsonw *w)
 				     .frequency_hz = ctx->d->frequency_hz, .takes = filters_take,
 				     .userdata = (void *)ctx };
 	_cleanup_free_ struct query_process_row *rows = NULL;
+	struct owner_filter owners = daemon_peer_owners(ctx->peer);
 	struct profile_parts parts = { 0 };
 	struct model *m = NULL;
 	struct model_opts mo = daemon_model_opts(ctx->d, PROFILE_KIND_CPU, false, false, false);
@@ -247,7 +248,7 @@ static int write_processes(const struct top_ctx *ctx, struct jsonw *w)
 	/* the top functions of the rows sent: their leaves, resolved once */
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = aggregator_query_process(a, rows[first + i].p, ctx->win.first_second * NSEC_PER_SEC,
-					     ctx->win.end_second * NSEC_PER_SEC, &parts);
+					     ctx->win.end_second * NSEC_PER_SEC, &owners, &parts);
 	mo.leaf_only = true;
 	if (r == 0)
 		r = model_build(&mo, &parts, aggregator_stacks(a), &m);
@@ -747,7 +748,8 @@ static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct pr
 {
 	struct aggregator *a = ctx->d->aggregator;
 	struct selection sel = { .all = true, .visible = takes_visible,
-				 .visible_userdata = (void *)ctx };
+				 .visible_userdata = (void *)ctx,
+				 .owners = daemon_peer_owners(ctx->peer) };
 	struct model_opts mo = daemon_model_opts(ctx->d, (enum profile_kind)ctx->req->kind, true,
 						 true, false);
 	struct profile_parts parts = { 0 };
@@ -757,7 +759,7 @@ static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct pr
 	int r;
 
 	if (p)
-		r = aggregator_query_process(a, p, from, to, &parts);
+		r = aggregator_query_process(a, p, from, to, &sel.owners, &parts);
 	else
 		r = aggregator_query(a, &sel, from, to, &parts, &first, &end);
 	if (r == 0)

@@ -205,3 +205,13 @@ bool daemon_peer_sees(void *peer, const struct process *p)
 	return auth_may_see(peer, p->owner_uid);
 }
 
+bool daemon_peer_sees_owner(void *peer, uint32_t owner)
+{
+	return auth_may_see(peer, owner);
+}
+
+struct owner_filter daemon_peer_owners(const struct perfd_peer *peer)
+{
+	return (struct owner_filter){ .takes = daemon_peer_sees_owner, .userdata = (void *)peer };
+}
+

@@ -103,6 +103,10 @@ struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bo
 				    bool python_lines, bool threads);
 /* A selection's visible(): the client (a struct perfd_peer) may see p. */
 bool daemon_peer_sees(void *peer, const struct process *p);
+/* A selection's owners: the client may see what was taken under owner
+ * (the history of a process that changed owner, history.h). */
+bool daemon_peer_sees_owner(void *peer, uint32_t owner);
+struct owner_filter daemon_peer_owners(const struct perfd_peer *peer);
 
 /* The daemon's own counters now (api/rates.h); manager.c notes one a
  * second into d->rates. */

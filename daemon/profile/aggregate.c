@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -317,19 +318,26 @@ static void read_comm(struct process *p, int dirfd, const char *otherwise)
  * its cgroup v2 path) and who owns it, from its /proc directory dirfd.
  * What cannot be read (dirfd -1 included) is unknown: the host's pid, no
  * cgroup, PROCESS_OWNER_NONE.  Read again at exec, where a set-uid binary
- * changes the owner. */
+ * changes the owner; its samples say it from then on (ingest_sample).
+ * /proc/PID/status does not tell dumpability, but its owner does: the
+ * kernel gives the files (not the directory) of a non-dumpable process's
+ * /proc directory to root (task_dump_owner()), a dumpable one's to its
+ * effective uid. */
 static void read_identity(struct process *p, int dirfd)
 {
 	struct procfs_status st;
+	struct stat file;
 	char *cgroup;
 
 	p->ns_pid = p->pid;
 	p->owner_uid = PROCESS_OWNER_NONE;
+	p->owner_ns = now_monotonic_ns();
 	if (dirfd < 0)
 		return;
 	if (procfs_read_status(dirfd, &st) == 0) {
 		p->ns_pid = st.ns_pid;
-		if (st.uid_real == st.uid_effective && st.uid_real == st.uid_saved)
+		if (st.uid_real == st.uid_effective && st.uid_real == st.uid_saved &&
+		    fstatat(dirfd, "status", &file, 0) == 0 && file.st_uid == st.uid_real)
 			p->owner_uid = st.uid_real;
 	}
 	if (procfs_read_cgroup(dirfd, &cgroup) == 0) {
@@ -787,6 +795,7 @@ static void feed_collectors(struct aggregator *a, struct process *p,
 		struct profile_part *part;
 
 		if (s->hdr.timestamp_ns < c->begin_ns || s->hdr.timestamp_ns > c->end_ns ||
+		    !owner_filter_takes(&c->sel.owners, s->owner_uid) ||
 		    !selection_matches(&c->sel, p, a->ns_per_tick))
 			continue;
 		part = part_for(&c->parts, p);
@@ -826,7 +835,7 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 	/* the kernel's high-water mark, updated lazily, may know a higher one
 	 * from before perfd saw the process */
 	p->hiwater_rss_bytes = MAX(p->hiwater_rss_bytes, hiwater_pages * page_size);
-	(void)history_note_rss(&p->history, ts_ns, pages, page_size);
+	(void)history_note_rss(&p->history, ts_ns, p->owner_uid, pages, page_size);
 	history_added(a, p, before, windows);
 }
 
@@ -877,6 +886,12 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 		return 0;
 	}
 
+	/* who may see it now: the newest sample says (one drained late
+	 * does not undo a change) */
+	if (s->hdr.timestamp_ns >= p->owner_ns) {
+		p->owner_uid = s->owner_uid;
+		p->owner_ns = s->hdr.timestamp_ns;
+	}
 	if (s->kernel_depth < 0) {
 		a->stats.kernel_stack_errors++;
 		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_KSTACK_ERROR);
@@ -921,7 +936,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	key = profile_key(id, s->hdr.tid, kind);
 	before = p->history.bytes;
 	windows = p->history.n_windows;
-	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, key, value);
+	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, s->owner_uid, key, value);
 	history_added(a, p, before, windows);
 	if (r < 0) {
 		stacktab_unref(a->stacks, id);
@@ -1117,14 +1132,16 @@ void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)
 }
 
 int aggregator_query_process(struct aggregator *a, struct process *p, uint64_t from_ns,
-			     uint64_t to_ns, struct profile_parts *parts)
+			     uint64_t to_ns, const struct owner_filter *owners,
+			     struct profile_parts *parts)
 {
 	uint64_t first = UINT64_MAX, end = 0;
 	struct profile_part *part = part_for(parts, p);
 
 	if (!part)
 		return -ENOMEM;
-	if (history_query(&p->history, a->stacks, from_ns, to_ns, &part->prof, &first, &end) < 0) {
+	if (history_query(&p->history, a->stacks, from_ns, to_ns, owners, &part->prof, &first,
+			  &end) < 0) {
 		profile_release(&part->prof, a->stacks);
 		p->pins--;
 		parts->n--;
@@ -1147,8 +1164,8 @@ int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t
 		if (history_empty(&p->history) || !selection_matches(sel, p, a->ns_per_tick))
 			continue;
 		part = part_for(&parts, p);
-		if (!part || history_query(&p->history, a->stacks, from_ns, to_ns, &part->prof,
-					   &first, &end) < 0) {
+		if (!part || history_query(&p->history, a->stacks, from_ns, to_ns, &sel->owners,
+					   &part->prof, &first, &end) < 0) {
 			aggregator_release_parts(a, &parts);
 			return -ENOMEM;
 		}

@@ -49,9 +49,13 @@ struct stacktab;
 struct process {
 	uint32_t pid;
 	uint64_t start_time_ns;
-	/* The real uid when real, effective and saved uids are equal, else
-	 * PROCESS_OWNER_NONE; 0 for kernel threads (see api/auth.h). */
+	/* Who could ptrace it now (see api/auth.h): its real uid when real,
+	 * effective and saved uids are equal and it is dumpable, else
+	 * PROCESS_OWNER_NONE; 0 for kernel threads.  From its newest sample
+	 * (owner_ns), or /proc when it has none; its history keeps the owner
+	 * of each window (history.h). */
 	uint32_t owner_uid;
+	uint64_t owner_ns;
 	char comm[PERFD_TASK_COMM_LEN];
 	struct procmaps *maps; /* executable mappings, NULL until read */
 	uint16_t *map_modules; /* module id per mapping, MODULE_NONE for none */
@@ -114,6 +118,10 @@ struct selection {
 	bool all;
 	bool (*visible)(void *userdata, const struct process *p);
 	void *visible_userdata;
+	/* Of those, only the samples taken under an owner this takes (the
+	 * client's authorization again, per window of history and per
+	 * sample of a snapshot: history.h). */
+	struct owner_filter owners;
 };
 
 bool selection_matches(const struct selection *sel, const struct process *p, uint64_t ns_per_tick);
@@ -259,11 +267,13 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c);
 int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t from_ns,
 		     uint64_t to_ns, struct profile_parts *ret, uint64_t *first_ns,
 		     uint64_t *end_ns);
-/* Adds p's retained profile over [from_ns, to_ns) to parts, which do not
+/* Adds p's retained profile over [from_ns, to_ns), of the windows owners
+ * takes (NULL: all), to parts, which do not
  * hold p yet, as a part of its own (p pinned until the parts are
  * released), even when empty.  Returns 0 or -ENOMEM (parts as they were). */
 int aggregator_query_process(struct aggregator *a, struct process *p, uint64_t from_ns,
-			     uint64_t to_ns, struct profile_parts *parts);
+			     uint64_t to_ns, const struct owner_filter *owners,
+			     struct profile_parts *parts);
 /* Releases the parts of a query or a collector, unpinning their processes
  * (an expired one that nothing holds any more is freed). */
 void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts);

@@ -19,6 +19,7 @@ struct entry {
 struct rec {
 	uint64_t start_s;
 	uint32_t span_s;
+	uint32_t owner;
 	struct window_rss rss;
 	uint64_t n;
 	const uint8_t *after_gap; /* the body from span_s on */
@@ -71,7 +72,7 @@ static void drop_open(struct history *h, struct window *w, struct stacktab *stac
 	unlink_open(h, w, stacks, false);
 }
 
-static struct window *push_newest(struct history *h, uint64_t second)
+static struct window *push_newest(struct history *h, uint64_t second, uint32_t owner)
 {
 	struct window *w = calloc(1, sizeof(*w));
 
@@ -79,6 +80,7 @@ static struct window *push_newest(struct history *h, uint64_t second)
 		return NULL;
 	w->start_s = second;
 	w->span_s = 1;
+	w->owner = owner;
 	profile_init(&w->prof);
 	w->older = h->newest;
 	if (h->newest)
@@ -91,26 +93,30 @@ static struct window *push_newest(struct history *h, uint64_t second)
 	return w;
 }
 
-/* The window a sample of this second goes to; a new newest one for a
- * second past the newest window.  A second the log covers already counts
- * as the first one after it. */
-static struct window *window_for(struct history *h, uint64_t second)
+/* The window a sample of this second, taken under owner, goes to; a new
+ * newest one for a second past the newest window.  A second the log covers
+ * already counts as the first one after it.  A window that gets values of
+ * two owners is nobody's (history_owner_meet). */
+static struct window *window_for(struct history *h, uint64_t second, uint32_t owner)
 {
 	struct window *w = h->newest;
 
 	second = MAX(second, h->log.end_s);
 	if (!w || second >= w->start_s + w->span_s)
-		return push_newest(h, second);
+		return push_newest(h, second, owner);
 	for (; w; w = w->older)
 		if (second >= w->start_s)
-			return second < w->start_s + w->span_s ? w : h->newest;
-	return h->newest; /* older than every open window: keep it with the newest */
+			break;
+	if (!w || second >= w->start_s + w->span_s)
+		w = h->newest; /* in a gap, or older than every open window: the newest */
+	w->owner = history_owner_meet(w->owner, owner);
+	return w;
 }
 
-int history_add(struct history *h, struct stacktab *stacks, uint64_t ts_ns, uint64_t key,
-		uint64_t value)
+int history_add(struct history *h, struct stacktab *stacks, uint64_t ts_ns, uint32_t owner,
+		uint64_t key, uint64_t value)
 {
-	struct window *w = window_for(h, ts_ns / NSEC_PER_SEC);
+	struct window *w = window_for(h, ts_ns / NSEC_PER_SEC, owner);
 	size_t before;
 	int r;
 
@@ -131,10 +137,10 @@ static void note(struct window_rss *r, const __u64 pages[PERFD_RSS_COUNTERS], ui
 	r->page_size = page_size;
 }
 
-int history_note_rss(struct history *h, uint64_t ts_ns,
+int history_note_rss(struct history *h, uint64_t ts_ns, uint32_t owner,
 		     const __u64 pages[PERFD_RSS_COUNTERS], uint32_t page_size)
 {
-	struct window *w = window_for(h, ts_ns / NSEC_PER_SEC);
+	struct window *w = window_for(h, ts_ns / NSEC_PER_SEC, owner);
 
 	if (!w)
 		return -ENOMEM;
@@ -168,6 +174,8 @@ static const uint8_t *rec_parse(const uint8_t *p, uint64_t prev_end_s, bool firs
 	r->after_gap = p;
 	p = varint_get(p, &span);
 	r->span_s = (uint32_t)span;
+	p = varint_get(p, &n);
+	r->owner = (uint32_t)(n - 1); /* stored + 1: PROCESS_OWNER_NONE is 0, one byte */
 	p = varint_get(p, &n);
 	r->n = n >> 1;
 	r->rss = (struct window_rss){ 0 };
@@ -228,29 +236,31 @@ static size_t entries_size(const struct entry *e, size_t n)
 	return bytes;
 }
 
-static size_t body_size(uint64_t gap, uint32_t span, const struct window_rss *rss,
-			const struct entry *e, size_t n)
+static size_t body_size(uint64_t gap, uint32_t span, uint32_t owner,
+			const struct window_rss *rss, const struct entry *e, size_t n)
 {
-	return varint_size(gap) + varint_size(span) + varint_size((uint64_t)n << 1 | 1) +
+	return varint_size(gap) + varint_size(span) + varint_size((uint32_t)(owner + 1)) +
+	       varint_size((uint64_t)n << 1 | 1) +
 	       rss_size(rss) + entries_size(e, n);
 }
 
-static size_t record_size(uint64_t gap, uint32_t span, const struct window_rss *rss,
-			  const struct entry *e, size_t n)
+static size_t record_size(uint64_t gap, uint32_t span, uint32_t owner,
+			  const struct window_rss *rss, const struct entry *e, size_t n)
 {
-	size_t body = body_size(gap, span, rss, e, n);
+	size_t body = body_size(gap, span, owner, rss, e, n);
 
 	return varint_size(body) + body;
 }
 
-static uint8_t *record_write(uint8_t *p, uint64_t gap, uint32_t span,
+static uint8_t *record_write(uint8_t *p, uint64_t gap, uint32_t span, uint32_t owner,
 			     const struct window_rss *rss, const struct entry *e, size_t n)
 {
 	uint64_t prev = 0;
 
-	p = varint_put(p, body_size(gap, span, rss, e, n));
+	p = varint_put(p, body_size(gap, span, owner, rss, e, n));
 	p = varint_put(p, gap);
 	p = varint_put(p, span);
+	p = varint_put(p, (uint32_t)(owner + 1));
 	p = varint_put(p, (uint64_t)n << 1 | (rss->page_size ? 1 : 0));
 	p = rss_write(p, rss);
 	for (size_t i = 0; i < n; i++) {
@@ -404,10 +414,10 @@ static int seal(struct history *h, struct stacktab *stacks, struct window *w)
 	U64MAP_FOREACH(slot, &w->prof.values)
 		e[n++] = (struct entry){ slot->key, slot->value };
 	qsort(e, n, sizeof(*e), entry_cmp);
-	need = record_size(gap, w->span_s, &w->rss, e, n);
+	need = record_size(gap, w->span_s, w->owner, &w->rss, e, n);
 	r = log_reserve(h, need);
 	if (r == 0) {
-		record_write(log->buf + log->len, gap, w->span_s, &w->rss, e, n);
+		record_write(log->buf + log->len, gap, w->span_s, w->owner, &w->rss, e, n);
 		log->len += need;
 		if (!log->n++) {
 			log->head_start_s = w->start_s;
@@ -454,6 +464,7 @@ struct pending {
 	bool active;
 	uint64_t start_s;
 	uint32_t span_s;
+	uint32_t owner;
 	struct window_rss rss;
 	struct entry *e, *scratch; /* both sized for every entry of the pass */
 	size_t n;
@@ -492,6 +503,7 @@ static void pending_take(struct pending *p, const struct rec *r, struct stacktab
 	p->e = p->scratch;
 	p->scratch = tmp;
 	p->n = n;
+	p->owner = history_owner_meet(p->owner, r->owner);
 	/* r is the newer: its last reading, the higher peak of the two */
 	{
 		struct window_rss rss = r->rss;
@@ -535,7 +547,7 @@ static void pending_emit(struct pending *p, struct out *o, size_t limit, struct 
 		return;
 	p->active = false;
 	gap = o->n ? p->start_s - o->end_s : 0;
-	need = record_size(gap, p->span_s, &p->rss, p->e, p->n);
+	need = record_size(gap, p->span_s, p->owner, &p->rss, p->e, p->n);
 	if (need > limit - o->len) {
 		for (size_t i = 0; i < p->n; i++) {
 			stacktab_unref(stacks, profile_key_stack(p->e[i].key));
@@ -546,7 +558,7 @@ static void pending_emit(struct pending *p, struct out *o, size_t limit, struct 
 			dropped->windows++;
 		return;
 	}
-	record_write(o->base + o->len, gap, p->span_s, &p->rss, p->e, p->n);
+	record_write(o->base + o->len, gap, p->span_s, p->owner, &p->rss, p->e, p->n);
 	o->len += need;
 	out_note(o, p->start_s, p->span_s);
 }
@@ -559,6 +571,7 @@ static void pending_start(struct pending *p, const struct rec *r, uint64_t start
 	p->active = true;
 	p->start_s = start_s;
 	p->span_s = span_s;
+	p->owner = r->owner;
 	p->rss = r->rss;
 	p->n = 0;
 	for (uint64_t i = 0; i < r->n; i++, p->n++) {
@@ -772,8 +785,8 @@ int history_scale(struct history *h, struct stacktab *stacks, enum profile_kind 
 				stacktab_unref(stacks, profile_key_stack(key));
 		}
 		gap = i == 0 ? 0 : r.start_s - prev_end;
-		record_write(out + len, gap, r.span_s, &r.rss, e, n);
-		len += record_size(gap, r.span_s, &r.rss, e, n);
+		record_write(out + len, gap, r.span_s, r.owner, &r.rss, e, n);
+		len += record_size(gap, r.span_s, r.owner, &r.rss, e, n);
 		prev_end = r.start_s + r.span_s;
 	}
 	if (log->n) {
@@ -848,14 +861,14 @@ bool history_iter_next(struct history_iter *it, struct history_window *ret)
 		it->first = false;
 		it->prev_end_s = r.start_s + r.span_s;
 		*ret = (struct history_window){ .start_s = r.start_s, .span_s = r.span_s,
-						.sealed = true, .rss = r.rss,
+						.owner = r.owner, .sealed = true, .rss = r.rss,
 						.entries = r.entries, .n_entries = r.n };
 		return true;
 	}
 	if (!it->open)
 		return false;
 	*ret = (struct history_window){ .start_s = it->open->start_s, .span_s = it->open->span_s,
-					.rss = it->open->rss, .open = it->open,
+					.owner = it->open->owner, .rss = it->open->rss, .open = it->open,
 					.n_entries = it->open->prof.values.count };
 	it->open = it->open->newer;
 	return true;
@@ -917,7 +930,8 @@ uint64_t history_window_value(const struct history_window *w, uint64_t want)
 }
 
 int history_query(const struct history *h, struct stacktab *stacks, uint64_t from_ns,
-		  uint64_t to_ns, struct profile *out, uint64_t *first_ns, uint64_t *end_ns)
+		  uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
+		  uint64_t *first_ns, uint64_t *end_ns)
 {
 	struct history_iter it;
 	struct history_window w;
@@ -929,7 +943,7 @@ int history_query(const struct history *h, struct stacktab *stacks, uint64_t fro
 
 		if (ws >= to_ns)
 			break; /* every newer window starts after the range */
-		if (hi <= lo || 2 * (hi - lo) < we - ws)
+		if (hi <= lo || 2 * (hi - lo) < we - ws || !owner_filter_takes(owners, w.owner))
 			continue;
 		if (history_window_merge(&w, stacks, out) < 0)
 			return -ENOMEM;

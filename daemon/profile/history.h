@@ -51,6 +51,14 @@
  * which takes a loop stalled that long), so none is lost.
  *
  * Every entry, open or sealed, holds one reference on its stack.
+ *
+ * Each window, open or sealed, keeps the owner its values were taken under
+ * (struct perfd_sample's owner_uid: who could ptrace the process then;
+ * varint owner + 1 after span_s in a record, so PROCESS_OWNER_NONE costs a
+ * byte).  A window that got values of two owners (the second in which a
+ * process changed uid, or a roll-up over it) is PROCESS_OWNER_NONE's: root
+ * only.  A query takes only the windows its owner_filter takes, so a user
+ * sees a process's past only for the time it could have traced it.
  */
 #ifndef PERFD_HISTORY_H
 #define PERFD_HISTORY_H
@@ -74,10 +82,33 @@ struct window_rss {
 	uint32_t page_size;
 };
 
+#ifndef PROCESS_OWNER_NONE
+#define PROCESS_OWNER_NONE PERFD_OWNER_NONE
+#endif
+
+/* The owner of a window that holds values of owners a and b. */
+static inline uint32_t history_owner_meet(uint32_t a, uint32_t b)
+{
+	return a == b ? a : PROCESS_OWNER_NONE;
+}
+
+/* Which owners' windows a query takes: those takes() accepts; all when the
+ * filter or takes is NULL. */
+struct owner_filter {
+	bool (*takes)(void *userdata, uint32_t owner);
+	void *userdata;
+};
+
+static inline bool owner_filter_takes(const struct owner_filter *f, uint32_t owner)
+{
+	return !f || !f->takes || f->takes(f->userdata, owner);
+}
+
 /* An open window. */
 struct window {
 	uint64_t start_s; /* CLOCK_MONOTONIC seconds */
 	uint32_t span_s;  /* 1 (only sealed windows are rolled up) */
+	uint32_t owner;   /* what its values were taken under (see above) */
 	struct profile prof;
 	struct window_rss rss;
 	struct window *newer, *older;
@@ -109,6 +140,7 @@ struct history {
 struct history_window {
 	uint64_t start_s;
 	uint32_t span_s;
+	uint32_t owner;
 	bool sealed;
 	struct window_rss rss;
 	/* private: where the entries are */
@@ -134,13 +166,14 @@ struct history_dropped {
 void history_init(struct history *h);
 void history_release(struct history *h, struct stacktab *stacks);
 
-/* Adds value under key at time ts_ns.  Returns 0 or -ENOMEM. */
-int history_add(struct history *h, struct stacktab *stacks, uint64_t ts_ns, uint64_t key,
-		uint64_t value);
+/* Adds value under key at time ts_ns, taken while the process's owner was
+ * owner.  Returns 0 or -ENOMEM. */
+int history_add(struct history *h, struct stacktab *stacks, uint64_t ts_ns, uint32_t owner,
+		uint64_t key, uint64_t value);
 
 /* Notes an RSS reading at ts_ns in the window of its second (the RSS
  * timeline).  Returns 0 or -ENOMEM. */
-int history_note_rss(struct history *h, uint64_t ts_ns,
+int history_note_rss(struct history *h, uint64_t ts_ns, uint32_t owner,
 		     const __u64 pages[PERFD_RSS_COUNTERS], uint32_t page_size);
 
 /* Rolls windows up by age and drops those that ended more than
@@ -183,10 +216,12 @@ uint64_t history_window_total(const struct history_window *w, enum profile_kind 
 uint64_t history_window_entries(const struct history_window *w);
 uint64_t history_window_value(const struct history_window *w, uint64_t key);
 
-/* Merges into out the windows at least half inside [from_ns, to_ns), and
- * widens [*first_ns, *end_ns) to cover them (the caller starts them at
- * UINT64_MAX and 0).  Returns 0, or -ENOMEM. */
+/* Merges into out the windows at least half inside [from_ns, to_ns) whose
+ * owner owners takes (NULL: all), and widens [*first_ns, *end_ns) to cover
+ * them (the caller starts them at UINT64_MAX and 0).  Returns 0, or
+ * -ENOMEM. */
 int history_query(const struct history *h, struct stacktab *stacks, uint64_t from_ns,
-		  uint64_t to_ns, struct profile *out, uint64_t *first_ns, uint64_t *end_ns);
+		  uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
+		  uint64_t *first_ns, uint64_t *end_ns);
 
 #endif

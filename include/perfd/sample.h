@@ -17,6 +17,9 @@
 #include "perfd/python.h"
 
 #define PERFD_TASK_COMM_LEN 16
+/* The owner of a process no user but root may trace (struct perfd_sample's
+ * owner_uid; the daemon's PROCESS_OWNER_NONE). */
+#define PERFD_OWNER_NONE 0xffffffffu
 /* Matches the kernel's PERF_MAX_STACK_DEPTH default. */
 #define PERFD_MAX_STACK_DEPTH 127
 
@@ -83,8 +86,15 @@ struct perfd_sample {
 	__s32 kernel_depth;
 	__s32 user_depth;
 	__u32 flags; /* PERFD_SAMPLE_F_* */
-	__u32 python_depth; /* Python frames after the native ones */
-	__u32 value_kind;   /* enum perfd_value_kind */
+	__u16 python_depth; /* Python frames after the native ones */
+	__u16 value_kind;   /* enum perfd_value_kind */
+	/* Who could ptrace the process when the sample was taken: its real
+	 * uid when its real, effective and saved uids agree and it is
+	 * dumpable, else PERFD_OWNER_NONE (root only).  Taken per sample, as
+	 * the stack is, because a process changes owner without exec
+	 * (setresuid(), prctl(PR_SET_DUMPABLE)); it fits where the two
+	 * fields above were 32-bit, so it costs no ring-buffer byte. */
+	__u32 owner_uid;
 	__u64 value;
 	__u64 ips[];
 };

@@ -1259,7 +1259,7 @@ Test(aggregate, maintain_visits_what_is_due_and_misses_nothing)
 			/* busy and idle stretches, out of step with each other */
 			if ((s + (uint64_t)i * 37) / 150 % 2 == 0 && rng % 3 == 0) {
 				cr_assert_eq(feed_user(pid, 1, ts, 0x1000, 0x2000), 0);
-				cr_assert_eq(history_add(&ref[i], refstacks, ts, refkey, 1), 0);
+				cr_assert_eq(history_add(&ref[i], refstacks, ts, 0, refkey, 1), 0);
 				seen[i] = true;
 			}
 			if ((rng >> 32) % 1200 == 0) {

@@ -63,7 +63,7 @@ static uint64_t key(int stack)
 
 static void add(uint64_t ts_ns, int stack, uint64_t value)
 {
-	cr_assert_eq(history_add(&h, stacks, ts_ns, key(stack), value), 0);
+	cr_assert_eq(history_add(&h, stacks, ts_ns, 0, key(stack), value), 0);
 }
 
 /* The windows as the iterator shows them, oldest first (a copy: valid
@@ -339,7 +339,7 @@ Test(history, query_spans_sealed_and_open_windows)
 	cr_assert(window_at(1000)->sealed && window_at(1000)->span_s == 10);
 	cr_assert_not(window_at(1299)->sealed);
 	profile_init(&out);
-	cr_assert_eq(history_query(&h, stacks, 0, 2000 * SEC, &out, &first, &end), 0);
+	cr_assert_eq(history_query(&h, stacks, 0, 2000 * SEC, NULL, &out, &first, &end), 0);
 	cr_assert_eq(out.values.count, 2);
 	cr_assert_eq(*u64map_get(&out.values, key(0)), 150);
 	cr_assert_eq(*u64map_get(&out.values, key(1)), 150);
@@ -402,7 +402,7 @@ static uint64_t query(uint64_t from_ns, uint64_t to_ns, uint64_t *first_ns, uint
 	profile_init(&out);
 	*first_ns = UINT64_MAX;
 	*end_ns = 0;
-	cr_assert_eq(history_query(&h, stacks, from_ns, to_ns, &out, first_ns, end_ns), 0);
+	cr_assert_eq(history_query(&h, stacks, from_ns, to_ns, NULL, &out, first_ns, end_ns), 0);
 	n = out.totals[PROFILE_KIND_CPU];
 	profile_release(&out, stacks);
 	return n;
@@ -470,7 +470,7 @@ Test(history, query_widens_the_span_given)
 
 	add(10 * SEC, 0, 1);
 	profile_init(&out);
-	cr_assert_eq(history_query(&h, stacks, 0, 100 * SEC, &out, &first, &end), 0);
+	cr_assert_eq(history_query(&h, stacks, 0, 100 * SEC, NULL, &out, &first, &end), 0);
 	cr_assert_eq(first, 3 * SEC);
 	cr_assert_eq(end, 11 * SEC);
 	/* the answer holds its own references: the history can go first */
@@ -486,8 +486,8 @@ Test(history, kinds_and_threads_are_kept_apart)
 	uint64_t k_t2 = profile_key(ids[0], 2, PROFILE_KIND_CPU);
 
 	add(10 * SEC, 0, 3);
-	cr_assert_eq(history_add(&h, stacks, 10 * SEC, k_mem, 4096), 0);
-	cr_assert_eq(history_add(&h, stacks, 10 * SEC, k_t2, 7), 0);
+	cr_assert_eq(history_add(&h, stacks, 10 * SEC, 0, k_mem, 4096), 0);
+	cr_assert_eq(history_add(&h, stacks, 10 * SEC, 0, k_t2, 7), 0);
 	cr_assert_eq(h.newest->prof.values.count, 3);
 	cr_assert_eq(h.newest->prof.totals[PROFILE_KIND_CPU], 10);
 	cr_assert_eq(h.newest->prof.totals[PROFILE_KIND_MEMORY], 4096);
@@ -538,7 +538,7 @@ Test(history, random_streams_keep_every_value)
 				int i = (int)((rng >> (8 + k * 6)) % KEYS);
 				uint64_t late = (rng >> 40) % 16 == 0 ? (rng >> 44) % 8 : 0;
 
-				cr_assert_eq(history_add(&h, stacks, (s - MIN(late, s)) * SEC, keys[i],
+				cr_assert_eq(history_add(&h, stacks, (s - MIN(late, s)) * SEC, 0, keys[i],
 							 1 + k), 0);
 				want[i] += 1 + k;
 			}
@@ -554,7 +554,7 @@ Test(history, random_streams_keep_every_value)
 		uint64_t first = UINT64_MAX, end = 0;
 
 		profile_init(&out);
-		cr_assert_eq(history_query(&h, stacks, 0, UINT64_MAX, &out, &first, &end), 0);
+		cr_assert_eq(history_query(&h, stacks, 0, UINT64_MAX, NULL, &out, &first, &end), 0);
 		for (int i = 0; i < KEYS; i++) {
 			uint64_t *v = u64map_get(&out.values, keys[i]);
 
@@ -580,7 +580,7 @@ Test(history, random_streams_with_retention_and_evictions_account_for_every_valu
 			enum profile_kind kind = (enum profile_kind)((rng >> (10 + k)) % PROFILE_KINDS);
 			uint64_t v = 1 + ((rng >> (20 + k * 3)) % 1000);
 
-			cr_assert_eq(history_add(&h, stacks, s * SEC,
+			cr_assert_eq(history_add(&h, stacks, s * SEC, 0,
 						 profile_key(ids[(rng >> (30 + k)) % N_STACKS],
 							     1 + (uint32_t)(k % 3), kind),
 						 v),
@@ -600,7 +600,7 @@ Test(history, random_streams_with_retention_and_evictions_account_for_every_valu
 		uint64_t first = UINT64_MAX, end = 0;
 
 		profile_init(&out);
-		cr_assert_eq(history_query(&h, stacks, 0, UINT64_MAX, &out, &first, &end), 0);
+		cr_assert_eq(history_query(&h, stacks, 0, UINT64_MAX, NULL, &out, &first, &end), 0);
 		for (int k = 0; k < PROFILE_KINDS; k++)
 			cr_assert_eq(out.totals[k] + d.values[k], added[k], "kind %d: %lu kept + %lu dropped, %lu added",
 				     k, (unsigned long)out.totals[k], (unsigned long)d.values[k],
@@ -620,7 +620,7 @@ Test(history, scale_multiplies_cpu_values_sealed_and_open)
 
 	for (uint64_t s = 100; s < 400; s++)
 		add(s * SEC, (int)(s % N_STACKS), 3);
-	cr_assert_eq(history_add(&h, stacks, 399 * SEC, k_mem, 4096), 0);
+	cr_assert_eq(history_add(&h, stacks, 399 * SEC, 0, k_mem, 4096), 0);
 	history_maintain(&h, stacks, 402, 100000, NULL);
 	cr_assert_gt(h.log.n, 0);
 	cr_assert_not_null(h.newest);
@@ -715,8 +715,8 @@ Test(history, due_time_is_never_late_and_skipping_until_it_changes_nothing)
 					uint64_t kk = profile_key(ids[(rng >> (8 + k)) % N_STACKS], 1,
 								  PROFILE_KIND_CPU);
 
-					cr_assert_eq(history_add(&h, stacks, (s - late) * SEC, kk, 1 + k), 0);
-					cr_assert_eq(history_add(&skip, stacks, (s - late) * SEC, kk, 1 + k), 0);
+					cr_assert_eq(history_add(&h, stacks, (s - late) * SEC, 0, kk, 1 + k), 0);
+					cr_assert_eq(history_add(&skip, stacks, (s - late) * SEC, 0, kk, 1 + k), 0);
 				}
 				if (skip.n_windows != windows)
 					due = 0; /* a new window: as the store does */

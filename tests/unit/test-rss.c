@@ -47,7 +47,7 @@ static void reading(uint64_t t_ns, uint64_t anon_bytes)
 	__u64 pages[PERFD_RSS_COUNTERS] = { [PERFD_RSS_FILE] = MIB / PAGE,
 					    [PERFD_RSS_ANON] = anon_bytes / PAGE };
 
-	cr_assert_eq(history_note_rss(&p.history, t_ns, pages, PAGE), 0);
+	cr_assert_eq(history_note_rss(&p.history, t_ns, 0, pages, PAGE), 0);
 }
 
 static struct rss_trend trend_over(uint64_t from, uint64_t to, size_t *ret_n)
