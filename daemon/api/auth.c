@@ -139,7 +139,7 @@ bool auth_may_see(const struct perfd_peer *peer, uint32_t owner_uid)
 {
 	if (peer->privileged)
 		return true;
-	return owner_uid != PROCESS_OWNER_NONE && owner_uid == peer->uid;
+	return owner_uid != PERFD_OWNER_NONE && owner_uid == peer->uid;
 }
 
 /* One decimal id of a "Uid:" line; *p moves past it. */
@@ -175,7 +175,7 @@ int auth_parse_owner_uid(FILE *status, uint32_t *ret)
 		if (parse_id(&p, &real) < 0 || parse_id(&p, &effective) < 0 ||
 		    parse_id(&p, &saved) < 0)
 			return -EINVAL;
-		*ret = real == effective && real == saved ? real : PROCESS_OWNER_NONE;
+		*ret = real == effective && real == saved ? real : PERFD_OWNER_NONE;
 		return 0;
 	}
 	return ferror(status) ? -EIO : -EINVAL;
@@ -225,8 +225,8 @@ int auth_read_owner_uid(uint32_t pid, uint32_t *ret)
 	/* Not dumpable: the kernel gives the files in its /proc directory
 	 * (not the directory) to root, task_dump_owner(); a dumpable
 	 * process's are its euid's. */
-	if (owner != PROCESS_OWNER_NONE && (fstat(fileno(f), &st) < 0 || st.st_uid != owner))
-		owner = PROCESS_OWNER_NONE;
+	if (owner != PERFD_OWNER_NONE && (fstat(fileno(f), &st) < 0 || st.st_uid != owner))
+		owner = PERFD_OWNER_NONE;
 	*ret = owner;
 	return 0;
 }

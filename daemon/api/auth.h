@@ -23,13 +23,13 @@
  *
  * The setuid rule: a process's owner_uid is its real uid only when its real,
  * effective and saved uids agree; one whose uids differ (a setuid program, a
- * daemon between privilege changes) has owner_uid PROCESS_OWNER_NONE and is
+ * daemon between privilege changes) has owner_uid PERFD_OWNER_NONE and is
  * seen by privileged peers only.  That is ptrace's rule: a process may trace
  * another of its own uid only when all of the target's uids are that uid, so
  * a user cannot read the stacks of a setuid-root program it started.
  * ptrace also refuses a process that is not dumpable (prctl(PR_SET_DUMPABLE,
  * 0), or one whose uids changed, unless it made itself dumpable again): its
- * owner_uid is PROCESS_OWNER_NONE too.
+ * owner_uid is PERFD_OWNER_NONE too.
  *
  * Ownership is a property of each moment, not of the process: it changes
  * at setresuid(), prctl() and exec.  So the BPF side reads the owner with
@@ -57,12 +57,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "perfd/sample.h"
+
 #define AUTH_PRIVILEGED_GROUP "perfd"
 
-/* Also in profile/aggregate.h, where struct process keeps owner_uid. */
-#ifndef PROCESS_OWNER_NONE
-#define PROCESS_OWNER_NONE UINT32_MAX
-#endif
 
 /* Who is on the other end of a connection, as the kernel recorded it at
  * connect(): effective uid and gid, and pid in perfd's pid namespace. */
@@ -98,15 +96,15 @@ int auth_parse_cap_syslog(FILE *status, bool *ret);
 bool auth_may_see_kernel_addresses(const struct perfd_peer *peer);
 
 /* Whether peer may see a process whose owner_uid is owner_uid.  A process
- * owned by PROCESS_OWNER_NONE is seen only by privileged peers. */
+ * owned by PERFD_OWNER_NONE is seen only by privileged peers. */
 bool auth_may_see(const struct perfd_peer *peer, uint32_t owner_uid);
 
 /* The owner_uid of a process from its /proc/PID/status text: the real uid
  * when the real, effective and saved uids of its "Uid:" line are equal,
- * else PROCESS_OWNER_NONE.  Returns 0, or -EINVAL when there is no well
+ * else PERFD_OWNER_NONE.  Returns 0, or -EINVAL when there is no well
  * formed "Uid:" line. */
 int auth_parse_owner_uid(FILE *status, uint32_t *ret);
-/* The same, read from /proc/PID/status now, and PROCESS_OWNER_NONE for a
+/* The same, read from /proc/PID/status now, and PERFD_OWNER_NONE for a
  * process that is not dumpable (its /proc directory is root's).  Returns 0,
  * -ESRCH when there is no such process, or another -errno. */
 int auth_read_owner_uid(uint32_t pid, uint32_t *ret);

@@ -206,7 +206,7 @@ static void write_process(const struct query_list_opts *o, struct jsonw *w,
 
 	jsonw_object_begin(w);
 	query_write_process_fields(w, o, row);
-	if (p->owner_uid != PROCESS_OWNER_NONE)
+	if (p->owner_uid != PERFD_OWNER_NONE)
 		jsonw_kv_u64(w, "uid", p->owner_uid);
 	jsonw_kv_bool(w, "kernel_thread", p->kthread);
 	if (m && function != UINT32_MAX) {

@@ -398,8 +398,8 @@ static int on_accept(sd_event_source *es, int fd, uint32_t revents, void *userda
 	(void)sd_event_source_set_enabled(c->next_line, SD_EVENT_OFF);
 	c->server = s;
 	/* Until the credentials are read the client is nobody: no uid
-	 * owns a process as PROCESS_OWNER_NONE, so it would see nothing. */
-	c->peer = (struct perfd_peer){ .uid = PROCESS_OWNER_NONE, .gid = PROCESS_OWNER_NONE };
+	 * owns a process as PERFD_OWNER_NONE, so it would see nothing. */
+	c->peer = (struct perfd_peer){ .uid = PERFD_OWNER_NONE, .gid = PERFD_OWNER_NONE };
 	r = auth_peer_from_socket(cfd, &c->peer);
 	c->fd = TAKE_FD(cfd);
 	c->next = s->clients;

@@ -317,7 +317,7 @@ static void read_comm(struct process *p, int dirfd, const char *otherwise)
 /* Reads what names p inside a container (the pid its own namespace sees,
  * its cgroup v2 path) and who owns it, from its /proc directory dirfd.
  * What cannot be read (dirfd -1 included) is unknown: the host's pid, no
- * cgroup, PROCESS_OWNER_NONE.  Read again at exec, where a set-uid binary
+ * cgroup, PERFD_OWNER_NONE.  Read again at exec, where a set-uid binary
  * changes the owner; its samples say it from then on (ingest_sample).
  * /proc/PID/status does not tell dumpability, but its owner does: the
  * kernel gives the files (not the directory) of a non-dumpable process's
@@ -330,7 +330,7 @@ static void read_identity(struct process *p, int dirfd)
 	char *cgroup;
 
 	p->ns_pid = p->pid;
-	p->owner_uid = PROCESS_OWNER_NONE;
+	p->owner_uid = PERFD_OWNER_NONE;
 	p->owner_ns = now_monotonic_ns();
 	if (dirfd < 0)
 		return;

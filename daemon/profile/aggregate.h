@@ -42,16 +42,13 @@ struct stacktab;
 
 #define AGG_BUCKETS 64 /* one per second; > PERFD_PS_MAX_INTERVAL */
 
-#ifndef PROCESS_OWNER_NONE
-#define PROCESS_OWNER_NONE UINT32_MAX /* owner_uid of a process whose uids differ */
-#endif
 
 struct process {
 	uint32_t pid;
 	uint64_t start_time_ns;
 	/* Who could ptrace it now (see api/auth.h): its real uid when real,
 	 * effective and saved uids are equal and it is dumpable, else
-	 * PROCESS_OWNER_NONE; 0 for kernel threads.  From its newest sample
+	 * PERFD_OWNER_NONE; 0 for kernel threads.  From its newest sample
 	 * (owner_ns), or /proc when it has none; its history keeps the owner
 	 * of each window (history.h). */
 	uint32_t owner_uid;

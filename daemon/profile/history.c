@@ -175,7 +175,7 @@ static const uint8_t *rec_parse(const uint8_t *p, uint64_t prev_end_s, bool firs
 	p = varint_get(p, &span);
 	r->span_s = (uint32_t)span;
 	p = varint_get(p, &n);
-	r->owner = (uint32_t)(n - 1); /* stored + 1: PROCESS_OWNER_NONE is 0, one byte */
+	r->owner = (uint32_t)(n - 1); /* stored + 1: PERFD_OWNER_NONE is 0, one byte */
 	p = varint_get(p, &n);
 	r->n = n >> 1;
 	r->rss = (struct window_rss){ 0 };

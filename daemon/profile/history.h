@@ -54,9 +54,9 @@
  *
  * Each window, open or sealed, keeps the owner its values were taken under
  * (struct perfd_sample's owner_uid: who could ptrace the process then;
- * varint owner + 1 after span_s in a record, so PROCESS_OWNER_NONE costs a
+ * varint owner + 1 after span_s in a record, so PERFD_OWNER_NONE costs a
  * byte).  A window that got values of two owners (the second in which a
- * process changed uid, or a roll-up over it) is PROCESS_OWNER_NONE's: root
+ * process changed uid, or a roll-up over it) is PERFD_OWNER_NONE's: root
  * only.  A query takes only the windows its owner_filter takes, so a user
  * sees a process's past only for the time it could have traced it.
  */
@@ -82,14 +82,11 @@ struct window_rss {
 	uint32_t page_size;
 };
 
-#ifndef PROCESS_OWNER_NONE
-#define PROCESS_OWNER_NONE PERFD_OWNER_NONE
-#endif
 
 /* The owner of a window that holds values of owners a and b. */
 static inline uint32_t history_owner_meet(uint32_t a, uint32_t b)
 {
-	return a == b ? a : PROCESS_OWNER_NONE;
+	return a == b ? a : PERFD_OWNER_NONE;
 }
 
 /* Which owners' windows a query takes: those takes() accepts; all when the

@@ -18,7 +18,7 @@
 
 #define PERFD_TASK_COMM_LEN 16
 /* The owner of a process no user but root may trace (struct perfd_sample's
- * owner_uid; the daemon's PROCESS_OWNER_NONE). */
+ * owner_uid, and the daemon's for a process or a time window). */
 #define PERFD_OWNER_NONE 0xffffffffu
 /* Matches the kernel's PERF_MAX_STACK_DEPTH default. */
 #define PERFD_MAX_STACK_DEPTH 127

@@ -1500,7 +1500,7 @@ Test(aggregate, another_incarnation_is_not_read_from_proc)
 	p = aggregator_find_process(agg, getpid());
 	cr_assert_null(p->maps);
 	cr_assert_null(p->cgroup);
-	cr_assert_eq(p->owner_uid, PROCESS_OWNER_NONE);
+	cr_assert_eq(p->owner_uid, PERFD_OWNER_NONE);
 	destroy();
 }
 

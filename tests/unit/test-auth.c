@@ -37,10 +37,10 @@ Test(auth, privileged_peer_sees_every_process)
 
 	cr_assert(auth_may_see(&root, 0));
 	cr_assert(auth_may_see(&root, 1000));
-	cr_assert(auth_may_see(&root, PROCESS_OWNER_NONE), "setuid processes are for the privileged");
+	cr_assert(auth_may_see(&root, PERFD_OWNER_NONE), "setuid processes are for the privileged");
 	cr_assert(auth_may_see(&member, 0));
 	cr_assert(auth_may_see(&member, 1001));
-	cr_assert(auth_may_see(&member, PROCESS_OWNER_NONE));
+	cr_assert(auth_may_see(&member, PERFD_OWNER_NONE));
 }
 
 Test(auth, other_peers_see_only_their_own_uid)
@@ -51,7 +51,7 @@ Test(auth, other_peers_see_only_their_own_uid)
 	cr_assert(auth_may_see(&user, 1000));
 	cr_assert(!auth_may_see(&user, 0), "a user sees root's processes");
 	cr_assert(!auth_may_see(&user, 1001), "a user sees another user's processes");
-	cr_assert(!auth_may_see(&user, PROCESS_OWNER_NONE), "a user sees a setuid process");
+	cr_assert(!auth_may_see(&user, PERFD_OWNER_NONE), "a user sees a setuid process");
 	/* the gid alone grants nothing: privilege was decided at accept */
 	cr_assert(!auth_may_see(&nonroot_uid0_gid, 0));
 }
@@ -59,9 +59,9 @@ Test(auth, other_peers_see_only_their_own_uid)
 Test(auth, a_peer_of_uid_none_sees_no_setuid_process)
 {
 	/* what a client whose credentials could not be read is set to */
-	struct perfd_peer nobody = { .uid = PROCESS_OWNER_NONE, .gid = PROCESS_OWNER_NONE };
+	struct perfd_peer nobody = { .uid = PERFD_OWNER_NONE, .gid = PERFD_OWNER_NONE };
 
-	cr_assert(!auth_may_see(&nobody, PROCESS_OWNER_NONE));
+	cr_assert(!auth_may_see(&nobody, PERFD_OWNER_NONE));
 	cr_assert(!auth_may_see(&nobody, 0));
 }
 
@@ -134,15 +134,15 @@ Test(auth, owner_is_none_when_uids_differ)
 
 	/* a setuid-root program started by 1000 */
 	cr_assert_eq(parse_text("Uid:\t1000\t0\t0\t0\n", &owner), 0);
-	cr_assert_eq(owner, PROCESS_OWNER_NONE);
+	cr_assert_eq(owner, PERFD_OWNER_NONE);
 	/* root that dropped its effective uid, keeping the saved one */
 	owner = 42;
 	cr_assert_eq(parse_text("Uid:\t0\t1000\t0\t1000\n", &owner), 0);
-	cr_assert_eq(owner, PROCESS_OWNER_NONE);
+	cr_assert_eq(owner, PERFD_OWNER_NONE);
 	/* only the saved uid differs: it can still become that uid again */
 	owner = 42;
 	cr_assert_eq(parse_text("Uid:\t1000\t1000\t0\t1000\n", &owner), 0);
-	cr_assert_eq(owner, PROCESS_OWNER_NONE);
+	cr_assert_eq(owner, PERFD_OWNER_NONE);
 }
 
 Test(auth, malformed_status_is_an_error_and_writes_nothing)
@@ -183,7 +183,7 @@ Test(auth, owner_of_live_processes)
 
 	cr_assert_eq(getresuid(&ruid, &euid, &suid), 0);
 	cr_assert_eq(auth_read_owner_uid(getpid(), &owner), 0);
-	cr_assert_eq(owner, ruid == euid && ruid == suid ? ruid : PROCESS_OWNER_NONE);
+	cr_assert_eq(owner, ruid == euid && ruid == suid ? ruid : PERFD_OWNER_NONE);
 	/* kthreadd, the parent of every kernel thread */
 	cr_assert_eq(auth_read_owner_uid(2, &owner), 0);
 	cr_assert_eq(owner, 0);
@@ -428,7 +428,7 @@ Test(auth, a_setuid_process_is_seen_only_by_the_privileged)
 	require_root();
 	fd = accept_from(&cr, &child);
 	cr_assert_eq(auth_read_owner_uid(child, &owner), 0);
-	cr_assert_eq(owner, PROCESS_OWNER_NONE);
+	cr_assert_eq(owner, PERFD_OWNER_NONE);
 	cr_assert(!auth_may_see_pid(&user, child), "the real uid sees its setuid process");
 	cr_assert(auth_may_see_pid(&root, child));
 	release(fd, child);
