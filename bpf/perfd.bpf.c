@@ -275,7 +275,8 @@ static __always_inline long unwind_user_with_tables(const struct user_regs *ureg
 	if (!stack_window_reset())
 		return -ENOENT;
 
-	bpf_loop(PERFD_MAX_STACK_DEPTH, unwind_step, &u, 0);
+	bpf_loop((PERFD_MAX_STACK_DEPTH + UNWIND_FRAMES_PER_STEP - 1) / UNWIND_FRAMES_PER_STEP, unwind_step,
+		 &u, 0);
 	if (counted) {
 		count(PERFD_CNT_UNWIND_DWARF);
 		if (u.fp_frames)

@@ -158,7 +158,7 @@ static __always_inline long stack_read(__u64 addr, __u64 lo, __u64 *out)
 
 /*
  * The two searches of a frame, inlined into the frame step
- * (perfd_unwind_frame()), which is a global function: the verifier checks
+ * (perfd_unwind_frames()), which is a global function: the verifier checks
  * the step once, with the walk's state unknown, so a search's ways through
  * its loop (which half, whether a lookup failed) meet only the other
  * search's, never the states of earlier frames.  That meeting is what made
@@ -398,13 +398,8 @@ static __always_inline long signal_step(struct user_unwind *u)
 	return 0;
 }
 
-/* One frame: records pc, then moves to the caller.  Returns 1 to stop.
- * A global function, so that the verifier checks it once, with u's
- * contents unknown, instead of once for every state the walk's earlier
- * frames left u in (bpf_loop() callbacks are checked until their states
- * repeat from 6.7 on, so a callback that kept what it learnt of u in
- * u made the verifier's work grow with each kernel). */
-__noinline int perfd_unwind_frame(struct user_unwind *u)
+/* One frame: records pc, then moves to the caller.  Returns 1 to stop. */
+static __always_inline int unwind_frame(struct user_unwind *u)
 {
 	const struct perfd_unwind_mapping *m = NULL;
 	const struct perfd_unwind_row *row;
@@ -412,8 +407,6 @@ __noinline int perfd_unwind_frame(struct user_unwind *u)
 	__u64 lookup, cfa, ra = 0;
 	int idx;
 
-	if (!u)
-		return 1;
 	/* perfd_fp_run() may have taken several: the limit is on frames */
 	if (record_frame(u, ips, u->pc))
 		return 1;
@@ -494,9 +487,31 @@ __noinline int perfd_unwind_frame(struct user_unwind *u)
 	return 0;
 }
 
+/* Frames a step of the walk takes: each step is a call of
+ * perfd_unwind_frames() (and a return through the return thunk where Safe
+ * RET is on); the verifier checks the frames of one step. */
+#define UNWIND_FRAMES_PER_STEP 2
+
+/* Up to UNWIND_FRAMES_PER_STEP frames of the walk u.  Returns 1 to stop.
+ * A global function, so that the verifier checks it once, with u's
+ * contents unknown, instead of once for every state the walk's earlier
+ * frames left u in (bpf_loop() callbacks are checked until their states
+ * repeat from 6.7 on, so a callback that kept what it learnt of u in u
+ * made the verifier's work grow with each kernel, past the 1M limit on
+ * one 6.18 host). */
+__noinline int perfd_unwind_frames(struct user_unwind *u)
+{
+	if (!u)
+		return 1;
+	for (int i = 0; i < UNWIND_FRAMES_PER_STEP; i++)
+		if (unwind_frame(u))
+			return 1;
+	return 0;
+}
+
 static long unwind_step(__u32 i, void *u)
 {
-	return perfd_unwind_frame(u) ? 1 : 0;
+	return perfd_unwind_frames(u) ? 1 : 0;
 }
 
 #endif
