@@ -246,56 +246,61 @@ static __always_inline long unwind_user_with_tables(const struct user_regs *ureg
 						    struct perfd_sample *s, __u32 kdepth, bool counted)
 {
 	struct perfd_unwind_process *proc = bpf_map_lookup_elem(&unwind_processes, &tgid);
-	struct user_unwind u = {};
+	__u32 key = s->value_kind == PERFD_VALUE_CPU ? PERFD_VALUE_CPU : PERFD_VALUE_MEMORY;
+	struct user_unwind *u;
 	struct pt_regs *regs;
 
 	if (!proc) {
 		s->flags |= PERFD_SAMPLE_F_NEEDS_MAPS;
 		return -ENOENT;
 	}
+	u = bpf_map_lookup_elem(&unwind_walks, &key);
+	if (!u)
+		return -ENOENT;
+	__builtin_memset(u, 0, sizeof(*u));
 	if (uregs->valid) {
-		u.pc = uregs->ip;
-		u.sp = uregs->sp;
-		u.bp = uregs->bp;
+		u->pc = uregs->ip;
+		u->sp = uregs->sp;
+		u->bp = uregs->bp;
 	} else {
 		/* The user registers saved at kernel entry: the tick
 		 * interrupted the kernel, or this is a memory sample. */
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
 			return -ENOENT;
-		u.pc = regs->ip;
-		u.sp = regs->sp;
-		u.bp = regs->bp;
+		u->pc = regs->ip;
+		u->sp = regs->sp;
+		u->bp = regs->bp;
 	}
-	u.bp_known = true;
-	u.pc_exact = true;
-	u.offset = kdepth;
-	u.maps_first = proc->mappings_first;
-	u.maps_count = proc->mappings_count;
+	u->bp_known = true;
+	u->pc_exact = true;
+	u->offset = kdepth;
+	u->maps_first = proc->mappings_first;
+	u->maps_count = proc->mappings_count;
 	if (!stack_window_reset())
 		return -ENOENT;
 
 	bpf_loop((PERFD_MAX_STACK_DEPTH + UNWIND_FRAMES_PER_STEP - 1) / UNWIND_FRAMES_PER_STEP, unwind_step,
-		 &u, 0);
+		 &key, 0);
 	if (counted) {
 		count(PERFD_CNT_UNWIND_DWARF);
-		if (u.fp_frames)
-			count_n(PERFD_CNT_UNWIND_FP_FRAMES, u.fp_frames);
+		if (u->fp_frames)
+			count_n(PERFD_CNT_UNWIND_FP_FRAMES, u->fp_frames);
 	}
 	s->flags |= PERFD_SAMPLE_F_DWARF;
-	if (u.result != UNWIND_COMPLETE) {
+	if (u->result != UNWIND_COMPLETE) {
 		if (counted)
 			count(PERFD_CNT_UNWIND_TRUNCATED);
 		s->flags |= PERFD_SAMPLE_F_TRUNCATED;
-		if (u.pending) {
+		if (u->pending) {
 			if (counted)
 				count(PERFD_CNT_UNWIND_PENDING);
 			s->flags |= PERFD_SAMPLE_F_UNWIND_PENDING;
 		}
 	}
-	if (u.unmapped)
+	if (u->unmapped)
 		s->flags |= PERFD_SAMPLE_F_NEEDS_MAPS;
-	return u.written;
+	return u->written;
 }
 
 /* The wake-up flag for a record about process tgid (the header's

@@ -323,9 +323,19 @@ __noinline int perfd_python_frames(struct python_walk *w)
 	return 0;
 }
 
-static long python_step(__u32 i, void *w)
+/* The walks on a CPU, one per kind of sample, in a map for the reason
+ * unwind_walks is one (unwind.bpf.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct python_walk);
+} python_walks SEC(".maps");
+
+/* key: python_walks' key of the walk. */
+static long python_step(__u32 i, void *key)
 {
-	return perfd_python_frames(w) ? 1 : 0;
+	return perfd_python_frames(bpf_map_lookup_elem(&python_walks, key)) ? 1 : 0;
 }
 
 /* Reads the PyThreadState* of the current thread (task, from
@@ -361,7 +371,8 @@ static __always_inline __u32 python_walk_stack(struct task_struct *task, __u32 t
 					       __u32 *flags, bool counted, __u64 now)
 {
 	const struct perfd_python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
-	struct python_walk w = {};
+	__u32 key = counted ? PERFD_VALUE_CPU : PERFD_VALUE_MEMORY;
+	struct python_walk *w;
 	struct python_scratch *sc;
 	__u64 tstate, frame = 0;
 	__u32 zero = 0;
@@ -389,45 +400,49 @@ static __always_inline __u32 python_walk_stack(struct task_struct *task, __u32 t
 				(const void *)(frame + py->cframe_current_frame)))
 		goto truncated;
 
-	w.frame = frame;
-	w.base = base;
-	w.call_last = -1;
-	w.walk = py->walk;
-	w.read_size = py->frame_read_size;
-	w.frame_code = py->frame_code;
-	w.frame_previous = py->frame_previous;
-	w.frame_position = py->frame_position;
-	w.frame_owner = py->frame_owner;
-	w.frame_is_entry = py->frame_is_entry;
-	w.frame_ident = py->frame_ident;
-	w.tgid = tgid;
-	w.fill_tags = counted;
-	w.now = now;
-	w.code_adaptive = py->code_adaptive;
-	w.code_tag_first = py->code_tag_first;
-	w.code_tag_size = py->code_tag_size;
-	w.tag_firstlineno = py->tag_firstlineno;
-	w.tag_filename = py->tag_filename;
+	w = bpf_map_lookup_elem(&python_walks, &key);
+	if (!w)
+		return 0;
+	__builtin_memset(w, 0, sizeof(*w));
+	w->frame = frame;
+	w->base = base;
+	w->call_last = -1;
+	w->walk = py->walk;
+	w->read_size = py->frame_read_size;
+	w->frame_code = py->frame_code;
+	w->frame_previous = py->frame_previous;
+	w->frame_position = py->frame_position;
+	w->frame_owner = py->frame_owner;
+	w->frame_is_entry = py->frame_is_entry;
+	w->frame_ident = py->frame_ident;
+	w->tgid = tgid;
+	w->fill_tags = counted;
+	w->now = now;
+	w->code_adaptive = py->code_adaptive;
+	w->code_tag_first = py->code_tag_first;
+	w->code_tag_size = py->code_tag_size;
+	w->tag_firstlineno = py->tag_firstlineno;
+	w->tag_filename = py->tag_filename;
 	sc = bpf_map_lookup_elem(&python_scratch, &zero);
 	if (sc)
 		sc->tags_cached = sc->tags_read = 0;
 	bpf_loop((PERFD_MAX_PYTHON_DEPTH * 2 + PYTHON_FRAMES_PER_STEP - 1) / PYTHON_FRAMES_PER_STEP,
-		 python_step, &w, 0);
+		 python_step, &key, 0);
 	if (counted && sc) {
 		count_n(PERFD_CNT_PYTHON_TAGS_CACHED, sc->tags_cached);
 		count_n(PERFD_CNT_PYTHON_TAGS_READ, sc->tags_read);
 	}
-	if (w.call_last >= 0)
-		python_close_call(&w);
-	if (w.frame || w.truncated)
+	if (w->call_last >= 0)
+		python_close_call(w);
+	if (w->frame || w->truncated)
 		goto truncated_walk;
-	return w.written;
+	return w->written;
 
 truncated_walk:
 	*flags |= PERFD_SAMPLE_F_PYTHON_TRUNCATED;
 	if (counted)
 		count(PERFD_CNT_PYTHON_TRUNCATED);
-	return w.written;
+	return w->written;
 truncated:
 	*flags |= PERFD_SAMPLE_F_PYTHON_TRUNCATED;
 	if (counted)

@@ -72,6 +72,20 @@ struct user_unwind {
 	bool pending;  /* walked code whose table is being built */
 };
 
+/* The state of the walks on a CPU, one per kind of sample (enum
+ * perfd_value_kind: a tick can interrupt a memory sample's walk).  In a
+ * map rather than on the program's stack: 6.1's verifier counts 512 bytes
+ * of stack across the whole chain of calls (the program, the bpf_loop()
+ * callback, the frame step, the frame-pointer run and its callback), and
+ * the walk on the program's stack left that chain at 512 exactly.  The
+ * callback finds it by the key its context points to. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct user_unwind);
+} unwind_walks SEC(".maps");
+
 /* Set by the caller: the buffer being filled (per-CPU scratch). */
 static __always_inline __u64 *unwind_out(void);
 
@@ -509,9 +523,10 @@ __noinline int perfd_unwind_frames(struct user_unwind *u)
 	return 0;
 }
 
-static long unwind_step(__u32 i, void *u)
+/* key: unwind_walks' key of the walk. */
+static long unwind_step(__u32 i, void *key)
 {
-	return perfd_unwind_frames(u) ? 1 : 0;
+	return perfd_unwind_frames(bpf_map_lookup_elem(&unwind_walks, key)) ? 1 : 0;
 }
 
 #endif
