@@ -42,7 +42,7 @@ static void debuginfo(int fd)
 
 	if (debuginfo_minidebuginfo(fd, &image, &image_size) == 0)
 		free(image);
-	r = debuginfo_find(fd, NOWHERE "/bin/prog", NULL, NOWHERE, &path);
+	r = debuginfo_find(fd, NOWHERE "/bin/prog", NULL, NOWHERE, &path, NULL);
 	if (r >= 0) {
 		close(r);
 		free(path);
