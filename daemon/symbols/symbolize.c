@@ -73,6 +73,9 @@ struct module {
 struct file_ref {
 	dev_t dev;
 	uint64_t inode;
+	uint64_t path_hash; /* of the path it was mapped at: an inode freed
+			     * and reused by another file (a copy in a
+			     * temporary directory) is another file */
 	uint16_t module;
 };
 
@@ -200,22 +203,31 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	return NULL;
 }
 
-static int find_module(const struct symbolizer *s, dev_t dev, uint64_t inode)
+static bool file_is(const struct file_ref *f, dev_t dev, uint64_t inode, uint64_t path_hash)
+{
+	return f->dev == dev && f->inode == inode && f->path_hash == path_hash;
+}
+
+/* The module of the file mapped at path from (dev, inode).  The path is
+ * part of the identity: a file mapped under another path (a hard link,
+ * " (deleted)") is found again through its build-id, parsed once. */
+static int find_module(const struct symbolizer *s, dev_t dev, uint64_t inode, const char *path)
 {
 	uint64_t *idx = u64map_get(&s->by_file, file_key(dev, inode));
+	uint64_t path_hash = hash_text(path, strlen(path));
 
 	if (!idx)
 		return -ENOENT;
-	if (s->files[*idx].dev == dev && s->files[*idx].inode == inode)
+	if (file_is(&s->files[*idx], dev, inode, path_hash))
 		return s->files[*idx].module;
 	/* two files with one key: rare enough for a scan */
 	for (size_t i = 0; i < s->n_files; i++)
-		if (s->files[i].dev == dev && s->files[i].inode == inode)
+		if (file_is(&s->files[i], dev, inode, path_hash))
 			return s->files[i].module;
 	return -ENOENT;
 }
 
-static int add_file(struct symbolizer *s, dev_t dev, uint64_t inode, int module)
+static int add_file(struct symbolizer *s, dev_t dev, uint64_t inode, const char *path, int module)
 {
 	uint64_t *slot;
 
@@ -231,7 +243,10 @@ static int add_file(struct symbolizer *s, dev_t dev, uint64_t inode, int module)
 	slot = u64map_upsert(&s->by_file, file_key(dev, inode), NULL);
 	if (!slot)
 		return -ENOMEM;
-	s->files[s->n_files] = (struct file_ref){ dev, inode, (uint16_t)module };
+	s->files[s->n_files] = (struct file_ref){
+		.dev = dev, .inode = inode, .path_hash = hash_text(path, strlen(path)),
+		.module = (uint16_t)module,
+	};
 	*slot = s->n_files++;
 	return 0;
 }
@@ -382,7 +397,7 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 	char build_id[BUILD_ID_MAX * 2 + 1];
 	int fd, r;
 
-	id = find_module(s, dev, map->inode);
+	id = find_module(s, dev, map->inode, map->path);
 	if (id >= 0) {
 		reopen_module(s, id, pid, map, dev);
 		return id;
@@ -394,12 +409,12 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 		if (slot && strcmp(s->modules[*slot - FRAME_MODULE_FIRST].build_id, build_id) == 0) {
 			/* the same binary under another inode: one module */
 			closep(&fd);
-			r = add_file(s, dev, map->inode, (int)*slot);
+			r = add_file(s, dev, map->inode, map->path, (int)*slot);
 			return r < 0 ? r : (int)*slot;
 		}
 	}
 	id = add_module(s, MODULE_FILE, map->path, &m);
-	if (id >= 0 && (r = add_file(s, dev, map->inode, id)) < 0) {
+	if (id >= 0 && (r = add_file(s, dev, map->inode, map->path, id)) < 0) {
 		/* Not indexed, the module could never be found again: give its
 		 * id back rather than use one up per attempt. */
 		free(m->path);
