@@ -60,6 +60,9 @@ struct config {
 	char *debug_dir;
 	uint64_t symbol_cache_mib; /* 0: the symbolizer's default */
 	uint64_t client_idle_timeout_s;
+	char *state_dir;          /* NULL: PERSIST_DEFAULT_DIR */
+	uint64_t state_max_bytes;
+	bool no_state;
 	bool verbose;
 	bool check;           /* perfd --check: load, describe, unload, exit */
 	uint32_t test_refuse; /* test-only: PERFD_REFUSE_* bits (perfd/tiers.h) */

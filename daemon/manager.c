@@ -22,6 +22,7 @@
 #include "interp/python/python.h"
 #include "manager.h"
 #include "perfd/unwind.h"
+#include "state/persist.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
@@ -86,7 +87,15 @@ static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct manager *m = userdata;
 	struct rates_reading now;
 
-	aggregator_maintain(m->d.aggregator, now_monotonic_ns());
+	uint64_t now_ns = now_monotonic_ns();
+
+	aggregator_maintain(m->d.aggregator, now_ns);
+	if (m->d.persist) {
+		struct persist_names names = daemon_persist_names(&m->d);
+
+		persist_flush(m->d.persist, m->d.aggregator, &names, sampler_period_ns(m->d.sampler),
+			      now_ns, false);
+	}
 	daemon_read_rates(&m->d, &now);
 	rates_note(&m->d.rates, &now);
 	(void)sd_event_source_set_time_relative(s, MAINTAIN_INTERVAL_USEC);
@@ -203,6 +212,55 @@ static int setup_unwinder(struct manager *m)
 		return r;
 	return sd_event_add_io(m->d.event, &m->unwind_io, unwinder_fd(m->d.unwinder), EPOLLIN,
 			       on_tables_built, m);
+}
+
+/* --- the store on disk --------------------------------------------- */
+
+/* Opens the state directory and reads it back into the store.  Without
+ * one (--no-state, or it cannot be used) profiles live in memory only:
+ * said once, not fatal. */
+static void setup_persist(struct manager *m)
+{
+	const struct config *cfg = m->config;
+	const char *dir = cfg->state_dir ? cfg->state_dir : PERSIST_DEFAULT_DIR;
+	int r;
+
+	if (cfg->no_state)
+		return;
+	r = persist_open(&(struct persist_opts){ .dir = dir, .max_bytes = cfg->state_max_bytes,
+						  .retention_s = cfg->retention_s },
+			 &m->d.persist);
+	if (r == -EBUSY) {
+		log_warning("State directory %s is in use by another perfd; keeping profiles in memory only.",
+			    dir);
+		return;
+	}
+	if (r == -EPERM) {
+		log_warning("State directory %s is not root's alone (another owner, or writable by others); "
+			    "keeping profiles in memory only.", dir);
+		return;
+	}
+	if (r < 0) {
+		log_warning_errno(r, "Cannot use the state directory %s (%m); keeping profiles in memory only.",
+				  dir);
+		return;
+	}
+	persist_restore(m->d.persist, m->d.aggregator, sampler_period_ns(m->d.sampler),
+			now_monotonic_ns());
+}
+
+/* At SIGTERM: what the ring buffer still holds, then every window, open
+ * ones included, to disk. */
+static void persist_final(struct manager *m)
+{
+	struct persist_names names;
+
+	if (!m->d.persist)
+		return;
+	daemon_drain(&m->d);
+	names = daemon_persist_names(&m->d);
+	persist_flush(m->d.persist, m->d.aggregator, &names, sampler_period_ns(m->d.sampler),
+		      now_monotonic_ns(), true);
 }
 
 /* --- setup ---------------------------------------------------------- */
@@ -484,6 +542,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		log_error_errno(r, "Failed to set up Python frames: %m");
 		goto fail;
 	}
+	setup_persist(m);
 	{
 		struct rates_reading first; /* the base of the first second's rates */
 
@@ -558,6 +617,7 @@ int manager_run(struct manager *m)
 			 sampler_cpus(m->d.sampler), m->d.frequency_hz);
 	r = sd_event_loop(m->d.event);
 	(void)sd_notify(false, "STOPPING=1");
+	persist_final(m);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
 	return 0;
@@ -581,6 +641,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);
 	sd_event_source_disable_unref(m->sighup);
+	m->d.persist = persist_free(m->d.persist);
 	aggregator_free(m->d.aggregator);
 	python_free(m->d.python);
 	unwinder_free(m->d.unwinder);

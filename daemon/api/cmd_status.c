@@ -54,6 +54,9 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 	drain_get_stats(d->drain, &info.drain);
 	if (d->exporter)
 		exporter_get_stats(d->exporter, &info.exporter);
+	info.state = d->persist != NULL;
+	if (d->persist)
+		persist_get_stats(d->persist, &info.persist);
 	command_reply_json(c, query_status(&info));
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include "collect/drain.h"
 #include "collect/sampler.h"
 #include "interp/python/python.h"
+#include "state/persist.h"
 #include "symbols/symbolize.h"
 
 #define ROW(name, NAME) [PERFD_CMD_##NAME] = &cmd_##name,
@@ -175,6 +176,8 @@ static size_t resolve_frame(void *ctx, uint64_t frame, bool lines, struct frame_
 		python_frame_resolve(d->python, frame, out);
 		return 1;
 	}
+	if (frame_module(frame) == FRAME_MODULE_STORED && d->persist)
+		return persist_resolve(d->persist, frame, lines, out, cap);
 	return symbolizer_resolve(d->symbolizer, frame, lines, out, cap, scratch, size);
 }
 
@@ -183,7 +186,14 @@ static bool describe_module(void *ctx, uint16_t module, const char **ret_path,
 {
 	struct daemon *d = ctx;
 
+	if (module >= FRAME_MODULE_RESTORED_FIRST && module <= FRAME_MODULE_RESTORED_LAST)
+		return d->persist && persist_describe_module(d->persist, module, ret_path, ret_build_id);
 	return symbolizer_describe_module(d->symbolizer, module, ret_path, ret_build_id);
+}
+
+struct persist_names daemon_persist_names(struct daemon *d)
+{
+	return (struct persist_names){ .resolve = resolve_frame, .describe = describe_module, .ctx = d };
 }
 
 struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bool lines,

@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "profile/aggregate.h"
 #include "profile/model.h"
+#include "state/persist.h"
 
 struct sampler;
 struct drain;
@@ -49,6 +50,7 @@ struct daemon {
 	struct unwinder *unwinder; /* NULL: frame pointers only */
 	struct server *server;
 	struct exporter *exporter;
+	struct persist *persist; /* NULL: profiles are kept in memory only */
 	json_object *config_json;       /* the effective configuration (config.h), root's view */
 	json_object *config_json_users; /* the same as others see it */
 	uint64_t start_ns;
@@ -101,6 +103,8 @@ void command_reply_writer(struct client *c, struct jsonw *w, int r);
  * through interp/python, the rest through the symbolizer. */
 struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bool lines,
 				    bool python_lines, bool threads);
+/* How d names frames, for what persist writes (state/persist.h). */
+struct persist_names daemon_persist_names(struct daemon *d);
 /* A selection's visible(): the client (a struct perfd_peer) may see p. */
 bool daemon_peer_sees(void *peer, const struct process *p);
 /* A selection's owners: the client may see what was taken under owner

@@ -119,6 +119,34 @@ static json_object *export_status(const struct exporter_stats *x, bool root)
 	return o;
 }
 
+/* "state": the store on disk (state/persist.h). */
+static json_object *state_status(const struct status_info *in)
+{
+	static const struct {
+		const char *key;
+		size_t offset;
+	} counters[] = {
+#define C(f) { #f, offsetof(struct persist_stats, f) }
+		C(segments), C(disk_bytes), C(flushes), C(windows_written), C(processes_written),
+		C(stacks_written), C(frames_written), C(windows_unwritten), C(segments_removed),
+		C(processes_restored), C(windows_restored), C(samples_restored), C(windows_skipped),
+		C(records_rejected), C(torn_bytes), C(files_moved_aside), C(restore_ms),
+		C(bytes_written), C(syncs), C(write_errors), C(appends_refused),
+#undef C
+	};
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "enabled", json_object_new_boolean(in->state));
+	if (!in->state)
+		return o;
+	for (size_t k = 0; k < ELEMENTSOF(counters); k++)
+		add_u64(o, counters[k].key,
+			*(const uint64_t *)((const char *)&in->persist + counters[k].offset));
+	add_u64(o, "restored_frames", in->persist.restored_frames);
+	add_u64(o, "restored_bytes", in->persist.restored_bytes);
+	return o;
+}
+
 /* "bpf": the tier loaded, the features lost with why, and every program
  * of the object: loaded with the verifier's count, or why not. */
 static json_object *load_json(const struct sampler_load_report *r)
@@ -351,6 +379,7 @@ json_object *query_status(const struct status_info *in)
 	if (in->config)
 		json_object_object_add(o, "config", json_object_get(in->config));
 	json_object_object_add(o, "export", export_status(&in->exporter, in->root));
+	json_object_object_add(o, "state", state_status(in));
 	return o;
 }
 

@@ -20,6 +20,7 @@
 #include "perfd/sample.h"
 #include "profile/rss.h"
 #include "interp/python/python.h"
+#include "state/persist.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
@@ -47,6 +48,8 @@ struct status_info {
 	json_object *config; /* the effective configuration, borrowed; NULL: none */
 	const struct sampler_load_report *load; /* the BPF load; NULL: not told */
 	struct exporter_stats exporter;
+	bool state;               /* a state directory is in use */
+	struct persist_stats persist;
 };
 
 /* New reference; NULL when out of memory.  The exporters' targets are

@@ -502,8 +502,11 @@ static void read_new_process(struct aggregator *a, struct process *p, const char
  * process; an RSS record's may be from before an exec the daemon has not
  * read yet (a child between fork and exec has its parent's), so /proc
  * names such a process, and the record only one already gone. */
-static struct process *process_new(struct aggregator *a, const struct perfd_event_header *h,
-				   const char *comm, uint32_t page_size, bool kthread, bool maps)
+/* A new process record for h's process in the store, nothing read of it
+ * yet; an older incarnation of its pid is over.  NULL when the store has
+ * no room and nothing evictable, or out of memory. */
+static struct process *process_add(struct aggregator *a, const struct perfd_event_header *h,
+				   uint32_t page_size, bool kthread)
 {
 	struct process *p;
 	uint64_t *slot;
@@ -533,6 +536,13 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 		free(p);
 		return NULL;
 	}
+	if (*slot) {
+		/* The pid was reused: the old process is over. */
+		struct process *old = (struct process *)(uintptr_t)*slot;
+
+		*slot = 0;
+		mark_exited(a, old);
+	}
 	*slot = (uintptr_t)p;
 	p->index = a->n_procs;
 	a->due_s[a->n_procs] = 0;
@@ -546,8 +556,17 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 	u64map_init(&p->thread_index);
 	a->process_bytes += process_bytes(p);
 	p->kthread = kthread;
-	read_new_process(a, p, comm, comm && h->tid == h->tgid && h->kind == PERFD_EVENT_SAMPLE,
-			 maps);
+	return p;
+}
+
+static struct process *process_new(struct aggregator *a, const struct perfd_event_header *h,
+				   const char *comm, uint32_t page_size, bool kthread, bool maps)
+{
+	struct process *p = process_add(a, h, page_size, kthread);
+
+	if (p)
+		read_new_process(a, p, comm,
+				 comm && h->tid == h->tgid && h->kind == PERFD_EVENT_SAMPLE, maps);
 	return p;
 }
 
@@ -1263,6 +1282,71 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 		i++;
 	}
 	enforce_memory(a, NULL);
+}
+
+struct process *aggregator_restore_process(struct aggregator *a, const struct process_restored *r)
+{
+	const struct perfd_event_header h = { .tgid = r->pid, .start_time_ns = r->start_time_ns };
+	_cleanup_close_ int dirfd = -1;
+	struct process *p = lookup(a, r->pid, r->start_time_ns);
+	bool known = p != NULL;
+
+	if (!p) {
+		p = process_add(a, &h, (uint32_t)r->page_size, r->kthread);
+		if (!p)
+			return NULL;
+	}
+	a->process_bytes -= process_bytes(p);
+	memcpy(p->comm, r->comm, sizeof(p->comm));
+	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+	p->owner_uid = r->owner_uid;
+	p->ns_pid = r->ns_pid;
+	free(p->cgroup);
+	p->cgroup = r->cgroup ? strdup(r->cgroup) : NULL;
+	snprintf(p->runtime, sizeof(p->runtime), "%s", r->runtime ? r->runtime : "");
+	p->exec_ns = r->exec_ns;
+	if (!known || r->first_sample_ns < p->first_sample_ns)
+		p->first_sample_ns = r->first_sample_ns;
+	p->last_sample_ns = MAX(p->last_sample_ns, r->last_sample_ns);
+	p->total_samples = MAX(p->total_samples, r->total_samples);
+	p->page_size = r->page_size;
+	if (r->peak_rss_bytes >= p->peak_rss_bytes) {
+		p->peak_rss_bytes = r->peak_rss_bytes;
+		p->peak_rss_ns = r->peak_rss_ns;
+	}
+	p->hiwater_rss_bytes = MAX(p->hiwater_rss_bytes, r->hiwater_rss_bytes);
+	p->memory_sampled_bytes = MAX(p->memory_sampled_bytes, r->memory_sampled_bytes);
+	a->process_bytes += process_bytes(p);
+	if (known)
+		return p;
+	/* Still running: who it is and what it maps now, as for a process
+	 * seen for the first time; else it is over. */
+	if (!p->kthread && open_proc(p, &dirfd) == 0)
+		read_identity_and_maps(a, p, dirfd, true, true);
+	else if (p->kthread && procfs_open_pid(p->pid, p->start_time_ns, &dirfd) == 0)
+		;
+	else
+		mark_exited(a, p);
+	return p;
+}
+
+int aggregator_restore_window(struct aggregator *a, struct process *p,
+			      const struct history_restored *w)
+{
+	size_t before = p->history.bytes;
+	int r = history_restore(&p->history, a->stacks, w);
+
+	a->history_bytes += p->history.bytes - before;
+	if (r == 0) {
+		p->persisted_end_s = MAX(p->persisted_end_s, w->start_s + w->span_s);
+		due_now(a, p);
+	}
+	return r;
+}
+
+void aggregator_restored(struct aggregator *a, uint64_t now_ns)
+{
+	aggregator_maintain(a, now_ns);
 }
 
 struct stacktab *aggregator_stacks(struct aggregator *a)

@@ -90,6 +90,10 @@ struct process {
 	bool exited;
 	bool proc_gone; /* its /proc directory was found gone: not read again */
 	bool kthread; /* a kernel thread: no mm, no user stack, no RSS */
+	/* state/persist.c's: its windows that ended by persisted_end_s are
+	 * on disk, and the segment it was last described in. */
+	uint64_t persisted_end_s;
+	uint64_t persisted_segment;
 	unsigned pins; /* answers and snapshots holding it: never evicted */
 	/* private to aggregate.c: where it sits in the store's array, and in
 	 * its list of exited processes, oldest exit first (the order they are
@@ -292,6 +296,34 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns);
  * new ones.  A process whose windows cannot be written again for want of
  * memory loses them, counted as evicted. */
 void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den);
+
+/* What the state directory keeps of a process (state/persist.h). */
+struct process_restored {
+	uint32_t pid;
+	uint64_t start_time_ns;
+	uint32_t owner_uid, ns_pid;
+	char comm[PERFD_TASK_COMM_LEN];
+	const char *cgroup; /* NULL: unknown */
+	const char *runtime;
+	bool kthread;
+	uint64_t exec_ns, first_sample_ns, last_sample_ns, total_samples;
+	uint64_t page_size, peak_rss_bytes, peak_rss_ns, hiwater_rss_bytes;
+	uint64_t memory_sampled_bytes;
+};
+
+/* The process r describes, from the state directory: the one the store
+ * has (its counts updated from r), or a new one.  A process still running
+ * (its pid and start time in /proc) is read from /proc as a new one is
+ * (owner, maps: the hooks see it); one that is not is exited.  NULL when
+ * the store has no room for it or out of memory. */
+struct process *aggregator_restore_process(struct aggregator *a, const struct process_restored *r);
+/* Appends a window read back from the state directory to p's history
+ * (history_restore).  Returns 0, -EINVAL or -ENOMEM. */
+int aggregator_restore_window(struct aggregator *a, struct process *p,
+			      const struct history_restored *w);
+/* After a restore: drops what is past the retention and over the memory
+ * limit, as maintenance would. */
+void aggregator_restored(struct aggregator *a, uint64_t now_ns);
 
 struct stacktab *aggregator_stacks(struct aggregator *a);
 uint64_t aggregator_ns_per_tick(const struct aggregator *a);

@@ -23,7 +23,13 @@
 
 #define FRAME_MODULE_NONE 0         /* user address in no known mapping */
 #define FRAME_MODULE_FIRST 1        /* first id of a binary */
-#define FRAME_MODULE_LAST 0xfffc    /* last id of a binary */
+#define FRAME_MODULE_LAST 0xefff    /* last id of a binary */
+/* Modules of frames read back from the state directory (state/persist.h):
+ * a restored frame's resolved records name one of these, and the frame
+ * word itself is FRAME_MODULE_STORED's, its address the restored frame. */
+#define FRAME_MODULE_RESTORED_FIRST 0xf000
+#define FRAME_MODULE_RESTORED_LAST 0xfffb
+#define FRAME_MODULE_STORED 0xfffc  /* a frame resolved before a restart */
 #define FRAME_MODULE_PYTHON 0xfffd  /* a Python function, see python.h */
 #define FRAME_MODULE_SPECIAL 0xfffe /* a placeholder, address = enum frame_special */
 #define FRAME_MODULE_KERNEL 0xffff

@@ -394,13 +394,36 @@ static int entry_cmp(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/* Appends a window of n entries (keys ascending) after the log's newest
+ * record, which must end by start_s.  Returns 0 or -ENOMEM (nothing
+ * changed); the entries' references are the caller's to move. */
+static int log_append(struct history *h, uint64_t start_s, uint32_t span_s, uint32_t owner,
+		      const struct window_rss *rss, const struct entry *e, size_t n)
+{
+	struct history_log *log = &h->log;
+	uint64_t gap = log->n ? start_s - log->end_s : 0;
+	size_t need = record_size(gap, span_s, owner, rss, e, n);
+	int r = log_reserve(h, need);
+
+	if (r < 0)
+		return r;
+	record_write(log->buf + log->len, gap, span_s, owner, rss, e, n);
+	log->len += need;
+	if (!log->n++) {
+		log->head_start_s = start_s;
+		h->roll_due_s = UINT64_MAX;
+	}
+	log->end_s = start_s + span_s;
+	h->roll_due_s = MIN(h->roll_due_s, record_roll_due(start_s, span_s));
+	h->n_windows++;
+	return 0;
+}
+
 /* Appends open window w (the oldest open one) to the log; its references
  * move there.  Returns 0 or -ENOMEM (w stays open). */
 static int seal(struct history *h, struct stacktab *stacks, struct window *w)
 {
-	struct history_log *log = &h->log;
-	size_t n = 0, need;
-	uint64_t gap = log->n ? w->start_s - log->end_s : 0;
+	size_t n = 0;
 	struct entry *e;
 	int r;
 
@@ -414,20 +437,37 @@ static int seal(struct history *h, struct stacktab *stacks, struct window *w)
 	U64MAP_FOREACH(slot, &w->prof.values)
 		e[n++] = (struct entry){ slot->key, slot->value };
 	qsort(e, n, sizeof(*e), entry_cmp);
-	need = record_size(gap, w->span_s, w->owner, &w->rss, e, n);
-	r = log_reserve(h, need);
-	if (r == 0) {
-		record_write(log->buf + log->len, gap, w->span_s, w->owner, &w->rss, e, n);
-		log->len += need;
-		if (!log->n++) {
-			log->head_start_s = w->start_s;
-			h->roll_due_s = UINT64_MAX;
+	r = log_append(h, w->start_s, w->span_s, w->owner, &w->rss, e, n);
+	if (r == 0)
+		unlink_open(h, w, stacks, true); /* the sealed one counts instead */
+	free(e);
+	return r;
+}
+
+int history_restore(struct history *h, struct stacktab *stacks, const struct history_restored *w)
+{
+	struct entry *e;
+	size_t n = 0;
+	int r;
+
+	if (h->newest || (h->log.n && w->start_s < h->log.end_s) || !w->span_s)
+		return -EINVAL;
+	e = malloc(MAX(w->n, 1) * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->values[i])
+			e[n++] = (struct entry){ w->keys[i], w->values[i] };
+	qsort(e, n, sizeof(*e), entry_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (e[i].key == e[i - 1].key) {
+			free(e);
+			return -EINVAL; /* one key twice: not a window */
 		}
-		log->end_s = w->start_s + w->span_s;
-		h->roll_due_s = MIN(h->roll_due_s, record_roll_due(w->start_s, w->span_s));
-		h->n_windows++; /* the sealed one; unlink_open takes the open one away */
-		unlink_open(h, w, stacks, true);
-	}
+	r = log_append(h, w->start_s, w->span_s, w->owner, &w->rss, e, n);
+	if (r == 0)
+		for (size_t i = 0; i < n; i++)
+			stacktab_ref(stacks, profile_key_stack(e[i].key));
 	free(e);
 	return r;
 }
@@ -898,6 +938,18 @@ int history_window_merge(const struct history_window *w, struct stacktab *stacks
 	WINDOW_FOREACH(w, key, value, {
 		if (profile_add(out, stacks, key, value) < 0)
 			return -ENOMEM;
+	});
+	return 0;
+}
+
+int history_window_foreach(const struct history_window *w,
+			   int (*fn)(void *userdata, uint64_t key, uint64_t value), void *userdata)
+{
+	WINDOW_FOREACH(w, key, value, {
+		int r = fn(userdata, key, value);
+
+		if (r < 0)
+			return r;
 	});
 	return 0;
 }

@@ -185,6 +185,23 @@ void history_maintain(struct history *h, struct stacktab *stacks, uint64_t now_s
  * until h changes: a new window can fall due sooner. */
 uint64_t history_due_s(const struct history *h, uint64_t retention_s);
 
+/* A sealed window read back from the state directory (state/persist.h):
+ * n entries, keys on stacks of the caller's table. */
+struct history_restored {
+	uint64_t start_s;
+	uint32_t span_s;
+	uint32_t owner;
+	struct window_rss rss;
+	const uint64_t *keys, *values;
+	size_t n;
+};
+
+/* Appends w as the newest sealed window, taking a reference on each
+ * entry's stack (entries of value 0 are left out).  Only before any open
+ * window, and after the newest sealed one.  Returns 0, -EINVAL (out of
+ * order, or a key twice) or -ENOMEM. */
+int history_restore(struct history *h, struct stacktab *stacks, const struct history_restored *w);
+
 /* Drops the oldest window.  Returns false when there is none. */
 bool history_drop_oldest(struct history *h, struct stacktab *stacks,
 			 struct history_dropped *dropped);
@@ -208,6 +225,10 @@ bool history_iter_next(struct history_iter *it, struct history_window *ret);
  * part of them, as profile_merge leaves it). */
 int history_window_merge(const struct history_window *w, struct stacktab *stacks,
 			 struct profile *out);
+/* Calls fn on each entry of w, in no particular order, until it returns
+ * < 0 (returned). */
+int history_window_foreach(const struct history_window *w,
+			   int (*fn)(void *userdata, uint64_t key, uint64_t value), void *userdata);
 /* The window's total of one kind, its entries and the value under key. */
 uint64_t history_window_total(const struct history_window *w, enum profile_kind kind);
 uint64_t history_window_entries(const struct history_window *w);

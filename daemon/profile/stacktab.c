@@ -166,6 +166,7 @@ int stacktab_intern(struct stacktab *t, const uint64_t *frames, uint16_t depth,
 	}
 	s->hash = hash;
 	s->refs = 1;
+	s->mark = 0;
 	s->depth = depth;
 	s->kernel_depth = kernel_depth;
 	memcpy(s->frames, frames, depth * sizeof(uint64_t));
@@ -240,4 +241,12 @@ size_t stacktab_memory(const struct stacktab *t)
 {
 	return t->bytes + (size_t)t->ids_allocated * (sizeof(void *) + sizeof(uint32_t)) +
 	       (t->index ? (t->index_mask + 1) * sizeof(uint32_t) : 0);
+}
+
+void stacktab_set_mark(struct stacktab *t, uint32_t id, uint32_t mark)
+{
+	struct stack *s = (struct stack *)stacktab_get(t, id);
+
+	if (s)
+		s->mark = mark;
 }

@@ -22,6 +22,10 @@
 struct stack {
 	uint64_t hash;
 	uint32_t refs;
+	/* One user's note on the stack, 0 when new: state/persist.c keeps
+	 * the segment it was last written to (a stack freed and its id
+	 * reused comes back unmarked). */
+	uint32_t mark;
 	uint16_t depth;
 	uint16_t kernel_depth; /* the first kernel_depth frames are the kernel's */
 	uint64_t frames[];     /* leaf first */
@@ -46,6 +50,8 @@ void stacktab_ref(struct stacktab *t, uint32_t id);
 void stacktab_unref(struct stacktab *t, uint32_t id);
 /* The stack of a live id, or NULL. */
 const struct stack *stacktab_get(const struct stacktab *t, uint32_t id);
+
+void stacktab_set_mark(struct stacktab *t, uint32_t id, uint32_t mark);
 
 size_t stacktab_count(const struct stacktab *t);
 size_t stacktab_frames(const struct stacktab *t);

@@ -284,6 +284,9 @@ def spawn_perfd(args, tmpdir, socket_path=None):
     env = dict(os.environ)
     env.pop("PERFD_SOCKET", None)
     env["NOTIFY_SOCKET"] = notify.path
+    if not any(a == "--no-state" or str(a).startswith("--state-dir") for a in args):
+        # each daemon its own state directory, not the machine's
+        args = [*args, "--state-dir", os.path.join(tmpdir, "state")]
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen([perfd_binary(), "--socket", socket_path, *args],
                                 stdin=subprocess.DEVNULL, stdout=err, stderr=err,

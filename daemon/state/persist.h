@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * persist.h - the store on disk: what lets a restart, a crash or an
+ * upgrade keep the last hour of every process's profile.
+ *
+ * The state directory (--state-dir, /var/lib/perfd) holds segments
+ * (statefile.h's format), each a self-contained journal of records:
+ *
+ *   SEGMENT  when it was started: wall clock, CLOCK_MONOTONIC, the CPU
+ *            sampling period its CPU values count in
+ *   STRING   a name, file or path; numbered in the order they come
+ *   FRAME    one frame word and what it resolved to when written: kind,
+ *            function, file, line, start line, module path and build-id,
+ *            offset (every record of its inlined calls)
+ *   STACK    a stack id and its frames
+ *   PROCESS  who a process is: pid, start time, owner, comm, cgroup, its
+ *            counts
+ *   WINDOW   one sealed window of a process: its span, owner, RSS and
+ *            entries (stack, thread, kind, value)
+ *
+ * Each record is written before the first that needs it, once a segment,
+ * so any segment can be read, or deleted, alone.  Frames go to disk
+ * resolved: a profile read back names its code as it was named when it
+ * ran, even when the binaries were upgraded since (the restart was for
+ * that), and needs none of them.
+ *
+ * Once a second (persist_flush, after the store's maintenance) the windows
+ * sealed since the last flush are encoded on the loop and handed to the
+ * writer thread (writer.h), which appends and syncs them: a window is on
+ * disk at most HISTORY_SEAL_AFTER_S + 1 s after it ends.  A new segment is
+ * started every PERSIST_SEGMENT_S; a segment whose newest window is past
+ * the retention is deleted, and the oldest go first past max_bytes.  At
+ * SIGTERM the open windows are written too and the writer is waited for:
+ * nothing is lost.  After kill -9, at most what was not flushed yet.
+ *
+ * At start (persist_restore) every segment of this boot is read back in
+ * order into the store: processes (running ones are picked up again,
+ * others are exited), stacks, windows.  Restored frames resolve from a
+ * table here (persist_resolve), as FRAME_MODULE_STORED frames.  Nothing in
+ * the directory is trusted: a file that is not a state file, of another
+ * version or of another boot (its CLOCK_MONOTONIC times mean nothing now)
+ * is moved aside with a message; a damaged record ends what is read of its
+ * segment (a torn tail, after a crash mid-write, is dropped and counted).
+ */
+#ifndef PERFD_PERSIST_H
+#define PERFD_PERSIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/aggregate.h"
+#include "profile/frame.h"
+#include "profile/model.h"
+
+#define PERSIST_DEFAULT_DIR "/var/lib/perfd"
+#define PERSIST_DEFAULT_MAX_BYTES (1024ULL << 20)
+#define PERSIST_SEGMENT_S 300
+/* What the writer may fall behind by before a segment is cut short. */
+#define PERSIST_MAX_QUEUED_BYTES (64u << 20)
+
+struct persist_opts {
+	const char *dir;
+	uint64_t max_bytes;   /* all segments; 0: PERSIST_DEFAULT_MAX_BYTES */
+	uint64_t retention_s;
+};
+
+/* How the daemon names a frame (its resolver routes FRAME_MODULE_STORED
+ * frames back to persist_resolve). */
+struct persist_names {
+	frame_resolver_t resolve;
+	module_describer_t describe;
+	void *ctx;
+};
+
+struct persist_stats {
+	uint64_t segments, disk_bytes;
+	uint64_t flushes;
+	uint64_t windows_written, processes_written, stacks_written, frames_written;
+	uint64_t windows_unwritten;  /* could not be queued (the writer fell behind) */
+	uint64_t segments_removed;   /* past the retention or max_bytes */
+	/* the last restore */
+	uint64_t processes_restored, windows_restored, samples_restored;
+	uint64_t windows_skipped;    /* past the retention, or out of order */
+	uint64_t records_rejected;   /* checked, but not meaningful (a stack of
+				      * unknown frames, a window of no process) */
+	uint64_t torn_bytes;         /* after the last whole record of a segment */
+	uint64_t files_moved_aside;
+	uint64_t restore_ms;
+	size_t restored_frames, restored_bytes;
+	/* the writer's */
+	uint64_t bytes_written, syncs, write_errors, appends_refused;
+	int last_write_error;
+};
+
+struct persist;
+
+/* Opens (creating it) and locks the state directory, and starts the
+ * writer.  Returns 0, -EBUSY (another perfd has it), -EPERM (not ours
+ * alone: owned by another user, or writable by others) or -errno. */
+int persist_open(const struct persist_opts *o, struct persist **ret);
+struct persist *persist_free(struct persist *ps);
+const char *persist_dir(const struct persist *ps);
+
+/* Reads the segments back into a; CPU values written under another
+ * sampling period are scaled to period_ns.  Logs what it moved aside. */
+void persist_restore(struct persist *ps, struct aggregator *a, uint64_t period_ns,
+		     uint64_t now_ns);
+
+/* Reads one segment's bytes into a, as persist_restore does for each
+ * file (its seq names it).  Returns 0, -EBADMSG (not a state file),
+ * -EPROTONOSUPPORT (another version), -ESTALE (another boot), -EILSEQ (a
+ * damaged record ended it: *ret_good bytes were whole) or -ENOMEM. */
+int persist_read_segment(struct persist *ps, struct aggregator *a, uint64_t seq,
+			 const uint8_t *data, size_t len, uint64_t period_ns, uint64_t now_ns,
+			 size_t *ret_good);
+
+/* Writes what was sealed since the last flush (final: the open windows
+ * too, and waits for the disk).  period_ns: the CPU sampling period now. */
+void persist_flush(struct persist *ps, struct aggregator *a, const struct persist_names *names,
+		   uint64_t period_ns, uint64_t now_ns, bool final);
+
+/* Resolves a FRAME_MODULE_STORED frame (model.h's frame_resolver_t). */
+size_t persist_resolve(const struct persist *ps, uint64_t frame, bool lines,
+		       struct frame_record *out, size_t cap);
+/* Path and build-id of a FRAME_MODULE_RESTORED_* module. */
+bool persist_describe_module(const struct persist *ps, uint16_t module, const char **ret_path,
+			     const char **ret_build_id);
+
+void persist_get_stats(struct persist *ps, struct persist_stats *ret);
+
+#endif

@@ -1,0 +1,187 @@
+"""The store on disk (--state-dir): a finished process's history outlives
+perfd's death by SIGKILL, SIGTERM loses nothing, and a damaged state
+directory costs what is damaged, never the daemon.
+
+Workloads are known by construction: split burns CPU 3:1 in
+hot_three_quarters and cold_one_quarter.  Each test runs its own daemons on
+its own state directory; "after" is a new perfd on the same directory.
+"""
+
+import os
+import shutil
+import signal
+import struct
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+import perfdtest
+from perfdtest import contains, count_where, parse_folded, show, total
+
+HZ = perfdtest.FAST_HZ
+# a window is sealed HISTORY_SEAL_AFTER_S (5 s) after it ends, and on disk
+# at the next flush (1 s)
+FLUSHED_AFTER_S = 8
+
+
+@pytest.fixture
+def state_tmpdir(environment):
+    tmpdir = perfdtest.make_tmpdir()
+    yield Path(tmpdir)
+    shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def start(tmpdir, *extra):
+    return perfdtest.start_perfd(frequency=HZ, tmpdir=str(tmpdir),
+                                 extra_args=["--state-dir", str(tmpdir / "state"), *extra])
+
+
+def history(daemon, pid):
+    rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid), "--since", "5m", timeout=60)
+    assert rc == 0, f"snapshot --pid {pid} --since 5m exited {rc}: {err}\n{daemon.stderr()}"
+    return parse_folded(out)
+
+
+def split_run(workloads, seconds=4):
+    w = workloads("split", seconds)
+    w.finish(timeout=120)
+    # a query takes the windows at least half inside its range: wait until
+    # the last one ended, so that "before" is all of it
+    time.sleep(2)
+    return w
+
+
+def assert_same_split(before, after, what, at_least=0.95):
+    n0, n1 = total(before), total(after)
+    assert n0 >= 0.5 * HZ, f"only {n0} samples before: the workload was not profiled"
+    assert n1 >= at_least * n0, \
+        f"{what}: {n1} samples answered of the {n0} before ({n1 / n0:.1%})\n{show(after)}"
+    assert n1 <= n0, f"{what}: {n1} samples answered, more than the {n0} before"
+    hot0 = count_where(before, contains("hot_three_quarters"))
+    hot1 = count_where(after, contains("hot_three_quarters"))
+    assert hot1 >= at_least * hot0, \
+        f"{what}: hot_three_quarters has {hot1} samples, {hot0} before: names lost\n{show(after)}"
+
+
+def profile_then_kill_9(tmpdir, workloads):
+    """A split run profiled by a perfd on tmpdir's state, which is then
+    killed with SIGKILL once the run's windows were flushed.  Returns the
+    workload and its history as that perfd answered it."""
+    daemon = start(tmpdir)
+    try:
+        w = split_run(workloads)
+        time.sleep(FLUSHED_AFTER_S)
+        before = history(daemon, w.pid)
+        daemon.proc.send_signal(signal.SIGKILL)
+        daemon.proc.wait()
+    finally:
+        daemon.kill()
+    return w, before
+
+
+def segments(tmpdir):
+    return sorted((tmpdir / "state").glob("segment-*.perfd"))
+
+
+def test_history_survives_kill_9(state_tmpdir, workloads):
+    """A process that finished is answered after perfd was killed with
+    SIGKILL and started again on the same state directory: at least 95% of
+    its samples, under their function names."""
+    w, before = profile_then_kill_9(state_tmpdir, workloads)
+    again = start(state_tmpdir)
+    try:
+        after = history(again, w.pid)
+        assert_same_split(before, after, "after kill -9")
+        state = again.status()["state"]
+        assert state["enabled"] is True
+        assert state["windows_restored"] > 0 and state["processes_restored"] > 0, state
+    finally:
+        again.stop()
+
+
+def test_sigterm_loses_nothing(state_tmpdir, workloads):
+    """SIGTERM right after a process finished, before its last windows were
+    sealed: the next perfd answers every sample of it."""
+    daemon = start(state_tmpdir)
+    w = split_run(workloads, 3)
+    # every window of it ended, none sealed yet
+    before = history(daemon, w.pid)
+    daemon.stop()
+    again = start(state_tmpdir)
+    try:
+        after = history(again, w.pid)
+        assert_same_split(before, after, "after SIGTERM", at_least=1.0)
+    finally:
+        again.stop()
+
+
+def test_a_torn_tail_is_dropped_and_counted(state_tmpdir, workloads):
+    """A record cut short at the end of the last segment (perfd died in the
+    middle of a write) is dropped and counted; the rest is read."""
+    w, before = profile_then_kill_9(state_tmpdir, workloads)
+    last = segments(state_tmpdir)[-1]
+    torn = struct.pack("<IIB", 4096, 0, 6) + b"\x01" * 100
+    with open(last, "ab") as f:
+        f.write(torn)
+    again = start(state_tmpdir)
+    try:
+        state = again.status()["state"]
+        assert state["torn_bytes"] == len(torn), state
+        assert_same_split(before, history(again, w.pid), "after a torn tail")
+        assert "partly written record" in again.stderr()
+    finally:
+        again.stop()
+
+
+def test_a_corrupt_or_foreign_file_is_moved_aside(state_tmpdir, workloads):
+    """A segment whose header is damaged, and one of another boot, are
+    moved aside with a message; perfd starts and serves; the segments that
+    are whole are read."""
+    daemon = start(state_tmpdir)
+    w = split_run(workloads, 3)
+    before = history(daemon, w.pid)
+    daemon.stop()
+    good = segments(state_tmpdir)
+    assert good, "no segment written"
+    state_dir = state_tmpdir / "state"
+    # garbage under a segment's name, sorting first
+    (state_dir / "segment-0000000000000000.perfd").write_bytes(os.urandom(4096))
+    (state_dir / "segment-000000000000001f.perfd").write_bytes(b"perfdst\n" + os.urandom(200))
+    # a whole file of another boot: a copy of a good one with its boot id changed
+    data = bytearray(good[-1].read_bytes())
+    data[12:28] = bytes(16)
+    data[28:32] = struct.pack("<I", zlib.crc32(bytes(data[:28])))
+    (state_dir / "segment-00000000000000ff.perfd").write_bytes(bytes(data))
+    os.utime(state_dir)
+    again = start(state_tmpdir)
+    try:
+        err = again.stderr()
+        state = again.status()["state"]
+        # "...0000" does not name a segment (sequence numbers start at 1):
+        # left alone, unread
+        assert state["files_moved_aside"] == 2, f"{state}\n{err}"
+        aside = sorted(p.name for p in state_dir.iterdir())
+        assert "segment-000000000000001f.perfd.corrupt" in aside, aside
+        assert "segment-00000000000000ff.perfd.previous-boot" in aside, aside
+        assert "not a perfd state file" in err and "earlier boot" in err, err
+        assert_same_split(before, history(again, w.pid), "next to damaged files", at_least=1.0)
+    finally:
+        again.stop()
+
+
+def test_a_state_directory_others_can_write_is_refused(state_tmpdir):
+    """A state directory another user could write to is not used (they
+    could plant files perfd would read as root): perfd says so and keeps
+    profiles in memory only."""
+    state_dir = state_tmpdir / "state"
+    state_dir.mkdir(mode=0o700)
+    os.chmod(state_dir, 0o777)
+    daemon = start(state_tmpdir)
+    try:
+        assert daemon.status()["state"]["enabled"] is False
+        assert "not root's alone" in daemon.stderr()
+        assert not list(state_dir.iterdir()), "perfd wrote into a directory others can write"
+    finally:
+        daemon.stop()

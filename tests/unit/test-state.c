@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for daemon/state/: the state file's framing (statefile.c: a
+ * round trip, a torn record, bounds of the payload cursor), a restored
+ * window's place in a history (history_restore), and the store's round trip
+ * through a state directory (persist.c): what one store flushed, another
+ * reads back, with every value and frame names as they resolved when
+ * written, and a second flush writing nothing twice.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "perfd/macro.h"
+#include "profile/aggregate.h"
+#include "profile/history.h"
+#include "profile/stacktab.h"
+#include "state/persist.h"
+#include "state/statefile.h"
+#include "symbols/symbolize.h"
+
+#define SEC 1000000000ULL
+#define NOPID 4194000u /* no such process (pid_max is at most 2^22): restored as exited */
+
+Test(statefile, records_round_trip_and_a_torn_one_ends_the_good_part)
+{
+	static const uint8_t boot[16] = { 1, 2, 3 };
+	struct sbuf b = { 0 };
+	struct statefile_reader r;
+	struct scur c;
+	uint8_t got_boot[16], type;
+	char name[16];
+	size_t at, whole;
+
+	statefile_put_header(&b, boot);
+	at = statefile_begin_record(&b, 7);
+	sbuf_put_varint(&b, 300);
+	sbuf_put_str(&b, "hello");
+	statefile_end_record(&b, at);
+	whole = b.len;
+	at = statefile_begin_record(&b, 8);
+	sbuf_put_varint(&b, 1);
+	statefile_end_record(&b, at);
+	cr_assert(!b.failed);
+
+	cr_assert_eq(statefile_open(&r, b.data, b.len, got_boot), 0);
+	cr_assert_eq(memcmp(got_boot, boot, 16), 0);
+	cr_assert_eq(statefile_next(&r, &type, &c), 1);
+	cr_assert_eq(type, 7);
+	cr_assert_eq(scur_varint(&c), 300);
+	cr_assert_str_eq(scur_str(&c, name, sizeof(name) - 1), "hello");
+	cr_assert(scur_done(&c));
+	/* reading past the payload yields nothing and says so */
+	cr_assert_eq(scur_varint(&c), 0);
+	cr_assert(c.bad);
+	cr_assert_eq(statefile_next(&r, &type, &c), 1);
+	cr_assert_eq(statefile_next(&r, &type, &c), 0);
+
+	/* the last record cut short: the first is still read, good ends there */
+	cr_assert_eq(statefile_open(&r, b.data, b.len - 1, got_boot), 0);
+	cr_assert_eq(statefile_next(&r, &type, &c), 1);
+	cr_assert_eq(statefile_next(&r, &type, &c), -EBADMSG);
+	cr_assert_eq(r.good, whole);
+	/* a flipped byte fails its CRC */
+	b.data[whole - 2] ^= 1;
+	cr_assert_eq(statefile_open(&r, b.data, b.len, got_boot), 0);
+	cr_assert_eq(statefile_next(&r, &type, &c), -EBADMSG);
+	/* a damaged header is not a state file */
+	b.data[9] ^= 1;
+	cr_assert_eq(statefile_open(&r, b.data, b.len, got_boot), -EBADMSG);
+	sbuf_done(&b);
+}
+
+Test(statefile, a_string_longer_than_asked_or_with_a_nul_is_bad)
+{
+	const uint8_t long_one[] = { 5, 'a', 'b', 'c', 'd', 'e' };
+	const uint8_t nul[] = { 2, 'a', 0 };
+	char buf[8];
+	struct scur c = { .p = long_one, .end = long_one + sizeof(long_one) };
+
+	scur_str(&c, buf, 4);
+	cr_assert(c.bad);
+	c = (struct scur){ .p = nul, .end = nul + sizeof(nul) };
+	scur_str(&c, buf, 4);
+	cr_assert(c.bad);
+}
+
+Test(history, a_restored_window_goes_after_the_newest_only)
+{
+	struct stacktab *t = stacktab_new(&(struct stacktab_limits){ 16, 64 });
+	const uint64_t frames[] = { 1, 2 };
+	struct history h;
+	uint32_t id;
+	uint64_t key, value = 5;
+
+	cr_assert_eq(stacktab_intern(t, frames, 2, 0, &id), 0);
+	key = profile_key(id, 7, PROFILE_KIND_CPU);
+	history_init(&h);
+	cr_assert_eq(history_restore(&h, t, &(struct history_restored){
+		.start_s = 100, .span_s = 10, .keys = &key, .values = &value, .n = 1 }), 0);
+	/* overlapping the one before: refused */
+	cr_assert_eq(history_restore(&h, t, &(struct history_restored){
+		.start_s = 105, .span_s = 1, .keys = &key, .values = &value, .n = 1 }), -EINVAL);
+	cr_assert_eq(history_restore(&h, t, &(struct history_restored){
+		.start_s = 110, .span_s = 1, .keys = &key, .values = &value, .n = 1 }), 0);
+	cr_assert_eq(h.n_windows, 2);
+	/* each window holds a reference of its own on the stack */
+	cr_assert_eq(stacktab_get(t, id)->refs, 3);
+	history_release(&h, t);
+	cr_assert_eq(stacktab_get(t, id)->refs, 1);
+	stacktab_free(t);
+}
+
+/* ---- a store through a state directory ---- */
+
+static char dir[] = "/tmp/perfd-test-state-XXXXXX";
+static unsigned resolved;
+
+static size_t fake_resolve(void *ctx, uint64_t frame, bool lines, struct frame_record *out,
+			   size_t cap, char *scratch, size_t size)
+{
+	struct persist *ps = ctx;
+
+	if (frame_module(frame) == FRAME_MODULE_STORED)
+		return persist_resolve(ps, frame, lines, out, cap);
+	resolved++;
+	snprintf(scratch, size, "fn_%llx", (unsigned long long)frame_address(frame));
+	out[0] = (struct frame_record){ .kind = FRAME_KIND_KERNEL, .function = scratch,
+					.module = FRAME_MODULE_KERNEL,
+					.offset = frame_kernel_address(frame) };
+	return 1;
+}
+
+static bool fake_describe(void *ctx, uint16_t module, const char **path, const char **build_id)
+{
+	return false;
+}
+
+static struct aggregator *new_store(struct symbolizer *sym)
+{
+	struct aggregator *a = aggregator_new(&(struct aggregator_limits){
+		.max_processes = 16, .max_stacks = 1000, .max_frames = 10000,
+		.retention_s = 3600 }, sym);
+
+	cr_assert_not_null(a);
+	return a;
+}
+
+static void sample(struct aggregator *a, uint64_t ts, uint64_t leaf)
+{
+	struct {
+		struct perfd_sample s;
+		uint64_t ips[2];
+	} rec = { 0 };
+
+	rec.s.hdr.kind = PERFD_EVENT_SAMPLE;
+	rec.s.hdr.tgid = rec.s.hdr.tid = NOPID;
+	rec.s.hdr.timestamp_ns = ts;
+	rec.s.hdr.start_time_ns = 42 * SEC;
+	snprintf(rec.s.comm, sizeof(rec.s.comm), "gone");
+	rec.s.flags = PERFD_SAMPLE_F_KTHREAD;
+	rec.s.kernel_depth = 2;
+	rec.s.value = 1;
+	rec.s.owner_uid = 1000;
+	rec.ips[0] = 0xffffffff81000000ULL + leaf;
+	rec.ips[1] = 0xffffffff81100000ULL;
+	cr_assert_eq(aggregator_ingest(a, &rec, sizeof(rec)), 0);
+}
+
+static uint64_t count(struct aggregator *a, const char *leaf, struct persist *ps)
+{
+	struct selection sel = { .pids = { NOPID }, .n_pids = 1 };
+	struct profile_parts parts = { 0 };
+	uint64_t first, end, n = 0;
+
+	cr_assert_eq(aggregator_query(a, &sel, 0, UINT64_MAX / 2, &parts, &first, &end), 0);
+	for (size_t i = 0; i < parts.n; i++)
+		U64MAP_FOREACH(slot, &parts.parts[i].prof.values) {
+			const struct stack *s = stacktab_get(aggregator_stacks(a),
+							     profile_key_stack(slot->key));
+			struct frame_record rec[4];
+			char scratch[64];
+
+			fake_resolve(ps, s->frames[0], true, rec, 4, scratch, sizeof(scratch));
+			if (!leaf || strcmp(rec[0].function, leaf) == 0)
+				n += slot->value;
+		}
+	aggregator_release_parts(a, &parts);
+	return n;
+}
+
+Test(persist, a_store_read_back_holds_every_value_under_its_names)
+{
+	struct symbolizer *sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
+	struct aggregator *a = new_store(sym), *b;
+	struct persist *ps, *again;
+	struct persist_stats st;
+	uint64_t now = now_monotonic_ns(), t0 = (now / SEC - 60) * SEC;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600 }, &ps), 0);
+	/* one process, 30 s of samples in two functions, 3:1 */
+	for (uint64_t s = 0; s < 30; s++)
+		for (uint64_t k = 0; k < 8; k++)
+			sample(a, t0 + s * SEC + k * (SEC / 8), k < 6 ? 0x10 : 0x20);
+	aggregator_maintain(a, now);
+	{
+		struct persist_names names = { fake_resolve, fake_describe, ps };
+
+		persist_flush(ps, a, &names, 10000000, now, false);
+		persist_get_stats(ps, &st);
+		cr_assert_eq(st.windows_written, 30, "%" PRIu64 " windows written", st.windows_written);
+		cr_assert_eq(st.processes_written, 1);
+		cr_assert_eq(st.stacks_written, 2);
+		cr_assert_eq(resolved, 3, "%u frames resolved", resolved); /* two leaves, one caller */
+		/* nothing new: nothing written again */
+		persist_flush(ps, a, &names, 10000000, now, true);
+		persist_get_stats(ps, &st);
+		cr_assert_eq(st.windows_written, 30);
+	}
+	persist_free(ps);
+
+	cr_assert_eq(persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600 }, &again), 0);
+	b = new_store(sym);
+	/* read back at half the sampling period: each old sample is two */
+	persist_restore(again, b, 5000000, now);
+	persist_get_stats(again, &st);
+	cr_assert_eq(st.windows_restored, 30);
+	cr_assert_eq(st.processes_restored, 1);
+	cr_assert_eq(count(b, NULL, again), 2 * 240);
+	cr_assert_eq(count(b, "fn_ffff81000010", again), 2 * 180);
+	cr_assert_eq(count(b, "fn_ffff81000020", again), 2 * 60);
+	/* the process is over: no /proc for it */
+	cr_assert(aggregator_find_process(b, NOPID)->exited);
+	cr_assert_eq(aggregator_find_process(b, NOPID)->owner_uid, 1000);
+
+	aggregator_free(a);
+	aggregator_free(b);
+	persist_free(again);
+	symbolizer_free(sym);
+}
