@@ -618,6 +618,8 @@ int manager_run(struct manager *m)
 	r = sd_event_loop(m->d.event);
 	(void)sd_notify(false, "STOPPING=1");
 	persist_final(m);
+	if (m->d.exporter)
+		exporter_finish(m->d.exporter);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
 	return 0;

@@ -144,6 +144,8 @@ static json_object *state_status(const struct status_info *in)
 			*(const uint64_t *)((const char *)&in->persist + counters[k].offset));
 	add_u64(o, "restored_frames", in->persist.restored_frames);
 	add_u64(o, "restored_bytes", in->persist.restored_bytes);
+	json_object_object_add(o, "longest_flush_ms",
+			       json_object_new_double(in->persist.longest_flush_ms));
 	return o;
 }
 

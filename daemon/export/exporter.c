@@ -441,6 +441,36 @@ void exporter_get_stats(struct exporter *x, struct exporter_stats *ret)
 		export_worker_get_stats(x->otlp, &ret->sinks[ret->n_sinks++]);
 }
 
+/* How long each sink may take to send what is queued at shutdown: files
+ * are written in milliseconds; a backend that does not answer must not
+ * hold the stop past systemd's patience. */
+#define FINISH_FILES_MS 10000
+#define FINISH_PUSH_MS 3000
+
+void exporter_finish(struct exporter *x)
+{
+	struct export_worker *const sinks[] = { x->files, x->push, x->otlp };
+	const unsigned timeouts[] = { FINISH_FILES_MS, FINISH_PUSH_MS, FINISH_PUSH_MS };
+	uint64_t to_s = now_monotonic_ns() / NSEC_PER_SEC + 1; /* the second under way too */
+
+	if (x->interval_s && to_s > x->from_s && (x->files || x->push || x->otlp)) {
+		export_interval(x, x->from_s, to_s);
+		x->from_s = to_s;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(sinks); i++) {
+		struct export_worker_stats st;
+		size_t left;
+
+		if (!sinks[i])
+			continue;
+		left = export_worker_finish(sinks[i], timeouts[i]);
+		export_worker_get_stats(sinks[i], &st);
+		if (left)
+			log_warning("Exporter %s: %zu profiles not sent by shutdown, dropped (%" PRIu64
+				    " dropped in all).", st.name, left, st.dropped);
+	}
+}
+
 struct exporter *exporter_free(struct exporter *x)
 {
 	if (!x)

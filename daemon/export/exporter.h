@@ -79,6 +79,10 @@ int exporter_configure(struct exporter *x, const struct export_opts *o);
  * on state this period and rate (the store holds its samples in it). */
 void exporter_set_sampling(struct exporter *x, uint64_t period_ns, unsigned frequency_hz);
 void exporter_get_stats(struct exporter *x, struct exporter_stats *ret);
+/* At SIGTERM: exports the interval under way (up to now, the current
+ * second included) and waits a bounded time for each sink to send what is
+ * queued; what it could not is counted as dropped and logged. */
+void exporter_finish(struct exporter *x);
 struct exporter *exporter_free(struct exporter *x);
 
 #endif

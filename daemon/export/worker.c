@@ -42,6 +42,7 @@ struct export_worker {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t idle; /* the queue ran empty (export_worker_finish) */
 	atomic_bool stop;
 	/* under lock */
 	struct node *head, *tail;
@@ -128,6 +129,7 @@ static void *run(void *userdata)
 		int r;
 
 		if (!w->head) {
+			pthread_cond_broadcast(&w->idle);
 			tidy(w);
 			while (!w->head && !w->pending_target && !atomic_load(&w->stop))
 				pthread_cond_wait(&w->wake, &w->lock);
@@ -223,6 +225,7 @@ int export_worker_new(const struct export_sink_ops *ops, void *target, const cha
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->wake, &ca);
+	pthread_cond_init(&w->idle, &ca);
 	pthread_condattr_destroy(&ca);
 	r = -pthread_create(&w->thread, NULL, run, w);
 	if (r < 0) {
@@ -294,6 +297,27 @@ void export_worker_get_stats(struct export_worker *w, struct export_worker_stats
 	pthread_mutex_unlock(&w->lock);
 }
 
+size_t export_worker_finish(struct export_worker *w, unsigned timeout_ms)
+{
+	struct timespec until;
+	size_t left;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (w->head && pthread_cond_timedwait(&w->idle, &w->lock, &until) == 0)
+		;
+	left = w->stats.queued;
+	w->stats.dropped += left;
+	pthread_mutex_unlock(&w->lock);
+	return left;
+}
+
 struct export_worker *export_worker_free(struct export_worker *w)
 {
 	if (!w)
@@ -310,6 +334,7 @@ struct export_worker *export_worker_free(struct export_worker *w)
 	if (w->target)
 		w->ops->free_target(w->target);
 	pthread_cond_destroy(&w->wake);
+	pthread_cond_destroy(&w->idle);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 	return NULL;

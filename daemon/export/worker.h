@@ -90,6 +90,10 @@ void export_worker_retarget(struct export_worker *w, void *target, const char *d
 /* Queues it (taking a reference), dropping the oldest past the bound. */
 void export_worker_push(struct export_worker *w, struct export_item *it);
 void export_worker_get_stats(struct export_worker *w, struct export_worker_stats *ret);
+/* At shutdown: waits up to timeout_ms for the queue to empty; what is
+ * still queued then counts as dropped.  Returns how many that is.  The
+ * caller frees the worker next. */
+size_t export_worker_finish(struct export_worker *w, unsigned timeout_ms);
 /* Stops the thread (a send in progress is interrupted where the sink
  * allows), drops what is queued. */
 struct export_worker *export_worker_free(struct export_worker *w);

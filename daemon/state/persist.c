@@ -955,7 +955,11 @@ static void write_frame(struct writing *wr, uint64_t frame)
 	if (!added)
 		return;
 	*slot = 1;
-	n = wr->names->resolve(wr->names->ctx, frame, true, rec, ELEMENTSOF(rec), scratch,
+	/* Without source lines: opening a binary's DWARF (decompressing it,
+	 * indexing its line table) takes up to seconds, and the first flush
+	 * meets every binary of every process sampled; symbol tables are the
+	 * cheap part, the one every query reads anyway. */
+	n = wr->names->resolve(wr->names->ctx, frame, false, rec, ELEMENTSOF(rec), scratch,
 			       sizeof(scratch));
 	n = MAX(MIN(n, ELEMENTSOF(rec)), (size_t)1);
 	/* strings first: the resolver's are valid until its next call, and
@@ -1183,6 +1187,9 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	struct writing wr = { .ps = ps, .a = a, .stacks = aggregator_stacks(a), .names = names,
 			      .period_ns = period_ns, .now_ns = now_ns, .final = final };
 
+	uint64_t t0 = now_monotonic_ns();
+	double ms;
+
 	ps->stats.flushes++;
 	if (ps->seq && now_ns / NSEC_PER_SEC >= ps->seq_started_s + PERSIST_SEGMENT_S)
 		ps->seq = 0; /* the next record starts a new segment */
@@ -1196,6 +1203,8 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	free(wr.values);
 	sbuf_done(&wr.buf);
 	prune(ps, now_ns / NSEC_PER_SEC);
+	ms = (now_monotonic_ns() - t0) / 1e6;
+	ps->stats.longest_flush_ms = MAX(ps->stats.longest_flush_ms, ms);
 	if (final)
 		state_writer_sync(ps->writer);
 }

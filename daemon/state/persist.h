@@ -10,8 +10,10 @@
  *            sampling period its CPU values count in
  *   STRING   a name, file or path; numbered in the order they come
  *   FRAME    one frame word and what it resolved to when written: kind,
- *            function, file, line, start line, module path and build-id,
- *            offset (every record of its inlined calls)
+ *            function, module path and build-id, offset; file and line
+ *            for Python frames (theirs cost nothing), not for native ones
+ *            (reading a binary's DWARF line table costs up to seconds on
+ *            the loop, and the first flush meets every binary sampled)
  *   STACK    a stack id and its frames
  *   PROCESS  who a process is: pid, start time, owner, comm, cgroup, its
  *            counts
@@ -76,6 +78,7 @@ struct persist_names {
 struct persist_stats {
 	uint64_t segments, disk_bytes;
 	uint64_t flushes;
+	double longest_flush_ms; /* one flush's encoding, on the loop */
 	uint64_t windows_written, processes_written, stacks_written, frames_written;
 	uint64_t windows_unwritten;  /* could not be queued (the writer fell behind) */
 	uint64_t segments_removed;   /* past the retention or max_bytes */

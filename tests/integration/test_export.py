@@ -142,6 +142,30 @@ def test_files_appear_whole_and_load_in_pprof(files_daemon, workloads, gohome):
                 and time.time() - p.stat().st_mtime > 5], "temporary files left behind"
 
 
+def test_sigterm_writes_the_interval_under_way(workloads, tmp_path, gohome):
+    """With a one-minute interval, a process that ran for 2 s just before
+    SIGTERM is still exported: the files exporter writes the interval under
+    way before perfd exits, and go tool pprof reads the spinner's samples
+    in it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "d").mkdir()  # kept after the stop: its stderr is read then
+    daemon = perfdtest.start_perfd(frequency=perfdtest.FAST_HZ, tmpdir=str(tmp_path / "d"),
+                                   extra_args=["--output-dir", str(out), "--interval", "60s"])
+    try:
+        w = workloads("spin", 2, 0)
+        w.finish(timeout=60)
+        assert not profile_files(out), "a file before the interval ended"
+    finally:
+        daemon.stop()
+    mine = [p for p in profile_files(out) if f"_{w.pid}_spin.cpu." in p.name]
+    assert len(mine) == 1, f"files after SIGTERM: {[p.name for p in out.iterdir()]}"
+    rows = top_rows(go_pprof(gohome, mine[0], "-top"))
+    assert rows and rows[0][2] == "spin_burn", rows[:5]
+    err = daemon.stderr()
+    assert "shutting down" in err and "not sent by shutdown" not in err, err
+
+
 def test_age_and_size_limits_remove_the_oldest_files(files_daemon, workloads, tmp_path):
     """Files past output-max-age go; then, past output-max-bytes, the oldest
     first, so the newest profiles stay.  Files that are not profiles stay.
