@@ -1319,10 +1319,14 @@ struct process *aggregator_restore_process(struct aggregator *a, const struct pr
 	a->process_bytes += process_bytes(p);
 	if (known)
 		return p;
-	/* Still running: who it is and what it maps now, as for a process
-	 * seen for the first time; else it is over. */
+	/* Still running: who it is now, as for a process seen for the first
+	 * time; its maps at its first sample with a stack, as for one seen
+	 * only in RSS records (read_identity_and_maps): reading every live
+	 * process's at once had the unwinder build and describe tables for
+	 * all of them in one burst, the loop deaf for seconds.  Else it is
+	 * over. */
 	if (!p->kthread && open_proc(p, &dirfd) == 0)
-		read_identity_and_maps(a, p, dirfd, true, true);
+		read_identity_and_maps(a, p, dirfd, true, false);
 	else if (p->kthread && procfs_open_pid(p->pid, p->start_time_ns, &dirfd) == 0)
 		;
 	else

@@ -314,7 +314,8 @@ struct process_restored {
 /* The process r describes, from the state directory: the one the store
  * has (its counts updated from r), or a new one.  A process still running
  * (its pid and start time in /proc) is read from /proc as a new one is
- * (owner, maps: the hooks see it); one that is not is exited.  NULL when
+ * (its owner now; its maps at its first sample with a stack); one that is
+ * not is exited.  NULL when
  * the store has no room for it or out of memory. */
 struct process *aggregator_restore_process(struct aggregator *a, const struct process_restored *r);
 /* Appends a window read back from the state directory to p's history

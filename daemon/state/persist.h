@@ -56,7 +56,7 @@
 #include "profile/model.h"
 
 #define PERSIST_DEFAULT_DIR "/var/lib/perfd"
-#define PERSIST_DEFAULT_MAX_BYTES (1024ULL << 20)
+#define PERSIST_DEFAULT_MAX_BYTES (256ULL << 20)
 #define PERSIST_SEGMENT_S 300
 /* What the writer may fall behind by before a segment is cut short. */
 #define PERSIST_MAX_QUEUED_BYTES (64u << 20)
