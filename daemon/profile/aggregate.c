@@ -315,18 +315,14 @@ static void read_comm(struct process *p, int dirfd, const char *otherwise)
 }
 
 /* Reads what names p inside a container (the pid its own namespace sees,
- * its cgroup v2 path) and who owns it, from its /proc directory dirfd.
- * What cannot be read (dirfd -1 included) is unknown: the host's pid, no
- * cgroup, PERFD_OWNER_NONE.  Read again at exec, where a set-uid binary
- * changes the owner; its samples say it from then on (ingest_sample).
- * /proc/PID/status does not tell dumpability, but its owner does: the
- * kernel gives the files (not the directory) of a non-dumpable process's
- * /proc directory to root (task_dump_owner()), a dumpable one's to its
- * effective uid. */
+ * its cgroup v2 path) and who owns it (procfs_owner_uid), from its /proc
+ * directory dirfd.  What cannot be read (dirfd -1 included) is unknown:
+ * the host's pid, no cgroup, PERFD_OWNER_NONE.  Read again at exec, where
+ * a set-uid binary changes the owner; its samples say it from then on
+ * (ingest_sample). */
 static void read_identity(struct process *p, int dirfd)
 {
 	struct procfs_status st;
-	struct stat file;
 	char *cgroup;
 
 	p->ns_pid = p->pid;
@@ -336,9 +332,7 @@ static void read_identity(struct process *p, int dirfd)
 		return;
 	if (procfs_read_status(dirfd, &st) == 0) {
 		p->ns_pid = st.ns_pid;
-		if (st.uid_real == st.uid_effective && st.uid_real == st.uid_saved &&
-		    fstatat(dirfd, "status", &file, 0) == 0 && file.st_uid == st.uid_real)
-			p->owner_uid = st.uid_real;
+		p->owner_uid = st.owner_uid;
 	}
 	if (procfs_read_cgroup(dirfd, &cgroup) == 0) {
 		free(p->cgroup);
