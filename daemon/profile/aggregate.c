@@ -314,6 +314,16 @@ static void read_comm(struct process *p, int dirfd, const char *otherwise)
 	}
 }
 
+/* p's owner is owner from ns on; the samples counted under the owner it
+ * had are not the new one's. */
+static void set_owner(struct process *p, uint32_t owner, uint64_t ns)
+{
+	if (owner != p->owner_uid)
+		p->owner_samples = 0;
+	p->owner_uid = owner;
+	p->owner_ns = ns;
+}
+
 /* Reads what names p inside a container (the pid its own namespace sees,
  * its cgroup v2 path) and who owns it (procfs_owner_uid), from its /proc
  * directory dirfd.  What cannot be read (dirfd -1 included) is unknown:
@@ -325,15 +335,16 @@ static void read_identity(struct process *p, int dirfd)
 	struct procfs_status st;
 	char *cgroup;
 
+	uint32_t owner = PERFD_OWNER_NONE;
+
 	p->ns_pid = p->pid;
-	p->owner_uid = PERFD_OWNER_NONE;
-	p->owner_ns = now_monotonic_ns();
+	if (dirfd >= 0 && procfs_read_status(dirfd, &st) == 0) {
+		p->ns_pid = st.ns_pid;
+		owner = st.owner_uid;
+	}
+	set_owner(p, owner, now_monotonic_ns());
 	if (dirfd < 0)
 		return;
-	if (procfs_read_status(dirfd, &st) == 0) {
-		p->ns_pid = st.ns_pid;
-		p->owner_uid = st.owner_uid;
-	}
 	if (procfs_read_cgroup(dirfd, &cgroup) == 0) {
 		free(p->cgroup);
 		p->cgroup = cgroup;
@@ -624,7 +635,7 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 	return frame_make(*mod, addr - m->start + m->pgoff);
 }
 
-static void count_bucket(struct process *p, uint64_t ts_ns, uint64_t samples)
+static void count_bucket(struct process *p, uint64_t ts_ns, uint32_t owner, uint64_t samples)
 {
 	uint64_t second = ts_ns / NSEC_PER_SEC;
 	size_t i = second % AGG_BUCKETS;
@@ -632,8 +643,10 @@ static void count_bucket(struct process *p, uint64_t ts_ns, uint64_t samples)
 	if (p->bucket_second[i] != second) {
 		p->bucket_second[i] = second;
 		p->bucket_samples[i] = 0;
+		p->bucket_owner[i] = owner;
 	}
 	p->bucket_samples[i] += samples;
+	p->bucket_owner[i] = history_owner_meet(p->bucket_owner[i], owner);
 }
 
 /* Returns the id of the stack holding one reference for the caller, who
@@ -883,8 +896,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	/* who may see it now: the newest sample says (one drained late
 	 * does not undo a change) */
 	if (s->hdr.timestamp_ns >= p->owner_ns) {
-		p->owner_uid = s->owner_uid;
-		p->owner_ns = s->hdr.timestamp_ns;
+		set_owner(p, s->owner_uid, s->hdr.timestamp_ns);
 	}
 	if (s->kernel_depth < 0) {
 		a->stats.kernel_stack_errors++;
@@ -940,8 +952,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 
 	if (kind == PROFILE_KIND_CPU) {
 		p->total_samples += value;
+		if (s->owner_uid == p->owner_uid)
+			p->owner_samples += value;
 		p->last_sample_ns = s->hdr.timestamp_ns;
-		count_bucket(p, s->hdr.timestamp_ns, value);
+		count_bucket(p, s->hdr.timestamp_ns, s->owner_uid, value);
 	} else {
 		a->stats.memory_samples++;
 		p->memory_sampled_bytes += value;
@@ -1072,12 +1086,13 @@ struct process *aggregator_find_process(struct aggregator *a, uint32_t pid)
 }
 
 uint64_t process_window_samples(const struct process *p, uint64_t first_second,
-				uint64_t end_second)
+				uint64_t end_second, const struct owner_filter *owners)
 {
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < AGG_BUCKETS; i++)
-		if (p->bucket_second[i] >= first_second && p->bucket_second[i] < end_second)
+		if (p->bucket_second[i] >= first_second && p->bucket_second[i] < end_second &&
+		    owner_filter_takes(owners, p->bucket_owner[i]))
 			sum += p->bucket_samples[i];
 	return sum;
 }
@@ -1197,6 +1212,8 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 		a->history_bytes += p->history.bytes - before;
 		due_now(a, p);
 		p->total_samples = profile_scale_value(p->total_samples, num, den, &a->scale_rng);
+		p->owner_samples = MIN(profile_scale_value(p->owner_samples, num, den, &a->scale_rng),
+				       p->total_samples);
 		for (size_t b = 0; b < AGG_BUCKETS; b++)
 			p->bucket_samples[b] = (uint32_t)MIN(
 				profile_scale_value(p->bucket_samples[b], num, den, &a->scale_rng),

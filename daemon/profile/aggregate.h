@@ -78,6 +78,9 @@ struct process {
 	char (*thread_comms)[PERFD_TASK_COMM_LEN];
 	size_t n_threads, cap_threads;
 	uint64_t total_samples;
+	/* Of those, the ones taken since its owner became owner_uid: what a
+	 * user who sees it now may be told it totals. */
+	uint64_t owner_samples;
 	uint64_t first_sample_ns, last_sample_ns;
 	uint64_t rss_pages[PERFD_RSS_COUNTERS]; /* the latest reading ... */
 	uint64_t rss_ns;                        /* ... taken then */
@@ -86,6 +89,7 @@ struct process {
 	uint64_t hiwater_rss_bytes;             /* the kernel's high-water mark */
 	uint64_t memory_sampled_bytes;          /* growth sampled, in all */
 	uint32_t bucket_samples[AGG_BUCKETS];
+	uint32_t bucket_owner[AGG_BUCKETS]; /* as a window's (history.h) */
 	uint64_t bucket_second[AGG_BUCKETS];
 	bool exited;
 	bool proc_gone; /* its /proc directory was found gone: not read again */
@@ -239,9 +243,11 @@ void aggregator_foreach_process(struct aggregator *a,
 struct process *aggregator_find_process(struct aggregator *a, uint32_t pid);
 
 /* Samples of p whose timestamp falls in the whole seconds
- * [first_second, end_second) of CLOCK_MONOTONIC; at most AGG_BUCKETS back. */
+ * [first_second, end_second) of CLOCK_MONOTONIC, at most AGG_BUCKETS back,
+ * of the seconds whose owner owners takes (NULL: all; a second of two
+ * owners is PERFD_OWNER_NONE's, as a window of history is). */
 uint64_t process_window_samples(const struct process *p, uint64_t first_second,
-				uint64_t end_second);
+				uint64_t end_second, const struct owner_filter *owners);
 uint64_t process_rss_bytes(const struct process *p);
 /* The highest RSS known: perfd's highest reading, the kernel's high-water
  * mark, or the current one, whichever is highest. */

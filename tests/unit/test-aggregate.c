@@ -425,11 +425,11 @@ Test(aggregate, recent_samples_by_second)
 	feed_user(NOPID, 1, 105 * SEC + 5, 0x1000, 0x2000);
 	feed_user(NOPID, 1, 109 * SEC + 5, 0x1000, 0x2000);
 	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(process_window_samples(p, 109, 110), 1);
-	cr_assert_eq(process_window_samples(p, 105, 110), 2);
-	cr_assert_eq(process_window_samples(p, 100, 110), 3);
-	cr_assert_eq(process_window_samples(p, 101, 109), 1);
-	cr_assert_eq(process_window_samples(p, 140, 200), 0);
+	cr_assert_eq(process_window_samples(p, 109, 110, NULL), 1);
+	cr_assert_eq(process_window_samples(p, 105, 110, NULL), 2);
+	cr_assert_eq(process_window_samples(p, 100, 110, NULL), 3);
+	cr_assert_eq(process_window_samples(p, 101, 109, NULL), 1);
+	cr_assert_eq(process_window_samples(p, 140, 200, NULL), 0);
 	destroy();
 }
 
@@ -445,7 +445,7 @@ Test(aggregate, a_cpu_sample_counts_the_periods_it_stands_for)
 						   .uips = uips, .ud = 2, .value = 2 }), 0);
 	feed_user(NOPID, 1, 100 * SEC + 7, 0x1000, 0x2000);
 	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(process_window_samples(p, 100, 101), 3);
+	cr_assert_eq(process_window_samples(p, 100, 101, NULL), 3);
 	cr_assert_eq(p->total_samples, 3);
 	aggregator_get_stats(agg, &st);
 	cr_assert_eq(st.samples, 3);
@@ -472,7 +472,7 @@ Test(aggregate, a_new_period_rescales_the_store_and_the_snapshots_collecting)
 	cr_assert_eq(history_count_of(p, 0x1100), 5);
 	cr_assert_eq(history_total(p), 20);
 	cr_assert_eq(p->total_samples, 20);
-	cr_assert_eq(process_window_samples(p, 100, 102), 20);
+	cr_assert_eq(process_window_samples(p, 100, 102, NULL), 20);
 	cr_assert_eq(count_of(&part_of(&c.parts, NOPID)->prof, 0x1000), 15);
 	cr_assert_eq(part_of(&c.parts, NOPID)->prof.totals[PROFILE_KIND_CPU], 20);
 	/* and a sample after it counts one of the new period */
@@ -1542,7 +1542,7 @@ Test(aggregate, memory_starts_over_at_exec)
 		feed_rss_pages(NOPID, 1, (13 + i) * SEC + SEC / 2, 1000 * (i + 1));
 	cr_assert_eq(process_peak_rss_bytes(p), 4000 * 4096, "peak %" PRIu64 " bytes",
 		     process_peak_rss_bytes(p));
-	query_rss_trend(p, &w, &t);
+	query_rss_trend(p, &w, NULL, &t);
 	cr_assert_eq(t.points, 4, "%zu points", t.points);
 	cr_assert_float_eq(t.bytes_per_second, 1000.0 * 4096, 1.0, "%.0f bytes/s", t.bytes_per_second);
 	destroy();
