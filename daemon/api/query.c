@@ -236,9 +236,22 @@ json_object *query_status(const struct status_info *in)
 		add_u64(st, "windows_expired", in->agg.windows_expired);
 		add_u64(st, "windows_evicted", in->agg.windows_evicted);
 		add_u64(st, "samples_expired", in->agg.samples_expired);
+		json_object *why = json_object_new_object(), *refused = json_object_new_object();
+
 		for (int k = 0; k < PROFILE_KINDS; k++)
 			add_u64(ev, profile_kinds[k].name, in->agg.values_evicted[k]);
 		json_object_object_add(st, "values_evicted", ev);
+		/* eviction steps, by what ran out and by whose data went */
+		add_u64(why, "memory", in->agg.evictions_memory);
+		add_u64(why, "process_limit", in->agg.evictions_process_limit);
+		add_u64(why, "stack_limit", in->agg.evictions_stack_limit);
+		add_u64(why, "admitting_owners_own", in->agg.evictions_own);
+		add_u64(why, "heaviest_owners", in->agg.evictions_heaviest);
+		json_object_object_add(st, "evictions", why);
+		add_u64(st, "snapshot_bytes", in->agg.snapshot_bytes);
+		add_u64(refused, "memory_share", in->agg.snapshot_samples_refused_memory);
+		add_u64(refused, "process_share", in->agg.snapshot_samples_refused_pins);
+		json_object_object_add(st, "snapshot_samples_refused", refused);
 		json_object_object_add(o, "store", st);
 	}
 
@@ -331,6 +344,11 @@ json_object *query_status(const struct status_info *in)
 	add_u64(limits, "max_snapshots", LIMITS_MAX_SNAPSHOTS);
 	add_u64(limits, "max_snapshots_per_uid", LIMITS_SNAPSHOTS_PER_UID);
 	add_u64(limits, "snapshots_reserved_for_root", LIMITS_SNAPSHOTS_ROOT_RESERVE);
+	add_u64(limits, "max_snapshot_process_seconds_per_uid", LIMITS_SNAPSHOT_PROCESS_SECONDS);
+	add_u64(limits, "max_snapshot_bytes_per_uid",
+		in->limits.max_memory_bytes / AGG_SNAPSHOT_MEMORY_SHARE);
+	add_u64(limits, "max_snapshot_processes_per_uid",
+		MAX(in->limits.max_processes / AGG_SNAPSHOT_PIN_SHARE, (size_t)1));
 	json_object_object_add(o, "limits", limits);
 
 	{
