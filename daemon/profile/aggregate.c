@@ -825,7 +825,7 @@ bool selection_matches(const struct selection *sel, const struct process *p, uin
 }
 
 /* The part of parts for process p, NULL when there is none. */
-static struct profile_part *part_find(struct profile_parts *parts, const struct process *p)
+static struct profile_part *part_find(const struct profile_parts *parts, const struct process *p)
 {
 	for (size_t i = 0; i < parts->n; i++)
 		if (parts->parts[i].process == p)
@@ -874,7 +874,7 @@ static enum collector_refusal collector_refuses(const struct aggregator *a,
 	if (a->limits.max_memory_bytes &&
 	    bytes >= a->limits.max_memory_bytes / AGG_SNAPSHOT_MEMORY_SHARE)
 		return COLLECTOR_REFUSED_MEMORY;
-	if (!part_find((struct profile_parts *)&c->parts, p) &&
+	if (!part_find(&c->parts, p) &&
 	    pins >= MAX(a->limits.max_processes / AGG_SNAPSHOT_PIN_SHARE, 1))
 		return COLLECTOR_REFUSED_PINS;
 	return COLLECTOR_REFUSED_NONE;
