@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "perfd/macro.h"
 #include "api/auth.h"
+#include "process/procfs.h"
 #include "symbols/ksyms.h"
 
 #define AUTH_CAP_SYSLOG 34 /* linux/capability.h's CAP_SYSLOG */
@@ -142,45 +142,6 @@ bool auth_may_see(const struct perfd_peer *peer, uint32_t owner_uid)
 	return owner_uid != PERFD_OWNER_NONE && owner_uid == peer->uid;
 }
 
-/* One decimal id of a "Uid:" line; *p moves past it. */
-static int parse_id(const char **p, uint32_t *ret)
-{
-	unsigned long v;
-	char *end;
-
-	while (**p == ' ' || **p == '\t')
-		(*p)++;
-	if (**p < '0' || **p > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(*p, &end, 10);
-	if (errno || v > UINT32_MAX || (*end != ' ' && *end != '\t' && *end != '\n' && *end))
-		return -EINVAL;
-	*p = end;
-	*ret = (uint32_t)v;
-	return 0;
-}
-
-int auth_parse_owner_uid(FILE *status, uint32_t *ret)
-{
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-
-	while (getline(&line, &cap, status) >= 0) {
-		const char *p = line + 4;
-		uint32_t real, effective, saved;
-
-		if (strncmp(line, "Uid:", 4) != 0)
-			continue;
-		if (parse_id(&p, &real) < 0 || parse_id(&p, &effective) < 0 ||
-		    parse_id(&p, &saved) < 0)
-			return -EINVAL;
-		*ret = real == effective && real == saved ? real : PERFD_OWNER_NONE;
-		return 0;
-	}
-	return ferror(status) ? -EIO : -EINVAL;
-}
-
 int auth_parse_cap_syslog(FILE *status, bool *ret)
 {
 	_cleanup_free_ char *line = NULL;
@@ -209,25 +170,19 @@ bool auth_may_see_kernel_addresses(const struct perfd_peer *peer)
 
 int auth_read_owner_uid(uint32_t pid, uint32_t *ret)
 {
-	char path[sizeof("/proc//status") + 10];
-	_cleanup_fclose_ FILE *f = NULL;
-	struct stat st;
-	uint32_t owner;
+	_cleanup_close_ int dirfd = -1;
+	struct procfs_status st;
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : negative_errno();
-	r = auth_parse_owner_uid(f, &owner);
+	if (pid == 0 || pid > INT32_MAX)
+		return -ESRCH;
+	r = procfs_open_pid((pid_t)pid, PROCFS_START_ANY, &dirfd);
 	if (r < 0)
 		return r;
-	/* Not dumpable: the kernel gives the files in its /proc directory
-	 * (not the directory) to root, task_dump_owner(); a dumpable
-	 * process's are its euid's. */
-	if (owner != PERFD_OWNER_NONE && (fstat(fileno(f), &st) < 0 || st.st_uid != owner))
-		owner = PERFD_OWNER_NONE;
-	*ret = owner;
+	r = procfs_read_status(dirfd, &st);
+	if (r < 0)
+		return r;
+	*ret = st.owner_uid;
 	return 0;
 }
 

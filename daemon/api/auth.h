@@ -99,14 +99,10 @@ bool auth_may_see_kernel_addresses(const struct perfd_peer *peer);
  * owned by PERFD_OWNER_NONE is seen only by privileged peers. */
 bool auth_may_see(const struct perfd_peer *peer, uint32_t owner_uid);
 
-/* The owner_uid of a process from its /proc/PID/status text: the real uid
- * when the real, effective and saved uids of its "Uid:" line are equal,
- * else PERFD_OWNER_NONE.  Returns 0, or -EINVAL when there is no well
- * formed "Uid:" line. */
-int auth_parse_owner_uid(FILE *status, uint32_t *ret);
-/* The same, read from /proc/PID/status now, and PERFD_OWNER_NONE for a
- * process that is not dumpable (its /proc directory is root's).  Returns 0,
- * -ESRCH when there is no such process, or another -errno. */
+/* The owner_uid of the process pid, read from /proc/PID/status now
+ * (procfs_owner_uid(): PERFD_OWNER_NONE for differing uids or a process
+ * that is not dumpable).  Returns 0, -ESRCH when there is no such process,
+ * or another -errno. */
 int auth_read_owner_uid(uint32_t pid, uint32_t *ret);
 
 /* Whether peer may see the live process pid: true for a privileged peer

@@ -187,6 +187,7 @@ static int answer(struct daemon *d, const struct perfd_peer *peer, struct jsonw 
 	uint64_t now = now_monotonic_ns();
 	uint64_t from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
 	_cleanup_free_ struct rss_point *pts = calloc(p->history.n_windows + 1, sizeof(*pts));
+	struct owner_filter owners = daemon_peer_owners(peer);
 	struct model *growth = NULL, *peak_growth = NULL;
 	uint64_t rss[PERFD_RSS_COUNTERS], peak_bytes;
 	struct rss_trend trend;
@@ -195,7 +196,8 @@ static int answer(struct daemon *d, const struct perfd_peer *peer, struct jsonw 
 
 	if (!pts)
 		return -ENOMEM;
-	n = rss_timeline(p, from, now + 1, pts, p->history.n_windows + 1);
+	/* only the windows the peer may see, as growth_model's samples */
+	n = rss_timeline(p, from, now + 1, &owners, pts, p->history.n_windows + 1);
 	rss_trend(pts, n, &trend);
 	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
 		rss[i] = p->rss_pages[i] * p->page_size;

@@ -51,6 +51,7 @@ struct snapshot {
 	sd_event_source *timer;
 	sd_event_source *pidfd_io;
 	int pidfd;
+	double process_seconds; /* what it counts against its uid's budget */
 	struct snapshot *prev, *next;
 };
 
@@ -248,6 +249,9 @@ struct answer_info {
 	uint32_t pid;
 	bool exited;      /* that process exited during a live snapshot */
 	uint64_t samples;
+	uint64_t samples_refused;            /* left out: its uid's shares were full */
+	enum collector_refusal refused_by;
+	uint32_t uid;
 };
 
 /* Answers a snapshot: the parts resolved into the model, encoded in the
@@ -288,6 +292,15 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	else if (model->total == 0)
 		snprintf(note, sizeof(note), "no %s samples of the selected processes in that time",
 			 profile_kinds[mo.kind].name);
+	if (ai->samples_refused) {
+		size_t at = strlen(note);
+
+		snprintf(note + at, sizeof(note) - at, "%s%" PRIu64 " samples left out: the live snapshots of uid %"
+			 PRIu32 " hold at most %s", at ? "; " : "", ai->samples_refused, ai->uid,
+			 ai->refused_by == COLLECTOR_REFUSED_PINS ?
+				 "a quarter of the store's process slots (--max-processes)" :
+				 "a quarter of the store's memory (--max-memory)");
+	}
 
 	query_ok_begin(&w);
 	if (ai->single) {
@@ -327,6 +340,8 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
 	jsonw_kv_string(&w, "sampling", sampler_fixed_period(d->sampler) ? "fixed" : "jittered");
 	jsonw_kv_bool(&w, "exited", ai->single && ai->exited);
+	if (ai->samples_refused)
+		jsonw_kv_u64(&w, "samples_refused", ai->samples_refused);
 	if (note[0])
 		jsonw_kv_string(&w, "note", note);
 	jsonw_kv_string(&w, "format", req->format->name);
@@ -365,6 +380,9 @@ static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 		.pid = s->req.pids[0],
 		.exited = col->exited,
 		.samples = col->samples,
+		.samples_refused = col->samples_refused,
+		.refused_by = col->refused_by,
+		.uid = col->uid,
 	};
 
 	/* Samples up to now may still sit in the ring buffer. */
@@ -474,6 +492,43 @@ static int admit_snapshot(const struct daemon *d, uint32_t uid)
 			    LIMITS_SNAPSHOTS_PER_UID, LIMITS_SNAPSHOTS_ROOT_RESERVE);
 }
 
+static double process_seconds_of_uid(const struct daemon *d, uint32_t uid)
+{
+	double n = 0;
+
+	for (const struct snapshot *s = d->snapshots; s; s = s->next)
+		if (client_peer(s->client)->uid == uid)
+			n += s->process_seconds;
+	return n;
+}
+
+struct scope_count {
+	const struct selection *sel;
+	uint64_t ns_per_tick;
+	size_t n;
+};
+
+static void count_in_scope(struct process *p, void *userdata)
+{
+	struct scope_count *sc = userdata;
+
+	sc->n += !p->exited && selection_matches(sc->sel, p, sc->ns_per_tick);
+}
+
+/* The processes a live snapshot's selection takes now, for the budget of
+ * api/limits.h: the pids it names, else the live ones the store has that
+ * match and the client may see; at least one. */
+static size_t snapshot_scope(struct daemon *d, const struct perfd_request *req,
+			     const struct selection *sel)
+{
+	struct scope_count sc = { .sel = sel, .ns_per_tick = aggregator_ns_per_tick(d->aggregator) };
+
+	if (req->n_pids)
+		return req->n_pids;
+	aggregator_foreach_process(d->aggregator, count_in_scope, &sc);
+	return MAX(sc.n, (size_t)1);
+}
+
 /* Starts a snapshot.  Returns an answer to send (an error), or NULL when
  * it answered already or will answer when the snapshot ends
  * (client_get_data() is then set). */
@@ -482,6 +537,10 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 {
 	struct snapshot *s;
 	uint64_t ticks = 0, ticks_again;
+	uint32_t uid = client_peer(client)->uid;
+	struct selection sel;
+	size_t scope;
+	double held;
 	int r;
 
 	if (req->when != PERFD_WHEN_DURATION)
@@ -492,6 +551,16 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 						  LIMITS_SNAPSHOTS_PER_UID, client_peer(client)->uid) :
 				      query_error(PERFD_ERR_BUSY, "too many snapshots running (%zu of %d)",
 						  d->n_snapshots, LIMITS_MAX_SNAPSHOTS);
+	daemon_drain(d); /* the processes in scope as of now */
+	request_selection(req, client, &sel);
+	scope = snapshot_scope(d, req, &sel);
+	held = process_seconds_of_uid(d, uid);
+	if (uid != 0 && held + (double)scope * req->duration_seconds > LIMITS_SNAPSHOT_PROCESS_SECONDS)
+		return query_error(PERFD_ERR_BUSY,
+				   "%.0f of %d process-seconds for uid %" PRIu32
+				   ": this snapshot would add %zu processes x %.0f s to the %.0f its snapshots hold",
+				   held + (double)scope * req->duration_seconds,
+				   LIMITS_SNAPSHOT_PROCESS_SECONDS, uid, scope, req->duration_seconds, held);
 	if (req->n_pids == 1) {
 		r = read_start_ticks(req->pids[0], &ticks);
 		/* Another user's process answers exactly as a missing one. */
@@ -515,7 +584,9 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 	s->client = client;
 	s->pidfd = -1;
 	s->req = *req;
-	request_selection(req, client, &s->c.sel);
+	s->process_seconds = (double)scope * req->duration_seconds;
+	s->c.sel = sel;
+	s->c.uid = uid;
 	s->c.sel.start_ticks = ticks;
 	s->c.begin_ns = now_monotonic_ns();
 	s->c.end_ns = s->c.begin_ns + (uint64_t)(req->duration_seconds * NSEC_PER_SEC);

@@ -12,6 +12,19 @@
  * (server.h, Bounds), so what a client that never reads costs is bounded
  * by the cap plus one answer.  These are constants; the one setting is how
  * long an idle client is kept (--client-idle-timeout, config.c).
+ *
+ * A live snapshot costs more than its slot: it collects the samples of
+ * every process it selects for as long as it runs.  So a uid's live
+ * snapshots together may also cover at most LIMITS_SNAPSHOT_PROCESS_SECONDS
+ * process-seconds, each counted when it starts as the processes it selects
+ * then (the pids it names, or the live processes the store has that match
+ * and the uid may see; at least one) times its duration: ten processes for
+ * an hour, or six hundred for a minute.  That is decided up front, with an
+ * error that names the numbers; what a snapshot's selection gains while it
+ * runs (a user spawning processes) is bounded by the store instead, which
+ * counts what snapshots collect in --max-memory and gives a uid's
+ * snapshots a share of it and of the process slots (profile/aggregate.h,
+ * struct collector).
  */
 #ifndef PERFD_LIMITS_H
 #define PERFD_LIMITS_H
@@ -25,6 +38,7 @@
 #define LIMITS_MAX_SNAPSHOTS 32
 #define LIMITS_SNAPSHOTS_PER_UID 8
 #define LIMITS_SNAPSHOTS_ROOT_RESERVE 4
+#define LIMITS_SNAPSHOT_PROCESS_SECONDS 36000
 /* A client's unsent answers past which its requests are not read; reading
  * resumes below half of it. */
 #define LIMITS_CLIENT_OUTPUT_BYTES (4u << 20)

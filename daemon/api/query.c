@@ -12,6 +12,7 @@
 #include "perfd/protocol.h"
 #include "perfd/unwind.h"
 #include "api/auth.h"
+#include "api/command.h"
 #include "api/limits.h"
 #include "api/query.h"
 #include "base/array.h"
@@ -265,9 +266,22 @@ json_object *query_status(const struct status_info *in)
 		add_u64(st, "windows_expired", in->agg.windows_expired);
 		add_u64(st, "windows_evicted", in->agg.windows_evicted);
 		add_u64(st, "samples_expired", in->agg.samples_expired);
+		json_object *why = json_object_new_object(), *refused = json_object_new_object();
+
 		for (int k = 0; k < PROFILE_KINDS; k++)
 			add_u64(ev, profile_kinds[k].name, in->agg.values_evicted[k]);
 		json_object_object_add(st, "values_evicted", ev);
+		/* eviction steps, by what ran out and by whose data went */
+		add_u64(why, "memory", in->agg.evictions_memory);
+		add_u64(why, "process_limit", in->agg.evictions_process_limit);
+		add_u64(why, "stack_limit", in->agg.evictions_stack_limit);
+		add_u64(why, "admitting_owners_own", in->agg.evictions_own);
+		add_u64(why, "heaviest_owners", in->agg.evictions_heaviest);
+		json_object_object_add(st, "evictions", why);
+		add_u64(st, "snapshot_bytes", in->agg.snapshot_bytes);
+		add_u64(refused, "memory_share", in->agg.snapshot_samples_refused_memory);
+		add_u64(refused, "process_share", in->agg.snapshot_samples_refused_pins);
+		json_object_object_add(st, "snapshot_samples_refused", refused);
 		json_object_object_add(o, "store", st);
 	}
 
@@ -360,6 +374,11 @@ json_object *query_status(const struct status_info *in)
 	add_u64(limits, "max_snapshots", LIMITS_MAX_SNAPSHOTS);
 	add_u64(limits, "max_snapshots_per_uid", LIMITS_SNAPSHOTS_PER_UID);
 	add_u64(limits, "snapshots_reserved_for_root", LIMITS_SNAPSHOTS_ROOT_RESERVE);
+	add_u64(limits, "max_snapshot_process_seconds_per_uid", LIMITS_SNAPSHOT_PROCESS_SECONDS);
+	add_u64(limits, "max_snapshot_bytes_per_uid",
+		in->limits.max_memory_bytes / AGG_SNAPSHOT_MEMORY_SHARE);
+	add_u64(limits, "max_snapshot_processes_per_uid",
+		MAX(in->limits.max_processes / AGG_SNAPSHOT_PIN_SHARE, (size_t)1));
 	json_object_object_add(o, "limits", limits);
 
 	{
@@ -386,20 +405,20 @@ json_object *query_status(const struct status_info *in)
 }
 
 bool query_process_active(const struct process *p, const struct query_window *w, bool all,
-			  uint64_t *ret_samples)
+			  const struct owner_filter *owners, uint64_t *ret_samples)
 {
-	uint64_t n = process_window_samples(p, w->first_second, w->end_second);
+	uint64_t n = process_window_samples(p, w->first_second, w->end_second, owners);
 
 	/* on CPU in the window, or its memory moved, or every live one */
 	if (n == 0 && !(all && !p->exited) &&
-	    !rss_changed(p, w->first_second * NSEC_PER_SEC, w->end_second * NSEC_PER_SEC))
+	    !rss_changed(p, w->first_second * NSEC_PER_SEC, w->end_second * NSEC_PER_SEC, owners))
 		return false;
 	*ret_samples = n;
 	return true;
 }
 
 void query_rss_trend(const struct process *p, const struct query_window *w,
-		     struct rss_trend *ret)
+		     const struct owner_filter *owners, struct rss_trend *ret)
 {
 	/* 1 s windows: at most a point a second, and one each side */
 	struct rss_point pts[QUERY_MAX_TREND_SECONDS + 2];
@@ -409,7 +428,8 @@ void query_rss_trend(const struct process *p, const struct query_window *w,
 	 * so may be the last reading of the 1 s window it fell in */
 	if (p->exec_ns && p->exec_ns + NSEC_PER_SEC > from)
 		from = p->exec_ns + NSEC_PER_SEC;
-	rss_trend(pts, rss_timeline(p, from, w->end_second * NSEC_PER_SEC, pts, ELEMENTSOF(pts)), ret);
+	rss_trend(pts, rss_timeline(p, from, w->end_second * NSEC_PER_SEC, owners, pts,
+				    ELEMENTSOF(pts)), ret);
 }
 
 void query_window_last(uint64_t now_ns, unsigned interval, uint64_t start_ns,
@@ -448,12 +468,13 @@ static void collect_process(struct process *p, void *userdata)
 {
 	struct list_ctx *l = userdata;
 	const struct query_list_opts *o = l->o;
+	struct owner_filter owners = daemon_peer_owners(o->peer);
 	struct query_process_row *row;
 	uint64_t n;
 
 	/* another user's process is absent, not hidden */
 	if (l->error || !auth_may_see(o->peer, p->owner_uid) ||
-	    (o->takes && !o->takes(o->userdata, p)) || !query_process_active(p, o->window, o->all, &n))
+	    (o->takes && !o->takes(o->userdata, p)) || !query_process_active(p, o->window, o->all, &owners, &n))
 		return;
 	if (array_grow((void **)&l->rows, &l->cap, l->n + 1, sizeof(*l->rows), 64) < 0) {
 		l->error = -ENOMEM;
@@ -473,7 +494,7 @@ static void collect_process(struct process *p, void *userdata)
 		row->key = (double)process_peak_rss_bytes(p);
 		break;
 	case QUERY_SORT_GROWTH:
-		query_rss_trend(p, o->growth, &row->trend);
+		query_rss_trend(p, o->growth, &owners, &row->trend);
 		row->trend_known = true;
 		row->key = row->trend.bytes_per_second;
 		break;
@@ -514,7 +535,9 @@ void query_write_process_fields(struct jsonw *w, const struct query_list_opts *o
 	double possible = o->frequency_hz * o->window->seconds;
 
 	if (!row->trend_known) {
-		query_rss_trend(p, o->growth, &row->trend);
+		struct owner_filter owners = daemon_peer_owners(o->peer);
+
+		query_rss_trend(p, o->growth, &owners, &row->trend);
 		row->trend_known = true;
 	}
 	jsonw_kv_u64(w, "pid", p->pid);
@@ -567,7 +590,8 @@ int query_ps(struct jsonw *w, struct aggregator *a, const struct perfd_peer *pee
 		jsonw_kv_u64(w, "rss_anon_bytes", p->rss_pages[PERFD_RSS_ANON] * p->page_size);
 		jsonw_kv_u64(w, "rss_file_bytes", p->rss_pages[PERFD_RSS_FILE] * p->page_size);
 		jsonw_kv_u64(w, "rss_shmem_bytes", p->rss_pages[PERFD_RSS_SHMEM] * p->page_size);
-		jsonw_kv_u64(w, "total_samples", p->total_samples);
+		/* all of them only to whom every owner's are shown */
+		jsonw_kv_u64(w, "total_samples", peer->privileged ? p->total_samples : p->owner_samples);
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);

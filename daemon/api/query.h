@@ -72,15 +72,18 @@ void query_window_last(uint64_t now_ns, unsigned interval, uint64_t start_ns,
 		       struct query_window *ret);
 /* Whether p belongs in an answer about window w, as ps lists processes:
  * it was on CPU then (*ret_samples of its samples fell in it), or its RSS
- * moved then, or all and it lives. */
+ * moved then, or all and it lives; of what was taken under an owner
+ * owners takes (NULL: all): a user is told only of the time it could
+ * have traced p, as a profile query tells it (history.h). */
 bool query_process_active(const struct process *p, const struct query_window *w, bool all,
-			  uint64_t *ret_samples);
+			  const struct owner_filter *owners, uint64_t *ret_samples);
 
 /* p's RSS trend over window w (profile/rss.h), of at most
- * QUERY_MAX_TREND_SECONDS seconds (of a longer one, the oldest points). */
+ * QUERY_MAX_TREND_SECONDS seconds (of a longer one, the oldest points),
+ * of the windows owners takes (NULL: all). */
 #define QUERY_MAX_TREND_SECONDS 64
 void query_rss_trend(const struct process *p, const struct query_window *w,
-		     struct rss_trend *ret);
+		     const struct owner_filter *owners, struct rss_trend *ret);
 
 /* The orders of a process list, largest first; ties go to the most
  * samples, then the lowest pid.  ps's is QUERY_SORT_CPU. */

@@ -23,6 +23,7 @@
 
 #include "base/clock.h"
 #include "perfd/macro.h"
+#include "perfd/sample.h"
 
 #define COMM_READ_MAX 64
 /* stat is one line of 52 numbers after a comm of at most 64 bytes. */
@@ -56,16 +57,12 @@ int procfs_open_file(int dirfd, const char *name)
 	return fd < 0 ? gone_if_absent(negative_errno()) : fd;
 }
 
-ssize_t procfs_read(int dirfd, const char *name, char *buf, size_t size)
+/* Reads at most size - 1 bytes of fd into buf, NUL-terminated: the
+ * length, or -errno. */
+static ssize_t read_whole(int fd, char *buf, size_t size)
 {
-	_cleanup_close_ int fd = -1;
 	size_t n = 0;
 
-	if (size == 0)
-		return -EINVAL;
-	fd = procfs_open_file(dirfd, name);
-	if (fd < 0)
-		return fd;
 	while (n < size - 1) {
 		ssize_t got = read(fd, buf + n, size - 1 - n);
 
@@ -80,6 +77,18 @@ ssize_t procfs_read(int dirfd, const char *name, char *buf, size_t size)
 	}
 	buf[n] = '\0';
 	return (ssize_t)n;
+}
+
+ssize_t procfs_read(int dirfd, const char *name, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = -1;
+
+	if (size == 0)
+		return -EINVAL;
+	fd = procfs_open_file(dirfd, name);
+	if (fd < 0)
+		return fd;
+	return read_whole(fd, buf, size);
 }
 
 int procfs_start_ticks(int dirfd, uint64_t *ret_ticks)
@@ -238,20 +247,38 @@ static int status_line(char *line, void *userdata)
 	return 0;
 }
 
+uint32_t procfs_owner_uid(const struct procfs_status *st, uint32_t file_uid)
+{
+	if (st->uid_real != st->uid_effective || st->uid_real != st->uid_saved ||
+	    file_uid != st->uid_real)
+		return PERFD_OWNER_NONE;
+	return st->uid_real;
+}
+
 int procfs_read_status(int dirfd, struct procfs_status *ret)
 {
 	_cleanup_free_ char *buf = malloc(STATUS_READ_MAX);
+	_cleanup_close_ int fd = -1;
 	struct status_parse sp = {};
+	struct stat file;
 	ssize_t n;
 
 	if (!buf)
 		return -ENOMEM;
-	n = procfs_read(dirfd, "status", buf, STATUS_READ_MAX);
+	/* read here rather than by procfs_read: the owner is the owner of the
+	 * file that was read, not of one opened again */
+	fd = procfs_open_file(dirfd, "status");
+	if (fd < 0)
+		return fd;
+	n = read_whole(fd, buf, STATUS_READ_MAX);
 	if (n < 0)
 		return (int)n;
+	if (fstat(fd, &file) < 0)
+		return negative_errno();
 	(void)foreach_line(buf, STATUS_LINE_MAX, status_line, &sp);
 	if (!sp.have_pid || !sp.have_uid)
 		return -EIO;
+	sp.st.owner_uid = procfs_owner_uid(&sp.st, file.st_uid);
 	*ret = sp.st;
 	return 0;
 }

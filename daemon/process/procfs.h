@@ -86,8 +86,20 @@ int procfs_read_comm(int dirfd, char *buf, size_t size);
 struct procfs_status {
 	uint32_t ns_pid;
 	uint32_t uid_real, uid_effective, uid_saved;
+	/* who could ptrace it, procfs_owner_uid() of the above and of the
+	 * owner of the status file read */
+	uint32_t owner_uid;
 };
 int procfs_read_status(int dirfd, struct procfs_status *ret);
+
+/* ptrace's rule for who may trace a process (api/auth.h): its real uid
+ * when its real, effective and saved uids agree and it is dumpable, else
+ * PERFD_OWNER_NONE (root only).  /proc/PID/status does not tell
+ * dumpability, but its owner does: the kernel gives the files (not the
+ * directory) of a non-dumpable process's /proc directory to root
+ * (task_dump_owner()), a dumpable one's to its effective uid; file_uid is
+ * that owner. */
+uint32_t procfs_owner_uid(const struct procfs_status *st, uint32_t file_uid);
 
 /* The process's cgroup v2 path ("0::PATH" line) into *ret_path (malloc'd).
  * Returns 0, -ENOENT when it has none (cgroup v1 only), or -errno. */

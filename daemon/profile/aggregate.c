@@ -15,6 +15,7 @@
 #include "process/procmaps.h"
 #include "profile/aggregate.h"
 #include "profile/frame.h"
+#include "profile/owners.h"
 #include "profile/stacktab.h"
 #include "symbols/symbolize.h"
 
@@ -56,6 +57,8 @@ struct aggregator {
 	size_t process_bytes;    /* sum of process_bytes() over the processes */
 	struct aggregator_hooks hooks;
 	struct aggregator_stats stats;
+	struct owner_tally owners; /* evict_fairly's count, kept for its memory */
+	size_t collector_bytes;    /* of the collectors' parts (collector.bytes) */
 };
 
 struct aggregator *aggregator_new(const struct aggregator_limits *limits,
@@ -76,6 +79,7 @@ struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 	if (!a->limits.retention_s)
 		a->limits.retention_s = 3600;
 	a->symbolizer = symbolizer;
+	owner_tally_init(&a->owners);
 	a->ns_per_tick = NSEC_PER_SEC / (hz > 0 ? (uint64_t)hz : 100);
 	u64map_init(&a->by_pid);
 	a->stacks = stacktab_new(&sl);
@@ -137,6 +141,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 		process_free(a, a->procs[i]);
 	free(a->procs);
 	free(a->due_s);
+	owner_tally_done(&a->owners);
 	u64map_done(&a->by_pid);
 	stacktab_free(a->stacks);
 	free(a);
@@ -211,22 +216,29 @@ static void evict(struct aggregator *a, size_t index)
 	remove_process(a, index);
 }
 
-/* Evicts the coldest process other than keep: the one that exited first
- * (the head of the exited list, past those pinned), else the live one
- * sampled longest ago.  Returns false when there is none that may go. */
-static bool evict_coldest(struct aggregator *a, const struct process *keep)
+/* Whether p is owner's (NULL: anyone's). */
+static bool owned_by(const struct process *p, const uint32_t *owner)
+{
+	return !owner || p->owner_uid == *owner;
+}
+
+/* Evicts the coldest process of owner (NULL: of anyone) other than keep:
+ * the one that exited first (the head of the exited list, past those
+ * pinned), else the live one sampled longest ago.  Returns false when
+ * there is none that may go. */
+static bool evict_coldest(struct aggregator *a, const struct process *keep, const uint32_t *owner)
 {
 	size_t best = SIZE_MAX;
 
 	for (const struct process *p = a->exited_head; p; p = p->exited_next)
-		if (p != keep && !p->pins) {
+		if (p != keep && !p->pins && owned_by(p, owner)) {
 			evict(a, p->index);
 			return true;
 		}
 	for (size_t i = 0; i < a->n_procs; i++) {
 		const struct process *p = a->procs[i];
 
-		if (p == keep || p->pins > 0 || p->exited)
+		if (p == keep || p->pins > 0 || p->exited || !owned_by(p, owner))
 			continue;
 		if (best == SIZE_MAX || p->last_sample_ns < a->procs[best]->last_sample_ns)
 			best = i;
@@ -237,24 +249,27 @@ static bool evict_coldest(struct aggregator *a, const struct process *keep)
 	return true;
 }
 
-/* Everything the store holds, as the memory cap counts it. */
+/* Everything the store holds, as the memory cap counts it: the snapshots
+ * collecting too. */
 static size_t store_memory(const struct aggregator *a)
 {
 	return sizeof(*a) + a->cap_procs * (sizeof(void *) + sizeof(uint64_t)) + a->history_bytes +
-	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid);
+	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid) +
+	       a->collector_bytes;
 }
 
-/* Drops the oldest window of all processes (memory evictions).  Returns
- * false when no process has one. */
-static bool drop_oldest_window(struct aggregator *a)
+/* Drops the oldest window of owner's processes (NULL: of all).  Returns
+ * false when none has one. */
+static bool drop_oldest_window(struct aggregator *a, const uint32_t *owner)
 {
 	struct history_dropped d = { 0 };
 	struct process *oldest = NULL;
 	size_t before;
 
 	for (size_t i = 0; i < a->n_procs; i++)
-		if (!oldest || history_oldest_s(&a->procs[i]->history) <
-				       history_oldest_s(&oldest->history))
+		if (owned_by(a->procs[i], owner) &&
+		    (!oldest || history_oldest_s(&a->procs[i]->history) <
+					history_oldest_s(&oldest->history)))
 			oldest = a->procs[i];
 	if (!oldest || history_empty(&oldest->history))
 		return false;
@@ -269,9 +284,47 @@ static bool drop_oldest_window(struct aggregator *a)
 	return true;
 }
 
-/* Keeps the store under its memory limit: the oldest windows first, then
- * the coldest processes.  Goes to 15/16 of the limit, so that it does not
- * run again at the next sample. */
+/* One step of eviction for want of m (memory, or a slot for a process or
+ * a stack): from the owner owners.h chooses, with keep's owner as the one
+ * admitting (keep NULL: nobody in particular), its oldest window (not for
+ * a process slot) or else its coldest process, never keep.  An owner with
+ * nothing that may go is passed over; when the owners cannot be counted
+ * (no memory), the oldest of all goes, as it would without owners.
+ * Returns false when nothing may go. */
+static bool evict_fairly(struct aggregator *a, enum owner_measure m, const struct process *keep,
+			 uint64_t *cause)
+{
+	struct owner_use *victim;
+	bool own;
+
+	owner_tally_reset(&a->owners);
+	for (size_t i = 0; i < a->n_procs; i++)
+		if (owner_tally_add(&a->owners, a->procs[i]->owner_uid,
+				    sizeof(struct process) + a->procs[i]->history.bytes) < 0) {
+			if ((m == OWNER_BYTES && drop_oldest_window(a, NULL)) ||
+			    evict_coldest(a, keep, NULL)) {
+				(*cause)++;
+				return true;
+			}
+			return false;
+		}
+	while ((victim = owner_tally_victim(&a->owners, m, keep ? &keep->owner_uid : NULL, &own))) {
+		uint32_t owner = victim->owner;
+
+		if ((m == OWNER_BYTES && drop_oldest_window(a, &owner)) ||
+		    evict_coldest(a, keep, &owner)) {
+			(*cause)++;
+			(*(own ? &a->stats.evictions_own : &a->stats.evictions_heaviest))++;
+			return true;
+		}
+		victim->exhausted = true;
+	}
+	return false;
+}
+
+/* Keeps the store under its memory limit, fairly (evict_fairly; keep is
+ * the process whose data is being admitted, NULL for none).  Goes to 15/16
+ * of the limit, so that it does not run again at the next sample. */
 static void enforce_memory(struct aggregator *a, const struct process *keep)
 {
 	size_t limit = a->limits.max_memory_bytes;
@@ -279,7 +332,7 @@ static void enforce_memory(struct aggregator *a, const struct process *keep)
 	if (!limit || store_memory(a) <= limit)
 		return;
 	while (store_memory(a) > limit - limit / 16)
-		if (!drop_oldest_window(a) && !evict_coldest(a, keep))
+		if (!evict_fairly(a, OWNER_BYTES, keep, &a->stats.evictions_memory))
 			break;
 }
 
@@ -314,32 +367,37 @@ static void read_comm(struct process *p, int dirfd, const char *otherwise)
 	}
 }
 
+/* p's owner is owner from ns on; the samples counted under the owner it
+ * had are not the new one's. */
+static void set_owner(struct process *p, uint32_t owner, uint64_t ns)
+{
+	if (owner != p->owner_uid)
+		p->owner_samples = 0;
+	p->owner_uid = owner;
+	p->owner_ns = ns;
+}
+
 /* Reads what names p inside a container (the pid its own namespace sees,
- * its cgroup v2 path) and who owns it, from its /proc directory dirfd.
- * What cannot be read (dirfd -1 included) is unknown: the host's pid, no
- * cgroup, PERFD_OWNER_NONE.  Read again at exec, where a set-uid binary
- * changes the owner; its samples say it from then on (ingest_sample).
- * /proc/PID/status does not tell dumpability, but its owner does: the
- * kernel gives the files (not the directory) of a non-dumpable process's
- * /proc directory to root (task_dump_owner()), a dumpable one's to its
- * effective uid. */
+ * its cgroup v2 path) and who owns it (procfs_owner_uid), from its /proc
+ * directory dirfd.  What cannot be read (dirfd -1 included) is unknown:
+ * the host's pid, no cgroup, PERFD_OWNER_NONE.  Read again at exec, where
+ * a set-uid binary changes the owner; its samples say it from then on
+ * (ingest_sample). */
 static void read_identity(struct process *p, int dirfd)
 {
 	struct procfs_status st;
-	struct stat file;
 	char *cgroup;
 
+	uint32_t owner = PERFD_OWNER_NONE;
+
 	p->ns_pid = p->pid;
-	p->owner_uid = PERFD_OWNER_NONE;
-	p->owner_ns = now_monotonic_ns();
+	if (dirfd >= 0 && procfs_read_status(dirfd, &st) == 0) {
+		p->ns_pid = st.ns_pid;
+		owner = st.owner_uid;
+	}
+	set_owner(p, owner, now_monotonic_ns());
 	if (dirfd < 0)
 		return;
-	if (procfs_read_status(dirfd, &st) == 0) {
-		p->ns_pid = st.ns_pid;
-		if (st.uid_real == st.uid_effective && st.uid_real == st.uid_saved &&
-		    fstatat(dirfd, "status", &file, 0) == 0 && file.st_uid == st.uid_real)
-			p->owner_uid = st.uid_real;
-	}
 	if (procfs_read_cgroup(dirfd, &cgroup) == 0) {
 		free(p->cgroup);
 		p->cgroup = cgroup;
@@ -512,7 +570,7 @@ static struct process *process_add(struct aggregator *a, const struct perfd_even
 	uint64_t *slot;
 
 	if (a->n_procs >= a->limits.max_processes &&
-	    !evict_coldest(a, NULL))
+	    !evict_fairly(a, OWNER_PROCESSES, NULL, &a->stats.evictions_process_limit))
 		return NULL;
 	if (a->n_procs == a->cap_procs) {
 		size_t cap = a->cap_procs ? a->cap_procs * 2 : 256;
@@ -649,7 +707,7 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 	return frame_make(*mod, addr - m->start + m->pgoff);
 }
 
-static void count_bucket(struct process *p, uint64_t ts_ns, uint64_t samples)
+static void count_bucket(struct process *p, uint64_t ts_ns, uint32_t owner, uint64_t samples)
 {
 	uint64_t second = ts_ns / NSEC_PER_SEC;
 	size_t i = second % AGG_BUCKETS;
@@ -657,8 +715,10 @@ static void count_bucket(struct process *p, uint64_t ts_ns, uint64_t samples)
 	if (p->bucket_second[i] != second) {
 		p->bucket_second[i] = second;
 		p->bucket_samples[i] = 0;
+		p->bucket_owner[i] = owner;
 	}
 	p->bucket_samples[i] += samples;
+	p->bucket_owner[i] = history_owner_meet(p->bucket_owner[i], owner);
 }
 
 /* Returns the id of the stack holding one reference for the caller, who
@@ -674,9 +734,10 @@ static uint32_t intern_stack(struct aggregator *a, struct process *p,
 		r = stacktab_intern(a->stacks, frames, depth, kernel_depth, &id);
 		if (r == 0)
 			return id;
-		/* oldest windows first, then the coldest processes */
+		/* p's owner's, when past its share, else the heaviest owner's:
+		 * oldest windows first, then the coldest processes */
 		if (r != -ENOSPC || tries >= EVICTIONS_PER_SAMPLE ||
-		    !(drop_oldest_window(a) || evict_coldest(a, p)))
+		    !evict_fairly(a, OWNER_BYTES, p, &a->stats.evictions_stack_limit))
 			break;
 	}
 	a->stats.stack_limit++;
@@ -782,15 +843,23 @@ bool selection_matches(const struct selection *sel, const struct process *p, uin
 	return !sel->visible || sel->visible(sel->visible_userdata, p);
 }
 
+/* The part of parts for process p, NULL when there is none. */
+static struct profile_part *part_find(const struct profile_parts *parts, const struct process *p)
+{
+	for (size_t i = 0; i < parts->n; i++)
+		if (parts->parts[i].process == p)
+			return &parts->parts[i];
+	return NULL;
+}
+
 /* The part of parts for process p, added (and p pinned) when new; NULL
  * when memory ran out. */
 static struct profile_part *part_for(struct profile_parts *parts, struct process *p)
 {
-	struct profile_part *part;
+	struct profile_part *part = part_find(parts, p);
 
-	for (size_t i = 0; i < parts->n; i++)
-		if (parts->parts[i].process == p)
-			return &parts->parts[i];
+	if (part)
+		return part;
 	if (parts->n == parts->cap) {
 		size_t cap = parts->cap ? 2 * parts->cap : 4;
 		struct profile_part *q = realloc(parts->parts, cap * sizeof(*q));
@@ -807,19 +876,57 @@ static struct profile_part *part_for(struct profile_parts *parts, struct process
 	return part;
 }
 
+/* Which of its uid's shares (see struct collector) c may not go past to
+ * take a sample of p, COLLECTOR_REFUSED_NONE when it may take it. */
+static enum collector_refusal collector_refuses(const struct aggregator *a,
+						const struct collector *c, const struct process *p)
+{
+	size_t bytes = 0, pins = 0;
+
+	if (c->uid == 0)
+		return COLLECTOR_REFUSED_NONE;
+	for (const struct collector *o = a->collectors; o; o = o->next)
+		if (o->uid == c->uid) {
+			bytes += o->bytes;
+			pins += o->parts.n;
+		}
+	if (a->limits.max_memory_bytes &&
+	    bytes >= a->limits.max_memory_bytes / AGG_SNAPSHOT_MEMORY_SHARE)
+		return COLLECTOR_REFUSED_MEMORY;
+	if (!part_find(&c->parts, p) &&
+	    pins >= MAX(a->limits.max_processes / AGG_SNAPSHOT_PIN_SHARE, 1))
+		return COLLECTOR_REFUSED_PINS;
+	return COLLECTOR_REFUSED_NONE;
+}
+
 static void feed_collectors(struct aggregator *a, struct process *p,
 			    const struct perfd_sample *s, uint64_t key, uint64_t value)
 {
 	for (struct collector *c = a->collectors; c; c = c->next) {
 		struct profile_part *part;
+		enum collector_refusal refused;
+		size_t before;
 
 		if (s->hdr.timestamp_ns < c->begin_ns || s->hdr.timestamp_ns > c->end_ns ||
 		    !owner_filter_takes(&c->sel.owners, s->owner_uid) ||
 		    !selection_matches(&c->sel, p, a->ns_per_tick))
 			continue;
+		refused = collector_refuses(a, c, p);
+		if (refused != COLLECTOR_REFUSED_NONE) {
+			c->samples_refused++;
+			c->refused_by = refused;
+			(*(refused == COLLECTOR_REFUSED_MEMORY ? &a->stats.snapshot_samples_refused_memory :
+								&a->stats.snapshot_samples_refused_pins))++;
+			continue;
+		}
 		part = part_for(&c->parts, p);
-		if (part && profile_add(&part->prof, a->stacks, key, value) == 0)
+		if (!part)
+			continue;
+		before = profile_memory(&part->prof);
+		if (profile_add(&part->prof, a->stacks, key, value) == 0)
 			c->samples++;
+		c->bytes += profile_memory(&part->prof) - before;
+		a->collector_bytes += profile_memory(&part->prof) - before;
 	}
 }
 
@@ -908,8 +1015,7 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	/* who may see it now: the newest sample says (one drained late
 	 * does not undo a change) */
 	if (s->hdr.timestamp_ns >= p->owner_ns) {
-		p->owner_uid = s->owner_uid;
-		p->owner_ns = s->hdr.timestamp_ns;
+		set_owner(p, s->owner_uid, s->hdr.timestamp_ns);
 	}
 	if (s->kernel_depth < 0) {
 		a->stats.kernel_stack_errors++;
@@ -965,8 +1071,10 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 
 	if (kind == PROFILE_KIND_CPU) {
 		p->total_samples += value;
+		if (s->owner_uid == p->owner_uid)
+			p->owner_samples += value;
 		p->last_sample_ns = s->hdr.timestamp_ns;
-		count_bucket(p, s->hdr.timestamp_ns, value);
+		count_bucket(p, s->hdr.timestamp_ns, s->owner_uid, value);
 	} else {
 		a->stats.memory_samples++;
 		p->memory_sampled_bytes += value;
@@ -1097,12 +1205,13 @@ struct process *aggregator_find_process(struct aggregator *a, uint32_t pid)
 }
 
 uint64_t process_window_samples(const struct process *p, uint64_t first_second,
-				uint64_t end_second)
+				uint64_t end_second, const struct owner_filter *owners)
 {
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < AGG_BUCKETS; i++)
-		if (p->bucket_second[i] >= first_second && p->bucket_second[i] < end_second)
+		if (p->bucket_second[i] >= first_second && p->bucket_second[i] < end_second &&
+		    owner_filter_takes(owners, p->bucket_owner[i]))
 			sum += p->bucket_samples[i];
 	return sum;
 }
@@ -1121,7 +1230,9 @@ uint64_t process_peak_rss_bytes(const struct process *p)
 void aggregator_add_collector(struct aggregator *a, struct collector *c)
 {
 	c->parts = (struct profile_parts){ 0 };
-	c->samples = 0;
+	c->bytes = 0;
+	c->samples = c->samples_refused = 0;
+	c->refused_by = COLLECTOR_REFUSED_NONE;
 	c->exited = false;
 	c->next = a->collectors;
 	a->collectors = c;
@@ -1132,6 +1243,8 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c)
 	for (struct collector **pp = &a->collectors; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
+			/* its parts are the caller's now, answered at once */
+			a->collector_bytes -= c->bytes;
 			break;
 		}
 	c->next = NULL;
@@ -1222,15 +1335,23 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 		a->history_bytes += p->history.bytes - before;
 		due_now(a, p);
 		p->total_samples = profile_scale_value(p->total_samples, num, den, &a->scale_rng);
+		p->owner_samples = MIN(profile_scale_value(p->owner_samples, num, den, &a->scale_rng),
+				       p->total_samples);
 		for (size_t b = 0; b < AGG_BUCKETS; b++)
 			p->bucket_samples[b] = (uint32_t)MIN(
 				profile_scale_value(p->bucket_samples[b], num, den, &a->scale_rng),
 				(uint64_t)UINT32_MAX);
 	}
-	for (struct collector *c = a->collectors; c; c = c->next)
-		for (size_t i = 0; i < c->parts.n; i++)
+	for (struct collector *c = a->collectors; c; c = c->next) {
+		a->collector_bytes -= c->bytes;
+		c->bytes = 0;
+		for (size_t i = 0; i < c->parts.n; i++) {
 			profile_scale(&c->parts.parts[i].prof, a->stacks, PROFILE_KIND_CPU, num, den,
 				      &a->scale_rng);
+			c->bytes += profile_memory(&c->parts.parts[i].prof);
+		}
+		a->collector_bytes += c->bytes;
+	}
 	enforce_memory(a, NULL); /* larger values take more room */
 }
 
@@ -1374,4 +1495,5 @@ void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *r
 	ret->frames = stacktab_frames(a->stacks) - 1;
 	ret->history_bytes = a->history_bytes;
 	ret->memory_bytes = store_memory(a);
+	ret->snapshot_bytes = a->collector_bytes;
 }

@@ -12,10 +12,13 @@
  * every collector whose selection takes the process.
  *
  * Memory is bounded by max_memory_bytes over everything the store holds
- * (windows, stacks, processes): past it, the oldest window of all processes
- * goes first; when no window is left to drop, the coldest process (the one
- * that exited first, then the live one sampled longest ago; never one a
- * snapshot is collecting).  Stacks and frames have their own limits too.  Exited
+ * (windows, stacks, processes, and what snapshots are collecting): past
+ * it, the store takes from one owner at a time, fairly (profile/owners.h:
+ * the owner admitting data when it holds more than its share, else the
+ * one holding the most), that owner's oldest window first; when it has no
+ * window left to drop, its coldest process (the one that exited first,
+ * then the live one sampled longest ago; never one a snapshot is
+ * collecting).  The process and stack limits evict the same way.  Exited
  * processes stay, queryable, until their last window has passed the
  * retention.  Every value dropped is counted.
  *
@@ -78,6 +81,9 @@ struct process {
 	char (*thread_comms)[PERFD_TASK_COMM_LEN];
 	size_t n_threads, cap_threads;
 	uint64_t total_samples;
+	/* Of those, the ones taken since its owner became owner_uid: what a
+	 * user who sees it now may be told it totals. */
+	uint64_t owner_samples;
 	uint64_t first_sample_ns, last_sample_ns;
 	uint64_t rss_pages[PERFD_RSS_COUNTERS]; /* the latest reading ... */
 	uint64_t rss_ns;                        /* ... taken then */
@@ -86,6 +92,7 @@ struct process {
 	uint64_t hiwater_rss_bytes;             /* the kernel's high-water mark */
 	uint64_t memory_sampled_bytes;          /* growth sampled, in all */
 	uint32_t bucket_samples[AGG_BUCKETS];
+	uint32_t bucket_owner[AGG_BUCKETS]; /* as a window's (history.h) */
 	uint64_t bucket_second[AGG_BUCKETS];
 	bool exited;
 	bool proc_gone; /* its /proc directory was found gone: not read again */
@@ -141,12 +148,27 @@ struct profile_parts {
 
 /* A snapshot in progress: counts the samples of the selected processes
  * that fall in [begin_ns, end_ns].  The caller (manager.c) owns it and
- * decides when it ends. */
+ * decides when it ends.
+ *
+ * What snapshots collect counts inside max_memory_bytes, and cannot be
+ * evicted, so the snapshots of one uid other than root (uid) share
+ * limits of their own: together they hold at most 1/AGG_SNAPSHOT_MEMORY_SHARE
+ * of max_memory_bytes, and pin (keep from eviction: a part each) at most
+ * 1/AGG_SNAPSHOT_PIN_SHARE of max_processes.  A sample past either is left
+ * out of the snapshot, counted in samples_refused (and the store's
+ * stats), with the limit it met in refused_by; the history still has it. */
+#define AGG_SNAPSHOT_MEMORY_SHARE 4
+#define AGG_SNAPSHOT_PIN_SHARE 4
+enum collector_refusal { COLLECTOR_REFUSED_NONE, COLLECTOR_REFUSED_MEMORY, COLLECTOR_REFUSED_PINS };
 struct collector {
 	struct selection sel;
+	uint32_t uid; /* whose snapshot: its shares, 0 (root) for none */
 	uint64_t begin_ns, end_ns;
 	struct profile_parts parts;
+	size_t bytes; /* of the parts' profiles */
 	uint64_t samples;
+	uint64_t samples_refused;
+	enum collector_refusal refused_by; /* the last limit met */
 	/* One pid: the process exited (the snapshot ends early). */
 	bool exited;
 	uint64_t exit_ns;
@@ -179,6 +201,15 @@ struct aggregator_stats {
 	uint64_t windows_evicted;   /* dropped for memory, oldest first */
 	uint64_t samples_expired;   /* CPU samples in expired windows */
 	uint64_t values_evicted[PROFILE_KINDS]; /* in windows dropped for memory */
+	/* Eviction steps (a window or a process each), by what ran out, and
+	 * by whose data went (profile/owners.h): the admitting owner's own,
+	 * past its share, or the owner holding the most. */
+	uint64_t evictions_memory, evictions_process_limit, evictions_stack_limit;
+	uint64_t evictions_own, evictions_heaviest;
+	/* Samples snapshots of users other than root left out: their
+	 * memory share or their share of pinned processes was full. */
+	uint64_t snapshot_samples_refused_memory, snapshot_samples_refused_pins;
+	size_t snapshot_bytes; /* what the snapshots collecting hold */
 	size_t history_bytes;       /* of the windows */
 	size_t memory_bytes;        /* everything the store holds */
 };
@@ -243,9 +274,11 @@ void aggregator_foreach_process(struct aggregator *a,
 struct process *aggregator_find_process(struct aggregator *a, uint32_t pid);
 
 /* Samples of p whose timestamp falls in the whole seconds
- * [first_second, end_second) of CLOCK_MONOTONIC; at most AGG_BUCKETS back. */
+ * [first_second, end_second) of CLOCK_MONOTONIC, at most AGG_BUCKETS back,
+ * of the seconds whose owner owners takes (NULL: all; a second of two
+ * owners is PERFD_OWNER_NONE's, as a window of history is). */
 uint64_t process_window_samples(const struct process *p, uint64_t first_second,
-				uint64_t end_second);
+				uint64_t end_second, const struct owner_filter *owners);
 uint64_t process_rss_bytes(const struct process *p);
 /* The highest RSS known: perfd's highest reading, the kernel's high-water
  * mark, or the current one, whichever is highest. */

@@ -8,7 +8,7 @@
 #include "profile/rss.h"
 
 size_t rss_timeline(const struct process *p, uint64_t from_ns, uint64_t to_ns,
-		    struct rss_point *out, size_t cap)
+		    const struct owner_filter *owners, struct rss_point *out, size_t cap)
 {
 	struct history_iter it;
 	struct history_window w;
@@ -21,7 +21,7 @@ size_t rss_timeline(const struct process *p, uint64_t from_ns, uint64_t to_ns,
 		const struct window_rss *r = &w.rss;
 		struct rss_point *pt;
 
-		if (we <= from_ns || !r->page_size)
+		if (we <= from_ns || !r->page_size || !owner_filter_takes(owners, w.owner))
 			continue;
 		if (ws >= to_ns)
 			break;
@@ -69,7 +69,8 @@ void rss_trend(const struct rss_point *pts, size_t n, struct rss_trend *ret)
 		       ret->r2 >= RSS_GROWING_MIN_R2 && ret->rise_bytes >= (int64_t)RSS_GROWING_MIN_BYTES;
 }
 
-bool rss_changed(const struct process *p, uint64_t from_ns, uint64_t to_ns)
+bool rss_changed(const struct process *p, uint64_t from_ns, uint64_t to_ns,
+		 const struct owner_filter *owners)
 {
 	struct history_iter it;
 	struct history_window w;
@@ -84,7 +85,7 @@ bool rss_changed(const struct process *p, uint64_t from_ns, uint64_t to_ns)
 
 		if (ws >= to_ns)
 			break;
-		if (we <= from_ns || !w.rss.page_size)
+		if (we <= from_ns || !w.rss.page_size || !owner_filter_takes(owners, w.owner))
 			continue;
 		for (int k = 0; k < PERFD_RSS_COUNTERS; k++)
 			total += w.rss.last_pages[k];

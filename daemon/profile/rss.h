@@ -37,10 +37,12 @@ struct rss_point {
 	uint64_t max_bytes;                     /* the highest reading in it */
 };
 
-/* The points of p's windows that overlap [from_ns, to_ns) and hold a
- * reading, oldest first: at most cap into out.  Returns the count. */
+/* The points of p's windows that overlap [from_ns, to_ns), hold a
+ * reading and were taken under an owner owners takes (NULL: all; as a
+ * profile query, history.h), oldest first: at most cap into out.  Returns
+ * the count. */
 size_t rss_timeline(const struct process *p, uint64_t from_ns, uint64_t to_ns,
-		    struct rss_point *out, size_t cap);
+		    const struct owner_filter *owners, struct rss_point *out, size_t cap);
 
 struct rss_trend {
 	size_t points;
@@ -52,7 +54,9 @@ struct rss_trend {
 
 void rss_trend(const struct rss_point *points, size_t n, struct rss_trend *ret);
 
-/* Whether p's RSS changed between two readings in [from_ns, to_ns). */
-bool rss_changed(const struct process *p, uint64_t from_ns, uint64_t to_ns);
+/* Whether p's RSS changed between two readings in [from_ns, to_ns), of
+ * the windows owners takes (NULL: all). */
+bool rss_changed(const struct process *p, uint64_t from_ns, uint64_t to_ns,
+		 const struct owner_filter *owners);
 
 #endif

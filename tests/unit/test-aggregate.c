@@ -4,7 +4,8 @@
  * synthetic records built from include/perfd/sample.h: values per process
  * and stack in the process's history, process identity (pid + start time),
  * limits and eviction (processes, stacks, memory: oldest windows first),
- * the placeholder stack, snapshots (collectors), queries of the past and
+ * the placeholder stack, the fair eviction between owners and the shares
+ * of a user's snapshots, snapshots (collectors), queries of the past and
  * the selections they take, maintenance (roll-up, retention, freeing what
  * nothing holds), threads' names, exits, exec, the hooks, and normalization
  * of user frames through the test's own /proc/self/maps.
@@ -103,6 +104,7 @@ struct sample_spec {
 	uint32_t flags, python_depth;
 	uint64_t rss_anon_pages;
 	uint64_t value; /* 0: 1 */
+	uint32_t owner; /* the sample's owner_uid */
 };
 
 static int ingest(const struct sample_spec *sp)
@@ -131,6 +133,7 @@ static int ingest(const struct sample_spec *sp)
 	s->flags = sp->flags;
 	s->value = sp->value ? sp->value : 1; /* CPU: mean periods */
 	s->python_depth = sp->python_depth;
+	s->owner_uid = sp->owner;
 	if (nk)
 		memcpy(s->ips, sp->kips, nk * sizeof(uint64_t));
 	if (nu)
@@ -425,11 +428,11 @@ Test(aggregate, recent_samples_by_second)
 	feed_user(NOPID, 1, 105 * SEC + 5, 0x1000, 0x2000);
 	feed_user(NOPID, 1, 109 * SEC + 5, 0x1000, 0x2000);
 	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(process_window_samples(p, 109, 110), 1);
-	cr_assert_eq(process_window_samples(p, 105, 110), 2);
-	cr_assert_eq(process_window_samples(p, 100, 110), 3);
-	cr_assert_eq(process_window_samples(p, 101, 109), 1);
-	cr_assert_eq(process_window_samples(p, 140, 200), 0);
+	cr_assert_eq(process_window_samples(p, 109, 110, NULL), 1);
+	cr_assert_eq(process_window_samples(p, 105, 110, NULL), 2);
+	cr_assert_eq(process_window_samples(p, 100, 110, NULL), 3);
+	cr_assert_eq(process_window_samples(p, 101, 109, NULL), 1);
+	cr_assert_eq(process_window_samples(p, 140, 200, NULL), 0);
 	destroy();
 }
 
@@ -445,7 +448,7 @@ Test(aggregate, a_cpu_sample_counts_the_periods_it_stands_for)
 						   .uips = uips, .ud = 2, .value = 2 }), 0);
 	feed_user(NOPID, 1, 100 * SEC + 7, 0x1000, 0x2000);
 	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(process_window_samples(p, 100, 101), 3);
+	cr_assert_eq(process_window_samples(p, 100, 101, NULL), 3);
 	cr_assert_eq(p->total_samples, 3);
 	aggregator_get_stats(agg, &st);
 	cr_assert_eq(st.samples, 3);
@@ -472,7 +475,7 @@ Test(aggregate, a_new_period_rescales_the_store_and_the_snapshots_collecting)
 	cr_assert_eq(history_count_of(p, 0x1100), 5);
 	cr_assert_eq(history_total(p), 20);
 	cr_assert_eq(p->total_samples, 20);
-	cr_assert_eq(process_window_samples(p, 100, 102), 20);
+	cr_assert_eq(process_window_samples(p, 100, 102, NULL), 20);
 	cr_assert_eq(count_of(&part_of(&c.parts, NOPID)->prof, 0x1000), 15);
 	cr_assert_eq(part_of(&c.parts, NOPID)->prof.totals[PROFILE_KIND_CPU], 20);
 	/* and a sample after it counts one of the new period */
@@ -1542,7 +1545,7 @@ Test(aggregate, memory_starts_over_at_exec)
 		feed_rss_pages(NOPID, 1, (13 + i) * SEC + SEC / 2, 1000 * (i + 1));
 	cr_assert_eq(process_peak_rss_bytes(p), 4000 * 4096, "peak %" PRIu64 " bytes",
 		     process_peak_rss_bytes(p));
-	query_rss_trend(p, &w, &t);
+	query_rss_trend(p, &w, NULL, &t);
 	cr_assert_eq(t.points, 4, "%zu points", t.points);
 	cr_assert_float_eq(t.bytes_per_second, 1000.0 * 4096, 1.0, "%.0f bytes/s", t.bytes_per_second);
 	destroy();
@@ -2018,5 +2021,169 @@ Test(aggregate, python_samples_go_through_the_rewrite_hook)
 		cr_assert_eq(frame_module(s->frames[i]), FRAME_MODULE_PYTHON);
 		cr_assert_eq(frame_address(s->frames[i]), 0x100 + (uint64_t)(i - 1));
 	}
+	destroy();
+}
+
+/* ---- owners: fair eviction, snapshots' shares ------------------------ */
+
+/* Samples say their owner only when newer than what /proc said at first
+ * sight (now): these tests' seconds start after now. */
+static uint64_t owner_epoch_s(void)
+{
+	return now_monotonic_ns() / SEC + 10;
+}
+
+static int feed_owned(uint32_t pid, uint32_t owner, uint64_t ts, uint64_t leaf)
+{
+	uint64_t u[] = { leaf, 0x2000 };
+
+	return ingest(&(struct sample_spec){ .tgid = pid, .start = 1, .ts = ts, .uips = u, .ud = 2,
+					     .owner = owner });
+}
+
+/* User B's process ran early and exited; then user C churns processes
+ * with ever new stacks under a small memory cap.  C is past its share of
+ * the store, so the cap takes C's own oldest windows, and B's history,
+ * the oldest of all, stays whole.  A store that drops the oldest windows
+ * of all drops B's first. */
+Test(aggregate, memory_cap_takes_the_churning_owners_history_not_another_users)
+{
+	const size_t cap = 512 * 1024;
+	const uint32_t b = 1000, c = 2000;
+	uint64_t t0 = owner_epoch_s(), leaf = 0x100000, fed_b = 0;
+	struct aggregator_stats st;
+	struct process *pb;
+
+	make_limits((struct aggregator_limits){ .max_processes = 1000, .max_stacks = 1000000,
+						.max_frames = 10000000, .max_memory_bytes = cap,
+						.retention_s = 100000 });
+	for (uint64_t s = 0; s < 5; s++)
+		for (uint64_t i = 0; i < 20; i++, fed_b++)
+			cr_assert_eq(feed_owned(NOPID, b, (t0 + s) * SEC + i * 1000, leaf++), 0);
+	feed_exit(NOPID, 1, (t0 + 5) * SEC);
+	/* C: a new process every 5 s, 100 new stacks a second, 300 s */
+	for (uint64_t s = 5; s < 305; s++)
+		for (uint64_t i = 0; i < 100; i++) {
+			uint32_t pid = NOPID - 1 - (uint32_t)(s / 5);
+
+			cr_assert_eq(feed_owned(pid, c, (t0 + s) * SEC + i * 1000, leaf++), 0);
+			if (i == 99 && s % 5 == 4)
+				feed_exit(pid, 1, (t0 + s) * SEC + 999999);
+			aggregator_get_stats(agg, &st);
+			cr_assert_leq(st.memory_bytes, cap);
+		}
+	aggregator_get_stats(agg, &st);
+	cr_assert_gt(st.windows_evicted, 0, "the cap was never reached");
+	cr_assert_gt(st.evictions_memory, 0);
+	cr_assert_gt(st.evictions_own + st.evictions_heaviest, 0);
+	pb = aggregator_find_process(agg, NOPID);
+	cr_assert_not_null(pb, "B's process was evicted for C's churn");
+	cr_assert_eq(pb->owner_uid, b);
+	cr_assert_eq(history_total(pb), fed_b, "B lost %lu of its %lu samples to C's churn",
+		     (unsigned long)(fed_b - history_total(pb)), (unsigned long)fed_b);
+	destroy();
+}
+
+/* The process limit takes a slot from the owner with the most processes:
+ * B's two exited processes, the first to exit, stay while C's churn
+ * evicts C's own. */
+Test(aggregate, process_limit_takes_a_slot_from_the_owner_with_the_most)
+{
+	uint64_t t0 = owner_epoch_s();
+	struct aggregator_stats st;
+
+	make(8, 100000);
+	for (uint32_t i = 0; i < 2; i++) {
+		cr_assert_eq(feed_owned(NOPID - i, 1000, (t0 + i) * SEC, 0x1000), 0);
+		feed_exit(NOPID - i, 1, (t0 + i) * SEC + 1);
+	}
+	for (uint32_t i = 0; i < 40; i++) {
+		cr_assert_eq(feed_owned(NOPID - 10 - i, 2000, (t0 + 10 + i) * SEC, 0x1000), 0);
+		feed_exit(NOPID - 10 - i, 1, (t0 + 10 + i) * SEC + 1);
+	}
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.processes, 8);
+	cr_assert_eq(st.evictions_process_limit, 34);
+	cr_assert_not_null(aggregator_find_process(agg, NOPID), "B's process went for C's");
+	cr_assert_not_null(aggregator_find_process(agg, NOPID - 1), "B's process went for C's");
+	cr_assert_not_null(aggregator_find_process(agg, NOPID - 10 - 39), "C's newest went");
+	destroy();
+}
+
+/* The stack limit, too, takes from the owner past its share: C's new
+ * stacks drop C's own oldest windows, not B's. */
+Test(aggregate, stack_limit_takes_the_admitting_owners_windows_past_its_share)
+{
+	uint64_t t0 = owner_epoch_s(), leaf = 0x100000;
+	struct process *pb;
+
+	make(100, 200);
+	for (uint64_t s = 0; s < 3; s++)
+		for (int i = 0; i < 10; i++)
+			cr_assert_eq(feed_owned(NOPID, 1000, (t0 + s) * SEC + (uint64_t)i, leaf++), 0);
+	for (uint64_t s = 3; s < 60; s++)
+		for (int i = 0; i < 10; i++)
+			cr_assert_eq(feed_owned(NOPID - 1, 2000, (t0 + s) * SEC + (uint64_t)i, leaf++), 0);
+	pb = aggregator_find_process(agg, NOPID);
+	cr_assert_not_null(pb);
+	cr_assert_eq(history_total(pb), 30, "B's windows went for C's stacks");
+	destroy();
+}
+
+/* A user's snapshots pin at most a quarter of the process slots: past
+ * it, the samples of processes not yet in them are left out, counted,
+ * and the limit met is named.  Root's are not limited. */
+Test(aggregate, a_users_snapshots_pin_at_most_their_share_of_processes)
+{
+	struct collector user = { .sel = { .all = true }, .uid = 1000, .end_ns = UINT64_MAX };
+	struct collector root = { .sel = { .all = true }, .uid = 0, .end_ns = UINT64_MAX };
+	uint64_t t0 = owner_epoch_s();
+	struct aggregator_stats st;
+
+	make(8, 100000); /* a share of 2 */
+	aggregator_add_collector(agg, &user);
+	aggregator_add_collector(agg, &root);
+	for (uint32_t i = 0; i < 5; i++)
+		cr_assert_eq(feed_owned(NOPID - i, 1000, (t0 + i) * SEC, 0x1000), 0);
+	cr_assert_eq(feed_owned(NOPID, 1000, (t0 + 6) * SEC, 0x1000), 0); /* one it has */
+	cr_assert_eq(user.parts.n, 2);
+	cr_assert_eq(user.samples, 3);
+	cr_assert_eq(user.samples_refused, 3);
+	cr_assert_eq(user.refused_by, COLLECTOR_REFUSED_PINS);
+	cr_assert_eq(root.parts.n, 5);
+	cr_assert_eq(root.samples_refused, 0);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.snapshot_samples_refused_pins, 3);
+	aggregator_remove_collector(agg, &user);
+	aggregator_release_parts(agg, &user.parts);
+	destroy();
+}
+
+/* What snapshots collect counts in the store's memory, and a user's
+ * snapshots hold at most a quarter of it: past it their samples are left
+ * out (the history keeps them). */
+Test(aggregate, a_users_snapshots_hold_at_most_their_share_of_memory)
+{
+	const size_t cap = 512 * 1024;
+	struct collector user = { .sel = { .all = true }, .uid = 1000, .end_ns = UINT64_MAX };
+	uint64_t t0 = owner_epoch_s(), leaf = 0x100000;
+	struct aggregator_stats st;
+
+	make_limits((struct aggregator_limits){ .max_processes = 100, .max_stacks = 1000000,
+						.max_frames = 10000000, .max_memory_bytes = cap,
+						.retention_s = 100000 });
+	aggregator_add_collector(agg, &user);
+	for (uint64_t i = 0; i < 20000; i++)
+		cr_assert_eq(feed_owned(NOPID, 1000, t0 * SEC + i * 10000, leaf++), 0);
+	aggregator_get_stats(agg, &st);
+	cr_assert_gt(user.samples_refused, 0, "the snapshot held %zu bytes", user.bytes);
+	cr_assert_eq(user.refused_by, COLLECTOR_REFUSED_MEMORY);
+	/* checked before each sample: one more can double its map */
+	cr_assert_leq(user.bytes, 2 * cap / AGG_SNAPSHOT_MEMORY_SHARE);
+	cr_assert_eq(st.snapshot_bytes, user.bytes, "the snapshot is not counted in the store");
+	cr_assert_leq(st.memory_bytes, cap);
+	cr_assert_eq(st.snapshot_samples_refused_memory, user.samples_refused);
+	aggregator_remove_collector(agg, &user);
+	aggregator_release_parts(agg, &user.parts);
 	destroy();
 }

@@ -65,18 +65,7 @@ Test(auth, a_peer_of_uid_none_sees_no_setuid_process)
 	cr_assert(!auth_may_see(&nobody, 0));
 }
 
-/* --- owner_uid from /proc/PID/status ----------------------------------- */
-
-static int parse_text(const char *text, uint32_t *ret)
-{
-	FILE *f = fmemopen((void *)text, strlen(text), "r");
-	int r;
-
-	cr_assert_not_null(f);
-	r = auth_parse_owner_uid(f, ret);
-	fclose(f);
-	return r;
-}
+/* --- CAP_SYSLOG from /proc/PID/status -------------------------------- */
 
 /* CAP_SYSLOG is bit 34 of "CapEff:", in hex; a status without a well
  * formed line is an error and writes nothing. */
@@ -109,60 +98,6 @@ Test(auth, cap_syslog_from_the_effective_set)
 	cr_assert_eq(parse_cap("CapEff:\t12g\n", &cap), -EINVAL);
 	cr_assert_eq(parse_cap("Name:\tx\n", &cap), -EINVAL);
 	cr_assert(cap, "written on an error");
-}
-
-Test(auth, owner_is_the_real_uid_when_all_agree)
-{
-	uint32_t owner = 42;
-
-	cr_assert_eq(parse_text("Name:\tspin\nUmask:\t0022\nState:\tR (running)\n"
-				"Uid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n",
-				&owner), 0);
-	cr_assert_eq(owner, 1000);
-	cr_assert_eq(parse_text("Uid:\t0\t0\t0\t0\n", &owner), 0);
-	cr_assert_eq(owner, 0);
-	/* the fs uid follows the effective one; it is not part of the rule */
-	cr_assert_eq(parse_text("Uid:\t7\t7\t7\t8\n", &owner), 0);
-	cr_assert_eq(owner, 7);
-	cr_assert_eq(parse_text("Uid:\t4294967294\t4294967294\t4294967294\t4294967294", &owner), 0);
-	cr_assert_eq(owner, 4294967294u);
-}
-
-Test(auth, owner_is_none_when_uids_differ)
-{
-	uint32_t owner = 42;
-
-	/* a setuid-root program started by 1000 */
-	cr_assert_eq(parse_text("Uid:\t1000\t0\t0\t0\n", &owner), 0);
-	cr_assert_eq(owner, PERFD_OWNER_NONE);
-	/* root that dropped its effective uid, keeping the saved one */
-	owner = 42;
-	cr_assert_eq(parse_text("Uid:\t0\t1000\t0\t1000\n", &owner), 0);
-	cr_assert_eq(owner, PERFD_OWNER_NONE);
-	/* only the saved uid differs: it can still become that uid again */
-	owner = 42;
-	cr_assert_eq(parse_text("Uid:\t1000\t1000\t0\t1000\n", &owner), 0);
-	cr_assert_eq(owner, PERFD_OWNER_NONE);
-}
-
-Test(auth, malformed_status_is_an_error_and_writes_nothing)
-{
-	const char *bad[] = {
-		"",
-		"Name:\tx\nGid:\t0\t0\t0\t0\n",      /* no Uid line */
-		"Uid:\t1000\t1000\n",                /* two ids */
-		"Uid:\t1000\tx\t1000\t1000\n",       /* not a number */
-		"Uid:\t1000\t-1\t1000\t1000\n",      /* negative */
-		"Uid:\t1000\t1000\t12abc\t1000\n",   /* trailing junk */
-		"Uid:\t4294967296\t0\t0\t0\n",       /* above 32 bits */
-	};
-
-	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-		uint32_t owner = 42;
-
-		cr_assert_eq(parse_text(bad[i], &owner), -EINVAL, "'%s' accepted", bad[i]);
-		cr_assert_eq(owner, 42, "'%s' wrote the output", bad[i]);
-	}
 }
 
 static pid_t dead_pid(void)

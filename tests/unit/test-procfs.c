@@ -26,6 +26,7 @@
 
 #include "fixture.h"
 #include "perfd/macro.h"
+#include "perfd/sample.h"
 #include "process/procfs.h"
 #include "process/procmaps.h"
 
@@ -392,4 +393,43 @@ Test(procfs, cgroup_unit_is_the_innermost_service_or_scope)
 	cr_assert_null(procfs_cgroup_unit("/system.slice"));
 	cr_assert_null(procfs_cgroup_unit("/a/.service"), "a bare suffix is no unit");
 	cr_assert_null(procfs_cgroup_unit(""));
+}
+
+/* --- who owns a process: ptrace's rule --------------------------------- */
+
+static uint32_t owner(uint32_t real, uint32_t effective, uint32_t saved, uint32_t file_uid)
+{
+	struct procfs_status st = { .uid_real = real, .uid_effective = effective, .uid_saved = saved };
+
+	return procfs_owner_uid(&st, file_uid);
+}
+
+Test(procfs, owner_is_the_real_uid_when_all_agree_and_it_is_dumpable)
+{
+	cr_expect_eq(owner(1000, 1000, 1000, 1000), 1000);
+	cr_expect_eq(owner(0, 0, 0, 0), 0);
+	cr_expect_eq(owner(4294967294u, 4294967294u, 4294967294u, 4294967294u), 4294967294u);
+}
+
+Test(procfs, owner_is_none_when_uids_differ_or_it_is_not_dumpable)
+{
+	/* a setuid-root program started by 1000 */
+	cr_expect_eq(owner(1000, 0, 0, 0), PERFD_OWNER_NONE);
+	/* root that dropped its effective uid, keeping the saved one */
+	cr_expect_eq(owner(0, 1000, 0, 1000), PERFD_OWNER_NONE);
+	/* only the saved uid differs: it can still become that uid again */
+	cr_expect_eq(owner(1000, 1000, 0, 1000), PERFD_OWNER_NONE);
+	/* not dumpable: the kernel gives its /proc files to root */
+	cr_expect_eq(owner(1000, 1000, 1000, 0), PERFD_OWNER_NONE);
+}
+
+Test(procfs, owner_of_this_process)
+{
+	struct procfs_status st;
+	int dirfd = -1;
+
+	cr_assert_eq(procfs_open_pid(getpid(), PROCFS_START_ANY, &dirfd), 0);
+	cr_assert_eq(procfs_read_status(dirfd, &st), 0);
+	cr_expect_eq(st.owner_uid, getuid() == geteuid() ? getuid() : PERFD_OWNER_NONE);
+	close(dirfd);
 }

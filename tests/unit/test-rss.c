@@ -54,7 +54,7 @@ static struct rss_trend trend_over(uint64_t from, uint64_t to, size_t *ret_n)
 {
 	struct rss_point pts[64];
 	struct rss_trend t;
-	size_t n = rss_timeline(&p, from, to, pts, 64);
+	size_t n = rss_timeline(&p, from, to, NULL, pts, 64);
 
 	rss_trend(pts, n, &t);
 	if (ret_n)
@@ -71,7 +71,7 @@ Test(rss, timeline_is_oldest_first_with_last_and_highest_readings)
 	reading(100 * SEC + 500, 30 * MIB); /* the window's peak ... */
 	reading(100 * SEC + 900, 20 * MIB); /* ... and its last reading */
 	reading(101 * SEC + 1, 25 * MIB);
-	n = rss_timeline(&p, 0, 200 * SEC, pts, 8);
+	n = rss_timeline(&p, 0, 200 * SEC, NULL, pts, 8);
 	cr_assert_eq(n, 2);
 	cr_assert_eq(pts[0].start_ns, 100 * SEC);
 	cr_assert_eq(pts[0].bytes[PERFD_RSS_ANON], 20 * MIB);
@@ -79,7 +79,7 @@ Test(rss, timeline_is_oldest_first_with_last_and_highest_readings)
 	cr_assert_eq(pts[0].max_bytes, 31 * MIB);
 	cr_assert_eq(pts[1].total_bytes, 26 * MIB);
 	/* a range that holds only the second window */
-	cr_assert_eq(rss_timeline(&p, 101 * SEC, 200 * SEC, pts, 8), 1);
+	cr_assert_eq(rss_timeline(&p, 101 * SEC, 200 * SEC, NULL, pts, 8), 1);
 	cr_assert_eq(pts[0].start_ns, 101 * SEC);
 }
 
@@ -132,13 +132,13 @@ Test(rss, changed_sees_a_move_within_or_across_windows)
 {
 	reading(6000 * SEC, 10 * MIB);
 	reading(6001 * SEC, 10 * MIB);
-	cr_assert(!rss_changed(&p, 6000 * SEC, 6002 * SEC));
+	cr_assert(!rss_changed(&p, 6000 * SEC, 6002 * SEC, NULL));
 	reading(6002 * SEC, 12 * MIB);
-	cr_assert(rss_changed(&p, 6000 * SEC, 6003 * SEC));
+	cr_assert(rss_changed(&p, 6000 * SEC, 6003 * SEC, NULL));
 	/* a move inside one window: its peak differs from its last reading */
 	reading(6010 * SEC + 1, 40 * MIB);
 	reading(6010 * SEC + 2, 10 * MIB);
-	cr_assert(rss_changed(&p, 6010 * SEC, 6011 * SEC));
+	cr_assert(rss_changed(&p, 6010 * SEC, 6011 * SEC, NULL));
 }
 
 Test(rss, roll_up_keeps_the_newer_reading_and_the_higher_peak)
@@ -151,8 +151,37 @@ Test(rss, roll_up_keeps_the_newer_reading_and_the_higher_peak)
 		reading((7000 + s) * SEC, (s == 0 ? 90 : 10 + s) * (uint64_t)MIB);
 	/* much later: they roll up into one 10 s window */
 	history_maintain(&p.history, stacks, 7000 + HISTORY_FINE_AGE_S + 60, 100000, &d);
-	cr_assert_eq(rss_timeline(&p, 0, UINT64_MAX, pts, 4), 1);
+	cr_assert_eq(rss_timeline(&p, 0, UINT64_MAX, NULL, pts, 4), 1);
 	cr_assert_eq(pts[0].end_ns - pts[0].start_ns, 10 * SEC);
 	cr_assert_eq(pts[0].bytes[PERFD_RSS_ANON], 19 * MIB, "the newest reading is kept");
 	cr_assert_eq(pts[0].max_bytes, 91 * MIB, "the highest peak is kept");
+}
+
+static bool takes_only(void *userdata, uint32_t owner)
+{
+	return owner == *(const uint32_t *)userdata;
+}
+
+/* A user sees the RSS of a process only for the windows it could have
+ * traced it in, as it sees its profile (history.h's owner_filter). */
+Test(rss, timeline_and_change_take_only_the_owners_windows)
+{
+	__u64 pages[PERFD_RSS_COUNTERS] = { [PERFD_RSS_ANON] = 1 };
+	uint32_t user = 1000;
+	struct owner_filter mine = { .takes = takes_only, .userdata = &user };
+	struct rss_point pts[8];
+
+	/* root's seconds 100..102, growing; then the user's 103..104, flat */
+	for (uint64_t t = 100; t < 103; t++) {
+		pages[PERFD_RSS_ANON] = t;
+		cr_assert_eq(history_note_rss(&p.history, t * SEC, 0, pages, PAGE), 0);
+	}
+	for (uint64_t t = 103; t < 105; t++)
+		cr_assert_eq(history_note_rss(&p.history, t * SEC, user, pages, PAGE), 0);
+
+	cr_assert_eq(rss_timeline(&p, 0, 200 * SEC, NULL, pts, 8), 5);
+	cr_assert_eq(rss_timeline(&p, 0, 200 * SEC, &mine, pts, 8), 2);
+	cr_assert_eq(pts[0].start_ns, 103 * SEC);
+	cr_assert(rss_changed(&p, 100 * SEC, 105 * SEC, NULL));
+	cr_assert(!rss_changed(&p, 100 * SEC, 105 * SEC, &mine), "root's growth shown to the user");
 }
