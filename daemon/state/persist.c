@@ -876,6 +876,7 @@ struct writing {
 	/* a window's entries, gathered before its record */
 	uint64_t *keys, *values;
 	size_t n, cap;
+	uint64_t windows_in_buf; /* what a refusal of buf loses */
 	int error;
 };
 
@@ -1109,6 +1110,7 @@ static void write_window(struct writing *wr, struct process *p, const struct his
 	if (current(wr->ps))
 		current(wr->ps)->newest_end_s = MAX(current(wr->ps)->newest_end_s, p->persisted_end_s);
 	wr->ps->stats.windows_written++;
+	wr->windows_in_buf++;
 }
 
 /* Hands the buffer to the writer; a refusal cuts the segment short (the
@@ -1124,9 +1126,12 @@ static void hand_over(struct writing *wr)
 	if (wr->buf.failed || !state_writer_append(ps->writer, ps->seq, &wr->buf)) {
 		sbuf_done(&wr->buf);
 		ps->seq = 0;
-		ps->stats.windows_unwritten++;
+		ps->stats.windows_unwritten += wr->windows_in_buf;
+		ps->stats.windows_written -= wr->windows_in_buf;
+		wr->windows_in_buf = 0;
 		return;
 	}
+	wr->windows_in_buf = 0;
 	if (seg)
 		seg->bytes += len;
 }
@@ -1194,11 +1199,13 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	if (ps->seq && now_ns / NSEC_PER_SEC >= ps->seq_started_s + PERSIST_SEGMENT_S)
 		ps->seq = 0; /* the next record starts a new segment */
 	aggregator_foreach_process(a, flush_process, &wr);
-	hand_over(&wr);
 	if (wr.error) {
-		ps->seq = 0;
-		ps->stats.windows_unwritten++;
+		/* out of memory part way: the buffer may hold a record that
+		 * names what it could not write; its windows are lost, counted,
+		 * and the next flush starts a new segment */
+		wr.buf.failed = true;
 	}
+	hand_over(&wr);
 	free(wr.keys);
 	free(wr.values);
 	sbuf_done(&wr.buf);
