@@ -116,6 +116,11 @@ static const struct row rows[] = {
 	  "separate debug files (default /usr/lib/debug)" },
 	{ "symbol-cache-mib", "N", T_UINT, OFF(symbol_cache_mib), 1, MIB_MAX, 0, NULL,
 	  "parsed symbol tables kept in memory (default 256)" },
+	{ "max-modules", "N", T_UINT, OFF(max_modules), 16, 65532, 0, "65532",
+	  "binaries and JIT maps known at once; ids nothing refers to any more are given back" },
+	{ "max-module-fds", "N", T_UINT, OFF(max_module_fds), 16, 65536, 0, "512",
+	  "descriptors of binaries, debug files and JIT maps open at once (the least recently "
+	  "used are closed, and opened again when needed)" },
 	{ "client-idle-timeout", "DURATION", T_DURATION, OFF(client_idle_timeout_s), 1, 86400, 0, "2m",
 	  "close a connection with no request in flight that neither asked nor read for DURATION" },
 	{ "verbose", NULL, T_BOOL, OFF(verbose), 0, 0, R_RELOAD, NULL,

@@ -59,6 +59,7 @@ struct config {
 	bool no_python;
 	char *debug_dir;
 	uint64_t symbol_cache_mib; /* 0: the symbolizer's default */
+	uint64_t max_modules, max_module_fds;
 	uint64_t client_idle_timeout_s;
 	bool verbose;
 	bool check;           /* perfd --check: load, describe, unload, exit */

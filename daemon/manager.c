@@ -79,14 +79,47 @@ static void on_cancel(void *userdata, struct client *c)
 	command_cancel(&m->d, c);
 }
 
-/* Once a second the store rolls windows up and lets old data go, and the
- * daemon notes its own counters (for rates: api/rates.h). */
+static void on_module_released(void *userdata, uint16_t module)
+{
+	struct manager *m = userdata;
+
+	if (m->d.unwinder)
+		unwinder_forget_module(m->d.unwinder, module);
+}
+
+/* Gives back the module ids nothing refers to any more (symbolize.h), when
+ * the symbolizer asks: a process kept in the store maps the module, a
+ * stack has a frame in it, or an unwind table of it is in use or being
+ * built.  (An exited process kept for its history holds only what its
+ * stacks name: a user's process that mapped thousands of files gives
+ * their ids back once it is gone.)  A few milliseconds at most (every process's mappings, 64k
+ * counters), and only while the table is half full. */
+static void collect_modules(struct manager *m)
+{
+	_cleanup_free_ struct module_set *used = NULL;
+
+	if (!symbolizer_wants_collection(m->d.symbolizer))
+		return;
+	used = calloc(1, sizeof(*used));
+	if (!used)
+		return;
+	aggregator_mark_modules(m->d.aggregator, used);
+	if (m->d.unwinder)
+		unwinder_mark_modules(m->d.unwinder, used);
+	if (symbolizer_release_unused(m->d.symbolizer, used, on_module_released, m) > 0)
+		aggregator_forget_modules(m->d.aggregator, used);
+}
+
+/* Once a second the store rolls windows up and lets old data go, the
+ * module ids nothing refers to any more are given back, and the daemon
+ * notes its own counters (for rates: api/rates.h). */
 static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
 	struct rates_reading now;
 
 	aggregator_maintain(m->d.aggregator, now_monotonic_ns());
+	collect_modules(m);
 	daemon_read_rates(&m->d, &now);
 	rates_note(&m->d.rates, &now);
 	(void)sd_event_source_set_time_relative(s, MAINTAIN_INTERVAL_USEC);
@@ -433,6 +466,8 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 								   .kernel_notes_path = KERNEL_NOTES_PATH,
 								   .debug_dir = cfg->debug_dir,
 								   .cache_bytes = cfg->symbol_cache_mib << 20,
+								   .max_fds = cfg->max_module_fds,
+								   .max_modules = cfg->max_modules,
 								   .demangle = !cfg->no_demangle },
 				       &kr);
 	if (!m->d.symbolizer) {
