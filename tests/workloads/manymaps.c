@@ -4,8 +4,7 @@
  * its descriptors (issue 27).
  *
  * Each file is a copy of TEMPLATE (a tiny shared object, lib/tiny.c) with
- * its own trailer, so every copy is another file with other contents (and
- * the template's build-id).  Each is mapped whole, PROT_READ|PROT_EXEC,
+ * its own build-id and trailer, so every copy is another binary.  Each is mapped whole, PROT_READ|PROT_EXEC,
  * and stays mapped; after every BATCH copies the workload runs tiny_burn
  * in the newest copy for BURN_MS, where the profiler's samples find an
  * address its view of the process does not cover, so it reads the maps
@@ -55,6 +54,22 @@ static size_t symbol_offset(const unsigned char *image, size_t size, const char 
 	return 0;
 }
 
+/* The file offset of the GNU build-id's bytes in the ELF image, or 0. */
+static size_t build_id_offset(const unsigned char *image, size_t size)
+{
+	const Elf64_Ehdr *eh = (const void *)image;
+	const Elf64_Shdr *sh = (const void *)(image + eh->e_shoff);
+	const char *names;
+
+	if (size < sizeof(*eh) || eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > size)
+		return 0;
+	names = (const char *)image + sh[eh->e_shstrndx].sh_offset;
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (strcmp(names + sh[i].sh_name, ".note.gnu.build-id") == 0)
+			return sh[i].sh_offset + sizeof(Elf64_Nhdr) + 4; /* after "GNU\0" */
+	return 0;
+}
+
 static int read_file(const char *path, unsigned char **ret, size_t *ret_size)
 {
 	struct stat st;
@@ -76,7 +91,7 @@ int main(int argc, char **argv)
 {
 	long count, batch, burn_ms;
 	unsigned char *image;
-	size_t size, entry;
+	size_t size, entry, build_id;
 	char path[4096];
 
 	if (argc != 6 || parse_long(argv[3], 1, 1000000, &count) < 0 ||
@@ -90,8 +105,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	entry = symbol_offset(image, size, "tiny_burn");
-	if (!entry) {
-		fprintf(stderr, "no tiny_burn in %s\n", argv[1]);
+	build_id = build_id_offset(image, size);
+	if (!entry || !build_id) {
+		fprintf(stderr, "no tiny_burn or no build-id in %s\n", argv[1]);
 		return 1;
 	}
 	for (long i = 0; i < count; i++) {
@@ -100,6 +116,7 @@ int main(int argc, char **argv)
 		int fd;
 
 		snprintf(path, sizeof(path), "%s/tiny-%ld.so", argv[2], i);
+		memcpy(image + build_id, &i, sizeof(i)); /* a build-id of its own */
 		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
 		if (fd < 0 || write(fd, image, size) != (ssize_t)size ||
 		    write(fd, &i, sizeof(i)) != (ssize_t)sizeof(i)) {
