@@ -457,6 +457,7 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	struct procmaps *maps = NULL;
 	uint16_t *modules;
 	bool changed;
+	int r;
 
 	/* When they were read, not when the sample that asked was taken: a
 	 * sample older than the read cannot show the read missed anything. */
@@ -468,9 +469,10 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	 * mappings at all, not as an error, and its samples still to be
 	 * drained need the maps it ran with.  A live process has at least
 	 * its vdso. */
-	if (dirfd < 0 || procmaps_read_dirfd(dirfd, true, &maps) < 0)
-		return false;
+	r = dirfd < 0 ? -EBADF : procmaps_read_dirfd(dirfd, true, &maps);
 	p->maps_read_cost_ns = now_monotonic_ns() - p->maps_read_ns;
+	if (r < 0)
+		return false;
 	if (maps->n == 0) {
 		procmaps_free(maps);
 		return false;
@@ -637,8 +639,11 @@ static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t
 	/* A process with tens of thousands of mappings costs tens of
 	 * milliseconds a read (the kernel's formatting, mostly): waiting
 	 * MAPS_REREAD_COST_FACTOR times what the last read cost keeps its
-	 * share of the loop small, however it maps. */
-	uint64_t wait = MAX(p->maps_reread_wait_ns, MAPS_REREAD_COST_FACTOR * p->maps_read_cost_ns);
+	 * share of the loop small, however it maps (from the second re-read
+	 * on: the first, at once, is what catches a library being loaded). */
+	uint64_t wait = p->maps_reread_wait_ns ?
+				MAX(p->maps_reread_wait_ns, MAPS_REREAD_COST_FACTOR * p->maps_read_cost_ns) :
+				0;
 
 	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < wait)
 		return false;
