@@ -27,6 +27,7 @@
 #define MAPS_REREAD_FIRST_NS (16 * 1000 * 1000ULL)
 #define MAPS_REREAD_MAX_NS (8 * NSEC_PER_SEC)
 #define MAPS_REREAD_COST_FACTOR 20
+#define MAPS_REREAD_COST_MIN_NS (5 * 1000 * 1000ULL) /* ~4,000 mappings */
 /* How often to look again for a JIT's perf map that was not there. */
 #define JIT_MAP_RECHECK_NS (1 * NSEC_PER_SEC)
 /* Bound on evictions for one sample, so one sample can't stall the loop. */
@@ -636,22 +637,20 @@ static struct process *process_for(struct aggregator *a, const struct perfd_even
  * Returns whether it read them. */
 static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t now_ns)
 {
-	/* A process with tens of thousands of mappings costs tens of
-	 * milliseconds a read (the kernel's formatting, mostly): waiting
-	 * MAPS_REREAD_COST_FACTOR times what the last read cost keeps its
-	 * share of the loop small, however it maps (from the second re-read
-	 * on: the first, at once, is what catches a library being loaded). */
-	uint64_t wait = p->maps_reread_wait_ns ?
-				MAX(p->maps_reread_wait_ns, MAPS_REREAD_COST_FACTOR * p->maps_read_cost_ns) :
-				0;
-
-	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < wait)
+	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
 		return false;
 	if (refresh_maps(a, p, -1, false))
 		p->maps_reread_wait_ns = MAPS_REREAD_FIRST_NS;
 	else
 		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
 					     MAPS_REREAD_MAX_NS);
+	/* A process with tens of thousands of mappings costs tens of
+	 * milliseconds a read (the kernel's formatting, mostly): waiting
+	 * MAPS_REREAD_COST_FACTOR times what the read cost keeps its share
+	 * of the loop small, however it maps. */
+	if (p->maps_read_cost_ns >= MAPS_REREAD_COST_MIN_NS)
+		p->maps_reread_wait_ns = MAX(p->maps_reread_wait_ns,
+					     MAPS_REREAD_COST_FACTOR * p->maps_read_cost_ns);
 	return true;
 }
 
