@@ -210,6 +210,31 @@ $(BUILD)/workloads/libdeeprec.so: tests/workloads/lib/deeprec.c tests/workloads/
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fPIC -shared -Wall -Wextra -Werror -o $@ $<
 
+# Issue 27's files: a tiny shared object that manymaps copies thousands of
+# times, and one program built twice under one build-id with hot
+# functions of other names (a modified copy claiming to be the real one).
+$(BUILD)/workloads/libtiny.so: tests/workloads/lib/tiny.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -fPIC -shared -nostdlib -Wall -Wextra -Werror -o $@ $<
+
+$(BUILD)/workloads/manymaps: tests/workloads/manymaps.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -o $@ $<
+
+TWIN_BUILD_ID := 0x5eed27a11ce0b0b5eed27a11ce0b0b5eed27a11c
+$(BUILD)/workloads/twin-genuine: tests/workloads/twin/twin.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -DHOT=genuine_hot_loop \
+		-Wl,--build-id=$(TWIN_BUILD_ID) -o $@ $<
+
+$(BUILD)/workloads/twin-poison: tests/workloads/twin/twin.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -DHOT=poisond_hot_loop \
+		-Wl,--build-id=$(TWIN_BUILD_ID) -o $@ $<
+
+WORKLOAD_BINS += $(BUILD)/workloads/libtiny.so $(BUILD)/workloads/manymaps \
+	$(BUILD)/workloads/twin-genuine $(BUILD)/workloads/twin-poison
+
 WORKLOAD_BINS += $(BUILD)/workloads/templates $(BUILD)/workloads/rust-spin-legacy \
 	$(BUILD)/workloads/rust-spin-v0 $(BUILD)/workloads/libnativethread.so \
 	$(BUILD)/workloads/libdeeprec.so

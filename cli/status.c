@@ -182,6 +182,8 @@ static void print_status(struct json_object *r)
 		       ctl_json_count(r, "python.functions", f_buf));
 	}
 	{
+		char d[CTL_COUNT_MAX], e[CTL_COUNT_MAX], f[CTL_COUNT_MAX], g[CTL_COUNT_MAX],
+			h[CTL_COUNT_MAX];
 		double cache = 0, limit = 0;
 
 		(void)ctl_json_double(r, "symbols.cache_bytes", &cache);
@@ -191,6 +193,16 @@ static void print_status(struct json_object *r)
 		       ctl_json_count(r, "symbols.cache_hits", a),
 		       ctl_json_count(r, "symbols.cache_misses", b),
 		       ctl_json_count(r, "symbols.cache_evictions", c));
+		printf("Modules:      %s of %s (%s refused, %s released), descriptors %s of %s "
+		       "(%s closed, %s reopened)\n",
+		       ctl_json_count(r, "symbols.modules", a),
+		       ctl_json_count(r, "limits.max_modules", b),
+		       ctl_json_count(r, "symbols.modules_refused", c),
+		       ctl_json_count(r, "symbols.modules_released", d),
+		       ctl_json_count(r, "symbols.module_fds_open", e),
+		       ctl_json_count(r, "limits.max_module_fds", f),
+		       ctl_json_count(r, "symbols.module_fds_evicted", g),
+		       ctl_json_count(r, "symbols.module_fds_reopened", h));
 	}
 	printf("Limits:       processes %s, stacks %s, frames %s\n",
 	       ctl_json_count(r, "limits.max_processes", a),

@@ -122,6 +122,11 @@ static const struct row rows[] = {
 	  "disk the state directory may take; the oldest segments go past it" },
 	{ "no-state", NULL, T_BOOL, OFF(no_state), 0, 0, 0, NULL,
 	  "keep profiles in memory only: a restart loses them" },
+	{ "max-modules", "N", T_UINT, OFF(max_modules), 16, 65532, 0, "65532",
+	  "binaries and JIT maps known at once; ids nothing refers to any more are given back" },
+	{ "max-module-fds", "N", T_UINT, OFF(max_module_fds), 16, 65536, 0, "512",
+	  "descriptors of binaries, debug files and JIT maps open at once (the least recently "
+	  "used are closed, and opened again when needed)" },
 	{ "client-idle-timeout", "DURATION", T_DURATION, OFF(client_idle_timeout_s), 1, 86400, 0, "2m",
 	  "close a connection with no request in flight that neither asked nor read for DURATION" },
 	{ "verbose", NULL, T_BOOL, OFF(verbose), 0, 0, R_RELOAD, NULL,

@@ -59,6 +59,7 @@ struct config {
 	bool no_python;
 	char *debug_dir;
 	uint64_t symbol_cache_mib; /* 0: the symbolizer's default */
+	uint64_t max_modules, max_module_fds;
 	uint64_t client_idle_timeout_s;
 	char *state_dir;          /* NULL: PERSIST_DEFAULT_DIR */
 	uint64_t state_max_bytes;

@@ -80,8 +80,42 @@ static void on_cancel(void *userdata, struct client *c)
 	command_cancel(&m->d, c);
 }
 
-/* Once a second the store rolls windows up and lets old data go, and the
- * daemon notes its own counters (for rates: api/rates.h). */
+static void on_module_released(void *userdata, uint16_t module)
+{
+	struct manager *m = userdata;
+
+	if (m->d.unwinder)
+		unwinder_forget_module(m->d.unwinder, module);
+	if (m->d.persist)
+		persist_forget_module(m->d.persist, module);
+}
+
+/* Gives back the module ids nothing refers to any more (symbolize.h), when
+ * the symbolizer asks: a process kept in the store maps the module, a
+ * stack has a frame in it, or an unwind table of it is in use or being
+ * built.  (An exited process kept for its history holds only what its
+ * stacks name: a user's process that mapped thousands of files gives
+ * their ids back once it is gone.)  A few milliseconds at most (every process's mappings, 64k
+ * counters), and only while the table is half full. */
+static void collect_modules(struct manager *m)
+{
+	_cleanup_free_ struct module_set *used = NULL;
+
+	if (!symbolizer_wants_collection(m->d.symbolizer))
+		return;
+	used = calloc(1, sizeof(*used));
+	if (!used)
+		return;
+	aggregator_mark_modules(m->d.aggregator, used);
+	if (m->d.unwinder)
+		unwinder_mark_modules(m->d.unwinder, used);
+	if (symbolizer_release_unused(m->d.symbolizer, used, on_module_released, m) > 0)
+		aggregator_forget_modules(m->d.aggregator, used);
+}
+
+/* Once a second the store rolls windows up and lets old data go, the
+ * module ids nothing refers to any more are given back, and the daemon
+ * notes its own counters (for rates: api/rates.h). */
 static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
@@ -90,6 +124,8 @@ static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	uint64_t now_ns = now_monotonic_ns();
 
 	aggregator_maintain(m->d.aggregator, now_ns);
+	collect_modules(m);
+	/* after the ids given back: persist forgets their frames first */
 	if (m->d.persist) {
 		struct persist_names names = daemon_persist_names(&m->d);
 
@@ -491,6 +527,8 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 								   .kernel_notes_path = KERNEL_NOTES_PATH,
 								   .debug_dir = cfg->debug_dir,
 								   .cache_bytes = cfg->symbol_cache_mib << 20,
+								   .max_fds = cfg->max_module_fds,
+								   .max_modules = cfg->max_modules,
 								   .demangle = !cfg->no_demangle },
 				       &kr);
 	if (!m->d.symbolizer) {

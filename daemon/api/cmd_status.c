@@ -35,6 +35,7 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 		.limits = d->limits,
 		.daemon_rss_bytes = daemon_rss_bytes(),
 		.clients = server_clients(d->server),
+		.accept_backoffs = server_accept_backoffs(d->server),
 		.snapshots = d->n_snapshots,
 		.root = client_peer(c)->uid == 0,
 		.config = client_peer(c)->uid == 0 ? d->config_json : d->config_json_users,

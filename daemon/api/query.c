@@ -285,6 +285,14 @@ json_object *query_status(const struct status_info *in)
 		json_object_object_add(o, "store", st);
 	}
 
+	add_u64(syms, "modules", in->sym.modules);
+	add_u64(syms, "modules_refused", in->sym.modules_refused);
+	add_u64(syms, "modules_released", in->sym.modules_released);
+	add_u64(syms, "module_collections", in->sym.collections);
+	add_u64(syms, "module_fds_open", in->sym.fds_open);
+	add_u64(syms, "module_fds_evicted", in->sym.fds_evicted);
+	add_u64(syms, "module_fds_reopened", in->sym.fds_reopened);
+	add_u64(syms, "module_fds_reopen_failed", in->sym.fds_reopen_failed);
 	add_u64(syms, "modules_loaded", in->sym.modules_loaded);
 	add_u64(syms, "modules_failed", in->sym.modules_failed);
 	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
@@ -372,6 +380,10 @@ json_object *query_status(const struct status_info *in)
 	add_u64(limits, "max_client_output_bytes", LIMITS_CLIENT_OUTPUT_BYTES);
 	add_u64(limits, "client_idle_timeout_seconds", in->client_idle_timeout_s);
 	add_u64(limits, "max_snapshots", LIMITS_MAX_SNAPSHOTS);
+	add_u64(limits, "max_modules", in->sym.modules_limit);
+	add_u64(limits, "max_module_fds", in->sym.fds_limit);
+	add_u64(limits, "max_unwind_builds_queued", UNWINDER_MAX_BUILDS);
+	add_u64(limits, "max_unwind_mappings_per_process", UNWINDER_MAX_PROCESS_MAPPINGS);
 	add_u64(limits, "max_snapshots_per_uid", LIMITS_SNAPSHOTS_PER_UID);
 	add_u64(limits, "snapshots_reserved_for_root", LIMITS_SNAPSHOTS_ROOT_RESERVE);
 	add_u64(limits, "max_snapshot_process_seconds_per_uid", LIMITS_SNAPSHOT_PROCESS_SECONDS);
@@ -395,6 +407,7 @@ json_object *query_status(const struct status_info *in)
 		json_object_object_add(o, "drain", dr);
 	}
 	add_u64(o, "clients", in->clients);
+	add_u64(o, "accept_backoffs", in->accept_backoffs);
 	add_u64(o, "snapshots", in->snapshots);
 	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);
 	if (in->config)

@@ -43,6 +43,7 @@ struct status_info {
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	size_t clients, snapshots;
+	uint64_t accept_backoffs;
 	uint64_t client_idle_timeout_s;
 	bool root;           /* the asker: else no exporter paths, queries or errors */
 	json_object *config; /* the effective configuration, borrowed; NULL: none */

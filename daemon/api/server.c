@@ -52,6 +52,8 @@ struct server {
 	char *path; /* set when we bound it and must unlink it */
 	int fd;
 	sd_event_source *listen_io;
+	sd_event_source *accept_again; /* the pause after EMFILE/ENFILE */
+	uint64_t accept_backoffs;
 	struct client *clients;
 	size_t n_clients, n_admitted;
 };
@@ -370,6 +372,30 @@ static int admit(struct server *s, struct client *c)
 	return 0;
 }
 
+static int on_accept_again(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct server *s = userdata;
+
+	(void)sd_event_source_set_enabled(s->listen_io, SD_EVENT_ON);
+	return 0;
+}
+
+static void pause_accepting(struct server *s)
+{
+	uint64_t now;
+
+	s->accept_backoffs++;
+	if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) < 0)
+		return;
+	if (!s->accept_again &&
+	    sd_event_add_time(s->event, &s->accept_again, CLOCK_MONOTONIC, 0, 0, on_accept_again,
+			      s) < 0)
+		return; /* without the timer, spinning is better than deaf */
+	(void)sd_event_source_set_time(s->accept_again, now + ACCEPT_BACKOFF_USEC);
+	(void)sd_event_source_set_enabled(s->accept_again, SD_EVENT_ONESHOT);
+	(void)sd_event_source_set_enabled(s->listen_io, SD_EVENT_OFF);
+}
+
 static int on_accept(sd_event_source *es, int fd, uint32_t revents, void *userdata)
 {
 	struct server *s = userdata;
@@ -377,8 +403,15 @@ static int on_accept(sd_event_source *es, int fd, uint32_t revents, void *userda
 	struct client *c;
 	int r;
 
-	if (cfd < 0)
+	if (cfd < 0) {
+		/* Out of descriptors: the connection stays queued and the
+		 * socket readable, so the loop would spin on it.  Stop
+		 * listening for a moment; clients connected already are
+		 * served meanwhile, and their closing frees descriptors. */
+		if (errno == EMFILE || errno == ENFILE)
+			pause_accepting(s);
 		return 0; /* EAGAIN, or a client that went away: nothing to do */
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return 0;
@@ -513,6 +546,7 @@ struct server *server_free(struct server *s)
 		client_free(s->clients);
 	}
 	sd_event_source_disable_unref(s->listen_io);
+	sd_event_source_disable_unref(s->accept_again);
 	closep(&s->fd);
 	if (s->path)
 		(void)unlink(s->path);
@@ -535,6 +569,11 @@ void *client_get_data(const struct client *c)
 const struct perfd_peer *client_peer(const struct client *c)
 {
 	return &c->peer;
+}
+
+uint64_t server_accept_backoffs(const struct server *s)
+{
+	return s->accept_backoffs;
 }
 
 size_t server_clients(const struct server *s)

@@ -41,6 +41,7 @@
 #include <systemd/sd-event.h>
 
 #define SERVER_PENDING 1
+#define ACCEPT_BACKOFF_USEC 100000
 
 struct server;
 struct client;
@@ -76,6 +77,9 @@ void *client_get_data(const struct client *c);
 /* The credentials of the process that connected (never NULL). */
 const struct perfd_peer *client_peer(const struct client *c);
 size_t server_clients(const struct server *s);
+/* Times accepting paused for ACCEPT_BACKOFF_USEC: perfd was out of
+ * descriptors (EMFILE, ENFILE). */
+uint64_t server_accept_backoffs(const struct server *s);
 uint64_t server_idle_timeout_usec(const struct server *s);
 
 #endif

@@ -27,11 +27,16 @@
  * address starts over. */
 #define MAPS_REREAD_FIRST_NS (16 * 1000 * 1000ULL)
 #define MAPS_REREAD_MAX_NS (8 * NSEC_PER_SEC)
+#define MAPS_REREAD_COST_FACTOR 20
+#define MAPS_REREAD_COST_MIN_NS (5 * 1000 * 1000ULL) /* ~4,000 mappings */
 /* How often to look again for a JIT's perf map that was not there. */
 #define JIT_MAP_RECHECK_NS (1 * NSEC_PER_SEC)
 /* Bound on evictions for one sample, so one sample can't stall the loop. */
 #define EVICTIONS_PER_SAMPLE 4
 #define MODULE_NONE UINT16_MAX
+/* New file mappings looked up per read of a process's maps (each a stat,
+ * and an open the first time a file is seen: ~20 us). */
+#define MODULES_PER_READ 256
 #define PROCESS_MAX_THREADS 4096
 
 struct aggregator {
@@ -453,6 +458,54 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
 	return true;
 }
 
+/* The module of each of maps (p's, just read) into modules.  A mapping p
+ * had already (same range, offset, file and path) keeps its module: the
+ * symbolizer's look-up costs a stat, and a process may map thousands of
+ * files.  At most MODULES_PER_READ new ones are looked up per read, so
+ * that one read costs the loop a few milliseconds at most; the others stay
+ * without a module, and p->maps_partial has a sample in one of them read
+ * the maps again (when due), as do those the symbolizer's full table
+ * refused. */
+static void resolve_modules(struct aggregator *a, struct process *p, const struct procmaps *maps,
+			    uint16_t *modules)
+{
+	const struct procmaps *old = p->maps;
+	size_t j = 0, budget = MODULES_PER_READ;
+
+	p->maps_partial = false;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->maps[i];
+		int id;
+
+		/* both are sorted by address */
+		while (old && j < old->n && old->maps[j].start < m->start)
+			j++;
+		if (old && j < old->n && p->map_modules[j] != MODULE_NONE &&
+		    old->maps[j].start == m->start && old->maps[j].end == m->end &&
+		    old->maps[j].pgoff == m->pgoff && old->maps[j].inode == m->inode &&
+		    old->maps[j].dev_major == m->dev_major && old->maps[j].dev_minor == m->dev_minor &&
+		    strcmp(old->maps[j].path, m->path) == 0) {
+			modules[i] = p->map_modules[j];
+			continue;
+		}
+		if (strcmp(m->path, "[vdso]") == 0) {
+			id = symbolizer_vdso_module(a->symbolizer);
+		} else if (m->inode == 0 || m->path[0] != '/') {
+			id = -EINVAL; /* anonymous: no file to look up */
+		} else if (budget == 0) {
+			p->maps_partial = true;
+			id = -EAGAIN;
+		} else {
+			budget--;
+			id = symbolizer_module_for_mapping(a->symbolizer, p->pid, m);
+			/* the table is full: ids may be given back by then */
+			if (id == -ENOSPC)
+				p->maps_partial = true;
+		}
+		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
+	}
+}
+
 /* Reads p's executable mappings and resolves the module of each, opening
  * binaries while the process still lives.  dirfd is p's /proc directory,
  * -1 to open it here; named: the caller has just read p's name from it.
@@ -463,6 +516,7 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	struct procmaps *maps = NULL;
 	uint16_t *modules;
 	bool changed;
+	int r;
 
 	/* When they were read, not when the sample that asked was taken: a
 	 * sample older than the read cannot show the read missed anything. */
@@ -474,7 +528,9 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	 * mappings at all, not as an error, and its samples still to be
 	 * drained need the maps it ran with.  A live process has at least
 	 * its vdso. */
-	if (dirfd < 0 || procmaps_read_dirfd(dirfd, true, &maps) < 0)
+	r = dirfd < 0 ? -EBADF : procmaps_read_dirfd(dirfd, true, &maps);
+	p->maps_read_cost_ns = now_monotonic_ns() - p->maps_read_ns;
+	if (r < 0)
 		return false;
 	if (maps->n == 0) {
 		procmaps_free(maps);
@@ -490,14 +546,7 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	 * sample from before its exec carried its old one. */
 	if (changed && !named)
 		read_comm(p, dirfd, NULL);
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct procmap *m = &maps->maps[i];
-		int id = strcmp(m->path, "[vdso]") == 0 ?
-				 symbolizer_vdso_module(a->symbolizer) :
-				 symbolizer_module_for_mapping(a->symbolizer, p->pid, m);
-
-		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
-	}
+	resolve_modules(a, p, maps, modules);
 	/* Only where there is code for it to name: the two look-ups cost
 	 * more than the rest of a short process's reads, and a sample in code
 	 * mapped later makes user_frame look. */
@@ -672,6 +721,13 @@ static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t
 	else
 		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
 					     MAPS_REREAD_MAX_NS);
+	/* A process with tens of thousands of mappings costs tens of
+	 * milliseconds a read (the kernel's formatting, mostly): waiting
+	 * MAPS_REREAD_COST_FACTOR times what the read cost keeps its share
+	 * of the loop small, however it maps. */
+	if (p->maps_read_cost_ns >= MAPS_REREAD_COST_MIN_NS)
+		p->maps_reread_wait_ns = MAX(p->maps_reread_wait_ns,
+					     MAPS_REREAD_COST_FACTOR * p->maps_read_cost_ns);
 	return true;
 }
 
@@ -686,7 +742,8 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 
 	if (p->maps)
 		m = procmaps_find(p->maps, addr);
-	if (!m && reread_maps_if_due(a, p, now_ns)) {
+	if ((!m || (p->maps_partial && p->map_modules[m - p->maps->maps] == MODULE_NONE)) &&
+	    reread_maps_if_due(a, p, now_ns)) {
 		if (p->maps)
 			m = procmaps_find(p->maps, addr);
 		if (m)
@@ -1472,6 +1529,35 @@ int aggregator_restore_window(struct aggregator *a, struct process *p,
 void aggregator_restored(struct aggregator *a, uint64_t now_ns)
 {
 	aggregator_maintain(a, now_ns);
+}
+
+void aggregator_mark_modules(const struct aggregator *a, struct module_set *used)
+{
+	for (size_t i = 0; i < a->n_procs; i++) {
+		const struct process *p = a->procs[i];
+
+		if (p->exited)
+			continue; /* only its stacks' modules matter now */
+		for (size_t j = 0; p->maps && j < p->maps->n; j++)
+			module_set_add(used, p->map_modules[j]);
+		module_set_add(used, p->jit_module);
+	}
+	stacktab_mark_modules(a->stacks, used);
+}
+
+void aggregator_forget_modules(struct aggregator *a, const struct module_set *used)
+{
+	for (size_t i = 0; i < a->n_procs; i++) {
+		struct process *p = a->procs[i];
+
+		if (!p->exited)
+			continue;
+		for (size_t j = 0; p->maps && j < p->maps->n; j++)
+			if (!module_set_has(used, p->map_modules[j]))
+				p->map_modules[j] = MODULE_NONE;
+		if (!module_set_has(used, p->jit_module))
+			p->jit_module = 0;
+	}
 }
 
 struct stacktab *aggregator_stacks(struct aggregator *a)

@@ -38,6 +38,7 @@
 #include "perfd/protocol.h"
 #include "base/u64map.h"
 #include "profile/history.h"
+#include "profile/moduleset.h"
 #include "profile/profile.h"
 
 struct symbolizer;
@@ -61,6 +62,8 @@ struct process {
 	uint16_t *map_modules; /* module id per mapping, MODULE_NONE for none */
 	uint64_t maps_read_ns; /* when maps were last read */
 	uint64_t maps_reread_wait_ns; /* before re-reading them on a miss */
+	bool maps_partial; /* some file mappings were left without a module */
+	uint64_t maps_read_cost_ns; /* what reading them took last time */
 	uint16_t jit_module;   /* names from /tmp/perf-PID.map, 0 when none */
 	uint64_t jit_checked_ns; /* when we last looked for that map */
 	/* When it last called exec(), 0: never seen to.  Its RSS before that
@@ -359,6 +362,13 @@ int aggregator_restore_window(struct aggregator *a, struct process *p,
  * limit, as maintenance would. */
 void aggregator_restored(struct aggregator *a, uint64_t now_ns);
 
+/* Adds to used every module a live process maps (or whose JIT map it
+ * has) and every module a frame of a kept stack is in.  An exited
+ * process, kept for its history, holds only what its stacks name. */
+void aggregator_mark_modules(const struct aggregator *a, struct module_set *used);
+/* Forgets, in exited processes' maps, the modules not in used (their ids
+ * were just given back, and will name other files). */
+void aggregator_forget_modules(struct aggregator *a, const struct module_set *used);
 struct stacktab *aggregator_stacks(struct aggregator *a);
 uint64_t aggregator_ns_per_tick(const struct aggregator *a);
 void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *ret);

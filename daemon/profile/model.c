@@ -147,8 +147,8 @@ static int64_t mapping_for(struct builder *b, uint16_t module)
 		*slot = 0;
 		return 0;
 	}
-	/* The path as this process mapped it: a module stands for every
-	 * file with its build-id, and the first one seen may be a copy.  (Not
+	/* The path as this process mapped it: a module stands for one file
+	 * under every path it is mapped at (a hard link, " (deleted)").  (Not
 	 * the kernel's: [vsyscall] is a mapping with kernel addresses.) */
 	if (module != FRAME_MODULE_KERNEL && b->process && b->process->maps)
 		for (size_t j = 0; j < b->process->maps->n; j++)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/frame.h"
 #include "profile/stacktab.h"
 #include "base/u64map.h"
 
@@ -22,7 +23,20 @@ struct stacktab {
 	size_t count;
 	size_t frames;
 	size_t bytes; /* of the stacks themselves */
+	/* module id -> frames of it in all stacks; NULL until a stack has one */
+	uint32_t *module_frames;
 };
+
+/* Counts the frames of s in module_frames, up (+1) or down (-1). */
+static void count_modules(struct stacktab *t, const struct stack *s, int delta)
+{
+	for (uint16_t i = 0; i < s->depth; i++) {
+		uint16_t m = frame_module(s->frames[i]);
+
+		if (m >= FRAME_MODULE_FIRST && m <= FRAME_MODULE_LAST)
+			t->module_frames[m] += (uint32_t)delta;
+	}
+}
 
 uint64_t stack_hash(const uint64_t *frames, uint16_t depth, uint16_t kernel_depth)
 {
@@ -52,6 +66,7 @@ struct stacktab *stacktab_free(struct stacktab *t)
 	free(t->by_id);
 	free(t->free_ids);
 	free(t->index);
+	free(t->module_frames);
 	free(t);
 	return NULL;
 }
@@ -156,6 +171,11 @@ int stacktab_intern(struct stacktab *t, const uint64_t *frames, uint16_t depth,
 			return r;
 	}
 
+	if (!t->module_frames) {
+		t->module_frames = calloc(FRAME_MODULE_LAST + 1, sizeof(*t->module_frames));
+		if (!t->module_frames)
+			return -ENOMEM;
+	}
 	s = malloc(sizeof(*s) + depth * sizeof(uint64_t));
 	if (!s)
 		return -ENOMEM;
@@ -170,6 +190,7 @@ int stacktab_intern(struct stacktab *t, const uint64_t *frames, uint16_t depth,
 	s->depth = depth;
 	s->kernel_depth = kernel_depth;
 	memcpy(s->frames, frames, depth * sizeof(uint64_t));
+	count_modules(t, s, +1);
 	t->by_id[id] = s;
 
 	slot = index_find_slot(t, hash, frames, depth, kernel_depth);
@@ -219,12 +240,20 @@ void stacktab_unref(struct stacktab *t, uint32_t id)
 	if (!s || --s->refs > 0)
 		return;
 	index_remove(t, id);
+	count_modules(t, s, -1);
 	t->count--;
 	t->frames -= s->depth;
 	t->bytes -= sizeof(*s) + s->depth * sizeof(uint64_t);
 	free(s);
 	t->by_id[id] = NULL;
 	t->free_ids[t->n_free++] = id;
+}
+
+void stacktab_mark_modules(const struct stacktab *t, struct module_set *used)
+{
+	for (uint32_t m = FRAME_MODULE_FIRST; t->module_frames && m <= FRAME_MODULE_LAST; m++)
+		if (t->module_frames[m])
+			module_set_add(used, (uint16_t)m);
 }
 
 size_t stacktab_count(const struct stacktab *t)
@@ -240,7 +269,8 @@ size_t stacktab_frames(const struct stacktab *t)
 size_t stacktab_memory(const struct stacktab *t)
 {
 	return t->bytes + (size_t)t->ids_allocated * (sizeof(void *) + sizeof(uint32_t)) +
-	       (t->index ? (t->index_mask + 1) * sizeof(uint32_t) : 0);
+	       (t->index ? (t->index_mask + 1) * sizeof(uint32_t) : 0) +
+	       (t->module_frames ? (FRAME_MODULE_LAST + 1) * sizeof(*t->module_frames) : 0);
 }
 
 void stacktab_set_mark(struct stacktab *t, uint32_t id, uint32_t mark)

@@ -9,6 +9,9 @@
  * table refuses (-ENOSPC) to grow past max_stacks stacks or max_frames frames
  * in all; the caller decides what to evict.
  *
+ * The frames of each module in all stacks are counted (256 KiB), so that
+ * the daemon knows which module ids no stack refers to any more.
+ *
  * Lookup is one hash of the frames and a probe of an open-addressing index
  * of ids; a hash match is confirmed by comparing the frames, so colliding
  * stacks never merge.
@@ -18,6 +21,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "profile/moduleset.h"
 
 struct stack {
 	uint64_t hash;
@@ -52,6 +57,9 @@ void stacktab_unref(struct stacktab *t, uint32_t id);
 const struct stack *stacktab_get(const struct stacktab *t, uint32_t id);
 
 void stacktab_set_mark(struct stacktab *t, uint32_t id, uint32_t mark);
+/* Adds to used every module (frame.h's file ids) a frame of a stack in t
+ * is in: a count per module is kept as stacks come and go. */
+void stacktab_mark_modules(const struct stacktab *t, struct module_set *used);
 
 size_t stacktab_count(const struct stacktab *t);
 size_t stacktab_frames(const struct stacktab *t);

@@ -87,6 +87,10 @@ struct persist {
 	uint64_t seq, next_seq;
 	uint64_t seq_started_s;
 	struct u64map frames_written;  /* frame word -> 1 in this segment */
+	/* modules given back since the last flush: their frames in
+	 * frames_written go before the next one writes */
+	uint64_t forgotten[(FRAME_MODULE_LAST + 1 + 63) / 64];
+	bool any_forgotten;
 	struct u64map strings_written; /* hash_text -> string id + 1 */
 	uint64_t n_strings;
 	struct stored stored;
@@ -1186,6 +1190,46 @@ static void prune(struct persist *ps, uint64_t now_s)
 	ps->n_segments = keep;
 }
 
+void persist_forget_module(struct persist *ps, uint16_t module)
+{
+	if (module > FRAME_MODULE_LAST)
+		return;
+	ps->forgotten[module / 64] |= 1ULL << (module % 64);
+	ps->any_forgotten = true;
+}
+
+/* Drops from frames_written the frames of the modules given back. */
+static void forget_modules(struct persist *ps)
+{
+	struct u64map kept;
+	bool added;
+
+	if (!ps->any_forgotten)
+		return;
+	u64map_init(&kept);
+	U64MAP_FOREACH(slot, &ps->frames_written) {
+		uint16_t m = frame_module(slot->key);
+		uint64_t *to;
+
+		if (m <= FRAME_MODULE_LAST && (ps->forgotten[m / 64] >> (m % 64) & 1))
+			continue;
+		to = u64map_upsert(&kept, slot->key, &added);
+		if (!to) {
+			/* out of memory: a new segment writes every frame again */
+			u64map_done(&kept);
+			ps->seq = 0;
+			break;
+		}
+		*to = 1;
+	}
+	if (ps->seq) {
+		u64map_done(&ps->frames_written);
+		ps->frames_written = kept;
+	}
+	memset(ps->forgotten, 0, sizeof(ps->forgotten));
+	ps->any_forgotten = false;
+}
+
 void persist_flush(struct persist *ps, struct aggregator *a, const struct persist_names *names,
 		   uint64_t period_ns, uint64_t now_ns, bool final)
 {
@@ -1198,6 +1242,10 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	ps->stats.flushes++;
 	if (ps->seq && now_ns / NSEC_PER_SEC >= ps->seq_started_s + PERSIST_SEGMENT_S)
 		ps->seq = 0; /* the next record starts a new segment */
+	if (ps->seq)
+		forget_modules(ps);
+	memset(ps->forgotten, 0, sizeof(ps->forgotten));
+	ps->any_forgotten = false;
 	aggregator_foreach_process(a, flush_process, &wr);
 	if (wr.error) {
 		/* out of memory part way: the buffer may hold a record that

@@ -123,6 +123,11 @@ int persist_read_segment(struct persist *ps, struct aggregator *a, uint64_t seq,
 void persist_flush(struct persist *ps, struct aggregator *a, const struct persist_names *names,
 		   uint64_t period_ns, uint64_t now_ns, bool final);
 
+/* Module id module was given back (symbolize.h) and will name another
+ * file: what this segment wrote of its frames no longer says what a frame
+ * of that id is.  Cheap; the next flush forgets them. */
+void persist_forget_module(struct persist *ps, uint16_t module);
+
 /* Resolves a FRAME_MODULE_STORED frame (model.h's frame_resolver_t). */
 size_t persist_resolve(const struct persist *ps, uint64_t frame, bool lines,
 		       struct frame_record *out, size_t cap);

@@ -32,24 +32,46 @@
 #define MODULES_MAX (FRAME_MODULE_LAST - FRAME_MODULE_FIRST + 1)
 #define BUILD_ID_MAX 64 /* bytes of a GNU build-id note we keep */
 #define KERNEL_PATH "[kernel.kallsyms]" /* what perf and pprof users know */
+#define NO_MODULE 0 /* in the chains and the LRU list: no module (ids start at 1) */
 
 enum module_kind {
+	MODULE_FREE, /* an id released, to be given again */
 	MODULE_FILE,
 	MODULE_VDSO,
 	MODULE_JIT,
 };
 
-struct module {
-	enum module_kind kind;
+/* What makes a file the one a module was read from.  (dev, inode) alone is
+ * not enough: an inode freed and reused is another file, and a file
+ * rewritten in place is another binary.  Size and mtime say the latter,
+ * ctime what its owner cannot forge (utimensat sets mtime, not ctime). */
+struct file_id {
 	dev_t dev;
 	uint64_t inode;
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+};
+
+struct module {
+	enum module_kind kind;
+	struct file_id file;
+	/* FILE: file was read by fstat from the file the process maps.  False
+	 * for a module first seen in a process gone before its file could be
+	 * looked at: only (dev, inode) and the path are known, and the next
+	 * process mapping the same (dev, inode, path) completes it. */
+	bool verified;
+	uint64_t path_hash;
+	uint16_t next_same; /* next module in the chain of its (dev, inode) key */
 	char *path;           /* as the first process mapped it */
 	const char *basename; /* into path */
-	int fd;               /* -1 when it could not be opened */
+	int fd;               /* -1 when closed (LRU) or never opened */
+	int fd_error; /* <0: the last (re)open failed, not retried until a
+		       * process is seen mapping the file again */
+	uint16_t lru_prev, lru_next; /* in the list of modules holding descriptors */
 	struct elf_symtab *symtab;
 	int load_error; /* <0 once loading failed: not retried */
 	char build_id[BUILD_ID_MAX * 2 + 1];
-	int debug_fd;           /* separate debug file, -1 when none */
+	int debug_fd;           /* separate debug file, -1 when none (or closed) */
 	/* Where a stripped binary's full symbols came from, once searched: a
 	 * reload after eviction redoes only what worked. */
 	enum { DEBUG_UNSEARCHED, DEBUG_NONE, DEBUG_FILE, DEBUG_MINI } debug_source;
@@ -59,8 +81,10 @@ struct module {
 	 * the name is not mangled; freed with them */
 	struct u64map demangled;
 	uint64_t last_used; /* LRU order of loaded symbol tables */
-	/* the first process that mapped it (FILE), or whose JIT it is */
+	/* FILE: the last process seen mapping it and where (how to open it
+	 * again); JIT: the process whose JIT it is */
 	pid_t pid;
+	uint64_t map_start, map_end;
 	uint64_t start_time_ns;
 	struct perfmap *perfmap;
 	off_t perfmap_size; /* when last parsed */
@@ -68,27 +92,19 @@ struct module {
 	uint32_t jit_owner_uid; /* who may own the perf map, besides root */
 };
 
-/* Files with one build-id (a library copied into two container images)
- * share one module: parsed once, one unwind table. */
-struct file_ref {
-	dev_t dev;
-	uint64_t inode;
-	uint64_t path_hash; /* of the path it was mapped at: an inode freed
-			     * and reused by another file (a copy in a
-			     * temporary directory) is another file */
-	uint16_t module;
-};
-
 struct symbolizer {
 	struct ksyms *ksyms;
 	char kernel_build_id[BUILD_ID_MAX * 2 + 1]; /* "" when unknown */
 	struct module *modules; /* index = id - FRAME_MODULE_FIRST */
-	size_t n_modules, cap_modules;
-	struct u64map by_file; /* hash(dev, inode) -> index in files; collisions scanned */
-	struct file_ref *files; /* every file seen, and the module that reads it */
-	size_t n_files, cap_files;
-	struct u64map by_build_id; /* hash(build-id) -> module id; checked on hit */
+	size_t n_modules, cap_modules; /* slots used (live or free), allocated */
+	size_t live_modules, max_modules;
+	uint16_t *free_ids; /* released ids, given again first */
+	size_t n_free;
+	struct u64map by_file; /* hash(dev, inode) -> first module of its chain */
 	struct u64map jit_by_process; /* hash(pid, start) -> id; collisions scanned */
+	uint16_t lru_head, lru_tail; /* modules holding descriptors, most recent first */
+	size_t open_fds, max_fds;
+	uint64_t refused_at_collection; /* modules_refused at the last collection */
 	int vdso_id;                  /* 0 until first asked for */
 	bool demangle;
 	size_t cache_limit;           /* bytes of loaded symbol tables */
@@ -97,9 +113,37 @@ struct symbolizer {
 	struct symbolizer_stats stats;
 };
 
+static struct module *module_of(const struct symbolizer *s, uint16_t id)
+{
+	if (id < FRAME_MODULE_FIRST || (size_t)(id - FRAME_MODULE_FIRST) >= s->n_modules ||
+	    s->modules[id - FRAME_MODULE_FIRST].kind == MODULE_FREE)
+		return NULL;
+	return &s->modules[id - FRAME_MODULE_FIRST];
+}
+
+static uint16_t id_of(const struct symbolizer *s, const struct module *m)
+{
+	return (uint16_t)(m - s->modules + FRAME_MODULE_FIRST);
+}
+
 static uint64_t file_key(dev_t dev, uint64_t inode)
 {
 	return hash_u64(hash_u64(dev) ^ inode) & ~1ULL; /* never U64MAP_EMPTY */
+}
+
+static struct file_id file_id_of(const struct stat *st)
+{
+	return (struct file_id){
+		.dev = st->st_dev, .inode = st->st_ino, .size = (uint64_t)st->st_size,
+		.mtime_ns = st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec,
+		.ctime_ns = st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec,
+	};
+}
+
+static bool file_id_eq(const struct file_id *a, const struct file_id *b)
+{
+	return a->dev == b->dev && a->inode == b->inode && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
 struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_kernel_error)
@@ -110,12 +154,17 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	if (!s)
 		return NULL;
 	u64map_init(&s->by_file);
-	u64map_init(&s->by_build_id);
 	u64map_init(&s->jit_by_process);
 	s->demangle = opts->demangle;
 	s->cache_limit = opts->cache_bytes ? opts->cache_bytes : 256u << 20;
+	s->max_fds = opts->max_fds ? opts->max_fds : SYMBOLIZER_MAX_FDS;
+	s->max_modules = opts->max_modules && opts->max_modules < MODULES_MAX ? opts->max_modules :
+										 MODULES_MAX;
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
-	if (!s->debug_dir) {
+	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
+	if (!s->debug_dir || !s->free_ids) {
+		free(s->debug_dir);
+		free(s->free_ids);
 		free(s);
 		return NULL;
 	}
@@ -194,61 +243,160 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	}
 	free(s->debug_dir);
 	free(s->modules);
+	free(s->free_ids);
 	u64map_done(&s->by_file);
-	u64map_done(&s->by_build_id);
-	free(s->files);
 	u64map_done(&s->jit_by_process);
 	ksyms_free(s->ksyms);
 	free(s);
 	return NULL;
 }
 
-static bool file_is(const struct file_ref *f, dev_t dev, uint64_t inode, uint64_t path_hash)
+/* --- descriptors: a bounded LRU list ------------------------------------
+ *
+ * Every module descriptor but the vDSO's (a binary's, its separate debug
+ * file's, a JIT map's) is counted in open_fds and its module is on a list,
+ * most recently used first.  Before one is opened, the modules at the end
+ * of the list give theirs up until there is room under max_fds; what was
+ * parsed from them stays, and module_fd() opens the file again when it is
+ * needed. */
+
+static void lru_unlink(struct symbolizer *s, struct module *m)
 {
-	return f->dev == dev && f->inode == inode && f->path_hash == path_hash;
+	uint16_t id = id_of(s, m);
+
+	if (m->lru_prev)
+		s->modules[m->lru_prev - FRAME_MODULE_FIRST].lru_next = m->lru_next;
+	else if (s->lru_head == id)
+		s->lru_head = m->lru_next;
+	else
+		return; /* not on the list */
+	if (m->lru_next)
+		s->modules[m->lru_next - FRAME_MODULE_FIRST].lru_prev = m->lru_prev;
+	else
+		s->lru_tail = m->lru_prev;
+	m->lru_prev = m->lru_next = NO_MODULE;
 }
 
-/* The module of the file mapped at path from (dev, inode).  The path is
- * part of the identity: a file mapped under another path (a hard link,
- * " (deleted)") is found again through its build-id, parsed once. */
-static int find_module(const struct symbolizer *s, dev_t dev, uint64_t inode, const char *path)
+/* Puts m first on the list (it holds a descriptor, just used). */
+static void lru_touch(struct symbolizer *s, struct module *m)
 {
-	uint64_t *idx = u64map_get(&s->by_file, file_key(dev, inode));
-	uint64_t path_hash = hash_text(path, strlen(path));
+	uint16_t id = id_of(s, m);
 
-	if (!idx)
-		return -ENOENT;
-	if (file_is(&s->files[*idx], dev, inode, path_hash))
-		return s->files[*idx].module;
-	/* two files with one key: rare enough for a scan */
-	for (size_t i = 0; i < s->n_files; i++)
-		if (file_is(&s->files[i], dev, inode, path_hash))
-			return s->files[i].module;
-	return -ENOENT;
+	if (m->kind == MODULE_VDSO || s->lru_head == id)
+		return;
+	lru_unlink(s, m);
+	m->lru_next = s->lru_head;
+	if (s->lru_head)
+		s->modules[s->lru_head - FRAME_MODULE_FIRST].lru_prev = id;
+	s->lru_head = id;
+	if (!s->lru_tail)
+		s->lru_tail = id;
 }
 
-static int add_file(struct symbolizer *s, dev_t dev, uint64_t inode, const char *path, int module)
+/* Closes the descriptors of m; what was parsed from them stays.  A debug
+ * file closed is searched for again when it is needed. */
+static void close_fds(struct symbolizer *s, struct module *m)
 {
-	uint64_t *slot;
+	s->open_fds -= (m->fd >= 0) + (m->debug_fd >= 0);
+	closep(&m->fd);
+	closep(&m->debug_fd);
+	m->fd = m->debug_fd = -1;
+	lru_unlink(s, m);
+}
 
-	if (s->n_files == s->cap_files) {
-		size_t cap = s->cap_files ? s->cap_files * 2 : 64;
-		struct file_ref *f = realloc(s->files, cap * sizeof(*f));
+/* Makes room for n more descriptors under max_fds, closing those of the
+ * least recently used modules, never keep's. */
+static void make_fd_room(struct symbolizer *s, const struct module *keep, size_t n)
+{
+	while (s->open_fds + n > s->max_fds && s->lru_tail) {
+		struct module *lru = &s->modules[s->lru_tail - FRAME_MODULE_FIRST];
 
-		if (!f)
-			return -ENOMEM;
-		s->files = f;
-		s->cap_files = cap;
+		if (lru == keep) {
+			if (!lru->lru_prev)
+				break;
+			lru = &s->modules[lru->lru_prev - FRAME_MODULE_FIRST];
+		}
+		close_fds(s, lru);
+		s->stats.fds_evicted++;
 	}
-	slot = u64map_upsert(&s->by_file, file_key(dev, inode), NULL);
+}
+
+/* Gives m the descriptor fd (its binary's or JIT map's), counted. */
+static void take_fd(struct symbolizer *s, struct module *m, int fd)
+{
+	m->fd = fd;
+	m->fd_error = 0;
+	s->open_fds++;
+	lru_touch(s, m);
+}
+
+/* --- which file a module is ---------------------------------------------- */
+
+static void chain_add(struct symbolizer *s, struct module *m)
+{
+	uint64_t *slot = u64map_upsert(&s->by_file, file_key(m->file.dev, m->file.inode), NULL);
+
+	/* without the index the module is only found again by a new id */
 	if (!slot)
-		return -ENOMEM;
-	s->files[s->n_files] = (struct file_ref){
-		.dev = dev, .inode = inode, .path_hash = hash_text(path, strlen(path)),
-		.module = (uint16_t)module,
-	};
-	*slot = s->n_files++;
-	return 0;
+		return;
+	m->next_same = *slot == U64MAP_EMPTY ? NO_MODULE : (uint16_t)*slot;
+	*slot = id_of(s, m);
+}
+
+static void chain_remove(struct symbolizer *s, struct module *m)
+{
+	uint64_t key = file_key(m->file.dev, m->file.inode), *slot = u64map_get(&s->by_file, key);
+	uint16_t id = id_of(s, m);
+
+	if (!slot)
+		return;
+	if (*slot == id) {
+		if (m->next_same)
+			*slot = m->next_same;
+		else
+			u64map_remove(&s->by_file, key);
+		return;
+	}
+	for (uint16_t i = (uint16_t)*slot; i; i = s->modules[i - FRAME_MODULE_FIRST].next_same)
+		if (s->modules[i - FRAME_MODULE_FIRST].next_same == id) {
+			s->modules[i - FRAME_MODULE_FIRST].next_same = m->next_same;
+			return;
+		}
+}
+
+/* The module of the file identified by id (read from the file a process
+ * maps: nothing but that file's own module matches), or NULL. */
+static struct module *find_verified(const struct symbolizer *s, const struct file_id *id)
+{
+	uint64_t *slot = u64map_get(&s->by_file, file_key(id->dev, id->inode));
+
+	for (uint16_t i = slot ? (uint16_t)*slot : NO_MODULE; i;
+	     i = s->modules[i - FRAME_MODULE_FIRST].next_same) {
+		struct module *m = &s->modules[i - FRAME_MODULE_FIRST];
+
+		if (m->verified && file_id_eq(&m->file, id))
+			return m;
+	}
+	return NULL;
+}
+
+/* A module known only by (dev, inode) and path, when that is all there is
+ * to go by: the file was mapped at path from (dev, inode).  Prefers the
+ * most recently added. */
+static struct module *find_by_path(const struct symbolizer *s, dev_t dev, uint64_t inode,
+				   uint64_t path_hash, bool unverified_only)
+{
+	uint64_t *slot = u64map_get(&s->by_file, file_key(dev, inode));
+
+	for (uint16_t i = slot ? (uint16_t)*slot : NO_MODULE; i;
+	     i = s->modules[i - FRAME_MODULE_FIRST].next_same) {
+		struct module *m = &s->modules[i - FRAME_MODULE_FIRST];
+
+		if (m->file.dev == dev && m->file.inode == inode && m->path_hash == path_hash &&
+		    (!unverified_only || !m->verified))
+			return m;
+	}
+	return NULL;
 }
 
 /* Reads the GNU build-id note of the ELF file on fd as hex into out
@@ -286,160 +434,281 @@ static void read_build_id(int fd, char *out)
 	}
 }
 
-static uint64_t build_id_key(const char *hex)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (const char *p = hex; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	return h & ~1ULL;
-}
 
 /* Opens the mapped file the way that survives the most: map_files names the
  * very inode mapped (deleted or in another mount namespace); the path seen
  * from the process's root comes next.  Either way only a regular file is
  * opened (procfs.h: a mapped device is refused unopened), of any size or
- * owner.  Checks that it is the same inode. */
-static int open_mapped_file(pid_t pid, const struct procmap *map, dev_t dev)
+ * owner.  Checks that it is the same inode, and returns what identifies it
+ * in *ret_id. */
+static int open_mapped_file(pid_t pid, uint64_t start, uint64_t end, const char *path,
+			    dev_t dev, uint64_t inode, struct file_id *ret_id)
 {
 	static const struct procfs_file_rules binary = { .follow_symlinks = true };
 	char p[96];
 	struct stat st;
 	int fd;
 
-	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-		 map->start, map->end);
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
 	fd = procfs_open_link(AT_FDCWD, p, &binary);
-	if (fd < 0 && map->path[0] == '/')
-		fd = procfs_open_in_process(pid, PROCFS_START_ANY, map->path, &binary);
+	if (fd < 0 && path[0] == '/')
+		fd = procfs_open_in_process(pid, PROCFS_START_ANY, path, &binary);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != map->inode) {
+	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != inode) {
 		close(fd);
 		return -ESTALE;
 	}
+	*ret_id = file_id_of(&st);
 	return fd;
 }
 
-/* Appends a module with the given path; returns its id or -errno. */
+/* What identifies the file process pid maps at map, without opening it
+ * (a stat of its map_files link: one system call).  -errno when the link
+ * cannot be followed (the process is gone, or no map_files). */
+static int stat_mapped_file(pid_t pid, const struct procmap *map, struct file_id *ret)
+{
+	char p[96];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map->start,
+		 map->end);
+	if (stat(p, &st) < 0)
+		return negative_errno();
+	if (!S_ISREG(st.st_mode) || st.st_ino != map->inode ||
+	    st.st_dev != makedev(map->dev_major, map->dev_minor))
+		return -ESTALE;
+	*ret = file_id_of(&st);
+	return 0;
+}
+
+/* The descriptor of file module m, opened again if the LRU closed it: from
+ * the last process seen mapping it (map_files, or the path in its root),
+ * else the path from perfd's own root, and only if it is the very file
+ * the module was read from (file_id).  -errno when there is none now
+ * (remembered until a process maps the file again). */
+static int module_fd(struct symbolizer *s, struct module *m)
+{
+	static const struct procfs_file_rules binary = { .follow_symlinks = true };
+	struct file_id now;
+	_cleanup_free_ char *path = NULL;
+	char *deleted;
+	int fd;
+
+	if (m->fd >= 0) {
+		lru_touch(s, m);
+		return m->fd;
+	}
+	if (m->kind != MODULE_FILE || !m->verified || m->fd_error < 0)
+		return -EBADF;
+	make_fd_room(s, m, 1);
+	fd = open_mapped_file(m->pid, m->map_start, m->map_end, m->path, m->file.dev,
+			      m->file.inode, &now);
+	if (fd < 0) {
+		/* the process is gone: the path as perfd sees it, which the
+		 * identity check below tells apart from any other file */
+		path = strdup(m->path);
+		if (!path)
+			return -ENOMEM;
+		deleted = strstr(path, " (deleted)");
+		if (deleted)
+			*deleted = 0;
+		fd = procfs_open_in_root(AT_FDCWD, path, &binary);
+		if (fd >= 0) {
+			struct stat st;
+
+			if (fstat(fd, &st) < 0) {
+				int r = negative_errno();
+
+				close(fd);
+				fd = r;
+			} else {
+				now = file_id_of(&st);
+			}
+		}
+	}
+	if (fd >= 0 && !file_id_eq(&now, &m->file)) {
+		close(fd);
+		fd = -ESTALE;
+	}
+	if (fd < 0) {
+		m->fd_error = fd;
+		s->stats.fds_reopen_failed++;
+		return -EBADF;
+	}
+	take_fd(s, m, fd);
+	s->stats.fds_reopened++;
+	return fd;
+}
+
+/* Takes an id for a new module of kind with the given path: a released
+ * one first.  Returns it or -errno (-ENOSPC when max_modules are live:
+ * counted). */
 static int add_module(struct symbolizer *s, enum module_kind kind, const char *path,
 		      struct module **ret)
 {
 	struct module *m;
 	const char *slash;
+	char *copy;
+	size_t i;
 
-	if (s->n_modules >= MODULES_MAX)
+	if (s->live_modules >= s->max_modules) {
+		s->stats.modules_refused++;
 		return -ENOSPC;
-	if (s->n_modules == s->cap_modules) {
+	}
+	if (!s->n_free && s->n_modules == s->cap_modules) {
 		size_t cap = s->cap_modules ? s->cap_modules * 2 : 64;
-		struct module *mods = realloc(s->modules, cap * sizeof(*mods));
+		struct module *mods;
 
+		cap = cap < MODULES_MAX ? cap : MODULES_MAX;
+		mods = realloc(s->modules, cap * sizeof(*mods));
 		if (!mods)
 			return -ENOMEM;
 		s->modules = mods;
 		s->cap_modules = cap;
 	}
-	m = &s->modules[s->n_modules];
-	*m = (struct module){ .kind = kind, .fd = -1, .debug_fd = -1 };
-	m->path = strdup(path);
-	if (!m->path)
+	copy = strdup(path);
+	if (!copy)
 		return -ENOMEM;
+	i = s->n_free ? (size_t)(s->free_ids[--s->n_free] - FRAME_MODULE_FIRST) : s->n_modules++;
+	m = &s->modules[i];
+	*m = (struct module){ .kind = kind, .fd = -1, .debug_fd = -1, .path = copy };
 	slash = strrchr(m->path, '/');
 	m->basename = slash ? slash + 1 : m->path;
-	s->n_modules++;
+	s->live_modules++;
 	*ret = m;
-	return (int)(s->n_modules - 1 + FRAME_MODULE_FIRST);
+	return (int)(i + FRAME_MODULE_FIRST);
 }
 
-/* Gives a file module the descriptor its first process could not: that
- * process was gone before its file was opened (map_files is empty once a
- * process has exited, so a short-lived one read at its end leaves no way
- * to its files).  Without this the module would stay without symbols or
- * an unwind table for as long as the daemon runs.  Only that failure is
- * retried, with the process mapping the file now: another one (-ESTALE, a
- * file replaced since) tells about the file, not the process. */
-static void reopen_module(struct symbolizer *s, int id, pid_t pid, const struct procmap *map,
-			  dev_t dev)
+/* Gives m's id back: frees what it holds and takes it out of the indexes. */
+static void release_module(struct symbolizer *s, struct module *m)
 {
-	struct module *m = &s->modules[id - FRAME_MODULE_FIRST];
+	uint16_t id = id_of(s, m);
 	uint64_t *slot;
-	bool added;
-	int fd;
 
-	if (m->kind != MODULE_FILE || m->fd >= 0 ||
-	    (m->load_error != -ENOENT && m->load_error != -ESRCH))
-		return;
-	fd = open_mapped_file(pid, map, dev);
+	if (m->kind == MODULE_FILE)
+		chain_remove(s, m);
+	if (m->kind == MODULE_JIT) {
+		uint64_t key = hash_u64(hash_u64((uint64_t)m->pid) ^ m->start_time_ns) & ~1ULL;
+
+		slot = u64map_get(&s->jit_by_process, key);
+		if (slot && *slot == id)
+			u64map_remove(&s->jit_by_process, key);
+	}
+	close_fds(s, m);
+	unload(m);
+	free(m->path);
+	*m = (struct module){ .kind = MODULE_FREE, .fd = -1, .debug_fd = -1 };
+	s->free_ids[s->n_free++] = id;
+	s->live_modules--;
+}
+
+/* Notes that process pid maps m at map: the way to open it again.  A
+ * module without a descriptor (closed, or its first process gone before it
+ * could be opened) gets one now if the caller has it (fd, else -1), and
+ * may try again if opening failed before. */
+static void note_mapper(struct symbolizer *s, struct module *m, pid_t pid,
+			const struct procmap *map, int fd)
+{
+	m->pid = pid;
+	m->map_start = map->start;
+	m->map_end = map->end;
+	m->fd_error = 0;
 	if (fd < 0)
 		return;
-	m->fd = fd;
-	m->pid = pid;
-	m->load_error = 0;
-	s->stats.modules_failed--;
-	read_build_id(fd, m->build_id);
-	if (m->build_id[0]) {
-		slot = u64map_upsert(&s->by_build_id, build_id_key(m->build_id), &added);
-		if (slot && added)
-			*slot = id;
+	if (m->fd >= 0) {
+		close(fd);
+		lru_touch(s, m);
+		return;
 	}
+	take_fd(s, m, fd);
+	if (!m->build_id[0])
+		read_build_id(fd, m->build_id);
 }
 
 int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 				  const struct procmap *map)
 {
 	dev_t dev = makedev(map->dev_major, map->dev_minor);
+	uint64_t path_hash;
+	struct file_id fid;
 	struct module *m;
-	uint64_t *slot;
-	int id;
+	int id, fd = -1, r;
 
 	if (map->inode == 0 || map->path[0] != '/')
 		return -EINVAL;
-	char build_id[BUILD_ID_MAX * 2 + 1];
-	int fd, r;
-
-	id = find_module(s, dev, map->inode, map->path);
-	if (id >= 0) {
-		reopen_module(s, id, pid, map, dev);
+	path_hash = hash_text(map->path, strlen(map->path));
+	r = stat_mapped_file(pid, map, &fid);
+	if (r < 0) {
+		/* no map_files (the range is not mapped now, or it cannot be
+		 * followed): the path in the process's root, opened */
+		make_fd_room(s, NULL, 1);
+		fd = open_mapped_file(pid, map->start, map->end, map->path, dev, map->inode, &fid);
+		r = fd < 0 ? fd : 0;
+	}
+	if (r < 0) {
+		/* The process is gone (a short-lived one read at its end): the
+		 * module of (dev, inode) at this path, as a best guess, else
+		 * one that the next process mapping it completes. */
+		m = find_by_path(s, dev, map->inode, path_hash, false);
+		if (m)
+			return id_of(s, m);
+		id = add_module(s, MODULE_FILE, map->path, &m);
+		if (id < 0)
+			return id;
+		m->file = (struct file_id){ .dev = dev, .inode = map->inode };
+		m->path_hash = path_hash;
+		m->pid = pid;
+		m->fd_error = r;
+		chain_add(s, m);
 		return id;
 	}
-	fd = open_mapped_file(pid, map, dev);
-	read_build_id(fd, build_id);
-	if (build_id[0]) {
-		slot = u64map_get(&s->by_build_id, build_id_key(build_id));
-		if (slot && strcmp(s->modules[*slot - FRAME_MODULE_FIRST].build_id, build_id) == 0) {
-			/* the same binary under another inode: one module */
-			closep(&fd);
-			r = add_file(s, dev, map->inode, map->path, (int)*slot);
-			return r < 0 ? r : (int)*slot;
+	m = find_verified(s, &fid);
+	if (!m) {
+		m = find_by_path(s, dev, map->inode, path_hash, true);
+		if (m) {
+			/* first seen in a process that was gone: this is its file */
+			chain_remove(s, m);
+			m->file = fid;
+			m->verified = true;
+			chain_add(s, m);
 		}
 	}
-	id = add_module(s, MODULE_FILE, map->path, &m);
-	if (id >= 0 && (r = add_file(s, dev, map->inode, map->path, id)) < 0) {
-		/* Not indexed, the module could never be found again: give its
-		 * id back rather than use one up per attempt. */
-		free(m->path);
-		s->n_modules--;
-		id = r;
+	if (m) {
+		note_mapper(s, m, pid, map, fd);
+		return id_of(s, m);
 	}
+	id = add_module(s, MODULE_FILE, map->path, &m);
 	if (id < 0) {
-		closep(&fd);
+		if (fd >= 0)
+			close(fd);
 		return id;
 	}
-	m->dev = dev;
-	m->inode = map->inode;
+	m->file = fid;
+	m->verified = true;
+	m->path_hash = path_hash;
+	chain_add(s, m);
+	if (fd < 0) {
+		struct file_id opened;
+
+		make_fd_room(s, NULL, 1);
+		fd = open_mapped_file(pid, map->start, map->end, map->path, dev, map->inode,
+				      &opened);
+		if (fd >= 0 && !file_id_eq(&opened, &fid)) {
+			/* changed between the stat and the open */
+			close(fd);
+			fd = -ESTALE;
+		}
+	}
 	m->pid = pid;
-	m->fd = fd;
-	memcpy(m->build_id, build_id, sizeof(build_id));
-	if (build_id[0]) {
-		slot = u64map_upsert(&s->by_build_id, build_id_key(build_id), NULL);
-		if (slot)
-			*slot = id;
+	m->map_start = map->start;
+	m->map_end = map->end;
+	if (fd < 0) {
+		m->fd_error = fd;
+		return id;
 	}
-	if (m->fd < 0) {
-		m->load_error = m->fd;
-		m->fd = -1;
-		s->stats.modules_failed++;
-	}
+	take_fd(s, m, fd);
+	read_build_id(fd, m->build_id);
 	return id;
 }
 
@@ -510,6 +779,7 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 		if (m->pid == pid && m->start_time_ns == start_time_ns)
 			return (int)*slot;
 	}
+	make_fd_room(s, NULL, 1);
 	fd = procfs_open_in_process(pid, start_time_ns, map_path, &rules);
 	if (fd < 0) {
 		if (jit_map_refused(fd))
@@ -521,7 +791,7 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 		close(fd);
 		return id;
 	}
-	m->fd = fd;
+	take_fd(s, m, fd);
 	m->pid = pid;
 	m->start_time_ns = start_time_ns;
 	m->jit_owner_uid = owner_uid;
@@ -532,26 +802,67 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 	return id;
 }
 
-/* A stripped binary: its full symbol table may be in a separate debug
- * file (found the way gdb does, under the process's root) or in its
- * MiniDebugInfo.  Failing that, .dynsym is what there is. */
-static void add_debug_symbols(struct symbolizer *s, struct module *m)
+/* Finds m's separate debug file (the way gdb does, from the binary on fd,
+ * under the root of the last process seen mapping it) into m->debug_fd,
+ * counted among the descriptors.  Returns it or -errno. */
+static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
 {
-	_cleanup_free_ char *path = NULL;
-	unsigned refused;
+	_cleanup_free_ char *path = strdup(m->path);
+	unsigned refused = 0;
 	char root[64];
+	char *deleted;
+	int dfd;
+
+	if (!path)
+		return -ENOMEM;
+	deleted = strstr(path, " (deleted)");
+	if (deleted)
+		*deleted = 0;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+	make_fd_room(s, m, 1);
+	dfd = debuginfo_find(fd, path, root, s->debug_dir, NULL, &refused);
+	s->stats.debug_files_refused += refused;
+	if (dfd < 0)
+		return dfd;
+	m->debug_fd = dfd;
+	s->open_fds++;
+	lru_touch(s, m);
+	return dfd;
+}
+
+/* The descriptor of m's separate debug file, found again if the LRU
+ * closed it; -errno when it has none. */
+static int module_debug_fd(struct symbolizer *s, struct module *m)
+{
+	int fd;
+
+	if (m->debug_fd >= 0)
+		return m->debug_fd;
+	if (m->debug_source != DEBUG_FILE)
+		return -ENOENT;
+	fd = module_fd(s, m);
+	return fd < 0 ? fd : find_debug_file(s, m, fd);
+}
+
+/* A stripped binary (open on fd): its full symbol table may be in a
+ * separate debug file or in its MiniDebugInfo.  Failing that, .dynsym is
+ * what there is. */
+static void add_debug_symbols(struct symbolizer *s, struct module *m, int fd)
+{
 	void *image;
 	size_t size;
-	char *deleted;
+	int dfd;
 
 	switch (m->debug_source) {
 	case DEBUG_NONE:
 		return;
 	case DEBUG_FILE:
-		(void)elf_symtab_add_from_fd(m->symtab, m->debug_fd);
+		dfd = module_debug_fd(s, m);
+		if (dfd >= 0)
+			(void)elf_symtab_add_from_fd(m->symtab, dfd);
 		return;
 	case DEBUG_MINI:
-		if (debuginfo_minidebuginfo(m->fd, &image, &size) == 0) {
+		if (debuginfo_minidebuginfo(fd, &image, &size) == 0) {
 			(void)elf_symtab_add_from_memory(m->symtab, image, size);
 			free(image);
 		}
@@ -561,23 +872,14 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 	}
 
 	m->debug_source = DEBUG_NONE;
-	path = strdup(m->path);
-	if (!path)
-		return;
-	deleted = strstr(path, " (deleted)");
-	if (deleted)
-		*deleted = 0;
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
-	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, NULL, &refused);
-	s->stats.debug_files_refused += refused;
-	if (m->debug_fd >= 0) {
-		if (elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
+	dfd = find_debug_file(s, m, fd);
+	if (dfd >= 0) {
+		if (elf_symtab_add_from_fd(m->symtab, dfd) >= 0)
 			s->stats.debug_files++;
 		m->debug_source = DEBUG_FILE;
 		return;
 	}
-	m->debug_fd = -1;
-	if (debuginfo_minidebuginfo(m->fd, &image, &size) == 0) {
+	if (debuginfo_minidebuginfo(fd, &image, &size) == 0) {
 		if (elf_symtab_add_from_memory(m->symtab, image, size) >= 0) {
 			s->stats.minidebuginfo++;
 			m->debug_source = DEBUG_MINI;
@@ -586,25 +888,29 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 	}
 }
 
+/* m's symbol table, parsed now if it is not loaded; NULL when it cannot
+ * be (no descriptor now: tried again when a process maps the file). */
 static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 {
-	int r;
+	int r, fd;
 
 	m->last_used = ++s->clock;
 	if (m->symtab || m->load_error < 0) {
 		s->stats.cache_hits += m->symtab != NULL;
 		return m->symtab;
 	}
+	fd = module_fd(s, m);
+	if (fd < 0)
+		return NULL;
 	s->stats.cache_misses++;
-	r = elf_symtab_load_fd(m->fd, &m->symtab);
+	r = elf_symtab_load_fd(fd, &m->symtab);
 	if (r < 0) {
 		m->load_error = r;
-		s->stats.modules_failed++;
 		return NULL;
 	}
 	s->stats.modules_loaded++;
 	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab))
-		add_debug_symbols(s, m);
+		add_debug_symbols(s, m, fd);
 	trim_cache(s, m);
 	return m->symtab;
 }
@@ -643,6 +949,22 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 	struct stat st;
 	int fd, r;
 
+	if (m->fd < 0 && m->fd_error == 0) {
+		/* closed by the LRU: only its process can open it again */
+		make_fd_room(s, m, 1);
+		fd = procfs_open_in_process(m->pid, m->start_time_ns, m->path, &rules);
+		if (fd < 0) {
+			m->fd_error = fd;
+			s->stats.fds_reopen_failed++;
+			if (jit_map_refused(fd))
+				s->stats.jit_maps_refused++;
+			return;
+		}
+		take_fd(s, m, fd);
+		s->stats.fds_reopened++;
+	} else if (m->fd >= 0) {
+		lru_touch(s, m);
+	}
 	if (m->fd < 0 || fstat(m->fd, &st) < 0 || (m->perfmap && st.st_size == m->perfmap_size) ||
 	    st.st_size == m->perfmap_refused_size)
 		return;
@@ -759,9 +1081,8 @@ static size_t resolve_symbol(struct symbolizer *s, uint64_t frame, struct frame_
 	} else if (module == FRAME_MODULE_SPECIAL) {
 		out->kind = FRAME_KIND_SPECIAL;
 		out->function = special_name(addr);
-	} else if (module >= FRAME_MODULE_FIRST &&
-		   (size_t)(module - FRAME_MODULE_FIRST) < s->n_modules) {
-		struct module *m = &s->modules[module - FRAME_MODULE_FIRST];
+	} else if (module_of(s, module)) {
+		struct module *m = module_of(s, module);
 
 		out->module = module;
 		if (m->kind == MODULE_JIT) {
@@ -811,21 +1132,20 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 	size_t k = 0;
 	int n;
 
-	if (!lines || cap < 1 || module < FRAME_MODULE_FIRST ||
-	    (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
+	m = module_of(s, module);
+	if (!lines || cap < 1 || !m)
 		return resolve_symbol(s, frame, out, scratch, size);
-	m = &s->modules[module - FRAME_MODULE_FIRST];
 	t = m->kind == MODULE_FILE ? module_symtab(s, m) : NULL;
 	if (!t || elf_symtab_offset_to_vaddr(t, frame_address(frame), &vaddr) < 0)
 		return resolve_symbol(s, frame, out, scratch, size);
 	if (!m->srcline && !m->srcline_error) {
-		int r = srcline_open(m->fd, &m->srcline);
+		int fd = module_fd(s, m), r = fd >= 0 ? srcline_open(fd, &m->srcline) : fd;
 
-		if (r == -ENODATA && m->debug_fd >= 0)
-			r = srcline_open(m->debug_fd, &m->srcline);
-		if (r < 0)
+		if (r == -ENODATA && (fd = module_debug_fd(s, m)) >= 0)
+			r = srcline_open(fd, &m->srcline);
+		if (r < 0 && r != -EBADF) /* no descriptor now: another time */
 			m->srcline_error = r;
-		else
+		else if (r >= 0)
 			trim_cache(s, m); /* line tables count against the cache too */
 	}
 	n = m->srcline ? srcline_lookup(m->srcline, vaddr, chain, ELEMENTSOF(chain)) : 0;
@@ -861,36 +1181,78 @@ bool symbolizer_describe_module(const struct symbolizer *s, uint16_t module,
 		*ret_build_id = s->kernel_build_id;
 		return true;
 	}
-	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules)
+	m = module_of(s, module);
+	if (!m)
 		return false;
-	m = &s->modules[module - FRAME_MODULE_FIRST];
 	*ret_path = m->path;
 	*ret_build_id = m->build_id;
 	return true;
 }
 
-int symbolizer_module_fd(const struct symbolizer *s, uint16_t module)
+int symbolizer_module_fd(struct symbolizer *s, uint16_t module)
 {
-	if (module < FRAME_MODULE_FIRST || (size_t)(module - FRAME_MODULE_FIRST) >= s->n_modules ||
-	    s->modules[module - FRAME_MODULE_FIRST].kind == MODULE_JIT)
+	struct module *m = module_of(s, module);
+
+	if (!m || m->kind == MODULE_JIT)
 		return -ENOENT;
-	return s->modules[module - FRAME_MODULE_FIRST].fd >= 0 ?
-		       s->modules[module - FRAME_MODULE_FIRST].fd : -EBADF;
+	return module_fd(s, m);
+}
+
+size_t symbolizer_release_unused(struct symbolizer *s, const struct module_set *used,
+				 void (*released)(void *userdata, uint16_t module), void *userdata)
+{
+	size_t n = 0;
+
+	s->stats.collections++;
+	s->refused_at_collection = s->stats.modules_refused;
+	for (size_t i = 0; i < s->n_modules; i++) {
+		struct module *m = &s->modules[i];
+		uint16_t id = id_of(s, m);
+
+		if ((m->kind != MODULE_FILE && m->kind != MODULE_JIT) || module_set_has(used, id))
+			continue;
+		/* the caller forgets it first: nothing may know the id when
+		 * it is given again */
+		if (released)
+			released(userdata, id);
+		release_module(s, m);
+		n++;
+	}
+	s->stats.modules_released += n;
+	return n;
+}
+
+bool symbolizer_wants_collection(const struct symbolizer *s)
+{
+	return s->live_modules >= s->max_modules / 2 ||
+	       s->stats.modules_refused != s->refused_at_collection;
 }
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret)
 {
 	size_t mem = sizeof(*s) + s->cap_modules * sizeof(struct module) +
-		     u64map_memory(&s->by_file) + u64map_memory(&s->jit_by_process);
+		     MODULES_MAX * sizeof(*s->free_ids) + u64map_memory(&s->by_file) +
+		     u64map_memory(&s->jit_by_process);
 
 	*ret = s->stats;
 	for (size_t i = 0; i < s->n_modules; i++) {
-		size_t loaded = loaded_bytes(&s->modules[i]);
+		const struct module *m = &s->modules[i];
+		size_t loaded;
 
-		mem += strlen(s->modules[i].path) + 1 + loaded;
+		if (m->kind == MODULE_FREE)
+			continue;
+		loaded = loaded_bytes(m);
+		mem += strlen(m->path) + 1 + loaded;
 		ret->cache_bytes += loaded;
+		/* not parsed, or without a descriptor to parse it from */
+		ret->modules_failed += m->load_error < 0 ||
+				       (m->kind == MODULE_FILE && !m->symtab && m->fd < 0 &&
+					(!m->verified || m->fd_error < 0));
 	}
-	ret->modules = s->n_modules;
+	ret->modules = s->live_modules;
+	ret->modules_limit = s->max_modules;
+	ret->fds_open = s->open_fds;
+	ret->fds_limit = s->max_fds;
 	ret->kernel_symbols = s->ksyms ? ksyms_count(s->ksyms) : 0;
 	ret->cache_limit = s->cache_limit;
 	ret->memory_bytes = mem;

@@ -3,9 +3,13 @@
  * symbolize.h - the table of modules and frame -> name.
  *
  * A module is where user code lives, named by a frame's module id:
- *  - a file (executable or library), known by (device, inode) whatever paths
- *    or processes map it.  When the first process mapping it is sampled, the
- *    daemon opens it through /proc/PID/map_files (which works for files
+ *  - a file (executable or library), known by what identifies the file
+ *    itself: (device, inode, size, mtime, ctime), read with a stat of the
+ *    process's /proc/PID/map_files link, whatever paths or processes map
+ *    it.  Two files are two modules even when their build-ids are equal:
+ *    a build-id is what a file says of itself, and a user's modified copy
+ *    must not lend its symbols or unwind tables to anyone else's binary.
+ *    The daemon opens the file through map_files (which works for files
  *    deleted since, and for other mount namespaces) and keeps the
  *    descriptor, so symbols and unwind tables can still be read after the
  *    process has gone.  Symbols are parsed once, on the first query that
@@ -18,6 +22,21 @@
  *    PERFMAP_MAX_ENTRIES lines, is read (others are refused and counted),
  *    and a parsed map is part of the cache below (one bigger than the
  *    whole cache is refused too).
+ *
+ * Descriptors are bounded: at most max_fds (SYMBOLIZER_MAX_FDS by default,
+ * far below any RLIMIT_NOFILE perfd runs with) are open at once, binaries',
+ * debug files' and JIT maps' together; past it the least recently used are
+ * closed, and opened again when needed, from the last process seen mapping
+ * the file, else from its path, and only if the file opened is the very
+ * one the module was read from (its identity above); a JIT map only while
+ * its process lives.  Module ids are bounded too (max_modules, at most the
+ * 16-bit ids of frame.h): past it a new file gets no module (refused,
+ * counted), and the daemon gives back the ids nothing refers to any more
+ * (symbolizer_release_unused, once the table is half full or has refused
+ * one).  Costs: a stat per file mapping each time a process's maps are
+ * read, and a copy of a library in another container image is parsed, and
+ * gets an unwind table, of its own.
+ *
  * Kernel frames are named from /proc/kallsyms, read once at start, and
  * belong to one module, FRAME_MODULE_KERNEL, described as
  * "[kernel.kallsyms]" (perf's name for it) with the build-id of the
@@ -38,6 +57,12 @@
 
 #include "process/procmaps.h"
 #include "profile/frame.h"
+#include "profile/moduleset.h"
+
+/* Descriptors of module files open at once, by default: binaries, their
+ * debug files and JIT maps (a few per module in use; the rest are opened
+ * again when needed). */
+#define SYMBOLIZER_MAX_FDS 512
 
 struct symbolizer;
 
@@ -46,11 +71,21 @@ struct symbolizer_opts {
 	const char *kernel_notes_path; /* the kernel's build-id; NULL: none */
 	const char *debug_dir;     /* separate debug files; NULL: /usr/lib/debug */
 	size_t cache_bytes;        /* parsed symbol tables kept; 0: 256 MiB */
+	size_t max_fds;            /* 0: SYMBOLIZER_MAX_FDS */
+	size_t max_modules;        /* 0 (or more than there are ids): every id of frame.h */
 	bool demangle;
 };
 
 struct symbolizer_stats {
-	size_t modules;
+	size_t modules;        /* live now */
+	size_t modules_limit;
+	uint64_t modules_refused;  /* new files without a module: the table was full */
+	uint64_t modules_released; /* ids given back, nothing referring to them */
+	uint64_t collections;      /* times the table looked for ids to give back */
+	size_t fds_open, fds_limit;
+	uint64_t fds_evicted;       /* modules whose descriptors the LRU closed */
+	uint64_t fds_reopened;      /* ... opened again when needed */
+	uint64_t fds_reopen_failed; /* ... could not be: the file is gone or another */
 	size_t modules_loaded; /* symbol tables parsed */
 	size_t modules_failed; /* could not be opened or parsed */
 	size_t debug_files;    /* symbols found in a separate debug file */
@@ -78,8 +113,8 @@ struct symbolizer *symbolizer_free(struct symbolizer *s);
 
 /* Returns the module id (FRAME_MODULE_FIRST..LAST) for a file mapping of
  * process pid, registering it (and opening the file) the first time.
- * Returns -ENOSPC when the module table is full, -EINVAL for a mapping that
- * is not backed by a file. */
+ * Returns -ENOSPC when the module table is full (counted in
+ * modules_refused), -EINVAL for a mapping that is not backed by a file. */
 int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 				  const struct procmap *map);
 /* The module of the vDSO; frames in it carry their offset from the start of
@@ -118,11 +153,21 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 bool symbolizer_describe_module(const struct symbolizer *s, uint16_t module,
 				const char **ret_path, const char **ret_build_id);
 
-/* The descriptor of a file module (owned by s: do not close), -EBADF when
- * it could not be opened (yet: a module whose first process was gone
- * before its file was opened gets one from the next process mapping it),
- * -ENOENT for an unknown or non-file id. */
-int symbolizer_module_fd(const struct symbolizer *s, uint16_t module);
+/* The descriptor of a file module (owned by s: do not close; valid until
+ * the next call into s), opened again if the LRU closed it.  -EBADF when
+ * it cannot be opened (now: a module whose first process was gone before
+ * its file was opened gets one from the next process mapping it), -ENOENT
+ * for an unknown or non-file id. */
+int symbolizer_module_fd(struct symbolizer *s, uint16_t module);
+
+/* Whether it is time to give ids back: half the table is used, or a new
+ * file was refused since the last time. */
+bool symbolizer_wants_collection(const struct symbolizer *s);
+/* Gives back the id of every file and JIT module not in used, calling
+ * released (if not NULL) with each just before: whatever knows the id
+ * (an unwind table) forgets it there.  Returns how many. */
+size_t symbolizer_release_unused(struct symbolizer *s, const struct module_set *used,
+				 void (*released)(void *userdata, uint16_t module), void *userdata);
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);
 

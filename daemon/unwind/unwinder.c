@@ -64,6 +64,7 @@ struct proc {
 	struct proc_map *maps; /* mappings_count of them */
 	uint64_t *keys; /* of the tables it holds a reference on */
 	size_t n_keys;
+	bool stale; /* a table it holds came back: to be described again */
 };
 
 struct unwinder {
@@ -204,6 +205,12 @@ static struct table *table_get(struct unwinder *u, uint64_t key)
 		if (t->building)
 			builder_bump(u->builder, key); /* needed now, again */
 		return t;
+	}
+	/* each build queued holds a descriptor: a user mapping thousands of
+	 * binaries at once must not run perfd out of them */
+	if (u->stats.tables_building >= UNWINDER_MAX_BUILDS) {
+		u->stats.tables_refused++;
+		return NULL;
 	}
 	fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)key);
 	if (fd >= 0)
@@ -429,6 +436,13 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 
 	if (maps->n == 0)
 		return 0;
+	/* Each table that comes back describes the process again, all its
+	 * mappings: past this many, that is quadratic work on the loop (a
+	 * user mapping 20,000 binaries held it for seconds). */
+	if (maps->n > UNWINDER_MAX_PROCESS_MAPPINGS) {
+		u->stats.processes_refused++;
+		return -E2BIG;
+	}
 	/* each region adds at most two pieces: itself and what precedes it */
 	pm = calloc(maps->n + 2 * n_copies, sizeof(*pm));
 	held = calloc(maps->n + n_copies, sizeof(*held));
@@ -485,7 +499,7 @@ int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_tim
 
 	/* BPF now reads the new entry; the old one's ranges can go. */
 	*p = (struct proc){ pid, start_time_ns, first, (uint32_t)n_pm, TAKE_PTR(pm),
-			    TAKE_PTR(held), n_held };
+			    TAKE_PTR(held), n_held, false };
 	*slot = (uintptr_t)p;
 	if (old) {
 		proc_release(u, old);
@@ -517,11 +531,25 @@ static void redescribe(struct unwinder *u, struct proc *p)
  * ready, or will never be (it was flagged pending until now). */
 static void redescribe_holders(struct unwinder *u, uint64_t key)
 {
+	/* once per process at the end of unwinder_complete, however many of
+	 * its tables came back: each describe writes all of its mappings */
 	U64MAP_FOREACH(ps, &u->procs) {
 		struct proc *p = (struct proc *)(uintptr_t)ps->value;
 
 		if (proc_holds(p, key))
+			p->stale = true;
+	}
+}
+
+static void redescribe_stale(struct unwinder *u)
+{
+	U64MAP_FOREACH(ps, &u->procs) {
+		struct proc *p = (struct proc *)(uintptr_t)ps->value;
+
+		if (p->stale) {
+			p->stale = false;
 			redescribe(u, p);
+		}
 	}
 }
 
@@ -662,6 +690,7 @@ void unwinder_complete(struct unwinder *u)
 		if (big)
 			(void)malloc_trim(0);
 	}
+	redescribe_stale(u);
 }
 
 int unwinder_fd(const struct unwinder *u)
@@ -683,6 +712,32 @@ void unwinder_forget_process(struct unwinder *u, uint32_t pid, uint64_t start_ti
 	proc_release(u, p);
 	proc_free(p);
 	u64map_remove(&u->procs, pid);
+}
+
+void unwinder_mark_modules(const struct unwinder *u, struct module_set *used)
+{
+	U64MAP_FOREACH(slot, &u->tables) {
+		const struct table *t = (const struct table *)(uintptr_t)slot->value;
+
+		if (!(slot->key & COPIES_KEY_BIT) && (t->refs > 0 || t->building))
+			module_set_add(used, (uint16_t)slot->key);
+	}
+}
+
+void unwinder_forget_module(struct unwinder *u, uint16_t module)
+{
+	uint64_t *slot = u64map_get(&u->tables, module);
+	struct table *t;
+
+	if (!slot)
+		return;
+	t = (struct table *)(uintptr_t)*slot;
+	if (t->refs > 0 || t->building)
+		return; /* unwinder_mark_modules said it is in use */
+	if (!t->error)
+		(void)rangealloc_put(&u->rows, t->rows_first, t->rows_count);
+	u64map_remove(&u->tables, module);
+	table_free(t);
 }
 
 void unwinder_get_stats(const struct unwinder *u, struct unwinder_stats *ret)

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "process/procmaps.h"
+#include "profile/moduleset.h"
 
 struct symbolizer;
 
@@ -44,6 +45,14 @@ struct unwinder_opts {
 };
 
 #define UNWINDER_LOOP_UPLOAD_MAX_ROWS 32768
+/* Builds queued or running at once, each holding a dup of its binary's
+ * descriptor; past it a table is refused (tables_refused) and asked for
+ * again by the next process that maps the binary. */
+#define UNWINDER_MAX_BUILDS 256
+/* A process with more executable mappings than this gets no tables (frame
+ * pointers only, counted in processes_refused): each table built describes
+ * all of its mappings to BPF again. */
+#define UNWINDER_MAX_PROCESS_MAPPINGS 1024
 
 struct unwinder_stats {
 	size_t tables;           /* tables uploaded */
@@ -87,8 +96,8 @@ struct unwinder *unwinder_free(struct unwinder *u);
  * maps->maps[i], 0 when it has none.  copies (NULL: none) names the regions
  * of templated code in those mappings; a region outside them, or whose
  * template does not decode, is walked with frame pointers as before.
- * Returns 0 or -errno (-ENOSPC when the maps are full); on failure the
- * process keeps what it had. */
+ * Returns 0 or -errno (-ENOSPC when the maps are full, -E2BIG past
+ * UNWINDER_MAX_PROCESS_MAPPINGS); on failure the process keeps what it had. */
 int unwinder_update_process(struct unwinder *u, uint32_t pid, uint64_t start_time_ns,
 			    const struct procmaps *maps, const uint16_t *module_ids,
 			    const struct unwind_copies *copies);
@@ -101,6 +110,13 @@ int unwinder_fd(const struct unwinder *u);
 /* Takes the finished builds in: uploads their rows and describes the
  * processes that map them again. */
 void unwinder_complete(struct unwinder *u);
+
+/* Adds to used the modules whose tables a process uses or the builder
+ * builds. */
+void unwinder_mark_modules(const struct unwinder *u, struct module_set *used);
+/* Frees the table of module, which no process uses (the symbolizer is
+ * giving its id back): the id will name another binary. */
+void unwinder_forget_module(struct unwinder *u, uint16_t module);
 
 void unwinder_get_stats(const struct unwinder *u, struct unwinder_stats *ret);
 

@@ -13,7 +13,7 @@ so that only the file under test can slow its loop):
   refused;
 - a debug file perfd read lines from, truncated by its owner: the next
   snapshot with lines still answers and the daemon is alive (no SIGBUS);
-- a perf map of millions of entries: refused and counted, status answers
+- a perf map of 200k entries: refused and counted, status answers
   throughout, RSS stays within the symbol cache plus a fixed part; and a
   map within the caps is counted in the symbol cache's bytes.
 """
@@ -225,17 +225,18 @@ class JitWithMap:
 
 
 def test_huge_perf_map_is_bounded(tmp_path):
-    """A 1.7M-line map (~60 MiB) is refused and counted, status answers while
-    it is looked at, and RSS stays within the cache plus a fixed part; a
-    map of 100k lines is held in the symbol cache, counted in its bytes."""
+    """A 200k-line map (~7 MiB, under the byte cap but past the 16,384
+    entries) is refused and counted, status answers while it is looked at,
+    and RSS stays within the cache plus a fixed part; a map of 16,000 lines
+    is held in the symbol cache, counted in its bytes."""
     daemon = calm_daemon()
     try:
         rss0 = rss_kib(daemon.pid)
         before = symbols(daemon)
-        # short names: as many lines as fit under the 64 MiB byte cap
-        jit = JitWithMap(1_700_000, "h")
+        # short names: many lines under the 8 MiB byte cap
+        jit = JitWithMap(200_000, "h")
         try:
-            assert 48 << 20 < os.path.getsize(jit.path) <= 64 << 20
+            assert 4 << 20 < os.path.getsize(jit.path) <= 8 << 20
             _, slowest, rss = snapshot_under_watch(daemon, jit.w)
             jit.w.finish()
         finally:
@@ -247,7 +248,7 @@ def test_huge_perf_map_is_bounded(tmp_path):
         assert (rss - rss0) // 1024 <= CACHE_MIB + RSS_FIXED_MIB, \
             f"RSS grew {rss0 // 1024} -> {rss // 1024} MiB"
 
-        jit = JitWithMap(100_000, "fits")
+        jit = JitWithMap(16_000, "fits")
         try:
             size = os.path.getsize(jit.path)
             _, slowest, _ = snapshot_under_watch(daemon, jit.w)
@@ -255,11 +256,11 @@ def test_huge_perf_map_is_bounded(tmp_path):
         finally:
             jit.close()
         sym = symbols(daemon)
-        print(f"100k-line map ({size >> 20} MiB): slowest status {slowest * 1000:.1f} ms, "
+        print(f"16k-line map ({size >> 10} KiB): slowest status {slowest * 1000:.1f} ms, "
               f"cache_bytes {sym['cache_bytes'] >> 20} MiB of {sym['cache_limit_bytes'] >> 20}")
         assert sym["jit_maps_read"] > after["jit_maps_read"], sym
-        # 100k entries of 32 bytes and their names, all in the cache
-        assert sym["cache_bytes"] - after["cache_bytes"] >= 100_000 * 32, sym
+        # 16k entries of 32 bytes and their names, all in the cache
+        assert sym["cache_bytes"] - after["cache_bytes"] >= 16_000 * 32, sym
         assert sym["cache_bytes"] <= sym["cache_limit_bytes"], sym
     finally:
         daemon.kill()

@@ -352,49 +352,257 @@ Test(symbolize, unknown_and_special_frames)
 	symbolizer_free(s);
 }
 
-Test(symbolize, copies_with_one_build_id_share_a_module)
+/* A copy of this test binary at path, with every "symbolize_test_function"
+ * in it replaced by poison (as long): the same build-id, other symbols. */
+static void write_copy(const char *path, const char *poison)
 {
-	struct symbolizer *s = make(0, true);
-	char copy[] = "/tmp/perfd-test-copy-XXXXXX", cmd[256], buf[256];
-	struct procmaps *maps = NULL;
-	const struct procmap *own;
-	struct procmap alias;
+	static const char name[] = "symbolize_test_function";
+	_cleanup_free_ char *image = NULL;
+	_cleanup_fclose_ FILE *in = fopen("/proc/self/exe", "re");
+	FILE *out;
+	size_t size = 0, cap = 0, n;
+
+	cr_assert_not_null(in);
+	do {
+		char *grown;
+
+		if (size == cap) {
+			cap = cap ? cap * 2 : 1 << 20;
+			grown = realloc(image, cap);
+			cr_assert_not_null(grown);
+			image = grown;
+		}
+		n = fread(image + size, 1, cap - size, in);
+		size += n;
+	} while (n > 0);
+	if (poison) {
+		cr_assert_eq(strlen(poison), strlen(name));
+		for (char *p = image; (p = memmem(p, size - (size_t)(p - image), name,
+						  strlen(name))); p += strlen(name))
+			memcpy(p, poison, strlen(name));
+	}
+	(void)unlink(path);
+	out = fopen(path, "we");
+	cr_assert_not_null(out);
+	cr_assert_eq(fwrite(image, 1, size, out), size);
+	cr_assert_eq(fclose(out), 0);
+}
+
+/* A mapping of the file at path like own (this test's code), in a range
+ * nothing maps: the symbolizer opens it by path, under /proc/PID/root. */
+static struct procmap mapping_of(const struct procmap *own, const char *path, unsigned k)
+{
+	struct procmap alias = *own;
 	struct stat st;
-	int fd = mkstemp(copy), id_own, id_copy, id_libc;
 
-	cr_assert_geq(fd, 0);
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s", getpid(), copy);
-	cr_assert_eq(system(cmd), 0);
-	cr_assert_eq(stat(copy, &st), 0);
-
-	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
-	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
-	cr_assert_not_null(own);
-	id_own = symbolizer_module_for_mapping(s, getpid(), own);
-	alias = *own;
+	cr_assert_eq(stat(path, &st), 0);
 	alias.dev_major = major(st.st_dev);
 	alias.dev_minor = minor(st.st_dev);
 	alias.inode = st.st_ino;
-	alias.path = copy;
-	/* the copy is not mapped (a range no mapping has): it is opened by
-	 * path, under /proc/PID/root */
-	alias.start = 0x10000;
+	alias.path = (char *)path;
+	alias.start = 0x10000 + (uint64_t)k * 0x10000000;
 	alias.end = alias.start + (own->end - own->start);
+	return alias;
+}
+
+static uint64_t own_offset(const struct procmap *own)
+{
+	return (uintptr_t)&symbolize_test_function + 2 - own->start + own->pgoff;
+}
+
+static size_t open_fds(void)
+{
+	struct procmaps *unused = NULL;
+	size_t n = 0;
+	char p[64];
+
+	(void)unused;
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		n += access(p, F_OK) == 0;
+	}
+	return n;
+}
+
+/* A build-id is what a file says of itself: a modified copy with this
+ * binary's build-id, mapped first, is a module of its own, and lends its
+ * names to no one (issue 27: a user could otherwise poison everyone's
+ * symbols and unwind tables). */
+Test(symbolize, copies_with_one_build_id_are_separate_modules)
+{
+	struct symbolizer *s = make(0, true);
+	char copy[] = "/tmp/perfd-test-copy-XXXXXX", buf[256];
+	struct procmaps *maps = NULL;
+	const struct procmap *own;
+	struct procmap alias;
+	const char *path, *own_build_id, *copy_build_id;
+	int fd = mkstemp(copy), id_own, id_copy;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_copy(copy, "poisoned_test_function_");
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
+	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
+	cr_assert_not_null(own);
+	alias = mapping_of(own, copy, 0);
+
 	id_copy = symbolizer_module_for_mapping(s, getpid(), &alias);
-	id_libc = symbolizer_module_for_mapping(s, getpid(),
-						 procmaps_find(maps, (uintptr_t)&getpid));
+	id_own = symbolizer_module_for_mapping(s, getpid(), own);
+	cr_assert_gt(id_copy, 0);
 	cr_assert_gt(id_own, 0);
-	cr_assert_eq(id_copy, id_own, "a copy with the same build-id got module %d, not %d",
-		     id_copy, id_own);
-	cr_assert_neq(id_libc, id_own);
-	/* and the original's inode still finds it */
-	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), own), id_own);
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id_copy, (uintptr_t)&symbolize_test_function +
-								     2 - own->start + own->pgoff),
-					       buf, sizeof(buf)),
+	cr_assert_neq(id_copy, id_own, "a copy with the same build-id shares module %d", id_own);
+	cr_assert(symbolizer_describe_module(s, (uint16_t)id_own, &path, &own_build_id));
+	cr_assert(symbolizer_describe_module(s, (uint16_t)id_copy, &path, &copy_build_id));
+	cr_assert_str_eq(own_build_id, copy_build_id, "the copy should claim the same build-id");
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id_copy, own_offset(own)), buf,
+					       sizeof(buf)),
+			 "poisoned_test_function_");
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id_own, own_offset(own)), buf,
+					       sizeof(buf)),
 			 "symbolize_test_function");
+	/* and each is found again as itself */
+	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), own), id_own);
+	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), &alias), id_copy);
 	procmaps_free(maps);
 	unlink(copy);
+	symbolizer_free(s);
+}
+
+/* At most max_fds descriptors are open; the others are opened again when
+ * their symbols are needed, and only if the file at the path is still
+ * the one the module was read from. */
+Test(symbolize, descriptors_are_bounded_and_reopened)
+{
+	enum { COPIES = 12, MAX_FDS = 4 };
+	struct symbolizer_opts o = { .cache_bytes = 1, .max_fds = MAX_FDS };
+	struct symbolizer *s = symbolizer_new(&o, NULL);
+	char dir[] = "/tmp/perfd-test-fds-XXXXXX", paths[COPIES][64], buf[256];
+	struct procmap alias[COPIES];
+	struct symbolizer_stats st;
+	struct procmaps *maps = NULL;
+	const struct procmap *own;
+	int ids[COPIES];
+	size_t fds_before;
+
+	cr_assert_not_null(s);
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
+	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
+	cr_assert_not_null(own);
+	fds_before = open_fds();
+	for (int i = 0; i < COPIES; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/copy%d", dir, i);
+		write_copy(paths[i], NULL);
+		alias[i] = mapping_of(own, paths[i], (unsigned)i);
+		ids[i] = symbolizer_module_for_mapping(s, getpid(), &alias[i]);
+		cr_assert_gt(ids[i], 0);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(ids[i], ids[j]);
+	}
+	cr_assert_leq(open_fds(), fds_before + MAX_FDS);
+	symbolizer_get_stats(s, &st);
+	cr_assert_leq(st.fds_open, MAX_FDS);
+	cr_assert_eq(st.fds_limit, MAX_FDS);
+	cr_assert_geq(st.fds_evicted, COPIES - MAX_FDS);
+
+	/* every copy named, its descriptor opened again (the cache of one
+	 * byte parses each one anew) */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < COPIES; i++)
+			cr_assert_str_eq(symbolizer_frame_name(s, frame_make(ids[i], own_offset(own)),
+							       buf, sizeof(buf)),
+					 "symbolize_test_function", "copy %d named %s", i, buf);
+	symbolizer_get_stats(s, &st);
+	cr_assert_geq(st.fds_reopened, COPIES - MAX_FDS);
+	cr_assert_leq(st.fds_open, MAX_FDS);
+	cr_assert_leq(open_fds(), fds_before + MAX_FDS);
+
+	/* copy 0's file replaced at its path: not opened as copy 0 */
+	write_copy(paths[0], "poisoned_test_function_");
+	for (int i = 1; i <= MAX_FDS; i++) /* copy 0's descriptor closed */
+		(void)symbolizer_frame_name(s, frame_make(ids[i], own_offset(own)), buf, sizeof(buf));
+	cr_assert_str_neq(symbolizer_frame_name(s, frame_make(ids[0], own_offset(own)), buf,
+						sizeof(buf)),
+			  "poisoned_test_function_");
+	cr_assert_str_neq(buf, "symbolize_test_function"); /* its file is gone */
+	symbolizer_get_stats(s, &st);
+	cr_assert_geq(st.fds_reopen_failed, 1);
+	/* the new file at that path is a module of its own */
+	alias[0] = mapping_of(own, paths[0], 0);
+	cr_assert_neq(symbolizer_module_for_mapping(s, getpid(), &alias[0]), ids[0]);
+
+	for (int i = 0; i < COPIES; i++)
+		unlink(paths[i]);
+	rmdir(dir);
+	procmaps_free(maps);
+	symbolizer_free(s);
+}
+
+/* The table holds max_modules at once: past it a new file is refused and
+ * counted, and the ids nobody refers to any more are given back and given
+ * again, to files named from their own symbols. */
+Test(symbolize, module_ids_are_bounded_and_given_back)
+{
+	enum { MAX = 16 };
+	struct symbolizer_opts o = { .max_modules = MAX, .max_fds = 8 };
+	struct symbolizer *s = symbolizer_new(&o, NULL);
+	char dir[] = "/tmp/perfd-test-ids-XXXXXX", path[64], buf[256];
+	struct module_set *used = calloc(1, sizeof(*used));
+	struct symbolizer_stats st;
+	struct procmaps *maps = NULL;
+	const struct procmap *own;
+	struct procmap alias;
+	const char *p, *b;
+	int own_id, id;
+
+	cr_assert_not_null(s);
+	cr_assert_not_null(used);
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
+	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
+	own_id = symbolizer_module_for_mapping(s, getpid(), own);
+	cr_assert_gt(own_id, 0);
+	cr_assert(!symbolizer_wants_collection(s));
+	for (int i = 1; i <= MAX; i++) {
+		snprintf(path, sizeof(path), "%s/copy%d", dir, i);
+		write_copy(path, i % 2 ? "poisoned_test_function_" : NULL);
+		alias = mapping_of(own, path, (unsigned)i);
+		id = symbolizer_module_for_mapping(s, getpid(), &alias);
+		if (i < MAX)
+			cr_assert_gt(id, 0);
+		else
+			cr_assert_eq(id, -ENOSPC);
+	}
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.modules, MAX);
+	cr_assert_eq(st.modules_refused, 1);
+	cr_assert(symbolizer_wants_collection(s));
+
+	module_set_add(used, (uint16_t)own_id);
+	cr_assert_eq(symbolizer_release_unused(s, used, NULL, NULL), MAX - 1);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.modules, 1);
+	cr_assert_eq(st.modules_released, MAX - 1);
+	cr_assert(!symbolizer_wants_collection(s));
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(own_id, own_offset(own)), buf,
+					       sizeof(buf)),
+			 "symbolize_test_function");
+
+	/* the refused file gets a released id, and its own names */
+	id = symbolizer_module_for_mapping(s, getpid(), &alias);
+	cr_assert_gt(id, 0);
+	cr_assert_neq(id, own_id);
+	cr_assert(symbolizer_describe_module(s, (uint16_t)id, &p, &b));
+	cr_assert_str_eq(p, path);
+	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, own_offset(own)), buf,
+					       sizeof(buf)),
+			 "symbolize_test_function");
+	for (int i = 1; i <= MAX; i++) {
+		snprintf(path, sizeof(path), "%s/copy%d", dir, i);
+		unlink(path);
+	}
+	rmdir(dir);
+	free(used);
+	procmaps_free(maps);
 	symbolizer_free(s);
 }

@@ -1,0 +1,147 @@
+"""Binaries a user controls cannot exhaust or poison the daemon's table of
+modules (issue 27).
+
+perfd keeps one module per binary file a sampled process maps, with a
+descriptor to read its symbols and unwind tables from.  Each test plays a
+local user (`nobody`) against a daemon of its own:
+
+- many small executables: nobody maps 20,000 distinct small ELF files
+  (copies of a tiny shared object, each with other contents) and runs code
+  in them while sampled.  perfd's descriptors stay under the documented
+  caps (--max-module-fds, plus the unwind builds queued), `status` from root
+  keeps answering within STATUS_DEADLINE (the slowest answer is printed),
+  and, with --max-modules below the files' count, the ids are given back
+  once the process is gone: a new process started afterwards is named
+  from its own symbols;
+- a poisoned build-id: nobody runs a modified copy of a binary (the same
+  .note.gnu.build-id, other function names) first; the real binary, run by
+  root afterwards, is named from its own file, never the copy's.
+"""
+
+import os
+import select
+import shutil
+import time
+
+import perfdtest
+from perfdtest import status_within_deadline
+from test_auth import User, reachable_path_fixes
+
+FILES = 20000
+BATCH = 500
+MAX_MODULES = 1024
+MAX_MODULE_FDS = 128
+# descriptors perfd may hold beyond those of modules and unwind builds:
+# clients, the notify socket, a few being read at any moment
+FD_SLACK = 32
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_many_small_executables(tmp_path):
+    nobody = User("nobody")
+    maps_dir = tmp_path / "maps"
+    maps_dir.mkdir()
+    os.chown(maps_dir, nobody.uid, nobody.gid)
+    template = perfdtest.workload_binary("libtiny.so")
+    fixed = reachable_path_fixes([str(maps_dir), perfdtest.workload_binary("manymaps"), template])
+    daemon = perfdtest.start_perfd(extra_args=("--max-modules", str(MAX_MODULES),
+                                               "--max-module-fds", str(MAX_MODULE_FDS)))
+    w = None
+    try:
+        limits = status_within_deadline(daemon)[1]["limits"]
+        assert limits["max_module_fds"] == MAX_MODULE_FDS
+        assert limits["max_modules"] == MAX_MODULES
+        cap = fd_count(daemon.pid) + MAX_MODULE_FDS + limits["max_unwind_builds_queued"] + FD_SLACK
+        w = perfdtest.Workload("manymaps", command=nobody.argv(
+            perfdtest.workload_binary("manymaps"), template, maps_dir, FILES, BATCH, 20))
+        slowest, most_fds, mapped = 0.0, 0, False
+        deadline = time.monotonic() + 600
+        while not mapped:
+            assert time.monotonic() < deadline, "manymaps did not map its files in 10 minutes"
+            assert w.proc.poll() is None, f"manymaps ended: {w.proc.communicate()[1]!r}"
+            assert daemon.alive(), daemon.stderr()[-4000:]
+            slowest = max(slowest, status_within_deadline(daemon)[0])
+            most_fds = max(most_fds, fd_count(daemon.pid))
+            if select.select([w.proc.stdout], [], [], 0.2)[0]:
+                w.expect_line("mapped")
+                mapped = True
+        # a few more samples with all of them mapped
+        for _ in range(10):
+            slowest = max(slowest, status_within_deadline(daemon)[0])
+            most_fds = max(most_fds, fd_count(daemon.pid))
+            time.sleep(0.2)
+        syms = status_within_deadline(daemon)[1]["symbols"]
+        print(f"\n{FILES} files: slowest status {slowest * 1000:.1f} ms, most fds {most_fds} "
+              f"(cap {cap}), modules {syms['modules']}, refused {syms['modules_refused']}, "
+              f"fds evicted {syms['module_fds_evicted']}, reopened {syms['module_fds_reopened']}")
+        assert most_fds <= cap, f"perfd held {most_fds} descriptors, more than {cap}"
+        assert syms["module_fds_open"] <= MAX_MODULE_FDS
+        assert syms["modules"] <= MAX_MODULES
+        assert syms["modules_refused"] > 0, "the table should have been full while it ran"
+        w.kill()
+        w = None
+
+        # once it is gone its ids are given back: a new process is named
+        deadline = time.monotonic() + 30
+        while status_within_deadline(daemon)[1]["symbols"]["modules"] > MAX_MODULES // 2:
+            assert time.monotonic() < deadline, "the module ids were not given back"
+            time.sleep(0.5)
+        syms = status_within_deadline(daemon)[1]["symbols"]
+        print(f"after it: modules {syms['modules']}, released {syms['modules_released']}")
+        spin = perfdtest.Workload("spin", "2", "0.5")
+        try:
+            stacks, _ = perfdtest.snapshot_workload(daemon, spin, duration=2)
+            spin.finish()
+        finally:
+            spin.kill()
+        names = {f for s in stacks for f in perfdtest.functions(s)}
+        assert "spin_burn" in names, f"spin was not named: {perfdtest.show(stacks)}"
+        slowest = max(slowest, status_within_deadline(daemon)[0])
+        print(f"slowest status overall {slowest * 1000:.1f} ms")
+        assert daemon.alive(), daemon.stderr()[-4000:]
+    finally:
+        if w:
+            w.kill()
+        daemon.stop()
+        for d, mode in fixed:
+            os.chmod(d, mode)
+        shutil.rmtree(maps_dir, ignore_errors=True)
+
+
+def test_poisoned_build_id_copy_lends_nothing(tmp_path):
+    nobody = User("nobody")
+    poison = tmp_path / "twin"
+    shutil.copy(perfdtest.workload_binary("twin-poison"), poison)
+    os.chmod(tmp_path, 0o755)
+    fixed = reachable_path_fixes([str(poison)])
+    daemon = perfdtest.start_perfd()
+    try:
+        # the copy first, as nobody: its module and symbols come first
+        w = perfdtest.Workload("twin", command=nobody.argv(poison, "1.5", "0.3"))
+        try:
+            w.expect_line("ready")
+            stacks, _ = perfdtest.snapshot_workload(daemon, w, duration=2)
+            w.finish()
+        finally:
+            w.kill()
+        names = {f for s in stacks for f in perfdtest.functions(s)}
+        assert "poisond_hot_loop" in names, perfdtest.show(stacks)
+
+        real = perfdtest.Workload("twin-genuine", "1.5", "0.3")
+        try:
+            real.expect_line("ready")
+            stacks, _ = perfdtest.snapshot_workload(daemon, real, duration=2)
+            real.finish()
+        finally:
+            real.kill()
+        names = {f for s in stacks for f in perfdtest.functions(s)}
+        assert "poisond_hot_loop" not in names, \
+            f"the real binary was named from the copy: {perfdtest.show(stacks)}"
+        assert "genuine_hot_loop" in names, perfdtest.show(stacks)
+    finally:
+        daemon.stop()
+        for d, mode in fixed:
+            os.chmod(d, mode)
