@@ -276,6 +276,8 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "tables_built", in->unwind.tables_built);
 		add_u64(uw, "tables_building", in->unwind.tables_building);
 		add_u64(uw, "tables_failed", in->unwind.tables_failed);
+		add_u64(uw, "tables_oversized", in->unwind.tables_oversized);
+		add_u64(uw, "tables_abandoned", in->unwind.tables_abandoned);
 		add_u64(uw, "tables_refused", in->unwind.tables_refused);
 		add_u64(uw, "copy_tables", in->unwind.copy_tables);
 		add_u64(uw, "copy_templates_refused", in->unwind.copy_templates_refused);

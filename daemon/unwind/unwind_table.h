@@ -22,12 +22,22 @@ struct unwind_table {
 	size_t cfi_bytes;        /* size of .eh_frame (+ .debug_frame when used) */
 };
 
+/* What a build may cost: a file's owner can craft its CFI (0: no limit). */
+struct unwind_table_limits {
+	uint64_t max_cfi_bytes; /* .eh_frame + .debug_frame, decompressed */
+	uint64_t deadline_ns;   /* CLOCK_MONOTONIC; checked every few rows */
+};
+
 /* Reads .eh_frame (through libdw's CFI API), and .debug_frame for the code
  * .eh_frame does not cover, of the ELF file open on fd (only read with
- * pread; not kept).  Returns 0 and a new table, -ENODATA when the file has
- * no call-frame information at all, -ENOEXEC when it is not ELF, -EFBIG
- * when it spans more than 4 GiB of addresses, or another -errno. */
-int unwind_table_build(int fd, struct unwind_table **ret);
+ * pread; not kept), within limits (NULL: none).  Returns 0 and a new
+ * table, -ENODATA when the file has no call-frame information at all,
+ * -ENOEXEC when it is not ELF, -EFBIG when it spans more than 4 GiB of
+ * addresses, -E2BIG when its CFI is past max_cfi_bytes (refused unread),
+ * -ETIMEDOUT when the deadline passed first (what was built is dropped),
+ * or another -errno. */
+int unwind_table_build(int fd, const struct unwind_table_limits *limits,
+		       struct unwind_table **ret);
 
 /* What unwind_table_build(fd) has to read, which its time goes with: the
  * bytes of .eh_frame and .debug_frame (decompressed), all of the file
