@@ -15,7 +15,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/offload.h"
 #include "symbols/debuginfo.h"
+#include "symbols/debugsearch.h"
 #include "symbols/demangle.h"
 #include "base/elfopen.h"
 #include "symbols/elfsym.h"
@@ -52,7 +54,13 @@ struct module {
 	int debug_fd;           /* separate debug file, -1 when none */
 	/* Where a stripped binary's full symbols came from, once searched: a
 	 * reload after eviction redoes only what worked. */
-	enum { DEBUG_UNSEARCHED, DEBUG_NONE, DEBUG_FILE, DEBUG_MINI } debug_source;
+	enum {
+		DEBUG_UNSEARCHED,
+		DEBUG_SEARCHING, /* debuglink and MiniDebugInfo, on the lane */
+		DEBUG_NONE,
+		DEBUG_FILE,
+		DEBUG_MINI,
+	} debug_source;
 	struct srcline *srcline; /* source lines, opened on first use */
 	int srcline_error;
 	/* name pointer (into symtab or srcline) -> demangled copy, or 0 when
@@ -94,6 +102,7 @@ struct symbolizer {
 	size_t cache_limit;           /* bytes of loaded symbol tables */
 	uint64_t clock;
 	char *debug_dir;
+	struct offload *lane; /* debug searches that read whole files (debugsearch.h) */
 	struct symbolizer_stats stats;
 };
 
@@ -115,7 +124,8 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	s->demangle = opts->demangle;
 	s->cache_limit = opts->cache_bytes ? opts->cache_bytes : 256u << 20;
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
-	if (!s->debug_dir) {
+	if (!s->debug_dir || offload_new(1, 0, &s->lane) < 0) {
+		free(s->debug_dir);
 		free(s);
 		return NULL;
 	}
@@ -184,6 +194,7 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return NULL;
+	offload_free(s->lane); /* first: it may be reading */
 	for (size_t i = 0; i < s->n_modules; i++) {
 		struct module *m = &s->modules[i];
 
@@ -534,10 +545,13 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 
 /* A stripped binary: its full symbol table may be in a separate debug
  * file (found the way gdb does, under the process's root) or in its
- * MiniDebugInfo.  Failing that, .dynsym is what there is. */
+ * MiniDebugInfo.  The build-id lookup is cheap and done here; the rest
+ * reads whole files and goes to the lane (debugsearch.h), the binary named
+ * from .dynsym until symbolizer_complete() merges what it found. */
 static void add_debug_symbols(struct symbolizer *s, struct module *m)
 {
 	_cleanup_free_ char *path = NULL;
+	struct debugsearch *q;
 	unsigned refused;
 	char root[64];
 	void *image;
@@ -546,6 +560,7 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 
 	switch (m->debug_source) {
 	case DEBUG_NONE:
+	case DEBUG_SEARCHING:
 		return;
 	case DEBUG_FILE:
 		(void)elf_symtab_add_from_fd(m->symtab, m->debug_fd);
@@ -568,7 +583,8 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 	if (deleted)
 		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
-	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, NULL, &refused);
+	m->debug_fd = debuginfo_find(m->fd, path, root, s->debug_dir, DEBUGINFO_BY_BUILD_ID, NULL,
+				     &refused);
 	s->stats.debug_files_refused += refused;
 	if (m->debug_fd >= 0) {
 		if (elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
@@ -577,13 +593,51 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 		return;
 	}
 	m->debug_fd = -1;
-	if (debuginfo_minidebuginfo(m->fd, &image, &size) == 0) {
-		if (elf_symtab_add_from_memory(m->symtab, image, size) >= 0) {
+	if (debugsearch_new((uint64_t)(m - s->modules), m->fd, path, root, s->debug_dir, &q) < 0)
+		return; /* out of memory or descriptors: named from .dynsym */
+	offload_submit(s->lane, &q->job);
+	m->debug_source = DEBUG_SEARCHING;
+	s->stats.debug_searches_pending++;
+}
+
+/* Takes a finished search back: its debug file or MiniDebugInfo becomes
+ * the module's, merged now if its symbols are loaded (else at the next
+ * load, as after an eviction). */
+static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
+{
+	struct module *m = &s->modules[q->job.key];
+
+	s->stats.debug_searches_pending--;
+	s->stats.debug_files_refused += q->refused;
+	m->debug_source = DEBUG_NONE;
+	if (q->debug_fd >= 0) {
+		m->debug_fd = TAKE_FD(q->debug_fd);
+		m->debug_source = DEBUG_FILE;
+		if (!m->symtab || elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
+			s->stats.debug_files++;
+	} else if (q->image) {
+		m->debug_source = DEBUG_MINI;
+		if (!m->symtab || elf_symtab_add_from_memory(m->symtab, q->image, q->image_size) >= 0)
 			s->stats.minidebuginfo++;
-			m->debug_source = DEBUG_MINI;
-		}
-		free(image);
 	}
+	if (m->symtab)
+		trim_cache(s, m);
+}
+
+void symbolizer_complete(struct symbolizer *s)
+{
+	struct offload_job *j = offload_take_done(s->lane), *next;
+
+	for (; j; j = next) {
+		next = j->next;
+		debug_search_done(s, debugsearch_of(j));
+		debugsearch_free(debugsearch_of(j));
+	}
+}
+
+int symbolizer_fd(const struct symbolizer *s)
+{
+	return offload_fd(s->lane);
 }
 
 static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
