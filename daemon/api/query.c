@@ -250,6 +250,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "debug_files_refused", in->sym.debug_files_refused);
 	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);
 	add_u64(syms, "debug_searches_pending", in->sym.debug_searches_pending);
+	add_u64(syms, "tables_refused", in->sym.tables_refused);
 	add_u64(syms, "lookups", in->sym.lookups);
 	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
 	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);

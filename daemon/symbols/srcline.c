@@ -742,7 +742,8 @@ static int line_position(struct srcline *s, struct unit *u, Dwarf_Line *line,
  * dwarf_begin_elf's error, whose codes libdw does not export, and because
  * libdw also accepts a file with only .debug_line or .debug_frame.
  * *ret_bytes gets the size in the file of the sections libdw reads into
- * memory (every .debug_* and .zdebug_* one). */
+ * memory (every .debug_* and .zdebug_* one).  -EFBIG for a .debug_line
+ * past SRCLINE_MAX_LINE_BYTES. */
 static int has_debug_info(Elf *elf, uint64_t *ret_bytes)
 {
 	uint64_t bytes = 0;
@@ -766,6 +767,9 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes)
 			found = 1;
 		if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
 			bytes += sh.sh_size;
+		if ((strcmp(name, ".debug_line") == 0 || strcmp(name, ".zdebug_line") == 0) &&
+		    elf_section_bytes(scn, &sh) > SRCLINE_MAX_LINE_BYTES)
+			return -EFBIG;
 	}
 	*ret_bytes = bytes;
 	return found;

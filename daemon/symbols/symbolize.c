@@ -554,6 +554,7 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 	struct debugsearch *q;
 	unsigned refused;
 	char root[64];
+	int r;
 	void *image;
 	size_t size;
 	char *deleted;
@@ -587,8 +588,9 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m)
 				     &refused);
 	s->stats.debug_files_refused += refused;
 	if (m->debug_fd >= 0) {
-		if (elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
-			s->stats.debug_files++;
+		r = elf_symtab_add_from_fd(m->symtab, m->debug_fd);
+		s->stats.debug_files += r >= 0;
+		s->stats.tables_refused += r == -EFBIG;
 		m->debug_source = DEBUG_FILE;
 		return;
 	}
@@ -611,10 +613,12 @@ static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 	s->stats.debug_files_refused += q->refused;
 	m->debug_source = DEBUG_NONE;
 	if (q->debug_fd >= 0) {
+		int r = m->symtab ? elf_symtab_add_from_fd(m->symtab, q->debug_fd) : 0;
+
 		m->debug_fd = TAKE_FD(q->debug_fd);
 		m->debug_source = DEBUG_FILE;
-		if (!m->symtab || elf_symtab_add_from_fd(m->symtab, m->debug_fd) >= 0)
-			s->stats.debug_files++;
+		s->stats.debug_files += r >= 0;
+		s->stats.tables_refused += r == -EFBIG;
 	} else if (q->image) {
 		m->debug_source = DEBUG_MINI;
 		if (!m->symtab || elf_symtab_add_from_memory(m->symtab, q->image, q->image_size) >= 0)
@@ -654,6 +658,7 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 	if (r < 0) {
 		m->load_error = r;
 		s->stats.modules_failed++;
+		s->stats.tables_refused += r == -EFBIG;
 		return NULL;
 	}
 	s->stats.modules_loaded++;
@@ -877,6 +882,7 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 
 		if (r == -ENODATA && m->debug_fd >= 0)
 			r = srcline_open(m->debug_fd, &m->srcline);
+		s->stats.tables_refused += r == -EFBIG;
 		if (r < 0)
 			m->srcline_error = r;
 		else

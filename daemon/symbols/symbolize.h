@@ -59,6 +59,8 @@ struct symbolizer_stats {
 				     * own directory */
 	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
 	size_t debug_searches_pending; /* debuglink/MiniDebugInfo searches on the lane */
+	size_t tables_refused; /* symbol, string or line tables past their caps
+				* (ELFSYM_MAX_TABLE_BYTES, SRCLINE_MAX_*): not read */
 	size_t jit_maps;       /* perf maps and jitdumps parsed (re-reads included) */
 	size_t jit_maps_refused; /* not read: not a regular file, a symlink, a
 				  * stranger's, too big or bigger than the

@@ -922,17 +922,6 @@ int unwind_table_build(int fd, const struct unwind_table_limits *limits,
 	return build_from_elf(elf, fd, limits, ret);
 }
 
-/* A section's bytes as its contents are read: a compressed one's once
- * decompressed. */
-static uint64_t section_bytes(Elf_Scn *scn, const GElf_Shdr *sh)
-{
-	GElf_Chdr ch;
-
-	if (!(sh->sh_flags & SHF_COMPRESSED))
-		return sh->sh_size;
-	return gelf_getchdr(scn, &ch) ? ch.ch_size : sh->sh_size;
-}
-
 /* unwind_table_cfi_bytes() of an open ELF handle on fd. */
 static uint64_t cfi_bytes_of(Elf *elf, int fd)
 {
@@ -948,10 +937,10 @@ static uint64_t cfi_bytes_of(Elf *elf, int fd)
 		return fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
 	scn = elf_find_section(elf, ".eh_frame", &sh);
 	if (scn)
-		bytes += section_bytes(scn, &sh);
+		bytes += elf_section_bytes(scn, &sh);
 	scn = elf_find_section(elf, ".debug_frame", &sh);
 	if (scn)
-		bytes += section_bytes(scn, &sh);
+		bytes += elf_section_bytes(scn, &sh);
 	return bytes;
 }
 
