@@ -4,10 +4,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/offload.h"
 #include "perfd/macro.h"
+
+/* Lanes run at this nice value (offload.h). */
+#define LANE_NICE 10
 
 struct lane {
 	struct offload *o;
@@ -57,6 +61,8 @@ static void *run(void *arg)
 	struct offload *o = lane->o;
 	const uint64_t one = 1;
 
+	/* best effort: a lane at the loop's priority is only slower to yield */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), LANE_NICE);
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
 		struct offload_job *j = NULL;

@@ -18,6 +18,11 @@
  * offload_take_done on.  run() touches only its own job (and what the job
  * owns); the queue and the done list are under one mutex.  Cost: a lane is
  * a thread that sleeps on a condition variable when there is no work.
+ *
+ * Lanes run at nice 10: on a machine of two CPUs, a lane reading a debug
+ * file for its CRC and the process being profiled take both, and the
+ * loop, which answers status, must not wait for a time slice behind them
+ * (CFS then gives it about nine tenths of a CPU they share).
  */
 #ifndef PERFD_OFFLOAD_H
 #define PERFD_OFFLOAD_H
