@@ -28,6 +28,7 @@ struct offload {
 	struct offload_job *todo;              /* newest first */
 	struct offload_job *done, **done_tail; /* FIFO */
 	bool stop;
+	atomic_bool cancel; /* stop, for the jobs running */
 	int event_fd;
 };
 
@@ -136,6 +137,7 @@ struct offload *offload_free(struct offload *o)
 		return NULL;
 	pthread_mutex_lock(&o->lock);
 	o->stop = true;
+	atomic_store(&o->cancel, true);
 	pthread_cond_broadcast(&o->wake);
 	pthread_mutex_unlock(&o->lock);
 	for (unsigned i = 0; o->lanes && i < o->n_lanes; i++)
@@ -154,6 +156,7 @@ struct offload *offload_free(struct offload *o)
 
 void offload_submit(struct offload *o, struct offload_job *j)
 {
+	j->cancel = &o->cancel;
 	pthread_mutex_lock(&o->lock);
 	j->next = o->todo;
 	o->todo = j;

@@ -27,6 +27,7 @@
 #ifndef PERFD_OFFLOAD_H
 #define PERFD_OFFLOAD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,6 +37,9 @@ struct offload_job {
 	bool big;      /* taken only by the lanes past small_lanes */
 	void (*run)(struct offload_job *j);  /* on a lane's thread */
 	void (*free)(struct offload_job *j); /* frees a job never taken back */
+	/* set by offload_submit: true once offload_free wants the lanes back,
+	 * for a long run() to check now and then and return early */
+	const atomic_bool *cancel;
 };
 
 struct offload;
@@ -43,8 +47,9 @@ struct offload;
 /* Starts lanes threads (at least one more than small_lanes, so that big
  * jobs are served).  Returns 0 or -errno (-EINVAL, -ENOMEM, pthread's). */
 int offload_new(unsigned lanes, unsigned small_lanes, struct offload **ret);
-/* Stops the lanes (after the job each is in, if any) and frees, with their
- * free(), the jobs queued or done but not taken back.  Accepts NULL. */
+/* Stops the lanes (after the job each is in, which its cancel flag asks to
+ * end early) and frees, with their free(), the jobs queued or done but not
+ * taken back.  Accepts NULL. */
 struct offload *offload_free(struct offload *o);
 
 /* Queues j (its run and free set) at the front and wakes the lanes. */

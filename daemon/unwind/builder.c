@@ -116,7 +116,8 @@ static void build(struct build_job *j)
 	uint64_t t0 = now_monotonic_ns();
 	const struct unwind_table_limits limits = {
 		.max_cfi_bytes = BUILDER_MAX_CFI_BYTES,
-		.deadline_ns = t0 + BUILDER_MAX_BUILD_NS,
+		.cpu_ns = BUILDER_MAX_BUILD_NS,
+		.cancel = j->job.cancel,
 	};
 
 	j->r = unwind_table_build(j->fd, &limits, &j->table);

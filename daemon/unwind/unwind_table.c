@@ -92,12 +92,14 @@ struct builder {
 	size_t n_rows, cap_rows;
 	size_t fdes;
 	size_t cfi_bytes;
-	uint64_t deadline_ns; /* 0: none */
-	unsigned tick;        /* steps since the clock was last read */
+	uint64_t cpu_limit_ns; /* thread_cpu_ns() past which it stops; 0: none */
+	const atomic_bool *cancel;
+	unsigned tick;         /* steps since the clock was last read */
 };
 
-/* The clock is read every CLOCK_EVERY steps (a row, an FDE): a step of
- * crafted CFI replays at most the FDE's program, bounded by the byte cap. */
+/* The clock (and the cancel flag) is read every CLOCK_EVERY steps (a row,
+ * an FDE): a step of crafted CFI replays at most the FDE's program,
+ * bounded by the byte cap. */
 #define CLOCK_EVERY 64
 
 static void builder_done(struct builder *b)
@@ -126,14 +128,16 @@ static void dwarf_cfi_endp(Dwarf_CFI **p)
 
 /* --- limits ------------------------------------------------------------- */
 
-/* -ETIMEDOUT once the build's deadline has passed, checked every
- * CLOCK_EVERY calls. */
+/* -ETIMEDOUT once the build has used its CPU time, -ECANCELED once it was
+ * cancelled, checked every CLOCK_EVERY calls. */
 static int over_time(struct builder *b)
 {
-	if (b->deadline_ns == 0 || ++b->tick < CLOCK_EVERY)
+	if (++b->tick < CLOCK_EVERY)
 		return 0;
 	b->tick = 0;
-	return now_monotonic_ns() > b->deadline_ns ? -ETIMEDOUT : 0;
+	if (b->cancel && atomic_load_explicit(b->cancel, memory_order_relaxed))
+		return -ECANCELED;
+	return b->cpu_limit_ns && thread_cpu_ns() > b->cpu_limit_ns ? -ETIMEDOUT : 0;
 }
 
 /* --- DW_EH_PE pointers ------------------------------------------------ */
@@ -858,7 +862,8 @@ static int build_from_elf(Elf *elf, int fd, const struct unwind_table_limits *li
 {
 	_cleanup_(builder_done) struct builder b = {
 		.elf = elf,
-		.deadline_ns = limits ? limits->deadline_ns : 0,
+		.cpu_limit_ns = limits && limits->cpu_ns ? thread_cpu_ns() + limits->cpu_ns : 0,
+		.cancel = limits ? limits->cancel : NULL,
 	};
 	_cleanup_(unwind_table_freep) struct unwind_table *t = NULL;
 	_cleanup_free_ struct code_range *eh = NULL;

@@ -6,6 +6,7 @@
 #ifndef PERFD_UNWIND_TABLE_H
 #define PERFD_UNWIND_TABLE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +26,9 @@ struct unwind_table {
 /* What a build may cost: a file's owner can craft its CFI (0: no limit). */
 struct unwind_table_limits {
 	uint64_t max_cfi_bytes; /* .eh_frame + .debug_frame, decompressed */
-	uint64_t deadline_ns;   /* CLOCK_MONOTONIC; checked every few rows */
+	uint64_t cpu_ns;        /* CPU time of the building thread (thread_cpu_ns),
+				 * checked every few rows */
+	const atomic_bool *cancel; /* NULL, or set when the build must stop */
 };
 
 /* Reads .eh_frame (through libdw's CFI API), and .debug_frame for the code
@@ -34,8 +37,8 @@ struct unwind_table_limits {
  * table, -ENODATA when the file has no call-frame information at all,
  * -ENOEXEC when it is not ELF, -EFBIG when it spans more than 4 GiB of
  * addresses, -E2BIG when its CFI is past max_cfi_bytes (refused unread),
- * -ETIMEDOUT when the deadline passed first (what was built is dropped),
- * or another -errno. */
+ * -ETIMEDOUT when it used cpu_ns first (what was built is dropped),
+ * -ECANCELED when *cancel was set, or another -errno. */
 int unwind_table_build(int fd, const struct unwind_table_limits *limits,
 		       struct unwind_table **ret);
 

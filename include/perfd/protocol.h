@@ -69,7 +69,8 @@
  *                copy_templates_refused (templates whose code did not
  *                decode: their copies are walked with frame pointers),
  *                tables_oversized (CFI past 64 MiB, not read), tables_abandoned
- *                (builds past 10 s, given up: no table for that binary), ... },
+ *                (builds past 10 s of CPU time, given up: no table for that
+ *                binary), ... },
  *      memory: { enabled, sample_bytes, events (rss_stat events looked at),
  *                samples, samples_lost, rss_updates, rss_updates_lost },
  *      python: { processes, unsupported (runtimes found), samples (walks),

@@ -5,7 +5,7 @@
  * from a file descriptor, .eh_frame and .debug_frame decoded through
  * libdw's CFI API, the rows merged; then the size estimate the builder
  * schedules by, and the searches the BPF side mirrors.  Within the
- * builder's byte cap and a one-second budget: an input that makes libdw
+ * builder's byte cap and a budget of one CPU second: an input that makes libdw
  * slow ends the build (-ETIMEDOUT) as it ends the builder's.
  */
 #include "base/clock.h"
@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct unwind_table_limits limits = {
 		.max_cfi_bytes = BUILDER_MAX_CFI_BYTES,
-		.deadline_ns = now_monotonic_ns() + 1000000000ULL,
+		.cpu_ns = NSEC_PER_SEC,
 	};
 	struct unwind_table *t = NULL;
 	int fd = fuzz_memfd(data, size);

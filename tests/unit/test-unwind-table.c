@@ -1481,13 +1481,16 @@ Test(unwind_table, unwinds_through_signal_trampoline)
 }
 
 /* The builder's bounds: this program's CFI (tens of KiB) is past a cap of
- * one byte, refused before a row is read; and a deadline already passed
- * ends the build at the first clock check (every 64 rows), with no table. */
+ * one byte, refused before a row is read; a CPU budget of 1 ns, or a
+ * cancel flag set, ends the build at the first check (every 64 rows),
+ * with no table. */
 Test(unwind_table, limits_refuse_and_abandon)
 {
 	struct unwind_table *t = NULL;
 	struct unwind_table_limits small = { .max_cfi_bytes = 1 };
-	struct unwind_table_limits late = { .deadline_ns = 1 };
+	struct unwind_table_limits late = { .cpu_ns = 1 };
+	atomic_bool stop = true;
+	struct unwind_table_limits cancelled = { .cancel = &stop };
 	_cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 
 	cr_assert_geq(fd, 0);
@@ -1495,6 +1498,8 @@ Test(unwind_table, limits_refuse_and_abandon)
 	cr_expect_eq(unwind_table_build(fd, &small, &t), -E2BIG);
 	cr_expect_null(t);
 	cr_expect_eq(unwind_table_build(fd, &late, &t), -ETIMEDOUT);
+	cr_expect_null(t);
+	cr_expect_eq(unwind_table_build(fd, &cancelled, &t), -ECANCELED);
 	cr_expect_null(t);
 	small.max_cfi_bytes = unwind_table_cfi_bytes(fd);
 	cr_expect_eq(unwind_table_build(fd, &small, &t), 0, "a cap of exactly its CFI is enough");
