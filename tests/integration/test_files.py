@@ -365,9 +365,11 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
             w.expect_line("ready")
             snap = BackgroundSnapshot(daemon, w.pid, duration=2)
             # until the snapshot's symbols sent every library to the lane
-            # and the lane verified them all
+            # and the lane verified them all (libc's debug file, found by
+            # build-id when libc is sampled, may count too)
             seen = status_latencies_until(
                 daemon, lambda a: snap.proc.poll() is not None and
+                a["symbols"].get("debug_searches_pending", 0) == 0 and
                 a["symbols"].get("debug_files", 0) >= DEBUGLINK_LIBS)
             rc, first, err = snap.output()
             assert rc == 0, err
@@ -385,7 +387,7 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
             assert rc == 0, err
             assert "debuglinked_spin" in out, f"not named from the debug file:\n{out[:2000]}"
             sym = symbols(daemon)
-            assert sym["debug_files"] == DEBUGLINK_LIBS, sym
+            assert sym["debug_files"] >= DEBUGLINK_LIBS, sym
             assert sym["debug_searches_pending"] == 0, sym
         finally:
             w.kill()
