@@ -151,7 +151,7 @@ static void print_status(struct json_object *r)
 	       ctl_json_count(r, "stacks.modules", c));
 	{
 		_cleanup_free_ char *method = ctl_json_string_escaped(r, "unwind.method");
-		char d[CTL_COUNT_MAX], e[CTL_COUNT_MAX];
+		char d[CTL_COUNT_MAX], e[CTL_COUNT_MAX], f[CTL_COUNT_MAX], g[CTL_COUNT_MAX];
 		double table_bytes;
 
 		printf("Unwinding:    %s; %s stacks with tables, %s truncated, "
@@ -161,10 +161,12 @@ static void print_status(struct json_object *r)
 		       ctl_json_count(r, "unwind.frames_by_frame_pointer", c),
 		       ctl_json_count(r, "unwind.stacks_unrooted_before_tables", d));
 		if (ctl_json_double(r, "unwind.table_bytes", &table_bytes))
-			printf("Tables:       %s binaries (%s without CFI), %s processes, "
-			       "%.1f MiB, rows %s of %s\n",
+			printf("Tables:       %s binaries (%s without CFI, %s abandoned past the "
+			       "time cap, %s past the size cap), %s processes, %.1f MiB, rows %s of %s\n",
 			       ctl_json_count(r, "unwind.tables", a),
 			       ctl_json_count(r, "unwind.tables_failed", b),
+			       ctl_json_count(r, "unwind.tables_abandoned", f),
+			       ctl_json_count(r, "unwind.tables_oversized", g),
 			       ctl_json_count(r, "unwind.processes", c), table_bytes / (1024.0 * 1024.0),
 			       ctl_json_count(r, "unwind.rows_used", d),
 			       ctl_json_count(r, "unwind.rows_capacity", e));

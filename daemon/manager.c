@@ -54,7 +54,7 @@ struct manager {
 	struct config *config; /* the running one */
 	const struct config_args *args; /* the caller's: read again at SIGHUP */
 	struct daemon d; /* what the commands work on (api/command.h) */
-	sd_event_source *queue_io, *unwind_io, *maintain_timer, *sigterm, *sigint, *sighup;
+	sd_event_source *queue_io, *unwind_io, *debug_io, *maintain_timer, *sigterm, *sigint, *sighup;
 };
 
 /* The drain thread queued records. */
@@ -146,6 +146,15 @@ static int on_tables_built(sd_event_source *s, int fd, uint32_t revents, void *u
 	struct manager *m = userdata;
 
 	unwinder_complete(m->d.unwinder);
+	return 0;
+}
+
+/* The symbolizer's lane found debug files (symbols/debugsearch.h). */
+static int on_debug_searched(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	symbolizer_complete(m->d.symbolizer);
 	return 0;
 }
 
@@ -535,6 +544,12 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		r = log_error_errno(ENOMEM, "Out of memory.");
 		goto fail;
 	}
+	r = sd_event_add_io(m->d.event, &m->debug_io, symbolizer_fd(m->d.symbolizer), EPOLLIN,
+			    on_debug_searched, m);
+	if (r < 0) {
+		log_error_errno(r, "Failed to watch the symbolizer's debug searches: %m");
+		goto fail;
+	}
 	if (kr < 0)
 		log_warning_errno(kr, "Kernel symbols unavailable (%s), kernel frames will print as [unknown]: %m",
 				  KALLSYMS_PATH);
@@ -676,6 +691,7 @@ struct manager *manager_free(struct manager *m)
 	m->d.drain = drain_free(m->d.drain);
 	sd_event_source_disable_unref(m->queue_io);
 	sd_event_source_disable_unref(m->unwind_io);
+	sd_event_source_disable_unref(m->debug_io);
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->d.revisit_timer);
 	sd_event_source_disable_unref(m->sigterm);

@@ -301,6 +301,8 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "debug_files", in->sym.debug_files);
 	add_u64(syms, "debug_files_refused", in->sym.debug_files_refused);
 	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);
+	add_u64(syms, "debug_searches_pending", in->sym.debug_searches_pending);
+	add_u64(syms, "tables_refused", in->sym.tables_refused);
 	add_u64(syms, "lookups", in->sym.lookups);
 	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
 	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);
@@ -328,6 +330,8 @@ json_object *query_status(const struct status_info *in)
 		add_u64(uw, "tables_built", in->unwind.tables_built);
 		add_u64(uw, "tables_building", in->unwind.tables_building);
 		add_u64(uw, "tables_failed", in->unwind.tables_failed);
+		add_u64(uw, "tables_oversized", in->unwind.tables_oversized);
+		add_u64(uw, "tables_abandoned", in->unwind.tables_abandoned);
 		add_u64(uw, "tables_refused", in->unwind.tables_refused);
 		add_u64(uw, "copy_tables", in->unwind.copy_tables);
 		add_u64(uw, "copy_templates_refused", in->unwind.copy_templates_refused);

@@ -20,6 +20,17 @@ static inline uint64_t now_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* The CPU time the calling thread has used: what a budget for work on a
+ * thread that shares the machine is counted in (wall time also counts
+ * the time slices others took). */
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 /* CLOCK_MONOTONIC ns as seconds since the epoch (as the realtime clock
  * says now), and back. */
 static inline double monotonic_to_unix(uint64_t mono_ns)

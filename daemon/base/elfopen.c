@@ -66,3 +66,12 @@ Elf_Scn *elf_find_section(Elf *elf, const char *name, GElf_Shdr *ret_sh)
 	}
 	return NULL;
 }
+
+uint64_t elf_section_bytes(Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	GElf_Chdr ch;
+
+	if (!(sh->sh_flags & SHF_COMPRESSED))
+		return sh->sh_size;
+	return gelf_getchdr(scn, &ch) ? ch.ch_size : sh->sh_size;
+}

@@ -35,4 +35,9 @@ int elf_open_fd(int fd, Elf **ret);
  * one without contents in the file: SHT_NOBITS). */
 Elf_Scn *elf_find_section(Elf *elf, const char *name, GElf_Shdr *ret_sh);
 
+/* The bytes a section's contents take once read: a compressed one's
+ * decompressed size (from its header, not read), else sh_size.  For caps
+ * checked before a section is read. */
+uint64_t elf_section_bytes(Elf_Scn *scn, const GElf_Shdr *sh);
+
 #endif

@@ -271,7 +271,7 @@ static int try_candidate(struct search *q, const struct search_root *root, const
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	/* a CRC reads the whole file, on the caller's thread: smaller cap */
+	/* a CRC reads the whole file: smaller cap */
 	fd = open_in_root(root, path, follow,
 			  by_build_id ? DEBUGINFO_MAX_BYTES : DEBUGINFO_CRC_MAX_BYTES);
 	if (fd == -EFBIG || fd == -ELOOP)
@@ -333,7 +333,7 @@ _printf_(5, 6) static int try_path(struct search *q, const struct search_root *r
 #define FOUND(r) ((r) >= 0 || (r) == -ENOMEM)
 
 int debuginfo_find(int fd, const char *path, const char *root, const char *debug_dir,
-		   char **ret_path, unsigned *ret_refused)
+		   unsigned what, char **ret_path, unsigned *ret_refused)
 {
 	_cleanup_(elf_ids_done) struct elf_ids ids = {};
 	struct search_root roots[2];
@@ -348,7 +348,7 @@ int debuginfo_find(int fd, const char *path, const char *root, const char *debug
 	if (!debug_dir)
 		debug_dir = DEBUGINFO_DEFAULT_DIR;
 
-	r = read_ids(fd, true, &ids);
+	r = read_ids(fd, (what & DEBUGINFO_BY_LINK) != 0, &ids);
 	if (r < 0)
 		return r;
 	if (fstat(fd, &binary) < 0)
@@ -356,7 +356,7 @@ int debuginfo_find(int fd, const char *path, const char *root, const char *debug
 	n_roots = open_roots(root, roots, &have_tree);
 
 	r = -ENOENT;
-	if (ids.build_id_len >= 2) {
+	if ((what & DEBUGINFO_BY_BUILD_ID) && ids.build_id_len >= 2) {
 		for (size_t i = 0; i < ids.build_id_len; i++)
 			snprintf(hex + 2 * i, 3, "%02x", ids.build_id[i]);
 		for (int i = 0; i < n_roots && !FOUND(r); i++)

@@ -28,13 +28,21 @@
 /* Where distributions install debug files; perfd's --debug-dir default. */
 #define DEBUGINFO_DEFAULT_DIR "/usr/lib/debug"
 
-/* Candidates are files a process's owner may choose, read on the caller's
- * thread (the daemon's loop): one bigger than these is refused unread.
- * A build-id candidate is read for its headers and symbols; a debuglink
- * candidate is read whole for its CRC, at ~1-3 GB/s from the page cache,
- * so its cap keeps that under ~50 ms. */
+/* Candidates are files a process's owner may choose: one bigger than
+ * these is refused unread.  A build-id candidate is read for its headers
+ * and notes, on the daemon's loop; a debuglink candidate is read whole for
+ * its CRC (~50 ms at the cap, from the page cache; seconds from a slow
+ * disk), which is why that search runs on a lane of its own
+ * (debugsearch.h), never on the loop. */
 #define DEBUGINFO_MAX_BYTES ((uint64_t)1 << 30)
 #define DEBUGINFO_CRC_MAX_BYTES ((uint64_t)64 << 20)
+
+/* Which searches debuginfo_find does (or'ed). */
+enum {
+	DEBUGINFO_BY_BUILD_ID = 1 << 0, /* cheap: headers and notes */
+	DEBUGINFO_BY_LINK = 1 << 1,     /* slow: whole files read for a CRC */
+	DEBUGINFO_ALL = DEBUGINFO_BY_BUILD_ID | DEBUGINFO_BY_LINK,
+};
 
 /* Finds the separate debug file of the ELF file read from fd (only pread;
  * not kept or closed).
@@ -52,7 +60,8 @@
  * be opened (the process has exited), only debug_dir on the host is
  * searched.
  *
- * Order, first match wins: debug_dir/.build-id/xx/rest.debug (checked to
+ * Order, first match wins, among the searches what asks for
+ * (DEBUGINFO_BY_*): debug_dir/.build-id/xx/rest.debug (checked to
  * carry the same build-id); then the .gnu_debuglink name in the binary's
  * directory, in its .debug/ subdirectory, and in debug_dir/<directory>/
  * (each checked against the recorded CRC32, and never the binary itself).
@@ -64,7 +73,8 @@
  *
  * Cost: a failed candidate is one open(); a build-id candidate reads its
  * ELF headers and notes; a debuglink candidate is read whole for its CRC
- * (about 1 ms per 4 MB) -- the reason the build-id comes first.
+ * (about 1 ms per 4 MB) -- the reason the build-id comes first, and the
+ * reason the daemon runs the debuglink search off its loop.
  *
  * Returns a new descriptor (O_CLOEXEC, owned by the caller), and, when
  * ret_path is not NULL, the path it was opened at (host view, malloc'd,
@@ -72,7 +82,7 @@
  * names none, -ENOEXEC when fd is not ELF, -ENOMEM, or the -errno of
  * reading fd (-EBADF, -EIO). */
 int debuginfo_find(int fd, const char *path, const char *root, const char *debug_dir,
-		   char **ret_path, unsigned *ret_refused);
+		   unsigned what, char **ret_path, unsigned *ret_refused);
 
 /* Decompresses the MiniDebugInfo of the ELF file read from fd (only pread;
  * not kept): the .gnu_debugdata section, an xz stream holding a small ELF

@@ -474,6 +474,21 @@ static int build_symbols(struct elf_symtab *t, struct sym_candidate *cands, size
 	return build_ranges(t, cands, n_unique, names_off);
 }
 
+/* -EFBIG when the symbol table of header sh, or the string table it links
+ * to, is past ELFSYM_MAX_TABLE_BYTES: refused before either is read. */
+static int check_table_size(Elf *elf, const GElf_Shdr *sh)
+{
+	Elf_Scn *strscn = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr strsh;
+
+	if (sh->sh_size > ELFSYM_MAX_TABLE_BYTES)
+		return -EFBIG;
+	if (strscn && gelf_getshdr(strscn, &strsh) && strsh.sh_type != SHT_NOBITS &&
+	    strsh.sh_size > ELFSYM_MAX_TABLE_BYTES)
+		return -EFBIG;
+	return 0;
+}
+
 /* Reads the function symbols of every .symtab and .dynsym of elf into a
  * new array *ret_cands of *ret_n used entries, with room for reserve more
  * after them (*ret_cands stays NULL when there is nothing to hold).  A table
@@ -505,6 +520,9 @@ static int read_candidates(Elf *elf, size_t reserve, struct sym_candidate **ret_
 			symtab = true;
 		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
 			continue;
+		r = check_table_size(elf, &sh);
+		if (r < 0)
+			return r;
 		data = elf_getdata(scn, NULL);
 		if (!data)
 			return -EINVAL;

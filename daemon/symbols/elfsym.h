@@ -11,10 +11,17 @@
 
 struct elf_symtab;
 
+/* A symbol table or its string table bigger than this is refused unread
+ * (-EFBIG): the file is its owner's, and what is read is parsed and sorted
+ * on the daemon's loop (~1 s per 10M symbols).  Chromium's .symtab is
+ * ~50 MiB, its .strtab ~200 MiB. */
+#define ELFSYM_MAX_TABLE_BYTES ((uint64_t)256 << 20)
+
 /* Loads the function symbols (STT_FUNC and STT_GNU_IFUNC with a section) of
  * .symtab and .dynsym, merged and sorted by address, and the PT_LOAD program
  * headers and the GNU build-id.  The fd is only read (pread), not kept or
- * closed.  Returns 0 or -errno (-ENOEXEC for a file that is not ELF). */
+ * closed.  Returns 0 or -errno (-ENOEXEC for a file that is not ELF,
+ * -EFBIG for a table past ELFSYM_MAX_TABLE_BYTES). */
 int elf_symtab_load_fd(int fd, struct elf_symtab **ret);
 int elf_symtab_load(const char *path, struct elf_symtab **ret);
 
@@ -49,7 +56,8 @@ bool elf_symtab_has_symtab(const struct elf_symtab *t);
  * search.  Returns the number of symbols new to t (>= 0), -ENOEXEC when the
  * source is not ELF, -ESTALE when both have a build-id and they differ
  * (the debug file of another build), -EINVAL for a malformed table or a NULL
- * t, -ENOMEM; on failure t is unchanged. */
+ * t, -EFBIG for a table past ELFSYM_MAX_TABLE_BYTES, -ENOMEM; on failure t
+ * is unchanged. */
 int elf_symtab_add_from_fd(struct elf_symtab *t, int fd);
 int elf_symtab_add_from_memory(struct elf_symtab *t, const void *image, size_t size);
 

@@ -34,11 +34,13 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -742,7 +744,8 @@ static int line_position(struct srcline *s, struct unit *u, Dwarf_Line *line,
  * dwarf_begin_elf's error, whose codes libdw does not export, and because
  * libdw also accepts a file with only .debug_line or .debug_frame.
  * *ret_bytes gets the size in the file of the sections libdw reads into
- * memory (every .debug_* and .zdebug_* one). */
+ * memory (every .debug_* and .zdebug_* one).  -EFBIG for a .debug_line
+ * past SRCLINE_MAX_LINE_BYTES. */
 static int has_debug_info(Elf *elf, uint64_t *ret_bytes)
 {
 	uint64_t bytes = 0;
@@ -766,9 +769,37 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes)
 			found = 1;
 		if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
 			bytes += sh.sh_size;
+		if ((strcmp(name, ".debug_line") == 0 || strcmp(name, ".zdebug_line") == 0) &&
+		    elf_section_bytes(scn, &sh) > SRCLINE_MAX_LINE_BYTES)
+			return -EFBIG;
 	}
 	*ret_bytes = bytes;
 	return found;
+}
+
+/* A dwz'd file names an alternate file of shared DIEs and strings in
+ * .gnu_debugaltlink, which libdw opens itself at the first DIE or string
+ * that refers to it: with a blocking open() (a FIFO there hangs the
+ * caller) and dwarf_begin(), which maps the file (truncated by its owner,
+ * a SIGBUS).  The name is the file's owner's to choose, so libdw is told
+ * there is none: dwarf_setalt(dw, -1) is its own "looked, not found"
+ * (elfutils 0.188's dwarf_getalt returns NULL for it).  A libdw that does
+ * not know that mark hands it back; such a file is then refused
+ * (-ENOTSUP).  Lines and the DIEs in the file itself still resolve; names
+ * kept in the alternate file are missing. */
+static int no_alt_file(Dwarf *dw)
+{
+	Dwarf *const none = (Dwarf *)(intptr_t)-1;
+	const void *build_id;
+	const char *name;
+
+	if (dwelf_dwarf_gnu_debugaltlink(dw, &name, &build_id) <= 0)
+		return 0; /* none named (or unreadable: libdw finds none either) */
+	dwarf_setalt(dw, none);
+	if (dwarf_getalt(dw) == NULL)
+		return 0;
+	dwarf_setalt(dw, NULL);
+	return -ENOTSUP;
 }
 
 int srcline_open(int fd, struct srcline **ret)
@@ -794,13 +825,15 @@ int srcline_open(int fd, struct srcline **ret)
 		return r < 0 ? r : -ENODATA;
 	if (debug_bytes > SRCLINE_MAX_DEBUG_BYTES)
 		return -EFBIG;
-	/* libdw takes the directory of fd's file, to find a dwz alternate
-	 * file named relative to it, so fd is given up only after.  It reads
-	 * (pread, into memory) every debug section it knows here, so the
-	 * file is not needed after: a truncation later cannot reach us. */
+	/* libdw reads (pread, into memory) every debug section it knows
+	 * here, so the file is not needed after: a truncation later cannot
+	 * reach us. */
 	s->dw = dwarf_begin_elf(s->elf, DWARF_C_READ, NULL);
 	if (!s->dw)
 		return -EBADMSG;
+	r = no_alt_file(s->dw);
+	if (r < 0)
+		return r;
 	if (elf_cntl(s->elf, ELF_C_FDDONE) != 0)
 		return -EIO;
 	s->memory += debug_bytes;

@@ -38,6 +38,10 @@ struct srcline_frame {
 /* Debug sections larger than this in all are not read (a file's owner
  * chooses its size; what is read is held in memory, and counted). */
 #define SRCLINE_MAX_DEBUG_BYTES ((uint64_t)1 << 30)
+/* ... and a .debug_line bigger than this: its line programs are decoded on
+ * the daemon's loop, a unit's whole at its first lookup.  libLLVM's is
+ * ~60 MiB. */
+#define SRCLINE_MAX_LINE_BYTES ((uint64_t)256 << 20)
 
 /* Opens the DWARF of the ELF file on fd, whose debug sections are read
  * into memory (counted in memory_bytes) and which is then no longer
@@ -48,7 +52,8 @@ struct srcline_frame {
  * file has no .debug_info (stripped: try the separate debug file's fd, the
  * same call), -ENOEXEC when it is not ELF, -EBADMSG when libdw rejects its
  * DWARF, -EIO when the file cannot be read, -EFBIG when its debug sections
- * are past SRCLINE_MAX_DEBUG_BYTES, -ENOMEM. */
+ * are past SRCLINE_MAX_DEBUG_BYTES or its .debug_line past
+ * SRCLINE_MAX_LINE_BYTES (refused unread), -ENOMEM. */
 int srcline_open(int fd, struct srcline **ret);
 
 /* Fills ret[] with the frames at the ELF virtual address vaddr, innermost

@@ -15,7 +15,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/offload.h"
 #include "symbols/debuginfo.h"
+#include "symbols/debugsearch.h"
 #include "symbols/demangle.h"
 #include "base/elfopen.h"
 #include "symbols/elfsym.h"
@@ -72,9 +74,17 @@ struct module {
 	int load_error; /* <0 once loading failed: not retried */
 	char build_id[BUILD_ID_MAX * 2 + 1];
 	int debug_fd;           /* separate debug file, -1 when none (or closed) */
+	uint32_t serial;        /* never the same twice: a job's check that its
+				 * module was not given back meanwhile */
 	/* Where a stripped binary's full symbols came from, once searched: a
 	 * reload after eviction redoes only what worked. */
-	enum { DEBUG_UNSEARCHED, DEBUG_NONE, DEBUG_FILE, DEBUG_MINI } debug_source;
+	enum {
+		DEBUG_UNSEARCHED,
+		DEBUG_SEARCHING, /* debuglink and MiniDebugInfo, on the lane */
+		DEBUG_NONE,
+		DEBUG_FILE,
+		DEBUG_MINI,
+	} debug_source;
 	struct srcline *srcline; /* source lines, opened on first use */
 	int srcline_error;
 	/* name pointer (into symtab or srcline) -> demangled copy, or 0 when
@@ -98,6 +108,7 @@ struct symbolizer {
 	struct module *modules; /* index = id - FRAME_MODULE_FIRST */
 	size_t n_modules, cap_modules; /* slots used (live or free), allocated */
 	size_t live_modules, max_modules;
+	uint32_t next_serial; /* struct module's */
 	uint16_t *free_ids; /* released ids, given again first */
 	size_t n_free;
 	struct u64map by_file; /* hash(dev, inode) -> first module of its chain */
@@ -110,6 +121,7 @@ struct symbolizer {
 	size_t cache_limit;           /* bytes of loaded symbol tables */
 	uint64_t clock;
 	char *debug_dir;
+	struct offload *lane; /* debug searches that read whole files (debugsearch.h) */
 	struct symbolizer_stats stats;
 };
 
@@ -162,7 +174,7 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 										 MODULES_MAX;
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
-	if (!s->debug_dir || !s->free_ids) {
+	if (!s->debug_dir || !s->free_ids || offload_new(1, 0, &s->lane) < 0) {
 		free(s->debug_dir);
 		free(s->free_ids);
 		free(s);
@@ -233,6 +245,7 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return NULL;
+	offload_free(s->lane); /* first: it may be reading */
 	for (size_t i = 0; i < s->n_modules; i++) {
 		struct module *m = &s->modules[i];
 
@@ -572,7 +585,8 @@ static int add_module(struct symbolizer *s, enum module_kind kind, const char *p
 		return -ENOMEM;
 	i = s->n_free ? (size_t)(s->free_ids[--s->n_free] - FRAME_MODULE_FIRST) : s->n_modules++;
 	m = &s->modules[i];
-	*m = (struct module){ .kind = kind, .fd = -1, .debug_fd = -1, .path = copy };
+	*m = (struct module){ .kind = kind, .fd = -1, .debug_fd = -1, .path = copy,
+			      .serial = ++s->next_serial };
 	slash = strrchr(m->path, '/');
 	m->basename = slash ? slash + 1 : m->path;
 	s->live_modules++;
@@ -802,9 +816,11 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 	return id;
 }
 
-/* Finds m's separate debug file (the way gdb does, from the binary on fd,
- * under the root of the last process seen mapping it) into m->debug_fd,
- * counted among the descriptors.  Returns it or -errno. */
+/* Looks m's separate debug file up by build-id (an open and its headers:
+ * cheap, done on the loop; the .gnu_debuglink search reads whole files and
+ * goes to the lane, see add_debug_symbols) under the root of the last
+ * process seen mapping it, into m->debug_fd, counted among the
+ * descriptors.  Returns it or -errno. */
 static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
 {
 	_cleanup_free_ char *path = strdup(m->path);
@@ -820,7 +836,7 @@ static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
 		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
 	make_fd_room(s, m, 1);
-	dfd = debuginfo_find(fd, path, root, s->debug_dir, NULL, &refused);
+	dfd = debuginfo_find(fd, path, root, s->debug_dir, DEBUGINFO_BY_BUILD_ID, NULL, &refused);
 	s->stats.debug_files_refused += refused;
 	if (dfd < 0)
 		return dfd;
@@ -831,30 +847,46 @@ static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
 }
 
 /* The descriptor of m's separate debug file, found again if the LRU
- * closed it; -errno when it has none. */
+ * closed it; -errno when it has none now.  One the lane found through
+ * .gnu_debuglink is searched for again there (the module goes back to
+ * unsearched). */
 static int module_debug_fd(struct symbolizer *s, struct module *m)
 {
-	int fd;
+	int fd, dfd;
 
 	if (m->debug_fd >= 0)
 		return m->debug_fd;
 	if (m->debug_source != DEBUG_FILE)
 		return -ENOENT;
 	fd = module_fd(s, m);
-	return fd < 0 ? fd : find_debug_file(s, m, fd);
+	if (fd < 0)
+		return fd;
+	dfd = find_debug_file(s, m, fd);
+	if (dfd < 0)
+		m->debug_source = DEBUG_UNSEARCHED;
+	return dfd;
 }
 
 /* A stripped binary (open on fd): its full symbol table may be in a
- * separate debug file or in its MiniDebugInfo.  Failing that, .dynsym is
- * what there is. */
+ * separate debug file (found the way gdb does, under the process's root)
+ * or in its MiniDebugInfo.  The build-id lookup is cheap and done here;
+ * the rest reads whole files and goes to the lane (debugsearch.h), the
+ * binary named from .dynsym until symbolizer_complete() merges what it
+ * found.  Failing all, .dynsym is what there is. */
 static void add_debug_symbols(struct symbolizer *s, struct module *m, int fd)
 {
+	_cleanup_free_ char *path = NULL;
+	struct debugsearch *q;
+	char root[64];
+	char *deleted;
+	int r;
 	void *image;
 	size_t size;
 	int dfd;
 
 	switch (m->debug_source) {
 	case DEBUG_NONE:
+	case DEBUG_SEARCHING:
 		return;
 	case DEBUG_FILE:
 		dfd = module_debug_fd(s, m);
@@ -874,18 +906,75 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m, int fd)
 	m->debug_source = DEBUG_NONE;
 	dfd = find_debug_file(s, m, fd);
 	if (dfd >= 0) {
-		if (elf_symtab_add_from_fd(m->symtab, dfd) >= 0)
-			s->stats.debug_files++;
+		r = elf_symtab_add_from_fd(m->symtab, dfd);
+		s->stats.debug_files += r >= 0;
+		s->stats.tables_refused += r == -EFBIG;
 		m->debug_source = DEBUG_FILE;
 		return;
 	}
-	if (debuginfo_minidebuginfo(fd, &image, &size) == 0) {
-		if (elf_symtab_add_from_memory(m->symtab, image, size) >= 0) {
+	path = strdup(m->path);
+	if (!path)
+		return;
+	deleted = strstr(path, " (deleted)");
+	if (deleted)
+		*deleted = 0;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+	/* the job keeps a descriptor of its own: the LRU may close fd */
+	if (debugsearch_new((uint64_t)(m - s->modules) | (uint64_t)m->serial << 32, fd, path, root,
+			    s->debug_dir, &q) < 0)
+		return; /* out of memory or descriptors: named from .dynsym */
+	offload_submit(s->lane, &q->job);
+	m->debug_source = DEBUG_SEARCHING;
+	s->stats.debug_searches_pending++;
+}
+
+/* Takes a finished search back: its debug file or MiniDebugInfo becomes
+ * the module's, merged now if its symbols are loaded (else at the next
+ * load, as after an eviction).  A module given back meanwhile (its id may
+ * name another file now: the serial says) takes nothing. */
+static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
+{
+	size_t i = (uint32_t)q->job.key;
+	struct module *m = i < s->n_modules ? &s->modules[i] : NULL;
+
+	s->stats.debug_searches_pending--;
+	s->stats.debug_files_refused += q->refused;
+	if (!m || m->serial != q->job.key >> 32 || m->debug_source != DEBUG_SEARCHING)
+		return;
+	m->debug_source = DEBUG_NONE;
+	if (q->debug_fd >= 0) {
+		int r = m->symtab ? elf_symtab_add_from_fd(m->symtab, q->debug_fd) : 0;
+
+		make_fd_room(s, m, 1);
+		m->debug_fd = TAKE_FD(q->debug_fd);
+		s->open_fds++;
+		lru_touch(s, m);
+		m->debug_source = DEBUG_FILE;
+		s->stats.debug_files += r >= 0;
+		s->stats.tables_refused += r == -EFBIG;
+	} else if (q->image) {
+		m->debug_source = DEBUG_MINI;
+		if (!m->symtab || elf_symtab_add_from_memory(m->symtab, q->image, q->image_size) >= 0)
 			s->stats.minidebuginfo++;
-			m->debug_source = DEBUG_MINI;
-		}
-		free(image);
 	}
+	if (m->symtab)
+		trim_cache(s, m);
+}
+
+void symbolizer_complete(struct symbolizer *s)
+{
+	struct offload_job *j = offload_take_done(s->lane), *next;
+
+	for (; j; j = next) {
+		next = j->next;
+		debug_search_done(s, debugsearch_of(j));
+		debugsearch_free(debugsearch_of(j));
+	}
+}
+
+int symbolizer_fd(const struct symbolizer *s)
+{
+	return offload_fd(s->lane);
 }
 
 /* m's symbol table, parsed now if it is not loaded; NULL when it cannot
@@ -906,6 +995,7 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 	r = elf_symtab_load_fd(fd, &m->symtab);
 	if (r < 0) {
 		m->load_error = r;
+		s->stats.tables_refused += r == -EFBIG;
 		return NULL;
 	}
 	s->stats.modules_loaded++;
@@ -1143,6 +1233,7 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 
 		if (r == -ENODATA && (fd = module_debug_fd(s, m)) >= 0)
 			r = srcline_open(fd, &m->srcline);
+		s->stats.tables_refused += r == -EFBIG;
 		if (r < 0 && r != -EBADF) /* no descriptor now: another time */
 			m->srcline_error = r;
 		else if (r >= 0)

@@ -93,6 +93,9 @@ struct symbolizer_stats {
 				     * debuginfo.h, or a symlink in the binary's
 				     * own directory */
 	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
+	size_t debug_searches_pending; /* debuglink/MiniDebugInfo searches on the lane */
+	size_t tables_refused; /* symbol, string or line tables past their caps
+				* (ELFSYM_MAX_TABLE_BYTES, SRCLINE_MAX_*): not read */
 	size_t jit_maps;       /* perf maps and jitdumps parsed (re-reads included) */
 	size_t jit_maps_refused; /* not read: not a regular file, a symlink, a
 				  * stranger's, too big or bigger than the
@@ -170,5 +173,13 @@ size_t symbolizer_release_unused(struct symbolizer *s, const struct module_set *
 				 void (*released)(void *userdata, uint16_t module), void *userdata);
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);
+
+/* Searches that read whole files (a .gnu_debuglink candidate's CRC,
+ * MiniDebugInfo's decompression) run on a thread of the symbolizer's
+ * (symbols/debugsearch.h); until one is done the binary is named from its
+ * own symbols.  symbolizer_fd is readable when some are done, and
+ * symbolizer_complete, on the caller's thread, merges what they found. */
+int symbolizer_fd(const struct symbolizer *s);
+void symbolizer_complete(struct symbolizer *s);
 
 #endif

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* builder.c - see builder.h for the design and the ownership rules. */
 #include <errno.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -25,25 +24,13 @@
 #define BIG_BUILD_BYTES (1u << 20)
 #define BIG_UPLOAD_BYTES (4u << 20)
 
-enum { LANE_SMALL, LANE_ANY, LANES };
-
-struct builder;
-
-struct lane {
-	struct builder *b;
-	pthread_t thread;
-	bool started;
-};
+/* Two lanes: one takes only small jobs. */
+#define LANES 2
+#define SMALL_LANES 1
 
 struct builder {
 	int rows_fd;
-	struct lane lanes[LANES];
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	struct build_job *todo;              /* newest first */
-	struct build_job *done, **done_tail; /* FIFO */
-	bool stop;
-	int event_fd;
+	struct offload *offload;
 };
 
 void build_job_free(struct build_job *j)
@@ -57,14 +44,14 @@ void build_job_free(struct build_job *j)
 	free(j);
 }
 
-static void free_list(struct build_job *j)
+static struct build_job *job_of(struct offload_job *o)
 {
-	while (j) {
-		struct build_job *next = j->next;
+	return (struct build_job *)((char *)o - offsetof(struct build_job, job));
+}
 
-		build_job_free(j);
-		j = next;
-	}
+static void offload_job_free(struct offload_job *o)
+{
+	build_job_free(job_of(o));
 }
 
 static int read_segments(int fd, struct build_job *j)
@@ -115,11 +102,11 @@ int bpf_array_upload(int map_fd, uint32_t first, const void *values, size_t valu
 	return 0;
 }
 
-static void upload_rows(struct builder *b, struct build_job *j)
+static void upload_rows(struct build_job *j)
 {
 	uint64_t t0 = now_monotonic_ns();
 
-	j->r = bpf_array_upload(b->rows_fd, j->rows_first, j->table->rows, sizeof(*j->table->rows),
+	j->r = bpf_array_upload(j->rows_fd, j->rows_first, j->table->rows, sizeof(*j->table->rows),
 				j->table->n_rows);
 	j->upload_ns = now_monotonic_ns() - t0;
 }
@@ -127,8 +114,13 @@ static void upload_rows(struct builder *b, struct build_job *j)
 static void build(struct build_job *j)
 {
 	uint64_t t0 = now_monotonic_ns();
+	const struct unwind_table_limits limits = {
+		.max_cfi_bytes = BUILDER_MAX_CFI_BYTES,
+		.cpu_ns = BUILDER_MAX_BUILD_NS,
+		.cancel = j->job.cancel,
+	};
 
-	j->r = unwind_table_build(j->fd, &j->table);
+	j->r = unwind_table_build(j->fd, &limits, &j->table);
 	if (j->r == 0)
 		j->r = read_segments(j->fd, j);
 	if (j->r < 0) {
@@ -147,56 +139,15 @@ static bool big(const struct build_job *j)
 	return j->weight >= (j->stage == BUILD_STAGE_BUILD ? BIG_BUILD_BYTES : BIG_UPLOAD_BYTES);
 }
 
-/* The job a lane serves next (the newest; the small lane skips big ones),
- * unlinked from the queue, or NULL. */
-static struct build_job *take(struct builder *b, bool small_only)
+/* On a lane's thread. */
+static void run(struct offload_job *o)
 {
-	struct build_job **at = &b->todo, *j;
+	struct build_job *j = job_of(o);
 
-	while (*at && small_only && big(*at))
-		at = &(*at)->next;
-	j = *at;
-	if (j)
-		*at = j->next;
-	return j;
-}
-
-static void *run(void *arg)
-{
-	struct lane *lane = arg;
-	struct builder *b = lane->b;
-	bool small_only = lane == &b->lanes[LANE_SMALL];
-	const uint64_t one = 1;
-
-	pthread_mutex_lock(&b->lock);
-	for (;;) {
-		struct build_job *j = NULL;
-
-		while (!b->stop && !(j = take(b, small_only)))
-			pthread_cond_wait(&b->wake, &b->lock);
-		if (b->stop) {
-			if (j) { /* back where it was, for builder_free */
-				j->next = b->todo;
-				b->todo = j;
-			}
-			break;
-		}
-		pthread_mutex_unlock(&b->lock);
-
-		if (j->stage == BUILD_STAGE_UPLOAD)
-			upload_rows(b, j);
-		else
-			build(j);
-
-		pthread_mutex_lock(&b->lock);
-		j->next = NULL;
-		*b->done_tail = j;
-		b->done_tail = &j->next;
-		/* a full counter (2^64 - 2 wake-ups unread) cannot happen */
-		(void)!write(b->event_fd, &one, sizeof(one));
-	}
-	pthread_mutex_unlock(&b->lock);
-	return NULL;
+	if (j->stage == BUILD_STAGE_UPLOAD)
+		upload_rows(j);
+	else
+		build(j);
 }
 
 int builder_new(int rows_fd, struct builder **ret)
@@ -207,23 +158,10 @@ int builder_new(int rows_fd, struct builder **ret)
 	if (!b)
 		return -ENOMEM;
 	b->rows_fd = rows_fd;
-	b->done_tail = &b->done;
-	pthread_mutex_init(&b->lock, NULL);
-	pthread_cond_init(&b->wake, NULL);
-	b->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (b->event_fd < 0) {
-		r = negative_errno();
-		builder_free(b);
+	r = offload_new(LANES, SMALL_LANES, &b->offload);
+	if (r < 0) {
+		free(b);
 		return r;
-	}
-	for (int i = 0; i < LANES; i++) {
-		b->lanes[i].b = b;
-		r = -pthread_create(&b->lanes[i].thread, NULL, run, &b->lanes[i]);
-		if (r < 0) {
-			builder_free(b);
-			return r;
-		}
-		b->lanes[i].started = true;
 	}
 	*ret = b;
 	return 0;
@@ -233,47 +171,24 @@ struct builder *builder_free(struct builder *b)
 {
 	if (!b)
 		return NULL;
-	pthread_mutex_lock(&b->lock);
-	b->stop = true;
-	pthread_cond_broadcast(&b->wake);
-	pthread_mutex_unlock(&b->lock);
-	for (int i = 0; i < LANES; i++)
-		if (b->lanes[i].started)
-			pthread_join(b->lanes[i].thread, NULL);
-	free_list(b->todo);
-	free_list(b->done);
-	if (b->event_fd >= 0)
-		close(b->event_fd);
-	pthread_cond_destroy(&b->wake);
-	pthread_mutex_destroy(&b->lock);
+	offload_free(b->offload);
 	free(b);
 	return NULL;
 }
 
-/* Queues j first, and wakes the lanes. */
+/* Queues j first, weighed for its lane. */
 static void queue(struct builder *b, struct build_job *j)
 {
-	pthread_mutex_lock(&b->lock);
-	j->next = b->todo;
-	b->todo = j;
-	pthread_cond_broadcast(&b->wake);
-	pthread_mutex_unlock(&b->lock);
+	j->job.key = j->key;
+	j->job.big = big(j);
+	j->job.run = run;
+	j->job.free = offload_job_free;
+	offload_submit(b->offload, &j->job);
 }
 
 void builder_bump(struct builder *b, uint64_t key)
 {
-	pthread_mutex_lock(&b->lock);
-	for (struct build_job **at = &b->todo; *at; at = &(*at)->next) {
-		struct build_job *j = *at;
-
-		if (j->key != key)
-			continue;
-		*at = j->next;
-		j->next = b->todo;
-		b->todo = j;
-		break;
-	}
-	pthread_mutex_unlock(&b->lock);
+	offload_bump(b->offload, key);
 }
 
 int builder_submit(struct builder *b, uint64_t key, int fd)
@@ -286,6 +201,7 @@ int builder_submit(struct builder *b, uint64_t key, int fd)
 	}
 	j->key = key;
 	j->fd = fd;
+	j->rows_fd = b->rows_fd;
 	j->stage = BUILD_STAGE_BUILD;
 	j->submitted_ns = now_monotonic_ns();
 	j->weight = unwind_table_cfi_bytes(fd);
@@ -303,19 +219,18 @@ void builder_submit_upload(struct builder *b, struct build_job *j, uint32_t rows
 
 struct build_job *builder_take_done(struct builder *b)
 {
-	struct build_job *list;
-	uint64_t n;
+	struct offload_job *o = offload_take_done(b->offload);
+	struct build_job *list = NULL, **tail = &list;
 
-	(void)!read(b->event_fd, &n, sizeof(n));
-	pthread_mutex_lock(&b->lock);
-	list = b->done;
-	b->done = NULL;
-	b->done_tail = &b->done;
-	pthread_mutex_unlock(&b->lock);
+	for (; o; o = o->next) {
+		*tail = job_of(o);
+		tail = &(*tail)->next;
+	}
+	*tail = NULL;
 	return list;
 }
 
 int builder_fd(const struct builder *b)
 {
-	return b->event_fd;
+	return offload_fd(b->offload);
 }

@@ -17,18 +17,25 @@
  * UPLOAD, which writes the rows into that range (1.5M rows of libLLVM take
  * 0.4 s of syscalls: not the loop's either).
  *
- * Ownership, the only rules that cross threads:
- *  - a job is the loop's until builder_submit, the builder's until it is
- *    done, and the loop's again from builder_take_done on.  The builder
- *    reads only the job's own descriptor (which the job owns: a dup of
- *    the symbolizer's, so the symbolizer may close its own at any time)
- *    and its table, and writes only the job's result fields and, in
- *    UPLOAD, the range of unwind_rows the loop reserved for it (which no
- *    BPF mapping points at until the loop takes the job back);
- *  - the two job lists are under one mutex; the eventfd tells the loop
- *    that the done list is not empty;
- *  - nothing else is shared: the builder never touches the symbolizer or
- *    the unwinder's tables.
+ * The threads, the queue and the ownership rules are base/offload.h's:
+ * a job is the loop's until builder_submit, the builder's until it is
+ * done, and the loop's again from builder_take_done on.  The builder
+ * reads only the job's own descriptor (which the job owns: a dup of the
+ * symbolizer's, so the symbolizer may close its own at any time) and its
+ * table, and writes only the job's result fields and, in UPLOAD, the range
+ * of unwind_rows the loop reserved for it (which no BPF mapping points at
+ * until the loop takes the job back); it never touches the symbolizer or
+ * the unwinder's tables.
+ *
+ * A build is bounded, as the file is its owner's to craft: call-frame
+ * information past BUILDER_MAX_CFI_BYTES is refused unread (-E2BIG), and
+ * a build that has used BUILDER_MAX_BUILD_NS of its lane's CPU time is
+ * abandoned (-ETIMEDOUT: libdw replays an FDE's program for each of its
+ * rows, so a crafted FDE of n rows costs n^2, hours for a few hundred
+ * KiB), which frees its lane; the binary then has no table, as one
+ * without CFI.  CPU time, not wall time: the lanes run at nice 10 and
+ * this machine is shared, so libLLVM's 1.5 s may take many more seconds
+ * of the clock.  builder_free cancels the builds in progress.
  *
  * Two threads serve the queue, newest job first: the binaries of the
  * process perfd saw last are those running now, where a backlog (the
@@ -48,6 +55,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/offload.h"
 #include "unwind/unwind_table.h"
 
 struct unwind_segment {
@@ -60,10 +68,16 @@ enum build_stage {
 	BUILD_STAGE_UPLOAD, /* write the table's rows at rows_first */
 };
 
+/* 13 times libLLVM's 4.8 MiB of .eh_frame, 7 times its 1.5 s build. */
+#define BUILDER_MAX_CFI_BYTES ((uint64_t)64 << 20)
+#define BUILDER_MAX_BUILD_NS (10ULL * 1000000000ULL)
+
 struct build_job {
-	struct build_job *next;
+	struct offload_job job; /* first: the lanes' part */
+	struct build_job *next; /* in builder_take_done's list */
 	uint64_t key; /* the caller's: which binary */
 	int fd;       /* owned by the job; closed once built */
+	int rows_fd;  /* the builder's unwind_rows, for UPLOAD */
 	enum build_stage stage;
 	uint32_t rows_first; /* for UPLOAD */
 	uint64_t weight;     /* big or small: CFI bytes, or row bytes */

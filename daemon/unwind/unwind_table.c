@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/elfopen.h"
 #include "perfd/macro.h"
 
@@ -91,7 +92,15 @@ struct builder {
 	size_t n_rows, cap_rows;
 	size_t fdes;
 	size_t cfi_bytes;
+	uint64_t cpu_limit_ns; /* thread_cpu_ns() past which it stops; 0: none */
+	const atomic_bool *cancel;
+	unsigned tick;         /* steps since the clock was last read */
 };
+
+/* The clock (and the cancel flag) is read every CLOCK_EVERY steps (a row,
+ * an FDE): a step of crafted CFI replays at most the FDE's program,
+ * bounded by the byte cap. */
+#define CLOCK_EVERY 64
 
 static void builder_done(struct builder *b)
 {
@@ -115,6 +124,20 @@ static void dwarf_cfi_endp(Dwarf_CFI **p)
 {
 	if (*p)
 		(void)dwarf_cfi_end(*p);
+}
+
+/* --- limits ------------------------------------------------------------- */
+
+/* -ETIMEDOUT once the build has used its CPU time, -ECANCELED once it was
+ * cancelled, checked every CLOCK_EVERY calls. */
+static int over_time(struct builder *b)
+{
+	if (++b->tick < CLOCK_EVERY)
+		return 0;
+	b->tick = 0;
+	if (b->cancel && atomic_load_explicit(b->cancel, memory_order_relaxed))
+		return -ECANCELED;
+	return b->cpu_limit_ns && thread_cpu_ns() > b->cpu_limit_ns ? -ETIMEDOUT : 0;
 }
 
 /* --- DW_EH_PE pointers ------------------------------------------------ */
@@ -288,7 +311,7 @@ static size_t ranges_normalize(struct code_range *r, size_t n)
 /* Appends to *ranges (of *n, room for *cap) the code ranges of the FDEs of
  * section s that start in an executable segment, clipped to it.  Entries
  * libdw cannot parse, and FDEs whose CIE we cannot lay out, are skipped.
- * Returns the number of bytes walked, or -ENOMEM. */
+ * Returns the number of bytes walked, -ENOMEM or -ETIMEDOUT. */
 static int64_t read_fde_ranges(struct builder *b, const struct cfi_section *s,
 			       struct code_range **ranges, size_t *n, size_t *cap)
 {
@@ -305,6 +328,9 @@ static int64_t read_fde_ranges(struct builder *b, const struct cfi_section *s,
 		uint64_t start, len, end;
 		int r;
 
+		r = over_time(b);
+		if (r < 0)
+			return r;
 		next = (Dwarf_Off)-1;
 		r = dwarf_next_cfi(b->ident, s->data, s->eh_frame, off, &next, &e);
 		if (r > 0)
@@ -498,6 +524,9 @@ static int walk_range(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t h
 		bool signal = false;
 		int ra_reg;
 
+		r = over_time(b);
+		if (r < 0)
+			return r;
 		row.vaddr = addr;
 		if (dwarf_cfi_addrframe(cfi, addr, &frame) != 0 || !frame ||
 		    (ra_reg = dwarf_frame_info(frame, &start, &end, &signal)) < 0 || end <= addr) {
@@ -825,10 +854,17 @@ void unwind_table_fp_range(const struct perfd_unwind_row *rows, size_t n, uint32
 	*end = best_end;
 }
 
+static uint64_t cfi_bytes_of(Elf *elf, int fd);
+
 /* Builds the table of an open ELF handle; see unwind_table_build(). */
-static int build_from_elf(Elf *elf, struct unwind_table **ret)
+static int build_from_elf(Elf *elf, int fd, const struct unwind_table_limits *limits,
+			  struct unwind_table **ret)
 {
-	_cleanup_(builder_done) struct builder b = { .elf = elf };
+	_cleanup_(builder_done) struct builder b = {
+		.elf = elf,
+		.cpu_limit_ns = limits && limits->cpu_ns ? thread_cpu_ns() + limits->cpu_ns : 0,
+		.cancel = limits ? limits->cancel : NULL,
+	};
 	_cleanup_(unwind_table_freep) struct unwind_table *t = NULL;
 	_cleanup_free_ struct code_range *eh = NULL;
 	size_t n_eh = 0;
@@ -843,6 +879,8 @@ static int build_from_elf(Elf *elf, struct unwind_table **ret)
 	    ehdr.e_machine != EM_X86_64)
 		return -ENOEXEC;
 
+	if (limits && limits->max_cfi_bytes && cfi_bytes_of(elf, fd) > limits->max_cfi_bytes)
+		return -E2BIG;
 	r = read_exec_segments(&b);
 	if (r < 0)
 		return r;
@@ -878,47 +916,46 @@ static int build_from_elf(Elf *elf, struct unwind_table **ret)
  * .eh_frame is NOBITS).  FDEs libdw cannot parse are skipped, and a code
  * range whose rule libdw cannot compute gets an UNSUPPORTED row; when
  * libdw cannot open the .debug_frame, the code only it covers has no rows. */
-int unwind_table_build(int fd, struct unwind_table **ret)
+int unwind_table_build(int fd, const struct unwind_table_limits *limits,
+		       struct unwind_table **ret)
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
 	int r = elf_open_fd(fd, &elf);
 
 	if (r < 0)
 		return r;
-	return build_from_elf(elf, ret);
+	return build_from_elf(elf, fd, limits, ret);
 }
 
-/* A section's bytes as its contents are read: a compressed one's once
- * decompressed. */
-static uint64_t section_bytes(Elf_Scn *scn, const GElf_Shdr *sh)
+/* unwind_table_cfi_bytes() of an open ELF handle on fd. */
+static uint64_t cfi_bytes_of(Elf *elf, int fd)
 {
-	GElf_Chdr ch;
-
-	if (!(sh->sh_flags & SHF_COMPRESSED))
-		return sh->sh_size;
-	return gelf_getchdr(scn, &ch) ? ch.ch_size : sh->sh_size;
-}
-
-uint64_t unwind_table_cfi_bytes(int fd)
-{
-	_cleanup_(elf_endp) Elf *elf = NULL;
 	uint64_t bytes = 0;
 	size_t n_sections;
 	struct stat st;
 	GElf_Shdr sh;
 	Elf_Scn *scn;
 
-	if (elf_open_fd(fd, &elf) < 0 || elf_getshdrnum(elf, &n_sections) < 0)
+	if (elf_getshdrnum(elf, &n_sections) < 0)
 		return 0;
 	if (n_sections == 0) /* .eh_frame through PT_GNU_EH_FRAME, sized as it is walked */
 		return fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
 	scn = elf_find_section(elf, ".eh_frame", &sh);
 	if (scn)
-		bytes += section_bytes(scn, &sh);
+		bytes += elf_section_bytes(scn, &sh);
 	scn = elf_find_section(elf, ".debug_frame", &sh);
 	if (scn)
-		bytes += section_bytes(scn, &sh);
+		bytes += elf_section_bytes(scn, &sh);
 	return bytes;
+}
+
+uint64_t unwind_table_cfi_bytes(int fd)
+{
+	_cleanup_(elf_endp) Elf *elf = NULL;
+
+	if (elf_open_fd(fd, &elf) < 0)
+		return 0;
+	return cfi_bytes_of(elf, fd);
 }
 
 /* Rows hold from their pc up to the next row's; the last row is always the

@@ -6,6 +6,7 @@
 #ifndef PERFD_UNWIND_TABLE_H
 #define PERFD_UNWIND_TABLE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,12 +23,24 @@ struct unwind_table {
 	size_t cfi_bytes;        /* size of .eh_frame (+ .debug_frame when used) */
 };
 
+/* What a build may cost: a file's owner can craft its CFI (0: no limit). */
+struct unwind_table_limits {
+	uint64_t max_cfi_bytes; /* .eh_frame + .debug_frame, decompressed */
+	uint64_t cpu_ns;        /* CPU time of the building thread (thread_cpu_ns),
+				 * checked every few rows */
+	const atomic_bool *cancel; /* NULL, or set when the build must stop */
+};
+
 /* Reads .eh_frame (through libdw's CFI API), and .debug_frame for the code
  * .eh_frame does not cover, of the ELF file open on fd (only read with
- * pread; not kept).  Returns 0 and a new table, -ENODATA when the file has
- * no call-frame information at all, -ENOEXEC when it is not ELF, -EFBIG
- * when it spans more than 4 GiB of addresses, or another -errno. */
-int unwind_table_build(int fd, struct unwind_table **ret);
+ * pread; not kept), within limits (NULL: none).  Returns 0 and a new
+ * table, -ENODATA when the file has no call-frame information at all,
+ * -ENOEXEC when it is not ELF, -EFBIG when it spans more than 4 GiB of
+ * addresses, -E2BIG when its CFI is past max_cfi_bytes (refused unread),
+ * -ETIMEDOUT when it used cpu_ns first (what was built is dropped),
+ * -ECANCELED when *cancel was set, or another -errno. */
+int unwind_table_build(int fd, const struct unwind_table_limits *limits,
+		       struct unwind_table **ret);
 
 /* What unwind_table_build(fd) has to read, which its time goes with: the
  * bytes of .eh_frame and .debug_frame (decompressed), all of the file

@@ -583,13 +583,18 @@ static void table_refused(struct unwinder *u, uint64_t key, struct table *t)
 }
 
 /* A build that failed: remembered when the file itself has no usable CFI
- * (not retried), refused otherwise. */
+ * or is past the builder's caps (not retried), refused otherwise. */
 static void table_failed(struct unwinder *u, uint64_t key, struct table *t, int r)
 {
-	if (r == -ENODATA || r == -ENOEXEC || r == -EFBIG) {
+	if (r == -ENODATA || r == -ENOEXEC || r == -EFBIG || r == -E2BIG || r == -ETIMEDOUT) {
 		t->building = false;
 		t->error = r;
-		u->stats.tables_failed++;
+		if (r == -ETIMEDOUT)
+			u->stats.tables_abandoned++;
+		else if (r == -E2BIG)
+			u->stats.tables_oversized++;
+		else
+			u->stats.tables_failed++;
 		redescribe_holders(u, key);
 		return;
 	}

@@ -54,6 +54,9 @@
  *                 process's user or root, over 64 MiB or 262,144 lines, or bigger than
  *                 the symbol cache), debug_files_refused (debug-file candidates past
  *                 their size cap or behind a symlink in the binary's directory),
+ *                 debug_searches_pending (.gnu_debuglink/MiniDebugInfo searches on
+ *                 the symbolizer's thread), tables_refused (symbol, string or line
+ *                 tables past 256 MiB, not read),
  *                 memory_bytes, ... },
  *      unwind: { method ("tables" or "frame_pointers"), stacks_with_tables,
  *                stacks_truncated, stacks_pending (truncated in code whose
@@ -64,7 +67,10 @@
  *                tables, copy_tables (of code copied from a template: the
  *                perf trampolines of CPython's -X perf, shared by all),
  *                copy_templates_refused (templates whose code did not
- *                decode: their copies are walked with frame pointers), ... },
+ *                decode: their copies are walked with frame pointers),
+ *                tables_oversized (CFI past 64 MiB, not read), tables_abandoned
+ *                (builds past 10 s of CPU time, given up: no table for that
+ *                binary), ... },
  *      memory: { enabled, sample_bytes, events (rss_stat events looked at),
  *                samples, samples_lost, rss_updates, rss_updates_lost },
  *      python: { processes, unsupported (runtimes found), samples (walks),

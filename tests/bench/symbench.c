@@ -116,7 +116,7 @@ int main(int argc, char **argv)
 		struct unwind_table *t = NULL;
 		double t0 = now();
 
-		if (fd < 0 || unwind_table_build(fd, &t) < 0) {
+		if (fd < 0 || unwind_table_build(fd, NULL, &t) < 0) {
 			fprintf(stderr, "symbench: no unwind table for %s\n", argv[1]);
 			return 1;
 		}

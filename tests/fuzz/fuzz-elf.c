@@ -3,13 +3,15 @@
  * fuzz-elf.c - perfd's readers of a binary a process maps (any user's file,
  * read as root): the symbol table loader with its PT_LOAD segments and
  * build-id note (symbols/elfsym.c), the merge of a debug image from memory
- * as MiniDebugInfo is merged, the MiniDebugInfo decompressor and the debug
- * file search by build-id and .gnu_debuglink (symbols/debuginfo.c, looking
- * only under a directory that does not exist), and the kernel notes'
+ * as MiniDebugInfo is merged, the debug file search by build-id (on the
+ * loop, symbols/debuginfo.c) and the lane's half, .gnu_debuglink then the
+ * MiniDebugInfo decompressor (symbols/debugsearch.c), looking only under a
+ * directory that does not exist, and the kernel notes'
  * build-id parser (symbols/ksyms.c) over the same bytes.
  */
 #include "fuzz.h"
 #include "symbols/debuginfo.h"
+#include "symbols/debugsearch.h"
 #include "symbols/elfsym.h"
 #include "symbols/ksyms.h"
 
@@ -37,15 +39,22 @@ static void debuginfo(int fd)
 {
 	void *image = NULL;
 	size_t image_size;
+	struct debugsearch *q;
 	char *path = NULL;
 	int r;
 
 	if (debuginfo_minidebuginfo(fd, &image, &image_size) == 0)
 		free(image);
-	r = debuginfo_find(fd, NOWHERE "/bin/prog", NULL, NOWHERE, &path, NULL);
+	r = debuginfo_find(fd, NOWHERE "/bin/prog", NULL, NOWHERE, DEBUGINFO_BY_BUILD_ID, &path,
+			   NULL);
 	if (r >= 0) {
 		close(r);
 		free(path);
+	}
+	/* the lane's half, run here */
+	if (debugsearch_new(0, fd, NOWHERE "/bin/prog", NOWHERE "/root", NOWHERE, &q) == 0) {
+		debugsearch_run(q);
+		debugsearch_free(q);
 	}
 }
 

@@ -15,7 +15,17 @@ so that only the file under test can slow its loop):
   snapshot with lines still answers and the daemon is alive (no SIGBUS);
 - a perf map of 200k entries: refused and counted, status answers
   throughout, RSS stays within the symbol cache plus a fixed part; and a
-  map within the caps is counted in the symbol cache's bytes.
+  map within the caps is counted in the symbol cache's bytes;
+- 24 libraries whose .gnu_debuglink names a 63 MiB debug file, each
+  read whole for its CRC: off the loop, status answers within 100 ms
+  (STATUS_BUDGET, the issue's figure; a tenth may be late on this shared
+  machine, none past STATUS_DEADLINE) asked back to back during the
+  reads, and the names switch to the debug file's once it is verified;
+- two binaries whose crafted .eh_frame takes minutes to build, holding
+  both builder lanes: each build is abandoned at the time cap (counted),
+  a process started after them gets its tables, status within 100 ms;
+- a library a running process maps, truncated by its owner to its code:
+  perfd reads it for symbols, lines and a table, and lives.
 """
 
 import os
@@ -262,5 +272,269 @@ def test_huge_perf_map_is_bounded(tmp_path):
         # 16k entries of 32 bytes and their names, all in the cache
         assert sym["cache_bytes"] - after["cache_bytes"] >= 16_000 * 32, sym
         assert sym["cache_bytes"] <= sym["cache_limit_bytes"], sym
+    finally:
+        daemon.kill()
+
+
+# --- debug files read off the loop -------------------------------------------
+
+STATUS_BUDGET = 0.1  # what the issue asks of root's status under every attack
+# So many that reading them all on the loop (as 14766ac did) holds it past
+# STATUS_DEADLINE: 8 held it 516 ms.
+DEBUGLINK_LIBS = 24
+DEBUGLINK_BYTES = (64 << 20) - (1 << 20)  # just under DEBUGINFO_CRC_MAX_BYTES
+
+LINKED_LIB = ("volatile unsigned long linked_sink;\n"
+              "static void __attribute__((noinline)) debuglinked_spin(void)\n{\n"
+              "\tfor (int i = 0; i < 1000000; i++)\n\t\tlinked_sink += i;\n}\n"
+              "void spin_entry(void)\n{\n\tdebuglinked_spin();\n}\n")
+LINKED_MAIN = ("#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
+               "int main(int argc, char **argv)\n{\n\tvoid (*fn[64])(void);\n"
+               "\tstruct timespec t0, t;\n\tint n = argc - 2;\n"
+               "\tfor (int i = 0; i < n; i++) {\n"
+               "\t\tvoid *h = dlopen(argv[i + 2], RTLD_NOW);\n"
+               "\t\tif (!h || !(fn[i] = (void (*)(void))dlsym(h, \"spin_entry\")))\n"
+               "\t\t\treturn 1;\n\t}\n"
+               "\tprintf(\"ready\\n\");\n\tfflush(stdout);\n"
+               "\tclock_gettime(CLOCK_MONOTONIC, &t0);\n"
+               "\tfor (int k = 0;; k++) {\n\t\tfn[k % n]();\n"
+               "\t\tclock_gettime(CLOCK_MONOTONIC, &t);\n"
+               "\t\tif (t.tv_sec - t0.tv_sec >= atoi(argv[1]))\n\t\t\treturn 0;\n\t}\n}\n")
+
+
+def debuglinked_libraries(tmp_path, n):
+    """n stripped copies of one library (no build-id: n modules, one debug
+    file for all), each with a .gnu_debuglink to lib.debug beside it: the
+    library's debug file padded to DEBUGLINK_BYTES, the CRC recorded its
+    padded one.  Returns (the program that dlopens them, their paths)."""
+    (tmp_path / "lib.c").write_text(LINKED_LIB)
+    (tmp_path / "main.c").write_text(LINKED_MAIN)
+    lib, prog, debug = tmp_path / "lib.so", tmp_path / "linked", tmp_path / "lib.debug"
+    subprocess.run(["gcc", "-g", "-O1", "-fPIC", "-shared", "-Wl,--build-id=none", "-o", str(lib),
+                    str(tmp_path / "lib.c")], check=True)
+    subprocess.run(["gcc", "-O1", "-o", str(prog), str(tmp_path / "main.c"), "-ldl"], check=True)
+    subprocess.run(["objcopy", "--only-keep-debug", str(lib), str(debug)], check=True)
+    os.truncate(debug, DEBUGLINK_BYTES)
+    subprocess.run(["strip", "--strip-all", str(lib)], check=True)
+    libs = []
+    for i in range(n):
+        copy = str(tmp_path / f"liblinked{i}.so")
+        shutil.copy(lib, copy)
+        subprocess.run(["objcopy", f"--add-gnu-debuglink={debug}", copy], check=True)
+        libs.append(copy)
+    return str(prog), libs
+
+
+def status_latencies_until(daemon, done, timeout=60):
+    """Asks for status back to back until done(answer) is true; returns
+    [(seconds it took, answer)] of every ask."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while True:
+        assert time.monotonic() < deadline, \
+            f"not done within {timeout} s: last status {seen[-1][1] if seen else None}"
+        took, answer = status_within_deadline(daemon)
+        seen.append((took, answer))
+        if done(answer):
+            return seen
+        time.sleep(0.005)
+
+
+def assert_status_budget(seen):
+    """The issue's 100 ms for (nearly) every status answer in seen, as
+    status_latencies_until returns them (status_within_deadline already
+    failed any past STATUS_DEADLINE).  A few answers on this shared
+    two-CPU machine wait for a time slice behind other users' work
+    whatever the daemon does: up to a tenth may be late."""
+    late = [took for took, _ in seen if took >= STATUS_BUDGET]
+    assert len(late) <= len(seen) // 10, \
+        f"{len(late)} of {len(seen)} status answers took 100 ms or more: " \
+        f"{[round(t * 1000) for t in sorted(late)[-5:]]} ms"
+
+
+def test_debug_link_crc_is_read_off_the_loop(tmp_path):
+    """A process maps DEBUGLINK_LIBS stripped libraries whose .gnu_debuglink
+    names a debug file just under the 64 MiB cap, read whole for its CRC
+    once per library.  While perfd reads them root's status answers within
+    100 ms, asked many times during the reads; the libraries are named from
+    their own symbols until the debug file is verified, then from it."""
+    prog, libs = debuglinked_libraries(tmp_path, DEBUGLINK_LIBS)
+    daemon = calm_daemon()
+    try:
+        w = perfdtest.Workload("linked", command=[prog, "30", *libs])
+        try:
+            w.expect_line("ready")
+            snap = BackgroundSnapshot(daemon, w.pid, duration=2)
+            # until the snapshot's symbols sent every library to the lane
+            # and the lane verified them all (libc's debug file, found by
+            # build-id when libc is sampled, may count too)
+            seen = status_latencies_until(
+                daemon, lambda a: snap.proc.poll() is not None and
+                a["symbols"].get("debug_searches_pending", 0) == 0 and
+                a["symbols"].get("debug_files", 0) >= DEBUGLINK_LIBS)
+            rc, first, err = snap.output()
+            assert rc == 0, err
+            reading = [took for took, a in seen
+                       if a["symbols"].get("debug_searches_pending", 0) > 0]
+            slowest = max(took for took, _ in seen)
+            print(f"{len(seen)} status answers, {len(reading)} while the lane read "
+                  f"{DEBUGLINK_LIBS} x {DEBUGLINK_BYTES >> 20} MiB; slowest "
+                  f"{slowest * 1000:.1f} ms, slowest while reading "
+                  f"{max(reading, default=0) * 1000:.1f} ms")
+            assert_status_budget(seen)
+            assert len(reading) >= 5, f"only {len(reading)} answers during the reads"
+            # named from the debug file once verified
+            rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1")
+            assert rc == 0, err
+            assert "debuglinked_spin" in out, f"not named from the debug file:\n{out[:2000]}"
+            sym = symbols(daemon)
+            assert sym["debug_files"] >= DEBUGLINK_LIBS, sym
+            assert sym["debug_searches_pending"] == 0, sym
+        finally:
+            w.kill()
+        assert daemon.alive(), daemon.stderr()[-4000:]
+    finally:
+        daemon.kill()
+
+
+# --- unwind table builds bounded in time --------------------------------------
+
+# Rows in the crafted FDE: libdw replays an FDE's program from its start
+# for each row, so this one costs ~250k^2 / 2 CFA instructions, a minute
+# or more (8k rows take 66 ms here), in ~750 KiB of .eh_frame: under the
+# builder's 1 MiB "big" mark, so the small lane takes it too.
+SLOW_CFI_ROWS = 250_000
+# s: BUILDER_MAX_BUILD_NS is 10 s of the lane's CPU time, which at nice 10
+# on this shared machine may be several times as long on the clock
+ABANDON_WAIT = 90
+
+
+def slow_cfi_binary(path, rows):
+    """An executable whose main spins a tenth of the time (so that perfd
+    samples it, and sees its maps, without taking a CPU of this two-CPU
+    machine), next to one function of rows CFI rows (one nop each, the CFA
+    going up and down by 8)."""
+    lines = ["\t.text", "\t.globl slow_cfi", "\t.type slow_cfi, @function", "slow_cfi:",
+             "\t.cfi_startproc"]
+    for i in range(rows):
+        lines.append("\tnop")
+        lines.append(f"\t.cfi_adjust_cfa_offset {8 if i % 2 == 0 else -8}")
+    lines += ["\tret", "\t.cfi_endproc", "\t.size slow_cfi, .-slow_cfi",
+              "\t.globl main", "\t.type main, @function", "main:", "\t.cfi_startproc",
+              "\tsub $8, %rsp", "\t.cfi_adjust_cfa_offset 8",
+              "1:\tmov $3000000, %ecx", "2:\tdec %ecx", "\tjnz 2b",
+              "\tmov $20000, %edi", "\tcall usleep@PLT", "\tjmp 1b",
+              "\t.cfi_endproc", '\t.section .note.GNU-stack,"",@progbits', ""]
+    asm = f"{path}.s"
+    with open(asm, "w") as f:
+        f.write("\n".join(lines))
+    subprocess.run(["gcc", "-o", path, asm], check=True)
+    return path
+
+
+def test_slow_cfi_build_is_abandoned_and_frees_its_lane(tmp_path):
+    """Two binaries whose .eh_frame takes minutes to build hold both builder
+    lanes; each build is abandoned at the time cap (counted in status), and
+    a process started after them gets its tables and unwinds to _start.
+    Status answers within 100 ms throughout."""
+    daemon = perfdtest.start_perfd(extra_args=("--no-python",))
+    crafted = []
+    try:
+        for i in range(2):
+            # rows differ: two build-ids, two tables
+            binary = slow_cfi_binary(str(tmp_path / f"slowcfi{i}"), SLOW_CFI_ROWS + i)
+            crafted.append(perfdtest.Workload(f"slowcfi{i}", command=[binary]))
+        seen = status_latencies_until(
+            daemon, lambda a: a["unwind"].get("tables_building", 0) >= 2, timeout=30)
+        time.sleep(1)  # the lanes take the newest first: the crafted ones now
+        t0 = time.monotonic()
+        w = perfdtest.Workload("nofp", 60)
+        try:
+            seen += status_latencies_until(
+                daemon, lambda a: a["unwind"].get("tables_abandoned", 0) >= 2,
+                timeout=ABANDON_WAIT)
+            abandoned = time.monotonic() - t0
+            perfdtest.await_tables(daemon, w, timeout=20)
+            ready = time.monotonic() - t0
+            stacks, _ = perfdtest.snapshot_workload(daemon, w, duration=2)
+        finally:
+            w.kill()
+        slowest = max(took for took, _ in seen)
+        unwind = status_within_deadline(daemon)[1]["unwind"]
+        print(f"both crafted builds abandoned {abandoned:.1f} s after nofp started, its tables "
+              f"ready at {ready:.1f} s; slowest of {len(seen)} status answers "
+              f"{slowest * 1000:.1f} ms; unwind {unwind}")
+        assert unwind["tables_abandoned"] == 2, unwind
+        n = perfdtest.total(stacks)
+        complete = perfdtest.count_where(
+            stacks, lambda s: perfdtest.functions(s)[0] == "_start" and
+            "main" in perfdtest.functions(s))
+        assert n >= 40 and complete >= 0.9 * n, \
+            f"{complete} of {n} samples unwind to _start\n{perfdtest.show(stacks)}"
+        assert_status_budget(seen)
+        assert daemon.alive(), daemon.stderr()[-4000:]
+    finally:
+        for c in crafted:
+            c.kill()
+        daemon.kill()
+
+
+# --- a mapped binary truncated under perfd -----------------------------------
+
+TRUNC_LIB = ("void trunc_spin(unsigned long n)\n{\n\tvolatile unsigned long x = 0;\n"
+             "\tfor (unsigned long i = 0; i < n; i++)\n\t\tx += i;\n}\n")
+TRUNC_MAIN = ("#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
+              "void trunc_spin(unsigned long);\n"
+              "int main(int argc, char **argv)\n{\n\tstruct timespec t0, t;\n"
+              "\ttrunc_spin(1000);\n\tprintf(\"ready\\n\");\n\tfflush(stdout);\n"
+              "\tclock_gettime(CLOCK_MONOTONIC, &t0);\n\tfor (;;) {\n"
+              "\t\ttrunc_spin(1000000);\n\t\tclock_gettime(CLOCK_MONOTONIC, &t);\n"
+              "\t\tif (t.tv_sec - t0.tv_sec >= atoi(argv[1]))\n\t\t\treturn 0;\n\t}\n}\n")
+
+
+def exec_segment_end(path):
+    """Where the file's executable PT_LOAD ends, rounded up to a page."""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True,
+                         check=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD" and "E" in f[6:-1]:
+            end = int(f[1], 16) + int(f[4], 16)
+            return (end + 4095) & ~4095
+    raise AssertionError(f"no executable PT_LOAD in {path}:\n{out}")
+
+
+def test_mapped_binary_truncated_by_its_owner(tmp_path):
+    """A library a running process maps is truncated by its owner to its
+    code (its .eh_frame, symbols and section headers gone; the process
+    runs on in the pages it keeps).  perfd, which reads it for symbols,
+    lines and an unwind table after that, answers with what it can and
+    lives: a reader that mapped the file would die of SIGBUS."""
+    (tmp_path / "lib.c").write_text(TRUNC_LIB)
+    (tmp_path / "main.c").write_text(TRUNC_MAIN)
+    lib, prog = str(tmp_path / "libtrunc.so"), str(tmp_path / "trunc")
+    subprocess.run(["gcc", "-g", "-O1", "-fPIC", "-shared", "-o", lib, str(tmp_path / "lib.c")],
+                   check=True)
+    subprocess.run(["gcc", "-g", "-O1", "-o", prog, str(tmp_path / "main.c"), lib,
+                    "-Wl,-rpath,$ORIGIN"], check=True)
+    keep = exec_segment_end(lib)
+    assert keep < os.path.getsize(lib)
+
+    daemon = perfdtest.start_perfd(extra_args=("--no-python",))
+    try:
+        w = perfdtest.Workload("trunc", command=[prog, "8"])
+        try:
+            w.expect_line("ready")
+            os.truncate(lib, keep)
+            for extra in ((), ("--lines",)):
+                rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration",
+                                              "1", *extra, timeout=60)
+                assert daemon.alive(), f"perfd died:\n{daemon.stderr()[-4000:]}"
+                assert rc == 0, err
+                assert "libtrunc.so" in out, f"no frame in the library:\n{out[:2000]}"
+            assert w.proc.poll() is None, "the workload died of its own truncation"
+        finally:
+            w.kill()
+        status_within_deadline(daemon)
     finally:
         daemon.kill()

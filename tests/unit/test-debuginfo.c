@@ -239,7 +239,7 @@ static void expect_found(const char *binary_path, const char *seen_path, const c
 	_cleanup_free_ char *shown = NULL;
 	_cleanup_close_ int dfd = -1;
 
-	dfd = debuginfo_find(fd, seen_path, root, debug_dir, &shown, NULL);
+	dfd = debuginfo_find(fd, seen_path, root, debug_dir, DEBUGINFO_ALL, &shown, NULL);
 	cr_assert_geq(dfd, 0, "no debug file for %s: %s", seen_path, strerror(-dfd));
 	expect_same_file(dfd, expected_path);
 	expect_cloexec(dfd);
@@ -254,7 +254,7 @@ static void expect_not_found(const char *binary_path, const char *seen_path, con
 	char *shown = (char *)"untouched";
 	int r;
 
-	r = debuginfo_find(fd, seen_path, root, debug_dir, &shown, NULL);
+	r = debuginfo_find(fd, seen_path, root, debug_dir, DEBUGINFO_ALL, &shown, NULL);
 	if (r >= 0)
 		(void)close(r);
 	cr_expect_eq(r, -ENOENT, "%s: got %d", seen_path, r);
@@ -517,10 +517,13 @@ Test(debuginfo, nothing_to_find)
 
 	write_path(wpath(1, "text"), "#!/bin/sh\n", 10);
 	fd = open_ro(wpath(1, "text"));
-	cr_expect_eq(debuginfo_find(fd, wpath(1, "text"), "", NULL, NULL, NULL), -ENOEXEC);
-	cr_expect_eq(debuginfo_find(-1, "/x", "", NULL, NULL, NULL), -EBADF);
+	cr_expect_eq(debuginfo_find(fd, wpath(1, "text"), "", NULL, DEBUGINFO_ALL, NULL, NULL),
+		     -ENOEXEC);
+	cr_expect_eq(debuginfo_find(-1, "/x", "", NULL, DEBUGINFO_ALL, NULL, NULL), -EBADF);
 	fd2 = open_ro(binary);
-	cr_expect_eq(debuginfo_find(fd2, binary, wpath(1, "no-such-root"), NULL, NULL, NULL), -ENOENT);
+	cr_expect_eq(debuginfo_find(fd2, binary, wpath(1, "no-such-root"), NULL, DEBUGINFO_ALL,
+				    NULL, NULL),
+		     -ENOENT);
 }
 
 Test(debuginfo, minidebuginfo)
@@ -628,7 +631,7 @@ Test(debuginfo, debian_libc6_dbg)
 	expect_not_named(t, thread_ret - 1, "start_thread");
 
 	t0 = monotonic_seconds();
-	dfd = debuginfo_find(fd, libc_main, "", NULL, &shown, NULL);
+	dfd = debuginfo_find(fd, libc_main, "", NULL, DEBUGINFO_ALL, &shown, NULL);
 	find_s = monotonic_seconds() - t0;
 	cr_assert_geq(dfd, 0,
 		      "no debug file for %s (%s): install libc6-dbg "

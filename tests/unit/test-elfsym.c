@@ -13,6 +13,7 @@
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1083,4 +1084,47 @@ Test(elfsym, null_object_is_harmless)
 	cr_expect_eq(elf_symtab_count(NULL), 0);
 	cr_expect_eq(elf_symtab_memory(NULL), 0);
 	cr_expect_str_eq(elf_symtab_build_id(NULL), "");
+}
+
+/* A symbol table (or the string table it links to) whose header says it is
+ * past ELFSYM_MAX_TABLE_BYTES is refused before it is read, whatever the
+ * file holds: this program with its .symtab's, then its .strtab's, size
+ * raised in its section header. */
+Test(elfsym, table_past_the_cap_is_refused_unread)
+{
+	for (int which = 0; which < 2; which++) {
+		_cleanup_free_ uint8_t *image = NULL;
+		struct elf_symtab *t = NULL;
+		_cleanup_close_ int fd = -1;
+		char path[PATH_MAX];
+		Elf64_Ehdr *eh;
+		Elf64_Shdr *sh;
+		struct stat st;
+		FILE *f = fopen("/proc/self/exe", "rb");
+		bool patched = false;
+
+		cr_assert_not_null(f);
+		cr_assert_eq(fstat(fileno(f), &st), 0);
+		image = malloc((size_t)st.st_size);
+		cr_assert_eq(fread(image, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+		fclose(f);
+		eh = (Elf64_Ehdr *)image;
+		sh = (Elf64_Shdr *)(image + eh->e_shoff);
+		for (size_t i = 0; i < eh->e_shnum && !patched; i++) {
+			if (sh[i].sh_type != SHT_SYMTAB)
+				continue;
+			if (which == 0)
+				sh[i].sh_size = ELFSYM_MAX_TABLE_BYTES + 24;
+			else
+				sh[sh[i].sh_link].sh_size = ELFSYM_MAX_TABLE_BYTES + 1;
+			patched = true;
+		}
+		cr_assert(patched, "this test program has no .symtab");
+		write_file("bigtable", image, (size_t)st.st_size);
+		path_in_workdir(path, sizeof(path), "bigtable");
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		cr_assert_geq(fd, 0);
+		cr_expect_eq(elf_symtab_load_fd(fd, &t), -EFBIG, "table %d", which);
+		cr_expect_null(t);
+	}
 }

@@ -955,3 +955,33 @@ Test(srcline, rate_on_libc)
 	cr_expect_gt(1e5 / (t3 - t2), 100000.0);
 	cr_expect_gt(st.cache_hits, 50000);
 }
+
+/* A file naming a dwz alternate file (.gnu_debugaltlink: here a FIFO, which
+ * libdw's own open() would block on) is read without it: libdw is told
+ * there is none, and the file's own chains are what they were.  (gcc
+ * writes no DW_FORM_GNU_*_alt without dwz, so this checks the file is
+ * still read whole, not that a reference into the alternate file is
+ * refused.) */
+Test(srcline, alternate_file_is_never_opened)
+{
+	_cleanup_(srcline_freep) struct srcline *plain = NULL, *linked = NULL;
+	_cleanup_free_ uint64_t *addrs = NULL;
+	char path[PATH_MAX], alt[PATH_MAX], fifo[PATH_MAX];
+	/* "fifo\0" then a 20-byte build-id, as dwz writes it */
+	static const char link[] = "fifo\0" "0123456789abcdefghij";
+	size_t n;
+
+	build(GCC_DWARF5, path, sizeof(path));
+	wpath(fifo, sizeof(fifo), "fifo");
+	(void)unlink(fifo);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	write_file("altlink.bin", link, sizeof(link) - 1);
+	run((char *const[]){ "objcopy", "--add-section", ".gnu_debugaltlink=altlink.bin", "fx",
+			     "fx-alt", NULL });
+	wpath(alt, sizeof(alt), "fx-alt");
+
+	plain = open_ok(path);
+	linked = open_ok(alt);
+	n = fixture_addresses(path, &addrs);
+	expect_same_chains(plain, "binary", linked, "binary with an altlink", addrs, n);
+}

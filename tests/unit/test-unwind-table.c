@@ -209,7 +209,7 @@ static int build_path(const char *path, struct unwind_table **ret)
 	int r;
 
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-	r = unwind_table_build(fd, ret);
+	r = unwind_table_build(fd, NULL, ret);
 	(void)close(fd);
 	return r;
 }
@@ -1046,7 +1046,7 @@ Test(unwind_table, errors)
 	write_file("empty", "", 0);
 	path_in_workdir(path, sizeof(path), "empty");
 	cr_expect_eq(build_path(path, &t), -ENOEXEC);
-	cr_expect_eq(unwind_table_build(-1, &t), -EBADF);
+	cr_expect_eq(unwind_table_build(-1, NULL, &t), -EBADF);
 
 	/* an ELF file for another machine */
 	if (vdso) {
@@ -1173,7 +1173,7 @@ static struct module *module_get(const char *path, const void *image, char *err,
 				    m->loads[m->n_loads].p_type == PT_LOAD)
 					m->n_loads++;
 		(void)elf_end(elf);
-		r = unwind_table_build(fd, &m->table);
+		r = unwind_table_build(fd, NULL, &m->table);
 		(void)close(fd);
 	}
 	if (r < 0) {
@@ -1478,4 +1478,30 @@ Test(unwind_table, unwinds_through_signal_trampoline)
 	expect_row(libc, vaddr, PERFD_CFA_SIGNAL, 0, 0, "__restore_rt");
 	expect_row(libc, vaddr - 1, PERFD_CFA_SIGNAL, 0, 0, "__restore_rt - 1");
 	modules_free();
+}
+
+/* The builder's bounds: this program's CFI (tens of KiB) is past a cap of
+ * one byte, refused before a row is read; a CPU budget of 1 ns, or a
+ * cancel flag set, ends the build at the first check (every 64 rows),
+ * with no table. */
+Test(unwind_table, limits_refuse_and_abandon)
+{
+	struct unwind_table *t = NULL;
+	struct unwind_table_limits small = { .max_cfi_bytes = 1 };
+	struct unwind_table_limits late = { .cpu_ns = 1 };
+	atomic_bool stop = true;
+	struct unwind_table_limits cancelled = { .cancel = &stop };
+	_cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_gt(unwind_table_cfi_bytes(fd), 1);
+	cr_expect_eq(unwind_table_build(fd, &small, &t), -E2BIG);
+	cr_expect_null(t);
+	cr_expect_eq(unwind_table_build(fd, &late, &t), -ETIMEDOUT);
+	cr_expect_null(t);
+	cr_expect_eq(unwind_table_build(fd, &cancelled, &t), -ECANCELED);
+	cr_expect_null(t);
+	small.max_cfi_bytes = unwind_table_cfi_bytes(fd);
+	cr_expect_eq(unwind_table_build(fd, &small, &t), 0, "a cap of exactly its CFI is enough");
+	unwind_table_free(t);
 }

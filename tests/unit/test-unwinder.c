@@ -209,7 +209,7 @@ static struct unwind_table *table_of(const struct env *e, uint16_t id)
 	int fd = symbolizer_module_fd(e->sym, id);
 
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(unwind_table_build(fd, &t), 0);
+	cr_assert_eq(unwind_table_build(fd, NULL, &t), 0);
 	return t;
 }
 
