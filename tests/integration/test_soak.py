@@ -64,6 +64,7 @@ CHURN_BURN_MS = 3
 UNIQUE_SAMPLES = 1000000
 STORM_THREADS = 10000
 STORM_BURN_MS = 1
+STORM_HOLD_S = 5
 COMMS = ("churn", "churn-child", "unique_stacks", "thread_storm")
 
 
@@ -279,11 +280,16 @@ def test_process_of_many_threads(daemon, baseline, scale):
     threads = max(200, round(STORM_THREADS * scale))
     before = daemon.status()
     watch = Watch(daemon)
-    w = perfdtest.Workload("thread_storm", threads, STORM_BURN_MS, 2)
+    want = 0.5 * threads * STORM_BURN_MS * HZ / 1000
+    w = perfdtest.Workload("thread_storm", threads, STORM_BURN_MS, STORM_HOLD_S)
     try:
         w.expect_line("started ", timeout=600)
         w.expect_line("burnt ", timeout=600)
-        samples = ps_samples(daemon, w.pid)
+        # its last samples reach the store a drain later (a second or
+        # more under ASan): read while all its threads still live
+        until = time.monotonic() + STORM_HOLD_S - 1
+        while (samples := ps_samples(daemon, w.pid)) < want and time.monotonic() < until:
+            time.sleep(0.5)
         w.expect_line("done ", timeout=120)
         w.finish()
     finally:
@@ -295,7 +301,7 @@ def test_process_of_many_threads(daemon, baseline, scale):
     watch.check("thread storm")
     check_accounting(before, after, "thread storm")
     # each thread burns >= 1 ms: at 1999 Hz ~2 samples a thread
-    assert samples >= 0.5 * threads * STORM_BURN_MS * HZ / 1000, \
+    assert samples >= want, \
         f"{samples} samples of {threads} threads burning {STORM_BURN_MS} ms each"
     check_live_only(after)
 
