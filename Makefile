@@ -57,7 +57,7 @@ WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
 SOCKET ?= $(CURDIR)/run/perfd.sock
 
-.PHONY: all deps deps-test run test unit unit-bins integration workloads clean test-kernels
+.PHONY: all deps deps-test run test unit unit-bins integration workloads clean test-kernels soak
 all: $(BUILD)/perfd $(BUILD)/perfctl
 
 deps:
@@ -275,6 +275,12 @@ PLAIN_ONLY_K := (test_grow_faults_in_what_it_says or test_bad_arguments_are_usag
 SANITIZED_PYTHON_K := (pyenv-3.8 or pyenv-3.11 or pyenv-3.13 or debian or unsupported or installed)
 SANITIZED_MEMORY_TESTS := -k "not $(PLAIN_ONLY_K)"
 SANITIZED_PYTHON_TESTS := -k "$(SANITIZED_PYTHON_K)"
+# test_soak.py runs in both builds, at a short scale (test_soak.py's
+# PERFD_SOAK_SCALE default): the plain one checks perfd's RSS against its
+# bound, the sanitized one that nothing per pid leaks (LSan, at perfd's
+# exit).  `make soak` runs it plain at full scale: 20,000 processes, 1 M
+# unique stacks, 10,000 threads.
+#
 # `make test` runs each integration test once, in the build that checks the
 # most: the plain build runs what the sanitized one does not (the whole
 # suite ran in both took 23.5 min here, over the 20 allowed; `make
@@ -287,6 +293,10 @@ PLAIN_TESTS := -k "not ($(SANITIZED_FILES_K) and not $(PLAIN_ONLY_K)) \
 
 integration: deps-test all workloads
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider --durations=15 $(INTEGRATION_TESTS) $(PYTEST_ARGS)
+
+soak: deps-test all workloads
+	PERFD_SOAK_SCALE=1 PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -s -p no:cacheprovider \
+		--durations=5 tests/integration/test_soak.py $(PYTEST_ARGS)
 
 # Builds run on every CPU; tests run one suite at a time (they measure
 # shares of the CPUs).
@@ -304,6 +314,7 @@ test: deps-test
 		PYTEST_ARGS='$(SANITIZED_MEMORY_TESTS)'
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_python.py \
 		PYTEST_ARGS='$(SANITIZED_PYTHON_TESTS)'
+	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_soak.py
 	$(MAKE) fuzz FUZZ_SECONDS=10
 	$(MAKE) test-kernels
 

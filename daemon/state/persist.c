@@ -765,7 +765,7 @@ static int list_segments(struct persist *ps, uint64_t **ret, size_t *ret_n)
 		seqs[n++] = seq;
 	}
 	closedir(d);
-	qsort(seqs, n, sizeof(*seqs), seq_cmp);
+	qsort_safe(seqs, n, sizeof(*seqs), seq_cmp);
 	*ret = seqs;
 	*ret_n = n;
 	return 0;

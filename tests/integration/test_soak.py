@@ -1,0 +1,360 @@
+"""Churn and soak (issue 27): perfd's memory stays bounded, every drop is
+counted and no per-pid state is left behind, whatever the host does.
+
+One daemon of the module's own, with small limits (--max-memory 8 MiB,
+--max-processes 1000, --retention 20s, --symbol-cache-mib 16) at 1999 Hz,
+goes through three phases, each run while a watcher reads perfd's VmRSS
+every 0.1 s and asks root's `status` within perfdtest's deadline every
+second:
+
+- churn: 20,000 short-lived processes (`churn`, 8 at a time, each exec'd
+  afresh, burning 3 ms);
+- unique stacks: `unique_stacks` until perfd has received 1 M of its
+  samples, nearly each a stack of its own;
+- thread storm: one process of 10,000 threads (`thread_storm`), each
+  burning 1 ms, all alive at once.
+
+Each phase asserts that perfd's RSS stayed under --max-memory plus the
+fixed part README documents ("The profile store": FIXED_MIB here, plus the
+symbol cache's own cap) -- in the plain build only: under ASan, shadow
+memory and the quarantine are most of the RSS --, that the store kept to
+its limits and counted what it dropped (samples taken by BPF, less the idle
+ones, are those received plus those counted lost, to 1%), and that the
+unwinder and the Python reader hold state for live processes only.  The
+last test waits for the retention to pass and checks that nothing of the
+phases' processes is left: no history of them, exited processes back to
+what the rest of the host explains.  In the sanitized build perfd's clean
+exit at the end is LeakSanitizer's check that nothing per pid leaked.
+
+Scale: PERFD_SOAK_SCALE (default 0.05, 0.02 under ASan: make test's
+share of time) multiplies the
+counts above; `make soak` runs 1.0.  `-s` prints the figures.
+"""
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+import perfdtest
+from perfdtest import status_within_deadline
+
+HZ = 1999
+MAX_MEMORY_MIB = 8
+MAX_PROCESSES = 1000
+RETENTION_S = 20
+SYMBOL_CACHE_MIB = 16
+# What perfd's RSS holds besides the store and the symbol cache (README,
+# "The profile store"): code and libraries (~13 MiB), the BPF ring buffer
+# as mapped (4 MiB at 1999 Hz on 2 CPUs), the unwind tables the two
+# builder threads are building (transient: up to ~40 MiB measured here,
+# when the host's other processes map large libraries), malloc's
+# per-thread arenas and the drain's queue.
+FIXED_MIB = 80
+# How long after the retention an exited process may still be tracked.
+GRACE_S = 10
+# Exited processes not counted by an exit event (a pid found reused).
+EXITED_SLACK = 20
+
+CHURN_PROCESSES = 20000
+CHURN_PARALLEL = 8
+CHURN_BURN_MS = 3
+UNIQUE_SAMPLES = 1000000
+STORM_THREADS = 10000
+STORM_BURN_MS = 1
+STORM_HOLD_S = 5
+COMMS = ("churn", "churn-child", "unique_stacks", "thread_storm")
+
+
+@pytest.fixture(scope="module")
+def scale(environment):
+    default = "0.02" if perfdtest.sanitized() else "0.05"
+    value = float(os.environ.get("PERFD_SOAK_SCALE") or default)
+    assert 0 < value <= 1, f"PERFD_SOAK_SCALE={value}: want 0 < SCALE <= 1"
+    return value
+
+
+@pytest.fixture(scope="module")
+def daemon(environment):
+    # ASan's quarantine (256 MiB by default) would hold what the phases
+    # free: a small one keeps the sanitized daemon's RSS near perfd's own.
+    saved = os.environ.get("ASAN_OPTIONS")
+    os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [saved, "quarantine_size_mb=16"]))
+    try:
+        d = perfdtest.start_perfd(frequency=HZ, extra_args=[
+            "--max-memory", str(MAX_MEMORY_MIB), "--max-processes", str(MAX_PROCESSES),
+            "--retention", f"{RETENTION_S}s", "--symbol-cache-mib", str(SYMBOL_CACHE_MIB)])
+    finally:
+        if saved is None:
+            del os.environ["ASAN_OPTIONS"]
+        else:
+            os.environ["ASAN_OPTIONS"] = saved
+    yield d
+    d.stop()
+
+
+@pytest.fixture(scope="module")
+def baseline(daemon):
+    """The daemon's state before any phase, once its first seconds (the
+    host's processes found, their tables built) are over."""
+    time.sleep(3)
+    return daemon.status()
+
+
+def vm_rss(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
+
+
+def rss_bound():
+    return (MAX_MEMORY_MIB + SYMBOL_CACHE_MIB + FIXED_MIB) << 20
+
+
+class Watch:
+    """Reads perfd's VmRSS every 0.1 s and root's status (within the
+    deadline) every second, in a thread, while a phase runs; checks the
+    store's limits in every status.  stop() raises what went wrong."""
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+        self.peak_rss = vm_rss(daemon.pid)
+        self.slowest = 0.0
+        self.answers = 0
+        self.max_tracked = 0
+        self.max_stacks = 0
+        self.max_store = 0
+        self.errors = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.started = time.monotonic()
+        self.thread.start()
+
+    def run(self):
+        next_status = 0.0
+        try:
+            while not self.done.is_set():
+                self.peak_rss = max(self.peak_rss, vm_rss(self.daemon.pid))
+                if time.monotonic() >= next_status:
+                    next_status = time.monotonic() + 1.0
+                    took, st = status_within_deadline(self.daemon)
+                    self.slowest = max(self.slowest, took)
+                    self.answers += 1
+                    self.note(st)
+                self.done.wait(0.1)
+        except BaseException as e:  # handed to stop()
+            self.errors.append(e)
+
+    def note(self, st):
+        self.max_tracked = max(self.max_tracked, st["processes"]["tracked"])
+        self.max_stacks = max(self.max_stacks, st["stacks"]["interned"])
+        self.max_store = max(self.max_store, st["store"]["memory_bytes"])
+        check_live_only(st)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(timeout=30)
+        self.seconds = time.monotonic() - self.started
+        if self.errors:
+            raise self.errors[0]
+        assert self.answers >= 1, "no status answer while the phase ran"
+
+    def check(self, what):
+        limits = self.daemon.status()["limits"]
+        print(f"\n{what}: {self.seconds:.0f} s, perfd's RSS peaked at {self.peak_rss / 2**20:.1f} MiB "
+              f"(bound {rss_bound() >> 20} MiB: --max-memory {MAX_MEMORY_MIB} + symbol cache "
+              f"{SYMBOL_CACHE_MIB} + fixed {FIXED_MIB}), store at most {self.max_store / 2**20:.1f} MiB, "
+              f"{self.max_tracked} processes, {self.max_stacks} stacks; slowest of {self.answers} "
+              f"status answers {self.slowest * 1000:.0f} ms")
+        assert self.max_store <= limits["max_memory_bytes"], \
+            f"the store held {self.max_store} bytes, over its {limits['max_memory_bytes']}"
+        assert self.max_tracked <= limits["max_processes"], \
+            f"{self.max_tracked} processes tracked, over --max-processes {limits['max_processes']}"
+        assert self.max_stacks <= limits["max_stacks"] + 1, \
+            f"{self.max_stacks} stacks interned, over --max-stacks {limits['max_stacks']}"
+        if not perfdtest.sanitized():
+            assert self.peak_rss <= rss_bound(), \
+                f"perfd's RSS peaked at {self.peak_rss >> 20} MiB, over {rss_bound() >> 20} MiB"
+
+
+def check_live_only(st):
+    """The unwinder and the Python reader describe live processes only:
+    what they hold of a process goes when it exits (or is evicted)."""
+    live = st["processes"]["tracked"] - st["processes"]["exited"]
+    assert st["unwind"]["processes"] <= live, \
+        f"the unwinder describes {st['unwind']['processes']} processes, {live} are live"
+    assert st["python"]["processes"] <= live, \
+        f"the Python reader holds {st['python']['processes']} processes, {live} are live"
+
+
+def check_accounting(before, after, what):
+    """Samples taken by BPF (idle ones aside) are those received plus those
+    counted lost on the way, to 1% (a status reads BPF's counters a moment
+    before the store's)."""
+    def d(*path):
+        a, b = before, after
+        for k in path:
+            a, b = a[k], b[k]
+        return b - a
+    taken = d("samples", "taken") - d("samples", "idle")
+    received = d("samples", "received")
+    lost = d("samples", "lost", "ringbuf_full") + d("samples", "lost", "queue_full")
+    print(f"{what}: {taken} samples taken (idle aside), {received} received, {lost} lost on the way; "
+          f"in the store {d('samples', 'lost', 'evicted')} evicted, "
+          f"{d('store', 'samples_expired')} expired, {d('samples', 'truncated', 'stack_limit')} "
+          f"past the stack limit; processes {d('processes', 'evicted')} evicted, "
+          f"{d('processes', 'expired')} expired; exits {d('exit_events', 'received')} received, "
+          f"{d('exit_events', 'lost')} lost")
+    assert taken > 0, f"{what}: no samples taken"
+    assert abs(taken - received - lost) <= 0.01 * taken + 100, \
+        f"{what}: {taken} samples taken, {received} received and {lost} counted lost"
+    return d
+
+
+def ps_samples(daemon, pid):
+    row = perfdtest.ps_process(daemon, pid, interval=60)
+    return row["total_samples"] if row else 0
+
+
+def test_churn_of_short_lived_processes(daemon, baseline, scale):
+    n = max(100, round(CHURN_PROCESSES * scale))
+    before = daemon.status()
+    watch = Watch(daemon)
+    w = perfdtest.Workload("churn", n, CHURN_PARALLEL, CHURN_BURN_MS)
+    try:
+        w.expect_line("started ")
+        done = w.expect_line("done ", timeout=3600).split()
+        w.finish()
+    finally:
+        w.kill()
+        watch.stop()
+    time.sleep(2)  # the last samples and exits reach the store
+    after = daemon.status()
+    print(f"\nchurn: {n} processes, {CHURN_PARALLEL} at a time, {CHURN_BURN_MS} ms each")
+    watch.check("churn")
+    assert done == ["done", str(n), "0"], f"churn: {done}"
+    d = check_accounting(before, after, "churn")
+    # perfd saw them (most were sampled and exited in sight), and the
+    # store kept to --max-processes by evicting, counted
+    assert d("exit_events", "received") >= 0.5 * n, \
+        f"{d('exit_events', 'received')} exit events for {n} processes"
+    if n > MAX_PROCESSES:
+        assert d("processes", "evicted") + d("processes", "expired") >= n - MAX_PROCESSES, \
+            "the store held more processes than its limit without counting the rest"
+    check_live_only(after)
+
+
+def test_unique_stacks(daemon, baseline, scale):
+    target = max(10000, round(UNIQUE_SAMPLES * scale))
+    before = daemon.status()
+    cpus = min(2, perfdtest.online_cpus())
+    watch = Watch(daemon)
+    w = perfdtest.Workload("unique_stacks", cpus, 3600)
+    got = 0
+    try:
+        while got < target:
+            assert w.proc.poll() is None, f"unique_stacks exited ({w.proc.returncode})"
+            time.sleep(2)
+            got = ps_samples(daemon, w.pid)
+    finally:
+        w.kill()
+        watch.stop()
+    time.sleep(2)
+    after = daemon.status()
+    print(f"\nunique stacks: {got} samples of unique_stacks received (target {target})")
+    watch.check("unique stacks")
+    d = check_accounting(before, after, "unique stacks")
+    # more stacks than the store may keep: it let the oldest go, counted
+    dropped = d("samples", "lost", "evicted") + d("samples", "truncated", "stack_limit") + \
+        d("store", "samples_expired")
+    assert dropped > 0, "the store kept every stack, over its limits"
+    assert d("store", "windows_evicted") > 0 or d("samples", "truncated", "stack_limit") > 0, \
+        "the store never reached its memory or stack limit"
+    check_live_only(after)
+
+
+def test_process_of_many_threads(daemon, baseline, scale):
+    threads = max(200, round(STORM_THREADS * scale))
+    before = daemon.status()
+    watch = Watch(daemon)
+    want = 0.5 * threads * STORM_BURN_MS * HZ / 1000
+    w = perfdtest.Workload("thread_storm", threads, STORM_BURN_MS, STORM_HOLD_S)
+    try:
+        w.expect_line("started ", timeout=600)
+        w.expect_line("burnt ", timeout=600)
+        # its last samples reach the store a drain later (a second or
+        # more under ASan): read while all its threads still live
+        until = time.monotonic() + STORM_HOLD_S - 1
+        while (samples := ps_samples(daemon, w.pid)) < want and time.monotonic() < until:
+            time.sleep(0.5)
+        w.expect_line("done ", timeout=120)
+        w.finish()
+    finally:
+        w.kill()
+        watch.stop()
+    time.sleep(2)
+    after = daemon.status()
+    print(f"\nthread storm: {threads} threads, {samples} samples of the process")
+    watch.check("thread storm")
+    check_accounting(before, after, "thread storm")
+    # each thread burns >= 1 ms: at 1999 Hz ~2 samples a thread
+    assert samples >= want, \
+        f"{samples} samples of {threads} threads burning {STORM_BURN_MS} ms each"
+    check_live_only(after)
+
+
+def leftovers(daemon, since):
+    """The phases' processes whose history perfd still holds: (comm, pid)."""
+    found = []
+    for comm in COMMS:
+        rc, out, err = daemon.perfctl("--json", "snapshot", "--comm", comm, "--from",
+                                      f"{since:.3f}", "--format", "json")
+        assert rc in (0, 4), f"snapshot --comm {comm} exited {rc}: {err}"
+        if rc == 0 and out.strip():
+            doc = json.loads(out)
+            for p in doc.get("processes", []):
+                found.append((comm, p.get("pid")))
+    return found
+
+
+def test_nothing_is_left_after_the_retention(daemon, baseline, scale):
+    """Once the retention has passed, the store holds nothing of the
+    phases' processes, and its exited processes are back to what the rest
+    of the host explains; the unwinder and the Python reader hold live
+    processes only.  (LSan checks the rest at perfd's exit, sanitized.)"""
+    since = time.time() - 3600
+    # A process is freed at most GRACE_S after the retention from its exit
+    # (its last window seals 5 s after it ends; maintenance runs each
+    # second), so what is tracked as exited at the end must have exited
+    # within the last RETENTION_S + GRACE_S: the exit events perfd
+    # received in that span bound it.
+    span = RETENTION_S + GRACE_S
+    started = time.monotonic()
+    deadline = started + span + 60
+    exits = []  # (when, exit events received so far)
+    while True:
+        st = daemon.status()
+        exits.append((time.monotonic(), st["exit_events"]["received"]))
+        left = leftovers(daemon, since)
+        if (not left and time.monotonic() - started >= span) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    check_live_only(st)
+    took, st = status_within_deadline(daemon)
+    b, p = baseline["processes"], st["processes"]
+    print(f"\nafter the retention: processes tracked {b['tracked']} -> {p['tracked']} "
+          f"(exited {b['exited']} -> {p['exited']}), unwinder {baseline['unwind']['processes']} -> "
+          f"{st['unwind']['processes']} processes, {baseline['unwind']['mappings_used']} -> "
+          f"{st['unwind']['mappings_used']} mappings, python {baseline['python']['processes']} -> "
+          f"{st['python']['processes']}, store {baseline['store']['memory_bytes'] >> 10} -> "
+          f"{st['store']['memory_bytes'] >> 10} KiB, stacks {baseline['stacks']['interned']} -> "
+          f"{st['stacks']['interned']}, RSS {vm_rss(daemon.pid) / 2**20:.1f} MiB, status in "
+          f"{took * 1000:.0f} ms")
+    assert not left, f"after the retention perfd still holds the history of {left[:20]}"
+    recent = exits[-1][1] - max(n for t, n in exits if t <= exits[-1][0] - span)
+    print(f"exit events in the last {span} s: {recent}")
+    assert p["exited"] <= recent + EXITED_SLACK, \
+        f"{p['exited']} exited processes still tracked, {recent} exited in the last {span} s"
