@@ -78,19 +78,10 @@ def scale(environment):
 
 @pytest.fixture(scope="module")
 def daemon(environment):
-    # ASan's quarantine (256 MiB by default) would hold what the phases
-    # free: a small one keeps the sanitized daemon's RSS near perfd's own.
-    saved = os.environ.get("ASAN_OPTIONS")
-    os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [saved, "quarantine_size_mb=16"]))
-    try:
-        d = perfdtest.start_perfd(frequency=HZ, extra_args=[
-            "--max-memory", str(MAX_MEMORY_MIB), "--max-processes", str(MAX_PROCESSES),
-            "--retention", f"{RETENTION_S}s", "--symbol-cache-mib", str(SYMBOL_CACHE_MIB)])
-    finally:
-        if saved is None:
-            del os.environ["ASAN_OPTIONS"]
-        else:
-            os.environ["ASAN_OPTIONS"] = saved
+    # ASan's quarantine would hold what the phases free
+    d = perfdtest.start_perfd_small_quarantine(16, frequency=HZ, extra_args=[
+        "--max-memory", str(MAX_MEMORY_MIB), "--max-processes", str(MAX_PROCESSES),
+        "--retention", f"{RETENTION_S}s", "--symbol-cache-mib", str(SYMBOL_CACHE_MIB)])
     yield d
     d.stop()
 

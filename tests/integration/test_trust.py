@@ -48,21 +48,12 @@ def daemon(environment):
     directory, in a directory nobody can traverse."""
     tmpdir = perfdtest.make_tmpdir()
     os.chmod(tmpdir, 0o755)
-    # ASan keeps what is freed in a quarantine of 256 MiB, which the flood
-    # (an answer freed per request) would fill: what grows then is ASan's,
-    # not perfd's.  A small one keeps the RSS bound meaningful.
-    saved = os.environ.get("ASAN_OPTIONS")
-    os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [saved, "quarantine_size_mb=8"]))
-    try:
-        d = perfdtest.start_perfd(tmpdir=tmpdir, extra_args=[
-            "--push-url", f"http://127.0.0.1:9/x/y?token={SECRET}",
-            "--push-tenant", TENANT,
-            "--output-dir", os.path.join(tmpdir, OUTDIR_NAME)])
-    finally:
-        if saved is None:
-            del os.environ["ASAN_OPTIONS"]
-        else:
-            os.environ["ASAN_OPTIONS"] = saved
+    # ASan keeps what is freed in a quarantine, which the flood (an answer
+    # freed per request) would fill: what grows then is ASan's, not perfd's
+    d = perfdtest.start_perfd_small_quarantine(8, tmpdir=tmpdir, extra_args=[
+        "--push-url", f"http://127.0.0.1:9/x/y?token={SECRET}",
+        "--push-tenant", TENANT,
+        "--output-dir", os.path.join(tmpdir, OUTDIR_NAME)])
     yield d
     d.stop()
 
