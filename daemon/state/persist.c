@@ -86,6 +86,7 @@ struct persist {
 	/* the segment being written: 0 before its first record */
 	uint64_t seq, next_seq;
 	uint64_t seq_started_s;
+	uint64_t next_flush_s;
 	struct u64map frames_written;  /* frame word -> 1 in this segment */
 	/* modules given back since the last flush: their frames in
 	 * frames_written go before the next one writes */
@@ -1239,6 +1240,12 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	uint64_t t0 = now_monotonic_ns();
 	double ms;
 
+	/* every PERSIST_FLUSH_S, not at every call: each batch wakes the
+	 * writer and syncs the disk, which a daemon at rest should not do
+	 * every second */
+	if (!final && now_ns / NSEC_PER_SEC < ps->next_flush_s)
+		return;
+	ps->next_flush_s = now_ns / NSEC_PER_SEC + PERSIST_FLUSH_S;
 	ps->stats.flushes++;
 	if (ps->seq && now_ns / NSEC_PER_SEC >= ps->seq_started_s + PERSIST_SEGMENT_S)
 		ps->seq = 0; /* the next record starts a new segment */

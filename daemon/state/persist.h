@@ -26,10 +26,12 @@
  * ran, even when the binaries were upgraded since (the restart was for
  * that), and needs none of them.
  *
- * Once a second (persist_flush, after the store's maintenance) the windows
- * sealed since the last flush are encoded on the loop and handed to the
- * writer thread (writer.h), which appends and syncs them: a window is on
- * disk at most HISTORY_SEAL_AFTER_S + 1 s after it ends.  A new segment is
+ * Every PERSIST_FLUSH_S (persist_flush, after the store's maintenance) the
+ * windows sealed since the last flush are encoded on the loop and handed
+ * to the writer thread (writer.h), which appends and syncs them: a window
+ * is on disk at most HISTORY_SEAL_AFTER_S + PERSIST_FLUSH_S + 1 s after it
+ * ends (a flush every second woke the writer and synced the disk every
+ * second, on a daemon at rest too).  A new segment is
  * started every PERSIST_SEGMENT_S; a segment whose newest window is past
  * the retention is deleted, and the oldest go first past max_bytes.  At
  * SIGTERM the open windows are written too and the writer is waited for:
@@ -58,6 +60,7 @@
 #define PERSIST_DEFAULT_DIR "/var/lib/perfd"
 #define PERSIST_DEFAULT_MAX_BYTES (256ULL << 20)
 #define PERSIST_SEGMENT_S 300
+#define PERSIST_FLUSH_S 5 /* how often what was sealed goes to disk */
 /* What the writer may fall behind by before a segment is cut short. */
 #define PERSIST_MAX_QUEUED_BYTES (64u << 20)
 

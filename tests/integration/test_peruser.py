@@ -135,17 +135,20 @@ def test_one_users_churn_cannot_evict_another_users_history(daemon, user, worklo
     time.sleep(1.5)  # its last samples drained
     before = samples_of(daemon, b.pid)
     assert before >= FREQUENCY, f"B's process has only {before} samples"
-    evicted0 = daemon.status()["store"]["windows_evicted"]
+    evicted0 = daemon.status()["store"]["values_evicted"]["cpu"]
 
     run_as_nobody(churn, daemon.socket_path, perfdtest.workload_binary("unique_stacks"), 8,
                   timeout=180)
     time.sleep(1.5)
     status = daemon.status()
     store = status["store"]
-    evicted = store["windows_evicted"] - evicted0
-    print(f"B: {before} samples; nobody's churn evicted {evicted} windows, store "
+    # in samples, not windows: a window of unique stacks is big, and how
+    # many windows a full store drops depends on what else runs
+    evicted = store["values_evicted"]["cpu"] - evicted0
+    print(f"B: {before} samples; nobody's churn evicted {evicted} samples, store "
           f"{store['memory_bytes']} bytes, evictions {store.get('evictions')}")
-    assert evicted >= 100, f"the churn evicted only {evicted} windows: the store never filled"
+    assert evicted >= 2 * before, \
+        f"the churn evicted only {evicted} samples, B holds {before}: the store never filled"
     after = samples_of(daemon, b.pid)
     assert after >= before * 0.9, \
         f"B's history lost {before - after} of its {before} samples to nobody's churn " \
