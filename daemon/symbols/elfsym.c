@@ -425,7 +425,15 @@ static int build_ranges(struct elf_symtab *t, const struct sym_candidate *u, siz
 		stack[depth++] = i;
 	}
 
-	/* Usually close to n ranges were needed, not 2n; give the rest back. */
+	/* Usually close to n ranges were needed, not 2n; give the rest back.
+	 * None at all (every symbol empty, past the others' ends): freed
+	 * here, as realloc() to 0 bytes would free it and return NULL, which
+	 * read as a failure left t->ranges pointing at freed memory. */
+	if (!t->n_ranges) {
+		free(t->ranges);
+		t->ranges = NULL;
+		return 0;
+	}
 	shrunk = reallocarray(t->ranges, t->n_ranges, sizeof(*t->ranges));
 	if (shrunk)
 		t->ranges = shrunk;
