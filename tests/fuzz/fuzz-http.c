@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz-http.c - the request line of the metrics port (api/http.c), which
+ * fuzz-http.c - the request line of the metrics port (api/httpd.c), which
  * anyone who can reach --metrics-address sends: a head of any bytes, NULs
  * included, as the server hands it over (a buffer of exactly its length,
  * cut in place).
