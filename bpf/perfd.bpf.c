@@ -427,7 +427,7 @@ static __always_inline __u32 task_owner(struct task_struct *task, struct mm_stru
  * whose fields are plain loads; otherwise (a task switched out, a kernel
  * without that helper, a memory sample: see sample()) each is a probe
  * read, a helper call, which is dear where every call and return pays for
- * retpolines and Safe RET (docs/PERFORMANCE.md, "Helper calls on every
+ * retpolines and Safe RET (docs/notes/performance-history.md, "Helper calls on every
  * tick").  Returns the mm, for the caller that reads RSS and the user
  * stack from it. */
 static __always_inline struct mm_struct *fill_who(struct perfd_sample *s,
@@ -751,14 +751,14 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * stores; the hrtimer one on every hrtimer expiry, hard or soft, a
  * compare; in this program no map lookup of its own: the switch state
  * shares the jitter state's per-CPU value, which a tick looks up once
- * (docs/PERFORMANCE.md, "Context switches").
+ * (docs/notes/performance-history.md, "Context switches").
  *
  * So a tick reads no clock when the expiry noted on its CPU is not yet
  * taken (due_taken 0) and is of the timer the last tick took (timer):
  * nothing runs between the tracepoint and the timer's function, so the
  * note is this tick's.  That saves a bpf_ktime_get_ns() on every tick,
  * sampling or not, ~80 ns in a KVM guest (kvm-clock) under retpolines
- * and Safe RET: 8 % of a shallow stack's tick (docs/PERFORMANCE.md,
+ * and Safe RET: 8 % of a shallow stack's tick (docs/notes/performance-history.md,
  * "Helper calls on every tick").  Otherwise the tick reads the clock:
  * the CPU's first tick, which takes the note if it is of the last timer
  * period and learns its timer from it (a CPU's timer is made once, in

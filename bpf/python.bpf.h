@@ -21,7 +21,7 @@
  * Tags.  A code object's tag tells the daemon that the object at an
  * address is still the one it read there (include/perfd/python.h); the
  * second read of a frame is for it, and it was a quarter of a Python
- * sample's kernel cost (docs/PERFORMANCE.md, "Python code tags, cached").
+ * sample's kernel cost (docs/notes/performance-history.md, "Python code tags, cached").
  * Code objects do not change, so each CPU keeps the tags it read in a
  * small direct-mapped cache keyed by process, code address and the
  * frame's function object (its globals before 3.11), and takes a tag

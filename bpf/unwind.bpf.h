@@ -178,7 +178,7 @@ static __always_inline long stack_read(__u64 addr, __u64 lo, __u64 *out)
  * search's, never the states of earlier frames.  That meeting is what made
  * the tick program pass the verifier's 1M limit on one 6.18 host while it
  * was a bpf_loop() callback that kept the walk's state on the caller's
- * stack (docs/PERFORMANCE.md, "Verifier headroom").  As global functions
+ * stack (docs/notes/performance-history.md, "Verifier headroom").  As global functions
  * of their own they verified in 0.8 % fewer instructions and cost two
  * calls more a frame: 5 % of a shallow stack's tick here.
  */

@@ -35,7 +35,7 @@
  * interval only paces the trickle of ordinary samples.  Each drain wakes
  * two threads, and on a guest with speculation mitigations a wake-up
  * costs tens of microseconds: at 200 ms they were a third of an idle
- * daemon's CPU (docs/PERFORMANCE.md, "Daemon CPU under process churn"). */
+ * daemon's CPU (docs/notes/performance-history.md, "Daemon CPU under process churn"). */
 #define DRAIN_INTERVAL_MS 1000
 /* Records the loop may fall behind the drain thread by (collect/drain.h):
  * four default ring buffers. */

@@ -10,7 +10,7 @@
  * workload that repeats at that period is not sampled at one phase; with
  * --fixed-period every tick of a 1e9/HZ timer samples.  Either way samples
  * x 1e9/HZ is an unbiased estimate of CPU time.  The cost of the faster
- * timer is measured in docs/PERFORMANCE.md ("Jittered sampling").
+ * timer is measured in docs/notes/performance-history.md ("Jittered sampling").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +69,7 @@ struct sampler {
  * more finely but each costs an interrupt (on a VM, an exit to re-arm the
  * timer) and a run of the program's early exit, and the hrtimer program's
  * run: 2.382 rather than 4.382 is 46% fewer of them per sample (measured
- * only together with the stack window: docs/PERFORMANCE.md, "Kernel cost
+ * only together with the stack window: docs/notes/performance-history.md, "Kernel cost
  * per sample, where the time goes").  The fraction, 2 minus the
  * golden ratio, keeps the ticks off every short multiple of the mean
  * period: a workload whose rounds last exactly one period sees ticks at

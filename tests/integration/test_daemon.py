@@ -125,7 +125,7 @@ def test_short_commands_do_not_wake_the_daemon(perfd):
     sampled: BPF announces them in their RSS records and reports their
     exits without waking the daemon, which reads them at its next drain.
     Each forced wake-up costs the daemon a context switch; at 20 new
-    commands a second they were most of its CPU (docs/PERFORMANCE.md,
+    commands a second they were most of its CPU (docs/notes/performance-history.md,
     "Daemon CPU under process churn").  Before, every command woke it at
     least once (73 wake-ups for 60).  Now only a process sampled with a
     stack does: at its first such sample and again at its exec (a child
@@ -189,7 +189,7 @@ def test_a_daemon_at_rest_wakes_about_once_a_second(perfd, workloads):
     and the maintenance tick.  Each wake-up costs a context switch, tens of
     microseconds on a guest with speculation mitigations, and at a drain
     every 200 ms they were a third of an idle daemon's CPU
-    (docs/PERFORMANCE.md, "Daemon CPU under process churn").  What BPF
+    (docs/notes/performance-history.md, "Daemon CPU under process churn").  What BPF
     wakes the daemon for (a process first sampled: the machine's other
     work) is not counted: two switches (drain thread and loop) for each
     of drain.wakeups, and the two status requests' own."""

@@ -31,7 +31,7 @@ snapshot of split.  Checked:
   loaded machine, 3 of them with finish_task_switch).
 
 Why `perf record -a` and not the per-task `perf record -p PING,PONG`
-(docs/PERFORMANCE.md "Context switches"): a per-task event is switched
+(docs/notes/performance-history.md "Context switches"): a per-task event is switched
 out and in with its task, with interrupts off, inside the very switch
 being measured.  It lengthens the pair's switches (the pair's share in
 the switch path read 42% under perf -a and 62-64% under perf -p, by
