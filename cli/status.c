@@ -104,12 +104,103 @@ static void print_bpf(struct json_object *r)
 	}
 }
 
+/* A line of counts: each %s of text is the count at the next of keys, or
+ * "-" when the daemon did not send it. */
+struct count_line {
+	const char *text;
+	const char *keys[8];
+};
+
+static const struct count_line sample_lines[] = {
+	{ "Samples:      received %s, profiled %s, idle %s\n",
+	  { "samples.received", "samples.profiled", "samples.idle" } },
+	{ "              idle in ticks the kernel did not deliver %s\n",
+	  { "samples.idle_undelivered" } },
+	{ "              due before a context switch %s (charged to the task switched out)\n",
+	  { "samples.context_switch" } },
+	{ "Lost:         %s total (ring buffer full %s, evicted %s, not delivered by the kernel %s)\n",
+	  { "samples.lost_total", "samples.lost.ringbuf_full", "samples.lost.evicted",
+	    "samples.lost.undelivered" } },
+	{ "Truncated:    kernel stack %s, user stack %s, stack limit %s\n",
+	  { "samples.truncated.kernel_stack", "samples.truncated.user_stack",
+	    "samples.truncated.stack_limit" } },
+	{ "Exit events:  received %s, lost %s\n", { "exit_events.received", "exit_events.lost" } },
+	{ "Processes:    tracked %s, exited %s, evicted %s\n",
+	  { "processes.tracked", "processes.exited", "processes.evicted" } },
+	{ "Interned:     stacks %s, frames %s, modules %s\n",
+	  { "stacks.interned", "stacks.frames", "stacks.modules" } },
+};
+
+/* After "Unwinding:    METHOD; " */
+static const struct count_line unwind_line = {
+	"%s stacks with tables, %s truncated, %s frames by frame pointer; "
+	"%s before tables not reaching an entry\n",
+	{ "unwind.stacks_with_tables", "unwind.stacks_truncated", "unwind.frames_by_frame_pointer",
+	  "unwind.stacks_unrooted_before_tables" }
+};
+
+static const struct count_line python_line = {
+	"Python:       %s processes (%s unsupported), %s samples (%s without a thread state, "
+	"%s truncated), %s functions\n",
+	{ "python.processes", "python.unsupported", "python.samples",
+	  "python.samples_without_thread_state", "python.samples_truncated", "python.functions" }
+};
+
+static const struct count_line limit_lines[] = {
+	{ "Modules:      %s of %s (%s refused, %s released), descriptors %s of %s "
+	  "(%s closed, %s reopened)\n",
+	  { "symbols.modules", "limits.max_modules", "symbols.modules_refused",
+	    "symbols.modules_released", "symbols.module_fds_open", "limits.max_module_fds",
+	    "symbols.module_fds_evicted", "symbols.module_fds_reopened" } },
+	{ "Limits:       processes %s, stacks %s, frames %s\n",
+	  { "limits.max_processes", "limits.max_stacks", "limits.max_frames" } },
+};
+
+static void print_count_lines(struct json_object *r, const struct count_line *lines, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *const *key = lines[i].keys;
+
+		for (const char *p = lines[i].text; *p; p++) {
+			char count[CTL_COUNT_MAX];
+
+			if (p[0] == '%' && p[1] == 's' && *key) {
+				fputs(ctl_json_count(r, *key++, count), stdout);
+				p++;
+			} else {
+				putchar(*p);
+			}
+		}
+	}
+}
+
+/* What unwinding does, and its tables when it has them. */
+static void print_unwind(struct json_object *r)
+{
+	_cleanup_free_ char *method = ctl_json_string_escaped(r, "unwind.method");
+	char a[CTL_COUNT_MAX], b[CTL_COUNT_MAX], c[CTL_COUNT_MAX], d[CTL_COUNT_MAX],
+		e[CTL_COUNT_MAX], f[CTL_COUNT_MAX], g[CTL_COUNT_MAX];
+	double table_bytes;
+
+	printf("Unwinding:    %s; ", method ? method : "-");
+	print_count_lines(r, &unwind_line, 1);
+	if (ctl_json_double(r, "unwind.table_bytes", &table_bytes))
+		printf("Tables:       %s binaries (%s without CFI, %s abandoned past the "
+		       "time cap, %s past the size cap), %s processes, %.1f MiB, rows %s of %s\n",
+		       ctl_json_count(r, "unwind.tables", a), ctl_json_count(r, "unwind.tables_failed", b),
+		       ctl_json_count(r, "unwind.tables_abandoned", f),
+		       ctl_json_count(r, "unwind.tables_oversized", g),
+		       ctl_json_count(r, "unwind.processes", c), table_bytes / (1024.0 * 1024.0),
+		       ctl_json_count(r, "unwind.rows_used", d),
+		       ctl_json_count(r, "unwind.rows_capacity", e));
+}
+
 static void print_status(struct json_object *r)
 {
 	_cleanup_free_ char *version = ctl_json_string_escaped(r, "daemon_version");
-	char a[CTL_COUNT_MAX], b[CTL_COUNT_MAX], c[CTL_COUNT_MAX], lost_buf[CTL_COUNT_MAX];
+	char a[CTL_COUNT_MAX], b[CTL_COUNT_MAX], c[CTL_COUNT_MAX];
 	char up[CTL_DURATION_MAX];
-	double uptime = -1, rss;
+	double uptime = -1, rss, cache = 0, limit = 0;
 	int64_t hz;
 
 	(void)ctl_json_double(r, "uptime_seconds", &uptime);
@@ -124,92 +215,16 @@ static void print_status(struct json_object *r)
 		printf("Sampling:     - Hz on %s CPUs\n", ctl_json_count(r, "cpus", a));
 
 	print_bpf(r);
-	printf("Samples:      received %s, profiled %s, idle %s\n",
-	       ctl_json_count(r, "samples.received", a), ctl_json_count(r, "samples.profiled", b),
-	       ctl_json_count(r, "samples.idle", c));
-	printf("              idle in ticks the kernel did not deliver %s\n",
-	       ctl_json_count(r, "samples.idle_undelivered", a));
-	printf("              due before a context switch %s (charged to the task switched out)\n",
-	       ctl_json_count(r, "samples.context_switch", a));
-	printf("Lost:         %s total (ring buffer full %s, evicted %s, not delivered by the kernel %s)\n",
-	       ctl_json_count(r, "samples.lost_total", a),
-	       ctl_json_count(r, "samples.lost.ringbuf_full", b),
-	       ctl_json_count(r, "samples.lost.evicted", c),
-	       ctl_json_count(r, "samples.lost.undelivered", lost_buf));
-	printf("Truncated:    kernel stack %s, user stack %s, stack limit %s\n",
-	       ctl_json_count(r, "samples.truncated.kernel_stack", a),
-	       ctl_json_count(r, "samples.truncated.user_stack", b),
-	       ctl_json_count(r, "samples.truncated.stack_limit", c));
-	printf("Exit events:  received %s, lost %s\n",
-	       ctl_json_count(r, "exit_events.received", a),
-	       ctl_json_count(r, "exit_events.lost", b));
-	printf("Processes:    tracked %s, exited %s, evicted %s\n",
-	       ctl_json_count(r, "processes.tracked", a), ctl_json_count(r, "processes.exited", b),
-	       ctl_json_count(r, "processes.evicted", c));
-	printf("Interned:     stacks %s, frames %s, modules %s\n",
-	       ctl_json_count(r, "stacks.interned", a), ctl_json_count(r, "stacks.frames", b),
-	       ctl_json_count(r, "stacks.modules", c));
-	{
-		_cleanup_free_ char *method = ctl_json_string_escaped(r, "unwind.method");
-		char d[CTL_COUNT_MAX], e[CTL_COUNT_MAX], f[CTL_COUNT_MAX], g[CTL_COUNT_MAX];
-		double table_bytes;
-
-		printf("Unwinding:    %s; %s stacks with tables, %s truncated, "
-		       "%s frames by frame pointer; %s before tables not reaching an entry\n",
-		       method ? method : "-", ctl_json_count(r, "unwind.stacks_with_tables", a),
-		       ctl_json_count(r, "unwind.stacks_truncated", b),
-		       ctl_json_count(r, "unwind.frames_by_frame_pointer", c),
-		       ctl_json_count(r, "unwind.stacks_unrooted_before_tables", d));
-		if (ctl_json_double(r, "unwind.table_bytes", &table_bytes))
-			printf("Tables:       %s binaries (%s without CFI, %s abandoned past the "
-			       "time cap, %s past the size cap), %s processes, %.1f MiB, rows %s of %s\n",
-			       ctl_json_count(r, "unwind.tables", a),
-			       ctl_json_count(r, "unwind.tables_failed", b),
-			       ctl_json_count(r, "unwind.tables_abandoned", f),
-			       ctl_json_count(r, "unwind.tables_oversized", g),
-			       ctl_json_count(r, "unwind.processes", c), table_bytes / (1024.0 * 1024.0),
-			       ctl_json_count(r, "unwind.rows_used", d),
-			       ctl_json_count(r, "unwind.rows_capacity", e));
-	}
-	{
-		char d[CTL_COUNT_MAX], e_buf[CTL_COUNT_MAX], f_buf[CTL_COUNT_MAX];
-
-		printf("Python:       %s processes (%s unsupported), %s samples (%s without a "
-		       "thread state, %s truncated), %s functions\n",
-		       ctl_json_count(r, "python.processes", a),
-		       ctl_json_count(r, "python.unsupported", b),
-		       ctl_json_count(r, "python.samples", c),
-		       ctl_json_count(r, "python.samples_without_thread_state", d),
-		       ctl_json_count(r, "python.samples_truncated", e_buf),
-		       ctl_json_count(r, "python.functions", f_buf));
-	}
-	{
-		char d[CTL_COUNT_MAX], e[CTL_COUNT_MAX], f[CTL_COUNT_MAX], g[CTL_COUNT_MAX],
-			h[CTL_COUNT_MAX];
-		double cache = 0, limit = 0;
-
-		(void)ctl_json_double(r, "symbols.cache_bytes", &cache);
-		(void)ctl_json_double(r, "symbols.cache_limit_bytes", &limit);
-		printf("Symbols:      cache %.1f of %.0f MiB, hits %s, misses %s, evictions %s\n",
-		       cache / (1024.0 * 1024.0), limit / (1024.0 * 1024.0),
-		       ctl_json_count(r, "symbols.cache_hits", a),
-		       ctl_json_count(r, "symbols.cache_misses", b),
-		       ctl_json_count(r, "symbols.cache_evictions", c));
-		printf("Modules:      %s of %s (%s refused, %s released), descriptors %s of %s "
-		       "(%s closed, %s reopened)\n",
-		       ctl_json_count(r, "symbols.modules", a),
-		       ctl_json_count(r, "limits.max_modules", b),
-		       ctl_json_count(r, "symbols.modules_refused", c),
-		       ctl_json_count(r, "symbols.modules_released", d),
-		       ctl_json_count(r, "symbols.module_fds_open", e),
-		       ctl_json_count(r, "limits.max_module_fds", f),
-		       ctl_json_count(r, "symbols.module_fds_evicted", g),
-		       ctl_json_count(r, "symbols.module_fds_reopened", h));
-	}
-	printf("Limits:       processes %s, stacks %s, frames %s\n",
-	       ctl_json_count(r, "limits.max_processes", a),
-	       ctl_json_count(r, "limits.max_stacks", b),
-	       ctl_json_count(r, "limits.max_frames", c));
+	print_count_lines(r, sample_lines, ELEMENTSOF(sample_lines));
+	print_unwind(r);
+	print_count_lines(r, &python_line, 1);
+	(void)ctl_json_double(r, "symbols.cache_bytes", &cache);
+	(void)ctl_json_double(r, "symbols.cache_limit_bytes", &limit);
+	printf("Symbols:      cache %.1f of %.0f MiB, hits %s, misses %s, evictions %s\n",
+	       cache / (1024.0 * 1024.0), limit / (1024.0 * 1024.0),
+	       ctl_json_count(r, "symbols.cache_hits", a), ctl_json_count(r, "symbols.cache_misses", b),
+	       ctl_json_count(r, "symbols.cache_evictions", c));
+	print_count_lines(r, limit_lines, ELEMENTSOF(limit_lines));
 	if (ctl_json_double(r, "daemon_rss_bytes", &rss))
 		printf("Daemon RSS:   %.1f MiB\n", rss / (1024.0 * 1024.0));
 	else

@@ -5,28 +5,33 @@
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/offload.h"
 #include "perfd/macro.h"
 
-/* Lanes run at this nice value (offload.h). */
-#define LANE_NICE 10
-
 struct lane {
 	struct offload *o;
 	pthread_t thread;
+	struct offload_job *running;
 	bool small_only;
 	bool started;
+	bool busy; /* has work, or its idle() hook is still to run */
 };
 
 struct offload {
+	struct offload_opts opts;
 	struct lane *lanes;
 	unsigned n_lanes;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	struct offload_job *todo;              /* newest first */
+	pthread_cond_t wake; /* for the lanes and offload_sleep */
+	pthread_cond_t idle; /* for offload_wait_idle */
+	/* a pool's newest first, an ordered lane's oldest first */
+	struct offload_job *todo, **todo_tail;
 	struct offload_job *done, **done_tail; /* FIFO */
+	unsigned busy;      /* lanes busy */
+	struct offload_stats stats;
 	bool stop;
 	atomic_bool cancel; /* stop, for the jobs running */
 	int event_fd;
@@ -42,85 +47,180 @@ static void free_list(struct offload_job *j)
 	}
 }
 
-/* The job a lane serves next (the newest; a small lane skips big ones),
- * unlinked from the queue, or NULL. */
-static struct offload_job *take(struct offload *o, bool small_only)
+/* The queue's edits, keeping todo_tail right (lock held). */
+static struct offload_job *unlink_at(struct offload *o, struct offload_job **at)
 {
-	struct offload_job **at = &o->todo, *j;
+	struct offload_job *j = *at;
 
-	while (*at && small_only && (*at)->big)
-		at = &(*at)->next;
-	j = *at;
-	if (j)
-		*at = j->next;
+	*at = j->next;
+	if (o->todo_tail == &j->next)
+		o->todo_tail = at;
+	j->next = NULL;
 	return j;
 }
 
-static void *run(void *arg)
+static void push_front(struct offload *o, struct offload_job *j)
 {
-	struct lane *lane = arg;
+	j->next = o->todo;
+	if (!o->todo)
+		o->todo_tail = &j->next;
+	o->todo = j;
+}
+
+static void push_back(struct offload *o, struct offload_job *j)
+{
+	j->next = NULL;
+	*o->todo_tail = j;
+	o->todo_tail = &j->next;
+}
+
+/* The job a lane serves next (the first; a small lane skips big ones),
+ * unlinked from the queue, or NULL. */
+static struct offload_job *take(struct offload *o, bool small_only)
+{
+	struct offload_job **at = &o->todo;
+
+	while (*at && small_only && (*at)->big)
+		at = &(*at)->next;
+	return *at ? unlink_at(o, at) : NULL;
+}
+
+/* A job leaves the count when it is done or dropped, whichever is first
+ * (lock held). */
+static void uncount(struct offload *o, struct offload_job *j)
+{
+	if (atomic_load(&j->dropped))
+		return;
+	o->stats.jobs--;
+	o->stats.bytes -= j->bytes;
+}
+
+static void set_busy(struct lane *lane)
+{
+	if (!lane->busy) {
+		lane->busy = true;
+		lane->o->busy++;
+	}
+}
+
+/* The lane's next job, waiting for one; NULL once it is to stop (lock
+ * held, released around the idle() hook and while it waits). */
+static struct offload_job *next_job(struct lane *lane)
+{
+	struct offload *o = lane->o;
+	bool hooked = false;
+
+	for (;;) {
+		struct offload_job *j;
+
+		if (o->stop)
+			return NULL;
+		if ((j = take(o, lane->small_only))) {
+			set_busy(lane);
+			lane->running = j;
+			return j;
+		}
+		if (lane->busy && o->opts.idle && !hooked) {
+			hooked = true;
+			pthread_mutex_unlock(&o->lock);
+			o->opts.idle(o->opts.userdata);
+			pthread_mutex_lock(&o->lock);
+			continue; /* work may have come meanwhile */
+		}
+		if (lane->busy) {
+			lane->busy = false;
+			if (--o->busy == 0 && !o->todo)
+				pthread_cond_broadcast(&o->idle);
+		}
+		pthread_cond_wait(&o->wake, &o->lock);
+	}
+}
+
+/* A job's run() returned: to the done list, or freed (lock held, released
+ * around free()). */
+static void finished(struct lane *lane, struct offload_job *j)
+{
 	struct offload *o = lane->o;
 	const uint64_t one = 1;
 
-	/* best effort: a lane at the loop's priority is only slower to yield */
-	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), LANE_NICE);
-	pthread_mutex_lock(&o->lock);
-	for (;;) {
-		struct offload_job *j = NULL;
-
-		while (!o->stop && !(j = take(o, lane->small_only)))
-			pthread_cond_wait(&o->wake, &o->lock);
-		if (o->stop) {
-			if (j) { /* back where it was, for offload_free */
-				j->next = o->todo;
-				o->todo = j;
-			}
-			break;
-		}
+	lane->running = NULL;
+	uncount(o, j);
+	if (!o->opts.take_back) {
 		pthread_mutex_unlock(&o->lock);
-
-		j->run(j);
-
+		j->free(j);
 		pthread_mutex_lock(&o->lock);
-		j->next = NULL;
-		*o->done_tail = j;
-		o->done_tail = &j->next;
-		/* a full counter (2^64 - 2 wake-ups unread) cannot happen */
-		(void)!write(o->event_fd, &one, sizeof(one));
+		return;
+	}
+	j->next = NULL;
+	*o->done_tail = j;
+	o->done_tail = &j->next;
+	/* a full counter (2^64 - 2 wake-ups unread) cannot happen */
+	(void)!write(o->event_fd, &one, sizeof(one));
+}
+
+static void *lane_main(void *arg)
+{
+	struct lane *lane = arg;
+	struct offload *o = lane->o;
+	struct offload_job *j;
+
+	/* best effort: a lane at the loop's priority is only slower to yield */
+	if (o->opts.nice)
+		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), o->opts.nice);
+	pthread_mutex_lock(&o->lock);
+	while ((j = next_job(lane))) {
+		pthread_mutex_unlock(&o->lock);
+		j->run(j);
+		pthread_mutex_lock(&o->lock);
+		finished(lane, j);
 	}
 	pthread_mutex_unlock(&o->lock);
 	return NULL;
 }
 
-int offload_new(unsigned lanes, unsigned small_lanes, struct offload **ret)
+int offload_new(const struct offload_opts *opts, struct offload **ret)
 {
+	pthread_condattr_t ca;
 	struct offload *o;
 	int r;
 
-	if (lanes == 0 || small_lanes >= lanes)
+	if (opts->lanes == 0 || opts->small_lanes >= opts->lanes ||
+	    ((opts->ordered || opts->drop_oldest) && opts->lanes != 1) ||
+	    (opts->drop_oldest && !opts->ordered))
 		return -EINVAL;
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
+	o->opts = *opts;
+	o->todo_tail = &o->todo;
 	o->done_tail = &o->done;
 	o->event_fd = -1;
 	pthread_mutex_init(&o->lock, NULL);
-	pthread_cond_init(&o->wake, NULL);
-	o->lanes = calloc(lanes, sizeof(*o->lanes));
+	/* offload_sleep and offload_wait_idle count in monotonic time */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&o->wake, &ca);
+	pthread_cond_init(&o->idle, &ca);
+	pthread_condattr_destroy(&ca);
+	o->lanes = calloc(opts->lanes, sizeof(*o->lanes));
 	if (!o->lanes) {
 		offload_free(o);
 		return -ENOMEM;
 	}
-	o->n_lanes = lanes;
-	o->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (o->event_fd < 0) {
-		r = negative_errno();
-		offload_free(o);
-		return r;
+	o->n_lanes = opts->lanes;
+	if (opts->take_back) {
+		o->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (o->event_fd < 0) {
+			r = negative_errno();
+			offload_free(o);
+			return r;
+		}
 	}
-	for (unsigned i = 0; i < lanes; i++) {
-		o->lanes[i] = (struct lane){ .o = o, .small_only = i < small_lanes };
-		r = -pthread_create(&o->lanes[i].thread, NULL, run, &o->lanes[i]);
+	for (unsigned i = 0; i < opts->lanes; i++) {
+		/* busy: each runs its idle() hook once at the start */
+		o->lanes[i] = (struct lane){ .o = o, .small_only = i < opts->small_lanes, .busy = true };
+		o->busy++;
+		r = -pthread_create(&o->lanes[i].thread, NULL, lane_main, &o->lanes[i]);
 		if (r < 0) {
 			offload_free(o);
 			return r;
@@ -148,19 +248,70 @@ struct offload *offload_free(struct offload *o)
 	if (o->event_fd >= 0)
 		close(o->event_fd);
 	pthread_cond_destroy(&o->wake);
+	pthread_cond_destroy(&o->idle);
 	pthread_mutex_destroy(&o->lock);
 	free(o->lanes);
 	free(o);
 	return NULL;
 }
 
-void offload_submit(struct offload *o, struct offload_job *j)
+/* Drops the oldest jobs until need more bytes fit (lock held): first the
+ * one running (it counts itself), then the queue's, freed and counted. */
+static void make_room(struct offload *o, size_t need)
 {
+	struct offload_job *running = o->lanes[0].running;
+
+	if (running && o->stats.bytes + need > o->opts.max_bytes) {
+		uncount(o, running);
+		atomic_store(&running->dropped, true);
+		pthread_cond_broadcast(&o->wake); /* for its offload_sleep */
+	}
+	while (o->todo && o->stats.bytes + need > o->opts.max_bytes) {
+		struct offload_job *j = unlink_at(o, &o->todo);
+
+		uncount(o, j);
+		o->stats.dropped++;
+		j->free(j);
+	}
+}
+
+int offload_submit(struct offload *o, struct offload_job *j)
+{
+	size_t max = o->opts.max_bytes;
+	int r = 0;
+
 	j->cancel = &o->cancel;
+	j->owner = o;
+	atomic_store(&j->dropped, false);
 	pthread_mutex_lock(&o->lock);
-	j->next = o->todo;
-	o->todo = j;
+	if (o->stop)
+		r = -ESHUTDOWN;
+	else if (max && j->bytes > max)
+		r = -ENOBUFS;
+	else if (max && o->stats.bytes + j->bytes > max && !o->opts.drop_oldest)
+		r = -ENOBUFS;
+	else if (max)
+		make_room(o, j->bytes);
+	if (r < 0) {
+		o->stats.refused++;
+		pthread_mutex_unlock(&o->lock);
+		return r;
+	}
+	if (o->opts.ordered)
+		push_back(o, j);
+	else
+		push_front(o, j);
+	o->stats.jobs++;
+	o->stats.bytes += j->bytes;
 	pthread_cond_broadcast(&o->wake);
+	pthread_mutex_unlock(&o->lock);
+	return 0;
+}
+
+void offload_set_max_bytes(struct offload *o, size_t max_bytes)
+{
+	pthread_mutex_lock(&o->lock);
+	o->opts.max_bytes = max_bytes;
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -168,15 +319,20 @@ void offload_bump(struct offload *o, uint64_t key)
 {
 	pthread_mutex_lock(&o->lock);
 	for (struct offload_job **at = &o->todo; *at; at = &(*at)->next) {
-		struct offload_job *j = *at;
-
-		if (j->key != key)
+		if ((*at)->key != key)
 			continue;
-		*at = j->next;
-		j->next = o->todo;
-		o->todo = j;
+		push_front(o, unlink_at(o, at));
 		break;
 	}
+	pthread_mutex_unlock(&o->lock);
+}
+
+void offload_kick(struct offload *o)
+{
+	pthread_mutex_lock(&o->lock);
+	for (unsigned i = 0; i < o->n_lanes; i++)
+		set_busy(&o->lanes[i]);
+	pthread_cond_broadcast(&o->wake);
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -197,4 +353,85 @@ struct offload_job *offload_take_done(struct offload *o)
 int offload_fd(const struct offload *o)
 {
 	return o->event_fd;
+}
+
+/* now + ms on CLOCK_MONOTONIC, the condition variables' clock. */
+static struct timespec deadline(unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
+/* Waits for the idle condition (lock held); false on timeout. */
+static bool wait_idle_locked(struct offload *o, unsigned timeout_ms)
+{
+	struct timespec until = deadline(timeout_ms == OFFLOAD_FOREVER ? 0 : timeout_ms);
+
+	while (o->todo || o->busy) {
+		if (o->stop)
+			return false; /* no lane will take the rest */
+		if (timeout_ms == OFFLOAD_FOREVER)
+			pthread_cond_wait(&o->idle, &o->lock);
+		else if (pthread_cond_timedwait(&o->idle, &o->lock, &until) == ETIMEDOUT)
+			return !o->todo && !o->busy;
+	}
+	return true;
+}
+
+int offload_wait_idle(struct offload *o, unsigned timeout_ms)
+{
+	bool idle;
+
+	pthread_mutex_lock(&o->lock);
+	idle = wait_idle_locked(o, timeout_ms);
+	pthread_mutex_unlock(&o->lock);
+	return idle ? 0 : -ETIMEDOUT;
+}
+
+size_t offload_finish(struct offload *o, unsigned timeout_ms)
+{
+	size_t left;
+
+	pthread_mutex_lock(&o->lock);
+	if (o->stop) {
+		pthread_mutex_unlock(&o->lock);
+		return 0; /* counted by the first call */
+	}
+	(void)wait_idle_locked(o, timeout_ms);
+	o->stop = true;
+	atomic_store(&o->cancel, true);
+	pthread_cond_broadcast(&o->wake);
+	left = o->stats.jobs;
+	o->stats.dropped += left;
+	pthread_mutex_unlock(&o->lock);
+	return left;
+}
+
+void offload_get_stats(struct offload *o, struct offload_stats *ret)
+{
+	pthread_mutex_lock(&o->lock);
+	*ret = o->stats;
+	pthread_mutex_unlock(&o->lock);
+}
+
+bool offload_sleep(struct offload_job *j, unsigned ms)
+{
+	struct offload *o = j->owner;
+	struct timespec until = deadline(ms);
+	bool woken;
+
+	pthread_mutex_lock(&o->lock);
+	while (!(woken = atomic_load(&o->cancel) || atomic_load(&j->dropped)))
+		if (pthread_cond_timedwait(&o->wake, &o->lock, &until) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&o->lock);
+	return !woken;
 }

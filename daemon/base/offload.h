@@ -1,65 +1,141 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * offload.h - threads that do the event loop's slow file work: building
- * unwind tables (unwind/builder.h), checking a debug file's CRC
- * (symbols/debugsearch.h).  One mechanism for every such job, so that the
- * loop never reads a whole file a process's owner chose.
+ * offload.h - threads that do the event loop's slow work, and the one
+ * thread-and-queue mechanism of the daemon: building unwind tables
+ * (unwind/builder.h), checking a debug file's CRC (symbols/debugsearch.h),
+ * putting the state directory's bytes on disk (state/writer.h) and
+ * handing profiles to an exporter's sink (export/worker.h).
  *
  * A job is a struct the owner embeds a struct offload_job in, with a run()
- * the lanes call on their thread.  Lanes serve the queue newest first (the
- * work of what runs now before a backlog; offload_bump moves an old job to
- * the front), and the first small_lanes of them skip jobs marked big, so
- * that a small job never waits behind a big one.  A finished job goes to
- * the done list and the eventfd (offload_fd) says so; the loop takes the
- * list with offload_take_done and finishes each job itself.
+ * the lanes call on their thread.  An offload is one of two kinds:
+ *
+ * - a pool (the default): lanes serve the queue newest first (the work of
+ *   what runs now before a backlog; offload_bump moves an old job to the
+ *   front), and the first small_lanes of them skip jobs marked big, so
+ *   that a small job never waits behind a big one;
+ * - an ordered lane (opts.ordered): one thread runs the jobs in the order
+ *   they were submitted, for work whose order is its meaning (appends to
+ *   a file, profiles sent oldest first).
+ *
+ * Either can be bounded: a job weighs its bytes from offload_submit until
+ * its run() returns, and past max_bytes a new job is refused (the caller
+ * sees -ENOBUFS and keeps its job), or, with drop_oldest (ordered lanes
+ * only), the oldest jobs are dropped to make room: queued ones are freed
+ * and counted, the one running is marked dropped (its run() sees
+ * offload_dropped() and counts it by what became of it).  At shutdown
+ * offload_finish waits, up to a time, for the queue to run empty, and
+ * counts what was still there as dropped.
+ *
+ * A finished job goes, with take_back, to the done list, and the eventfd
+ * (offload_fd) says so: the loop takes the list with offload_take_done and
+ * finishes each job itself; without it the lane frees the job.  The idle()
+ * hook, if any, runs on the lane each time it runs out of work (the state
+ * writer syncs what it appended, the files exporter prunes), and when
+ * offload_kick asks.
  *
  * Ownership, the only rules that cross threads: a job is the owner's until
- * offload_submit, the lanes' until it is done, and the owner's again from
- * offload_take_done on.  run() touches only its own job (and what the job
- * owns); the queue and the done list are under one mutex.  Cost: a lane is
- * a thread that sleeps on a condition variable when there is no work.
- *
- * Lanes run at nice 10: on a machine of two CPUs, a lane reading a debug
- * file for its CRC and the process being profiled take both, and the
- * loop, which answers status, must not wait for a time slice behind them
- * (CFS then gives it about nine tenths of a CPU they share).
+ * offload_submit, the lanes' until it is done (or freed), and the owner's
+ * again from offload_take_done on.  run() touches only its own job (and
+ * what the job owns, and what the owner gives the lane alone); the queue,
+ * the done list and the counts are under one mutex.  Cost: a lane is a
+ * thread that sleeps on a condition variable when there is no work.
  */
 #ifndef PERFD_OFFLOAD_H
 #define PERFD_OFFLOAD_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+struct offload;
 
 struct offload_job {
 	struct offload_job *next;
 	uint64_t key;  /* the owner's name for the job, for offload_bump */
+	size_t bytes;  /* what it weighs against max_bytes */
 	bool big;      /* taken only by the lanes past small_lanes */
 	void (*run)(struct offload_job *j);  /* on a lane's thread */
-	void (*free)(struct offload_job *j); /* frees a job never taken back */
-	/* set by offload_submit: true once offload_free wants the lanes back,
-	 * for a long run() to check now and then and return early */
+	void (*free)(struct offload_job *j); /* frees a job not taken back */
+	/* set by offload_submit: true once the lanes are wanted back, for a
+	 * long run() to check now and then and return early */
 	const atomic_bool *cancel;
+	/* the rest is set by offload_submit, for offload_dropped/_sleep */
+	atomic_bool dropped;
+	struct offload *owner;
 };
 
-struct offload;
+struct offload_opts {
+	unsigned lanes;       /* threads; an ordered offload has one */
+	unsigned small_lanes; /* of them, those that skip big jobs */
+	bool ordered;         /* one lane, jobs in submission order */
+	int nice;             /* the lanes' nice value, 0: the daemon's */
+	size_t max_bytes;     /* bound on the jobs' bytes, 0: none */
+	bool drop_oldest;     /* full: drop the oldest, not refuse the new */
+	bool take_back;       /* finished jobs go to offload_take_done */
+	void (*idle)(void *userdata); /* on the lane, out of work (may be NULL) */
+	void *userdata;
+};
 
-/* Starts lanes threads (at least one more than small_lanes, so that big
- * jobs are served).  Returns 0 or -errno (-EINVAL, -ENOMEM, pthread's). */
-int offload_new(unsigned lanes, unsigned small_lanes, struct offload **ret);
+struct offload_stats {
+	uint64_t jobs, bytes; /* submitted, not yet done nor dropped */
+	uint64_t refused;     /* submits refused: full, too big, finished */
+	uint64_t dropped;     /* queued jobs dropped: full, or at offload_finish */
+};
+
+/* The nice value of the lanes that read what a process's owner chose (the
+ * pools): on a machine of two CPUs, a lane reading a debug file for its CRC
+ * and the process being profiled take both, and the loop, which answers
+ * status, must not wait for a time slice behind them (CFS then gives it
+ * about nine tenths of a CPU they share). */
+#define OFFLOAD_BACKGROUND_NICE 10
+
+/* For offload_wait_idle and offload_finish: no time limit. */
+#define OFFLOAD_FOREVER UINT_MAX
+
+/* Starts the lanes (a pool needs at least one more than small_lanes, so
+ * that big jobs are served; ordered and drop_oldest need one lane).
+ * Returns 0 or -errno (-EINVAL, -ENOMEM, pthread's). */
+int offload_new(const struct offload_opts *opts, struct offload **ret);
 /* Stops the lanes (after the job each is in, which its cancel flag asks to
  * end early) and frees, with their free(), the jobs queued or done but not
  * taken back.  Accepts NULL. */
 struct offload *offload_free(struct offload *o);
 
-/* Queues j (its run and free set) at the front and wakes the lanes. */
-void offload_submit(struct offload *o, struct offload_job *j);
+/* Queues j (its run, free and bytes set): at the front of a pool, at the
+ * back of an ordered lane.  Returns 0, or -ENOBUFS when the bound refuses
+ * it, -ESHUTDOWN after offload_finish; j is then still the caller's.  An
+ * unbounded offload refuses nothing before offload_finish. */
+int offload_submit(struct offload *o, struct offload_job *j);
+/* A new bound, for the jobs submitted from now on. */
+void offload_set_max_bytes(struct offload *o, size_t max_bytes);
 /* Moves the queued job of key, if any, to the front of the queue. */
 void offload_bump(struct offload *o, uint64_t key);
+/* Runs the idle() hook once more on each lane, once it is out of work. */
+void offload_kick(struct offload *o);
 /* The jobs finished since the last call (a list through next, oldest
  * first), or NULL.  Reads the eventfd empty. */
 struct offload_job *offload_take_done(struct offload *o);
-/* Readable when offload_take_done has jobs to give. */
+/* Readable when offload_take_done has jobs to give (take_back only). */
 int offload_fd(const struct offload *o);
+
+/* Waits until no job is queued or running and the idle() hooks are done.
+ * Returns 0, or -ETIMEDOUT after timeout_ms. */
+int offload_wait_idle(struct offload *o, unsigned timeout_ms);
+/* At shutdown: waits as offload_wait_idle, then stops taking jobs and
+ * cancels the running ones; what was queued or running then counts as
+ * dropped.  Returns how many that is.  The caller frees the offload next. */
+size_t offload_finish(struct offload *o, unsigned timeout_ms);
+void offload_get_stats(struct offload *o, struct offload_stats *ret);
+
+/* For run(): whether a drop_oldest lane dropped this job while it ran. */
+static inline bool offload_dropped(struct offload_job *j)
+{
+	return atomic_load(&j->dropped);
+}
+/* For run(): sleeps ms, or less if the job is cancelled or dropped
+ * meanwhile.  Returns false when it is. */
+bool offload_sleep(struct offload_job *j, unsigned ms);
 
 #endif

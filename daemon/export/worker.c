@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* worker.c - see worker.h: a thread, a bounded queue, retries. */
+/* worker.c - see worker.h: the jobs of an ordered offload lane, and retries. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/offload.h"
 #include "export/worker.h"
 #include "perfd/macro.h"
 
@@ -32,26 +33,23 @@ struct export_item *export_item_unref(struct export_item *it)
 	return NULL;
 }
 
-struct node {
+/* One item to send: a job of the worker's ordered lane. */
+struct send_job {
+	struct offload_job job; /* first: the lane's part */
+	struct export_worker *w;
 	struct export_item *it;
-	struct node *next;
 };
 
 struct export_worker {
 	const struct export_sink_ops *ops;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	pthread_cond_t idle; /* the queue ran empty (export_worker_finish) */
-	atomic_bool stop;
-	/* under lock */
-	struct node *head, *tail;
-	const struct export_item *sending; /* the head, while send() has it */
-	bool sending_dropped; /* ... and the full queue dropped it meanwhile */
-	void *pending_target; /* swapped in by the thread */
-	struct export_worker_stats stats;
-	/* the thread's */
+	struct offload *lane; /* the queue, its bound and the thread */
+	pthread_mutex_t lock; /* for: */
+	void *pending_target; /* swapped in by the lane */
+	struct export_worker_stats stats; /* but queued, and the lane's drops */
+	/* the lane's */
 	void *target;
+	unsigned backoff;  /* ms, of the last failure; 0 after a success */
+	uint64_t next_try; /* CLOCK_MONOTONIC ns: the backoff's end */
 };
 
 static double now_unix(void)
@@ -62,102 +60,91 @@ static double now_unix(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Waits on wake until ms pass or the worker stops (lock held). */
-static void wait_ms(struct export_worker *w, unsigned ms)
+static struct send_job *send_job_of(struct offload_job *j)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	while (!atomic_load(&w->stop))
-		if (pthread_cond_timedwait(&w->wake, &w->lock, &ts) == ETIMEDOUT)
-			break;
+	return (struct send_job *)j;
 }
 
-/* Unlinks the head (lock held; the caller counts it). */
-static void queue_pop(struct export_worker *w)
+static void send_job_free(struct offload_job *j)
 {
-	struct node *n = w->head;
+	struct send_job *sj = send_job_of(j);
 
-	if (!(w->head = n->next))
-		w->tail = NULL;
-	w->stats.queued--;
-	w->stats.queued_bytes -= n->it->len;
-	export_item_unref(n->it);
-	free(n);
+	export_item_unref(sj->it);
+	free(sj);
 }
 
-/* Takes a new target, if one came (lock held); the old one is freed after
- * the lock is released, by the caller. */
-static void *adopt_target(struct export_worker *w)
+/* On the lane: takes a new target, if one came, and frees the old. */
+static void adopt_target(struct export_worker *w)
 {
 	void *old = NULL;
 
+	pthread_mutex_lock(&w->lock);
 	if (w->pending_target) {
 		old = w->target;
 		w->target = TAKE_PTR(w->pending_target);
 	}
-	return old;
+	pthread_mutex_unlock(&w->lock);
+	if (old)
+		w->ops->free_target(old);
 }
 
-/* The sink's housekeeping (lock held, released around it). */
+/* On the lane: the sink's housekeeping. */
 static void tidy(struct export_worker *w)
 {
-	if (!w->ops->tidy || !w->target)
-		return;
-	pthread_mutex_unlock(&w->lock);
-	w->ops->tidy(w->target);
-	pthread_mutex_lock(&w->lock);
+	if (w->ops->tidy && w->target)
+		w->ops->tidy(w->target);
 }
 
-static void *run(void *userdata)
+/* On the lane, out of work (and at a retarget): the new target, tidied. */
+static void idle(void *userdata)
 {
 	struct export_worker *w = userdata;
-	unsigned backoff = 0;
+
+	adopt_target(w);
+	tidy(w);
+}
+
+/* On the lane: waits out the backoff of the last failure, whichever item
+ * it was.  Returns false when the job is cancelled or dropped meanwhile. */
+static bool wait_turn(struct export_worker *w, struct offload_job *j)
+{
+	uint64_t now = now_monotonic_ns();
+
+	if (now >= w->next_try)
+		return !atomic_load(j->cancel) && !offload_dropped(j);
+	return offload_sleep(j, (unsigned)((w->next_try - now + 999999) / 1000000));
+}
+
+/* On the lane: sends one item until it is sent, given up on, dropped by
+ * the full queue, or the worker stops; counts which. */
+static void send_run(struct offload_job *j)
+{
+	struct send_job *sj = send_job_of(j);
+	struct export_worker *w = sj->w;
+	const struct export_item *it = sj->it;
 	char err[EXPORT_ERROR_MAX];
 
-	pthread_mutex_lock(&w->lock);
-	while (!atomic_load(&w->stop)) {
-		struct export_item *it;
-		bool gone, stopping, retry;
-		void *old;
+	for (;;) {
+		bool gone, stopping;
 		int r;
 
-		if (!w->head) {
-			pthread_cond_broadcast(&w->idle);
-			tidy(w);
-			while (!w->head && !w->pending_target && !atomic_load(&w->stop))
-				pthread_cond_wait(&w->wake, &w->lock);
-			old = adopt_target(w);
-			if (old) {
-				pthread_mutex_unlock(&w->lock);
-				w->ops->free_target(old);
+		if (!wait_turn(w, j)) {
+			/* dropped while it waited: counted now; stopped: by
+			 * export_worker_finish, if at all */
+			if (offload_dropped(j)) {
 				pthread_mutex_lock(&w->lock);
+				w->stats.dropped++;
+				pthread_mutex_unlock(&w->lock);
 			}
-			continue;
+			return;
 		}
-		old = adopt_target(w);
-		it = export_item_ref(w->head->it);
-		w->sending = it;
-		pthread_mutex_unlock(&w->lock);
-		if (old)
-			w->ops->free_target(old);
+		adopt_target(w);
 		err[0] = '\0';
-		r = w->ops->send(w->target, it, &w->stop, err, sizeof(err));
+		r = w->ops->send(w->target, it, j->cancel, err, sizeof(err));
+		/* gone: the full queue dropped it meanwhile, uncounted */
+		gone = offload_dropped(j);
+		stopping = atomic_load(j->cancel);
 		pthread_mutex_lock(&w->lock);
-		/* gone: the full queue dropped it meanwhile, uncounted (push) */
-		gone = w->sending_dropped;
-		w->sending = NULL;
-		w->sending_dropped = false;
-		stopping = atomic_load(&w->stop);
-		retry = r == -EAGAIN && !stopping;
-		if (!gone && !retry)
-			queue_pop(w);
 		if (r == 0) {
 			w->stats.sent++;
 			w->stats.sent_bytes += it->len;
@@ -165,14 +152,14 @@ static void *run(void *userdata)
 			if (w->stats.retrying)
 				log_info("Exporter %s: %s works again.", w->ops->name, w->stats.target);
 			w->stats.retrying = false;
-			backoff = 0;
+			w->backoff = 0;
 		} else if (!stopping) {
 			bool first = !w->stats.retrying;
 
 			snprintf(w->stats.last_error, sizeof(w->stats.last_error), "%s",
 				 err[0] ? err : strerror(-r));
 			w->stats.last_error_unix = now_unix();
-			if (retry) {
+			if (r == -EAGAIN) {
 				/* it would have been retried: dropped, not failed */
 				if (gone)
 					w->stats.dropped++;
@@ -181,23 +168,25 @@ static void *run(void *userdata)
 				if (first)
 					log_warning("Exporter %s: %s failed, retrying: %s", w->ops->name,
 						    w->stats.target, w->stats.last_error);
-				backoff = backoff ? MIN(2 * backoff, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
-				export_item_unref(it);
+				w->backoff = w->backoff ? MIN(2 * w->backoff, BACKOFF_MAX_MS) :
+							  BACKOFF_MIN_MS;
+				pthread_mutex_unlock(&w->lock);
 				/* what fails may be what tidying mends (a disk
 				 * full of old profiles), and the queue does not
 				 * run empty while its head waits */
 				tidy(w);
-				wait_ms(w, backoff);
+				w->next_try = now_monotonic_ns() + (uint64_t)w->backoff * 1000000;
+				if (gone)
+					return;
 				continue;
 			}
 			w->stats.failed++;
 			log_warning("Exporter %s: %s refused a profile, dropped: %s", w->ops->name,
 				    w->stats.target, w->stats.last_error);
 		}
-		export_item_unref(it);
+		pthread_mutex_unlock(&w->lock);
+		return;
 	}
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
 }
 
 static void set_describe(struct export_worker *w, const char *describe, size_t max_bytes)
@@ -210,7 +199,6 @@ int export_worker_new(const struct export_sink_ops *ops, void *target, const cha
 		      size_t max_bytes, struct export_worker **ret)
 {
 	struct export_worker *w = calloc(1, sizeof(*w));
-	pthread_condattr_t ca;
 	int r;
 
 	if (!w) {
@@ -222,14 +210,10 @@ int export_worker_new(const struct export_sink_ops *ops, void *target, const cha
 	w->stats.name = ops->name;
 	set_describe(w, describe, max_bytes);
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->wake, &ca);
-	pthread_cond_init(&w->idle, &ca);
-	pthread_condattr_destroy(&ca);
-	r = -pthread_create(&w->thread, NULL, run, w);
+	r = offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true, .max_bytes = max_bytes,
+						.drop_oldest = true, .idle = idle, .userdata = w },
+			&w->lane);
 	if (r < 0) {
-		pthread_cond_destroy(&w->wake);
 		pthread_mutex_destroy(&w->lock);
 		ops->free_target(target);
 		free(w);
@@ -248,93 +232,62 @@ void export_worker_retarget(struct export_worker *w, void *target, const char *d
 	old = w->pending_target;
 	w->pending_target = target;
 	set_describe(w, describe, max_bytes);
-	pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->lock);
+	offload_set_max_bytes(w->lane, max_bytes);
+	offload_kick(w->lane); /* an idle lane takes it now */
 	if (old)
 		w->ops->free_target(old);
 }
 
 void export_worker_push(struct export_worker *w, struct export_item *it)
 {
-	struct node *n = malloc(sizeof(*n));
+	struct send_job *sj = malloc(sizeof(*sj));
 
-	pthread_mutex_lock(&w->lock);
-	if (!n || it->len > w->stats.max_queued_bytes) {
+	if (!sj) {
+		pthread_mutex_lock(&w->lock);
 		w->stats.dropped++;
 		pthread_mutex_unlock(&w->lock);
-		free(n);
 		return;
 	}
-	/* the oldest go first; the one being sent goes too, and the thread
-	 * counts it once its send() says what became of it: sent, failed, or
-	 * dropped if it was to be retried */
-	while (w->head && w->stats.queued_bytes + it->len > w->stats.max_queued_bytes) {
-		if (w->head->it == w->sending) {
-			w->sending = NULL;
-			w->sending_dropped = true;
-		} else {
-			w->stats.dropped++;
-		}
-		queue_pop(w);
-	}
-	n->it = export_item_ref(it);
-	n->next = NULL;
-	if (w->tail)
-		w->tail->next = n;
-	else
-		w->head = n;
-	w->tail = n;
-	w->stats.queued++;
-	w->stats.queued_bytes += it->len;
-	pthread_cond_signal(&w->wake);
-	pthread_mutex_unlock(&w->lock);
+	/* the oldest go first; the one being sent goes too, and counts
+	 * once its send() says what became of it: sent, failed, or dropped
+	 * if it was to be retried */
+	*sj = (struct send_job){
+		.job = { .bytes = it->len, .run = send_run, .free = send_job_free },
+		.w = w,
+		.it = export_item_ref(it),
+	};
+	if (offload_submit(w->lane, &sj->job) < 0) /* bigger than the bound: counted */
+		send_job_free(&sj->job);
 }
 
 void export_worker_get_stats(struct export_worker *w, struct export_worker_stats *ret)
 {
+	struct offload_stats os;
+
 	pthread_mutex_lock(&w->lock);
 	*ret = w->stats;
 	pthread_mutex_unlock(&w->lock);
+	offload_get_stats(w->lane, &os);
+	ret->queued = os.jobs;
+	ret->queued_bytes = os.bytes;
+	ret->dropped += os.refused + os.dropped;
 }
 
 size_t export_worker_finish(struct export_worker *w, unsigned timeout_ms)
 {
-	struct timespec until;
-	size_t left;
-
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&w->lock);
-	while (w->head && pthread_cond_timedwait(&w->idle, &w->lock, &until) == 0)
-		;
-	left = w->stats.queued;
-	w->stats.dropped += left;
-	pthread_mutex_unlock(&w->lock);
-	return left;
+	return offload_finish(w->lane, timeout_ms);
 }
 
 struct export_worker *export_worker_free(struct export_worker *w)
 {
 	if (!w)
 		return NULL;
-	pthread_mutex_lock(&w->lock);
-	atomic_store(&w->stop, true);
-	pthread_cond_signal(&w->wake);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL);
-	while (w->head)
-		queue_pop(w);
+	offload_free(w->lane); /* a send in progress sees the cancel flag */
 	if (w->pending_target)
 		w->ops->free_target(w->pending_target);
 	if (w->target)
 		w->ops->free_target(w->target);
-	pthread_cond_destroy(&w->wake);
-	pthread_cond_destroy(&w->idle);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 	return NULL;

@@ -4,15 +4,16 @@
  * mechanism behind writing files and pushing to a backend.
  *
  * The loop encodes each interval's profiles (exporter.c) and pushes them
- * here; the thread hands them, oldest first, to its sink's send() and
- * never touches the store.  What crosses threads: export_items (immutable
- * once pushed, reference-counted: the files and the push exporters share
- * one), a sink target (built on the loop, then owned by the thread: a new
- * one is swapped in under the lock and the old one freed on the thread),
- * and the stats, under the same lock.
+ * here; the thread, an ordered offload lane (base/offload.h), hands them,
+ * oldest first, to its sink's send() and never touches the store.  What
+ * crosses threads: export_items (immutable once pushed, reference-counted:
+ * the files and the push exporters share one), a sink target (built on the
+ * loop, then owned by the thread: a new one is swapped in under the lock
+ * and the old one freed on the thread), and the stats, under the same lock.
  *
- * Bounded: past max_bytes of queued items the oldest are dropped, and
- * counted; a dead backend costs the queue's bound, never more.  A send()
+ * Bounded: past max_bytes of queued items (the one being sent among them)
+ * the oldest are dropped, and counted; a dead backend costs the queue's
+ * bound, never more.  A send()
  * that says -EAGAIN (a full or read-only disk, a refused connection, a 5xx)
  * keeps its item first in line and is retried after a backoff doubling from
  * 250 ms to 5 s (the sink's tidy() runs first: the files sink prunes, so a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* writer.c - see writer.h. */
+/* writer.c - see writer.h: the jobs of an ordered offload lane. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,31 +9,30 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/offload.h"
 #include "perfd/macro.h"
 #include "state/writer.h"
 
 struct job {
+	struct offload_job job; /* first: the lane's part */
+	struct state_writer *w;
 	uint64_t seq;
 	bool remove;
 	struct sbuf data;
-	struct job *next;
 };
 
 struct state_writer {
 	int dirfd;
-	size_t max_bytes;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t wake, idle;
-	struct job *head, *tail;
-	bool busy, stop;
-	/* the thread's: the segment open for appending, and how much of it
-	 * is whole */
+	struct offload *lane;
+	pthread_mutex_t lock; /* for what the loop reads too: */
+	uint64_t broken_seq;  /* a segment whose write failed, 0: none */
+	struct state_writer_stats stats;
+	/* the lane's: the segment open for appending, how much of it is
+	 * whole, and whether it was appended to since the last sync */
 	uint64_t open_seq;
 	int open_fd;
 	off_t open_len;
-	uint64_t broken_seq; /* a segment whose write failed, 0: none */
-	struct state_writer_stats stats;
+	bool appended;
 };
 
 void state_segment_name(uint64_t seq, char *buf, size_t size)
@@ -49,8 +48,8 @@ static void close_open(struct state_writer *w)
 	w->open_seq = 0;
 }
 
-/* Runs one job, unlocked; returns -errno of a failed append. */
-static int run(struct state_writer *w, struct job *j)
+/* Does one job; returns -errno of a failed append. */
+static int do_job(struct state_writer *w, struct job *j)
 {
 	char name[64];
 	size_t done = 0;
@@ -91,61 +90,60 @@ static int run(struct state_writer *w, struct job *j)
 	return 0;
 }
 
-static void *thread_main(void *userdata)
+static struct job *job_of(struct offload_job *j)
+{
+	return (struct job *)j;
+}
+
+static void job_free(struct offload_job *oj)
+{
+	struct job *j = job_of(oj);
+
+	sbuf_done(&j->data);
+	free(j);
+}
+
+/* On the lane: one job, and what became of it in the stats. */
+static void job_run(struct offload_job *oj)
+{
+	struct job *j = job_of(oj);
+	struct state_writer *w = j->w;
+	bool skip;
+	int r = 0;
+
+	pthread_mutex_lock(&w->lock);
+	skip = !j->remove && j->seq == w->broken_seq;
+	pthread_mutex_unlock(&w->lock);
+	if (!skip)
+		r = do_job(w, j);
+	pthread_mutex_lock(&w->lock);
+	if (skip) {
+		w->stats.refused++;
+	} else if (r < 0) {
+		w->stats.write_errors++;
+		w->stats.last_error = r;
+		if (!j->remove)
+			w->broken_seq = j->seq;
+	} else if (!j->remove) {
+		w->stats.bytes_written += j->data.len;
+		w->stats.appends++;
+		w->appended = true;
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* On the lane, out of work: what the batch appended goes to disk. */
+static void sync_batch(void *userdata)
 {
 	struct state_writer *w = userdata;
 
+	if (!w->appended || w->open_fd < 0)
+		return;
+	w->appended = false;
+	(void)fdatasync(w->open_fd);
 	pthread_mutex_lock(&w->lock);
-	for (;;) {
-		struct job *j;
-		bool appended = false;
-
-		while (!w->head && !w->stop)
-			pthread_cond_wait(&w->wake, &w->lock);
-		if (!w->head)
-			break;
-		w->busy = true;
-		while ((j = w->head)) {
-			int r = 0;
-			bool skip;
-
-			w->head = j->next;
-			if (!w->head)
-				w->tail = NULL;
-			skip = !j->remove && j->seq == w->broken_seq;
-			w->stats.queued_bytes -= j->data.len;
-			pthread_mutex_unlock(&w->lock);
-			if (!skip)
-				r = run(w, j);
-			pthread_mutex_lock(&w->lock);
-			if (skip) {
-				w->stats.refused++;
-			} else if (r < 0) {
-				w->stats.write_errors++;
-				w->stats.last_error = r;
-				if (!j->remove)
-					w->broken_seq = j->seq;
-			} else if (!j->remove) {
-				w->stats.bytes_written += j->data.len;
-				w->stats.appends++;
-				appended = true;
-			}
-			sbuf_done(&j->data);
-			free(j);
-		}
-		if (appended && w->open_fd >= 0) {
-			int fd = w->open_fd;
-
-			pthread_mutex_unlock(&w->lock);
-			(void)fdatasync(fd);
-			pthread_mutex_lock(&w->lock);
-			w->stats.syncs++;
-		}
-		w->busy = false;
-		pthread_cond_broadcast(&w->idle);
-	}
+	w->stats.syncs++;
 	pthread_mutex_unlock(&w->lock);
-	return NULL;
 }
 
 int state_writer_new(int dirfd, size_t max_bytes, struct state_writer **ret)
@@ -156,7 +154,6 @@ int state_writer_new(int dirfd, size_t max_bytes, struct state_writer **ret)
 	if (!w)
 		return -ENOMEM;
 	w->open_fd = -1;
-	w->max_bytes = max_bytes;
 	w->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (w->dirfd < 0) {
 		r = -errno;
@@ -164,10 +161,11 @@ int state_writer_new(int dirfd, size_t max_bytes, struct state_writer **ret)
 		return r;
 	}
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->wake, NULL);
-	pthread_cond_init(&w->idle, NULL);
-	r = -pthread_create(&w->thread, NULL, thread_main, w);
+	r = offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true, .max_bytes = max_bytes,
+						.idle = sync_batch, .userdata = w },
+			&w->lane);
 	if (r < 0) {
+		pthread_mutex_destroy(&w->lock);
 		close(w->dirfd);
 		free(w);
 		return r;
@@ -176,21 +174,23 @@ int state_writer_new(int dirfd, size_t max_bytes, struct state_writer **ret)
 	return 0;
 }
 
-static void push(struct state_writer *w, struct job *j)
+static struct job *job_new(struct state_writer *w, uint64_t seq)
 {
-	if (w->tail)
-		w->tail->next = j;
-	else
-		w->head = j;
-	w->tail = j;
-	w->stats.queued_bytes += j->data.len;
-	pthread_cond_signal(&w->wake);
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->job.run = job_run;
+	j->job.free = job_free;
+	j->w = w;
+	j->seq = seq;
+	return j;
 }
 
 bool state_writer_append(struct state_writer *w, uint64_t seq, struct sbuf *b)
 {
 	struct job *j;
-	bool ok;
+	bool broken;
 
 	if (!b->len || b->failed) {
 		bool whole = !b->failed;
@@ -198,67 +198,66 @@ bool state_writer_append(struct state_writer *w, uint64_t seq, struct sbuf *b)
 		sbuf_done(b);
 		return whole;
 	}
-	j = calloc(1, sizeof(*j));
 	pthread_mutex_lock(&w->lock);
-	ok = j && seq != w->broken_seq && w->stats.queued_bytes + b->len <= w->max_bytes;
-	if (ok) {
-		j->seq = seq;
-		j->data = *b;
-		*b = (struct sbuf){ 0 };
-		push(w, j);
-	} else {
-		w->stats.refused++;
-	}
+	broken = seq == w->broken_seq;
 	pthread_mutex_unlock(&w->lock);
-	if (!ok) {
-		free(j);
+	j = broken ? NULL : job_new(w, seq);
+	if (!j) {
+		pthread_mutex_lock(&w->lock);
+		w->stats.refused++;
+		pthread_mutex_unlock(&w->lock);
 		sbuf_done(b);
+		return false;
 	}
-	return ok;
+	j->data = *b;
+	j->job.bytes = b->len;
+	*b = (struct sbuf){ 0 };
+	if (offload_submit(w->lane, &j->job) < 0) { /* the lane counts it */
+		job_free(&j->job);
+		return false;
+	}
+	return true;
 }
 
 void state_writer_remove(struct state_writer *w, uint64_t seq)
 {
-	struct job *j = calloc(1, sizeof(*j));
+	struct job *j = job_new(w, seq);
 
 	if (!j)
 		return; /* left for the next start to find past the retention */
-	j->seq = seq;
 	j->remove = true;
-	pthread_mutex_lock(&w->lock);
-	push(w, j);
-	pthread_mutex_unlock(&w->lock);
+	/* weighs nothing: the bound never refuses it */
+	if (offload_submit(w->lane, &j->job) < 0)
+		job_free(&j->job);
 }
 
 void state_writer_sync(struct state_writer *w)
 {
-	pthread_mutex_lock(&w->lock);
-	while (w->head || w->busy)
-		pthread_cond_wait(&w->idle, &w->lock);
-	pthread_mutex_unlock(&w->lock);
+	(void)offload_wait_idle(w->lane, OFFLOAD_FOREVER);
 }
 
 void state_writer_get_stats(struct state_writer *w, struct state_writer_stats *ret)
 {
+	struct offload_stats os;
+
 	pthread_mutex_lock(&w->lock);
 	*ret = w->stats;
 	pthread_mutex_unlock(&w->lock);
+	offload_get_stats(w->lane, &os);
+	ret->queued_bytes = os.bytes;
+	ret->refused += os.refused + os.dropped;
 }
 
 struct state_writer *state_writer_free(struct state_writer *w)
 {
 	if (!w)
 		return NULL;
-	pthread_mutex_lock(&w->lock);
-	w->stop = true;
-	pthread_cond_signal(&w->wake);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL); /* it finishes what is queued first */
+	/* what is queued is written first */
+	(void)offload_finish(w->lane, OFFLOAD_FOREVER);
+	offload_free(w->lane);
 	close_open(w);
 	close(w->dirfd);
 	pthread_mutex_destroy(&w->lock);
-	pthread_cond_destroy(&w->wake);
-	pthread_cond_destroy(&w->idle);
 	free(w);
 	return NULL;
 }

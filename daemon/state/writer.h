@@ -3,12 +3,14 @@
  * writer.h - the thread that puts the state directory's bytes on disk.
  *
  * The loop encodes (persist.c); this thread appends, syncs and deletes, so
- * a slow or full disk never stalls the loop.  Jobs run in order: append
- * bytes to segment N (creating it), remove segment N.  After each batch of
- * appends the segments written are fdatasync()ed: what a batch appended is
+ * a slow or full disk never stalls the loop.  The thread is an ordered
+ * offload lane (base/offload.h): jobs run in order, append bytes to
+ * segment N (creating it), remove segment N.  When the lane runs out of
+ * work the segment appended to is fdatasync()ed: what a batch appended is
  * on disk before the next is taken.
  *
- * Bounded: past max_bytes queued, an append is refused (and counted) and
+ * Bounded: past max_bytes queued or being written, an append is refused
+ * (by the lane's bound, and counted) and
  * the caller starts a new segment, since later records of a segment may
  * need the refused ones.  A failed write (ENOSPC, EIO) truncates the
  * segment back to its last whole record and marks it broken: the next

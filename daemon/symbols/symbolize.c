@@ -174,7 +174,10 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 										 MODULES_MAX;
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
-	if (!s->debug_dir || !s->free_ids || offload_new(1, 0, &s->lane) < 0) {
+	if (!s->debug_dir || !s->free_ids ||
+	    offload_new(&(struct offload_opts){ .lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
+						.take_back = true },
+			&s->lane) < 0) {
 		free(s->debug_dir);
 		free(s->free_ids);
 		free(s);

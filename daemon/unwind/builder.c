@@ -158,7 +158,9 @@ int builder_new(int rows_fd, struct builder **ret)
 	if (!b)
 		return -ENOMEM;
 	b->rows_fd = rows_fd;
-	r = offload_new(LANES, SMALL_LANES, &b->offload);
+	r = offload_new(&(struct offload_opts){ .lanes = LANES, .small_lanes = SMALL_LANES,
+						.nice = OFFLOAD_BACKGROUND_NICE, .take_back = true },
+			&b->offload);
 	if (r < 0) {
 		free(b);
 		return r;

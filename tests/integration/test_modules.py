@@ -40,6 +40,20 @@ def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def named_while_running(daemon, w, ready=True):
+    """Snapshots workload w for 2 s (once it says "ready", if it does) and
+    lets it finish; returns the function names of its stacks, and the
+    stacks to show when an assertion fails."""
+    try:
+        if ready:
+            w.expect_line("ready")
+        stacks, _ = perfdtest.snapshot_workload(daemon, w, duration=2)
+        w.finish()
+    finally:
+        w.kill()
+    return {f for s in stacks for f in perfdtest.functions(s)}, stacks
+
+
 def test_many_small_executables(tmp_path):
     nobody = User("nobody")
     maps_dir = tmp_path / "maps"
@@ -91,13 +105,8 @@ def test_many_small_executables(tmp_path):
             time.sleep(0.5)
         syms = status_within_deadline(daemon)[1]["symbols"]
         print(f"after it: modules {syms['modules']}, released {syms['modules_released']}")
-        spin = perfdtest.Workload("spin", "2", "0.5")
-        try:
-            stacks, _ = perfdtest.snapshot_workload(daemon, spin, duration=2)
-            spin.finish()
-        finally:
-            spin.kill()
-        names = {f for s in stacks for f in perfdtest.functions(s)}
+        names, stacks = named_while_running(daemon, perfdtest.Workload("spin", "2", "0.5"),
+                                            ready=False)
         assert "spin_burn" in names, f"spin was not named: {perfdtest.show(stacks)}"
         slowest = max(slowest, status_within_deadline(daemon)[0])
         print(f"slowest status overall {slowest * 1000:.1f} ms")
@@ -120,24 +129,12 @@ def test_poisoned_build_id_copy_lends_nothing(tmp_path):
     daemon = perfdtest.start_perfd()
     try:
         # the copy first, as nobody: its module and symbols come first
-        w = perfdtest.Workload("twin", command=nobody.argv(poison, "1.5", "0.3"))
-        try:
-            w.expect_line("ready")
-            stacks, _ = perfdtest.snapshot_workload(daemon, w, duration=2)
-            w.finish()
-        finally:
-            w.kill()
-        names = {f for s in stacks for f in perfdtest.functions(s)}
+        names, stacks = named_while_running(
+            daemon, perfdtest.Workload("twin", command=nobody.argv(poison, "1.5", "0.3")))
         assert "poisond_hot_loop" in names, perfdtest.show(stacks)
 
-        real = perfdtest.Workload("twin-genuine", "1.5", "0.3")
-        try:
-            real.expect_line("ready")
-            stacks, _ = perfdtest.snapshot_workload(daemon, real, duration=2)
-            real.finish()
-        finally:
-            real.kill()
-        names = {f for s in stacks for f in perfdtest.functions(s)}
+        names, stacks = named_while_running(daemon,
+                                            perfdtest.Workload("twin-genuine", "1.5", "0.3"))
         assert "poisond_hot_loop" not in names, \
             f"the real binary was named from the copy: {perfdtest.show(stacks)}"
         assert "genuine_hot_loop" in names, perfdtest.show(stacks)

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-offload.c - daemon/base/offload.c's ordered lane: jobs run in the
+ * order they were submitted, the byte bound refuses (or, with
+ * drop_oldest, drops the oldest, the one running first), the idle() hook
+ * runs before offload_wait_idle returns, and offload_finish counts what
+ * it leaves.  The first job of each test waits at a gate the test opens,
+ * so that the others queue behind it, and order and bound are the queue's
+ * doing, not the scheduler's.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "base/offload.h"
+
+#define MAX_JOBS 512
+
+struct tjob {
+	struct offload_job job; /* first */
+	unsigned id;
+	bool gated;
+	bool saw_dropped; /* offload_dropped() once through the gate */
+};
+
+/* What the lane did, under lock. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool open;
+	bool at_gate;
+	unsigned ran[MAX_JOBS], n_ran;
+	unsigned freed_unrun;
+	unsigned idles;
+	bool dropped_seen[MAX_JOBS];
+} t = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void reset(void)
+{
+	pthread_mutex_lock(&t.lock);
+	t.open = t.at_gate = false;
+	t.n_ran = t.freed_unrun = t.idles = 0;
+	pthread_mutex_unlock(&t.lock);
+}
+
+static void tjob_run(struct offload_job *j)
+{
+	struct tjob *tj = (struct tjob *)j;
+
+	pthread_mutex_lock(&t.lock);
+	if (tj->gated) {
+		t.at_gate = true;
+		pthread_cond_broadcast(&t.cond);
+		while (!t.open && !atomic_load(j->cancel)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 10 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&t.cond, &t.lock, &ts);
+		}
+	}
+	t.dropped_seen[tj->id] = offload_dropped(j);
+	t.ran[t.n_ran++] = tj->id;
+	pthread_mutex_unlock(&t.lock);
+}
+
+static void tjob_free(struct offload_job *j)
+{
+	struct tjob *tj = (struct tjob *)j;
+
+	bool ran = false;
+
+	pthread_mutex_lock(&t.lock);
+	for (unsigned i = 0; i < t.n_ran; i++)
+		ran |= t.ran[i] == tj->id;
+	if (!ran)
+		t.freed_unrun++;
+	pthread_mutex_unlock(&t.lock);
+	free(tj);
+}
+
+static void on_idle(void *userdata)
+{
+	(void)userdata;
+	pthread_mutex_lock(&t.lock);
+	t.idles++;
+	pthread_mutex_unlock(&t.lock);
+}
+
+static struct tjob *tjob(unsigned id, size_t bytes, bool gated)
+{
+	struct tjob *tj = calloc(1, sizeof(*tj));
+
+	cr_assert(tj);
+	tj->job.run = tjob_run;
+	tj->job.free = tjob_free;
+	tj->job.bytes = bytes;
+	tj->id = id;
+	tj->gated = gated;
+	return tj;
+}
+
+static int submit(struct offload *o, unsigned id, size_t bytes, bool gated)
+{
+	struct tjob *tj = tjob(id, bytes, gated);
+	int r = offload_submit(o, &tj->job);
+
+	if (r < 0)
+		free(tj); /* refused: still ours */
+	return r;
+}
+
+/* Waits until the gated job is at the gate (fails the test after 10 s). */
+static void wait_at_gate(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&t.lock);
+	while (!t.at_gate)
+		if (pthread_cond_timedwait(&t.cond, &t.lock, &until) == ETIMEDOUT)
+			break;
+	cr_assert(t.at_gate, "the first job never ran");
+	pthread_mutex_unlock(&t.lock);
+}
+
+/* Job 0, of bytes, runs and waits at the gate. */
+static void start_gated(struct offload *o, size_t bytes)
+{
+	cr_assert_eq(submit(o, 0, bytes, true), 0);
+	wait_at_gate();
+}
+
+static void open_gate(void)
+{
+	pthread_mutex_lock(&t.lock);
+	t.open = true;
+	pthread_cond_broadcast(&t.cond);
+	pthread_mutex_unlock(&t.lock);
+}
+
+static struct offload *ordered(size_t max_bytes, bool drop_oldest)
+{
+	struct offload *o = NULL;
+
+	cr_assert_eq(offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true,
+							 .max_bytes = max_bytes,
+							 .drop_oldest = drop_oldest, .idle = on_idle },
+				 &o),
+		     0);
+	return o;
+}
+
+/* Fails the test unless the offload's counts are these. */
+static void assert_counts(struct offload *o, uint64_t jobs, uint64_t bytes, uint64_t refused,
+			  uint64_t dropped)
+{
+	struct offload_stats st;
+
+	offload_get_stats(o, &st);
+	cr_assert(st.jobs == jobs && st.bytes == bytes && st.refused == refused &&
+		  st.dropped == dropped,
+		  "jobs %lu bytes %lu refused %lu dropped %lu, expected %lu %lu %lu %lu",
+		  (unsigned long)st.jobs, (unsigned long)st.bytes, (unsigned long)st.refused,
+		  (unsigned long)st.dropped, (unsigned long)jobs, (unsigned long)bytes,
+		  (unsigned long)refused, (unsigned long)dropped);
+}
+
+TestSuite(offload, .init = reset, .timeout = 30);
+
+Test(offload, an_ordered_lane_runs_jobs_in_submission_order)
+{
+	struct offload *o = ordered(0, false);
+
+	start_gated(o, 0);
+	for (unsigned i = 1; i < MAX_JOBS; i++)
+		cr_assert_eq(submit(o, i, 10, false), 0);
+	open_gate();
+	cr_assert_eq(offload_wait_idle(o, 10000), 0);
+	cr_assert_eq(t.n_ran, MAX_JOBS);
+	for (unsigned i = 0; i < MAX_JOBS; i++)
+		cr_assert_eq(t.ran[i], i, "job %u ran as number %u", t.ran[i], i);
+	offload_free(o);
+}
+
+Test(offload, the_bound_refuses_what_does_not_fit_and_counts_it)
+{
+	struct offload *o = ordered(250, false);
+
+	start_gated(o, 100);
+	/* the running job still weighs: 100 + 100 fit, a third does not */
+	cr_assert_eq(submit(o, 1, 100, false), 0);
+	cr_assert_eq(submit(o, 2, 100, false), -ENOBUFS);
+	cr_assert_eq(submit(o, 3, 251, false), -ENOBUFS);
+	cr_assert_eq(submit(o, 4, 50, false), 0);
+	assert_counts(o, 3, 250, 2, 0);
+	open_gate();
+	cr_assert_eq(offload_wait_idle(o, 10000), 0);
+	cr_assert_eq(t.n_ran, 3);
+	cr_assert(t.ran[0] == 0 && t.ran[1] == 1 && t.ran[2] == 4);
+	assert_counts(o, 0, 0, 2, 0);
+	/* room again once the lane is through */
+	cr_assert_eq(submit(o, 5, 250, false), 0);
+	cr_assert_eq(offload_wait_idle(o, 10000), 0);
+	cr_assert_eq(t.n_ran, 4);
+	offload_free(o);
+}
+
+Test(offload, drop_oldest_drops_the_running_job_then_the_queued_ones)
+{
+	struct offload *o = ordered(250, true);
+
+	start_gated(o, 100);
+	cr_assert_eq(submit(o, 1, 100, false), 0);
+	cr_assert_eq(submit(o, 2, 100, false), 0); /* 0, running, is marked */
+	cr_assert_eq(submit(o, 3, 100, false), 0); /* 1, queued, is freed */
+	assert_counts(o, 2, 200, 0, 1); /* the running one counts itself */
+	cr_assert_eq(t.freed_unrun, 1);
+	open_gate();
+	cr_assert_eq(offload_wait_idle(o, 10000), 0);
+	cr_assert_eq(t.n_ran, 3);
+	cr_assert(t.ran[0] == 0 && t.ran[1] == 2 && t.ran[2] == 3);
+	cr_assert(t.dropped_seen[0], "job 0 did not see it was dropped");
+	cr_assert(!t.dropped_seen[2] && !t.dropped_seen[3]);
+	assert_counts(o, 0, 0, 0, 1);
+	offload_free(o);
+}
+
+Test(offload, wait_idle_includes_the_idle_hook)
+{
+	struct offload *o = ordered(0, false);
+	unsigned before;
+
+	cr_assert_eq(offload_wait_idle(o, 10000), 0);
+	before = t.idles; /* the lane's first, at its start */
+	cr_assert_eq(submit(o, 0, 0, true), 0);
+	cr_assert_eq(submit(o, 1, 0, false), 0);
+	cr_assert_eq(offload_wait_idle(o, 50), -ETIMEDOUT);
+	open_gate();
+	cr_assert_eq(offload_wait_idle(o, 10000), 0);
+	cr_assert_eq(t.idles, before + 1, "one batch, one idle()");
+	offload_free(o);
+}
+
+Test(offload, finish_cancels_and_counts_what_it_leaves)
+{
+	struct offload *o = ordered(0, false);
+	struct offload_stats st;
+
+	start_gated(o, 10);
+	cr_assert_eq(submit(o, 1, 10, false), 0);
+	cr_assert_eq(submit(o, 2, 10, false), 0);
+	/* the gate never opens: job 0 returns on the cancel flag */
+	cr_assert_eq(offload_finish(o, 50), 3);
+	cr_assert_eq(submit(o, 3, 10, false), -ESHUTDOWN);
+	offload_get_stats(o, &st);
+	cr_assert_eq(st.dropped, 3);
+	cr_assert_eq(st.refused, 1);
+	offload_free(o);
+	cr_assert_eq(t.n_ran, 1);
+	cr_assert_eq(t.freed_unrun, 2);
+}
