@@ -1477,7 +1477,14 @@ struct process *aggregator_restore_process(struct aggregator *a, const struct pr
 	a->process_bytes -= process_bytes(p);
 	memcpy(p->comm, r->comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
-	p->owner_uid = r->owner_uid;
+	/* its owner as of its newest sample written (an earlier record does
+	 * not undo a later one, nor what /proc said of a running process),
+	 * and what that owner may count of it: ps's total_samples to a
+	 * non-root asker */
+	if (!known || r->last_sample_ns >= p->owner_ns)
+		set_owner(p, r->owner_uid, r->last_sample_ns);
+	if (p->owner_uid == r->owner_uid)
+		p->owner_samples = MAX(p->owner_samples, r->owner_samples);
 	p->ns_pid = r->ns_pid;
 	free(p->cgroup);
 	p->cgroup = r->cgroup ? strdup(r->cgroup) : NULL;

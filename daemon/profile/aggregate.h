@@ -343,6 +343,7 @@ struct process_restored {
 	const char *runtime;
 	bool kthread;
 	uint64_t exec_ns, first_sample_ns, last_sample_ns, total_samples;
+	uint64_t owner_samples; /* of total_samples, counted under owner_uid */
 	uint64_t page_size, peak_rss_bytes, peak_rss_ns, hiwater_rss_bytes;
 	uint64_t memory_sampled_bytes;
 };

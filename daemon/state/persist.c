@@ -545,6 +545,9 @@ static int read_process(struct reading *rd, struct scur *c)
 	r.peak_rss_ns = scur_varint(c);
 	r.hiwater_rss_bytes = scur_varint(c);
 	r.memory_sampled_bytes = scur_varint(c);
+	/* a field appended since the first version: where it is missing,
+	 * every sample counts as the last owner's */
+	r.owner_samples = c->p < c->end ? scur_varint(c) : r.total_samples;
 	if (!scur_done(c) || !r.pid || r.pid > PROFILE_TID_MAX)
 		return -EBADMSG;
 	memcpy(r.comm, comm, sizeof(r.comm));
@@ -882,6 +885,7 @@ struct writing {
 	uint64_t *keys, *values;
 	size_t n, cap;
 	uint64_t windows_in_buf; /* what a refusal of buf loses */
+	bool process_written;    /* of the process flush_process is at */
 	int error;
 };
 
@@ -1050,8 +1054,10 @@ static void write_process(struct writing *wr, struct process *p)
 	sbuf_put_varint(b, p->peak_rss_ns);
 	sbuf_put_varint(b, p->hiwater_rss_bytes);
 	sbuf_put_varint(b, p->memory_sampled_bytes);
+	sbuf_put_varint(b, p->owner_samples);
 	statefile_end_record(b, at);
 	p->persisted_segment = wr->ps->seq;
+	wr->process_written = true;
 	wr->ps->stats.processes_written++;
 }
 
@@ -1087,7 +1093,9 @@ static void write_window(struct writing *wr, struct process *p, const struct his
 		wr->error = -ENOMEM;
 		return;
 	}
-	if (p->persisted_segment != wr->ps->seq)
+	/* once a segment for its definition, and once a flush for its counts
+	 * (the last record read back says them) */
+	if (p->persisted_segment != wr->ps->seq || !wr->process_written)
 		write_process(wr, p);
 	for (size_t i = 0; i < wr->n; i++)
 		write_stack(wr, profile_key_stack(wr->keys[i]));
@@ -1151,6 +1159,7 @@ static void flush_process(struct process *p, void *userdata)
 		return;
 	if (!wr->final && p->history.log.end_s <= p->persisted_end_s)
 		return;
+	wr->process_written = false;
 	history_iter_init(&it, &p->history);
 	while (history_iter_next(&it, &w) && !wr->error) {
 		if (w.start_s < p->persisted_end_s)

@@ -16,7 +16,7 @@
  *            the loop, and the first flush meets every binary sampled)
  *   STACK    a stack id and its frames
  *   PROCESS  who a process is: pid, start time, owner, comm, cgroup, its
- *            counts
+ *            counts (all samples, and those its owner may count)
  *   WINDOW   one sealed window of a process: its span, owner, RSS and
  *            entries (stack, thread, kind, value)
  *

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import struct
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -19,6 +20,9 @@ import pytest
 
 import perfdtest
 from perfdtest import contains, count_where, parse_folded, show, total
+from test_auth import reachable_path_fixes
+from test_peruser import NOBODY, as_user, ps_samples, request
+from test_trust import run_as_nobody
 
 HZ = perfdtest.FAST_HZ
 # a window is sealed HISTORY_SEAL_AFTER_S (5 s) after it ends, and on disk
@@ -185,3 +189,55 @@ def test_a_state_directory_others_can_write_is_refused(state_tmpdir):
         assert not list(state_dir.iterdir()), "perfd wrote into a directory others can write"
     finally:
         daemon.stop()
+
+
+
+BURN_THEN_SLEEP = """
+import time
+t = time.process_time()
+while time.process_time() - t < 2:
+    pass
+print("burnt", flush=True)
+time.sleep(120)
+"""
+
+
+def nobodys_total_samples(daemon, pid):
+    """total_samples of pid in the ps nobody is answered (every live process)."""
+    ps = {"version": 1, "command": "ps", "interval": 60, "all": True}
+    answer = run_as_nobody(request, daemon.socket_path, ps)
+    assert answer.get("ok"), answer
+    return ps_samples(answer, pid)[1]
+
+
+def test_a_users_ps_counts_its_restored_process(state_tmpdir, workloads):
+    """A process of nobody's burns 2 CPU seconds, then sleeps (still
+    running, so that ps lists it after the restart); perfd is
+    restarted on the same state directory.  nobody's ps still counts at
+    least 95% of its samples in total_samples (it counts only what was
+    recorded while the asker could trace the process: a restored process
+    must bring that count back, not start it at 0)."""
+    os.chmod(state_tmpdir, 0o755)  # the socket's directory, for nobody
+    fixed = reachable_path_fixes([state_tmpdir])
+    try:
+        daemon = start(state_tmpdir)
+        try:
+            w = workloads("burn then sleep", command=as_user(NOBODY, NOBODY, sys.executable,
+                                                             "-c", BURN_THEN_SLEEP))
+            assert w.proc.stdout.readline() == b"burnt\n", w.proc.stderr.read()
+            time.sleep(2)
+            before = nobodys_total_samples(daemon, w.pid)
+        finally:
+            daemon.stop()
+        again = start(state_tmpdir)
+        try:
+            after = nobodys_total_samples(again, w.pid)
+        finally:
+            again.stop()
+    finally:
+        for path, mode in reversed(fixed):
+            os.chmod(path, mode)
+    print(f"nobody's total_samples of pid {w.pid}: {before} before the restart, {after} after")
+    assert before >= HZ, f"nobody's ps counted only {before} samples of its process"
+    assert after >= 0.95 * before, \
+        f"after a restart nobody's ps counts {after} of the {before} samples of its process"
