@@ -95,6 +95,8 @@ struct persist {
 	struct u64map strings_written; /* hash_text -> string id + 1 */
 	uint64_t n_strings;
 	struct stored stored;
+	/* stacktab_stored_frames when stored was last made to fit */
+	size_t stored_refs;
 	struct persist_stats stats;
 };
 
@@ -183,6 +185,18 @@ static uint64_t lines_hash(const struct stored_line *l, size_t n)
 	return h;
 }
 
+/* Field by field: a struct's padding is no part of what it says. */
+static bool lines_equal(const struct stored_line *a, const struct stored_line *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].kind != b[i].kind || a[i].function != b[i].function || a[i].file != b[i].file ||
+		    a[i].line != b[i].line || a[i].start_line != b[i].start_line ||
+		    a[i].module != b[i].module || a[i].offset != b[i].offset ||
+		    a[i].symbol_offset != b[i].symbol_offset)
+			return false;
+	return true;
+}
+
 /* The stored frame of n lines (the pending ones at lines[n_lines]),
  * shared with an equal one already stored. */
 static int stored_frame(struct stored *st, size_t n, uint32_t *ret)
@@ -195,7 +209,7 @@ static int stored_frame(struct stored *st, size_t n, uint32_t *ret)
 
 	if (slot) {
 		f = &st->frames[*slot - 1];
-		if (f->n == n && memcmp(st->lines + f->first, l, n * sizeof(*l)) == 0) {
+		if (f->n == n && lines_equal(st->lines + f->first, l, n)) {
 			*ret = (uint32_t)(*slot - 1);
 			return 0;
 		}
@@ -231,6 +245,52 @@ static size_t stored_memory(const struct stored *st)
 				      sizeof(*st->modules) : 0);
 }
 
+/* A copy of what st holds for the frames whose bit is set in used, under
+ * the same ids (the stacks name them by id); the others keep their id and
+ * resolve to nothing, no stack naming them.  Without the indexes, which
+ * only reading segments needs.  Returns 0 or -ENOMEM (st untouched). */
+static int stored_compact(struct stored *st, const uint64_t *used)
+{
+	size_t cap = FRAME_MODULE_RESTORED_LAST - FRAME_MODULE_RESTORED_FIRST + 1;
+	_cleanup_(stored_done) struct stored nt = { 0 };
+
+	if (st->n_modules && !(nt.modules = calloc(cap, sizeof(*nt.modules))))
+		return -ENOMEM;
+	for (size_t i = 0; i < st->n_modules; i++)
+		if (pool_intern(&nt, st->pool + st->modules[i].path, &nt.modules[i].path) < 0 ||
+		    pool_intern(&nt, st->pool + st->modules[i].build_id, &nt.modules[i].build_id) < 0)
+			return -ENOMEM;
+	nt.n_modules = st->n_modules;
+	if (st->n_frames && !(nt.frames = calloc(st->n_frames, sizeof(*nt.frames))))
+		return -ENOMEM;
+	nt.n_frames = nt.cap_frames = st->n_frames;
+	for (size_t id = 0; id < st->n_frames; id++) {
+		const struct stored_frame *f = &st->frames[id];
+
+		if (!(used[id / 64] >> (id % 64) & 1))
+			continue;
+		if (grow((void **)&nt.lines, &nt.cap_lines, nt.n_lines + f->n, sizeof(*nt.lines)) < 0)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->n; i++) {
+			const struct stored_line *l = &st->lines[f->first + i];
+			struct stored_line *to = &nt.lines[nt.n_lines + i];
+
+			*to = *l;
+			if (pool_intern(&nt, st->pool + l->function, &to->function) < 0 ||
+			    (l->file && pool_intern(&nt, st->pool + l->file, &to->file) < 0))
+				return -ENOMEM;
+		}
+		nt.frames[id] = (struct stored_frame){ .first = (uint32_t)nt.n_lines, .n = f->n,
+						       .hash = f->hash };
+		nt.n_lines += f->n;
+	}
+	u64map_done(&nt.pool_index);
+	stored_done(st);
+	*st = nt;
+	nt = (struct stored){ 0 };
+	return 0;
+}
+
 size_t persist_resolve(const struct persist *ps, uint64_t frame, bool lines,
 		       struct frame_record *out, size_t cap)
 {
@@ -239,7 +299,9 @@ size_t persist_resolve(const struct persist *ps, uint64_t frame, bool lines,
 	const struct stored_frame *f;
 	size_t n;
 
-	if (id >= st->n_frames || cap < 1) {
+	if (cap < 1)
+		return 0;
+	if (id >= st->n_frames || !st->frames[id].n) {
 		out[0] = (struct frame_record){ .kind = FRAME_KIND_SPECIAL, .function = "[unknown]" };
 		return 1;
 	}
@@ -280,6 +342,31 @@ bool persist_describe_module(const struct persist *ps, uint16_t module, const ch
 	*ret_path = st->pool + st->modules[i].path;
 	*ret_build_id = st->pool + st->modules[i].build_id;
 	return true;
+}
+
+/* Frees what the restored frames' table holds for frames no stack names
+ * any more (their windows expired or were evicted): all of it when none
+ * is named, else a compacted copy once the frames named fell to half of
+ * what they were at the last fit, so that the stacks are visited
+ * O(log n) times while the history drains.  Tells a what is left. */
+static void trim_stored(struct persist *ps, struct aggregator *a)
+{
+	struct stacktab *stacks = aggregator_stacks(a);
+	size_t refs = stacktab_stored_frames(stacks);
+	_cleanup_free_ uint64_t *used = NULL;
+
+	if (!ps->stored.n_frames || refs > ps->stored_refs / 2)
+		return;
+	if (!refs) {
+		stored_done(&ps->stored);
+		ps->stats.restored_table_freed++;
+	} else if ((used = calloc((ps->stored.n_frames + 63) / 64, sizeof(*used)))) {
+		stacktab_mark_stored(stacks, used, ps->stored.n_frames);
+		if (stored_compact(&ps->stored, used) == 0)
+			ps->stats.restored_table_compacted++;
+	}
+	ps->stored_refs = refs;
+	aggregator_set_restored_table_bytes(a, stored_memory(&ps->stored));
 }
 
 /* ---- the directory ---- */
@@ -436,7 +523,7 @@ static int read_frame(struct reading *rd, struct scur *c)
 		uint64_t module_kind;
 		uint32_t path, build_id;
 
-		memset(l, 0, sizeof(*l)); /* padding too: frames are compared whole */
+		*l = (struct stored_line){ 0 };
 		l->line = (uint32_t)scur_varint(c);
 		l->start_line = (uint32_t)scur_varint(c);
 		module_kind = scur_varint(c);
@@ -862,7 +949,11 @@ void persist_restore(struct persist *ps, struct aggregator *a, uint64_t period_n
 			}
 		}
 	}
+	/* inside the store's memory limit, which the restore is made to fit */
+	ps->stored_refs = stacktab_stored_frames(aggregator_stacks(a));
+	aggregator_set_restored_table_bytes(a, stored_memory(&ps->stored));
 	aggregator_restored(a, now_ns);
+	trim_stored(ps, a);
 	ps->stats.restore_ms = (now_monotonic_ns() - started) / 1000000;
 	if (ps->stats.windows_restored)
 		log_info("Restored %" PRIu64 " windows of %" PRIu64 " processes from %s in %" PRIu64 " ms.",
@@ -1274,6 +1365,7 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	free(wr.values);
 	sbuf_done(&wr.buf);
 	prune(ps, now_ns / NSEC_PER_SEC);
+	trim_stored(ps, a);
 	ms = (now_monotonic_ns() - t0) / 1e6;
 	ps->stats.longest_flush_ms = MAX(ps->stats.longest_flush_ms, ms);
 	if (final)

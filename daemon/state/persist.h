@@ -40,7 +40,11 @@
  * At start (persist_restore) every segment of this boot is read back in
  * order into the store: processes (running ones are picked up again,
  * others are exited), stacks, windows.  Restored frames resolve from a
- * table here (persist_resolve), as FRAME_MODULE_STORED frames.  Nothing in
+ * table here (persist_resolve), as FRAME_MODULE_STORED frames; it counts
+ * inside the store's --max-memory, and at each flush what no stack names
+ * any more (the windows that did expired or were evicted) is freed: all
+ * of it when no stack names a restored frame, else a compacted copy once
+ * half of what was named is gone.  Nothing in
  * the directory is trusted: a file that is not a state file, of another
  * version or of another boot (its CLOCK_MONOTONIC times mean nothing now)
  * is moved aside with a message; a damaged record ends what is read of its
@@ -94,6 +98,9 @@ struct persist_stats {
 	uint64_t files_moved_aside;
 	uint64_t restore_ms;
 	size_t restored_frames, restored_bytes;
+	/* the restored frames' table: dropped (no stack names one of its
+	 * frames any more), made to fit what is still named */
+	uint64_t restored_table_freed, restored_table_compacted;
 	/* the writer's */
 	uint64_t bytes_written, syncs, write_errors, appends_refused;
 	int last_write_error;

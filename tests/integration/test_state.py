@@ -241,3 +241,33 @@ def test_a_users_ps_counts_its_restored_process(state_tmpdir, workloads):
     assert before >= HZ, f"nobody's ps counted only {before} samples of its process"
     assert after >= 0.95 * before, \
         f"after a restart nobody's ps counts {after} of the {before} samples of its process"
+
+
+def test_restored_names_count_in_the_store_and_go_with_their_history(state_tmpdir, workloads):
+    """The names of restored frames (state.restored_bytes) count inside the
+    store's --max-memory (store.restored_names_bytes), and are freed once
+    the restored windows naming them are gone: perfd restarted with a
+    25 s retention drops the whole table within a minute."""
+    daemon = start(state_tmpdir)
+    split_run(workloads, 3)
+    daemon.stop()
+    again = start(state_tmpdir, "--retention", "25s")
+    try:
+        status = again.status()
+        state, store = status["state"], status["store"]
+        table = state["restored_bytes"]
+        print(f"restored table {table} bytes, store {store['memory_bytes']} bytes")
+        assert table > 0 and state["windows_restored"] > 0, state
+        assert store.get("restored_names_bytes") == table, store
+        assert store["memory_bytes"] >= table, store
+        deadline = time.monotonic() + 60
+        while state["restored_bytes"] or state["restored_frames"]:
+            assert time.monotonic() < deadline, \
+                f"the restored table still holds {state['restored_bytes']} bytes 60 s after " \
+                f"a restart with a 25 s retention: {state}\n{again.status()['store']}"
+            time.sleep(1)
+            state = again.status()["state"]
+        assert state["restored_table_freed"] == 1, state
+        assert again.status()["store"]["restored_names_bytes"] == 0
+    finally:
+        again.stop()
