@@ -134,6 +134,7 @@ static json_object *state_status(const struct status_info *in)
 		C(records_rejected), C(torn_bytes), C(files_moved_aside), C(restore_ms),
 		C(bytes_written), C(syncs), C(write_errors), C(appends_refused),
 		C(restored_table_freed), C(restored_table_compacted),
+		C(windows_refused_segment_full), C(windows_refused_owner_share),
 #undef C
 	};
 	json_object *o = json_object_new_object();

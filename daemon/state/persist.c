@@ -94,6 +94,11 @@ struct persist {
 	bool any_forgotten;
 	struct u64map strings_written; /* hash_text -> string id + 1 */
 	uint64_t n_strings;
+	/* what each owner's windows wrote to this segment, definitions
+	 * included: owner uid -> bytes (persist.h, "a share per owner") */
+	struct u64map owner_bytes;
+	size_t n_owners;
+	uint64_t segment_budget;
 	struct stored stored;
 	/* stacktab_stored_frames when stored was last made to fit */
 	size_t stored_refs;
@@ -383,6 +388,9 @@ int persist_open(const struct persist_opts *o, struct persist **ret)
 	snprintf(ps->dir, sizeof(ps->dir), "%s", o->dir);
 	ps->max_bytes = o->max_bytes ? o->max_bytes : PERSIST_DEFAULT_MAX_BYTES;
 	ps->retention_s = o->retention_s;
+	/* the segments that can hold windows within the retention, the one
+	 * being written included, fit in max_bytes together */
+	ps->segment_budget = ps->max_bytes / (MAX(ps->retention_s / PERSIST_SEGMENT_S, 1) + 1);
 	r = statefile_boot_id(ps->boot_id);
 	if (r < 0)
 		return r;
@@ -424,6 +432,7 @@ struct persist *persist_free(struct persist *ps)
 	state_writer_free(ps->writer);
 	u64map_done(&ps->frames_written);
 	u64map_done(&ps->strings_written);
+	u64map_done(&ps->owner_bytes);
 	stored_done(&ps->stored);
 	free(ps->segments);
 	close(ps->lockfd);
@@ -991,6 +1000,8 @@ static void segment_start(struct writing *wr)
 	u64map_done(&ps->frames_written);
 	u64map_done(&ps->strings_written);
 	ps->n_strings = 0;
+	u64map_done(&ps->owner_bytes);
+	ps->n_owners = 0;
 	if (!segment_add(ps, ps->seq, 0)) {
 		wr->error = -ENOMEM;
 		return;
@@ -1174,6 +1185,50 @@ static int gather(void *userdata, uint64_t key, uint64_t value)
 	return 0;
 }
 
+/* Whether the owner of w may write it to this segment: while a quarter of
+ * the segment's budget is free, any owner; past that only an owner that
+ * has not yet written its share, the budget divided among the owners that
+ * wrote to the segment (itself counted), so that the last quarter is left
+ * to the owners that wrote little; none once the budget is spent.  A
+ * refusal is counted by cause.  What is checked is what was written
+ * before: one window's bytes are the most by which an owner or the
+ * segment goes past. */
+static bool owner_may_write(struct writing *wr, const struct history_window *w)
+{
+	struct persist *ps = wr->ps;
+	uint64_t *mine = u64map_get(&ps->owner_bytes, w->owner);
+	size_t owners = ps->n_owners + !mine;
+	struct segment *seg = current(ps);
+	uint64_t used = (seg ? seg->bytes : 0) + wr->buf.len;
+
+	if (used >= ps->segment_budget) {
+		ps->stats.windows_refused_segment_full++;
+		return false;
+	}
+	if (used >= ps->segment_budget - ps->segment_budget / 4 && mine &&
+	    *mine >= ps->segment_budget / owners) {
+		ps->stats.windows_refused_owner_share++;
+		return false;
+	}
+	return true;
+}
+
+/* Counts len bytes as w's owner's in this segment. */
+static void owner_wrote(struct writing *wr, const struct history_window *w, size_t len)
+{
+	struct persist *ps = wr->ps;
+	bool added;
+	uint64_t *mine = u64map_upsert(&ps->owner_bytes, w->owner, &added);
+
+	if (!mine)
+		return; /* out of memory: that owner is not held back */
+	if (added) {
+		*mine = 0;
+		ps->n_owners++;
+	}
+	*mine += len;
+}
+
 static void write_window(struct writing *wr, struct process *p, const struct history_window *w)
 {
 	struct sbuf *b = &wr->buf;
@@ -1245,6 +1300,7 @@ static void flush_process(struct process *p, void *userdata)
 	struct writing *wr = userdata;
 	struct history_iter it;
 	struct history_window w;
+	size_t at;
 
 	if (wr->error)
 		return;
@@ -1259,8 +1315,16 @@ static void flush_process(struct process *p, void *userdata)
 			break;
 		if (!wr->ps->seq)
 			segment_start(wr);
-		if (!wr->error)
-			write_window(wr, p, &w);
+		if (wr->error)
+			break;
+		if (!owner_may_write(wr, &w)) {
+			/* dropped from the disk, kept in memory */
+			p->persisted_end_s = w.start_s + w.span_s;
+			continue;
+		}
+		at = wr->buf.len;
+		write_window(wr, p, &w);
+		owner_wrote(wr, &w, wr->buf.len - at);
 	}
 	/* no buffer of one flush grows without bound */
 	if (wr->buf.len >= (4u << 20))

@@ -20,8 +20,8 @@ import pytest
 
 import perfdtest
 from perfdtest import contains, count_where, parse_folded, show, total
-from test_auth import reachable_path_fixes
-from test_peruser import NOBODY, as_user, ps_samples, request
+from test_auth import reachable_path_fixes, user  # noqa: F401
+from test_peruser import NOBODY, as_user, churn, ps_samples, request
 from test_trust import run_as_nobody
 
 HZ = perfdtest.FAST_HZ
@@ -271,3 +271,50 @@ def test_restored_names_count_in_the_store_and_go_with_their_history(state_tmpdi
         assert again.status()["store"]["restored_names_bytes"] == 0
     finally:
         again.stop()
+
+
+def test_one_users_churn_cannot_push_another_users_history_off_the_disk(state_tmpdir, workloads,
+                                                                         user):  # noqa: F811
+    """User B's process burns 2 CPU seconds and exits, and is on disk; then
+    nobody runs unique_stacks (new stacks, so new STACK and FRAME records,
+    at nearly every sample) process after process, on a 4 MiB state
+    directory.  After a restart B's history answers whole (95%): nobody's
+    windows past its share of a segment were left off the disk, counted.
+    Before, the churn grew the segment past --state-max-bytes and the
+    restart moved it aside, B's history with it."""
+    spin, stacks = perfdtest.workload_binary("spin"), perfdtest.workload_binary("unique_stacks")
+    args = ("--state-max-bytes", "4M", "--retention", "10m")
+    os.chmod(state_tmpdir, 0o755)  # the socket's directory, for nobody
+    fixed = reachable_path_fixes([spin, stacks, state_tmpdir])
+    try:
+        daemon = start(state_tmpdir, *args)
+        try:
+            b = workloads("spin", command=user.argv(spin, 2, 0))
+            assert b.proc.wait(timeout=60) == 0, b.proc.stderr.read()
+            time.sleep(2)
+            before = history(daemon, b.pid)
+            time.sleep(FLUSHED_AFTER_S)  # B's windows are on disk
+            run_as_nobody(churn, daemon.socket_path, stacks, 8, timeout=180)
+            time.sleep(FLUSHED_AFTER_S)
+            state = daemon.status()["state"]
+        finally:
+            daemon.stop()
+        on_disk = sum(p.stat().st_size for p in segments(state_tmpdir))
+        again = start(state_tmpdir, *args)
+        try:
+            after = history(again, b.pid)
+            aside = [p.name for p in (state_tmpdir / "state").iterdir() if ".perfd." in p.name]
+        finally:
+            again.stop()
+    finally:
+        for path, mode in reversed(fixed):
+            os.chmod(path, mode)
+    print(f"B: {total(before)} samples before, {total(after)} after; {on_disk} bytes on disk; "
+          f"refused: segment full {state.get('windows_refused_segment_full')}, owner's share "
+          f"{state.get('windows_refused_owner_share')}; moved aside {aside}")
+    assert on_disk <= 4 << 20, f"{on_disk} bytes of segments, past --state-max-bytes 4M"
+    assert state.get("windows_refused_owner_share", 0) > 0, \
+        f"the churn was never held back by its share: {state}"
+    assert total(after) >= 0.95 * total(before), \
+        f"B's history: {total(after)} of its {total(before)} samples after nobody's churn " \
+        f"and a restart (moved aside: {aside})"
