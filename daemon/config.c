@@ -119,7 +119,8 @@ static const struct row rows[] = {
 	{ "state-dir", "DIR", T_STRING, OFF(state_dir), 0, 0, R_PRIVATE, NULL,
 	  "keep the profile store on disk in DIR, read back at start (default /var/lib/perfd)" },
 	{ "state-max-bytes", "SIZE", T_BYTES, OFF(state_max_bytes), 1ULL << 20, 1ULL << 50, 0, "256M",
-	  "disk the state directory may take; the oldest segments go past it" },
+	  "disk the state directory may take; each 5-minute segment a share of it, and each "
+	  "user a share of a segment" },
 	{ "no-state", NULL, T_BOOL, OFF(no_state), 0, 0, 0, NULL,
 	  "keep profiles in memory only: a restart loses them" },
 	{ "max-modules", "N", T_UINT, OFF(max_modules), 16, 65532, 0, "65532",

@@ -133,6 +133,8 @@ static json_object *state_status(const struct status_info *in)
 		C(processes_restored), C(windows_restored), C(samples_restored), C(windows_skipped),
 		C(records_rejected), C(torn_bytes), C(files_moved_aside), C(restore_ms),
 		C(bytes_written), C(syncs), C(write_errors), C(appends_refused),
+		C(restored_table_freed), C(restored_table_compacted),
+		C(windows_refused_segment_full), C(windows_refused_owner_share),
 #undef C
 	};
 	json_object *o = json_object_new_object();
@@ -279,6 +281,7 @@ json_object *query_status(const struct status_info *in)
 		add_u64(why, "heaviest_owners", in->agg.evictions_heaviest);
 		json_object_object_add(st, "evictions", why);
 		add_u64(st, "snapshot_bytes", in->agg.snapshot_bytes);
+		add_u64(st, "restored_names_bytes", in->agg.restored_table_bytes);
 		add_u64(refused, "memory_share", in->agg.snapshot_samples_refused_memory);
 		add_u64(refused, "process_share", in->agg.snapshot_samples_refused_pins);
 		json_object_object_add(st, "snapshot_samples_refused", refused);

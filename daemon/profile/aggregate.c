@@ -64,6 +64,7 @@ struct aggregator {
 	struct aggregator_stats stats;
 	struct owner_tally owners; /* evict_fairly's count, kept for its memory */
 	size_t collector_bytes;    /* of the collectors' parts (collector.bytes) */
+	size_t restored_table_bytes; /* aggregator_set_restored_table_bytes */
 };
 
 struct aggregator *aggregator_new(const struct aggregator_limits *limits,
@@ -255,12 +256,12 @@ static bool evict_coldest(struct aggregator *a, const struct process *keep, cons
 }
 
 /* Everything the store holds, as the memory cap counts it: the snapshots
- * collecting too. */
+ * collecting and the names of restored frames too. */
 static size_t store_memory(const struct aggregator *a)
 {
 	return sizeof(*a) + a->cap_procs * (sizeof(void *) + sizeof(uint64_t)) + a->history_bytes +
 	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid) +
-	       a->collector_bytes;
+	       a->collector_bytes + a->restored_table_bytes;
 }
 
 /* Drops the oldest window of owner's processes (NULL: of all).  Returns
@@ -1477,7 +1478,14 @@ struct process *aggregator_restore_process(struct aggregator *a, const struct pr
 	a->process_bytes -= process_bytes(p);
 	memcpy(p->comm, r->comm, sizeof(p->comm));
 	p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
-	p->owner_uid = r->owner_uid;
+	/* its owner as of its newest sample written (an earlier record does
+	 * not undo a later one, nor what /proc said of a running process),
+	 * and what that owner may count of it: ps's total_samples to a
+	 * non-root asker */
+	if (!known || r->last_sample_ns >= p->owner_ns)
+		set_owner(p, r->owner_uid, r->last_sample_ns);
+	if (p->owner_uid == r->owner_uid)
+		p->owner_samples = MAX(p->owner_samples, r->owner_samples);
 	p->ns_pid = r->ns_pid;
 	free(p->cgroup);
 	p->cgroup = r->cgroup ? strdup(r->cgroup) : NULL;
@@ -1531,6 +1539,11 @@ void aggregator_restored(struct aggregator *a, uint64_t now_ns)
 	aggregator_maintain(a, now_ns);
 }
 
+void aggregator_set_restored_table_bytes(struct aggregator *a, size_t bytes)
+{
+	a->restored_table_bytes = bytes;
+}
+
 void aggregator_mark_modules(const struct aggregator *a, struct module_set *used)
 {
 	for (size_t i = 0; i < a->n_procs; i++) {
@@ -1582,4 +1595,5 @@ void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *r
 	ret->history_bytes = a->history_bytes;
 	ret->memory_bytes = store_memory(a);
 	ret->snapshot_bytes = a->collector_bytes;
+	ret->restored_table_bytes = a->restored_table_bytes;
 }

@@ -12,7 +12,8 @@
  * every collector whose selection takes the process.
  *
  * Memory is bounded by max_memory_bytes over everything the store holds
- * (windows, stacks, processes, and what snapshots are collecting): past
+ * (windows, stacks, processes, what snapshots are collecting, and the
+ * names of the frames read back from the state directory): past
  * it, the store takes from one owner at a time, fairly (profile/owners.h:
  * the owner admitting data when it holds more than its share, else the
  * one holding the most), that owner's oldest window first; when it has no
@@ -213,6 +214,7 @@ struct aggregator_stats {
 	 * memory share or their share of pinned processes was full. */
 	uint64_t snapshot_samples_refused_memory, snapshot_samples_refused_pins;
 	size_t snapshot_bytes; /* what the snapshots collecting hold */
+	size_t restored_table_bytes; /* names of restored frames (state/persist.h) */
 	size_t history_bytes;       /* of the windows */
 	size_t memory_bytes;        /* everything the store holds */
 };
@@ -343,6 +345,7 @@ struct process_restored {
 	const char *runtime;
 	bool kthread;
 	uint64_t exec_ns, first_sample_ns, last_sample_ns, total_samples;
+	uint64_t owner_samples; /* of total_samples, counted under owner_uid */
 	uint64_t page_size, peak_rss_bytes, peak_rss_ns, hiwater_rss_bytes;
 	uint64_t memory_sampled_bytes;
 };
@@ -361,6 +364,10 @@ int aggregator_restore_window(struct aggregator *a, struct process *p,
 /* After a restore: drops what is past the retention and over the memory
  * limit, as maintenance would. */
 void aggregator_restored(struct aggregator *a, uint64_t now_ns);
+/* What the table restored frames resolve from holds (state/persist.h):
+ * inside max_memory_bytes, though no window's; the table shrinks as the
+ * windows naming its frames go. */
+void aggregator_set_restored_table_bytes(struct aggregator *a, size_t bytes);
 
 /* Adds to used every module a live process maps (or whose JIT map it
  * has) and every module a frame of a kept stack is in.  An exited

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "profile/frame.h"
 #include "profile/stacktab.h"
@@ -25,6 +26,7 @@ struct stacktab {
 	size_t bytes; /* of the stacks themselves */
 	/* module id -> frames of it in all stacks; NULL until a stack has one */
 	uint32_t *module_frames;
+	size_t stored_frames; /* FRAME_MODULE_STORED frames in all stacks */
 };
 
 /* Counts the frames of s in module_frames, up (+1) or down (-1). */
@@ -35,6 +37,8 @@ static void count_modules(struct stacktab *t, const struct stack *s, int delta)
 
 		if (m >= FRAME_MODULE_FIRST && m <= FRAME_MODULE_LAST)
 			t->module_frames[m] += (uint32_t)delta;
+		else if (m == FRAME_MODULE_STORED)
+			t->stored_frames += (size_t)(ssize_t)delta;
 	}
 }
 
@@ -254,6 +258,25 @@ void stacktab_mark_modules(const struct stacktab *t, struct module_set *used)
 	for (uint32_t m = FRAME_MODULE_FIRST; t->module_frames && m <= FRAME_MODULE_LAST; m++)
 		if (t->module_frames[m])
 			module_set_add(used, (uint16_t)m);
+}
+
+size_t stacktab_stored_frames(const struct stacktab *t)
+{
+	return t->stored_frames;
+}
+
+void stacktab_mark_stored(const struct stacktab *t, uint64_t *used, size_t n)
+{
+	for (uint32_t id = 0; id < t->ids_allocated; id++) {
+		const struct stack *s = t->by_id[id];
+
+		for (uint16_t i = 0; s && i < s->depth; i++) {
+			uint64_t a = frame_address(s->frames[i]);
+
+			if (frame_module(s->frames[i]) == FRAME_MODULE_STORED && a < n)
+				used[a / 64] |= 1ULL << (a % 64);
+		}
+	}
 }
 
 size_t stacktab_count(const struct stacktab *t)

@@ -10,7 +10,9 @@
  * in all; the caller decides what to evict.
  *
  * The frames of each module in all stacks are counted (256 KiB), so that
- * the daemon knows which module ids no stack refers to any more.
+ * the daemon knows which module ids no stack refers to any more; so are
+ * the frames read back from the state directory, whose table
+ * (state/persist.h) goes when no stack names one.
  *
  * Lookup is one hash of the frames and a probe of an open-addressing index
  * of ids; a hash match is confirmed by comparing the frames, so colliding
@@ -60,6 +62,11 @@ void stacktab_set_mark(struct stacktab *t, uint32_t id, uint32_t mark);
 /* Adds to used every module (frame.h's file ids) a frame of a stack in t
  * is in: a count per module is kept as stacks come and go. */
 void stacktab_mark_modules(const struct stacktab *t, struct module_set *used);
+/* How many frames of all stacks are FRAME_MODULE_STORED ones (counted as
+ * stacks come and go), and which: sets in the bitmap used (n bits) the bit
+ * of each such frame's address.  The second visits every stack. */
+size_t stacktab_stored_frames(const struct stacktab *t);
+void stacktab_mark_stored(const struct stacktab *t, uint64_t *used, size_t n);
 
 size_t stacktab_count(const struct stacktab *t);
 size_t stacktab_frames(const struct stacktab *t);

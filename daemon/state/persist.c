@@ -94,7 +94,14 @@ struct persist {
 	bool any_forgotten;
 	struct u64map strings_written; /* hash_text -> string id + 1 */
 	uint64_t n_strings;
+	/* what each owner's windows wrote to this segment, definitions
+	 * included: owner uid -> bytes (persist.h, "a share per owner") */
+	struct u64map owner_bytes;
+	size_t n_owners;
+	uint64_t segment_budget;
 	struct stored stored;
+	/* stacktab_stored_frames when stored was last made to fit */
+	size_t stored_refs;
 	struct persist_stats stats;
 };
 
@@ -183,6 +190,18 @@ static uint64_t lines_hash(const struct stored_line *l, size_t n)
 	return h;
 }
 
+/* Field by field: a struct's padding is no part of what it says. */
+static bool lines_equal(const struct stored_line *a, const struct stored_line *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].kind != b[i].kind || a[i].function != b[i].function || a[i].file != b[i].file ||
+		    a[i].line != b[i].line || a[i].start_line != b[i].start_line ||
+		    a[i].module != b[i].module || a[i].offset != b[i].offset ||
+		    a[i].symbol_offset != b[i].symbol_offset)
+			return false;
+	return true;
+}
+
 /* The stored frame of n lines (the pending ones at lines[n_lines]),
  * shared with an equal one already stored. */
 static int stored_frame(struct stored *st, size_t n, uint32_t *ret)
@@ -195,7 +214,7 @@ static int stored_frame(struct stored *st, size_t n, uint32_t *ret)
 
 	if (slot) {
 		f = &st->frames[*slot - 1];
-		if (f->n == n && memcmp(st->lines + f->first, l, n * sizeof(*l)) == 0) {
+		if (f->n == n && lines_equal(st->lines + f->first, l, n)) {
 			*ret = (uint32_t)(*slot - 1);
 			return 0;
 		}
@@ -231,6 +250,52 @@ static size_t stored_memory(const struct stored *st)
 				      sizeof(*st->modules) : 0);
 }
 
+/* A copy of what st holds for the frames whose bit is set in used, under
+ * the same ids (the stacks name them by id); the others keep their id and
+ * resolve to nothing, no stack naming them.  Without the indexes, which
+ * only reading segments needs.  Returns 0 or -ENOMEM (st untouched). */
+static int stored_compact(struct stored *st, const uint64_t *used)
+{
+	size_t cap = FRAME_MODULE_RESTORED_LAST - FRAME_MODULE_RESTORED_FIRST + 1;
+	_cleanup_(stored_done) struct stored nt = { 0 };
+
+	if (st->n_modules && !(nt.modules = calloc(cap, sizeof(*nt.modules))))
+		return -ENOMEM;
+	for (size_t i = 0; i < st->n_modules; i++)
+		if (pool_intern(&nt, st->pool + st->modules[i].path, &nt.modules[i].path) < 0 ||
+		    pool_intern(&nt, st->pool + st->modules[i].build_id, &nt.modules[i].build_id) < 0)
+			return -ENOMEM;
+	nt.n_modules = st->n_modules;
+	if (st->n_frames && !(nt.frames = calloc(st->n_frames, sizeof(*nt.frames))))
+		return -ENOMEM;
+	nt.n_frames = nt.cap_frames = st->n_frames;
+	for (size_t id = 0; id < st->n_frames; id++) {
+		const struct stored_frame *f = &st->frames[id];
+
+		if (!(used[id / 64] >> (id % 64) & 1))
+			continue;
+		if (grow((void **)&nt.lines, &nt.cap_lines, nt.n_lines + f->n, sizeof(*nt.lines)) < 0)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->n; i++) {
+			const struct stored_line *l = &st->lines[f->first + i];
+			struct stored_line *to = &nt.lines[nt.n_lines + i];
+
+			*to = *l;
+			if (pool_intern(&nt, st->pool + l->function, &to->function) < 0 ||
+			    (l->file && pool_intern(&nt, st->pool + l->file, &to->file) < 0))
+				return -ENOMEM;
+		}
+		nt.frames[id] = (struct stored_frame){ .first = (uint32_t)nt.n_lines, .n = f->n,
+						       .hash = f->hash };
+		nt.n_lines += f->n;
+	}
+	u64map_done(&nt.pool_index);
+	stored_done(st);
+	*st = nt;
+	nt = (struct stored){ 0 };
+	return 0;
+}
+
 size_t persist_resolve(const struct persist *ps, uint64_t frame, bool lines,
 		       struct frame_record *out, size_t cap)
 {
@@ -239,7 +304,9 @@ size_t persist_resolve(const struct persist *ps, uint64_t frame, bool lines,
 	const struct stored_frame *f;
 	size_t n;
 
-	if (id >= st->n_frames || cap < 1) {
+	if (cap < 1)
+		return 0;
+	if (id >= st->n_frames || !st->frames[id].n) {
 		out[0] = (struct frame_record){ .kind = FRAME_KIND_SPECIAL, .function = "[unknown]" };
 		return 1;
 	}
@@ -282,6 +349,31 @@ bool persist_describe_module(const struct persist *ps, uint16_t module, const ch
 	return true;
 }
 
+/* Frees what the restored frames' table holds for frames no stack names
+ * any more (their windows expired or were evicted): all of it when none
+ * is named, else a compacted copy once the frames named fell to half of
+ * what they were at the last fit, so that the stacks are visited
+ * O(log n) times while the history drains.  Tells a what is left. */
+static void trim_stored(struct persist *ps, struct aggregator *a)
+{
+	struct stacktab *stacks = aggregator_stacks(a);
+	size_t refs = stacktab_stored_frames(stacks);
+	_cleanup_free_ uint64_t *used = NULL;
+
+	if (!ps->stored.n_frames || refs > ps->stored_refs / 2)
+		return;
+	if (!refs) {
+		stored_done(&ps->stored);
+		ps->stats.restored_table_freed++;
+	} else if ((used = calloc((ps->stored.n_frames + 63) / 64, sizeof(*used)))) {
+		stacktab_mark_stored(stacks, used, ps->stored.n_frames);
+		if (stored_compact(&ps->stored, used) == 0)
+			ps->stats.restored_table_compacted++;
+	}
+	ps->stored_refs = refs;
+	aggregator_set_restored_table_bytes(a, stored_memory(&ps->stored));
+}
+
 /* ---- the directory ---- */
 
 int persist_open(const struct persist_opts *o, struct persist **ret)
@@ -296,6 +388,9 @@ int persist_open(const struct persist_opts *o, struct persist **ret)
 	snprintf(ps->dir, sizeof(ps->dir), "%s", o->dir);
 	ps->max_bytes = o->max_bytes ? o->max_bytes : PERSIST_DEFAULT_MAX_BYTES;
 	ps->retention_s = o->retention_s;
+	/* the segments that can hold windows within the retention, the one
+	 * being written included, fit in max_bytes together */
+	ps->segment_budget = ps->max_bytes / (MAX(ps->retention_s / PERSIST_SEGMENT_S, 1) + 1);
 	r = statefile_boot_id(ps->boot_id);
 	if (r < 0)
 		return r;
@@ -337,6 +432,7 @@ struct persist *persist_free(struct persist *ps)
 	state_writer_free(ps->writer);
 	u64map_done(&ps->frames_written);
 	u64map_done(&ps->strings_written);
+	u64map_done(&ps->owner_bytes);
 	stored_done(&ps->stored);
 	free(ps->segments);
 	close(ps->lockfd);
@@ -436,7 +532,7 @@ static int read_frame(struct reading *rd, struct scur *c)
 		uint64_t module_kind;
 		uint32_t path, build_id;
 
-		memset(l, 0, sizeof(*l)); /* padding too: frames are compared whole */
+		*l = (struct stored_line){ 0 };
 		l->line = (uint32_t)scur_varint(c);
 		l->start_line = (uint32_t)scur_varint(c);
 		module_kind = scur_varint(c);
@@ -545,6 +641,9 @@ static int read_process(struct reading *rd, struct scur *c)
 	r.peak_rss_ns = scur_varint(c);
 	r.hiwater_rss_bytes = scur_varint(c);
 	r.memory_sampled_bytes = scur_varint(c);
+	/* a field appended since the first version: where it is missing,
+	 * every sample counts as the last owner's */
+	r.owner_samples = c->p < c->end ? scur_varint(c) : r.total_samples;
 	if (!scur_done(c) || !r.pid || r.pid > PROFILE_TID_MAX)
 		return -EBADMSG;
 	memcpy(r.comm, comm, sizeof(r.comm));
@@ -859,7 +958,11 @@ void persist_restore(struct persist *ps, struct aggregator *a, uint64_t period_n
 			}
 		}
 	}
+	/* inside the store's memory limit, which the restore is made to fit */
+	ps->stored_refs = stacktab_stored_frames(aggregator_stacks(a));
+	aggregator_set_restored_table_bytes(a, stored_memory(&ps->stored));
 	aggregator_restored(a, now_ns);
+	trim_stored(ps, a);
 	ps->stats.restore_ms = (now_monotonic_ns() - started) / 1000000;
 	if (ps->stats.windows_restored)
 		log_info("Restored %" PRIu64 " windows of %" PRIu64 " processes from %s in %" PRIu64 " ms.",
@@ -882,6 +985,7 @@ struct writing {
 	uint64_t *keys, *values;
 	size_t n, cap;
 	uint64_t windows_in_buf; /* what a refusal of buf loses */
+	bool process_written;    /* of the process flush_process is at */
 	int error;
 };
 
@@ -896,6 +1000,8 @@ static void segment_start(struct writing *wr)
 	u64map_done(&ps->frames_written);
 	u64map_done(&ps->strings_written);
 	ps->n_strings = 0;
+	u64map_done(&ps->owner_bytes);
+	ps->n_owners = 0;
 	if (!segment_add(ps, ps->seq, 0)) {
 		wr->error = -ENOMEM;
 		return;
@@ -1050,8 +1156,10 @@ static void write_process(struct writing *wr, struct process *p)
 	sbuf_put_varint(b, p->peak_rss_ns);
 	sbuf_put_varint(b, p->hiwater_rss_bytes);
 	sbuf_put_varint(b, p->memory_sampled_bytes);
+	sbuf_put_varint(b, p->owner_samples);
 	statefile_end_record(b, at);
 	p->persisted_segment = wr->ps->seq;
+	wr->process_written = true;
 	wr->ps->stats.processes_written++;
 }
 
@@ -1077,6 +1185,50 @@ static int gather(void *userdata, uint64_t key, uint64_t value)
 	return 0;
 }
 
+/* Whether the owner of w may write it to this segment: while a quarter of
+ * the segment's budget is free, any owner; past that only an owner that
+ * has not yet written its share, the budget divided among the owners that
+ * wrote to the segment (itself counted), so that the last quarter is left
+ * to the owners that wrote little; none once the budget is spent.  A
+ * refusal is counted by cause.  What is checked is what was written
+ * before: one window's bytes are the most by which an owner or the
+ * segment goes past. */
+static bool owner_may_write(struct writing *wr, const struct history_window *w)
+{
+	struct persist *ps = wr->ps;
+	uint64_t *mine = u64map_get(&ps->owner_bytes, w->owner);
+	size_t owners = ps->n_owners + !mine;
+	struct segment *seg = current(ps);
+	uint64_t used = (seg ? seg->bytes : 0) + wr->buf.len;
+
+	if (used >= ps->segment_budget) {
+		ps->stats.windows_refused_segment_full++;
+		return false;
+	}
+	if (used >= ps->segment_budget - ps->segment_budget / 4 && mine &&
+	    *mine >= ps->segment_budget / owners) {
+		ps->stats.windows_refused_owner_share++;
+		return false;
+	}
+	return true;
+}
+
+/* Counts len bytes as w's owner's in this segment. */
+static void owner_wrote(struct writing *wr, const struct history_window *w, size_t len)
+{
+	struct persist *ps = wr->ps;
+	bool added;
+	uint64_t *mine = u64map_upsert(&ps->owner_bytes, w->owner, &added);
+
+	if (!mine)
+		return; /* out of memory: that owner is not held back */
+	if (added) {
+		*mine = 0;
+		ps->n_owners++;
+	}
+	*mine += len;
+}
+
 static void write_window(struct writing *wr, struct process *p, const struct history_window *w)
 {
 	struct sbuf *b = &wr->buf;
@@ -1087,7 +1239,9 @@ static void write_window(struct writing *wr, struct process *p, const struct his
 		wr->error = -ENOMEM;
 		return;
 	}
-	if (p->persisted_segment != wr->ps->seq)
+	/* once a segment for its definition, and once a flush for its counts
+	 * (the last record read back says them) */
+	if (p->persisted_segment != wr->ps->seq || !wr->process_written)
 		write_process(wr, p);
 	for (size_t i = 0; i < wr->n; i++)
 		write_stack(wr, profile_key_stack(wr->keys[i]));
@@ -1146,11 +1300,13 @@ static void flush_process(struct process *p, void *userdata)
 	struct writing *wr = userdata;
 	struct history_iter it;
 	struct history_window w;
+	size_t at;
 
 	if (wr->error)
 		return;
 	if (!wr->final && p->history.log.end_s <= p->persisted_end_s)
 		return;
+	wr->process_written = false;
 	history_iter_init(&it, &p->history);
 	while (history_iter_next(&it, &w) && !wr->error) {
 		if (w.start_s < p->persisted_end_s)
@@ -1159,8 +1315,16 @@ static void flush_process(struct process *p, void *userdata)
 			break;
 		if (!wr->ps->seq)
 			segment_start(wr);
-		if (!wr->error)
-			write_window(wr, p, &w);
+		if (wr->error)
+			break;
+		if (!owner_may_write(wr, &w)) {
+			/* dropped from the disk, kept in memory */
+			p->persisted_end_s = w.start_s + w.span_s;
+			continue;
+		}
+		at = wr->buf.len;
+		write_window(wr, p, &w);
+		owner_wrote(wr, &w, wr->buf.len - at);
 	}
 	/* no buffer of one flush grows without bound */
 	if (wr->buf.len >= (4u << 20))
@@ -1265,6 +1429,7 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	free(wr.values);
 	sbuf_done(&wr.buf);
 	prune(ps, now_ns / NSEC_PER_SEC);
+	trim_stored(ps, a);
 	ms = (now_monotonic_ns() - t0) / 1e6;
 	ps->stats.longest_flush_ms = MAX(ps->stats.longest_flush_ms, ms);
 	if (final)

@@ -16,7 +16,7 @@
  *            the loop, and the first flush meets every binary sampled)
  *   STACK    a stack id and its frames
  *   PROCESS  who a process is: pid, start time, owner, comm, cgroup, its
- *            counts
+ *            counts (all samples, and those its owner may count)
  *   WINDOW   one sealed window of a process: its span, owner, RSS and
  *            entries (stack, thread, kind, value)
  *
@@ -37,10 +37,25 @@
  * SIGTERM the open windows are written too and the writer is waited for:
  * nothing is lost.  After kill -9, at most what was not flushed yet.
  *
+ * A share per owner: one user's churn (every new process and stack is
+ * defined again in each segment) must not push the others' history off
+ * the disk.  A segment takes at most max_bytes / (retention /
+ * PERSIST_SEGMENT_S + 1) bytes, so that the segments holding windows
+ * within the retention, the one being written included, fit in max_bytes
+ * and none goes early; once 3/4 of a segment's budget is used, an owner
+ * (a window's uid) that wrote its share of it (the budget divided among
+ * the owners that wrote to it) writes no more to it, so the last quarter
+ * is left to the owners that wrote little.  A window held back is left
+ * off the disk (still in memory) and counted by cause.
+ *
  * At start (persist_restore) every segment of this boot is read back in
  * order into the store: processes (running ones are picked up again,
  * others are exited), stacks, windows.  Restored frames resolve from a
- * table here (persist_resolve), as FRAME_MODULE_STORED frames.  Nothing in
+ * table here (persist_resolve), as FRAME_MODULE_STORED frames; it counts
+ * inside the store's --max-memory, and at each flush what no stack names
+ * any more (the windows that did expired or were evicted) is freed: all
+ * of it when no stack names a restored frame, else a compacted copy once
+ * half of what was named is gone.  Nothing in
  * the directory is trusted: a file that is not a state file, of another
  * version or of another boot (its CLOCK_MONOTONIC times mean nothing now)
  * is moved aside with a message; a damaged record ends what is read of its
@@ -84,6 +99,9 @@ struct persist_stats {
 	double longest_flush_ms; /* one flush's encoding, on the loop */
 	uint64_t windows_written, processes_written, stacks_written, frames_written;
 	uint64_t windows_unwritten;  /* could not be queued (the writer fell behind) */
+	/* not written, held back by the share of the disk (see above): the
+	 * segment was full, or its owner had written its share of it */
+	uint64_t windows_refused_segment_full, windows_refused_owner_share;
 	uint64_t segments_removed;   /* past the retention or max_bytes */
 	/* the last restore */
 	uint64_t processes_restored, windows_restored, samples_restored;
@@ -94,6 +112,9 @@ struct persist_stats {
 	uint64_t files_moved_aside;
 	uint64_t restore_ms;
 	size_t restored_frames, restored_bytes;
+	/* the restored frames' table: dropped (no stack names one of its
+	 * frames any more), made to fit what is still named */
+	uint64_t restored_table_freed, restored_table_compacted;
 	/* the writer's */
 	uint64_t bytes_written, syncs, write_errors, appends_refused;
 	int last_write_error;

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import struct
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -19,6 +20,9 @@ import pytest
 
 import perfdtest
 from perfdtest import contains, count_where, parse_folded, show, total
+from test_auth import reachable_path_fixes, user  # noqa: F401
+from test_peruser import NOBODY, as_user, churn, ps_samples, request
+from test_trust import run_as_nobody
 
 HZ = perfdtest.FAST_HZ
 # a window is sealed HISTORY_SEAL_AFTER_S (5 s) after it ends, and on disk
@@ -185,3 +189,132 @@ def test_a_state_directory_others_can_write_is_refused(state_tmpdir):
         assert not list(state_dir.iterdir()), "perfd wrote into a directory others can write"
     finally:
         daemon.stop()
+
+
+
+BURN_THEN_SLEEP = """
+import time
+t = time.process_time()
+while time.process_time() - t < 2:
+    pass
+print("burnt", flush=True)
+time.sleep(120)
+"""
+
+
+def nobodys_total_samples(daemon, pid):
+    """total_samples of pid in the ps nobody is answered (every live process)."""
+    ps = {"version": 1, "command": "ps", "interval": 60, "all": True}
+    answer = run_as_nobody(request, daemon.socket_path, ps)
+    assert answer.get("ok"), answer
+    return ps_samples(answer, pid)[1]
+
+
+def test_a_users_ps_counts_its_restored_process(state_tmpdir, workloads):
+    """A process of nobody's burns 2 CPU seconds, then sleeps (still
+    running, so that ps lists it after the restart); perfd is
+    restarted on the same state directory.  nobody's ps still counts at
+    least 95% of its samples in total_samples (it counts only what was
+    recorded while the asker could trace the process: a restored process
+    must bring that count back, not start it at 0)."""
+    os.chmod(state_tmpdir, 0o755)  # the socket's directory, for nobody
+    fixed = reachable_path_fixes([state_tmpdir])
+    try:
+        daemon = start(state_tmpdir)
+        try:
+            w = workloads("burn then sleep", command=as_user(NOBODY, NOBODY, sys.executable,
+                                                             "-c", BURN_THEN_SLEEP))
+            assert w.proc.stdout.readline() == b"burnt\n", w.proc.stderr.read()
+            time.sleep(2)
+            before = nobodys_total_samples(daemon, w.pid)
+        finally:
+            daemon.stop()
+        again = start(state_tmpdir)
+        try:
+            after = nobodys_total_samples(again, w.pid)
+        finally:
+            again.stop()
+    finally:
+        for path, mode in reversed(fixed):
+            os.chmod(path, mode)
+    print(f"nobody's total_samples of pid {w.pid}: {before} before the restart, {after} after")
+    assert before >= HZ, f"nobody's ps counted only {before} samples of its process"
+    assert after >= 0.95 * before, \
+        f"after a restart nobody's ps counts {after} of the {before} samples of its process"
+
+
+def test_restored_names_count_in_the_store_and_go_with_their_history(state_tmpdir, workloads):
+    """The names of restored frames (state.restored_bytes) count inside the
+    store's --max-memory (store.restored_names_bytes), and are freed once
+    the restored windows naming them are gone: perfd restarted with a
+    25 s retention drops the whole table within a minute."""
+    daemon = start(state_tmpdir)
+    split_run(workloads, 3)
+    daemon.stop()
+    again = start(state_tmpdir, "--retention", "25s")
+    try:
+        status = again.status()
+        state, store = status["state"], status["store"]
+        table = state["restored_bytes"]
+        print(f"restored table {table} bytes, store {store['memory_bytes']} bytes")
+        assert table > 0 and state["windows_restored"] > 0, state
+        assert store.get("restored_names_bytes") == table, store
+        assert store["memory_bytes"] >= table, store
+        deadline = time.monotonic() + 60
+        while state["restored_bytes"] or state["restored_frames"]:
+            assert time.monotonic() < deadline, \
+                f"the restored table still holds {state['restored_bytes']} bytes 60 s after " \
+                f"a restart with a 25 s retention: {state}\n{again.status()['store']}"
+            time.sleep(1)
+            state = again.status()["state"]
+        assert state["restored_table_freed"] == 1, state
+        assert again.status()["store"]["restored_names_bytes"] == 0
+    finally:
+        again.stop()
+
+
+def test_one_users_churn_cannot_push_another_users_history_off_the_disk(state_tmpdir, workloads,
+                                                                         user):  # noqa: F811
+    """User B's process burns 2 CPU seconds and exits, and is on disk; then
+    nobody runs unique_stacks (new stacks, so new STACK and FRAME records,
+    at nearly every sample) process after process, on a 4 MiB state
+    directory.  After a restart B's history answers whole (95%): nobody's
+    windows past its share of a segment were left off the disk, counted.
+    Before, the churn grew the segment past --state-max-bytes and the
+    restart moved it aside, B's history with it."""
+    spin, stacks = perfdtest.workload_binary("spin"), perfdtest.workload_binary("unique_stacks")
+    args = ("--state-max-bytes", "4M", "--retention", "10m")
+    os.chmod(state_tmpdir, 0o755)  # the socket's directory, for nobody
+    fixed = reachable_path_fixes([spin, stacks, state_tmpdir])
+    try:
+        daemon = start(state_tmpdir, *args)
+        try:
+            b = workloads("spin", command=user.argv(spin, 2, 0))
+            assert b.proc.wait(timeout=60) == 0, b.proc.stderr.read()
+            time.sleep(2)
+            before = history(daemon, b.pid)
+            time.sleep(FLUSHED_AFTER_S)  # B's windows are on disk
+            run_as_nobody(churn, daemon.socket_path, stacks, 8, timeout=180)
+            time.sleep(FLUSHED_AFTER_S)
+            state = daemon.status()["state"]
+        finally:
+            daemon.stop()
+        on_disk = sum(p.stat().st_size for p in segments(state_tmpdir))
+        again = start(state_tmpdir, *args)
+        try:
+            after = history(again, b.pid)
+            aside = [p.name for p in (state_tmpdir / "state").iterdir() if ".perfd." in p.name]
+        finally:
+            again.stop()
+    finally:
+        for path, mode in reversed(fixed):
+            os.chmod(path, mode)
+    print(f"B: {total(before)} samples before, {total(after)} after; {on_disk} bytes on disk; "
+          f"refused: segment full {state.get('windows_refused_segment_full')}, owner's share "
+          f"{state.get('windows_refused_owner_share')}; moved aside {aside}")
+    assert on_disk <= 4 << 20, f"{on_disk} bytes of segments, past --state-max-bytes 4M"
+    assert state.get("windows_refused_owner_share", 0) > 0, \
+        f"the churn was never held back by its share: {state}"
+    assert total(after) >= 0.95 * total(before), \
+        f"B's history: {total(after)} of its {total(before)} samples after nobody's churn " \
+        f"and a restart (moved aside: {aside})"

@@ -194,6 +194,34 @@ static uint64_t count(struct aggregator *a, const char *leaf, struct persist *ps
 	return n;
 }
 
+/* one process, 30 s of samples from t0, 8 a second in two functions: 3:1 */
+static uint64_t three_to_one(uint64_t second, uint64_t k)
+{
+	return k < 6 ? 0x10 : 0x20;
+}
+
+/* 15 s in one function, then 15 s in the other */
+static uint64_t one_then_the_other(uint64_t second, uint64_t k)
+{
+	return second < 15 ? 0x10 : 0x20;
+}
+
+/* A new state directory, open, and a with 30 s of one process's samples
+ * from t0 (leaf names the function of the k-th of a second's 8). */
+static struct persist *sampled_into_new_state(struct aggregator *a, uint64_t t0, uint64_t now,
+					      uint64_t (*leaf)(uint64_t second, uint64_t k))
+{
+	struct persist *ps;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600 }, &ps), 0);
+	for (uint64_t s = 0; s < 30; s++)
+		for (uint64_t k = 0; k < 8; k++)
+			sample(a, t0 + s * SEC + k * (SEC / 8), leaf(s, k));
+	aggregator_maintain(a, now);
+	return ps;
+}
+
 Test(persist, a_store_read_back_holds_every_value_under_its_names)
 {
 	struct symbolizer *sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
@@ -202,13 +230,7 @@ Test(persist, a_store_read_back_holds_every_value_under_its_names)
 	struct persist_stats st;
 	uint64_t now = now_monotonic_ns(), t0 = (now / SEC - 60) * SEC;
 
-	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_eq(persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600 }, &ps), 0);
-	/* one process, 30 s of samples in two functions, 3:1 */
-	for (uint64_t s = 0; s < 30; s++)
-		for (uint64_t k = 0; k < 8; k++)
-			sample(a, t0 + s * SEC + k * (SEC / 8), k < 6 ? 0x10 : 0x20);
-	aggregator_maintain(a, now);
+	ps = sampled_into_new_state(a, t0, now, three_to_one);
 	{
 		struct persist_names names = { fake_resolve, fake_describe, ps };
 
@@ -238,6 +260,63 @@ Test(persist, a_store_read_back_holds_every_value_under_its_names)
 	/* the process is over: no /proc for it */
 	cr_assert(aggregator_find_process(b, NOPID)->exited);
 	cr_assert_eq(aggregator_find_process(b, NOPID)->owner_uid, 1000);
+
+	aggregator_free(a);
+	aggregator_free(b);
+	persist_free(again);
+	symbolizer_free(sym);
+}
+
+Test(persist, the_restored_names_go_with_the_windows_that_named_them)
+{
+	struct symbolizer *sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
+	struct aggregator *a = new_store(sym), *b;
+	struct persist *ps, *again;
+	struct persist_stats st;
+	struct aggregator_stats as;
+	uint64_t now = now_monotonic_ns(), t0 = (now / SEC - 60) * SEC;
+	size_t whole;
+
+	ps = sampled_into_new_state(a, t0, now, one_then_the_other);
+	{
+		struct persist_names names = { fake_resolve, fake_describe, ps };
+
+		persist_flush(ps, a, &names, 10000000, now, true);
+	}
+	persist_free(ps);
+
+	cr_assert_eq(persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600 }, &again), 0);
+	b = new_store(sym);
+	persist_restore(again, b, 10000000, now);
+	persist_get_stats(again, &st);
+	aggregator_get_stats(b, &as);
+	whole = st.restored_bytes;
+	cr_assert_gt(whole, 0);
+	cr_assert_eq(as.restored_table_bytes, whole, "the store counts %zu of %zu bytes",
+		     as.restored_table_bytes, whole);
+	{
+		struct persist_names names = { fake_resolve, fake_describe, again };
+		/* the first 20 s are past the retention: the first function's
+		 * stack goes, and its name with it; the second's stays */
+		uint64_t later = t0 + (3600 + 20) * SEC;
+
+		aggregator_maintain(b, later);
+		persist_flush(again, b, &names, 10000000, later, false);
+		persist_get_stats(again, &st);
+		cr_assert_eq(st.restored_table_compacted, 1);
+		cr_assert_lt(st.restored_bytes, whole);
+		cr_assert_eq(count(b, "fn_ffff81000020", again), 10 * 8);
+		cr_assert_eq(count(b, "fn_ffff81000010", again), 0);
+		/* all of it past the retention: the table goes */
+		later = t0 + (3600 + 180) * SEC; /* past roll-ups too */
+		aggregator_maintain(b, later);
+		persist_flush(again, b, &names, 10000000, later + 10 * SEC, false);
+		persist_get_stats(again, &st);
+		aggregator_get_stats(b, &as);
+		cr_assert_eq(st.restored_table_freed, 1);
+		cr_assert_eq(st.restored_bytes, 0);
+		cr_assert_eq(as.restored_table_bytes, 0);
+	}
 
 	aggregator_free(a);
 	aggregator_free(b);
