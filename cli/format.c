@@ -66,7 +66,7 @@ const char *ctl_format_by_extension(const char *path)
 	size_t n = strlen(path), best = 0;
 	const char *format = NULL;
 
-#define BY_EXTENSION(name, ext)                                                    \
+#define BY_EXTENSION(name, ext, binary)                                              \
 	if (n > strlen(ext) && strlen(ext) > best &&                               \
 	    strcmp(path + n - strlen(ext), ext) == 0) {                            \
 		format = #name;                                                    \
@@ -75,6 +75,16 @@ const char *ctl_format_by_extension(const char *path)
 	PERFD_FORMATS(BY_EXTENSION)
 #undef BY_EXTENSION
 	return format;
+}
+
+bool ctl_format_is_binary(const char *name)
+{
+#define IS_BINARY(fname, ext, binary)                                              \
+	if (strcmp(name, #fname) == 0)                                             \
+		return binary;
+	PERFD_FORMATS(IS_BINARY)
+#undef IS_BINARY
+	return false;
 }
 
 char *ctl_format_size(uint64_t bytes, char buf[static CTL_SIZE_MAX])
