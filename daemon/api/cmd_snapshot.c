@@ -6,8 +6,8 @@
  *
  * From now on, the snapshot is a collector in the store (aggregate.h) and
  * a timer; when the window ends (or the one process it watches by pid
- * exits: the BPF exit event or a pidfd), the collector's parts are
- * answered.  From the past, aggregator_query answers at once.  Either way
+ * exits: the BPF exit event or a pidfd, or the client sends "stop"), the
+ * collector's parts are answered.  From the past, aggregator_query answers at once.  Either way
  * the parts are resolved once (profile/model.c: Python frames through
  * interp/python, the rest through the symbolizer) and written by the
  * format's encoder into the answer with the JSON writer, whose buffer the
@@ -52,6 +52,7 @@ struct snapshot {
 	sd_event_source *pidfd_io;
 	int pidfd;
 	double process_seconds; /* what it counts against its uid's budget */
+	bool stopped;           /* the client's "stop" ended it early */
 	struct snapshot *prev, *next;
 };
 
@@ -248,6 +249,7 @@ struct answer_info {
 	bool single;      /* one pid asked for */
 	uint32_t pid;
 	bool exited;      /* that process exited during a live snapshot */
+	bool stopped;     /* the client stopped the live snapshot early */
 	uint64_t samples;
 	uint64_t samples_refused;            /* left out: its uid's shares were full */
 	enum collector_refusal refused_by;
@@ -282,7 +284,11 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 		command_reply_json(client, NULL);
 		return;
 	}
-	if (ai->single && ai->exited)
+	if (ai->stopped && !(ai->single && ai->exited))
+		snprintf(note, sizeof(note),
+			 "stopped %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
+			 covered, ai->requested_seconds);
+	else if (ai->single && ai->exited)
 		snprintf(note, sizeof(note),
 			 "process %u exited %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
 			 ai->pid, covered, ai->requested_seconds);
@@ -340,6 +346,8 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
 	jsonw_kv_string(&w, "sampling", sampler_fixed_period(d->sampler) ? "fixed" : "jittered");
 	jsonw_kv_bool(&w, "exited", ai->single && ai->exited);
+	if (req->when == PERFD_WHEN_DURATION)
+		jsonw_kv_bool(&w, "stopped", ai->stopped);
 	if (ai->samples_refused)
 		jsonw_kv_u64(&w, "samples_refused", ai->samples_refused);
 	if (note[0])
@@ -379,6 +387,7 @@ static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 		.single = s->req.n_pids == 1,
 		.pid = s->req.pids[0],
 		.exited = col->exited,
+		.stopped = s->stopped,
 		.samples = col->samples,
 		.samples_refused = col->samples_refused,
 		.refused_by = col->refused_by,
@@ -644,6 +653,16 @@ static void cancel_snapshot(struct daemon *d, struct client *c)
 	snapshot_free(client_get_data(c));
 }
 
+/* The client asked to end it now: it answers as at its end, with the
+ * span it covered. */
+static void stop_snapshot(struct daemon *d, struct client *c)
+{
+	struct snapshot *s = client_get_data(c);
+
+	s->stopped = true;
+	snapshot_finish_soon(s);
+}
+
 void snapshots_free_all(struct daemon *d)
 {
 	while (d->snapshots)
@@ -655,4 +674,5 @@ const struct command cmd_snapshot = {
 	.parse = parse_snapshot,
 	.run = run_snapshot,
 	.cancel = cancel_snapshot,
+	.stop = stop_snapshot,
 };

@@ -35,6 +35,7 @@ struct client {
 	char *out;
 	size_t out_len, out_sent, out_cap;
 	bool pending;
+	bool peeked;      /* the line waiting behind the pending one was offered */
 	bool close_after_flush;
 	bool eof;
 	bool dead;        /* broken: free at the next kick */
@@ -184,7 +185,30 @@ static void take_line(struct client *c)
 	c->in_len -= len + 1;
 	c->active_usec = now_monotonic_ns() / 1000;
 	c->pending = true;
+	c->peeked = false;
 	(void)s->opts.on_request(s->opts.userdata, c, line, len);
+	c->dispatching = false;
+}
+
+/* Offers the first line that arrived while a request is pending to
+ * on_pending_line, once: taken, it is dropped; else it waits its turn. */
+static void peek_line(struct client *c)
+{
+	struct server *s = c->server;
+	char *nl;
+
+	if (!c->pending || c->peeked || c->dead || !s->opts.on_pending_line ||
+	    !(nl = memchr(c->in, '\n', c->in_len)))
+		return;
+	c->peeked = true;
+	c->dispatching = true;
+	if (s->opts.on_pending_line(s->opts.userdata, c, c->in, (size_t)(nl - c->in))) {
+		size_t len = (size_t)(nl - c->in) + 1;
+
+		memmove(c->in, nl + 1, c->in_len - len);
+		c->in_len -= len;
+		c->peeked = false;
+	}
 	c->dispatching = false;
 }
 
@@ -335,6 +359,7 @@ static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *use
 			c->eof = true; /* a half-closed client still gets its answers */
 		else if (n > 0)
 			c->in_len += n;
+		peek_line(c);
 	}
 	/* Hang-up means the peer closed both directions: no answer can reach
 	 * it any more, so a pending one is cancelled.  (A half-close only
