@@ -173,16 +173,19 @@ static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 			  struct perfd_request_error *e)
 {
 	int k, has_duration, has_since;
+	int64_t tree = 0;
 
 	if ((k = parse_pids(req, r, e)) < 0 ||
 	    (k = request_get_name(req, "comm", r->comm, sizeof(r->comm), e)) < 0 ||
 	    (k = request_get_name(req, "cgroup", r->cgroup, sizeof(r->cgroup), e)) < 0 ||
 	    (k = request_get_name(req, "unit", r->unit, sizeof(r->unit), e)) < 0 ||
-	    (k = request_get_bool(req, "all", &r->all, e)) < 0)
+	    (k = request_get_bool(req, "all", &r->all, e)) < 0 ||
+	    (k = request_get_int(req, "tree", 1, INT32_MAX, false, &tree, e)) < 0)
 		return k;
-	if (!r->n_pids && !r->comm[0] && !r->cgroup[0] && !r->unit[0] && !r->all)
+	r->tree = (uint32_t)tree;
+	if (!r->n_pids && !r->comm[0] && !r->cgroup[0] && !r->unit[0] && !r->all && !r->tree)
 		return request_fail(e, PERFD_ERR_BAD_REQUEST,
-			    "missing which processes: \"pid\", \"comm\", \"cgroup\", \"unit\" or \"all\"");
+			    "missing which processes: \"pid\", \"tree\", \"comm\", \"cgroup\", \"unit\" or \"all\"");
 
 	has_duration = request_get_seconds(req, "duration", PERFD_SNAPSHOT_MAX_SECONDS,
 				     &r->duration_seconds, e);
@@ -432,7 +435,7 @@ static int on_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdat
 static void request_selection(const struct perfd_request *req, struct client *client,
 			      struct selection *sel)
 {
-	*sel = (struct selection){ .n_pids = req->n_pids, .all = req->all };
+	*sel = (struct selection){ .n_pids = req->n_pids, .all = req->all, .tree = req->tree };
 	memcpy(sel->pids, req->pids, req->n_pids * sizeof(*req->pids));
 	snprintf(sel->comm, sizeof(sel->comm), "%s", req->comm);
 	snprintf(sel->cgroup, sizeof(sel->cgroup), "%s", req->cgroup);
@@ -512,8 +515,8 @@ static double process_seconds_of_uid(const struct daemon *d, uint32_t uid)
 }
 
 struct scope_count {
+	struct aggregator *a;
 	const struct selection *sel;
-	uint64_t ns_per_tick;
 	size_t n;
 };
 
@@ -521,7 +524,7 @@ static void count_in_scope(struct process *p, void *userdata)
 {
 	struct scope_count *sc = userdata;
 
-	sc->n += !p->exited && selection_matches(sc->sel, p, sc->ns_per_tick);
+	sc->n += !p->exited && selection_matches(sc->a, sc->sel, p);
 }
 
 /* The processes a live snapshot's selection takes now, for the budget of
@@ -530,7 +533,7 @@ static void count_in_scope(struct process *p, void *userdata)
 static size_t snapshot_scope(struct daemon *d, const struct perfd_request *req,
 			     const struct selection *sel)
 {
-	struct scope_count sc = { .sel = sel, .ns_per_tick = aggregator_ns_per_tick(d->aggregator) };
+	struct scope_count sc = { .a = d->aggregator, .sel = sel };
 
 	if (req->n_pids)
 		return req->n_pids;

@@ -126,8 +126,10 @@
  *             array of 1..PERFD_SNAPSHOT_MAX_PIDS), "comm" (exact, as the
  *             kernel truncates it), "cgroup" (a cgroup v2 path: it and the
  *             cgroups below it), "unit" (a systemd unit: a path element of
- *             the process's cgroup), "all": true; of those, only the ones
- *             the client may see.
+ *             the process's cgroup), "all": true, "tree" (a pid: it and
+ *             its descendants, by the parent each had when perfd first saw
+ *             it; perfctl record's); of those, only the ones the client
+ *             may see.
  *             When, exactly one of: "duration": seconds from now on, number
  *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (the answer comes when it
  *             has passed, or when the one process asked for by pid exits);
