@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/duration.h"
+
 #include "format.h"
 #include "perfd/formats.h"
 
@@ -56,6 +58,18 @@ int ctl_parse_seconds(const char *s, double min_exclusive, double max, double *r
 	if (end == s || *end != '\0')
 		return -EINVAL;
 	if (errno == ERANGE || !isfinite(v) || !(v > min_exclusive) || v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int ctl_parse_duration(const char *s, double min_exclusive, double max, double *ret)
+{
+	double v;
+
+	if (parse_duration_seconds(s, &v) < 0)
+		return -EINVAL;
+	if (!(v > min_exclusive) || v > max)
 		return -ERANGE;
 	*ret = v;
 	return 0;

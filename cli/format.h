@@ -20,6 +20,10 @@ int ctl_parse_int64(const char *s, int64_t min, int64_t max, int64_t *ret);
  * Returns 0 and *ret, -EINVAL or -ERANGE as above. */
 int ctl_parse_seconds(const char *s, double min_exclusive, double max, double *ret);
 
+/* Parses all of s as a duration (base/duration.h: "90", "90s", "1h30m")
+ * with min < seconds <= max.  Returns 0 and *ret, -EINVAL or -ERANGE. */
+int ctl_parse_duration(const char *s, double min_exclusive, double max, double *ret);
+
 /* The snapshot format (a name of include/perfd/formats.h) that a file at
  * path is written in by its extension, the longest that matches, so
  * "x.speedscope.json" is speedscope and "x.json" json; an extension alone

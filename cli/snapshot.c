@@ -5,7 +5,10 @@
  * perfd's history (--since, --from/--to), written out in a format.
  *
  * Design: perfd answers only when the duration is over, so the wait is
- * bounded by duration + 30 s instead of the usual short timeout.  With -o,
+ * bounded by duration + 30 s instead of the usual short timeout; live.c
+ * shows its progress and turns Ctrl-C into an early end that keeps the
+ * profile.  A binary format is refused before asking when it would go to
+ * a terminal.  With -o,
  * the output is written whole or not at all (outfile.c), and the directory
  * is checked before the request goes out, so a typo does not cost the whole
  * duration.  The profile is written as the daemon encoded it (a binary
@@ -22,11 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "call.h"
 #include "format.h"
+#include "live.h"
 #include "outfile.h"
 #include "output.h"
 #include "perfctl.h"
@@ -202,13 +207,24 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		}
 	}
 
+	if (!o.output && !env->json && ctl_format_is_binary(o.format) && isatty(STDOUT_FILENO)) {
+		ctl_error(env, CTL_ERR_USAGE,
+			  "snapshot: --format %s is binary and stdout is a terminal: give -o FILE or redirect stdout",
+			  o.format);
+		return PERFCTL_EXIT_USAGE;
+	}
+
 	req = build_request(&o);
 	if (!req) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}
 
-	rc = ctl_call(env, req, ctl_selection_timeout_ms(&o.sel), &resp);
+	if (o.sel.duration > 0)
+		rc = ctl_live_call(env, req, ctl_selection_timeout_ms(&o.sel),
+				   &(struct ctl_live_opts){ .seconds = o.sel.duration }, &resp);
+	else
+		rc = ctl_call(env, req, ctl_selection_timeout_ms(&o.sel), &resp);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 
@@ -284,3 +300,28 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 	print_summary(resp, &o);
 	return PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_snapshot = {
+	.name = "snapshot",
+	.fn = do_snapshot,
+	.summary = "the profile of some processes, from now on or from perfd's history",
+	.synopsis = "(--pid PID... | --comm NAME | --cgroup PATH | --unit NAME | --all)\n"
+		    "    (--duration DURATION | --since DURATION | --from TIME [--to TIME])\n"
+		    "    [--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope|html|svg]\n"
+		    "    [--lines] [--no-lines] [--threads] [-o FILE]",
+	.help = "The profile of those processes from now on for DURATION (at most 1h), or\n"
+		"from perfd's history: the last DURATION, or a range of times.\n"
+		"A DURATION is seconds (90) or 90s, 10m, 1h30m.  A TIME is RFC 3339\n"
+		"(2026-12-01T08:00:00Z), Unix seconds, local time (2026-12-01 08:00, or\n"
+		"08:00[:SS]: today, yesterday when that is still to come) or relative to\n"
+		"now (-15m).\n"
+		"The profile goes to stdout, or to FILE (replaced only when complete; its\n"
+		"extension picks the format when --format is absent); a note and a summary\n"
+		"go to stderr.  A binary format (pprof) is not written to a terminal: give\n"
+		"-o FILE or a pipe.  A live snapshot shows its progress on stderr when that\n"
+		"is a terminal; Ctrl-C ends it early and keeps what was sampled (a second\n"
+		"Ctrl-C abandons it).\n"
+		"  --lines                native frames as function (file:line)\n"
+		"  --no-lines             Python frames per function, not per line\n"
+		"  --threads              each stack rooted at [thread TID COMM]\n",
+};
