@@ -287,11 +287,8 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 		command_reply_json(client, NULL);
 		return;
 	}
-	if (ai->stopped && !(ai->single && ai->exited))
-		snprintf(note, sizeof(note),
-			 "stopped %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
-			 covered, ai->requested_seconds);
-	else if (ai->single && ai->exited)
+	/* one stopped early says so in "stopped": the client asked for it */
+	if (ai->single && ai->exited && !ai->stopped)
 		snprintf(note, sizeof(note),
 			 "process %u exited %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
 			 ai->pid, covered, ai->requested_seconds);

@@ -35,7 +35,7 @@ struct client {
 	char *out;
 	size_t out_len, out_sent, out_cap;
 	bool pending;
-	bool peeked;      /* the line waiting behind the pending one was offered */
+	size_t offered;   /* bytes of in offered to on_pending_line already */
 	bool close_after_flush;
 	bool eof;
 	bool dead;        /* broken: free at the next kick */
@@ -185,29 +185,32 @@ static void take_line(struct client *c)
 	c->in_len -= len + 1;
 	c->active_usec = now_monotonic_ns() / 1000;
 	c->pending = true;
-	c->peeked = false;
+	c->offered = 0;
 	(void)s->opts.on_request(s->opts.userdata, c, line, len);
 	c->dispatching = false;
 }
 
-/* Offers the first line that arrived while a request is pending to
- * on_pending_line, once: taken, it is dropped; else it waits its turn. */
-static void peek_line(struct client *c)
+/* Offers each line that arrives while a request is pending to
+ * on_pending_line, once: a line it takes is dropped, the others wait their
+ * turn. */
+static void offer_lines(struct client *c)
 {
 	struct server *s = c->server;
-	char *nl;
+	char *line, *nl;
 
-	if (!c->pending || c->peeked || c->dead || !s->opts.on_pending_line ||
-	    !(nl = memchr(c->in, '\n', c->in_len)))
+	if (!c->pending || c->dead || !s->opts.on_pending_line)
 		return;
-	c->peeked = true;
 	c->dispatching = true;
-	if (s->opts.on_pending_line(s->opts.userdata, c, c->in, (size_t)(nl - c->in))) {
-		size_t len = (size_t)(nl - c->in) + 1;
+	while (c->offered < c->in_len &&
+	       (nl = memchr((line = c->in + c->offered), '\n', c->in_len - c->offered))) {
+		size_t len = (size_t)(nl - line) + 1;
 
-		memmove(c->in, nl + 1, c->in_len - len);
-		c->in_len -= len;
-		c->peeked = false;
+		if (s->opts.on_pending_line(s->opts.userdata, c, line, len - 1)) {
+			memmove(line, nl + 1, c->in_len - c->offered - len);
+			c->in_len -= len;
+		} else {
+			c->offered += len;
+		}
 	}
 	c->dispatching = false;
 }
@@ -359,7 +362,7 @@ static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *use
 			c->eof = true; /* a half-closed client still gets its answers */
 		else if (n > 0)
 			c->in_len += n;
-		peek_line(c);
+		offer_lines(c);
 	}
 	/* Hang-up means the peer closed both directions: no answer can reach
 	 * it any more, so a pending one is cancelled.  (A half-close only

@@ -7,8 +7,8 @@
  * on_request callback, which either answers at once (server_reply) or keeps
  * the client waiting (returns SERVER_PENDING) and answers later.  One
  * request per client is in flight: while an answer is pending, further
- * lines from that client wait in its buffer; the first of them is offered
- * to on_pending_line, which may take it (a "stop" that ends a live snapshot
+ * lines from that client wait in its buffer; each is offered once to
+ * on_pending_line, which may take it (a "stop" that ends a live snapshot
  * early).  A client that disconnects while waiting is reported to on_cancel.
  *
  * Bounds (api/limits.h has the figures):
@@ -55,7 +55,7 @@ struct server_opts {
 	/* Returns 0 when it replied, SERVER_PENDING when it will, <0 never. */
 	int (*on_request)(void *userdata, struct client *c, const char *line, size_t len);
 	void (*on_cancel)(void *userdata, struct client *c);
-	/* The first line a client sends while its request is pending (line
+	/* Each line a client sends while its request is pending (line
 	 * without its '\n', not NUL-terminated), offered once: returns true
 	 * when it took the line (it is dropped), false to leave it waiting
 	 * its turn.  It may not reply. */

@@ -190,7 +190,7 @@
  *      graph, daemon/encode/svg.c) to write to a file.
  *  "stop"     no arguments.  Sent on the connection of a live snapshot while
  *      it waits, it ends the snapshot now: the snapshot answers as at its
- *      end, over the span it covered, with "stopped": true and a note; the
+ *      end, over the span it covered, with "stopped": true; the
  *      stop has no answer of its own.  Sent when nothing waits (the
  *      snapshot answered meanwhile), it answers { stopped: false }.
  *
