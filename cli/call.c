@@ -100,6 +100,8 @@ enum perfctl_exit ctl_exchange_watched(const struct ctl_env *env, int fd,
 	int k, ksend;
 
 	ksend = ctl_client_send(fd, request);
+	if (ksend >= 0 && watch)
+		watch->fn(watch->userdata, fd); /* the request is out */
 	k = ctl_client_recv_watched(fd, ksend < 0 ? SEND_FAILED_GRACE_MS : timeout_ms,
 				    CTL_CLIENT_MAX_RESPONSE_BYTES, ksend < 0 ? NULL : watch, &response);
 	if (k < 0) {

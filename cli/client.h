@@ -40,7 +40,8 @@ int ctl_client_recv(int fd, int timeout_ms, size_t max_bytes, struct json_object
 
 /* What to do while ctl_client_recv_watched() waits: fn(userdata, fd) is
  * called every interval_ms and after a signal interrupted the wait (a
- * progress line, a stop to send on fd). */
+ * progress line, a stop to send on fd); ctl_exchange_watched() also calls
+ * it once as soon as the request is sent. */
 struct ctl_client_watch {
 	int interval_ms;
 	void (*fn)(void *userdata, int fd);

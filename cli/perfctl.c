@@ -28,6 +28,7 @@
 static const struct ctl_command *const commands[] = {
 	&ctl_cmd_status, &ctl_cmd_ps,       &ctl_cmd_snapshot, &ctl_cmd_mem,
 	&ctl_cmd_report, &ctl_cmd_diff,     &ctl_cmd_diagnose, &ctl_cmd_top,
+	&ctl_cmd_record,
 };
 
 static void options_and_exit_status(FILE *f)
@@ -144,7 +145,7 @@ int main(int argc, char **argv)
 	(void)signal(SIGPIPE, SIG_IGN);
 
 	rc = run(&env, argc, argv, &command);
-	if (rc == PERFCTL_EXIT_USAGE)
+	if (rc == PERFCTL_EXIT_USAGE && !env.exit_is_cmds)
 		fprintf(stderr, "Try 'perfctl%s%s --help'.\n", command ? " " : "",
 			command ? command->name : "");
 

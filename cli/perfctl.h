@@ -24,6 +24,7 @@ enum perfctl_exit {
 struct ctl_env {
 	const char *socket_path;
 	bool json; /* print JSON on stdout, errors included */
+	bool exit_is_cmds; /* record: the exit code is its command's, not a verdict */
 };
 
 /* Each takes the words from the subcommand's name on (argv[0] is the name)

@@ -265,6 +265,7 @@ int ctl_selection_add(const struct ctl_selection *s, struct json_object *req)
 	     (!s->cgroup || add(req, "cgroup", json_object_new_string(s->cgroup))) &&
 	     (!s->unit || add(req, "unit", json_object_new_string(s->unit))) &&
 	     (!s->all || add(req, "all", json_object_new_boolean(1))) &&
+	     (!s->tree || add(req, "tree", json_object_new_int64(s->tree))) &&
 	     (!s->duration || add(req, "duration", new_seconds(s->duration))) &&
 	     (!s->since || add(req, "since", new_seconds(s->since))) &&
 	     (!s->from || add(req, "from", json_object_new_double(s->from))) &&

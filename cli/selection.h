@@ -22,6 +22,7 @@ struct ctl_selection {
 	size_t n_pids;
 	const char *comm, *cgroup, *unit;
 	bool all;
+	int64_t tree; /* a pid and its descendants (record's; no option) */
 	double duration, since, from, to; /* 0: not given */
 	unsigned whens;                    /* how many of duration, since, from */
 };

@@ -36,30 +36,46 @@
 #include "output.h"
 #include "perfctl.h"
 #include "selection.h"
+#include "snapshot.h"
 #include "base/base64.h"
 #include "perfd/protocol.h"
 
-struct snapshot_opts {
-	struct ctl_selection sel;
-	const char *kind;
-	const char *format; /* NULL: by -o's extension, else folded */
-	bool lines;           /* native frames with file:line */
-	bool no_python_lines; /* Python frames per function, not per line */
-	bool threads;         /* stacks rooted at their thread */
-	const char *output; /* NULL: stdout */
-};
 
-static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapshot_opts *o)
+int ctl_snapshot_option(struct ctl_env *env, const char *command, int c,
+			struct ctl_snapshot_opts *o)
 {
-	enum { OPT_KIND = 256 };
+	switch (c) {
+	case CTL_SNAP_KIND:
+		o->kind = optarg; /* validated by perfd */
+		return 1;
+	case CTL_SNAP_FORMAT:
+		/* Validated by perfd, so a newer daemon's formats work. */
+		if (!*optarg) {
+			ctl_error(env, CTL_ERR_USAGE, "%s: --format must not be empty", command);
+			return -EINVAL;
+		}
+		o->format = optarg;
+		return 1;
+	case CTL_SNAP_OUTPUT:
+		return ctl_output_option(env, command, optarg, &o->output) < 0 ? -EINVAL : 1;
+	case CTL_SNAP_LINES:
+		o->lines = true;
+		return 1;
+	case CTL_SNAP_NO_LINES:
+		o->no_python_lines = true;
+		return 1;
+	case CTL_SNAP_THREADS:
+		o->threads = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_snapshot_opts *o)
+{
 	static const struct option options[] = {
 		CTL_SELECTION_OPTIONS,
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "lines", no_argument, NULL, 'l' },
-		{ "no-lines", no_argument, NULL, 'L' },
-		{ "threads", no_argument, NULL, 't' },
+		CTL_SNAPSHOT_OUTPUT_OPTIONS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 'S' },
 		{}
@@ -69,41 +85,14 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:d:f:o:", options, NULL)) != -1) {
-		if ((k = ctl_selection_option(env, "snapshot", c, &o->sel)) != 0) {
+		if ((k = ctl_selection_option(env, "snapshot", c, &o->sel)) != 0 ||
+		    (k = ctl_snapshot_option(env, "snapshot", c, o)) != 0) {
 			if (k < 0)
 				return k;
 			continue;
 		}
-		switch (c) {
-		case OPT_KIND:
-			o->kind = optarg; /* validated by perfd */
-			break;
-		case 'f':
-			/* Validated by perfd, so a newer daemon's formats work. */
-			if (!*optarg) {
-				ctl_error(env, CTL_ERR_USAGE, "snapshot: --format must not be empty");
-				return -EINVAL;
-			}
-			o->format = optarg;
-			break;
-		case 'o':
-			if (ctl_output_option(env, "snapshot", optarg, &o->output) < 0)
-				return -EINVAL;
-			break;
-		case 'l':
-			o->lines = true;
-			break;
-		case 'L':
-			o->no_python_lines = true;
-			break;
-		case 't':
-			o->threads = true;
-			break;
-		default:
-			if (ctl_common_option(env, "snapshot", c, argv) < 0)
-				return -EINVAL;
-			break;
-		}
+		if (ctl_common_option(env, "snapshot", c, argv) < 0)
+			return -EINVAL;
 	}
 	if (optind < argc) {
 		ctl_error(env, CTL_ERR_USAGE, "snapshot: unexpected argument '%s'", argv[optind]);
@@ -111,13 +100,34 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 	}
 	if (ctl_selection_check(env, "snapshot", &o->sel) < 0)
 		return -EINVAL;
+	return 0;
+}
+
+enum perfctl_exit ctl_snapshot_prepare(struct ctl_env *env, const char *command,
+				       struct ctl_snapshot_opts *o)
+{
+	int k;
+
 	if (!o->format) {
 		/* by the whole extension: ".pb.gz" is more than its last dot */
 		o->format = o->output ? ctl_format_by_extension(o->output) : NULL;
 		if (!o->format)
 			o->format = "folded";
 	}
-	return 0;
+	if (!o->output && !env->json && ctl_format_is_binary(o->format) && isatty(STDOUT_FILENO)) {
+		ctl_error(env, CTL_ERR_USAGE,
+			  "%s: --format %s is binary and stdout is a terminal: give -o FILE or redirect stdout",
+			  command, o->format);
+		return PERFCTL_EXIT_USAGE;
+	}
+	if (o->output) {
+		k = ctl_check_output(o->output);
+		if (k < 0) {
+			ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", o->output, strerror(-k));
+			return PERFCTL_EXIT_FAILURE;
+		}
+	}
+	return PERFCTL_EXIT_OK;
 }
 
 /* Adds key: value to obj; false when out of memory. */
@@ -126,7 +136,7 @@ static bool add(struct json_object *obj, const char *key, struct json_object *va
 	return value && json_object_object_add(obj, key, value) == 0;
 }
 
-static struct json_object *build_request(const struct snapshot_opts *o)
+struct json_object *ctl_snapshot_request(const struct ctl_snapshot_opts *o)
 {
 	struct json_object *req = ctl_request_new("snapshot");
 	bool ok = req != NULL;
@@ -142,7 +152,7 @@ static struct json_object *build_request(const struct snapshot_opts *o)
 	return ok ? req : NULL;
 }
 
-static void print_summary(struct json_object *resp, const struct snapshot_opts *o)
+static void print_summary(struct json_object *resp, const struct ctl_snapshot_opts *o)
 {
 	_cleanup_free_ char *comm = ctl_json_string_escaped(resp, "comm");
 	_cleanup_free_ char *out = o->output ? ctl_escape(o->output, strlen(o->output)) : NULL;
@@ -187,34 +197,17 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 
 enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 {
-	struct snapshot_opts o = { 0 };
+	struct ctl_snapshot_opts o = { 0 };
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
-	struct json_object *profile, *note, *encoding;
-	_cleanup_free_ char *bytes = NULL;
-	const char *data;
-	size_t len;
 	enum perfctl_exit rc;
-	int k;
 
 	if (parse_args(env, argc, argv, &o) < 0)
 		return PERFCTL_EXIT_USAGE;
+	rc = ctl_snapshot_prepare(env, "snapshot", &o);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
 
-	if (o.output) {
-		k = ctl_check_output(o.output);
-		if (k < 0) {
-			ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", o.output, strerror(-k));
-			return PERFCTL_EXIT_FAILURE;
-		}
-	}
-
-	if (!o.output && !env->json && ctl_format_is_binary(o.format) && isatty(STDOUT_FILENO)) {
-		ctl_error(env, CTL_ERR_USAGE,
-			  "snapshot: --format %s is binary and stdout is a terminal: give -o FILE or redirect stdout",
-			  o.format);
-		return PERFCTL_EXIT_USAGE;
-	}
-
-	req = build_request(&o);
+	req = ctl_snapshot_request(&o);
 	if (!req) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
@@ -227,6 +220,17 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		rc = ctl_call(env, req, ctl_selection_timeout_ms(&o.sel), &resp);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
+	return ctl_snapshot_write(env, resp, &o);
+}
+
+enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, struct json_object *resp,
+				     const struct ctl_snapshot_opts *o)
+{
+	struct json_object *profile, *note, *encoding;
+	_cleanup_free_ char *bytes = NULL;
+	const char *data;
+	size_t len;
+	enum perfctl_exit rc;
 
 	profile = ctl_json_path(resp, "profile");
 	if (!profile) {
@@ -234,7 +238,7 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_FAILURE;
 	}
 
-	if (env->json && !o.output)
+	if (env->json && !o->output)
 		return ctl_print_answer(env, resp);
 
 	if (env->json) {
@@ -284,8 +288,8 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		}
 	}
 
-	if (o.output) {
-		rc = ctl_output(env, o.output, data, len);
+	if (o->output) {
+		rc = ctl_output(env, o->output, data, len);
 		if (rc != PERFCTL_EXIT_OK || env->json)
 			return rc;
 	} else if ((len > 0 && fwrite(data, 1, len, stdout) != len) || fflush(stdout) != 0) {
@@ -293,11 +297,19 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_FAILURE;
 	}
 
+	if (!o->stop_is_end && json_object_get_boolean(ctl_json_path(resp, "stopped"))) {
+		double covered = 0;
+
+		(void)ctl_json_double(resp, "duration_seconds", &covered);
+		fprintf(stderr,
+			"perfctl: note: stopped %.1f s into the %.1f s snapshot; the profile holds what was sampled until then\n",
+			covered, o->sel.duration);
+	}
 	note = ctl_json_path(resp, "note");
 	if (json_object_is_type(note, json_type_string) && json_object_get_string_len(note) > 0)
 		ctl_message("note", json_object_get_string(note),
 			    (size_t)json_object_get_string_len(note));
-	print_summary(resp, &o);
+	print_summary(resp, o);
 	return PERFCTL_EXIT_OK;
 }
 

@@ -820,7 +820,7 @@ Test(snapshot, bad_arguments_are_usage_errors, .init = cr_redirect_stderr)
 		{ "snapshot", "--pid", "0", "--duration", "5", NULL },
 		{ "snapshot", "--pid", "42", "--duration", "0", NULL },
 		{ "snapshot", "--pid", "42", "--duration", "3601", NULL },
-		{ "snapshot", "--pid", "42", "--duration", "5s", NULL },
+		{ "snapshot", "--pid", "42", "--duration", "1h30", NULL }, /* 5s is taken */
 		{ "snapshot", "--pid", "42", NULL },
 		{ "snapshot", "--duration", "5", NULL },
 		{ "snapshot", "--pid", "42", "--duration", NULL },
