@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,31 +54,13 @@ static void drop_fd(int *fd)
 
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_snapshot_opts *o)
 {
-	static const struct option options[] = {
-		CTL_SNAPSHOT_OUTPUT_OPTIONS,
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
-	int c, k;
+	int at = ctl_snapshot_parse(env, "record", argc, argv, false, o);
 
-	optind = 0;
-	opterr = 0;
-	/* "+": the first word that is not an option is CMD's */
-	while ((c = getopt_long(argc, argv, "+:f:o:", options, NULL)) != -1) {
-		if ((k = ctl_snapshot_option(env, "record", c, o)) != 0) {
-			if (k < 0)
-				return k;
-			continue;
-		}
-		if (ctl_common_option(env, "record", c, argv) < 0)
-			return -EINVAL;
-	}
-	if (optind >= argc) {
+	if (at >= 0 && at >= argc) {
 		ctl_error(env, CTL_ERR_USAGE, "record: missing the command to run: record [OPTIONS] -- CMD ARGS...");
 		return -EINVAL;
 	}
-	return optind;
+	return at;
 }
 
 /* The child: waits at the gate, then becomes CMD.  _exit() is right here:

@@ -40,9 +40,31 @@
 #include "base/base64.h"
 #include "perfd/protocol.h"
 
+/* getopt_long() codes of the output options: 'f' and 'o' have short forms
+ * (-f, -o), the others are above any character and the selection's
+ * codes. */
+enum {
+	CTL_SNAP_FORMAT = 'f',
+	CTL_SNAP_OUTPUT = 'o',
+	CTL_SNAP_KIND = 0x2000,
+	CTL_SNAP_LINES,
+	CTL_SNAP_NO_LINES,
+	CTL_SNAP_THREADS,
+};
 
-int ctl_snapshot_option(struct ctl_env *env, const char *command, int c,
-			struct ctl_snapshot_opts *o)
+#define CTL_SNAPSHOT_OUTPUT_OPTIONS                                            \
+	{ "kind", required_argument, NULL, CTL_SNAP_KIND },                    \
+	{ "format", required_argument, NULL, CTL_SNAP_FORMAT },                \
+	{ "output", required_argument, NULL, CTL_SNAP_OUTPUT },                \
+	{ "lines", no_argument, NULL, CTL_SNAP_LINES },                        \
+	{ "no-lines", no_argument, NULL, CTL_SNAP_NO_LINES },                  \
+	{ "threads", no_argument, NULL, CTL_SNAP_THREADS }
+
+/* Takes what getopt_long() returned when it is an output option.  Returns
+ * 1 when it was (stored in o), 0 when not, -EINVAL after a usage error
+ * worded for command. */
+static int output_option(struct ctl_env *env, const char *command, int c,
+			 struct ctl_snapshot_opts *o)
 {
 	switch (c) {
 	case CTL_SNAP_KIND:
@@ -71,10 +93,16 @@ int ctl_snapshot_option(struct ctl_env *env, const char *command, int c,
 	return 0;
 }
 
-static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_snapshot_opts *o)
+int ctl_snapshot_parse(struct ctl_env *env, const char *command, int argc, char **argv,
+		       bool selection, struct ctl_snapshot_opts *o)
 {
-	static const struct option options[] = {
+	static const struct option with_selection[] = {
 		CTL_SELECTION_OPTIONS,
+		CTL_SNAPSHOT_OUTPUT_OPTIONS,
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{}
+	}, without[] = {
 		CTL_SNAPSHOT_OUTPUT_OPTIONS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 'S' },
@@ -84,18 +112,28 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_sna
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:d:f:o:", options, NULL)) != -1) {
-		if ((k = ctl_selection_option(env, "snapshot", c, &o->sel)) != 0 ||
-		    (k = ctl_snapshot_option(env, "snapshot", c, o)) != 0) {
+	while ((c = getopt_long(argc, argv, selection ? ":p:d:f:o:" : "+:f:o:",
+				selection ? with_selection : without, NULL)) != -1) {
+		if ((selection && (k = ctl_selection_option(env, command, c, &o->sel)) != 0) ||
+		    (k = output_option(env, command, c, o)) != 0) {
 			if (k < 0)
 				return k;
 			continue;
 		}
-		if (ctl_common_option(env, "snapshot", c, argv) < 0)
+		if (ctl_common_option(env, command, c, argv) < 0)
 			return -EINVAL;
 	}
-	if (optind < argc) {
-		ctl_error(env, CTL_ERR_USAGE, "snapshot: unexpected argument '%s'", argv[optind]);
+	return optind;
+}
+
+static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_snapshot_opts *o)
+{
+	int at = ctl_snapshot_parse(env, "snapshot", argc, argv, true, o);
+
+	if (at < 0)
+		return at;
+	if (at < argc) {
+		ctl_error(env, CTL_ERR_USAGE, "snapshot: unexpected argument '%s'", argv[at]);
 		return -EINVAL;
 	}
 	if (ctl_selection_check(env, "snapshot", &o->sel) < 0)

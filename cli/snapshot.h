@@ -8,7 +8,6 @@
 #ifndef PERFCTL_SNAPSHOT_H
 #define PERFCTL_SNAPSHOT_H
 
-#include <getopt.h>
 #include <stdbool.h>
 
 #include "perfctl.h"
@@ -27,31 +26,13 @@ struct ctl_snapshot_opts {
 	bool stop_is_end;     /* record: a stopped snapshot is no news */
 };
 
-/* getopt_long() codes of the output options: 'f' and 'o' have short forms
- * (-f, -o; "f:o:" goes in the optstring), the others are above any
- * character and the selection's codes. */
-enum {
-	CTL_SNAP_FORMAT = 'f',
-	CTL_SNAP_OUTPUT = 'o',
-	CTL_SNAP_KIND = 0x2000,
-	CTL_SNAP_LINES,
-	CTL_SNAP_NO_LINES,
-	CTL_SNAP_THREADS,
-};
-
-#define CTL_SNAPSHOT_OUTPUT_OPTIONS                                            \
-	{ "kind", required_argument, NULL, CTL_SNAP_KIND },                    \
-	{ "format", required_argument, NULL, CTL_SNAP_FORMAT },                \
-	{ "output", required_argument, NULL, CTL_SNAP_OUTPUT },                \
-	{ "lines", no_argument, NULL, CTL_SNAP_LINES },                        \
-	{ "no-lines", no_argument, NULL, CTL_SNAP_NO_LINES },                  \
-	{ "threads", no_argument, NULL, CTL_SNAP_THREADS }
-
-/* Takes what getopt_long() returned when it is an output option.  Returns
- * 1 when it was (stored in o), 0 when not, -EINVAL after a usage error
- * worded for command. */
-int ctl_snapshot_option(struct ctl_env *env, const char *command, int c,
-			struct ctl_snapshot_opts *o);
+/* Parses command's options into o: the output options, --json, --socket
+ * and, when selection, the selection's (ctl_selection_option()); without
+ * it, parsing stops at the first word that is not an option (record's
+ * CMD).  Returns the index of the first word left, or -EINVAL after a
+ * usage error. */
+int ctl_snapshot_parse(struct ctl_env *env, const char *command, int argc, char **argv,
+		       bool selection, struct ctl_snapshot_opts *o);
 
 /* Before asking perfd: picks the format (by -o's extension, else folded),
  * refuses a binary one for a terminal (usage error) and checks that -o's
