@@ -4,11 +4,13 @@
  * it and its descendants from its start until it exits, writes the profile
  * as `snapshot` does, and exits with CMD's status.
  *
- * Design: perfctl forks; the child waits on a pipe (the gate) until perfd's
- * live snapshot of the tree rooted at the child's pid is asked for (the
- * "tree" selection: the process and its descendants, by the parent each had
- * when perfd first saw it), then execs CMD, so the profile starts at CMD's
- * first instruction.  The wait is live.c's (progress, Ctrl-C); its done()
+ * Design: perfctl forks; the child waits on a pipe (the gate) while perfd
+ * takes the live snapshot of the tree rooted at the child's pid (the "tree"
+ * selection: the process and its descendants, by the parent each had when
+ * perfd first saw it), then execs CMD, so the profile starts at CMD's first
+ * instruction.  perfd answers a refusal at once, so the gate opens at
+ * live.c's first tick (200 ms) without an answer: a refused record never
+ * runs CMD.  The wait is live.c's (progress, Ctrl-C); its done()
  * reaps the child at each tick (every 200 ms) and, once CMD exited, asks
  * perfd to stop, which answers with the profile of the whole run.  A second
  * close-on-exec pipe tells whether exec failed.  CMD runs as perfctl's
@@ -40,6 +42,7 @@
 struct run {
 	pid_t pid;
 	int gate;   /* write end: a byte lets the child exec, EOF ends it */
+	bool sent;  /* the request is out */
 	int report; /* read end: the child's errno when exec failed */
 	bool exited;
 	int status;
@@ -66,12 +69,16 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_sna
 /* The child: waits at the gate, then becomes CMD.  _exit() is right here:
  * a forked copy of perfctl must not flush perfctl's stdio or run its
  * cleanups. */
-static _Noreturn void child(int gate, int report, char **cmd)
+static _Noreturn void child(struct run *r, int gate, int report, char **cmd)
 {
 	char go = 0;
 	ssize_t n;
 	int e;
 
+	/* perfctl's ends: with the gate's write end open here, its EOF
+	 * could never come */
+	drop_fd(&r->gate);
+	drop_fd(&r->report);
 	while ((n = read(gate, &go, 1)) < 0 && errno == EINTR)
 		;
 	if (n != 1)
@@ -82,13 +89,20 @@ static _Noreturn void child(int gate, int report, char **cmd)
 	_exit(RECORD_EXIT_CANNOT_RUN);
 }
 
-/* live.c's done(): lets the child run at the first call (the request is
- * out), then says whether it exited, reaping it. */
+/* live.c's done(): called first when the request is out, then at each
+ * tick.  Lets the child run at the first tick: perfd, which answers a
+ * refusal (busy, a bad request) at once, has then taken the snapshot, so a
+ * refused record does not run CMD.  Then says whether CMD exited, reaping
+ * it. */
 static bool run_done(void *userdata)
 {
 	struct run *r = userdata;
 	pid_t k;
 
+	if (!r->sent) {
+		r->sent = true;
+		return false;
+	}
 	if (r->gate >= 0) {
 		(void)!write(r->gate, "", 1);
 		drop_fd(&r->gate);
@@ -160,7 +174,7 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_FAILURE;
 	}
 	if (r.pid == 0)
-		child(gate_read, report_write, argv + at);
+		child(&r, gate_read, report_write, argv + at);
 	drop_fd(&gate_read);
 	drop_fd(&report_write);
 

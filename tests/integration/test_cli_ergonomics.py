@@ -256,3 +256,16 @@ def test_pprof_is_not_written_to_a_terminal(perfd, workloads, tmp_path):
     assert tty == "", repr(tty[:80])
     p = subprocess.run(argv, capture_output=True, timeout=60)
     assert p.returncode == 0 and p.stdout[:2] == b"\x1f\x8b", p.stderr
+
+
+def test_refused_record_does_not_run_the_command(perfd, tmp_path):
+    """When perfd refuses the snapshot (here an unknown --kind), perfctl
+    says why, exits 1 and never runs CMD: a record that cannot profile is
+    not a silent plain run."""
+    marker = tmp_path / "ran"
+    p = subprocess.run(perfctl_argv(perfd, "record", "--kind", "bogus", "-o",
+                                    str(tmp_path / "x.folded"), "--", "/usr/bin/touch", str(marker)),
+                       capture_output=True, timeout=60)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 1 and "kind" in err, (p.returncode, err)
+    assert not marker.exists(), "CMD ran although perfd refused to profile it"
