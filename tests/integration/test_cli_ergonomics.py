@@ -269,3 +269,35 @@ def test_refused_record_does_not_run_the_command(perfd, tmp_path):
     err = p.stderr.decode(errors="replace")
     assert p.returncode == 1 and "kind" in err, (p.returncode, err)
     assert not marker.exists(), "CMD ran although perfd refused to profile it"
+
+
+GROW_SCRIPT = textwrap.dedent("""\
+    import time
+    time.sleep(1)  # past the first look at the process: its Python frames are known
+
+    def grow_here(mib):
+        keep = []
+        for _ in range(mib):
+            keep.append(bytearray(1 << 20))
+        return keep
+
+    kept = grow_here(64)
+    """)
+
+
+def test_record_memory_names_the_growing_function(perfd_mem, tmp_path):
+    """`record --kind memory` profiles what grew the command's memory: the
+    64 MiB the script's grow_here() allocates are most of the bytes."""
+    script = tmp_path / "grow.py"
+    script.write_text(GROW_SCRIPT)
+    out = tmp_path / "mem.folded"
+    p = subprocess.run(perfctl_argv(perfd_mem, "record", "--kind", "memory", "-o", str(out), "--",
+                                    "/usr/bin/python3", str(script)),
+                       capture_output=True, timeout=120)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 0, err
+    stacks = perfdtest.parse_folded(out.read_text())
+    total = perfdtest.total(stacks)
+    grew = perfdtest.count_where(stacks, python_frame("grow_here"))
+    assert total >= 48 << 20, f"{total} bytes recorded\n{err}"
+    assert grew >= 0.6 * total, f"grow_here {grew} of {total} bytes\n{perfdtest.show(stacks)}"
