@@ -87,13 +87,23 @@ enum perfctl_exit ctl_connect(const struct ctl_env *env, int *ret_fd)
 enum perfctl_exit ctl_exchange(const struct ctl_env *env, int fd, struct json_object *request,
 			       int timeout_ms, struct json_object **ret_response)
 {
+	return ctl_exchange_watched(env, fd, request, timeout_ms, NULL, ret_response);
+}
+
+enum perfctl_exit ctl_exchange_watched(const struct ctl_env *env, int fd,
+				       struct json_object *request, int timeout_ms,
+				       const struct ctl_client_watch *watch,
+				       struct json_object **ret_response)
+{
 	_cleanup_(json_object_putp) struct json_object *response = NULL;
 	struct json_object *ok, *version;
 	int k, ksend;
 
 	ksend = ctl_client_send(fd, request);
-	k = ctl_client_recv(fd, ksend < 0 ? SEND_FAILED_GRACE_MS : timeout_ms,
-			    CTL_CLIENT_MAX_RESPONSE_BYTES, &response);
+	if (ksend >= 0 && watch)
+		watch->fn(watch->userdata, fd); /* the request is out */
+	k = ctl_client_recv_watched(fd, ksend < 0 ? SEND_FAILED_GRACE_MS : timeout_ms,
+				    CTL_CLIENT_MAX_RESPONSE_BYTES, ksend < 0 ? NULL : watch, &response);
 	if (k < 0) {
 		if (ksend < 0)
 			ctl_error(env, CTL_ERR_IO, "cannot send the request to perfd at %s: %s",

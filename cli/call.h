@@ -35,5 +35,11 @@ enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *reques
 enum perfctl_exit ctl_connect(const struct ctl_env *env, int *ret_fd);
 enum perfctl_exit ctl_exchange(const struct ctl_env *env, int fd, struct json_object *request,
 			       int timeout_ms, struct json_object **ret_response);
+/* ctl_exchange(), calling watch (client.h; NULL: none) while it waits. */
+struct ctl_client_watch;
+enum perfctl_exit ctl_exchange_watched(const struct ctl_env *env, int fd,
+				       struct json_object *request, int timeout_ms,
+				       const struct ctl_client_watch *watch,
+				       struct json_object **ret_response);
 
 #endif

@@ -93,9 +93,10 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits until fd is readable or the deadline (< 0: none) passes.
- * Returns 0, -ETIMEDOUT or -errno. */
-static int wait_readable(int fd, int64_t deadline_ms)
+/* Waits until fd is readable or the deadline (< 0: none) passes, calling
+ * watch (NULL: none) on its ticks and after signals.  Returns 0,
+ * -ETIMEDOUT or -errno. */
+static int wait_readable(int fd, int64_t deadline_ms, const struct ctl_client_watch *watch)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -108,14 +109,15 @@ static int wait_readable(int fd, int64_t deadline_ms)
 				return -ETIMEDOUT;
 			timeout = (int)MIN(left, (int64_t)INT_MAX);
 		}
+		if (watch && (timeout < 0 || timeout > watch->interval_ms))
+			timeout = watch->interval_ms;
 		k = poll(&p, 1, timeout);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
+		if (k < 0 && errno != EINTR)
 			return negative_errno();
-		}
 		if (k > 0)
 			return 0;
+		if (watch)
+			watch->fn(watch->userdata, fd);
 	}
 }
 
@@ -156,6 +158,12 @@ static int parse_line(const char *buf, size_t len, struct json_object **ret)
 
 int ctl_client_recv(int fd, int timeout_ms, size_t max_bytes, struct json_object **ret)
 {
+	return ctl_client_recv_watched(fd, timeout_ms, max_bytes, NULL, ret);
+}
+
+int ctl_client_recv_watched(int fd, int timeout_ms, size_t max_bytes,
+			    const struct ctl_client_watch *watch, struct json_object **ret)
+{
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0, limit;
 	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
@@ -182,7 +190,7 @@ int ctl_client_recv(int fd, int timeout_ms, size_t max_bytes, struct json_object
 			cap = ncap;
 		}
 
-		k = wait_readable(fd, deadline);
+		k = wait_readable(fd, deadline, watch);
 		if (k < 0)
 			return k;
 		n = read(fd, buf + len, cap - len);

@@ -38,6 +38,20 @@ int ctl_client_send(int fd, struct json_object *request);
  *   -ENOMEM, or the -errno of poll()/read() */
 int ctl_client_recv(int fd, int timeout_ms, size_t max_bytes, struct json_object **ret);
 
+/* What to do while ctl_client_recv_watched() waits: fn(userdata, fd) is
+ * called every interval_ms and after a signal interrupted the wait (a
+ * progress line, a stop to send on fd); ctl_exchange_watched() also calls
+ * it once as soon as the request is sent. */
+struct ctl_client_watch {
+	int interval_ms;
+	void (*fn)(void *userdata, int fd);
+	void *userdata;
+};
+
+/* ctl_client_recv(), calling watch (NULL: none) while it waits. */
+int ctl_client_recv_watched(int fd, int timeout_ms, size_t max_bytes,
+			    const struct ctl_client_watch *watch, struct json_object **ret);
+
 /* A sentence for the errors above that strerror() words badly, else
  * strerror(-error).  Static storage. */
 const char *ctl_client_strerror(int error);

@@ -713,3 +713,15 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 	print_text(&d);
 	return PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_diagnose = {
+	.name = "diagnose",
+	.fn = do_diagnose,
+	.summary = "a few sentences on where the time and the memory went",
+	.synopsis = "SELECTION WHEN",
+	.help = "A few sentences on where the time and the memory of those processes went\n"
+		"(SELECTION WHEN: see 'perfctl snapshot --help'): the window and samples,\n"
+		"the dominant function by self and by total (and whether it only\n"
+		"coordinates callees), the peak RSS, the top growth site and the trend,\n"
+		"and what the samples cannot show (too few, mostly waiting).\n",
+};

@@ -473,3 +473,18 @@ enum perfctl_exit do_diff(struct ctl_env *env, int argc, char **argv)
 	print_table(d, &o, before, after);
 	return PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_diff = {
+	.name = "diff",
+	.fn = do_diff,
+	.summary = "the change of each function's share between two profiles",
+	.synopsis = "BEFORE AFTER [--kind cpu|memory|offcpu] [--top N]\n"
+		    "    [--format text|html|svg] [-o FILE]",
+	.help = "Per function, the change of its self and total share (percent of each\n"
+		"profile's total) between two snapshot files of one kind, in any formats;\n"
+		"the largest change first.\n"
+		"  --top N                rows (default 20, 0: all)\n"
+		"  --format html|svg      a differential flame graph of AFTER, red where a\n"
+		"                         frame's share grew, blue where it shrank, to stdout\n"
+		"                         or FILE (.html or .svg picks the format)\n",
+};

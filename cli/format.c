@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/duration.h"
+
 #include "format.h"
 #include "perfd/formats.h"
 
@@ -61,12 +63,24 @@ int ctl_parse_seconds(const char *s, double min_exclusive, double max, double *r
 	return 0;
 }
 
+int ctl_parse_duration(const char *s, double min_exclusive, double max, double *ret)
+{
+	double v;
+
+	if (parse_duration_seconds(s, &v) < 0)
+		return -EINVAL;
+	if (!(v > min_exclusive) || v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
 const char *ctl_format_by_extension(const char *path)
 {
 	size_t n = strlen(path), best = 0;
 	const char *format = NULL;
 
-#define BY_EXTENSION(name, ext)                                                    \
+#define BY_EXTENSION(name, ext, binary)                                              \
 	if (n > strlen(ext) && strlen(ext) > best &&                               \
 	    strcmp(path + n - strlen(ext), ext) == 0) {                            \
 		format = #name;                                                    \
@@ -75,6 +89,16 @@ const char *ctl_format_by_extension(const char *path)
 	PERFD_FORMATS(BY_EXTENSION)
 #undef BY_EXTENSION
 	return format;
+}
+
+bool ctl_format_is_binary(const char *name)
+{
+#define IS_BINARY(fname, ext, binary)                                              \
+	if (strcmp(name, #fname) == 0)                                             \
+		return binary;
+	PERFD_FORMATS(IS_BINARY)
+#undef IS_BINARY
+	return false;
 }
 
 char *ctl_format_size(uint64_t bytes, char buf[static CTL_SIZE_MAX])

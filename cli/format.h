@@ -7,6 +7,7 @@
 #ifndef PERFCTL_FORMAT_H
 #define PERFCTL_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,11 +20,19 @@ int ctl_parse_int64(const char *s, int64_t min, int64_t max, int64_t *ret);
  * Returns 0 and *ret, -EINVAL or -ERANGE as above. */
 int ctl_parse_seconds(const char *s, double min_exclusive, double max, double *ret);
 
+/* Parses all of s as a duration (base/duration.h: "90", "90s", "1h30m")
+ * with min < seconds <= max.  Returns 0 and *ret, -EINVAL or -ERANGE. */
+int ctl_parse_duration(const char *s, double min_exclusive, double max, double *ret);
+
 /* The snapshot format (a name of include/perfd/formats.h) that a file at
  * path is written in by its extension, the longest that matches, so
  * "x.speedscope.json" is speedscope and "x.json" json; an extension alone
  * (".json") names no format.  NULL when none matches. */
 const char *ctl_format_by_extension(const char *path);
+
+/* Whether the format named name is binary (include/perfd/formats.h): not
+ * for a terminal.  False for a name perfctl does not know. */
+bool ctl_format_is_binary(const char *name);
 
 /* Writes bytes as a short human size: "512B", "1.5K", "12.3M", "2.0G"
  * (powers of 1024, one decimal).  Returns buf. */

@@ -15,7 +15,6 @@
 
 #include <json-c/json.h>
 
-#include "base/duration.h"
 #include "call.h"
 #include "format.h"
 #include "output.h"
@@ -152,9 +151,9 @@ enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv)
 			}
 			break;
 		case 's':
-			if (parse_duration_seconds(optarg, &since) < 0) {
+			if (ctl_parse_duration(optarg, 0, INFINITY, &since) < 0) {
 				ctl_error(env, CTL_ERR_USAGE,
-					  "mem: --since takes a duration such as 30s, 10m or 1h, not '%s'", optarg);
+					  "mem: --since: expected a duration (30s, 10m, 1h30m), not '%s'", optarg);
 				return PERFCTL_EXIT_USAGE;
 			}
 			break;
@@ -191,3 +190,13 @@ enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv)
 	print_mem(resp);
 	return PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_mem = {
+	.name = "mem",
+	.fn = do_mem,
+	.summary = "a process's memory: RSS, peak, growth and the code that grew it",
+	.synopsis = "--pid PID [--since DURATION] [--top N]",
+	.help = "The process's memory: RSS now by kind, the peak and when, the growth rate,\n"
+		"the RSS timeline (default the last 10m), the code sites whose growth was\n"
+		"sampled, with file:line, and what built the peak.\n",
+};

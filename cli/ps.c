@@ -13,6 +13,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -80,6 +81,7 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 	};
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
 	int64_t interval = PERFD_PS_DEFAULT_INTERVAL;
+	double seconds;
 	bool all = false;
 	enum perfctl_exit rc;
 	int c;
@@ -89,12 +91,14 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":i:", options, NULL)) != -1) {
 		switch (c) {
 		case 'i':
-			if (ctl_parse_int64(optarg, 1, PERFD_PS_MAX_INTERVAL, &interval) < 0) {
+			if (ctl_parse_duration(optarg, 1 - 1e-9, PERFD_PS_MAX_INTERVAL, &seconds) < 0 ||
+			    seconds != floor(seconds)) {
 				ctl_error(env, CTL_ERR_USAGE,
-					  "ps: --interval must be a whole number of seconds, 1..%d, not '%s'",
+					  "ps: --interval: expected whole seconds (10, 30s, 1m), 1 to %d s, not '%s'",
 					  PERFD_PS_MAX_INTERVAL, optarg);
 				return PERFCTL_EXIT_USAGE;
 			}
+			interval = (int64_t)seconds;
 			break;
 		case 'a':
 			all = true;
@@ -124,3 +128,15 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 		return ctl_print_answer(env, resp);
 	return print_table(env, resp) < 0 ? PERFCTL_EXIT_FAILURE : PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_ps = {
+	.name = "ps",
+	.fn = do_ps,
+	.summary = "processes on CPU or whose memory moved, busiest first",
+	.synopsis = "[--interval DURATION] [--all]",
+	.help = "The processes seen on CPU, or whose memory moved, in the last DURATION\n"
+		"(whole seconds, 1s to " CTL_STR(PERFD_PS_MAX_INTERVAL) "s, default "
+		CTL_STR(PERFD_PS_DEFAULT_INTERVAL) "s), busiest first; a steady RSS rise\n"
+		"shows as +RATE! (a leak suspect).\n"
+		"  --all                  every live process perfd knows\n",
+};

@@ -892,3 +892,21 @@ enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv)
 		print_relatives(r, &o, o.callees, &callees, false);
 	return PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_report = {
+	.name = "report",
+	.fn = do_report,
+	.summary = "a table of functions, self and total, from a file or from perfd",
+	.synopsis = "(FILE | SELECTION WHEN) [--kind cpu|memory|offcpu]\n"
+		    "    [--sort self|total|name] [--top N] [--callers FUNC] [--callees FUNC]\n"
+		    "    [--lines]",
+	.help = "A table of functions, self and total value with their shares, from a\n"
+		"snapshot FILE (folded, json or pprof, told by its content) or from perfd,\n"
+		"for the processes and time snapshot takes (SELECTION WHEN: see\n"
+		"'perfctl snapshot --help').\n"
+		"  --top N                rows (default 20, 0: all)\n"
+		"  --callers FUNC, --callees FUNC\n"
+		"                         who calls FUNC and what it calls, with their shares\n"
+		"                         of its total\n"
+		"  --lines                a row per function and line\n",
+};

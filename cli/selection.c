@@ -10,6 +10,7 @@
  * values are checked here as far as perfctl can (numbers, times, name
  * lengths); what only perfd knows (a unit's name) is left to perfd.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,48 +25,106 @@
 #include "output.h"
 #include "selection.h"
 
+/* Now, in Unix seconds. */
+static double now_unix(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* The daemon may take a little longer than the duration to encode. */
 #define SNAPSHOT_GRACE_MS (30 * 1000)
 
-int ctl_parse_time(const char *text, double *ret)
+/* The zone at p: "Z" or "+HH:MM" / "-HH:MM" (east of UTC positive) into
+ * *ret_offset, or nothing (*ret_local).  Returns the end, or NULL. */
+static const char *parse_zone(const char *p, bool *ret_local, long *ret_offset)
 {
-	struct tm tm = { 0 };
-	double frac = 0;
-	long offset = 0;
-	const char *p;
-	char *end;
-	time_t t;
+	int hh, mm;
+
+	*ret_local = false;
+	*ret_offset = 0;
+	if (*p == 'Z' || *p == 'z')
+		return p + 1;
+	if (*p != '+' && *p != '-') {
+		*ret_local = true;
+		return p;
+	}
+	if (strlen(p) != 6 || sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+		return NULL;
+	*ret_offset = (hh * 3600L + mm * 60L) * (*p == '+' ? 1 : -1);
+	return p + 6;
+}
+
+int ctl_parse_time(const char *text, double *ret, double now)
+{
+	/* the longest first: "%H:%M" would stop inside "14:03:20" */
+	static const struct {
+		const char *format;
+		bool date, seconds;
+	} forms[] = {
+		{ "%Y-%m-%dT%H:%M:%S", true, true }, { "%Y-%m-%d %H:%M:%S", true, true },
+		{ "%Y-%m-%dT%H:%M", true, false },   { "%Y-%m-%d %H:%M", true, false },
+		{ "%H:%M:%S", false, true },         { "%H:%M", false, false },
+	};
+	double v;
 
 	if (ctl_parse_seconds(text, 0, 1e11, ret) == 0)
 		return 0;
-	p = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!p)
-		p = strptime(text, "%Y-%m-%d %H:%M:%S", &tm);
-	if (!p)
-		return -EINVAL;
-	if (*p == '.') {
-		frac = strtod(p, &end);
-		p = end;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int hh, mm;
-
-		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2 || strlen(p) != 6)
+	if (text[0] == '-' && parse_duration_seconds(text + 1, &v) == 0) {
+		if (v >= now)
 			return -EINVAL;
-		offset = (hh * 3600L + mm * 60L) * (*p == '+' ? 1 : -1);
-		p += 6;
-	} else {
-		return -EINVAL; /* RFC 3339 requires the zone */
+		*ret = now - v;
+		return 0;
 	}
-	if (*p)
-		return -EINVAL;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return -EINVAL;
-	*ret = (double)t - (double)offset + frac;
-	return 0;
+	for (size_t i = 0; i < ELEMENTSOF(forms); i++) {
+		struct tm tm = { 0 };
+		double frac = 0;
+		bool local;
+		long offset;
+		const char *p = strptime(text, forms[i].format, &tm);
+		char *end;
+		time_t t;
+
+		if (!p)
+			continue;
+		if (forms[i].seconds && *p == '.' && isdigit((unsigned char)p[1])) {
+			frac = strtod(p, &end);
+			p = end;
+		}
+		p = parse_zone(p, &local, &offset);
+		if (!p || *p || (!forms[i].date && !local))
+			continue;
+		if (!local) {
+			t = timegm(&tm);
+		} else {
+			time_t today = (time_t)now;
+			struct tm day;
+
+			if (!forms[i].date) {
+				/* a time of day: today's, or yesterday's when today's is
+				 * still to come */
+				if (!localtime_r(&today, &day))
+					return -EINVAL;
+				tm.tm_year = day.tm_year;
+				tm.tm_mon = day.tm_mon;
+				tm.tm_mday = day.tm_mday;
+			}
+			tm.tm_isdst = -1;
+			t = mktime(&tm);
+			if (t != (time_t)-1 && !forms[i].date && (double)t > now) {
+				tm.tm_mday--;
+				tm.tm_isdst = -1;
+				t = mktime(&tm);
+			}
+		}
+		if (t == (time_t)-1)
+			return -EINVAL;
+		*ret = (double)t - (double)offset + frac;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 /* A selector's value: non-empty, shorter than max bytes. */
@@ -109,19 +168,18 @@ int ctl_selection_option(struct ctl_env *env, const char *command, int c,
 		s->all = true;
 		return 1;
 	case CTL_SEL_DURATION:
-		if (ctl_parse_seconds(optarg, 0, PERFD_SNAPSHOT_MAX_SECONDS, &s->duration) < 0) {
+		if (ctl_parse_duration(optarg, 0, PERFD_SNAPSHOT_MAX_SECONDS, &s->duration) < 0) {
 			ctl_error(env, CTL_ERR_USAGE,
-				  "%s: --duration must be seconds, 0 < duration <= %d, not '%s'",
+				  "%s: --duration: expected a duration (90, 90s, 10m, 1h30m) of at most %d s, not '%s'",
 				  command, PERFD_SNAPSHOT_MAX_SECONDS, optarg);
 			return -EINVAL;
 		}
 		s->whens++;
 		return 1;
 	case CTL_SEL_SINCE:
-		if (parse_duration_seconds(optarg, &s->since) < 0 ||
-		    s->since > PERFD_MAX_RETENTION_SECONDS) {
+		if (ctl_parse_duration(optarg, 0, PERFD_MAX_RETENTION_SECONDS, &s->since) < 0) {
 			ctl_error(env, CTL_ERR_USAGE,
-				  "%s: --since takes a duration such as 30s, 10m or 1h, not '%s'",
+				  "%s: --since: expected a duration (30s, 10m, 1h30m) of at most 7d, not '%s'",
 				  command, optarg);
 			return -EINVAL;
 		}
@@ -129,9 +187,9 @@ int ctl_selection_option(struct ctl_env *env, const char *command, int c,
 		return 1;
 	case CTL_SEL_FROM:
 	case CTL_SEL_TO:
-		if (ctl_parse_time(optarg, c == CTL_SEL_FROM ? &s->from : &s->to) < 0) {
+		if (ctl_parse_time(optarg, c == CTL_SEL_FROM ? &s->from : &s->to, now_unix()) < 0) {
 			ctl_error(env, CTL_ERR_USAGE,
-				  "%s: %s takes an RFC 3339 time (2026-12-01T08:00:00Z) or Unix seconds, not '%s'",
+				  "%s: %s: expected a time: 2026-12-01T08:00:00Z, 2026-12-01 08:00 or 08:00 (local), -15m (ago) or Unix seconds, not '%s'",
 				  command, c == CTL_SEL_FROM ? "--from" : "--to", optarg);
 			return -EINVAL;
 		}
@@ -207,6 +265,7 @@ int ctl_selection_add(const struct ctl_selection *s, struct json_object *req)
 	     (!s->cgroup || add(req, "cgroup", json_object_new_string(s->cgroup))) &&
 	     (!s->unit || add(req, "unit", json_object_new_string(s->unit))) &&
 	     (!s->all || add(req, "all", json_object_new_boolean(1))) &&
+	     (!s->tree || add(req, "tree", json_object_new_int64(s->tree))) &&
 	     (!s->duration || add(req, "duration", new_seconds(s->duration))) &&
 	     (!s->since || add(req, "since", new_seconds(s->since))) &&
 	     (!s->from || add(req, "from", json_object_new_double(s->from))) &&

@@ -22,6 +22,7 @@ struct ctl_selection {
 	size_t n_pids;
 	const char *comm, *cgroup, *unit;
 	bool all;
+	int64_t tree; /* a pid and its descendants (record's; no option) */
 	double duration, since, from, to; /* 0: not given */
 	unsigned whens;                    /* how many of duration, since, from */
 };
@@ -74,9 +75,11 @@ int ctl_selection_add(const struct ctl_selection *s, struct json_object *req);
  * plus a grace for the daemon to encode it. */
 int ctl_selection_timeout_ms(const struct ctl_selection *s);
 
-/* Parses a time as RFC 3339 ("2026-12-01T08:00:00Z",
- * "...T09:00:00.5+01:00") or seconds since the epoch.  Returns 0 and
- * *ret, or -EINVAL. */
-int ctl_parse_time(const char *text, double *ret);
+/* Parses a time, as Unix seconds into *ret: RFC 3339
+ * ("2026-12-01T08:00:00Z", "...T09:00:00.5+01:00"), seconds since the
+ * epoch, local time ("2026-12-01 08:00[:SS]", or "08:00[:SS]": today's, or
+ * yesterday's when today's is later than now) or a duration ago ("-15m",
+ * "-1h30m").  now is the current Unix time.  Returns 0, or -EINVAL. */
+int ctl_parse_time(const char *text, double *ret, double now);
 
 #endif

@@ -5,7 +5,10 @@
  * perfd's history (--since, --from/--to), written out in a format.
  *
  * Design: perfd answers only when the duration is over, so the wait is
- * bounded by duration + 30 s instead of the usual short timeout.  With -o,
+ * bounded by duration + 30 s instead of the usual short timeout; live.c
+ * shows its progress and turns Ctrl-C into an early end that keeps the
+ * profile.  A binary format is refused before asking when it would go to
+ * a terminal.  With -o,
  * the output is written whole or not at all (outfile.c), and the directory
  * is checked before the request goes out, so a typo does not cost the whole
  * duration.  The profile is written as the daemon encoded it (a binary
@@ -22,39 +25,85 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "call.h"
 #include "format.h"
+#include "live.h"
 #include "outfile.h"
 #include "output.h"
 #include "perfctl.h"
 #include "selection.h"
+#include "snapshot.h"
 #include "base/base64.h"
 #include "perfd/protocol.h"
 
-struct snapshot_opts {
-	struct ctl_selection sel;
-	const char *kind;
-	const char *format; /* NULL: by -o's extension, else folded */
-	bool lines;           /* native frames with file:line */
-	bool no_python_lines; /* Python frames per function, not per line */
-	bool threads;         /* stacks rooted at their thread */
-	const char *output; /* NULL: stdout */
+/* getopt_long() codes of the output options: 'f' and 'o' have short forms
+ * (-f, -o), the others are above any character and the selection's
+ * codes. */
+enum {
+	CTL_SNAP_FORMAT = 'f',
+	CTL_SNAP_OUTPUT = 'o',
+	CTL_SNAP_KIND = 0x2000,
+	CTL_SNAP_LINES,
+	CTL_SNAP_NO_LINES,
+	CTL_SNAP_THREADS,
 };
 
-static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapshot_opts *o)
+#define CTL_SNAPSHOT_OUTPUT_OPTIONS                                            \
+	{ "kind", required_argument, NULL, CTL_SNAP_KIND },                    \
+	{ "format", required_argument, NULL, CTL_SNAP_FORMAT },                \
+	{ "output", required_argument, NULL, CTL_SNAP_OUTPUT },                \
+	{ "lines", no_argument, NULL, CTL_SNAP_LINES },                        \
+	{ "no-lines", no_argument, NULL, CTL_SNAP_NO_LINES },                  \
+	{ "threads", no_argument, NULL, CTL_SNAP_THREADS }
+
+/* Takes what getopt_long() returned when it is an output option.  Returns
+ * 1 when it was (stored in o), 0 when not, -EINVAL after a usage error
+ * worded for command. */
+static int output_option(struct ctl_env *env, const char *command, int c,
+			 struct ctl_snapshot_opts *o)
 {
-	enum { OPT_KIND = 256 };
-	static const struct option options[] = {
+	switch (c) {
+	case CTL_SNAP_KIND:
+		o->kind = optarg; /* validated by perfd */
+		return 1;
+	case CTL_SNAP_FORMAT:
+		/* Validated by perfd, so a newer daemon's formats work. */
+		if (!*optarg) {
+			ctl_error(env, CTL_ERR_USAGE, "%s: --format must not be empty", command);
+			return -EINVAL;
+		}
+		o->format = optarg;
+		return 1;
+	case CTL_SNAP_OUTPUT:
+		return ctl_output_option(env, command, optarg, &o->output) < 0 ? -EINVAL : 1;
+	case CTL_SNAP_LINES:
+		o->lines = true;
+		return 1;
+	case CTL_SNAP_NO_LINES:
+		o->no_python_lines = true;
+		return 1;
+	case CTL_SNAP_THREADS:
+		o->threads = true;
+		return 1;
+	}
+	return 0;
+}
+
+int ctl_snapshot_parse(struct ctl_env *env, const char *command, int argc, char **argv,
+		       bool selection, struct ctl_snapshot_opts *o)
+{
+	static const struct option with_selection[] = {
 		CTL_SELECTION_OPTIONS,
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "lines", no_argument, NULL, 'l' },
-		{ "no-lines", no_argument, NULL, 'L' },
-		{ "threads", no_argument, NULL, 't' },
+		CTL_SNAPSHOT_OUTPUT_OPTIONS,
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{}
+	}, without[] = {
+		CTL_SNAPSHOT_OUTPUT_OPTIONS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 'S' },
 		{}
@@ -63,56 +112,60 @@ static int parse_args(struct ctl_env *env, int argc, char **argv, struct snapsho
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:d:f:o:", options, NULL)) != -1) {
-		if ((k = ctl_selection_option(env, "snapshot", c, &o->sel)) != 0) {
+	while ((c = getopt_long(argc, argv, selection ? ":p:d:f:o:" : "+:f:o:",
+				selection ? with_selection : without, NULL)) != -1) {
+		if ((selection && (k = ctl_selection_option(env, command, c, &o->sel)) != 0) ||
+		    (k = output_option(env, command, c, o)) != 0) {
 			if (k < 0)
 				return k;
 			continue;
 		}
-		switch (c) {
-		case OPT_KIND:
-			o->kind = optarg; /* validated by perfd */
-			break;
-		case 'f':
-			/* Validated by perfd, so a newer daemon's formats work. */
-			if (!*optarg) {
-				ctl_error(env, CTL_ERR_USAGE, "snapshot: --format must not be empty");
-				return -EINVAL;
-			}
-			o->format = optarg;
-			break;
-		case 'o':
-			if (ctl_output_option(env, "snapshot", optarg, &o->output) < 0)
-				return -EINVAL;
-			break;
-		case 'l':
-			o->lines = true;
-			break;
-		case 'L':
-			o->no_python_lines = true;
-			break;
-		case 't':
-			o->threads = true;
-			break;
-		default:
-			if (ctl_common_option(env, "snapshot", c, argv) < 0)
-				return -EINVAL;
-			break;
-		}
+		if (ctl_common_option(env, command, c, argv) < 0)
+			return -EINVAL;
 	}
-	if (optind < argc) {
-		ctl_error(env, CTL_ERR_USAGE, "snapshot: unexpected argument '%s'", argv[optind]);
+	return optind;
+}
+
+static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_snapshot_opts *o)
+{
+	int at = ctl_snapshot_parse(env, "snapshot", argc, argv, true, o);
+
+	if (at < 0)
+		return at;
+	if (at < argc) {
+		ctl_error(env, CTL_ERR_USAGE, "snapshot: unexpected argument '%s'", argv[at]);
 		return -EINVAL;
 	}
 	if (ctl_selection_check(env, "snapshot", &o->sel) < 0)
 		return -EINVAL;
+	return 0;
+}
+
+enum perfctl_exit ctl_snapshot_prepare(struct ctl_env *env, const char *command,
+				       struct ctl_snapshot_opts *o)
+{
+	int k;
+
 	if (!o->format) {
 		/* by the whole extension: ".pb.gz" is more than its last dot */
 		o->format = o->output ? ctl_format_by_extension(o->output) : NULL;
 		if (!o->format)
 			o->format = "folded";
 	}
-	return 0;
+	if (!o->output && !env->json && ctl_format_is_binary(o->format) && isatty(STDOUT_FILENO)) {
+		ctl_error(env, CTL_ERR_USAGE,
+			  "%s: --format %s is binary and stdout is a terminal: give -o FILE or redirect stdout",
+			  command, o->format);
+		return PERFCTL_EXIT_USAGE;
+	}
+	if (o->output) {
+		k = ctl_check_output(o->output);
+		if (k < 0) {
+			ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", o->output, strerror(-k));
+			return PERFCTL_EXIT_FAILURE;
+		}
+	}
+	return PERFCTL_EXIT_OK;
 }
 
 /* Adds key: value to obj; false when out of memory. */
@@ -121,7 +174,7 @@ static bool add(struct json_object *obj, const char *key, struct json_object *va
 	return value && json_object_object_add(obj, key, value) == 0;
 }
 
-static struct json_object *build_request(const struct snapshot_opts *o)
+struct json_object *ctl_snapshot_request(const struct ctl_snapshot_opts *o)
 {
 	struct json_object *req = ctl_request_new("snapshot");
 	bool ok = req != NULL;
@@ -137,7 +190,7 @@ static struct json_object *build_request(const struct snapshot_opts *o)
 	return ok ? req : NULL;
 }
 
-static void print_summary(struct json_object *resp, const struct snapshot_opts *o)
+static void print_summary(struct json_object *resp, const struct ctl_snapshot_opts *o)
 {
 	_cleanup_free_ char *comm = ctl_json_string_escaped(resp, "comm");
 	_cleanup_free_ char *out = o->output ? ctl_escape(o->output, strlen(o->output)) : NULL;
@@ -182,35 +235,40 @@ static void print_summary(struct json_object *resp, const struct snapshot_opts *
 
 enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 {
-	struct snapshot_opts o = { 0 };
+	struct ctl_snapshot_opts o = { 0 };
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
-	struct json_object *profile, *note, *encoding;
-	_cleanup_free_ char *bytes = NULL;
-	const char *data;
-	size_t len;
 	enum perfctl_exit rc;
-	int k;
 
 	if (parse_args(env, argc, argv, &o) < 0)
 		return PERFCTL_EXIT_USAGE;
+	rc = ctl_snapshot_prepare(env, "snapshot", &o);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
 
-	if (o.output) {
-		k = ctl_check_output(o.output);
-		if (k < 0) {
-			ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", o.output, strerror(-k));
-			return PERFCTL_EXIT_FAILURE;
-		}
-	}
-
-	req = build_request(&o);
+	req = ctl_snapshot_request(&o);
 	if (!req) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}
 
-	rc = ctl_call(env, req, ctl_selection_timeout_ms(&o.sel), &resp);
+	if (o.sel.duration > 0)
+		rc = ctl_live_call(env, req, ctl_selection_timeout_ms(&o.sel),
+				   &(struct ctl_live_opts){ .seconds = o.sel.duration }, &resp);
+	else
+		rc = ctl_call(env, req, ctl_selection_timeout_ms(&o.sel), &resp);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
+	return ctl_snapshot_write(env, resp, &o);
+}
+
+enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, struct json_object *resp,
+				     const struct ctl_snapshot_opts *o)
+{
+	struct json_object *profile, *note, *encoding;
+	_cleanup_free_ char *bytes = NULL;
+	const char *data;
+	size_t len;
+	enum perfctl_exit rc;
 
 	profile = ctl_json_path(resp, "profile");
 	if (!profile) {
@@ -218,7 +276,7 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_FAILURE;
 	}
 
-	if (env->json && !o.output)
+	if (env->json && !o->output)
 		return ctl_print_answer(env, resp);
 
 	if (env->json) {
@@ -268,8 +326,8 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		}
 	}
 
-	if (o.output) {
-		rc = ctl_output(env, o.output, data, len);
+	if (o->output) {
+		rc = ctl_output(env, o->output, data, len);
 		if (rc != PERFCTL_EXIT_OK || env->json)
 			return rc;
 	} else if ((len > 0 && fwrite(data, 1, len, stdout) != len) || fflush(stdout) != 0) {
@@ -277,10 +335,43 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 		return PERFCTL_EXIT_FAILURE;
 	}
 
+	if (!o->stop_is_end && json_object_get_boolean(ctl_json_path(resp, "stopped"))) {
+		double covered = 0;
+
+		(void)ctl_json_double(resp, "duration_seconds", &covered);
+		fprintf(stderr,
+			"perfctl: note: stopped %.1f s into the %.1f s snapshot; the profile holds what was sampled until then\n",
+			covered, o->sel.duration);
+	}
 	note = ctl_json_path(resp, "note");
 	if (json_object_is_type(note, json_type_string) && json_object_get_string_len(note) > 0)
 		ctl_message("note", json_object_get_string(note),
 			    (size_t)json_object_get_string_len(note));
-	print_summary(resp, &o);
+	print_summary(resp, o);
 	return PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_snapshot = {
+	.name = "snapshot",
+	.fn = do_snapshot,
+	.summary = "the profile of some processes, from now on or from perfd's history",
+	.synopsis = "(--pid PID... | --comm NAME | --cgroup PATH | --unit NAME | --all)\n"
+		    "    (--duration DURATION | --since DURATION | --from TIME [--to TIME])\n"
+		    "    [--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope|html|svg]\n"
+		    "    [--lines] [--no-lines] [--threads] [-o FILE]",
+	.help = "The profile of those processes from now on for DURATION (at most 1h), or\n"
+		"from perfd's history: the last DURATION, or a range of times.\n"
+		"A DURATION is seconds (90) or 90s, 10m, 1h30m.  A TIME is RFC 3339\n"
+		"(2026-12-01T08:00:00Z), Unix seconds, local time (2026-12-01 08:00, or\n"
+		"08:00[:SS]: today, yesterday when that is still to come) or relative to\n"
+		"now (-15m).\n"
+		"The profile goes to stdout, or to FILE (replaced only when complete; its\n"
+		"extension picks the format when --format is absent); a note and a summary\n"
+		"go to stderr.  A binary format (pprof) is not written to a terminal: give\n"
+		"-o FILE or a pipe.  A live snapshot shows its progress on stderr when that\n"
+		"is a terminal; Ctrl-C ends it early and keeps what was sampled (a second\n"
+		"Ctrl-C abandons it).\n"
+		"  --lines                native frames as function (file:line)\n"
+		"  --no-lines             Python frames per function, not per line\n"
+		"  --threads              each stack rooted at [thread TID COMM]\n",
+};

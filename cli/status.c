@@ -273,3 +273,13 @@ enum perfctl_exit do_status(struct ctl_env *env, int argc, char **argv)
 	print_status(resp);
 	return PERFCTL_EXIT_OK;
 }
+
+const struct ctl_command ctl_cmd_status = {
+	.name = "status",
+	.fn = do_status,
+	.summary = "perfd's counters, losses and limits",
+	.synopsis = "",
+	.help = "perfd's counters: samples taken and lost (by cause), processes and stacks\n"
+		"held, the store's memory, symbolization, unwinding and export, and the\n"
+		"limits it runs with.\n",
+};

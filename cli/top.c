@@ -245,8 +245,8 @@ enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 			s.iterations = (long)v;
 			break;
 		case 'd':
-			if (ctl_parse_seconds(optarg, 0.1 - 1e-9, PERFD_TOP_MAX_INTERVAL, &s.delay) < 0) {
-				ctl_error(env, CTL_ERR_USAGE, "top: -d must be a number of seconds, 0.1..%d, not '%s'",
+			if (ctl_parse_duration(optarg, 0.1 - 1e-9, PERFD_TOP_MAX_INTERVAL, &s.delay) < 0) {
+				ctl_error(env, CTL_ERR_USAGE, "top: -d: expected a duration (2, 0.5, 1s, 1m) of 0.1 to %d s, not '%s'",
 					  PERFD_TOP_MAX_INTERVAL, optarg);
 				return PERFCTL_EXIT_USAGE;
 			}
@@ -341,3 +341,18 @@ enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 	close(s.fd);
 	return rc;
 }
+
+const struct ctl_command ctl_cmd_top = {
+	.name = "top",
+	.fn = do_top,
+	.summary = "the live view of processes and functions",
+	.synopsis = "[-b [-n N] [--json]] [-d DURATION] [--pid PID | -f] [--sort KEY]\n"
+		    "    [--filter TEXT] [-M] [-k] [-a] [--rows N]",
+	.help = "The live view, every DURATION (default " CTL_STR(PERFD_TOP_DEFAULT_INTERVAL)
+		"s): processes with CPU %, RSS, peak,\n"
+		"growth and top function; the functions of one (--pid, Enter) or all (-f),\n"
+		"self and total, CPU or memory growth (-M); a function's callers and\n"
+		"callees (Enter).  Keys: c m p g sort, / filter, k kernel threads, a all,\n"
+		"s t sort, M memory, Esc back, q quit.\n"
+		"  -b                     plain frames (--json: one object a line)\n",
+};

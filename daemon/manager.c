@@ -81,6 +81,13 @@ static void on_cancel(void *userdata, struct client *c)
 	command_cancel(&m->d, c);
 }
 
+static bool on_pending_line(void *userdata, struct client *c, const char *line, size_t len)
+{
+	struct manager *m = userdata;
+
+	return command_pending_line(&m->d, c, line, len);
+}
+
 static void on_module_released(void *userdata, uint16_t module)
 {
 	struct manager *m = userdata;
@@ -525,6 +532,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		.idle_timeout_usec = cfg->client_idle_timeout_s * 1000000,
 		.on_request = on_request,
 		.on_cancel = on_cancel,
+		.on_pending_line = on_pending_line,
 	};
 	struct manager *m = calloc(1, sizeof(*m));
 	const char *what = NULL;

@@ -6,8 +6,8 @@
  *
  * From now on, the snapshot is a collector in the store (aggregate.h) and
  * a timer; when the window ends (or the one process it watches by pid
- * exits: the BPF exit event or a pidfd), the collector's parts are
- * answered.  From the past, aggregator_query answers at once.  Either way
+ * exits: the BPF exit event or a pidfd, or the client sends "stop"), the
+ * collector's parts are answered.  From the past, aggregator_query answers at once.  Either way
  * the parts are resolved once (profile/model.c: Python frames through
  * interp/python, the rest through the symbolizer) and written by the
  * format's encoder into the answer with the JSON writer, whose buffer the
@@ -52,6 +52,7 @@ struct snapshot {
 	sd_event_source *pidfd_io;
 	int pidfd;
 	double process_seconds; /* what it counts against its uid's budget */
+	bool stopped;           /* the client's "stop" ended it early */
 	struct snapshot *prev, *next;
 };
 
@@ -172,16 +173,19 @@ static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 			  struct perfd_request_error *e)
 {
 	int k, has_duration, has_since;
+	int64_t tree = 0;
 
 	if ((k = parse_pids(req, r, e)) < 0 ||
 	    (k = request_get_name(req, "comm", r->comm, sizeof(r->comm), e)) < 0 ||
 	    (k = request_get_name(req, "cgroup", r->cgroup, sizeof(r->cgroup), e)) < 0 ||
 	    (k = request_get_name(req, "unit", r->unit, sizeof(r->unit), e)) < 0 ||
-	    (k = request_get_bool(req, "all", &r->all, e)) < 0)
+	    (k = request_get_bool(req, "all", &r->all, e)) < 0 ||
+	    (k = request_get_int(req, "tree", 1, INT32_MAX, false, &tree, e)) < 0)
 		return k;
-	if (!r->n_pids && !r->comm[0] && !r->cgroup[0] && !r->unit[0] && !r->all)
+	r->tree = (uint32_t)tree;
+	if (!r->n_pids && !r->comm[0] && !r->cgroup[0] && !r->unit[0] && !r->all && !r->tree)
 		return request_fail(e, PERFD_ERR_BAD_REQUEST,
-			    "missing which processes: \"pid\", \"comm\", \"cgroup\", \"unit\" or \"all\"");
+			    "missing which processes: \"pid\", \"tree\", \"comm\", \"cgroup\", \"unit\" or \"all\"");
 
 	has_duration = request_get_seconds(req, "duration", PERFD_SNAPSHOT_MAX_SECONDS,
 				     &r->duration_seconds, e);
@@ -248,6 +252,7 @@ struct answer_info {
 	bool single;      /* one pid asked for */
 	uint32_t pid;
 	bool exited;      /* that process exited during a live snapshot */
+	bool stopped;     /* the client stopped the live snapshot early */
 	uint64_t samples;
 	uint64_t samples_refused;            /* left out: its uid's shares were full */
 	enum collector_refusal refused_by;
@@ -282,7 +287,8 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 		command_reply_json(client, NULL);
 		return;
 	}
-	if (ai->single && ai->exited)
+	/* one stopped early says so in "stopped": the client asked for it */
+	if (ai->single && ai->exited && !ai->stopped)
 		snprintf(note, sizeof(note),
 			 "process %u exited %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
 			 ai->pid, covered, ai->requested_seconds);
@@ -340,6 +346,8 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
 	jsonw_kv_string(&w, "sampling", sampler_fixed_period(d->sampler) ? "fixed" : "jittered");
 	jsonw_kv_bool(&w, "exited", ai->single && ai->exited);
+	if (req->when == PERFD_WHEN_DURATION)
+		jsonw_kv_bool(&w, "stopped", ai->stopped);
 	if (ai->samples_refused)
 		jsonw_kv_u64(&w, "samples_refused", ai->samples_refused);
 	if (note[0])
@@ -379,6 +387,7 @@ static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 		.single = s->req.n_pids == 1,
 		.pid = s->req.pids[0],
 		.exited = col->exited,
+		.stopped = s->stopped,
 		.samples = col->samples,
 		.samples_refused = col->samples_refused,
 		.refused_by = col->refused_by,
@@ -423,7 +432,7 @@ static int on_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdat
 static void request_selection(const struct perfd_request *req, struct client *client,
 			      struct selection *sel)
 {
-	*sel = (struct selection){ .n_pids = req->n_pids, .all = req->all };
+	*sel = (struct selection){ .n_pids = req->n_pids, .all = req->all, .tree = req->tree };
 	memcpy(sel->pids, req->pids, req->n_pids * sizeof(*req->pids));
 	snprintf(sel->comm, sizeof(sel->comm), "%s", req->comm);
 	snprintf(sel->cgroup, sizeof(sel->cgroup), "%s", req->cgroup);
@@ -503,8 +512,8 @@ static double process_seconds_of_uid(const struct daemon *d, uint32_t uid)
 }
 
 struct scope_count {
+	struct aggregator *a;
 	const struct selection *sel;
-	uint64_t ns_per_tick;
 	size_t n;
 };
 
@@ -512,7 +521,7 @@ static void count_in_scope(struct process *p, void *userdata)
 {
 	struct scope_count *sc = userdata;
 
-	sc->n += !p->exited && selection_matches(sc->sel, p, sc->ns_per_tick);
+	sc->n += !p->exited && selection_matches(sc->a, sc->sel, p);
 }
 
 /* The processes a live snapshot's selection takes now, for the budget of
@@ -521,7 +530,7 @@ static void count_in_scope(struct process *p, void *userdata)
 static size_t snapshot_scope(struct daemon *d, const struct perfd_request *req,
 			     const struct selection *sel)
 {
-	struct scope_count sc = { .sel = sel, .ns_per_tick = aggregator_ns_per_tick(d->aggregator) };
+	struct scope_count sc = { .a = d->aggregator, .sel = sel };
 
 	if (req->n_pids)
 		return req->n_pids;
@@ -644,6 +653,16 @@ static void cancel_snapshot(struct daemon *d, struct client *c)
 	snapshot_free(client_get_data(c));
 }
 
+/* The client asked to end it now: it answers as at its end, with the
+ * span it covered. */
+static void stop_snapshot(struct daemon *d, struct client *c)
+{
+	struct snapshot *s = client_get_data(c);
+
+	s->stopped = true;
+	snapshot_finish_soon(s);
+}
+
 void snapshots_free_all(struct daemon *d)
 {
 	while (d->snapshots)
@@ -655,4 +674,5 @@ const struct command cmd_snapshot = {
 	.parse = parse_snapshot,
 	.run = run_snapshot,
 	.cancel = cancel_snapshot,
+	.stop = stop_snapshot,
 };

@@ -72,6 +72,19 @@ void command_cancel(struct daemon *d, struct client *c)
 	client_set_data(c, NULL);
 }
 
+bool command_pending_line(struct daemon *d, struct client *c, const char *line, size_t len)
+{
+	struct command_pending *p = client_get_data(c);
+	struct perfd_request req;
+	struct perfd_request_error err;
+
+	if (request_parse(line, len, &req, &err) < 0 || req.command != PERFD_CMD_STOP)
+		return false;
+	if (p && p->command->stop)
+		p->command->stop(d, c);
+	return true;
+}
+
 void daemon_read_rates(struct daemon *d, struct rates_reading *ret)
 {
 	uint64_t bpf[PERFD_CNT_MAX] = { 0 };

@@ -7,7 +7,9 @@
  * struct perfd_request, run() answers the client, now or later.  A command
  * that answers later (a snapshot from now on) keeps its state as the
  * client's data, starting with a struct command_pending that names the
- * command, so that a client that goes away cancels it through cancel().
+ * command, so that a client that goes away cancels it through cancel(),
+ * and a "stop" sent on the same connection meanwhile ends it early through
+ * stop() (the stop gets no answer of its own: the command's is the answer).
  *
  * struct daemon is the state commands may use, owned by manager.c, which
  * creates it, runs the loop and tears it down.  Everything in it is the
@@ -71,6 +73,9 @@ struct command {
 	int (*run)(struct daemon *d, struct client *c, const struct perfd_request *req);
 	/* Drops what a pending run kept for c (the client went away). */
 	void (*cancel)(struct daemon *d, struct client *c);
+	/* Ends a pending run early, at the client's "stop": it answers soon,
+	 * with what it has (NULL: the command cannot stop early). */
+	void (*stop)(struct daemon *d, struct client *c);
 };
 
 /* The first member of a pending command's client data. */
@@ -89,6 +94,10 @@ extern const struct command *const commands[PERFD_CMD_COUNT];
 int command_dispatch(struct daemon *d, struct client *c, const char *line, size_t len);
 /* The client of a pending command went away. */
 void command_cancel(struct daemon *d, struct client *c);
+/* A line the client sent while its command is pending (server.h's
+ * on_pending_line): a "stop" request is taken and stops the pending
+ * command, which then answers; anything else waits its turn (false). */
+bool command_pending_line(struct daemon *d, struct client *c, const char *line, size_t len);
 
 /* Ends every snapshot still waiting (the daemon stops). */
 void snapshots_free_all(struct daemon *d);

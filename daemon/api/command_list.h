@@ -13,6 +13,7 @@
 	X(ps, PS)                \
 	X(snapshot, SNAPSHOT)    \
 	X(mem, MEM)              \
-	X(top, TOP)
+	X(top, TOP)              \
+	X(stop, STOP)
 
 #endif

@@ -38,6 +38,7 @@ struct perfd_request {
 	char cgroup[256];
 	char unit[256];
 	bool all;
+	uint32_t tree; /* snapshot: a pid and its descendants (0: none) */
 	/* ... when */
 	enum perfd_when when;
 	double duration_seconds;

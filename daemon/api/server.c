@@ -35,6 +35,7 @@ struct client {
 	char *out;
 	size_t out_len, out_sent, out_cap;
 	bool pending;
+	size_t offered;   /* bytes of in offered to on_pending_line already */
 	bool close_after_flush;
 	bool eof;
 	bool dead;        /* broken: free at the next kick */
@@ -184,7 +185,33 @@ static void take_line(struct client *c)
 	c->in_len -= len + 1;
 	c->active_usec = now_monotonic_ns() / 1000;
 	c->pending = true;
+	c->offered = 0;
 	(void)s->opts.on_request(s->opts.userdata, c, line, len);
+	c->dispatching = false;
+}
+
+/* Offers each line that arrives while a request is pending to
+ * on_pending_line, once: a line it takes is dropped, the others wait their
+ * turn. */
+static void offer_lines(struct client *c)
+{
+	struct server *s = c->server;
+	char *line, *nl;
+
+	if (!c->pending || c->dead || !s->opts.on_pending_line)
+		return;
+	c->dispatching = true;
+	while (c->offered < c->in_len &&
+	       (nl = memchr((line = c->in + c->offered), '\n', c->in_len - c->offered))) {
+		size_t len = (size_t)(nl - line) + 1;
+
+		if (s->opts.on_pending_line(s->opts.userdata, c, line, len - 1)) {
+			memmove(line, nl + 1, c->in_len - c->offered - len);
+			c->in_len -= len;
+		} else {
+			c->offered += len;
+		}
+	}
 	c->dispatching = false;
 }
 
@@ -335,6 +362,7 @@ static int on_client_io(sd_event_source *es, int fd, uint32_t revents, void *use
 			c->eof = true; /* a half-closed client still gets its answers */
 		else if (n > 0)
 			c->in_len += n;
+		offer_lines(c);
 	}
 	/* Hang-up means the peer closed both directions: no answer can reach
 	 * it any more, so a pending one is cancelled.  (A half-close only

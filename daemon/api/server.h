@@ -7,8 +7,9 @@
  * on_request callback, which either answers at once (server_reply) or keeps
  * the client waiting (returns SERVER_PENDING) and answers later.  One
  * request per client is in flight: while an answer is pending, further
- * lines from that client wait in its buffer.  A client that disconnects
- * while waiting is reported to on_cancel.
+ * lines from that client wait in its buffer; each is offered once to
+ * on_pending_line, which may take it (a "stop" that ends a live snapshot
+ * early).  A client that disconnects while waiting is reported to on_cancel.
  *
  * Bounds (api/limits.h has the figures):
  * - a line is at most PERFD_MAX_REQUEST_BYTES (a longer one is answered
@@ -36,6 +37,7 @@
 #ifndef PERFD_SERVER_H
 #define PERFD_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -53,6 +55,11 @@ struct server_opts {
 	/* Returns 0 when it replied, SERVER_PENDING when it will, <0 never. */
 	int (*on_request)(void *userdata, struct client *c, const char *line, size_t len);
 	void (*on_cancel)(void *userdata, struct client *c);
+	/* Each line a client sends while its request is pending (line
+	 * without its '\n', not NUL-terminated), offered once: returns true
+	 * when it took the line (it is dropped), false to leave it waiting
+	 * its turn.  It may not reply. */
+	bool (*on_pending_line)(void *userdata, struct client *c, const char *line, size_t len);
 	void *userdata;
 	uint64_t idle_timeout_usec; /* > 0 */
 };

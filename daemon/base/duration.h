@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * duration.h - "30s", "10m", "1h", "2d" or plain seconds ("90", "1.5"),
- * as perfd's --retention and perfctl's --since take them.  Shared by the
- * daemon and perfctl so both read a duration the same way.
+ * duration.h - "30s", "10m", "1h30m", "2d" or plain seconds ("90", "1.5"),
+ * as perfd's --retention and every duration perfctl takes (--duration,
+ * --since, --interval, -d) read them.  Shared by the daemon and perfctl so
+ * both read a duration the same way.
  */
 #ifndef PERFD_DURATION_H
 #define PERFD_DURATION_H
 
-/* Parses text into seconds (> 0, finite).  Returns 0, or -EINVAL for
- * anything else ("", "10x", "-5s", "1h30" ...). */
+/* Parses text into seconds (> 0, finite): plain seconds, or terms with
+ * the units d, h, m, s from the largest down, each at most once ("1h30m").
+ * Returns 0, or -EINVAL for anything else ("", "10x", "-5s", "1h30",
+ * "30m1h" ...). */
 int parse_duration_seconds(const char *text, double *ret);
 
 #endif

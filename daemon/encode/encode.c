@@ -5,7 +5,7 @@
 #include "encode/encode.h"
 #include "perfd/formats.h"
 
-#define ROW(name, ext) { #name, ext, name##_encode },
+#define ROW(name, ext, binary) { #name, ext, binary, name##_encode },
 const struct encoder encoders[] = { PERFD_FORMATS(ROW) };
 #undef ROW
 
@@ -21,6 +21,5 @@ const struct encoder *encoder_find(const char *name, size_t len)
 
 const char *encoder_encoding(const struct encoder *e)
 {
-	/* the binary formats; every other one is text or JSON */
-	return e->encode == pprof_encode ? "base64" : NULL;
+	return e->binary ? "base64" : NULL;
 }

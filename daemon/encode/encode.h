@@ -14,6 +14,7 @@
 #ifndef PERFD_ENCODE_H
 #define PERFD_ENCODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,7 @@ struct encode_opts {
 struct encoder {
 	const char *name;      /* as requested: "folded" */
 	const char *extension; /* of a file in it: ".folded" */
+	bool binary;           /* bytes, sent in base64 */
 	int (*encode)(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 };
 

@@ -228,6 +228,9 @@ static int status_line(char *line, void *userdata)
 				sp->st.ns_pid = v[0];
 			sp->have_pid = true;
 		}
+	} else if (strncmp(line, "PPid:", 5) == 0) {
+		if (parse_u32_list(line + 5, v, 1) == 1)
+			sp->st.ppid = v[0];
 	} else if (strncmp(line, "NSpid:", 6) == 0) {
 		/* one pid per namespace level, the innermost last (at most 32) */
 		n = parse_u32_list(line + 6, v, (int)ELEMENTSOF(v));

@@ -85,6 +85,7 @@ int procfs_read_comm(int dirfd, char *buf, size_t size);
  * its real, effective and saved uids. */
 struct procfs_status {
 	uint32_t ns_pid;
+	uint32_t ppid; /* the parent, in the reader's pid namespace (0: none) */
 	uint32_t uid_real, uid_effective, uid_saved;
 	/* who could ptrace it, procfs_owner_uid() of the above and of the
 	 * owner of the status file read */

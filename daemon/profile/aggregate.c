@@ -399,6 +399,7 @@ static void read_identity(struct process *p, int dirfd)
 	p->ns_pid = p->pid;
 	if (dirfd >= 0 && procfs_read_status(dirfd, &st) == 0) {
 		p->ns_pid = st.ns_pid;
+		p->ppid = st.ppid;
 		owner = st.owner_uid;
 	}
 	set_owner(p, owner, now_monotonic_ns());
@@ -871,8 +872,27 @@ static bool path_has_element(const char *path, const char *name)
 	return false;
 }
 
-bool selection_matches(const struct selection *sel, const struct process *p, uint64_t ns_per_tick)
+/* Parent links followed at most, so that a loop (a pid reused by a
+ * process's own ancestor) cannot hang a walk. */
+#define SELECTION_TREE_MAX_DEPTH 64
+
+/* Whether p is root or descends from it, by the parents a holds. */
+static bool descends_from(struct aggregator *a, const struct process *p, uint32_t root)
 {
+	for (int depth = 0; p && depth < SELECTION_TREE_MAX_DEPTH; depth++) {
+		if (p->pid == root)
+			return true;
+		if (!p->ppid || p->ppid == p->pid)
+			return false;
+		p = aggregator_find_process(a, p->ppid);
+	}
+	return false;
+}
+
+bool selection_matches(struct aggregator *a, const struct selection *sel, const struct process *p)
+{
+	uint64_t ns_per_tick = a->ns_per_tick;
+
 	if (sel->n_pids > 0) {
 		bool found = false;
 
@@ -896,7 +916,10 @@ bool selection_matches(const struct selection *sel, const struct process *p, uin
 	}
 	if (sel->unit[0] && (!p->cgroup || !path_has_element(p->cgroup, sel->unit)))
 		return false;
-	if (!sel->all && !sel->n_pids && !sel->comm[0] && !sel->cgroup[0] && !sel->unit[0])
+	if (sel->tree && !descends_from(a, p, sel->tree))
+		return false;
+	if (!sel->all && !sel->n_pids && !sel->comm[0] && !sel->cgroup[0] && !sel->unit[0] &&
+	    !sel->tree)
 		return false;
 	return !sel->visible || sel->visible(sel->visible_userdata, p);
 }
@@ -967,7 +990,7 @@ static void feed_collectors(struct aggregator *a, struct process *p,
 
 		if (s->hdr.timestamp_ns < c->begin_ns || s->hdr.timestamp_ns > c->end_ns ||
 		    !owner_filter_takes(&c->sel.owners, s->owner_uid) ||
-		    !selection_matches(&c->sel, p, a->ns_per_tick))
+		    !selection_matches(a, &c->sel, p))
 			continue;
 		refused = collector_refuses(a, c, p);
 		if (refused != COLLECTOR_REFUSED_NONE) {
@@ -1351,7 +1374,7 @@ int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t
 		struct process *p = a->procs[i];
 		struct profile_part *part;
 
-		if (history_empty(&p->history) || !selection_matches(sel, p, a->ns_per_tick))
+		if (history_empty(&p->history) || !selection_matches(a, sel, p))
 			continue;
 		part = part_for(&parts, p);
 		if (!part || history_query(&p->history, a->stacks, from_ns, to_ns, &sel->owners,

@@ -73,6 +73,7 @@ struct process {
 	 * across it. */
 	uint64_t exec_ns;
 	uint32_t ns_pid;       /* the pid inside its own pid namespace */
+	uint32_t ppid;         /* its parent when first seen or at exec (0: unknown) */
 	char *cgroup;          /* cgroup v2 path, NULL when unknown */
 	char runtime[80];      /* the language runtime found in it ("CPython 3.11.7"), or "" */
 	/* When the hooks want to look at it again (hooks.revisit, run by
@@ -113,6 +114,8 @@ struct process {
 	struct process *exited_prev, *exited_next;
 };
 
+struct aggregator;
+
 /* Which processes a query or a snapshot takes: the listed pids, or those
  * whose comm, cgroup (the path or below it) or systemd unit (a path element
  * of its cgroup) is the one given, or all; and of those only the ones
@@ -128,6 +131,10 @@ struct selection {
 	char cgroup[256];               /* "" for any */
 	char unit[256];                 /* "" for any */
 	bool all;
+	/* A pid: it and its descendants, by the parent each had when it was
+	 * first seen (0: any).  A process gone before perfd read its /proc
+	 * has no known parent and is not taken. */
+	uint32_t tree;
 	bool (*visible)(void *userdata, const struct process *p);
 	void *visible_userdata;
 	/* Of those, only the samples taken under an owner this takes (the
@@ -136,7 +143,8 @@ struct selection {
 	struct owner_filter owners;
 };
 
-bool selection_matches(const struct selection *sel, const struct process *p, uint64_t ns_per_tick);
+/* Whether p is one of sel's processes (a's: sel->tree looks up parents). */
+bool selection_matches(struct aggregator *a, const struct selection *sel, const struct process *p);
 
 /* The profile of one process in an answer: pinned while the answer holds
  * it, so an eviction cannot free it under the encoder. */

@@ -8,7 +8,7 @@
  * PERFD_MAX_REQUEST_BYTES including the newline); the daemon answers with one
  * JSON object on one line ending in '\n'.  A connection may carry several
  * requests; answers come in order.  A snapshot answers when its duration has
- * passed (or earlier, when the process exits).
+ * passed (or earlier, when the process exits or the client sends "stop").
  *
  * Every request:   {"version": 1, "command": "<name>", ...arguments}
  * Every answer:    {"version": 1, "ok": true, ...result}
@@ -130,8 +130,10 @@
  *             array of 1..PERFD_SNAPSHOT_MAX_PIDS), "comm" (exact, as the
  *             kernel truncates it), "cgroup" (a cgroup v2 path: it and the
  *             cgroups below it), "unit" (a systemd unit: a path element of
- *             the process's cgroup), "all": true; of those, only the ones
- *             the client may see.
+ *             the process's cgroup), "all": true, "tree" (a pid: it and
+ *             its descendants, by the parent each had when perfd first saw
+ *             it; perfctl record's); of those, only the ones the client
+ *             may see.
  *             When, exactly one of: "duration": seconds from now on, number
  *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (the answer comes when it
  *             has passed, or when the one process asked for by pid exits);
@@ -159,7 +161,8 @@
  *      "nanoseconds"), samples, value (total), period_ns (the mean period
  *      a CPU sample stands for), sampling ("jittered" or "fixed", as in
  *      status), exited (bool: the one process exited during a live
- *      snapshot), note (string, present when something the user should
+ *      snapshot), stopped (bool, a live snapshot only: ended early by the
+ *      client's "stop"), note (string, present when something the user should
  *      know happened), format, encoding (present for a binary format:
  *      "base64"), profile.
  *      Folded: profile is a string, one line per stack,
@@ -189,6 +192,11 @@
  *      interactive flame graph, daemon/encode/html.c) to write to a file.
  *      Svg: profile is a string, a static SVG document (the same flame
  *      graph, daemon/encode/svg.c) to write to a file.
+ *  "stop"     no arguments.  Sent on the connection of a live snapshot while
+ *      it waits, it ends the snapshot now: the snapshot answers as at its
+ *      end, over the span it covered, with "stopped": true; the
+ *      stop has no answer of its own.  Sent when nothing waits (the
+ *      snapshot answered meanwhile), it answers { stopped: false }.
  *
  * Who sees what: every local user may connect (the socket is mode 0666, its
  * directory 0755); what an answer holds depends on the connecting process's

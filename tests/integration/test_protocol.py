@@ -6,6 +6,7 @@ what the daemon is doing."""
 import json
 import random
 import socket
+import time
 
 import pytest
 
@@ -113,6 +114,30 @@ def test_pipelined_requests_are_answered_in_order(perfd):
     assert first.get("ok") is True and "frequency_hz" in first, f"status answer: {first}"
     assert_error(second, "unknown_command", "pipelined unknown command")
     assert third.get("ok") is True and "processes" in third, f"ps answer: {third}"
+
+
+def test_stop_ends_a_live_snapshot_and_lets_other_lines_wait(perfd, workloads):
+    """A "stop" sent while a 30 s live snapshot waits ends it at once with
+    what it sampled ("stopped": true, a span of about the 2 s it ran); a
+    request pipelined ahead of the stop still waits its turn and is answered
+    after the snapshot; a stop with nothing waiting answers stopped: false.
+    Protects Ctrl-C on `perfctl snapshot` and the end of `perfctl record`."""
+    w = workloads("spin", 60, 0)
+    snap = {"version": 1, "command": "snapshot", "pid": w.pid, "duration": 30}
+    with perfd.connect(timeout=20) as s:
+        s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "status"}\n')
+        time.sleep(2)
+        s.sendall(b'{"version": 1, "command": "stop"}\n')
+        lines = read_lines(s, 2)
+        assert len(lines) == 2, f"expected 2 answers, got {lines!r}"
+        first, second = (decode_answer(line, "after stop") for line in lines)
+        assert first.get("ok") is True and first.get("stopped") is True, first
+        assert 1.0 <= first["duration_seconds"] <= 6.0 and first["samples"] > 0, \
+            (first["duration_seconds"], first["samples"])
+        assert second.get("ok") is True and "frequency_hz" in second, second
+        s.sendall(b'{"version": 1, "command": "stop"}\n')
+        late = decode_answer(read_lines(s, 1)[0], "stop with nothing waiting")
+    assert late.get("ok") is True and late.get("stopped") is False, late
 
 
 def test_status_reports_configuration_and_counters(perfd, workloads):

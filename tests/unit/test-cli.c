@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -33,6 +34,7 @@
 #include "../../cli/client.h"
 #include "../../cli/format.h"
 #include "../../cli/output.h"
+#include "../../cli/selection.h"
 #include "../../cli/perfctl.h"
 #include "../../cli/top.h"
 #include "perfd/protocol.h"
@@ -820,7 +822,7 @@ Test(snapshot, bad_arguments_are_usage_errors, .init = cr_redirect_stderr)
 		{ "snapshot", "--pid", "0", "--duration", "5", NULL },
 		{ "snapshot", "--pid", "42", "--duration", "0", NULL },
 		{ "snapshot", "--pid", "42", "--duration", "3601", NULL },
-		{ "snapshot", "--pid", "42", "--duration", "5s", NULL },
+		{ "snapshot", "--pid", "42", "--duration", "1h30", NULL }, /* 5s is taken */
 		{ "snapshot", "--pid", "42", NULL },
 		{ "snapshot", "--duration", "5", NULL },
 		{ "snapshot", "--pid", "42", "--duration", NULL },
@@ -864,4 +866,41 @@ Test(ps, table_escapes_comm, .init = cr_redirect_stdout)
 	cr_expect_stdout_eq_str("    PID COMM               SAMPLES   %CPU      RSS     PEAK   GROWTH/s  RUNTIME\n"
 				"   1234 stress-ng              490   99.0    12.3M    14.3M     +2.0M!  CPython 3.11.7\n"
 				"      7 ev\\x1b[2J\\x0ail          1    0.2     512B        -          -  -  (exited)\n");
+}
+
+/* --from/--to: RFC 3339, Unix seconds, local time (here UTC) and a time
+ * ago, each to the second it means; what is none of them is refused. */
+Test(selection, times_as_people_write_them)
+{
+	struct tm day = { .tm_year = 2026 - 1900, .tm_mon = 11, .tm_mday = 5, .tm_hour = 15 };
+	double now, t = 0;
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	now = (double)timegm(&day); /* 2026-12-05 15:00:00 UTC */
+
+	cr_expect_eq(ctl_parse_time("-15m", &t, now), 0);
+	cr_expect_float_eq(t, now - 900, 1e-6);
+	cr_expect_eq(ctl_parse_time("-1h30m", &t, now), 0);
+	cr_expect_float_eq(t, now - 5400, 1e-6);
+	cr_expect_eq(ctl_parse_time("2026-12-05 14:03", &t, now), 0);
+	cr_expect_float_eq(t, now - 57 * 60, 1e-6);
+	cr_expect_eq(ctl_parse_time("2026-12-05T14:03:30Z", &t, now), 0);
+	cr_expect_float_eq(t, now - 57 * 60 + 30, 1e-6);
+	cr_expect_eq(ctl_parse_time("2026-12-05T15:03:30+01:00", &t, now), 0);
+	cr_expect_float_eq(t, now - 57 * 60 + 30, 1e-6);
+	/* a time of day: today's, or yesterday's when today's is to come */
+	cr_expect_eq(ctl_parse_time("14:03", &t, now), 0);
+	cr_expect_float_eq(t, now - 57 * 60, 1e-6);
+	cr_expect_eq(ctl_parse_time("16:00:00", &t, now), 0);
+	cr_expect_float_eq(t, now + 3600 - 86400, 1e-6);
+	cr_expect_eq(ctl_parse_time("1764946980", &t, now), 0);
+	cr_expect_float_eq(t, 1764946980, 1e-6);
+
+	t = 7;
+	static const char *const bad[] = { "-", "-x", "-1h30", "14:03Z", "2026-12-05 14:03 x",
+					   "yesterday", "", "-15m ago" };
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		cr_expect_eq(ctl_parse_time(bad[i], &t, now), -EINVAL, "'%s' taken", bad[i]);
+	cr_expect_eq(t, 7, "a refusal wrote its output");
 }

@@ -770,7 +770,7 @@ Test(request, snapshot_kind_names)
 
 /* Every row of include/perfd/formats.h is a format the request takes, by
  * its name alone, and the refusal lists them all. */
-#define COUNT_ROW(name, ext) +1
+#define COUNT_ROW(name, ext, binary) +1
 Test(request, snapshot_format_names_come_from_the_table)
 {
 	struct perfd_request r;

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live.h - waiting for a live snapshot's answer (`snapshot --duration`,
+ * `record`): progress on stderr when it is a terminal, and Ctrl-C that
+ * ends the snapshot early and keeps what it sampled.
+ */
+#ifndef PERFCTL_LIVE_H
+#define PERFCTL_LIVE_H
+
+#include <stdbool.h>
+
+#include "perfctl.h"
+
+struct json_object;
+
+struct ctl_live_opts {
+	double seconds; /* the snapshot's duration, for the progress line (0: none) */
+	/* Asked every tick: true when the snapshot should stop now (record's
+	 * command exited).  NULL: only Ctrl-C stops it. */
+	bool (*done)(void *userdata);
+	void *userdata;
+};
+
+/* Sends request (a live snapshot) to perfd and waits up to timeout_ms for
+ * its answer, as ctl_call() does, meanwhile: a progress line on stderr
+ * when it is a terminal, and at the first SIGINT (or when o->done says so)
+ * a "stop" that makes perfd answer at once with what it sampled; a second
+ * SIGINT ends perfctl as usual.  Returns ctl_call()'s exit codes and
+ * answer. */
+enum perfctl_exit ctl_live_call(const struct ctl_env *env, struct json_object *request,
+				int timeout_ms, const struct ctl_live_opts *o,
+				struct json_object **ret_response);
+
+#endif
