@@ -22,6 +22,7 @@
 #include "perfctl.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
+#include "perfd/version.h"
 
 static const struct command {
 	const char *name;
@@ -111,6 +112,7 @@ static void usage(FILE *f)
 		"                         answer as it came ({\"version\":1,\"ok\":true,...}), or\n"
 		"                         {\"ok\":false,\"error\":{\"code\":...,\"message\":...}}\n"
 		"  -h, --help             this text\n"
+		"  --version              perfctl's version\n"
 		"\n"
 		"Exit status:\n"
 		"  %d  success\n"
@@ -141,6 +143,7 @@ static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
 	const char *name;
@@ -151,6 +154,9 @@ static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv)
 		switch (c) {
 		case 'h':
 			usage(stdout);
+			return PERFCTL_EXIT_OK;
+		case 'V':
+			printf("perfctl %s\n", perfd_version);
 			return PERFCTL_EXIT_OK;
 		default:
 			if (ctl_common_option(env, "perfctl", c, argv) < 0)
