@@ -406,6 +406,82 @@ fuzz: fuzz-bins
 test-kernels: deps-test all workloads
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider tests/kernels $(PYTEST_ARGS)
 
+# --- man pages, install, the Debian package ---------------------------
+# Man pages are written in scdoc (docs/man/*.scd) and built here.
+MAN_SRCS := $(sort $(wildcard docs/man/*.scd))
+MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(MAN_SRCS))
+SCDOC ?= scdoc
+$(BUILD)/man/%: docs/man/%.scd
+	@mkdir -p $(@D)
+	$(SCDOC) < $< > $@
+
+.PHONY: man install uninstall deb check-docs
+man: $(MAN_PAGES)
+
+# `make install` puts perfd where the unit looks for it (/usr/local by
+# default, /usr for the package); DESTDIR stages it.  The configuration
+# is always /etc/perfd/perfd.conf (perfd's default) and an existing one is
+# kept; `make uninstall` removes what install wrote, except that file,
+# which may hold the administrator's changes.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/perfd
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# Debian's zsh reads packages' completion from vendor-completions, and the
+# administrator's from /usr/local/share/zsh/site-functions.
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)
+INSTALLED := $(SBINDIR)/perfd $(BINDIR)/perfctl $(UNITDIR)/perfd.service $(UNITDIR)/perfd.socket \
+	$(foreach p,$(notdir $(MAN_PAGES)),$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p)) \
+	$(BASHCOMPDIR)/perfctl $(BASHCOMPDIR)/perfd $(ZSHCOMPDIR)/_perfctl $(DOCDIR)/README.md
+
+install: all man
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/perfd
+	install -m 0755 $(BUILD)/perfd $(DESTDIR)$(SBINDIR)/perfd
+	install -m 0755 $(BUILD)/perfctl $(DESTDIR)$(BINDIR)/perfctl
+	sed 's|/usr/sbin/perfd|$(SBINDIR)/perfd|' systemd/perfd.service > $(DESTDIR)$(UNITDIR)/perfd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/perfd.service
+	install -m 0644 systemd/perfd.socket $(DESTDIR)$(UNITDIR)/perfd.socket
+	@set -e; for p in $(MAN_PAGES); do s=$${p##*.}; \
+		install -d $(DESTDIR)$(MANDIR)/man$$s; \
+		echo "install -m 0644 $$p $(DESTDIR)$(MANDIR)/man$$s/"; \
+		install -m 0644 $$p $(DESTDIR)$(MANDIR)/man$$s/; done
+	install -m 0644 packaging/completion/perfctl.bash $(DESTDIR)$(BASHCOMPDIR)/perfctl
+	install -m 0644 packaging/completion/perfd.bash $(DESTDIR)$(BASHCOMPDIR)/perfd
+	install -m 0644 packaging/completion/_perfctl $(DESTDIR)$(ZSHCOMPDIR)/_perfctl
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	[ -e $(DESTDIR)$(SYSCONFDIR)/perfd/perfd.conf ] || \
+		install -m 0644 packaging/perfd.conf $(DESTDIR)$(SYSCONFDIR)/perfd/perfd.conf
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+
+# `make deb` builds perfd_VERSION_amd64.deb into $(BUILD)/deb/ from the
+# tracked files (git ls-files: what a clean clone has, with the working
+# tree's edits), with packaging/debian/ as the tree's debian/.  The make
+# variables of this make are not passed down: the package builds with
+# Debian's flags (dpkg-buildflags) alone.
+DEB_DIR := $(BUILD)/deb
+deb:
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/perfd-$(VERSION)
+	git ls-files -z | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/perfd-$(VERSION)
+	cp -r packaging/debian $(DEB_DIR)/perfd-$(VERSION)/debian
+	cd $(DEB_DIR)/perfd-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		DEB_BUILD_OPTIONS="parallel=$(NPROC) $(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b
+	@ls -l $(DEB_DIR)/perfd_$(VERSION)_*.deb
+
+# What the package's build checks (debian/rules' dh_auto_test): the man
+# pages, the example configuration and the completion against the
+# binaries, none of which needs root or BPF.
+check-docs: all man
+	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/package/test_docs.py
+
 run: deps all
 	@mkdir -p run
 	@echo "perfd: listening on $(SOCKET); in another shell:"
