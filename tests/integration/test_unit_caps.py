@@ -1,0 +1,166 @@
+"""The capabilities systemd/perfd.service keeps are the ones perfd needs.
+
+perfd runs as root with its bounding set cut to the unit's
+CapabilityBoundingSet= (setpriv), as systemd runs it: it starts, and names
+what it samples (Python frames, a deleted binary, a binary only its owner
+may read, the kernel).  Then each capability is dropped in turn, and what
+the unit's comment says fails without it does: the BPF programs do not
+load (CAP_BPF, CAP_PERFMON), Python processes cannot be read
+(CAP_SYS_PTRACE), a deleted binary is not named (CAP_CHECKPOINT_RESTORE:
+/proc/PID/map_files), another user's 0700 binary is not read
+(CAP_DAC_READ_SEARCH), kernel symbols are unavailable (CAP_SYSLOG).
+So a capability added to the unit without a use, or one removed that is
+needed, fails here.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import perfdtest
+
+UNIT = perfdtest.REPO / "systemd" / "perfd.service"
+SNAPSHOT_SECONDS = 5
+HOT = "hot_python_function"
+SPIN = f"""
+def {HOT}():
+    x = 0
+    while True:
+        for i in range(100000):
+            x += i
+{HOT}()
+"""
+
+
+def unit_capabilities():
+    text = UNIT.read_text()
+    m = re.search(r"^CapabilityBoundingSet=(.*)$", text, re.M)
+    assert m, "perfd.service sets no CapabilityBoundingSet="
+    return [c.lower().removeprefix("cap_") for c in m.group(1).split()]
+
+
+def bounded(caps):
+    """setpriv's command line: exec with only caps in the bounding set (a
+    root process then holds exactly those), none inheritable."""
+    return ["setpriv", "--bounding-set=-all," + ",".join("+" + c for c in caps),
+            "--inh-caps=-all", "--"]
+
+
+class Targets:
+    """Three spinning Python processes: python3 itself, a private copy of
+    it deleted once running (named only through /proc/PID/map_files), and
+    a copy owned by nobody with mode 0700 (root's uid alone cannot read
+    it), run as nobody."""
+
+    def __init__(self):
+        self.dir = perfdtest.make_tmpdir()
+        os.chmod(self.dir, 0o755)
+        python = os.path.realpath("/usr/bin/python3")  # Debian's, not a shim
+        deleted, private = os.path.join(self.dir, "pydel"), os.path.join(self.dir, "pypriv")
+        shutil.copy(python, deleted)
+        shutil.copy(python, private)
+        os.chown(private, 65534, 65534)
+        os.chmod(private, 0o700)
+        self.plain = subprocess.Popen([python, "-c", SPIN])
+        self.deleted = subprocess.Popen([deleted, "-c", SPIN])
+        self.private = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                         private, "-c", SPIN])
+        time.sleep(0.5)
+        os.unlink(deleted)
+
+    def close(self):
+        for p in (self.plain, self.deleted, self.private):
+            p.kill()
+            p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def targets(environment):
+    t = Targets()
+    yield t
+    t.close()
+
+
+def snapshot(daemon, proc):
+    rc, out, err = daemon.perfctl("snapshot", "--pid", str(proc.pid), "--duration", str(SNAPSHOT_SECONDS),
+                                  timeout=SNAPSHOT_SECONDS + 60)
+    assert rc == 0, f"perfctl snapshot exited {rc}: {err}"
+    assert out.strip(), f"no samples of pid {proc.pid}"
+    return out
+
+
+def named_from_deleted_binary(folded):
+    """Whether a frame of the deleted copy has a name (Debian's python3
+    executable holds the interpreter: _PyEval_EvalFrameDefault, Py_RunMain),
+    rather than 'pydel (deleted)+0x…'."""
+    return re.search(r"(^|;)_?Py[A-Z]\w*(;| )", folded, re.M) is not None
+
+
+def run_bounded(caps, targets):
+    """Starts perfd bounded to caps; returns (what each target's snapshot
+    shows, perfd's stderr)."""
+    daemon = perfdtest.start_perfd(wrapper=bounded(caps))
+    try:
+        # the three snapshots at once: one window, not three
+        with ThreadPoolExecutor(3) as pool:
+            plain, deleted, private = pool.map(lambda p: snapshot(daemon, p),
+                                               (targets.plain, targets.deleted, targets.private))
+        shown = {"python": HOT in plain, "deleted": named_from_deleted_binary(deleted),
+                 "private": HOT in private}
+        stderr = daemon.stderr()
+    finally:
+        daemon.stop()
+    return shown, stderr
+
+
+def test_unit_capabilities_are_enough(targets):
+    caps = unit_capabilities()
+    assert "sys_admin" not in caps
+    shown, stderr = run_bounded(caps, targets)
+    assert shown == {"python": True, "deleted": True, "private": True}, f"{shown}\n{stderr}"
+    assert "Kernel symbols unavailable" not in stderr, stderr
+
+
+@pytest.mark.parametrize("cap", ["bpf", "perfmon"])
+def test_without_it_bpf_does_not_load(cap):
+    caps = [c for c in unit_capabilities() if c != cap]
+    status, stderr, ready = perfdtest.run_perfd_expect_exit([], wrapper=bounded(caps))
+    assert status != 0 and not ready, stderr
+    assert "Failed to load the BPF programs" in stderr, stderr
+
+
+# What is lost without each of the others: (the targets a snapshot no
+# longer names, what perfd's log says, if anything).  Without
+# CAP_SYS_PTRACE no other process can be read at all: not its memory
+# (Python), nor its /proc/PID/map_files or /proc/PID/root (the copies).
+LOST = {
+    "sys_ptrace": ({"python", "deleted", "private"}, "could not be read: Permission denied"),
+    "checkpoint_restore": ({"deleted"}, None),
+    "dac_read_search": ({"private"}, None),
+    "syslog": (set(), "Kernel symbols unavailable"),
+}
+
+
+@pytest.mark.parametrize("cap", sorted(LOST))
+def test_without_it_a_named_thing_is_lost(cap, targets):
+    caps = unit_capabilities()
+    assert cap in caps, f"the unit no longer keeps CAP_{cap.upper()}: update this test"
+    shown, stderr = run_bounded([c for c in caps if c != cap], targets)
+    lost, logged = LOST[cap]
+    for what, seen in shown.items():
+        if what in lost:
+            assert not seen, f"without CAP_{cap.upper()} perfd still names the {what} target: {shown}"
+        else:
+            assert seen, f"without CAP_{cap.upper()} perfd lost the {what} target too: {shown}\n{stderr}"
+    if logged:
+        assert logged in stderr, stderr
+
+
+def test_every_unit_capability_is_tested():
+    assert sorted(unit_capabilities()) == sorted(["bpf", "perfmon", *LOST])
