@@ -355,6 +355,7 @@ test: deps-test
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_soak.py
 	$(MAKE) fuzz FUZZ_SECONDS=10
 	$(MAKE) test-kernels
+	$(MAKE) test-package
 
 # --- fuzzing ------------------------------------------------------------
 # libFuzzer harnesses (tests/fuzz/fuzz-*.c) over the parsers of what a
@@ -415,7 +416,7 @@ $(BUILD)/man/%: docs/man/%.scd
 	@mkdir -p $(@D)
 	$(SCDOC) < $< > $@
 
-.PHONY: man install uninstall deb check-docs
+.PHONY: man install uninstall deb check-docs test-package
 man: $(MAN_PAGES)
 
 # `make install` puts perfd where the unit looks for it (/usr/local by
@@ -461,16 +462,18 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
-# `make deb` builds perfd_VERSION_amd64.deb into $(BUILD)/deb/ from the
-# tracked files (git ls-files: what a clean clone has, with the working
-# tree's edits), with packaging/debian/ as the tree's debian/.  The make
+# `make deb` builds perfd_VERSION_amd64.deb into $(BUILD)/deb/ from a copy
+# of the tree: in a git checkout its tracked files (what a clean clone
+# has, with the working tree's edits), else everything but the build
+# folders; packaging/debian/ becomes the copy's debian/.  The make
 # variables of this make are not passed down: the package builds with
 # Debian's flags (dpkg-buildflags) alone.
 DEB_DIR := $(BUILD)/deb
 deb:
 	rm -rf $(DEB_DIR)
 	mkdir -p $(DEB_DIR)/perfd-$(VERSION)
-	git ls-files -z | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/perfd-$(VERSION)
+	if [ -n "$(GIT_DESCRIBE)" ]; then git ls-files -z | tar --null -T - -cf -; \
+	else tar --exclude='./build*' --exclude=./run -cf - .; fi | tar -xf - -C $(DEB_DIR)/perfd-$(VERSION)
 	cp -r packaging/debian $(DEB_DIR)/perfd-$(VERSION)/debian
 	cd $(DEB_DIR)/perfd-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		DEB_BUILD_OPTIONS="parallel=$(NPROC) $(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b
@@ -481,6 +484,11 @@ deb:
 # binaries, none of which needs root or BPF.
 check-docs: all man
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/package/test_docs.py
+
+# The package's tests: the docs (as check-docs), and a .deb built from an
+# export of the tree, checked with lintian, dpkg and systemd-analyze.
+test-package: deps-test all man
+	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider tests/package $(PYTEST_ARGS)
 
 run: deps all
 	@mkdir -p run
