@@ -1,4 +1,13 @@
-"""The capabilities systemd/perfd.service keeps are the ones perfd needs.
+"""perfd works inside systemd/perfd.service's sandbox, and the sandbox is no
+wider than perfd needs.
+
+The private /tmp and hidden /home (PrivateTmp=, ProtectHome=): perfd reads
+other processes' files through /proc/PID/root, which the kernel resolves
+in their mount namespace, so a perf map a JIT wrote to the host's /tmp
+still names its frames when perfd's own /tmp and /home are empty tmpfs
+mounts of its own namespace.
+
+The capabilities the unit keeps are the ones perfd needs.
 
 perfd runs as root with its bounding set cut to the unit's
 CapabilityBoundingSet= (setpriv), as systemd runs it: it starts, and names
@@ -17,8 +26,10 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +175,26 @@ def test_without_it_a_named_thing_is_lost(cap, targets):
 
 def test_every_unit_capability_is_tested():
     assert sorted(unit_capabilities()) == sorted(["bpf", "perfmon", *LOST])
+
+
+def test_private_tmp_and_home_still_read_other_processes_files(environment, workloads, tmp_path):
+    """perfd in a mount namespace of its own with empty /tmp and /home (as
+    PrivateTmp=yes and ProtectHome=yes make them) names node's JavaScript
+    from the perf map node wrote to the host's /tmp."""
+    own = tempfile.mkdtemp(prefix="perfd-it-", dir="/var/tmp")  # its socket: not under /tmp
+    private = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+               'mount -t tmpfs perfd-tmp /tmp && mount -t tmpfs perfd-home /home && exec "$0" "$@"']
+    daemon = perfdtest.start_perfd(tmpdir=own, wrapper=private)
+    try:
+        script = perfdtest.REPO / "tests" / "workloads" / "js" / "hot.js"
+        node = shutil.which("node") or "/usr/bin/node"
+        w = workloads("node", command=["sh", "-c", f'cd "{tmp_path}" && exec "{node}" '
+                                       f'--perf-basic-prof "{script}" 4'])
+        stacks, _ = perfdtest.snapshot_workload(daemon, w)
+        w.finish()
+        Path(f"/tmp/perf-{w.pid}.map").unlink(missing_ok=True)
+    finally:
+        daemon.stop()
+        shutil.rmtree(own, ignore_errors=True)
+    named = perfdtest.count_where(stacks, lambda s: any("hotJavaScriptFunction" in f for f in s))
+    assert named >= 0.5 * perfdtest.total(stacks), perfdtest.show(stacks)
