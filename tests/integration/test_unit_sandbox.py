@@ -22,9 +22,11 @@ So a capability added to the unit without a use, or one removed that is
 needed, fails here.
 """
 
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -198,3 +200,35 @@ def test_private_tmp_and_home_still_read_other_processes_files(environment, work
         shutil.rmtree(own, ignore_errors=True)
     named = perfdtest.count_where(stacks, lambda s: any("hotJavaScriptFunction" in f for f in s))
     assert named >= 0.5 * perfdtest.total(stacks), perfdtest.show(stacks)
+
+
+def test_reload_is_announced_to_systemd(environment, tmp_path):
+    """`systemctl reload perfd` (ExecReload= sends SIGHUP) returns when
+    perfd says READY=1 after RELOADING=1: perfd sends both around a
+    reload, the first with the time it began, and the new frequency is in
+    force when READY=1 comes."""
+    tmpdir = perfdtest.make_tmpdir()
+    conf = tmp_path / "perfd.conf"
+    conf.write_text("frequency = 99\n")
+    proc, socket_path, notify, stderr_path = perfdtest.spawn_perfd(["--config", str(conf)], tmpdir)
+    try:
+        assert notify.wait_ready(proc, perfdtest.READY_TIMEOUT), perfdtest._read_text(stderr_path)
+        notify.messages.clear()
+        conf.write_text("frequency = 49\n")
+        os.kill(proc.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not notify.drain(wait=0.2):
+            pass
+        messages = [m.split("\n") for m in notify.messages]
+        assert len(messages) >= 2, f"{notify.messages}\n{perfdtest._read_text(stderr_path)}"
+        assert "RELOADING=1" in messages[0], notify.messages
+        assert any(line.startswith("MONOTONIC_USEC=") for line in messages[0]), notify.messages
+        assert "READY=1" in messages[1], notify.messages
+        rc, out, err = perfdtest.run_perfctl("--socket", socket_path, "--json", "status")
+        assert rc == 0, err
+        assert json.loads(out)["frequency_hz"] == 49, out[:2000]
+    finally:
+        notify.close()
+        proc.terminate()
+        assert proc.wait(timeout=perfdtest.STOP_TIMEOUT) == 0
+        shutil.rmtree(tmpdir, ignore_errors=True)
