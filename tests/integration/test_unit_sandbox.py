@@ -7,6 +7,10 @@ in their mount namespace, so a perf map a JIT wrote to the host's /tmp
 still names its frames when perfd's own /tmp and /home are empty tmpfs
 mounts of its own namespace.
 
+The system calls perfd makes are all in the unit's SystemCallFilter=
+(strace), so none fails there with EPERM.  And a reload is announced to
+systemd (RELOADING=1 ... READY=1), as ExecReload= needs.
+
 The capabilities the unit keeps are the ones perfd needs.
 
 perfd runs as root with its bounding set cut to the unit's
@@ -232,3 +236,70 @@ def test_reload_is_announced_to_systemd(environment, tmp_path):
         proc.terminate()
         assert proc.wait(timeout=perfdtest.STOP_TIMEOUT) == 0
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def unit_syscall_filter():
+    """The system calls the unit's SystemCallFilter= allows, its groups
+    expanded as `systemd-analyze syscall-filter` lists them."""
+    m = re.search(r"^SystemCallFilter=(.*)$", UNIT.read_text(), re.M)
+    assert m, "perfd.service sets no SystemCallFilter="
+    listing = subprocess.run(["systemd-analyze", "syscall-filter"], capture_output=True,
+                             text=True, timeout=30).stdout
+    groups, group = {}, None
+    for line in listing.splitlines():
+        if line.startswith("@"):
+            group = groups.setdefault(line.strip(), [])
+        elif group is not None and line.strip() and not line.strip().startswith("#"):
+            group.append(line.strip())
+
+    def expand(names):
+        calls = set()
+        for name in names:
+            calls |= expand(groups[name]) if name.startswith("@") else {name}
+        return calls
+    return expand(m.group(1).split())
+
+
+def test_system_calls_are_in_the_units_filter(environment, workloads, tmp_path):
+    """Every system call perfd makes (strace -f) while it starts, samples a
+    Python process, answers status, snapshot (now and from history), mem
+    and report, reloads, tries to export to Pyroscope, and stops, is one
+    the unit's SystemCallFilter= allows: under systemd none of them would
+    fail with EPERM."""
+    allowed = unit_syscall_filter()
+    trace = tmp_path / "trace"
+    conf = tmp_path / "perfd.conf"
+    # an exporter that fails at once (nothing listens on port 9): its
+    # sockets, connect and retries are in the trace
+    conf.write_text("push-url = http://127.0.0.1:9\ninterval = 1s\n")
+    w = workloads("python", command=["/usr/bin/python3", "-c", SPIN])
+    daemon = perfdtest.start_perfd(extra_args=["--config", str(conf)],
+                                   wrapper=["strace", "-f", "-qq", "-o", str(trace), "--"])
+    perfd = []
+    try:
+        perfd = subprocess.run(["pgrep", "-P", str(daemon.pid)], capture_output=True,
+                               text=True).stdout.split()
+        assert len(perfd) == 1, f"strace {daemon.pid} has children {perfd}"
+        for args in (["status"], ["snapshot", "--pid", str(w.pid), "--duration", "2", "--format", "pprof",
+                                  "-o", str(tmp_path / "p.pb.gz")],
+                     ["snapshot", "--pid", str(w.pid), "--since", "10s", "-o", str(tmp_path / "p.html")],
+                     ["mem", "--pid", str(w.pid)], ["report", "--pid", str(w.pid), "--since", "10s"]):
+            rc, _, err = daemon.perfctl(*args)
+            assert rc == 0, f"perfctl {' '.join(args)}: {err}"
+        os.kill(int(perfd[0]), signal.SIGHUP)
+        time.sleep(2)
+    finally:
+        # perfd, not strace, is the one to stop: strace exits after it
+        for pid in perfd:
+            os.kill(int(pid), signal.SIGTERM)
+        if not perfd:
+            daemon.proc.kill()
+        assert daemon.proc.wait(timeout=perfdtest.STOP_TIMEOUT) == 0, daemon.stderr()
+        shutil.rmtree(daemon.tmpdir, ignore_errors=True)
+    used = set()
+    for line in trace.read_text().splitlines():
+        m = re.match(r"\d+\s+([a-z_0-9]+)\(", line)
+        if m:
+            used.add(m.group(1))
+    assert {"bpf", "perf_event_open", "process_vm_readv", "connect"} <= used, sorted(used)
+    assert sorted(used - allowed) == [], "perfd calls what the unit's filter refuses"
