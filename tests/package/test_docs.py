@@ -194,3 +194,36 @@ def test_zsh_completion_is_registered():
             "print -r -- $_comps[perfctl] $_comps[perfd]")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["_perfctl", "_perfctl"], r.stdout + r.stderr
+
+
+# Types WORDS and Tab into an interactive zsh (in a pseudo-terminal) whose
+# fpath holds our completion, then Ctrl-E and " END": prints what the
+# terminal showed, the completed line and any listing.
+ZSH_TAB = r'''
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D; setopt nobeep; print RE''ADY"
+zpty -r z out '*READY*'
+zpty -w -n z "$2"$'\t'
+sleep 1
+zpty -w -n z $'\x05 EN''D\n'
+zpty -r z out '*END*'
+print -r -- "$out"
+zpty -d z
+'''
+
+
+def zsh_tab(words):
+    r = run("zsh", "-f", "-c", ZSH_TAB, "zsh", str(COMPLETION), words)
+    assert r.returncode == 0, r.stderr
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", r.stdout)
+    return re.sub(r"[^\n]\x08", "", text.replace("\r", ""))
+
+
+@pytest.mark.skipif(not Path("/usr/bin/zsh").exists(), reason="zsh is not installed")
+def test_zsh_completes_commands_options_and_values():
+    assert "perfctl snapshot" in zsh_tab("perfctl sn")
+    assert "perfctl snapshot --kind offcpu" in zsh_tab("perfctl snapshot --kind of")
+    assert "perfctl diff --format svg" in zsh_tab("perfctl diff --format sv")
+    listing = zsh_tab("perfctl top --so")
+    assert "--socket" in listing and "--sort" in listing, listing
