@@ -470,6 +470,7 @@ uninstall:
 # Debian's flags (dpkg-buildflags) alone.
 DEB_DIR := $(BUILD)/deb
 deb:
+	@packaging/install-deps.sh package
 	rm -rf $(DEB_DIR)
 	mkdir -p $(DEB_DIR)/perfd-$(VERSION)
 	if [ -n "$(GIT_DESCRIBE)" ]; then git ls-files -z | tar --null -T - -cf -; \
