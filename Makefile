@@ -295,7 +295,7 @@ SANITIZED_INTEGRATION_TESTS := tests/integration/test_protocol.py \
 	tests/integration/test_history.py tests/integration/test_memory.py \
 	tests/integration/test_speedscope.py tests/integration/test_top.py \
 	tests/integration/test_trust.py tests/integration/test_files.py \
-	tests/integration/test_state.py
+	tests/integration/test_state.py tests/integration/test_metrics.py
 # ... and the Python frames of one version per frame layout (3.8: frame
 # objects, 3.11: is_entry, 3.13: shim frames), Debian's static build and the
 # unsupported ones: the daemon reads other processes' memory there.

@@ -129,6 +129,9 @@ static const struct row rows[] = {
 	  "used are closed, and opened again when needed)" },
 	{ "client-idle-timeout", "DURATION", T_DURATION, OFF(client_idle_timeout_s), 1, 86400, 0, "2m",
 	  "close a connection with no request in flight that neither asked nor read for DURATION" },
+	{ "metrics-address", "HOST:PORT", T_STRING, OFF(metrics_address), 0, 0, 0, NULL,
+	  "serve perfd's own counters at http://HOST:PORT/metrics in the Prometheus format "
+	  "(:PORT: every address; off by default)" },
 	{ "verbose", NULL, T_BOOL, OFF(verbose), 0, 0, R_RELOAD, NULL,
 	  "log debug messages, libbpf's included" },
 	{ "interval", "DURATION", T_DURATION, EXP(interval_s), 1, 3600, R_RELOAD, "60s",

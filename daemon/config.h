@@ -61,6 +61,7 @@ struct config {
 	uint64_t symbol_cache_mib; /* 0: the symbolizer's default */
 	uint64_t max_modules, max_module_fds;
 	uint64_t client_idle_timeout_s;
+	char *metrics_address; /* NULL: no /metrics */
 	char *state_dir;          /* NULL: PERSIST_DEFAULT_DIR */
 	uint64_t state_max_bytes;
 	bool no_state;

@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 
 #include "api/command.h"
+#include "api/httpd.h"
 #include "api/server.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -306,6 +307,34 @@ static void persist_final(struct manager *m)
 	names = daemon_persist_names(&m->d);
 	persist_flush(m->d.persist, m->d.aggregator, &names, sampler_period_ns(m->d.sampler),
 		      now_monotonic_ns(), true);
+}
+
+/* --- /metrics ------------------------------------------------------- */
+
+static void on_metrics_page(void *userdata, const char *path, struct http_answer *ret)
+{
+	struct manager *m = userdata;
+
+	daemon_metrics_page(&m->d, path, ret);
+}
+
+/* --metrics-address: a scraper's port.  One that cannot be listened on
+ * stops the start, as the socket does: the operator asked for it. */
+static int setup_metrics(struct manager *m)
+{
+	const char *address = m->config->metrics_address;
+	int r;
+
+	if (!address)
+		return 0;
+	r = http_server_new(m->d.event, address, on_metrics_page, m, &m->d.metrics);
+	if (r == -EINVAL)
+		return log_error_errno(r, "Bad --metrics-address %s: expected HOST:PORT, [IPV6]:PORT or :PORT.",
+				       address);
+	if (r < 0)
+		return log_error_errno(r, "Failed to listen for metrics on %s: %m", address);
+	log_info("Serving metrics at http://%s/metrics.", address);
+	return 0;
 }
 
 /* --- setup ---------------------------------------------------------- */
@@ -656,6 +685,9 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		log_error_errno(r, "Failed to listen on %s: %m", cfg->socket_path);
 		goto fail;
 	}
+	r = setup_metrics(m);
+	if (r < 0)
+		goto fail;
 	*ret = m;
 	return 0;
 fail:
@@ -696,6 +728,7 @@ struct manager *manager_free(struct manager *m)
 		return NULL;
 	/* Clients first: they own the snapshots' replies. */
 	server_free(m->d.server);
+	m->d.metrics = http_server_free(m->d.metrics);
 	snapshots_free_all(&m->d);
 	/* its threads hold no store data, only encoded profiles */
 	m->d.exporter = exporter_free(m->d.exporter);

@@ -17,10 +17,12 @@ build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev
        protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libncurses-dev scdoc"
 test="$build protobuf-compiler golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
-      chromium libpython3.11 tmux linux-perf busybox-static cpio qemu-system-x86
+      chromium libpython3.11 tmux linux-perf busybox-static cpio qemu-system-x86 prometheus
       debhelper lintian bash-completion zsh man-db"
 package="$build debhelper"
 bench="$test bpftrace"
+# prometheus: its promtool checks /metrics, and its server scrapes it in
+# test_metrics.py.
 # The kernel matrix (make test-kernels) builds its guests' initramfs with
 # busybox-static and cpio; it boots them with a QEMU 10 it downloads from
 # bookworm-backports, which runs on the libraries Debian's own

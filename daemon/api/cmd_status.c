@@ -4,7 +4,8 @@
  * every module (the answer is built by query.c).  Counters only, no
  * process: every client may ask.  Root alone sees where the exporters
  * send (paths, queries, tenants) and the output directory; others see the
- * endpoints as scheme://host:port.
+ * endpoints as scheme://host:port.  /metrics (api/metrics.h) serves the
+ * same answer, as others see it, in the Prometheus format.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include "api/auth.h"
 #include "api/command.h"
+#include "api/httpd.h"
+#include "api/metrics.h"
 #include "api/query.h"
 #include "base/clock.h"
 #include "collect/drain.h"
@@ -21,7 +24,7 @@
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
-static int run_status(struct daemon *d, struct client *c, const struct perfd_request *req)
+json_object *daemon_status(struct daemon *d, bool root)
 {
 	struct status_info info = {
 		.uptime_seconds = (double)(now_monotonic_ns() - d->start_ns) / NSEC_PER_SEC,
@@ -37,8 +40,8 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 		.clients = server_clients(d->server),
 		.accept_backoffs = server_accept_backoffs(d->server),
 		.snapshots = d->n_snapshots,
-		.root = client_peer(c)->uid == 0,
-		.config = client_peer(c)->uid == 0 ? d->config_json : d->config_json_users,
+		.root = root,
+		.config = root ? d->config_json : d->config_json_users,
 		.client_idle_timeout_s = server_idle_timeout_usec(d->server) / 1000000,
 		.load = sampler_load_report(d->sampler),
 	};
@@ -55,11 +58,35 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 	drain_get_stats(d->drain, &info.drain);
 	if (d->exporter)
 		exporter_get_stats(d->exporter, &info.exporter);
+	info.metrics = d->metrics != NULL;
+	http_server_get_stats(d->metrics, &info.metrics_http);
 	info.state = d->persist != NULL;
 	if (d->persist)
 		persist_get_stats(d->persist, &info.persist);
-	command_reply_json(c, query_status(&info));
+	return query_status(&info);
+}
+
+static int run_status(struct daemon *d, struct client *c, const struct perfd_request *req)
+{
+	command_reply_json(c, daemon_status(d, client_peer(c)->uid == 0));
 	return 0;
+}
+
+void daemon_metrics_page(struct daemon *d, const char *path, struct http_answer *ret)
+{
+	json_object *status;
+
+	if (strcmp(path, "/metrics") != 0) {
+		ret->status = 404;
+		return;
+	}
+	status = daemon_status(d, false);
+	ret->status = 500;
+	if (status && metrics_render(status, &ret->body, &ret->len) == 0) {
+		ret->status = 200;
+		ret->content_type = METRICS_CONTENT_TYPE;
+	}
+	json_object_put(status);
 }
 
 const struct command cmd_status = { .name = "status", .run = run_status };

@@ -49,6 +49,7 @@ struct daemon {
 	struct python *python;
 	struct unwinder *unwinder; /* NULL: frame pointers only */
 	struct server *server;
+	struct http_server *metrics; /* --metrics-address (api/httpd.h), or NULL */
 	struct exporter *exporter;
 	struct persist *persist; /* NULL: profiles are kept in memory only */
 	json_object *config_json;       /* the effective configuration (config.h), root's view */
@@ -111,6 +112,14 @@ bool daemon_peer_sees(void *peer, const struct process *p);
  * (the history of a process that changed owner, history.h). */
 bool daemon_peer_sees_owner(void *peer, uint32_t owner);
 struct owner_filter daemon_peer_owners(const struct perfd_peer *peer);
+
+/* The status answer (api/query.h), as root or as others see it; a new
+ * reference, NULL when out of memory. */
+json_object *daemon_status(struct daemon *d, bool root);
+struct http_answer;
+/* The page at path of the --metrics-address server (api/httpd.h): /metrics,
+ * the status answer others see in the Prometheus format (api/metrics.h). */
+void daemon_metrics_page(struct daemon *d, const char *path, struct http_answer *ret);
 
 /* The daemon's own counters now (api/rates.h); manager.c notes one a
  * second into d->rates. */

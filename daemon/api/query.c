@@ -419,6 +419,15 @@ json_object *query_status(const struct status_info *in)
 		json_object_object_add(o, "config", json_object_get(in->config));
 	json_object_object_add(o, "export", export_status(&in->exporter, in->root));
 	json_object_object_add(o, "state", state_status(in));
+	{
+		json_object *mt = json_object_new_object();
+
+		json_object_object_add(mt, "enabled", json_object_new_boolean(in->metrics));
+		add_u64(mt, "scrapes", in->metrics_http.requests);
+		add_u64(mt, "errors", in->metrics_http.errors);
+		add_u64(mt, "closed_for_room", in->metrics_http.closed_for_room);
+		json_object_object_add(o, "metrics", mt);
+	}
 	return o;
 }
 

@@ -15,6 +15,7 @@
 
 #include "collect/drain.h"
 #include "collect/tiers.h"
+#include "api/httpd.h"
 #include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
@@ -49,6 +50,8 @@ struct status_info {
 	json_object *config; /* the effective configuration, borrowed; NULL: none */
 	const struct sampler_load_report *load; /* the BPF load; NULL: not told */
 	struct exporter_stats exporter;
+	bool metrics;             /* /metrics is served */
+	struct http_server_stats metrics_http;
 	bool state;               /* a state directory is in use */
 	struct persist_stats persist;
 };

@@ -105,7 +105,11 @@
  *               (pushed out of the full queue, oldest first), failed (given
  *               up on: the backend refused it), retries, last_success,
  *               last_error_time (Unix seconds or null), last_error (text or
- *               null) } ] }
+ *               null) } ] },
+ *      metrics: { enabled (--metrics-address), scrapes (/metrics answered),
+ *               errors (other requests answered with an error, or timed
+ *               out), closed_for_room (connections closed for a newer
+ *               one) }
  *  "ps"       optional "interval": seconds, integer 1..PERFD_PS_MAX_INTERVAL
  *             (default PERFD_PS_DEFAULT_INTERVAL); "all": true lists every
  *             live process perfd knows.  Result:
