@@ -31,9 +31,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -263,15 +265,19 @@ def unit_syscall_filter():
 def test_system_calls_are_in_the_units_filter(environment, workloads, tmp_path):
     """Every system call perfd makes (strace -f) while it starts, samples a
     Python process, answers status, snapshot (now and from history), mem
-    and report, reloads, tries to export to Pyroscope, and stops, is one
+    and report, serves /metrics, reloads, tries to export to Pyroscope, and
+    stops, is one
     the unit's SystemCallFilter= allows: under systemd none of them would
     fail with EPERM."""
     allowed = unit_syscall_filter()
     trace = tmp_path / "trace"
     conf = tmp_path / "perfd.conf"
     # an exporter that fails at once (nothing listens on port 9): its
-    # sockets, connect and retries are in the trace
-    conf.write_text("push-url = http://127.0.0.1:9\ninterval = 1s\n")
+    # sockets, connect and retries are in the trace; and /metrics, scraped
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf.write_text(f"push-url = http://127.0.0.1:9\ninterval = 1s\nmetrics-address = 127.0.0.1:{port}\n")
     w = workloads("python", command=["/usr/bin/python3", "-c", SPIN])
     daemon = perfdtest.start_perfd(extra_args=["--config", str(conf)],
                                    wrapper=["strace", "-f", "-qq", "-o", str(trace), "--"])
@@ -286,6 +292,8 @@ def test_system_calls_are_in_the_units_filter(environment, workloads, tmp_path):
                      ["mem", "--pid", str(w.pid)], ["report", "--pid", str(w.pid), "--since", "10s"]):
             rc, _, err = daemon.perfctl(*args)
             assert rc == 0, f"perfctl {' '.join(args)}: {err}"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            assert b"perfd_" in answer.read()
         os.kill(int(perfd[0]), signal.SIGHUP)
         time.sleep(2)
     finally:
@@ -301,5 +309,5 @@ def test_system_calls_are_in_the_units_filter(environment, workloads, tmp_path):
         m = re.match(r"\d+\s+([a-z_0-9]+)\(", line)
         if m:
             used.add(m.group(1))
-    assert {"bpf", "perf_event_open", "process_vm_readv", "connect"} <= used, sorted(used)
+    assert {"bpf", "perf_event_open", "process_vm_readv", "connect", "listen"} <= used, sorted(used)
     assert sorted(used - allowed) == [], "perfd calls what the unit's filter refuses"
