@@ -24,6 +24,7 @@
 #include "perfctl.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
+#include "perfd/version.h"
 
 static const struct ctl_command *const commands[] = {
 	&ctl_cmd_status, &ctl_cmd_ps,       &ctl_cmd_snapshot, &ctl_cmd_mem,
@@ -40,6 +41,7 @@ static void options_and_exit_status(FILE *f)
 		"                         answer as it came ({\"version\":1,\"ok\":true,...}), or\n"
 		"                         {\"ok\":false,\"error\":{\"code\":...,\"message\":...}}\n"
 		"  -h, --help             the overview, or after a command its own help\n"
+		"  --version              perfctl's version\n"
 		"\n"
 		"Exit status:\n"
 		"  %d  success\n"
@@ -92,6 +94,7 @@ static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv,
 		{ "socket", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
 	const char *name;
@@ -102,6 +105,9 @@ static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv,
 		switch (c) {
 		case 'h':
 			usage(stdout);
+			return PERFCTL_EXIT_OK;
+		case 'V':
+			printf("perfctl %s\n", perfd_version);
 			return PERFCTL_EXIT_OK;
 		default:
 			if (ctl_common_option(env, "perfctl", c, argv) < 0)

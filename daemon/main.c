@@ -22,6 +22,7 @@
 #include "config.h"
 #include "manager.h"
 #include "perfd/protocol.h"
+#include "perfd/version.h"
 
 #define EXIT_USAGE 2
 
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (r == CONFIG_ARGS_VERSION) {
-		printf("perfd 0.1.0\n");
+		printf("perfd %s\n", perfd_version);
 		return 0;
 	}
 	r = config_load(args, &cfg, err, sizeof(err));

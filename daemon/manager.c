@@ -419,12 +419,11 @@ static int set_frequency(struct manager *m, unsigned frequency_hz)
 	return 0;
 }
 
-/* SIGHUP: the configuration again, from the same flags and the file as it
- * is now (config.h says what may change).  A bad file keeps the running
+/* The configuration again, from the same flags and the file as it is now
+ * (config.h says what may change).  A bad file keeps the running
  * configuration whole. */
-static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static int reload(struct manager *m)
 {
-	struct manager *m = userdata;
 	struct config *next = NULL;
 	char err[CONFIG_ERROR_MAX], kept[512], changed[512];
 	size_t n;
@@ -459,6 +458,19 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	publish_config(m);
 	log_info("Reloaded the configuration%s%s: %s.", next->config_path ? " from " : "",
 		 next->config_path ? next->config_path : "", n ? changed : "nothing changed");
+	return 0;
+}
+
+/* SIGHUP: a reload, which the service manager sees begin and end
+ * (RELOADING=1 ... READY=1), so that `systemctl reload perfd` returns when
+ * the new configuration is in force, not when the signal is sent. */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct manager *m = userdata;
+
+	(void)sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_monotonic_ns() / 1000);
+	(void)reload(m);
+	(void)sd_notify(false, "READY=1");
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 # npm's cache beside them, and only when that version is not there yet.
 #
 #   packaging/install-deps.sh build   # compile perfd and perfctl
+#   packaging/install-deps.sh package # build + debhelper: make deb
 #   packaging/install-deps.sh test    # build + unit and integration tests
 #   packaging/install-deps.sh bench   # test + bpftrace to compare with (perf is a
 #                                     # test dependency: test_switch.py compares)
@@ -14,9 +15,11 @@ set -eu
 
 build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        libsystemd-dev libjson-c-dev zlib1g-dev libiberty-dev liblzma-dev
-       protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libncurses-dev"
+       protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libncurses-dev scdoc"
 test="$build protobuf-compiler golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
-      chromium libpython3.11 tmux linux-perf busybox-static cpio qemu-system-x86 prometheus"
+      chromium libpython3.11 tmux linux-perf busybox-static cpio qemu-system-x86 prometheus
+      debhelper lintian bash-completion zsh man-db"
+package="$build debhelper"
 bench="$test bpftrace"
 # prometheus: its promtool checks /metrics, and its server scrapes it in
 # test_metrics.py.
@@ -31,9 +34,10 @@ npm_test="speedscope@1.25.0 playwright-core@1.65.1"
 
 case "${1:-build}" in
 build) want=$build npm_want="" ;;
+package) want=$package npm_want="" ;;
 test) want=$test npm_want=$npm_test ;;
 bench) want=$bench npm_want=$npm_test ;;
-*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+*) echo "usage: $0 build|package|test|bench" >&2; exit 2 ;;
 esac
 
 missing=""

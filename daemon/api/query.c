@@ -11,6 +11,7 @@
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 #include "perfd/unwind.h"
+#include "perfd/version.h"
 #include "api/auth.h"
 #include "api/command.h"
 #include "api/limits.h"
@@ -199,7 +200,7 @@ json_object *query_status(const struct status_info *in)
 	uint64_t lost_total = in->bpf[PERFD_CNT_RINGBUF_FULL] + in->drain.dropped_samples +
 			      in->agg.samples_evicted + in->bpf[PERFD_CNT_UNDELIVERED_LOST];
 
-	json_object_object_add(o, "daemon_version", json_object_new_string(PERFD_VERSION));
+	json_object_object_add(o, "daemon_version", json_object_new_string(perfd_version));
 	json_object_object_add(o, "protocol_version", json_object_new_int(PERFD_PROTOCOL_VERSION));
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	json_object_object_add(o, "uptime_seconds", json_object_new_double(in->uptime_seconds));

@@ -311,11 +311,23 @@ static void probe_features(const struct sampler_opts *opts, struct sampler_load_
 			 "or no perf_swevent_hrtimer in its kallsyms");
 }
 
+#define KERNEL_BTF_PATH "/sys/kernel/btf/vmlinux"
+
 /* Opens the object and configures it for tier: the programs it loads,
- * what they walk, the maps' sizes. */
+ * what they walk, the maps' sizes.
+ *
+ * CO-RE relocates against the kernel's own BTF, named as a custom path:
+ * libbpf then does not also search the kernel modules' BTF, whose listing
+ * (BPF_BTF_GET_NEXT_ID) takes CAP_SYS_ADMIN, which perfd's unit does not
+ * grant.  The programs use vmlinux types only, but a flavor that this
+ * kernel lacks (a ___pre62 struct on 6.2+) sends libbpf 1.1 to the modules
+ * and fails the load with EPERM without CAP_SYS_ADMIN.  A kernel whose BTF
+ * is not in sysfs is left to libbpf's own search. */
 static int open_tier(struct sampler *s, const struct sampler_opts *opts, unsigned tier)
 {
-	struct perfd_bpf *skel = perfd_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts,
+		    .btf_custom_path = access(KERNEL_BTF_PATH, R_OK) == 0 ? KERNEL_BTF_PATH : NULL);
+	struct perfd_bpf *skel = perfd_bpf__open_opts(&open_opts);
 	struct bpf_program *p;
 	int r;
 
@@ -470,7 +482,7 @@ static void report_failure(struct sampler_load_report *r, int err, const char *r
 			 "no tier loads: %s was refused by this kernel's verifier: \"%s\"", refused, reason);
 	else if (!btf)
 		snprintf(r->error, sizeof(r->error),
-			 "this kernel has no BTF (/sys/kernel/btf/vmlinux), which perfd's programs need");
+			 "this kernel has no BTF (" KERNEL_BTF_PATH "), which perfd's programs need");
 	else if (err == -EPERM)
 		snprintf(r->error, sizeof(r->error),
 			 "%s: perfd needs root, or CAP_BPF and CAP_PERFMON", strerror(-err));

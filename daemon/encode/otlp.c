@@ -43,6 +43,7 @@
 #include "encode/strtable.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
+#include "perfd/version.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest pb_request;
 typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles pb_resource_profiles;
@@ -413,7 +414,7 @@ static int build(struct otlp *p, const struct model *m, const struct encode_opts
 	p->dict.string_table = p->strings.strings;
 
 	p->scope.name = (char *)"perfd";
-	p->scope.version = (char *)PERFD_VERSION;
+	p->scope.version = (char *)perfd_version;
 	p->profile_ptr = pr;
 	p->scope_profiles.scope = &p->scope;
 	p->scope_profiles.n_profiles = 1;

@@ -10,6 +10,7 @@
 #include "export/http.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
+#include "perfd/version.h"
 
 #define CONNECT_TIMEOUT_S 5
 #define REPLY_TEXT_MAX 200
@@ -201,7 +202,7 @@ int http_post(struct http_target *t, const char *query, const uint8_t *data, siz
 	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDS, (const char *)data);
 	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(t->curl, CURLOPT_HTTPHEADER, t->headers);
-	curl_easy_setopt(t->curl, CURLOPT_USERAGENT, "perfd/" PERFD_VERSION);
+	curl_easy_setopt(t->curl, CURLOPT_USERAGENT, (const char *)perfd_user_agent);
 	curl_easy_setopt(t->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(t->curl, CURLOPT_TIMEOUT, t->timeout_s);
 	curl_easy_setopt(t->curl, CURLOPT_CONNECTTIMEOUT, MIN(t->timeout_s, (long)CONNECT_TIMEOUT_S));

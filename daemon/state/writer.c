@@ -81,7 +81,11 @@ static int do_job(struct state_writer *w, struct job *j)
 			int r = n < 0 ? -errno : -EIO;
 
 			/* back to the last whole record */
-			(void)ftruncate(w->open_fd, w->open_len);
+			if (ftruncate(w->open_fd, w->open_len) < 0) {
+				/* the tail stays torn, which a reader drops
+				 * (statefile.h): the write's error is the one
+				 * to return */
+			}
 			return r;
 		}
 		done += (size_t)n;

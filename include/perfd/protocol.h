@@ -363,10 +363,6 @@
 #define PERFD_PROTOCOL_H
 
 #define PERFD_PROTOCOL_VERSION 1
-/* The daemon's own version: status, the exporters' User-Agent and scope. */
-#ifndef PERFD_VERSION
-#define PERFD_VERSION "0.1.0"
-#endif
 #define PERFD_DEFAULT_SOCKET "/run/perfd/perfd.sock"
 #define PERFD_SOCKET_ENV "PERFD_SOCKET"
 

@@ -275,9 +275,11 @@ def make_tmpdir():
     return tempfile.mkdtemp(prefix="perfd-it-")
 
 
-def spawn_perfd(args, tmpdir, socket_path=None):
+def spawn_perfd(args, tmpdir, socket_path=None, wrapper=()):
     """Starts build/perfd with ARGS (plus --socket) under a notify socket,
-    without waiting.  Returns (proc, socket_path, notify, stderr_path)."""
+    without waiting, through the command wrapper (a list, e.g. setpriv
+    and its options, which must exec perfd) if given.  Returns (proc,
+    socket_path, notify, stderr_path)."""
     socket_path = socket_path or os.path.join(tmpdir, "perfd.sock")
     notify = NotifySocket(os.path.join(tmpdir, f"notify-{time.monotonic_ns()}"))
     stderr_path = os.path.join(tmpdir, f"perfd-{time.monotonic_ns()}.stderr")
@@ -288,13 +290,13 @@ def spawn_perfd(args, tmpdir, socket_path=None):
         # each daemon its own state directory, not the machine's
         args = [*args, "--state-dir", os.path.join(tmpdir, "state")]
     with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen([perfd_binary(), "--socket", socket_path, *args],
+        proc = subprocess.Popen([*wrapper, perfd_binary(), "--socket", socket_path, *args],
                                 stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                                 env=env)
     return proc, socket_path, notify, stderr_path
 
 
-def start_perfd(frequency=None, extra_args=(), tmpdir=None, socket_path=None):
+def start_perfd(frequency=None, extra_args=(), tmpdir=None, socket_path=None, wrapper=()):
     """Starts a daemon and waits for its READY=1.  Fails loudly, with the
     daemon's stderr, when it exits first or is not ready in READY_TIMEOUT.
     A tmpdir made here is removed when the daemon stops cleanly, and kept
@@ -304,7 +306,7 @@ def start_perfd(frequency=None, extra_args=(), tmpdir=None, socket_path=None):
     args = list(extra_args)
     if frequency is not None:
         args += ["--frequency", str(frequency)]
-    proc, socket_path, notify, stderr_path = spawn_perfd(args, tmpdir, socket_path)
+    proc, socket_path, notify, stderr_path = spawn_perfd(args, tmpdir, socket_path, wrapper)
     try:
         ready = notify.wait_ready(proc, READY_TIMEOUT)
     finally:
@@ -341,12 +343,13 @@ def start_perfd_small_quarantine(quarantine_mb, **kwargs):
             os.environ["ASAN_OPTIONS"] = saved
 
 
-def run_perfd_expect_exit(args, timeout=30, tmpdir=None, socket_path=None):
-    """Runs a perfd that is expected to refuse to start.  Returns (status,
-    stderr, ready) where ready says whether it (wrongly) sent READY=1."""
+def run_perfd_expect_exit(args, timeout=30, tmpdir=None, socket_path=None, wrapper=()):
+    """Runs a perfd that is expected to refuse to start (through wrapper,
+    as spawn_perfd).  Returns (status, stderr, ready) where ready says
+    whether it (wrongly) sent READY=1."""
     own_tmpdir = tmpdir is None
     tmpdir = tmpdir or make_tmpdir()
-    proc, socket_path, notify, stderr_path = spawn_perfd(args, tmpdir, socket_path)
+    proc, socket_path, notify, stderr_path = spawn_perfd(args, tmpdir, socket_path, wrapper)
     try:
         try:
             proc.wait(timeout=timeout)
