@@ -12,7 +12,7 @@ _perfctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local commands="status ps snapshot mem report diff diagnose top help"
+	local commands="status ps snapshot mem report diff diagnose top record help"
 	local global="--socket --json --help --version"
 	local selection="--pid --comm --cgroup --unit --all --duration --since --from --to"
 
@@ -90,6 +90,7 @@ _perfctl()
 	report) opts="$selection --kind --sort --top --callers --callees --lines" ;;
 	diff) opts="--kind --top --format --output -o" ;;
 	diagnose) opts="$selection" ;;
+	record) opts="--kind --format --output -o --lines --no-lines --threads" ;;
 	top) opts="-b --batch -n --iterations -d --delay --pid -f --functions --sort --filter
 		-M --memory -k --kernel-threads -a --all --rows" ;;
 	*) return ;;
