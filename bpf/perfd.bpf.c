@@ -104,7 +104,12 @@ struct {
  * pid reused) in a sample with a stack forces a wake-up, and so does a
  * sample whose unwinding met code the daemon has not described yet, at
  * most every nudge_interval_ns per process: the daemon reads the maps
- * then, instead of at its next timer.  LRU, so it can never fill up; an
+ * then, instead of at its next timer.  So does a memory sample with
+ * Python frames: the daemon names them by reading their code objects from
+ * the process, which a script that grows and then exits (memory samples
+ * come in bursts, often just before the end) no longer has a second
+ * later; memory samples are rare (one per memory_sample_bytes of growth),
+ * so these wake-ups are few.  LRU, so it can never fill up; an
  * evicted entry only costs one extra wake-up. */
 struct known_process {
 	__u64 start_time_ns;
@@ -345,7 +350,9 @@ static __always_inline int send_sample(struct perfd_sample *s, __u64 size)
 	else
 		flags = announce(s->hdr.tgid, s->hdr.start_time_ns, s->hdr.timestamp_ns,
 				 !(s->flags & PERFD_SAMPLE_F_SWITCHED),
-				 s->flags & PERFD_SAMPLE_F_NEEDS_MAPS);
+				 (s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) ||
+				 (s->value_kind == PERFD_VALUE_MEMORY &&
+				  (s->flags & PERFD_SAMPLE_F_PYTHON)));
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		count(s->value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
 	else if (s->value_kind == PERFD_VALUE_MEMORY)
