@@ -313,8 +313,13 @@ def test_one_users_churn_cannot_push_another_users_history_off_the_disk(state_tm
           f"refused: segment full {state.get('windows_refused_segment_full')}, owner's share "
           f"{state.get('windows_refused_owner_share')}; moved aside {aside}")
     assert on_disk <= 4 << 20, f"{on_disk} bytes of segments, past --state-max-bytes 4M"
-    assert state.get("windows_refused_owner_share", 0) > 0, \
-        f"the churn was never held back by its share: {state}"
     assert total(after) >= 0.95 * total(before), \
         f"B's history: {total(after)} of its {total(before)} samples after nobody's churn " \
         f"and a restart (moved aside: {aside})"
+    # the churn was held back: by its share of the segment, or, when the
+    # host's other writers (root's processes) kept nobody under its share
+    # until the segment's budget was spent (seen under ASan, whose slower
+    # flushes come in bigger batches), by the segment's budget
+    held = state.get("windows_refused_owner_share", 0) + \
+        state.get("windows_refused_segment_full", 0)
+    assert held > 0, f"the churn was never held back: {state}"
