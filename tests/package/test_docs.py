@@ -65,11 +65,18 @@ def test_perfd_man_page_lists_exactly_perfd_help_options():
     assert in_man - in_help == set(), f"in perfd(8), not in perfd --help: {sorted(in_man - in_help)}"
 
 
+def perfctl_commands():
+    """The commands `perfctl --help` lists (its "Commands:" block)."""
+    text = run(PERFCTL, "--help").stdout
+    block = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    return {line.split()[0] for line in block.splitlines() if line.strip()}
+
+
 def accepted_by_perfctl(option):
     """Whether some perfctl command takes OPTION: its answer is anything
     but 'unknown option' (no daemon is asked: the socket does not exist)."""
     tries = [[option]]  # a global option: before any command
-    for command in ["status", "ps", "snapshot", "mem", "report", "diff", "diagnose", "top"]:
+    for command in sorted(perfctl_commands() - {"help"}):
         # top draws a screen unless -b
         batch = ["-b", "-n", "1"] if command == "top" else []
         tries += [[command, option, *batch], [command, option, "1", *batch]]
@@ -83,9 +90,13 @@ def accepted_by_perfctl(option):
 def test_perfctl_man_page_matches_its_usage():
     """Every option of perfctl's usage is in perfctl(1), and every option
     perfctl(1) names is one perfctl takes."""
-    r = run(PERFCTL, "help")
-    assert r.returncode == 0, r.stderr
-    in_usage = set(OPTION.findall(r.stdout))
+    in_usage = set()
+    # the overview's global options, then each command's own help
+    for argv in [["help"]] + [[c, "--help"] for c in sorted(perfctl_commands() - {"help"})]:
+        r = run(PERFCTL, *argv)
+        assert r.returncode == 0, f"perfctl {' '.join(argv)}: {r.stderr}"
+        in_usage |= set(OPTION.findall(r.stdout))
+    assert "--duration" in in_usage and "--kind" in in_usage, "the commands' help was not read"
     text = (MAN_SRC / "perfctl.1.scd").read_text()
     in_man = set(OPTION.findall(re.sub(r"^;.*$", "", text, flags=re.M)))
     assert in_usage - in_man == set(), f"in perfctl's usage, not in perfctl(1): {sorted(in_usage - in_man)}"
@@ -166,13 +177,6 @@ def test_bash_completion_is_registered():
 
 
 @pytest.mark.skipif(not BASH_COMPLETION.exists(), reason="bash-completion is not installed")
-def perfctl_commands():
-    """The commands `perfctl --help` lists (its "Commands:" block)."""
-    text = run(str(BUILD / "perfctl"), "--help").stdout
-    block = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
-    return {line.split()[0] for line in block.splitlines() if line.strip()}
-
-
 def test_bash_completes_commands_options_values_and_live_pids():
     # every command perfctl has, and no other: a new command must be taught
     # to the completion
@@ -232,6 +236,7 @@ def zsh_tab(words):
 @pytest.mark.skipif(not Path("/usr/bin/zsh").exists(), reason="zsh is not installed")
 def test_zsh_completes_commands_options_and_values():
     assert "perfctl snapshot" in zsh_tab("perfctl sn")
+    assert "perfctl record" in zsh_tab("perfctl rec")
     assert "perfctl snapshot --kind offcpu" in zsh_tab("perfctl snapshot --kind of")
     assert "perfctl diff --format svg" in zsh_tab("perfctl diff --format sv")
     listing = zsh_tab("perfctl top --so")
