@@ -155,6 +155,7 @@ static int flush_out(struct client *c)
 }
 
 static int reply_error_and_close(struct client *c, const char *code, const char *msg);
+static void offer_lines(struct client *c);
 
 /* Hands the next line to on_request.  Replies made meanwhile are only
  * queued (c->dispatching), so nothing here recurses or frees the client. */
@@ -188,6 +189,9 @@ static void take_line(struct client *c)
 	c->offered = 0;
 	(void)s->opts.on_request(s->opts.userdata, c, line, len);
 	c->dispatching = false;
+	/* lines read with this one (a stop sent right behind its snapshot)
+	 * are offered now: no other read may come to offer them */
+	offer_lines(c);
 }
 
 /* Offers each line that arrives while a request is pending to

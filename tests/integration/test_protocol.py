@@ -140,6 +140,22 @@ def test_stop_ends_a_live_snapshot_and_lets_other_lines_wait(perfd, workloads):
     assert late.get("ok") is True and late.get("stopped") is False, late
 
 
+def test_stop_sent_with_its_snapshot_in_one_write_stops_it(perfd, workloads):
+    """A snapshot and its stop in the same write (perfd reads both at once:
+    `perfctl record -- true` on a busy daemon) end at once, not after the
+    snapshot's 30 s: the stop is offered as soon as the snapshot waits,
+    with no further read to bring it."""
+    w = workloads("spin", 60, 0)
+    snap = {"version": 1, "command": "snapshot", "pid": w.pid, "duration": 30}
+    with perfd.connect(timeout=10) as s:
+        s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "stop"}\n')
+        lines = read_lines(s, 1)
+    assert lines, "no answer within 10 s of a snapshot sent with its stop"
+    answer = decode_answer(lines[0], "snapshot stopped at once")
+    assert answer.get("ok") is True and answer.get("stopped") is True, answer
+    assert answer["duration_seconds"] < 5, answer["duration_seconds"]
+
+
 def test_status_reports_configuration_and_counters(perfd, workloads):
     """status (raw and through `perfctl --json status`) gives the sampling
     frequency, the online CPU count, sample counters that grow as CPUs work,
