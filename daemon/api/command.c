@@ -78,10 +78,13 @@ bool command_pending_line(struct daemon *d, struct client *c, const char *line, 
 	struct perfd_request req;
 	struct perfd_request_error err;
 
+	/* only a command that can stop takes a stop early; otherwise the
+	 * line waits its turn and is answered as any other */
+	if (!p || !p->command->stop)
+		return false;
 	if (request_parse(line, len, &req, &err) < 0 || req.command != PERFD_CMD_STOP)
 		return false;
-	if (p && p->command->stop)
-		p->command->stop(d, c);
+	p->command->stop(d, c);
 	return true;
 }
 
