@@ -48,13 +48,6 @@ struct run {
 	int status;
 };
 
-/* Closes *fd and marks it closed (closep() leaves the number). */
-static void drop_fd(int *fd)
-{
-	closep(fd);
-	*fd = -1;
-}
-
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_snapshot_opts *o)
 {
 	int at = ctl_snapshot_parse(env, "record", argc, argv, false, o);
@@ -77,12 +70,15 @@ static _Noreturn void child(struct run *r, int gate, int report, char **cmd)
 
 	/* perfctl's ends: with the gate's write end open here, its EOF
 	 * could never come */
-	drop_fd(&r->gate);
-	drop_fd(&r->report);
+	closep(&r->gate);
+	closep(&r->report);
 	while ((n = read(gate, &go, 1)) < 0 && errno == EINTR)
 		;
 	if (n != 1)
 		_exit(RECORD_EXIT_CANNOT_RUN); /* perfctl gave up before it */
+	/* perfctl ignores SIGPIPE (perfctl.c); an ignored signal stays
+	 * ignored across exec, and CMD must run as it would alone */
+	(void)signal(SIGPIPE, SIG_DFL);
 	execvp(cmd[0], cmd);
 	e = errno;
 	(void)!write(report, &e, sizeof(e));
@@ -105,7 +101,7 @@ static bool run_done(void *userdata)
 	}
 	if (r->gate >= 0) {
 		(void)!write(r->gate, "", 1);
-		drop_fd(&r->gate);
+		closep(&r->gate);
 		return false;
 	}
 	if (!r->exited) {
@@ -128,7 +124,7 @@ static int exit_status(int status)
 /* Waits for the child (whatever became of the profile). */
 static void reap(struct run *r)
 {
-	drop_fd(&r->gate); /* a child still at the gate ends */
+	closep(&r->gate); /* a child still at the gate ends */
 	while (!r->exited) {
 		pid_t k = waitpid(r->pid, &r->status, 0);
 
@@ -160,7 +156,7 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 	r.gate = gate[1];
 	if (pipe2(report, O_CLOEXEC) < 0) {
 		ctl_error(env, CTL_ERR_IO, "record: cannot make a pipe: %s", strerror(errno));
-		drop_fd(&r.gate);
+		closep(&r.gate);
 		return PERFCTL_EXIT_FAILURE;
 	}
 	r.report = report[0];
@@ -169,14 +165,14 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 	r.pid = fork();
 	if (r.pid < 0) {
 		ctl_error(env, CTL_ERR_IO, "record: cannot fork: %s", strerror(errno));
-		drop_fd(&r.gate);
-		drop_fd(&r.report);
+		closep(&r.gate);
+		closep(&r.report);
 		return PERFCTL_EXIT_FAILURE;
 	}
 	if (r.pid == 0)
 		child(&r, gate_read, report_write, argv + at);
-	drop_fd(&gate_read);
-	drop_fd(&report_write);
+	closep(&gate_read);
+	closep(&report_write);
 
 	/* the tree rooted at the child, for as long as a snapshot may last */
 	o.sel.tree = r.pid;
@@ -192,10 +188,10 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 	reap(&r);
 	if (read(r.report, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
 		ctl_error(env, CTL_ERR_USAGE, "record: cannot run '%s': %s", argv[at], strerror(e));
-		drop_fd(&r.report);
+		closep(&r.report);
 		return RECORD_EXIT_CANNOT_RUN;
 	}
-	drop_fd(&r.report);
+	closep(&r.report);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 	rc = ctl_snapshot_write(env, resp, &o);

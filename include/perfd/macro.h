@@ -25,12 +25,15 @@ static inline void freep(void *p)
 	free(*(void **)p);
 }
 
+/* Closes *fd and marks it closed, so a second call (a struct's field
+ * closed early, then at cleanup) does nothing. */
 static inline void closep(int *fd)
 {
 	if (*fd >= 0) {
 		int saved = errno;
 		(void)close(*fd);
 		errno = saved;
+		*fd = -1;
 	}
 }
 
