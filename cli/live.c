@@ -24,7 +24,9 @@
 
 #include <json-c/json.h>
 
+#include "base/clock.h"
 #include "call.h"
+#include "format.h"
 #include "client.h"
 #include "live.h"
 #include "output.h"
@@ -41,7 +43,7 @@ static void on_sigint(int sig)
 
 struct live {
 	const struct ctl_live_opts *o;
-	struct timespec start;
+	uint64_t start_ns;
 	struct sigaction old_sigint;
 	bool caught;    /* SIGINT is on_sigint's until the stop */
 	bool progress;  /* stderr is a terminal */
@@ -52,21 +54,7 @@ struct live {
 
 static double elapsed(const struct live *l)
 {
-	struct timespec now;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - l->start.tv_sec) + (now.tv_nsec - l->start.tv_nsec) / 1e9;
-}
-
-/* "1h02m03s", "4m05s", "12s". */
-static void format_seconds(long s, char *buf, size_t size)
-{
-	if (s >= 3600)
-		(void)snprintf(buf, size, "%ldh%02ldm%02lds", s / 3600, s / 60 % 60, s % 60);
-	else if (s >= 60)
-		(void)snprintf(buf, size, "%ldm%02lds", s / 60, s % 60);
-	else
-		(void)snprintf(buf, size, "%lds", s);
+	return (double)(now_monotonic_ns() - l->start_ns) / NSEC_PER_SEC;
 }
 
 static void erase_progress(struct live *l)
@@ -79,13 +67,13 @@ static void erase_progress(struct live *l)
 static void show_progress(struct live *l)
 {
 	long s = (long)floor(elapsed(l));
-	char now[24], total[24];
+	char now[CTL_DURATION_MAX], total[CTL_DURATION_MAX];
 
 	if (!l->progress || l->stop_sent || s == l->last_second)
 		return;
 	l->last_second = s;
-	format_seconds(s, now, sizeof(now));
-	format_seconds((long)ceil(l->o->seconds), total, sizeof(total));
+	ctl_format_duration((double)s, now);
+	ctl_format_duration(ceil(l->o->seconds), total);
 	if (l->o->seconds > 0)
 		fprintf(stderr, "\r\033[Kperfctl: sampling, %s of %s (Ctrl-C: stop and keep the profile)",
 			now, total);
@@ -138,10 +126,16 @@ enum perfctl_exit ctl_live_call(const struct ctl_env *env, struct json_object *r
 		return rc;
 	interrupted = 0;
 	l.progress = isatty(STDERR_FILENO);
-	(void)clock_gettime(CLOCK_MONOTONIC, &l.start);
+	l.start_ns = now_monotonic_ns();
 	(void)sigemptyset(&sa.sa_mask);
-	/* without the handler, Ctrl-C ends perfctl as it always did */
+	/* without the handler, Ctrl-C ends perfctl as it always did; and one
+	 * started with SIGINT ignored (a job in the background of a script)
+	 * keeps ignoring it */
 	l.caught = sigaction(SIGINT, &sa, &l.old_sigint) == 0;
+	if (l.caught && l.old_sigint.sa_handler == SIG_IGN) {
+		(void)sigaction(SIGINT, &l.old_sigint, NULL);
+		l.caught = false;
+	}
 	rc = ctl_exchange_watched(env, fd, request, timeout_ms, &watch, ret_response);
 	if (l.caught && !l.stop_sent)
 		(void)sigaction(SIGINT, &l.old_sigint, NULL);
