@@ -31,6 +31,7 @@ struct offload {
 	struct offload_job *todo, **todo_tail;
 	struct offload_job *done, **done_tail; /* FIFO */
 	unsigned busy;      /* lanes busy */
+	uint64_t kicks;     /* offload_kick calls, so one during idle() is not lost */
 	struct offload_stats stats;
 	bool stop;
 	atomic_bool cancel; /* stop, for the jobs running */
@@ -121,10 +122,14 @@ static struct offload_job *next_job(struct lane *lane)
 			return j;
 		}
 		if (lane->busy && o->opts.idle && !hooked) {
+			uint64_t kicks = o->kicks;
+
 			hooked = true;
 			pthread_mutex_unlock(&o->lock);
 			o->opts.idle(o->opts.userdata);
 			pthread_mutex_lock(&o->lock);
+			/* a kick that came meanwhile asks for the hook again */
+			hooked = o->kicks == kicks;
 			continue; /* work may have come meanwhile */
 		}
 		if (lane->busy) {
@@ -290,7 +295,7 @@ int offload_submit(struct offload *o, struct offload_job *j)
 		r = -ENOBUFS;
 	else if (max && o->stats.bytes + j->bytes > max && !o->opts.drop_oldest)
 		r = -ENOBUFS;
-	else if (max)
+	else if (max && o->opts.drop_oldest)
 		make_room(o, j->bytes);
 	if (r < 0) {
 		o->stats.refused++;
@@ -330,6 +335,7 @@ void offload_bump(struct offload *o, uint64_t key)
 void offload_kick(struct offload *o)
 {
 	pthread_mutex_lock(&o->lock);
+	o->kicks++;
 	for (unsigned i = 0; i < o->n_lanes; i++)
 		set_busy(&o->lanes[i]);
 	pthread_cond_broadcast(&o->wake);
@@ -409,7 +415,11 @@ size_t offload_finish(struct offload *o, unsigned timeout_ms)
 	o->stop = true;
 	atomic_store(&o->cancel, true);
 	pthread_cond_broadcast(&o->wake);
-	left = o->stats.jobs;
+	/* the queued jobs; one running sees the cancel flag and counts
+	 * itself by what became of it (a send may still succeed) */
+	left = 0;
+	for (struct offload_job *j = o->todo; j; j = j->next)
+		left++;
 	o->stats.dropped += left;
 	pthread_mutex_unlock(&o->lock);
 	return left;

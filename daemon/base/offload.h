@@ -24,7 +24,8 @@
  * and counted, the one running is marked dropped (its run() sees
  * offload_dropped() and counts it by what became of it).  At shutdown
  * offload_finish waits, up to a time, for the queue to run empty, and
- * counts what was still there as dropped.
+ * counts what was still queued as dropped; a job running then sees the
+ * cancel flag and counts itself by what became of it.
  *
  * A finished job goes, with take_back, to the done list, and the eventfd
  * (offload_fd) says so: the loop takes the list with offload_take_done and

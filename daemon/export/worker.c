@@ -129,9 +129,9 @@ static void send_run(struct offload_job *j)
 		int r;
 
 		if (!wait_turn(w, j)) {
-			/* dropped while it waited: counted now; stopped: by
-			 * export_worker_finish, if at all */
-			if (offload_dropped(j)) {
+			/* dropped by the full queue, or the shutdown, while it
+			 * waited: counted now */
+			if (offload_dropped(j) || atomic_load(j->cancel)) {
 				pthread_mutex_lock(&w->lock);
 				w->stats.dropped++;
 				pthread_mutex_unlock(&w->lock);
@@ -183,6 +183,10 @@ static void send_run(struct offload_job *j)
 			w->stats.failed++;
 			log_warning("Exporter %s: %s refused a profile, dropped: %s", w->ops->name,
 				    w->stats.target, w->stats.last_error);
+		} else {
+			/* cut short by the shutdown (offload_finish counts
+			 * only what was queued) */
+			w->stats.dropped++;
 		}
 		pthread_mutex_unlock(&w->lock);
 		return;
