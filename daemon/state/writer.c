@@ -80,12 +80,11 @@ static int do_job(struct state_writer *w, struct job *j)
 		if (n <= 0) {
 			int r = n < 0 ? -errno : -EIO;
 
-			/* back to the last whole record */
-			if (ftruncate(w->open_fd, w->open_len) < 0) {
-				/* the tail stays torn, which a reader drops
-				 * (statefile.h): the write's error is the one
-				 * to return */
-			}
+			/* back to the last whole record; if that fails too,
+			 * the tail stays torn, which a reader drops
+			 * (statefile.h): the write's error is the one to
+			 * return */
+			(void)!ftruncate(w->open_fd, w->open_len);
 			return r;
 		}
 		done += (size_t)n;
@@ -249,7 +248,7 @@ void state_writer_get_stats(struct state_writer *w, struct state_writer_stats *r
 	pthread_mutex_unlock(&w->lock);
 	offload_get_stats(w->lane, &os);
 	ret->queued_bytes = os.bytes;
-	ret->refused += os.refused + os.dropped;
+	ret->refused += os.refused; /* finished with no time limit: none dropped */
 }
 
 struct state_writer *state_writer_free(struct state_writer *w)

@@ -926,7 +926,9 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m, int fd)
 	if (debugsearch_new((uint64_t)(m - s->modules) | (uint64_t)m->serial << 32, fd, path, root,
 			    s->debug_dir, &q) < 0)
 		return; /* out of memory or descriptors: named from .dynsym */
-	offload_submit(s->lane, &q->job);
+	/* an unbounded pool refuses only after offload_finish, never called
+	 * on this one (offload_free stops it) */
+	(void)offload_submit(s->lane, &q->job);
 	m->debug_source = DEBUG_SEARCHING;
 	s->stats.debug_searches_pending++;
 }

@@ -185,7 +185,9 @@ static void queue(struct builder *b, struct build_job *j)
 	j->job.big = big(j);
 	j->job.run = run;
 	j->job.free = offload_job_free;
-	offload_submit(b->offload, &j->job);
+	/* an unbounded pool refuses only after offload_finish, never called
+	 * on this one (offload_free stops it) */
+	(void)offload_submit(b->offload, &j->job);
 }
 
 void builder_bump(struct builder *b, uint64_t key)
