@@ -472,12 +472,17 @@ uninstall:
 # variables of this make are not passed down: the package builds with
 # Debian's flags (dpkg-buildflags) alone.
 DEB_DIR := $(BUILD)/deb
+# The tree goes through a file, not a pipe: sh has no pipefail, and a
+# failed git ls-files would leave a silently empty tree.
 deb:
 	@packaging/install-deps.sh package
 	rm -rf $(DEB_DIR)
 	mkdir -p $(DEB_DIR)/perfd-$(VERSION)
-	if [ -n "$(GIT_DESCRIBE)" ]; then git ls-files -z | tar --null -T - -cf -; \
-	else tar --exclude='./build*' --exclude=./run -cf - .; fi | tar -xf - -C $(DEB_DIR)/perfd-$(VERSION)
+	if [ -n "$(GIT_DESCRIBE)" ]; then git ls-files -z > $(DEB_DIR)/files && \
+		tar --null -T $(DEB_DIR)/files -cf $(DEB_DIR)/source.tar; \
+	else tar --exclude='./build*' --exclude=./run -cf $(DEB_DIR)/source.tar .; fi
+	tar -xf $(DEB_DIR)/source.tar -C $(DEB_DIR)/perfd-$(VERSION)
+	rm -f $(DEB_DIR)/files $(DEB_DIR)/source.tar
 	cp -r packaging/debian $(DEB_DIR)/perfd-$(VERSION)/debian
 	cd $(DEB_DIR)/perfd-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		DEB_BUILD_OPTIONS="parallel=$(NPROC) $(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b

@@ -19,7 +19,9 @@ build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
 test="$build protobuf-compiler golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
       chromium libpython3.11 tmux linux-perf busybox-static cpio qemu-system-x86 prometheus
       debhelper lintian bash-completion zsh man-db"
-package="$build debhelper"
+# what packaging/debian/control's Build-Depends add to the build's (the
+# <!nocheck> ones are for dh_auto_test's check of the docs)
+package="$build debhelper xz-utils bash-completion man-db python3 python3-pytest zsh"
 bench="$test bpftrace"
 # prometheus: its promtool checks /metrics, and its server scrapes it in
 # test_metrics.py.
