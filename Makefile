@@ -28,8 +28,8 @@ CFLAGS ?= -O2 -g
 override CFLAGS += -MMD -MP -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
 	-Wmissing-prototypes -D_GNU_SOURCE -Iinclude -Idaemon -I$(BUILD) -I$(BUILD)/proto $(PKG_CFLAGS) $(SANFLAGS)
 override LDFLAGS += $(SANFLAGS)
-# Debian's hardening flags come in CPPFLAGS too (-D_FORTIFY_SOURCE=2).
-CPPFLAGS ?=
+# Debian's hardening flags come in CPPFLAGS too (-D_FORTIFY_SOURCE=2): every
+# compile rule passes $(CPPFLAGS).
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Iinclude -MMD -MP
 
@@ -77,7 +77,7 @@ deps-test:
 # relinks nothing.
 VERSION := $(shell sed -n '1{s/^[^ ]* .//;s/. .*//;p;}' packaging/debian/changelog)
 GIT_DESCRIBE := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
-	git describe --always --dirty 2>/dev/null)
+	git describe --always --dirty --exclude='*' 2>/dev/null)
 FULL_VERSION := $(VERSION)$(if $(GIT_DESCRIBE),+g$(GIT_DESCRIBE))
 
 .PHONY: FORCE
