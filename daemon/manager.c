@@ -422,7 +422,7 @@ static int set_frequency(struct manager *m, unsigned frequency_hz)
 /* The configuration again, from the same flags and the file as it is now
  * (config.h says what may change).  A bad file keeps the running
  * configuration whole. */
-static int reload(struct manager *m)
+static void reload(struct manager *m)
 {
 	struct config *next = NULL;
 	char err[CONFIG_ERROR_MAX], kept[512], changed[512];
@@ -432,7 +432,7 @@ static int reload(struct manager *m)
 	r = config_load(m->args, &next, err, sizeof(err));
 	if (r < 0) {
 		log_error("Failed to reload the configuration, keeping the running one: %s", err);
-		return 0;
+		return;
 	}
 	if (config_keep_restart_only(m->config, next, kept, sizeof(kept)) > 0)
 		log_warning("The reloaded configuration changes %s: that takes a restart, keeping the running values.",
@@ -441,7 +441,7 @@ static int reload(struct manager *m)
 	if (r < 0) {
 		log_error_errno(r, "Failed to apply the reloaded configuration, keeping the running one: %m");
 		config_free(next);
-		return 0;
+		return;
 	}
 	if (next->frequency_hz != m->config->frequency_hz) {
 		r = set_frequency(m, (unsigned)next->frequency_hz);
@@ -458,18 +458,18 @@ static int reload(struct manager *m)
 	publish_config(m);
 	log_info("Reloaded the configuration%s%s: %s.", next->config_path ? " from " : "",
 		 next->config_path ? next->config_path : "", n ? changed : "nothing changed");
-	return 0;
 }
 
 /* SIGHUP: a reload, which the service manager sees begin and end
- * (RELOADING=1 ... READY=1), so that `systemctl reload perfd` returns when
- * the new configuration is in force, not when the signal is sent. */
+ * (RELOADING=1 ... READY=1).  With the unit's ExecReload=kill that is
+ * only shown; a Type=notify-reload unit (systemd >= 253) would also make
+ * `systemctl reload` wait for it. */
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct manager *m = userdata;
 
 	(void)sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_monotonic_ns() / 1000);
-	(void)reload(m);
+	reload(m);
 	(void)sd_notify(false, "READY=1");
 	return 0;
 }
