@@ -97,7 +97,6 @@ struct persist {
 	/* what each owner's windows wrote to this segment, definitions
 	 * included: owner uid -> bytes (persist.h, "a share per owner") */
 	struct u64map owner_bytes;
-	size_t n_owners;
 	uint64_t segment_budget;
 	struct stored stored;
 	/* stacktab_stored_frames when stored was last made to fit */
@@ -1001,7 +1000,6 @@ static void segment_start(struct writing *wr)
 	u64map_done(&ps->strings_written);
 	ps->n_strings = 0;
 	u64map_done(&ps->owner_bytes);
-	ps->n_owners = 0;
 	if (!segment_add(ps, ps->seq, 0)) {
 		wr->error = -ENOMEM;
 		return;
@@ -1197,7 +1195,7 @@ static bool owner_may_write(struct writing *wr, const struct history_window *w)
 {
 	struct persist *ps = wr->ps;
 	uint64_t *mine = u64map_get(&ps->owner_bytes, w->owner);
-	size_t owners = ps->n_owners + !mine;
+	size_t owners = ps->owner_bytes.count + !mine;
 	struct segment *seg = current(ps);
 	uint64_t used = (seg ? seg->bytes : 0) + wr->buf.len;
 
@@ -1222,11 +1220,7 @@ static void owner_wrote(struct writing *wr, const struct history_window *w, size
 
 	if (!mine)
 		return; /* out of memory: that owner is not held back */
-	if (added) {
-		*mine = 0;
-		ps->n_owners++;
-	}
-	*mine += len;
+	*mine += len; /* an owner new to the segment starts at 0 */
 }
 
 static void write_window(struct writing *wr, struct process *p, const struct history_window *w)

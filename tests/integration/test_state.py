@@ -259,7 +259,6 @@ def test_restored_names_count_in_the_store_and_go_with_their_history(state_tmpdi
         print(f"restored table {table} bytes, store {store['memory_bytes']} bytes")
         assert table > 0 and state["windows_restored"] > 0, state
         assert store.get("restored_names_bytes") == table, store
-        assert store["memory_bytes"] >= table, store
         deadline = time.monotonic() + 60
         while state["restored_bytes"] or state["restored_frames"]:
             assert time.monotonic() < deadline, \
