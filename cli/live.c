@@ -125,7 +125,7 @@ enum perfctl_exit ctl_live_call(const struct ctl_env *env, struct json_object *r
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 	interrupted = 0;
-	l.progress = isatty(STDERR_FILENO);
+	l.progress = !o->quiet && isatty(STDERR_FILENO);
 	l.start_ns = now_monotonic_ns();
 	(void)sigemptyset(&sa.sa_mask);
 	/* without the handler, Ctrl-C ends perfctl as it always did; and one

@@ -15,6 +15,7 @@ struct json_object;
 
 struct ctl_live_opts {
 	double seconds; /* the snapshot's duration, for the progress line (0: none) */
+	bool quiet;     /* no progress line: the terminal is another program's (record) */
 	/* Asked every tick: true when the snapshot should stop now (record's
 	 * command exited).  NULL: only Ctrl-C stops it. */
 	bool (*done)(void *userdata);

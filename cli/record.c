@@ -183,7 +183,7 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 		rc = PERFCTL_EXIT_FAILURE;
 	} else {
 		rc = ctl_live_call(env, req, ctl_selection_timeout_ms(&o.sel),
-				   &(struct ctl_live_opts){ .done = run_done, .userdata = &r }, &resp);
+				   &(struct ctl_live_opts){ .quiet = true, .done = run_done, .userdata = &r }, &resp);
 	}
 	reap(&r);
 	if (read(r.report, &e, sizeof(e)) == (ssize_t)sizeof(e)) {

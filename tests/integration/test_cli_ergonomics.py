@@ -175,6 +175,12 @@ def test_progress_on_a_terminal(perfd, workloads, tmp_path):
     rc, out, err = perfd.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1s",
                                  "-o", str(tmp_path / "q.folded"))
     assert rc == 0 and "sampling" not in err, err
+    # record's terminal is its command's: no line of perfctl's redrawn there
+    argv = perfctl_argv(perfd, "record", "-o", str(tmp_path / "r.folded"), "--",
+                        "sh", "-c", "sleep 2.5; echo command-done")
+    rc, tty, out = run_on_pty(argv, 2)
+    assert rc == 0 and "command-done" in out, (tty, out)
+    assert "sampling" not in tty and "\x1b[K" not in tty, repr(tty)
 
 
 SCRIPT = textwrap.dedent("""\
