@@ -448,7 +448,9 @@ def test_slow_cfi_build_is_abandoned_and_frees_its_lane(tmp_path):
             daemon, lambda a: a["unwind"].get("tables_building", 0) >= 2, timeout=30)
         time.sleep(1)  # the lanes take the newest first: the crafted ones now
         t0 = time.monotonic()
-        w = perfdtest.Workload("nofp", 60)
+        # it must outlive the wait for both abandons, the wait for its
+        # tables and its snapshot (it ran 60 s once and was gone at 67.9 s)
+        w = perfdtest.Workload("nofp", ABANDON_WAIT + 20 + 30)
         try:
             seen += status_latencies_until(
                 daemon, lambda a: a["unwind"].get("tables_abandoned", 0) >= 2,
