@@ -309,6 +309,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
 	add_u64(syms, "jit_maps_read", in->sym.jit_maps);
 	add_u64(syms, "jit_maps_refused", in->sym.jit_maps_refused);
+	add_u64(syms, "jit_maps_pending", in->sym.jit_maps_pending);
 	add_u64(syms, "debug_files", in->sym.debug_files);
 	add_u64(syms, "debug_files_refused", in->sym.debug_files_refused);
 	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);

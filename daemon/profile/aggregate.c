@@ -917,7 +917,11 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 			p->jit_checked_ns = now_ns;
 			find_jit_map(a, p);
 		}
-		return frame_make(p->jit_module ? p->jit_module : FRAME_MODULE_NONE, addr);
+		if (!p->jit_module)
+			return frame_make(FRAME_MODULE_NONE, addr);
+		/* its map parsed on the lane before a query names it */
+		symbolizer_note_jit_frame(a->symbolizer, frame_make(p->jit_module, addr));
+		return frame_make(p->jit_module, addr);
 	}
 
 	i = m - p->maps->maps;
