@@ -77,10 +77,17 @@ static int parse(struct mapsread *j)
 	return procmaps_parse(f, j->exec_only, &j->maps);
 }
 
+/* What the loop reads into: one buffer, not one per read, since every new
+ * process's maps are read (a malloc and free of up to 48 KiB each, which
+ * a sanitizer's quarantine keeps, grew an ASan daemon by ~100 MiB on a
+ * host of heavy process churn).  Only the thread of the loop starts reads. */
+static char loop_buf[MAPSREAD_LOOP_BYTES + 1];
+
 int mapsread_start(int dirfd, bool exec_only, size_t loop_bytes, struct procmaps **ret_maps,
 		   struct mapsread **ret_job)
 {
 	struct mapsread *j = calloc(1, sizeof(*j));
+	bool scratch = loop_bytes <= MAPSREAD_LOOP_BYTES;
 	uint64_t t0 = now_monotonic_ns();
 	int r;
 
@@ -88,14 +95,26 @@ int mapsread_start(int dirfd, bool exec_only, size_t loop_bytes, struct procmaps
 		return -ENOMEM;
 	j->job = (struct offload_job){ .run = run, .free = job_free };
 	j->exec_only = exec_only;
-	j->fd = procfs_open_file(dirfd, "maps");
-	if (j->fd < 0) {
-		r = j->fd;
-		mapsread_free(j);
-		return r;
+	if (scratch) {
+		j->buf = loop_buf;
+		j->cap = sizeof(loop_buf);
 	}
-	r = read_upto(j, loop_bytes);
-	if (r == 0) { /* more to read: the lane's */
+	j->fd = procfs_open_file(dirfd, "maps");
+	r = j->fd;
+	if (r >= 0)
+		r = read_upto(j, loop_bytes);
+	if (r == 0 && scratch) { /* the lane reads on into a buffer of the job's */
+		char *own = malloc(j->len + 16384);
+
+		if (own) {
+			memcpy(own, j->buf, j->len);
+			j->buf = own;
+			j->cap = j->len + 16384;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	if (r == 0) {
 		j->read_ns = now_monotonic_ns() - t0;
 		*ret_maps = NULL;
 		*ret_job = j;
@@ -107,6 +126,8 @@ int mapsread_start(int dirfd, bool exec_only, size_t loop_bytes, struct procmaps
 		*ret_maps = TAKE_PTR(j->maps);
 		*ret_job = NULL;
 	}
+	if (j->buf == loop_buf)
+		j->buf = NULL;
 	mapsread_free(j);
 	return r < 0 ? r : 0;
 }
