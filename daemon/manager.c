@@ -55,7 +55,7 @@ struct manager {
 	struct config *config; /* the running one */
 	const struct config_args *args; /* the caller's: read again at SIGHUP */
 	struct daemon d; /* what the commands work on (api/command.h) */
-	sd_event_source *queue_io, *unwind_io, *debug_io, *maintain_timer, *sigterm, *sigint, *sighup;
+	sd_event_source *queue_io, *unwind_io, *debug_io, *maps_io, *maintain_timer, *sigterm, *sigint, *sighup;
 };
 
 /* The drain thread queued records. */
@@ -163,6 +163,16 @@ static int on_debug_searched(sd_event_source *s, int fd, uint32_t revents, void 
 	struct manager *m = userdata;
 
 	symbolizer_complete(m->d.symbolizer);
+	return 0;
+}
+
+/* The aggregator's lane read maps too long for the loop
+ * (process/mapsread.h). */
+static int on_maps_read(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	aggregator_complete(m->d.aggregator);
 	return 0;
 }
 
@@ -615,6 +625,17 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		r = log_error_errno(ENOMEM, "Out of memory.");
 		goto fail;
 	}
+	r = aggregator_start_maps_lane(m->d.aggregator);
+	if (r < 0) {
+		log_error_errno(r, "Failed to start the thread reading process maps: %m");
+		goto fail;
+	}
+	r = sd_event_add_io(m->d.event, &m->maps_io, aggregator_fd(m->d.aggregator), EPOLLIN,
+			    on_maps_read, m);
+	if (r < 0) {
+		log_error_errno(r, "Failed to watch the process maps reads: %m");
+		goto fail;
+	}
 
 	r = drain_new(&dopts, &m->d.drain);
 	if (r < 0) {
@@ -745,6 +766,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->queue_io);
 	sd_event_source_disable_unref(m->unwind_io);
 	sd_event_source_disable_unref(m->debug_io);
+	sd_event_source_disable_unref(m->maps_io);
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->d.revisit_timer);
 	sd_event_source_disable_unref(m->sigterm);

@@ -253,6 +253,17 @@ json_object *query_status(const struct status_info *in)
 	add_u64(procs, "exited", in->agg.processes_exited);
 	add_u64(procs, "evicted", in->agg.processes_evicted);
 	add_u64(procs, "expired", in->agg.processes_expired);
+	{
+		json_object *maps = json_object_new_object();
+
+		/* maps too long for the loop, read on the lane (mapsread.h) */
+		add_u64(maps, "reads_offloaded", in->agg.maps_reads_offloaded);
+		add_u64(maps, "reads_pending", in->agg.maps_reads_pending);
+		add_u64(maps, "truncated", in->agg.maps_truncated);
+		add_u64(maps, "samples_waited", in->agg.samples_waited_for_maps);
+		add_u64(maps, "samples_not_waiting", in->agg.samples_not_waiting);
+		json_object_object_add(procs, "maps", maps);
+	}
 	json_object_object_add(o, "processes", procs);
 
 	add_u64(stacks, "interned", in->agg.stacks);
@@ -302,6 +313,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
 	add_u64(syms, "jit_maps_read", in->sym.jit_maps);
 	add_u64(syms, "jit_maps_refused", in->sym.jit_maps_refused);
+	add_u64(syms, "jit_maps_pending", in->sym.jit_maps_pending);
 	add_u64(syms, "debug_files", in->sym.debug_files);
 	add_u64(syms, "debug_files_refused", in->sym.debug_files_refused);
 	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);

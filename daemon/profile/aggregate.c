@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/offload.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
+#include "process/mapsread.h"
 #include "process/procmaps.h"
 #include "profile/aggregate.h"
 #include "profile/frame.h"
@@ -38,6 +40,18 @@
  * and an open the first time a file is seen: ~20 us). */
 #define MODULES_PER_READ 256
 #define PROCESS_MAX_THREADS 4096
+/* Samples waiting for their process's maps (aggregate.h): at 1999 Hz on
+ * every CPU of a large host, a read of ~100 ms; and 8 MiB of records (a
+ * sample of full stacks is ~3 KiB). */
+#define AGG_PARKED_PER_PROCESS 1024
+#define AGG_PARKED_BYTES (8u << 20)
+
+/* A copy of a sample record that waits for its process's maps. */
+struct parked_sample {
+	struct parked_sample *next;
+	size_t size;
+	uint64_t record[]; /* the record, aligned as the ring buffer's */
+};
 
 struct aggregator {
 	struct aggregator_limits limits;
@@ -65,6 +79,8 @@ struct aggregator {
 	struct owner_tally owners; /* evict_fairly's count, kept for its memory */
 	size_t collector_bytes;    /* of the collectors' parts (collector.bytes) */
 	size_t restored_table_bytes; /* aggregator_set_restored_table_bytes */
+	struct offload *maps_lane; /* NULL: maps are read at once */
+	size_t parked_bytes;       /* of the samples waiting for maps */
 };
 
 struct aggregator *aggregator_new(const struct aggregator_limits *limits,
@@ -119,8 +135,26 @@ static size_t process_bytes(const struct process *p)
 	return n;
 }
 
+/* Drops the samples waiting for p's maps. */
+static void drop_parked(struct aggregator *a, struct process *p)
+{
+	while (p->parked) {
+		struct parked_sample *ps = p->parked;
+
+		p->parked = ps->next;
+		a->parked_bytes -= sizeof(*ps) + ps->size;
+		free(ps);
+	}
+	p->parked_tail = &p->parked;
+	p->n_parked = 0;
+}
+
 static void process_free(struct aggregator *a, struct process *p)
 {
+	/* a read still on the lane is dropped when it comes back */
+	if (p->maps_job)
+		p->maps_job->owner = NULL;
+	drop_parked(a, p);
 	a->process_bytes -= process_bytes(p);
 	a->history_bytes -= p->history.bytes;
 	history_release(&p->history, a->stacks);
@@ -143,8 +177,12 @@ struct aggregator *aggregator_free(struct aggregator *a)
 		aggregator_remove_collector(a, c);
 		aggregator_release_parts(a, &c->parts);
 	}
-	for (size_t i = 0; i < a->n_procs; i++)
+	/* first: the lane may be reading; it frees the jobs it holds */
+	a->maps_lane = offload_free(a->maps_lane);
+	for (size_t i = 0; i < a->n_procs; i++) {
+		a->procs[i]->maps_job = NULL;
 		process_free(a, a->procs[i]);
+	}
 	free(a->procs);
 	free(a->due_s);
 	owner_tally_done(&a->owners);
@@ -261,7 +299,7 @@ static size_t store_memory(const struct aggregator *a)
 {
 	return sizeof(*a) + a->cap_procs * (sizeof(void *) + sizeof(uint64_t)) + a->history_bytes +
 	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid) +
-	       a->collector_bytes + a->restored_table_bytes;
+	       a->collector_bytes + a->restored_table_bytes + a->parked_bytes;
 }
 
 /* Drops the oldest window of owner's processes (NULL: of all).  Returns
@@ -508,37 +546,27 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 	}
 }
 
-/* Reads p's executable mappings and resolves the module of each, opening
- * binaries while the process still lives.  dirfd is p's /proc directory,
- * -1 to open it here; named: the caller has just read p's name from it.
- * Returns whether they changed. */
-static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, bool named)
+/* Takes maps (p's, just read; consumed) as p's and resolves the module of
+ * each, opening binaries while the process still lives.  dirfd is p's
+ * /proc directory, -1 to open it here if needed; named: the caller has
+ * just read p's name from it.  Returns whether they changed. */
+static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps *maps, int dirfd,
+		       bool named)
 {
 	_cleanup_close_ int own = -1;
-	struct procmaps *maps = NULL;
 	uint16_t *modules;
 	bool changed;
-	int r;
 
-	/* When they were read, not when the sample that asked was taken: a
-	 * sample older than the read cannot show the read missed anything. */
-	p->maps_read_ns = now_monotonic_ns();
-	if (dirfd < 0 && open_proc(p, &own) == 0)
-		dirfd = own;
 	/* A process that is already gone keeps the maps it had, and so does
 	 * one on its way out: an exiting process (a zombie) reads as no
 	 * mappings at all, not as an error, and its samples still to be
 	 * drained need the maps it ran with.  A live process has at least
 	 * its vdso. */
-	r = dirfd < 0 ? -EBADF : procmaps_read_dirfd(dirfd, true, &maps);
-	p->maps_read_cost_ns = now_monotonic_ns() - p->maps_read_ns;
-	if (r < 0)
-		return false;
 	if (maps->n == 0) {
 		procmaps_free(maps);
 		return false;
 	}
-	modules = calloc(maps->n ? maps->n : 1, sizeof(uint16_t));
+	modules = calloc(maps->n, sizeof(uint16_t));
 	if (!modules) {
 		procmaps_free(maps);
 		return false;
@@ -546,8 +574,11 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	changed = !maps_same(p->maps, maps);
 	/* The name that goes with these maps: a process first seen in a
 	 * sample from before its exec carried its old one. */
-	if (changed && !named)
+	if (changed && !named) {
+		if (dirfd < 0 && open_proc(p, &own) == 0)
+			dirfd = own;
 		read_comm(p, dirfd, NULL);
+	}
 	resolve_modules(a, p, maps, modules);
 	/* Only where there is code for it to name: the two look-ups cost
 	 * more than the rest of a short process's reads, and a sample in code
@@ -562,6 +593,99 @@ static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, boo
 	a->process_bytes += process_bytes(p);
 	if (a->hooks.maps_changed)
 		a->hooks.maps_changed(a->hooks.userdata, p);
+	return changed;
+}
+
+/* After a re-read on a miss (reread_maps_if_due) found the maps changed
+ * or not: when to re-read next.  Each re-read that finds the maps as they
+ * were doubles the wait before the next; one that finds them changed (a
+ * dlopen() in progress maps one library after another) starts over, so a
+ * library mapped while the wait was long is not missed for seconds. */
+static void reread_done(struct process *p, bool changed)
+{
+	if (changed)
+		p->maps_reread_wait_ns = MAPS_REREAD_FIRST_NS;
+	else
+		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
+					     MAPS_REREAD_MAX_NS);
+	/* A process with tens of thousands of mappings costs tens of
+	 * milliseconds a read (the kernel's formatting, mostly), on the
+	 * lane: waiting MAPS_REREAD_COST_FACTOR times what the read cost
+	 * keeps its share of a CPU small, however it maps. */
+	if (p->maps_read_cost_ns >= MAPS_REREAD_COST_MIN_NS)
+		p->maps_reread_wait_ns = MAX(p->maps_reread_wait_ns,
+					     MAPS_REREAD_COST_FACTOR * p->maps_read_cost_ns);
+}
+
+/* The end of a read of p's maps that went past what the loop reads
+ * (mapsread.h): takes its maps in, as refresh_maps would have.  Returns
+ * whether they changed. */
+static bool maps_read_done(struct aggregator *a, struct process *p, struct mapsread *j)
+{
+	bool changed = false;
+
+	p->maps_read_cost_ns = j->read_ns;
+	if (j->truncated)
+		a->stats.maps_truncated++;
+	if (j->error >= 0)
+		changed = apply_maps(a, p, TAKE_PTR(j->maps), -1, p->maps_job_named);
+	if (p->maps_job_reread)
+		reread_done(p, changed);
+	return changed;
+}
+
+/* Reads p's executable mappings and resolves the module of each (see
+ * apply_maps): at once when the loop can read them whole
+ * (MAPSREAD_LOOP_BYTES), else on the lane, and then p->maps_job is set
+ * until aggregator_complete takes them in; one read at a time.  dirfd is
+ * p's /proc directory, -1 to open it here; named: the caller has just
+ * read p's name from it; reread: a re-read on a miss (reread_done).
+ * Returns whether they were read now and changed. */
+static bool refresh_maps(struct aggregator *a, struct process *p, int dirfd, bool named,
+			 bool reread)
+{
+	_cleanup_close_ int own = -1;
+	struct procmaps *maps = NULL;
+	struct mapsread *j = NULL;
+	bool changed;
+	int r;
+
+	if (p->maps_job)
+		return false;
+	/* When they were read, not when the sample that asked was taken: a
+	 * sample older than the read cannot show the read missed anything. */
+	p->maps_read_ns = now_monotonic_ns();
+	if (dirfd < 0 && open_proc(p, &own) == 0)
+		dirfd = own;
+	r = dirfd < 0 ? -EBADF :
+			mapsread_start(dirfd, true, a->maps_lane ? MAPSREAD_LOOP_BYTES : MAPSREAD_MAX_BYTES,
+				       &maps, &j);
+	p->maps_read_cost_ns = now_monotonic_ns() - p->maps_read_ns;
+	if (r < 0) {
+		if (reread)
+			reread_done(p, false);
+		return false;
+	}
+	if (j) {
+		j->owner = p;
+		p->maps_job = j;
+		p->maps_job_named = named;
+		p->maps_job_reread = reread;
+		if (a->maps_lane) {
+			a->stats.maps_reads_offloaded++;
+			a->stats.maps_reads_pending++;
+			(void)offload_submit(a->maps_lane, &j->job);
+			return false;
+		}
+		mapsread_run(j); /* no lane: it only cuts what was read at the cap */
+		p->maps_job = NULL;
+		changed = maps_read_done(a, p, j);
+		mapsread_free(j);
+		return changed;
+	}
+	changed = apply_maps(a, p, maps, dirfd, named);
+	if (reread)
+		reread_done(p, changed);
 	return changed;
 }
 
@@ -583,7 +707,7 @@ static void read_identity_and_maps(struct aggregator *a, struct process *p, int 
 	read_identity(p, dirfd);
 	a->process_bytes += process_bytes(p);
 	if (maps)
-		refresh_maps(a, p, dirfd, named);
+		refresh_maps(a, p, dirfd, named, false);
 }
 
 /* Everything /proc has to say of a new process, through one directory:
@@ -708,49 +832,86 @@ static struct process *process_for(struct aggregator *a, const struct perfd_even
 }
 
 /* Re-reads p's maps because it ran code they do not describe, unless a
- * re-read is not due yet.  Each re-read that finds the maps as they were
- * doubles the wait before the next; one that finds them changed (a
- * dlopen() in progress maps one library after another) starts over, so a
- * library mapped while the wait was long is not missed for seconds (the
- * caller also starts over when the re-read explained what it met).
- * Returns whether it read them. */
+ * re-read is not due yet (reread_done says when it is).  Returns whether
+ * it started one. */
 static bool reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t now_ns)
 {
-	if (now_ns < p->maps_read_ns || now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
+	if (p->maps_job || now_ns < p->maps_read_ns ||
+	    now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
 		return false;
-	if (refresh_maps(a, p, -1, false))
-		p->maps_reread_wait_ns = MAPS_REREAD_FIRST_NS;
-	else
-		p->maps_reread_wait_ns = MIN(MAX(2 * p->maps_reread_wait_ns, MAPS_REREAD_FIRST_NS),
-					     MAPS_REREAD_MAX_NS);
-	/* A process with tens of thousands of mappings costs tens of
-	 * milliseconds a read (the kernel's formatting, mostly): waiting
-	 * MAPS_REREAD_COST_FACTOR times what the read cost keeps its share
-	 * of the loop small, however it maps. */
-	if (p->maps_read_cost_ns >= MAPS_REREAD_COST_MIN_NS)
-		p->maps_reread_wait_ns = MAX(p->maps_reread_wait_ns,
-					     MAPS_REREAD_COST_FACTOR * p->maps_read_cost_ns);
+	(void)refresh_maps(a, p, -1, false, true);
+	return true;
+}
+
+/* Whether the user address addr of p lies outside its maps, or in a
+ * mapping that was left without a module (resolve_modules). */
+static bool maps_miss(const struct process *p, uint64_t addr)
+{
+	const struct procmap *m = procmaps_find(p->maps, addr);
+
+	return !m || (p->maps_partial && p->map_modules[m - p->maps->maps] == MODULE_NONE);
+}
+
+/* Before the user frames of s (ips[kd..kd+ud)) are named: re-reads p's
+ * maps when one of them misses and a re-read is due.  Returns whether s
+ * must wait for them (a read is on the lane); a read done at once that
+ * explained the address starts the waits over. */
+static bool wait_for_maps(struct aggregator *a, struct process *p, const struct perfd_sample *s,
+			  uint32_t kd, uint32_t ud)
+{
+	if (p->maps_job)
+		return true;
+	for (uint32_t i = 0; i < ud; i++) {
+		uint64_t addr = s->ips[kd + i] - (i > 0);
+
+		if (!maps_miss(p, addr))
+			continue;
+		if (!reread_maps_if_due(a, p, s->hdr.timestamp_ns))
+			return false;
+		if (p->maps_job)
+			return true;
+		if (!maps_miss(p, addr))
+			p->maps_reread_wait_ns = 0;
+		return false;
+	}
+	return false;
+}
+
+/* Keeps a copy of s aside until p's maps are read (aggregate.h).  Returns
+ * false when it cannot wait: past the bounds, or out of memory. */
+static bool park(struct aggregator *a, struct process *p, const struct perfd_sample *s, size_t size)
+{
+	struct parked_sample *ps;
+
+	if (p->n_parked >= AGG_PARKED_PER_PROCESS ||
+	    a->parked_bytes + sizeof(*ps) + size > AGG_PARKED_BYTES ||
+	    !(ps = malloc(sizeof(*ps) + size))) {
+		a->stats.samples_not_waiting++;
+		return false;
+	}
+	ps->next = NULL;
+	ps->size = size;
+	memcpy(ps->record, s, size);
+	if (!p->parked)
+		p->parked_tail = &p->parked;
+	*p->parked_tail = ps;
+	p->parked_tail = &ps->next;
+	p->n_parked++;
+	a->parked_bytes += sizeof(*ps) + size;
+	a->stats.samples_waited_for_maps++;
 	return true;
 }
 
 /* Maps one user address of p to a frame: (binary, file offset) when it
- * lies in a file mapping, the raw address otherwise. */
+ * lies in a file mapping, the raw address otherwise (wait_for_maps has
+ * re-read the maps if that was due). */
 static uint64_t user_frame(struct aggregator *a, struct process *p,
 			   uint64_t addr, uint64_t now_ns)
 {
-	const struct procmap *m = NULL;
+	const struct procmap *m = procmaps_find(p->maps, addr);
 	size_t i;
 	uint16_t *mod;
 
-	if (p->maps)
-		m = procmaps_find(p->maps, addr);
-	if ((!m || (p->maps_partial && p->map_modules[m - p->maps->maps] == MODULE_NONE)) &&
-	    reread_maps_if_due(a, p, now_ns)) {
-		if (p->maps)
-			m = procmaps_find(p->maps, addr);
-		if (m)
-			p->maps_reread_wait_ns = 0;
-	}
 	if (!m || p->map_modules[m - p->maps->maps] == MODULE_NONE) {
 		/* Anonymous code: JIT-compiled, named by the JIT's map.  A JIT
 		 * may write its map only once it has compiled something. */
@@ -758,7 +919,11 @@ static uint64_t user_frame(struct aggregator *a, struct process *p,
 			p->jit_checked_ns = now_ns;
 			find_jit_map(a, p);
 		}
-		return frame_make(p->jit_module ? p->jit_module : FRAME_MODULE_NONE, addr);
+		if (!p->jit_module)
+			return frame_make(FRAME_MODULE_NONE, addr);
+		/* its map parsed on the lane before a query names it */
+		symbolizer_note_jit_frame(a->symbolizer, frame_make(p->jit_module, addr));
+		return frame_make(p->jit_module, addr);
 	}
 
 	i = m - p->maps->maps;
@@ -1046,8 +1211,10 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 	history_added(a, p, before, windows);
 }
 
-static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
-			 size_t size)
+/* Ingests the sample s of size bytes: of its process, found or created
+ * here, or, for one that waited for its maps (park), of waited. */
+static int ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t size,
+			 struct process *waited)
 {
 	enum profile_kind kind = s->value_kind == PERFD_VALUE_MEMORY ? PROFILE_KIND_MEMORY :
 								       PROFILE_KIND_CPU;
@@ -1085,12 +1252,19 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 		return -EINVAL;
 
 	cpu = kind == PROFILE_KIND_CPU ? value : 0;
-	a->stats.samples += cpu;
-	p = process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD, !switched);
-	if (!p) {
-		/* no room and nothing evictable, or out of memory */
-		a->stats.samples_evicted += cpu;
-		return 0;
+	if (waited) {
+		p = waited;
+	} else {
+		a->stats.samples += cpu;
+		p = process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD,
+				!switched);
+		if (!p) {
+			/* no room and nothing evictable, or out of memory */
+			a->stats.samples_evicted += cpu;
+			return 0;
+		}
+		if (ud > 0 && wait_for_maps(a, p, s, kd, ud) && park(a, p, s, size))
+			return 0;
 	}
 
 	/* who may see it now: the newest sample says (one drained late
@@ -1113,12 +1287,6 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 			frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > skip));
 	}
 	kernel_n = n;
-	/* BPF met code without tables for it, or the process has none (they
-	 * were dropped at an exec whose event was lost, or could not be
-	 * uploaded): describing its maps again is what brings them back.
-	 * Addresses outside the maps also re-read them, in user_frame(). */
-	if ((s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) && p->maps)
-		(void)reread_maps_if_due(a, p, s->hdr.timestamp_ns);
 	if (s->user_depth < 0) {
 		a->stats.user_stack_errors++;
 		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_USTACK_ERROR);
@@ -1126,6 +1294,13 @@ static int ingest_sample(struct aggregator *a, const struct perfd_sample *s,
 	for (uint32_t i = 0; i < ud; i++)
 		frames[n++] = user_frame(a, p, s->ips[kd + i] - (i > 0),
 					 s->hdr.timestamp_ns);
+	/* BPF met code without tables for it, or the process has none (they
+	 * were dropped at an exec whose event was lost, or could not be
+	 * uploaded): describing its maps again is what brings them back.
+	 * Addresses outside the maps also re-read them (wait_for_maps);
+	 * this sample's are in them, so it need not wait for the read. */
+	if ((s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) && p->maps)
+		(void)reread_maps_if_due(a, p, s->hdr.timestamp_ns);
 	/* Only samples that carry interpreter frames have anything to merge:
 	 * the others (nearly all) skip the hook. */
 	if (a->hooks.rewrite_user_frames && s->python_depth > 0)
@@ -1194,6 +1369,70 @@ static void ingest_exit(struct aggregator *a, const struct perfd_exit *e)
 	}
 }
 
+/* Ingests the samples that waited for p's maps, oldest first, with the
+ * maps p has now. */
+static void ingest_parked(struct aggregator *a, struct process *p)
+{
+	struct parked_sample *ps = p->parked;
+
+	p->parked = NULL;
+	p->parked_tail = &p->parked;
+	p->n_parked = 0;
+	p->pins++; /* not evicted while its own samples go in */
+	while (ps) {
+		struct parked_sample *next = ps->next;
+
+		a->parked_bytes -= sizeof(*ps) + ps->size;
+		(void)ingest_sample(a, (const struct perfd_sample *)ps->record, ps->size, p);
+		free(ps);
+		ps = next;
+	}
+	p->pins--;
+}
+
+/* p's maps changed under a read still on the lane (an exec): the read is
+ * dropped when it comes back, and the samples that waited go in with the
+ * maps p had. */
+static void forget_maps_read(struct aggregator *a, struct process *p)
+{
+	if (!p->maps_job)
+		return;
+	p->maps_job->owner = NULL;
+	p->maps_job = NULL;
+	ingest_parked(a, p);
+}
+
+int aggregator_start_maps_lane(struct aggregator *a)
+{
+	return a->maps_lane ? 0 :
+			      offload_new(&(struct offload_opts){ .lanes = 1, .take_back = true },
+					  &a->maps_lane);
+}
+
+int aggregator_fd(const struct aggregator *a)
+{
+	return a->maps_lane ? offload_fd(a->maps_lane) : -1;
+}
+
+void aggregator_complete(struct aggregator *a)
+{
+	struct offload_job *done = a->maps_lane ? offload_take_done(a->maps_lane) : NULL, *next;
+
+	for (; done; done = next) {
+		struct mapsread *j = mapsread_of(done);
+		struct process *p = j->owner;
+
+		next = done->next;
+		a->stats.maps_reads_pending--;
+		if (p) {
+			p->maps_job = NULL;
+			(void)maps_read_done(a, p, j);
+			ingest_parked(a, p);
+		}
+		mapsread_free(j);
+	}
+}
+
 int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 {
 	const struct perfd_event_header *h = record;
@@ -1205,7 +1444,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 	case PERFD_EVENT_SAMPLE:
 		if (size < sizeof(struct perfd_sample))
 			return -EINVAL;
-		return ingest_sample(a, record, size);
+		return ingest_sample(a, record, size, NULL);
 	case PERFD_EVENT_EXIT:
 		if (size < sizeof(struct perfd_exit))
 			return -EINVAL;
@@ -1232,6 +1471,8 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 		if (p) {
 			_cleanup_close_ int dirfd = -1;
 
+			/* what waits for the old image's maps goes in first */
+			forget_maps_read(a, p);
 			(void)open_proc(p, &dirfd);
 			/* Read the new image's maps now, for a process whose
 			 * stacks are named (the event woke us): waiting for its

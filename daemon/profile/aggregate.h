@@ -9,7 +9,12 @@
  * the user frames to (binary, offset) using the process's mappings, interns
  * the stack, and adds its value (profile.h: by stack, thread and kind) to
  * the process's history (history.h: time windows over the retention) and to
- * every collector whose selection takes the process.
+ * every collector whose selection takes the process.  A sample whose user
+ * addresses wait for maps being read on the lane (aggregator_start_maps_lane)
+ * is kept aside, a copy of the record, until they are read; then it is
+ * ingested as if it had just come.  At most AGG_PARKED_PER_PROCESS per
+ * process and AGG_PARKED_BYTES in all wait; the others are named from the
+ * maps there are, as a sample always was before its maps were re-read.
  *
  * Memory is bounded by max_memory_bytes over everything the store holds
  * (windows, stacks, processes, what snapshots are collecting, and the
@@ -43,6 +48,8 @@
 #include "profile/profile.h"
 
 struct symbolizer;
+struct mapsread;
+struct parked_sample;
 struct stacktab;
 
 #define AGG_BUCKETS 64 /* one per second; > PERFD_PS_MAX_INTERVAL */
@@ -65,6 +72,13 @@ struct process {
 	uint64_t maps_reread_wait_ns; /* before re-reading them on a miss */
 	bool maps_partial; /* some file mappings were left without a module */
 	uint64_t maps_read_cost_ns; /* what reading them took last time */
+	/* aggregate.c's: a read of its maps still on the lane (NULL: none;
+	 * process/mapsread.h), and the samples that wait for it to be named,
+	 * oldest first */
+	struct mapsread *maps_job;
+	bool maps_job_named, maps_job_reread;
+	struct parked_sample *parked, **parked_tail;
+	size_t n_parked;
 	uint16_t jit_module;   /* names from /tmp/perf-PID.map, 0 when none */
 	uint64_t jit_checked_ns; /* when we last looked for that map */
 	/* When it last called exec(), 0: never seen to.  Its RSS before that
@@ -223,6 +237,15 @@ struct aggregator_stats {
 	uint64_t snapshot_samples_refused_memory, snapshot_samples_refused_pins;
 	size_t snapshot_bytes; /* what the snapshots collecting hold */
 	size_t restored_table_bytes; /* names of restored frames (state/persist.h) */
+	/* Maps too long to read on the loop (process/mapsread.h): reads
+	 * handed to the lane, those on it now, those cut at their byte cap;
+	 * samples that waited for one, and those that could not (past the
+	 * bounds on waiting samples) and were named from the maps there
+	 * were. */
+	uint64_t maps_reads_offloaded;
+	size_t maps_reads_pending;
+	uint64_t maps_truncated;
+	uint64_t samples_waited_for_maps, samples_not_waiting;
 	size_t history_bytes;       /* of the windows */
 	size_t memory_bytes;        /* everything the store holds */
 };
@@ -274,6 +297,15 @@ struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 				  struct symbolizer *symbolizer);
 void aggregator_set_hooks(struct aggregator *a, const struct aggregator_hooks *hooks);
 struct aggregator *aggregator_free(struct aggregator *a);
+
+/* From now on, maps too long to read on the caller's thread are read on
+ * a lane of their own (process/mapsread.h): aggregator_fd is readable
+ * when some are read, and aggregator_complete, on the caller's thread,
+ * takes them in and ingests the samples that waited for them.  Without
+ * it (the unit tests) every read is done at once.  Returns 0 or -errno. */
+int aggregator_start_maps_lane(struct aggregator *a);
+int aggregator_fd(const struct aggregator *a);
+void aggregator_complete(struct aggregator *a);
 
 /* Consumes one record from the BPF ring buffer.  Returns 0, or -EINVAL for
  * a record that is malformed (counted, never fatal). */

@@ -44,7 +44,8 @@ int debugsearch_new(uint64_t key, int fd, const char *path, const char *root,
 
 	if (!q)
 		return -ENOMEM;
-	q->job = (struct offload_job){ .key = key, .run = run, .free = job_free };
+	/* big: a lane of the symbolizer's is kept for JIT maps (jitread.h) */
+	q->job = (struct offload_job){ .key = key, .big = true, .run = run, .free = job_free };
 	q->debug_fd = -ENOENT;
 	q->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (q->fd < 0) {

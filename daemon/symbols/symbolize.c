@@ -15,9 +15,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/offload.h"
 #include "symbols/debuginfo.h"
 #include "symbols/debugsearch.h"
+#include "symbols/jitread.h"
 #include "symbols/demangle.h"
 #include "base/elfopen.h"
 #include "symbols/elfsym.h"
@@ -99,6 +101,8 @@ struct module {
 	struct perfmap *perfmap;
 	off_t perfmap_size; /* when last parsed */
 	off_t perfmap_refused_size; /* when last refused; -1: never */
+	bool perfmap_reading;       /* a parse is on the lane (jitread.h) */
+	uint64_t perfmap_checked_ns; /* when a sample last had it looked at */
 	uint32_t jit_owner_uid; /* who may own the perf map, besides root */
 };
 
@@ -121,7 +125,10 @@ struct symbolizer {
 	size_t cache_limit;           /* bytes of loaded symbol tables */
 	uint64_t clock;
 	char *debug_dir;
-	struct offload *lane; /* debug searches that read whole files (debugsearch.h) */
+	/* debug searches that read whole files (debugsearch.h), JIT maps'
+	 * parses (jitread.h): the first lane takes only the parses, so that
+	 * a JIT is not named seconds late behind a debug file's CRC */
+	struct offload *lane;
 	struct symbolizer_stats stats;
 };
 
@@ -175,7 +182,7 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
 	if (!s->debug_dir || !s->free_ids ||
-	    offload_new(&(struct offload_opts){ .lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
+	    offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
 						.take_back = true },
 			&s->lane) < 0) {
 		free(s->debug_dir);
@@ -870,6 +877,23 @@ static int module_debug_fd(struct symbolizer *s, struct module *m)
 	return dfd;
 }
 
+/* A lane job's name for module m: its index and serial, so that a job
+ * coming back for a module given back meanwhile (its id may name another
+ * file now) is told apart. */
+static uint64_t module_key(const struct symbolizer *s, const struct module *m)
+{
+	return (uint64_t)(m - s->modules) | (uint64_t)m->serial << 32;
+}
+
+/* The module a job's key names, or NULL when it was given back since. */
+static struct module *module_of_key(struct symbolizer *s, uint64_t key)
+{
+	size_t i = (uint32_t)key;
+	struct module *m = i < s->n_modules ? &s->modules[i] : NULL;
+
+	return m && m->serial == key >> 32 ? m : NULL;
+}
+
 /* A stripped binary (open on fd): its full symbol table may be in a
  * separate debug file (found the way gdb does, under the process's root)
  * or in its MiniDebugInfo.  The build-id lookup is cheap and done here;
@@ -923,8 +947,7 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m, int fd)
 		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
 	/* the job keeps a descriptor of its own: the LRU may close fd */
-	if (debugsearch_new((uint64_t)(m - s->modules) | (uint64_t)m->serial << 32, fd, path, root,
-			    s->debug_dir, &q) < 0)
+	if (debugsearch_new(module_key(s, m), fd, path, root, s->debug_dir, &q) < 0)
 		return; /* out of memory or descriptors: named from .dynsym */
 	/* an unbounded pool refuses only after offload_finish, never called
 	 * on this one (offload_free stops it) */
@@ -939,12 +962,11 @@ static void add_debug_symbols(struct symbolizer *s, struct module *m, int fd)
  * name another file now: the serial says) takes nothing. */
 static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 {
-	size_t i = (uint32_t)q->job.key;
-	struct module *m = i < s->n_modules ? &s->modules[i] : NULL;
+	struct module *m = module_of_key(s, q->job.key);
 
 	s->stats.debug_searches_pending--;
 	s->stats.debug_files_refused += q->refused;
-	if (!m || m->serial != q->job.key >> 32 || m->debug_source != DEBUG_SEARCHING)
+	if (!m || m->debug_source != DEBUG_SEARCHING)
 		return;
 	m->debug_source = DEBUG_NONE;
 	if (q->debug_fd >= 0) {
@@ -966,14 +988,45 @@ static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 		trim_cache(s, m);
 }
 
+/* Takes a finished parse back: its map becomes the module's, unless it is
+ * past the caps or bigger than the whole cache (refused once per size,
+ * the old names kept).  A module given back meanwhile takes nothing. */
+static void jit_read_done(struct symbolizer *s, struct jitread *j)
+{
+	struct module *m = module_of_key(s, j->job.key);
+
+	s->stats.jit_maps_pending--;
+	if (!m || m->kind != MODULE_JIT || !m->perfmap_reading)
+		return;
+	m->perfmap_reading = false;
+	if (j->error >= 0 && perfmap_memory(j->map) > s->cache_limit)
+		j->error = -EFBIG; /* it alone would not fit in the cache */
+	if (j->error == -EFBIG) {
+		m->perfmap_refused_size = j->size;
+		s->stats.jit_maps_refused++;
+	}
+	if (j->error < 0)
+		return;
+	perfmap_free(m->perfmap);
+	m->perfmap = TAKE_PTR(j->map);
+	m->perfmap_size = j->size;
+	s->stats.jit_maps++;
+	trim_cache(s, m);
+}
+
 void symbolizer_complete(struct symbolizer *s)
 {
 	struct offload_job *j = offload_take_done(s->lane), *next;
 
 	for (; j; j = next) {
 		next = j->next;
-		debug_search_done(s, debugsearch_of(j));
-		debugsearch_free(debugsearch_of(j));
+		if (jitread_is(j)) {
+			jit_read_done(s, jitread_of(j));
+			jitread_free(jitread_of(j));
+		} else {
+			debug_search_done(s, debugsearch_of(j));
+			debugsearch_free(debugsearch_of(j));
+		}
 	}
 }
 
@@ -1034,16 +1087,17 @@ static const char *special_name(uint64_t what)
  * has grown since: the JIT appends as it compiles.  Reads through the descriptor
  * opened while the process lived, so it works after the process is gone,
  * and only while the file still meets the rules it was opened under (a
- * map grown past the cap is refused once per size, its old names kept). */
+ * map grown past the cap is refused once per size, its old names kept).
+ * The parse goes to the lane (jitread.h); jit_read_done takes it in. */
 static void refresh_perfmap(struct symbolizer *s, struct module *m)
 {
 	struct procfs_file_rules rules = jit_map_rules(m->jit_owner_uid);
-	_cleanup_fclose_ FILE *f = NULL;
-	struct perfmap *pm = NULL;
-	uint8_t head[4];
+	struct jitread *j;
 	struct stat st;
 	int fd, r;
 
+	if (m->perfmap_reading)
+		return;
 	if (m->fd < 0 && m->fd_error == 0) {
 		/* closed by the LRU: only its process can open it again */
 		make_fd_room(s, m, 1);
@@ -1064,46 +1118,35 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 	    st.st_size == m->perfmap_refused_size)
 		return;
 	r = procfs_check_fd(m->fd, &rules);
+	/* parsed, a map takes more than its file's bytes: one bigger than
+	 * the whole cache would be refused after the parse (jit_read_done) */
+	if (r >= 0 && (size_t)st.st_size > s->cache_limit)
+		r = -EFBIG;
 	if (r < 0) {
 		m->perfmap_refused_size = st.st_size;
 		s->stats.jit_maps_refused++;
 		return;
 	}
-	fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
+	if (jitread_new(module_key(s, m), m->fd, st.st_size, &j) < 0)
+		return; /* out of memory or descriptors: tried again at the next miss */
+	(void)offload_submit(s->lane, &j->job);
+	m->perfmap_reading = true;
+	s->stats.jit_maps_pending++;
+}
+
+void symbolizer_note_jit_frame(struct symbolizer *s, uint64_t frame)
+{
+	struct module *m = module_of(s, frame_module(frame));
+	uint64_t now;
+
+	if (!m || m->kind != MODULE_JIT || m->perfmap_reading ||
+	    (m->perfmap && perfmap_lookup(m->perfmap, frame_address(frame), NULL)))
 		return;
-	f = fdopen(fd, "re");
-	if (!f) {
-		close(fd);
+	now = now_monotonic_ns();
+	if (now - m->perfmap_checked_ns < SYMBOLIZER_JIT_CHECK_NS)
 		return;
-	}
-	if (fseeko(f, 0, SEEK_SET) < 0)
-		return;
-	/* told by its content: a jitdump starts with its magic */
-	if (pread(m->fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
-	    jitdump_is(head, sizeof(head)))
-		r = jitdump_parse(f, &pm, NULL);
-	else
-		r = perfmap_parse(f, &pm, NULL);
-	if (r == -EFBIG) {
-		/* it grew past the cap while being read */
-		m->perfmap_refused_size = st.st_size;
-		s->stats.jit_maps_refused++;
-	}
-	if (r >= 0 && perfmap_memory(pm) > s->cache_limit) {
-		/* it alone would not fit in the cache */
-		pm = perfmap_free(pm);
-		r = -EFBIG;
-		m->perfmap_refused_size = st.st_size;
-		s->stats.jit_maps_refused++;
-	}
-	if (r < 0)
-		return;
-	perfmap_free(m->perfmap);
-	m->perfmap = pm;
-	m->perfmap_size = st.st_size;
-	s->stats.jit_maps++;
-	trim_cache(s, m);
+	m->perfmap_checked_ns = now;
+	refresh_perfmap(s, m);
 }
 
 static const char *jit_name(struct symbolizer *s, struct module *m, uint64_t addr)

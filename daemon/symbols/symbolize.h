@@ -21,7 +21,11 @@
  *    process's user or root, of at most PERFMAP_MAX_BYTES and
  *    PERFMAP_MAX_ENTRIES lines, is read (others are refused and counted),
  *    and a parsed map is part of the cache below (one bigger than the
- *    whole cache is refused too).
+ *    whole cache is refused too).  The parse runs on the symbolizer's lane
+ *    (symbols/jitread.h): a frame is named once it is taken back
+ *    (symbolizer_complete), and a sample's frame the map does not name
+ *    starts one (symbolizer_note_jit_frame), so that it is done by the
+ *    time a query names the frame.
  *
  * Descriptors are bounded: at most max_fds (SYMBOLIZER_MAX_FDS by default,
  * far below any RLIMIT_NOFILE perfd runs with) are open at once, binaries',
@@ -97,6 +101,7 @@ struct symbolizer_stats {
 	size_t tables_refused; /* symbol, string or line tables past their caps
 				* (ELFSYM_MAX_TABLE_BYTES, SRCLINE_MAX_*): not read */
 	size_t jit_maps;       /* perf maps and jitdumps parsed (re-reads included) */
+	size_t jit_maps_pending; /* ... being parsed on the lane now */
 	size_t jit_maps_refused; /* not read: not a regular file, a symlink, a
 				  * stranger's, too big or bigger than the
 				  * cache (each attempt counts) */
@@ -133,6 +138,14 @@ int symbolizer_vdso_module(struct symbolizer *s);
  * -EFBIG, -EWOULDBLOCK when refused: counted in jit_maps_refused). */
 int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
 			  const char *map_path, uint32_t owner_uid);
+
+/* A sample's frame in a JIT module that its map does not name (yet):
+ * looks at the map again, at most every SYMBOLIZER_JIT_CHECK_NS (an fstat),
+ * and when it grew has the lane parse it (symbolizer_fd), so that the
+ * names are there by the time a query asks for them.  Cheap when the map
+ * names the frame. */
+#define SYMBOLIZER_JIT_CHECK_NS (100 * 1000 * 1000ULL)
+void symbolizer_note_jit_frame(struct symbolizer *s, uint64_t frame);
 
 /* Writes the name of frame into buf (always NUL-terminated; truncated to
  * size) and returns buf.  Frames are never reported as errors: what cannot

@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 STATUS_DEADLINE = 1.0  # seconds the daemon may take to answer status under attack
+STATUS_BUDGET = 0.1  # what issue 27 asks of root's status under every attack
 
 
 # The frequency of the perfd_fast fixture's daemon.
@@ -827,6 +828,25 @@ def status_within_deadline(daemon):
     assert answer.get("ok") is True, f"status failed: {answer}"
     assert took < STATUS_DEADLINE, f"status took {took:.2f} s"
     return took, answer
+
+
+def status_figures(took):
+    """'median M, p90 P, max X ms' of status latencies (seconds)."""
+    t = sorted(took)
+    return (f"median {t[len(t) // 2] * 1000:.1f}, p90 {t[(len(t) * 9) // 10] * 1000:.1f}, "
+            f"max {t[-1] * 1000:.1f} ms over {len(t)} answers")
+
+
+def assert_status_budget(took):
+    """The issue's 100 ms for (nearly) every status answer: took are the
+    seconds each took (status_within_deadline already failed any past
+    STATUS_DEADLINE).  A few answers on this shared two-CPU machine wait
+    for a time slice behind other users' work whatever the daemon does:
+    up to a tenth may be late (p90 <= 100 ms)."""
+    late = [t for t in took if t > STATUS_BUDGET]
+    assert len(late) <= len(took) // 10, \
+        f"{len(late)} of {len(took)} status answers took over 100 ms " \
+        f"({status_figures(took)}): slowest {[round(t * 1000) for t in sorted(late)[-5:]]} ms"
 
 
 def daemon_stack(daemon):

@@ -13,9 +13,10 @@ so that only the file under test can slow its loop):
   refused;
 - a debug file perfd read lines from, truncated by its owner: the next
   snapshot with lines still answers and the daemon is alive (no SIGBUS);
-- a perf map of 200k entries: refused and counted, status answers
-  throughout, RSS stays within the symbol cache plus a fixed part; and a
-  map within the caps is counted in the symbol cache's bytes;
+- a perf map past the caps (1.1 M entries): refused and counted, status
+  answers throughout, RSS stays within the symbol cache plus a fixed part;
+  and a map of 100,000 entries within the caps names the JIT, parsed on a
+  lane while status keeps within 100 ms, counted in the cache's bytes;
 - 24 libraries whose .gnu_debuglink names a 63 MiB debug file, each
   read whole for its CRC: off the loop, status answers within 100 ms
   (STATUS_BUDGET, the issue's figure; a tenth may be late on this shared
@@ -62,16 +63,16 @@ def rss_kib(pid):
 
 def snapshot_under_watch(daemon, w, *args, duration=30):
     """Snapshots workload w for duration s or its life (perfctl snapshot
-    ARGS) while asking for status every 0.1 s.  Returns (snapshot stdout, slowest status in s,
-    largest RSS of the daemon in KiB)."""
+    ARGS) while asking for status every 0.1 s.  Returns (snapshot stdout,
+    the seconds each status took, largest RSS of the daemon in KiB)."""
     snap = BackgroundSnapshot(daemon, w.pid, *args, duration=duration)
-    slowest, rss = 0.0, 0
+    took, rss = [], 0
     try:
         deadline = time.monotonic() + 60
         while snap.proc.poll() is None:
             assert time.monotonic() < deadline, "the snapshot did not end with its process"
             assert daemon.alive(), daemon.stderr()[-4000:]
-            slowest = max(slowest, status_within_deadline(daemon)[0])
+            took.append(status_within_deadline(daemon)[0])
             rss = max(rss, rss_kib(daemon.pid))
             time.sleep(0.1)
         out, err = snap.proc.communicate(timeout=30)
@@ -79,10 +80,10 @@ def snapshot_under_watch(daemon, w, *args, duration=30):
     finally:
         snap.kill()
     for _ in range(5):
-        slowest = max(slowest, status_within_deadline(daemon)[0])
+        took.append(status_within_deadline(daemon)[0])
         rss = max(rss, rss_kib(daemon.pid))
         time.sleep(0.05)
-    return out, slowest, rss
+    return out, took, rss
 
 
 def stripped_copy(dest):
@@ -119,7 +120,8 @@ def test_huge_debug_link_is_refused_off_the_loop(tmp_path):
             # only then
             w = perfdtest.Workload("exiter-dbglnk", command=[binary, "6"])
             try:
-                _, slowest, _ = snapshot_under_watch(daemon, w, duration=2)
+                _, took, _ = snapshot_under_watch(daemon, w, duration=2)
+                slowest = max(took)
                 w.finish()
             finally:
                 w.kill()
@@ -234,43 +236,64 @@ class JitWithMap:
             os.unlink(self.path)
 
 
+# Past PERFMAP_MAX_ENTRIES (1,048,576): refused.  Its ~38 MiB are also
+# more than the CACHE_MIB cache, refused unread for that.
+HUGE_MAP_ENTRIES = 1_100_000
+# A JIT of this many functions (six times the old cap of 16,384 entries,
+# which kept the parse short on the loop): named, parsed on a lane.
+BIG_MAP_ENTRIES = 100_000
+
+
 def test_huge_perf_map_is_bounded(tmp_path):
-    """A 200k-line map (~7 MiB, under the byte cap but past the 16,384
-    entries) is refused and counted, status answers while it is looked at,
-    and RSS stays within the cache plus a fixed part; a map of 16,000 lines
-    is held in the symbol cache, counted in its bytes."""
+    """A map past the caps is refused and counted, status answers while it
+    is looked at, and RSS stays within the cache plus a fixed part."""
     daemon = calm_daemon()
     try:
         rss0 = rss_kib(daemon.pid)
         before = symbols(daemon)
-        # short names: many lines under the 8 MiB byte cap
-        jit = JitWithMap(200_000, "h")
+        jit = JitWithMap(HUGE_MAP_ENTRIES, "h")
         try:
-            assert 4 << 20 < os.path.getsize(jit.path) <= 8 << 20
-            _, slowest, rss = snapshot_under_watch(daemon, jit.w)
+            _, took, rss = snapshot_under_watch(daemon, jit.w)
             jit.w.finish()
         finally:
             jit.close()
         after = symbols(daemon)
-        print(f"huge map: slowest status {slowest * 1000:.1f} ms, daemon RSS "
+        print(f"huge map: status {perfdtest.status_figures(took)}, daemon RSS "
               f"{rss0 // 1024} -> {rss // 1024} MiB")
         assert after["jit_maps_refused"] > before["jit_maps_refused"], after
         assert (rss - rss0) // 1024 <= CACHE_MIB + RSS_FIXED_MIB, \
             f"RSS grew {rss0 // 1024} -> {rss // 1024} MiB"
+    finally:
+        daemon.kill()
 
-        jit = JitWithMap(16_000, "fits")
+
+def test_big_jit_map_is_named_off_the_loop(tmp_path):
+    """A JIT whose perf map has BIG_MAP_ENTRIES functions (~5 MiB) is named
+    from it: the parse (~140 ms here) runs on the symbolizer's lane, started
+    by the first samples in the JIT's code, so status answers within 100 ms
+    nine times in ten while it runs, and the parsed map is held in the
+    symbol cache, counted in its bytes."""
+    daemon = calm_daemon()
+    try:
+        before = symbols(daemon)
+        jit = JitWithMap(BIG_MAP_ENTRIES, "fits")
         try:
             size = os.path.getsize(jit.path)
-            _, slowest, _ = snapshot_under_watch(daemon, jit.w)
+            out, took, _ = snapshot_under_watch(daemon, jit.w)
             jit.w.finish()
         finally:
             jit.close()
         sym = symbols(daemon)
-        print(f"16k-line map ({size >> 10} KiB): slowest status {slowest * 1000:.1f} ms, "
-              f"cache_bytes {sym['cache_bytes'] >> 20} MiB of {sym['cache_limit_bytes'] >> 20}")
-        assert sym["jit_maps_read"] > after["jit_maps_read"], sym
-        # 16k entries of 32 bytes and their names, all in the cache
-        assert sym["cache_bytes"] - after["cache_bytes"] >= 16_000 * 32, sym
+        print(f"{BIG_MAP_ENTRIES}-line map ({size >> 10} KiB): status "
+              f"{perfdtest.status_figures(took)}, cache_bytes {sym['cache_bytes'] >> 20} MiB "
+              f"of {sym['cache_limit_bytes'] >> 20}")
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        assert "perfd_files_fits" in out, f"the JIT was not named from its map:\n{out[:2000]}"
+        perfdtest.assert_status_budget(took)
+        assert sym["jit_maps_read"] > before["jit_maps_read"], sym
+        assert sym["jit_maps_pending"] == 0, sym
+        # its entries of 32 bytes and their names, all in the cache
+        assert sym["cache_bytes"] - before["cache_bytes"] >= BIG_MAP_ENTRIES * 32, sym
         assert sym["cache_bytes"] <= sym["cache_limit_bytes"], sym
     finally:
         daemon.kill()
@@ -278,7 +301,6 @@ def test_huge_perf_map_is_bounded(tmp_path):
 
 # --- debug files read off the loop -------------------------------------------
 
-STATUS_BUDGET = 0.1  # what the issue asks of root's status under every attack
 # So many that reading them all on the loop (as 14766ac did) holds it past
 # STATUS_DEADLINE: 8 held it 516 ms.
 DEBUGLINK_LIBS = 24
@@ -340,18 +362,6 @@ def status_latencies_until(daemon, done, timeout=60):
         time.sleep(0.005)
 
 
-def assert_status_budget(seen):
-    """The issue's 100 ms for (nearly) every status answer in seen, as
-    status_latencies_until returns them (status_within_deadline already
-    failed any past STATUS_DEADLINE).  A few answers on this shared
-    two-CPU machine wait for a time slice behind other users' work
-    whatever the daemon does: up to a tenth may be late."""
-    late = [took for took, _ in seen if took >= STATUS_BUDGET]
-    assert len(late) <= len(seen) // 10, \
-        f"{len(late)} of {len(seen)} status answers took 100 ms or more: " \
-        f"{[round(t * 1000) for t in sorted(late)[-5:]]} ms"
-
-
 def test_debug_link_crc_is_read_off_the_loop(tmp_path):
     """A process maps DEBUGLINK_LIBS stripped libraries whose .gnu_debuglink
     names a debug file just under the 64 MiB cap, read whole for its CRC
@@ -380,8 +390,9 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
             print(f"{len(seen)} status answers, {len(reading)} while the lane read "
                   f"{DEBUGLINK_LIBS} x {DEBUGLINK_BYTES >> 20} MiB; slowest "
                   f"{slowest * 1000:.1f} ms, slowest while reading "
-                  f"{max(reading, default=0) * 1000:.1f} ms")
-            assert_status_budget(seen)
+                  f"{max(reading, default=0) * 1000:.1f} ms; "
+                  f"{perfdtest.status_figures([took for took, _ in seen])}")
+            perfdtest.assert_status_budget([took for took, _ in seen])
             assert len(reading) >= 5, f"only {len(reading)} answers during the reads"
             # named from the debug file once verified
             rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1")
@@ -473,7 +484,7 @@ def test_slow_cfi_build_is_abandoned_and_frees_its_lane(tmp_path):
             "main" in perfdtest.functions(s))
         assert n >= 40 and complete >= 0.9 * n, \
             f"{complete} of {n} samples unwind to _start\n{perfdtest.show(stacks)}"
-        assert_status_budget(seen)
+        perfdtest.assert_status_budget([took for took, _ in seen])
         assert daemon.alive(), daemon.stderr()[-4000:]
     finally:
         for c in crafted:

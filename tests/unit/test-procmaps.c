@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
+#include "process/mapsread.h"
+#include "process/procfs.h"
 #include "process/procmaps.h"
 
 static const char normal_maps[] =
@@ -376,6 +378,37 @@ Test(procmaps, read_own_pid_finds_own_code)
 	cr_expect_null(procmaps_find(m, (uint64_t)(uintptr_t)&r));
 	cr_expect_null(find_path(m, "[stack]"));
 	procmaps_free(m);
+}
+
+/* Maps read partly "on the loop" (a few bytes), the rest as a lane would,
+ * are the maps read whole; ones that fit are parsed at once. */
+Test(procmaps, mapsread_continues_where_the_loop_stopped)
+{
+	_cleanup_close_ int dirfd = -1;
+	struct procmaps *whole = NULL, *m = NULL;
+	struct mapsread *j = NULL;
+
+	cr_assert_eq(procfs_open_pid(getpid(), PROCFS_START_ANY, &dirfd), 0);
+	cr_assert_eq(procmaps_read_dirfd(dirfd, true, &whole), 0);
+	cr_assert_eq(mapsread_start(dirfd, true, 100, &m, &j), 0);
+	cr_assert_null(m);
+	cr_assert_not_null(j);
+	mapsread_run(j);
+	cr_assert_eq(j->error, 0);
+	cr_expect_not(j->truncated);
+	cr_assert_eq(j->maps->n, whole->n);
+	for (size_t i = 0; i < whole->n; i++) {
+		cr_expect_eq(j->maps->maps[i].start, whole->maps[i].start);
+		cr_expect_str_eq(j->maps->maps[i].path, whole->maps[i].path);
+	}
+	j = mapsread_free(j);
+
+	cr_assert_eq(mapsread_start(dirfd, true, MAPSREAD_LOOP_BYTES, &m, &j), 0);
+	cr_assert_null(j);
+	cr_assert_not_null(m);
+	cr_expect_eq(m->n, whole->n);
+	procmaps_free(m);
+	procmaps_free(whole);
 }
 
 Test(procmaps, read_gone_process)
