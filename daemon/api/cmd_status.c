@@ -47,6 +47,7 @@ static int run_status(struct daemon *d, struct client *c, const struct perfd_req
 	if (sampler_read_counters(d->sampler, info.bpf) < 0)
 		memset(info.bpf, 0, sizeof(info.bpf));
 	aggregator_get_stats(d->aggregator, &info.agg);
+	heap_get_stats(&info.heap);
 	symbolizer_get_stats(d->symbolizer, &info.sym);
 	info.unwind_tables = d->unwinder != NULL;
 	if (d->unwinder)
