@@ -287,6 +287,7 @@ json_object *query_status(const struct status_info *in)
 
 	add_u64(syms, "modules", in->sym.modules);
 	add_u64(syms, "modules_refused", in->sym.modules_refused);
+	add_u64(syms, "modules_refused_share", in->sym.modules_refused_share);
 	add_u64(syms, "modules_released", in->sym.modules_released);
 	add_u64(syms, "module_collections", in->sym.collections);
 	add_u64(syms, "module_fds_open", in->sym.fds_open);
