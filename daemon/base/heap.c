@@ -14,13 +14,21 @@
  * the exporter and the state writer allocate a little each, and an arena
  * per thread keeps up to 64 MiB of address space and whatever it freed. */
 #define HEAP_ARENAS 2
+/* Blocks this big or bigger (the drain's 1 MiB chunks, symbol tables being
+ * built, the unwinder's row arrays) are mmapped one each and unmapped when
+ * freed.  Setting it also stops glibc from raising it to the size of the
+ * biggest block freed so far (up to 32 MiB), after which such blocks
+ * would be carved from the arenas and leave holes there when freed. */
+#define HEAP_MMAP_THRESHOLD (256 << 10)
 
 static uint64_t trims, trimmed, longest_trim_ns;
 
 int heap_configure(void)
 {
 	/* mallopt returns 1 on success, 0 on error */
-	return mallopt(M_ARENA_MAX, HEAP_ARENAS) == 1 ? 0 : -EINVAL;
+	if (mallopt(M_ARENA_MAX, HEAP_ARENAS) != 1 || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1)
+		return -EINVAL;
+	return 0;
 }
 
 void heap_trim(uint64_t min_free_bytes)
