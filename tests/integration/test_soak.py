@@ -47,11 +47,11 @@ MAX_PROCESSES = 1000
 RETENTION_S = 20
 SYMBOL_CACHE_MIB = 16
 # What perfd's RSS holds besides the store and the symbol cache (README,
-# "The profile store"): code and libraries (~13 MiB), the BPF ring buffer
-# as mapped (4 MiB at 1999 Hz on 2 CPUs), the unwind tables the two
-# builder threads are building (transient: up to ~40 MiB measured here,
-# when the host's other processes map large libraries), malloc's
-# per-thread arenas and the drain's queue.
+# "The profile store", measured with smaps and status.heap): ~23 MiB not
+# malloc's (libraries, the BPF ring buffer mapped twice, thread stacks),
+# 16-26 MiB of heap in use beyond store and cache (kernel symbols, the
+# processes' maps and per-process state, the drain's queue), and ~30 MiB
+# for unwind and symbol tables being built (transient).
 FIXED_MIB = 80
 # How long after the retention an exited process may still be tracked.
 GRACE_S = 10
