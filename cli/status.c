@@ -225,9 +225,16 @@ static void print_status(struct json_object *r)
 	       ctl_json_count(r, "symbols.cache_hits", a), ctl_json_count(r, "symbols.cache_misses", b),
 	       ctl_json_count(r, "symbols.cache_evictions", c));
 	print_count_lines(r, limit_lines, ELEMENTSOF(limit_lines));
-	if (ctl_json_double(r, "daemon_rss_bytes", &rss))
-		printf("Daemon RSS:   %.1f MiB\n", rss / (1024.0 * 1024.0));
-	else
+	if (ctl_json_double(r, "daemon_rss_bytes", &rss)) {
+		double in_use, free_bytes;
+
+		printf("Daemon RSS:   %.1f MiB", rss / (1024.0 * 1024.0));
+		if (ctl_json_double(r, "heap.in_use_bytes", &in_use) &&
+		    ctl_json_double(r, "heap.free_bytes", &free_bytes))
+			printf(" (malloc: %.1f MiB in use, %.1f MiB free)", in_use / (1024.0 * 1024.0),
+			       free_bytes / (1024.0 * 1024.0));
+		printf("\n");
+	} else
 		printf("Daemon RSS:   -\n");
 	print_export(r);
 	print_config(r);

@@ -17,6 +17,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "base/heap.h"
 #include "base/log.h"
 #include "check.h"
 #include "config.h"
@@ -116,6 +117,8 @@ int main(int argc, char **argv)
 		return r;
 	}
 	raise_nofile_limit();
+	if (heap_configure() < 0)
+		log_warning("Failed to limit malloc's arenas, ignoring: the heap may take more memory");
 	r = make_socket_dir(cfg->socket_path);
 	if (r < 0) {
 		log_error_errno(r, "Failed to create the directory of %s: %m", cfg->socket_path);

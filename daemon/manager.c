@@ -14,6 +14,7 @@
 #include "api/httpd.h"
 #include "api/server.h"
 #include "base/clock.h"
+#include "base/heap.h"
 #include "base/log.h"
 #include "collect/drain.h"
 #include "collect/sampler.h"
@@ -41,6 +42,8 @@
  * four default ring buffers. */
 #define DRAIN_MAX_QUEUED_BYTES (32u << 20)
 #define MAINTAIN_INTERVAL_USEC (1000 * 1000)
+/* Less free heap than this is not worth malloc_trim()'s walk. */
+#define HEAP_TRIM_MIN_FREE_BYTES (4ULL << 20)
 /* Python: interned functions in all, code objects cached per process. */
 #define PYTHON_MAX_FUNCTIONS (1u << 20)
 #define PYTHON_MAX_CODE_PER_PROCESS 65536
@@ -142,6 +145,8 @@ static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	}
 	daemon_read_rates(&m->d, &now);
 	rates_note(&m->d.rates, &now);
+	/* what the passes above and the builders freed goes back to the kernel */
+	heap_trim(HEAP_TRIM_MIN_FREE_BYTES);
 	(void)sd_event_source_set_time_relative(s, MAINTAIN_INTERVAL_USEC);
 	return 0;
 }

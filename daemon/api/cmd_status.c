@@ -50,6 +50,7 @@ json_object *daemon_status(struct daemon *d, bool root)
 	if (sampler_read_counters(d->sampler, info.bpf) < 0)
 		memset(info.bpf, 0, sizeof(info.bpf));
 	aggregator_get_stats(d->aggregator, &info.agg);
+	heap_get_stats(&info.heap);
 	symbolizer_get_stats(d->symbolizer, &info.sym);
 	info.unwind_tables = d->unwinder != NULL;
 	if (d->unwinder)

@@ -302,6 +302,7 @@ json_object *query_status(const struct status_info *in)
 
 	add_u64(syms, "modules", in->sym.modules);
 	add_u64(syms, "modules_refused", in->sym.modules_refused);
+	add_u64(syms, "modules_refused_share", in->sym.modules_refused_share);
 	add_u64(syms, "modules_released", in->sym.modules_released);
 	add_u64(syms, "module_collections", in->sym.collections);
 	add_u64(syms, "module_fds_open", in->sym.fds_open);
@@ -430,6 +431,19 @@ json_object *query_status(const struct status_info *in)
 	add_u64(o, "accept_backoffs", in->accept_backoffs);
 	add_u64(o, "snapshots", in->snapshots);
 	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);
+	{
+		json_object *heap = json_object_new_object();
+
+		add_u64(heap, "in_use_bytes", in->heap.in_use_bytes);
+		add_u64(heap, "free_bytes", in->heap.free_bytes);
+		add_u64(heap, "arena_bytes", in->heap.arena_bytes);
+		add_u64(heap, "mmapped_bytes", in->heap.mmapped_bytes);
+		add_u64(heap, "trims", in->heap.trims);
+		add_u64(heap, "trims_returning_memory", in->heap.trimmed);
+		json_object_object_add(heap, "longest_trim_ms",
+					json_object_new_double(in->heap.longest_trim_ns / 1e6));
+		json_object_object_add(o, "heap", heap);
+	}
 	if (in->config)
 		json_object_object_add(o, "config", json_object_get(in->config));
 	json_object_object_add(o, "export", export_status(&in->exporter, in->root));

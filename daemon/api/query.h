@@ -21,6 +21,7 @@
 #include "perfd/sample.h"
 #include "profile/rss.h"
 #include "interp/python/python.h"
+#include "base/heap.h"
 #include "state/persist.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
@@ -43,6 +44,7 @@ struct status_info {
 	struct drain_stats drain;
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
+	struct heap_stats heap;   /* malloc's figures, of daemon_rss_bytes */
 	size_t clients, snapshots;
 	uint64_t accept_backoffs;
 	uint64_t client_idle_timeout_s;

@@ -537,7 +537,7 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 			id = -EAGAIN;
 		} else {
 			budget--;
-			id = symbolizer_module_for_mapping(a->symbolizer, p->pid, m);
+			id = symbolizer_module_for_mapping(a->symbolizer, p->pid, p->owner_uid, m);
 			/* the table is full: ids may be given back by then */
 			if (id == -ENOSPC)
 				p->maps_partial = true;

@@ -37,6 +37,11 @@
 #define BUILD_ID_MAX 64 /* bytes of a GNU build-id note we keep */
 #define KERNEL_PATH "[kernel.kallsyms]" /* what perf and pprof users know */
 #define NO_MODULE 0 /* in the chains and the LRU list: no module (ids start at 1) */
+/* The vDSO's module is everybody's: in no owner's share. */
+#define MODULE_OWNER_NONE UINT32_MAX
+/* One owner holds at most all but 1/MODULES_RESERVE_DIVISOR of the table,
+ * so that whatever one user maps, another's new binaries get ids. */
+#define MODULES_RESERVE_DIVISOR 4
 
 enum module_kind {
 	MODULE_FREE, /* an id released, to be given again */
@@ -64,6 +69,7 @@ struct module {
 	 * looked at: only (dev, inode) and the path are known, and the next
 	 * process mapping the same (dev, inode, path) completes it. */
 	bool verified;
+	uint32_t owner; /* the uid whose process added it, or MODULE_OWNER_NONE */
 	uint64_t path_hash;
 	uint16_t next_same; /* next module in the chain of its (dev, inode) key */
 	char *path;           /* as the first process mapped it */
@@ -117,6 +123,7 @@ struct symbolizer {
 	size_t n_free;
 	struct u64map by_file; /* hash(dev, inode) -> first module of its chain */
 	struct u64map jit_by_process; /* hash(pid, start) -> id; collisions scanned */
+	struct u64map by_owner;       /* uid -> live modules it added (its share) */
 	uint16_t lru_head, lru_tail; /* modules holding descriptors, most recent first */
 	size_t open_fds, max_fds;
 	uint64_t refused_at_collection; /* modules_refused at the last collection */
@@ -174,6 +181,7 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 		return NULL;
 	u64map_init(&s->by_file);
 	u64map_init(&s->jit_by_process);
+	u64map_init(&s->by_owner);
 	s->demangle = opts->demangle;
 	s->cache_limit = opts->cache_bytes ? opts->cache_bytes : 256u << 20;
 	s->max_fds = opts->max_fds ? opts->max_fds : SYMBOLIZER_MAX_FDS;
@@ -269,6 +277,7 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	free(s->free_ids);
 	u64map_done(&s->by_file);
 	u64map_done(&s->jit_by_process);
+	u64map_done(&s->by_owner);
 	ksyms_free(s->ksyms);
 	free(s);
 	return NULL;
@@ -564,12 +573,19 @@ static int module_fd(struct symbolizer *s, struct module *m)
 	return fd;
 }
 
-/* Takes an id for a new module of kind with the given path: a released
- * one first.  Returns it or -errno (-ENOSPC when max_modules are live:
- * counted). */
-static int add_module(struct symbolizer *s, enum module_kind kind, const char *path,
-		      struct module **ret)
+/* How many modules one owner may hold at once. */
+static size_t owner_share(const struct symbolizer *s)
 {
+	return s->max_modules - s->max_modules / MODULES_RESERVE_DIVISOR;
+}
+
+/* Takes an id for a new module of kind with the given path, charged to
+ * owner: a released one first.  Returns it or -errno (-ENOSPC when
+ * max_modules are live, or owner holds its share: counted). */
+static int add_module(struct symbolizer *s, enum module_kind kind, const char *path,
+		      uint32_t owner, struct module **ret)
+{
+	uint64_t *held = NULL;
 	struct module *m;
 	const char *slash;
 	char *copy;
@@ -578,6 +594,18 @@ static int add_module(struct symbolizer *s, enum module_kind kind, const char *p
 	if (s->live_modules >= s->max_modules) {
 		s->stats.modules_refused++;
 		return -ENOSPC;
+	}
+	if (owner != MODULE_OWNER_NONE) {
+		held = u64map_get(&s->by_owner, owner);
+		if (held && *held >= owner_share(s)) {
+			s->stats.modules_refused++;
+			s->stats.modules_refused_share++;
+			return -ENOSPC;
+		}
+		/* now: the map may need memory, the id may not be undone */
+		held = u64map_upsert(&s->by_owner, owner, NULL);
+		if (!held)
+			return -ENOMEM;
 	}
 	if (!s->n_free && s->n_modules == s->cap_modules) {
 		size_t cap = s->cap_modules ? s->cap_modules * 2 : 64;
@@ -591,12 +619,17 @@ static int add_module(struct symbolizer *s, enum module_kind kind, const char *p
 		s->cap_modules = cap;
 	}
 	copy = strdup(path);
-	if (!copy)
+	if (!copy) {
+		if (held && *held == 0)
+			u64map_remove(&s->by_owner, owner);
 		return -ENOMEM;
+	}
+	if (held)
+		(*held)++;
 	i = s->n_free ? (size_t)(s->free_ids[--s->n_free] - FRAME_MODULE_FIRST) : s->n_modules++;
 	m = &s->modules[i];
 	*m = (struct module){ .kind = kind, .fd = -1, .debug_fd = -1, .path = copy,
-			      .serial = ++s->next_serial };
+			      .owner = owner, .serial = ++s->next_serial };
 	slash = strrchr(m->path, '/');
 	m->basename = slash ? slash + 1 : m->path;
 	s->live_modules++;
@@ -618,6 +651,11 @@ static void release_module(struct symbolizer *s, struct module *m)
 		slot = u64map_get(&s->jit_by_process, key);
 		if (slot && *slot == id)
 			u64map_remove(&s->jit_by_process, key);
+	}
+	if (m->owner != MODULE_OWNER_NONE) {
+		slot = u64map_get(&s->by_owner, m->owner);
+		if (slot && --*slot == 0)
+			u64map_remove(&s->by_owner, m->owner);
 	}
 	close_fds(s, m);
 	unload(m);
@@ -650,7 +688,7 @@ static void note_mapper(struct symbolizer *s, struct module *m, pid_t pid,
 		read_build_id(fd, m->build_id);
 }
 
-int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
+int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owner_uid,
 				  const struct procmap *map)
 {
 	dev_t dev = makedev(map->dev_major, map->dev_minor);
@@ -677,7 +715,7 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 		m = find_by_path(s, dev, map->inode, path_hash, false);
 		if (m)
 			return id_of(s, m);
-		id = add_module(s, MODULE_FILE, map->path, &m);
+		id = add_module(s, MODULE_FILE, map->path, owner_uid, &m);
 		if (id < 0)
 			return id;
 		m->file = (struct file_id){ .dev = dev, .inode = map->inode };
@@ -702,7 +740,7 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
 		note_mapper(s, m, pid, map, fd);
 		return id_of(s, m);
 	}
-	id = add_module(s, MODULE_FILE, map->path, &m);
+	id = add_module(s, MODULE_FILE, map->path, owner_uid, &m);
 	if (id < 0) {
 		if (fd >= 0)
 			close(fd);
@@ -747,7 +785,7 @@ int symbolizer_vdso_module(struct symbolizer *s)
 		return s->vdso_id;
 	if (!eh)
 		return -ENOENT;
-	id = add_module(s, MODULE_VDSO, "[vdso]", &m);
+	id = add_module(s, MODULE_VDSO, "[vdso]", MODULE_OWNER_NONE, &m);
 	if (id < 0)
 		return id;
 	s->vdso_id = id;
@@ -810,7 +848,7 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 			s->stats.jit_maps_refused++;
 		return fd;
 	}
-	id = add_module(s, MODULE_JIT, map_path, &m);
+	id = add_module(s, MODULE_JIT, map_path, owner_uid, &m);
 	if (id < 0) {
 		close(fd);
 		return id;
@@ -1371,7 +1409,7 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *r
 {
 	size_t mem = sizeof(*s) + s->cap_modules * sizeof(struct module) +
 		     MODULES_MAX * sizeof(*s->free_ids) + u64map_memory(&s->by_file) +
-		     u64map_memory(&s->jit_by_process);
+		     u64map_memory(&s->jit_by_process) + u64map_memory(&s->by_owner);
 
 	*ret = s->stats;
 	for (size_t i = 0; i < s->n_modules; i++) {

@@ -35,7 +35,10 @@
  * one the module was read from (its identity above); a JIT map only while
  * its process lives.  Module ids are bounded too (max_modules, at most the
  * 16-bit ids of frame.h): past it a new file gets no module (refused,
- * counted), and the daemon gives back the ids nothing refers to any more
+ * counted), and so does one of a user (the uid of the process that would
+ * add it) holding three quarters of the table already, so that one user
+ * mapping without end leaves the last quarter to everyone else's new
+ * binaries; the daemon gives back the ids nothing refers to any more
  * (symbolizer_release_unused, once the table is half full or has refused
  * one).  Costs: a stat per file mapping each time a process's maps are
  * read, and a copy of a library in another container image is parsed, and
@@ -84,6 +87,7 @@ struct symbolizer_stats {
 	size_t modules;        /* live now */
 	size_t modules_limit;
 	uint64_t modules_refused;  /* new files without a module: the table was full */
+	uint64_t modules_refused_share; /* ... of those, their owner held its share */
 	uint64_t modules_released; /* ids given back, nothing referring to them */
 	uint64_t collections;      /* times the table looked for ids to give back */
 	size_t fds_open, fds_limit;
@@ -120,10 +124,11 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 struct symbolizer *symbolizer_free(struct symbolizer *s);
 
 /* Returns the module id (FRAME_MODULE_FIRST..LAST) for a file mapping of
- * process pid, registering it (and opening the file) the first time.
- * Returns -ENOSPC when the module table is full (counted in
+ * process pid, registering it (and opening the file) the first time,
+ * charged to owner_uid (the process's owner).  Returns -ENOSPC when the
+ * module table is full or owner_uid holds its share of it (counted in
  * modules_refused), -EINVAL for a mapping that is not backed by a file. */
-int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid,
+int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owner_uid,
 				  const struct procmap *map);
 /* The module of the vDSO; frames in it carry their offset from the start of
  * the [vdso] mapping.  -ENOENT when this system has none. */

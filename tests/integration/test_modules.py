@@ -15,6 +15,9 @@ local user (`nobody`) against a daemon of its own:
   and, with --max-modules below the files' count, the ids are given back
   once the process is gone: a new process started afterwards is named
   from its own symbols;
+- one user's share: while nobody maps more files than --max-modules and
+  keeps them mapped, root starts a binary: it gets a module and is named
+  (nobody holds at most three quarters of the table);
 - a poisoned build-id: nobody runs a modified copy of a binary (the same
   .note.gnu.build-id, other function names) first; the real binary, run by
   root afterwards, is named from its own file, never the copy's.
@@ -24,6 +27,8 @@ import os
 import select
 import shutil
 import time
+
+import pytest
 
 import perfdtest
 from perfdtest import status_within_deadline
@@ -56,13 +61,26 @@ def named_while_running(daemon, w, ready=True):
     return {f for s in stacks for f in perfdtest.functions(s)}, stacks
 
 
-def test_many_small_executables(tmp_path):
+@pytest.fixture
+def nobody_manymaps(tmp_path):
+    """argv(files, batch, burn_ms): the command line of `manymaps` run as
+    nobody, mapping that many copies of a tiny shared object into a
+    directory of its own; removed, and the paths made reachable put back,
+    after the test."""
     nobody = User("nobody")
     maps_dir = tmp_path / "maps"
     maps_dir.mkdir()
     os.chown(maps_dir, nobody.uid, nobody.gid)
     template = perfdtest.workload_binary("libtiny.so")
     fixed = reachable_path_fixes([str(maps_dir), perfdtest.workload_binary("manymaps"), template])
+    yield lambda files, batch, burn_ms: nobody.argv(
+        perfdtest.workload_binary("manymaps"), template, maps_dir, files, batch, burn_ms)
+    for d, mode in fixed:
+        os.chmod(d, mode)
+    shutil.rmtree(maps_dir, ignore_errors=True)
+
+
+def test_many_small_executables(nobody_manymaps):
     daemon = perfdtest.start_perfd(extra_args=("--max-modules", str(MAX_MODULES),
                                                "--max-module-fds", str(MAX_MODULE_FDS)))
     w = None
@@ -71,8 +89,7 @@ def test_many_small_executables(tmp_path):
         assert limits["max_module_fds"] == MAX_MODULE_FDS
         assert limits["max_modules"] == MAX_MODULES
         cap = fd_count(daemon.pid) + MAX_MODULE_FDS + limits["max_unwind_builds_queued"] + FD_SLACK
-        w = perfdtest.Workload("manymaps", command=nobody.argv(
-            perfdtest.workload_binary("manymaps"), template, maps_dir, FILES, BATCH, 20))
+        w = perfdtest.Workload("manymaps", command=nobody_manymaps(FILES, BATCH, 20))
         took, most_fds, mapped = [], 0, False
         deadline = time.monotonic() + 600
         while not mapped:
@@ -122,9 +139,6 @@ def test_many_small_executables(tmp_path):
         if w:
             w.kill()
         daemon.stop()
-        for d, mode in fixed:
-            os.chmod(d, mode)
-        shutil.rmtree(maps_dir, ignore_errors=True)
 
 
 def test_poisoned_build_id_copy_lends_nothing(tmp_path):
@@ -149,3 +163,42 @@ def test_poisoned_build_id_copy_lends_nothing(tmp_path):
         daemon.stop()
         for d, mode in fixed:
             os.chmod(d, mode)
+
+
+SHARE_FILES = 3000
+SHARE_BATCH = 150
+# nobody's share (three quarters) is well under SHARE_FILES, and the
+# quarter left has room for what the host's other processes map meanwhile
+SHARE_MAX_MODULES = 2048
+
+
+def test_another_users_binary_gets_a_module_while_one_user_fills_the_table(nobody_manymaps):
+    """nobody maps more small executables than --max-modules and keeps them
+    mapped; meanwhile root starts a binary of its own: it gets a module and
+    is named, as nobody holds at most its share of the table (three
+    quarters) and its further files are refused and counted."""
+    daemon = perfdtest.start_perfd(extra_args=("--max-modules", str(SHARE_MAX_MODULES)))
+    w = None
+    try:
+        w = perfdtest.Workload("manymaps",
+                               command=nobody_manymaps(SHARE_FILES, SHARE_BATCH, 50))
+        w.expect_line("mapped", timeout=600)
+        # nobody's new files were refused: it holds what it may
+        deadline = time.monotonic() + 30
+        while (syms := status_within_deadline(daemon)[1]["symbols"])["modules_refused"] == 0:
+            assert time.monotonic() < deadline, f"nobody's files were never refused: {syms}"
+            time.sleep(0.5)
+        names, stacks = named_while_running(daemon, perfdtest.Workload("spin", "2", "0.5"),
+                                            ready=False)
+        syms = status_within_deadline(daemon)[1]["symbols"]
+        print(f"\n{SHARE_FILES} files of nobody, --max-modules {SHARE_MAX_MODULES}: modules "
+              f"{syms['modules']}, refused {syms['modules_refused']} (past nobody's share "
+              f"{syms.get('modules_refused_share')})")
+        assert w.proc.poll() is None, "manymaps ended before root's binary ran"
+        assert "spin_burn" in names, \
+            f"root's binary was not named while nobody held the table: {perfdtest.show(stacks)}"
+        assert syms["modules_refused_share"] > 0, syms
+    finally:
+        if w:
+            w.kill()
+        daemon.stop()

@@ -47,11 +47,11 @@ MAX_PROCESSES = 1000
 RETENTION_S = 20
 SYMBOL_CACHE_MIB = 16
 # What perfd's RSS holds besides the store and the symbol cache (README,
-# "The profile store"): code and libraries (~13 MiB), the BPF ring buffer
-# as mapped (4 MiB at 1999 Hz on 2 CPUs), the unwind tables the two
-# builder threads are building (transient: up to ~40 MiB measured here,
-# when the host's other processes map large libraries), malloc's
-# per-thread arenas and the drain's queue.
+# "The profile store", measured with smaps and status.heap): ~23 MiB not
+# malloc's (libraries, the BPF ring buffer mapped twice, thread stacks),
+# 16-26 MiB of heap in use beyond store and cache (kernel symbols, the
+# processes' maps and per-process state, the drain's queue), and ~30 MiB
+# for unwind and symbol tables being built (transient).
 FIXED_MIB = 80
 # How long after the retention an exited process may still be tracked.
 GRACE_S = 10
@@ -118,6 +118,8 @@ class Watch:
         self.max_tracked = 0
         self.max_stacks = 0
         self.max_store = 0
+        self.max_heap_in_use = 0
+        self.max_heap_free = 0
         self.errors = []
         self.done = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -143,6 +145,8 @@ class Watch:
         self.max_tracked = max(self.max_tracked, st["processes"]["tracked"])
         self.max_stacks = max(self.max_stacks, st["stacks"]["interned"])
         self.max_store = max(self.max_store, st["store"]["memory_bytes"])
+        self.max_heap_in_use = max(self.max_heap_in_use, st["heap"]["in_use_bytes"])
+        self.max_heap_free = max(self.max_heap_free, st["heap"]["free_bytes"])
         check_live_only(st)
 
     def stop(self):
@@ -158,8 +162,10 @@ class Watch:
         print(f"\n{what}: {self.seconds:.0f} s, perfd's RSS peaked at {self.peak_rss / 2**20:.1f} MiB "
               f"(bound {rss_bound() >> 20} MiB: --max-memory {MAX_MEMORY_MIB} + symbol cache "
               f"{SYMBOL_CACHE_MIB} + fixed {FIXED_MIB}), store at most {self.max_store / 2**20:.1f} MiB, "
-              f"{self.max_tracked} processes, {self.max_stacks} stacks; slowest of {self.answers} "
-              f"status answers {self.slowest * 1000:.0f} ms")
+              f"{self.max_tracked} processes, {self.max_stacks} stacks; malloc's heap at most "
+              f"{self.max_heap_in_use / 2**20:.1f} MiB in use and {self.max_heap_free / 2**20:.1f} MiB "
+              f"free (status.heap); slowest of {self.answers} status answers "
+              f"{self.slowest * 1000:.0f} ms")
         assert self.max_store <= limits["max_memory_bytes"], \
             f"the store held {self.max_store} bytes, over its {limits['max_memory_bytes']}"
         assert self.max_tracked <= limits["max_processes"], \

@@ -124,7 +124,7 @@ static void make_process(struct fixture *fx, pid_t pid)
 	for (size_t i = 0; i < p->maps->n; i++) {
 		const struct procmap *m = &p->maps->maps[i];
 		const char *base = strrchr(m->path, '/');
-		int id = symbolizer_module_for_mapping(fx->sym, pid, m);
+		int id = symbolizer_module_for_mapping(fx->sym, pid, geteuid(), m);
 
 		p->map_modules[i] = id > 0 ? (uint16_t)id : FRAME_MODULE_NONE;
 		if (id > 0 && base && strncmp(base + 1, "libc.so", 7) == 0) {

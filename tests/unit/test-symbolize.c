@@ -52,7 +52,7 @@ static uint64_t frame_of(struct symbolizer *s, uint64_t addr)
 	m = procmaps_find(maps, addr);
 	cr_assert_not_null(m, "%#llx in no executable mapping", (unsigned long long)addr);
 	id = strcmp(m->path, "[vdso]") == 0 ? symbolizer_vdso_module(s)
-					     : symbolizer_module_for_mapping(s, getpid(), m);
+					     : symbolizer_module_for_mapping(s, getpid(), geteuid(), m);
 	cr_assert_gt(id, 0);
 	frame = frame_make(id, addr - m->start + m->pgoff);
 	procmaps_free(maps);
@@ -466,8 +466,8 @@ Test(symbolize, copies_with_one_build_id_are_separate_modules)
 	cr_assert_not_null(own);
 	alias = mapping_of(own, copy, 0);
 
-	id_copy = symbolizer_module_for_mapping(s, getpid(), &alias);
-	id_own = symbolizer_module_for_mapping(s, getpid(), own);
+	id_copy = symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias);
+	id_own = symbolizer_module_for_mapping(s, getpid(), geteuid(), own);
 	cr_assert_gt(id_copy, 0);
 	cr_assert_gt(id_own, 0);
 	cr_assert_neq(id_copy, id_own, "a copy with the same build-id shares module %d", id_own);
@@ -481,8 +481,8 @@ Test(symbolize, copies_with_one_build_id_are_separate_modules)
 					       sizeof(buf)),
 			 "symbolize_test_function");
 	/* and each is found again as itself */
-	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), own), id_own);
-	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), &alias), id_copy);
+	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), geteuid(), own), id_own);
+	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias), id_copy);
 	procmaps_free(maps);
 	unlink(copy);
 	symbolizer_free(s);
@@ -514,7 +514,7 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 		snprintf(paths[i], sizeof(paths[i]), "%s/copy%d", dir, i);
 		write_copy(paths[i], NULL);
 		alias[i] = mapping_of(own, paths[i], (unsigned)i);
-		ids[i] = symbolizer_module_for_mapping(s, getpid(), &alias[i]);
+		ids[i] = symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias[i]);
 		cr_assert_gt(ids[i], 0);
 		for (int j = 0; j < i; j++)
 			cr_assert_neq(ids[i], ids[j]);
@@ -549,11 +549,55 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 	cr_assert_geq(st.fds_reopen_failed, 1);
 	/* the new file at that path is a module of its own */
 	alias[0] = mapping_of(own, paths[0], 0);
-	cr_assert_neq(symbolizer_module_for_mapping(s, getpid(), &alias[0]), ids[0]);
+	cr_assert_neq(symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias[0]), ids[0]);
 
 	for (int i = 0; i < COPIES; i++)
 		unlink(paths[i]);
 	rmdir(dir);
+	procmaps_free(maps);
+	symbolizer_free(s);
+}
+
+/* One owner holds at most three quarters of the table: past it its new
+ * files are refused and counted, while another owner's still get ids. */
+Test(symbolize, one_owner_holds_at_most_its_share)
+{
+	enum { MAX = 16, SHARE = MAX - MAX / 4 };
+	struct symbolizer_opts o = { .max_modules = MAX, .max_fds = 8 };
+	struct symbolizer *s = symbolizer_new(&o, NULL);
+	char dir[] = "/tmp/perfd-test-share-XXXXXX", path[64];
+	struct symbolizer_stats st;
+	struct procmaps *maps = NULL;
+	const struct procmap *own;
+	struct procmap alias;
+	int id;
+
+	cr_assert_not_null(s);
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
+	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
+	for (int i = 1; i <= SHARE + 1; i++) {
+		snprintf(path, sizeof(path), "%s/copy%d", dir, i);
+		write_copy(path, NULL);
+		alias = mapping_of(own, path, (unsigned)i);
+		id = symbolizer_module_for_mapping(s, getpid(), 65534, &alias);
+		if (i <= SHARE)
+			cr_assert_gt(id, 0);
+		else
+			cr_assert_eq(id, -ENOSPC);
+	}
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.modules, SHARE);
+	cr_assert_eq(st.modules_refused, 1);
+	cr_assert_eq(st.modules_refused_share, 1);
+	/* another user's binary, and the refused file mapped by it, get ids */
+	cr_assert_gt(symbolizer_module_for_mapping(s, getpid(), 0, own), 0);
+	cr_assert_gt(symbolizer_module_for_mapping(s, getpid(), 0, &alias), 0);
+	for (int i = 1; i <= SHARE + 1; i++) {
+		snprintf(path, sizeof(path), "%s/copy%d", dir, i);
+		(void)unlink(path);
+	}
+	(void)rmdir(dir);
 	procmaps_free(maps);
 	symbolizer_free(s);
 }
@@ -580,14 +624,15 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
 	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
-	own_id = symbolizer_module_for_mapping(s, getpid(), own);
+	own_id = symbolizer_module_for_mapping(s, getpid(), geteuid(), own);
 	cr_assert_gt(own_id, 0);
 	cr_assert(!symbolizer_wants_collection(s));
 	for (int i = 1; i <= MAX; i++) {
 		snprintf(path, sizeof(path), "%s/copy%d", dir, i);
 		write_copy(path, i % 2 ? "poisoned_test_function_" : NULL);
 		alias = mapping_of(own, path, (unsigned)i);
-		id = symbolizer_module_for_mapping(s, getpid(), &alias);
+		/* two owners, neither past its share: the table is what fills */
+		id = symbolizer_module_for_mapping(s, getpid(), 1000 + i % 2, &alias);
 		if (i < MAX)
 			cr_assert_gt(id, 0);
 		else
@@ -609,7 +654,7 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 			 "symbolize_test_function");
 
 	/* the refused file gets a released id, and its own names */
-	id = symbolizer_module_for_mapping(s, getpid(), &alias);
+	id = symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias);
 	cr_assert_gt(id, 0);
 	cr_assert_neq(id, own_id);
 	cr_assert(symbolizer_describe_module(s, (uint16_t)id, &p, &b));

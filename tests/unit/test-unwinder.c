@@ -138,7 +138,7 @@ static void env_add_self(struct env *e)
 	for (size_t i = 0; i < e->maps->n; i++) {
 		const struct procmap *m = &e->maps->maps[i];
 		int id = strcmp(m->path, "[vdso]") == 0 ? symbolizer_vdso_module(e->sym) :
-			 m->path[0] == '/' ? symbolizer_module_for_mapping(e->sym, getpid(), m) :
+			 m->path[0] == '/' ? symbolizer_module_for_mapping(e->sym, getpid(), geteuid(), m) :
 					     0;
 
 		e->ids[i] = id > 0 ? (uint16_t)id : 0;
@@ -804,11 +804,11 @@ Test(unwinder, modules_without_tables_use_frame_pointers)
 	maps[1].end = maps[1].start + 0x1000;
 
 	env_open(&e, BIG_ROWS, 16, 16);
-	id = symbolizer_module_for_mapping(e.sym, getpid(), &maps[0]);
+	id = symbolizer_module_for_mapping(e.sym, getpid(), geteuid(), &maps[0]);
 	cr_assert_gt(id, 0);
 	cr_assert_eq(symbolizer_module_fd(e.sym, (uint16_t)id), -EBADF);
 	ids[0] = (uint16_t)id;
-	id = symbolizer_module_for_mapping(e.sym, getpid(), &maps[1]);
+	id = symbolizer_module_for_mapping(e.sym, getpid(), geteuid(), &maps[1]);
 	cr_assert_gt(id, 0);
 	cr_assert_geq(symbolizer_module_fd(e.sym, (uint16_t)id), 0);
 	ids[1] = (uint16_t)id;
@@ -876,7 +876,7 @@ Test(unwinder, module_first_seen_in_a_process_that_exited)
 	cr_assert_neq(child_libc, SIZE_MAX, "no libc in the child's maps");
 
 	env_open_bare(&e, BIG_ROWS, 16, 16);
-	id = symbolizer_module_for_mapping(e.sym, child, &child_maps->maps[child_libc]);
+	id = symbolizer_module_for_mapping(e.sym, child, geteuid(), &child_maps->maps[child_libc]);
 	cr_assert_gt(id, 0);
 	cr_assert_eq(symbolizer_module_fd(e.sym, (uint16_t)id), -EBADF);
 	child_view = (struct procmaps){ .maps = &child_maps->maps[child_libc], .n = 1 };
