@@ -510,7 +510,9 @@ run: deps all
 clean:
 	rm -rf build build-san build-fuzz run
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# The compilers' dependency files; not inside the boot test's Debian root
+# (test_boot.py), whose /etc holds many folders named *.d.
+-include $(shell find $(BUILD) -path '$(BUILD)/boot' -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # --- benchmarks (not part of `make test`) ------------------------------
 # `make bench` measures perfd next to perf record and bpftrace and writes
