@@ -419,7 +419,7 @@ $(BUILD)/man/%: docs/man/%.scd
 	@mkdir -p $(@D)
 	$(SCDOC) < $< > $@
 
-.PHONY: man install uninstall deb check-docs test-package
+.PHONY: man install uninstall deb check-docs test-package test-boot
 man: $(MAN_PAGES)
 
 # `make install` puts perfd where the unit looks for it (/usr/local by
@@ -495,9 +495,18 @@ check-docs: all man
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -q -p no:cacheprovider tests/package/test_docs.py
 
 # The package's tests: the docs (as check-docs), and a .deb built from an
-# export of the tree, checked with lintian, dpkg and systemd-analyze.
+# export of the tree, checked with lintian, dpkg and systemd-analyze, then
+# installed and operated in a Debian 12 booted under systemd-nspawn (the
+# boot test).  `make test` runs the boot test here, on the one .deb the
+# others check; `make test-boot` runs it alone (PERFD_DEB=PATH: on that
+# .deb rather than one it builds).  Its Debian root is made once into
+# $(BUILD)/boot/ (tests/package/guest.py).
 test-package: deps-test all man
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider tests/package $(PYTEST_ARGS)
+
+test-boot: deps-test
+	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider tests/package/test_boot.py \
+		$(PYTEST_ARGS)
 
 run: deps all
 	@mkdir -p run

@@ -18,7 +18,7 @@ build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libncurses-dev scdoc"
 test="$build protobuf-compiler golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
       chromium libpython3.11 tmux linux-perf busybox-static cpio qemu-system-x86 prometheus
-      debhelper lintian bash-completion zsh man-db"
+      debhelper lintian bash-completion zsh man-db debootstrap systemd-container"
 # what packaging/debian/control's Build-Depends add to the build's (the
 # <!nocheck> ones are for dh_auto_test's check of the docs)
 package="$build debhelper xz-utils bash-completion man-db python3 python3-pytest zsh"
@@ -29,6 +29,8 @@ bench="$test bpftrace"
 # busybox-static and cpio; it boots them with a QEMU 10 it downloads from
 # bookworm-backports, which runs on the libraries Debian's own
 # qemu-system-x86 brings.
+# The boot test (tests/package/test_boot.py) makes a Debian 12 root with
+# debootstrap and boots it with systemd-nspawn (systemd-container).
 # speedscope: its file-format-schema.json checks test_speedscope.py's files;
 # playwright-core drives Debian's chromium for test_flamegraph.py (it never
 # downloads a browser of its own).

@@ -7,20 +7,17 @@ postinst creates, the binaries' version and hardening, and the rating
 `systemd-analyze security` gives the unit the package installs.
 
 Needs no root or BPF; takes the time of one build (about 2 minutes on 2
-CPUs).  The package's own build runs test_docs.py (dh_auto_test).
+CPUs), which test_boot.py shares (conftest.py's package fixture).  The
+package's own build runs test_docs.py (dh_auto_test).
 """
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
-BUILD_TIMEOUT = 900
 
 
 def run(*argv, **kw):
@@ -31,31 +28,6 @@ def run(*argv, **kw):
 def changelog_version():
     first = (REPO / "packaging" / "debian" / "changelog").read_text().splitlines()[0]
     return re.match(r"perfd \(([^)]+)\)", first).group(1)
-
-
-@pytest.fixture(scope="module")
-def package():
-    """Builds the .deb from an export of the tracked files; yields (path to
-    the .deb, folder it is unpacked in)."""
-    tmp = Path(tempfile.mkdtemp(prefix="perfd-deb-"))
-    src = tmp / "src"
-    src.mkdir()
-    files = run("git", "-C", str(REPO), "ls-files", "-z").stdout
-    tar = subprocess.Popen(["tar", "--null", "-T", "-", "-cf", "-"], cwd=REPO,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    untar = subprocess.Popen(["tar", "-xf", "-", "-C", str(src)], stdin=tar.stdout)
-    tar.stdin.write(files.encode())
-    tar.stdin.close()
-    assert untar.wait() == 0 and tar.wait() == 0
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS", "PERFD_"))}
-    r = run("make", "-C", str(src), "deb", env=env, timeout=BUILD_TIMEOUT)
-    assert r.returncode == 0, f"make deb failed:\n{r.stdout[-6000:]}\n{r.stderr[-3000:]}"
-    debs = list((src / "build" / "deb").glob("perfd_*_amd64.deb"))
-    assert len(debs) == 1, debs
-    root = tmp / "root"
-    assert run("dpkg-deb", "-x", str(debs[0]), str(root)).returncode == 0
-    yield debs[0], root
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_package_name_is_perfd_version_amd64(package):

@@ -1,0 +1,163 @@
+"""guest.py - a fresh Debian 12 system booted with systemd as its PID 1,
+for the boot test (test_boot.py): a bookworm root made by debootstrap,
+booted under systemd-nspawn, and commands run in it.
+
+Why a container and not a QEMU guest: on this host's kernel nspawn gives a
+real systemd 252 as PID 1 running the packaged units, perfd loading its
+BPF into the host kernel, in seconds; QEMU here is TCG only, where a
+systemd boot and the verifier take minutes (the kernel matrix,
+tests/kernels/, is where perfd meets other kernels).  nspawn is given every
+capability and bpf()/perf_event_open() in its seccomp filter, since perfd
+needs them and the container's root is the host's (no user namespace);
+the unit's own sandbox then applies inside, as on a machine.
+
+The root: `debootstrap --variant=minbase` of bookworm with systemd, dbus and
+the package's dependencies (from its Depends), from the mirror the
+machine's apt sources name (kmatrix.machine_mirror, read at run time).
+debootstrap keeps no state outside its target, so the machine's apt is not
+touched.  The root is cached in BUILD/boot/root-KEY/, KEY a hash of the
+suite and the package list: a second run downloads nothing, and a change
+of the dependencies makes a new root.  Each boot gets a fresh copy of it.
+
+The host needs no systemd of its own: nspawn runs with --register=no and
+--keep-unit (no machined, no scope unit) and creates its cgroups itself.
+"""
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "kernels"))
+import kmatrix  # noqa: E402  (the mirror, as the kernel matrix finds it)
+
+BUILD = Path(os.environ.get("PERFD_BUILD") or REPO / "build")
+BOOT_DIR = BUILD / "boot"
+SUITE = "bookworm"
+# A booted Debian with a D-Bus (systemctl's and journalctl's peers), no
+# more: the package brings the rest through its Depends.
+BASE_PACKAGES = ("systemd", "systemd-sysv", "dbus")
+DEBOOTSTRAP_TIMEOUT = 900
+BOOT_TIMEOUT = 120
+
+
+def log(msg):
+    print(f"guest: {msg}", file=sys.stderr, flush=True)
+
+
+def deb_depends(deb):
+    """The package names of deb's Depends (first of each alternative,
+    versions dropped)."""
+    field = kmatrix.run(["dpkg-deb", "-f", deb, "Depends"])
+    return sorted({d.split("|")[0].split("(")[0].strip() for d in field.split(",") if d.strip()})
+
+
+def root_for(packages):
+    """BUILD/boot/root-KEY/, a bookworm minbase with packages installed,
+    made by debootstrap when it is not there yet; returns (path, seconds
+    debootstrap took, 0 when cached)."""
+    packages = sorted(set(BASE_PACKAGES) | set(packages))
+    key = hashlib.sha256(f"{SUITE} minbase {' '.join(packages)}".encode()).hexdigest()[:12]
+    root = BOOT_DIR / f"root-{key}"
+    if (root / ".complete").exists():
+        return root, 0.0
+    uri, keyring = kmatrix.machine_mirror()
+    tmp = BOOT_DIR / f"root-{key}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    BOOT_DIR.mkdir(parents=True, exist_ok=True)
+    log(f"debootstrap {SUITE} minbase + {', '.join(packages)} into {tmp}")
+    start = time.monotonic()
+    kmatrix.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
+                 f"--keyring={keyring}", SUITE, tmp, uri], timeout=DEBOOTSTRAP_TIMEOUT)
+    seconds = round(time.monotonic() - start, 1)
+    # What every boot would otherwise redo: the downloaded .debs go (the
+    # copies are made of what is left), and apt lists stay for apt-get purge.
+    for deb in (tmp / "var/cache/apt/archives").glob("*.deb"):
+        deb.unlink()
+    (tmp / ".complete").write_text(f"{' '.join(packages)}\n")
+    for old in BOOT_DIR.glob("root-*"):
+        if old.is_dir() and old != tmp:
+            shutil.rmtree(old, ignore_errors=True)
+    os.replace(tmp, root)
+    return root, seconds
+
+
+class Guest:
+    """A copy of root booted under systemd-nspawn until stop()."""
+
+    def __init__(self, root, name="perfd-boot"):
+        self.name = name
+        self.dir = BOOT_DIR / name
+        self.console_path = BOOT_DIR / f"{name}.console"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        kmatrix.run(["cp", "-a", root, self.dir])
+        (self.dir / ".complete").unlink()
+        self.proc = None
+        self.leader = None
+
+    def start(self):
+        """Boots the copy; returns once PID 1 says the system is up
+        (running, or degraded: a unit of the base system that cannot work
+        in a container is not perfd's concern; the test names perfd's)."""
+        argv = ["systemd-nspawn", "--boot", "--directory", str(self.dir), "--machine", self.name,
+                "--register=no", "--keep-unit", "--private-network", "--console=passive",
+                "--capability=all", "--system-call-filter=bpf perf_event_open"]
+        self.console = open(self.console_path, "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.console,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while self.leader is None:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"systemd-nspawn did not start the guest:\n{self.tail()}")
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+            if children and Path(f"/proc/{children[0]}/comm").read_text().strip() == "systemd":
+                self.leader = int(children[0])
+            else:
+                time.sleep(0.1)
+        while True:
+            left = deadline - time.monotonic()
+            r = self.run("systemctl", "is-system-running", "--wait", timeout=max(left, 1))
+            if r.stdout.strip() in ("running", "degraded"):
+                return
+            if left <= 0 or self.proc.poll() is not None:
+                raise RuntimeError(f"the guest did not boot ({r.stdout.strip()}):\n{self.tail()}")
+            time.sleep(0.5)
+
+    def run(self, *argv, timeout=60, user=None, input=None):
+        """Runs argv in the guest (all its namespaces, as root, or as user
+        through runuser with that user's groups); returns the
+        CompletedProcess."""
+        if user:
+            argv = ("runuser", "-u", user, "--", *argv)
+        return subprocess.run(["nsenter", "--target", str(self.leader), "--all", "--", *argv],
+                              capture_output=True, text=True, timeout=timeout, input=input)
+
+    def path(self, p):
+        """The host's path of the guest's p."""
+        return self.dir / p.lstrip("/")
+
+    def tail(self, lines=40):
+        try:
+            text = self.console_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self):
+        """Powers the guest off (nspawn's SIGTERM asks PID 1 to halt), kills
+        it if that takes over 30 s, and removes its copy of the root."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if self.proc:
+            self.console.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
