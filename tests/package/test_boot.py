@@ -150,6 +150,8 @@ def test_reload_applies_a_new_frequency(guest):
 def test_journal_has_perfds_lines_with_their_priorities(guest):
     entries = perfd_entries(guest)
     assert entries, "no journal entry of perfd"
+    for e in entries:
+        print(f"boot test: journal <{e.get('PRIORITY')}> {e['MESSAGE']}")
     assert all("PRIORITY" in e for e in entries)
     # sd-daemon's "<N>" prefixes became priorities, not text
     assert [e["MESSAGE"] for e in entries if re.match(r"<\d>", e["MESSAGE"])] == []
