@@ -31,6 +31,9 @@ SOCKET = "/run/perfd/perfd.sock"
 # on any number of CPUs, so that perfd warns about it.
 NEW_HZ = 1999
 STATUS_TIMEOUT = 20
+# linux/capability.h's numbers of the capabilities the unit may keep
+CAPS = {"CAP_DAC_READ_SEARCH": 2, "CAP_SYS_PTRACE": 19, "CAP_SYSLOG": 34, "CAP_PERFMON": 38,
+        "CAP_BPF": 39, "CAP_CHECKPOINT_RESTORE": 40}
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +118,13 @@ def test_enable_now_starts_socket_and_service(guest):
         assert guest.run("systemctl", "is-active", unit).stdout.strip() == "active", unit
     # the socket as the package's perfd.socket makes it
     assert ok(guest.run("stat", "-c", "%F %a %U %G", SOCKET), "stat").strip() == "socket 660 root perfd"
+    # the unit's sandbox, applied by systemd inside the container
+    status = dict(line.split(":\t", 1) for line in
+                  guest.run("cat", f"/proc/{main_pid(guest)}/status").stdout.splitlines() if ":\t" in line)
+    unit = guest.path("/lib/systemd/system/perfd.service").read_text()
+    names = re.search(r"^CapabilityBoundingSet=(.*)$", unit, re.M).group(1).split()
+    assert int(status["CapBnd"], 16) == sum(1 << CAPS[n] for n in names), (status["CapBnd"], names)
+    assert (status["NoNewPrivs"].strip(), status["Seccomp"].strip()) == ("1", "2"), status
     started = [e["MESSAGE"] for e in perfd_entries(guest) if e["MESSAGE"].startswith("Sampling ")]
     assert started, "perfd logged no start line"
     # The unit grants CAP_SYSLOG for /proc/kallsyms: kernel frames named.
