@@ -39,7 +39,8 @@
  * `on_process_exit` reports the death of a process we sampled so that a
  * snapshot of it can end at once and the daemon can evict it first;
  * `on_process_exec` says that its mappings must be read again and that its
- * memory starts over, with the new image's RSS.
+ * memory starts over, with the new image's RSS.  `on_process_fork` follows
+ * the descendants of the processes a "tree" selection takes (`followed`).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -126,6 +127,22 @@ struct {
 } known_processes SEC(".maps");
 
 const volatile __u64 nudge_interval_ns = 20 * 1000 * 1000;
+
+/* Processes whose forks and execs the daemon follows: the roots of its
+ * "tree" selections (perfctl record's command, added by the daemon before
+ * the command runs) and every process they start, added here by
+ * `on_process_fork` before the child runs, so that no descendant escapes
+ * by being short-lived or by a parent the daemon never saw.  A fork of one
+ * is sent (struct perfd_fork) with a wake-up, an exec of one as well,
+ * sampled or not.  tgid -> start time (0: the root, any incarnation);
+ * `on_process_exit` drops it.  A full map follows no more children: the
+ * daemon still takes those it finds by their parent in /proc. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} followed SEC(".maps");
 
 /* Before Linux 6.2 the RSS counters were atomics in struct mm_rss_stat;
  * commit f1a7941243c1 ("mm: convert mm's rss stats into percpu_counter")
@@ -1186,6 +1203,7 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	tgid = BPF_CORE_READ(task, tgid);
+	bpf_map_delete_elem(&followed, &tgid);
 	known = bpf_map_lookup_elem(&known_processes, &tgid);
 	if (!known)
 		return 0; /* never sampled: nobody cares */
@@ -1217,7 +1235,7 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	struct known_process *known;
 	struct perfd_rss *e;
 	struct mm_struct *mm;
-	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 wake = 0, tgid = BPF_CORE_READ(task, tgid);
 
 	/* The old image's mappings are gone: unwinding with them would
 	 * produce garbage until the daemon has described the new ones, so
@@ -1225,8 +1243,18 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	bpf_map_delete_elem(&unwind_processes, &tgid);
 	bpf_map_delete_elem(&python_processes, &tgid);
 	known = bpf_map_lookup_elem(&known_processes, &tgid);
-	if (!known)
-		return 0;
+	/* the new image's maps matter only where stacks are to be named;
+	 * a followed process is looked at from its exec on, before it was
+	 * ever sampled: its maps, its runtime */
+	if (!known) {
+		if (!bpf_map_lookup_elem(&followed, &tgid))
+			return 0;
+		wake = 1;
+	} else {
+		wake = known->stacks;
+		if (!wake && bpf_map_lookup_elem(&followed, &tgid))
+			wake = 1;
+	}
 	/* the exec's own task: task->mm is the new image's */
 	mm = task->mm;
 	if (!mm)
@@ -1237,8 +1265,44 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 		return 0;
 	}
 	fill_rss(e, PERFD_EVENT_EXEC, task, mm, tgid, bpf_ktime_get_ns());
-	/* the new image's maps matter only where stacks are to be named */
-	bpf_ringbuf_submit(e, known->stacks ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	count(PERFD_CNT_EXEC_SENT);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), tgid = BPF_CORE_READ(child, tgid);
+	__u64 *parent_start = bpf_map_lookup_elem(&followed, &ptgid);
+	__u64 start, leader_start;
+	struct perfd_fork *f;
+
+	/* a new thread of a process is not a new process */
+	if (!parent_start || tgid == ptgid)
+		return 0;
+	leader_start = BPF_CORE_READ(parent, group_leader, start_boottime);
+	if (*parent_start && *parent_start != leader_start)
+		return 0; /* an older incarnation's pid, left behind */
+	start = BPF_CORE_READ(child, start_boottime);
+	bpf_map_update_elem(&followed, &tgid, &start, BPF_ANY);
+	f = bpf_ringbuf_reserve(&events, sizeof(*f), 0);
+	if (!f) {
+		count(PERFD_CNT_FORK_LOST);
+		return 0;
+	}
+	f->hdr.kind = PERFD_EVENT_FORK;
+	f->hdr.tgid = tgid;
+	f->hdr.tid = BPF_CORE_READ(child, pid);
+	f->hdr.cpu = bpf_get_smp_processor_id();
+	f->hdr.timestamp_ns = bpf_ktime_get_ns();
+	f->hdr.start_time_ns = start;
+	BPF_CORE_READ_STR_INTO(&f->comm, child, comm);
+	f->parent_start_time_ns = leader_start;
+	f->parent_tgid = ptgid;
+	f->page_size = page_size;
+	/* the daemon reads the child's /proc while it lives */
+	bpf_ringbuf_submit(f, BPF_RB_FORCE_WAKEUP);
+	count(PERFD_CNT_FORK_SENT);
 	return 0;
 }
