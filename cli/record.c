@@ -253,6 +253,8 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_record = {
 	.name = "record",
 	.fn = do_record,
+	.options = ctl_record_options,
+	.shortopts = ctl_record_shortopts,
 	.summary = "run a command and profile it and its children until it exits",
 	.synopsis = "[--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope|html|svg]\n"
 		    "    [--lines] [--no-lines] [--threads] [-o FILE] -- CMD [ARGS...]",
