@@ -1064,6 +1064,20 @@ static __always_inline __s64 next_interval(void)
 	return (__s64)((memory_sample_bytes * exp_q12[r]) >> 12);
 }
 
+/* Fills the header of a record of kind about process tgid (its leader's
+ * start time start), whose thread tid it names, taken now on this CPU:
+ * the records other than samples (RSS, exec, exit, fork). */
+static __always_inline void fill_header(struct perfd_event_header *h, __u32 kind, __u32 tgid,
+					__u32 tid, __u64 start, __u64 now)
+{
+	h->kind = kind;
+	h->tgid = tgid;
+	h->tid = tid;
+	h->cpu = bpf_get_smp_processor_id();
+	h->timestamp_ns = now;
+	h->start_time_ns = start;
+}
+
 /* Fills r with the resident-set counters of mm, of process tgid, the
  * current task's: an RSS record, or an exec record (kind). */
 static __always_inline void fill_rss(struct perfd_rss *r, __u32 kind, struct task_struct *task,
@@ -1072,12 +1086,8 @@ static __always_inline void fill_rss(struct perfd_rss *r, __u32 kind, struct tas
 	struct perfd_sample tmp;
 
 	read_rss(mm, &tmp, true);
-	r->hdr.kind = kind;
-	r->hdr.tgid = tgid;
-	r->hdr.tid = (__u32)bpf_get_current_pid_tgid();
-	r->hdr.cpu = bpf_get_smp_processor_id();
-	r->hdr.timestamp_ns = now;
-	r->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	fill_header(&r->hdr, kind, tgid, (__u32)bpf_get_current_pid_tgid(),
+		    BPF_CORE_READ(task, group_leader, start_boottime), now);
 	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
 		r->rss_pages[i] = tmp.rss_pages[i];
 	r->hiwater_rss_pages = tmp.hiwater_rss_pages;
@@ -1213,12 +1223,8 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 		count(PERFD_CNT_EXIT_LOST);
 		return 0;
 	}
-	e->hdr.kind = PERFD_EVENT_EXIT;
-	e->hdr.tgid = tgid;
-	e->hdr.tid = BPF_CORE_READ(task, pid);
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.timestamp_ns = bpf_ktime_get_ns();
-	e->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	fill_header(&e->hdr, PERFD_EVENT_EXIT, tgid, BPF_CORE_READ(task, pid),
+		    BPF_CORE_READ(task, group_leader, start_boottime), bpf_ktime_get_ns());
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->reserved = 0;
 	bpf_map_delete_elem(&known_processes, &tgid);
@@ -1291,12 +1297,8 @@ int BPF_PROG(on_process_fork, struct task_struct *parent, struct task_struct *ch
 		count(PERFD_CNT_FORK_LOST);
 		return 0;
 	}
-	f->hdr.kind = PERFD_EVENT_FORK;
-	f->hdr.tgid = tgid;
-	f->hdr.tid = BPF_CORE_READ(child, pid);
-	f->hdr.cpu = bpf_get_smp_processor_id();
-	f->hdr.timestamp_ns = bpf_ktime_get_ns();
-	f->hdr.start_time_ns = start;
+	fill_header(&f->hdr, PERFD_EVENT_FORK, tgid, BPF_CORE_READ(child, pid), start,
+		    bpf_ktime_get_ns());
 	BPF_CORE_READ_STR_INTO(&f->comm, child, comm);
 	f->parent_start_time_ns = leader_start;
 	f->parent_tgid = ptgid;

@@ -182,6 +182,23 @@ def test_record_names_a_short_python_scripts_hot_function(perfd, tmp_path, pytho
     assert hot >= 0.6 * total, f"record_hot_loop in {hot} of {total}\n{perfdtest.show(stacks)}"
 
 
+def record_a_50ms_spinner(daemon, tmp_path, script):
+    """Records `sh -c SCRIPT` ({spin}: the spin workload, which burns 50
+    ms of CPU in spin_burn) and checks spin_burn has >= 1 sample and most
+    of the record."""
+    spin = perfdtest.workload_binary("spin")
+    out = tmp_path / "rec.folded"
+    p = subprocess.run(perfctl_argv(daemon.socket_path, "record", "-o", str(out), "--",
+                                    "/bin/sh", "-c", script.format(spin=spin)),
+                       capture_output=True, timeout=60)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 0, err
+    stacks = perfdtest.parse_folded(out.read_text())
+    burn = perfdtest.count_where(stacks, in_stack("spin_burn"))
+    assert burn >= 1, f"no sample of spin_burn\n{err}\n{perfdtest.show(stacks)}"
+    assert burn >= 0.5 * perfdtest.total(stacks), perfdtest.show(stacks)
+
+
 def test_record_takes_a_50ms_grandchild(perfd_fast, tmp_path):
     """A C workload that burns 50 ms of CPU, started by a shell started by
     a shell (neither sampled, nor alive long), is in the record with its
@@ -189,17 +206,7 @@ def test_record_takes_a_50ms_grandchild(perfd_fast, tmp_path):
     (Poisson: P(<1) ~ e^-50; even on a host that gives it a tenth of a CPU
     over its life, ~5): >= 1 is asserted, with >= 50% of what the record
     holds in spin_burn."""
-    spin = perfdtest.workload_binary("spin")
-    out = tmp_path / "rec.folded"
-    p = subprocess.run(perfctl_argv(perfd_fast.socket_path, "record", "-o", str(out), "--",
-                                    "/bin/sh", "-c", f"/bin/sh -c '{spin} 0.05 0; true'; true"),
-                       capture_output=True, timeout=60)
-    err = p.stderr.decode(errors="replace")
-    assert p.returncode == 0, err
-    stacks = perfdtest.parse_folded(out.read_text())
-    burn = perfdtest.count_where(stacks, in_stack("spin_burn"))
-    assert burn >= 1, f"no sample of the grandchild's spin_burn\n{err}\n{perfdtest.show(stacks)}"
-    assert burn >= 0.5 * perfdtest.total(stacks), perfdtest.show(stacks)
+    record_a_50ms_spinner(perfd_fast, tmp_path, "/bin/sh -c '{spin} 0.05 0; true'; true")
 
 
 def test_record_takes_a_child_orphaned_at_once(perfd_fast, tmp_path):
@@ -208,17 +215,7 @@ def test_record_takes_a_child_orphaned_at_once(perfd_fast, tmp_path):
     gives it no parent in the tree, the fork record does.  It burns 50 ms
     (~50 samples at 999 Hz, as above) while the command sleeps 0.5 s, and
     is in the record with them."""
-    spin = perfdtest.workload_binary("spin")
-    out = tmp_path / "rec.folded"
-    p = subprocess.run(perfctl_argv(perfd_fast.socket_path, "record", "-o", str(out), "--",
-                                    "/bin/sh", "-c", f"({spin} 0.05 0 >/dev/null &); sleep 0.5"),
-                       capture_output=True, timeout=60)
-    err = p.stderr.decode(errors="replace")
-    assert p.returncode == 0, err
-    stacks = perfdtest.parse_folded(out.read_text())
-    burn = perfdtest.count_where(stacks, in_stack("spin_burn"))
-    assert burn >= 1, f"no sample of the orphan's spin_burn\n{err}\n{perfdtest.show(stacks)}"
-    assert burn >= 0.5 * perfdtest.total(stacks), perfdtest.show(stacks)
+    record_a_50ms_spinner(perfd_fast, tmp_path, "({spin} 0.05 0 >/dev/null &); sleep 0.5")
 
 
 def test_record_leaves_out_an_unrelated_process(perfd_fast, workloads, tmp_path):
