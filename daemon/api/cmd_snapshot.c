@@ -236,17 +236,17 @@ static int read_start_ticks(pid_t pid, uint64_t *ret)
  * the processes another snapshot's tree still takes. */
 static void unfollow_tree(struct snapshot *s)
 {
-	const struct u64map *m = s->c.sel.tree_members;
 	struct daemon *d = s->d;
 
 	if (!s->req.tree)
 		return;
 	if (!aggregator_follows(d->aggregator, s->req.tree, &s->c))
 		sampler_unfollow(d->sampler, s->req.tree);
-	for (size_t i = 0; m && m->slots && i <= m->mask; i++)
-		if (m->slots[i].key != U64MAP_EMPTY &&
-		    !aggregator_follows(d->aggregator, (uint32_t)m->slots[i].key, &s->c))
-			sampler_unfollow(d->sampler, (uint32_t)m->slots[i].key);
+	if (!s->c.sel.tree_members)
+		return;
+	U64MAP_FOREACH(slot, s->c.sel.tree_members)
+		if (!aggregator_follows(d->aggregator, (uint32_t)slot->key, &s->c))
+			sampler_unfollow(d->sampler, (uint32_t)slot->key);
 }
 
 static void snapshot_free(struct snapshot *s)

@@ -1539,16 +1539,17 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 		if (size < sizeof(*r))
 			return -EINVAL;
 		p = lookup(a, h->tgid, h->start_time_ns);
-		if (!p) {
-			/* a followed process (collect/sampler.h) never sampled:
-			 * looked at now, its new maps (and runtime) included */
+		if (!p && aggregator_follows(a, h->tgid, NULL)) {
+			/* a process a tree follows (collect/sampler.h), never
+			 * sampled: looked at now, its new maps (and runtime)
+			 * included */
 			p = process_for(a, h, r->comm, r->page_size, false, true);
 			if (p) {
 				p->exec_ns = h->timestamp_ns;
 				note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
 					 r->page_size);
 			}
-		} else {
+		} else if (p) {
 			_cleanup_close_ int dirfd = -1;
 
 			/* what waits for the old image's maps goes in first */
