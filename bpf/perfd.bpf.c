@@ -110,7 +110,9 @@ struct {
  * the process, which a script that grows and then exits (memory samples
  * come in bursts, often just before the end) no longer has a second
  * later; memory samples are rare (one per memory_sample_bytes of growth),
- * so these wake-ups are few.  LRU, so it can never fill up; an
+ * so these wake-ups are few.  And so does a CPU sample with Python frames
+ * of a `followed` process (perfctl record's): a short script is gone by
+ * the next drain too; only recorded processes cost these wake-ups.  LRU, so it can never fill up; an
  * evicted entry only costs one extra wake-up. */
 struct known_process {
 	__u64 start_time_ns;
@@ -361,15 +363,18 @@ static __always_inline __u64 announce(__u32 tgid, __u64 start_time_ns, __u64 now
 static __always_inline int send_sample(struct perfd_sample *s, __u64 size)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	bool nudge = (s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) ||
+		     (s->value_kind == PERFD_VALUE_MEMORY && (s->flags & PERFD_SAMPLE_F_PYTHON));
 
+	/* a followed process's Python frames are named while it lives (a
+	 * short script under perfctl record is gone before the next drain) */
+	if (!nudge && s->python_depth > 0 && bpf_map_lookup_elem(&followed, &s->hdr.tgid))
+		nudge = true;
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	else
 		flags = announce(s->hdr.tgid, s->hdr.start_time_ns, s->hdr.timestamp_ns,
-				 !(s->flags & PERFD_SAMPLE_F_SWITCHED),
-				 (s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) ||
-				 (s->value_kind == PERFD_VALUE_MEMORY &&
-				  (s->flags & PERFD_SAMPLE_F_PYTHON)));
+				 !(s->flags & PERFD_SAMPLE_F_SWITCHED), nudge);
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		count(s->value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
 	else if (s->value_kind == PERFD_VALUE_MEMORY)

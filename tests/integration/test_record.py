@@ -143,11 +143,16 @@ def calibrated_iterations(python, script):
         n *= 4
 
 
+PYENV_SHIM = perfdtest.pyenv_root() / "shims" / "python3"
 PYTHONS = [
     pytest.param("/usr/bin/python3.11", id="debian-3.11"),
     pytest.param(perfdtest.pyenv_python(12), id="pyenv-3.12",
                  marks=pytest.mark.skipif(not perfdtest.pyenv_python(12),
                                           reason="no pyenv CPython 3.12")),
+    # `python3` as a pyenv user types it: a shell script that execs pyenv,
+    # which execs the interpreter, all in the recorded pid
+    pytest.param(str(PYENV_SHIM), id="pyenv-shim",
+                 marks=pytest.mark.skipif(not PYENV_SHIM.exists(), reason="no pyenv shims")),
 ]
 
 
