@@ -39,7 +39,8 @@
  * `on_process_exit` reports the death of a process we sampled so that a
  * snapshot of it can end at once and the daemon can evict it first;
  * `on_process_exec` says that its mappings must be read again and that its
- * memory starts over, with the new image's RSS.
+ * memory starts over, with the new image's RSS.  `on_process_fork` follows
+ * the descendants of the processes a "tree" selection takes (`followed`).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -109,7 +110,9 @@ struct {
  * the process, which a script that grows and then exits (memory samples
  * come in bursts, often just before the end) no longer has a second
  * later; memory samples are rare (one per memory_sample_bytes of growth),
- * so these wake-ups are few.  LRU, so it can never fill up; an
+ * so these wake-ups are few.  And so does a CPU sample with Python frames
+ * of a `followed` process (perfctl record's): a short script is gone by
+ * the next drain too; only recorded processes cost these wake-ups.  LRU, so it can never fill up; an
  * evicted entry only costs one extra wake-up. */
 struct known_process {
 	__u64 start_time_ns;
@@ -126,6 +129,22 @@ struct {
 } known_processes SEC(".maps");
 
 const volatile __u64 nudge_interval_ns = 20 * 1000 * 1000;
+
+/* Processes whose forks and execs the daemon follows: the roots of its
+ * "tree" selections (perfctl record's command, added by the daemon before
+ * the command runs) and every process they start, added here by
+ * `on_process_fork` before the child runs, so that no descendant escapes
+ * by being short-lived or by a parent the daemon never saw.  A fork of one
+ * is sent (struct perfd_fork) with a wake-up, an exec of one as well,
+ * sampled or not.  tgid -> start time (0: the root, any incarnation);
+ * `on_process_exit` drops it.  A full map follows no more children: the
+ * daemon still takes those it finds by their parent in /proc. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} followed SEC(".maps");
 
 /* Before Linux 6.2 the RSS counters were atomics in struct mm_rss_stat;
  * commit f1a7941243c1 ("mm: convert mm's rss stats into percpu_counter")
@@ -344,15 +363,18 @@ static __always_inline __u64 announce(__u32 tgid, __u64 start_time_ns, __u64 now
 static __always_inline int send_sample(struct perfd_sample *s, __u64 size)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	bool nudge = (s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) ||
+		     (s->value_kind == PERFD_VALUE_MEMORY && (s->flags & PERFD_SAMPLE_F_PYTHON));
 
+	/* a followed process's Python frames are named while it lives (a
+	 * short script under perfctl record is gone before the next drain) */
+	if (!nudge && s->python_depth > 0 && bpf_map_lookup_elem(&followed, &s->hdr.tgid))
+		nudge = true;
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	else
 		flags = announce(s->hdr.tgid, s->hdr.start_time_ns, s->hdr.timestamp_ns,
-				 !(s->flags & PERFD_SAMPLE_F_SWITCHED),
-				 (s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) ||
-				 (s->value_kind == PERFD_VALUE_MEMORY &&
-				  (s->flags & PERFD_SAMPLE_F_PYTHON)));
+				 !(s->flags & PERFD_SAMPLE_F_SWITCHED), nudge);
 	if (bpf_ringbuf_output(&events, s, size, flags))
 		count(s->value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
 	else if (s->value_kind == PERFD_VALUE_MEMORY)
@@ -1047,6 +1069,20 @@ static __always_inline __s64 next_interval(void)
 	return (__s64)((memory_sample_bytes * exp_q12[r]) >> 12);
 }
 
+/* Fills the header of a record of kind about process tgid (its leader's
+ * start time start), whose thread tid it names, taken now on this CPU:
+ * the records other than samples (RSS, exec, exit, fork). */
+static __always_inline void fill_header(struct perfd_event_header *h, __u32 kind, __u32 tgid,
+					__u32 tid, __u64 start, __u64 now)
+{
+	h->kind = kind;
+	h->tgid = tgid;
+	h->tid = tid;
+	h->cpu = bpf_get_smp_processor_id();
+	h->timestamp_ns = now;
+	h->start_time_ns = start;
+}
+
 /* Fills r with the resident-set counters of mm, of process tgid, the
  * current task's: an RSS record, or an exec record (kind). */
 static __always_inline void fill_rss(struct perfd_rss *r, __u32 kind, struct task_struct *task,
@@ -1055,12 +1091,8 @@ static __always_inline void fill_rss(struct perfd_rss *r, __u32 kind, struct tas
 	struct perfd_sample tmp;
 
 	read_rss(mm, &tmp, true);
-	r->hdr.kind = kind;
-	r->hdr.tgid = tgid;
-	r->hdr.tid = (__u32)bpf_get_current_pid_tgid();
-	r->hdr.cpu = bpf_get_smp_processor_id();
-	r->hdr.timestamp_ns = now;
-	r->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	fill_header(&r->hdr, kind, tgid, (__u32)bpf_get_current_pid_tgid(),
+		    BPF_CORE_READ(task, group_leader, start_boottime), now);
 	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
 		r->rss_pages[i] = tmp.rss_pages[i];
 	r->hiwater_rss_pages = tmp.hiwater_rss_pages;
@@ -1186,6 +1218,7 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	tgid = BPF_CORE_READ(task, tgid);
+	bpf_map_delete_elem(&followed, &tgid);
 	known = bpf_map_lookup_elem(&known_processes, &tgid);
 	if (!known)
 		return 0; /* never sampled: nobody cares */
@@ -1195,12 +1228,8 @@ int BPF_PROG(on_process_exit, struct task_struct *task)
 		count(PERFD_CNT_EXIT_LOST);
 		return 0;
 	}
-	e->hdr.kind = PERFD_EVENT_EXIT;
-	e->hdr.tgid = tgid;
-	e->hdr.tid = BPF_CORE_READ(task, pid);
-	e->hdr.cpu = bpf_get_smp_processor_id();
-	e->hdr.timestamp_ns = bpf_ktime_get_ns();
-	e->hdr.start_time_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	fill_header(&e->hdr, PERFD_EVENT_EXIT, tgid, BPF_CORE_READ(task, pid),
+		    BPF_CORE_READ(task, group_leader, start_boottime), bpf_ktime_get_ns());
 	e->exit_code = BPF_CORE_READ(task, exit_code);
 	e->reserved = 0;
 	bpf_map_delete_elem(&known_processes, &tgid);
@@ -1217,7 +1246,7 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	struct known_process *known;
 	struct perfd_rss *e;
 	struct mm_struct *mm;
-	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 wake = 0, tgid = BPF_CORE_READ(task, tgid);
 
 	/* The old image's mappings are gone: unwinding with them would
 	 * produce garbage until the daemon has described the new ones, so
@@ -1225,8 +1254,18 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 	bpf_map_delete_elem(&unwind_processes, &tgid);
 	bpf_map_delete_elem(&python_processes, &tgid);
 	known = bpf_map_lookup_elem(&known_processes, &tgid);
-	if (!known)
-		return 0;
+	/* the new image's maps matter only where stacks are to be named;
+	 * a followed process is looked at from its exec on, before it was
+	 * ever sampled: its maps, its runtime */
+	if (!known) {
+		if (!bpf_map_lookup_elem(&followed, &tgid))
+			return 0;
+		wake = 1;
+	} else {
+		wake = known->stacks;
+		if (!wake && bpf_map_lookup_elem(&followed, &tgid))
+			wake = 1;
+	}
 	/* the exec's own task: task->mm is the new image's */
 	mm = task->mm;
 	if (!mm)
@@ -1237,8 +1276,40 @@ int BPF_PROG(on_process_exec, struct task_struct *task)
 		return 0;
 	}
 	fill_rss(e, PERFD_EVENT_EXEC, task, mm, tgid, bpf_ktime_get_ns());
-	/* the new image's maps matter only where stacks are to be named */
-	bpf_ringbuf_submit(e, known->stacks ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	count(PERFD_CNT_EXEC_SENT);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), tgid = BPF_CORE_READ(child, tgid);
+	__u64 *parent_start = bpf_map_lookup_elem(&followed, &ptgid);
+	__u64 start, leader_start;
+	struct perfd_fork *f;
+
+	/* a new thread of a process is not a new process */
+	if (!parent_start || tgid == ptgid)
+		return 0;
+	leader_start = BPF_CORE_READ(parent, group_leader, start_boottime);
+	if (*parent_start && *parent_start != leader_start)
+		return 0; /* an older incarnation's pid, left behind */
+	start = BPF_CORE_READ(child, start_boottime);
+	bpf_map_update_elem(&followed, &tgid, &start, BPF_ANY);
+	f = bpf_ringbuf_reserve(&events, sizeof(*f), 0);
+	if (!f) {
+		count(PERFD_CNT_FORK_LOST);
+		return 0;
+	}
+	fill_header(&f->hdr, PERFD_EVENT_FORK, tgid, BPF_CORE_READ(child, pid), start,
+		    bpf_ktime_get_ns());
+	BPF_CORE_READ_STR_INTO(&f->comm, child, comm);
+	f->parent_start_time_ns = leader_start;
+	f->parent_tgid = ptgid;
+	f->page_size = page_size;
+	/* the daemon reads the child's /proc while it lives */
+	bpf_ringbuf_submit(f, BPF_RB_FORCE_WAKEUP);
+	count(PERFD_CNT_FORK_SENT);
 	return 0;
 }

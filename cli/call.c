@@ -84,26 +84,18 @@ enum perfctl_exit ctl_connect(const struct ctl_env *env, int *ret_fd)
 	return PERFCTL_EXIT_OK;
 }
 
-enum perfctl_exit ctl_exchange(const struct ctl_env *env, int fd, struct json_object *request,
-			       int timeout_ms, struct json_object **ret_response)
-{
-	return ctl_exchange_watched(env, fd, request, timeout_ms, NULL, ret_response);
-}
-
-enum perfctl_exit ctl_exchange_watched(const struct ctl_env *env, int fd,
-				       struct json_object *request, int timeout_ms,
-				       const struct ctl_client_watch *watch,
-				       struct json_object **ret_response)
+/* Reads one answer line on fd and checks it (ctl_receive()); ksend is
+ * the send's error (< 0: the request did not go out, and an answer is
+ * looked for only to explain why). */
+static enum perfctl_exit receive(const struct ctl_env *env, int fd, int timeout_ms,
+				 const struct ctl_client_watch *watch, int ksend,
+				 struct json_object **ret_response)
 {
 	_cleanup_(json_object_putp) struct json_object *response = NULL;
 	struct json_object *ok, *version;
-	int k, ksend;
+	int k;
 
-	ksend = ctl_client_send(fd, request);
-	if (ksend >= 0 && watch)
-		watch->fn(watch->userdata, fd); /* the request is out */
-	k = ctl_client_recv_watched(fd, ksend < 0 ? SEND_FAILED_GRACE_MS : timeout_ms,
-				    CTL_CLIENT_MAX_RESPONSE_BYTES, ksend < 0 ? NULL : watch, &response);
+	k = ctl_client_recv_watched(fd, timeout_ms, CTL_CLIENT_MAX_RESPONSE_BYTES, watch, &response);
 	if (k < 0) {
 		if (ksend < 0)
 			ctl_error(env, CTL_ERR_IO, "cannot send the request to perfd at %s: %s",
@@ -140,6 +132,32 @@ enum perfctl_exit ctl_exchange_watched(const struct ctl_env *env, int fd,
 
 	*ret_response = TAKE_PTR(response);
 	return PERFCTL_EXIT_OK;
+}
+
+enum perfctl_exit ctl_exchange(const struct ctl_env *env, int fd, struct json_object *request,
+			       int timeout_ms, struct json_object **ret_response)
+{
+	return ctl_exchange_watched(env, fd, request, timeout_ms, NULL, ret_response);
+}
+
+enum perfctl_exit ctl_exchange_watched(const struct ctl_env *env, int fd,
+				       struct json_object *request, int timeout_ms,
+				       const struct ctl_client_watch *watch,
+				       struct json_object **ret_response)
+{
+	int ksend = ctl_client_send(fd, request);
+
+	if (ksend >= 0 && watch)
+		watch->fn(watch->userdata, fd); /* the request is out */
+	return receive(env, fd, ksend < 0 ? SEND_FAILED_GRACE_MS : timeout_ms,
+		       ksend < 0 ? NULL : watch, ksend, ret_response);
+}
+
+enum perfctl_exit ctl_receive(const struct ctl_env *env, int fd, int timeout_ms,
+			      const struct ctl_client_watch *watch,
+			      struct json_object **ret_response)
+{
+	return receive(env, fd, timeout_ms, watch, 0, ret_response);
 }
 
 enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,

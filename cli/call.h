@@ -41,5 +41,11 @@ enum perfctl_exit ctl_exchange_watched(const struct ctl_env *env, int fd,
 				       struct json_object *request, int timeout_ms,
 				       const struct ctl_client_watch *watch,
 				       struct json_object **ret_response);
+/* The answer half of ctl_exchange_watched(): waits for one more answer
+ * line on fd (a live snapshot's answer after its "started" line), checked
+ * and reported as ctl_call() does. */
+enum perfctl_exit ctl_receive(const struct ctl_env *env, int fd, int timeout_ms,
+			      const struct ctl_client_watch *watch,
+			      struct json_object **ret_response);
 
 #endif

@@ -156,6 +156,23 @@ static int parse_line(const char *buf, size_t len, struct json_object **ret)
 	return 0;
 }
 
+/* Reads the n bytes a MSG_PEEK just showed at buf (they are there: the
+ * socket has no other reader).  Returns 0 or -errno. */
+static int take(int fd, char *buf, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = recv(fd, buf, n, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? negative_errno() : -EPROTO;
+		buf += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
 int ctl_client_recv(int fd, int timeout_ms, size_t max_bytes, struct json_object **ret)
 {
 	return ctl_client_recv_watched(fd, timeout_ms, max_bytes, NULL, ret);
@@ -193,7 +210,9 @@ int ctl_client_recv_watched(int fd, int timeout_ms, size_t max_bytes,
 		k = wait_readable(fd, deadline, watch);
 		if (k < 0)
 			return k;
-		n = read(fd, buf + len, cap - len);
+		/* a look first, then only this line's bytes are taken: a line
+		 * behind it stays in the socket for the next call */
+		n = recv(fd, buf + len, cap - len, MSG_PEEK);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -203,6 +222,11 @@ int ctl_client_recv_watched(int fd, int timeout_ms, size_t max_bytes,
 			return len == 0 ? -ENODATA : -EPROTO;
 
 		nl = memchr(buf + len, '\n', (size_t)n);
+		if (nl)
+			n = nl - (buf + len) + 1;
+		k = take(fd, buf + len, (size_t)n);
+		if (k < 0)
+			return k;
 		len += (size_t)n;
 		if (nl)
 			return parse_line(buf, (size_t)(nl - buf), ret);

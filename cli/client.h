@@ -28,8 +28,10 @@ int ctl_client_send(int fd, struct json_object *request);
 
 /* Reads until the first '\n' and parses the bytes before it as one JSON
  * object.  timeout_ms bounds the whole read (< 0: no bound); max_bytes
- * bounds the line.  Bytes after the '\n' are discarded.  Returns 0 and the
- * object in *ret (caller drops it with json_object_put()), or:
+ * bounds the line.  Bytes after the '\n' stay in the socket for the
+ * next call (a live snapshot's "started" line, then its answer).
+ * Returns 0 and the object in *ret (caller drops it with
+ * json_object_put()), or:
  *   -ENODATA    the peer closed the connection without sending anything
  *   -EPROTO     the peer closed the connection in the middle of the line
  *   -EBADMSG    the line is not one JSON object

@@ -564,21 +564,25 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct diagnosis 
 	return ctl_print_answer(env, doc);
 }
 
+/* The options, as getopt_long() takes them; also what `perfctl
+ * --complete-options diagnose` lists for the shell completion. */
+static const struct option diagnose_options[] = {
+	CTL_SELECTION_OPTIONS,
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char diagnose_shortopts[] = ":p:d:";
+
 /* --- the command ------------------------------------------------------------ */
 
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct ctl_selection *sel)
 {
-	static const struct option options[] = {
-		CTL_SELECTION_OPTIONS,
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	int c, k;
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:d:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, diagnose_shortopts, diagnose_options, NULL)) != -1) {
 		if ((k = ctl_selection_option(env, "diagnose", c, sel)) != 0) {
 			if (k < 0)
 				return k;
@@ -717,6 +721,8 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_diagnose = {
 	.name = "diagnose",
 	.fn = do_diagnose,
+	.options = diagnose_options,
+	.shortopts = diagnose_shortopts,
 	.summary = "a few sentences on where the time and the memory went",
 	.synopsis = "SELECTION WHEN",
 	.help = "A few sentences on where the time and the memory of those processes went\n"

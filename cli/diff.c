@@ -204,27 +204,32 @@ static int format_of_output(struct ctl_env *env, struct diff_cmd *o)
 	return -EINVAL;
 }
 
+enum { OPT_KIND = 256, OPT_TOP };
+
+/* The options, as getopt_long() takes them; also what `perfctl
+ * --complete-options diff` lists for the shell completion. */
+static const struct option diff_options[] = {
+	{ "kind", required_argument, NULL, OPT_KIND },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char diff_shortopts[] = ":f:o:";
+
 #define SORT_TEXT "the larger of |delta self%| and |delta total%|"
 
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct diff_cmd *o)
 {
-	enum { OPT_KIND = 256, OPT_TOP };
-	static const struct option options[] = {
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	bool have_format = false;
 	int c;
 
 	o->top = 20;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:o:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, diff_shortopts, diff_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_KIND:
 			if (report_parse_kind(env, "diff", optarg, &o->kind) < 0)
@@ -477,6 +482,8 @@ enum perfctl_exit do_diff(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_diff = {
 	.name = "diff",
 	.fn = do_diff,
+	.options = diff_options,
+	.shortopts = diff_shortopts,
 	.summary = "the change of each function's share between two profiles",
 	.synopsis = "BEFORE AFTER [--kind cpu|memory|offcpu] [--top N]\n"
 		    "    [--format text|html|svg] [-o FILE]",

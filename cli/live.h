@@ -19,6 +19,16 @@ struct ctl_live_opts {
 	/* Asked every tick: true when the snapshot should stop now (record's
 	 * command exited).  NULL: only Ctrl-C stops it. */
 	bool (*done)(void *userdata);
+	/* Set: the request asks perfd for its "started" line
+	 * (include/perfd/protocol.h), and started(userdata) is called when
+	 * it comes, before the wait for the answer goes on. */
+	void (*started)(void *userdata);
+	/* Set: a SIGINT does not stop the snapshot; interrupt(userdata,
+	 * count, from_terminal) is called at the tick after each one (count:
+	 * 1 for the first; from_terminal: the terminal's driver sent it, to
+	 * the whole foreground process group), and SIGINT stays caught until
+	 * the answer is in.  done() still says when to stop. */
+	void (*interrupt)(void *userdata, unsigned count, bool from_terminal);
 	void *userdata;
 };
 
@@ -26,7 +36,7 @@ struct ctl_live_opts {
  * its answer, as ctl_call() does, meanwhile: a progress line on stderr
  * when it is a terminal, and at the first SIGINT (or when o->done says so)
  * a "stop" that makes perfd answer at once with what it sampled; a second
- * SIGINT ends perfctl as usual.  Returns ctl_call()'s exit codes and
+ * SIGINT ends perfctl as usual (o->interrupt changes both).  Returns ctl_call()'s exit codes and
  * answer. */
 enum perfctl_exit ctl_live_call(const struct ctl_env *env, struct json_object *request,
 				int timeout_ms, const struct ctl_live_opts *o,

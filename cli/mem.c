@@ -124,16 +124,20 @@ static void print_mem(struct json_object *r)
 	}
 }
 
+/* The options, as getopt_long() takes them; also what `perfctl
+ * --complete-options mem` lists for the shell completion. */
+static const struct option mem_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "since", required_argument, NULL, 's' },
+	{ "top", required_argument, NULL, 'n' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char mem_shortopts[] = ":p:s:n:";
+
 enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "since", required_argument, NULL, 's' },
-		{ "top", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
 	int64_t pid = 0, top = 10;
 	double since = 0;
@@ -142,7 +146,7 @@ enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:s:n:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, mem_shortopts, mem_options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (ctl_parse_int64(optarg, 1, INT32_MAX, &pid) < 0) {
@@ -194,6 +198,8 @@ enum perfctl_exit do_mem(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_mem = {
 	.name = "mem",
 	.fn = do_mem,
+	.options = mem_options,
+	.shortopts = mem_shortopts,
 	.summary = "a process's memory: RSS, peak, growth and the code that grew it",
 	.synopsis = "--pid PID [--since DURATION] [--top N]",
 	.help = "The process's memory: RSS now by kind, the peak and when, the growth rate,\n"

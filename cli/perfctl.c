@@ -85,6 +85,63 @@ static bool wants_help(int argc, char **argv)
 	return false;
 }
 
+#define COMPLETE_OPTIONS "complete-options"
+
+/* Whether short option c of shortopts (getopt's string) is one. */
+static bool is_short(const char *shortopts, int c)
+{
+	return c > 0 && c < 128 && c != ':' && c != '+' && strchr(shortopts, c);
+}
+
+/* `perfctl --complete-options NAME` (not in the help: the shell
+ * completion's, packaging/completion/): the options of NAME's table, the
+ * one it parses with, one a line: "--long", then its short form when it
+ * has one ("--output -o"), "=" after the long name of one that takes a
+ * value ("--output= -o"); then the short ones without a long name, and
+ * -h/--help, which every command takes.  For NAME "": perfctl's own (but
+ * this one), then the commands, one a line.  So the completion cannot
+ * drift from what perfctl parses.  Returns usage's exit code for an
+ * unknown NAME. */
+static enum perfctl_exit complete_options(const char *name, const struct option *own,
+					  const char *own_shortopts)
+{
+	const struct ctl_command *cmd = NULL;
+	const struct option *options;
+	const char *shortopts;
+
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+		if (strcmp(commands[i]->name, name) == 0)
+			cmd = commands[i];
+	if (*name && !cmd)
+		return PERFCTL_EXIT_USAGE;
+	options = cmd ? cmd->options : own;
+	shortopts = cmd ? cmd->shortopts : own_shortopts;
+	for (const struct option *o = options; o->name; o++) {
+		if (strcmp(o->name, COMPLETE_OPTIONS) == 0)
+			continue;
+		printf("--%s%s", o->name, o->has_arg == required_argument ? "=" : "");
+		if (!o->flag && is_short(shortopts, o->val))
+			printf(" -%c", o->val);
+		printf("\n");
+	}
+	for (const char *c = shortopts; *c; c++) {
+		const struct option *o = options;
+
+		while (o->name && (o->flag || o->val != *c))
+			o++;
+		if (is_short(shortopts, *c) && !o->name)
+			printf("-%c%s\n", *c, c[1] == ':' ? "=" : "");
+	}
+	if (cmd) {
+		printf("--help -h\n");
+		return PERFCTL_EXIT_OK;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+		printf("%s\n", commands[i]->name);
+	printf("help\n");
+	return PERFCTL_EXIT_OK;
+}
+
 /* Runs the command line; *ret_command is the command it named (NULL:
  * none known), for the hint after a usage error. */
 static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv,
@@ -95,13 +152,15 @@ static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv,
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ COMPLETE_OPTIONS, required_argument, NULL, 'C' }, /* hidden */
 		{}
 	};
+	static const char shortopts[] = "+:h";
 	const char *name;
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, options, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -109,6 +168,8 @@ static enum perfctl_exit run(struct ctl_env *env, int argc, char **argv,
 		case 'V':
 			printf("perfctl %s\n", perfd_version);
 			return PERFCTL_EXIT_OK;
+		case 'C':
+			return complete_options(optarg, options, shortopts);
 		default:
 			if (ctl_common_option(env, "perfctl", c, argv) < 0)
 				return PERFCTL_EXIT_USAGE;

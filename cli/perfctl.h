@@ -11,6 +11,7 @@
 #ifndef PERFCTL_H
 #define PERFCTL_H
 
+#include <getopt.h>
 #include <stdbool.h>
 
 enum perfctl_exit {
@@ -43,6 +44,11 @@ struct ctl_command {
 	const char *synopsis; /* the words after "perfctl NAME", lines joined by
 			       * "\n" and indented by four */
 	const char *help;     /* what it does and its options, "\n"-ended lines */
+	/* What it parses with getopt_long(): its long options and its short
+	 * ones; `perfctl --complete-options NAME` lists them, and the shell
+	 * completion asks it (packaging/completion/). */
+	const struct option *options;
+	const char *shortopts;
 };
 
 /* A number macro as a string literal, for the help texts. */

@@ -70,15 +70,19 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 	return 0;
 }
 
+/* The options, as getopt_long() takes them; also what `perfctl
+ * --complete-options ps` lists for the shell completion. */
+static const struct option ps_options[] = {
+	{ "interval", required_argument, NULL, 'i' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char ps_shortopts[] = ":i:";
+
 enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "interval", required_argument, NULL, 'i' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
 	int64_t interval = PERFD_PS_DEFAULT_INTERVAL;
 	double seconds;
@@ -88,7 +92,7 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ps_shortopts, ps_options, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			if (ctl_parse_duration(optarg, 1 - 1e-9, PERFD_PS_MAX_INTERVAL, &seconds) < 0 ||
@@ -132,6 +136,8 @@ enum perfctl_exit do_ps(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_ps = {
 	.name = "ps",
 	.fn = do_ps,
+	.options = ps_options,
+	.shortopts = ps_shortopts,
 	.summary = "processes on CPU or whose memory moved, busiest first",
 	.synopsis = "[--interval DURATION] [--all]",
 	.help = "The processes seen on CPU, or whose memory moved, in the last DURATION\n"

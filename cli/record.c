@@ -6,20 +6,19 @@
  *
  * Design: perfctl forks; the child waits on a pipe (the gate) while perfd
  * takes the live snapshot of the tree rooted at the child's pid (the "tree"
- * selection: the process and its descendants, by the parent each had when
- * perfd first saw it), then execs CMD, so the profile starts at CMD's first
- * instruction.  perfd answers a refusal at once, so the gate opens at
- * live.c's first tick (200 ms) without an answer: a refused record never
- * runs CMD.  The wait is live.c's (progress, Ctrl-C); its done()
- * reaps the child at each tick (every 200 ms) and, once CMD exited, asks
- * perfd to stop, which answers with the profile of the whole run.  A second
- * close-on-exec pipe tells whether exec failed.  CMD runs as perfctl's
- * caller, with its environment, directory, terminal and process group (so
- * Ctrl-C reaches both: CMD ends as it would alone, perfctl keeps the
- * profile).  Costs and limits: a snapshot lasts at most
- * PERFD_SNAPSHOT_MAX_SECONDS, so a longer run is profiled for its first
- * hour; a child that lives and dies before perfd reads its /proc (a few
- * milliseconds of CPU) has no known parent and is left out.
+ * selection: the process and its descendants, which perfd follows from
+ * their fork in the kernel), then execs CMD, so the profile starts at CMD's
+ * first instruction.  The gate opens on perfd's "started" line (live.c's
+ * started(), include/perfd/protocol.h), not on a timer: a refusal is
+ * perfd's answer instead, and a refused record never runs CMD.  The wait
+ * is live.c's; its done() reaps the child at each tick and at SIGCHLD, and,
+ * once CMD exited, asks perfd to stop, which answers with the profile of
+ * the whole run.  A second close-on-exec pipe tells whether exec failed.
+ * CMD runs as perfctl's caller, with its environment, directory, terminal
+ * and process group, so a Ctrl-C from the terminal reaches both; what
+ * perfctl then does is run_interrupt()'s (perf record's way).  Costs and
+ * limits: a snapshot lasts at most PERFD_SNAPSHOT_MAX_SECONDS, so a
+ * longer run is profiled for its first hour.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +41,7 @@
 struct run {
 	pid_t pid;
 	int gate;   /* write end: a byte lets the child exec, EOF ends it */
-	bool sent;  /* the request is out */
+	bool released; /* the gate let the child become CMD */
 	int report; /* read end: the child's errno when exec failed */
 	bool exited;
 	int status;
@@ -85,30 +84,68 @@ static _Noreturn void child(struct run *r, int gate, int report, char **cmd)
 	_exit(RECORD_EXIT_CANNOT_RUN);
 }
 
-/* live.c's done(): called first when the request is out, then at each
- * tick.  Lets the child run at the first tick: perfd, which answers a
- * refusal (busy, a bad request) at once, has then taken the snapshot, so a
- * refused record does not run CMD.  Then says whether CMD exited, reaping
- * it. */
+/* live.c's started(): perfd's snapshot now takes every sample of the
+ * tree rooted at the child, so the child may become CMD. */
+static void run_started(void *userdata)
+{
+	struct run *r = userdata;
+
+	(void)!write(r->gate, "", 1);
+	closep(&r->gate);
+	r->released = true;
+}
+
+/* live.c's done(), at each tick and at each signal (SIGCHLD wakes the
+ * wait): whether CMD exited, reaping it.  A child still at the gate has
+ * nothing to wait for unless the gate was closed (interrupted first). */
 static bool run_done(void *userdata)
 {
 	struct run *r = userdata;
 	pid_t k;
 
-	if (!r->sent) {
-		r->sent = true;
+	if (r->gate >= 0)
 		return false;
-	}
-	if (r->gate >= 0) {
-		(void)!write(r->gate, "", 1);
-		closep(&r->gate);
-		return false;
-	}
 	if (!r->exited) {
 		k = waitpid(r->pid, &r->status, WNOHANG);
 		r->exited = k == r->pid || (k < 0 && errno == ECHILD);
 	}
 	return r->exited;
+}
+
+/* live.c's interrupt(), at each Ctrl-C while CMD runs.  As perf record
+ * does with its workload: CMD gets the SIGINT (from the terminal, which
+ * sends it to the whole foreground group, or passed on here when someone
+ * sent it to perfctl alone) and perfctl waits for it to exit, keeping the
+ * profile; a command that does not exit gets SIGTERM at the second Ctrl-C
+ * (what perf record sends a workload still running when it stops), and
+ * SIGKILL from the third on.  The profile is written whatever ends CMD.
+ * Before CMD runs, a Ctrl-C closes the gate: the child ends without
+ * running it. */
+static void run_interrupt(void *userdata, unsigned count, bool from_terminal)
+{
+	struct run *r = userdata;
+	int sig = count == 1 ? SIGINT : count == 2 ? SIGTERM : SIGKILL;
+
+	if (!r->released) {
+		closep(&r->gate);
+		return;
+	}
+	if (r->exited)
+		return;
+	if (sig != SIGINT || !from_terminal)
+		(void)kill(r->pid, sig);
+	if (count == 1)
+		fprintf(stderr, "perfctl: waiting for the command (pid %d) to exit; Ctrl-C again sends it SIGTERM\n",
+			(int)r->pid);
+	else
+		fprintf(stderr, "perfctl: sent %s to the command (pid %d)%s\n", sig == SIGTERM ? "SIGTERM" : "SIGKILL",
+			(int)r->pid, sig == SIGTERM ? "; Ctrl-C again sends SIGKILL" : "");
+}
+
+/* SIGCHLD's handler: nothing but waking the wait (installed without
+ * SA_RESTART), so CMD's exit is seen at once, not at the next tick. */
+static void on_sigchld(int sig)
+{
 }
 
 /* CMD's exit status as a shell gives it: its code, or 128 + the signal. */
@@ -182,8 +219,20 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		rc = PERFCTL_EXIT_FAILURE;
 	} else {
+		struct sigaction chld = { .sa_handler = on_sigchld, .sa_flags = SA_NOCLDSTOP }, old;
+		bool woken;
+
+		(void)sigemptyset(&chld.sa_mask);
+		woken = sigaction(SIGCHLD, &chld, &old) == 0;
 		rc = ctl_live_call(env, req, ctl_selection_timeout_ms(&o.sel),
-				   &(struct ctl_live_opts){ .quiet = true, .done = run_done, .userdata = &r }, &resp);
+				   &(struct ctl_live_opts){ .quiet = true,
+							    .done = run_done,
+							    .started = run_started,
+							    .interrupt = run_interrupt,
+							    .userdata = &r },
+				   &resp);
+		if (woken)
+			(void)sigaction(SIGCHLD, &old, NULL);
 	}
 	reap(&r);
 	if (read(r.report, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
@@ -204,14 +253,17 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_record = {
 	.name = "record",
 	.fn = do_record,
+	.options = ctl_record_options,
+	.shortopts = ctl_record_shortopts,
 	.summary = "run a command and profile it and its children until it exits",
 	.synopsis = "[--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope|html|svg]\n"
 		    "    [--lines] [--no-lines] [--threads] [-o FILE] -- CMD [ARGS...]",
 	.help = "Runs CMD (as the caller, with its environment and terminal), profiles it\n"
 		"and the processes it starts, from its start until it exits (at most 1h),\n"
 		"and writes the profile as 'perfctl snapshot' does: to stdout, or to FILE.\n"
-		"Ctrl-C reaches CMD as usual; the profile of what ran is kept.  A child\n"
-		"that ends within a few milliseconds may be missed.\n"
+		"Ctrl-C reaches CMD and perfctl waits for it to exit; a second Ctrl-C\n"
+		"sends CMD SIGTERM, a third SIGKILL.  The profile of what ran is always\n"
+		"written.\n"
 		"Exit status: CMD's (128+N when signal N ended it) once the profile is\n"
 		"written; 127 when CMD cannot be run; perfctl's own (1..4: 'perfctl\n"
 		"--help') when it cannot profile.\n",

@@ -415,27 +415,32 @@ int report_parse_top(struct ctl_env *env, const char *command, const char *arg, 
 	return 0;
 }
 
+enum { OPT_KIND = 256, OPT_SORT, OPT_TOP, OPT_CALLERS, OPT_CALLEES, OPT_LINES };
+
+/* The options, as getopt_long() takes them; also what `perfctl
+ * --complete-options report` lists for the shell completion. */
+static const struct option report_options[] = {
+	CTL_SELECTION_OPTIONS,
+	{ "kind", required_argument, NULL, OPT_KIND },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "callers", required_argument, NULL, OPT_CALLERS },
+	{ "callees", required_argument, NULL, OPT_CALLEES },
+	{ "lines", no_argument, NULL, OPT_LINES },
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char report_shortopts[] = ":p:d:";
+
 static int parse_args(struct ctl_env *env, int argc, char **argv, struct report_cmd *o)
 {
-	enum { OPT_KIND = 256, OPT_SORT, OPT_TOP, OPT_CALLERS, OPT_CALLEES, OPT_LINES };
-	static const struct option options[] = {
-		CTL_SELECTION_OPTIONS,
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "sort", required_argument, NULL, OPT_SORT },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "callers", required_argument, NULL, OPT_CALLERS },
-		{ "callees", required_argument, NULL, OPT_CALLEES },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	int c, k;
 
 	o->top = 20;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:d:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, report_shortopts, report_options, NULL)) != -1) {
 		if ((k = ctl_selection_option(env, "report", c, &o->sel)) != 0) {
 			if (k < 0)
 				return k;
@@ -896,6 +901,8 @@ enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_report = {
 	.name = "report",
 	.fn = do_report,
+	.options = report_options,
+	.shortopts = report_shortopts,
 	.summary = "a table of functions, self and total, from a file or from perfd",
 	.synopsis = "(FILE | SELECTION WHEN) [--kind cpu|memory|offcpu]\n"
 		    "    [--sort self|total|name] [--top N] [--callers FUNC] [--callees FUNC]\n"

@@ -93,27 +93,34 @@ static int output_option(struct ctl_env *env, const char *command, int c,
 	return 0;
 }
 
+/* The options of snapshot, and of record (no selection, and '+': the
+ * first word that is not an option is CMD), as getopt_long() takes them;
+ * also what `perfctl --complete-options` lists for the shell completion. */
+static const struct option snapshot_options[] = {
+	CTL_SELECTION_OPTIONS,
+	CTL_SNAPSHOT_OUTPUT_OPTIONS,
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char snapshot_shortopts[] = ":p:d:f:o:";
+const struct option ctl_record_options[] = {
+	CTL_SNAPSHOT_OUTPUT_OPTIONS,
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+const char ctl_record_shortopts[] = "+:f:o:";
+
 int ctl_snapshot_parse(struct ctl_env *env, const char *command, int argc, char **argv,
 		       bool selection, struct ctl_snapshot_opts *o)
 {
-	static const struct option with_selection[] = {
-		CTL_SELECTION_OPTIONS,
-		CTL_SNAPSHOT_OUTPUT_OPTIONS,
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	}, without[] = {
-		CTL_SNAPSHOT_OUTPUT_OPTIONS,
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	int c, k;
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, selection ? ":p:d:f:o:" : "+:f:o:",
-				selection ? with_selection : without, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, selection ? snapshot_shortopts : ctl_record_shortopts,
+				selection ? snapshot_options : ctl_record_options, NULL)) != -1) {
 		if ((selection && (k = ctl_selection_option(env, command, c, &o->sel)) != 0) ||
 		    (k = output_option(env, command, c, o)) != 0) {
 			if (k < 0)
@@ -354,6 +361,8 @@ enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, struct json_object *re
 const struct ctl_command ctl_cmd_snapshot = {
 	.name = "snapshot",
 	.fn = do_snapshot,
+	.options = snapshot_options,
+	.shortopts = snapshot_shortopts,
 	.summary = "the profile of some processes, from now on or from perfd's history",
 	.synopsis = "(--pid PID... | --comm NAME | --cgroup PATH | --unit NAME | --all)\n"
 		    "    (--duration DURATION | --since DURATION | --from TIME [--to TIME])\n"

@@ -26,6 +26,10 @@ struct ctl_snapshot_opts {
 	bool stop_is_end;     /* record: a stopped snapshot is no news */
 };
 
+/* record's options (ctl_snapshot_parse() without the selection). */
+extern const struct option ctl_record_options[];
+extern const char ctl_record_shortopts[];
+
 /* Parses command's options into o: the output options, --json, --socket
  * and, when selection, the selection's (ctl_selection_option()); without
  * it, parsing stops at the first word that is not an option (record's

@@ -240,20 +240,24 @@ static void print_status(struct json_object *r)
 	print_config(r);
 }
 
+/* The options, as getopt_long() takes them; also what `perfctl
+ * --complete-options status` lists for the shell completion. */
+static const struct option status_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char status_shortopts[] = ":";
+
 enum perfctl_exit do_status(struct ctl_env *env, int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
 	enum perfctl_exit rc;
 	int c;
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, status_shortopts, status_options, NULL)) != -1) {
 		switch (c) {
 		default:
 			if (ctl_common_option(env, "status", c, argv) < 0)
@@ -284,6 +288,8 @@ enum perfctl_exit do_status(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_status = {
 	.name = "status",
 	.fn = do_status,
+	.options = status_options,
+	.shortopts = status_shortopts,
 	.summary = "perfd's counters, losses and limits",
 	.synopsis = "",
 	.help = "perfd's counters: samples taken and lost (by cause), processes and stacks\n"

@@ -199,24 +199,28 @@ static int sort_index(const char *name, const char *const *names, size_t n)
 	return -1;
 }
 
+/* The options, as getopt_long() takes them; also what `perfctl
+ * --complete-options top` lists for the shell completion. */
+static const struct option top_options[] = {
+	{ "batch", no_argument, NULL, 'b' },
+	{ "iterations", required_argument, NULL, 'n' },
+	{ "delay", required_argument, NULL, 'd' },
+	{ "pid", required_argument, NULL, 'P' },
+	{ "functions", no_argument, NULL, 'f' },
+	{ "sort", required_argument, NULL, 's' },
+	{ "filter", required_argument, NULL, 'F' },
+	{ "memory", no_argument, NULL, 'M' },
+	{ "kernel-threads", no_argument, NULL, 'k' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "rows", required_argument, NULL, 'r' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "socket", required_argument, NULL, 'S' },
+	{}
+};
+static const char top_shortopts[] = ":bn:d:fkMa";
+
 enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "batch", no_argument, NULL, 'b' },
-		{ "iterations", required_argument, NULL, 'n' },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "pid", required_argument, NULL, 'P' },
-		{ "functions", no_argument, NULL, 'f' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "filter", required_argument, NULL, 'F' },
-		{ "memory", no_argument, NULL, 'M' },
-		{ "kernel-threads", no_argument, NULL, 'k' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "rows", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 'S' },
-		{}
-	};
 	struct top_session s = {
 		.env = env,
 		.fd = -1,
@@ -231,7 +235,7 @@ enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":bn:d:fkMa", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, top_shortopts, top_options, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			batch = true;
@@ -345,6 +349,8 @@ enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 const struct ctl_command ctl_cmd_top = {
 	.name = "top",
 	.fn = do_top,
+	.options = top_options,
+	.shortopts = top_shortopts,
 	.summary = "the live view of processes and functions",
 	.synopsis = "[-b [-n N] [--json]] [-d DURATION] [--pid PID | -f] [--sort KEY]\n"
 		    "    [--filter TEXT] [-M] [-k] [-a] [--rows N]",

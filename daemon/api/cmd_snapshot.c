@@ -204,6 +204,12 @@ static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 	r->when = has_duration ? PERFD_WHEN_DURATION :
 		  has_since    ? PERFD_WHEN_SINCE :
 				 PERFD_WHEN_RANGE;
+	r->started = false;
+	if ((k = request_get_bool(req, "started", &r->started, e)) < 0)
+		return k;
+	if (r->started && r->when != PERFD_WHEN_DURATION)
+		return request_fail(e, PERFD_ERR_BAD_REQUEST,
+			    "\"started\" is for a snapshot from now on (\"duration\")");
 
 	if ((k = parse_format(req, &r->format, e)) < 0 || (k = parse_kind(req, &r->kind, e)) < 0)
 		return k;
@@ -226,10 +232,28 @@ static int read_start_ticks(pid_t pid, uint64_t *ret)
 	return r < 0 ? r : procfs_start_ticks(dirfd, ret);
 }
 
+/* The tree s followed is followed no more (collect/sampler.h), but for
+ * the processes another snapshot's tree still takes. */
+static void unfollow_tree(struct snapshot *s)
+{
+	struct daemon *d = s->d;
+
+	if (!s->req.tree)
+		return;
+	if (!aggregator_follows(d->aggregator, s->req.tree, &s->c))
+		sampler_unfollow(d->sampler, s->req.tree);
+	if (!s->c.sel.tree_members)
+		return;
+	U64MAP_FOREACH(slot, s->c.sel.tree_members)
+		if (!aggregator_follows(d->aggregator, (uint32_t)slot->key, &s->c))
+			sampler_unfollow(d->sampler, (uint32_t)slot->key);
+}
+
 static void snapshot_free(struct snapshot *s)
 {
 	struct daemon *d = s->d;
 
+	unfollow_tree(s);
 	aggregator_remove_collector(d->aggregator, &s->c);
 	aggregator_release_parts(d->aggregator, &s->c.parts);
 	sd_event_source_disable_unref(s->timer);
@@ -538,6 +562,24 @@ static size_t snapshot_scope(struct daemon *d, const struct perfd_request *req,
 	return MAX(sc.n, (size_t)1);
 }
 
+/* Tells the client that asked for it ("started") that the snapshot now
+ * takes every sample of its selection: a client holding a command until
+ * then (perfctl record) lets it run.  A line ahead of the answer, which
+ * stays pending. */
+static void announce_started(struct client *client)
+{
+	json_object *o = query_ok();
+	const char *text = NULL;
+	size_t len;
+
+	/* out of memory: the client's wait ends with the answer */
+	if (o && json_object_object_add(o, "started", json_object_new_boolean(1)) == 0)
+		text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	if (text)
+		(void)server_send_line(client, text, len);
+	json_object_put(o);
+}
+
 /* Starts a snapshot.  Returns an answer to send (an error), or NULL when
  * it answered already or will answer when the snapshot ends
  * (client_get_data() is then set). */
@@ -615,6 +657,12 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 		d->snapshots->prev = s;
 	d->snapshots = s;
 	d->n_snapshots++;
+	/* its descendants from their fork on, and its exec (which comes with
+	 * a look at the new image) whether it was sampled or not; without,
+	 * by the parents /proc gives */
+	if (req->tree && (r = sampler_follow(d->sampler, req->tree)) < 0)
+		log_warning_errno(r, "Failed to follow the forks of pid %u, finding its descendants by their parents instead: %m",
+				  req->tree);
 	aggregator_add_collector(d->aggregator, &s->c);
 
 	/* A pidfd tells us of the exit even when the process never ran while
@@ -633,6 +681,8 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 		}
 	}
 	client_set_data(client, s);
+	if (req->started)
+		announce_started(client);
 	return NULL;
 }
 

@@ -66,7 +66,7 @@ static const struct metric metrics[] = {
 	N("memory_samples_total", COUNTER, "memory.samples", "Memory-growth samples"),
 	N("memory_samples_lost_total", COUNTER, "memory.samples_lost", "Memory-growth samples lost"),
 	N("rss_updates_lost_total", COUNTER, "memory.rss_updates_lost", "RSS updates lost"),
-	N("exit_events_lost_total", COUNTER, "exit_events.lost", "Process exit and exec events lost"),
+	N("exit_events_lost_total", COUNTER, "exit_events.lost", "Process exit, exec and fork events lost"),
 
 	N("processes", GAUGE, "processes.tracked", "Processes in the store"),
 	N("processes_evicted_total", COUNTER, "processes.evicted",

@@ -246,7 +246,8 @@ json_object *query_status(const struct status_info *in)
 		json_object_object_add(o, "memory", mem);
 	}
 	add_u64(exits, "received", in->agg.exit_events);
-	add_u64(exits, "lost", in->bpf[PERFD_CNT_EXIT_LOST] + in->bpf[PERFD_CNT_EXEC_LOST]);
+	add_u64(exits, "lost", in->bpf[PERFD_CNT_EXIT_LOST] + in->bpf[PERFD_CNT_EXEC_LOST] +
+				       in->bpf[PERFD_CNT_FORK_LOST]);
 	json_object_object_add(o, "exit_events", exits);
 
 	add_u64(procs, "tracked", in->agg.processes);

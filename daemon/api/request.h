@@ -39,6 +39,7 @@ struct perfd_request {
 	char unit[256];
 	bool all;
 	uint32_t tree; /* snapshot: a pid and its descendants (0: none) */
+	bool started;  /* live snapshot: a "started" line once it collects */
 	/* ... when */
 	enum perfd_when when;
 	double duration_seconds;

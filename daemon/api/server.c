@@ -270,7 +270,11 @@ static int on_idle(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int queue_reply(struct client *c, const char *json, size_t len, bool close_after)
+/* Queues json and its newline for c.  An answer (answer) ends c's pending
+ * request; a line ahead of the answer (server_send_line) leaves it
+ * pending. */
+static int queue_reply(struct client *c, const char *json, size_t len, bool close_after,
+		       bool answer)
 {
 	size_t need;
 
@@ -301,7 +305,8 @@ static int queue_reply(struct client *c, const char *json, size_t len, bool clos
 	memcpy(c->out + c->out_len, json, len);
 	c->out[c->out_len + len] = '\n';
 	c->out_len += len + 1;
-	c->pending = false;
+	if (answer)
+		c->pending = false;
 	c->close_after_flush |= close_after;
 	if (!c->dispatching)
 		client_kick(c);
@@ -310,7 +315,12 @@ static int queue_reply(struct client *c, const char *json, size_t len, bool clos
 
 int server_reply(struct client *c, const char *json, size_t len)
 {
-	return queue_reply(c, json, len, false);
+	return queue_reply(c, json, len, false, true);
+}
+
+int server_send_line(struct client *c, const char *json, size_t len)
+{
+	return queue_reply(c, json, len, false, false);
 }
 
 int server_reply_owned(struct client *c, char *json, size_t len, size_t size)
@@ -319,7 +329,7 @@ int server_reply_owned(struct client *c, char *json, size_t len, size_t size)
 
 	if (c->out_len > 0 || size <= len) {
 		/* something is still queued: append behind it */
-		r = queue_reply(c, json, len, false);
+		r = queue_reply(c, json, len, false, true);
 		free(json);
 		return r;
 	}
@@ -338,7 +348,7 @@ int server_reply_owned(struct client *c, char *json, size_t len, size_t size)
 
 int server_reply_and_close(struct client *c, const char *json, size_t len)
 {
-	return queue_reply(c, json, len, true);
+	return queue_reply(c, json, len, true, true);
 }
 
 static int reply_error_and_close(struct client *c, const char *code, const char *msg)

@@ -73,6 +73,10 @@ struct server *server_free(struct server *s);
 /* Queues one answer (a JSON text without the newline) for c and clears its
  * pending state.  Returns 0 or -errno; on failure the client is dropped. */
 int server_reply(struct client *c, const char *json, size_t len);
+/* Queues one line (a JSON text without the newline) for c ahead of the
+ * answer to its pending request, which stays pending (a live snapshot's
+ * "started").  Returns 0 or -errno; on failure the client is dropped. */
+int server_send_line(struct client *c, const char *json, size_t len);
 /* Like server_reply, but takes ownership of json (malloc'ed, size bytes,
  * size > len so the newline fits): a large answer is not copied. */
 int server_reply_owned(struct client *c, char *json, size_t len, size_t size);

@@ -762,6 +762,19 @@ int sampler_python_map_fd(const struct sampler *s)
 	return s->tier & TIER_PYTHON ? bpf_map__fd(s->skel->maps.python_processes) : -ENOTSUP;
 }
 
+int sampler_follow(struct sampler *s, uint32_t pid)
+{
+	uint64_t any = 0;
+
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.followed), &pid, &any, BPF_ANY) < 0 ?
+		       negative_errno() : 0;
+}
+
+void sampler_unfollow(struct sampler *s, uint32_t pid)
+{
+	(void)bpf_map_delete_elem(bpf_map__fd(s->skel->maps.followed), &pid);
+}
+
 /* Sets the timer's period of every CPU's event (the kernel restarts its
  * hrtimer with it); on failure puts back the old one on those already
  * changed. */

@@ -105,6 +105,15 @@ uint64_t sampler_memory_sample_bytes(const struct sampler *s);
  * not walk Python frames (not asked for, not supported, or refused). */
 int sampler_python_map_fd(const struct sampler *s);
 
+/* Follows pid's forks and execs from now on (bpf/perfd.bpf.c's
+ * `followed`: a fork record for each new process it or its descendants
+ * start, an exec record for each exec, with a wake-up), whichever
+ * incarnation of pid it is.  Returns 0 or -errno (-E2BIG: the map is
+ * full). */
+int sampler_follow(struct sampler *s, uint32_t pid);
+/* Follows pid no more (its descendants stay followed until they exit). */
+void sampler_unfollow(struct sampler *s, uint32_t pid);
+
 /* The highest sampling frequency the kernel allows
  * (/proc/sys/kernel/perf_event_max_sample_rate), or -errno. */
 long sampler_max_frequency(void);

@@ -46,6 +46,9 @@
 #define AGG_PARKED_PER_PROCESS 1024
 #define AGG_PARKED_BYTES (8u << 20)
 
+static void adopt(struct aggregator *a, uint32_t pid, uint64_t start, uint32_t ppid,
+		  uint64_t parent_start);
+
 /* A copy of a sample record that waits for its process's maps. */
 struct parked_sample {
 	struct parked_sample *next;
@@ -797,9 +800,12 @@ static struct process *process_new(struct aggregator *a, const struct perfd_even
 {
 	struct process *p = process_add(a, h, page_size, kthread);
 
-	if (p)
-		read_new_process(a, p, comm,
-				 comm && h->tid == h->tgid && h->kind == PERFD_EVENT_SAMPLE, maps);
+	if (!p)
+		return NULL;
+	read_new_process(a, p, comm, comm && h->tid == h->tgid && h->kind == PERFD_EVENT_SAMPLE,
+			 maps);
+	/* a tree's member by its parent, when no fork record said so */
+	adopt(a, p->pid, p->start_time_ns, p->ppid, 0);
 	return p;
 }
 
@@ -1054,6 +1060,53 @@ static bool descends_from(struct aggregator *a, const struct process *p, uint32_
 	return false;
 }
 
+/* Whether p is a member of a collector's tree (struct selection): its
+ * pid and incarnation; the root's incarnation is the first one met. */
+static bool tree_member(struct u64map *members, uint32_t pid, uint64_t start_time_ns)
+{
+	uint64_t *v = u64map_get(members, pid);
+
+	if (!v)
+		return false;
+	if (*v == 0)
+		*v = start_time_ns;
+	return *v == start_time_ns;
+}
+
+/* Makes the process (pid, start) a member of every tree collector that
+ * has its parent (ppid, parent_start; 0: the one the store holds now, or
+ * any) as one. */
+static void adopt(struct aggregator *a, uint32_t pid, uint64_t start, uint32_t ppid,
+		  uint64_t parent_start)
+{
+	struct process *parent = NULL;
+
+	if (!ppid || ppid == pid)
+		return;
+	if (!parent_start) {
+		parent = aggregator_find_process(a, ppid);
+		parent_start = parent && !parent->exited ? parent->start_time_ns : 0;
+	}
+	for (struct collector *c = a->collectors; c; c = c->next) {
+		uint64_t *v;
+
+		if (!c->sel.tree_members || !u64map_get(c->sel.tree_members, ppid) ||
+		    (parent_start && !tree_member(c->sel.tree_members, ppid, parent_start)))
+			continue;
+		v = u64map_upsert(c->sel.tree_members, pid, NULL);
+		if (v)
+			*v = start;
+	}
+}
+
+bool aggregator_follows(const struct aggregator *a, uint32_t pid, const struct collector *except)
+{
+	for (const struct collector *c = a->collectors; c; c = c->next)
+		if (c != except && c->sel.tree_members && u64map_get(c->sel.tree_members, pid))
+			return true;
+	return false;
+}
+
 bool selection_matches(struct aggregator *a, const struct selection *sel, const struct process *p)
 {
 	uint64_t ns_per_tick = a->ns_per_tick;
@@ -1081,7 +1134,8 @@ bool selection_matches(struct aggregator *a, const struct selection *sel, const 
 	}
 	if (sel->unit[0] && (!p->cgroup || !path_has_element(p->cgroup, sel->unit)))
 		return false;
-	if (sel->tree && !descends_from(a, p, sel->tree))
+	if (sel->tree && !(sel->tree_members ? tree_member(sel->tree_members, p->pid, p->start_time_ns) :
+					       descends_from(a, p, sel->tree)))
 		return false;
 	if (!sel->all && !sel->n_pids && !sel->comm[0] && !sel->cgroup[0] && !sel->unit[0] &&
 	    !sel->tree)
@@ -1369,6 +1423,18 @@ static void ingest_exit(struct aggregator *a, const struct perfd_exit *e)
 	}
 }
 
+/* A followed process forked (struct perfd_fork): the child's parent is
+ * known from the record, whatever /proc will say (nothing, for a child
+ * gone by then), and it joins the trees its parent is in. */
+static void ingest_fork(struct aggregator *a, const struct perfd_fork *f)
+{
+	struct process *p = process_for(a, &f->hdr, f->comm, f->page_size, false, false);
+
+	if (p)
+		p->ppid = f->parent_tgid;
+	adopt(a, f->hdr.tgid, f->hdr.start_time_ns, f->parent_tgid, f->parent_start_time_ns);
+}
+
 /* Ingests the samples that waited for p's maps, oldest first, with the
  * maps p has now. */
 static void ingest_parked(struct aggregator *a, struct process *p)
@@ -1462,13 +1528,28 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 				 r->page_size);
 		return 0;
 	}
+	case PERFD_EVENT_FORK:
+		if (size < sizeof(struct perfd_fork))
+			return -EINVAL;
+		ingest_fork(a, record);
+		return 0;
 	case PERFD_EVENT_EXEC: {
 		const struct perfd_rss *r = record;
 
 		if (size < sizeof(*r))
 			return -EINVAL;
 		p = lookup(a, h->tgid, h->start_time_ns);
-		if (p) {
+		if (!p && aggregator_follows(a, h->tgid, NULL)) {
+			/* a process a tree follows (collect/sampler.h), never
+			 * sampled: looked at now, its new maps (and runtime)
+			 * included */
+			p = process_for(a, h, r->comm, r->page_size, false, true);
+			if (p) {
+				p->exec_ns = h->timestamp_ns;
+				note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
+					 r->page_size);
+			}
+		} else if (p) {
 			_cleanup_close_ int dirfd = -1;
 
 			/* what waits for the old image's maps goes in first */
@@ -1502,7 +1583,10 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 			 * A process already gone keeps the name the record
 			 * carries. */
 			read_comm(p, dirfd, r->comm);
-			read_identity_and_maps(a, p, dirfd, true, p->maps_read_ns != 0);
+			/* a followed process's new image is looked at now,
+			 * sampled yet or not (its runtime: Python) */
+			read_identity_and_maps(a, p, dirfd, true,
+					       p->maps_read_ns != 0 || aggregator_follows(a, p->pid, NULL));
 		}
 		return 0;
 	}
@@ -1549,8 +1633,38 @@ uint64_t process_peak_rss_bytes(const struct process *p)
 	return MAX(MAX(p->peak_rss_bytes, p->hiwater_rss_bytes), process_rss_bytes(p));
 }
 
+/* The members of c's tree among the processes the store holds now, by
+ * the parents it holds: decided once, here; later ones are decided as
+ * they come (adopt).  Out of memory, c's selection walks the parents at
+ * each sample instead. */
+static void seed_tree(struct aggregator *a, struct collector *c)
+{
+	bool ok;
+
+	u64map_init(&c->tree_members);
+	c->sel.tree_members = NULL;
+	ok = u64map_upsert(&c->tree_members, c->sel.tree, NULL) != NULL;
+	for (size_t i = 0; ok && i < a->n_procs; i++) {
+		struct process *p = a->procs[i];
+		uint64_t *v;
+
+		if (p->exited || !descends_from(a, p, c->sel.tree))
+			continue;
+		v = u64map_upsert(&c->tree_members, p->pid, NULL);
+		ok = v != NULL;
+		if (ok)
+			*v = p->start_time_ns;
+	}
+	if (ok)
+		c->sel.tree_members = &c->tree_members;
+	else
+		u64map_done(&c->tree_members);
+}
+
 void aggregator_add_collector(struct aggregator *a, struct collector *c)
 {
+	if (c->sel.tree)
+		seed_tree(a, c);
 	c->parts = (struct profile_parts){ 0 };
 	c->bytes = 0;
 	c->samples = c->samples_refused = 0;
@@ -1570,6 +1684,10 @@ void aggregator_remove_collector(struct aggregator *a, struct collector *c)
 			break;
 		}
 	c->next = NULL;
+	if (c->sel.tree_members) {
+		u64map_done(&c->tree_members);
+		c->sel.tree_members = NULL;
+	}
 }
 
 void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)

@@ -145,10 +145,19 @@ struct selection {
 	char cgroup[256];               /* "" for any */
 	char unit[256];                 /* "" for any */
 	bool all;
-	/* A pid: it and its descendants, by the parent each had when it was
-	 * first seen (0: any).  A process gone before perfd read its /proc
+	/* A pid: it and its descendants (0: any).  In a collector, each
+	 * process's membership is decided once and kept in tree_members:
+	 * at the collector's start for the processes the store has (by the
+	 * parents it holds), at the fork record of a followed parent
+	 * (collect/sampler.h's sampler_follow: however short the child's
+	 * life), else when the process is first seen, by the parent /proc
+	 * gives.  Elsewhere (a query of the past) by the parent each process
+	 * had when it was first seen: one gone before perfd read its /proc
 	 * has no known parent and is not taken. */
 	uint32_t tree;
+	/* The collector's members (pid -> start time; 0: the root, whichever
+	 * incarnation comes first), NULL outside a collector. */
+	struct u64map *tree_members;
 	bool (*visible)(void *userdata, const struct process *p);
 	void *visible_userdata;
 	/* Of those, only the samples taken under an owner this takes (the
@@ -195,6 +204,8 @@ struct collector {
 	uint64_t samples;
 	uint64_t samples_refused;
 	enum collector_refusal refused_by; /* the last limit met */
+	/* A tree selection's members (sel.tree_members points here). */
+	struct u64map tree_members;
 	/* One pid: the process exited (the snapshot ends early). */
 	bool exited;
 	uint64_t exit_ns;
@@ -333,10 +344,15 @@ const char *process_thread_comm(const struct process *p, uint32_t tid);
 
 /* Starts counting samples for c (filled by the caller: sel, begin_ns,
  * end_ns, on_exit).  c->on_exit is called, from inside aggregator_ingest,
- * when the one process c selects by pid exits. */
+ * when the one process c selects by pid exits.  A tree selection's
+ * members are decided from here on (struct selection); out of memory,
+ * by the parents the store holds at each sample. */
 void aggregator_add_collector(struct aggregator *a, struct collector *c);
+/* Whether a collector other than except (NULL: none) takes pid as a
+ * member of its tree: its forks and execs are still to be followed. */
+bool aggregator_follows(const struct aggregator *a, uint32_t pid, const struct collector *except);
 /* Stops counting; c->parts stay for the caller, released with
- * aggregator_release_parts. */
+ * aggregator_release_parts; its tree members are freed. */
 void aggregator_remove_collector(struct aggregator *a, struct collector *c);
 
 /* The retained profiles of the selected processes over [from_ns, to_ns)

@@ -7,7 +7,8 @@
  * as a single JSON object on one line ending in '\n' (at most
  * PERFD_MAX_REQUEST_BYTES including the newline); the daemon answers with one
  * JSON object on one line ending in '\n'.  A connection may carry several
- * requests; answers come in order.  A snapshot answers when its duration has
+ * requests; answers come in order, each one line (a live snapshot asked
+ * for "started" sends one line more ahead of its answer).  A snapshot answers when its duration has
  * passed (or earlier, when the process exits or the client sends "stop").
  *
  * Every request:   {"version": 1, "command": "<name>", ...arguments}
@@ -45,7 +46,7 @@
  *             loaded), error (why not: "not needed in this tier", "not asked
  *             for", "not supported by this kernel", "refused by this
  *             kernel's verifier with TIER: \"LINE\"") } ] },
- *      exit_events: { received, lost },
+ *      exit_events: { received, lost (exit, exec and fork events) },
  *      processes: { tracked, exited, evicted, expired },
  *      stacks: { interned, frames, modules, aggregation_bytes },
  *      symbols: { modules_loaded, modules_failed, kernel_symbols,
@@ -137,9 +138,11 @@
  *             kernel truncates it), "cgroup" (a cgroup v2 path: it and the
  *             cgroups below it), "unit" (a systemd unit: a path element of
  *             the process's cgroup), "all": true, "tree" (a pid: it and
- *             its descendants, by the parent each had when perfd first saw
- *             it; perfctl record's); of those, only the ones the client
- *             may see.
+ *             its descendants; perfctl record's: a live snapshot follows
+ *             the pid's forks and execs from its start, in the kernel, so
+ *             each descendant is taken at its fork; from history, by the
+ *             parent each had when perfd first saw it); of those, only the
+ *             ones the client may see.
  *             When, exactly one of: "duration": seconds from now on, number
  *             0 < d <= PERFD_SNAPSHOT_MAX_SECONDS (the answer comes when it
  *             has passed, or when the one process asked for by pid exits);
@@ -159,7 +162,13 @@
  *             boolean (default true: Python frames as "qualname
  *             (file:line)"; false: "qualname (file)", lines merged),
  *             "threads": boolean (default false: true roots each stack,
- *             after comm, at a frame "[thread TID COMM]").  Answer:
+ *             after comm, at a frame "[thread TID COMM]").  "started":
+ *             boolean (default false; a live snapshot only): true makes
+ *             perfd send the line {"version": 1, "ok": true, "started":
+ *             true} ahead of the answer, as soon as the snapshot takes
+ *             every sample of its selection (perfctl record runs its
+ *             command only then); a refusal is the answer, with no such
+ *             line.  Answer:
  *      pid, comm, start_time_ns, ns_pid (when one pid was asked for and
  *      found), processes: [ { pid, comm, start_time_ns, ns_pid, cgroup,
  *      unit, exited, value } ], from, to (Unix seconds: the span the data

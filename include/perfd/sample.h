@@ -28,6 +28,7 @@ enum perfd_event_kind {
 	PERFD_EVENT_EXIT = 2,
 	PERFD_EVENT_EXEC = 3,
 	PERFD_EVENT_RSS = 4,
+	PERFD_EVENT_FORK = 5,
 };
 
 /* What a sample's value counts (the daemon's enum profile_kind).  A
@@ -154,6 +155,19 @@ struct perfd_rss {
  * runs on a sampled tick, still has a reading of its own, not its
  * parent's. */
 
+/* A process the daemon follows (a "tree" selection: bpf/perfd.bpf.c's
+ * `followed` map) forked a new process: hdr names the child (its tgid,
+ * start time, and the parent's comm, which the child has until it
+ * execs), sent before the child runs, so that the child's parent is known
+ * from its first record on, however short its life. */
+struct perfd_fork {
+	struct perfd_event_header hdr;
+	char comm[PERFD_TASK_COMM_LEN];
+	__u64 parent_start_time_ns;
+	__u32 parent_tgid;
+	__u32 page_size;
+};
+
 /* Indexes into the per-CPU `counters` map. */
 enum perfd_counter {
 	PERFD_CNT_SAMPLES = 0,       /* CPU samples taken (in mean periods), idle included */
@@ -210,6 +224,8 @@ enum perfd_counter {
 	 * tick where it is not attached.  Kept in struct perfd_cpu_state,
 	 * as PERFD_CNT_THINNED is. */
 	PERFD_CNT_TICKS_CLOCKED,
+	PERFD_CNT_FORK_SENT,         /* fork events of followed processes sent */
+	PERFD_CNT_FORK_LOST,         /* ... dropped: no room in the ring */
 	PERFD_CNT_MAX,
 };
 

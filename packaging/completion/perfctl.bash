@@ -1,20 +1,34 @@
 # bash completion for perfctl(1) - installed as
 # /usr/share/bash-completion/completions/perfctl, loaded on first use.
 #
-# Completes the subcommands, each one's options (the tables of cli/*.c), the
-# values perfctl takes (kinds, formats, sort keys), live pids and process
-# names (comm) after --pid and --comm, systemd units after --unit, cgroups after
-# --cgroup, and files where perfctl reads or writes one.  Nothing asks perfd:
-# completion works without the daemon and without its socket's permission.
+# The subcommands and each one's options come from perfctl itself
+# (`perfctl --complete-options COMMAND`: the getopt tables it parses with),
+# so they cannot drift from it.  Kept here: the values perfctl takes (kinds,
+# formats, sort keys), live pids and process names (comm) after --pid and
+# --comm, systemd units after --unit, cgroups after --cgroup, and files where
+# perfctl reads or writes one.  Nothing asks perfd: completion works without
+# the daemon and without its socket's permission.
+
+# The options of COMMAND ("": perfctl's own, then the commands) as the
+# perfctl being completed ($1) lists them, one a line.
+_perfctl_options()
+{
+	"$1" --complete-options "$2" 2>/dev/null
+}
 
 _perfctl()
 {
 	local cur prev words cword
 	_init_completion || return
 
-	local commands="status ps snapshot mem report diff diagnose top record help"
-	local global="--socket --json --help --version"
-	local selection="--pid --comm --cgroup --unit --all --duration --since --from --to"
+	local perfctl=${words[0]} line word
+	local -a own=() commands=()
+	while read -r line; do
+		case $line in
+		-*) own+=($line) ;;
+		*) commands+=("$line") ;;
+		esac
+	done < <(_perfctl_options "$perfctl" "")
 
 	# the subcommand: the first word that is not an option or its value
 	local i cmd=""
@@ -67,36 +81,31 @@ _perfctl()
 	--output | -o)
 		_filedir
 		return ;;
-	--interval | --duration | --since | --from | --to | --top | --callers | --callees | \
-		--delay | -d | --iterations | -n | --rows | --filter)
-		return ;;
 	esac
 
 	if [[ -z $cmd ]]; then
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "$global" -- "$cur"))
+			COMPREPLY=($(compgen -W "${own[*]//=/}" -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+			COMPREPLY=($(compgen -W "${commands[*]}" -- "$cur"))
 		fi
 		return
 	fi
 
-	local opts=""
-	case $cmd in
-	status) opts="" ;;
-	ps) opts="--interval --all" ;;
-	snapshot) opts="$selection --kind --format --output -o --lines --no-lines --threads" ;;
-	mem) opts="--pid --since --top" ;;
-	report) opts="$selection --kind --sort --top --callers --callees --lines" ;;
-	diff) opts="--kind --top --format --output -o" ;;
-	diagnose) opts="$selection" ;;
-	record) opts="--kind --format --output -o --lines --no-lines --threads" ;;
-	top) opts="-b --batch -n --iterations -d --delay --pid -f --functions --sort --filter
-		-M --memory -k --kernel-threads -a --all --rows" ;;
-	*) return ;;
-	esac
+	# the command's options; after one that takes a free-form value
+	# (a line whose long name ends in "="), nothing to offer
+	local -a opts=()
+	while read -r line; do
+		for word in $line; do
+			opts+=("${word%=}")
+			if [[ $line == --*=* && ${word%=} == "$prev" ]]; then
+				return
+			fi
+		done
+	done < <(_perfctl_options "$perfctl" "$cmd")
+	((${#opts[@]})) || return
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "$opts --json --socket --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "${opts[*]}" -- "$cur"))
 	elif [[ $cmd == report || $cmd == diff ]]; then
 		# report FILE, diff BEFORE AFTER: snapshot files
 		_filedir

@@ -28,7 +28,7 @@ from perfdtest import (contains, count_where, functions, python_frame, python_wo
 
 REFUSED_LINE = "invalid read from stack R10 off=8 size=8"
 PROGRAMS = {"on_cpu_clock", "on_cpu_clock_fp", "on_rss_stat", "on_sched_switch",
-            "on_hrtimer_expire", "on_process_exit", "on_process_exec"}
+            "on_hrtimer_expire", "on_process_exit", "on_process_exec", "on_process_fork"}
 DEBIAN_PYTHON = "/usr/bin/python3.11"
 CPU_BOUND = os.path.join(perfdtest.REPO, "tests", "workloads", "cpu_bound.py")
 

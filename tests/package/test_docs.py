@@ -149,9 +149,15 @@ def test_example_config_names_every_option():
     assert not re.search(r"^[a-z]", text, re.M)
 
 
+# The completion asks the perfctl it completes for its options: this
+# build's, first on the PATH.
+PATH_ENV = {**os.environ, "PATH": f"{BUILD}:{os.environ.get('PATH', '')}"}
+
+
 def bash(script):
     return run("bash", "--norc", "--noprofile", "-c",
-               f"source {BASH_COMPLETION}; source {COMPLETION / 'perfctl.bash'}; {script}")
+               f"source {BASH_COMPLETION}; source {COMPLETION / 'perfctl.bash'}; {script}",
+               env=PATH_ENV)
 
 
 # Completes the words given, as bash does when Tab is pressed after them,
@@ -227,7 +233,7 @@ zpty -d z
 
 
 def zsh_tab(words):
-    r = run("zsh", "-f", "-c", ZSH_TAB, "zsh", str(COMPLETION), words)
+    r = run("zsh", "-f", "-c", ZSH_TAB, "zsh", str(COMPLETION), words, env=PATH_ENV)
     assert r.returncode == 0, r.stderr
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", r.stdout)
     return re.sub(r"[^\n]\x08", "", text.replace("\r", ""))
@@ -241,3 +247,33 @@ def test_zsh_completes_commands_options_and_values():
     assert "perfctl diff --format svg" in zsh_tab("perfctl diff --format sv")
     listing = zsh_tab("perfctl top --so")
     assert "--socket" in listing and "--sort" in listing, listing
+
+
+def complete_options(command):
+    """The options perfctl's table for COMMAND holds, as `perfctl
+    --complete-options COMMAND` lists them (what the completion asks)."""
+    r = run(PERFCTL, "--complete-options", command)
+    assert r.returncode == 0, r.stderr
+    return {word.rstrip("=") for line in r.stdout.splitlines() for word in line.split()}
+
+
+@pytest.mark.skipif(not BASH_COMPLETION.exists() or not Path("/usr/bin/zsh").exists(),
+                    reason="bash-completion or zsh is not installed")
+def test_completion_offers_each_commands_options_from_its_own_table():
+    """For every command, bash and zsh offer after `perfctl COMMAND -`
+    exactly the options of the getopt table perfctl parses it with (no
+    hand-kept copy to drift: the completion asks perfctl), and every option
+    `perfctl COMMAND --help` names is among them."""
+    for command in sorted(perfctl_commands() - {"help"}):
+        table = complete_options(command)
+        assert {"--json", "--socket", "--help", "-h"} <= table, (command, table)
+        helped = set(OPTION.findall(run(PERFCTL, command, "--help").stdout))
+        assert helped <= table, f"{command} --help names {sorted(helped - table)}, not parsed"
+        bash_offers = set(completions("perfctl", command, "-"))
+        assert bash_offers == table, \
+            f"bash, {command}: missing {sorted(table - bash_offers)}, extra {sorted(bash_offers - table)}"
+        shown = zsh_tab(f"perfctl {command} -")
+        listing = shown.split(f"> perfctl {command} -\n")[-1].split(f"perfctl {command} - END")[0]
+        zsh_offers = set(OPTION.findall(listing))
+        assert zsh_offers == table, \
+            f"zsh, {command}: missing {sorted(table - zsh_offers)}, extra {sorted(zsh_offers - table)}"

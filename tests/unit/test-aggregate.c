@@ -1817,6 +1817,62 @@ Test(aggregate, exec_reads_the_new_image)
 	destroy();
 }
 
+/* A followed process forked (struct perfd_fork). */
+static void feed_fork(uint32_t tgid, uint64_t start, uint32_t parent, uint64_t parent_start,
+		      uint64_t ts)
+{
+	struct perfd_fork f = { .hdr = { .kind = PERFD_EVENT_FORK, .tgid = tgid, .tid = tgid,
+					 .timestamp_ns = ts, .start_time_ns = start },
+				.comm = "child", .parent_start_time_ns = parent_start,
+				.parent_tgid = parent, .page_size = 4096 };
+
+	cr_assert_eq(aggregator_ingest(agg, &f, sizeof(f)), 0);
+}
+
+/* A tree collector decides membership once: its root (the first
+ * incarnation met), each child at its fork record, and their children,
+ * however short-lived (NOPID: no /proc at all); a process the fork
+ * records do not lead to is not taken, even with a parent link the store
+ * holds; and the exec of a member never sampled is looked at (its maps
+ * read), while one of a process no tree follows is not. */
+Test(aggregate, a_tree_takes_its_members_at_their_fork)
+{
+	struct aggregator_hooks hooks = { .maps_changed = count_maps_change };
+	struct collector c = { .sel = { .tree = (uint32_t)getpid() }, .begin_ns = 0,
+			       .end_ns = UINT64_MAX };
+	struct process *child, *grandchild, *stranger;
+	uint64_t start;
+
+	make(100, 1000);
+	start = self_start_ns();
+	maps_changes = 0;
+	aggregator_set_hooks(agg, &hooks);
+	aggregator_add_collector(agg, &c);
+	cr_assert(aggregator_follows(agg, (uint32_t)getpid(), NULL));
+	feed_exec(getpid(), start, SEC);
+	cr_assert_eq(maps_changes, 1, "the root's exec was not looked at");
+	feed_fork(NOPID, 5, getpid(), start, SEC + 1);
+	feed_fork(NOPID - 1, 6, NOPID, 5, SEC + 2);
+	feed_fork(NOPID - 2, 7, NOPID, 4, SEC + 3); /* of an older incarnation */
+	child = aggregator_find_process(agg, NOPID);
+	grandchild = aggregator_find_process(agg, NOPID - 1);
+	stranger = aggregator_find_process(agg, NOPID - 2);
+	cr_assert(child && grandchild && stranger);
+	cr_assert_eq(child->ppid, (uint32_t)getpid());
+	cr_assert(selection_matches(agg, &c.sel, aggregator_find_process(agg, getpid())));
+	cr_assert(selection_matches(agg, &c.sel, child));
+	cr_assert(selection_matches(agg, &c.sel, grandchild));
+	cr_assert_not(selection_matches(agg, &c.sel, stranger));
+	cr_assert(aggregator_follows(agg, NOPID - 1, NULL));
+	cr_assert_not(aggregator_follows(agg, NOPID - 1, &c));
+	feed_exec(NOPID - 3, 8, SEC + 4); /* no tree follows it */
+	cr_assert_null(aggregator_find_process(agg, NOPID - 3));
+	aggregator_remove_collector(agg, &c);
+	aggregator_release_parts(agg, &c.parts);
+	cr_assert_not(aggregator_follows(agg, (uint32_t)getpid(), NULL));
+	destroy();
+}
+
 /* The state letter of pid in /proc/PID/stat ('Z': a zombie). */
 static char process_state(pid_t pid)
 {
