@@ -992,6 +992,7 @@ static void start_symtab_load(struct symbolizer *s, struct module *m)
 	(void)offload_submit(s->lane, &l->job);
 	m->symtab_loading = true;
 	s->stats.symtab_loads_pending++;
+	s->stats.cache_misses++;
 }
 
 /* Has the lane open m's DWARF line tables (the binary's, else its debug
@@ -1095,9 +1096,13 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 		take_debug_fd(s, m, TAKE_FD(l->found_debug_fd));
 	}
 	s->stats.tables_refused += l->merge_error == -EFBIG;
-	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_UNSEARCHED &&
-	    !elf_symtab_has_symtab(m->symtab))
-		start_debug_search(s, m);
+	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab)) {
+		if (m->debug_source == DEBUG_UNSEARCHED)
+			start_debug_search(s, m);
+		else if ((m->debug_source == DEBUG_FILE || m->debug_source == DEBUG_MINI) &&
+			 l->merge_error == 1)
+			start_symtab_load(s, m); /* a search ended while it was built */
+	}
 	trim_cache(s, m);
 }
 
@@ -1199,8 +1204,6 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 		s->stats.cache_hits += m->symtab != NULL;
 		return m->symtab;
 	}
-	if (!m->symtab_loading)
-		s->stats.cache_misses++;
 	start_symtab_load(s, m);
 	return NULL;
 }

@@ -55,7 +55,7 @@ int symload_new(uint64_t key, enum symload_what what, int fd, int debug_fd,
 	l->job = (struct offload_job){ .key = key, .run = run, .free = job_free };
 	l->what = what;
 	l->error = -EAGAIN;
-	l->merge_error = -ENOENT;
+	l->merge_error = 1;
 	l->debug_fd = l->found_debug_fd = -1;
 	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (l->fd >= 0 && debug_fd >= 0)
@@ -89,6 +89,8 @@ static void merge_debug(struct symload *l)
 	size_t size;
 	int r = -ENOENT;
 
+	if (l->debug_fd < 0 && !l->by_build_id && !l->image && !l->mini)
+		return; /* nothing asked: merge_error stays 1 */
 	if (l->debug_fd < 0 && l->by_build_id) {
 		l->found_debug_fd = debuginfo_find(l->fd, l->path, l->root, l->debug_dir,
 						   DEBUGINFO_BY_BUILD_ID, NULL, &l->refused);

@@ -52,7 +52,9 @@ struct symload {
 	struct elf_symtab *symtab; /* SYMBOLS */
 	struct srcline *srcline;   /* LINES */
 	int found_debug_fd;        /* SYMBOLS: the debug file found by build-id, or -1 */
-	int merge_error;           /* the debug symbols' merge: 0, -ENOENT when none, -errno */
+	/* SYMBOLS, no .symtab: the debug symbols' merge: 0, 1 when none was
+	 * asked for, -ENOENT when none was found, -errno */
+	int merge_error;
 	unsigned refused;          /* candidates refused unread (debuginfo_find's count) */
 };
 
