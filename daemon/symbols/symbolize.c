@@ -214,8 +214,6 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	return s;
 }
 
-/* Frees what was parsed from a module's files (symbols, lines, demangled
- * names, a JIT's map); its descriptors stay, so it can be parsed again. */
 /* Forgets the demangled names: they are keyed by the address of names in
  * tables about to be freed. */
 static void forget_demangled(struct module *m)
@@ -225,6 +223,8 @@ static void forget_demangled(struct module *m)
 	u64map_done(&m->demangled);
 }
 
+/* Frees what was parsed from a module's files (symbols, lines, demangled
+ * names, a JIT's map); its descriptors stay, so it can be parsed again. */
 static void unload(struct module *m)
 {
 	m->perfmap = perfmap_free(m->perfmap);
@@ -526,6 +526,17 @@ static int stat_mapped_file(pid_t pid, const struct procmap *map, struct file_id
 	return 0;
 }
 
+/* The path a module's file was mapped at, without " (deleted)"; NULL when
+ * out of memory. */
+static char *mapped_path(const struct module *m)
+{
+	char *path = strdup(m->path), *deleted;
+
+	if (path && (deleted = strstr(path, " (deleted)")))
+		*deleted = 0;
+	return path;
+}
+
 /* The descriptor of file module m, opened again if the LRU closed it: from
  * the last process seen mapping it (map_files, or the path in its root),
  * else the path from perfd's own root, and only if it is the very file
@@ -536,7 +547,6 @@ static int module_fd(struct symbolizer *s, struct module *m)
 	static const struct procfs_file_rules binary = { .follow_symlinks = true };
 	struct file_id now;
 	_cleanup_free_ char *path = NULL;
-	char *deleted;
 	int fd;
 
 	if (m->fd >= 0) {
@@ -551,12 +561,9 @@ static int module_fd(struct symbolizer *s, struct module *m)
 	if (fd < 0) {
 		/* the process is gone: the path as perfd sees it, which the
 		 * identity check below tells apart from any other file */
-		path = strdup(m->path);
+		path = mapped_path(m);
 		if (!path)
 			return -ENOMEM;
-		deleted = strstr(path, " (deleted)");
-		if (deleted)
-			*deleted = 0;
 		fd = procfs_open_in_root(AT_FDCWD, path, &binary);
 		if (fd >= 0) {
 			struct stat st;
@@ -879,22 +886,17 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 /* Looks m's separate debug file up by build-id (an open and its headers:
  * cheap, done on the loop when a known debug file's descriptor was closed;
  * the first lookup is a load's, on the lane, see start_symtab_load) under
- * the root of the last
- * process seen mapping it, into m->debug_fd, counted among the
- * descriptors.  Returns it or -errno. */
+ * the root of the last process seen mapping it, into m->debug_fd, counted
+ * among the descriptors.  Returns it or -errno. */
 static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
 {
-	_cleanup_free_ char *path = strdup(m->path);
+	_cleanup_free_ char *path = mapped_path(m);
 	unsigned refused = 0;
 	char root[64];
-	char *deleted;
 	int dfd;
 
 	if (!path)
 		return -ENOMEM;
-	deleted = strstr(path, " (deleted)");
-	if (deleted)
-		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
 	make_fd_room(s, m, 1);
 	dfd = debuginfo_find(fd, path, root, s->debug_dir, DEBUGINFO_BY_BUILD_ID, NULL, &refused);
@@ -943,17 +945,6 @@ static struct module *module_of_key(struct symbolizer *s, uint64_t key)
 	struct module *m = i < s->n_modules ? &s->modules[i] : NULL;
 
 	return m && m->serial == key >> 32 ? m : NULL;
-}
-
-/* The path a module's file was mapped at, without " (deleted)"; NULL when
- * out of memory. */
-static char *mapped_path(const struct module *m)
-{
-	char *path = strdup(m->path), *deleted;
-
-	if (path && (deleted = strstr(path, " (deleted)")))
-		*deleted = 0;
-	return path;
 }
 
 /* Has the lane build m's symbol table (symload.h), unless it does

@@ -362,6 +362,13 @@ def status_latencies_until(daemon, done, timeout=60):
         time.sleep(0.005)
 
 
+def settled(answer):
+    """Whether status says no symbol table and no debug search is under way
+    (a stripped binary's search starts once its own table is loaded)."""
+    return all(answer["symbols"].get(k, 0) == 0
+               for k in ("symtab_loads_pending", "debug_searches_pending"))
+
+
 def test_debug_link_crc_is_read_off_the_loop(tmp_path):
     """A process maps DEBUGLINK_LIBS stripped libraries whose .gnu_debuglink
     names a debug file just under the 64 MiB cap, read whole for its CRC
@@ -379,8 +386,7 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
             # and the lane verified them all (libc's debug file, found by
             # build-id when libc is sampled, may count too)
             seen = status_latencies_until(
-                daemon, lambda a: snap.proc.poll() is not None and
-                a["symbols"].get("debug_searches_pending", 0) == 0 and
+                daemon, lambda a: snap.proc.poll() is not None and settled(a) and
                 a["symbols"].get("debug_files", 0) >= DEBUGLINK_LIBS)
             rc, first, err = snap.output()
             assert rc == 0, err
@@ -398,9 +404,9 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
             rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1")
             assert rc == 0, err
             assert "debuglinked_spin" in out, f"not named from the debug file:\n{out[:2000]}"
-            sym = symbols(daemon)
+            # every search done, those of binaries the last snapshot met too
+            sym = status_latencies_until(daemon, settled)[-1][1]["symbols"]
             assert sym["debug_files"] >= DEBUGLINK_LIBS, sym
-            assert sym["debug_searches_pending"] == 0, sym
         finally:
             w.kill()
         assert daemon.alive(), daemon.stderr()[-4000:]
@@ -602,23 +608,39 @@ def huge_binary(tmp_path, symbols=HUGE_SYMBOLS, lines=0):
     return prog
 
 
-def watch_first_naming(daemon, w, *args, pending=("symtab_loads_pending",)):
-    """Snapshots w (perfctl snapshot ARGS, 2 s) while asking status back to
-    back, until the snapshot has answered and nothing of `pending` is left.
-    Returns (the snapshot's output, every status latency, those taken while
-    something of `pending` was loading)."""
-    snap = BackgroundSnapshot(daemon, w.pid, *args, duration=2)
+def first_naming(argv, *args, pending=("symtab_loads_pending",), then=None):
+    """Runs argv (printing "ready") under a daemon of its own for a second,
+    then snapshots it (perfctl snapshot ARGS, 2 s) while asking status back
+    to back, until the snapshot has answered and nothing of `pending` is
+    left; then(daemon, workload), if given, while it still runs.  Returns
+    (the snapshot's output, every status latency, those taken while
+    something of `pending` was loading, the symbols' status after)."""
+    daemon = calm_daemon()
     try:
-        seen = status_latencies_until(
-            daemon, lambda a: snap.proc.poll() is not None and
-            all(a["symbols"].get(k, 0) == 0 for k in pending), timeout=120)
-        rc, out, err = snap.output()
+        w = perfdtest.Workload("huge", command=argv)
+        try:
+            w.expect_line("ready")
+            time.sleep(1)
+            snap = BackgroundSnapshot(daemon, w.pid, *args, duration=2)
+            try:
+                seen = status_latencies_until(
+                    daemon, lambda a: snap.proc.poll() is not None and
+                    all(a["symbols"].get(k, 0) == 0 for k in pending), timeout=120)
+                rc, out, err = snap.output()
+            finally:
+                snap.kill()
+            assert rc == 0, err
+            if then:
+                then(daemon, w)
+        finally:
+            w.kill()
+        sym = symbols(daemon)
+        assert daemon.alive(), daemon.stderr()[-4000:]
     finally:
-        snap.kill()
-    assert rc == 0, err
+        daemon.kill()
     took = [t for t, _ in seen]
     loading = [t for t, a in seen if any(a["symbols"].get(k, 0) > 0 for k in pending)]
-    return out, took, loading
+    return out, took, loading, sym
 
 
 def assert_loaded_off_the_loop(what, took, loading):
@@ -635,23 +657,10 @@ def test_huge_symbol_table_is_built_off_the_loop(tmp_path):
     and sorted on a lane (symbols.symtab_loads_pending counts it) while
     root's status answers within 100 ms, and the snapshot, which waits for
     the table, names the function the binary spins in."""
-    prog = huge_binary(tmp_path)
-    daemon = calm_daemon()
-    try:
-        w = perfdtest.Workload("huge", command=[prog, "60"])
-        try:
-            w.expect_line("ready")
-            time.sleep(1)
-            out, took, loading = watch_first_naming(daemon, w)
-            assert "huge_table_spin" in out, f"not named from its .symtab:\n{out[:2000]}"
-            assert_loaded_off_the_loop(f"{HUGE_SYMBOLS} symbols", took, loading)
-        finally:
-            w.kill()
-        sym = symbols(daemon)
-        assert sym["symtab_loads_pending"] == 0, sym
-        assert daemon.alive(), daemon.stderr()[-4000:]
-    finally:
-        daemon.kill()
+    out, took, loading, sym = first_naming([huge_binary(tmp_path), "60"])
+    assert "huge_table_spin" in out, f"not named from its .symtab:\n{out[:2000]}"
+    assert_loaded_off_the_loop(f"{HUGE_SYMBOLS} symbols", took, loading)
+    assert sym["symtab_loads_pending"] == 0, sym
 
 
 def test_huge_debug_file_is_merged_off_the_loop(tmp_path):
@@ -665,25 +674,17 @@ def test_huge_debug_file_is_merged_off_the_loop(tmp_path):
     subprocess.run(["objcopy", "--only-keep-debug", prog, debug], check=True)
     subprocess.run(["strip", "--strip-all", prog], check=True)
     subprocess.run(["objcopy", f"--add-gnu-debuglink={debug}", prog], check=True)
-    daemon = calm_daemon()
-    try:
-        w = perfdtest.Workload("huge", command=[prog, "60"])
-        try:
-            w.expect_line("ready")
-            time.sleep(1)
-            _, took, loading = watch_first_naming(
-                daemon, w, pending=("symtab_loads_pending", "debug_searches_pending"))
-            assert_loaded_off_the_loop(f"a debug file of {HUGE_SYMBOLS} symbols", took, loading)
-            rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1")
-            assert rc == 0, err
-            assert "huge_table_spin" in out, f"not named from the debug file:\n{out[:2000]}"
-        finally:
-            w.kill()
-        sym = symbols(daemon)
-        assert sym["debug_files"] >= 1, sym
-        assert daemon.alive(), daemon.stderr()[-4000:]
-    finally:
-        daemon.kill()
+
+    def named_from_the_debug_file(daemon, w):
+        rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1")
+        assert rc == 0, err
+        assert "huge_table_spin" in out, f"not named from the debug file:\n{out[:2000]}"
+
+    _, took, loading, sym = first_naming(
+        [prog, "60"], pending=("symtab_loads_pending", "debug_searches_pending"),
+        then=named_from_the_debug_file)
+    assert_loaded_off_the_loop(f"a debug file of {HUGE_SYMBOLS} symbols", took, loading)
+    assert sym["debug_files"] >= 1, sym
 
 
 def test_huge_line_table_is_opened_off_the_loop(tmp_path):
@@ -691,20 +692,9 @@ def test_huge_line_table_is_opened_off_the_loop(tmp_path):
     the first --lines snapshot has its DWARF opened and the unit's line
     program decoded on a lane (symbols.line_loads_pending) while status
     answers within 100 ms, and it gives the function's file and line."""
-    prog = huge_binary(tmp_path, symbols=0, lines=HUGE_LINES)
-    daemon = calm_daemon()
-    try:
-        w = perfdtest.Workload("huge", command=[prog, "60", "lines"])
-        try:
-            w.expect_line("ready")
-            time.sleep(1)
-            out, took, loading = watch_first_naming(
-                daemon, w, "--lines", pending=("symtab_loads_pending", "line_loads_pending"))
-            assert "huge_lines_spin" in out and "fill.s:" in out, \
-                f"no line for the crafted unit:\n{out[:2000]}"
-            assert_loaded_off_the_loop(f"{HUGE_LINES} line rows", took, loading)
-        finally:
-            w.kill()
-        assert daemon.alive(), daemon.stderr()[-4000:]
-    finally:
-        daemon.kill()
+    out, took, loading, _ = first_naming(
+        [huge_binary(tmp_path, symbols=0, lines=HUGE_LINES), "60", "lines"], "--lines",
+        pending=("symtab_loads_pending", "line_loads_pending"))
+    assert "huge_lines_spin" in out and "fill.s:" in out, \
+        f"no line for the crafted unit:\n{out[:2000]}"
+    assert_loaded_off_the_loop(f"{HUGE_LINES} line rows", took, loading)
