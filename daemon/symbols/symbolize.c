@@ -137,9 +137,11 @@ struct symbolizer {
 	size_t cache_limit;           /* bytes of loaded symbol tables */
 	uint64_t clock;
 	char *debug_dir;
-	/* debug searches that read whole files (debugsearch.h), JIT maps'
-	 * parses (jitread.h): the first lane takes only the parses, so that
-	 * a JIT is not named seconds late behind a debug file's CRC */
+	/* debug searches that read whole files (debugsearch.h), tables built
+	 * (symload.h), JIT maps' parses (jitread.h): the first lane takes only
+	 * the parses, so that a JIT is not named seconds late behind a debug
+	 * file's CRC or a big symbol table; the other two take all, so that a
+	 * table is not built behind two CRCs */
 	struct offload *lane;
 	struct symbolizer_stats stats;
 };
@@ -195,7 +197,7 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
 	if (!s->debug_dir || !s->free_ids ||
-	    offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
+	    offload_new(&(struct offload_opts){ .lanes = 3, .small_lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
 						.take_back = true },
 			&s->lane) < 0) {
 		free(s->debug_dir);

@@ -52,7 +52,8 @@ int symload_new(uint64_t key, enum symload_what what, int fd, int debug_fd,
 
 	if (!l)
 		return -ENOMEM;
-	l->job = (struct offload_job){ .key = key, .run = run, .free = job_free };
+	/* big: the symbolizer's first lane is kept for JIT maps (jitread.h) */
+	l->job = (struct offload_job){ .key = key, .big = true, .run = run, .free = job_free };
 	l->what = what;
 	l->error = -EAGAIN;
 	l->merge_error = 1;
