@@ -774,6 +774,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->maps_io);
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->d.revisit_timer);
+	sd_event_source_disable_unref(m->d.names_timer);
 	sd_event_source_disable_unref(m->sigterm);
 	sd_event_source_disable_unref(m->sigint);
 	sd_event_source_disable_unref(m->sighup);

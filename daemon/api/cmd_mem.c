@@ -152,7 +152,8 @@ static int write_sites(struct jsonw *w, const struct model *m, unsigned top)
 }
 
 /* The memory samples of p over [from, to) resolved into a model (NULL
- * with nothing sampled there).  Returns 0 or -ENOMEM. */
+ * with nothing sampled there).  Returns 0, -EAGAIN when the answer should
+ * wait for names (command.h), or -ENOMEM. */
 static int growth_model(struct daemon *d, const struct perfd_peer *peer, struct process *p,
 			uint64_t from, uint64_t to, struct model **ret)
 {
@@ -170,6 +171,11 @@ static int growth_model(struct daemon *d, const struct perfd_peer *peer, struct 
 		return r;
 	r = model_build(&mo, &parts, aggregator_stacks(d->aggregator), ret);
 	aggregator_release_parts(d->aggregator, &parts);
+	if (r == 0 && daemon_answer_waits(d, *ret)) {
+		model_free(*ret);
+		*ret = NULL;
+		return -EAGAIN;
+	}
 	return r;
 }
 
@@ -317,6 +323,10 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 	}
 	query_ok_begin(&w);
 	r = answer(d, client_peer(c), &w, p, req);
+	if (r == -EAGAIN) {
+		jsonw_done(&w);
+		return command_wait_for_names(d, c, req);
+	}
 	jsonw_object_end(&w);
 	command_reply_writer(c, &w, r);
 	return 0;

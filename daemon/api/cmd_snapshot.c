@@ -14,6 +14,7 @@
  * server then takes over: a 100k-stack profile is not copied again.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,7 +42,22 @@
 
 #define SNAPSHOT_TIMER_ACCURACY_USEC 1000
 
-/* A snapshot from now on, waiting for its end. */
+/* What one snapshot answer says besides its profile. */
+struct answer_info {
+	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC, the span covered */
+	double requested_seconds;
+	bool single;      /* one pid asked for */
+	uint32_t pid;
+	bool exited;      /* that process exited during a live snapshot */
+	bool stopped;     /* the client stopped the live snapshot early */
+	uint64_t samples;
+	uint64_t samples_refused;            /* left out: its uid's shares were full */
+	enum collector_refusal refused_by;
+	uint32_t uid;
+};
+
+/* A snapshot from now on, waiting for its end (and then, maybe, for the
+ * names of its frames: command.h). */
 struct snapshot {
 	struct command_pending pending; /* first: the client's data */
 	struct daemon *d;
@@ -53,6 +69,9 @@ struct snapshot {
 	int pidfd;
 	double process_seconds; /* what it counts against its uid's budget */
 	bool stopped;           /* the client's "stop" ended it early */
+	bool answering;         /* ended: its answer waits for names */
+	struct answer_info ai;  /* ... what it says, as of its end */
+	struct names_wait names;
 	struct snapshot *prev, *next;
 };
 
@@ -256,6 +275,7 @@ static void snapshot_free(struct snapshot *s)
 	unfollow_tree(s);
 	aggregator_remove_collector(d->aggregator, &s->c);
 	aggregator_release_parts(d->aggregator, &s->c.parts);
+	daemon_stop_waiting(d, &s->names);
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->pidfd_io);
 	closep(&s->pidfd);
@@ -269,24 +289,12 @@ static void snapshot_free(struct snapshot *s)
 	free(s);
 }
 
-/* What one snapshot answer says besides its profile. */
-struct answer_info {
-	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC, the span covered */
-	double requested_seconds;
-	bool single;      /* one pid asked for */
-	uint32_t pid;
-	bool exited;      /* that process exited during a live snapshot */
-	bool stopped;     /* the client stopped the live snapshot early */
-	uint64_t samples;
-	uint64_t samples_refused;            /* left out: its uid's shares were full */
-	enum collector_refusal refused_by;
-	uint32_t uid;
-};
 
 /* Answers a snapshot: the parts resolved into the model, encoded in the
  * format asked for, written into the answer with the JSON writer, whose
- * buffer the server then takes over. */
-static void reply_profile(struct daemon *d, struct client *client, const struct perfd_request *req,
+ * buffer the server then takes over.  Returns false, without answering,
+ * when the answer should wait for names (daemon_answer_waits). */
+static bool reply_profile(struct daemon *d, struct client *client, const struct perfd_request *req,
 			  const struct profile_parts *parts, const struct answer_info *ai)
 {
 	struct model_opts mo = daemon_model_opts(d, (enum profile_kind)req->kind, req->lines,
@@ -309,7 +317,11 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	mo.kernel_addresses = auth_may_see_kernel_addresses(client_peer(client));
 	if (model_build(&mo, parts, aggregator_stacks(d->aggregator), &model) < 0) {
 		command_reply_json(client, NULL);
-		return;
+		return true;
+	}
+	if (daemon_answer_waits(d, model)) {
+		model_free(model);
+		return false;
 	}
 	/* one stopped early says so in "stopped": the client asked for it */
 	if (ai->single && ai->exited && !ai->stopped)
@@ -384,7 +396,7 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 		jsonw_done(&w);
 		model_free(model);
 		command_reply_json(client, NULL);
-		return;
+		return true;
 	}
 	jsonw_object_end(&w);
 	log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
@@ -395,17 +407,47 @@ static void reply_profile(struct daemon *d, struct client *client, const struct 
 	jsonw_done(&w);
 	if (!text) {
 		command_reply_json(client, NULL);
-		return;
+		return true;
 	}
 	(void)server_reply_owned(client, text, len, len + 1);
+	return true;
+}
+
+static void snapshot_names_ready(struct daemon *d, struct names_wait *w);
+
+/* Answers the ended snapshot s, or has it wait for names first. */
+static void snapshot_answer(struct snapshot *s)
+{
+	struct daemon *d = s->d;
+	struct client *c = s->client;
+
+	if (!reply_profile(d, c, &s->req, &s->c.parts, &s->ai)) {
+		s->names.ready = snapshot_names_ready;
+		if (daemon_wait_for_names(d, &s->names) == 0) {
+			s->answering = true;
+			return;
+		}
+		d->names_final = true;
+		(void)reply_profile(d, c, &s->req, &s->c.parts, &s->ai);
+		d->names_final = false;
+	}
+	client_set_data(c, NULL);
+	snapshot_free(s);
+}
+
+static void snapshot_names_ready(struct daemon *d, struct names_wait *w)
+{
+	snapshot_answer((struct snapshot *)((char *)w - offsetof(struct snapshot, names)));
 }
 
 static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 {
 	struct snapshot *s = userdata;
-	struct client *c = s->client;
 	const struct collector *col = &s->c;
-	struct answer_info ai = {
+
+	if (s->answering)
+		return 0; /* ended already, waiting for names */
+	s->ai = (struct answer_info){
 		.begin_ns = col->begin_ns,
 		.requested_seconds = s->req.duration_seconds,
 		.single = s->req.n_pids == 1,
@@ -417,13 +459,13 @@ static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 		.refused_by = col->refused_by,
 		.uid = col->uid,
 	};
-
 	/* Samples up to now may still sit in the ring buffer. */
 	daemon_drain(s->d);
-	ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) : MIN(now_monotonic_ns(), col->end_ns);
-	reply_profile(s->d, c, &s->req, &col->parts, &ai);
-	client_set_data(c, NULL);
-	snapshot_free(s);
+	s->ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) :
+				     MIN(now_monotonic_ns(), col->end_ns);
+	/* what it answers is what it has now, names aside */
+	aggregator_remove_collector(s->d->aggregator, &s->c);
+	snapshot_answer(s);
 	return 0;
 }
 
@@ -503,7 +545,15 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 		ai.begin_ns = from;
 		ai.end_ns = to;
 	}
-	reply_profile(d, client, req, &parts, &ai);
+	if (!reply_profile(d, client, req, &parts, &ai)) {
+		/* asked again for the same span once the names are there */
+		struct perfd_request again = *req;
+
+		again.when = PERFD_WHEN_RANGE;
+		again.from_unix = monotonic_to_unix(from);
+		again.to_unix = monotonic_to_unix(to);
+		(void)command_wait_for_names(d, client, &again);
+	}
 	aggregator_release_parts(d->aggregator, &parts);
 	return NULL;
 }

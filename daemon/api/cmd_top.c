@@ -253,6 +253,8 @@ static int write_processes(const struct top_ctx *ctx, struct jsonw *w)
 	if (r == 0)
 		r = model_build(&mo, &parts, aggregator_stacks(a), &m);
 	aggregator_release_parts(a, &parts);
+	if (r == 0 && daemon_answer_waits(ctx->d, m))
+		r = -EAGAIN; /* run_top waits for names */
 	if (r == 0 && !((top = calloc(n + 1, sizeof(*top))) && (top_value = calloc(n + 1, sizeof(*top_value)))))
 		r = -ENOMEM;
 	if (r == 0)
@@ -765,8 +767,12 @@ static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct pr
 	if (r == 0)
 		r = model_build(&mo, &parts, aggregator_stacks(a), &m);
 	aggregator_release_parts(a, &parts);
-	if (r < 0)
+	if (r == 0 && daemon_answer_waits(ctx->d, m))
+		r = -EAGAIN; /* run_top waits for names */
+	if (r < 0) {
+		model_free(m);
 		return r;
+	}
 	if (p) {
 		jsonw_kv_u64(w, "pid", p->pid);
 		jsonw_kv_string(w, "comm", p->comm);
@@ -802,6 +808,10 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 	jsonw_kv_string(&w, "view", view_names[req->top_args.view]);
 	write_host(&ctx, &w);
 	r = req->top_args.view == TOP_PROCESSES ? write_processes(&ctx, &w) : write_functions(&ctx, &w, p);
+	if (r == -EAGAIN) {
+		jsonw_done(&w);
+		return command_wait_for_names(d, c, req);
+	}
 	jsonw_object_end(&w);
 	command_reply_writer(c, &w, r);
 	return 0;

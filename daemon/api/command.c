@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* command.c - the command table and the dispatch (see command.h). */
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -197,6 +199,13 @@ static size_t resolve_frame(void *ctx, uint64_t frame, bool lines, struct frame_
 	return symbolizer_resolve(d->symbolizer, frame, lines, out, cap, scratch, size);
 }
 
+static bool frame_pending(void *ctx, uint64_t frame, bool lines)
+{
+	struct daemon *d = ctx;
+
+	return symbolizer_frame_pending(d->symbolizer, frame, lines);
+}
+
 static bool describe_module(void *ctx, uint16_t module, const char **ret_path,
 			    const char **ret_build_id)
 {
@@ -209,7 +218,8 @@ static bool describe_module(void *ctx, uint16_t module, const char **ret_path,
 
 struct persist_names daemon_persist_names(struct daemon *d)
 {
-	return (struct persist_names){ .resolve = resolve_frame, .describe = describe_module, .ctx = d };
+	return (struct persist_names){ .resolve = resolve_frame, .describe = describe_module,
+				       .pending = frame_pending, .ctx = d };
 }
 
 struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bool lines,
@@ -222,8 +232,135 @@ struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bo
 		.threads = threads,
 		.resolve = resolve_frame,
 		.describe = describe_module,
+		.pending = frame_pending,
 		.ctx = d,
 	};
+}
+
+/* --- names before an answer (command.h) -------------------------------- */
+
+bool daemon_answer_waits(const struct daemon *d, const struct model *m)
+{
+	return m && m->pending_frames && !d->names_final;
+}
+
+static int on_names_timer(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	bool settled = symbolizer_loads_pending(d->symbolizer) == 0;
+	uint64_t now = now_monotonic_ns();
+	struct names_wait *ready = NULL, **pp = &d->names_waits;
+
+	/* taken off the list first: an answer may start or end waits */
+	while (*pp) {
+		struct names_wait *w = *pp;
+
+		if (settled || now >= w->deadline_ns) {
+			*pp = w->next;
+			w->next = ready;
+			ready = w;
+		} else {
+			pp = &w->next;
+		}
+	}
+	while (ready) {
+		struct names_wait *w = ready;
+
+		ready = w->next;
+		w->next = NULL;
+		/* a table built may have started another (the line tables
+		 * follow the symbols): it waits again, within its time */
+		d->names_final = now >= w->deadline_ns;
+		d->names_deadline_ns = w->deadline_ns;
+		w->ready(d, w);
+		d->names_final = false;
+		d->names_deadline_ns = 0;
+	}
+	if (d->names_waits && sd_event_source_set_time_relative(es, COMMAND_NAMES_POLL_MS * 1000) >= 0)
+		(void)sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+int daemon_wait_for_names(struct daemon *d, struct names_wait *w)
+{
+	int r;
+
+	if (!d->names_timer)
+		r = sd_event_add_time_relative(d->event, &d->names_timer, CLOCK_MONOTONIC,
+					       COMMAND_NAMES_POLL_MS * 1000, 1000, on_names_timer, d);
+	else if (!d->names_waits)
+		r = sd_event_source_set_time_relative(d->names_timer, COMMAND_NAMES_POLL_MS * 1000);
+	else
+		r = 0;
+	if (r >= 0)
+		r = sd_event_source_set_enabled(d->names_timer, SD_EVENT_ONESHOT);
+	if (r < 0)
+		return r;
+	if (!w->deadline_ns)
+		w->deadline_ns = now_monotonic_ns() + COMMAND_NAMES_WAIT_MS * 1000000ULL;
+	w->next = d->names_waits;
+	d->names_waits = w;
+	return 0;
+}
+
+void daemon_stop_waiting(struct daemon *d, struct names_wait *w)
+{
+	for (struct names_wait **pp = &d->names_waits; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			w->next = NULL;
+			return;
+		}
+}
+
+/* A request answered at once, run again when its names are there. */
+struct rerun {
+	struct command_pending pending; /* first: the client's data */
+	struct names_wait wait;
+	struct client *client;
+	struct perfd_request req;
+};
+
+static void rerun_cancel(struct daemon *d, struct client *c)
+{
+	struct rerun *r = client_get_data(c);
+
+	daemon_stop_waiting(d, &r->wait);
+	free(r);
+}
+
+static const struct command cmd_rerun = { .name = "waiting for names", .cancel = rerun_cancel };
+
+static void rerun_ready(struct daemon *d, struct names_wait *w)
+{
+	struct rerun *r = (struct rerun *)((char *)w - offsetof(struct rerun, wait));
+	struct client *c = r->client;
+	struct perfd_request req = r->req;
+
+	client_set_data(c, NULL);
+	free(r);
+	/* names_final: it answers now, whatever it finds */
+	(void)commands[req.command]->run(d, c, &req);
+}
+
+int command_wait_for_names(struct daemon *d, struct client *c, const struct perfd_request *req)
+{
+	struct rerun *r = calloc(1, sizeof(*r));
+
+	if (r) {
+		/* a request run again keeps the time it had */
+		*r = (struct rerun){ .pending.command = &cmd_rerun, .wait.ready = rerun_ready,
+				     .wait.deadline_ns = d->names_deadline_ns, .client = c, .req = *req };
+		if (daemon_wait_for_names(d, &r->wait) == 0) {
+			client_set_data(c, r);
+			return SERVER_PENDING;
+		}
+		free(r);
+	}
+	d->names_final = true;
+	(void)commands[req->command]->run(d, c, req);
+	d->names_final = false;
+	return 0;
 }
 
 bool daemon_peer_sees(void *peer, const struct process *p)

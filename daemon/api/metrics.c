@@ -95,6 +95,10 @@ static const struct metric metrics[] = {
 	  "Symbol tables evicted from the cache"),
 	N("symbol_cache_bytes", GAUGE, "symbols.cache_bytes", "Memory the symbol cache holds"),
 	N("symbol_cache_limit_bytes", GAUGE, "symbols.cache_limit_bytes", "The symbol cache's cap"),
+	N("symbol_tables_loading", GAUGE, "symbols.symtab_loads_pending",
+	  "Symbol tables being built off the loop"),
+	N("line_tables_loading", GAUGE, "symbols.line_loads_pending",
+	  "DWARF line tables being opened off the loop"),
 	N("debug_files_refused_total", COUNTER, "symbols.debug_files_refused",
 	  "Debug files refused (too large, or not the binary's)"),
 

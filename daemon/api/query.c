@@ -136,6 +136,7 @@ static json_object *state_status(const struct status_info *in)
 		C(bytes_written), C(syncs), C(write_errors), C(appends_refused),
 		C(restored_table_freed), C(restored_table_compacted),
 		C(windows_refused_segment_full), C(windows_refused_owner_share),
+		C(windows_waited_for_names),
 #undef C
 	};
 	json_object *o = json_object_new_object();
@@ -320,6 +321,8 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "debug_files_refused", in->sym.debug_files_refused);
 	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);
 	add_u64(syms, "debug_searches_pending", in->sym.debug_searches_pending);
+	add_u64(syms, "symtab_loads_pending", in->sym.symtab_loads_pending);
+	add_u64(syms, "line_loads_pending", in->sym.line_loads_pending);
 	add_u64(syms, "tables_refused", in->sym.tables_refused);
 	add_u64(syms, "lookups", in->sym.lookups);
 	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);

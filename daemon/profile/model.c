@@ -201,6 +201,8 @@ static int64_t location_for(struct builder *b, uint64_t frame)
 	slot = u64map_get(&b->by_frame, frame);
 	if (slot)
 		return (int64_t)*slot;
+	if (b->o->pending && b->o->pending(b->o->ctx, frame, b->o->lines))
+		m->pending_frames++;
 	n = b->o->resolve(b->o->ctx, frame, b->o->lines, rec, ELEMENTSOF(rec), scratch,
 			  sizeof(scratch));
 	n = MAX(MIN(n, ELEMENTSOF(rec)), (size_t)1);

@@ -52,6 +52,12 @@ typedef size_t (*frame_resolver_t)(void *ctx, uint64_t frame, bool lines,
 				   struct frame_record *out, size_t cap, char *scratch,
 				   size_t size);
 
+/* Whether frame's names (with lines: its source lines too) wait for a
+ * table being built off the loop (symbolize.h's symbolizer_frame_pending),
+ * starting it if it is not; resolved now, the frame would read
+ * module+offset. */
+typedef bool (*frame_pending_t)(void *ctx, uint64_t frame, bool lines);
+
 /* Path and build-id (hex, "" when none) of a module; false when unknown. */
 typedef bool (*module_describer_t)(void *ctx, uint16_t module, const char **ret_path,
 				   const char **ret_build_id);
@@ -66,6 +72,7 @@ struct model_opts {
 	bool kernel_addresses; /* kernel locations keep their addresses */
 	frame_resolver_t resolve;
 	module_describer_t describe;
+	frame_pending_t pending; /* NULL: nothing is ever pending */
 	void *ctx;
 };
 
@@ -134,6 +141,9 @@ struct model {
 	size_t n_samples, cap_samples;
 	struct model_process *processes;
 	size_t n_processes;
+	/* distinct frames whose names waited for a table being built
+	 * (model_opts.pending): the caller may build again once it is */
+	size_t pending_frames;
 	uint64_t total;
 };
 

@@ -1289,6 +1289,36 @@ static void hand_over(struct writing *wr)
 		seg->bytes += len;
 }
 
+/* Whether a name that w's record would write to this segment (its frames
+ * not written yet) waits for a table being built off the loop
+ * (persist_names.pending, which starts building it): a frame goes to disk
+ * named as it is then, for good.  Asks of every such frame, so that each
+ * table is started at once. */
+static bool names_pending(struct writing *wr, const struct history_window *w)
+{
+	struct persist *ps = wr->ps;
+	bool pending = false;
+
+	wr->n = 0;
+	if (!wr->names->pending || history_window_foreach(w, gather, wr) < 0)
+		return false;
+	for (size_t i = 0; i < wr->n; i++) {
+		const struct stack *s = stacktab_get(wr->stacks, profile_key_stack(wr->keys[i]));
+
+		if (!s || s->mark == (uint32_t)ps->seq)
+			continue;
+		for (size_t k = 0; k < s->depth; k++) {
+			uint16_t module = frame_module(s->frames[k]);
+
+			if (module != FRAME_MODULE_NONE && module != FRAME_MODULE_SPECIAL &&
+			    !u64map_get(&ps->frames_written, s->frames[k]) &&
+			    wr->names->pending(wr->names->ctx, s->frames[k], false))
+				pending = true;
+		}
+	}
+	return pending;
+}
+
 static void flush_process(struct process *p, void *userdata)
 {
 	struct writing *wr = userdata;
@@ -1311,6 +1341,13 @@ static void flush_process(struct process *p, void *userdata)
 			segment_start(wr);
 		if (wr->error)
 			break;
+		/* it and the process's later windows wait for their names, a
+		 * while at most; at the last flush nothing waits */
+		if (!wr->final && wr->now_ns / NSEC_PER_SEC < w.start_s + w.span_s + PERSIST_NAMES_WAIT_S &&
+		    names_pending(wr, &w)) {
+			wr->ps->stats.windows_waited_for_names++;
+			break;
+		}
 		if (!owner_may_write(wr, &w)) {
 			/* dropped from the disk, kept in memory */
 			p->persisted_end_s = w.start_s + w.span_s;

@@ -30,7 +30,9 @@
  * windows sealed since the last flush are encoded on the loop and handed
  * to the writer thread (writer.h), which appends and syncs them: a window
  * is on disk at most HISTORY_SEAL_AFTER_S + PERSIST_FLUSH_S + 1 s after it
- * ends (a flush every second woke the writer and synced the disk every
+ * ends, unless its frames' symbol tables are still being built off the
+ * loop (symbolize.h): then it, and its process's later windows, wait for
+ * them, up to PERSIST_NAMES_WAIT_S past its end (a flush every second woke the writer and synced the disk every
  * second, on a daemon at rest too).  A new segment is
  * started every PERSIST_SEGMENT_S; a segment whose newest window is past
  * the retention is deleted, and the oldest go first past max_bytes.  At
@@ -78,6 +80,10 @@
 #define PERSIST_FLUSH_S 5 /* how often what was sealed goes to disk */
 /* What the writer may fall behind by before a segment is cut short. */
 #define PERSIST_MAX_QUEUED_BYTES (64u << 20)
+/* How long past its end a window waits, at most, for the names of its
+ * frames: symbol tables are built off the loop (symbolize.h), and a frame
+ * is written once a segment, named as it is then. */
+#define PERSIST_NAMES_WAIT_S 60
 
 struct persist_opts {
 	const char *dir;
@@ -91,6 +97,7 @@ struct persist_names {
 	frame_resolver_t resolve;
 	module_describer_t describe;
 	void *ctx;
+	frame_pending_t pending; /* NULL: names never wait */
 };
 
 struct persist_stats {
@@ -99,6 +106,8 @@ struct persist_stats {
 	double longest_flush_ms; /* one flush's encoding, on the loop */
 	uint64_t windows_written, processes_written, stacks_written, frames_written;
 	uint64_t windows_unwritten;  /* could not be queued (the writer fell behind) */
+	uint64_t windows_waited_for_names; /* flushes a window waited at, for
+					    * its frames' symbol tables */
 	/* not written, held back by the share of the disk (see above): the
 	 * segment was full, or its owner had written its share of it */
 	uint64_t windows_refused_segment_full, windows_refused_owner_share;

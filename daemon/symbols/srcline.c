@@ -120,6 +120,7 @@ struct srcline {
 	struct cache_slot *cache;
 	struct arena_chunk *arena;
 	size_t memory, lookups, cache_hits;
+	uint64_t line_bytes; /* of .debug_line (its uncompressed size) */
 };
 
 /* A file index whose name libdw does not know, once looked up. */
@@ -746,9 +747,9 @@ static int line_position(struct srcline *s, struct unit *u, Dwarf_Line *line,
  * *ret_bytes gets the size in the file of the sections libdw reads into
  * memory (every .debug_* and .zdebug_* one).  -EFBIG for a .debug_line
  * past SRCLINE_MAX_LINE_BYTES. */
-static int has_debug_info(Elf *elf, uint64_t *ret_bytes)
+static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_bytes)
 {
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, line_bytes = 0;
 	size_t shstrndx;
 	int found = 0;
 
@@ -769,11 +770,14 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes)
 			found = 1;
 		if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
 			bytes += sh.sh_size;
-		if ((strcmp(name, ".debug_line") == 0 || strcmp(name, ".zdebug_line") == 0) &&
-		    elf_section_bytes(scn, &sh) > SRCLINE_MAX_LINE_BYTES)
-			return -EFBIG;
+		if (strcmp(name, ".debug_line") == 0 || strcmp(name, ".zdebug_line") == 0) {
+			line_bytes = elf_section_bytes(scn, &sh);
+			if (line_bytes > SRCLINE_MAX_LINE_BYTES)
+				return -EFBIG;
+		}
 	}
 	*ret_bytes = bytes;
+	*ret_line_bytes = line_bytes;
 	return found;
 }
 
@@ -820,7 +824,7 @@ int srcline_open(int fd, struct srcline **ret)
 	r = elf_open_fd(fd, &s->elf);
 	if (r < 0)
 		return r;
-	r = has_debug_info(s->elf, &debug_bytes);
+	r = has_debug_info(s->elf, &debug_bytes, &s->line_bytes);
 	if (r <= 0)
 		return r < 0 ? r : -ENODATA;
 	if (debug_bytes > SRCLINE_MAX_DEBUG_BYTES)
@@ -892,6 +896,34 @@ static int build_chain(struct srcline *s, struct unit *u, uint32_t scope, Dwarf_
 	return (int)n;
 }
 
+/* Indexes u unless it is (or failed to be).  Returns 0 or the -errno it
+ * failed with: out of memory is tried again, a broken unit is not. */
+static int unit_ready(struct srcline *s, struct unit *u)
+{
+	if (u->state == 0) {
+		int r = unit_load(s, u);
+
+		if (r < 0) {
+			unit_done(u);
+			*u = (struct unit){ .die = u->die };
+			if (r == -ENOMEM)
+				return r;
+		}
+		u->state = r < 0 ? r : 1;
+	}
+	return u->state < 0 ? u->state : 0;
+}
+
+int srcline_index_all(struct srcline *s)
+{
+	if (s->line_bytes > SRCLINE_INDEX_ALL_MAX_LINE_BYTES)
+		return 0;
+	for (size_t i = 0; i < s->n_units; i++)
+		if (unit_ready(s, &s->units[i]) == -ENOMEM)
+			return -ENOMEM;
+	return 0;
+}
+
 int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret, size_t max)
 {
 	struct cache_slot *slot = NULL;
@@ -924,20 +956,12 @@ int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
 	}
 
 	u = unit_for(s, vaddr);
-	if (u && u->state == 0) {
-		int r = unit_load(s, u);
+	if (u) {
+		int r = unit_ready(s, u);
 
-		if (r < 0) {
-			unit_done(u);
-			*u = (struct unit){ .die = u->die };
-			/* out of memory is tried again, a broken unit is not */
-			if (r == -ENOMEM)
-				return r;
-		}
-		u->state = r < 0 ? r : 1;
+		if (r < 0)
+			return r;
 	}
-	if (u && u->state < 0)
-		return u->state;
 	if (u) {
 		scope = unit_scope(u, vaddr);
 		line = unit_line(u, vaddr);

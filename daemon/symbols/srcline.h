@@ -38,9 +38,9 @@ struct srcline_frame {
 /* Debug sections larger than this in all are not read (a file's owner
  * chooses its size; what is read is held in memory, and counted). */
 #define SRCLINE_MAX_DEBUG_BYTES ((uint64_t)1 << 30)
-/* ... and a .debug_line bigger than this: its line programs are decoded on
- * the daemon's loop, a unit's whole at its first lookup.  libLLVM's is
- * ~60 MiB. */
+/* ... and a .debug_line bigger than this: its line programs are decoded,
+ * past SRCLINE_INDEX_ALL_MAX_LINE_BYTES on the daemon's loop, a unit's
+ * whole at its first lookup.  libLLVM's is ~60 MiB. */
 #define SRCLINE_MAX_LINE_BYTES ((uint64_t)256 << 20)
 
 /* Opens the DWARF of the ELF file on fd, whose debug sections are read
@@ -55,6 +55,17 @@ struct srcline_frame {
  * are past SRCLINE_MAX_DEBUG_BYTES or its .debug_line past
  * SRCLINE_MAX_LINE_BYTES (refused unread), -ENOMEM. */
 int srcline_open(int fd, struct srcline **ret);
+
+/* A .debug_line up to this size is decoded whole by srcline_index_all;
+ * past it, each unit at its first lookup. */
+#define SRCLINE_INDEX_ALL_MAX_LINE_BYTES ((uint64_t)32 << 20)
+
+/* Indexes every compile unit now (a lookup indexes its unit the first
+ * time otherwise), for a caller off the daemon's loop (symload.h), so
+ * that lookups there only search; nothing when .debug_line is past
+ * SRCLINE_INDEX_ALL_MAX_LINE_BYTES.  A broken unit stays broken, as for a
+ * lookup.  Returns 0 or -ENOMEM. */
+int srcline_index_all(struct srcline *s);
 
 /* Fills ret[] with the frames at the ELF virtual address vaddr, innermost
  * first: one per inlined subroutine containing vaddr, then the function

@@ -30,6 +30,7 @@
 #include "symbols/jitdump.h"
 #include "symbols/perfmap.h"
 #include "symbols/srcline.h"
+#include "symbols/symload.h"
 #include "symbols/symbolize.h"
 #include "base/u64map.h"
 
@@ -80,6 +81,10 @@ struct module {
 	uint16_t lru_prev, lru_next; /* in the list of modules holding descriptors */
 	struct elf_symtab *symtab;
 	int load_error; /* <0 once loading failed: not retried */
+	/* a table being built on the lane (symload.h): the symbol table (a
+	 * first load, a reload after eviction, or one with a debug file's
+	 * symbols merged, the old one serving meanwhile), the line tables */
+	bool symtab_loading, srcline_loading;
 	char build_id[BUILD_ID_MAX * 2 + 1];
 	int debug_fd;           /* separate debug file, -1 when none (or closed) */
 	uint32_t serial;        /* never the same twice: a job's check that its
@@ -132,9 +137,11 @@ struct symbolizer {
 	size_t cache_limit;           /* bytes of loaded symbol tables */
 	uint64_t clock;
 	char *debug_dir;
-	/* debug searches that read whole files (debugsearch.h), JIT maps'
-	 * parses (jitread.h): the first lane takes only the parses, so that
-	 * a JIT is not named seconds late behind a debug file's CRC */
+	/* debug searches that read whole files (debugsearch.h), tables built
+	 * (symload.h), JIT maps' parses (jitread.h): the first lane takes only
+	 * the parses, so that a JIT is not named seconds late behind a debug
+	 * file's CRC or a big symbol table; the other two take all, so that a
+	 * table is not built behind two CRCs */
 	struct offload *lane;
 	struct symbolizer_stats stats;
 };
@@ -190,7 +197,7 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
 	if (!s->debug_dir || !s->free_ids ||
-	    offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
+	    offload_new(&(struct offload_opts){ .lanes = 3, .small_lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
 						.take_back = true },
 			&s->lane) < 0) {
 		free(s->debug_dir);
@@ -209,15 +216,22 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 	return s;
 }
 
+/* Forgets the demangled names: they are keyed by the address of names in
+ * tables about to be freed. */
+static void forget_demangled(struct module *m)
+{
+	U64MAP_FOREACH(slot, &m->demangled)
+		free((char *)(uintptr_t)slot->value);
+	u64map_done(&m->demangled);
+}
+
 /* Frees what was parsed from a module's files (symbols, lines, demangled
  * names, a JIT's map); its descriptors stay, so it can be parsed again. */
 static void unload(struct module *m)
 {
 	m->perfmap = perfmap_free(m->perfmap);
 	m->perfmap_size = 0;
-	U64MAP_FOREACH(slot, &m->demangled)
-		free((char *)(uintptr_t)slot->value);
-	u64map_done(&m->demangled);
+	forget_demangled(m);
 	m->symtab = elf_symtab_free(m->symtab);
 	m->srcline = srcline_free(m->srcline);
 	m->srcline_error = 0;
@@ -514,6 +528,17 @@ static int stat_mapped_file(pid_t pid, const struct procmap *map, struct file_id
 	return 0;
 }
 
+/* The path a module's file was mapped at, without " (deleted)"; NULL when
+ * out of memory. */
+static char *mapped_path(const struct module *m)
+{
+	char *path = strdup(m->path), *deleted;
+
+	if (path && (deleted = strstr(path, " (deleted)")))
+		*deleted = 0;
+	return path;
+}
+
 /* The descriptor of file module m, opened again if the LRU closed it: from
  * the last process seen mapping it (map_files, or the path in its root),
  * else the path from perfd's own root, and only if it is the very file
@@ -524,7 +549,6 @@ static int module_fd(struct symbolizer *s, struct module *m)
 	static const struct procfs_file_rules binary = { .follow_symlinks = true };
 	struct file_id now;
 	_cleanup_free_ char *path = NULL;
-	char *deleted;
 	int fd;
 
 	if (m->fd >= 0) {
@@ -539,12 +563,9 @@ static int module_fd(struct symbolizer *s, struct module *m)
 	if (fd < 0) {
 		/* the process is gone: the path as perfd sees it, which the
 		 * identity check below tells apart from any other file */
-		path = strdup(m->path);
+		path = mapped_path(m);
 		if (!path)
 			return -ENOMEM;
-		deleted = strstr(path, " (deleted)");
-		if (deleted)
-			*deleted = 0;
 		fd = procfs_open_in_root(AT_FDCWD, path, &binary);
 		if (fd >= 0) {
 			struct stat st;
@@ -865,23 +886,19 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 }
 
 /* Looks m's separate debug file up by build-id (an open and its headers:
- * cheap, done on the loop; the .gnu_debuglink search reads whole files and
- * goes to the lane, see add_debug_symbols) under the root of the last
- * process seen mapping it, into m->debug_fd, counted among the
- * descriptors.  Returns it or -errno. */
+ * cheap, done on the loop when a known debug file's descriptor was closed;
+ * the first lookup is a load's, on the lane, see start_symtab_load) under
+ * the root of the last process seen mapping it, into m->debug_fd, counted
+ * among the descriptors.  Returns it or -errno. */
 static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
 {
-	_cleanup_free_ char *path = strdup(m->path);
+	_cleanup_free_ char *path = mapped_path(m);
 	unsigned refused = 0;
 	char root[64];
-	char *deleted;
 	int dfd;
 
 	if (!path)
 		return -ENOMEM;
-	deleted = strstr(path, " (deleted)");
-	if (deleted)
-		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
 	make_fd_room(s, m, 1);
 	dfd = debuginfo_find(fd, path, root, s->debug_dir, DEBUGINFO_BY_BUILD_ID, NULL, &refused);
@@ -932,98 +949,192 @@ static struct module *module_of_key(struct symbolizer *s, uint64_t key)
 	return m && m->serial == key >> 32 ? m : NULL;
 }
 
-/* A stripped binary (open on fd): its full symbol table may be in a
- * separate debug file (found the way gdb does, under the process's root)
- * or in its MiniDebugInfo.  The build-id lookup is cheap and done here;
- * the rest reads whole files and goes to the lane (debugsearch.h), the
- * binary named from .dynsym until symbolizer_complete() merges what it
- * found.  Failing all, .dynsym is what there is. */
-static void add_debug_symbols(struct symbolizer *s, struct module *m, int fd)
+/* Has the lane build m's symbol table (symload.h), unless it does
+ * already: from the binary, with the symbols of a stripped binary's debug
+ * file merged, as m->debug_source says (the build-id lookup on the lane
+ * too, the first time; the slower searches follow in symload_done).  The
+ * table m has, if any, serves until the new one is taken back.  Nothing
+ * when m has no descriptor now (tried again when a process maps it). */
+static void start_symtab_load(struct symbolizer *s, struct module *m)
 {
 	_cleanup_free_ char *path = NULL;
+	struct symload *l;
+	char root[64];
+	int fd, dfd = -1;
+
+	if (m->symtab_loading)
+		return;
+	fd = module_fd(s, m);
+	if (fd < 0)
+		return;
+	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_FILE)
+		dfd = module_debug_fd(s, m); /* back to unsearched when it is gone */
+	if (symload_new(module_key(s, m), SYMLOAD_SYMBOLS, fd, dfd, &l) < 0)
+		return; /* out of memory or descriptors: tried again at the next lookup */
+	l->mini = m->debug_source == DEBUG_MINI;
+	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_UNSEARCHED) {
+		path = mapped_path(m);
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+		if (!path || symload_set_search(l, path, root, s->debug_dir) < 0) {
+			symload_free(l);
+			return;
+		}
+	}
+	/* an unbounded pool refuses only after offload_finish, never called
+	 * on this one (offload_free stops it) */
+	(void)offload_submit(s->lane, &l->job);
+	m->symtab_loading = true;
+	s->stats.symtab_loads_pending++;
+	s->stats.cache_misses++;
+}
+
+/* Has the lane open m's DWARF line tables (the binary's, else its debug
+ * file's), unless it does already or cannot now. */
+static void start_line_load(struct symbolizer *s, struct module *m)
+{
+	struct symload *l;
+	int fd, dfd;
+
+	if (m->srcline_loading)
+		return;
+	fd = module_fd(s, m);
+	if (fd < 0) {
+		if (fd != -EBADF) /* no descriptor now: another time */
+			m->srcline_error = fd;
+		return;
+	}
+	dfd = module_debug_fd(s, m);
+	if (symload_new(module_key(s, m), SYMLOAD_LINES, fd, dfd, &l) < 0)
+		return;
+	(void)offload_submit(s->lane, &l->job);
+	m->srcline_loading = true;
+	s->stats.line_loads_pending++;
+}
+
+/* A stripped binary whose debug file no build-id names: the .gnu_debuglink
+ * search and MiniDebugInfo read whole files and go to the lane
+ * (debugsearch.h); what they find is merged by another load. */
+static void start_debug_search(struct symbolizer *s, struct module *m)
+{
+	_cleanup_free_ char *path = mapped_path(m);
 	struct debugsearch *q;
 	char root[64];
-	char *deleted;
-	int r;
-	void *image;
-	size_t size;
-	int dfd;
-
-	switch (m->debug_source) {
-	case DEBUG_NONE:
-	case DEBUG_SEARCHING:
-		return;
-	case DEBUG_FILE:
-		dfd = module_debug_fd(s, m);
-		if (dfd >= 0)
-			(void)elf_symtab_add_from_fd(m->symtab, dfd);
-		return;
-	case DEBUG_MINI:
-		if (debuginfo_minidebuginfo(fd, &image, &size) == 0) {
-			(void)elf_symtab_add_from_memory(m->symtab, image, size);
-			free(image);
-		}
-		return;
-	case DEBUG_UNSEARCHED:
-		break;
-	}
+	int fd = module_fd(s, m);
 
 	m->debug_source = DEBUG_NONE;
-	dfd = find_debug_file(s, m, fd);
-	if (dfd >= 0) {
-		r = elf_symtab_add_from_fd(m->symtab, dfd);
-		s->stats.debug_files += r >= 0;
-		s->stats.tables_refused += r == -EFBIG;
-		m->debug_source = DEBUG_FILE;
+	if (!path || fd < 0)
 		return;
-	}
-	path = strdup(m->path);
-	if (!path)
-		return;
-	deleted = strstr(path, " (deleted)");
-	if (deleted)
-		*deleted = 0;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
 	/* the job keeps a descriptor of its own: the LRU may close fd */
 	if (debugsearch_new(module_key(s, m), fd, path, root, s->debug_dir, &q) < 0)
 		return; /* out of memory or descriptors: named from .dynsym */
-	/* an unbounded pool refuses only after offload_finish, never called
-	 * on this one (offload_free stops it) */
 	(void)offload_submit(s->lane, &q->job);
 	m->debug_source = DEBUG_SEARCHING;
 	s->stats.debug_searches_pending++;
 }
 
+/* Gives m the descriptor of its debug file, dfd, counted. */
+static void take_debug_fd(struct symbolizer *s, struct module *m, int dfd)
+{
+	make_fd_room(s, m, 1);
+	s->open_fds -= m->debug_fd >= 0;
+	closep(&m->debug_fd);
+	m->debug_fd = dfd;
+	s->open_fds++;
+	lru_touch(s, m);
+	m->debug_source = DEBUG_FILE;
+}
+
+/* Takes a built table back (a module given back meanwhile, whose id may
+ * name another file now, takes nothing: the serial says).  A stripped
+ * binary whose debug file was not found by build-id gets its slower
+ * search now. */
+static void symload_done(struct symbolizer *s, struct symload *l)
+{
+	struct module *m = module_of_key(s, l->job.key);
+
+	if (l->what == SYMLOAD_LINES) {
+		s->stats.line_loads_pending--;
+		if (!m || !m->srcline_loading)
+			return;
+		m->srcline_loading = false;
+		s->stats.tables_refused += l->error == -EFBIG;
+		if (l->error < 0) {
+			m->srcline_error = l->error;
+			return;
+		}
+		m->srcline = srcline_free(m->srcline);
+		m->srcline = TAKE_PTR(l->srcline);
+		trim_cache(s, m); /* line tables count against the cache too */
+		return;
+	}
+	s->stats.symtab_loads_pending--;
+	if (!m || !m->symtab_loading)
+		return;
+	m->symtab_loading = false;
+	s->stats.debug_files_refused += l->refused;
+	if (l->error < 0) {
+		s->stats.tables_refused += l->error == -EFBIG;
+		if (!m->symtab) /* a reload that failed keeps the table it had */
+			m->load_error = l->error;
+		return;
+	}
+	forget_demangled(m);
+	elf_symtab_free(m->symtab);
+	m->symtab = TAKE_PTR(l->symtab);
+	s->stats.modules_loaded++;
+	/* a debug file counts once, when found (here, or by a search) */
+	if (l->found_debug_fd >= 0) {
+		s->stats.debug_files += l->merge_error >= 0;
+		take_debug_fd(s, m, TAKE_FD(l->found_debug_fd));
+	}
+	s->stats.tables_refused += l->merge_error == -EFBIG;
+	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab)) {
+		if (m->debug_source == DEBUG_UNSEARCHED)
+			start_debug_search(s, m);
+		else if ((m->debug_source == DEBUG_FILE || m->debug_source == DEBUG_MINI) &&
+			 l->merge_error == 1)
+			start_symtab_load(s, m); /* a search ended while it was built */
+	}
+	trim_cache(s, m);
+}
+
 /* Takes a finished search back: its debug file or MiniDebugInfo becomes
- * the module's, merged now if its symbols are loaded (else at the next
- * load, as after an eviction).  A module given back meanwhile (its id may
- * name another file now: the serial says) takes nothing. */
+ * the module's, merged by a load on the lane if its symbols are loaded
+ * (else at the next load, as after an eviction).  A module given back
+ * meanwhile takes nothing. */
 static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 {
 	struct module *m = module_of_key(s, q->job.key);
+	struct symload *l;
+	int fd;
 
 	s->stats.debug_searches_pending--;
 	s->stats.debug_files_refused += q->refused;
 	if (!m || m->debug_source != DEBUG_SEARCHING)
 		return;
 	m->debug_source = DEBUG_NONE;
-	if (q->debug_fd >= 0) {
-		int r = m->symtab ? elf_symtab_add_from_fd(m->symtab, q->debug_fd) : 0;
-
-		make_fd_room(s, m, 1);
-		m->debug_fd = TAKE_FD(q->debug_fd);
-		s->open_fds++;
-		lru_touch(s, m);
-		m->debug_source = DEBUG_FILE;
-		s->stats.debug_files += r >= 0;
-		s->stats.tables_refused += r == -EFBIG;
-	} else if (q->image) {
+	s->stats.debug_files += q->debug_fd >= 0;
+	s->stats.minidebuginfo += q->debug_fd < 0 && q->image;
+	if (q->debug_fd >= 0)
+		take_debug_fd(s, m, TAKE_FD(q->debug_fd));
+	else if (q->image)
 		m->debug_source = DEBUG_MINI;
-		if (!m->symtab || elf_symtab_add_from_memory(m->symtab, q->image, q->image_size) >= 0)
-			s->stats.minidebuginfo++;
+	if (m->debug_source == DEBUG_NONE || !m->symtab || m->symtab_loading)
+		return;
+	if (m->debug_source == DEBUG_FILE) {
+		start_symtab_load(s, m);
+		return;
 	}
-	if (m->symtab)
-		trim_cache(s, m);
+	/* the image unpacked once: the load takes it */
+	fd = module_fd(s, m);
+	if (fd < 0 || symload_new(module_key(s, m), SYMLOAD_SYMBOLS, fd, -1, &l) < 0)
+		return;
+	l->image = TAKE_PTR(q->image);
+	l->image_size = q->image_size;
+	(void)offload_submit(s->lane, &l->job);
+	m->symtab_loading = true;
+	s->stats.symtab_loads_pending++;
 }
 
 /* Takes a finished parse back: its map becomes the module's, unless it is
@@ -1061,6 +1172,9 @@ void symbolizer_complete(struct symbolizer *s)
 		if (jitread_is(j)) {
 			jit_read_done(s, jitread_of(j));
 			jitread_free(jitread_of(j));
+		} else if (symload_is(j)) {
+			symload_done(s, symload_of(j));
+			symload_free(symload_of(j));
 		} else {
 			debug_search_done(s, debugsearch_of(j));
 			debugsearch_free(debugsearch_of(j));
@@ -1073,32 +1187,58 @@ int symbolizer_fd(const struct symbolizer *s)
 	return offload_fd(s->lane);
 }
 
-/* m's symbol table, parsed now if it is not loaded; NULL when it cannot
- * be (no descriptor now: tried again when a process maps the file). */
+/* m's symbol table, or NULL when it is not loaded: its load is started
+ * then (start_symtab_load), and the frame named as module+offset until
+ * it is taken back; NULL also when it cannot be loaded. */
 static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 {
-	int r, fd;
-
 	m->last_used = ++s->clock;
 	if (m->symtab || m->load_error < 0) {
 		s->stats.cache_hits += m->symtab != NULL;
 		return m->symtab;
 	}
-	fd = module_fd(s, m);
-	if (fd < 0)
-		return NULL;
-	s->stats.cache_misses++;
-	r = elf_symtab_load_fd(fd, &m->symtab);
-	if (r < 0) {
-		m->load_error = r;
-		s->stats.tables_refused += r == -EFBIG;
-		return NULL;
+	start_symtab_load(s, m);
+	return NULL;
+}
+
+bool symbolizer_frame_pending(struct symbolizer *s, uint64_t frame, bool lines)
+{
+	struct module *m = module_of(s, frame_module(frame));
+
+	if (!m || m->kind == MODULE_JIT)
+		return false;
+	if (!m->symtab)
+		(void)module_symtab(s, m);
+	if (m->symtab_loading)
+		return true;
+	if (lines && m->kind == MODULE_FILE && m->symtab && !m->srcline && !m->srcline_error)
+		start_line_load(s, m);
+	return lines && m->srcline_loading;
+}
+
+size_t symbolizer_loads_pending(const struct symbolizer *s)
+{
+	return s->stats.symtab_loads_pending + s->stats.line_loads_pending;
+}
+
+int symbolizer_settle(struct symbolizer *s, unsigned timeout_ms)
+{
+	uint64_t end = now_monotonic_ns() + (uint64_t)timeout_ms * 1000000;
+
+	for (;;) {
+		uint64_t now = now_monotonic_ns();
+		int r;
+
+		symbolizer_complete(s);
+		if (!symbolizer_loads_pending(s) && !s->stats.debug_searches_pending &&
+		    !s->stats.jit_maps_pending)
+			return 0;
+		if (now >= end)
+			return -ETIMEDOUT;
+		r = offload_wait_idle(s->lane, (unsigned)((end - now) / 1000000) + 1);
+		if (r < 0 && r != -ETIMEDOUT)
+			return r;
 	}
-	s->stats.modules_loaded++;
-	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab))
-		add_debug_symbols(s, m, fd);
-	trim_cache(s, m);
-	return m->symtab;
 }
 
 static const char *special_name(uint64_t what)
@@ -1314,17 +1454,8 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 	t = m->kind == MODULE_FILE ? module_symtab(s, m) : NULL;
 	if (!t || elf_symtab_offset_to_vaddr(t, frame_address(frame), &vaddr) < 0)
 		return resolve_symbol(s, frame, out, scratch, size);
-	if (!m->srcline && !m->srcline_error) {
-		int fd = module_fd(s, m), r = fd >= 0 ? srcline_open(fd, &m->srcline) : fd;
-
-		if (r == -ENODATA && (fd = module_debug_fd(s, m)) >= 0)
-			r = srcline_open(fd, &m->srcline);
-		s->stats.tables_refused += r == -EFBIG;
-		if (r < 0 && r != -EBADF) /* no descriptor now: another time */
-			m->srcline_error = r;
-		else if (r >= 0)
-			trim_cache(s, m); /* line tables count against the cache too */
-	}
+	if (!m->srcline && !m->srcline_error)
+		start_line_load(s, m); /* named without lines until it is done */
 	n = m->srcline ? srcline_lookup(m->srcline, vaddr, chain, ELEMENTSOF(chain)) : 0;
 	if (n <= 0)
 		return resolve_symbol(s, frame, out, scratch, size);

@@ -13,7 +13,8 @@
  *    deleted since, and for other mount namespaces) and keeps the
  *    descriptor, so symbols and unwind tables can still be read after the
  *    process has gone.  Symbols are parsed once, on the first query that
- *    needs them, however many processes map the file;
+ *    needs them (built on a lane: see symbolizer_fd), however many processes
+ *    map the file;
  *  - the vDSO: one image for the whole kernel, read from perfd's own;
  *  - a process's JIT code, named by its /tmp/perf-PID.map, re-read when a
  *    lookup misses and the file has grown.  The map is the process's to
@@ -102,6 +103,10 @@ struct symbolizer_stats {
 				     * own directory */
 	size_t minidebuginfo;  /* ... or in MiniDebugInfo */
 	size_t debug_searches_pending; /* debuglink/MiniDebugInfo searches on the lane */
+	/* tables being built on the lane (symload.h): symbol tables (first
+	 * loads, reloads after eviction, debug symbols' merges), and DWARF
+	 * line tables; their frames count as pending meanwhile */
+	size_t symtab_loads_pending, line_loads_pending;
 	size_t tables_refused; /* symbol, string or line tables past their caps
 				* (ELFSYM_MAX_TABLE_BYTES, SRCLINE_MAX_*): not read */
 	size_t jit_maps;       /* perf maps and jitdumps parsed (re-reads included) */
@@ -152,6 +157,21 @@ int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_n
 #define SYMBOLIZER_JIT_CHECK_NS (100 * 1000 * 1000ULL)
 void symbolizer_note_jit_frame(struct symbolizer *s, uint64_t frame);
 
+/* Whether frame's name (and, with lines, its source lines) waits for a
+ * table being built on the lane; starts building it if it is not loaded.
+ * Until it is done the frame is named without it: module+offset (or the
+ * table it had before a merge), without lines.  Cheap: a query asks it of
+ * every distinct frame it answers (model.h), persist of every frame it
+ * writes. */
+bool symbolizer_frame_pending(struct symbolizer *s, uint64_t frame, bool lines);
+/* Tables being built now (symbol and line tables; the lane's other jobs,
+ * debug searches and JIT maps, not counted). */
+size_t symbolizer_loads_pending(const struct symbolizer *s);
+/* Waits, up to timeout_ms, until every job of the lane is done and taken
+ * back (symbolizer_complete), those the takings start too.  For tests and
+ * tools that name frames without a loop.  Returns 0 or -ETIMEDOUT. */
+int symbolizer_settle(struct symbolizer *s, unsigned timeout_ms);
+
 /* Writes the name of frame into buf (always NUL-terminated; truncated to
  * size) and returns buf.  Frames are never reported as errors: what cannot
  * be named prints as "module+0xOFFSET" or "[unknown]". */
@@ -192,11 +212,14 @@ size_t symbolizer_release_unused(struct symbolizer *s, const struct module_set *
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);
 
-/* Searches that read whole files (a .gnu_debuglink candidate's CRC,
- * MiniDebugInfo's decompression) run on a thread of the symbolizer's
- * (symbols/debugsearch.h); until one is done the binary is named from its
- * own symbols.  symbolizer_fd is readable when some are done, and
- * symbolizer_complete, on the caller's thread, merges what they found. */
+/* What takes long runs on the symbolizer's lanes: building a module's
+ * symbol table (and merging its debug file's) or line tables
+ * (symbols/symload.h), the searches that read whole files (a
+ * .gnu_debuglink candidate's CRC, MiniDebugInfo's decompression:
+ * symbols/debugsearch.h), JIT maps' parses (symbols/jitread.h); until one
+ * is done the module is named as it was.  symbolizer_fd is readable when
+ * some are done, and symbolizer_complete, on the caller's thread, takes
+ * what they built. */
 int symbolizer_fd(const struct symbolizer *s);
 void symbolizer_complete(struct symbolizer *s);
 

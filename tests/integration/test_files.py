@@ -362,6 +362,13 @@ def status_latencies_until(daemon, done, timeout=60):
         time.sleep(0.005)
 
 
+def settled(answer):
+    """Whether status says no symbol table and no debug search is under way
+    (a stripped binary's search starts once its own table is loaded)."""
+    return all(answer["symbols"].get(k, 0) == 0
+               for k in ("symtab_loads_pending", "debug_searches_pending"))
+
+
 def test_debug_link_crc_is_read_off_the_loop(tmp_path):
     """A process maps DEBUGLINK_LIBS stripped libraries whose .gnu_debuglink
     names a debug file just under the 64 MiB cap, read whole for its CRC
@@ -379,8 +386,7 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
             # and the lane verified them all (libc's debug file, found by
             # build-id when libc is sampled, may count too)
             seen = status_latencies_until(
-                daemon, lambda a: snap.proc.poll() is not None and
-                a["symbols"].get("debug_searches_pending", 0) == 0 and
+                daemon, lambda a: snap.proc.poll() is not None and settled(a) and
                 a["symbols"].get("debug_files", 0) >= DEBUGLINK_LIBS)
             rc, first, err = snap.output()
             assert rc == 0, err
@@ -398,9 +404,9 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
             rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1")
             assert rc == 0, err
             assert "debuglinked_spin" in out, f"not named from the debug file:\n{out[:2000]}"
-            sym = symbols(daemon)
+            # every search done, those of binaries the last snapshot met too
+            sym = status_latencies_until(daemon, settled)[-1][1]["symbols"]
             assert sym["debug_files"] >= DEBUGLINK_LIBS, sym
-            assert sym["debug_searches_pending"] == 0, sym
         finally:
             w.kill()
         assert daemon.alive(), daemon.stderr()[-4000:]
@@ -553,3 +559,142 @@ def test_mapped_binary_truncated_by_its_owner(tmp_path):
         status_within_deadline(daemon)
     finally:
         daemon.kill()
+
+
+# --- tables built off the loop -------------------------------------------------
+
+# One-byte functions in the crafted binaries' .symtab: reading and sorting
+# them took the loop 1-3 s (module_symtab, at the first query naming the
+# binary or the first flush of the state directory meeting it).
+HUGE_SYMBOLS = 1_000_000
+# Nops in the crafted unit of one line each: 2 M rows in one line table,
+# which libdw decodes whole at the unit's first lookup.
+HUGE_LINES = 2_000_000
+
+HUGE_MAIN = ("#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
+             "volatile unsigned long huge_sink;\n"
+             "void huge_lines_spin(void);\n"
+             "static void __attribute__((noinline)) huge_table_spin(void)\n{\n"
+             "\tfor (int i = 0; i < 1000000; i++)\n\t\thuge_sink += i;\n}\n"
+             "int main(int argc, char **argv)\n{\n"
+             "\tstruct timespec t0, t;\n\tint lines = argc > 2;\n"
+             "\tclock_gettime(CLOCK_MONOTONIC, &t0);\n"
+             "\tprintf(\"ready\\n\");\n\tfflush(stdout);\n"
+             "\tfor (;;) {\n\t\tif (lines)\n\t\t\thuge_lines_spin();\n\t\telse\n"
+             "\t\t\thuge_table_spin();\n"
+             "\t\tclock_gettime(CLOCK_MONOTONIC, &t);\n"
+             "\t\tif (t.tv_sec - t0.tv_sec >= atoi(argv[1]))\n\t\t\treturn 0;\n\t}\n}\n")
+# huge_lines_spin is in the crafted unit: its frames need that unit's lines
+HUGE_SPIN_ASM = ("\t.text\n\t.globl huge_lines_spin\n\t.type huge_lines_spin, @function\n"
+                 "huge_lines_spin:\n\tmov $1000000, %ecx\n1:\n\tdec %ecx\n\tjnz 1b\n\tret\n"
+                 "\t.size huge_lines_spin, .-huge_lines_spin\n")
+
+
+def huge_binary(tmp_path, symbols=HUGE_SYMBOLS, lines=0):
+    """A program whose .symtab holds `symbols` one-byte functions besides
+    huge_table_spin (static: only .symtab names it), or, with lines, whose
+    huge_lines_spin sits in an assembler unit of `lines` lines, assembled
+    with line info (gcc -g).  Run it as PROG SECONDS [lines]."""
+    (tmp_path / "main.c").write_text(HUGE_MAIN)
+    with open(tmp_path / "fill.s", "w") as f:
+        f.write(HUGE_SPIN_ASM)
+        for i in range(symbols):
+            f.write(f"\t.type filler_{i}, @function\nfiller_{i}:\n\tnop\n\t.size filler_{i}, 1\n")
+        f.write("\tnop\n" * lines)
+        f.write('\t.section .note.GNU-stack,"",@progbits\n')
+    prog = str(tmp_path / "huge")
+    subprocess.run(["gcc", "-O1", *(["-g"] if lines else []), "-o", prog,
+                    str(tmp_path / "main.c"), str(tmp_path / "fill.s")], check=True)
+    return prog
+
+
+def first_naming(argv, *args, pending=("symtab_loads_pending",), then=None):
+    """Runs argv (printing "ready") under a daemon of its own for a second,
+    then snapshots it (perfctl snapshot ARGS, 2 s) while asking status back
+    to back, until the snapshot has answered and nothing of `pending` is
+    left; then(daemon, workload), if given, while it still runs.  Returns
+    (the snapshot's output, every status latency, those taken while
+    something of `pending` was loading, the symbols' status after)."""
+    daemon = calm_daemon()
+    try:
+        w = perfdtest.Workload("huge", command=argv)
+        try:
+            w.expect_line("ready")
+            time.sleep(1)
+            snap = BackgroundSnapshot(daemon, w.pid, *args, duration=2)
+            try:
+                seen = status_latencies_until(
+                    daemon, lambda a: snap.proc.poll() is not None and
+                    all(a["symbols"].get(k, 0) == 0 for k in pending), timeout=120)
+                rc, out, err = snap.output()
+            finally:
+                snap.kill()
+            assert rc == 0, err
+            if then:
+                then(daemon, w)
+        finally:
+            w.kill()
+        sym = symbols(daemon)
+        assert daemon.alive(), daemon.stderr()[-4000:]
+    finally:
+        daemon.kill()
+    took = [t for t, _ in seen]
+    loading = [t for t, a in seen if any(a["symbols"].get(k, 0) > 0 for k in pending)]
+    return out, took, loading, sym
+
+
+def assert_loaded_off_the_loop(what, took, loading):
+    print(f"{what}: {len(loading)} status answers while it loaded, slowest "
+          f"{max(loading, default=0) * 1000:.1f} ms; all: {perfdtest.status_figures(took)}")
+    perfdtest.assert_status_budget(took)
+    # the counter says it was loading, and status answered meanwhile
+    assert len(loading) >= 3, f"only {len(loading)} status answers while it loaded"
+
+
+def test_huge_symbol_table_is_built_off_the_loop(tmp_path):
+    """A binary with HUGE_SYMBOLS functions in its .symtab, running for a
+    second before anyone asks: the first snapshot of it has its table read
+    and sorted on a lane (symbols.symtab_loads_pending counts it) while
+    root's status answers within 100 ms, and the snapshot, which waits for
+    the table, names the function the binary spins in."""
+    out, took, loading, sym = first_naming([huge_binary(tmp_path), "60"])
+    assert "huge_table_spin" in out, f"not named from its .symtab:\n{out[:2000]}"
+    assert_loaded_off_the_loop(f"{HUGE_SYMBOLS} symbols", took, loading)
+    assert sym["symtab_loads_pending"] == 0, sym
+
+
+def test_huge_debug_file_is_merged_off_the_loop(tmp_path):
+    """The same binary stripped, its HUGE_SYMBOLS functions in a debug file
+    named by its .gnu_debuglink: the file's CRC is read on a lane, and its
+    table is read, sorted and merged there too; status answers within
+    100 ms throughout, and a snapshot once it is done names the static
+    function only the debug file knows."""
+    prog = huge_binary(tmp_path)
+    debug = prog + ".debug"
+    subprocess.run(["objcopy", "--only-keep-debug", prog, debug], check=True)
+    subprocess.run(["strip", "--strip-all", prog], check=True)
+    subprocess.run(["objcopy", f"--add-gnu-debuglink={debug}", prog], check=True)
+
+    def named_from_the_debug_file(daemon, w):
+        rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "1")
+        assert rc == 0, err
+        assert "huge_table_spin" in out, f"not named from the debug file:\n{out[:2000]}"
+
+    _, took, loading, sym = first_naming(
+        [prog, "60"], pending=("symtab_loads_pending", "debug_searches_pending"),
+        then=named_from_the_debug_file)
+    assert_loaded_off_the_loop(f"a debug file of {HUGE_SYMBOLS} symbols", took, loading)
+    assert sym["debug_files"] >= 1, sym
+
+
+def test_huge_line_table_is_opened_off_the_loop(tmp_path):
+    """A binary whose hot function sits in a unit of HUGE_LINES line rows:
+    the first --lines snapshot has its DWARF opened and the unit's line
+    program decoded on a lane (symbols.line_loads_pending) while status
+    answers within 100 ms, and it gives the function's file and line."""
+    out, took, loading, _ = first_naming(
+        [huge_binary(tmp_path, symbols=0, lines=HUGE_LINES), "60", "lines"], "--lines",
+        pending=("symtab_loads_pending", "line_loads_pending"))
+    assert "huge_lines_spin" in out and "fill.s:" in out, \
+        f"no line for the crafted unit:\n{out[:2000]}"
+    assert_loaded_off_the_loop(f"{HUGE_LINES} line rows", took, loading)

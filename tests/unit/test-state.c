@@ -232,7 +232,7 @@ Test(persist, a_store_read_back_holds_every_value_under_its_names)
 
 	ps = sampled_into_new_state(a, t0, now, three_to_one);
 	{
-		struct persist_names names = { fake_resolve, fake_describe, ps };
+		struct persist_names names = { fake_resolve, fake_describe, ps, NULL };
 
 		persist_flush(ps, a, &names, 10000000, now, false);
 		persist_get_stats(ps, &st);
@@ -279,7 +279,7 @@ Test(persist, the_restored_names_go_with_the_windows_that_named_them)
 
 	ps = sampled_into_new_state(a, t0, now, one_then_the_other);
 	{
-		struct persist_names names = { fake_resolve, fake_describe, ps };
+		struct persist_names names = { fake_resolve, fake_describe, ps, NULL };
 
 		persist_flush(ps, a, &names, 10000000, now, true);
 	}
@@ -295,7 +295,7 @@ Test(persist, the_restored_names_go_with_the_windows_that_named_them)
 	cr_assert_eq(as.restored_table_bytes, whole, "the store counts %zu of %zu bytes",
 		     as.restored_table_bytes, whole);
 	{
-		struct persist_names names = { fake_resolve, fake_describe, again };
+		struct persist_names names = { fake_resolve, fake_describe, again, NULL };
 		/* the first 20 s are past the retention: the first function's
 		 * stack goes, and its name with it; the second's stays */
 		uint64_t later = t0 + (3600 + 20) * SEC;

@@ -80,16 +80,44 @@ static uint64_t own_start_ns(void)
 	return ticks * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
+/* Has the lane build what frame's names need (symbol table, line tables),
+ * and takes it back. */
+static void settle_frame(struct symbolizer *s, uint64_t frame, bool lines)
+{
+	for (int i = 0; i < 4 && symbolizer_frame_pending(s, frame, lines); i++)
+		cr_assert_eq(symbolizer_settle(s, 30000), 0, "the symbolizer's lane did not settle");
+	cr_assert_not(symbolizer_frame_pending(s, frame, lines));
+}
+
+/* The name of a frame once the lane has built what names it: the first
+ * ask starts the build (symbol table, JIT map) and names nothing new, the
+ * lane's answers are taken back, then the frame is named again. */
+static const char *settled_name(struct symbolizer *s, uint64_t frame, char *buf, size_t size)
+{
+	(void)symbolizer_frame_name(s, frame, buf, size);
+	cr_assert_eq(symbolizer_settle(s, 30000), 0, "the symbolizer's lane did not settle");
+	settle_frame(s, frame, false);
+	return symbolizer_frame_name(s, frame, buf, size);
+}
+
+/* symbolizer_resolve, once the lane has built what it needs. */
+static size_t settled_resolve(struct symbolizer *s, uint64_t frame, bool lines,
+			      struct frame_record *out, size_t cap, char *scratch, size_t size)
+{
+	settle_frame(s, frame, lines);
+	return symbolizer_resolve(s, frame, lines, out, cap, scratch, size);
+}
+
 Test(symbolize, own_function_and_libc)
 {
 	struct symbolizer *s = make(0, true);
 	char buf[256];
 
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_of(s, (uintptr_t)&symbolize_test_function + 2),
+	cr_assert_str_eq(settled_name(s, frame_of(s, (uintptr_t)&symbolize_test_function + 2),
 					       buf, sizeof(buf)),
 			 "symbolize_test_function");
 	/* getpid or its alias __getpid, as libc's debug file ranks them */
-	cr_assert(strstr(symbolizer_frame_name(s, frame_of(s, (uintptr_t)&getpid + 1), buf,
+	cr_assert(strstr(settled_name(s, frame_of(s, (uintptr_t)&getpid + 1), buf,
 					       sizeof(buf)), "getpid"), "libc frame named %s", buf);
 	symbolizer_free(s);
 }
@@ -103,28 +131,9 @@ Test(symbolize, vdso_functions_are_named)
 
 	cr_assert_not_null(fn, "no __vdso_clock_gettime in this process");
 	cr_assert_gt(symbolizer_vdso_module(s), 0);
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_of(s, (uintptr_t)fn + 4), buf, sizeof(buf)),
+	cr_assert_str_eq(settled_name(s, frame_of(s, (uintptr_t)fn + 4), buf, sizeof(buf)),
 			 "__vdso_clock_gettime");
 	symbolizer_free(s);
-}
-
-/* The name of a JIT frame once the lane has parsed its map: the first ask
- * starts the parse (and names nothing new), the lane's answer is taken
- * back, then the frame is named again. */
-static const char *jit_frame_name(struct symbolizer *s, uint64_t frame, char *buf, size_t size)
-{
-	struct symbolizer_stats st;
-	struct pollfd pfd = { .fd = symbolizer_fd(s), .events = POLLIN };
-
-	(void)symbolizer_frame_name(s, frame, buf, size);
-	for (int i = 0; i < 100; i++) {
-		symbolizer_get_stats(s, &st);
-		if (st.jit_maps_pending == 0)
-			break;
-		(void)poll(&pfd, 1, 100);
-		symbolizer_complete(s);
-	}
-	return symbolizer_frame_name(s, frame, buf, size);
 }
 
 Test(symbolize, jit_names_from_a_perf_map_that_grows)
@@ -138,14 +147,14 @@ Test(symbolize, jit_names_from_a_perf_map_that_grows)
 	fflush(f);
 	id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, geteuid());
 	cr_assert_gt(id, 0);
-	cr_assert_str_eq(jit_frame_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
+	cr_assert_str_eq(settled_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
 			 "JS:*first");
 	fprintf(f, "7f0000002000 100 JS:*second\n");
 	fflush(f);
 	unlink(path); /* read through the descriptor, like after the process exits */
-	cr_assert_str_eq(jit_frame_name(s, frame_make(id, 0x7f0000002010), buf, sizeof(buf)),
+	cr_assert_str_eq(settled_name(s, frame_make(id, 0x7f0000002010), buf, sizeof(buf)),
 			 "JS:*second");
-	cr_assert(strncmp(jit_frame_name(s, frame_make(id, 0x7f0000009000), buf, sizeof(buf)),
+	cr_assert(strncmp(settled_name(s, frame_make(id, 0x7f0000009000), buf, sizeof(buf)),
 			  "[jit]+0x", 8) == 0);
 	fclose(f);
 	symbolizer_free(s);
@@ -252,14 +261,14 @@ Test(symbolize, jit_map_grown_past_the_cap_is_not_reread)
 	fflush(f);
 	id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, geteuid());
 	cr_assert_gt(id, 0);
-	cr_assert_str_eq(jit_frame_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
+	cr_assert_str_eq(settled_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
 			 "JS:*first");
 	cr_assert_eq(ftruncate(fd, (off_t)PERFMAP_MAX_BYTES + 4096), 0);
 	/* a miss would re-read the grown map: refused, the old names stay */
 	for (int i = 0; i < 3; i++)
-		cr_assert(strncmp(symbolizer_frame_name(s, frame_make(id, 0x7f0000009000), buf,
+		cr_assert(strncmp(settled_name(s, frame_make(id, 0x7f0000009000), buf,
 							sizeof(buf)), "[jit]+0x", 8) == 0);
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
+	cr_assert_str_eq(settled_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
 			 "JS:*first");
 	symbolizer_get_stats(s, &st);
 	cr_expect_eq(st.jit_maps_refused, 1, "refused %zu", st.jit_maps_refused);
@@ -278,9 +287,9 @@ Test(symbolize, tiny_cache_evicts_and_reparses)
 	char buf[256];
 
 	for (int round = 0; round < 3; round++) {
-		cr_assert_str_eq(symbolizer_frame_name(s, own, buf, sizeof(buf)),
+		cr_assert_str_eq(settled_name(s, own, buf, sizeof(buf)),
 				 "symbolize_test_function");
-		cr_assert(strstr(symbolizer_frame_name(s, libc, buf, sizeof(buf)), "getpid"),
+		cr_assert(strstr(settled_name(s, libc, buf, sizeof(buf)), "getpid"),
 			  "libc frame named %s", buf);
 	}
 	symbolizer_get_stats(s, &st);
@@ -304,12 +313,12 @@ Test(symbolize, records_carry_the_start_line)
 
 	cr_assert_eq(start_line_function(&x), 7);
 	frame = frame_of(s, (uintptr_t)&start_line_function + 1);
-	n = symbolizer_resolve(s, frame, true, rec, ELEMENTSOF(rec), scratch, sizeof(scratch));
+	n = settled_resolve(s, frame, true, rec, ELEMENTSOF(rec), scratch, sizeof(scratch));
 	cr_assert_geq(n, 1);
 	cr_assert_str_eq(rec[0].function, "start_line_function");
 	cr_assert(rec[0].file && strstr(rec[0].file, "test-symbolize.c"), "file %s", rec[0].file);
 	cr_assert_eq(rec[0].start_line, start_line_function_line);
-	n = symbolizer_resolve(s, frame, false, rec, ELEMENTSOF(rec), scratch, sizeof(scratch));
+	n = settled_resolve(s, frame, false, rec, ELEMENTSOF(rec), scratch, sizeof(scratch));
 	cr_assert_eq(n, 1);
 	cr_assert_eq(rec[0].start_line, 0);
 	symbolizer_free(s);
@@ -340,7 +349,7 @@ Test(symbolize, the_kernel_is_a_module_with_its_build_id)
 	cr_assert(symbolizer_describe_module(s, FRAME_MODULE_KERNEL, &kpath, &build_id));
 	cr_assert_str_eq(kpath, "[kernel.kallsyms]");
 	cr_assert_str_eq(build_id, "cafe0042");
-	cr_assert_eq(symbolizer_resolve(s, frame_make(FRAME_MODULE_KERNEL, 0x81000000), true, &rec,
+	cr_assert_eq(settled_resolve(s, frame_make(FRAME_MODULE_KERNEL, 0x81000000), true, &rec,
 					1, scratch, sizeof(scratch)),
 		     1);
 	cr_assert_eq(rec.kind, FRAME_KIND_KERNEL);
@@ -360,14 +369,14 @@ Test(symbolize, unknown_and_special_frames)
 	struct symbolizer *s = make(0, true);
 	char buf[64];
 
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(FRAME_MODULE_NONE, 0x1234), buf,
+	cr_assert_str_eq(settled_name(s, frame_make(FRAME_MODULE_NONE, 0x1234), buf,
 					       sizeof(buf)),
 			 "[unknown]");
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(FRAME_MODULE_SPECIAL,
+	cr_assert_str_eq(settled_name(s, frame_make(FRAME_MODULE_SPECIAL,
 							     FRAME_SPECIAL_STACK_LIMIT),
 					       buf, sizeof(buf)),
 			 "[dropped: stack table full]");
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(500, 0x10), buf, sizeof(buf)),
+	cr_assert_str_eq(settled_name(s, frame_make(500, 0x10), buf, sizeof(buf)),
 			 "[unknown]");
 	symbolizer_free(s);
 }
@@ -474,10 +483,10 @@ Test(symbolize, copies_with_one_build_id_are_separate_modules)
 	cr_assert(symbolizer_describe_module(s, (uint16_t)id_own, &path, &own_build_id));
 	cr_assert(symbolizer_describe_module(s, (uint16_t)id_copy, &path, &copy_build_id));
 	cr_assert_str_eq(own_build_id, copy_build_id, "the copy should claim the same build-id");
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id_copy, own_offset(own)), buf,
+	cr_assert_str_eq(settled_name(s, frame_make(id_copy, own_offset(own)), buf,
 					       sizeof(buf)),
 			 "poisoned_test_function_");
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id_own, own_offset(own)), buf,
+	cr_assert_str_eq(settled_name(s, frame_make(id_own, own_offset(own)), buf,
 					       sizeof(buf)),
 			 "symbolize_test_function");
 	/* and each is found again as itself */
@@ -529,7 +538,7 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 	 * byte parses each one anew) */
 	for (int round = 0; round < 2; round++)
 		for (int i = 0; i < COPIES; i++)
-			cr_assert_str_eq(symbolizer_frame_name(s, frame_make(ids[i], own_offset(own)),
+			cr_assert_str_eq(settled_name(s, frame_make(ids[i], own_offset(own)),
 							       buf, sizeof(buf)),
 					 "symbolize_test_function", "copy %d named %s", i, buf);
 	symbolizer_get_stats(s, &st);
@@ -540,8 +549,8 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 	/* copy 0's file replaced at its path: not opened as copy 0 */
 	write_copy(paths[0], "poisoned_test_function_");
 	for (int i = 1; i <= MAX_FDS; i++) /* copy 0's descriptor closed */
-		(void)symbolizer_frame_name(s, frame_make(ids[i], own_offset(own)), buf, sizeof(buf));
-	cr_assert_str_neq(symbolizer_frame_name(s, frame_make(ids[0], own_offset(own)), buf,
+		(void)settled_name(s, frame_make(ids[i], own_offset(own)), buf, sizeof(buf));
+	cr_assert_str_neq(settled_name(s, frame_make(ids[0], own_offset(own)), buf,
 						sizeof(buf)),
 			  "poisoned_test_function_");
 	cr_assert_str_neq(buf, "symbolize_test_function"); /* its file is gone */
@@ -649,7 +658,7 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 	cr_assert_eq(st.modules, 1);
 	cr_assert_eq(st.modules_released, MAX - 1);
 	cr_assert(!symbolizer_wants_collection(s));
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(own_id, own_offset(own)), buf,
+	cr_assert_str_eq(settled_name(s, frame_make(own_id, own_offset(own)), buf,
 					       sizeof(buf)),
 			 "symbolize_test_function");
 
@@ -659,7 +668,7 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 	cr_assert_neq(id, own_id);
 	cr_assert(symbolizer_describe_module(s, (uint16_t)id, &p, &b));
 	cr_assert_str_eq(p, path);
-	cr_assert_str_eq(symbolizer_frame_name(s, frame_make(id, own_offset(own)), buf,
+	cr_assert_str_eq(settled_name(s, frame_make(id, own_offset(own)), buf,
 					       sizeof(buf)),
 			 "symbolize_test_function");
 	for (int i = 1; i <= MAX; i++) {

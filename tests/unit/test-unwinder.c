@@ -892,6 +892,10 @@ Test(unwinder, module_first_seen_in_a_process_that_exited)
 	cr_assert_geq(symbolizer_module_fd(e.sym, (uint16_t)id), 0,
 		      "the module stays without a descriptor");
 	m = &e.maps->maps[libc];
+	/* the first ask has the lane build the table */
+	(void)symbolizer_frame_name(e.sym, frame_make((uint16_t)id, (uintptr_t)&getpid + 1 - m->start + m->pgoff),
+				    name, sizeof(name));
+	cr_assert_eq(symbolizer_settle(e.sym, 30000), 0);
 	cr_assert(strstr(symbolizer_frame_name(e.sym,
 					       frame_make((uint16_t)id,
 							  (uintptr_t)&getpid + 1 - m->start + m->pgoff),
