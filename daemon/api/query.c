@@ -220,6 +220,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(samples, "ticks_clocked", in->bpf[PERFD_CNT_TICKS_CLOCKED]);
 	add_u64(samples, "context_switch", in->bpf[PERFD_CNT_SWITCHED]);
 	add_u64(samples, "received", in->agg.samples);
+	add_u64(samples, "queued", in->drain.queued_samples);
 	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
 	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
 	add_u64(lost, "queue_full", in->drain.dropped_samples);
@@ -425,7 +426,21 @@ json_object *query_status(const struct status_info *in)
 				       json_object_new_double(in->drain.max_consume_ns / 1e6));
 		add_u64(dr, "queued_bytes", in->drain.queued_bytes);
 		add_u64(dr, "max_queued_bytes", in->drain.max_queued_bytes);
+		add_u64(dr, "queued_records", in->drain.queued_records);
+		add_u64(dr, "slices", in->drain.slices);
+		add_u64(dr, "slices_cut", in->drain.slices_cut);
 		json_object_object_add(o, "drain", dr);
+	}
+	{
+		json_object *lp = json_object_new_object();
+
+		add_u64(lp, "turns", in->loop.turns);
+		add_u64(lp, "slow_turns", in->loop.slow_turns);
+		json_object_object_add(lp, "slow_turn_ms",
+				       json_object_new_double(LOOP_SLOW_TURN_NS / 1e6));
+		json_object_object_add(lp, "longest_turn_ms",
+				       json_object_new_double(in->loop.max_turn_ns / 1e6));
+		json_object_object_add(o, "loop", lp);
 	}
 	add_u64(o, "clients", in->clients);
 	add_u64(o, "accept_backoffs", in->accept_backoffs);
