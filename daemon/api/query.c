@@ -129,8 +129,8 @@ static json_object *state_status(const struct status_info *in)
 		size_t offset;
 	} counters[] = {
 #define C(f) { #f, offsetof(struct persist_stats, f) }
-		C(segments), C(disk_bytes), C(flushes), C(windows_written), C(processes_written),
-		C(stacks_written), C(frames_written), C(windows_unwritten), C(segments_removed),
+		C(segments), C(disk_bytes), C(flushes), C(flushes_cut), C(windows_written),
+		C(processes_written), C(stacks_written), C(frames_written), C(windows_unwritten), C(segments_removed),
 		C(processes_restored), C(windows_restored), C(samples_restored), C(windows_skipped),
 		C(records_rejected), C(torn_bytes), C(files_moved_aside), C(restore_ms),
 		C(bytes_written), C(syncs), C(write_errors), C(appends_refused),
@@ -365,6 +365,7 @@ json_object *query_status(const struct status_info *in)
 				       json_object_new_double(in->unwind.build_ns / 1e9));
 		json_object_object_add(uw, "upload_seconds",
 				       json_object_new_double(in->unwind.upload_ns / 1e9));
+		add_u64(uw, "completions_cut", in->unwind.completions_cut);
 		json_object_object_add(o, "unwind", uw);
 	}
 	{
