@@ -13,6 +13,7 @@ struct fresh_wait {
 	struct fresh_wait *next;
 	struct client *client;
 	uint64_t mark;
+	bool stopped; /* a "stop" came while it waited */
 	struct perfd_request req;
 };
 
@@ -33,12 +34,27 @@ static void cancel_wait(struct daemon *d, struct client *c)
 	free(w);
 }
 
-/* Only its cancel is ever called: a waiting request takes no "stop". */
-static const struct command wait_command = { .name = "wait", .cancel = cancel_wait };
-
-static int run(struct daemon *d, struct client *c, const struct perfd_request *req)
+/* A "stop" for a live snapshot that still waits: it ends as soon as it
+ * has started. */
+static void stop_wait(struct daemon *d, struct client *c)
 {
-	return commands[req->command]->run(d, c, req);
+	struct fresh_wait *w = client_get_data(c);
+
+	w->stopped = true;
+}
+
+static const struct command wait_command = { .name = "wait", .cancel = cancel_wait };
+static const struct command wait_stoppable = { .name = "wait", .cancel = cancel_wait,
+					       .stop = stop_wait };
+
+static int run(struct daemon *d, struct client *c, const struct perfd_request *req, bool stopped)
+{
+	const struct command *cmd = commands[req->command];
+	int r = cmd->run(d, c, req);
+
+	if (r == SERVER_PENDING && stopped && cmd->stop)
+		cmd->stop(d, c);
+	return r;
 }
 
 /* The waits whose records are in, oldest first: their commands run now. */
@@ -57,7 +73,7 @@ static int on_delivered(sd_event_source *s, void *userdata)
 		}
 		*p = w->next;
 		client_set_data(w->client, NULL);
-		(void)run(d, w->client, &w->req);
+		(void)run(d, w->client, &w->req, w->stopped);
 		free(w);
 	}
 	return 0;
@@ -89,13 +105,15 @@ int fresh_dispatch(struct daemon *d, struct client *c, const struct perfd_reques
 	if (drain_delivered(d->drain) < mark)
 		daemon_deliver(d); /* one slice: all there is, at rest */
 	if (drain_delivered(d->drain) >= mark)
-		return run(d, c, req);
+		return run(d, c, req, false);
 	w = calloc(1, sizeof(*w));
 	if (!w) { /* out of memory: the answer waits for nothing else */
 		daemon_drain(d);
-		return run(d, c, req);
+		return run(d, c, req, false);
 	}
-	*w = (struct fresh_wait){ .pending = { &wait_command }, .client = c, .mark = mark, .req = *req };
+	*w = (struct fresh_wait){ .pending = { commands[req->command]->stop ? &wait_stoppable :
+								      &wait_command },
+				  .client = c, .mark = mark, .req = *req };
 	for (p = &d->fresh_waits; *p; p = &(*p)->next)
 		;
 	*p = w; /* last: they run in the order they came */

@@ -13,8 +13,9 @@
  * (pending, as for a live snapshot) until the slices have delivered up to
  * that mark; then its command runs, from an event source of its own, not
  * from inside a slice.  At rest the backlog fits in one slice and the
- * command runs at once.  Cost: one parsed request kept per waiting client
- * (at most one per client: api/server.h).
+ * command runs at once.  A "stop" that comes while a live snapshot waits
+ * ends it as soon as it has started.  Cost: one parsed request kept per
+ * waiting client (at most one per client: api/server.h).
  */
 #ifndef PERFD_FRESH_H
 #define PERFD_FRESH_H

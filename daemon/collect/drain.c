@@ -268,24 +268,25 @@ size_t drain_deliver(struct drain *d, const struct drain_budget *budget,
 	return n;
 }
 
-uint64_t drain_queued_mark(struct drain *d)
+/* A counter the drain thread may be writing, read under its lock. */
+static uint64_t read_locked(struct drain *d, const uint64_t *v)
 {
-	uint64_t v;
+	uint64_t r;
 
 	pthread_mutex_lock(&d->queue_lock);
-	v = d->accepted;
+	r = *v;
 	pthread_mutex_unlock(&d->queue_lock);
-	return v;
+	return r;
+}
+
+uint64_t drain_queued_mark(struct drain *d)
+{
+	return read_locked(d, &d->accepted);
 }
 
 uint64_t drain_delivered(struct drain *d)
 {
-	uint64_t v;
-
-	pthread_mutex_lock(&d->queue_lock);
-	v = d->delivered;
-	pthread_mutex_unlock(&d->queue_lock);
-	return v;
+	return read_locked(d, &d->delivered);
 }
 
 void drain_get_stats(struct drain *d, struct drain_stats *ret)

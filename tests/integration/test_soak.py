@@ -174,7 +174,8 @@ class Watch:
               f"{percentile(self.took, 0.99) * 1000:.1f} ms; the loop's longest turn "
               f"{loop['longest_turn_ms']:.1f} ms, {loop['slow_turns']} of {loop['turns']} turns over "
               f"{loop['slow_turn_ms']:.0f} ms; drain slices {st['drain']['slices']} "
-              f"({st['drain']['slices_cut']} cut at their budget)")
+              f"({st['drain']['slices_cut']} cut at their budget), its queue at most "
+              f"{st['drain']['max_queued_bytes'] / 2**20:.1f} MiB (since perfd started)")
         print(f"\n{what}: {self.seconds:.0f} s, perfd's RSS peaked at {self.peak_rss / 2**20:.1f} MiB "
               f"(bound {rss_bound() >> 20} MiB: --max-memory {MAX_MEMORY_MIB} + symbol cache "
               f"{SYMBOL_CACHE_MIB} + fixed {FIXED_MIB}), store at most {self.max_store / 2**20:.1f} MiB, "
