@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 
 #include "api/command.h"
+#include "api/fresh.h"
 #include "api/httpd.h"
 #include "api/server.h"
 #include "base/clock.h"
@@ -30,7 +31,8 @@
 
 #define USEC_PER_SEC 1000000ULL
 /* How often the drain thread empties the ring buffer when the BPF side
- * does not ask sooner.  Queries drain first (daemon_drain), so they see
+ * does not ask sooner.  Queries move the ring's records into the queue
+ * first and answer once those are ingested (api/fresh.h), so they see
  * fresh data whatever it is; BPF wakes the thread when the ring fills past
  * a quarter or a process is first sampled with a stack; so the
  * interval only paces the trickle of ordinary samples.  Each drain wakes
@@ -61,7 +63,8 @@ struct manager {
 	sd_event_source *queue_io, *unwind_io, *debug_io, *maps_io, *maintain_timer, *sigterm, *sigint, *sighup;
 };
 
-/* The drain thread queued records. */
+/* The drain thread queued records, or a slice left some (one slice a
+ * turn: collect/drain.h). */
 static int on_queue_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct manager *m = userdata;
@@ -746,7 +749,7 @@ int manager_run(struct manager *m)
 			 m->config->socket_path);
 	(void)sd_notifyf(false, "READY=1\nSTATUS=Sampling %u CPUs at %u Hz",
 			 sampler_cpus(m->d.sampler), m->d.frequency_hz);
-	r = sd_event_loop(m->d.event);
+	r = loop_run(m->d.event, &m->d.loop);
 	(void)sd_notify(false, "STOPPING=1");
 	persist_final(m);
 	if (m->d.exporter)
@@ -764,6 +767,7 @@ struct manager *manager_free(struct manager *m)
 	server_free(m->d.server);
 	m->d.metrics = http_server_free(m->d.metrics);
 	snapshots_free_all(&m->d);
+	fresh_free(&m->d);
 	/* its threads hold no store data, only encoded profiles */
 	m->d.exporter = exporter_free(m->d.exporter);
 	/* The drain thread reads the sampler's ring: it goes first. */

@@ -313,7 +313,6 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 	struct jsonw w;
 	int r;
 
-	daemon_drain(d);
 	p = aggregator_find_process(d->aggregator, req->pids[0]);
 	if (!p || !daemon_peer_sees((void *)client_peer(c), p)) {
 		command_reply_json(c, query_error(PERFD_ERR_NO_SUCH_PROCESS,
@@ -332,4 +331,4 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 	return 0;
 }
 
-const struct command cmd_mem = { .name = "mem", .parse = parse_mem, .run = run_mem };
+const struct command cmd_mem = { .name = "mem", .parse = parse_mem, .run = run_mem, .fresh = true };

@@ -30,7 +30,6 @@ static int run_ps(struct daemon *d, struct client *c, const struct perfd_request
 	struct jsonw w;
 	int r;
 
-	daemon_drain(d);
 	query_ok_begin(&w);
 	r = query_ps(&w, d->aggregator, client_peer(c), now_monotonic_ns(), req->interval_seconds,
 		     req->all, d->start_ns, d->frequency_hz);
@@ -39,4 +38,4 @@ static int run_ps(struct daemon *d, struct client *c, const struct perfd_request
 	return 0;
 }
 
-const struct command cmd_ps = { .name = "ps", .parse = parse_ps, .run = run_ps };
+const struct command cmd_ps = { .name = "ps", .parse = parse_ps, .run = run_ps, .fresh = true };

@@ -518,7 +518,6 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 	uint64_t now = now_monotonic_ns(), from, to;
 	struct selection sel;
 
-	daemon_drain(d);
 	request_selection(req, client, &sel);
 	if (req->when == PERFD_WHEN_SINCE) {
 		to = now;
@@ -652,7 +651,7 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 						  LIMITS_SNAPSHOTS_PER_UID, client_peer(client)->uid) :
 				      query_error(PERFD_ERR_BUSY, "too many snapshots running (%zu of %d)",
 						  d->n_snapshots, LIMITS_MAX_SNAPSHOTS);
-	daemon_drain(d); /* the processes in scope as of now */
+	/* the processes in scope as of now: .fresh */
 	request_selection(req, client, &sel);
 	scope = snapshot_scope(d, req, &sel);
 	held = process_seconds_of_uid(d, uid);
@@ -775,4 +774,5 @@ const struct command cmd_snapshot = {
 	.run = run_snapshot,
 	.cancel = cancel_snapshot,
 	.stop = stop_snapshot,
+	.fresh = true,
 };

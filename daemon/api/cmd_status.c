@@ -46,7 +46,7 @@ json_object *daemon_status(struct daemon *d, bool root)
 		.load = sampler_load_report(d->sampler),
 	};
 
-	daemon_drain(d);
+	daemon_refresh(d);
 	if (sampler_read_counters(d->sampler, info.bpf) < 0)
 		memset(info.bpf, 0, sizeof(info.bpf));
 	aggregator_get_stats(d->aggregator, &info.agg);
@@ -57,6 +57,7 @@ json_object *daemon_status(struct daemon *d, bool root)
 		unwinder_get_stats(d->unwinder, &info.unwind);
 	python_get_stats(d->python, &info.python);
 	drain_get_stats(d->drain, &info.drain);
+	info.loop = d->loop;
 	if (d->exporter)
 		exporter_get_stats(d->exporter, &info.exporter);
 	info.metrics = d->metrics != NULL;

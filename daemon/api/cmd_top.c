@@ -790,7 +790,6 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 	struct jsonw w;
 	int r;
 
-	daemon_drain(d);
 	if (req->top_args.view == TOP_FUNCTIONS && req->n_pids) {
 		p = aggregator_find_process(d->aggregator, req->pids[0]);
 		if (!p || !auth_may_see(ctx.peer, p->owner_uid)) {
@@ -817,4 +816,4 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 	return 0;
 }
 
-const struct command cmd_top = { .name = "top", .parse = parse_top, .run = run_top };
+const struct command cmd_top = { .name = "top", .parse = parse_top, .run = run_top, .fresh = true };

@@ -27,6 +27,7 @@
 #include "api/request.h"
 #include "api/server.h"
 #include "base/clock.h"
+#include "base/loopturn.h"
 #include "profile/aggregate.h"
 #include "profile/model.h"
 #include "state/persist.h"
@@ -67,6 +68,9 @@ struct daemon {
 	sd_event_source *names_timer;   /* looks at them, while there are any */
 	bool names_final; /* answering one that waited its time: no waiting again */
 	uint64_t names_deadline_ns; /* ... the time of the one answering */
+	struct fresh_wait *fresh_waits; /* api/fresh.h's, in the order they came */
+	sd_event_source *fresh_source;
+	struct loop_stats loop; /* manager.c's turns of the loop */
 };
 
 struct command {
@@ -81,6 +85,9 @@ struct command {
 	/* Ends a pending run early, at the client's "stop": it answers soon,
 	 * with what it has (NULL: the command cannot stop early). */
 	void (*stop)(struct daemon *d, struct client *c);
+	/* Answers with every sample taken before the request came: runs once
+	 * those are ingested (api/fresh.h). */
+	bool fresh;
 };
 
 /* The first member of a pending command's client data. */
@@ -175,12 +182,18 @@ uint64_t daemon_rss_bytes(void);
 int top_write_function_table(const struct perfd_top_args *args, const struct model *m,
 			     struct jsonw *w);
 
-/* Ingests every record sampled until now (the ring buffer's too), so an
- * answer sees the latest samples. */
+/* Ingests every record sampled until now (the ring buffer's too), all at
+ * once: for what must see them and cannot wait (a reload's rescale, the
+ * exporters' interval, the end of a live snapshot, shutdown).  A command
+ * sets .fresh instead (api/fresh.h). */
 void daemon_drain(struct daemon *d);
-/* Ingests what the drain thread queued, then runs the revisits due
- * (aggregator_revisit) and sets their timer. */
+/* Ingests one slice of what the drain thread queued (DELIVER_SLICE_*),
+ * then runs the revisits due (aggregator_revisit) and sets their timer. */
 void daemon_deliver(struct daemon *d);
+/* Moves what the ring buffer holds into the queue and ingests one slice:
+ * for an answer that must not wait (status), whose counters then count
+ * what is still queued as such (drain.queued_samples). */
+void daemon_refresh(struct daemon *d);
 /* The drain thread's records reach the store through this. */
 int daemon_ingest(void *ctx, void *data, size_t size);
 

@@ -126,6 +126,8 @@ static const struct metric metrics[] = {
 	N("drain_dropped_total", COUNTER, "drain.dropped",
 	  "Records dropped because the loop fell behind the drain thread"),
 	N("drain_queued_bytes", GAUGE, "drain.queued_bytes", "Records waiting for the loop"),
+	N("loop_slow_turns_total", COUNTER, "loop.slow_turns",
+	  "Turns of the event loop longer than loop.slow_turn_ms"),
 
 	N("export_intervals_total", COUNTER, "export.intervals", "Export intervals completed"),
 	N("export_encode_errors_total", COUNTER, "export.encode_errors",

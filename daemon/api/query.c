@@ -129,8 +129,8 @@ static json_object *state_status(const struct status_info *in)
 		size_t offset;
 	} counters[] = {
 #define C(f) { #f, offsetof(struct persist_stats, f) }
-		C(segments), C(disk_bytes), C(flushes), C(windows_written), C(processes_written),
-		C(stacks_written), C(frames_written), C(windows_unwritten), C(segments_removed),
+		C(segments), C(disk_bytes), C(flushes), C(flushes_cut), C(windows_written),
+		C(processes_written), C(stacks_written), C(frames_written), C(windows_unwritten), C(segments_removed),
 		C(processes_restored), C(windows_restored), C(samples_restored), C(windows_skipped),
 		C(records_rejected), C(torn_bytes), C(files_moved_aside), C(restore_ms),
 		C(bytes_written), C(syncs), C(write_errors), C(appends_refused),
@@ -221,6 +221,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(samples, "ticks_clocked", in->bpf[PERFD_CNT_TICKS_CLOCKED]);
 	add_u64(samples, "context_switch", in->bpf[PERFD_CNT_SWITCHED]);
 	add_u64(samples, "received", in->agg.samples);
+	add_u64(samples, "queued", in->drain.queued_samples);
 	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
 	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
 	add_u64(lost, "queue_full", in->drain.dropped_samples);
@@ -368,6 +369,7 @@ json_object *query_status(const struct status_info *in)
 				       json_object_new_double(in->unwind.build_ns / 1e9));
 		json_object_object_add(uw, "upload_seconds",
 				       json_object_new_double(in->unwind.upload_ns / 1e9));
+		add_u64(uw, "completions_cut", in->unwind.completions_cut);
 		json_object_object_add(o, "unwind", uw);
 	}
 	{
@@ -429,7 +431,21 @@ json_object *query_status(const struct status_info *in)
 				       json_object_new_double(in->drain.max_consume_ns / 1e6));
 		add_u64(dr, "queued_bytes", in->drain.queued_bytes);
 		add_u64(dr, "max_queued_bytes", in->drain.max_queued_bytes);
+		add_u64(dr, "queued_records", in->drain.queued_records);
+		add_u64(dr, "slices", in->drain.slices);
+		add_u64(dr, "slices_cut", in->drain.slices_cut);
 		json_object_object_add(o, "drain", dr);
+	}
+	{
+		json_object *lp = json_object_new_object();
+
+		add_u64(lp, "turns", in->loop.turns);
+		add_u64(lp, "slow_turns", in->loop.slow_turns);
+		json_object_object_add(lp, "slow_turn_ms",
+				       json_object_new_double(LOOP_SLOW_TURN_NS / 1e6));
+		json_object_object_add(lp, "longest_turn_ms",
+				       json_object_new_double(in->loop.max_turn_ns / 1e6));
+		json_object_object_add(o, "loop", lp);
 	}
 	add_u64(o, "clients", in->clients);
 	add_u64(o, "accept_backoffs", in->accept_backoffs);

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 #include <stdint.h>
 
+#include "base/loopturn.h"
 #include "collect/drain.h"
 #include "collect/tiers.h"
 #include "api/httpd.h"
@@ -42,6 +43,7 @@ struct status_info {
 	struct unwinder_stats unwind;
 	struct python_stats python;
 	struct drain_stats drain;
+	struct loop_stats loop;
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	struct heap_stats heap;   /* malloc's figures, of daemon_rss_bytes */

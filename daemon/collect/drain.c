@@ -41,8 +41,10 @@ struct drain {
 
 	pthread_mutex_t queue_lock;
 	struct chunk *head, *tail;
+	size_t head_at; /* the loop's next record in head */
 	struct chunk *spare; /* one kept for reuse: no malloc per batch */
 	size_t queued_bytes;
+	uint64_t accepted, delivered; /* records into the queue, out of it */
 	bool signalled; /* event_fd written since the last deliver */
 	struct drain_stats stats;
 };
@@ -69,6 +71,12 @@ int drain_new(const struct drain_opts *opts, struct drain **ret)
 	pthread_mutex_init(&d->queue_lock, NULL);
 	*ret = d;
 	return 0;
+}
+
+static bool is_sample(const void *data, size_t size)
+{
+	return size >= sizeof(struct perfd_event_header) &&
+	       ((const struct perfd_event_header *)data)->kind == PERFD_EVENT_SAMPLE;
 }
 
 int drain_enqueue(void *ctx, void *data, size_t size)
@@ -99,14 +107,15 @@ int drain_enqueue(void *ctx, void *data, size_t size)
 	memcpy(c->data + c->used + sizeof(struct rec_head), data, size);
 	c->used += need;
 	d->queued_bytes += need;
+	d->accepted++;
+	d->stats.queued_records++;
+	d->stats.queued_samples += is_sample(data, size);
 	d->stats.max_queued_bytes = MAX(d->stats.max_queued_bytes, d->queued_bytes);
 	pthread_mutex_unlock(&d->queue_lock);
 	return 0;
 drop:
 	d->stats.dropped++;
-	if (size >= sizeof(struct perfd_event_header) &&
-	    ((const struct perfd_event_header *)data)->kind == PERFD_EVENT_SAMPLE)
-		d->stats.dropped_samples++;
+	d->stats.dropped_samples += is_sample(data, size);
 	pthread_mutex_unlock(&d->queue_lock);
 	return 0;
 }
@@ -183,38 +192,101 @@ int drain_fd(const struct drain *d)
 	return d->event_fd;
 }
 
-size_t drain_deliver(struct drain *d, int (*fn)(void *ctx, void *data, size_t size), void *ctx)
+static bool spent(const struct drain_budget *b, size_t n, uint64_t start_ns)
 {
-	struct chunk *list, *next;
-	uint64_t v;
+	if (!b || !n)
+		return false;
+	return (b->max_records && n >= b->max_records) ||
+	       (b->max_ns && now_monotonic_ns() - start_ns >= b->max_ns);
+}
+
+/* The records are read in place: the drain thread only appends past a
+ * chunk's used bytes, and only the loop moves head and head_at, so the
+ * lock is taken per chunk, not per record. */
+size_t drain_deliver(struct drain *d, const struct drain_budget *budget,
+		     int (*fn)(void *ctx, void *data, size_t size), void *ctx)
+{
+	uint64_t v, start = now_monotonic_ns();
 	size_t n = 0;
+	bool left;
 
 	(void)!read(d->event_fd, &v, sizeof(v));
-	pthread_mutex_lock(&d->queue_lock);
-	list = d->head;
-	d->head = d->tail = NULL;
-	d->queued_bytes = 0;
-	d->signalled = false;
-	pthread_mutex_unlock(&d->queue_lock);
+	for (;;) {
+		struct chunk *c, *done = NULL;
+		size_t at, end, bytes = 0, records = 0, samples = 0;
 
-	for (struct chunk *c = list; c; c = next) {
-		next = c->next;
-		for (size_t at = 0; at < c->used;) {
+		pthread_mutex_lock(&d->queue_lock);
+		c = d->head;
+		at = d->head_at;
+		end = c ? c->used : 0;
+		pthread_mutex_unlock(&d->queue_lock);
+		if (!c)
+			break;
+		while (at < end && !spent(budget, n, start)) {
 			const struct rec_head *h = (const struct rec_head *)(c->data + at);
+			size_t step = sizeof(*h) + ((h->size + 7) & ~(size_t)7);
 
+			samples += is_sample(c->data + at + sizeof(*h), h->size);
 			(void)fn(ctx, c->data + at + sizeof(*h), h->size);
-			at += sizeof(*h) + ((h->size + 7) & ~(size_t)7);
+			at += step;
+			bytes += step;
+			records++;
 			n++;
 		}
 		pthread_mutex_lock(&d->queue_lock);
-		if (!d->spare) {
-			d->spare = c;
-			c = NULL;
+		d->head_at = at;
+		d->queued_bytes -= bytes;
+		d->delivered += records;
+		d->stats.queued_records -= records;
+		d->stats.queued_samples -= samples;
+		if (at == c->used) { /* all of it: the thread appends to another */
+			d->head = c->next;
+			if (!d->head)
+				d->tail = NULL;
+			d->head_at = 0;
+			if (d->spare)
+				done = c;
+			else
+				d->spare = c;
 		}
 		pthread_mutex_unlock(&d->queue_lock);
-		free(c);
+		free(done);
+		if (at < end)
+			break; /* the budget is spent */
 	}
+	pthread_mutex_lock(&d->queue_lock);
+	left = d->head != NULL;
+	/* empty: the thread tells the loop of its next records itself */
+	d->signalled = left;
+	if (n)
+		d->stats.slices++;
+	if (left)
+		d->stats.slices_cut++;
+	pthread_mutex_unlock(&d->queue_lock);
+	if (left) /* the loop comes back for the rest after what else is ready */
+		(void)!write(d->event_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 	return n;
+}
+
+/* A counter the drain thread may be writing, read under its lock. */
+static uint64_t read_locked(struct drain *d, const uint64_t *v)
+{
+	uint64_t r;
+
+	pthread_mutex_lock(&d->queue_lock);
+	r = *v;
+	pthread_mutex_unlock(&d->queue_lock);
+	return r;
+}
+
+uint64_t drain_queued_mark(struct drain *d)
+{
+	return read_locked(d, &d->accepted);
+}
+
+uint64_t drain_delivered(struct drain *d)
+{
+	return read_locked(d, &d->delivered);
 }
 
 void drain_get_stats(struct drain *d, struct drain_stats *ret)

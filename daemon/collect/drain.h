@@ -10,7 +10,11 @@
  * thread of its own drains it: on the ring's wake-ups, and every interval
  * when the BPF side does not ask sooner, it copies each record into a
  * queue of chunks in user space and tells the loop through an eventfd.
- * The loop then takes the whole queue at once and ingests it.
+ * The loop ingests the queue in slices of a bounded size and time
+ * (struct drain_budget): when a slice leaves records, the eventfd is made
+ * readable again, so the loop serves the clients and timers that became
+ * ready meanwhile and comes back for the next slice.  Records still queued
+ * are not lost; only a queue that reaches its bound drops, counted.
  *
  * Ownership, the only rules that cross threads:
  *  - the ring buffer is consumed under ring_lock, by the drain thread or by
@@ -39,13 +43,25 @@ struct drain_opts {
 	unsigned interval_ms; /* drain at least this often */
 };
 
+/* How much one drain_deliver may hand over: it stops after max_records
+ * records or once max_ns have passed, whichever comes first (0: no bound
+ * on that one).  At least one record goes per call, so a slice always
+ * makes progress. */
+struct drain_budget {
+	size_t max_records;
+	uint64_t max_ns;
+};
+
 struct drain_stats {
 	uint64_t records, batches;
+	uint64_t slices;              /* drain_deliver calls that handed over records */
+	uint64_t slices_cut;          /* ... of which the budget ended with records left */
 	uint64_t wakeups;             /* ... of which BPF woke before the interval */
 	uint64_t dropped;             /* records lost: the queue was full */
 	uint64_t dropped_samples;     /* ... of which samples */
 	uint64_t max_consume_ns;      /* longest one consume held the drain thread */
 	size_t queued_bytes, max_queued_bytes;
+	uint64_t queued_records, queued_samples; /* waiting for the loop now */
 };
 
 struct drain;
@@ -59,9 +75,16 @@ int drain_start(struct drain *d, struct sampler *s);
 int drain_fd(const struct drain *d);
 /* Consumes what the ring holds now into the queue (any thread). */
 int drain_now(struct drain *d);
-/* Hands every queued record, oldest first, to fn.  Loop thread only.
- * Returns the count. */
-size_t drain_deliver(struct drain *d, int (*fn)(void *ctx, void *data, size_t size), void *ctx);
+/* Hands queued records, oldest first, to fn until the queue is empty or
+ * budget is spent (NULL: no bound).  What is left stays queued and
+ * drain_fd is readable again.  Loop thread only.  Returns the count. */
+size_t drain_deliver(struct drain *d, const struct drain_budget *budget,
+		     int (*fn)(void *ctx, void *data, size_t size), void *ctx);
+/* Records queued since the start (a mark: the ones queued up to now are
+ * delivered once drain_delivered reaches it), and records handed to the
+ * loop since the start. */
+uint64_t drain_queued_mark(struct drain *d);
+uint64_t drain_delivered(struct drain *d);
 void drain_get_stats(struct drain *d, struct drain_stats *ret);
 /* Stops and joins the thread, frees what is queued. */
 struct drain *drain_free(struct drain *d);

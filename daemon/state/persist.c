@@ -985,6 +985,8 @@ struct writing {
 	size_t n, cap;
 	uint64_t windows_in_buf; /* what a refusal of buf loses */
 	bool process_written;    /* of the process flush_process is at */
+	uint64_t until_ns;       /* PERSIST_FLUSH_SLICE_NS: then the rest waits */
+	bool wrote, cut;
 	int error;
 };
 
@@ -1330,6 +1332,11 @@ static void flush_process(struct process *p, void *userdata)
 		return;
 	if (!wr->final && p->history.log.end_s <= p->persisted_end_s)
 		return;
+	if (wr->cut || (!wr->final && wr->wrote && now_monotonic_ns() >= wr->until_ns)) {
+		wr->cut = true; /* this one and the rest at the next flush */
+		return;
+	}
+	wr->wrote = true;
 	wr->process_written = false;
 	history_iter_init(&it, &p->history);
 	while (history_iter_next(&it, &w) && !wr->error) {
@@ -1435,6 +1442,8 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	uint64_t t0 = now_monotonic_ns();
 	double ms;
 
+	wr.until_ns = t0 + PERSIST_FLUSH_SLICE_NS;
+
 	/* every PERSIST_FLUSH_S, not at every call: each batch wakes the
 	 * writer and syncs the disk, which a daemon at rest should not do
 	 * every second */
@@ -1459,6 +1468,10 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	free(wr.keys);
 	free(wr.values);
 	sbuf_done(&wr.buf);
+	if (wr.cut) { /* the rest at the next maintenance */
+		ps->next_flush_s = now_ns / NSEC_PER_SEC + 1;
+		ps->stats.flushes_cut++;
+	}
 	prune(ps, now_ns / NSEC_PER_SEC);
 	trim_stored(ps, a);
 	ms = (now_monotonic_ns() - t0) / 1e6;

@@ -27,8 +27,8 @@
  * that), and needs none of them.
  *
  * Every PERSIST_FLUSH_S (persist_flush, after the store's maintenance) the
- * windows sealed since the last flush are encoded on the loop and handed
- * to the writer thread (writer.h), which appends and syncs them: a window
+ * windows sealed since the last flush are encoded on the loop (for
+ * PERSIST_FLUSH_SLICE_NS a turn) and handed to the writer thread (writer.h), which appends and syncs them: a window
  * is on disk at most HISTORY_SEAL_AFTER_S + PERSIST_FLUSH_S + 1 s after it
  * ends, unless its frames' symbol tables are still being built off the
  * loop (symbolize.h): then it, and its process's later windows, wait for
@@ -78,6 +78,10 @@
 #define PERSIST_DEFAULT_MAX_BYTES (256ULL << 20)
 #define PERSIST_SEGMENT_S 300
 #define PERSIST_FLUSH_S 5 /* how often what was sealed goes to disk */
+/* One flush writes processes for this long at most on the loop (the first
+ * one whatever it takes); the rest go at the next maintenance, a second
+ * later, and the flush is counted as cut. */
+#define PERSIST_FLUSH_SLICE_NS (20 * 1000 * 1000ULL)
 /* What the writer may fall behind by before a segment is cut short. */
 #define PERSIST_MAX_QUEUED_BYTES (64u << 20)
 /* How long past its end a window waits, at most, for the names of its
@@ -103,6 +107,7 @@ struct persist_names {
 struct persist_stats {
 	uint64_t segments, disk_bytes;
 	uint64_t flushes;
+	uint64_t flushes_cut; /* left processes for the next second (PERSIST_FLUSH_SLICE_NS) */
 	double longest_flush_ms; /* one flush's encoding, on the loop */
 	uint64_t windows_written, processes_written, stacks_written, frames_written;
 	uint64_t windows_unwritten;  /* could not be queued (the writer fell behind) */

@@ -2,7 +2,6 @@
 /* unwinder.c - see unwinder.h for the design. */
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +73,7 @@ struct unwinder {
 	struct u64map procs;  /* pid -> struct proc * */
 	uint64_t clock;       /* ticks once per table release */
 	struct builder *builder;
+	struct build_job *done; /* built, not yet taken in: the next turn's */
 	struct unwinder_stats stats;
 };
 
@@ -123,6 +123,10 @@ struct unwinder *unwinder_free(struct unwinder *u)
 	if (!u)
 		return NULL;
 	builder_free(u->builder); /* first: it may be building */
+	for (struct build_job *j = u->done, *next; j; j = next) {
+		next = j->next;
+		build_job_free(j);
+	}
 	U64MAP_FOREACH(slot, &u->tables)
 		table_free((struct table *)(uintptr_t)slot->value);
 	U64MAP_FOREACH(slot, &u->procs)
@@ -672,14 +676,26 @@ static bool table_built(struct unwinder *u, uint64_t key, struct table *t, struc
 
 void unwinder_complete(struct unwinder *u)
 {
-	struct build_job *j = builder_take_done(u->builder), *next;
+	uint64_t start = now_monotonic_ns();
+	struct build_job *j, **tail = &u->done;
+	size_t n = 0;
 
-	for (; j; j = next) {
-		uint64_t *slot = u64map_get(&u->tables, j->key);
-		struct table *t = slot ? (struct table *)(uintptr_t)*slot : NULL;
-		bool big = j->table && j->table->n_rows > 65536;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = builder_take_done(u->builder);
+	while ((j = u->done)) {
+		uint64_t *slot;
+		struct table *t;
 
-		next = j->next;
+		if (n++ && now_monotonic_ns() - start >= UNWINDER_COMPLETE_SLICE_NS) {
+			/* the rest on a later turn, after what else is ready */
+			u->stats.completions_cut++;
+			(void)!write(builder_fd(u->builder), &(uint64_t){ 1 }, sizeof(uint64_t));
+			return;
+		}
+		u->done = j->next;
+		slot = u64map_get(&u->tables, j->key);
+		t = slot ? (struct table *)(uintptr_t)*slot : NULL;
 		if (t && t->building) {
 			if (j->stage == BUILD_STAGE_UPLOAD)
 				table_uploaded(u, j->key, t, j);
@@ -688,12 +704,9 @@ void unwinder_complete(struct unwinder *u)
 			/* ready, failed or refused (t is gone then): built */
 			u->stats.tables_building--;
 		}
+		/* a big table's rows were mmapped (base/heap.h): freeing them
+		 * gives them back to the system */
 		build_job_free(j);
-		/* A big library's table is megabytes of heap, used once to
-		 * upload: give it back to the system rather than keep it in
-		 * malloc's arena. */
-		if (big)
-			(void)malloc_trim(0);
 	}
 	redescribe_stale(u);
 }

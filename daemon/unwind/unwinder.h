@@ -45,6 +45,7 @@ struct unwinder_opts {
 };
 
 #define UNWINDER_LOOP_UPLOAD_MAX_ROWS 32768
+#define UNWINDER_COMPLETE_SLICE_NS (10 * 1000 * 1000ULL)
 /* Builds queued or running at once, each holding a dup of its binary's
  * descriptor; past it a table is refused (tables_refused) and asked for
  * again by the next process that maps the binary. */
@@ -74,6 +75,7 @@ struct unwinder_stats {
 	uint64_t build_ns;       /* time the builder spent building tables */
 	uint64_t upload_ns;      /* time the loop spent uploading their rows */
 	uint64_t cfi_bytes;      /* .eh_frame/.debug_frame read */
+	uint64_t completions_cut; /* unwinder_complete turns that left builds for the next */
 };
 
 /* Regions of a process filled with copies of one template: region i is
@@ -110,7 +112,10 @@ void unwinder_forget_process(struct unwinder *u, uint32_t pid, uint64_t start_ti
  * unwinder_complete). */
 int unwinder_fd(const struct unwinder *u);
 /* Takes the finished builds in: uploads their rows and describes the
- * processes that map them again. */
+ * processes that map them again.  One turn of the loop takes builds in for
+ * UNWINDER_COMPLETE_SLICE_NS at most (each upload is up to
+ * loop_upload_max_rows rows); the rest wait, and unwinder_fd is readable
+ * again for them. */
 void unwinder_complete(struct unwinder *u);
 
 /* Adds to used the modules whose tables a process uses or the builder

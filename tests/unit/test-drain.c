@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for daemon/collect/drain.c's queue: records come out whole and
  * in order across chunk boundaries, a full queue drops and counts (samples
- * apart), and a queue delivered empty is empty.  The thread itself runs in
+ * apart), a queue delivered empty is empty, and a slice stops at its
+ * budget with the rest still queued, in order, and the loop told again.  The thread itself runs in
  * every integration test (it is how the daemon drains). */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,10 +62,10 @@ Test(drain, records_come_out_whole_and_in_order)
 			make(buf, size, PERFD_EVENT_SAMPLE, seq++);
 			cr_assert_eq(drain_enqueue(d, buf, size), 0);
 		}
-		cr_assert_eq(drain_deliver(d, check, &s), 2000);
+		cr_assert_eq(drain_deliver(d, NULL, check, &s), 2000);
 	}
 	cr_assert_eq(s.records, 6000);
-	cr_assert_eq(drain_deliver(d, check, &s), 0, "a delivered queue is empty");
+	cr_assert_eq(drain_deliver(d, NULL, check, &s), 0, "a delivered queue is empty");
 	drain_get_stats(d, &st);
 	cr_assert_eq(st.records, 6000);
 	cr_assert_eq(st.dropped, 0);
@@ -90,11 +92,11 @@ Test(drain, a_full_queue_drops_and_counts)
 	cr_assert_eq(st.dropped, 11);
 	cr_assert_eq(st.dropped_samples, 5, "only the samples among the dropped count as samples");
 	cr_assert_leq(st.queued_bytes, 10000);
-	cr_assert_eq(drain_deliver(d, check, &s), 9);
+	cr_assert_eq(drain_deliver(d, NULL, check, &s), 9);
 	/* room again once delivered */
 	make(buf, sizeof(buf), PERFD_EVENT_SAMPLE, s.next);
 	cr_assert_eq(drain_enqueue(d, buf, sizeof(buf)), 0);
-	cr_assert_eq(drain_deliver(d, check, &s), 1);
+	cr_assert_eq(drain_deliver(d, NULL, check, &s), 1);
 	drain_free(d);
 }
 
@@ -110,4 +112,49 @@ Test(drain, freeing_with_records_queued_frees_them)
 		cr_assert_eq(drain_enqueue(d, buf, sizeof(buf)), 0);
 	}
 	cr_assert_null(drain_free(d));
+}
+
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+Test(drain, a_slice_stops_at_its_budget_and_leaves_the_rest_queued)
+{
+	struct drain_opts o = { .max_queued_bytes = 64u << 20, .interval_ms = 100 };
+	struct drain_budget records = { .max_records = 700 };
+	struct drain_budget instant = { .max_ns = 1 }; /* spent after the first record */
+	struct drain *d;
+	struct drain_stats st;
+	struct seen s = { 0 };
+	static unsigned char buf[3000];
+
+	cr_assert_eq(drain_new(&o, &d), 0);
+	/* 2000 records of ~2.5 KB: several chunks */
+	for (uint64_t i = 0; i < 2000; i++) {
+		make(buf, 2500, i % 4 ? PERFD_EVENT_SAMPLE : PERFD_EVENT_EXIT, i);
+		cr_assert_eq(drain_enqueue(d, buf, 2500), 0);
+	}
+	cr_assert_eq(drain_queued_mark(d), 2000);
+	cr_assert_eq(drain_deliver(d, &records, check, &s), 700);
+	drain_get_stats(d, &st);
+	cr_assert_eq(st.queued_records, 1300, "the records past the budget stay queued");
+	cr_assert_eq(st.queued_samples, 1300 - 325, "and the samples among them are counted as queued");
+	cr_assert_eq(drain_delivered(d), 700);
+	cr_assert(readable(drain_fd(d)), "a slice that leaves records tells the loop to come back");
+	cr_assert_eq(drain_deliver(d, &instant, check, &s), 1, "a slice makes progress whatever its budget");
+	cr_assert_eq(drain_deliver(d, &records, check, &s), 700);
+	cr_assert_eq(drain_deliver(d, &records, check, &s), 599, "then what is left");
+	cr_assert_eq(s.next, 2000, "every record once, in order");
+	drain_get_stats(d, &st);
+	cr_assert_eq(st.queued_records, 0);
+	cr_assert_eq(st.queued_samples, 0);
+	cr_assert_eq(st.queued_bytes, 0);
+	cr_assert_eq(st.slices, 4);
+	cr_assert_eq(st.slices_cut, 3);
+	cr_assert_not(readable(drain_fd(d)), "an emptied queue leaves the loop alone");
+	cr_assert_eq(drain_deliver(d, &records, check, &s), 0);
+	drain_free(d);
 }
