@@ -379,12 +379,9 @@ fuzz-bins:
 
 fuzz-harnesses: $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
 
-# fuzz-state reads segments with no writer thread (its header says why).
-$(BUILD)/fuzz/fuzz-state: FUZZ_LDFLAGS := -Wl,--wrap=state_writer_new,--wrap=state_writer_free
-
 $(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(DAEMON_LIB_OBJS) $(CLI_LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer -Icli -o $@ $(filter %.c %.o,$^) $(FUZZ_LDFLAGS) $(PKG_LIBS) \
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -Icli -o $@ $(filter %.c %.o,$^) $(PKG_LIBS) \
 		$(shell pkg-config --libs ncursesw) -lm
 
 # Each target runs alone on one core (-jobs would share the cores with the
