@@ -308,6 +308,29 @@ static size_t ranges_normalize(struct code_range *r, size_t n)
 	return out;
 }
 
+/* The next FDE of s from *off: returns 1 and fills *e, *off moved past it;
+ * 0 at the end of the chain, *off left where it ended; -ETIMEDOUT or
+ * -ECANCELED.  CIEs are passed over, and so are entries libdw cannot
+ * parse but could at least size. */
+static int next_fde(struct builder *b, const struct cfi_section *s, Dwarf_Off *off,
+		    Dwarf_CFI_Entry *e)
+{
+	while (*off != (Dwarf_Off)-1) {
+		Dwarf_Off next = (Dwarf_Off)-1;
+		int r = over_time(b);
+
+		if (r < 0)
+			return r;
+		r = dwarf_next_cfi(b->ident, s->data, s->eh_frame, *off, &next, e);
+		if (r > 0 || (r < 0 && (next == (Dwarf_Off)-1 || next <= *off)))
+			return 0;
+		*off = next;
+		if (r == 0 && !dwarf_cfi_cie_p(e))
+			return 1;
+	}
+	return 0;
+}
+
 /* Appends to *ranges (of *n, room for *cap) the code ranges of the FDEs of
  * section s that start in an executable segment, clipped to it.  Entries
  * libdw cannot parse, and FDEs whose CIE we cannot lay out, are skipped.
@@ -316,35 +339,23 @@ static int64_t read_fde_ranges(struct builder *b, const struct cfi_section *s,
 			       struct code_range **ranges, size_t *n, size_t *cap)
 {
 	const uint8_t *buf = s->data->d_buf;
-	Dwarf_Off off = 0, next, cie_off = (Dwarf_Off)-1;
+	Dwarf_Off off = 0, cie_off = (Dwarf_Off)-1;
 	uint8_t enc = DW_EH_PE_absptr;
 	int cie_r = -EINVAL;
 	size_t seen = 0;
 
-	while (off != (Dwarf_Off)-1 && seen < s->max_fdes) {
+	while (seen < s->max_fdes) {
 		Dwarf_CFI_Entry e;
 		const struct code_range *seg;
 		const uint8_t *p;
 		uint64_t start, len, end;
 		int r;
 
-		r = over_time(b);
+		r = next_fde(b, s, &off, &e);
 		if (r < 0)
 			return r;
-		next = (Dwarf_Off)-1;
-		r = dwarf_next_cfi(b->ident, s->data, s->eh_frame, off, &next, &e);
-		if (r > 0)
+		if (r == 0)
 			break;
-		if (r < 0) {
-			/* Skippable when libdw could at least size it. */
-			if (next == (Dwarf_Off)-1 || next <= off)
-				break;
-			off = next;
-			continue;
-		}
-		off = next;
-		if (dwarf_cfi_cie_p(&e))
-			continue;
 		seen++;
 
 		if (e.fde.CIE_pointer != cie_off) {
@@ -862,23 +873,15 @@ static int check_hdr_tables(struct builder *b, const struct cfi_section *s)
 static int check_cfi_registers(struct builder *b, const struct cfi_section *s)
 {
 	struct cie_check cc = { .off = (Dwarf_Off)-1 };
-	Dwarf_Off off = 0, next;
+	Dwarf_Off off = 0;
+	Dwarf_CFI_Entry e;
 	int r;
 
-	while (off != (Dwarf_Off)-1) {
-		Dwarf_CFI_Entry e;
-
-		r = over_time(b);
-		if (r < 0)
-			return r;
-		next = (Dwarf_Off)-1;
-		r = dwarf_next_cfi(b->ident, s->data, s->eh_frame, off, &next, &e);
-		if (r > 0 || (r < 0 && (next == (Dwarf_Off)-1 || next <= off)))
-			break;
-		off = next;
-		if (r == 0 && !dwarf_cfi_cie_p(&e) && !fde_program_ok(b, s, &e, &cc))
+	while ((r = next_fde(b, s, &off, &e)) > 0)
+		if (!fde_program_ok(b, s, &e, &cc))
 			return -EBADMSG;
-	}
+	if (r < 0)
+		return r;
 	return s->eh_frame ? check_hdr_tables(b, s) : 0;
 }
 

@@ -941,17 +941,16 @@ Test(unwind_table, cfi_bytes_are_what_a_build_reads)
 	cr_assert_eq(cfi_bytes_of(text), 0);
 }
 
-/* sstrip's result: the same file without section headers. */
-Test(unwind_table, no_section_headers_uses_pt_gnu_eh_frame)
+/* The file at path with its section headers dropped, as sstrip leaves it,
+ * written as name. */
+static const char *drop_section_headers(const char *path, const char *name, char *out,
+					size_t size)
 {
-	char path[PATH_MAX], *data;
-	struct unwind_table *t, *bare;
-	Elf64_Ehdr *eh;
 	struct stat st;
-	FILE *f;
+	Elf64_Ehdr *eh;
+	char *data;
+	FILE *f = fopen(path, "re");
 
-	t = build_ok(build(FX_O2, path, sizeof(path)));
-	f = fopen(path, "re");
 	cr_assert_not_null(f);
 	cr_assert_eq(fstat(fileno(f), &st), 0);
 	data = malloc((size_t)st.st_size);
@@ -962,11 +961,20 @@ Test(unwind_table, no_section_headers_uses_pt_gnu_eh_frame)
 	eh->e_shoff = 0;
 	eh->e_shnum = 0;
 	eh->e_shstrndx = SHN_UNDEF;
-	write_file("fx-no-shdrs", data, (size_t)st.st_size);
+	write_file(name, data, (size_t)st.st_size);
 	free(data);
+	path_in_workdir(out, size, name);
+	return out;
+}
 
-	path_in_workdir(path, sizeof(path), "fx-no-shdrs");
-	bare = build_ok(path);
+/* sstrip's result: the same file without section headers. */
+Test(unwind_table, no_section_headers_uses_pt_gnu_eh_frame)
+{
+	char path[PATH_MAX], bare_path[PATH_MAX];
+	struct unwind_table *t, *bare;
+
+	t = build_ok(build(FX_O2, path, sizeof(path)));
+	bare = build_ok(drop_section_headers(path, "fx-no-shdrs", bare_path, sizeof(bare_path)));
 	cr_assert_eq(bare->n_rows, t->n_rows);
 	cr_expect_eq(memcmp(bare->rows, t->rows, t->n_rows * sizeof(*t->rows)), 0);
 	cr_expect_eq(bare->fdes, t->fdes);
@@ -1034,32 +1042,6 @@ static const char *build_regno(const char *name, const char *reg, bool debug_fra
 			     "-nostdlib", "-Wl,-e,fx_start", "-o", (char *)name, "regno.S", NULL });
 	path_in_workdir(path, size, name);
 	return path;
-}
-
-/* The file at path with its section headers dropped, as sstrip leaves it,
- * written as name. */
-static const char *drop_section_headers(const char *path, const char *name, char *out,
-					size_t size)
-{
-	struct stat st;
-	Elf64_Ehdr *eh;
-	char *data;
-	FILE *f = fopen(path, "re");
-
-	cr_assert_not_null(f);
-	cr_assert_eq(fstat(fileno(f), &st), 0);
-	data = malloc((size_t)st.st_size);
-	cr_assert_not_null(data);
-	cr_assert_eq(fread(data, 1, (size_t)st.st_size, f), (size_t)st.st_size);
-	(void)fclose(f);
-	eh = (Elf64_Ehdr *)data;
-	eh->e_shoff = 0;
-	eh->e_shnum = 0;
-	eh->e_shstrndx = SHN_UNDEF;
-	write_file(name, data, (size_t)st.st_size);
-	free(data);
-	path_in_workdir(out, size, name);
-	return out;
 }
 
 /* A register number past x86_64's refuses the file before libdw runs its
