@@ -388,8 +388,8 @@ $(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(DAEMON_LIB_OBJS) $
 # other targets' builds and runs); -rss_limit_mb keeps a runaway allocation
 # a finding rather than the host's problem, and -malloc_limit_mb makes one
 # allocation past what any parser needs a finding on the spot, before it
-# is touched (corpus/unwind/regno-2gib: libdw's 2 GiB, 2 MB under the RSS
-# limit).
+# is touched (corpus/unwind/regno-2gib: libdw's 2,147,361,800 bytes, just
+# under the RSS limit).
 fuzz: fuzz-bins
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		dir=$(FUZZ_BUILD)/fuzz/run/$$t; rm -rf $$dir; mkdir -p $$dir/corpus $$dir/crashes; \
