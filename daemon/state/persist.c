@@ -410,7 +410,7 @@ int persist_open(const struct persist_opts *o, struct persist **ret)
 		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto fail;
 	}
-	r = state_writer_new(ps->dirfd, PERSIST_MAX_QUEUED_BYTES, &ps->writer);
+	r = o->read_only ? 0 : state_writer_new(ps->dirfd, PERSIST_MAX_QUEUED_BYTES, &ps->writer);
 	if (r < 0)
 		goto fail;
 	ps->next_seq = 1;
@@ -1442,6 +1442,8 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	uint64_t t0 = now_monotonic_ns();
 	double ms;
 
+	if (!ps->writer)
+		return; /* read_only */
 	wr.until_ns = t0 + PERSIST_FLUSH_SLICE_NS;
 
 	/* every PERSIST_FLUSH_S, not at every call: each batch wakes the
@@ -1491,6 +1493,8 @@ void persist_get_stats(struct persist *ps, struct persist_stats *ret)
 		ret->disk_bytes += ps->segments[i].bytes;
 	ret->restored_frames = ps->stored.n_frames;
 	ret->restored_bytes = stored_memory(&ps->stored);
+	if (!ps->writer)
+		return;
 	state_writer_get_stats(ps->writer, &ws);
 	ret->bytes_written = ws.bytes_written;
 	ret->syncs = ws.syncs;

@@ -93,6 +93,10 @@ struct persist_opts {
 	const char *dir;
 	uint64_t max_bytes;   /* all segments; 0: PERSIST_DEFAULT_MAX_BYTES */
 	uint64_t retention_s;
+	/* No writer (no thread): segments are read back, nothing is written
+	 * or removed, persist_flush does nothing.  The fuzz harness reads
+	 * thousands of segments a second, each with a state of its own. */
+	bool read_only;
 };
 
 /* How the daemon names a frame (its resolver routes FRAME_MODULE_STORED
@@ -137,7 +141,7 @@ struct persist_stats {
 struct persist;
 
 /* Opens (creating it) and locks the state directory, and starts the
- * writer.  Returns 0, -EBUSY (another perfd has it), -EPERM (not ours
+ * writer unless o->read_only.  Returns 0, -EBUSY (another perfd has it), -EPERM (not ours
  * alone: owned by another user, or writable by others) or -errno. */
 int persist_open(const struct persist_opts *o, struct persist **ret);
 struct persist *persist_free(struct persist *ps);

@@ -308,6 +308,29 @@ static size_t ranges_normalize(struct code_range *r, size_t n)
 	return out;
 }
 
+/* The next FDE of s from *off: returns 1 and fills *e, *off moved past it;
+ * 0 at the end of the chain, *off left where it ended; -ETIMEDOUT or
+ * -ECANCELED.  CIEs are passed over, and so are entries libdw cannot
+ * parse but could at least size. */
+static int next_fde(struct builder *b, const struct cfi_section *s, Dwarf_Off *off,
+		    Dwarf_CFI_Entry *e)
+{
+	while (*off != (Dwarf_Off)-1) {
+		Dwarf_Off next = (Dwarf_Off)-1;
+		int r = over_time(b);
+
+		if (r < 0)
+			return r;
+		r = dwarf_next_cfi(b->ident, s->data, s->eh_frame, *off, &next, e);
+		if (r > 0 || (r < 0 && (next == (Dwarf_Off)-1 || next <= *off)))
+			return 0;
+		*off = next;
+		if (r == 0 && !dwarf_cfi_cie_p(e))
+			return 1;
+	}
+	return 0;
+}
+
 /* Appends to *ranges (of *n, room for *cap) the code ranges of the FDEs of
  * section s that start in an executable segment, clipped to it.  Entries
  * libdw cannot parse, and FDEs whose CIE we cannot lay out, are skipped.
@@ -316,35 +339,23 @@ static int64_t read_fde_ranges(struct builder *b, const struct cfi_section *s,
 			       struct code_range **ranges, size_t *n, size_t *cap)
 {
 	const uint8_t *buf = s->data->d_buf;
-	Dwarf_Off off = 0, next, cie_off = (Dwarf_Off)-1;
+	Dwarf_Off off = 0, cie_off = (Dwarf_Off)-1;
 	uint8_t enc = DW_EH_PE_absptr;
 	int cie_r = -EINVAL;
 	size_t seen = 0;
 
-	while (off != (Dwarf_Off)-1 && seen < s->max_fdes) {
+	while (seen < s->max_fdes) {
 		Dwarf_CFI_Entry e;
 		const struct code_range *seg;
 		const uint8_t *p;
 		uint64_t start, len, end;
 		int r;
 
-		r = over_time(b);
+		r = next_fde(b, s, &off, &e);
 		if (r < 0)
 			return r;
-		next = (Dwarf_Off)-1;
-		r = dwarf_next_cfi(b->ident, s->data, s->eh_frame, off, &next, &e);
-		if (r > 0)
+		if (r == 0)
 			break;
-		if (r < 0) {
-			/* Skippable when libdw could at least size it. */
-			if (next == (Dwarf_Off)-1 || next <= off)
-				break;
-			off = next;
-			continue;
-		}
-		off = next;
-		if (dwarf_cfi_cie_p(&e))
-			continue;
 		seen++;
 
 		if (e.fde.CIE_pointer != cie_off) {
@@ -610,6 +621,270 @@ static int eh_frame_from_phdr(Elf *elf, struct cfi_section *ret)
 	return 0;
 }
 
+/* --- register numbers ------------------------------------------------- */
+
+/* libdw keeps one rule per DWARF register, up to the highest register
+ * number the CIE's and the FDE's programs name: for a number n it
+ * reallocates and zeroes 16 * n bytes (up to 2 GiB, its own cap), and it
+ * does so again each time it replays the program, i.e. for every row.  One
+ * crafted FDE thus takes 2 GiB and a second of memset per row; fuzz-unwind
+ * found it (an out-of-memory).  x86_64's DWARF registers stop at 145 (APX's
+ * r31), so a file whose CFI names a higher register gets no table
+ * (-EBADMSG), checked before libdw runs any program of the section: libdw
+ * finds FDEs by its own lookup (the .eh_frame_hdr table, or a walk of the
+ * section), so skipping the FDEs we walk would not be enough.  Left open:
+ * without section headers, libdw's .eh_frame runs to the end of the file,
+ * ours to the end of its segment; an FDE past that is not checked. */
+#define MAX_CFI_REGNO 255
+
+/* Whether the CFA program [p, end) names no register above MAX_CFI_REGNO;
+ * false too when it cannot be decoded.  fde_enc: the DW_CFA_set_loc
+ * operand's encoding. */
+static bool cfa_program_ok(const uint8_t *p, const uint8_t *end, uint8_t fde_enc)
+{
+	while (p < end) {
+		uint8_t op = *p++;
+		unsigned regs = 0, values = 0, fixed = 0;
+		bool block = false;
+		uint64_t v;
+
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+		case DW_CFA_restore: /* register in the low 6 bits */
+			continue;
+		case DW_CFA_offset:
+			values = 1;
+			break;
+		default:
+			switch (op) {
+			case DW_CFA_nop:
+			case DW_CFA_remember_state:
+			case DW_CFA_restore_state:
+			case DW_CFA_GNU_window_save:
+				break;
+			case DW_CFA_set_loc:
+				if (read_value(&p, end, fde_enc, &v) < 0)
+					return false;
+				break;
+			case DW_CFA_advance_loc1:
+				fixed = 1;
+				break;
+			case DW_CFA_advance_loc2:
+				fixed = 2;
+				break;
+			case DW_CFA_advance_loc4:
+				fixed = 4;
+				break;
+			case DW_CFA_MIPS_advance_loc8:
+				fixed = 8;
+				break;
+			case DW_CFA_restore_extended:
+			case DW_CFA_undefined:
+			case DW_CFA_same_value:
+			case DW_CFA_def_cfa_register:
+				regs = 1;
+				break;
+			case DW_CFA_register:
+				regs = 2;
+				break;
+			case DW_CFA_offset_extended:
+			case DW_CFA_offset_extended_sf:
+			case DW_CFA_val_offset:
+			case DW_CFA_val_offset_sf:
+			case DW_CFA_def_cfa:
+			case DW_CFA_def_cfa_sf:
+			case DW_CFA_GNU_negative_offset_extended:
+				regs = 1;
+				values = 1;
+				break;
+			case DW_CFA_def_cfa_offset:
+			case DW_CFA_def_cfa_offset_sf:
+			case DW_CFA_GNU_args_size:
+				values = 1;
+				break;
+			case DW_CFA_def_cfa_expression:
+				block = true;
+				break;
+			case DW_CFA_expression:
+			case DW_CFA_val_expression:
+				regs = 1;
+				block = true;
+				break;
+			default:
+				return false;
+			}
+		}
+		if ((size_t)(end - p) < fixed)
+			return false;
+		p += fixed;
+		for (unsigned i = 0; i < regs; i++)
+			if (read_value(&p, end, DW_EH_PE_uleb128, &v) < 0 || v > MAX_CFI_REGNO)
+				return false;
+		/* sleb128 operands have the same length as uleb128 ones */
+		for (unsigned i = 0; i < values; i++)
+			if (read_value(&p, end, DW_EH_PE_uleb128, &v) < 0)
+				return false;
+		if (block && (read_value(&p, end, DW_EH_PE_uleb128, &v) < 0 ||
+			      v > (uint64_t)(end - p)))
+			return false;
+		if (block)
+			p += v;
+	}
+	return true;
+}
+
+/* The last CIE checked: FDEs share few CIEs, in runs. */
+struct cie_check {
+	Dwarf_Off off;
+	bool ok, sized; /* sized: 'z' augmentation, FDEs carry a length */
+	uint8_t enc;
+};
+
+/* Whether the programs libdw runs for FDE e, its CIE's initial
+ * instructions then its own, are cfa_program_ok().  An FDE libdw cannot
+ * intern (its CIE unreadable) is harmless; one whose layout we cannot
+ * follow is not ok. */
+static bool fde_program_ok(struct builder *b, const struct cfi_section *s,
+			   const Dwarf_CFI_Entry *e, struct cie_check *cc)
+{
+	const uint8_t *p = e->fde.start;
+	uint64_t v;
+
+	if (e->fde.CIE_pointer != cc->off) {
+		Dwarf_CFI_Entry c;
+		Dwarf_Off ignored;
+
+		cc->off = e->fde.CIE_pointer;
+		if (dwarf_next_cfi(b->ident, s->data, s->eh_frame, cc->off, &ignored, &c) != 0 ||
+		    !dwarf_cfi_cie_p(&c)) {
+			cc->ok = true; /* libdw cannot use its FDEs */
+			cc->sized = false;
+			cc->enc = DW_EH_PE_omit;
+			return true;
+		}
+		cc->sized = c.cie.augmentation[0] == 'z';
+		cc->ok = cie_fde_encoding(&c.cie, &cc->enc) == 0 &&
+			 cfa_program_ok(c.cie.initial_instructions,
+					c.cie.initial_instructions_end, cc->enc);
+	}
+	if (!cc->ok || cc->enc == DW_EH_PE_omit)
+		return cc->ok;
+	if (read_value(&p, e->fde.end, cc->enc, &v) < 0 ||
+	    read_value(&p, e->fde.end, cc->enc, &v) < 0)
+		return false;
+	if (cc->sized) {
+		if (read_value(&p, e->fde.end, DW_EH_PE_uleb128, &v) < 0 ||
+		    v > (uint64_t)(e->fde.end - p))
+			return false;
+		p += v;
+	}
+	return cfa_program_ok(p, e->fde.end, cc->enc);
+}
+
+/* Checks the FDEs of an .eh_frame_hdr (its bytes hdr..hdr_end, at
+ * hdr_vaddr) whose table libdw may search for s: each entry's FDE, parsed
+ * where the entry says, as libdw parses it.  A linker's table points at
+ * FDEs of s only: an entry that does not, or that we cannot read, refuses
+ * s too.  Returns 0, -EBADMSG, -ETIMEDOUT or -ECANCELED. */
+static int check_hdr_fdes(struct builder *b, const struct cfi_section *s, const uint8_t *hdr,
+			  const uint8_t *hdr_end, uint64_t hdr_vaddr)
+{
+	struct cie_check cc = { .off = (Dwarf_Off)-1 };
+	const uint8_t *p = hdr + 4;
+	uint64_t ignored, count;
+
+	if (hdr_end - hdr < 4 || hdr[0] != 1)
+		return 0; /* libdw does not use it */
+	if (read_pointer(&p, hdr_end, hdr[1], hdr_vaddr + (uint64_t)(p - hdr), hdr_vaddr,
+			 &ignored) < 0)
+		return 0;
+	if (hdr[2] == DW_EH_PE_omit || hdr[3] == DW_EH_PE_omit)
+		return 0; /* no table */
+	if (read_pointer(&p, hdr_end, hdr[2], hdr_vaddr + (uint64_t)(p - hdr), hdr_vaddr,
+			 &count) < 0)
+		return -EBADMSG;
+	for (uint64_t i = 0; i < count && p < hdr_end; i++) {
+		Dwarf_CFI_Entry e;
+		Dwarf_Off next;
+		uint64_t fde;
+		int r = over_time(b);
+
+		if (r < 0)
+			return r;
+		if (read_pointer(&p, hdr_end, hdr[3], hdr_vaddr + (uint64_t)(p - hdr), hdr_vaddr,
+				 &ignored) < 0 ||
+		    read_pointer(&p, hdr_end, hdr[3], hdr_vaddr + (uint64_t)(p - hdr), hdr_vaddr,
+				 &fde) < 0 ||
+		    fde < s->vaddr || fde - s->vaddr >= s->data->d_size ||
+		    dwarf_next_cfi(b->ident, s->data, s->eh_frame, fde - s->vaddr, &next, &e) != 0 ||
+		    dwarf_cfi_cie_p(&e) || !fde_program_ok(b, s, &e, &cc))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Checks the FDEs of the .eh_frame_hdr tables libdw may search for s: the
+ * sections of that name when the file has section headers, else
+ * PT_GNU_EH_FRAME's. */
+static int check_hdr_tables(struct builder *b, const struct cfi_section *s)
+{
+	size_t n_sections, shstrndx;
+	GElf_Phdr ph;
+	Elf_Data *d;
+	int r;
+
+	if (elf_getshdrnum(b->elf, &n_sections) < 0)
+		return 0;
+	if (n_sections == 0) {
+		if (!find_phdr(b->elf, PT_GNU_EH_FRAME, 0, &ph) || ph.p_filesz == 0)
+			return 0;
+		d = elf_getdata_rawchunk(b->elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+		if (!d || !d->d_buf)
+			return 0;
+		return check_hdr_fdes(b, s, d->d_buf, (const uint8_t *)d->d_buf + d->d_size,
+				      ph.p_vaddr);
+	}
+	if (elf_getshdrstrndx(b->elf, &shstrndx) < 0)
+		return 0;
+	for (Elf_Scn *scn = elf_nextscn(b->elf, NULL); scn; scn = elf_nextscn(b->elf, scn)) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(b->elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, ".eh_frame_hdr") != 0)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			continue;
+		r = check_hdr_fdes(b, s, d->d_buf, (const uint8_t *)d->d_buf + d->d_size,
+				   sh.sh_addr);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Checks every FDE of s that libdw may run, as the comment above says: all
+ * those of the section's chain of entries (past s->max_fdes: libdw's walk
+ * does not stop there), and those of the .eh_frame_hdr tables it may
+ * search.  Returns 0, -EBADMSG, -ETIMEDOUT or -ECANCELED. */
+static int check_cfi_registers(struct builder *b, const struct cfi_section *s)
+{
+	struct cie_check cc = { .off = (Dwarf_Off)-1 };
+	Dwarf_Off off = 0;
+	Dwarf_CFI_Entry e;
+	int r;
+
+	while ((r = next_fde(b, s, &off, &e)) > 0)
+		if (!fde_program_ok(b, s, &e, &cc))
+			return -EBADMSG;
+	if (r < 0)
+		return r;
+	return s->eh_frame ? check_hdr_tables(b, s) : 0;
+}
+
 static int read_exec_segments(struct builder *b)
 {
 	size_t n;
@@ -671,6 +946,9 @@ static int add_eh_frame(struct builder *b, struct code_range **eh, size_t *n_eh)
 	if (*n_eh == 0)
 		return 0;
 
+	r = check_cfi_registers(b, &s);
+	if (r < 0)
+		return r;
 	cfi = dwarf_getcfi_elf(b->elf);
 	if (!cfi) {
 		*n_eh = 0;
@@ -745,6 +1023,9 @@ static int add_debug_frame(struct builder *b, const struct code_range *eh, size_
 	if (n_pieces == 0)
 		return 0;
 
+	r = check_cfi_registers(b, &s);
+	if (r < 0)
+		return r;
 	dw = dwarf_begin_elf(b->elf, DWARF_C_READ, NULL);
 	cfi = dw ? dwarf_getcfi(dw) : NULL;
 	if (!cfi)

@@ -37,6 +37,8 @@ struct unwind_table_limits {
  * table, -ENODATA when the file has no call-frame information at all,
  * -ENOEXEC when it is not ELF, -EFBIG when it spans more than 4 GiB of
  * addresses, -E2BIG when its CFI is past max_cfi_bytes (refused unread),
+ * -EBADMSG when its CFI names a register number x86_64 does not have
+ * (libdw would allocate for every number up to it),
  * -ETIMEDOUT when it used cpu_ns first (what was built is dropped),
  * -ECANCELED when *cancel was set, or another -errno. */
 int unwind_table_build(int fd, const struct unwind_table_limits *limits,

@@ -247,12 +247,23 @@ Test(persist, a_store_read_back_holds_every_value_under_its_names)
 	}
 	persist_free(ps);
 
-	cr_assert_eq(persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600 }, &again), 0);
+	/* read back with no writer, as the fuzz harness reads */
+	cr_assert_eq(persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600,
+							  .read_only = true }, &again), 0);
 	b = new_store(sym);
 	/* read back at half the sampling period: each old sample is two */
 	persist_restore(again, b, 5000000, now);
 	persist_get_stats(again, &st);
 	cr_assert_eq(st.windows_restored, 30);
+	{
+		struct persist_names names = { fake_resolve, fake_describe, again };
+
+		/* read_only: what was read back is not written again */
+		persist_flush(again, b, &names, 5000000, now + 10 * SEC, true);
+		persist_get_stats(again, &st);
+		cr_assert_eq(st.flushes + st.windows_written + st.bytes_written, 0);
+		cr_assert_eq(st.segments, 1, "%" PRIu64 " segments", st.segments);
+	}
 	cr_assert_eq(st.processes_restored, 1);
 	cr_assert_eq(count(b, NULL, again), 2 * 240);
 	cr_assert_eq(count(b, "fn_ffff81000010", again), 2 * 180);

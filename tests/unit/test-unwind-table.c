@@ -941,17 +941,16 @@ Test(unwind_table, cfi_bytes_are_what_a_build_reads)
 	cr_assert_eq(cfi_bytes_of(text), 0);
 }
 
-/* sstrip's result: the same file without section headers. */
-Test(unwind_table, no_section_headers_uses_pt_gnu_eh_frame)
+/* The file at path with its section headers dropped, as sstrip leaves it,
+ * written as name. */
+static const char *drop_section_headers(const char *path, const char *name, char *out,
+					size_t size)
 {
-	char path[PATH_MAX], *data;
-	struct unwind_table *t, *bare;
-	Elf64_Ehdr *eh;
 	struct stat st;
-	FILE *f;
+	Elf64_Ehdr *eh;
+	char *data;
+	FILE *f = fopen(path, "re");
 
-	t = build_ok(build(FX_O2, path, sizeof(path)));
-	f = fopen(path, "re");
 	cr_assert_not_null(f);
 	cr_assert_eq(fstat(fileno(f), &st), 0);
 	data = malloc((size_t)st.st_size);
@@ -962,11 +961,20 @@ Test(unwind_table, no_section_headers_uses_pt_gnu_eh_frame)
 	eh->e_shoff = 0;
 	eh->e_shnum = 0;
 	eh->e_shstrndx = SHN_UNDEF;
-	write_file("fx-no-shdrs", data, (size_t)st.st_size);
+	write_file(name, data, (size_t)st.st_size);
 	free(data);
+	path_in_workdir(out, size, name);
+	return out;
+}
 
-	path_in_workdir(path, sizeof(path), "fx-no-shdrs");
-	bare = build_ok(path);
+/* sstrip's result: the same file without section headers. */
+Test(unwind_table, no_section_headers_uses_pt_gnu_eh_frame)
+{
+	char path[PATH_MAX], bare_path[PATH_MAX];
+	struct unwind_table *t, *bare;
+
+	t = build_ok(build(FX_O2, path, sizeof(path)));
+	bare = build_ok(drop_section_headers(path, "fx-no-shdrs", bare_path, sizeof(bare_path)));
 	cr_assert_eq(bare->n_rows, t->n_rows);
 	cr_expect_eq(memcmp(bare->rows, t->rows, t->n_rows * sizeof(*t->rows)), 0);
 	cr_expect_eq(bare->fdes, t->fdes);
@@ -995,6 +1003,72 @@ Test(unwind_table, libc_matches_readelf)
 	(void)fclose(maps);
 	cr_assert(found, "libc not in /proc/self/maps");
 	check_file_against_readelf(path, NULL);
+}
+
+/* --- register numbers libdw would allocate for ------------------------ */
+
+/* One function whose FDE saves DWARF register FX_REG: 125 is x86_64's k7,
+ * 134000000 makes libdw allocate and zero 2 GiB for every row (found by
+ * fuzz-unwind); with FX_DEBUG_FRAME its CFI is in .debug_frame only. */
+static const char regno_source[] =
+	"#ifdef FX_DEBUG_FRAME\n"
+	"	.cfi_sections .debug_frame\n"
+	"#endif\n"
+	"	.text\n"
+	"	.globl fx_start\n"
+	"	.type fx_start, @function\n"
+	"fx_start:\n"
+	"	.cfi_startproc\n"
+	"	pushq %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset FX_REG, -16\n"
+	"	movq %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"1:	pause\n"
+	"	jmp 1b\n"
+	"	.cfi_endproc\n"
+	"	.size fx_start, .-fx_start\n"
+	"	.section .note.GNU-stack,\"\",@progbits\n";
+
+/* Builds regno_source with -DFX_REG=reg (and -DFX_DEBUG_FRAME) into name. */
+static const char *build_regno(const char *name, const char *reg, bool debug_frame, char *path,
+			       size_t size)
+{
+	char def[64];
+
+	write_file("regno.S", regno_source, strlen(regno_source));
+	snprintf(def, sizeof(def), "-DFX_REG=%s", reg);
+	run((char *const[]){ "cc", def, debug_frame ? "-DFX_DEBUG_FRAME" : "-DFX_EH_FRAME",
+			     "-nostdlib", "-Wl,-e,fx_start", "-o", (char *)name, "regno.S", NULL });
+	path_in_workdir(path, size, name);
+	return path;
+}
+
+/* A register number past x86_64's refuses the file before libdw runs its
+ * CFI, found through the section, through PT_GNU_EH_FRAME alone, or in
+ * .debug_frame; a real register (k7) is read as any other. */
+Test(unwind_table, register_number_past_x86_64_is_refused)
+{
+	char path[PATH_MAX], bare[PATH_MAX];
+	struct unwind_table *t = NULL;
+	const struct perfd_unwind_row *row;
+
+	t = build_ok(build_regno("fx-reg-k7", "125", false, path, sizeof(path)));
+	row = unwind_table_find(t, t->base_vaddr + 5);
+	cr_assert_not_null(row);
+	cr_expect_eq(row->cfa_type, PERFD_CFA_RBP, "the k7 function's body is an RBP row");
+	unwind_table_free(t);
+	t = NULL;
+
+	build_regno("fx-reg-huge", "134000000", false, path, sizeof(path));
+	cr_expect_eq(build_path(path, &t), -EBADMSG, ".eh_frame");
+	cr_expect_null(t);
+	drop_section_headers(path, "fx-reg-huge-bare", bare, sizeof(bare));
+	cr_expect_eq(build_path(bare, &t), -EBADMSG, "PT_GNU_EH_FRAME");
+	cr_expect_null(t);
+	build_regno("fx-reg-huge-df", "134000000", true, path, sizeof(path));
+	cr_expect_eq(build_path(path, &t), -EBADMSG, ".debug_frame");
+	cr_expect_null(t);
 }
 
 /* --- specific rules --------------------------------------------------- */
