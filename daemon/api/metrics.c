@@ -132,6 +132,8 @@ static const struct metric metrics[] = {
 	N("export_intervals_total", COUNTER, "export.intervals", "Export intervals completed"),
 	N("export_encode_errors_total", COUNTER, "export.encode_errors",
 	  "Profiles that failed to encode for export"),
+	N("export_waits_for_names_total", COUNTER, "export.waits_for_names",
+	  "Export intervals tried again because symbol tables were being built"),
 	EACH("export_sent_total", COUNTER, "export.exporters", "sink", "sent",
 	     "Profiles sent, per exporter"),
 	EACH("export_sent_bytes_total", COUNTER, "export.exporters", "sink", "sent_bytes",

@@ -25,6 +25,11 @@
 #define TIMER_ACCURACY_USEC 1000
 #define HOST_MAX 64
 #define NAME_TEXT_MAX 4096
+/* An interval whose frames wait for symbol tables is tried again every
+ * EXPORT_NAMES_POLL_MS, for at most EXPORT_NAMES_WAIT_MS (as an answer
+ * waits: api/command.h); then it goes with what is named. */
+#define EXPORT_NAMES_POLL_MS 50
+#define EXPORT_NAMES_WAIT_MS 10000
 
 struct exporter {
 	sd_event *event;
@@ -37,6 +42,20 @@ struct exporter {
 	struct export_label labels[EXPORT_MAX_LABELS];
 	size_t n_labels;
 	struct exporter_stats stats;
+	uint64_t due_to_s;          /* an interval waiting for names: its end */
+	uint64_t names_deadline_ns; /* ... and when it stops waiting */
+};
+
+/* One interval's profiles, encoded, pushed to the sinks together once
+ * none of their frames waits for a symbol table being built off the loop
+ * (symbols/symload.h), or the wait is over: a profile sent is not sent
+ * again, so it is not sent with frames that would be named a moment
+ * later.  Items are (pprof, OTLP or NULL) pairs. */
+struct batch {
+	struct export_item **items;
+	size_t n, cap;
+	bool may_wait;      /* the interval's wait for names is not over */
+	bool names_pending; /* a frame waits for its table: send nothing */
 };
 
 /* s with every byte outside [A-Za-z0-9._-] as '_' (file names, and
@@ -177,7 +196,7 @@ static int otlp_item(const struct exporter *x, const struct export_item *like, c
  * is from_s as Unix time, the same for every profile of the interval.
  * Returns 0, 1 when it holds nothing, or -ENOMEM. */
 static int export_part(struct exporter *x, struct profile_part *part, enum profile_kind kind,
-		       uint64_t from_s, uint64_t to_s, double from_unix)
+		       uint64_t from_s, uint64_t to_s, double from_unix, struct batch *b)
 {
 	struct profile_parts one = { .parts = part, .n = 1, .cap = 1 };
 	struct model_opts mo = x->src.model;
@@ -205,9 +224,23 @@ static int export_part(struct exporter *x, struct profile_part *part, enum profi
 	r = model_build(&mo, &one, aggregator_stacks(x->src.aggregator), &m);
 	if (r < 0)
 		return r;
-	if (m->total == 0 || m->n_processes != 1) {
+	if (m->total == 0 || m->n_processes != 1 || b->names_pending ||
+	    (b->may_wait && m->pending_frames)) {
+		/* (the model's frames have started their tables' builds) */
+		b->names_pending = b->names_pending || (b->may_wait && m->pending_frames);
 		model_free(m);
 		return 1;
+	}
+	if (b->n + 2 > b->cap) {
+		size_t cap = MAX(16u, 2 * b->cap);
+		struct export_item **items = realloc(b->items, cap * sizeof(*items));
+
+		if (!items) {
+			model_free(m);
+			return -ENOMEM;
+		}
+		b->items = items;
+		b->cap = cap;
 	}
 	it = calloc(1, sizeof(*it));
 	if (!it) {
@@ -236,22 +269,36 @@ static int export_part(struct exporter *x, struct profile_part *part, enum profi
 		export_item_unref(it);
 		return r;
 	}
-	if (x->files)
-		export_worker_push(x->files, it);
-	if (x->push)
-		export_worker_push(x->push, it);
-	if (ot)
-		export_worker_push(x->otlp, ot);
-	export_item_unref(ot);
-	export_item_unref(it);
+	b->items[b->n++] = it;
+	b->items[b->n++] = ot;
 	return 0;
 }
 
-/* Every process's profiles of [from_s, to_s). */
-static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
+/* Sends the batch's profiles (send: else drops them) and empties it. */
+static void batch_end(struct exporter *x, struct batch *b, bool send)
+{
+	for (size_t i = 0; i < b->n; i += 2) {
+		if (send && x->files)
+			export_worker_push(x->files, b->items[i]);
+		if (send && x->push)
+			export_worker_push(x->push, b->items[i]);
+		if (send && b->items[i + 1])
+			export_worker_push(x->otlp, b->items[i + 1]);
+		export_item_unref(b->items[i + 1]);
+		export_item_unref(b->items[i]);
+	}
+	free(b->items);
+	*b = (struct batch){ 0 };
+}
+
+/* Every process's profiles of [from_s, to_s).  Returns 0, or -EAGAIN when
+ * may_wait and a frame waits for its table: nothing is sent then, and the
+ * caller asks again. */
+static int export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s, bool may_wait)
 {
 	struct selection sel = { .all = true };
 	struct profile_parts parts = { 0 };
+	struct batch b = { .may_wait = may_wait };
 	uint64_t t0 = now_monotonic_ns(), first, end;
 	/* once: each reading of the clocks differs by the time between them,
 	 * and Pyroscope's whole seconds and the file names would too */
@@ -268,7 +315,7 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 	if (aggregator_query(x->src.aggregator, &sel, from_s * NSEC_PER_SEC, to_s * NSEC_PER_SEC, &parts,
 			     &first, &end) < 0) {
 		x->stats.encode_errors++;
-		return;
+		return 0;
 	}
 	for (size_t i = 0; i < parts.n; i++)
 		for (int k = 0; k < PROFILE_KINDS; k++) {
@@ -276,14 +323,20 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 
 			if (!parts.parts[i].prof.totals[k])
 				continue;
-			r = export_part(x, &parts.parts[i], (enum profile_kind)k, from_s, to_s, from_unix);
+			r = export_part(x, &parts.parts[i], (enum profile_kind)k, from_s, to_s, from_unix,
+					&b);
 			if (r < 0)
 				x->stats.encode_errors++;
-			else if (r == 0)
-				x->stats.profiles++;
 		}
 	n_processes = parts.n; /* releasing them clears it */
 	aggregator_release_parts(x->src.aggregator, &parts);
+	if (b.names_pending) {
+		batch_end(x, &b, false);
+		x->stats.waits_for_names++;
+		return -EAGAIN;
+	}
+	x->stats.profiles += b.n / 2;
+	batch_end(x, &b, true);
 	ms = (now_monotonic_ns() - t0) / 1e6;
 	x->stats.intervals++;
 	x->stats.last_export_unix = monotonic_to_unix(now_monotonic_ns());
@@ -291,6 +344,7 @@ static void export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s)
 	x->stats.longest_encode_ms = MAX(x->stats.longest_encode_ms, ms);
 	log_debug("Exported %zu processes' profiles of %" PRIu64 " s in %.1f ms.", n_processes,
 		  to_s - from_s, ms);
+	return 0;
 }
 
 static int schedule(struct exporter *x)
@@ -303,11 +357,18 @@ static int schedule(struct exporter *x)
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct exporter *x = userdata;
-	uint64_t to_s = now_monotonic_ns() / NSEC_PER_SEC;
+	uint64_t now = now_monotonic_ns();
+	uint64_t to_s = x->due_to_s ? x->due_to_s : now / NSEC_PER_SEC;
 
 	if (to_s > x->from_s) {
-		export_interval(x, x->from_s, to_s);
+		if (!x->due_to_s)
+			x->names_deadline_ns = now + EXPORT_NAMES_WAIT_MS * 1000000ULL;
+		if (export_interval(x, x->from_s, to_s, now < x->names_deadline_ns) == -EAGAIN) {
+			x->due_to_s = to_s;
+			return sd_event_source_set_time_relative(s, EXPORT_NAMES_POLL_MS * 1000);
+		}
 		x->from_s = to_s;
+		x->due_to_s = 0;
 	}
 	(void)schedule(x);
 	return 0;
@@ -453,8 +514,9 @@ void exporter_finish(struct exporter *x)
 	const unsigned timeouts[] = { FINISH_FILES_MS, FINISH_PUSH_MS, FINISH_PUSH_MS };
 	uint64_t to_s = now_monotonic_ns() / NSEC_PER_SEC + 1; /* the second under way too */
 
+	/* shutting down: the interval goes as it is named now */
 	if (x->interval_s && to_s > x->from_s && (x->files || x->push || x->otlp)) {
-		export_interval(x, x->from_s, to_s);
+		(void)export_interval(x, x->from_s, to_s, false);
 		x->from_s = to_s;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(sinks); i++) {

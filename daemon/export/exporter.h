@@ -61,6 +61,7 @@ struct exporter_stats {
 	uint64_t intervals;            /* exported so far */
 	uint64_t profiles;             /* encoded */
 	uint64_t encode_errors;
+	uint64_t waits_for_names;      /* an interval tried again: tables building */
 	double last_export_unix;       /* 0: none yet */
 	double last_encode_ms, longest_encode_ms; /* one interval, on the loop */
 	size_t n_sinks;
