@@ -393,6 +393,13 @@ static void export_drain(void *ctx)
 	daemon_drain(ctx);
 }
 
+static void export_settle(void *ctx, unsigned timeout_ms)
+{
+	struct daemon *d = ctx;
+
+	(void)symbolizer_settle(d->symbolizer, timeout_ms);
+}
+
 static struct export_source export_source(struct manager *m)
 {
 	return (struct export_source){
@@ -402,6 +409,7 @@ static struct export_source export_source(struct manager *m)
 		.memory_sample_bytes = m->d.memory_sample_bytes,
 		.frequency_hz = m->d.frequency_hz,
 		.drain = export_drain,
+		.settle = export_settle,
 		.drain_ctx = &m->d,
 	};
 }

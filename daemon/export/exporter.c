@@ -507,6 +507,8 @@ void exporter_get_stats(struct exporter *x, struct exporter_stats *ret)
  * hold the stop past systemd's patience. */
 #define FINISH_FILES_MS 10000
 #define FINISH_PUSH_MS 3000
+/* ... and the symbol tables the last interval's frames wait for */
+#define FINISH_NAMES_MS 5000
 
 void exporter_finish(struct exporter *x)
 {
@@ -514,9 +516,14 @@ void exporter_finish(struct exporter *x)
 	const unsigned timeouts[] = { FINISH_FILES_MS, FINISH_PUSH_MS, FINISH_PUSH_MS };
 	uint64_t to_s = now_monotonic_ns() / NSEC_PER_SEC + 1; /* the second under way too */
 
-	/* shutting down: the interval goes as it is named now */
+	/* shutting down: the tables its frames wait for get a bounded time,
+	 * then the interval goes as it is named */
 	if (x->interval_s && to_s > x->from_s && (x->files || x->push || x->otlp)) {
-		(void)export_interval(x, x->from_s, to_s, false);
+		if (export_interval(x, x->from_s, to_s, true) == -EAGAIN) {
+			if (x->src.settle)
+				x->src.settle(x->src.drain_ctx, FINISH_NAMES_MS);
+			(void)export_interval(x, x->from_s, to_s, false);
+		}
 		x->from_s = to_s;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(sinks); i++) {

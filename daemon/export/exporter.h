@@ -50,7 +50,10 @@ struct export_source {
 	uint64_t period_ns, memory_sample_bytes;
 	unsigned frequency_hz;
 	void (*drain)(void *ctx); /* ingests what was sampled until now */
-	void *drain_ctx;
+	/* waits up to timeout_ms for the symbol tables being built, which the
+	 * loop would otherwise take in later (at shutdown, which has no later) */
+	void (*settle)(void *ctx, unsigned timeout_ms);
+	void *drain_ctx; /* drain's and settle's */
 };
 
 #define EXPORTER_MAX_SINKS 3
