@@ -256,7 +256,8 @@ Test(persist, a_store_read_back_holds_every_value_under_its_names)
 	persist_get_stats(again, &st);
 	cr_assert_eq(st.windows_restored, 30);
 	{
-		struct persist_names names = { fake_resolve, fake_describe, again };
+		struct persist_names names = { .resolve = fake_resolve, .describe = fake_describe,
+						 .ctx = again };
 
 		/* read_only: what was read back is not written again */
 		persist_flush(again, b, &names, 5000000, now + 10 * SEC, true);
