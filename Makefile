@@ -342,9 +342,14 @@ NPROC := $(shell nproc)
 unit-bins: $(UNIT_BINS)
 
 # The unit suites run once too, under ASan+UBSan: the same assertions,
-# with the sanitizers' checks on top.
+# with the sanitizers' checks on top.  The boot test's Debian root
+# (tests/package/guest.py) is made in the background while perfd builds:
+# mostly a download; the tests wait for it to end.
 test: deps-test
+	mkdir -p $(BUILD)/boot
+	$(PYTHON) tests/package/guest.py prepare > $(BUILD)/boot/prepare.log 2>&1 &
 	$(MAKE) -j$(NPROC) all workloads
+	$(PYTHON) tests/package/guest.py wait
 	$(MAKE) integration PYTEST_ARGS='$(PLAIN_TESTS)'
 	$(MAKE) -j$(NPROC) SANITIZE=1 all unit-bins
 	$(MAKE) SANITIZE=1 unit

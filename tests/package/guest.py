@@ -19,10 +19,17 @@ touched.  The root is cached in BUILD/boot/root-KEY/, KEY a hash of the
 suite and the package list: a second run downloads nothing, and a change
 of the dependencies makes a new root.  Each boot gets a fresh copy of it.
 
+The root's packages are known before the .deb is built (ROOT_PACKAGES:
+its Depends as dpkg-shlibdeps writes them here), so that `make test` can
+make the root in the background while it builds and tests the rest
+(`guest.py prepare`; a lock keeps the test from using a half-made root);
+the test checks that the .deb asks for nothing the root lacks.
+
 The host needs no systemd of its own: nspawn runs with --register=no and
 --keep-unit (no machined, no scope unit) and creates its cgroups itself.
 """
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -42,6 +49,11 @@ SUITE = "bookworm"
 # A booted Debian with a D-Bus (systemctl's and journalctl's peers), no
 # more: the package brings the rest through its Depends.
 BASE_PACKAGES = ("systemd", "systemd-sysv", "dbus")
+# packaging/debian/control's Depends, shlibs expanded (checked by the test:
+# missing_packages)
+ROOT_PACKAGES = BASE_PACKAGES + (
+    "adduser", "procps", "libbpf1", "libc6", "libcurl4", "libdw1", "libelf1", "libjson-c5",
+    "liblzma5", "libncursesw6", "libprotobuf-c1", "libsystemd0", "libtinfo6", "zlib1g")
 DEBOOTSTRAP_TIMEOUT = 900
 BOOT_TIMEOUT = 120
 
@@ -55,6 +67,23 @@ def deb_depends(deb):
     versions dropped)."""
     field = kmatrix.run(["dpkg-deb", "-f", deb, "Depends"])
     return sorted({d.split("|")[0].split("(")[0].strip() for d in field.split(",") if d.strip()})
+
+
+def missing_packages(deb, root):
+    """The packages deb depends on that root does not have installed."""
+    have = kmatrix.run(["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W",
+                        "-f", "${Package} ${db:Status-Status}\n"])
+    installed = {line.split()[0] for line in have.splitlines() if line.endswith(" installed")}
+    return sorted(set(deb_depends(deb)) - installed)
+
+
+def root():
+    """BUILD/boot/root-KEY/ (root_for ROOT_PACKAGES), waiting for a
+    `guest.py prepare` making it meanwhile."""
+    BOOT_DIR.mkdir(parents=True, exist_ok=True)
+    with open(BOOT_DIR / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return root_for(ROOT_PACKAGES)
 
 
 def root_for(packages):
@@ -161,3 +190,24 @@ class Guest:
         if self.proc:
             self.console.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_for_prepare():
+    """Returns once no `guest.py prepare` holds the lock."""
+    BOOT_DIR.mkdir(parents=True, exist_ok=True)
+    with open(BOOT_DIR / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+
+
+if __name__ == "__main__":
+    # `guest.py prepare`: makes the root (make test runs it in the
+    # background; a failure here is the boot test's to report, again).
+    # `guest.py wait`: until a prepare is done (make test: before the
+    # tests that measure shares of the CPUs).
+    if sys.argv[1:] == ["prepare"]:
+        path, took = root()
+        log(f"root {path} {'made in %.1f s' % took if took else 'cached'}")
+    elif sys.argv[1:] == ["wait"]:
+        wait_for_prepare()
+    else:
+        sys.exit("usage: guest.py prepare|wait")

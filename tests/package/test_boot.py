@@ -40,7 +40,9 @@ CAPS = {"CAP_DAC_READ_SEARCH": 2, "CAP_SYS_PTRACE": 19, "CAP_SYSLOG": 34, "CAP_P
 def guest(package):
     deb, _ = package
     start = time.monotonic()
-    root, debootstrap_s = guestlib.root_for(guestlib.deb_depends(deb))
+    root, debootstrap_s = guestlib.root()
+    missing = guestlib.missing_packages(deb, root)
+    assert not missing, f"the .deb depends on {missing}: add them to guest.ROOT_PACKAGES"
     g = guestlib.Guest(root)
     shutil.copy2(deb, g.path("/root") / deb.name)
     g.deb = f"/root/{deb.name}"
