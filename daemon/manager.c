@@ -400,6 +400,13 @@ static void export_settle(void *ctx, unsigned timeout_ms)
 	(void)symbolizer_settle(d->symbolizer, timeout_ms);
 }
 
+static bool export_loads_pending(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	return symbolizer_loads_pending(d->symbolizer) > 0;
+}
+
 static struct export_source export_source(struct manager *m)
 {
 	return (struct export_source){
@@ -410,6 +417,7 @@ static struct export_source export_source(struct manager *m)
 		.frequency_hz = m->d.frequency_hz,
 		.drain = export_drain,
 		.settle = export_settle,
+		.loads_pending = export_loads_pending,
 		.drain_ctx = &m->d,
 	};
 }

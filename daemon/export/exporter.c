@@ -363,6 +363,11 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	if (to_s > x->from_s) {
 		if (!x->due_to_s)
 			x->names_deadline_ns = now + EXPORT_NAMES_WAIT_MS * 1000000ULL;
+		/* a retry rebuilds every process's models: not while the
+		 * tables it waited for are still being built */
+		else if (now < x->names_deadline_ns && x->src.loads_pending &&
+			 x->src.loads_pending(x->src.drain_ctx))
+			return sd_event_source_set_time_relative(s, EXPORT_NAMES_POLL_MS * 1000);
 		if (export_interval(x, x->from_s, to_s, now < x->names_deadline_ns) == -EAGAIN) {
 			x->due_to_s = to_s;
 			return sd_event_source_set_time_relative(s, EXPORT_NAMES_POLL_MS * 1000);

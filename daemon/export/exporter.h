@@ -53,7 +53,9 @@ struct export_source {
 	/* waits up to timeout_ms for the symbol tables being built, which the
 	 * loop would otherwise take in later (at shutdown, which has no later) */
 	void (*settle)(void *ctx, unsigned timeout_ms);
-	void *drain_ctx; /* drain's and settle's */
+	/* whether symbol tables are being built now (may be NULL) */
+	bool (*loads_pending)(void *ctx);
+	void *drain_ctx; /* drain's, settle's and loads_pending's */
 };
 
 #define EXPORTER_MAX_SINKS 3
