@@ -130,6 +130,7 @@ class Watch:
         self.max_store = 0
         self.max_heap_in_use = 0
         self.max_heap_free = 0
+        self.heap_peak = None  # the status at the most heap in use
         self.errors = []
         self.done = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -155,6 +156,8 @@ class Watch:
         self.max_tracked = max(self.max_tracked, st["processes"]["tracked"])
         self.max_stacks = max(self.max_stacks, st["stacks"]["interned"])
         self.max_store = max(self.max_store, st["store"]["memory_bytes"])
+        if st["heap"]["in_use_bytes"] > self.max_heap_in_use:
+            self.heap_peak = st
         self.max_heap_in_use = max(self.max_heap_in_use, st["heap"]["in_use_bytes"])
         self.max_heap_free = max(self.max_heap_free, st["heap"]["free_bytes"])
         check_live_only(st)
@@ -182,6 +185,8 @@ class Watch:
               f"{self.max_tracked} processes, {self.max_stacks} stacks; malloc's heap at most "
               f"{self.max_heap_in_use / 2**20:.1f} MiB in use and {self.max_heap_free / 2**20:.1f} MiB "
               f"free (status.heap)")
+        if self.heap_peak:
+            print(f"{what}: at the heap's peak, {heap_parts(self.heap_peak)}")
         assert self.max_store <= limits["max_memory_bytes"], \
             f"the store held {self.max_store} bytes, over its {limits['max_memory_bytes']}"
         assert self.max_tracked <= limits["max_processes"], \
@@ -191,6 +196,19 @@ class Watch:
         if not perfdtest.sanitized():
             assert self.peak_rss <= rss_bound(), \
                 f"perfd's RSS peaked at {self.peak_rss >> 20} MiB, over {rss_bound() >> 20} MiB"
+
+
+def heap_parts(st):
+    """What status says holds perfd's heap: the parts it counts, in MiB."""
+    mib = lambda v: f"{v / 2**20:.1f}"
+    h = st["heap"]
+    return (f"heap {mib(h['in_use_bytes'])} in use ({mib(h['mmapped_bytes'])} mmapped): store "
+            f"{mib(st['store']['memory_bytes'])}, snapshots {mib(st['store']['snapshot_bytes'])}, "
+            f"symbols {mib(st['symbols']['memory_bytes'])} + cache {mib(st['symbols']['cache_bytes'])}, "
+            f"unwind tables {mib(st['unwind']['table_bytes'])}, python {mib(st['python']['memory_bytes'])}, "
+            f"drain queue {mib(st['drain']['queued_bytes'])}; {st['processes']['tracked']} processes, "
+            f"{st['stacks']['frames']} frames, {st['unwind']['tables_building']} tables building, "
+            f"{st['symbols']['symtab_loads_pending'] + st['symbols']['line_loads_pending']} symbol loads")
 
 
 def percentile(values, q):
