@@ -29,7 +29,9 @@ struct offload {
 	pthread_cond_t idle; /* for offload_wait_idle */
 	/* a pool's newest first, an ordered lane's oldest first */
 	struct offload_job *todo, **todo_tail;
-	struct offload_job *done, **done_tail; /* FIFO */
+	/* finished jobs, newest first: lanes push, the loop takes them all,
+	 * neither under the lock (offload.h: the loop never waits on a lane) */
+	_Atomic(struct offload_job *) done;
 	unsigned busy;      /* lanes busy */
 	uint64_t kicks;     /* offload_kick calls, so one during idle() is not lost */
 	struct offload_stats stats;
@@ -156,9 +158,10 @@ static void finished(struct lane *lane, struct offload_job *j)
 		pthread_mutex_lock(&o->lock);
 		return;
 	}
-	j->next = NULL;
-	*o->done_tail = j;
-	o->done_tail = &j->next;
+	j->next = atomic_load_explicit(&o->done, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&o->done, &j->next, j, memory_order_release,
+						      memory_order_relaxed))
+		;
 	/* a full counter (2^64 - 2 wake-ups unread) cannot happen */
 	(void)!write(o->event_fd, &one, sizeof(one));
 }
@@ -198,7 +201,6 @@ int offload_new(const struct offload_opts *opts, struct offload **ret)
 		return -ENOMEM;
 	o->opts = *opts;
 	o->todo_tail = &o->todo;
-	o->done_tail = &o->done;
 	o->event_fd = -1;
 	pthread_mutex_init(&o->lock, NULL);
 	/* offload_sleep and offload_wait_idle count in monotonic time */
@@ -249,7 +251,7 @@ struct offload *offload_free(struct offload *o)
 		if (o->lanes[i].started)
 			pthread_join(o->lanes[i].thread, NULL);
 	free_list(o->todo);
-	free_list(o->done);
+	free_list(atomic_load(&o->done));
 	if (o->event_fd >= 0)
 		close(o->event_fd);
 	pthread_cond_destroy(&o->wake);
@@ -344,15 +346,18 @@ void offload_kick(struct offload *o)
 
 struct offload_job *offload_take_done(struct offload *o)
 {
-	struct offload_job *list;
+	struct offload_job *newest, *list = NULL;
 	uint64_t n;
 
 	(void)!read(o->event_fd, &n, sizeof(n));
-	pthread_mutex_lock(&o->lock);
-	list = o->done;
-	o->done = NULL;
-	o->done_tail = &o->done;
-	pthread_mutex_unlock(&o->lock);
+	newest = atomic_exchange_explicit(&o->done, NULL, memory_order_acquire);
+	while (newest) { /* reversed: the order they finished in */
+		struct offload_job *next = newest->next;
+
+		newest->next = list;
+		list = newest;
+		newest = next;
+	}
 	return list;
 }
 

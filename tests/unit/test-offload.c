@@ -4,7 +4,8 @@
  * order they were submitted, the byte bound refuses (or, with
  * drop_oldest, drops the oldest, the one running first), the idle() hook
  * runs before offload_wait_idle returns, and offload_finish counts what
- * it leaves.  The first job of each test waits at a gate the test opens,
+ * it leaves; the done list gives every finished job back once, in the
+ * order it finished.  The first job of each test waits at a gate the test opens,
  * so that the others queue behind it, and order and bound are the queue's
  * doing, not the scheduler's.
  */
@@ -281,4 +282,68 @@ Test(offload, finish_cancels_and_counts_what_it_leaves)
 	offload_free(o);
 	cr_assert_eq(t.n_ran, 1);
 	cr_assert_eq(t.freed_unrun, 2);
+}
+
+/* Takes finished jobs until n came back or 10 s passed; counts each id
+ * and notes their order in order[] (the test's own thread, as the loop). */
+static unsigned take_all(struct offload *o, unsigned n, unsigned *seen, unsigned *order)
+{
+	unsigned got = 0;
+
+	for (int tries = 0; got < n && tries < 10000; tries++) {
+		struct offload_job *j = offload_take_done(o);
+
+		if (!j)
+			usleep(1000);
+		while (j) {
+			struct offload_job *next = j->next;
+			struct tjob *tj = (struct tjob *)j;
+
+			cr_assert_lt(tj->id, MAX_JOBS);
+			seen[tj->id]++;
+			if (order)
+				order[got] = tj->id;
+			got++;
+			j->free(j);
+			j = next;
+		}
+	}
+	return got;
+}
+
+Test(offload, the_done_list_gives_each_job_back_once_in_the_order_it_finished)
+{
+	static unsigned seen[MAX_JOBS], order[MAX_JOBS];
+	struct offload *o = NULL;
+
+	cr_assert_eq(offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true,
+							 .take_back = true },
+				 &o),
+		     0);
+	start_gated(o, 0);
+	for (unsigned i = 1; i < MAX_JOBS; i++)
+		cr_assert_eq(submit(o, i, 10, false), 0);
+	open_gate();
+	cr_assert_eq(take_all(o, MAX_JOBS, seen, order), MAX_JOBS);
+	for (unsigned i = 0; i < MAX_JOBS; i++) {
+		cr_assert_eq(seen[i], 1, "job %u came back %u times", i, seen[i]);
+		cr_assert_eq(order[i], i, "job %u came back at %u", order[i], i);
+	}
+	offload_free(o);
+}
+
+/* Four lanes push onto the done list at once while this thread takes
+ * from it: none is lost, none comes twice. */
+Test(offload, lanes_finishing_at_once_lose_no_job_and_give_none_twice)
+{
+	static unsigned seen[MAX_JOBS];
+	struct offload *o = NULL;
+
+	cr_assert_eq(offload_new(&(struct offload_opts){ .lanes = 4, .take_back = true }, &o), 0);
+	for (unsigned i = 0; i < MAX_JOBS; i++)
+		cr_assert_eq(submit(o, i, 10, false), 0);
+	cr_assert_eq(take_all(o, MAX_JOBS, seen, NULL), MAX_JOBS);
+	for (unsigned i = 0; i < MAX_JOBS; i++)
+		cr_assert_eq(seen[i], 1, "job %u came back %u times", i, seen[i]);
+	offload_free(o);
 }
