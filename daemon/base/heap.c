@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * heap.c - glibc malloc's arenas held to two, freed memory given back
+ * heap.c - glibc malloc's arenas, one per thread, freed memory given back
  * after passes that free much, and malloc's own figures for status.
  * See heap.h for why.
  */
@@ -10,10 +10,14 @@
 #include "base/clock.h"
 #include "base/heap.h"
 
-/* The loop's main arena and one more: the drain thread, the builder lanes,
- * the exporter and the state writer allocate a little each, and an arena
- * per thread keeps up to 64 MiB of address space and whatever it freed. */
-#define HEAP_ARENAS 2
+/* An arena for each of perfd's threads (the loop, the drain, the lanes:
+ * 9 today), with room: a thread that has to share an arena shares its
+ * lock, and the loop waited up to 117 ms in free() on the main arena
+ * while a lane at nice 10 that held it was preempted on a busy host.
+ * glibc's own limit is 8 per CPU, which a one-CPU guest would be under.
+ * What each arena keeps after a pass that freed much goes back with
+ * heap_trim, which walks them all. */
+#define HEAP_ARENAS 32
 /* Blocks this big or bigger (the drain's 1 MiB chunks, symbol tables being
  * built, the unwinder's row arrays) are mmapped one each and unmapped when
  * freed.  Setting it also stops glibc from raising it to the size of the

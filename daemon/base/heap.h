@@ -6,10 +6,10 @@
  * (counted by it) and a fixed part.  Of the fixed part, glibc's heap is
  * the only piece that can grow with what perfd profiles: memory the store
  * freed stays in malloc's free lists, in the arena of the thread that
- * allocated it, and each thread that mallocs gets an arena of its own (up
- * to 8 per CPU), and big blocks freed raise the size below which glibc
- * carves blocks from the arenas.  So the heap is held to two arenas (the
- * loop's and one the other threads share), blocks of 256 KiB and more are
+ * allocated it, and big blocks freed raise the size below which glibc
+ * carves blocks from the arenas.  So each thread has an arena of its own
+ * (sharing one means sharing its lock, and the loop must never wait on a
+ * lower-priority lane: HEAP_ARENAS), blocks of 256 KiB and more are
  * mmapped one each whatever was freed before, and freed memory is handed
  * back to the kernel once a second (the maintenance pass, not per sample;
  * it costs a walk of the free lists, up to ~70 ms measured under load);
