@@ -139,6 +139,8 @@ int drain_now(struct drain *d)
 	uint64_t t0 = now_monotonic_ns(), dt;
 	int r;
 
+	if (!d->sampler)
+		return 0; /* not started: no ring yet */
 	pthread_mutex_lock(&d->ring_lock);
 	r = sampler_drain(d->sampler);
 	pthread_mutex_unlock(&d->ring_lock);
