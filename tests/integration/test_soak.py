@@ -15,7 +15,11 @@ second:
   burning 1 ms, all alive at once;
 - a burst: a ring buffer full of unique stacks at once (perfd stopped
   while `unique_stacks` runs, then let go), which the loop ingests in
-  slices while status answers within BURST_DEADLINE_S (not scaled).
+  slices while status answers within BURST_DEADLINE_S (not scaled); and,
+  each on a daemon of its own with a ring that holds the whole stop, a
+  burst in which a live snapshot ends and an export interval closes (their
+  answers count the samples queued before their end), and one in which
+  two reloads change the frequency.
 
 Each phase asserts that perfd's RSS stayed under --max-memory plus the
 fixed part README documents ("The profile store": FIXED_MIB here, plus the
@@ -36,6 +40,7 @@ counts above; `make soak` runs 1.0.  `-s` prints the figures.
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -326,6 +331,15 @@ def test_process_of_many_threads(daemon, baseline, scale):
     check_live_only(after)
 
 
+def watch_status(daemon, took):
+    """Asks root's status every 10 ms for BURST_WATCH_S, each within
+    perfdtest's deadline; appends how long each took to took."""
+    until = time.monotonic() + BURST_WATCH_S
+    while time.monotonic() < until:
+        took.append(status_within_deadline(daemon)[0])
+        time.sleep(0.01)
+
+
 def test_status_answers_while_a_burst_is_ingested(daemon, baseline):
     """The loop ingests a ring buffer's worth of records in slices, and
     status answers between them: perfd is stopped while unique_stacks
@@ -342,10 +356,7 @@ def test_status_answers_while_a_burst_is_ingested(daemon, baseline):
             time.sleep(BURST_STOP_S)
         finally:
             os.kill(daemon.pid, signal.SIGCONT)
-        until = time.monotonic() + BURST_WATCH_S
-        while time.monotonic() < until:
-            took.append(status_within_deadline(daemon)[0])
-            time.sleep(0.01)
+        watch_status(daemon, took)
     finally:
         w.kill()
     time.sleep(2)
@@ -359,6 +370,147 @@ def test_status_answers_while_a_burst_is_ingested(daemon, baseline):
         "the burst went in one slice: the loop was not free between its records"
     assert max(took) < BURST_DEADLINE_S, \
         f"status took {max(took) * 1000:.0f} ms while the burst was ingested"
+
+
+# A live snapshot and an export interval that end while perfd is stopped:
+# the snapshot BURST_SNAPSHOT_S long, started BURST_LEAD_S before the stop
+# (so that most of it is still queued when it ends), the interval
+# BURST_INTERVAL_S.  A ring of BURST_RING_MIB holds the whole stop at
+# HZ on two CPUs (~1 KB a record), so nothing of it is lost on the way.
+BURST_SNAPSHOT_S = 1.5
+BURST_LEAD_S = 0.5
+BURST_INTERVAL_S = 2
+BURST_RING_MIB = 16
+# "  5   50000000: 1 2 3" in go tool pprof -raw's Samples: the sample's count
+RAW_SAMPLE = re.compile(r"^\s*(\d+)\s+\d+:\s")
+
+
+def sleep_until(t):
+    time.sleep(max(0.0, t - time.monotonic()))
+
+
+def pprof_samples(gohome, path):
+    """The samples (count) of a CPU pprof file, read by go tool pprof -raw."""
+    raw = perfdtest.go_pprof(gohome, path, "-raw")
+    body = raw.split("Samples:", 1)[1].split("Locations", 1)[0]
+    return sum(int(m.group(1)) for m in map(RAW_SAMPLE.match, body.splitlines()) if m)
+
+
+def test_a_snapshot_and_an_export_ending_in_a_burst_wait_for_their_samples_not_the_loop(
+        environment, tmp_path, gohome):
+    """A live snapshot whose end and an export interval whose close fall
+    while perfd is stopped (unique_stacks filling the ring meanwhile) are
+    answered once the samples queued until then are ingested, without
+    ingesting the backlog in one turn: root's status answers within
+    BURST_DEADLINE_S throughout, the snapshot of a spinner holds the
+    samples of its CPU time (most of them still queued when it ended), and
+    the spinner's exported files hold every sample of its life.  Ingesting
+    everything at the end (the old way) holds status; not waiting at all
+    answers without the queued samples."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "d").mkdir()
+    daemon = perfdtest.start_perfd(frequency=HZ, tmpdir=str(tmp_path / "d"), extra_args=[
+        "--output-dir", str(out), "--interval", f"{BURST_INTERVAL_S}s",
+        "--ringbuf-mib", str(BURST_RING_MIB)])
+    cpus = min(2, perfdtest.online_cpus())
+    flood = perfdtest.Workload("unique_stacks", cpus, 3600)
+    spin = perfdtest.Workload("spin", 3600)
+    snap = None
+    took = []
+    try:
+        time.sleep(2)  # both run, their maps are read
+        before = daemon.status()
+        snap = perfdtest.BackgroundSnapshot(daemon, spin.pid, duration=BURST_SNAPSHOT_S)
+        t0, cpu0 = time.monotonic(), perfdtest.cpu_ticks(spin.pid)
+        sleep_until(t0 + BURST_LEAD_S)
+        os.kill(daemon.pid, signal.SIGSTOP)
+        try:
+            sleep_until(t0 + BURST_SNAPSHOT_S)
+            cpu1 = perfdtest.cpu_ticks(spin.pid)  # the snapshot's end
+            sleep_until(t0 + BURST_LEAD_S + BURST_STOP_S)
+        finally:
+            os.kill(daemon.pid, signal.SIGCONT)
+        watch_status(daemon, took)
+        stacks, _, _ = snap.result("spin")
+        spin_ticks = perfdtest.cpu_ticks(spin.pid)
+        spin.kill()
+        flood.kill()
+        time.sleep(1)
+        after = daemon.status()
+    finally:
+        if snap:
+            snap.kill()
+        spin.kill()
+        flood.kill()
+        daemon.stop()
+    tick = os.sysconf("SC_CLK_TCK")
+    lost = (after["samples"]["lost"]["ringbuf_full"] - before["samples"]["lost"]["ringbuf_full"] +
+            after["samples"]["lost"]["queue_full"] - before["samples"]["lost"]["queue_full"])
+    got = perfdtest.total(stacks)
+    want = (cpu1 - cpu0) / tick * HZ
+    files = [p for p in out.iterdir() if p.name.endswith(f"_{spin.pid}_spin.cpu.pb.gz")]
+    exported = sum(pprof_samples(gohome, p) for p in files)
+    lived = spin_ticks / tick * HZ
+    print(f"\nburst with a snapshot and an export: status answers {perfdtest.status_figures(took)}; "
+          f"the snapshot holds {got} samples, {want:.0f} for the spinner's CPU time; "
+          f"{len(files)} files hold {exported} samples, {lived:.0f} for its whole CPU time; "
+          f"{lost} samples lost on the way; the loop's longest turn "
+          f"{after['loop']['longest_turn_ms']:.1f} ms")
+    assert max(took) < BURST_DEADLINE_S, \
+        f"status took {max(took) * 1000:.0f} ms while the burst was ingested"
+    assert lost < 0.02 * (after["samples"]["taken"] - before["samples"]["taken"]), \
+        f"{lost} samples lost: the ring was too small for the test's stop"
+    # the spinner's CPU time read by the test a few ms off the snapshot's
+    # ends (a tick is 10 ms): 20%
+    assert 0.8 * want <= got <= 1.2 * want, \
+        f"the snapshot holds {got} samples, the spinner ran {want:.0f} samples' worth meanwhile"
+    assert len(files) >= 3, f"{len(files)} export files of the spinner"
+    assert 0.85 * lived <= exported <= 1.1 * lived, \
+        f"the spinner's files hold {exported} samples, it ran {lived:.0f} samples' worth"
+
+
+def test_a_reload_in_a_burst_waits_for_its_samples_not_the_loop(environment, tmp_path):
+    """A SIGHUP that changes the frequency while perfd is stopped (the ring
+    filling with unique stacks) applies once the samples queued before it
+    are ingested, without ingesting the backlog in one turn: root's status
+    answers within BURST_DEADLINE_S throughout.  A second SIGHUP right
+    after (to yet another frequency) is not lost, whether it comes while
+    the first waits or after: the last file read is the one running."""
+    conf = tmp_path / "perfd.conf"
+    conf.write_text(f"[perfd]\nfrequency = {HZ}\nringbuf-mib = {BURST_RING_MIB}\n")
+    (tmp_path / "d").mkdir()
+    daemon = perfdtest.start_perfd(tmpdir=str(tmp_path / "d"), extra_args=["--config", str(conf)])
+    cpus = min(2, perfdtest.online_cpus())
+    flood = perfdtest.Workload("unique_stacks", cpus, 3600)
+    took = []
+    try:
+        time.sleep(2)  # it runs, its maps are read
+        os.kill(daemon.pid, signal.SIGSTOP)
+        try:
+            time.sleep(BURST_STOP_S / 2)
+            conf.write_text(f"[perfd]\nfrequency = 999\nringbuf-mib = {BURST_RING_MIB}\n")
+            os.kill(daemon.pid, signal.SIGHUP)
+            time.sleep(BURST_STOP_S / 2)
+        finally:
+            os.kill(daemon.pid, signal.SIGCONT)
+        took.append(status_within_deadline(daemon)[0])
+        conf.write_text(f"[perfd]\nfrequency = 499\nringbuf-mib = {BURST_RING_MIB}\n")
+        os.kill(daemon.pid, signal.SIGHUP)
+        watch_status(daemon, took)
+        flood.kill()
+        st = daemon.status()
+        err = daemon.stderr()
+    finally:
+        flood.kill()
+        daemon.stop()
+    print(f"\nburst with two reloads: status answers {perfdtest.status_figures(took)}; the loop's "
+          f"longest turn {st['loop']['longest_turn_ms']:.1f} ms")
+    assert max(took) < BURST_DEADLINE_S, \
+        f"status took {max(took) * 1000:.0f} ms while the burst was ingested"
+    assert st["frequency_hz"] == 499 and st["config"]["frequency"] == 499, \
+        f"after reloads to 999 and 499 Hz perfd samples at {st['frequency_hz']} Hz\n{err[-3000:]}"
+    assert "Reloaded the configuration" in err and "Failed" not in err, err[-3000:]
 
 
 def leftovers(daemon, since):
