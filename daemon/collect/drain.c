@@ -262,6 +262,7 @@ size_t drain_deliver(struct drain *d, const struct drain_budget *budget,
 	d->signalled = left;
 	if (n)
 		d->stats.slices++;
+	d->stats.max_slice_records = MAX(d->stats.max_slice_records, n);
 	if (left)
 		d->stats.slices_cut++;
 	pthread_mutex_unlock(&d->queue_lock);
