@@ -424,13 +424,15 @@ def test_a_snapshot_or_an_export_ending_in_a_burst_waits_for_its_samples(
     snapshot of a spinner holds the samples of its CPU time, most of them
     still queued when it ended; the spinner's exported files hold every
     sample of its life.  Not waiting answers without the queued samples.
-    A second snapshot, of the flood, whose client goes away as perfd is let
-    go (while its records come in, or just before) is dropped: no snapshot
-    is left, and in the sanitized build perfd's exit finds no leak.
+    A second snapshot of the spinner whose client goes away as perfd is
+    let go (while its records come in, or just before) is dropped: no
+    snapshot is left, and in the sanitized build perfd's exit finds no
+    leak.
     With the snapshot, root's status answers within BURST_DEADLINE_S
     throughout: ingesting the backlog in one turn at its end (the old way)
-    holds it.  With the export only printed: encoding the flood's interval
-    (tens of thousands of unique stacks) holds the loop by itself."""
+    holds it.  With the export status is not watched: encoding the flood's
+    interval (thousands of unique stacks) holds the loop by itself, past
+    a second under ASan (exporter.h: the encode is on the loop)."""
     out = tmp_path / "out"
     out.mkdir()
     (tmp_path / "d").mkdir()
@@ -448,7 +450,7 @@ def test_a_snapshot_or_an_export_ending_in_a_burst_waits_for_its_samples(
         before = daemon.status()
         if what == "snapshot":
             snap = perfdtest.BackgroundSnapshot(daemon, spin.pid, duration=BURST_SNAPSHOT_S)
-            gone = perfdtest.BackgroundSnapshot(daemon, flood.pid, duration=BURST_SNAPSHOT_S)
+            gone = perfdtest.BackgroundSnapshot(daemon, spin.pid, duration=BURST_SNAPSHOT_S)
         t0, cpu0 = time.monotonic(), perfdtest.cpu_ticks(spin.pid)
         sleep_until(t0 + BURST_LEAD_S)
         os.kill(daemon.pid, signal.SIGSTOP)
@@ -460,7 +462,10 @@ def test_a_snapshot_or_an_export_ending_in_a_burst_waits_for_its_samples(
             os.kill(daemon.pid, signal.SIGCONT)
         if gone:
             gone.kill()
-        watch_status(daemon, took)
+        if what == "snapshot":
+            watch_status(daemon, took)
+        else:
+            time.sleep(BURST_WATCH_S)
         stacks = snap.result("spin")[0] if snap else {}
         spin_ticks = perfdtest.cpu_ticks(spin.pid)
         spin.kill()
@@ -477,15 +482,16 @@ def test_a_snapshot_or_an_export_ending_in_a_burst_waits_for_its_samples(
     tick = os.sysconf("SC_CLK_TCK")
     lost = (after["samples"]["lost"]["ringbuf_full"] - before["samples"]["lost"]["ringbuf_full"] +
             after["samples"]["lost"]["queue_full"] - before["samples"]["lost"]["queue_full"])
-    print(f"\nburst with {what}: status answers {perfdtest.status_figures(took)}; {lost} samples "
-          f"lost on the way; the loop's longest turn {after['loop']['longest_turn_ms']:.1f} ms")
+    print(f"\nburst with {what}: {lost} samples lost on the way; the loop's longest turn "
+          f"{after['loop']['longest_turn_ms']:.1f} ms")
     assert lost < 0.02 * (after["samples"]["taken"] - before["samples"]["taken"]), \
         f"{lost} samples lost: the ring was too small for the test's stop"
     check_sliced(after)
     assert after["snapshots"] == 0, f"{after['snapshots']} snapshots left"
     if what == "snapshot":
         got, want = perfdtest.total(stacks), (cpu1 - cpu0) / tick * HZ
-        print(f"the snapshot holds {got} samples, {want:.0f} for the spinner's CPU time")
+        print(f"status answers {perfdtest.status_figures(took)}; the snapshot holds {got} samples, "
+              f"{want:.0f} for the spinner's CPU time")
         assert max(took) < BURST_DEADLINE_S, \
             f"status took {max(took) * 1000:.0f} ms while the burst was ingested"
         # the spinner's CPU time read by the test a few ms off the
@@ -544,7 +550,8 @@ def test_a_reload_in_a_burst_waits_for_its_samples_not_the_loop(environment, tmp
     check_sliced(st)
     assert st["frequency_hz"] == 499 and st["config"]["frequency"] == 499, \
         f"after reloads to 999 and 499 Hz perfd samples at {st['frequency_hz']} Hz\n{err[-3000:]}"
-    assert "Reloaded the configuration" in err and "Failed" not in err, err[-3000:]
+    assert "Reloaded the configuration" in err and "Failed to reload" not in err \
+        and "Failed to sample" not in err, err[-3000:]
 
 
 def leftovers(daemon, since):
