@@ -11,7 +11,6 @@
 #include <systemd/sd-event.h>
 
 #include "api/command.h"
-#include "api/fresh.h"
 #include "api/httpd.h"
 #include "api/server.h"
 #include "base/clock.h"
@@ -60,6 +59,11 @@ struct manager {
 	struct config *config; /* the running one */
 	const struct config_args *args; /* the caller's: read again at SIGHUP */
 	struct daemon d; /* what the commands work on (api/command.h) */
+	/* A reload that changes the frequency waits for the records queued
+	 * at its SIGHUP (old-period samples) before it applies: */
+	struct config *reload_next;    /* ... the configuration it applies then */
+	struct ingest_wait reload_wait;
+	bool reload_again; /* a SIGHUP came meanwhile: the file is read again after */
 	sd_event_source *queue_io, *unwind_io, *debug_io, *maps_io, *maintain_timer, *sigterm, *sigint, *sighup;
 };
 
@@ -320,15 +324,14 @@ static void setup_persist(struct manager *m)
 			now_monotonic_ns());
 }
 
-/* At SIGTERM: what the ring buffer still holds, then every window, open
- * ones included, to disk. */
+/* At SIGTERM, every record ingested: every window, open ones included,
+ * to disk. */
 static void persist_final(struct manager *m)
 {
 	struct persist_names names;
 
 	if (!m->d.persist)
 		return;
-	daemon_drain(&m->d);
 	names = daemon_persist_names(&m->d);
 	persist_flush(m->d.persist, m->d.aggregator, &names, sampler_period_ns(m->d.sampler),
 		      now_monotonic_ns(), true);
@@ -386,13 +389,6 @@ static void publish_config(struct manager *m)
 	m->d.config_json_users = users;
 }
 
-/* The exporter's drain callback: daemon_drain behind the void * the
- * callback type takes (calling it through a cast type would be undefined). */
-static void export_drain(void *ctx)
-{
-	daemon_drain(ctx);
-}
-
 static void export_settle(void *ctx, unsigned timeout_ms)
 {
 	struct daemon *d = ctx;
@@ -415,30 +411,30 @@ static struct export_source export_source(struct manager *m)
 		.period_ns = sampler_period_ns(m->d.sampler),
 		.memory_sample_bytes = m->d.memory_sample_bytes,
 		.frequency_hz = m->d.frequency_hz,
-		.drain = export_drain,
+		.ingest = &m->d.ingest,
 		.settle = export_settle,
 		.loads_pending = export_loads_pending,
-		.drain_ctx = &m->d,
+		.ctx = &m->d,
 	};
 }
 
-/* A reload's new frequency.  The samples on their way are drained first,
- * in the old period, then the timers and the BPF program's blocks change,
- * then what the store holds is rescaled to the new period
- * (aggregator_scale_cpu), since every answer states CPU samples in the
- * sampler's period as it is then: a range across the change still adds up
- * to its CPU time.  What is off: the samples a CPU takes while the drain
- * runs (it empties the ring, then ingests for a few ms), and with
- * --fixed-period the part of the old period a timer had run when it was
- * restarted, a sample per CPU at most: counted in the new period, or not
- * at all. */
+/* A reload's new frequency, once the records queued at the reload's
+ * SIGHUP are ingested, in the old period (reload()): the timers and the
+ * BPF program's blocks change, then what the store holds is rescaled to
+ * the new period (aggregator_scale_cpu), since every answer states CPU
+ * samples in the sampler's period as it is then: a range across the
+ * change still adds up to its CPU time.  What is off: the samples taken
+ * between the SIGHUP and the end of that wait (at rest one slice's
+ * worth, a few ms; under a backlog as long as the loop takes to catch up,
+ * serving its clients meanwhile) and with --fixed-period the part of the
+ * old period a timer had run when it was restarted, a sample per CPU at
+ * most: counted in the new period, or not at all. */
 static int set_frequency(struct manager *m, unsigned frequency_hz)
 {
 	uint64_t old_ns = sampler_period_ns(m->d.sampler);
 	size_t ring = sampler_ringbuf_bytes(m->d.sampler);
 	int r;
 
-	daemon_drain(&m->d);
 	r = sampler_set_frequency(m->d.sampler, frequency_hz);
 	if (r < 0)
 		return r;
@@ -453,30 +449,26 @@ static int set_frequency(struct manager *m, unsigned frequency_hz)
 	return 0;
 }
 
-/* The configuration again, from the same flags and the file as it is now
- * (config.h says what may change).  A bad file keeps the running
- * configuration whole. */
-static void reload(struct manager *m)
+static void reload(struct manager *m);
+
+/* The end of a reload: the service manager sees it, and a SIGHUP that
+ * came meanwhile starts the next. */
+static void reload_done(struct manager *m)
 {
-	struct config *next = NULL;
-	char err[CONFIG_ERROR_MAX], kept[512], changed[512];
+	(void)sd_notify(false, "READY=1");
+	if (m->reload_again) {
+		m->reload_again = false;
+		reload(m);
+	}
+}
+
+/* The rest of a reload, once the samples of the old period are in. */
+static void reload_apply(struct manager *m, struct config *next)
+{
+	char changed[512];
 	size_t n;
 	int r;
 
-	r = config_load(m->args, &next, err, sizeof(err));
-	if (r < 0) {
-		log_error("Failed to reload the configuration, keeping the running one: %s", err);
-		return;
-	}
-	if (config_keep_restart_only(m->config, next, kept, sizeof(kept)) > 0)
-		log_warning("The reloaded configuration changes %s: that takes a restart, keeping the running values.",
-			    kept);
-	r = exporter_configure(m->d.exporter, &next->export);
-	if (r < 0) {
-		log_error_errno(r, "Failed to apply the reloaded configuration, keeping the running one: %m");
-		config_free(next);
-		return;
-	}
 	if (next->frequency_hz != m->config->frequency_hz) {
 		r = set_frequency(m, (unsigned)next->frequency_hz);
 		if (r < 0) {
@@ -492,19 +484,65 @@ static void reload(struct manager *m)
 	publish_config(m);
 	log_info("Reloaded the configuration%s%s: %s.", next->config_path ? " from " : "",
 		 next->config_path ? next->config_path : "", n ? changed : "nothing changed");
+	reload_done(m);
 }
 
-/* SIGHUP: a reload, which the service manager sees begin and end
- * (RELOADING=1 ... READY=1).  With the unit's ExecReload=kill that is
- * only shown; a Type=notify-reload unit (systemd >= 253) would also make
- * `systemctl reload` wait for it. */
+static void on_reload_ingested(struct ingest_wait *w)
+{
+	struct manager *m = container_of(w, struct manager, reload_wait);
+
+	reload_apply(m, TAKE_PTR(m->reload_next));
+}
+
+/* The configuration again, from the same flags and the file as it is now
+ * (config.h says what may change), which the service manager sees begin
+ * and end (RELOADING=1 ... READY=1).  A bad file keeps the running
+ * configuration whole.  A new frequency applies once the samples queued
+ * until now are ingested in the old period, the loop serving its clients
+ * meanwhile (set_frequency); the exporters' targets change at once. */
+static void reload(struct manager *m)
+{
+	struct config *next = NULL;
+	char err[CONFIG_ERROR_MAX], kept[512];
+	int r;
+
+	(void)sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_monotonic_ns() / 1000);
+	r = config_load(m->args, &next, err, sizeof(err));
+	if (r < 0) {
+		log_error("Failed to reload the configuration, keeping the running one: %s", err);
+		reload_done(m);
+		return;
+	}
+	if (config_keep_restart_only(m->config, next, kept, sizeof(kept)) > 0)
+		log_warning("The reloaded configuration changes %s: that takes a restart, keeping the running values.",
+			    kept);
+	r = exporter_configure(m->d.exporter, &next->export);
+	if (r < 0) {
+		log_error_errno(r, "Failed to apply the reloaded configuration, keeping the running one: %m");
+		config_free(next);
+		reload_done(m);
+		return;
+	}
+	if (next->frequency_hz != m->config->frequency_hz &&
+	    ingest_wait_start(&m->d.ingest, &m->reload_wait, on_reload_ingested) > 0) {
+		m->reload_next = next;
+		return;
+	}
+	reload_apply(m, next);
+}
+
+/* SIGHUP.  With the unit's ExecReload=kill the reload is only shown; a
+ * Type=notify-reload unit (systemd >= 253) would also make `systemctl
+ * reload` wait for it.  One that comes while a reload waits for its
+ * samples runs after it, reading the file as it is then. */
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct manager *m = userdata;
 
-	(void)sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_monotonic_ns() / 1000);
-	reload(m);
-	(void)sd_notify(false, "READY=1");
+	if (m->reload_next)
+		m->reload_again = true;
+	else
+		reload(m);
 	return 0;
 }
 
@@ -666,6 +704,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		log_error_errno(r, "Failed to set up the drain thread: %m");
 		goto fail;
 	}
+	ingest_waits_init(&m->d.ingest, m->d.event, m->d.drain, daemon_deliver, &m->d);
 	so.ctx = m->d.drain;
 	r = sampler_load(&so, &m->d.sampler, &report);
 	if (r < 0) {
@@ -767,6 +806,8 @@ int manager_run(struct manager *m)
 			 sampler_cpus(m->d.sampler), m->d.frequency_hz);
 	r = loop_run(m->d.event, &m->d.loop);
 	(void)sd_notify(false, "STOPPING=1");
+	/* the loop has ended: nothing waits for it any more */
+	daemon_drain_at_exit(&m->d);
 	persist_final(m);
 	if (m->d.exporter)
 		exporter_finish(m->d.exporter);
@@ -783,9 +824,11 @@ struct manager *manager_free(struct manager *m)
 	server_free(m->d.server);
 	m->d.metrics = http_server_free(m->d.metrics);
 	snapshots_free_all(&m->d);
-	fresh_free(&m->d);
 	/* its threads hold no store data, only encoded profiles */
 	m->d.exporter = exporter_free(m->d.exporter);
+	ingest_wait_cancel(&m->d.ingest, &m->reload_wait);
+	config_free(m->reload_next);
+	ingest_waits_free(&m->d.ingest);
 	/* The drain thread reads the sampler's ring: it goes first. */
 	m->d.drain = drain_free(m->d.drain);
 	sd_event_source_disable_unref(m->queue_io);

@@ -6,8 +6,10 @@
  *
  * From now on, the snapshot is a collector in the store (aggregate.h) and
  * a timer; when the window ends (or the one process it watches by pid
- * exits: the BPF exit event or a pidfd, or the client sends "stop"), the
- * collector's parts are answered.  From the past, aggregator_query answers at once.  Either way
+ * exits: the BPF exit event or a pidfd, or the client sends "stop"), it
+ * takes no sample from later on, waits without holding the loop for the
+ * records queued until then (collect/ingest_wait.h), and the collector's
+ * parts are answered.  From the past, aggregator_query answers at once.  Either way
  * the parts are resolved once (profile/model.c: Python frames through
  * interp/python, the rest through the symbolizer) and written by the
  * format's encoder into the answer with the JSON writer, whose buffer the
@@ -69,8 +71,9 @@ struct snapshot {
 	int pidfd;
 	double process_seconds; /* what it counts against its uid's budget */
 	bool stopped;           /* the client's "stop" ended it early */
-	bool answering;         /* ended: its answer waits for names */
-	struct answer_info ai;  /* ... what it says, as of its end */
+	bool ended;             /* its records, then maybe its names, are awaited */
+	struct answer_info ai;  /* ... what it says, once its records are in */
+	struct ingest_wait ingest;
 	struct names_wait names;
 	struct snapshot *prev, *next;
 };
@@ -275,6 +278,7 @@ static void snapshot_free(struct snapshot *s)
 	unfollow_tree(s);
 	aggregator_remove_collector(d->aggregator, &s->c);
 	aggregator_release_parts(d->aggregator, &s->c.parts);
+	ingest_wait_cancel(&d->ingest, &s->ingest);
 	daemon_stop_waiting(d, &s->names);
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->pidfd_io);
@@ -423,10 +427,8 @@ static void snapshot_answer(struct snapshot *s)
 
 	if (!reply_profile(d, c, &s->req, &s->c.parts, &s->ai)) {
 		s->names.ready = snapshot_names_ready;
-		if (daemon_wait_for_names(d, &s->names) == 0) {
-			s->answering = true;
+		if (daemon_wait_for_names(d, &s->names) == 0)
 			return;
-		}
 		d->names_final = true;
 		(void)reply_profile(d, c, &s->req, &s->c.parts, &s->ai);
 		d->names_final = false;
@@ -440,13 +442,12 @@ static void snapshot_names_ready(struct daemon *d, struct names_wait *w)
 	snapshot_answer((struct snapshot *)((char *)w - offsetof(struct snapshot, names)));
 }
 
-static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
+/* The records queued until its end are in: it answers. */
+static void snapshot_ingested(struct ingest_wait *w)
 {
-	struct snapshot *s = userdata;
+	struct snapshot *s = container_of(w, struct snapshot, ingest);
 	const struct collector *col = &s->c;
 
-	if (s->answering)
-		return 0; /* ended already, waiting for names */
 	s->ai = (struct answer_info){
 		.begin_ns = col->begin_ns,
 		.requested_seconds = s->req.duration_seconds,
@@ -459,13 +460,24 @@ static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
 		.refused_by = col->refused_by,
 		.uid = col->uid,
 	};
-	/* Samples up to now may still sit in the ring buffer. */
-	daemon_drain(s->d);
-	s->ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) :
-				     MIN(now_monotonic_ns(), col->end_ns);
+	s->ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) : col->end_ns;
 	/* what it answers is what it has now, names aside */
 	aggregator_remove_collector(s->d->aggregator, &s->c);
 	snapshot_answer(s);
+}
+
+static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct snapshot *s = userdata;
+
+	if (s->ended)
+		return 0;
+	s->ended = true;
+	/* Its span ends now: the collector takes no sample from later on.
+	 * Those from before may still sit in the ring or the queue. */
+	s->c.end_ns = MIN(now_monotonic_ns(), s->c.end_ns);
+	if (ingest_wait_start(&s->d->ingest, &s->ingest, snapshot_ingested) == 0)
+		snapshot_ingested(&s->ingest);
 	return 0;
 }
 
@@ -758,6 +770,8 @@ static void stop_snapshot(struct daemon *d, struct client *c)
 {
 	struct snapshot *s = client_get_data(c);
 
+	if (s->ended)
+		return; /* too late: it answers as it ended */
 	s->stopped = true;
 	snapshot_finish_soon(s);
 }

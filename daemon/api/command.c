@@ -179,12 +179,13 @@ static int on_revisit_timer(sd_event_source *s, uint64_t usec, void *userdata)
 #define DELIVER_SLICE_RECORDS 8192
 #define DELIVER_SLICE_NS (10 * 1000 * 1000ULL)
 
-void daemon_deliver(struct daemon *d)
+void daemon_deliver(void *ctx)
 {
 	static const struct drain_budget slice = { DELIVER_SLICE_RECORDS, DELIVER_SLICE_NS };
+	struct daemon *d = ctx;
 
 	if (drain_deliver(d->drain, &slice, daemon_ingest, d))
-		fresh_delivered(d);
+		ingest_waits_delivered(&d->ingest);
 	revisit(d);
 }
 
@@ -196,17 +197,16 @@ static void drain_ring(struct daemon *d)
 		log_warning_errno(r, "Failed to drain the ring buffer, ignoring: %m");
 }
 
-void daemon_drain(struct daemon *d)
+void daemon_drain_at_exit(struct daemon *d)
 {
 	uint64_t mark, delivered;
 
 	drain_ring(d);
 	mark = drain_queued_mark(d->drain);
 	delivered = drain_delivered(d->drain);
-	if (mark > delivered &&
-	    drain_deliver(d->drain, &(struct drain_budget){ .max_records = mark - delivered },
-			  daemon_ingest, d))
-		fresh_delivered(d);
+	if (mark > delivered)
+		(void)drain_deliver(d->drain, &(struct drain_budget){ .max_records = mark - delivered },
+				    daemon_ingest, d);
 	revisit(d);
 }
 

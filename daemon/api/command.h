@@ -28,6 +28,7 @@
 #include "api/server.h"
 #include "base/clock.h"
 #include "base/loopturn.h"
+#include "collect/ingest_wait.h"
 #include "profile/aggregate.h"
 #include "profile/model.h"
 #include "state/persist.h"
@@ -68,8 +69,7 @@ struct daemon {
 	sd_event_source *names_timer;   /* looks at them, while there are any */
 	bool names_final; /* answering one that waited its time: no waiting again */
 	uint64_t names_deadline_ns; /* ... the time of the one answering */
-	struct fresh_wait *fresh_waits; /* api/fresh.h's, in the order they came */
-	sd_event_source *fresh_source;
+	struct ingest_waits ingest; /* what waits for the records queued before it */
 	struct loop_stats loop; /* manager.c's turns of the loop */
 };
 
@@ -183,13 +183,15 @@ int top_write_function_table(const struct perfd_top_args *args, const struct mod
 			     struct jsonw *w);
 
 /* Ingests every record sampled until now (the ring buffer's too), all at
- * once: for what must see them and cannot wait (a reload's rescale, the
- * exporters' interval, the end of a live snapshot, shutdown).  A command
- * sets .fresh instead (api/fresh.h). */
-void daemon_drain(struct daemon *d);
+ * once, holding the loop as long as that takes: only once the loop has
+ * ended (shutdown).  Everything else waits for its records without
+ * holding the loop (collect/ingest_wait.h, d->ingest; a command sets
+ * .fresh: api/fresh.h). */
+void daemon_drain_at_exit(struct daemon *d);
 /* Ingests one slice of what the drain thread queued (DELIVER_SLICE_*),
- * then runs the revisits due (aggregator_revisit) and sets their timer. */
-void daemon_deliver(struct daemon *d);
+ * then runs the revisits due (aggregator_revisit) and sets their timer.
+ * ctx: the daemon (d->ingest's deliver). */
+void daemon_deliver(void *ctx);
 /* Moves what the ring buffer holds into the queue and ingests one slice:
  * for an answer that must not wait (status), whose counters then count
  * what is still queued as such (drain.queued_samples). */

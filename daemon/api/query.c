@@ -435,6 +435,7 @@ json_object *query_status(const struct status_info *in)
 		add_u64(dr, "queued_records", in->drain.queued_records);
 		add_u64(dr, "slices", in->drain.slices);
 		add_u64(dr, "slices_cut", in->drain.slices_cut);
+		add_u64(dr, "max_slice_records", in->drain.max_slice_records);
 		json_object_object_add(o, "drain", dr);
 	}
 	{

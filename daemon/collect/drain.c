@@ -139,6 +139,8 @@ int drain_now(struct drain *d)
 	uint64_t t0 = now_monotonic_ns(), dt;
 	int r;
 
+	if (!d->sampler)
+		return 0; /* not started: no ring yet */
 	pthread_mutex_lock(&d->ring_lock);
 	r = sampler_drain(d->sampler);
 	pthread_mutex_unlock(&d->ring_lock);
@@ -260,6 +262,7 @@ size_t drain_deliver(struct drain *d, const struct drain_budget *budget,
 	d->signalled = left;
 	if (n)
 		d->stats.slices++;
+	d->stats.max_slice_records = MAX(d->stats.max_slice_records, n);
 	if (left)
 		d->stats.slices_cut++;
 	pthread_mutex_unlock(&d->queue_lock);

@@ -56,6 +56,7 @@ struct drain_stats {
 	uint64_t records, batches;
 	uint64_t slices;              /* drain_deliver calls that handed over records */
 	uint64_t slices_cut;          /* ... of which the budget ended with records left */
+	uint64_t max_slice_records;   /* the most records one call handed over */
 	uint64_t wakeups;             /* ... of which BPF woke before the interval */
 	uint64_t dropped;             /* records lost: the queue was full */
 	uint64_t dropped_samples;     /* ... of which samples */

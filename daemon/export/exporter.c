@@ -42,8 +42,9 @@ struct exporter {
 	struct export_label labels[EXPORT_MAX_LABELS];
 	size_t n_labels;
 	struct exporter_stats stats;
-	uint64_t due_to_s;          /* an interval waiting for names: its end */
-	uint64_t names_deadline_ns; /* ... and when it stops waiting */
+	uint64_t due_to_s;          /* a closed interval not exported yet: its end */
+	uint64_t names_deadline_ns; /* ... when it stops waiting for names */
+	struct ingest_wait ingest;  /* ... its records coming in */
 };
 
 /* One interval's profiles, encoded, pushed to the sinks together once
@@ -310,8 +311,6 @@ static int export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s, b
 	 * keep kernel addresses when the kernel would show them to root now
 	 * (kptr_restrict 0 or 1), never with kptr_restrict 2. */
 	x->src.model.kernel_addresses = ksyms_addresses_shown_now(true);
-	if (x->src.drain)
-		x->src.drain(x->src.drain_ctx);
 	if (aggregator_query(x->src.aggregator, &sel, from_s * NSEC_PER_SEC, to_s * NSEC_PER_SEC, &parts,
 			     &first, &end) < 0) {
 		x->stats.encode_errors++;
@@ -354,29 +353,63 @@ static int schedule(struct exporter *x)
 	return sd_event_source_set_time(x->timer, at);
 }
 
+/* Exports the closed interval [from_s, due_to_s), its records in, or has
+ * it tried again soon when its frames wait for names (retry: this is such
+ * a try).  Returns 0 or -errno (the timer could not be set). */
+static int export_due(struct exporter *x, bool retry)
+{
+	uint64_t now = now_monotonic_ns();
+	bool may_wait = now < x->names_deadline_ns;
+
+	/* a retry rebuilds every process's models: not while the tables it
+	 * waited for are still being built */
+	if (retry && may_wait && x->src.loads_pending && x->src.loads_pending(x->src.ctx))
+		return sd_event_source_set_time_relative(x->timer, EXPORT_NAMES_POLL_MS * 1000);
+	if (export_interval(x, x->from_s, x->due_to_s, may_wait) == -EAGAIN)
+		return sd_event_source_set_time_relative(x->timer, EXPORT_NAMES_POLL_MS * 1000);
+	x->from_s = x->due_to_s;
+	x->due_to_s = 0;
+	return schedule(x);
+}
+
+static void on_ingested(struct ingest_wait *w)
+{
+	int r = export_due(container_of(w, struct exporter, ingest), false);
+
+	if (r < 0)
+		log_warning_errno(r, "Failed to set the export timer: %m");
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct exporter *x = userdata;
 	uint64_t now = now_monotonic_ns();
-	uint64_t to_s = x->due_to_s ? x->due_to_s : now / NSEC_PER_SEC;
 
-	if (to_s > x->from_s) {
-		if (!x->due_to_s)
-			x->names_deadline_ns = now + EXPORT_NAMES_WAIT_MS * 1000000ULL;
-		/* a retry rebuilds every process's models: not while the
-		 * tables it waited for are still being built */
-		else if (now < x->names_deadline_ns && x->src.loads_pending &&
-			 x->src.loads_pending(x->src.drain_ctx))
-			return sd_event_source_set_time_relative(s, EXPORT_NAMES_POLL_MS * 1000);
-		if (export_interval(x, x->from_s, to_s, now < x->names_deadline_ns) == -EAGAIN) {
-			x->due_to_s = to_s;
-			return sd_event_source_set_time_relative(s, EXPORT_NAMES_POLL_MS * 1000);
-		}
-		x->from_s = to_s;
-		x->due_to_s = 0;
-	}
-	(void)schedule(x);
-	return 0;
+	/* rescheduled (exporter_configure) while the closed interval's
+	 * records come in: that interval goes first, and it sets the timer */
+	if (x->ingest.waiting)
+		return sd_event_source_set_time(s, UINT64_MAX);
+	if (x->due_to_s)
+		return export_due(x, true);
+	if (now / NSEC_PER_SEC <= x->from_s)
+		return schedule(x);
+	/* The interval closes now; its profiles are built once the records
+	 * queued until now are ingested, the loop serving its clients
+	 * meanwhile.  What is ingested meanwhile falls in later windows. */
+	x->due_to_s = now / NSEC_PER_SEC;
+	x->names_deadline_ns = now + EXPORT_NAMES_WAIT_MS * 1000000ULL;
+	if (x->src.ingest && ingest_wait_start(x->src.ingest, &x->ingest, on_ingested) > 0)
+		return sd_event_source_set_time(s, UINT64_MAX);
+	return export_due(x, false);
+}
+
+/* An interval closed and waiting for its records waits no more (its
+ * from_s stays: the next interval takes it in). */
+static void stop_waiting(struct exporter *x)
+{
+	if (x->src.ingest)
+		ingest_wait_cancel(x->src.ingest, &x->ingest);
+	x->due_to_s = 0;
 }
 
 int exporter_new(sd_event *event, const struct export_source *src, struct exporter **ret)
@@ -472,8 +505,11 @@ int exporter_configure(struct exporter *x, const struct export_opts *o)
 
 	memcpy(x->labels, o->labels, o->n_labels * sizeof(o->labels[0]));
 	x->n_labels = o->n_labels;
-	if (!x->files && !x->push && !x->otlp)
+	if (!x->files && !x->push && !x->otlp) {
+		/* an interval closed and not exported yet goes nowhere */
+		stop_waiting(x);
 		return sd_event_source_set_enabled(x->timer, SD_EVENT_OFF);
+	}
 	if (!was_on)
 		x->from_s = now_monotonic_ns() / NSEC_PER_SEC;
 	if (!was_on || x->interval_s != o->interval_s) {
@@ -521,12 +557,14 @@ void exporter_finish(struct exporter *x)
 	const unsigned timeouts[] = { FINISH_FILES_MS, FINISH_PUSH_MS, FINISH_PUSH_MS };
 	uint64_t to_s = now_monotonic_ns() / NSEC_PER_SEC + 1; /* the second under way too */
 
+	stop_waiting(x); /* every record is in (exporter.h) */
+
 	/* shutting down: the tables its frames wait for get a bounded time,
 	 * then the interval goes as it is named */
 	if (x->interval_s && to_s > x->from_s && (x->files || x->push || x->otlp)) {
 		if (export_interval(x, x->from_s, to_s, true) == -EAGAIN) {
 			if (x->src.settle)
-				x->src.settle(x->src.drain_ctx, FINISH_NAMES_MS);
+				x->src.settle(x->src.ctx, FINISH_NAMES_MS);
 			(void)export_interval(x, x->from_s, to_s, false);
 		}
 		x->from_s = to_s;
@@ -549,6 +587,7 @@ struct exporter *exporter_free(struct exporter *x)
 {
 	if (!x)
 		return NULL;
+	stop_waiting(x);
 	export_worker_free(x->files);
 	export_worker_free(x->push);
 	export_worker_free(x->otlp);

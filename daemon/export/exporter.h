@@ -18,9 +18,11 @@
  * processes, so their common libraries are named again in each request.
  *
  * On the loop: an sd-event timer, at whole seconds of CLOCK_MONOTONIC so
- * that the store's 1 s windows split exactly between intervals; it drains
- * what was sampled, queries the store for [previous end, now) of every
- * process, builds each part's model (the symbolizer is the loop's) and
+ * that the store's 1 s windows split exactly between intervals, closes the
+ * interval at [previous end, now); once the records queued until then are
+ * ingested (collect/ingest_wait.h: the loop serves its clients meanwhile,
+ * and the samples ingested meanwhile fall in later windows), it queries
+ * the store for that interval of every process, builds each part's model (the symbolizer is the loop's) and
  * encodes it (pprof_encode_bytes).  It stays on the loop because the
  * model needs the symbolizer, which is the loop's alone; the encodes
  * (pprof, and OTLP when it is on: the same model, encoded twice) that a
@@ -39,6 +41,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "collect/ingest_wait.h"
 #include "export/export_opts.h"
 #include "export/worker.h"
 #include "profile/aggregate.h"
@@ -49,13 +52,15 @@ struct export_source {
 	struct model_opts model; /* how frames resolve; kind set per profile */
 	uint64_t period_ns, memory_sample_bytes;
 	unsigned frequency_hz;
-	void (*drain)(void *ctx); /* ingests what was sampled until now */
+	/* how an interval waits for the records queued at its close (NULL:
+	 * it does not; exporter_finish's caller ingests everything first) */
+	struct ingest_waits *ingest;
 	/* waits up to timeout_ms for the symbol tables being built, which the
 	 * loop would otherwise take in later (at shutdown, which has no later) */
 	void (*settle)(void *ctx, unsigned timeout_ms);
 	/* whether symbol tables are being built now (may be NULL) */
 	bool (*loads_pending)(void *ctx);
-	void *drain_ctx; /* drain's, settle's and loads_pending's */
+	void *ctx; /* settle's and loads_pending's */
 };
 
 #define EXPORTER_MAX_SINKS 3
@@ -85,8 +90,8 @@ int exporter_configure(struct exporter *x, const struct export_opts *o);
  * on state this period and rate (the store holds its samples in it). */
 void exporter_set_sampling(struct exporter *x, uint64_t period_ns, unsigned frequency_hz);
 void exporter_get_stats(struct exporter *x, struct exporter_stats *ret);
-/* At SIGTERM: exports the interval under way (up to now, the current
- * second included) and waits a bounded time for each sink to send what is
+/* At SIGTERM, once every record is ingested: exports the interval under
+ * way (up to now, the current second included) and waits a bounded time for each sink to send what is
  * queued; what it could not is counted as dropped and logged. */
 void exporter_finish(struct exporter *x);
 struct exporter *exporter_free(struct exporter *x);

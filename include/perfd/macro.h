@@ -10,6 +10,7 @@
 #define PERFD_MACRO_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -71,6 +72,9 @@ static inline void fclosep(FILE **f)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* The struct of type holding member at ptr (a node kept inside its owner). */
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* qsort() that accepts an empty (possibly NULL) array: qsort's base is
  * declared nonnull, so qsort(NULL, 0, ...) is undefined behaviour. */

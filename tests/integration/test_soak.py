@@ -15,7 +15,11 @@ second:
   burning 1 ms, all alive at once;
 - a burst: a ring buffer full of unique stacks at once (perfd stopped
   while `unique_stacks` runs, then let go), which the loop ingests in
-  slices while status answers within BURST_DEADLINE_S (not scaled).
+  slices while status answers within BURST_DEADLINE_S (not scaled); and,
+  each on a daemon of its own with a ring that holds the whole stop, a
+  burst in which a live snapshot ends and an export interval closes (their
+  answers count the samples queued before their end), and one in which
+  two reloads change the frequency.
 
 Each phase asserts that perfd's RSS stayed under --max-memory plus the
 fixed part README documents ("The profile store": FIXED_MIB here, plus the
@@ -36,6 +40,7 @@ counts above; `make soak` runs 1.0.  `-s` prints the figures.
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -344,6 +349,15 @@ def test_process_of_many_threads(daemon, baseline, scale):
     check_live_only(after)
 
 
+def watch_status(daemon, took):
+    """Asks root's status every 10 ms for BURST_WATCH_S, each within
+    perfdtest's deadline; appends how long each took to took."""
+    until = time.monotonic() + BURST_WATCH_S
+    while time.monotonic() < until:
+        took.append(status_within_deadline(daemon)[0])
+        time.sleep(0.01)
+
+
 def test_status_answers_while_a_burst_is_ingested(daemon, baseline):
     """The loop ingests a ring buffer's worth of records in slices, and
     status answers between them: perfd is stopped while unique_stacks
@@ -360,10 +374,7 @@ def test_status_answers_while_a_burst_is_ingested(daemon, baseline):
             time.sleep(BURST_STOP_S)
         finally:
             os.kill(daemon.pid, signal.SIGCONT)
-        until = time.monotonic() + BURST_WATCH_S
-        while time.monotonic() < until:
-            took.append(status_within_deadline(daemon)[0])
-            time.sleep(0.01)
+        watch_status(daemon, took)
     finally:
         w.kill()
     time.sleep(2)
@@ -377,6 +388,194 @@ def test_status_answers_while_a_burst_is_ingested(daemon, baseline):
         "the burst went in one slice: the loop was not free between its records"
     assert max(took) < BURST_DEADLINE_S, \
         f"status took {max(took) * 1000:.0f} ms while the burst was ingested"
+
+
+# A live snapshot and an export interval that end, or reloads, while perfd
+# is stopped BURST_LONG_STOP_S: the snapshot BURST_SNAPSHOT_S long, started
+# BURST_LEAD_S before the stop (so that most of it is still queued when it
+# ends), the interval BURST_INTERVAL_S.  A ring of BURST_RING_MIB holds the
+# whole stop at HZ on two CPUs (~1 KB a record), so nothing of it is lost
+# on the way, and the backlog (~24,000 unique stacks) takes the loop
+# ~0.2-0.4 s to ingest: in one turn, status would wait that long.  Without
+# a state directory: its flush names the burst's new frames on the loop,
+# another wait than the one these tests are about.
+BURST_LONG_STOP_S = 6
+BURST_SNAPSHOT_S = 1.5
+BURST_LEAD_S = 0.5
+BURST_INTERVAL_S = 2
+BURST_RING_MIB = 32
+# The most records one turn of the loop ingests (api/command.c's slice).
+SLICE_RECORDS = 8192
+# "  5   50000000: 1 2 3" in go tool pprof -raw's Samples: the sample's count
+RAW_SAMPLE = re.compile(r"^\s*(\d+)\s+\d+:\s")
+
+
+def check_sliced(st):
+    """The backlog was more than a slice (a slice was cut at its budget),
+    and no turn of the loop ingested more than a slice of it: it was not
+    ingested at once."""
+    dr = st["drain"]
+    print(f"the queue held at most {dr['max_queued_bytes'] / 2**20:.1f} MiB; {dr['slices_cut']} "
+          f"slices cut; the largest slice {dr['max_slice_records']} records")
+    assert dr["slices_cut"] > 0, f"no backlog to speak of: {dr}"
+    assert dr["max_slice_records"] <= SLICE_RECORDS, \
+        f"one turn ingested {dr['max_slice_records']} records at once: {dr}"
+
+
+def niced(name, *args):
+    """build/workloads/NAME ARGS at nice 10, under its own name."""
+    return perfdtest.Workload(name, command=["nice", "-n", "10", perfdtest.workload_binary(name),
+                                             *map(str, args)])
+
+
+def sleep_until(t):
+    time.sleep(max(0.0, t - time.monotonic()))
+
+
+def pprof_samples(gohome, path):
+    """The samples (count) of a CPU pprof file, read by go tool pprof -raw."""
+    raw = perfdtest.go_pprof(gohome, path, "-raw")
+    body = raw.split("Samples:", 1)[1].split("Locations", 1)[0]
+    return sum(int(m.group(1)) for m in map(RAW_SAMPLE.match, body.splitlines()) if m)
+
+
+@pytest.mark.parametrize("what", ["snapshot", "export"])
+def test_a_snapshot_or_an_export_ending_in_a_burst_waits_for_its_samples(
+        environment, tmp_path, gohome, what):
+    """A live snapshot whose end, or an export interval whose close, falls
+    while perfd is stopped (unique_stacks filling the ring meanwhile) is
+    answered once the samples queued until then are ingested: the
+    snapshot of a spinner holds the samples of its CPU time, most of them
+    still queued when it ended; the spinner's exported files hold every
+    sample of its life.  Not waiting answers without the queued samples.
+    A second snapshot of the spinner whose client goes away as perfd is
+    let go (while its records come in, or just before) is dropped: no
+    snapshot is left, and in the sanitized build perfd's exit finds no
+    leak.
+    With the snapshot, root's status answers within BURST_DEADLINE_S
+    throughout: ingesting the backlog in one turn at its end (the old way)
+    holds it.  With the export status is not watched: encoding the flood's
+    interval (thousands of unique stacks) holds the loop by itself, past
+    a second under ASan (exporter.h: the encode is on the loop)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "d").mkdir()
+    export = ["--output-dir", str(out), "--interval", f"{BURST_INTERVAL_S}s"]
+    daemon = perfdtest.start_perfd(frequency=HZ, tmpdir=str(tmp_path / "d"), extra_args=[
+        "--no-state", "--ringbuf-mib", str(BURST_RING_MIB),
+        *(export if what == "export" else [])])
+    # the flood and the spinner take a CPU each, niced: perfd's loop is
+    # what is measured, not its share of a CPU
+    flood = niced("unique_stacks", max(1, min(2, perfdtest.online_cpus()) - 1), 3600)
+    spin = niced("spin", 3600)
+    snap = gone = None
+    took = []
+    try:
+        time.sleep(2)  # both run, their maps are read
+        before = daemon.status()
+        if what == "snapshot":
+            snap = perfdtest.BackgroundSnapshot(daemon, spin.pid, duration=BURST_SNAPSHOT_S)
+            gone = perfdtest.BackgroundSnapshot(daemon, spin.pid, duration=BURST_SNAPSHOT_S)
+        t0, cpu0 = time.monotonic(), perfdtest.cpu_ticks(spin.pid)
+        sleep_until(t0 + BURST_LEAD_S)
+        os.kill(daemon.pid, signal.SIGSTOP)
+        try:
+            sleep_until(t0 + BURST_SNAPSHOT_S)
+            cpu1 = perfdtest.cpu_ticks(spin.pid)  # the snapshot's end
+            sleep_until(t0 + BURST_LEAD_S + BURST_LONG_STOP_S)
+        finally:
+            os.kill(daemon.pid, signal.SIGCONT)
+        if gone:
+            gone.kill()
+        if what == "snapshot":
+            watch_status(daemon, took)
+        else:
+            time.sleep(BURST_WATCH_S)
+        stacks = snap.result("spin")[0] if snap else {}
+        spin_ticks = perfdtest.cpu_ticks(spin.pid)
+        spin.kill()
+        flood.kill()
+        time.sleep(1)
+        after = daemon.status()
+    finally:
+        for s in (snap, gone):
+            if s:
+                s.kill()
+        spin.kill()
+        flood.kill()
+        daemon.stop()
+    tick = os.sysconf("SC_CLK_TCK")
+    lost = (after["samples"]["lost"]["ringbuf_full"] - before["samples"]["lost"]["ringbuf_full"] +
+            after["samples"]["lost"]["queue_full"] - before["samples"]["lost"]["queue_full"])
+    print(f"\nburst with {what}: {lost} samples lost on the way; the loop's longest turn "
+          f"{after['loop']['longest_turn_ms']:.1f} ms")
+    assert lost < 0.02 * (after["samples"]["taken"] - before["samples"]["taken"]), \
+        f"{lost} samples lost: the ring was too small for the test's stop"
+    check_sliced(after)
+    assert after["snapshots"] == 0, f"{after['snapshots']} snapshots left"
+    if what == "snapshot":
+        got, want = perfdtest.total(stacks), (cpu1 - cpu0) / tick * HZ
+        print(f"status answers {perfdtest.status_figures(took)}; the snapshot holds {got} samples, "
+              f"{want:.0f} for the spinner's CPU time")
+        assert max(took) < BURST_DEADLINE_S, \
+            f"status took {max(took) * 1000:.0f} ms while the burst was ingested"
+        # the spinner's CPU time read by the test a few ms off the
+        # snapshot's ends (a tick is 10 ms): 20%
+        assert 0.8 * want <= got <= 1.2 * want, \
+            f"the snapshot holds {got} samples, the spinner ran {want:.0f} samples' worth meanwhile"
+    else:
+        files = [p for p in out.iterdir() if p.name.endswith(f"_{spin.pid}_spin.cpu.pb.gz")]
+        exported = sum(pprof_samples(gohome, p) for p in files)
+        lived = spin_ticks / tick * HZ
+        print(f"{len(files)} files hold {exported} samples, {lived:.0f} for its whole CPU time")
+        assert len(files) >= 3, f"{len(files)} export files of the spinner"
+        assert 0.85 * lived <= exported <= 1.1 * lived, \
+            f"the spinner's files hold {exported} samples, it ran {lived:.0f} samples' worth"
+
+
+def test_a_reload_in_a_burst_waits_for_its_samples_not_the_loop(environment, tmp_path):
+    """A SIGHUP that changes the frequency while perfd is stopped (the ring
+    filling with unique stacks) applies once the samples queued before it
+    are ingested, without ingesting the backlog in one turn: root's status
+    answers within BURST_DEADLINE_S throughout.  A second SIGHUP right
+    after (to yet another frequency) is not lost, whether it comes while
+    the first waits or after: the last file read is the one running."""
+    conf = tmp_path / "perfd.conf"
+    conf.write_text(f"[perfd]\nfrequency = {HZ}\nringbuf-mib = {BURST_RING_MIB}\n")
+    (tmp_path / "d").mkdir()
+    daemon = perfdtest.start_perfd(tmpdir=str(tmp_path / "d"),
+                                   extra_args=["--no-state", "--config", str(conf)])
+    flood = niced("unique_stacks", min(2, perfdtest.online_cpus()), 3600)
+    took = []
+    try:
+        time.sleep(2)  # it runs, its maps are read
+        os.kill(daemon.pid, signal.SIGSTOP)
+        try:
+            time.sleep(BURST_LONG_STOP_S / 2)
+            conf.write_text(f"[perfd]\nfrequency = 999\nringbuf-mib = {BURST_RING_MIB}\n")
+            os.kill(daemon.pid, signal.SIGHUP)
+            time.sleep(BURST_LONG_STOP_S / 2)
+        finally:
+            os.kill(daemon.pid, signal.SIGCONT)
+        took.append(status_within_deadline(daemon)[0])
+        conf.write_text(f"[perfd]\nfrequency = 499\nringbuf-mib = {BURST_RING_MIB}\n")
+        os.kill(daemon.pid, signal.SIGHUP)
+        watch_status(daemon, took)
+        flood.kill()
+        st = daemon.status()
+        err = daemon.stderr()
+    finally:
+        flood.kill()
+        daemon.stop()
+    print(f"\nburst with two reloads: status answers {perfdtest.status_figures(took)}; the loop's "
+          f"longest turn {st['loop']['longest_turn_ms']:.1f} ms")
+    assert max(took) < BURST_DEADLINE_S, \
+        f"status took {max(took) * 1000:.0f} ms while the burst was ingested"
+    check_sliced(st)
+    assert st["frequency_hz"] == 499 and st["config"]["frequency"] == 499, \
+        f"after reloads to 999 and 499 Hz perfd samples at {st['frequency_hz']} Hz\n{err[-3000:]}"
+    assert "Reloaded the configuration" in err and "Failed to reload" not in err \
+        and "Failed to sample" not in err, err[-3000:]
 
 
 def leftovers(daemon, since):

@@ -154,6 +154,7 @@ Test(drain, a_slice_stops_at_its_budget_and_leaves_the_rest_queued)
 	cr_assert_eq(st.queued_bytes, 0);
 	cr_assert_eq(st.slices, 4);
 	cr_assert_eq(st.slices_cut, 3);
+	cr_assert_eq(st.max_slice_records, 700, "the largest slice");
 	cr_assert_not(readable(drain_fd(d)), "an emptied queue leaves the loop alone");
 	cr_assert_eq(drain_deliver(d, &records, check, &s), 0);
 	drain_free(d);
