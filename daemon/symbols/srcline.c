@@ -45,8 +45,9 @@
  * unit tree, its allocator) are touched by the indexer alone.  The memory
  * and counts an indexer adds are atomics; the cache, the arena of joined
  * paths and the lookup counts are the reader's.  The owner must not free
- * a struct srcline an indexer is working on.  A unit whose DIE walk runs
- * past SRCLINE_UNIT_MAX_NS is refused (counted; its lookups get -ETIME).
+ * a struct srcline an indexer is working on.  A unit whose indexing takes
+ * more than SRCLINE_UNIT_MAX_NS of CPU time is refused (counted; its
+ * lookups get -ETIME): the DIE walk checks the clock as it goes.
  */
 #include "symbols/srcline.h"
 
@@ -421,7 +422,7 @@ struct builder {
 	struct interval *ivs;
 	size_t n_ivs, cap_ivs;
 	size_t dies;          /* walked so far */
-	uint64_t deadline_ns; /* CLOCK_MONOTONIC; past it the walk gives up */
+	uint64_t deadline_ns; /* the thread's CPU time past which the walk gives up */
 };
 
 static void builder_done(struct builder *b)
@@ -530,7 +531,7 @@ static int walk(struct builder *b, Dwarf_Die *die, uint32_t scope, uint32_t dept
 		uint32_t inner = scope;
 		bool descend;
 
-		if (++b->dies % WALK_CLOCK_EVERY == 0 && now_monotonic_ns() > b->deadline_ns)
+		if (++b->dies % WALK_CLOCK_EVERY == 0 && thread_cpu_ns() > b->deadline_ns)
 			return -ETIME;
 
 		switch (dwarf_tag(&child)) {
@@ -643,7 +644,9 @@ static int flatten(struct builder *b, struct segment **ret, size_t *ret_n)
 }
 
 /* Indexes u (the indexer's, not published yet): line table, file table,
- * scopes.  -ETIME when the DIE walk is still going at deadline_ns. */
+ * scopes.  -ETIME when the thread's CPU time passes deadline_ns before
+ * the DIE walk is done (libdw's decode of the line program cannot be
+ * stopped, but its time counts). */
 static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns)
 {
 	_cleanup_(builder_done) struct builder b = { .deadline_ns = deadline_ns };
@@ -667,6 +670,8 @@ static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns)
 			return -ENOMEM;
 	}
 
+	if (thread_cpu_ns() > deadline_ns)
+		return -ETIME;
 	r = walk(&b, &u->die, SCOPE_NONE, 0);
 	if (r < 0)
 		return r;
@@ -947,7 +952,7 @@ static int build_chain(struct srcline *s, struct unit *u, uint32_t scope, Dwarf_
  * it unseen (asked for again by a later lookup).  The indexer's alone. */
 static int unit_index(struct srcline *s, struct unit *u)
 {
-	int r = unit_load(s, u, now_monotonic_ns() + s->unit_max_ns);
+	int r = unit_load(s, u, thread_cpu_ns() + s->unit_max_ns);
 
 	if (r < 0) {
 		unit_done(u);

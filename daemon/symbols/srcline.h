@@ -63,10 +63,10 @@ int srcline_open(int fd, struct srcline **ret);
 /* A .debug_line up to this size is decoded whole by srcline_index_all;
  * past it, each unit when first asked for. */
 #define SRCLINE_INDEX_ALL_MAX_LINE_BYTES ((uint64_t)32 << 20)
-/* A unit whose DIE walk takes longer than this is refused (its lookups
- * get -ETIME, srcline_stats.units_refused counts it): the walk is bounded
- * by its bytes, but a crafted unit can make those bytes minutes of work.
- * An answer waits 10 s for its names at most (command.h). */
+/* A unit whose indexing takes more CPU time than this is refused (its
+ * lookups get -ETIME, srcline_stats.units_refused counts it): the work is
+ * bounded by the unit's bytes, but a crafted unit can make those bytes
+ * minutes of it.  An answer waits 10 s for its names at most (command.h). */
 #define SRCLINE_UNIT_MAX_NS (10ULL * 1000000000ULL)
 
 /* Indexes every compile unit now (a lookup indexes its unit the first
@@ -119,7 +119,7 @@ bool srcline_wants(struct srcline *s);
  * once *cancel (may be NULL) is set. */
 int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel);
 
-/* For tests: the time a unit's DIE walk may take (SRCLINE_UNIT_MAX_NS). */
+/* For tests: the CPU time a unit's indexing may take (SRCLINE_UNIT_MAX_NS). */
 void srcline_set_unit_time_limit(struct srcline *s, uint64_t ns);
 
 /* Counters, for status and benchmarks. */

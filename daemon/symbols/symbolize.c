@@ -228,6 +228,19 @@ static void forget_demangled(struct module *m)
 	u64map_done(&m->demangled);
 }
 
+/* Frees m's line tables, or, while a lane indexes their units, hands them
+ * to that job, which frees them when it is back (owns_srcline is a field
+ * of its own, which the lane does not touch). */
+static void drop_srcline(struct module *m)
+{
+	if (m->indexing) {
+		m->indexing->owns_srcline = true;
+		m->indexing = NULL;
+		m->srcline = NULL;
+	}
+	m->srcline = srcline_free(m->srcline);
+}
+
 /* Frees what was parsed from a module's files (symbols, lines, demangled
  * names, a JIT's map); its descriptors stay, so it can be parsed again. */
 static void unload(struct module *m)
@@ -236,14 +249,7 @@ static void unload(struct module *m)
 	m->perfmap_size = 0;
 	forget_demangled(m);
 	m->symtab = elf_symtab_free(m->symtab);
-	if (m->indexing) {
-		/* the lane may be reading it: the job frees it when back (a
-		 * field of its own, which the lane does not touch) */
-		m->indexing->owns_srcline = true;
-		m->indexing = NULL;
-		m->srcline = NULL;
-	}
-	m->srcline = srcline_free(m->srcline);
+	drop_srcline(m);
 	m->srcline_error = 0;
 }
 
@@ -291,6 +297,7 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->n_modules; i++) {
 		struct module *m = &s->modules[i];
 
+		m->indexing = NULL; /* freed with the lane, and not the srcline's owner */
 		free(m->path);
 		closep(&m->fd);
 		closep(&m->debug_fd);
@@ -1100,7 +1107,7 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 			m->srcline_error = l->error;
 			return;
 		}
-		m->srcline = srcline_free(m->srcline);
+		drop_srcline(m);
 		m->srcline = TAKE_PTR(l->srcline);
 		trim_cache(s, m); /* line tables count against the cache too */
 		return;
