@@ -423,6 +423,7 @@ struct builder {
 	size_t n_ivs, cap_ivs;
 	size_t dies;          /* walked so far */
 	uint64_t deadline_ns; /* the thread's CPU time past which the walk gives up */
+	const atomic_bool *cancel; /* the walk gives up once set (NULL: never) */
 };
 
 static void builder_done(struct builder *b)
@@ -531,8 +532,12 @@ static int walk(struct builder *b, Dwarf_Die *die, uint32_t scope, uint32_t dept
 		uint32_t inner = scope;
 		bool descend;
 
-		if (++b->dies % WALK_CLOCK_EVERY == 0 && thread_cpu_ns() > b->deadline_ns)
-			return -ETIME;
+		if (++b->dies % WALK_CLOCK_EVERY == 0) {
+			if (b->cancel && atomic_load_explicit(b->cancel, memory_order_relaxed))
+				return -ECANCELED;
+			if (thread_cpu_ns() > b->deadline_ns)
+				return -ETIME;
+		}
 
 		switch (dwarf_tag(&child)) {
 		case DW_TAG_subprogram:
@@ -646,10 +651,12 @@ static int flatten(struct builder *b, struct segment **ret, size_t *ret_n)
 /* Indexes u (the indexer's, not published yet): line table, file table,
  * scopes.  -ETIME when the thread's CPU time passes deadline_ns before
  * the DIE walk is done (libdw's decode of the line program cannot be
- * stopped, but its time counts). */
-static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns)
+ * stopped, but its time counts), -ECANCELED once *cancel is set. */
+static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns,
+		     const atomic_bool *cancel)
 {
-	_cleanup_(builder_done) struct builder b = { .deadline_ns = deadline_ns };
+	_cleanup_(builder_done) struct builder b = { .deadline_ns = deadline_ns,
+						     .cancel = cancel };
 	Dwarf_Attribute a;
 	int r;
 
@@ -948,11 +955,13 @@ static int build_chain(struct srcline *s, struct unit *u, uint32_t scope, Dwarf_
 }
 
 /* Indexes u, not published yet, and publishes it: UNIT_READY, or the
- * -errno it failed with (then not retried), except -ENOMEM, which leaves
- * it unseen (asked for again by a later lookup).  The indexer's alone. */
-static int unit_index(struct srcline *s, struct unit *u)
+ * -errno it failed with (then not retried), except -ENOMEM and
+ * -ECANCELED, which leave it unseen (asked for again by a later lookup).
+ * The indexer's alone. */
+static int unit_index(struct srcline *s, struct unit *u, const atomic_bool *cancel)
 {
-	int r = unit_load(s, u, thread_cpu_ns() + s->unit_max_ns);
+	int r = unit_load(s, u, thread_cpu_ns() + s->unit_max_ns, cancel);
+	bool again = r == -ENOMEM || r == -ECANCELED;
 
 	if (r < 0) {
 		unit_done(u);
@@ -965,7 +974,7 @@ static int unit_index(struct srcline *s, struct unit *u)
 	}
 	if (r == -ETIME)
 		atomic_fetch_add_explicit(&s->units_refused, 1, memory_order_relaxed);
-	atomic_store_explicit(&u->state, r == -ENOMEM ? UNIT_UNSEEN : r < 0 ? r : UNIT_READY,
+	atomic_store_explicit(&u->state, again ? UNIT_UNSEEN : r < 0 ? r : UNIT_READY,
 			      memory_order_release);
 	return r;
 }
@@ -980,7 +989,7 @@ int srcline_index_all(struct srcline *s)
 
 		if (state == UNIT_READY || state < 0)
 			continue;
-		if (unit_index(s, u) == -ENOMEM)
+		if (unit_index(s, u, NULL) == -ENOMEM)
 			return -ENOMEM;
 	}
 	return 0;
@@ -1001,9 +1010,9 @@ int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel)
 				return -ECANCELED;
 			if (atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_WANTED)
 				continue;
-			r = unit_index(s, u);
-			if (r == -ENOMEM)
-				return -ENOMEM;
+			r = unit_index(s, u, cancel);
+			if (r == -ENOMEM || r == -ECANCELED)
+				return r;
 			refused += r == -ETIME && refused < INT_MAX;
 		}
 	}
@@ -1032,13 +1041,15 @@ static int unit_ready(struct srcline *s, uint64_t vaddr, bool may_index, struct 
 	if (state < 0)
 		return state;
 	if (may_index) {
-		int r = unit_index(s, u);
+		int r = unit_index(s, u, NULL);
 
 		return r < 0 ? r : 0;
 	}
-	(void)atomic_compare_exchange_strong_explicit(&u->state, &expect, UNIT_WANTED,
-						      memory_order_relaxed, memory_order_relaxed);
-	atomic_store_explicit(&s->wanted, true, memory_order_release);
+	/* Marked once: the flag, set after the mark, makes the indexer's
+	 * next round (or the owner's next job) see it. */
+	if (atomic_compare_exchange_strong_explicit(&u->state, &expect, UNIT_WANTED,
+						    memory_order_relaxed, memory_order_relaxed))
+		atomic_store_explicit(&s->wanted, true, memory_order_release);
 	return -EAGAIN;
 }
 
