@@ -47,7 +47,9 @@
  * paths and the lookup counts are the reader's.  The owner must not free
  * a struct srcline an indexer is working on.  A unit whose indexing takes
  * more than SRCLINE_UNIT_MAX_NS of CPU time is refused (counted; its
- * lookups get -ETIME): the DIE walk checks the clock as it goes.
+ * lookups get -ETIME): the DIE walk checks the clock as it goes.  libdw's
+ * decode of a line program cannot be stopped, so one longer than
+ * SRCLINE_UNIT_MAX_LINE_BYTES is refused before it starts (-EFBIG).
  */
 #include "symbols/srcline.h"
 
@@ -156,7 +158,9 @@ struct srcline {
 	atomic_size_t indexed_memory, units_loaded, units_refused;
 	atomic_bool wanted; /* a unit was marked UNIT_WANTED since the last pass */
 	uint64_t unit_max_ns; /* SRCLINE_UNIT_MAX_NS, unless a test sets it */
+	uint64_t unit_max_line_bytes; /* SRCLINE_UNIT_MAX_LINE_BYTES, likewise */
 	uint64_t line_bytes; /* of .debug_line (its uncompressed size) */
+	Elf_Scn *line_scn;   /* .debug_line (or .zdebug_line), NULL when none */
 };
 
 /* A file index whose name libdw does not know, once looked up. */
@@ -648,6 +652,29 @@ static int flatten(struct builder *b, struct segment **ret, size_t *ret_n)
 	return 0;
 }
 
+/* The length of u's line program, from the unit_length that starts it in
+ * .debug_line (as libdw has it in memory, decompressed), or 0 when that
+ * cannot be told here (libdw then judges the program itself). */
+static uint64_t unit_program_bytes(const struct srcline *s, struct unit *u)
+{
+	Elf_Data *d = s->line_scn ? elf_getdata(s->line_scn, NULL) : NULL;
+	Dwarf_Attribute a;
+	Dwarf_Word off;
+	uint32_t len32;
+	uint64_t len64;
+
+	if (!d || !d->d_buf || dwarf_formudata(dwarf_attr(&u->die, DW_AT_stmt_list, &a), &off) != 0 ||
+	    off > d->d_size || d->d_size - off < sizeof(len32))
+		return 0;
+	memcpy(&len32, (const char *)d->d_buf + off, sizeof(len32));
+	if (len32 != UINT32_MAX) /* the 32-bit DWARF format */
+		return len32;
+	if (d->d_size - off - sizeof(len32) < sizeof(len64))
+		return 0;
+	memcpy(&len64, (const char *)d->d_buf + off + sizeof(len32), sizeof(len64));
+	return len64;
+}
+
 /* Indexes u (the indexer's, not published yet): line table, file table,
  * scopes.  -ETIME when the thread's CPU time passes deadline_ns before
  * the DIE walk is done (libdw's decode of the line program cannot be
@@ -659,6 +686,11 @@ static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns,
 						     .cancel = cancel };
 	Dwarf_Attribute a;
 	int r;
+
+	/* libdw's decode cannot be stopped: a program too long to decode in
+	 * time (about a second per 2 MiB on this machine) is not started */
+	if (unit_program_bytes(s, u) > s->unit_max_line_bytes)
+		return -EFBIG;
 
 	if (dwarf_getsrclines(&u->die, &u->lines, &u->n_lines) != 0 ||
 	    dwarf_getsrcfiles(&u->die, &u->files, &u->n_files) != 0) {
@@ -804,7 +836,8 @@ static int line_position(struct srcline *s, struct unit *u, Dwarf_Line *line,
  * *ret_bytes gets the size in the file of the sections libdw reads into
  * memory (every .debug_* and .zdebug_* one).  -EFBIG for a .debug_line
  * past SRCLINE_MAX_LINE_BYTES. */
-static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_bytes)
+static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_bytes,
+			  Elf_Scn **ret_line_scn)
 {
 	uint64_t bytes = 0, line_bytes = 0;
 	size_t shstrndx;
@@ -831,6 +864,7 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_byte
 			line_bytes = elf_section_bytes(scn, &sh);
 			if (line_bytes > SRCLINE_MAX_LINE_BYTES)
 				return -EFBIG;
+			*ret_line_scn = scn;
 		}
 	}
 	*ret_bytes = bytes;
@@ -879,10 +913,11 @@ int srcline_open(int fd, struct srcline **ret)
 		return -ENOMEM;
 	s->memory = sizeof(*s);
 	s->unit_max_ns = SRCLINE_UNIT_MAX_NS;
+	s->unit_max_line_bytes = SRCLINE_UNIT_MAX_LINE_BYTES;
 	r = elf_open_fd(fd, &s->elf);
 	if (r < 0)
 		return r;
-	r = has_debug_info(s->elf, &debug_bytes, &s->line_bytes);
+	r = has_debug_info(s->elf, &debug_bytes, &s->line_bytes, &s->line_scn);
 	if (r <= 0)
 		return r < 0 ? r : -ENODATA;
 	if (debug_bytes > SRCLINE_MAX_DEBUG_BYTES)
@@ -972,7 +1007,7 @@ static int unit_index(struct srcline *s, struct unit *u, const atomic_bool *canc
 		u->segs = NULL;
 		u->n_lines = u->n_files = u->n_scopes = u->n_segs = 0;
 	}
-	if (r == -ETIME)
+	if (r == -ETIME || r == -EFBIG)
 		atomic_fetch_add_explicit(&s->units_refused, 1, memory_order_relaxed);
 	atomic_store_explicit(&u->state, again ? UNIT_UNSEEN : r < 0 ? r : UNIT_READY,
 			      memory_order_release);
@@ -1013,7 +1048,7 @@ int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel)
 			r = unit_index(s, u, cancel);
 			if (r == -ENOMEM || r == -ECANCELED)
 				return r;
-			refused += r == -ETIME && refused < INT_MAX;
+			refused += (r == -ETIME || r == -EFBIG) && refused < INT_MAX;
 		}
 	}
 	return refused;
@@ -1130,9 +1165,10 @@ int srcline_lookup_indexed(struct srcline *s, uint64_t vaddr, struct srcline_fra
 	return lookup(s, vaddr, ret, max, false);
 }
 
-void srcline_set_unit_time_limit(struct srcline *s, uint64_t ns)
+void srcline_set_unit_limits(struct srcline *s, uint64_t ns, uint64_t line_bytes)
 {
 	s->unit_max_ns = ns;
+	s->unit_max_line_bytes = line_bytes;
 }
 
 void srcline_get_stats(const struct srcline *s, struct srcline_stats *ret)

@@ -68,6 +68,11 @@ int srcline_open(int fd, struct srcline **ret);
  * bounded by the unit's bytes, but a crafted unit can make those bytes
  * minutes of it.  An answer waits 10 s for its names at most (command.h). */
 #define SRCLINE_UNIT_MAX_NS (10ULL * 1000000000ULL)
+/* ... and one whose line program is longer than this is refused before
+ * it is decoded (-EFBIG, counted the same way): libdw's decode cannot be
+ * stopped, takes about a second per 2 MiB of program here, and holds
+ * some 50 bytes per row, up to a row per byte. */
+#define SRCLINE_UNIT_MAX_LINE_BYTES ((uint64_t)16 << 20)
 
 /* Indexes every compile unit now (a lookup indexes its unit the first
  * time otherwise), for a caller off the daemon's loop (symload.h), so
@@ -100,7 +105,7 @@ int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
 /* The same, for the reader, which never indexes: -EAGAIN when vaddr's
  * unit is not indexed yet (it is marked wanted: srcline_wants is true
  * until an indexer's srcline_index_wanted has taken it); -ETIME for a
- * unit refused for its time. */
+ * unit refused for its time, -EFBIG for the length of its line program. */
 int srcline_lookup_indexed(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
 			   size_t max);
 
@@ -114,19 +119,20 @@ int srcline_want(struct srcline *s, uint64_t vaddr);
 bool srcline_wants(struct srcline *s);
 
 /* The indexer's: indexes every unit marked wanted, until none is left.
- * Returns how many of them it refused for their time (SRCLINE_UNIT_MAX_NS),
+ * Returns how many of them it refused (SRCLINE_UNIT_MAX_NS, _LINE_BYTES),
  * -ENOMEM (the unit is asked for again by its next lookup) or -ECANCELED
  * once *cancel (may be NULL) is set. */
 int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel);
 
-/* For tests: the CPU time a unit's indexing may take (SRCLINE_UNIT_MAX_NS). */
-void srcline_set_unit_time_limit(struct srcline *s, uint64_t ns);
+/* For tests: the CPU time a unit's indexing may take and the length of
+ * line program it may decode (SRCLINE_UNIT_MAX_NS, _LINE_BYTES). */
+void srcline_set_unit_limits(struct srcline *s, uint64_t ns, uint64_t line_bytes);
 
 /* Counters, for status and benchmarks. */
 struct srcline_stats {
 	size_t units;        /* compile units */
 	size_t units_loaded; /* indexed so far */
-	size_t units_refused; /* past SRCLINE_UNIT_MAX_NS */
+	size_t units_refused; /* past SRCLINE_UNIT_MAX_NS or _LINE_BYTES */
 	size_t lookups;
 	size_t cache_hits;   /* lookups answered from the recent-lookup cache */
 	size_t memory_bytes; /* held by srcline itself; libdw's caches not counted */

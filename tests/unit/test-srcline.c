@@ -809,7 +809,7 @@ Test(srcline, unit_past_its_time_is_refused)
 	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
 	symbol_range(path, "outer_fn", &lo, &hi);
 	symbol_range(path, "plain_fn", &plo, &phi);
-	srcline_set_unit_time_limit(s, 0);
+	srcline_set_unit_limits(s, 0, SRCLINE_UNIT_MAX_LINE_BYTES);
 	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -EAGAIN);
 	cr_assert_eq(srcline_index_wanted(s, NULL), 1);
 	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -ETIME);
@@ -819,8 +819,37 @@ Test(srcline, unit_past_its_time_is_refused)
 	cr_assert_eq(st.units_refused, 1);
 	cr_assert_eq(st.units_loaded, 0);
 
-	srcline_set_unit_time_limit(s, SRCLINE_UNIT_MAX_NS);
+	srcline_set_unit_limits(s, SRCLINE_UNIT_MAX_NS, SRCLINE_UNIT_MAX_LINE_BYTES);
 	expect_plain_fn(s, path);
+}
+
+/* A unit whose line program is longer than allowed is refused before
+ * libdw decodes it, counted; the limit is the program's own length. */
+Test(srcline, unit_past_its_line_bytes_is_refused)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL, *big = NULL;
+	struct srcline_frame f[MAX_FRAMES];
+	struct srcline_stats st;
+	char path[PATH_MAX];
+	uint64_t lo, hi;
+
+	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
+	symbol_range(path, "outer_fn", &lo, &hi);
+	srcline_set_unit_limits(s, SRCLINE_UNIT_MAX_NS, 16);
+	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -EAGAIN);
+	cr_assert_eq(srcline_index_wanted(s, NULL), 1);
+	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -EFBIG);
+	cr_assert_eq(srcline_lookup(s, lo, f, MAX_FRAMES), -EFBIG, "not tried again");
+	srcline_get_stats(s, &st);
+	cr_assert_eq(st.units_refused, 1);
+	cr_assert_eq(st.units_loaded, 0);
+
+	/* a program of a few hundred bytes passes a limit of 64 KiB */
+	big = open_ok(path);
+	srcline_set_unit_limits(big, SRCLINE_UNIT_MAX_NS, 64 << 10);
+	cr_assert_geq(srcline_lookup(big, lo, f, MAX_FRAMES), 1);
+	srcline_get_stats(big, &st);
+	cr_assert_eq(st.units_refused, 0);
 }
 
 Test(srcline, no_debug_info)
