@@ -98,7 +98,9 @@ static const struct metric metrics[] = {
 	N("symbol_tables_loading", GAUGE, "symbols.symtab_loads_pending",
 	  "Symbol tables being built off the loop"),
 	N("line_tables_loading", GAUGE, "symbols.line_loads_pending",
-	  "DWARF line tables being opened off the loop"),
+	  "DWARF line tables being opened or indexed off the loop"),
+	N("line_units_refused_total", COUNTER, "symbols.line_units_refused",
+	  "Compile units not indexed: past their time or size cap"),
 	N("debug_files_refused_total", COUNTER, "symbols.debug_files_refused",
 	  "Debug files refused (too large, or not the binary's)"),
 

@@ -326,6 +326,7 @@ json_object *query_status(const struct status_info *in)
 	add_u64(syms, "symtab_loads_pending", in->sym.symtab_loads_pending);
 	add_u64(syms, "line_loads_pending", in->sym.line_loads_pending);
 	add_u64(syms, "tables_refused", in->sym.tables_refused);
+	add_u64(syms, "line_units_refused", in->sym.line_units_refused);
 	add_u64(syms, "lookups", in->sym.lookups);
 	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
 	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);

@@ -29,6 +29,27 @@
  * recorded relative to comp_dir are copied (joined) into an arena.
  * Split DWARF is not followed: a skeleton unit has the line table but its
  * DIEs are in the .dwo, so its addresses get file:line without functions.
+ *
+ * Threads: decoding a unit's line program and walking its DIEs take
+ * seconds for a big unit (a crafted one: as long as its 256 MiB allow), so
+ * the daemon's loop never does it.  It calls srcline_lookup_indexed, which
+ * answers from indexed units only and marks any other it is asked about as
+ * wanted; one other thread at a time (a lane, symload.h) indexes the wanted
+ * units meanwhile (srcline_index_wanted).  What they share is a unit's
+ * state, an atomic published with release once the unit's tables are
+ * complete and read with acquire before they are: a unit is written only
+ * by the indexer before it is published and only read (and its paths
+ * filled, by the reader alone) after.  The reader never calls into libdw
+ * for a unit not published, and for a published one only reads the line
+ * and file tables libdw built, so libdw's own caches (abbreviations, the
+ * unit tree, its allocator) are touched by the indexer alone.  The memory
+ * and counts an indexer adds are atomics; the cache, the arena of joined
+ * paths and the lookup counts are the reader's.  The owner must not free
+ * a struct srcline an indexer is working on.  A unit whose indexing takes
+ * more than SRCLINE_UNIT_MAX_NS of CPU time is refused (counted; its
+ * lookups get -ETIME): the DIE walk checks the clock as it goes.  libdw's
+ * decode of a line program cannot be stopped, so one longer than
+ * SRCLINE_UNIT_MAX_LINE_BYTES is refused before it starts (-EFBIG).
  */
 #include "symbols/srcline.h"
 
@@ -36,21 +57,34 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <limits.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
+#include "base/clock.h"
 #include "base/elfopen.h"
 #include "perfd/macro.h"
 
 #define SCOPE_NONE UINT32_MAX
 /* DIE nesting deeper than this is taken for a corrupt unit. */
 #define WALK_DEPTH_MAX 256
+/* The DIE walk looks at the clock once per this many DIEs. */
+#define WALK_CLOCK_EVERY 256
+
+/* A unit's state; a negative value is the -errno it failed with (not
+ * retried). */
+enum {
+	UNIT_UNSEEN, /* not indexed, not asked for */
+	UNIT_WANTED, /* asked for by srcline_lookup_indexed */
+	UNIT_READY,  /* indexed: its tables are complete, and only read */
+};
 
 /* Recent-lookup cache: slots, and the frames one slot holds (deeper chains
  * are not cached).  256 * 112 bytes = 28 KiB per binary, only once used. */
@@ -85,7 +119,7 @@ struct segment {
 
 struct unit {
 	Dwarf_Die die;
-	int state; /* 0: not indexed yet, 1: indexed, -errno: failed */
+	atomic_int state; /* UNIT_*, or -errno; see the design comment */
 	Dwarf_Lines *lines; /* NULL when the unit has no line table */
 	size_t n_lines;
 	Dwarf_Files *files;
@@ -114,13 +148,19 @@ struct srcline {
 	Elf *elf;
 	Dwarf *dw;
 	struct unit *units; /* sorted by CU DIE offset */
-	size_t n_units, units_loaded;
+	size_t n_units;
 	struct unit_range *ranges; /* sorted by lo */
 	size_t n_ranges;
 	struct cache_slot *cache;
 	struct arena_chunk *arena;
-	size_t memory, lookups, cache_hits;
+	size_t memory, lookups, cache_hits; /* the reader's (and the opener's) */
+	/* the indexer's: what its units hold, how many, how many refused */
+	atomic_size_t indexed_memory, units_loaded, units_refused;
+	atomic_bool wanted; /* a unit was marked UNIT_WANTED since the last pass */
+	uint64_t unit_max_ns; /* SRCLINE_UNIT_MAX_NS, unless a test sets it */
+	uint64_t unit_max_line_bytes; /* SRCLINE_UNIT_MAX_LINE_BYTES, likewise */
 	uint64_t line_bytes; /* of .debug_line (its uncompressed size) */
+	Elf_Scn *line_scn;   /* .debug_line (or .zdebug_line), NULL when none */
 };
 
 /* A file index whose name libdw does not know, once looked up. */
@@ -296,7 +336,9 @@ static int index_units(struct srcline *s)
 			return -EFBIG;
 		if (grow(&s->units, &cap, s->n_units + 1, sizeof(*s->units)) < 0)
 			return -ENOMEM;
-		s->units[s->n_units++] = (struct unit){ .die = die };
+		s->units[s->n_units] = (struct unit){ .die = die };
+		atomic_init(&s->units[s->n_units].state, UNIT_UNSEEN);
+		s->n_units++;
 	}
 	if (s->n_units == 0)
 		return -ENODATA;
@@ -383,6 +425,9 @@ struct builder {
 	size_t n_scopes, cap_scopes;
 	struct interval *ivs;
 	size_t n_ivs, cap_ivs;
+	size_t dies;          /* walked so far */
+	uint64_t deadline_ns; /* the thread's CPU time past which the walk gives up */
+	const atomic_bool *cancel; /* the walk gives up once set (NULL: never) */
 };
 
 static void builder_done(struct builder *b)
@@ -490,6 +535,13 @@ static int walk(struct builder *b, Dwarf_Die *die, uint32_t scope, uint32_t dept
 	do {
 		uint32_t inner = scope;
 		bool descend;
+
+		if (++b->dies % WALK_CLOCK_EVERY == 0) {
+			if (b->cancel && atomic_load_explicit(b->cancel, memory_order_relaxed))
+				return -ECANCELED;
+			if (thread_cpu_ns() > b->deadline_ns)
+				return -ETIME;
+		}
 
 		switch (dwarf_tag(&child)) {
 		case DW_TAG_subprogram:
@@ -600,12 +652,45 @@ static int flatten(struct builder *b, struct segment **ret, size_t *ret_n)
 	return 0;
 }
 
-/* Indexes u on its first lookup: line table, file table, scopes. */
-static int unit_load(struct srcline *s, struct unit *u)
+/* The length of u's line program, from the unit_length that starts it in
+ * .debug_line (as libdw has it in memory, decompressed), or 0 when that
+ * cannot be told here (libdw then judges the program itself). */
+static uint64_t unit_program_bytes(const struct srcline *s, struct unit *u)
 {
-	_cleanup_(builder_done) struct builder b = {};
+	Elf_Data *d = s->line_scn ? elf_getdata(s->line_scn, NULL) : NULL;
+	Dwarf_Attribute a;
+	Dwarf_Word off;
+	uint32_t len32;
+	uint64_t len64;
+
+	if (!d || !d->d_buf || dwarf_formudata(dwarf_attr(&u->die, DW_AT_stmt_list, &a), &off) != 0 ||
+	    off > d->d_size || d->d_size - off < sizeof(len32))
+		return 0;
+	memcpy(&len32, (const char *)d->d_buf + off, sizeof(len32));
+	if (len32 != UINT32_MAX) /* the 32-bit DWARF format */
+		return len32;
+	if (d->d_size - off - sizeof(len32) < sizeof(len64))
+		return 0;
+	memcpy(&len64, (const char *)d->d_buf + off + sizeof(len32), sizeof(len64));
+	return len64;
+}
+
+/* Indexes u (the indexer's, not published yet): line table, file table,
+ * scopes.  -ETIME when the thread's CPU time passes deadline_ns before
+ * the DIE walk is done (libdw's decode of the line program cannot be
+ * stopped, but its time counts), -ECANCELED once *cancel is set. */
+static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns,
+		     const atomic_bool *cancel)
+{
+	_cleanup_(builder_done) struct builder b = { .deadline_ns = deadline_ns,
+						     .cancel = cancel };
 	Dwarf_Attribute a;
 	int r;
+
+	/* libdw's decode cannot be stopped: a program too long to decode in
+	 * time (about a second per 2 MiB on this machine) is not started */
+	if (unit_program_bytes(s, u) > s->unit_max_line_bytes)
+		return -EFBIG;
 
 	if (dwarf_getsrclines(&u->die, &u->lines, &u->n_lines) != 0 ||
 	    dwarf_getsrcfiles(&u->die, &u->files, &u->n_files) != 0) {
@@ -624,6 +709,8 @@ static int unit_load(struct srcline *s, struct unit *u)
 			return -ENOMEM;
 	}
 
+	if (thread_cpu_ns() > deadline_ns)
+		return -ETIME;
 	r = walk(&b, &u->die, SCOPE_NONE, 0);
 	if (r < 0)
 		return r;
@@ -637,9 +724,11 @@ static int unit_load(struct srcline *s, struct unit *u)
 	else
 		u->scopes = TAKE_PTR(b.scopes); /* shrinking failed: keep as is */
 	u->n_scopes = b.n_scopes;
-	s->memory += u->n_files * sizeof(*u->paths) + u->n_scopes * sizeof(*u->scopes) +
-		     u->n_segs * sizeof(*u->segs);
-	s->units_loaded++;
+	atomic_fetch_add_explicit(&s->indexed_memory,
+				  u->n_files * sizeof(*u->paths) + u->n_scopes * sizeof(*u->scopes) +
+					  u->n_segs * sizeof(*u->segs),
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->units_loaded, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -747,7 +836,8 @@ static int line_position(struct srcline *s, struct unit *u, Dwarf_Line *line,
  * *ret_bytes gets the size in the file of the sections libdw reads into
  * memory (every .debug_* and .zdebug_* one).  -EFBIG for a .debug_line
  * past SRCLINE_MAX_LINE_BYTES. */
-static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_bytes)
+static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_bytes,
+			  Elf_Scn **ret_line_scn)
 {
 	uint64_t bytes = 0, line_bytes = 0;
 	size_t shstrndx;
@@ -774,6 +864,7 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_byte
 			line_bytes = elf_section_bytes(scn, &sh);
 			if (line_bytes > SRCLINE_MAX_LINE_BYTES)
 				return -EFBIG;
+			*ret_line_scn = scn;
 		}
 	}
 	*ret_bytes = bytes;
@@ -821,10 +912,12 @@ int srcline_open(int fd, struct srcline **ret)
 	if (!s)
 		return -ENOMEM;
 	s->memory = sizeof(*s);
+	s->unit_max_ns = SRCLINE_UNIT_MAX_NS;
+	s->unit_max_line_bytes = SRCLINE_UNIT_MAX_LINE_BYTES;
 	r = elf_open_fd(fd, &s->elf);
 	if (r < 0)
 		return r;
-	r = has_debug_info(s->elf, &debug_bytes, &s->line_bytes);
+	r = has_debug_info(s->elf, &debug_bytes, &s->line_bytes, &s->line_scn);
 	if (r <= 0)
 		return r < 0 ? r : -ENODATA;
 	if (debug_bytes > SRCLINE_MAX_DEBUG_BYTES)
@@ -896,35 +989,115 @@ static int build_chain(struct srcline *s, struct unit *u, uint32_t scope, Dwarf_
 	return (int)n;
 }
 
-/* Indexes u unless it is (or failed to be).  Returns 0 or the -errno it
- * failed with: out of memory is tried again, a broken unit is not. */
-static int unit_ready(struct srcline *s, struct unit *u)
+/* Indexes u, not published yet, and publishes it: UNIT_READY, or the
+ * -errno it failed with (then not retried), except -ENOMEM and
+ * -ECANCELED, which leave it unseen (asked for again by a later lookup).
+ * The indexer's alone. */
+static int unit_index(struct srcline *s, struct unit *u, const atomic_bool *cancel)
 {
-	if (u->state == 0) {
-		int r = unit_load(s, u);
+	int r = unit_load(s, u, thread_cpu_ns() + s->unit_max_ns, cancel);
+	bool again = r == -ENOMEM || r == -ECANCELED;
 
-		if (r < 0) {
-			unit_done(u);
-			*u = (struct unit){ .die = u->die };
-			if (r == -ENOMEM)
-				return r;
-		}
-		u->state = r < 0 ? r : 1;
+	if (r < 0) {
+		unit_done(u);
+		u->lines = NULL;
+		u->files = NULL;
+		u->paths = NULL;
+		u->scopes = NULL;
+		u->segs = NULL;
+		u->n_lines = u->n_files = u->n_scopes = u->n_segs = 0;
 	}
-	return u->state < 0 ? u->state : 0;
+	if (r == -ETIME || r == -EFBIG)
+		atomic_fetch_add_explicit(&s->units_refused, 1, memory_order_relaxed);
+	atomic_store_explicit(&u->state, again ? UNIT_UNSEEN : r < 0 ? r : UNIT_READY,
+			      memory_order_release);
+	return r;
 }
 
 int srcline_index_all(struct srcline *s)
 {
 	if (s->line_bytes > SRCLINE_INDEX_ALL_MAX_LINE_BYTES)
 		return 0;
-	for (size_t i = 0; i < s->n_units; i++)
-		if (unit_ready(s, &s->units[i]) == -ENOMEM)
+	for (size_t i = 0; i < s->n_units; i++) {
+		struct unit *u = &s->units[i];
+		int state = atomic_load_explicit(&u->state, memory_order_acquire);
+
+		if (state == UNIT_READY || state < 0)
+			continue;
+		if (unit_index(s, u, NULL) == -ENOMEM)
 			return -ENOMEM;
+	}
 	return 0;
 }
 
-int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret, size_t max)
+int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel)
+{
+	int refused = 0;
+
+	/* A unit marked after this pass went by it sets wanted again: the
+	 * next round (or the owner's next job, srcline_wants) takes it. */
+	while (atomic_exchange_explicit(&s->wanted, false, memory_order_acq_rel)) {
+		for (size_t i = 0; i < s->n_units; i++) {
+			struct unit *u = &s->units[i];
+			int r;
+
+			if (cancel && atomic_load_explicit(cancel, memory_order_relaxed))
+				return -ECANCELED;
+			if (atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_WANTED)
+				continue;
+			r = unit_index(s, u, cancel);
+			if (r == -ENOMEM || r == -ECANCELED)
+				return r;
+			refused += (r == -ETIME || r == -EFBIG) && refused < INT_MAX;
+		}
+	}
+	return refused;
+}
+
+bool srcline_wants(struct srcline *s)
+{
+	return atomic_load_explicit(&s->wanted, memory_order_acquire);
+}
+
+/* The unit covering vaddr ready for a lookup (*ret NULL when none covers
+ * it): indexed now when may_index (the caller takes the time), else
+ * marked wanted and -EAGAIN.  -errno of a unit that failed. */
+static int unit_ready(struct srcline *s, uint64_t vaddr, bool may_index, struct unit **ret)
+{
+	struct unit *u = unit_for(s, vaddr);
+	int state, expect = UNIT_UNSEEN;
+
+	*ret = u;
+	if (!u)
+		return 0;
+	state = atomic_load_explicit(&u->state, memory_order_acquire);
+	if (state == UNIT_READY)
+		return 0;
+	if (state < 0)
+		return state;
+	if (may_index) {
+		int r = unit_index(s, u, NULL);
+
+		return r < 0 ? r : 0;
+	}
+	/* Marked once: the flag, set after the mark, makes the indexer's
+	 * next round (or the owner's next job) see it. */
+	if (atomic_compare_exchange_strong_explicit(&u->state, &expect, UNIT_WANTED,
+						    memory_order_relaxed, memory_order_relaxed))
+		atomic_store_explicit(&s->wanted, true, memory_order_release);
+	return -EAGAIN;
+}
+
+int srcline_want(struct srcline *s, uint64_t vaddr)
+{
+	struct unit *u;
+	int r = unit_ready(s, vaddr, false, &u);
+
+	return r == -EAGAIN ? r : 0;
+}
+
+static int lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret, size_t max,
+		  bool may_index)
 {
 	struct cache_slot *slot = NULL;
 	size_t depth = 0;
@@ -955,9 +1128,8 @@ int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
 		}
 	}
 
-	u = unit_for(s, vaddr);
-	if (u) {
-		int r = unit_ready(s, u);
+	{
+		int r = unit_ready(s, vaddr, may_index, &u);
 
 		if (r < 0)
 			return r;
@@ -982,13 +1154,32 @@ int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
 	return n;
 }
 
+int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret, size_t max)
+{
+	return lookup(s, vaddr, ret, max, true);
+}
+
+int srcline_lookup_indexed(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
+			   size_t max)
+{
+	return lookup(s, vaddr, ret, max, false);
+}
+
+void srcline_set_unit_limits(struct srcline *s, uint64_t ns, uint64_t line_bytes)
+{
+	s->unit_max_ns = ns;
+	s->unit_max_line_bytes = line_bytes;
+}
+
 void srcline_get_stats(const struct srcline *s, struct srcline_stats *ret)
 {
 	*ret = (struct srcline_stats){
 		.units = s->n_units,
-		.units_loaded = s->units_loaded,
+		.units_loaded = atomic_load_explicit(&s->units_loaded, memory_order_relaxed),
+		.units_refused = atomic_load_explicit(&s->units_refused, memory_order_relaxed),
 		.lookups = s->lookups,
 		.cache_hits = s->cache_hits,
-		.memory_bytes = s->memory,
+		.memory_bytes = s->memory +
+				atomic_load_explicit(&s->indexed_memory, memory_order_relaxed),
 	};
 }

@@ -7,11 +7,15 @@
  *
  * One struct srcline per binary, opened on the binary itself or, when that
  * is stripped, on its separate debug file (same addresses).  Each compile
- * unit is indexed on its first lookup; see srcline.c for the design.
+ * unit is indexed on its first lookup, or, for the daemon's loop, by
+ * another thread while the loop answers from the units already indexed
+ * (srcline_lookup_indexed, srcline_index_wanted); see srcline.c.
  */
 #ifndef PERFD_SRCLINE_H
 #define PERFD_SRCLINE_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,8 +43,8 @@ struct srcline_frame {
  * chooses its size; what is read is held in memory, and counted). */
 #define SRCLINE_MAX_DEBUG_BYTES ((uint64_t)1 << 30)
 /* ... and a .debug_line bigger than this: its line programs are decoded,
- * past SRCLINE_INDEX_ALL_MAX_LINE_BYTES on the daemon's loop, a unit's
- * whole at its first lookup.  libLLVM's is ~60 MiB. */
+ * past SRCLINE_INDEX_ALL_MAX_LINE_BYTES, a unit's whole when a lookup
+ * first asks for it (srcline_index_wanted).  libLLVM's is ~60 MiB. */
 #define SRCLINE_MAX_LINE_BYTES ((uint64_t)256 << 20)
 
 /* Opens the DWARF of the ELF file on fd, whose debug sections are read
@@ -57,8 +61,18 @@ struct srcline_frame {
 int srcline_open(int fd, struct srcline **ret);
 
 /* A .debug_line up to this size is decoded whole by srcline_index_all;
- * past it, each unit at its first lookup. */
+ * past it, each unit when first asked for. */
 #define SRCLINE_INDEX_ALL_MAX_LINE_BYTES ((uint64_t)32 << 20)
+/* A unit whose indexing takes more CPU time than this is refused (its
+ * lookups get -ETIME, srcline_stats.units_refused counts it): the work is
+ * bounded by the unit's bytes, but a crafted unit can make those bytes
+ * minutes of it.  An answer waits 10 s for its names at most (command.h). */
+#define SRCLINE_UNIT_MAX_NS (10ULL * 1000000000ULL)
+/* ... and one whose line program is longer than this is refused before
+ * it is decoded (-EFBIG, counted the same way): libdw's decode cannot be
+ * stopped, takes about a second per 2 MiB of program here, and holds
+ * some 50 bytes per row, up to a row per byte. */
+#define SRCLINE_UNIT_MAX_LINE_BYTES ((uint64_t)16 << 20)
 
 /* Indexes every compile unit now (a lookup indexes its unit the first
  * time otherwise), for a caller off the daemon's loop (symload.h), so
@@ -66,6 +80,12 @@ int srcline_open(int fd, struct srcline **ret);
  * SRCLINE_INDEX_ALL_MAX_LINE_BYTES.  A broken unit stays broken, as for a
  * lookup.  Returns 0 or -ENOMEM. */
 int srcline_index_all(struct srcline *s);
+
+/* Threads: srcline_lookup_indexed, srcline_want, srcline_wants and
+ * srcline_get_stats (the reader's: the daemon's loop) may run while one
+ * other thread runs srcline_index_wanted (the indexer: a lane); every
+ * other call needs the struct srcline to itself.  The owner frees it only
+ * once no indexer runs. */
 
 /* Fills ret[] with the frames at the ELF virtual address vaddr, innermost
  * first: one per inlined subroutine containing vaddr, then the function
@@ -78,13 +98,41 @@ int srcline_index_all(struct srcline *s);
  * vaddr (no compile unit covers it, or its unit has neither a function nor
  * a line row there), -EINVAL when max is 0, -EBADMSG when the unit covering
  * vaddr cannot be read (remembered: the unit is not retried), -ENOMEM.
- * Not thread-safe: one thread at a time per struct srcline. */
+ * Indexes vaddr's unit first if it is not (for a caller that may take the
+ * time: tests, tools).  Not with an indexer running. */
 int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret, size_t max);
+
+/* The same, for the reader, which never indexes: -EAGAIN when vaddr's
+ * unit is not indexed yet (it is marked wanted: srcline_wants is true
+ * until an indexer's srcline_index_wanted has taken it); -ETIME for a
+ * unit refused for its time, -EFBIG for the length of its line program. */
+int srcline_lookup_indexed(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
+			   size_t max);
+
+/* The reader's check before a lookup: 0 when srcline_lookup_indexed can
+ * answer for vaddr now (also with an error or nothing), -EAGAIN when its
+ * unit is not indexed yet (marked wanted, as there). */
+int srcline_want(struct srcline *s, uint64_t vaddr);
+
+/* Whether a unit was marked wanted since the last srcline_index_wanted
+ * pass began: the owner then has an indexer run (again). */
+bool srcline_wants(struct srcline *s);
+
+/* The indexer's: indexes every unit marked wanted, until none is left.
+ * Returns how many of them it refused (SRCLINE_UNIT_MAX_NS, _LINE_BYTES),
+ * -ENOMEM (the unit is asked for again by its next lookup) or -ECANCELED
+ * once *cancel (may be NULL) is set. */
+int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel);
+
+/* For tests: the CPU time a unit's indexing may take and the length of
+ * line program it may decode (SRCLINE_UNIT_MAX_NS, _LINE_BYTES). */
+void srcline_set_unit_limits(struct srcline *s, uint64_t ns, uint64_t line_bytes);
 
 /* Counters, for status and benchmarks. */
 struct srcline_stats {
 	size_t units;        /* compile units */
 	size_t units_loaded; /* indexed so far */
+	size_t units_refused; /* past SRCLINE_UNIT_MAX_NS or _LINE_BYTES */
 	size_t lookups;
 	size_t cache_hits;   /* lookups answered from the recent-lookup cache */
 	size_t memory_bytes; /* held by srcline itself; libdw's caches not counted */

@@ -100,6 +100,9 @@ struct module {
 	} debug_source;
 	struct srcline *srcline; /* source lines, opened on first use */
 	int srcline_error;
+	/* the lane indexing units of srcline that lookups asked for (a
+	 * SYMLOAD_UNITS job), or NULL; srcline is not freed while it runs */
+	struct symload *indexing;
 	/* name pointer (into symtab or srcline) -> demangled copy, or 0 when
 	 * the name is not mangled; freed with them */
 	struct u64map demangled;
@@ -225,6 +228,19 @@ static void forget_demangled(struct module *m)
 	u64map_done(&m->demangled);
 }
 
+/* Frees m's line tables, or, while a lane indexes their units, hands them
+ * to that job, which frees them when it is back (owns_srcline is a field
+ * of its own, which the lane does not touch). */
+static void drop_srcline(struct module *m)
+{
+	if (m->indexing) {
+		m->indexing->owns_srcline = true;
+		m->indexing = NULL;
+		m->srcline = NULL;
+	}
+	m->srcline = srcline_free(m->srcline);
+}
+
 /* Frees what was parsed from a module's files (symbols, lines, demangled
  * names, a JIT's map); its descriptors stay, so it can be parsed again. */
 static void unload(struct module *m)
@@ -233,7 +249,7 @@ static void unload(struct module *m)
 	m->perfmap_size = 0;
 	forget_demangled(m);
 	m->symtab = elf_symtab_free(m->symtab);
-	m->srcline = srcline_free(m->srcline);
+	drop_srcline(m);
 	m->srcline_error = 0;
 }
 
@@ -281,6 +297,7 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->n_modules; i++) {
 		struct module *m = &s->modules[i];
 
+		m->indexing = NULL; /* freed with the lane, and not the srcline's owner */
 		free(m->path);
 		closep(&m->fd);
 		closep(&m->debug_fd);
@@ -1011,6 +1028,21 @@ static void start_line_load(struct symbolizer *s, struct module *m)
 	s->stats.line_loads_pending++;
 }
 
+/* Has the lane index the units of m's line tables that lookups asked for
+ * (srcline_want), unless it does already: the frames in them count as
+ * pending meanwhile.  Counted as a line load. */
+static void start_unit_index(struct symbolizer *s, struct module *m)
+{
+	struct symload *l;
+
+	if (m->indexing || !m->srcline ||
+	    symload_new_units(module_key(s, m), m->srcline, &l) < 0)
+		return; /* out of memory: asked for again by the next lookup */
+	(void)offload_submit(s->lane, &l->job);
+	m->indexing = l;
+	s->stats.line_loads_pending++;
+}
+
 /* A stripped binary whose debug file no build-id names: the .gnu_debuglink
  * search and MiniDebugInfo read whole files and go to the lane
  * (debugsearch.h); what they find is merged by another load. */
@@ -1053,6 +1085,18 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 {
 	struct module *m = module_of_key(s, l->job.key);
 
+	if (l->what == SYMLOAD_UNITS) {
+		s->stats.line_loads_pending--;
+		s->stats.line_units_refused += l->units_refused;
+		if (!m || m->indexing != l)
+			return; /* unloaded meanwhile: the job owns what it read */
+		m->indexing = NULL;
+		/* asked for while the job ran past them */
+		if (srcline_wants(m->srcline))
+			start_unit_index(s, m);
+		trim_cache(s, m); /* the units count against the cache too */
+		return;
+	}
 	if (l->what == SYMLOAD_LINES) {
 		s->stats.line_loads_pending--;
 		if (!m || !m->srcline_loading)
@@ -1063,7 +1107,7 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 			m->srcline_error = l->error;
 			return;
 		}
-		m->srcline = srcline_free(m->srcline);
+		drop_srcline(m);
 		m->srcline = TAKE_PTR(l->srcline);
 		trim_cache(s, m); /* line tables count against the cache too */
 		return;
@@ -1201,6 +1245,19 @@ static struct elf_symtab *module_symtab(struct symbolizer *s, struct module *m)
 	return NULL;
 }
 
+/* Whether the unit of m's line tables covering frame waits for the lane
+ * (whose job is started then, if it is not running). */
+static bool unit_pending(struct symbolizer *s, struct module *m, uint64_t frame)
+{
+	uint64_t vaddr;
+
+	if (elf_symtab_offset_to_vaddr(m->symtab, frame_address(frame), &vaddr) < 0 ||
+	    srcline_want(m->srcline, vaddr) != -EAGAIN)
+		return false;
+	start_unit_index(s, m);
+	return true;
+}
+
 bool symbolizer_frame_pending(struct symbolizer *s, uint64_t frame, bool lines)
 {
 	struct module *m = module_of(s, frame_module(frame));
@@ -1211,9 +1268,13 @@ bool symbolizer_frame_pending(struct symbolizer *s, uint64_t frame, bool lines)
 		(void)module_symtab(s, m);
 	if (m->symtab_loading)
 		return true;
-	if (lines && m->kind == MODULE_FILE && m->symtab && !m->srcline && !m->srcline_error)
+	if (!lines)
+		return false;
+	if (m->kind == MODULE_FILE && m->symtab && !m->srcline && !m->srcline_error)
 		start_line_load(s, m);
-	return lines && m->srcline_loading;
+	if (m->srcline_loading)
+		return true;
+	return m->kind == MODULE_FILE && m->symtab && m->srcline && unit_pending(s, m, frame);
 }
 
 size_t symbolizer_loads_pending(const struct symbolizer *s)
@@ -1456,7 +1517,9 @@ size_t symbolizer_resolve(struct symbolizer *s, uint64_t frame, bool lines,
 		return resolve_symbol(s, frame, out, scratch, size);
 	if (!m->srcline && !m->srcline_error)
 		start_line_load(s, m); /* named without lines until it is done */
-	n = m->srcline ? srcline_lookup(m->srcline, vaddr, chain, ELEMENTSOF(chain)) : 0;
+	n = m->srcline ? srcline_lookup_indexed(m->srcline, vaddr, chain, ELEMENTSOF(chain)) : 0;
+	if (n == -EAGAIN)
+		start_unit_index(s, m); /* named without lines until it is indexed */
 	if (n <= 0)
 		return resolve_symbol(s, frame, out, scratch, size);
 

@@ -35,7 +35,8 @@ struct symload *symload_free(struct symload *l)
 	closep(&l->debug_fd);
 	closep(&l->found_debug_fd);
 	elf_symtab_free(l->symtab);
-	srcline_free(l->srcline);
+	if (l->what != SYMLOAD_UNITS || l->owns_srcline)
+		srcline_free(l->srcline);
 	free(l->image);
 	free(l->path);
 	free(l->root);
@@ -44,20 +45,40 @@ struct symload *symload_free(struct symload *l)
 	return NULL;
 }
 
-int symload_new(uint64_t key, enum symload_what what, int fd, int debug_fd,
-		struct symload **ret)
+static struct symload *alloc_job(uint64_t key, enum symload_what what)
 {
 	struct symload *l = calloc(1, sizeof(*l));
-	int r;
 
 	if (!l)
-		return -ENOMEM;
+		return NULL;
 	/* big: the symbolizer's first lane is kept for JIT maps (jitread.h) */
 	l->job = (struct offload_job){ .key = key, .big = true, .run = run, .free = job_free };
 	l->what = what;
 	l->error = -EAGAIN;
 	l->merge_error = 1;
-	l->debug_fd = l->found_debug_fd = -1;
+	l->fd = l->debug_fd = l->found_debug_fd = -1;
+	return l;
+}
+
+int symload_new_units(uint64_t key, struct srcline *s, struct symload **ret)
+{
+	struct symload *l = alloc_job(key, SYMLOAD_UNITS);
+
+	if (!l)
+		return -ENOMEM;
+	l->srcline = s;
+	*ret = l;
+	return 0;
+}
+
+int symload_new(uint64_t key, enum symload_what what, int fd, int debug_fd,
+		struct symload **ret)
+{
+	struct symload *l = alloc_job(key, what);
+	int r;
+
+	if (!l)
+		return -ENOMEM;
 	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (l->fd >= 0 && debug_fd >= 0)
 		l->debug_fd = fcntl(debug_fd, F_DUPFD_CLOEXEC, 3);
@@ -112,12 +133,19 @@ static void merge_debug(struct symload *l)
 
 void symload_run(struct symload *l)
 {
+	if (l->what == SYMLOAD_UNITS) {
+		int r = srcline_index_wanted(l->srcline, l->job.cancel);
+
+		l->error = r < 0 ? r : 0;
+		l->units_refused = r > 0 ? (size_t)r : 0;
+		return;
+	}
 	if (l->what == SYMLOAD_LINES) {
 		l->error = srcline_open(l->fd, &l->srcline);
 		if (l->error == -ENODATA && l->debug_fd >= 0)
 			l->error = srcline_open(l->debug_fd, &l->srcline);
-		/* the loop's lookups then only search (a unit not indexed
-		 * is indexed at its first lookup, as before) */
+		/* the loop's lookups then only search (past the cap, a
+		 * unit is indexed by a SYMLOAD_UNITS job when asked for) */
 		if (l->error >= 0)
 			(void)srcline_index_all(l->srcline);
 		return;

@@ -4,8 +4,9 @@
  * (base/offload.h), so that the daemon's loop never does it: reading and
  * sorting a binary's symbol table (a million symbols take a second or
  * more), merging a separate debug file's or MiniDebugInfo's symbols into
- * it, and opening its DWARF line tables and indexing their units
- * (srcline.h: srcline_index_all, up to its cap).
+ * it, opening its DWARF line tables and indexing their units (srcline.h:
+ * srcline_index_all, up to its cap), and, past that cap, indexing the
+ * units lookups asked for (srcline_index_wanted).
  *
  * The loop decides what a job reads (the binary, the debug file it has
  * found, whether to look one up by build-id or to unpack MiniDebugInfo)
@@ -15,7 +16,11 @@
  * count as pending (symbolize.h: symbolizer_frame_pending), which a query
  * may wait for.  A job owns everything it holds: dups of the descriptors
  * (the symbolizer's LRU may close its own meanwhile), copies of the paths,
- * the tables it built until they are taken.
+ * the tables it built until they are taken.  Except SYMLOAD_UNITS: it
+ * indexes the module's own struct srcline, which the loop keeps reading
+ * meanwhile (srcline.h says what each side may do), and which the loop
+ * must not free until the job is back: a module unloaded meanwhile hands
+ * it to the job (owns_srcline), whose free frees it.
  */
 #ifndef PERFD_SYMLOAD_H
 #define PERFD_SYMLOAD_H
@@ -32,6 +37,7 @@ struct srcline;
 enum symload_what {
 	SYMLOAD_SYMBOLS, /* the symbol table, with a debug file's merged in */
 	SYMLOAD_LINES,   /* the DWARF line tables (the binary's, else the debug file's) */
+	SYMLOAD_UNITS,   /* the units of srcline lookups asked for */
 };
 
 struct symload {
@@ -50,7 +56,9 @@ struct symload {
 	/* the result, the caller's to take (and then reset) */
 	int error;                 /* 0, or -errno of the binary's table */
 	struct elf_symtab *symtab; /* SYMBOLS */
-	struct srcline *srcline;   /* LINES */
+	struct srcline *srcline;   /* LINES; UNITS: the module's (see above) */
+	bool owns_srcline;         /* UNITS: set by the loop, read by its free */
+	size_t units_refused;      /* UNITS: units refused for their time by this job */
 	int found_debug_fd;        /* SYMBOLS: the debug file found by build-id, or -1 */
 	/* SYMBOLS, no .symtab: the debug symbols' merge: 0, 1 when none was
 	 * asked for, -ENOENT when none was found, -errno */
@@ -64,6 +72,9 @@ struct symload {
  * symload_set_search), before submitting.  Returns 0 or -ENOMEM, -EMFILE. */
 int symload_new(uint64_t key, enum symload_what what, int fd, int debug_fd,
 		struct symload **ret);
+/* A job indexing the units of s that lookups asked for (s stays the
+ * caller's; see above).  Returns 0 or -ENOMEM. */
+int symload_new_units(uint64_t key, struct srcline *s, struct symload **ret);
 /* For by_build_id: where to look.  Returns 0 or -ENOMEM. */
 int symload_set_search(struct symload *l, const char *path, const char *root,
 		       const char *debug_dir);

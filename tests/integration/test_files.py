@@ -44,9 +44,9 @@ CACHE_MIB = 32
 RSS_FIXED_MIB = 48
 
 
-def calm_daemon(*extra):
+def calm_daemon(*extra, cache_mib=CACHE_MIB):
     return perfdtest.start_perfd(extra_args=("--unwind-mib", "0", "--no-python",
-                                             "--symbol-cache-mib", str(CACHE_MIB)) + extra)
+                                             "--symbol-cache-mib", str(cache_mib)) + extra)
 
 
 def symbols(daemon):
@@ -590,11 +590,12 @@ HUGE_SPIN_ASM = ("\t.text\n\t.globl huge_lines_spin\n\t.type huge_lines_spin, @f
                  "\t.size huge_lines_spin, .-huge_lines_spin\n")
 
 
-def huge_binary(tmp_path, symbols=HUGE_SYMBOLS, lines=0):
+def huge_binary(tmp_path, symbols=HUGE_SYMBOLS, lines=0, line_pad=0):
     """A program whose .symtab holds `symbols` one-byte functions besides
     huge_table_spin (static: only .symtab names it), or, with lines, whose
     huge_lines_spin sits in an assembler unit of `lines` lines, assembled
-    with line info (gcc -g).  Run it as PROG SECONDS [lines]."""
+    with line info (gcc -g); line_pad bytes no unit refers to are linked
+    into its .debug_line.  Run it as PROG SECONDS [lines]."""
     (tmp_path / "main.c").write_text(HUGE_MAIN)
     with open(tmp_path / "fill.s", "w") as f:
         f.write(HUGE_SPIN_ASM)
@@ -602,20 +603,27 @@ def huge_binary(tmp_path, symbols=HUGE_SYMBOLS, lines=0):
             f.write(f"\t.type filler_{i}, @function\nfiller_{i}:\n\tnop\n\t.size filler_{i}, 1\n")
         f.write("\tnop\n" * lines)
         f.write('\t.section .note.GNU-stack,"",@progbits\n')
+    sources = [str(tmp_path / "main.c"), str(tmp_path / "fill.s")]
+    if line_pad:
+        (tmp_path / "pad.s").write_text(f'\t.section .debug_line,"",@progbits\n'
+                                        f'\t.zero {line_pad}\n'
+                                        f'\t.section .note.GNU-stack,"",@progbits\n')
+        sources.append(str(tmp_path / "pad.s"))
     prog = str(tmp_path / "huge")
-    subprocess.run(["gcc", "-O1", *(["-g"] if lines else []), "-o", prog,
-                    str(tmp_path / "main.c"), str(tmp_path / "fill.s")], check=True)
+    subprocess.run(["gcc", "-O1", *(["-g"] if lines else []), "-o", prog, *sources],
+                   check=True)
     return prog
 
 
-def first_naming(argv, *args, pending=("symtab_loads_pending",), then=None):
+def first_naming(argv, *args, pending=("symtab_loads_pending",), then=None,
+                 cache_mib=CACHE_MIB):
     """Runs argv (printing "ready") under a daemon of its own for a second,
     then snapshots it (perfctl snapshot ARGS, 2 s) while asking status back
     to back, until the snapshot has answered and nothing of `pending` is
     left; then(daemon, workload), if given, while it still runs.  Returns
     (the snapshot's output, every status latency, those taken while
     something of `pending` was loading, the symbols' status after)."""
-    daemon = calm_daemon()
+    daemon = calm_daemon(cache_mib=cache_mib)
     try:
         w = perfdtest.Workload("huge", command=argv)
         try:
@@ -698,3 +706,38 @@ def test_huge_line_table_is_opened_off_the_loop(tmp_path):
     assert "huge_lines_spin" in out and "fill.s:" in out, \
         f"no line for the crafted unit:\n{out[:2000]}"
     assert_loaded_off_the_loop(f"{HUGE_LINES} line rows", took, loading)
+
+
+def section_size(path, name):
+    """The size of the section called name in the ELF file at path."""
+    out = subprocess.run(["readelf", "-W", "-S", path], check=True, capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        fields = line.replace("[ ", "[").split()
+        if len(fields) > 5 and fields[1] == name:
+            return int(fields[5], 16)
+    raise AssertionError(f"{path}: no section {name}")
+
+
+def test_line_program_past_the_index_all_cap_is_decoded_off_the_loop(tmp_path):
+    """The same unit of HUGE_LINES rows in a .debug_line past 32 MiB
+    (SRCLINE_INDEX_ALL_MAX_LINE_BYTES), where units are not all decoded up
+    front: the --lines snapshot's lookup into it has the unit decoded on a
+    lane (symbols.line_loads_pending) and waits for it, while status
+    answers within 100 ms; the snapshot gives huge_lines_spin the lines of
+    its loop, fill.s:7-8 (HUGE_SPIN_ASM's dec and jnz), by construction."""
+    prog = huge_binary(tmp_path, symbols=0, lines=HUGE_LINES, line_pad=33 << 20)
+    assert section_size(prog, ".debug_line") > 32 << 20
+    out, took, loading, sym = first_naming(
+        [prog, "60", "lines"], "--lines",
+        pending=("symtab_loads_pending", "line_loads_pending"), cache_mib=256)
+    spin = {}
+    for stack, count in perfdtest.parse_folded(out).items():
+        for frame in stack:
+            if frame.startswith("huge_lines_spin"):
+                spin[frame] = spin.get(frame, 0) + count
+    in_loop = spin.get("huge_lines_spin (fill.s:7)", 0) + spin.get("huge_lines_spin (fill.s:8)", 0)
+    assert sum(spin.values()) >= 50, f"too few samples in huge_lines_spin: {spin}\n{out[:2000]}"
+    assert in_loop >= 0.9 * sum(spin.values()), f"not at its loop's lines: {spin}"
+    assert_loaded_off_the_loop(f"{HUGE_LINES} line rows past the index-all cap", took, loading)
+    assert sym["line_units_refused"] == 0, sym

@@ -29,6 +29,7 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -715,6 +716,140 @@ Test(srcline, outside_any_unit)
 	cr_expect_eq(srcline_lookup(s, plt, f, 0), -EINVAL);
 	/* and again, now from the cache */
 	cr_expect_eq(srcline_lookup(s, plt, f, MAX_FRAMES), 0);
+}
+
+/* What the daemon's loop does (srcline_lookup_indexed) never indexes: a
+ * unit not indexed is -EAGAIN and marked wanted, and an indexer on another
+ * thread indexes it while lookups into a unit already indexed go on; after
+ * that, the loop's answers are the same as a lookup that indexes. */
+struct indexer {
+	struct srcline *s;
+	int r;
+};
+
+static void *run_indexer(void *arg)
+{
+	struct indexer *x = arg;
+
+	x->r = srcline_index_wanted(x->s, NULL);
+	return NULL;
+}
+
+Test(srcline, indexed_lookups_leave_indexing_to_another_thread)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL, *ref = NULL;
+	struct srcline_frame f[MAX_FRAMES];
+	struct indexer x = {};
+	struct srcline_stats st;
+	char path[PATH_MAX];
+	uint64_t lo, hi, plo, phi;
+	pthread_t t;
+	size_t answered = 0;
+
+	build(GCC_DWARF5, path, sizeof(path));
+	s = open_ok(path);
+	ref = open_ok(path);
+	symbol_range(path, "outer_fn", &lo, &hi);
+	symbol_range(path, "plain_fn", &plo, &phi);
+
+	/* plain_fn's unit first, on this thread */
+	cr_assert_eq(srcline_lookup_indexed(s, plo, f, MAX_FRAMES), -EAGAIN);
+	cr_assert(srcline_wants(s));
+	cr_assert_eq(srcline_index_wanted(s, NULL), 0);
+	cr_assert_not(srcline_wants(s));
+	cr_assert_eq(srcline_want(s, plo), 0);
+	srcline_get_stats(s, &st);
+	cr_assert_eq(st.units_loaded, 1, "only the unit asked for is indexed");
+
+	/* outer_fn's unit on another thread, while plain_fn's is looked up */
+	cr_assert_eq(srcline_want(s, lo), -EAGAIN);
+	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -EAGAIN);
+	x.s = s;
+	cr_assert_eq(pthread_create(&t, NULL, run_indexer, &x), 0);
+	for (int round = 0; round < 200; round++)
+		for (uint64_t a = plo; a < phi; a++) {
+			int n = srcline_lookup_indexed(s, a, f, MAX_FRAMES);
+
+			cr_assert_eq(n, 1, "plain_fn at %#" PRIx64 ": %d", a, n);
+			cr_assert_str_eq(f[0].function, "plain_fn");
+			answered++;
+		}
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(x.r, 0);
+	cr_assert_gt(answered, 0);
+
+	for (uint64_t a = lo; a < hi; a++) {
+		struct srcline_frame g[MAX_FRAMES];
+		int n = srcline_lookup_indexed(s, a, f, MAX_FRAMES);
+		int m = srcline_lookup(ref, a, g, MAX_FRAMES);
+
+		cr_assert_eq(n, m, "at %#" PRIx64 ": %d frames, %d indexing on lookup", a, n, m);
+		for (int i = 0; i < n; i++) {
+			cr_assert_str_eq(f[i].function ?: "", g[i].function ?: "");
+			cr_assert_str_eq(f[i].file ?: "", g[i].file ?: "");
+			cr_assert_eq(f[i].line, g[i].line);
+		}
+	}
+	cr_assert_not(srcline_wants(s));
+	srcline_get_stats(s, &st);
+	cr_assert_eq(st.units_loaded, 2);
+	cr_assert_eq(st.units_refused, 0);
+}
+
+/* A unit whose indexing takes more CPU time than allowed is refused,
+ * counted, and not tried again; the other units still answer. */
+Test(srcline, unit_past_its_time_is_refused)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	struct srcline_frame f[MAX_FRAMES];
+	struct srcline_stats st;
+	char path[PATH_MAX];
+	uint64_t lo, hi, plo, phi;
+
+	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
+	symbol_range(path, "outer_fn", &lo, &hi);
+	symbol_range(path, "plain_fn", &plo, &phi);
+	srcline_set_unit_limits(s, 0, SRCLINE_UNIT_MAX_LINE_BYTES);
+	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -EAGAIN);
+	cr_assert_eq(srcline_index_wanted(s, NULL), 1);
+	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -ETIME);
+	cr_assert_eq(srcline_want(s, lo), 0, "a refused unit is not asked for again");
+	cr_assert_not(srcline_wants(s));
+	srcline_get_stats(s, &st);
+	cr_assert_eq(st.units_refused, 1);
+	cr_assert_eq(st.units_loaded, 0);
+
+	srcline_set_unit_limits(s, SRCLINE_UNIT_MAX_NS, SRCLINE_UNIT_MAX_LINE_BYTES);
+	expect_plain_fn(s, path);
+}
+
+/* A unit whose line program is longer than allowed is refused before
+ * libdw decodes it, counted; the limit is the program's own length. */
+Test(srcline, unit_past_its_line_bytes_is_refused)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL, *big = NULL;
+	struct srcline_frame f[MAX_FRAMES];
+	struct srcline_stats st;
+	char path[PATH_MAX];
+	uint64_t lo, hi;
+
+	s = open_ok(build(GCC_DWARF5, path, sizeof(path)));
+	symbol_range(path, "outer_fn", &lo, &hi);
+	srcline_set_unit_limits(s, SRCLINE_UNIT_MAX_NS, 16);
+	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -EAGAIN);
+	cr_assert_eq(srcline_index_wanted(s, NULL), 1);
+	cr_assert_eq(srcline_lookup_indexed(s, lo, f, MAX_FRAMES), -EFBIG);
+	cr_assert_eq(srcline_lookup(s, lo, f, MAX_FRAMES), -EFBIG, "not tried again");
+	srcline_get_stats(s, &st);
+	cr_assert_eq(st.units_refused, 1);
+	cr_assert_eq(st.units_loaded, 0);
+
+	/* a program of a few hundred bytes passes a limit of 64 KiB */
+	big = open_ok(path);
+	srcline_set_unit_limits(big, SRCLINE_UNIT_MAX_NS, 64 << 10);
+	cr_assert_geq(srcline_lookup(big, lo, f, MAX_FRAMES), 1);
+	srcline_get_stats(big, &st);
+	cr_assert_eq(st.units_refused, 0);
 }
 
 Test(srcline, no_debug_info)
