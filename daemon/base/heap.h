@@ -8,8 +8,9 @@
  * freed stays in malloc's free lists, in the arena of the thread that
  * allocated it, and big blocks freed raise the size below which glibc
  * carves blocks from the arenas.  So each thread has an arena of its own
- * (sharing one means sharing its lock, and the loop must never wait on a
- * lower-priority lane: HEAP_ARENAS), blocks of 256 KiB and more are
+ * (sharing one means sharing its lock, and the loop's malloc and free
+ * must not wait on a lower-priority lane: HEAP_ARENAS; heap_trim and
+ * heap_get_stats still walk every arena under its lock), blocks of 256 KiB and more are
  * mmapped one each whatever was freed before, and freed memory is handed
  * back to the kernel once a second (the maintenance pass, not per sample;
  * it costs a walk of the free lists, up to ~70 ms measured under load);

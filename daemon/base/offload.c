@@ -30,7 +30,7 @@ struct offload {
 	/* a pool's newest first, an ordered lane's oldest first */
 	struct offload_job *todo, **todo_tail;
 	/* finished jobs, newest first: lanes push, the loop takes them all,
-	 * neither under the lock (offload.h: the loop never waits on a lane) */
+	 * neither under the lock (offload.h: taking them never waits on a lane) */
 	_Atomic(struct offload_job *) done;
 	unsigned busy;      /* lanes busy */
 	uint64_t kicks;     /* offload_kick calls, so one during idle() is not lost */

@@ -40,11 +40,13 @@
  * what the job owns, and what the owner gives the lane alone); the queue
  * and the counts are under one mutex.  The done list is not: lanes push
  * onto it with a compare-and-swap and offload_take_done takes it whole
- * with an exchange, so the loop never sleeps on a lock a lane holds (a
- * lane runs at a lower priority; on a busy host one preempted while
- * holding the mutex kept the loop waiting up to 120 ms per take).  Cost: a
- * lane is a thread that sleeps on a condition variable when there is no
- * work.
+ * with an exchange, so taking finished jobs never sleeps on a lock a lane
+ * holds (a lane runs at a lower priority; on a busy host one preempted
+ * while holding the mutex kept the loop waiting up to 120 ms per take).
+ * Submitting still takes the mutex, and can wait so (up to 153 ms seen
+ * under the same load): lanes sleeping on a futex word instead of the
+ * condition variable would let a submission go without it.  Cost: a lane
+ * is a thread that sleeps on a condition variable when there is no work.
  */
 #ifndef PERFD_OFFLOAD_H
 #define PERFD_OFFLOAD_H
