@@ -422,12 +422,6 @@ def check_sliced(st):
         f"one turn ingested {dr['max_slice_records']} records at once: {dr}"
 
 
-def niced(name, *args):
-    """build/workloads/NAME ARGS at nice 10, under its own name."""
-    return perfdtest.Workload(name, command=["nice", "-n", "10", perfdtest.workload_binary(name),
-                                             *map(str, args)])
-
-
 def sleep_until(t):
     time.sleep(max(0.0, t - time.monotonic()))
 
@@ -464,10 +458,9 @@ def test_a_snapshot_or_an_export_ending_in_a_burst_waits_for_its_samples(
     daemon = perfdtest.start_perfd(frequency=HZ, tmpdir=str(tmp_path / "d"), extra_args=[
         "--no-state", "--ringbuf-mib", str(BURST_RING_MIB),
         *(export if what == "export" else [])])
-    # the flood and the spinner take a CPU each, niced: perfd's loop is
-    # what is measured, not its share of a CPU
-    flood = niced("unique_stacks", max(1, min(2, perfdtest.online_cpus()) - 1), 3600)
-    spin = niced("spin", 3600)
+    # the flood and the spinner take a CPU each: perfd is not starved of one
+    flood = perfdtest.Workload("unique_stacks", max(1, min(2, perfdtest.online_cpus()) - 1), 3600)
+    spin = perfdtest.Workload("spin", 3600)
     snap = gone = None
     took = []
     try:
@@ -545,7 +538,8 @@ def test_a_reload_in_a_burst_waits_for_its_samples_not_the_loop(environment, tmp
     (tmp_path / "d").mkdir()
     daemon = perfdtest.start_perfd(tmpdir=str(tmp_path / "d"),
                                    extra_args=["--no-state", "--config", str(conf)])
-    flood = niced("unique_stacks", min(2, perfdtest.online_cpus()), 3600)
+    cpus = min(2, perfdtest.online_cpus())
+    flood = perfdtest.Workload("unique_stacks", cpus, 3600)
     took = []
     try:
         time.sleep(2)  # it runs, its maps are read
