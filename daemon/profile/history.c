@@ -981,7 +981,7 @@ uint64_t history_window_value(const struct history_window *w, uint64_t want)
 	return 0;
 }
 
-int history_query(const struct history *h, struct stacktab *stacks, uint64_t from_ns,
+int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns, uint64_t from_ns,
 		  uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
 		  uint64_t *first_ns, uint64_t *end_ns)
 {
@@ -992,10 +992,12 @@ int history_query(const struct history *h, struct stacktab *stacks, uint64_t fro
 	while (history_iter_next(&it, &w)) {
 		uint64_t ws = w.start_s * NSEC_PER_SEC, we = ws + w.span_s * NSEC_PER_SEC;
 		uint64_t lo = MAX(ws, from_ns), hi = MIN(we, to_ns);
+		/* the part of the window that has passed */
+		uint64_t passed = (now_ns > ws ? MIN(we, now_ns) : we) - ws;
 
 		if (ws >= to_ns)
 			break; /* every newer window starts after the range */
-		if (hi <= lo || 2 * (hi - lo) < we - ws || !owner_filter_takes(owners, w.owner))
+		if (hi <= lo || 2 * (hi - lo) < passed || !owner_filter_takes(owners, w.owner))
 			continue;
 		if (history_window_merge(&w, stacks, out) < 0)
 			return -ENOMEM;

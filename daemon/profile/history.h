@@ -16,8 +16,9 @@
  * entry for that minute).  Windows past the retention are dropped; the
  * store (aggregate.c) evicts the oldest windows of all processes first
  * when it needs memory.  A query merges the windows that lie at least half
- * inside the asked range, so a range is answered to the window: to the
- * second for the last two minutes, to the minute after half an hour.
+ * inside the asked range (of the window in progress: half of what has
+ * passed of it), so a range is answered to the window: to the second for
+ * the last two minutes, to the minute after half an hour.
  *
  * Each window also keeps the RSS readings that fell in it (the last and the
  * highest): the process's RSS timeline, at the same resolution as its
@@ -236,9 +237,12 @@ uint64_t history_window_value(const struct history_window *w, uint64_t key);
 
 /* Merges into out the windows at least half inside [from_ns, to_ns) whose
  * owner owners takes (NULL: all), and widens [*first_ns, *end_ns) to cover
- * them (the caller starts them at UINT64_MAX and 0).  Returns 0, or
- * -ENOMEM. */
-int history_query(const struct history *h, struct stacktab *stacks, uint64_t from_ns,
+ * them (the caller starts them at UINT64_MAX and 0).  A window still in
+ * progress at now_ns counts only the part of it that has passed: "the
+ * last 2 s" asked 0.3 s into a second takes that second's window, which
+ * holds the newest samples, where its whole length would leave it out.
+ * Returns 0, or -ENOMEM. */
+int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns, uint64_t from_ns,
 		  uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
 		  uint64_t *first_ns, uint64_t *end_ns);
 

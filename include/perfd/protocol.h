@@ -151,7 +151,9 @@
  *             epoch, answered at once from the store.  The store keeps 1 s
  *             windows for the last 2 minutes, 10 s ones for 30 minutes and
  *             60 s ones beyond, over the daemon's --retention; a range
- *             takes the windows at least half inside it.
+ *             takes the windows at least half inside it (the second
+ *             in progress by the part of it that has passed, so "since"
+ *             has the newest samples).
  *             "kind": "cpu" (default; samples), "memory" (bytes), "offcpu"
  *             (nanoseconds).  "format": a name of include/perfd/formats.h
  *             ("folded" default, "json", "pprof", "speedscope", "html", "svg").
