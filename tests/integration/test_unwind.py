@@ -204,7 +204,10 @@ TRUNCATED = "[truncated]"
 def run_short(daemon, argv, comm, runs):
     """Runs argv to its end runs times, one after the other, then snapshots
     comm over that time: (stacks, CPU-seconds the runs used).  Asserts at
-    least half the samples that CPU time is worth at the daemon's rate."""
+    least 3/4 of the samples that CPU time is worth at the daemon's rate
+    (jittered sampling makes the count exact but for the runs' fork and exec,
+    charged to their parent's name: 0.99-1.01 measured; a snapshot that left
+    out the second in progress got 0.46-1.00)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     for _ in range(runs):
@@ -216,7 +219,7 @@ def run_short(daemon, argv, comm, runs):
     assert rc == 0, f"perfctl snapshot exited {rc}\nstderr: {err}"
     stacks = parse_folded(out)
     n = total(stacks)
-    assert n >= 0.5 * cpu * perfdtest.FAST_HZ, \
+    assert n >= 0.75 * cpu * perfdtest.FAST_HZ, \
         f"only {n} samples of {runs} runs of {comm} ({cpu:.2f} CPU-s)\n{show(stacks)}"
     return stacks, cpu
 
