@@ -993,7 +993,7 @@ int history_query(const struct history *h, struct stacktab *stacks, uint64_t now
 		uint64_t ws = w.start_s * NSEC_PER_SEC, we = ws + w.span_s * NSEC_PER_SEC;
 		uint64_t lo = MAX(ws, from_ns), hi = MIN(we, to_ns);
 		/* the part of the window that has passed */
-		uint64_t passed = (now_ns > ws ? MIN(we, now_ns) : we) - ws;
+		uint64_t passed_end = now_ns > ws ? MIN(we, now_ns) : we, passed = passed_end - ws;
 
 		if (ws >= to_ns)
 			break; /* every newer window starts after the range */
@@ -1002,7 +1002,7 @@ int history_query(const struct history *h, struct stacktab *stacks, uint64_t now
 		if (history_window_merge(&w, stacks, out) < 0)
 			return -ENOMEM;
 		*first_ns = MIN(*first_ns, ws);
-		*end_ns = MAX(*end_ns, we);
+		*end_ns = MAX(*end_ns, passed_end);
 	}
 	return 0;
 }

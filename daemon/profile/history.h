@@ -238,7 +238,8 @@ uint64_t history_window_value(const struct history_window *w, uint64_t key);
 /* Merges into out the windows at least half inside [from_ns, to_ns) whose
  * owner owners takes (NULL: all), and widens [*first_ns, *end_ns) to cover
  * them (the caller starts them at UINT64_MAX and 0).  A window still in
- * progress at now_ns counts only the part of it that has passed: "the
+ * progress at now_ns counts only the part of it that has passed (and the
+ * span ends at now_ns): "the
  * last 2 s" asked 0.3 s into a second takes that second's window, which
  * holds the newest samples, where its whole length would leave it out.
  * Returns 0, or -ENOMEM. */
