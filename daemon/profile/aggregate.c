@@ -1712,8 +1712,8 @@ int aggregator_query_process(struct aggregator *a, struct process *p, uint64_t f
 
 	if (!part)
 		return -ENOMEM;
-	if (history_query(&p->history, a->stacks, now_monotonic_ns(), from_ns, to_ns, owners, &part->prof, &first,
-			  &end) < 0) {
+	if (history_query(&p->history, a->stacks, now_monotonic_ns(), from_ns, to_ns, owners,
+			  &part->prof, &first, &end) < 0) {
 		profile_release(&part->prof, a->stacks);
 		p->pins--;
 		parts->n--;
@@ -1736,8 +1736,8 @@ int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t
 		if (history_empty(&p->history) || !selection_matches(a, sel, p))
 			continue;
 		part = part_for(&parts, p);
-		if (!part || history_query(&p->history, a->stacks, now_monotonic_ns(), from_ns, to_ns, &sel->owners,
-					   &part->prof, &first, &end) < 0) {
+		if (!part || history_query(&p->history, a->stacks, now_monotonic_ns(), from_ns, to_ns,
+					   &sel->owners, &part->prof, &first, &end) < 0) {
 			aggregator_release_parts(a, &parts);
 			return -ENOMEM;
 		}

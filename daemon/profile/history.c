@@ -981,8 +981,8 @@ uint64_t history_window_value(const struct history_window *w, uint64_t want)
 	return 0;
 }
 
-int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns, uint64_t from_ns,
-		  uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
+int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns,
+		  uint64_t from_ns, uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
 		  uint64_t *first_ns, uint64_t *end_ns)
 {
 	struct history_iter it;

@@ -239,12 +239,11 @@ uint64_t history_window_value(const struct history_window *w, uint64_t key);
  * owner owners takes (NULL: all), and widens [*first_ns, *end_ns) to cover
  * them (the caller starts them at UINT64_MAX and 0).  A window still in
  * progress at now_ns counts only the part of it that has passed (and the
- * span ends at now_ns): "the
- * last 2 s" asked 0.3 s into a second takes that second's window, which
- * holds the newest samples, where its whole length would leave it out.
- * Returns 0, or -ENOMEM. */
-int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns, uint64_t from_ns,
-		  uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
+ * span ends at now_ns): "the last 2 s" asked 0.3 s into a second takes
+ * that second's window, which holds the newest samples, where its whole
+ * length would leave it out.  Returns 0, or -ENOMEM. */
+int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns,
+		  uint64_t from_ns, uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
 		  uint64_t *first_ns, uint64_t *end_ns);
 
 #endif
