@@ -9,8 +9,9 @@
  * that calls one sleeps whenever a lane holding its own arena's lock was
  * preempted; a nice-10 lane on a saturated host is preempted for tens of
  * milliseconds.  status took mallinfo2() and the maintenance pass
- * trimmed: one status call slept 80.9 ms in mallinfo2(), with three
- * nice-0 hogs on the 2 CPUs and the lanes busy (tests/bench/loop-waits.py).
+ * trimmed: with three nice-0 hogs on the 2 CPUs and the lanes busy
+ * (tests/bench/loop-waits.py, 40 s at load 10-12), one such call on the
+ * loop took up to 420 ms, and the loop slept 0.7-1.5 s of the 40 inside them.
  *
  * So one job on an offload lane (base/offload.h, one ordered lane) takes
  * the figures, trims when enough is free, publishes, and sleeps a period
