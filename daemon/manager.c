@@ -43,8 +43,6 @@
  * four default ring buffers. */
 #define DRAIN_MAX_QUEUED_BYTES (32u << 20)
 #define MAINTAIN_INTERVAL_USEC (1000 * 1000)
-/* Less free heap than this is not worth malloc_trim()'s walk. */
-#define HEAP_TRIM_MIN_FREE_BYTES (4ULL << 20)
 /* Python: interned functions in all, code objects cached per process. */
 #define PYTHON_MAX_FUNCTIONS (1u << 20)
 #define PYTHON_MAX_CODE_PER_PROCESS 65536
@@ -133,7 +131,9 @@ static void collect_modules(struct manager *m)
 
 /* Once a second the store rolls windows up and lets old data go, the
  * module ids nothing refers to any more are given back, and the daemon
- * notes its own counters (for rates: api/rates.h). */
+ * notes its own counters (for rates: api/rates.h).  What these passes free
+ * goes back to the kernel from the heap's own lane (base/heap.h), which
+ * walks malloc's arenas so that the loop never does. */
 static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
@@ -152,8 +152,6 @@ static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	}
 	daemon_read_rates(&m->d, &now);
 	rates_note(&m->d.rates, &now);
-	/* what the passes above and the builders freed goes back to the kernel */
-	heap_trim(HEAP_TRIM_MIN_FREE_BYTES);
 	(void)sd_event_source_set_time_relative(s, MAINTAIN_INTERVAL_USEC);
 	return 0;
 }
@@ -652,6 +650,12 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		goto fail;
 	}
 	(void)sd_event_set_watchdog(m->d.event, true);
+	/* the first of the lanes: with the signals above blocked, as they inherit */
+	r = heap_start(HEAP_PERIOD_MS, HEAP_TRIM_MIN_FREE_BYTES);
+	if (r < 0) {
+		log_error_errno(r, "Failed to start the heap's lane: %m");
+		goto fail;
+	}
 
 	m->d.symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = KALLSYMS_PATH,
 								   .kernel_notes_path = KERNEL_NOTES_PATH,
@@ -851,6 +855,7 @@ struct manager *manager_free(struct manager *m)
 	json_object_put(m->d.config_json);
 	json_object_put(m->d.config_json_users);
 	config_free(m->config);
+	heap_stop();
 	free(m);
 	return NULL;
 }

@@ -51,6 +51,7 @@ json_object *daemon_status(struct daemon *d, bool root)
 		memset(info.bpf, 0, sizeof(info.bpf));
 	aggregator_get_stats(d->aggregator, &info.agg);
 	heap_get_stats(&info.heap);
+	info.heap_age_ns = now_monotonic_ns() - info.heap.as_of_ns;
 	symbolizer_get_stats(d->symbolizer, &info.sym);
 	info.unwind_tables = d->unwinder != NULL;
 	if (d->unwinder)

@@ -465,6 +465,8 @@ json_object *query_status(const struct status_info *in)
 		add_u64(heap, "trims_returning_memory", in->heap.trimmed);
 		json_object_object_add(heap, "longest_trim_ms",
 					json_object_new_double(in->heap.longest_trim_ns / 1e6));
+		add_u64(heap, "readings", in->heap.readings);
+		json_object_object_add(heap, "age_ms", json_object_new_double(in->heap_age_ns / 1e6));
 		json_object_object_add(o, "heap", heap);
 	}
 	if (in->config)

@@ -47,6 +47,7 @@ struct status_info {
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	struct heap_stats heap;   /* malloc's figures, of daemon_rss_bytes */
+	uint64_t heap_age_ns;     /* how old they are (base/heap.h: taken off the loop) */
 	size_t clients, snapshots;
 	uint64_t accept_backoffs;
 	uint64_t client_idle_timeout_s;

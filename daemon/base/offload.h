@@ -3,8 +3,9 @@
  * offload.h - threads that do the event loop's slow work, and the one
  * thread-and-queue mechanism of the daemon: building unwind tables
  * (unwind/builder.h), checking a debug file's CRC (symbols/debugsearch.h),
- * putting the state directory's bytes on disk (state/writer.h) and
- * handing profiles to an exporter's sink (export/worker.h).
+ * putting the state directory's bytes on disk (state/writer.h), handing
+ * profiles to an exporter's sink (export/worker.h) and walking malloc's
+ * arenas for their figures and to trim them (base/heap.h).
  *
  * A job is a struct the owner embeds a struct offload_job in, with a run()
  * the lanes call on their thread.  An offload is one of two kinds:

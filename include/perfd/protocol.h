@@ -93,9 +93,12 @@
  *      heap: { in_use_bytes, free_bytes (freed, still held by malloc; what
  *              is given back to the kernel is not resident), arena_bytes,
  *              mmapped_bytes, trims, trims_returning_memory,
- *              longest_trim_ms } (glibc malloc's mallinfo2(), of
- *              daemon_rss_bytes: the store's and the symbol cache's bytes
- *              are inside in_use_bytes),
+ *              longest_trim_ms, readings (figures taken since start),
+ *              age_ms (how old these are: they are taken, and freed
+ *              memory given back, once a second off the event loop) }
+ *              (glibc malloc's mallinfo2(), of daemon_rss_bytes: the
+ *              store's and the symbol cache's bytes are inside
+ *              in_use_bytes),
  *      config: the effective configuration, every option by its name
  *               (daemon/config.c's table: "frequency", "output-dir",
  *               "push-url", "label": { key: value }, ...; durations in

@@ -186,7 +186,7 @@ def daemon_switches(pid):
 def test_a_daemon_at_rest_wakes_about_once_a_second(perfd, workloads):
     """With a process sampled steadily and nothing new on the machine, the
     daemon's threads wake about once a second: the drain thread's interval
-    and the maintenance tick.  Each wake-up costs a context switch, tens of
+    the maintenance tick and the heap's lane.  Each wake-up costs a context switch, tens of
     microseconds on a guest with speculation mitigations, and at a drain
     every 200 ms they were a third of an idle daemon's CPU
     (docs/notes/performance-history.md, "Daemon CPU under process churn").  What BPF
@@ -210,8 +210,37 @@ def test_a_daemon_at_rest_wakes_about_once_a_second(perfd, workloads):
     received = st1["samples"]["received"] - st0["samples"]["received"]
     assert received > 0, "no samples in the window: the spinner was not sampled"
     rest = (s1 - s0 - 2 * forced - 4) / (t1 - t0)
-    # a drain (its thread and the loop) and the maintenance tick: 3 a
-    # second; at a drain every 200 ms it read 9.3
+    # a drain (its thread and the loop), the maintenance tick and the
+    # heap's lane (base/heap.h): 4 a second; at a drain every 200 ms it
+    # read 9.3
     assert rest <= 5, \
         f"the daemon's threads slept {s1 - s0} times in {t1 - t0:.1f} s at rest " \
         f"({forced} wake-ups forced by BPF): {rest:.1f} a second beyond those"
+
+
+def test_heap_figures_are_taken_once_a_second_off_the_loop(perfd):
+    """status's heap figures are those the heap's lane took at most a second
+    or so before (daemon/base/heap.h): taking them, mallinfo2(), locks every
+    malloc arena in turn, and on the loop it slept behind a preempted lane
+    (80.9 ms for one status under load, tests/bench/loop-waits.py).  So
+    status answers with a reading of the last second, as of heap.age_ms,
+    and a new one comes about once a second.  Taken per status, as before,
+    every age would be about 0 and readings would not count seconds."""
+    answers = []
+    for _ in range(16):  # 2 s at 8 a second: every phase of the lane's second
+        answers.append(perfd.status()["heap"])
+        time.sleep(0.125)
+    ages = [h["age_ms"] for h in answers]
+    assert max(ages) >= 100, f"status's heap figures were all taken at the call: ages {ages} ms"
+    assert max(ages) <= 2000, f"status's heap figures were up to {max(ages):.0f} ms old: {ages}"
+    gained = answers[-1]["readings"] - answers[0]["readings"]
+    assert 1 <= gained <= 4, f"{gained} heap readings in about 2 s, not about one a second"
+    for h in answers:
+        assert h["mmapped_bytes"] <= h["in_use_bytes"], h
+        assert h["trims_returning_memory"] <= h["trims"], h
+    # an answer of the same reading is the same figures (a copy, not a walk)
+    by_reading = {}
+    for h in answers:
+        figures = (h["in_use_bytes"], h["free_bytes"], h["arena_bytes"], h["mmapped_bytes"])
+        assert by_reading.setdefault(h["readings"], figures) == figures, \
+            f"two answers of reading {h['readings']} differ: {by_reading[h['readings']]} and {figures}"
