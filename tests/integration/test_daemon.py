@@ -185,12 +185,12 @@ def daemon_switches(pid):
 
 def test_a_daemon_at_rest_wakes_about_once_a_second(perfd, workloads):
     """With a process sampled steadily and nothing new on the machine, the
-    daemon's threads wake about once a second: the drain thread's interval
-    the maintenance tick and the heap's lane.  Each wake-up costs a context switch, tens of
-    microseconds on a guest with speculation mitigations, and at a drain
-    every 200 ms they were a third of an idle daemon's CPU
-    (docs/notes/performance-history.md, "Daemon CPU under process churn").  What BPF
-    wakes the daemon for (a process first sampled: the machine's other
+    daemon's threads wake about once a second: the drain thread's interval,
+    the maintenance tick and the heap's lane.  Each wake-up costs a context
+    switch, tens of microseconds on a guest with speculation mitigations, and
+    at a drain every 200 ms they were a third of an idle daemon's CPU
+    (docs/notes/performance-history.md, "Daemon CPU under process churn").
+    What BPF wakes the daemon for (a process first sampled: the machine's other
     work) is not counted: two switches (drain thread and loop) for each
     of drain.wakeups, and the two status requests' own."""
     w = workloads("spin", 30, 0)
