@@ -46,8 +46,9 @@
 #include "perfd/macro.h"
 
 /* An arena for each of perfd's threads (the loop, the drain, the lanes:
- * 10 today, of which the heap lane allocates nothing), with room: a thread that has to share an arena shares its
- * lock, and the loop waited up to 117 ms in free() on the main arena
+ * 10 today, of which the heap lane allocates nothing), with room: a
+ * thread that has to share an arena shares its lock, and the loop waited
+ * up to 117 ms in free() on the main arena
  * while a lane at nice 10 that held it was preempted on a busy host.
  * glibc's own limit is 8 per CPU, which a one-CPU guest would be under. */
 #define HEAP_ARENAS 32
