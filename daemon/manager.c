@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 
 #include "api/command.h"
+#include "api/encode_lane.h"
 #include "api/httpd.h"
 #include "api/server.h"
 #include "base/clock.h"
@@ -703,6 +704,12 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		goto fail;
 	}
 
+	r = encode_lane_new(m->d.event, &m->d.encode_lane);
+	if (r < 0) {
+		log_error_errno(r, "Failed to start the threads encoding answers: %m");
+		goto fail;
+	}
+
 	r = drain_new(&dopts, &m->d.drain);
 	if (r < 0) {
 		log_error_errno(r, "Failed to set up the drain thread: %m");
@@ -828,6 +835,8 @@ struct manager *manager_free(struct manager *m)
 	server_free(m->d.server);
 	m->d.metrics = http_server_free(m->d.metrics);
 	snapshots_free_all(&m->d);
+	/* after the clients: its jobs answer them */
+	m->d.encode_lane = encode_lane_free(m->d.encode_lane);
 	/* its threads hold no store data, only encoded profiles */
 	m->d.exporter = exporter_free(m->d.exporter);
 	ingest_wait_cancel(&m->d.ingest, &m->reload_wait);

@@ -10,10 +10,11 @@
  * takes no sample from later on, waits without holding the loop for the
  * records queued until then (collect/ingest_wait.h), and the collector's
  * parts are answered.  From the past, aggregator_query answers at once.  Either way
- * the parts are resolved once (profile/model.c: Python frames through
- * interp/python, the rest through the symbolizer) and written by the
- * format's encoder into the answer with the JSON writer, whose buffer the
- * server then takes over: a 100k-stack profile is not copied again.
+ * the parts are resolved once, on the loop (profile/model.c: Python frames
+ * through interp/python, the rest through the symbolizer), and written by
+ * the format's encoder, on an encode lane (api/encode_lane.h), into the
+ * answer with the JSON writer, whose buffer the server then takes over: a
+ * 100k-stack profile is not copied again.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -28,6 +29,7 @@
 
 #include "api/auth.h"
 #include "api/command.h"
+#include "api/encode_lane.h"
 #include "api/limits.h"
 #include "api/query.h"
 #include "base/clock.h"
@@ -294,10 +296,10 @@ static void snapshot_free(struct snapshot *s)
 }
 
 
-/* Answers a snapshot: the parts resolved into the model, encoded in the
- * format asked for, written into the answer with the JSON writer, whose
- * buffer the server then takes over.  Returns false, without answering,
- * when the answer should wait for names (daemon_answer_waits). */
+/* Answers a snapshot: the parts resolved into the model here, then encoded
+ * in the format asked for on an encode lane (api/encode_lane.h), which
+ * may make c's data its job.  Returns false, without answering, when the
+ * answer should wait for names (daemon_answer_waits). */
 static bool reply_profile(struct daemon *d, struct client *client, const struct perfd_request *req,
 			  const struct profile_parts *parts, const struct answer_info *ai)
 {
@@ -310,12 +312,9 @@ static bool reply_profile(struct daemon *d, struct client *client, const struct 
 		.duration_ns = ai->end_ns > ai->begin_ns ? ai->end_ns - ai->begin_ns : 0,
 	};
 	double covered = (double)eo.duration_ns / NSEC_PER_SEC;
-	uint64_t t0 = now_monotonic_ns();
 	struct model *model = NULL;
 	struct jsonw w;
 	char note[512] = "";
-	size_t len;
-	char *text;
 
 	/* decided now, as the kernel decides at each open of /proc/kallsyms */
 	mo.kernel_addresses = auth_may_see_kernel_addresses(client_peer(client));
@@ -396,24 +395,8 @@ static bool reply_profile(struct daemon *d, struct client *client, const struct 
 	if (encoder_encoding(req->format))
 		jsonw_kv_string(&w, "encoding", encoder_encoding(req->format));
 	jsonw_key(&w, "profile");
-	if (req->format->encode(model, &eo, &w) < 0) {
-		jsonw_done(&w);
-		model_free(model);
-		command_reply_json(client, NULL);
-		return true;
-	}
-	jsonw_object_end(&w);
-	log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
-		  model->n_processes, model->n_samples, model->n_locations, req->format->name,
-		  (now_monotonic_ns() - t0) / 1e6);
-	model_free(model);
-	text = jsonw_steal(&w, &len);
-	jsonw_done(&w);
-	if (!text) {
-		command_reply_json(client, NULL);
-		return true;
-	}
-	(void)server_reply_owned(client, text, len, len + 1);
+	/* the model is built: the encoding needs nothing of the loop's */
+	encode_lane_answer(d->encode_lane, client, req->format, model, &eo, &w);
 	return true;
 }
 
@@ -433,7 +416,9 @@ static void snapshot_answer(struct snapshot *s)
 		(void)reply_profile(d, c, &s->req, &s->c.parts, &s->ai);
 		d->names_final = false;
 	}
-	client_set_data(c, NULL);
+	/* unless the answer's encoding took the client's data over */
+	if (client_get_data(c) == s)
+		client_set_data(c, NULL);
 	snapshot_free(s);
 }
 

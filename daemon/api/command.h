@@ -40,6 +40,7 @@ struct python;
 struct unwinder;
 struct snapshot;
 struct exporter;
+struct encode_lane;
 struct names_wait;
 
 struct daemon {
@@ -56,6 +57,7 @@ struct daemon {
 	struct server *server;
 	struct http_server *metrics; /* --metrics-address (api/httpd.h), or NULL */
 	struct exporter *exporter;
+	struct encode_lane *encode_lane; /* snapshots' encoding (api/encode_lane.h) */
 	struct persist *persist; /* NULL: profiles are kept in memory only */
 	json_object *config_json;       /* the effective configuration (config.h), root's view */
 	json_object *config_json_users; /* the same as others see it */

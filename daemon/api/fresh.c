@@ -38,13 +38,15 @@ static const struct command wait_command = { .name = "wait", .cancel = cancel_wa
 static const struct command wait_stoppable = { .name = "wait", .cancel = cancel_wait,
 					       .stop = stop_wait };
 
+/* A stop that came meanwhile goes to what is pending now: the command's
+ * own state, or what it handed its answer to (api/encode_lane.h). */
 static int run(struct daemon *d, struct client *c, const struct perfd_request *req, bool stopped)
 {
-	const struct command *cmd = commands[req->command];
-	int r = cmd->run(d, c, req);
+	int r = commands[req->command]->run(d, c, req);
+	struct command_pending *p = client_get_data(c);
 
-	if (r == SERVER_PENDING && stopped && cmd->stop)
-		cmd->stop(d, c);
+	if (r == SERVER_PENDING && stopped && p && p->command->stop)
+		p->command->stop(d, c);
 	return r;
 }
 

@@ -113,10 +113,9 @@ static int add_samples(struct calltree *t, const struct model *m)
 	return 0;
 }
 
-static const struct calltree *sort_tree;
-
-static int by_parent_then_total(const void *x, const void *y)
+static int by_parent_then_total(const void *x, const void *y, void *ctx)
 {
+	const struct calltree *sort_tree = ctx;
 	const struct calltree_node *a = &sort_tree->nodes[*(const uint32_t *)x],
 			  *b = &sort_tree->nodes[*(const uint32_t *)y];
 
@@ -134,9 +133,7 @@ int calltree_link(struct calltree *t)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++)
 		t->children[i] = (uint32_t)i;
-	sort_tree = t;
-	qsort_safe(t->children, t->n, sizeof(*t->children), by_parent_then_total);
-	sort_tree = NULL;
+	qsort_r_safe(t->children, t->n, sizeof(*t->children), by_parent_then_total, t);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct calltree_node *c = &t->nodes[t->children[i]];
 

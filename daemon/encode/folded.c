@@ -184,8 +184,6 @@ static int add_line(struct folded *f, const uint32_t *ids, uint32_t depth, uint6
 	}
 }
 
-static const struct folded *sort_ctx;
-
 /* What follows name i in line l's text: ';', or -1 at its end. */
 static int after_name(const struct line *l, uint32_t i)
 {
@@ -196,10 +194,10 @@ static int after_name(const struct line *l, uint32_t i)
  * hashes) in the byte order of the text.  Names hold no ';', so where one
  * name begins the other, the text goes on with the shorter one's ';' (or
  * its end) against the longer one's next byte. */
-static int line_cmp(const void *x, const void *y)
+static int line_cmp(const void *x, const void *y, void *ctx)
 {
 	const struct line *a = x, *b = y;
-	const struct folded *f = sort_ctx;
+	const struct folded *f = ctx;
 
 	if (a->count != b->count)
 		return a->count < b->count ? 1 : -1;
@@ -282,9 +280,7 @@ static int build(struct folded *f, const struct model *m)
 		if (add_line(f, ids, d, s->value) < 0)
 			return -ENOMEM;
 	}
-	sort_ctx = f;
-	qsort_safe(f->lines, f->n_lines, sizeof(*f->lines), line_cmp);
-	sort_ctx = NULL;
+	qsort_r_safe(f->lines, f->n_lines, sizeof(*f->lines), line_cmp, f);
 	return 0;
 }
 

@@ -85,6 +85,15 @@ static inline void qsort_safe(void *base, size_t n, size_t size,
 		qsort(base, n, size, cmp);
 }
 
+/* qsort_safe with a context for cmp instead of a global: an encoder sorts
+ * on the loop and on the encode lanes (api/encode_lane.h) at once. */
+static inline void qsort_r_safe(void *base, size_t n, size_t size,
+				int (*cmp)(const void *, const void *, void *), void *ctx)
+{
+	if (n > 1)
+		qsort_r(base, n, size, cmp, ctx);
+}
+
 /* Converts a libc failure into a negative errno, never 0. */
 static inline int negative_errno(void)
 {

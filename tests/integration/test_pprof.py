@@ -12,11 +12,17 @@ Location with its functions' start lines ("fn file:line s=START") and the
 Mappings with their build-ids and flags: the start lines of a C and of a
 Python workload function must be the lines their definitions are on in
 the source, and kernel frames must sit in one [kernel.kallsyms] mapping
-with the running kernel's build-id.
+with the running kernel's build-id.  A big pprof (and speedscope) answer
+is encoded and compressed off perfd's loop: root's status answers
+meanwhile, and go tool pprof reads every sample of it.
 """
 
+import json
 import re
 import struct
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import perfdtest
@@ -221,3 +227,87 @@ def test_kernel_frames_are_in_the_kernel_mapping(perfd_fast, workloads, tmp_path
         f"no vfs_read among the kernel locations:\n{raw[:3000]}"
     user = [loc for loc in locations.values() if 0 < loc[0] < 0xffff800000000000 and loc[1]]
     assert user and all(m != kernel[0] for _, m, _ in user)
+
+
+BIG_FILL_SECONDS = 20  # of unique_stacks at 1999 Hz: some 30k samples, each stack new
+
+
+def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
+    """While a pprof and a speedscope snapshot of BIG_FILL_SECONDS of
+    unique_stacks are answered at once, root's status answers every time
+    within STATUS_DEADLINE (encoded on the loop, the pprof alone held it
+    2-5 s: 70% of that deflate), and both answers hold every sample of the
+    range: go tool pprof's total is the count perfctl reports, and the
+    speedscope weights are that count times the period.  A third client
+    asks for the same pprof and goes away while it is encoded: its answer
+    is dropped."""
+    d = perfdtest.start_perfd(frequency=1999, extra_args=["--max-memory", "256"])
+    w = perfdtest.Workload("unique_stacks", 2, 3600)
+    try:
+        begin = time.time() + 1
+        time.sleep(BIG_FILL_SECONDS)
+        end = time.time()
+        time.sleep(1.5)  # the last samples reach the store
+        span = ("--pid", str(w.pid), "--from", f"{begin:.3f}", "--to", f"{end:.3f}")
+        outs = {"pprof": tmp_path / "big.pb.gz", "speedscope": tmp_path / "big.speedscope.json"}
+        took, failed, done = [], [], threading.Event()
+
+        def poll():
+            while not done.is_set():
+                try:
+                    took.append(perfdtest.status_within_deadline(d)[0])
+                except AssertionError as e:
+                    failed.append(str(e))
+                    return
+                time.sleep(0.05)
+
+        poller = threading.Thread(target=poll)
+        poller.start()
+        try:
+            # a client that goes away while its answer is encoded: dropped
+            with d.connect(timeout=10) as gone:
+                gone.sendall(json.dumps({"version": 1, "command": "snapshot", "pid": w.pid,
+                                         "from": begin, "to": end, "format": "pprof"}).encode() + b"\n")
+                time.sleep(0.5)  # its model is built, its encoding under way
+            runs = {}
+            for fmt, out in outs.items():
+                runs[fmt] = subprocess.Popen([perfdtest.perfctl_binary(), "--socket", d.socket_path,
+                                              "snapshot", *span, "-o", str(out)],
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                # the models are still built on the loop (issue 27): one
+                # at a time, each a few hundred ms, so that status waits
+                # for one at most
+                time.sleep(0.5)
+            errs = {fmt: p.communicate(timeout=120)[1].decode(errors="replace")
+                    for fmt, p in runs.items()}
+        finally:
+            done.set()
+            poller.join()
+        for fmt, p in runs.items():
+            assert p.returncode == 0, f"perfctl snapshot -o {outs[fmt]} exited {p.returncode}: {errs[fmt]}"
+        assert not failed, failed[0][:3000]
+        assert len(took) >= 3, f"status asked only {len(took)} times during the answers"
+
+        counts = {fmt: re.search(r"(\d+) samples", err) for fmt, err in errs.items()}
+        assert all(counts.values()), f"no sample count in perfctl's summaries: {errs}"
+        n = int(counts["pprof"].group(1))
+        print(f"status during the big answers ({n} samples): {perfdtest.status_figures(took)}")
+        assert n >= 15000, f"only {n} samples of unique_stacks: not a big answer"
+        assert int(counts["speedscope"].group(1)) == n, errs
+
+        top = go_pprof(gohome, outs["pprof"], "-top", "-sample_index=samples")
+        total = re.search(r"of (\d+) total", top)
+        assert total and int(total.group(1)) == n, \
+            f"go tool pprof counts {total and total.group(1)} samples, perfctl {n}:\n{top[:2000]}"
+        functions = {fn for _, _, fn, _ in top_rows(top)}
+        assert {"bottom", "descend"} <= functions, f"unique_stacks' functions missing:\n{top[:2000]}"
+
+        doc = json.loads(outs["speedscope"].read_text())
+        weights = sum(sum(p["weights"]) for p in doc["profiles"])
+        period = weights // n
+        assert weights == n * period and abs(period - 1e9 / 1999) < 1000, \
+            f"speedscope weighs {weights} for {n} samples"
+        perfdtest.status_within_deadline(d)
+    finally:
+        w.kill()
+        d.stop()

@@ -156,6 +156,26 @@ def test_stop_sent_with_its_snapshot_in_one_write_stops_it(perfd, workloads):
     assert answer["duration_seconds"] < 5, answer["duration_seconds"]
 
 
+def test_stop_sent_with_a_snapshot_of_the_past_changes_nothing(perfd, workloads):
+    """A snapshot of the past and a stop in the same write: the stop finds
+    the answer waiting for its records or being encoded off the loop
+    (api/encode_lane.h), is taken, and changes nothing: the one answer is
+    the profile, and a status pipelined after it is answered next."""
+    w = workloads("spin", 60, 0)
+    time.sleep(2)
+    snap = {"version": 1, "command": "snapshot", "pid": w.pid, "since": 10, "format": "pprof"}
+    with perfd.connect(timeout=20) as s:
+        s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "stop"}\n' +
+                  b'{"version": 1, "command": "status"}\n')
+        lines = read_lines(s, 2)
+    assert len(lines) == 2, f"expected 2 answers, got {lines!r}"
+    first, second = (decode_answer(line, "snapshot, stop, status") for line in lines)
+    assert first.get("ok") is True and first.get("format") == "pprof" and first["samples"] > 0, \
+        {k: v for k, v in first.items() if k != "profile"}
+    assert "stopped" not in first, first.get("stopped")
+    assert second.get("ok") is True and "frequency_hz" in second, second
+
+
 def test_status_reports_configuration_and_counters(perfd, workloads):
     """status (raw and through `perfctl --json status`) gives the sampling
     frequency, the online CPU count, sample counters that grow as CPUs work,

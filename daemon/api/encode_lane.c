@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* encode_lane.c - see encode_lane.h. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "api/command.h"
+#include "api/encode_lane.h"
+#include "api/server.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/offload.h"
+#include "perfd/macro.h"
+
+struct encode_lane {
+	struct offload *lanes;
+	sd_event_source *done_io;
+};
+
+struct encode_job {
+	struct command_pending pending; /* first: the client's data */
+	struct offload_job job;
+	/* the lane's from offload_submit until it is done */
+	const struct encoder *encoder;
+	struct model *model; /* freed by the lane once encoded */
+	struct encode_opts opts;
+	struct jsonw w;
+	int r;
+	uint64_t encode_ns;
+	/* the loop's, never read by the lane */
+	struct client *client; /* NULL once it went away */
+	size_t n_processes, n_samples, n_locations; /* for the log */
+};
+
+static struct encode_job *job_of(struct offload_job *j)
+{
+	return container_of(j, struct encode_job, job);
+}
+
+static void job_free(struct offload_job *oj)
+{
+	struct encode_job *j = job_of(oj);
+
+	model_free(j->model);
+	jsonw_done(&j->w);
+	free(j);
+}
+
+/* Writes the profile and closes the answer: what took the loop seconds. */
+static void job_encode(struct encode_job *j)
+{
+	uint64_t t0 = now_monotonic_ns();
+
+	j->r = j->encoder->encode(j->model, &j->opts, &j->w);
+	if (j->r >= 0)
+		jsonw_object_end(&j->w);
+	j->model = model_free(j->model);
+	j->encode_ns = now_monotonic_ns() - t0;
+}
+
+static void job_run(struct offload_job *oj)
+{
+	job_encode(job_of(oj));
+}
+
+/* Sends j's answer to its client, if it is still there, and frees j. */
+static void job_finish(struct encode_job *j)
+{
+	if (j->client) {
+		log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
+			  j->n_processes, j->n_samples, j->n_locations, j->encoder->name,
+			  j->encode_ns / 1e6);
+		command_reply_writer(j->client, &j->w, j->r);
+	}
+	job_free(&j->job);
+}
+
+static void job_cancel(struct daemon *d, struct client *c)
+{
+	struct encode_job *j = client_get_data(c);
+
+	j->client = NULL; /* the lane still has it: dropped when done */
+}
+
+/* The snapshot has ended: it answers with what it has, as a "stop" that
+ * came too late always did. */
+static void job_stop(struct daemon *d, struct client *c)
+{
+}
+
+static const struct command encoding = { .name = "encoding", .cancel = job_cancel,
+					 .stop = job_stop };
+
+static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata)
+{
+	struct encode_lane *l = userdata;
+	struct offload_job *done = offload_take_done(l->lanes), *next;
+
+	for (; done; done = next) {
+		struct encode_job *j = job_of(done);
+
+		next = done->next;
+		if (j->client)
+			client_set_data(j->client, NULL);
+		job_finish(j);
+	}
+	return 0;
+}
+
+void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
+			struct model *m, const struct encode_opts *o, struct jsonw *w)
+{
+	struct encode_job *j = malloc(sizeof(*j));
+
+	if (!j) {
+		/* no job: the loop encodes it */
+		int r = e->encode(m, o, w);
+
+		if (r >= 0)
+			jsonw_object_end(w);
+		model_free(m);
+		command_reply_writer(c, w, r);
+		return;
+	}
+	*j = (struct encode_job){
+		.pending.command = &encoding,
+		.job = { .run = job_run, .free = job_free, .big = m->n_samples >= ENCODE_LANE_BIG_SAMPLES },
+		.encoder = e,
+		.model = m,
+		.opts = *o,
+		.w = *w,
+		.client = c,
+		.n_processes = m->n_processes,
+		.n_samples = m->n_samples,
+		.n_locations = m->n_locations,
+	};
+	j->opts.labels = NULL;
+	j->opts.n_labels = 0;
+	if (!l || offload_submit(l->lanes, &j->job) < 0) {
+		job_encode(j);
+		job_finish(j);
+		return;
+	}
+	client_set_data(c, j);
+}
+
+int encode_lane_new(sd_event *event, struct encode_lane **ret)
+{
+	_cleanup_free_ struct encode_lane *l = calloc(1, sizeof(*l));
+	int r;
+
+	if (!l)
+		return -ENOMEM;
+	r = offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1,
+						.take_back = true },
+			&l->lanes);
+	if (r < 0)
+		return r;
+	r = sd_event_add_io(event, &l->done_io, offload_fd(l->lanes), EPOLLIN, on_done, l);
+	if (r < 0) {
+		offload_free(l->lanes);
+		return r;
+	}
+	*ret = TAKE_PTR(l);
+	return 0;
+}
+
+struct encode_lane *encode_lane_free(struct encode_lane *l)
+{
+	if (!l)
+		return NULL;
+	sd_event_source_disable_unref(l->done_io);
+	offload_free(l->lanes);
+	free(l);
+	return NULL;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * encode_lane.h - a snapshot's answer encoded (and compressed) off the loop.
+ *
+ * A big profile took seconds to encode: a 65k-sample pprof held the loop
+ * 2.2-3.2 s (70% deflate, 12% pprof_encode), and every client, root's
+ * status too, waited.  Once built, the model is self-contained (every
+ * name is copied into its strings: profile/model.h) and an encoder reads
+ * only the model and its encode_opts, so the encoding runs on a lane
+ * (base/offload.h): the loop builds the model and writes the answer's
+ * head, hands the model and the writer to a lane, and sends the answer
+ * once the lane has written the profile into it and closed it.
+ *
+ * The client's request is pending meanwhile, as while it waits for names
+ * (api/command.h): its data is the job.  A client that goes away leaves
+ * the job to finish on its lane and be dropped when it comes back; a
+ * "stop" meanwhile is taken and changes nothing (the snapshot has ended).
+ * The answer is queued as any other, under the per-client output caps
+ * (api/server.h).
+ *
+ * Two lanes, the first only for small answers (under
+ * ENCODE_LANE_BIG_SAMPLES samples), so that a small answer never waits
+ * behind a big one.  They run at the daemon's nice value, as the loop that
+ * encoded before: at OFFLOAD_BACKGROUND_NICE beside the profiled workload
+ * (two spinning threads on two CPUs) a 60k-sample pprof took 22.5 s
+ * instead of 5.4 s, and the loop, a thread that sleeps, still gets its
+ * time slices beside them.  Cost: every answer, small ones
+ * too, crosses to a lane and back (an eventfd wake-up of the loop), and
+ * each answer being encoded holds its model until it is: one per client
+ * at most, as one request per client is in flight.  At shutdown an
+ * encoding in progress is waited for (encoders do not look at the cancel
+ * flag).
+ */
+#ifndef PERFD_ENCODE_LANE_H
+#define PERFD_ENCODE_LANE_H
+
+#include <systemd/sd-event.h>
+
+#include "base/jsonw.h"
+#include "encode/encode.h"
+#include "profile/model.h"
+
+#define ENCODE_LANE_BIG_SAMPLES 4096
+
+struct encode_lane;
+struct client;
+
+/* Starts the lanes and watches their finished jobs on event.  Returns 0
+ * or -errno (offload's, sd-event's). */
+int encode_lane_new(sd_event *event, struct encode_lane **ret);
+/* Waits for the encoding in progress, drops the others (their clients are
+ * gone: the server is freed first).  Accepts NULL. */
+struct encode_lane *encode_lane_free(struct encode_lane *l);
+
+/* Answers c: encodes m in e's format with o as the value of the key w's
+ * open object ends with, closes that object and sends w's text.  Takes m
+ * and w (w is done with on return); o is copied, its labels must be NULL
+ * (they are not).  Off the loop, c's request pending meanwhile (its data
+ * is then the job), or, with no lane (l NULL) or no memory for the job,
+ * here and now. */
+void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
+			struct model *m, const struct encode_opts *o, struct jsonw *w);
+
+#endif
