@@ -247,6 +247,10 @@ def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
         begin = time.time() + 1
         time.sleep(BIG_FILL_SECONDS)
         end = time.time()
+        # every stack of unique_stacks is new: running on, it would make
+        # the store evict its oldest windows (its stack limit) between the
+        # answers, which must be of the same samples
+        w.kill()
         time.sleep(1.5)  # the last samples reach the store
         span = ("--pid", str(w.pid), "--from", f"{begin:.3f}", "--to", f"{end:.3f}")
         outs = {"pprof": tmp_path / "big.pb.gz", "speedscope": tmp_path / "big.speedscope.json"}
