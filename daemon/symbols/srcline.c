@@ -872,6 +872,43 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_byte
 	return found;
 }
 
+/* Whether the string sections the DWARF's names point into end with a
+ * NUL.  libdw (0.188) reads a DW_FORM_strp or DW_FORM_line_strp name (DIE
+ * names, DWARF 5 line program headers' file and directory names) with
+ * strlen from its offset, having checked only that the offset is inside
+ * the section: in a section whose last byte is not NUL, the last string
+ * runs past libdw's copy of it, into the heap (found by fuzz-srcline,
+ * tests/fuzz/corpus/srcline/regress-unterminated-line-str).  Called once libdw
+ * has read the sections: their data is then what it reads (decompressed
+ * when compressed).  -EBADMSG for a section that does not end so. */
+static int strings_terminated(Elf *elf)
+{
+	static const char *const names[] = { ".debug_str", ".debug_line_str", ".zdebug_str",
+					      ".zdebug_line_str" };
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return -ENOEXEC;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		const char *name;
+		Elf_Data *d;
+		GElf_Shdr sh;
+		bool strings = false;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		for (size_t i = 0; name && i < ELEMENTSOF(names); i++)
+			strings |= strcmp(name, names[i]) == 0;
+		if (!strings)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && d->d_size > 0 && ((const char *)d->d_buf)[d->d_size - 1] != '\0')
+			return -EBADMSG;
+	}
+	return 0;
+}
+
 /* A dwz'd file names an alternate file of shared DIEs and strings in
  * .gnu_debugaltlink, which libdw opens itself at the first DIE or string
  * that refers to it: with a blocking open() (a FIFO there hangs the
@@ -928,6 +965,9 @@ int srcline_open(int fd, struct srcline **ret)
 	s->dw = dwarf_begin_elf(s->elf, DWARF_C_READ, NULL);
 	if (!s->dw)
 		return -EBADMSG;
+	r = strings_terminated(s->elf);
+	if (r < 0)
+		return r;
 	r = no_alt_file(s->dw);
 	if (r < 0)
 		return r;

@@ -55,9 +55,10 @@ struct srcline_frame {
  * own ranges for units aranges do not list).  Returns 0, -ENODATA when the
  * file has no .debug_info (stripped: try the separate debug file's fd, the
  * same call), -ENOEXEC when it is not ELF, -EBADMSG when libdw rejects its
- * DWARF, -EIO when the file cannot be read, -EFBIG when its debug sections
- * are past SRCLINE_MAX_DEBUG_BYTES or its .debug_line past
- * SRCLINE_MAX_LINE_BYTES (refused unread), -ENOMEM. */
+ * DWARF or a string section of it does not end with a NUL, -EIO when the
+ * file cannot be read, -EFBIG when its debug sections are past
+ * SRCLINE_MAX_DEBUG_BYTES or its .debug_line past SRCLINE_MAX_LINE_BYTES
+ * (refused unread), -ENOMEM. */
 int srcline_open(int fd, struct srcline **ret);
 
 /* A .debug_line up to this size is decoded whole by srcline_index_all;
