@@ -8,9 +8,10 @@
  * a lane indexing every unit at once (symload.c's SYMLOAD_LINES), and the
  * loop marking the units it is asked about as wanted and a lane indexing
  * just those (SYMLOAD_UNITS), there with a line program cap small enough
- * that small inputs reach the refusal too.  Lookups probe around the ELF
- * header's entry point, which in a real binary is inside .text and which
- * the fuzzer can move, and at a few fixed addresses.  Within a budget of
+ * that small inputs reach the refusal too, and with a memory limit that
+ * refuses some of them for the rows they could decode.  Lookups probe
+ * around the ELF header's entry point, which in a real binary is inside
+ * .text and which the fuzzer can move, and at a few fixed addresses.  Within a budget of
  * one CPU second per unit, as the unwind harness has for its builds.
  */
 #include <string.h>
@@ -70,10 +71,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = srcline_free(s);
 
 	/* the loop asks, a lane indexes what it asked for, the loop answers;
-	 * line programs past 64 bytes are refused */
+	 * line programs past 64 bytes are refused, and so are those whose
+	 * rows could take the file past room for 32 more */
 	if (srcline_open(fd, &s) < 0)
 		return 0;
 	srcline_set_unit_limits(s, NSEC_PER_SEC, 64);
+	srcline_get_stats(s, &st);
+	srcline_set_memory_limit(s, st.memory_bytes + 32 * SRCLINE_ROW_BYTES);
 	probe(s, entry, true);
 	if (srcline_wants(s))
 		(void)srcline_index_wanted(s, NULL);
