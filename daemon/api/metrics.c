@@ -100,7 +100,7 @@ static const struct metric metrics[] = {
 	N("line_tables_loading", GAUGE, "symbols.line_loads_pending",
 	  "DWARF line tables being opened or indexed off the loop"),
 	N("line_units_refused_total", COUNTER, "symbols.line_units_refused",
-	  "Compile units not indexed: past their time or size cap"),
+	  "Compile units not indexed: past their time, size or memory cap"),
 	N("debug_files_refused_total", COUNTER, "symbols.debug_files_refused",
 	  "Debug files refused (too large, or not the binary's)"),
 

@@ -50,6 +50,16 @@
  * lookups get -ETIME): the DIE walk checks the clock as it goes.  libdw's
  * decode of a line program cannot be stopped, so one longer than
  * SRCLINE_UNIT_MAX_LINE_BYTES is refused before it starts (-EFBIG).
+ *
+ * Memory: the rows libdw decodes stay in its Dwarf until srcline_free, so
+ * each is counted (SRCLINE_ROW_BYTES, measured) in memory_bytes, which
+ * the symbol cache charges, as soon as they are decoded, also for a unit
+ * that fails after.  Before a decode, the unit's worst case (a row per
+ * byte of its program) is checked against the memory limit, so a file's
+ * line tables never pass it: what a crafted file makes libdw hold is
+ * bounded by the limit, not by its 256 MiB of .debug_line.  The check
+ * counts what the opener read and the indexer added, not the reader's
+ * cache and paths (tens of KiB, and the reader's to write).
  */
 #include "symbols/srcline.h"
 
@@ -121,6 +131,8 @@ struct unit {
 	Dwarf_Die die;
 	atomic_int state; /* UNIT_*, or -errno; see the design comment */
 	Dwarf_Lines *lines; /* NULL when the unit has no line table */
+	bool rows_counted;  /* libdw's rows are in indexed_memory (libdw keeps
+			     * them, also when the unit is indexed again) */
 	size_t n_lines;
 	Dwarf_Files *files;
 	size_t n_files;
@@ -159,6 +171,8 @@ struct srcline {
 	atomic_bool wanted; /* a unit was marked UNIT_WANTED since the last pass */
 	uint64_t unit_max_ns; /* SRCLINE_UNIT_MAX_NS, unless a test sets it */
 	uint64_t unit_max_line_bytes; /* SRCLINE_UNIT_MAX_LINE_BYTES, likewise */
+	size_t memory_limit;   /* srcline_set_memory_limit; SIZE_MAX: none */
+	size_t opened_memory;  /* memory once opened: the indexer's to read */
 	uint64_t line_bytes; /* of .debug_line (its uncompressed size) */
 	Elf_Scn *line_scn;   /* .debug_line (or .zdebug_line), NULL when none */
 };
@@ -684,16 +698,26 @@ static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns,
 {
 	_cleanup_(builder_done) struct builder b = { .deadline_ns = deadline_ns,
 						     .cancel = cancel };
+	uint64_t program = unit_program_bytes(s, u);
+	size_t held = s->opened_memory +
+		      atomic_load_explicit(&s->indexed_memory, memory_order_relaxed);
 	Dwarf_Attribute a;
 	int r;
 
-	/* libdw's decode cannot be stopped: a program too long to decode in
-	 * time (about a second per 2 MiB on this machine) is not started */
-	if (unit_program_bytes(s, u) > s->unit_max_line_bytes)
+	/* libdw's decode cannot be stopped, and what it decodes stays: a
+	 * program too long to decode in time, or whose rows (at most one per
+	 * byte) could take the file past its memory, is not started */
+	if (program > s->unit_max_line_bytes || held > s->memory_limit ||
+	    program > (s->memory_limit - held) / SRCLINE_ROW_BYTES)
 		return -EFBIG;
 
-	if (dwarf_getsrclines(&u->die, &u->lines, &u->n_lines) != 0 ||
-	    dwarf_getsrcfiles(&u->die, &u->files, &u->n_files) != 0) {
+	r = dwarf_getsrclines(&u->die, &u->lines, &u->n_lines);
+	if (r == 0 && !u->rows_counted) {
+		u->rows_counted = true;
+		atomic_fetch_add_explicit(&s->indexed_memory, u->n_lines * SRCLINE_ROW_BYTES,
+					  memory_order_relaxed);
+	}
+	if (r != 0 || dwarf_getsrcfiles(&u->die, &u->files, &u->n_files) != 0) {
 		/* No DW_AT_stmt_list is no line table; one that cannot be
 		 * read is a broken unit. */
 		if (dwarf_hasattr(&u->die, DW_AT_stmt_list))
@@ -872,6 +896,43 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_byte
 	return found;
 }
 
+/* Whether the string sections the DWARF's names point into end with a
+ * NUL.  libdw (0.188) reads a DW_FORM_strp or DW_FORM_line_strp name (DIE
+ * names, DWARF 5 line program headers' file and directory names) with
+ * strlen from its offset, having checked only that the offset is inside
+ * the section: in a section whose last byte is not NUL, the last string
+ * runs past libdw's copy of it, into the heap (found by fuzz-srcline,
+ * tests/fuzz/corpus/srcline/regress-unterminated-line-str).  Called once libdw
+ * has read the sections: their data is then what it reads (decompressed
+ * when compressed).  -EBADMSG for a section that does not end so. */
+static int strings_terminated(Elf *elf)
+{
+	static const char *const names[] = { ".debug_str", ".debug_line_str", ".zdebug_str",
+					      ".zdebug_line_str" };
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return -ENOEXEC;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		const char *name;
+		Elf_Data *d;
+		GElf_Shdr sh;
+		bool strings = false;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		for (size_t i = 0; name && i < ELEMENTSOF(names); i++)
+			strings |= strcmp(name, names[i]) == 0;
+		if (!strings)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && d->d_size > 0 && ((const char *)d->d_buf)[d->d_size - 1] != '\0')
+			return -EBADMSG;
+	}
+	return 0;
+}
+
 /* A dwz'd file names an alternate file of shared DIEs and strings in
  * .gnu_debugaltlink, which libdw opens itself at the first DIE or string
  * that refers to it: with a blocking open() (a FIFO there hangs the
@@ -914,6 +975,7 @@ int srcline_open(int fd, struct srcline **ret)
 	s->memory = sizeof(*s);
 	s->unit_max_ns = SRCLINE_UNIT_MAX_NS;
 	s->unit_max_line_bytes = SRCLINE_UNIT_MAX_LINE_BYTES;
+	s->memory_limit = SIZE_MAX;
 	r = elf_open_fd(fd, &s->elf);
 	if (r < 0)
 		return r;
@@ -928,6 +990,9 @@ int srcline_open(int fd, struct srcline **ret)
 	s->dw = dwarf_begin_elf(s->elf, DWARF_C_READ, NULL);
 	if (!s->dw)
 		return -EBADMSG;
+	r = strings_terminated(s->elf);
+	if (r < 0)
+		return r;
 	r = no_alt_file(s->dw);
 	if (r < 0)
 		return r;
@@ -937,6 +1002,7 @@ int srcline_open(int fd, struct srcline **ret)
 	r = index_units(s);
 	if (r < 0)
 		return r;
+	s->opened_memory = s->memory;
 
 	*ret = TAKE_PTR(s);
 	return 0;
@@ -1016,18 +1082,23 @@ static int unit_index(struct srcline *s, struct unit *u, const atomic_bool *canc
 
 int srcline_index_all(struct srcline *s)
 {
+	int refused = 0;
+
 	if (s->line_bytes > SRCLINE_INDEX_ALL_MAX_LINE_BYTES)
 		return 0;
 	for (size_t i = 0; i < s->n_units; i++) {
 		struct unit *u = &s->units[i];
 		int state = atomic_load_explicit(&u->state, memory_order_acquire);
+		int r;
 
 		if (state == UNIT_READY || state < 0)
 			continue;
-		if (unit_index(s, u, NULL) == -ENOMEM)
+		r = unit_index(s, u, NULL);
+		if (r == -ENOMEM)
 			return -ENOMEM;
+		refused += (r == -ETIME || r == -EFBIG) && refused < INT_MAX;
 	}
-	return 0;
+	return refused;
 }
 
 int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel)
@@ -1169,6 +1240,11 @@ void srcline_set_unit_limits(struct srcline *s, uint64_t ns, uint64_t line_bytes
 {
 	s->unit_max_ns = ns;
 	s->unit_max_line_bytes = line_bytes;
+}
+
+void srcline_set_memory_limit(struct srcline *s, size_t bytes)
+{
+	s->memory_limit = bytes;
 }
 
 void srcline_get_stats(const struct srcline *s, struct srcline_stats *ret)

@@ -55,9 +55,10 @@ struct srcline_frame {
  * own ranges for units aranges do not list).  Returns 0, -ENODATA when the
  * file has no .debug_info (stripped: try the separate debug file's fd, the
  * same call), -ENOEXEC when it is not ELF, -EBADMSG when libdw rejects its
- * DWARF, -EIO when the file cannot be read, -EFBIG when its debug sections
- * are past SRCLINE_MAX_DEBUG_BYTES or its .debug_line past
- * SRCLINE_MAX_LINE_BYTES (refused unread), -ENOMEM. */
+ * DWARF or a string section of it does not end with a NUL, -EIO when the
+ * file cannot be read, -EFBIG when its debug sections are past
+ * SRCLINE_MAX_DEBUG_BYTES or its .debug_line past SRCLINE_MAX_LINE_BYTES
+ * (refused unread), -ENOMEM. */
 int srcline_open(int fd, struct srcline **ret);
 
 /* A .debug_line up to this size is decoded whole by srcline_index_all;
@@ -70,15 +71,34 @@ int srcline_open(int fd, struct srcline **ret);
 #define SRCLINE_UNIT_MAX_NS (10ULL * 1000000000ULL)
 /* ... and one whose line program is longer than this is refused before
  * it is decoded (-EFBIG, counted the same way): libdw's decode cannot be
- * stopped, takes about a second per 2 MiB of program here, and holds
- * some 50 bytes per row, up to a row per byte. */
-#define SRCLINE_UNIT_MAX_LINE_BYTES ((uint64_t)16 << 20)
+ * stopped, and holds SRCLINE_ROW_BYTES per row, up to a row per byte of
+ * program.  The largest units measured in real code are ~300 KB (CPython
+ * 3.13's unicodeobject.c at -O3 -g: 302,688 bytes; a Rust std codegen
+ * unit: 301,654; Go 1.19's biggest package: 154,398; Debian 12's libc:
+ * 53,556), so 2 MiB leaves them a margin of 7 and bounds a crafted unit
+ * to ~2.1 M rows: ~170 MB held and 0.2 s of a quiet CPU here. */
+#define SRCLINE_UNIT_MAX_LINE_BYTES ((uint64_t)2 << 20)
+/* What libdw holds per decoded line row, counted in memory_bytes (so in
+ * the symbol cache): the most measured here with mallinfo2 (libdw 0.188:
+ * 50-68 bytes a row over all the units of libpython3.13, of libc's debug
+ * file and of a Go binary; 80 for one unit of 2 M rows). */
+#define SRCLINE_ROW_BYTES 80
+
+/* The memory a struct srcline may hold (memory_bytes, with the rows its
+ * units' line programs would decode at most: a row per byte of program)
+ * before it refuses to decode another unit (-EFBIG, counted in
+ * units_refused): libdw keeps what it decoded until srcline_free, so
+ * this is what bounds one file's line tables.  Unlimited unless set;
+ * perfd sets its symbol cache's cap (symload.c).  Not with an indexer
+ * running. */
+void srcline_set_memory_limit(struct srcline *s, size_t bytes);
 
 /* Indexes every compile unit now (a lookup indexes its unit the first
  * time otherwise), for a caller off the daemon's loop (symload.h), so
  * that lookups there only search; nothing when .debug_line is past
  * SRCLINE_INDEX_ALL_MAX_LINE_BYTES.  A broken unit stays broken, as for a
- * lookup.  Returns 0 or -ENOMEM. */
+ * lookup.  Returns how many units it refused (as srcline_index_wanted)
+ * or -ENOMEM. */
 int srcline_index_all(struct srcline *s);
 
 /* Threads: srcline_lookup_indexed, srcline_want, srcline_wants and
@@ -105,7 +125,8 @@ int srcline_lookup(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
 /* The same, for the reader, which never indexes: -EAGAIN when vaddr's
  * unit is not indexed yet (it is marked wanted: srcline_wants is true
  * until an indexer's srcline_index_wanted has taken it); -ETIME for a
- * unit refused for its time, -EFBIG for the length of its line program. */
+ * unit refused for its time, -EFBIG for the length of its line program
+ * or the memory its rows would take. */
 int srcline_lookup_indexed(struct srcline *s, uint64_t vaddr, struct srcline_frame *ret,
 			   size_t max);
 
@@ -119,7 +140,8 @@ int srcline_want(struct srcline *s, uint64_t vaddr);
 bool srcline_wants(struct srcline *s);
 
 /* The indexer's: indexes every unit marked wanted, until none is left.
- * Returns how many of them it refused (SRCLINE_UNIT_MAX_NS, _LINE_BYTES),
+ * Returns how many of them it refused (SRCLINE_UNIT_MAX_NS, _LINE_BYTES,
+ * the memory limit),
  * -ENOMEM (the unit is asked for again by its next lookup) or -ECANCELED
  * once *cancel (may be NULL) is set. */
 int srcline_index_wanted(struct srcline *s, const atomic_bool *cancel);
@@ -132,10 +154,12 @@ void srcline_set_unit_limits(struct srcline *s, uint64_t ns, uint64_t line_bytes
 struct srcline_stats {
 	size_t units;        /* compile units */
 	size_t units_loaded; /* indexed so far */
-	size_t units_refused; /* past SRCLINE_UNIT_MAX_NS or _LINE_BYTES */
+	size_t units_refused; /* past SRCLINE_UNIT_MAX_NS, _LINE_BYTES or the memory limit */
 	size_t lookups;
 	size_t cache_hits;   /* lookups answered from the recent-lookup cache */
-	size_t memory_bytes; /* held by srcline itself; libdw's caches not counted */
+	size_t memory_bytes; /* held by srcline, and by libdw for the line rows
+			      * it decoded (SRCLINE_ROW_BYTES each); libdw's
+			      * other caches (abbreviations, DIE tree) not counted */
 };
 
 void srcline_get_stats(const struct srcline *s, struct srcline_stats *ret);

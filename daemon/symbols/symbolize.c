@@ -1023,6 +1023,8 @@ static void start_line_load(struct symbolizer *s, struct module *m)
 	dfd = module_debug_fd(s, m);
 	if (symload_new(module_key(s, m), SYMLOAD_LINES, fd, dfd, &l) < 0)
 		return;
+	/* one file's line tables, libdw's rows included, fit in the cache */
+	l->memory_limit = s->cache_limit;
 	(void)offload_submit(s->lane, &l->job);
 	m->srcline_loading = true;
 	s->stats.line_loads_pending++;
@@ -1099,6 +1101,7 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 	}
 	if (l->what == SYMLOAD_LINES) {
 		s->stats.line_loads_pending--;
+		s->stats.line_units_refused += l->units_refused;
 		if (!m || !m->srcline_loading)
 			return;
 		m->srcline_loading = false;

@@ -110,9 +110,11 @@ struct symbolizer_stats {
 	size_t tables_refused; /* symbol, string or line tables past their caps
 				* (ELFSYM_MAX_TABLE_BYTES, SRCLINE_MAX_*): not read */
 	size_t line_units_refused; /* compile units not indexed: past
-				    * SRCLINE_UNIT_MAX_NS of CPU time or with a
-				    * line program past SRCLINE_UNIT_MAX_LINE_BYTES;
-				    * named without lines */
+				    * SRCLINE_UNIT_MAX_NS of CPU time, with a
+				    * line program past SRCLINE_UNIT_MAX_LINE_BYTES,
+				    * or whose rows could take their file's line
+				    * tables past the cache's cap; named without
+				    * lines */
 	size_t jit_maps;       /* perf maps and jitdumps parsed (re-reads included) */
 	size_t jit_maps_pending; /* ... being parsed on the lane now */
 	size_t jit_maps_refused; /* not read: not a regular file, a symlink, a

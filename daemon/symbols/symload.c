@@ -56,6 +56,7 @@ static struct symload *alloc_job(uint64_t key, enum symload_what what)
 	l->what = what;
 	l->error = -EAGAIN;
 	l->merge_error = 1;
+	l->memory_limit = SIZE_MAX;
 	l->fd = l->debug_fd = l->found_debug_fd = -1;
 	return l;
 }
@@ -133,9 +134,10 @@ static void merge_debug(struct symload *l)
 
 void symload_run(struct symload *l)
 {
-	if (l->what == SYMLOAD_UNITS) {
-		int r = srcline_index_wanted(l->srcline, l->job.cancel);
+	int r;
 
+	if (l->what == SYMLOAD_UNITS) {
+		r = srcline_index_wanted(l->srcline, l->job.cancel);
 		l->error = r < 0 ? r : 0;
 		l->units_refused = r > 0 ? (size_t)r : 0;
 		return;
@@ -146,8 +148,11 @@ void symload_run(struct symload *l)
 			l->error = srcline_open(l->debug_fd, &l->srcline);
 		/* the loop's lookups then only search (past the cap, a
 		 * unit is indexed by a SYMLOAD_UNITS job when asked for) */
-		if (l->error >= 0)
-			(void)srcline_index_all(l->srcline);
+		if (l->error < 0)
+			return;
+		srcline_set_memory_limit(l->srcline, l->memory_limit);
+		r = srcline_index_all(l->srcline);
+		l->units_refused = r > 0 ? (size_t)r : 0;
 		return;
 	}
 	l->error = elf_symtab_load_fd(l->fd, &l->symtab);

@@ -53,12 +53,14 @@ struct symload {
 	 * build-id (debuginfo.h) under root, as the process saw path */
 	bool by_build_id;
 	char *path, *root, *debug_dir;
+	size_t memory_limit;       /* LINES: srcline_set_memory_limit's (SIZE_MAX: none) */
 	/* the result, the caller's to take (and then reset) */
 	int error;                 /* 0, or -errno of the binary's table */
 	struct elf_symtab *symtab; /* SYMBOLS */
 	struct srcline *srcline;   /* LINES; UNITS: the module's (see above) */
 	bool owns_srcline;         /* UNITS: set by the loop, read by its free */
-	size_t units_refused;      /* UNITS: units refused for their time by this job */
+	size_t units_refused;      /* LINES, UNITS: units this job refused (their
+				    * time, program length or memory) */
 	int found_debug_fd;        /* SYMBOLS: the debug file found by build-id, or -1 */
 	/* SYMBOLS, no .symtab: the debug symbols' merge: 0, 1 when none was
 	 * asked for, -ENOENT when none was found, -errno */

@@ -53,10 +53,10 @@ def symbols(daemon):
     return status_within_deadline(daemon)[1]["symbols"]
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no VmRSS for {pid}")
 
@@ -568,8 +568,12 @@ def test_mapped_binary_truncated_by_its_owner(tmp_path):
 # binary or the first flush of the state directory meeting it).
 HUGE_SYMBOLS = 1_000_000
 # Nops in the crafted unit of one line each: 2 M rows in one line table,
-# which libdw decodes whole at the unit's first lookup.
+# which libdw decodes whole at the unit's first lookup.  Its program is
+# 2,000,074 bytes, under SRCLINE_UNIT_MAX_LINE_BYTES (2 MiB); libdw holds
+# ~160 MB for its rows (SRCLINE_ROW_BYTES, 80 each), counted in the symbol
+# cache, which must have room for them.
 HUGE_LINES = 2_000_000
+HUGE_LINES_CACHE_MIB = 256
 
 HUGE_MAIN = ("#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
              "volatile unsigned long huge_sink;\n"
@@ -700,12 +704,43 @@ def test_huge_line_table_is_opened_off_the_loop(tmp_path):
     the first --lines snapshot has its DWARF opened and the unit's line
     program decoded on a lane (symbols.line_loads_pending) while status
     answers within 100 ms, and it gives the function's file and line."""
-    out, took, loading, _ = first_naming(
+    out, took, loading, sym = first_naming(
         [huge_binary(tmp_path, symbols=0, lines=HUGE_LINES), "60", "lines"], "--lines",
-        pending=("symtab_loads_pending", "line_loads_pending"))
+        pending=("symtab_loads_pending", "line_loads_pending"),
+        cache_mib=HUGE_LINES_CACHE_MIB)
     assert "huge_lines_spin" in out and "fill.s:" in out, \
         f"no line for the crafted unit:\n{out[:2000]}"
     assert_loaded_off_the_loop(f"{HUGE_LINES} line rows", took, loading)
+    # libdw's rows are in the cache's bytes
+    assert sym["cache_bytes"] >= HUGE_LINES * 80, sym
+
+
+def test_line_rows_past_the_symbol_cache_are_refused(tmp_path):
+    """The same unit under a cache of CACHE_MIB: the rows libdw would hold
+    for it (up to one per byte of its program, 80 bytes each) could take
+    the file's line tables past the cache, so the unit is refused before
+    libdw decodes it, counted in symbols.line_units_refused.  huge_lines_spin
+    is still named, without a line; the cache stays within its cap, and
+    perfd's peak RSS within the cache and its fixed part (decoded, the rows
+    alone are ~160 MB)."""
+    peak = {}
+
+    def watch(daemon, w):
+        peak["kib"] = rss_kib(daemon.pid, "VmHWM")
+
+    out, took, loading, sym = first_naming(
+        [huge_binary(tmp_path, symbols=0, lines=HUGE_LINES), "60", "lines"], "--lines",
+        pending=("symtab_loads_pending", "line_loads_pending"), then=watch)
+    print(f"refused unit of {HUGE_LINES} rows: perfd's peak RSS {peak['kib'] // 1024} MiB, "
+          f"cache_bytes {sym['cache_bytes'] >> 20} MiB; status {perfdtest.status_figures(took)}")
+    assert "huge_lines_spin" in out, f"not named:\n{out[:2000]}"
+    assert "fill.s:" not in out, f"the refused unit gave a line:\n{out[:2000]}"
+    assert sym["line_units_refused"] == 1, sym
+    assert sym["cache_bytes"] <= sym["cache_limit_bytes"], sym
+    # the daemon started at ~30 MiB (its BPF, tables and heap)
+    assert peak["kib"] // 1024 <= 40 + CACHE_MIB + RSS_FIXED_MIB, \
+        f"peak RSS {peak['kib'] // 1024} MiB"
+    perfdtest.assert_status_budget(took)
 
 
 def section_size(path, name):
@@ -730,7 +765,7 @@ def test_line_program_past_the_index_all_cap_is_decoded_off_the_loop(tmp_path):
     assert section_size(prog, ".debug_line") > 32 << 20
     out, took, loading, sym = first_naming(
         [prog, "60", "lines"], "--lines",
-        pending=("symtab_loads_pending", "line_loads_pending"), cache_mib=256)
+        pending=("symtab_loads_pending", "line_loads_pending"), cache_mib=HUGE_LINES_CACHE_MIB)
     spin = {}
     for stack, count in perfdtest.parse_folded(out).items():
         for frame in stack:

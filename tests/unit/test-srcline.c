@@ -852,6 +852,78 @@ Test(srcline, unit_past_its_line_bytes_is_refused)
 	cr_assert_eq(st.units_refused, 0);
 }
 
+/* Nops in the fixture of ROWS_FX_ROWS lines of assembler, one row each. */
+#define ROWS_FX_ROWS 100000
+
+/* A binary whose _start is one unit of ROWS_FX_ROWS line rows (gcc -g on
+ * assembler); returns its path. */
+static const char *build_rows(char *path, size_t size)
+{
+	const char head[] = "\t.text\n\t.globl _start\n\t.type _start, @function\n_start:\n";
+	const char nop[] = "\tnop\n";
+	const char tail[] = "\tret\n\t.size _start, .-_start\n"
+			    "\t.section .note.GNU-stack,\"\",@progbits\n";
+	size_t len = sizeof(head) - 1 + ROWS_FX_ROWS * (sizeof(nop) - 1) + sizeof(tail);
+	_cleanup_free_ char *text = malloc(len);
+	char *p = text;
+
+	cr_assert_not_null(text);
+	p = stpcpy(p, head);
+	for (int i = 0; i < ROWS_FX_ROWS; i++)
+		p = stpcpy(p, nop);
+	stpcpy(p, tail);
+	write_text("rows.s", text);
+	run((char *const[]){ "gcc", "-g", "-nostdlib", "-o", "fx-rows", "rows.s", NULL });
+	return wpath(path, size, "fx-rows");
+}
+
+/* The rows libdw decodes stay until srcline_free: they count in
+ * memory_bytes (which the symbol cache charges) the moment they are
+ * decoded, and a file whose line tables could pass its memory limit with
+ * a unit's rows (one per byte of its program at most) refuses that unit
+ * before libdw decodes it, counted as for its length. */
+Test(srcline, decoded_rows_are_counted_and_bounded_by_the_memory_limit)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL, *small = NULL, *enough = NULL;
+	struct srcline_frame f[MAX_FRAMES];
+	struct srcline_stats before, st;
+	char path[PATH_MAX];
+	size_t rows_bytes = (size_t)ROWS_FX_ROWS * SRCLINE_ROW_BYTES;
+	uint64_t lo, hi;
+
+	s = open_ok(build_rows(path, sizeof(path)));
+	symbol_range(path, "_start", &lo, &hi);
+	srcline_get_stats(s, &before);
+	cr_assert_eq(srcline_lookup(s, lo + 7, f, MAX_FRAMES), 1);
+	cr_assert_eq(f[0].line, 12, "the 8th nop is rows.s:12: %s:%u", f[0].file, f[0].line);
+	srcline_get_stats(s, &st);
+	cr_assert_geq(st.memory_bytes - before.memory_bytes, rows_bytes,
+		      "%d rows decoded, memory grew by %zu bytes only", ROWS_FX_ROWS,
+		      st.memory_bytes - before.memory_bytes);
+
+	/* room for fewer rows than the program may hold: refused unread */
+	small = open_ok(path);
+	srcline_set_memory_limit(small, before.memory_bytes + rows_bytes / 2);
+	cr_assert_eq(srcline_lookup_indexed(small, lo, f, MAX_FRAMES), -EAGAIN);
+	cr_assert_eq(srcline_index_wanted(small, NULL), 1);
+	cr_assert_eq(srcline_lookup_indexed(small, lo, f, MAX_FRAMES), -EFBIG);
+	srcline_get_stats(small, &st);
+	cr_assert_eq(st.units_refused, 1);
+	cr_assert_eq(st.units_loaded, 0);
+	cr_assert_lt(st.memory_bytes, before.memory_bytes + rows_bytes / 2,
+		     "nothing decoded: %zu bytes", st.memory_bytes);
+
+	/* room for a row per byte of the program (a nop and its row take one
+	 * byte each, the header a few hundred): decoded, within the limit */
+	enough = open_ok(path);
+	srcline_set_memory_limit(enough, before.memory_bytes + 2 * rows_bytes);
+	cr_assert_eq(srcline_index_all(enough), 0);
+	cr_assert_eq(srcline_lookup_indexed(enough, lo + 7, f, MAX_FRAMES), 1);
+	srcline_get_stats(enough, &st);
+	cr_assert_eq(st.units_refused, 0);
+	cr_assert_leq(st.memory_bytes, before.memory_bytes + 2 * rows_bytes);
+}
+
 Test(srcline, no_debug_info)
 {
 	char path[PATH_MAX], text[PATH_MAX];
