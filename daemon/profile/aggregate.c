@@ -1728,6 +1728,8 @@ int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t
 {
 	struct profile_parts parts = { 0 };
 	uint64_t first = UINT64_MAX, end = 0;
+	/* once: every process's window in progress is cut at the same now */
+	uint64_t now = now_monotonic_ns();
 
 	for (size_t i = 0; i < a->n_procs; i++) {
 		struct process *p = a->procs[i];
@@ -1736,7 +1738,7 @@ int aggregator_query(struct aggregator *a, const struct selection *sel, uint64_t
 		if (history_empty(&p->history) || !selection_matches(a, sel, p))
 			continue;
 		part = part_for(&parts, p);
-		if (!part || history_query(&p->history, a->stacks, now_monotonic_ns(), from_ns, to_ns,
+		if (!part || history_query(&p->history, a->stacks, now, from_ns, to_ns,
 					   &sel->owners, &part->prof, &first, &end) < 0) {
 			aggregator_release_parts(a, &parts);
 			return -ENOMEM;
