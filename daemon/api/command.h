@@ -24,6 +24,7 @@
 #include <systemd/sd-event.h>
 
 #include "api/rates.h"
+#include "api/model_slices.h"
 #include "api/request.h"
 #include "api/server.h"
 #include "base/clock.h"
@@ -73,6 +74,7 @@ struct daemon {
 	uint64_t names_deadline_ns; /* ... the time of the one answering */
 	struct ingest_waits ingest; /* what waits for the records queued before it */
 	struct loop_stats loop; /* manager.c's turns of the loop */
+	struct model_slices_stats models; /* the answers' models built in slices */
 };
 
 struct command {

@@ -448,6 +448,13 @@ json_object *query_status(const struct status_info *in)
 				       json_object_new_double(LOOP_SLOW_TURN_NS / 1e6));
 		json_object_object_add(lp, "longest_turn_ms",
 				       json_object_new_double(in->loop.max_turn_ns / 1e6));
+		/* answers' models, built in slices (api/model_slices.h) */
+		add_u64(lp, "models_built", in->models.built);
+		add_u64(lp, "models_building", in->models.building);
+		add_u64(lp, "model_builds_cancelled", in->models.cancelled);
+		add_u64(lp, "model_slices", in->models.slices);
+		json_object_object_add(lp, "longest_model_slice_ms",
+				       json_object_new_double(in->models.max_slice_ns / 1e6));
 		json_object_object_add(o, "loop", lp);
 	}
 	add_u64(o, "clients", in->clients);

@@ -17,6 +17,7 @@
 #include "collect/drain.h"
 #include "collect/tiers.h"
 #include "api/httpd.h"
+#include "api/model_slices.h"
 #include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
@@ -44,6 +45,7 @@ struct status_info {
 	struct python_stats python;
 	struct drain_stats drain;
 	struct loop_stats loop;
+	struct model_slices_stats models;
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	struct heap_stats heap;   /* malloc's figures, of daemon_rss_bytes */
