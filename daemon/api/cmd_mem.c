@@ -169,44 +169,25 @@ static void write_rss(struct jsonw *w, const uint64_t bytes[PERFD_RSS_COUNTERS])
  * (api/model_slices.h), and written as each comes.  Its client's data
  * meanwhile. */
 struct mem_answer {
-	struct command_pending pending; /* first: the client's data */
-	struct daemon *d;
-	struct client *client;
+	struct sliced_answer sa; /* first: the client's data */
 	unsigned top;
 	struct selection sel; /* the process, by pid and start: it may go meanwhile */
-	struct jsonw w;
 	struct rss_point *pts; /* its timeline */
 	size_t n, k, t;        /* points; the peak's; the trough's before it */
-	struct profile_parts parts; /* of the model being built */
-	struct model_slices *build;
 	bool peak; /* the model being built is the peak's */
 };
 
-static void mem_free(struct mem_answer *ma)
+static void mem_free(struct sliced_answer *sa)
 {
-	model_slices_free(ma->build);
-	aggregator_release_parts(ma->d->aggregator, &ma->parts);
-	jsonw_done(&ma->w);
+	struct mem_answer *ma = container_of(sa, struct mem_answer, sa);
+
 	free(ma->pts);
 	free(ma);
 }
 
-static void mem_cancel(struct daemon *d, struct client *c)
-{
-	mem_free(client_get_data(c));
-}
+static const struct command mem_building = { .name = "mem answer",
+					     .cancel = sliced_answer_cancel };
 
-static const struct command mem_building = { .name = "mem answer", .cancel = mem_cancel };
-
-/* Sends the answer (or, r < 0, the error) and frees ma. */
-static void mem_finish(struct mem_answer *ma, int r)
-{
-	if (r >= 0)
-		jsonw_object_end(&ma->w);
-	client_set_data(ma->client, NULL);
-	command_reply_writer(ma->client, &ma->w, r);
-	mem_free(ma);
-}
 
 static void mem_built(struct model_slices *s, struct model *m, int r, void *userdata);
 
@@ -214,31 +195,30 @@ static void mem_built(struct model_slices *s, struct model *m, int r, void *user
  * may see.  Returns 0 or -errno. */
 static int mem_build(struct mem_answer *ma, uint64_t from, uint64_t to)
 {
-	struct daemon *d = ma->d;
+	struct daemon *d = ma->sa.d;
 	struct model_opts mo = daemon_model_opts(d, PROFILE_KIND_MEMORY, true, true, false);
 	uint64_t first, end;
-	int r = aggregator_query(d->aggregator, &ma->sel, from, to, &ma->parts, &first, &end);
+	int r = aggregator_query(d->aggregator, &ma->sel, from, to, &ma->sa.parts, &first, &end);
 
-	return r < 0 ? r : model_slices_start(d, &mo, &ma->parts, mem_built, ma, &ma->build);
+	return r < 0 ? r : sliced_answer_build(&ma->sa, &mo, mem_built);
 }
 
 /* A model is built: its part of the answer is written, then the peak's
  * model is started, or the answer sent. */
 static void mem_built(struct model_slices *s, struct model *m, int r, void *userdata)
 {
-	struct mem_answer *ma = userdata;
-	struct jsonw *w = &ma->w;
+	struct mem_answer *ma = container_of((struct sliced_answer *)userdata, struct mem_answer, sa);
+	struct jsonw *w = &ma->sa.w;
 	const struct rss_point *pts = ma->pts;
 	size_t k = ma->k, t = ma->t;
 
-	ma->build = model_slices_free(s);
-	aggregator_release_parts(ma->d->aggregator, &ma->parts);
+	sliced_answer_built(&ma->sa);
 	if (r < 0) {
-		mem_finish(ma, r);
+		sliced_answer_finish(&ma->sa, r);
 		return;
 	}
 	if (!ma->peak) {
-		jsonw_kv_u64(w, "sample_bytes", ma->d->memory_sample_bytes);
+		jsonw_kv_u64(w, "sample_bytes", ma->sa.d->memory_sample_bytes);
 		jsonw_kv_u64(w, "attributed_bytes", m->total);
 		jsonw_key(w, "sites");
 		r = write_sites(w, m, ma->top);
@@ -248,13 +228,13 @@ static void mem_built(struct model_slices *s, struct model *m, int r, void *user
 		if (r == 0 && ma->n == 0)
 			jsonw_raw(w, "null", 4);
 		if (r < 0 || ma->n == 0) {
-			mem_finish(ma, r);
+			sliced_answer_finish(&ma->sa, r);
 			return;
 		}
 		ma->peak = true;
 		r = mem_build(ma, pts[t].start_ns, pts[k].end_ns);
 		if (r < 0)
-			mem_finish(ma, r);
+			sliced_answer_finish(&ma->sa, r);
 		return;
 	}
 	jsonw_object_begin(w);
@@ -275,14 +255,14 @@ static void mem_built(struct model_slices *s, struct model *m, int r, void *user
 	r = write_sites(w, m, ma->top);
 	jsonw_object_end(w);
 	model_free(m);
-	mem_finish(ma, r);
+	sliced_answer_finish(&ma->sa, r);
 }
 
 /* Writes what ma's answer says of p at once: everything before its sites,
  * whose model is built next; ma->pts and the points n, k and t. */
 static int write_head(struct mem_answer *ma, struct process *p, uint64_t from, uint64_t now)
 {
-	struct jsonw *w = &ma->w;
+	struct jsonw *w = &ma->sa.w;
 	struct rss_point *pts = calloc(p->history.n_windows + 1, sizeof(*pts));
 	uint64_t rss[PERFD_RSS_COUNTERS], peak_bytes;
 	struct rss_trend trend;
@@ -380,17 +360,18 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 		return 0;
 	}
 	*ma = (struct mem_answer){
-		.pending.command = &mem_building, .d = d, .client = c, .top = req->top,
+		.sa = { .pending.command = &mem_building, .d = d, .client = c, .free = mem_free },
+		.top = req->top,
 		.sel = { .pids = { p->pid }, .n_pids = 1,
 			 .start_ticks = p->start_time_ns / aggregator_ns_per_tick(d->aggregator),
 			 .owners = daemon_peer_owners(client_peer(c)) },
 	};
-	query_ok_begin(&ma->w);
+	query_ok_begin(&ma->sa.w);
 	r = write_head(ma, p, from, now);
 	if (r == 0)
 		r = mem_build(ma, from, now + 1);
 	if (r < 0) {
-		mem_finish(ma, r);
+		sliced_answer_finish(&ma->sa, r);
 		return 0;
 	}
 	client_set_data(c, ma);

@@ -118,13 +118,10 @@ struct top_ctx {
 /* A top answer on its way: its head written at once, its model built in
  * slices, then the rest written from it.  Its client's data meanwhile. */
 struct top_answer {
-	struct command_pending pending; /* first: the client's data */
-	struct client *client;
+	struct sliced_answer sa; /* first: the client's data; its parts pin
+				  * the model's processes */
 	struct perfd_request req; /* ctx.req */
 	struct top_ctx ctx;
-	struct jsonw w;
-	struct profile_parts parts; /* the model's: they pin its processes */
-	struct model_slices *build;
 	/* the process view's */
 	struct query_list_opts o;
 	struct query_process_row *rows;
@@ -269,16 +266,16 @@ static int start_processes(struct top_answer *ta)
 	for (size_t i = 0; i < ta->n && r == 0; i++)
 		r = aggregator_query_process(a, ta->rows[ta->first + i].p,
 					     ctx->win.first_second * NSEC_PER_SEC,
-					     ctx->win.end_second * NSEC_PER_SEC, &owners, &ta->parts);
+					     ctx->win.end_second * NSEC_PER_SEC, &owners, &ta->sa.parts);
 	mo.leaf_only = true;
-	return r < 0 ? r : model_slices_start(ctx->d, &mo, &ta->parts, top_built, ta, &ta->build);
+	return r < 0 ? r : sliced_answer_build(&ta->sa, &mo, top_built);
 }
 
 /* The rows, each with its top function from m. */
 static int write_processes(struct top_answer *ta, const struct model *m)
 {
 	const struct perfd_top_args *t = &ta->req.top_args;
-	struct jsonw *w = &ta->w;
+	struct jsonw *w = &ta->sa.w;
 	_cleanup_free_ uint32_t *top = calloc(ta->n + 1, sizeof(*top));
 	_cleanup_free_ uint64_t *top_value = calloc(ta->n + 1, sizeof(*top_value));
 	int r;
@@ -786,10 +783,10 @@ static int start_functions(struct top_answer *ta)
 	int r;
 
 	if (ta->p)
-		r = aggregator_query_process(a, ta->p, from, to, &sel.owners, &ta->parts);
+		r = aggregator_query_process(a, ta->p, from, to, &sel.owners, &ta->sa.parts);
 	else
-		r = aggregator_query(a, &sel, from, to, &ta->parts, &first, &end);
-	return r < 0 ? r : model_slices_start(ctx->d, &mo, &ta->parts, top_built, ta, &ta->build);
+		r = aggregator_query(a, &sel, from, to, &ta->sa.parts, &first, &end);
+	return r < 0 ? r : sliced_answer_build(&ta->sa, &mo, top_built);
 }
 
 static int write_functions(struct top_answer *ta, const struct model *m)
@@ -797,49 +794,34 @@ static int write_functions(struct top_answer *ta, const struct model *m)
 	struct process *p = ta->p;
 
 	if (p) {
-		jsonw_kv_u64(&ta->w, "pid", p->pid);
-		jsonw_kv_string(&ta->w, "comm", p->comm);
-		jsonw_kv_bool(&ta->w, "exited", p->exited);
+		jsonw_kv_u64(&ta->sa.w, "pid", p->pid);
+		jsonw_kv_string(&ta->sa.w, "comm", p->comm);
+		jsonw_kv_bool(&ta->sa.w, "exited", p->exited);
 	}
-	return top_write_function_table(&ta->req.top_args, m, &ta->w);
+	return top_write_function_table(&ta->req.top_args, m, &ta->sa.w);
 }
 
-static void top_free(struct top_answer *ta)
+static void top_free(struct sliced_answer *sa)
 {
-	model_slices_free(ta->build);
-	aggregator_release_parts(ta->ctx.d->aggregator, &ta->parts);
-	jsonw_done(&ta->w);
+	struct top_answer *ta = container_of(sa, struct top_answer, sa);
+
 	free(ta->rows);
 	free(ta);
 }
 
-static void top_cancel(struct daemon *d, struct client *c)
-{
-	top_free(client_get_data(c));
-}
-
-static const struct command top_building = { .name = "top answer", .cancel = top_cancel };
-
-/* Sends the answer (or, r < 0, the error) and frees ta. */
-static void top_finish(struct top_answer *ta, int r)
-{
-	if (r >= 0)
-		jsonw_object_end(&ta->w);
-	client_set_data(ta->client, NULL);
-	command_reply_writer(ta->client, &ta->w, r);
-	top_free(ta);
-}
+static const struct command top_building = { .name = "top answer",
+					     .cancel = sliced_answer_cancel };
 
 static void top_built(struct model_slices *s, struct model *m, int r, void *userdata)
 {
-	struct top_answer *ta = userdata;
+	struct top_answer *ta = container_of((struct sliced_answer *)userdata, struct top_answer, sa);
 
-	ta->build = model_slices_free(s);
+	/* the rows' processes stay pinned until it is written */
 	if (r == 0)
 		r = ta->req.top_args.view == TOP_PROCESSES ? write_processes(ta, m) :
 							     write_functions(ta, m);
 	model_free(m);
-	top_finish(ta, r);
+	sliced_answer_finish(&ta->sa, r);
 }
 
 static int run_top(struct daemon *d, struct client *c, const struct perfd_request *req)
@@ -862,20 +844,21 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 		command_reply_json(c, NULL);
 		return 0;
 	}
-	*ta = (struct top_answer){ .pending.command = &top_building, .client = c, .req = *req,
-				   .p = p };
+	*ta = (struct top_answer){
+		.sa = { .pending.command = &top_building, .d = d, .client = c, .free = top_free },
+		.req = *req, .p = p };
 	ta->ctx = (struct top_ctx){ .d = d, .peer = client_peer(c), .req = &ta->req,
 				    .now_ns = now_monotonic_ns() };
 	query_window_last(ta->ctx.now_ns, req->interval_seconds, d->start_ns, &ta->ctx.win);
 	query_window_last(ta->ctx.now_ns, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS),
 			  d->start_ns, &ta->ctx.growth);
 
-	query_ok_begin(&ta->w);
-	jsonw_kv_string(&ta->w, "view", view_names[req->top_args.view]);
-	write_host(&ta->ctx, &ta->w);
+	query_ok_begin(&ta->sa.w);
+	jsonw_kv_string(&ta->sa.w, "view", view_names[req->top_args.view]);
+	write_host(&ta->ctx, &ta->sa.w);
 	r = req->top_args.view == TOP_PROCESSES ? start_processes(ta) : start_functions(ta);
 	if (r < 0) {
-		top_finish(ta, r);
+		sliced_answer_finish(&ta->sa, r);
 		return 0;
 	}
 	client_set_data(c, ta);

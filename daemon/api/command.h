@@ -24,7 +24,6 @@
 #include <systemd/sd-event.h>
 
 #include "api/rates.h"
-#include "api/model_slices.h"
 #include "api/request.h"
 #include "api/server.h"
 #include "base/clock.h"
@@ -43,6 +42,16 @@ struct snapshot;
 struct exporter;
 struct encode_lane;
 struct names_wait;
+
+/* The answers' models built in slices (api/model_slices.h), for status
+ * (its "loop"). */
+struct model_slices_stats {
+	uint64_t built;     /* models handed to their caller */
+	uint64_t cancelled; /* builds freed before that (their client went away) */
+	uint64_t building;  /* builds now: in slices or waiting for names */
+	uint64_t slices;
+	uint64_t max_slice_ns;
+};
 
 struct daemon {
 	unsigned frequency_hz;

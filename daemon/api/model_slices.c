@@ -128,3 +128,37 @@ struct model_slices *model_slices_free(struct model_slices *s)
 	}
 	return NULL;
 }
+
+static void sliced_answer_free(struct sliced_answer *sa)
+{
+	sa->build = model_slices_free(sa->build);
+	aggregator_release_parts(sa->d->aggregator, &sa->parts);
+	jsonw_done(&sa->w);
+	sa->free(sa);
+}
+
+int sliced_answer_build(struct sliced_answer *sa, const struct model_opts *o,
+			model_slices_done_t done)
+{
+	return model_slices_start(sa->d, o, &sa->parts, done, sa, &sa->build);
+}
+
+void sliced_answer_built(struct sliced_answer *sa)
+{
+	sa->build = model_slices_free(sa->build);
+	aggregator_release_parts(sa->d->aggregator, &sa->parts);
+}
+
+void sliced_answer_finish(struct sliced_answer *sa, int r)
+{
+	if (r >= 0)
+		jsonw_object_end(&sa->w);
+	client_set_data(sa->client, NULL);
+	command_reply_writer(sa->client, &sa->w, r);
+	sliced_answer_free(sa);
+}
+
+void sliced_answer_cancel(struct daemon *d, struct client *c)
+{
+	sliced_answer_free(client_get_data(c));
+}

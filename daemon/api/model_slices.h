@@ -25,28 +25,25 @@
  * store may change meanwhile).  Cost: a build takes a little longer (a
  * clock read per stack, the loop's other work between slices), and its
  * parts stay pinned that long.
+ *
+ * A sliced_answer is the part of such a pending command (mem, top) that
+ * holds its writer, its parts and its build, and sends the answer once
+ * the last model is written into it.
  */
 #ifndef PERFD_MODEL_SLICES_H
 #define PERFD_MODEL_SLICES_H
 
 #include <systemd/sd-event.h>
 
+#include "api/command.h"
+#include "base/jsonw.h"
 #include "profile/model.h"
 
 /* Below every other source of the loop: they are at SD_EVENT_PRIORITY_NORMAL. */
 #define MODEL_SLICES_PRIORITY SD_EVENT_PRIORITY_IDLE
 
 struct model_slices;
-struct daemon;
 
-/* For status (its "loop"), in struct daemon. */
-struct model_slices_stats {
-	uint64_t built;     /* models handed to their caller */
-	uint64_t cancelled; /* builds freed before that (their client went away) */
-	uint64_t building;  /* builds now: in slices or waiting for names */
-	uint64_t slices;
-	uint64_t max_slice_ns;
-};
 
 /* Called from the loop once the model is built: m is the caller's (r 0),
  * or NULL and r < 0.  s is the caller's to free, here or later. */
@@ -61,5 +58,30 @@ int model_slices_start(struct daemon *d, const struct model_opts *o,
 		       struct model_slices **ret);
 /* Stops the build, if it is still going, and frees it.  Accepts NULL. */
 struct model_slices *model_slices_free(struct model_slices *s);
+
+/* An answer written as its models come (mem's, top's): the start of its
+ * command's client data, which holds what the command needs besides. */
+struct sliced_answer {
+	struct command_pending pending; /* first: the client's data */
+	struct daemon *d;
+	struct client *client;
+	struct jsonw w;             /* the answer so far, an open object */
+	struct profile_parts parts; /* of the model being built */
+	struct model_slices *build;
+	/* frees what the command holds besides, and sa (its container) */
+	void (*free)(struct sliced_answer *sa);
+};
+
+/* Starts building sa->parts (filled by the caller) with o; done as for
+ * model_slices_start, with sa as userdata.  Returns 0 or -errno. */
+int sliced_answer_build(struct sliced_answer *sa, const struct model_opts *o,
+			model_slices_done_t done);
+/* In done: the build is over; its parts are released. */
+void sliced_answer_built(struct sliced_answer *sa);
+/* Closes the answer and sends it (r < 0: the error instead), then frees
+ * sa. */
+void sliced_answer_finish(struct sliced_answer *sa, int r);
+/* A command's cancel (command.h) for a client whose data is one. */
+void sliced_answer_cancel(struct daemon *d, struct client *c);
 
 #endif

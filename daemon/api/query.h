@@ -17,7 +17,7 @@
 #include "collect/drain.h"
 #include "collect/tiers.h"
 #include "api/httpd.h"
-#include "api/model_slices.h"
+#include "api/command.h"
 #include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
