@@ -270,14 +270,18 @@ def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
             with d.connect(timeout=120) as gone, d.connect(timeout=120) as stopper:
                 gone.sendall(request)
                 stopper.sendall(request)
+                # once both models are being built (some 30k stacks each:
+                # far from built yet), one client goes away, the other stops
+                deadline = time.monotonic() + 10
+                while perfdtest.status_within_deadline(d)[1]["loop"]["models_building"] < 2:
+                    assert time.monotonic() < deadline, "the models were not being built in 10 s"
+                    time.sleep(0.005)
+                gone.close()
+                stopper.sendall(b'{"version": 1, "command": "stop"}\n')
                 runs = {fmt: subprocess.Popen([perfdtest.perfctl_binary(), "--socket", d.socket_path,
                                                "snapshot", *span, "-o", str(out)],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                         for fmt, out in outs.items()}
-                # both models are some 30k stacks: far from built yet
-                time.sleep(0.05)
-                gone.close()
-                stopper.sendall(b'{"version": 1, "command": "stop"}\n')
                 stopped = perfdtest.decode_answer(perfdtest.read_lines(stopper, 1)[0], "snapshot")
             errs = {fmt: p.communicate(timeout=120)[1].decode(errors="replace")
                     for fmt, p in runs.items()}
