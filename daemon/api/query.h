@@ -117,6 +117,8 @@ struct query_list_opts {
 struct query_process_row {
 	struct process *p;      /* borrowed from the aggregator */
 	uint64_t samples;       /* in the window */
+	uint64_t rss_bytes, peak_rss_bytes; /* when listed: what the sort saw,
+					     * written however late (top's model) */
 	double key;             /* what the sort says */
 	struct rss_trend trend; /* over the growth window, when trend_known */
 	bool trend_known;
