@@ -41,13 +41,8 @@ def main():
     fns = [fn for fn in ("model_build", "model_builder_step") if f" T {fn}\n" in symbols]
     script = "".join(PROBES.replace("BIN", binary).replace("FN", fn) for fn in fns)
     d = perfdtest.start_perfd(frequency=1999, extra_args=["--max-memory", "256", "--verbose"])
-    w = perfdtest.Workload("unique_stacks", 2, 3600)
     try:
-        begin = time.time() + 1
-        time.sleep(secs)
-        end = time.time()
-        w.kill()
-        time.sleep(1.5)
+        w, begin, end = perfdtest.fill_with_unique_stacks(secs)
         bt = subprocess.Popen(["bpftrace", "-e", script, str(d.pid)], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
         time.sleep(3)  # its probes attached
@@ -66,7 +61,6 @@ def main():
         print("\n".join(line for line in out.splitlines() if line.startswith("@") and "_in[" not in line))
         print("\n".join(line for line in d.stderr().splitlines() if "Model:" in line))
     finally:
-        w.kill()
         d.stop()
 
 

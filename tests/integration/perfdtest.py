@@ -422,6 +422,23 @@ class Workload:
         self.proc.communicate()
 
 
+def fill_with_unique_stacks(seconds):
+    """Runs unique_stacks (a new stack at nearly every sample) on two CPUs
+    for seconds, then stops it (running on, it would make the store evict
+    its oldest windows, its stack limit, between answers that must be of
+    the same samples) and waits for its last samples to reach the store.
+    Returns (workload, begin, end): the span, in seconds since the epoch."""
+    w = Workload("unique_stacks", 2, 3600)
+    try:
+        begin = time.time() + 1
+        time.sleep(seconds)
+        end = time.time()
+    finally:
+        w.kill()
+    time.sleep(1.5)
+    return w, begin, end
+
+
 # --- go tool pprof, the real reader of pprof files ---------------------------
 
 GO = shutil.which("go") or "/usr/bin/go"

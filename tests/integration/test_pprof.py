@@ -250,16 +250,8 @@ def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
     nothing leaks), and a fourth sends "stop" while its model is being
     built (taken: its answer still comes, whole)."""
     d = perfdtest.start_perfd(frequency=1999, extra_args=["--max-memory", "256"])
-    w = perfdtest.Workload("unique_stacks", 2, 3600)
     try:
-        begin = time.time() + 1
-        time.sleep(BIG_FILL_SECONDS)
-        end = time.time()
-        # every stack of unique_stacks is new: running on, it would make
-        # the store evict its oldest windows (its stack limit) between the
-        # answers, which must be of the same samples
-        w.kill()
-        time.sleep(1.5)  # the last samples reach the store
+        w, begin, end = perfdtest.fill_with_unique_stacks(BIG_FILL_SECONDS)
         span = ("--pid", str(w.pid), "--from", f"{begin:.3f}", "--to", f"{end:.3f}")
         request = json.dumps({"version": 1, "command": "snapshot", "pid": w.pid,
                               "from": begin, "to": end, "format": "pprof"}).encode() + b"\n"
@@ -321,5 +313,4 @@ def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
             f"speedscope weighs {weights} for {n} samples"
         perfdtest.status_within_deadline(d)
     finally:
-        w.kill()
         d.stop()
