@@ -831,7 +831,8 @@ struct manager *manager_free(struct manager *m)
 {
 	if (!m)
 		return NULL;
-	/* Clients first: they own the snapshots' replies. */
+	/* Clients first: their pending commands (snapshots, models being built)
+	 * are cancelled with them, while the store they hold parts of is there */
 	server_free(m->d.server);
 	m->d.metrics = http_server_free(m->d.metrics);
 	snapshots_free_all(&m->d);

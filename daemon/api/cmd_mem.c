@@ -16,12 +16,17 @@
  * not explain (memory from before perfd saw the process, shared or file
  * pages faulted by others, growth the sampling missed) is reported as
  * unexplained rather than spread over the sites.
+ *
+ * The two models (the growth's, the peak's) are built in slices on the
+ * loop (api/model_slices.h), one after the other, the request pending
+ * meanwhile; what the answer says at once is written before them.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/command.h"
+#include "api/model_slices.h"
 #include "api/query.h"
 #include "base/clock.h"
 #include "base/jsonw.h"
@@ -151,34 +156,6 @@ static int write_sites(struct jsonw *w, const struct model *m, unsigned top)
 	return 0;
 }
 
-/* The memory samples of p over [from, to) resolved into a model (NULL
- * with nothing sampled there).  Returns 0, -EAGAIN when the answer should
- * wait for names (command.h), or -ENOMEM. */
-static int growth_model(struct daemon *d, const struct perfd_peer *peer, struct process *p,
-			uint64_t from, uint64_t to, struct model **ret)
-{
-	struct selection sel = { .pids = { p->pid }, .n_pids = 1,
-				 .start_ticks = p->start_time_ns / aggregator_ns_per_tick(d->aggregator),
-				 .owners = daemon_peer_owners(peer) };
-	struct model_opts mo = daemon_model_opts(d, PROFILE_KIND_MEMORY, true, true, false);
-	struct profile_parts parts = { 0 };
-	uint64_t first, end;
-	int r;
-
-	*ret = NULL;
-	r = aggregator_query(d->aggregator, &sel, from, to, &parts, &first, &end);
-	if (r < 0)
-		return r;
-	r = model_build(&mo, &parts, aggregator_stacks(d->aggregator), ret);
-	aggregator_release_parts(d->aggregator, &parts);
-	if (r == 0 && daemon_answer_waits(d, *ret)) {
-		model_free(*ret);
-		*ret = NULL;
-		return -EAGAIN;
-	}
-	return r;
-}
-
 static void write_rss(struct jsonw *w, const uint64_t bytes[PERFD_RSS_COUNTERS])
 {
 	jsonw_kv_u64(w, "bytes", bytes[PERFD_RSS_FILE] + bytes[PERFD_RSS_ANON] + bytes[PERFD_RSS_SHMEM]);
@@ -187,23 +164,115 @@ static void write_rss(struct jsonw *w, const uint64_t bytes[PERFD_RSS_COUNTERS])
 	jsonw_kv_u64(w, "shmem_bytes", bytes[PERFD_RSS_SHMEM]);
 }
 
-static int answer(struct daemon *d, const struct perfd_peer *peer, struct jsonw *w, struct process *p,
-		  const struct perfd_request *req)
+/* A mem answer on its way: what it says at once is written first, then
+ * the growth's model and the peak's are built in turn, in slices
+ * (api/model_slices.h), and written as each comes.  Its client's data
+ * meanwhile. */
+struct mem_answer {
+	struct sliced_answer sa; /* first: the client's data */
+	unsigned top;
+	struct selection sel; /* the process, by pid and start: it may go meanwhile */
+	struct rss_point *pts; /* its timeline */
+	size_t n, k, t;        /* points; the peak's; the trough's before it */
+	bool peak; /* the model being built is the peak's */
+};
+
+static void mem_free(struct sliced_answer *sa)
 {
-	uint64_t now = now_monotonic_ns();
-	uint64_t from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
-	_cleanup_free_ struct rss_point *pts = calloc(p->history.n_windows + 1, sizeof(*pts));
-	struct owner_filter owners = daemon_peer_owners(peer);
-	struct model *growth = NULL, *peak_growth = NULL;
+	struct mem_answer *ma = container_of(sa, struct mem_answer, sa);
+
+	free(ma->pts);
+	free(ma);
+}
+
+static const struct command mem_building = { .name = "mem answer",
+					     .cancel = sliced_answer_cancel };
+
+
+static void mem_built(struct model_slices *s, struct model *m, int r, void *userdata);
+
+/* Starts the model of the memory samples over [from, to) that the client
+ * may see.  Returns 0 or -errno. */
+static int mem_build(struct mem_answer *ma, uint64_t from, uint64_t to)
+{
+	struct daemon *d = ma->sa.d;
+	struct model_opts mo = daemon_model_opts(d, PROFILE_KIND_MEMORY, true, true, false);
+	uint64_t first, end;
+	int r = aggregator_query(d->aggregator, &ma->sel, from, to, &ma->sa.parts, &first, &end);
+
+	return r < 0 ? r : sliced_answer_build(&ma->sa, &mo, mem_built);
+}
+
+/* A model is built: its part of the answer is written, then the peak's
+ * model is started, or the answer sent. */
+static void mem_built(struct model_slices *s, struct model *m, int r, void *userdata)
+{
+	struct mem_answer *ma = container_of((struct sliced_answer *)userdata, struct mem_answer, sa);
+	struct jsonw *w = &ma->sa.w;
+	const struct rss_point *pts = ma->pts;
+	size_t k = ma->k, t = ma->t;
+
+	sliced_answer_built(&ma->sa);
+	if (r < 0) {
+		sliced_answer_finish(&ma->sa, r);
+		return;
+	}
+	if (!ma->peak) {
+		jsonw_kv_u64(w, "sample_bytes", ma->sa.d->memory_sample_bytes);
+		jsonw_kv_u64(w, "attributed_bytes", m->total);
+		jsonw_key(w, "sites");
+		r = write_sites(w, m, ma->top);
+		model_free(m);
+		/* what built the peak: from the lowest point before it to it */
+		jsonw_key(w, "peak_attribution");
+		if (r == 0 && ma->n == 0)
+			jsonw_raw(w, "null", 4);
+		if (r < 0 || ma->n == 0) {
+			sliced_answer_finish(&ma->sa, r);
+			return;
+		}
+		ma->peak = true;
+		r = mem_build(ma, pts[t].start_ns, pts[k].end_ns);
+		if (r < 0)
+			sliced_answer_finish(&ma->sa, r);
+		return;
+	}
+	jsonw_object_begin(w);
+	jsonw_kv_double(w, "trough_time", monotonic_to_unix(pts[t].end_ns));
+	jsonw_kv_u64(w, "trough_bytes", pts[t].total_bytes);
+	jsonw_kv_double(w, "peak_time", monotonic_to_unix(pts[k].end_ns));
+	jsonw_kv_u64(w, "peak_bytes", pts[k].max_bytes);
+	{
+		/* growth is sampled gross: memory freed and faulted again in
+		 * the range counts each time, so it can exceed the peak */
+		uint64_t explained = MIN(m->total, pts[k].max_bytes);
+
+		jsonw_kv_u64(w, "sampled_bytes", m->total);
+		jsonw_kv_u64(w, "explained_bytes", explained);
+		jsonw_kv_u64(w, "unexplained_bytes", pts[k].max_bytes - explained);
+	}
+	jsonw_key(w, "sites");
+	r = write_sites(w, m, ma->top);
+	jsonw_object_end(w);
+	model_free(m);
+	sliced_answer_finish(&ma->sa, r);
+}
+
+/* Writes what ma's answer says of p at once: everything before its sites,
+ * whose model is built next; ma->pts and the points n, k and t. */
+static int write_head(struct mem_answer *ma, struct process *p, uint64_t from, uint64_t now)
+{
+	struct jsonw *w = &ma->sa.w;
+	struct rss_point *pts = calloc(p->history.n_windows + 1, sizeof(*pts));
 	uint64_t rss[PERFD_RSS_COUNTERS], peak_bytes;
 	struct rss_trend trend;
 	size_t n, k = 0, t = 0;
-	int r;
 
 	if (!pts)
 		return -ENOMEM;
-	/* only the windows the peer may see, as growth_model's samples */
-	n = rss_timeline(p, from, now + 1, &owners, pts, p->history.n_windows + 1);
+	ma->pts = pts;
+	/* only the windows the peer may see, as the models' samples */
+	n = rss_timeline(p, from, now + 1, &ma->sel.owners, pts, p->history.n_windows + 1);
 	rss_trend(pts, n, &trend);
 	for (int i = 0; i < PERFD_RSS_COUNTERS; i++)
 		rss[i] = p->rss_pages[i] * p->page_size;
@@ -261,56 +330,21 @@ static int answer(struct daemon *d, const struct perfd_peer *peer, struct jsonw 
 	}
 	jsonw_array_end(w);
 
-	r = growth_model(d, peer, p, from, now + 1, &growth);
-	if (r < 0)
-		return r;
-	jsonw_kv_u64(w, "sample_bytes", d->memory_sample_bytes);
-	jsonw_kv_u64(w, "attributed_bytes", growth ? growth->total : 0);
-	jsonw_key(w, "sites");
-	r = growth ? write_sites(w, growth, req->top) : (jsonw_array_begin(w), jsonw_array_end(w), 0);
-	model_free(growth);
-	if (r < 0)
-		return r;
-
-	/* what built the peak: from the lowest point before it to it */
-	jsonw_key(w, "peak_attribution");
-	if (n == 0) {
-		jsonw_raw(w, "null", 4);
-		return 0;
-	}
-	for (size_t i = 0; i <= k; i++)
+	for (size_t i = 0; i <= k && n; i++)
 		if (pts[i].total_bytes <= pts[t].total_bytes)
 			t = i;
-	r = growth_model(d, peer, p, pts[t].start_ns, pts[k].end_ns, &peak_growth);
-	if (r < 0)
-		return r;
-	jsonw_object_begin(w);
-	jsonw_kv_double(w, "trough_time", monotonic_to_unix(pts[t].end_ns));
-	jsonw_kv_u64(w, "trough_bytes", pts[t].total_bytes);
-	jsonw_kv_double(w, "peak_time", monotonic_to_unix(pts[k].end_ns));
-	jsonw_kv_u64(w, "peak_bytes", pts[k].max_bytes);
-	{
-		/* growth is sampled gross: memory freed and faulted again in
-		 * the range counts each time, so it can exceed the peak */
-		uint64_t sampled = peak_growth ? peak_growth->total : 0;
-		uint64_t explained = MIN(sampled, pts[k].max_bytes);
-
-		jsonw_kv_u64(w, "sampled_bytes", sampled);
-		jsonw_kv_u64(w, "explained_bytes", explained);
-		jsonw_kv_u64(w, "unexplained_bytes", pts[k].max_bytes - explained);
-	}
-	jsonw_key(w, "sites");
-	r = peak_growth ? write_sites(w, peak_growth, req->top) :
-			  (jsonw_array_begin(w), jsonw_array_end(w), 0);
-	jsonw_object_end(w);
-	model_free(peak_growth);
-	return r;
+	ma->n = n;
+	ma->k = k;
+	ma->t = t;
+	return 0;
 }
 
 static int run_mem(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
+	uint64_t now = now_monotonic_ns();
+	uint64_t from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
+	struct mem_answer *ma;
 	struct process *p;
-	struct jsonw w;
 	int r;
 
 	p = aggregator_find_process(d->aggregator, req->pids[0]);
@@ -320,15 +354,28 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 						  req->pids[0]));
 		return 0;
 	}
-	query_ok_begin(&w);
-	r = answer(d, client_peer(c), &w, p, req);
-	if (r == -EAGAIN) {
-		jsonw_done(&w);
-		return command_wait_for_names(d, c, req);
+	ma = calloc(1, sizeof(*ma));
+	if (!ma) {
+		command_reply_json(c, NULL);
+		return 0;
 	}
-	jsonw_object_end(&w);
-	command_reply_writer(c, &w, r);
-	return 0;
+	*ma = (struct mem_answer){
+		.sa = { .pending.command = &mem_building, .d = d, .client = c, .free = mem_free },
+		.top = req->top,
+		.sel = { .pids = { p->pid }, .n_pids = 1,
+			 .start_ticks = p->start_time_ns / aggregator_ns_per_tick(d->aggregator),
+			 .owners = daemon_peer_owners(client_peer(c)) },
+	};
+	query_ok_begin(&ma->sa.w);
+	r = write_head(ma, p, from, now);
+	if (r == 0)
+		r = mem_build(ma, from, now + 1);
+	if (r < 0) {
+		sliced_answer_finish(&ma->sa, r);
+		return 0;
+	}
+	client_set_data(c, ma);
+	return SERVER_PENDING;
 }
 
 const struct command cmd_mem = { .name = "mem", .parse = parse_mem, .run = run_mem, .fresh = true };

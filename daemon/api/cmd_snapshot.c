@@ -10,11 +10,14 @@
  * takes no sample from later on, waits without holding the loop for the
  * records queued until then (collect/ingest_wait.h), and the collector's
  * parts are answered.  From the past, aggregator_query answers at once.  Either way
- * the parts are resolved once, on the loop (profile/model.c: Python frames
- * through interp/python, the rest through the symbolizer), and written by
- * the format's encoder, on an encode lane (api/encode_lane.h), into the
- * answer with the JSON writer, whose buffer the server then takes over: a
- * 100k-stack profile is not copied again.
+ * the parts are resolved on the loop, in slices between which it serves
+ * others (api/model_slices.h; profile/model.c: Python frames through
+ * interp/python, the rest through the symbolizer), maybe again once the
+ * names are there (api/command.h), and written by the format's encoder, on
+ * an encode lane (api/encode_lane.h), into the answer with the JSON
+ * writer, whose buffer the server then takes over: a 100k-stack profile
+ * is not copied again.  Meanwhile the request is pending, its client's
+ * data the answer being built (struct answer), which holds the parts.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -31,6 +34,7 @@
 #include "api/command.h"
 #include "api/encode_lane.h"
 #include "api/limits.h"
+#include "api/model_slices.h"
 #include "api/query.h"
 #include "base/clock.h"
 #include "base/jsonw.h"
@@ -60,8 +64,8 @@ struct answer_info {
 	uint32_t uid;
 };
 
-/* A snapshot from now on, waiting for its end (and then, maybe, for the
- * names of its frames: command.h). */
+/* A snapshot from now on, waiting for its end and its records; then its
+ * parts are answered (struct answer). */
 struct snapshot {
 	struct command_pending pending; /* first: the client's data */
 	struct daemon *d;
@@ -73,10 +77,8 @@ struct snapshot {
 	int pidfd;
 	double process_seconds; /* what it counts against its uid's budget */
 	bool stopped;           /* the client's "stop" ended it early */
-	bool ended;             /* its records, then maybe its names, are awaited */
-	struct answer_info ai;  /* ... what it says, once its records are in */
+	bool ended;             /* its records are awaited */
 	struct ingest_wait ingest;
-	struct names_wait names;
 	struct snapshot *prev, *next;
 };
 
@@ -281,7 +283,6 @@ static void snapshot_free(struct snapshot *s)
 	aggregator_remove_collector(d->aggregator, &s->c);
 	aggregator_release_parts(d->aggregator, &s->c.parts);
 	ingest_wait_cancel(&d->ingest, &s->ingest);
-	daemon_stop_waiting(d, &s->names);
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->pidfd_io);
 	closep(&s->pidfd);
@@ -296,15 +297,48 @@ static void snapshot_free(struct snapshot *s)
 }
 
 
-/* Answers a snapshot: the parts resolved into the model here, then encoded
- * in the format asked for on an encode lane (api/encode_lane.h), which
- * may make c's data its job.  Returns false, without answering, when the
- * answer should wait for names (daemon_answer_waits). */
-static bool reply_profile(struct daemon *d, struct client *client, const struct perfd_request *req,
-			  const struct profile_parts *parts, const struct answer_info *ai)
+/* An answer on its way: its parts resolved into the model in slices,
+ * then maybe again once the names are there, then encoded.  Its client's
+ * data meanwhile. */
+struct answer {
+	struct command_pending pending; /* first: the client's data */
+	struct daemon *d;
+	struct client *client;
+	struct perfd_request req;
+	struct profile_parts parts; /* held until it is answered */
+	struct answer_info ai;
+	struct model_slices *build; /* the build in progress */
+};
+
+static void answer_free(struct answer *a)
 {
-	struct model_opts mo = daemon_model_opts(d, (enum profile_kind)req->kind, req->lines,
-						 req->python_lines, req->threads);
+	model_slices_free(a->build);
+	aggregator_release_parts(a->d->aggregator, &a->parts);
+	free(a);
+}
+
+static void answer_cancel(struct daemon *d, struct client *c)
+{
+	answer_free(client_get_data(c));
+}
+
+/* The snapshot has ended: it answers with what it has, as a "stop" that
+ * came too late always did (a stop must find a handler to be taken). */
+static void answer_stop(struct daemon *d, struct client *c)
+{
+}
+
+static const struct command answering = { .name = "snapshot answer", .cancel = answer_cancel,
+					  .stop = answer_stop };
+
+/* Writes a's answer around model m (taken) and hands it to an encode lane
+ * (api/encode_lane.h), which may make a's client's data its job. */
+static void reply_profile(struct answer *a, struct model *model)
+{
+	struct daemon *d = a->d;
+	const struct perfd_request *req = &a->req;
+	const struct answer_info *ai = &a->ai;
+	enum profile_kind kind = (enum profile_kind)req->kind;
 	struct encode_opts eo = {
 		.period_ns = sampler_period_ns(d->sampler),
 		.memory_sample_bytes = d->memory_sample_bytes,
@@ -312,20 +346,9 @@ static bool reply_profile(struct daemon *d, struct client *client, const struct 
 		.duration_ns = ai->end_ns > ai->begin_ns ? ai->end_ns - ai->begin_ns : 0,
 	};
 	double covered = (double)eo.duration_ns / NSEC_PER_SEC;
-	struct model *model = NULL;
 	struct jsonw w;
 	char note[512] = "";
 
-	/* decided now, as the kernel decides at each open of /proc/kallsyms */
-	mo.kernel_addresses = auth_may_see_kernel_addresses(client_peer(client));
-	if (model_build(&mo, parts, aggregator_stacks(d->aggregator), &model) < 0) {
-		command_reply_json(client, NULL);
-		return true;
-	}
-	if (daemon_answer_waits(d, model)) {
-		model_free(model);
-		return false;
-	}
 	/* one stopped early says so in "stopped": the client asked for it */
 	if (ai->single && ai->exited && !ai->stopped)
 		snprintf(note, sizeof(note),
@@ -336,7 +359,7 @@ static bool reply_profile(struct daemon *d, struct client *client, const struct 
 			 "no samples: process %u did not run on a CPU during the snapshot", ai->pid);
 	else if (model->total == 0)
 		snprintf(note, sizeof(note), "no %s samples of the selected processes in that time",
-			 profile_kinds[mo.kind].name);
+			 profile_kinds[kind].name);
 	if (ai->samples_refused) {
 		size_t at = strlen(note);
 
@@ -378,9 +401,9 @@ static bool reply_profile(struct daemon *d, struct client *client, const struct 
 	jsonw_kv_double(&w, "from", ai->begin_ns ? monotonic_to_unix(ai->begin_ns) : 0);
 	jsonw_kv_double(&w, "to", ai->end_ns ? monotonic_to_unix(ai->end_ns) : 0);
 	jsonw_kv_double(&w, "duration_seconds", covered);
-	jsonw_kv_string(&w, "kind", profile_kinds[mo.kind].name);
-	jsonw_kv_string(&w, "unit", profile_kinds[mo.kind].unit);
-	jsonw_kv_u64(&w, "samples", mo.kind == PROFILE_KIND_CPU ? model->total : ai->samples);
+	jsonw_kv_string(&w, "kind", profile_kinds[kind].name);
+	jsonw_kv_string(&w, "unit", profile_kinds[kind].unit);
+	jsonw_kv_u64(&w, "samples", kind == PROFILE_KIND_CPU ? model->total : ai->samples);
 	jsonw_kv_u64(&w, "value", model->total);
 	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
 	jsonw_kv_string(&w, "sampling", sampler_fixed_period(d->sampler) ? "fixed" : "jittered");
@@ -396,44 +419,57 @@ static bool reply_profile(struct daemon *d, struct client *client, const struct 
 		jsonw_kv_string(&w, "encoding", encoder_encoding(req->format));
 	jsonw_key(&w, "profile");
 	/* the model is built: the encoding needs nothing of the loop's */
-	encode_lane_answer(d->encode_lane, client, req->format, model, &eo, &w);
-	return true;
+	encode_lane_answer(d->encode_lane, a->client, req->format, model, &eo, &w);
 }
 
-static void snapshot_names_ready(struct daemon *d, struct names_wait *w);
-
-/* Answers the ended snapshot s, or has it wait for names first. */
-static void snapshot_answer(struct snapshot *s)
+/* The model is built: a answers. */
+static void answer_built(struct model_slices *build, struct model *m, int r, void *userdata)
 {
-	struct daemon *d = s->d;
-	struct client *c = s->client;
+	struct answer *a = userdata;
+	struct client *c = a->client;
 
-	if (!reply_profile(d, c, &s->req, &s->c.parts, &s->ai)) {
-		s->names.ready = snapshot_names_ready;
-		if (daemon_wait_for_names(d, &s->names) == 0)
-			return;
-		d->names_final = true;
-		(void)reply_profile(d, c, &s->req, &s->c.parts, &s->ai);
-		d->names_final = false;
+	a->build = model_slices_free(build);
+	client_set_data(c, NULL);
+	if (r < 0)
+		command_reply_json(c, NULL);
+	else
+		reply_profile(a, m); /* may make c's data the encoding */
+	answer_free(a);
+}
+
+/* Answers parts (taken) for client, whose request stays pending until
+ * then: its data is the answer. */
+static void answer_parts(struct daemon *d, struct client *client, const struct perfd_request *req,
+			 struct profile_parts *parts, const struct answer_info *ai)
+{
+	struct model_opts mo = daemon_model_opts(d, (enum profile_kind)req->kind, req->lines,
+						 req->python_lines, req->threads);
+	struct answer *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		aggregator_release_parts(d->aggregator, parts);
+		command_reply_json(client, NULL);
+		return;
 	}
-	/* unless the answer's encoding took the client's data over */
-	if (client_get_data(c) == s)
-		client_set_data(c, NULL);
-	snapshot_free(s);
-}
-
-static void snapshot_names_ready(struct daemon *d, struct names_wait *w)
-{
-	snapshot_answer((struct snapshot *)((char *)w - offsetof(struct snapshot, names)));
+	*a = (struct answer){ .pending.command = &answering, .d = d, .client = client,
+			      .req = *req, .parts = *parts, .ai = *ai };
+	*parts = (struct profile_parts){ 0 };
+	/* decided now, as the kernel decides at each open of /proc/kallsyms */
+	mo.kernel_addresses = auth_may_see_kernel_addresses(client_peer(client));
+	if (model_slices_start(d, &mo, &a->parts, answer_built, a, &a->build) < 0) {
+		command_reply_json(client, NULL);
+		answer_free(a);
+		return;
+	}
+	client_set_data(client, a);
 }
 
 /* The records queued until its end are in: it answers. */
 static void snapshot_ingested(struct ingest_wait *w)
 {
 	struct snapshot *s = container_of(w, struct snapshot, ingest);
-	const struct collector *col = &s->c;
-
-	s->ai = (struct answer_info){
+	struct collector *col = &s->c;
+	struct answer_info ai = {
 		.begin_ns = col->begin_ns,
 		.requested_seconds = s->req.duration_seconds,
 		.single = s->req.n_pids == 1,
@@ -445,10 +481,12 @@ static void snapshot_ingested(struct ingest_wait *w)
 		.refused_by = col->refused_by,
 		.uid = col->uid,
 	};
-	s->ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) : col->end_ns;
+	ai.end_ns = col->exited ? MIN(col->exit_ns, col->end_ns) : col->end_ns;
 	/* what it answers is what it has now, names aside */
-	aggregator_remove_collector(s->d->aggregator, &s->c);
-	snapshot_answer(s);
+	aggregator_remove_collector(s->d->aggregator, col);
+	client_set_data(s->client, NULL);
+	answer_parts(s->d, s->client, &s->req, &col->parts, &ai);
+	snapshot_free(s);
 }
 
 static int on_snapshot_done(sd_event_source *es, uint64_t usec, void *userdata)
@@ -541,16 +579,7 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 		ai.begin_ns = from;
 		ai.end_ns = to;
 	}
-	if (!reply_profile(d, client, req, &parts, &ai)) {
-		/* asked again for the same span once the names are there */
-		struct perfd_request again = *req;
-
-		again.when = PERFD_WHEN_RANGE;
-		again.from_unix = monotonic_to_unix(from);
-		again.to_unix = monotonic_to_unix(to);
-		(void)command_wait_for_names(d, client, &again);
-	}
-	aggregator_release_parts(d->aggregator, &parts);
+	answer_parts(d, client, req, &parts, &ai);
 	return NULL;
 }
 
@@ -765,6 +794,7 @@ void snapshots_free_all(struct daemon *d)
 {
 	while (d->snapshots)
 		snapshot_free(d->snapshots);
+
 }
 
 const struct command cmd_snapshot = {

@@ -59,6 +59,7 @@ json_object *daemon_status(struct daemon *d, bool root)
 	python_get_stats(d->python, &info.python);
 	drain_get_stats(d->drain, &info.drain);
 	info.loop = d->loop;
+	info.models = d->models;
 	if (d->exporter)
 		exporter_get_stats(d->exporter, &info.exporter);
 	info.metrics = d->metrics != NULL;

@@ -35,7 +35,10 @@
  * Cost: the process view touches every process once (its per-second
  * sample counters; its RSS windows only when sorted by growth, else those
  * of the rows sent); the function view builds one model of its selection
- * over the interval, the price of a snapshot of it.
+ * over the interval, the price of a snapshot of it.  Either view's model
+ * is built in slices on the loop (api/model_slices.h), the request
+ * pending meanwhile (struct top_answer); the function table is then
+ * computed from the model in one go, on the loop.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,6 +46,7 @@
 
 #include "api/auth.h"
 #include "api/command.h"
+#include "api/model_slices.h"
 #include "api/query.h"
 #include "base/array.h"
 #include "base/clock.h"
@@ -109,6 +113,21 @@ struct top_ctx {
 	uint64_t now_ns;            /* when the windows were taken */
 	struct query_window win;    /* the interval */
 	struct query_window growth; /* the growth rates' window */
+};
+
+/* A top answer on its way: its head written at once, its model built in
+ * slices, then the rest written from it.  Its client's data meanwhile. */
+struct top_answer {
+	struct sliced_answer sa; /* first: the client's data; its parts pin
+				  * the model's processes */
+	struct perfd_request req; /* ctx.req */
+	struct top_ctx ctx;
+	/* the process view's */
+	struct query_list_opts o;
+	struct query_process_row *rows;
+	size_t matched, first, n;
+	/* the function view's: NULL for every process (pinned by its part) */
+	struct process *p;
 };
 
 /* Whether the filters take p ("kernel_threads", "filter"). */
@@ -221,60 +240,63 @@ static void write_process(const struct query_list_opts *o, struct jsonw *w,
 	jsonw_object_end(w);
 }
 
-static int write_processes(const struct top_ctx *ctx, struct jsonw *w)
+static void top_built(struct model_slices *s, struct model *m, int r, void *userdata);
+
+/* Lists the processes and starts the model of the rows sent: their leaves,
+ * resolved once.  Returns 0 or -errno. */
+static int start_processes(struct top_answer *ta)
 {
+	const struct top_ctx *ctx = &ta->ctx;
 	const struct perfd_top_args *t = &ctx->req->top_args;
 	struct aggregator *a = ctx->d->aggregator;
-	struct query_list_opts o = { .peer = ctx->peer, .window = &ctx->win, .growth = &ctx->growth,
-				     .all = ctx->req->all, .sort = (enum query_sort)t->sort,
-				     .frequency_hz = ctx->d->frequency_hz, .takes = filters_take,
-				     .userdata = (void *)ctx };
-	_cleanup_free_ struct query_process_row *rows = NULL;
 	struct owner_filter owners = daemon_peer_owners(ctx->peer);
-	struct profile_parts parts = { 0 };
-	struct model *m = NULL;
 	struct model_opts mo = daemon_model_opts(ctx->d, PROFILE_KIND_CPU, false, false, false);
-	_cleanup_free_ uint32_t *top = NULL;
-	_cleanup_free_ uint64_t *top_value = NULL;
-	size_t matched, first, n;
 	int r;
 
-	r = query_list_processes(a, &o, &rows, &matched);
+	ta->o = (struct query_list_opts){ .peer = ctx->peer, .window = &ctx->win,
+					  .growth = &ctx->growth, .all = ctx->req->all,
+					  .sort = (enum query_sort)t->sort,
+					  .frequency_hz = ctx->d->frequency_hz, .takes = filters_take,
+					  .userdata = (void *)ctx };
+	r = query_list_processes(a, &ta->o, &ta->rows, &ta->matched);
 	if (r < 0)
 		return r;
-	first = MIN((size_t)t->offset, matched);
-	n = MIN((size_t)t->rows, matched - first);
-
-	/* the top functions of the rows sent: their leaves, resolved once */
-	for (size_t i = 0; i < n && r == 0; i++)
-		r = aggregator_query_process(a, rows[first + i].p, ctx->win.first_second * NSEC_PER_SEC,
-					     ctx->win.end_second * NSEC_PER_SEC, &owners, &parts);
+	ta->first = MIN((size_t)t->offset, ta->matched);
+	ta->n = MIN((size_t)t->rows, ta->matched - ta->first);
+	for (size_t i = 0; i < ta->n && r == 0; i++)
+		r = aggregator_query_process(a, ta->rows[ta->first + i].p,
+					     ctx->win.first_second * NSEC_PER_SEC,
+					     ctx->win.end_second * NSEC_PER_SEC, &owners, &ta->sa.parts);
 	mo.leaf_only = true;
-	if (r == 0)
-		r = model_build(&mo, &parts, aggregator_stacks(a), &m);
-	aggregator_release_parts(a, &parts);
-	if (r == 0 && daemon_answer_waits(ctx->d, m))
-		r = -EAGAIN; /* run_top waits for names */
-	if (r == 0 && !((top = calloc(n + 1, sizeof(*top))) && (top_value = calloc(n + 1, sizeof(*top_value)))))
-		r = -ENOMEM;
-	if (r == 0)
-		r = top_functions(m, top, top_value);
+	return r < 0 ? r : sliced_answer_build(&ta->sa, &mo, top_built);
+}
 
-	if (r == 0) {
-		jsonw_kv_string(w, "sort", query_sort_names[t->sort]);
-		jsonw_kv_double(w, "growth_seconds", ctx->growth.seconds);
-		jsonw_kv_u64(w, "matched", matched);
-		jsonw_kv_u64(w, "offset", first);
-		jsonw_key(w, "processes");
-		jsonw_array_begin(w);
-		/* the model's processes are the parts', in the rows' order */
-		for (size_t i = 0; i < n; i++)
-			write_process(&o, w, &rows[first + i], m, top[i], top_value[i],
-				      m->processes[i].total);
-		jsonw_array_end(w);
-	}
-	model_free(m);
-	return r;
+/* The rows, each with its top function from m. */
+static int write_processes(struct top_answer *ta, const struct model *m)
+{
+	const struct perfd_top_args *t = &ta->req.top_args;
+	struct jsonw *w = &ta->sa.w;
+	_cleanup_free_ uint32_t *top = calloc(ta->n + 1, sizeof(*top));
+	_cleanup_free_ uint64_t *top_value = calloc(ta->n + 1, sizeof(*top_value));
+	int r;
+
+	if (!top || !top_value)
+		return -ENOMEM;
+	r = top_functions(m, top, top_value);
+	if (r < 0)
+		return r;
+	jsonw_kv_string(w, "sort", query_sort_names[t->sort]);
+	jsonw_kv_double(w, "growth_seconds", ta->ctx.growth.seconds);
+	jsonw_kv_u64(w, "matched", ta->matched);
+	jsonw_kv_u64(w, "offset", ta->first);
+	jsonw_key(w, "processes");
+	jsonw_array_begin(w);
+	/* the model's processes are the parts', in the rows' order */
+	for (size_t i = 0; i < ta->n; i++)
+		write_process(&ta->o, w, &ta->rows[ta->first + i], m, top[i], top_value[i],
+			      m->processes[i].total);
+	jsonw_array_end(w);
+	return 0;
 }
 
 /* --- the function view ------------------------------------------------ */
@@ -746,74 +768,101 @@ out:
 	return r;
 }
 
-static int write_functions(const struct top_ctx *ctx, struct jsonw *w, struct process *p)
+/* Starts the model of the function view's selection.  Returns 0 or -errno. */
+static int start_functions(struct top_answer *ta)
 {
+	const struct top_ctx *ctx = &ta->ctx;
 	struct aggregator *a = ctx->d->aggregator;
 	struct selection sel = { .all = true, .visible = takes_visible,
 				 .visible_userdata = (void *)ctx,
 				 .owners = daemon_peer_owners(ctx->peer) };
 	struct model_opts mo = daemon_model_opts(ctx->d, (enum profile_kind)ctx->req->kind, true,
 						 true, false);
-	struct profile_parts parts = { 0 };
 	uint64_t from = ctx->win.first_second * NSEC_PER_SEC, to = ctx->win.end_second * NSEC_PER_SEC;
 	uint64_t first, end;
-	struct model *m = NULL;
 	int r;
 
-	if (p)
-		r = aggregator_query_process(a, p, from, to, &sel.owners, &parts);
+	if (ta->p)
+		r = aggregator_query_process(a, ta->p, from, to, &sel.owners, &ta->sa.parts);
 	else
-		r = aggregator_query(a, &sel, from, to, &parts, &first, &end);
-	if (r == 0)
-		r = model_build(&mo, &parts, aggregator_stacks(a), &m);
-	aggregator_release_parts(a, &parts);
-	if (r == 0 && daemon_answer_waits(ctx->d, m))
-		r = -EAGAIN; /* run_top waits for names */
-	if (r < 0) {
-		model_free(m);
-		return r;
-	}
+		r = aggregator_query(a, &sel, from, to, &ta->sa.parts, &first, &end);
+	return r < 0 ? r : sliced_answer_build(&ta->sa, &mo, top_built);
+}
+
+static int write_functions(struct top_answer *ta, const struct model *m)
+{
+	struct process *p = ta->p;
+
 	if (p) {
-		jsonw_kv_u64(w, "pid", p->pid);
-		jsonw_kv_string(w, "comm", p->comm);
-		jsonw_kv_bool(w, "exited", p->exited);
+		jsonw_kv_u64(&ta->sa.w, "pid", p->pid);
+		jsonw_kv_string(&ta->sa.w, "comm", p->comm);
+		jsonw_kv_bool(&ta->sa.w, "exited", p->exited);
 	}
-	r = top_write_function_table(&ctx->req->top_args, m, w);
+	return top_write_function_table(&ta->req.top_args, m, &ta->sa.w);
+}
+
+static void top_free(struct sliced_answer *sa)
+{
+	struct top_answer *ta = container_of(sa, struct top_answer, sa);
+
+	free(ta->rows);
+	free(ta);
+}
+
+static const struct command top_building = { .name = "top answer",
+					     .cancel = sliced_answer_cancel };
+
+static void top_built(struct model_slices *s, struct model *m, int r, void *userdata)
+{
+	struct top_answer *ta = container_of((struct sliced_answer *)userdata, struct top_answer, sa);
+
+	/* the rows' processes stay pinned until it is written */
+	if (r == 0)
+		r = ta->req.top_args.view == TOP_PROCESSES ? write_processes(ta, m) :
+							     write_functions(ta, m);
 	model_free(m);
-	return r;
+	sliced_answer_finish(&ta->sa, r);
 }
 
 static int run_top(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
-	struct top_ctx ctx = { .d = d, .peer = client_peer(c), .req = req, .now_ns = now_monotonic_ns() };
+	struct top_answer *ta;
 	struct process *p = NULL;
-	struct jsonw w;
 	int r;
 
 	if (req->top_args.view == TOP_FUNCTIONS && req->n_pids) {
 		p = aggregator_find_process(d->aggregator, req->pids[0]);
-		if (!p || !auth_may_see(ctx.peer, p->owner_uid)) {
+		if (!p || !auth_may_see(client_peer(c), p->owner_uid)) {
 			command_reply_json(c, query_error(PERFD_ERR_NO_SUCH_PROCESS,
 							  "no process with pid %u in perfd's history",
 							  req->pids[0]));
 			return 0;
 		}
 	}
-	query_window_last(ctx.now_ns, req->interval_seconds, d->start_ns, &ctx.win);
-	query_window_last(ctx.now_ns, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS), d->start_ns,
-			  &ctx.growth);
-
-	query_ok_begin(&w);
-	jsonw_kv_string(&w, "view", view_names[req->top_args.view]);
-	write_host(&ctx, &w);
-	r = req->top_args.view == TOP_PROCESSES ? write_processes(&ctx, &w) : write_functions(&ctx, &w, p);
-	if (r == -EAGAIN) {
-		jsonw_done(&w);
-		return command_wait_for_names(d, c, req);
+	ta = calloc(1, sizeof(*ta));
+	if (!ta) {
+		command_reply_json(c, NULL);
+		return 0;
 	}
-	jsonw_object_end(&w);
-	command_reply_writer(c, &w, r);
-	return 0;
+	*ta = (struct top_answer){
+		.sa = { .pending.command = &top_building, .d = d, .client = c, .free = top_free },
+		.req = *req, .p = p };
+	ta->ctx = (struct top_ctx){ .d = d, .peer = client_peer(c), .req = &ta->req,
+				    .now_ns = now_monotonic_ns() };
+	query_window_last(ta->ctx.now_ns, req->interval_seconds, d->start_ns, &ta->ctx.win);
+	query_window_last(ta->ctx.now_ns, MAX(req->interval_seconds, PERFD_TOP_GROWTH_SECONDS),
+			  d->start_ns, &ta->ctx.growth);
+
+	query_ok_begin(&ta->sa.w);
+	jsonw_kv_string(&ta->sa.w, "view", view_names[req->top_args.view]);
+	write_host(&ta->ctx, &ta->sa.w);
+	r = req->top_args.view == TOP_PROCESSES ? start_processes(ta) : start_functions(ta);
+	if (r < 0) {
+		sliced_answer_finish(&ta->sa, r);
+		return 0;
+	}
+	client_set_data(c, ta);
+	return SERVER_PENDING;
 }
 
 const struct command cmd_top = { .name = "top", .parse = parse_top, .run = run_top, .fresh = true };

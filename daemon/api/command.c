@@ -270,11 +270,6 @@ struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bo
 
 /* --- names before an answer (command.h) -------------------------------- */
 
-bool daemon_answer_waits(const struct daemon *d, const struct model *m)
-{
-	return m && m->pending_frames && !d->names_final;
-}
-
 static int on_names_timer(sd_event_source *es, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
@@ -302,10 +297,8 @@ static int on_names_timer(sd_event_source *es, uint64_t usec, void *userdata)
 		/* a table built may have started another (the line tables
 		 * follow the symbols): it waits again, within its time */
 		d->names_final = now >= w->deadline_ns;
-		d->names_deadline_ns = w->deadline_ns;
 		w->ready(d, w);
 		d->names_final = false;
-		d->names_deadline_ns = 0;
 	}
 	if (d->names_waits && sd_event_source_set_time_relative(es, COMMAND_NAMES_POLL_MS * 1000) >= 0)
 		(void)sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
@@ -342,56 +335,6 @@ void daemon_stop_waiting(struct daemon *d, struct names_wait *w)
 			w->next = NULL;
 			return;
 		}
-}
-
-/* A request answered at once, run again when its names are there. */
-struct rerun {
-	struct command_pending pending; /* first: the client's data */
-	struct names_wait wait;
-	struct client *client;
-	struct perfd_request req;
-};
-
-static void rerun_cancel(struct daemon *d, struct client *c)
-{
-	struct rerun *r = client_get_data(c);
-
-	daemon_stop_waiting(d, &r->wait);
-	free(r);
-}
-
-static const struct command cmd_rerun = { .name = "waiting for names", .cancel = rerun_cancel };
-
-static void rerun_ready(struct daemon *d, struct names_wait *w)
-{
-	struct rerun *r = (struct rerun *)((char *)w - offsetof(struct rerun, wait));
-	struct client *c = r->client;
-	struct perfd_request req = r->req;
-
-	client_set_data(c, NULL);
-	free(r);
-	/* names_final: it answers now, whatever it finds */
-	(void)commands[req.command]->run(d, c, &req);
-}
-
-int command_wait_for_names(struct daemon *d, struct client *c, const struct perfd_request *req)
-{
-	struct rerun *r = calloc(1, sizeof(*r));
-
-	if (r) {
-		/* a request run again keeps the time it had */
-		*r = (struct rerun){ .pending.command = &cmd_rerun, .wait.ready = rerun_ready,
-				     .wait.deadline_ns = d->names_deadline_ns, .client = c, .req = *req };
-		if (daemon_wait_for_names(d, &r->wait) == 0) {
-			client_set_data(c, r);
-			return SERVER_PENDING;
-		}
-		free(r);
-	}
-	d->names_final = true;
-	(void)commands[req->command]->run(d, c, req);
-	d->names_final = false;
-	return 0;
 }
 
 bool daemon_peer_sees(void *peer, const struct process *p)

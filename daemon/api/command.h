@@ -43,6 +43,16 @@ struct exporter;
 struct encode_lane;
 struct names_wait;
 
+/* The answers' models built in slices (api/model_slices.h), for status
+ * (its "loop"). */
+struct model_slices_stats {
+	uint64_t built;     /* models handed to their caller */
+	uint64_t cancelled; /* builds freed before that (their client went away) */
+	uint64_t building;  /* builds now: in slices or waiting for names */
+	uint64_t slices;
+	uint64_t max_slice_ns;
+};
+
 struct daemon {
 	unsigned frequency_hz;
 	uint64_t memory_sample_bytes; /* 0: memory growth not sampled */
@@ -70,9 +80,9 @@ struct daemon {
 	struct names_wait *names_waits; /* answers waiting for names (below) */
 	sd_event_source *names_timer;   /* looks at them, while there are any */
 	bool names_final; /* answering one that waited its time: no waiting again */
-	uint64_t names_deadline_ns; /* ... the time of the one answering */
 	struct ingest_waits ingest; /* what waits for the records queued before it */
 	struct loop_stats loop; /* manager.c's turns of the loop */
+	struct model_slices_stats models; /* the answers' models built in slices */
 };
 
 struct command {
@@ -116,8 +126,8 @@ bool command_pending_line(struct daemon *d, struct client *c, const char *line, 
 /* Names before an answer: a query whose model named frames as
  * module+offset because their tables were being built off the loop
  * (model.pending_frames, symbolize.h) frees it and waits, without holding
- * the loop, until no table is being built, and then builds its answer
- * again; it may wait again (a symbol table built starts the line tables)
+ * the loop, until no table is being built, and then builds its model
+ * again (api/model_slices.h does, for every answer); it may wait again (a symbol table built starts the line tables)
  * until COMMAND_NAMES_WAIT_MS have passed since it first waited, and then
  * answers with what there is.  Checked every COMMAND_NAMES_POLL_MS. */
 #define COMMAND_NAMES_WAIT_MS 10000
@@ -128,18 +138,12 @@ struct names_wait {
 	/* the names are there, or the time is up: answer (d->names_final) */
 	void (*ready)(struct daemon *d, struct names_wait *w);
 };
-/* Whether an answer built on m should wait for names instead. */
-bool daemon_answer_waits(const struct daemon *d, const struct model *m);
 /* Starts w's wait (its ready set).  Returns 0 or -errno (no timer: the
  * caller answers now). */
 int daemon_wait_for_names(struct daemon *d, struct names_wait *w);
 /* Ends w's wait without an answer (its client went away).  Accepts a w
  * that does not wait. */
 void daemon_stop_waiting(struct daemon *d, struct names_wait *w);
-/* For a command answered at once: runs req again for c once the names are
- * there, c's request pending meanwhile.  Returns SERVER_PENDING, or 0 when
- * it could not wait and ran req now. */
-int command_wait_for_names(struct daemon *d, struct client *c, const struct perfd_request *req);
 
 /* Ends every snapshot still waiting (the daemon stops). */
 void snapshots_free_all(struct daemon *d);

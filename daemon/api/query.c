@@ -448,6 +448,13 @@ json_object *query_status(const struct status_info *in)
 				       json_object_new_double(LOOP_SLOW_TURN_NS / 1e6));
 		json_object_object_add(lp, "longest_turn_ms",
 				       json_object_new_double(in->loop.max_turn_ns / 1e6));
+		/* answers' models, built in slices (api/model_slices.h) */
+		add_u64(lp, "models_built", in->models.built);
+		add_u64(lp, "models_building", in->models.building);
+		add_u64(lp, "model_builds_cancelled", in->models.cancelled);
+		add_u64(lp, "model_slices", in->models.slices);
+		json_object_object_add(lp, "longest_model_slice_ms",
+				       json_object_new_double(in->models.max_slice_ns / 1e6));
 		json_object_object_add(o, "loop", lp);
 	}
 	add_u64(o, "clients", in->clients);
@@ -562,17 +569,18 @@ static void collect_process(struct process *p, void *userdata)
 		return;
 	}
 	row = &l->rows[l->n++];
-	*row = (struct query_process_row){ .p = p, .samples = n };
+	*row = (struct query_process_row){ .p = p, .samples = n, .rss_bytes = process_rss_bytes(p),
+					   .peak_rss_bytes = process_peak_rss_bytes(p) };
 	switch (o->sort) {
 	case QUERY_SORT_CPU:
 	case QUERY_SORTS:
 		row->key = (double)n;
 		break;
 	case QUERY_SORT_RSS:
-		row->key = (double)process_rss_bytes(p);
+		row->key = (double)row->rss_bytes;
 		break;
 	case QUERY_SORT_PEAK:
-		row->key = (double)process_peak_rss_bytes(p);
+		row->key = (double)row->peak_rss_bytes;
 		break;
 	case QUERY_SORT_GROWTH:
 		query_rss_trend(p, o->growth, &owners, &row->trend);
@@ -639,8 +647,8 @@ void query_write_process_fields(struct jsonw *w, const struct query_list_opts *o
 	jsonw_kv_bool(w, "exited", p->exited);
 	jsonw_kv_u64(w, "samples", row->samples);
 	jsonw_kv_double(w, "cpu_percent", possible > 0 ? 100.0 * (double)row->samples / possible : 0);
-	jsonw_kv_u64(w, "rss_bytes", process_rss_bytes(p));
-	jsonw_kv_u64(w, "peak_rss_bytes", process_peak_rss_bytes(p));
+	jsonw_kv_u64(w, "rss_bytes", row->rss_bytes);
+	jsonw_kv_u64(w, "peak_rss_bytes", row->peak_rss_bytes);
 	jsonw_kv_double(w, "rss_growth_bytes_per_second", row->trend.bytes_per_second);
 	jsonw_kv_bool(w, "growing", row->trend.growing);
 }

@@ -17,6 +17,7 @@
 #include "collect/drain.h"
 #include "collect/tiers.h"
 #include "api/httpd.h"
+#include "api/command.h"
 #include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
@@ -44,6 +45,7 @@ struct status_info {
 	struct python_stats python;
 	struct drain_stats drain;
 	struct loop_stats loop;
+	struct model_slices_stats models;
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	struct heap_stats heap;   /* malloc's figures, of daemon_rss_bytes */
@@ -115,6 +117,8 @@ struct query_list_opts {
 struct query_process_row {
 	struct process *p;      /* borrowed from the aggregator */
 	uint64_t samples;       /* in the window */
+	uint64_t rss_bytes, peak_rss_bytes; /* when listed: what the sort saw,
+					     * written however late (top's model) */
 	double key;             /* what the sort says */
 	struct rss_trend trend; /* over the growth window, when trend_known */
 	bool trend_known;

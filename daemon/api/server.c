@@ -583,10 +583,10 @@ struct server *server_free(struct server *s)
 {
 	if (!s)
 		return NULL;
-	while (s->clients) {
-		s->clients->pending = false; /* shutting down: nothing to cancel to */
+	/* a pending request's command is cancelled, as when its client goes
+	 * away: whatever it holds (a model being built) is freed */
+	while (s->clients)
 		client_free(s->clients);
-	}
 	sd_event_source_disable_unref(s->listen_io);
 	sd_event_source_disable_unref(s->accept_again);
 	closep(&s->fd);

@@ -67,7 +67,8 @@ struct server_opts {
 /* Binds (replacing a stale socket file, refusing a live one with
  * -EADDRINUSE), listens and adds the socket to the loop. */
 int server_new(sd_event *event, const struct server_opts *opts, struct server **ret);
-/* Closes every client and, when we bound it, removes the socket file. */
+/* Closes every client (a pending one is cancelled: on_cancel) and, when we
+ * bound it, removes the socket file. */
 struct server *server_free(struct server *s);
 
 /* Queues one answer (a JSON text without the newline) for c and clears its

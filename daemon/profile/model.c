@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/array.h"
+#include "base/clock.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
 #include "process/procmaps.h"
@@ -345,67 +346,145 @@ struct model *model_free(struct model *m)
 	return NULL;
 }
 
-int model_build(const struct model_opts *opts, const struct profile_parts *parts,
-		const struct stacktab *stacks, struct model **ret)
-{
-	struct model *m = calloc(1, sizeof(*m));
-	struct builder b = { .m = m, .o = opts };
-	int r = 0;
+/* The build in progress (model.h): where it stands between steps. */
+struct model_builder {
+	struct builder b;
+	struct model_opts o;
+	const struct profile_parts *parts;
+	const struct stacktab *stacks;
+	size_t part;    /* the part being added, parts->n once all are */
+	size_t slot;    /* the next slot of its values to look at */
+	bool in_part;   /* its process is added: its stacks follow */
+	int r;          /* the first failure: every later step returns it */
+};
 
+struct model_builder *model_builder_free(struct model_builder *mb)
+{
+	if (mb) {
+		u64map_done(&mb->b.strings);
+		u64map_done(&mb->b.functions);
+		u64map_done(&mb->b.locations);
+		u64map_done(&mb->b.by_frame);
+		u64map_done(&mb->b.mappings);
+		u64map_done(&mb->b.samples);
+		model_free(mb->b.m);
+		free(mb);
+	}
+	return NULL;
+}
+
+int model_builder_new(const struct model_opts *opts, const struct profile_parts *parts,
+		      const struct stacktab *stacks, struct model_builder **ret)
+{
+	_cleanup_(model_builder_freep) struct model_builder *mb = calloc(1, sizeof(*mb));
+	struct model *m;
+
+	if (!mb)
+		return -ENOMEM;
+	mb->o = *opts;
+	mb->parts = parts;
+	mb->stacks = stacks;
+	mb->b.o = &mb->o;
+	u64map_init(&mb->b.strings);
+	u64map_init(&mb->b.functions);
+	u64map_init(&mb->b.locations);
+	u64map_init(&mb->b.by_frame);
+	u64map_init(&mb->b.mappings);
+	u64map_init(&mb->b.samples);
+	m = mb->b.m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	m->kind = opts->kind;
 	m->threads = opts->threads;
 	m->kernel_addresses = opts->kernel_addresses;
-	u64map_init(&b.strings);
-	u64map_init(&b.functions);
-	u64map_init(&b.locations);
-	u64map_init(&b.by_frame);
-	u64map_init(&b.mappings);
-	u64map_init(&b.samples);
 	/* string id 0 is "" */
 	if (array_grow((void **)&m->strings, &m->strings_cap, 1, 1, 64) < 0 ||
-	    !(m->processes = calloc(parts->n ? parts->n : 1, sizeof(*m->processes)))) {
-		r = -ENOMEM;
-		goto out;
-	}
+	    !(m->processes = calloc(parts->n ? parts->n : 1, sizeof(*m->processes))))
+		return -ENOMEM;
 	m->strings[m->strings_len++] = 0;
-	for (size_t i = 0; i < parts->n && r == 0; i++) {
-		const struct profile_part *part = &parts->parts[i];
+	*ret = TAKE_PTR(mb);
+	return 0;
+}
+
+/* Adds the stack in slot of the current part; 1 when it had one to add. */
+static int add_slot(struct model_builder *mb, const struct u64map_slot *slot)
+{
+	const struct profile_part *part = &mb->parts->parts[mb->part];
+	struct model *m = mb->b.m;
+	struct model_process *mp = &m->processes[m->n_processes];
+	const struct stack *st;
+	uint32_t tid;
+	int64_t tcomm = 0;
+
+	if (slot->key == U64MAP_EMPTY || slot->value == 0 ||
+	    profile_key_kind(slot->key) != mb->o.kind ||
+	    !(st = stacktab_get(mb->stacks, profile_key_stack(slot->key))))
+		return 0;
+	tid = mb->o.threads ? profile_key_tid(slot->key) : 0;
+	if (tid)
+		tcomm = intern_string(&mb->b, process_thread_comm(part->process, tid));
+	if (tcomm < 0 ||
+	    add_stack(&mb->b, (uint32_t)m->n_processes, tid, (uint32_t)tcomm, st, slot->value) < 0)
+		return -ENOMEM;
+	mp->total += slot->value;
+	return 1;
+}
+
+int model_builder_step(struct model_builder *mb, const struct model_budget *budget)
+{
+	struct model *m = mb->b.m;
+	size_t added = 0;
+
+	while (mb->r == 0 && mb->part < mb->parts->n) {
+		const struct profile_part *part = &mb->parts->parts[mb->part];
+		const struct u64map *values = &part->prof.values;
 		struct model_process *mp = &m->processes[m->n_processes];
+		size_t n_slots = values->slots ? values->mask + 1 : 0;
 
-		b.process = part->process;
-		r = add_process(&b, part->process, mp);
-		if (r < 0)
-			break;
-		U64MAP_FOREACH(slot, &part->prof.values) {
-			const struct stack *st = stacktab_get(stacks, profile_key_stack(slot->key));
-			uint32_t tid = opts->threads ? profile_key_tid(slot->key) : 0;
-			int64_t tcomm = 0;
+		/* the process as it is now: pinned by the part, not frozen */
+		mb->b.process = part->process;
+		if (!mb->in_part) {
+			mb->r = add_process(&mb->b, part->process, mp);
+			mb->in_part = mb->r == 0;
+			mb->slot = 0;
+			continue;
+		}
+		for (; mb->slot < n_slots; mb->slot++) {
+			int k;
 
-			if (!st || slot->value == 0 || profile_key_kind(slot->key) != opts->kind)
-				continue;
-			if (tid)
-				tcomm = intern_string(&b, process_thread_comm(part->process, tid));
-			if (tcomm < 0 || (r = add_stack(&b, (uint32_t)m->n_processes, tid,
-							 (uint32_t)tcomm, st, slot->value)) < 0) {
-				r = -ENOMEM;
-				break;
-			}
-			mp->total += slot->value;
+			if (budget && ((budget->max_stacks && added >= budget->max_stacks) ||
+				       (budget->deadline_ns && added &&
+					now_monotonic_ns() >= budget->deadline_ns)))
+				return 0;
+			k = add_slot(mb, &values->slots[mb->slot]);
+			if (k < 0)
+				return mb->r = k;
+			added += (size_t)k;
 		}
 		m->total += mp->total;
 		m->n_processes++;
+		mb->part++;
+		mb->in_part = false;
 	}
-out:
-	u64map_done(&b.strings);
-	u64map_done(&b.functions);
-	u64map_done(&b.locations);
-	u64map_done(&b.by_frame);
-	u64map_done(&b.mappings);
-	u64map_done(&b.samples);
+	return mb->r < 0 ? mb->r : 1;
+}
+
+int model_builder_finish(struct model_builder *mb, struct model **ret)
+{
+	int r = mb->r < 0 ? mb->r : model_builder_step(mb, NULL);
+
 	if (r < 0)
-		m = model_free(m);
-	*ret = m;
-	return r;
+		return r;
+	*ret = TAKE_PTR(mb->b.m);
+	return 0;
+}
+
+int model_build(const struct model_opts *opts, const struct profile_parts *parts,
+		const struct stacktab *stacks, struct model **ret)
+{
+	_cleanup_(model_builder_freep) struct model_builder *mb = NULL;
+	int r = model_builder_new(opts, parts, stacks, &mb);
+
+	*ret = NULL;
+	return r < 0 ? r : model_builder_finish(mb, ret);
 }

@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perfd/macro.h"
 #include "profile/aggregate.h"
 #include "profile/frame.h"
 #include "profile/profile.h"
@@ -147,10 +148,73 @@ struct model {
 	uint64_t total;
 };
 
-/* Resolves parts into a new model.  Returns 0, or -ENOMEM. */
+/* Resolves parts into a new model, in one go.  Returns 0, or -ENOMEM.
+ * The same as a builder stepped without a budget (below). */
 int model_build(const struct model_opts *opts, const struct profile_parts *parts,
 		const struct stacktab *stacks, struct model **ret);
 struct model *model_free(struct model *m);
+
+/*
+ * A build in slices.  A model of ~60k unique stacks takes 0.3-0.6 s to
+ * build under load, which held the event loop that long; a builder adds
+ * the parts' stacks a budget at a time (MODEL_SLICE_NS on the loop:
+ * api/model_slices.h), the caller serving others between steps.  Each
+ * step takes up where the last one stopped: at a part and a slot of its
+ * profile's values.
+ *
+ * What may change between two steps, and why the model does not:
+ *  - The parts themselves do not: they are the caller's (a query's copy,
+ *    or a collector's removed from the store), held unchanged until the
+ *    builder is freed; parts->n and each profile's slots stay as they
+ *    were at model_builder_new.
+ *  - Stack ids: a part holds a reference on every stack it names
+ *    (profile_add), so none of them is freed, nor its id reused, before
+ *    the parts are released (stacktab.h).
+ *  - Processes: each part pins its process (aggregate.h: never evicted
+ *    nor freed while pinned); its comm, cgroup, maps and thread names may
+ *    change, and a step reads them as they are then, copying what it
+ *    keeps into the model's strings at once.
+ *  - Modules: a module id is given back only when no stack names a frame
+ *    in it (manager.c's collect_modules counts the frames of every stack
+ *    in the table), and the parts' stacks stay in the table, so the id of
+ *    every frame still to be resolved names the same file until the end;
+ *    frames are resolved through the resolver at each call, never through
+ *    a pointer kept from an earlier step, and what they resolve to is
+ *    copied.  A table unloaded from the symbol cache between steps is
+ *    parsed again; one still being built makes the frame count in
+ *    pending_frames, as in one go.  Python functions are never freed
+ *    (interp/python); restored frames (state/persist.h) are kept while a
+ *    stack names them.
+ * So a model built in slices is the one built in one go from the same
+ * parts (tests/unit/test-model.c checks it), but for names that became
+ * known between steps.
+ */
+#define MODEL_SLICE_NS (5 * 1000 * 1000ULL)
+
+struct model_builder;
+
+/* How much one step may do: it stops, after at least one stack, once
+ * the clock (CLOCK_MONOTONIC) reaches deadline_ns or max_stacks stacks are
+ * added; 0 is no limit. */
+struct model_budget {
+	uint64_t deadline_ns;
+	size_t max_stacks;
+};
+
+/* Starts a build of parts; parts and stacks must stay as they are (above)
+ * until the builder is freed.  Returns 0 or -ENOMEM. */
+int model_builder_new(const struct model_opts *opts, const struct profile_parts *parts,
+		      const struct stacktab *stacks, struct model_builder **ret);
+/* Adds stacks within budget (NULL: all that are left).  Returns 1 when
+ * every part is in, 0 when there is more to do, -ENOMEM (and again at
+ * every later call). */
+int model_builder_step(struct model_builder *mb, const struct model_budget *budget);
+/* Adds what is left and gives the model to the caller (*ret; the builder
+ * is to be freed still).  Returns 0 or -ENOMEM. */
+int model_builder_finish(struct model_builder *mb, struct model **ret);
+/* Frees the builder and the model it holds, if any.  Accepts NULL. */
+struct model_builder *model_builder_free(struct model_builder *mb);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct model_builder, model_builder_free);
 
 static inline const char *model_string(const struct model *m, uint32_t id)
 {

@@ -15,6 +15,7 @@ import re
 import select
 import shutil
 import signal
+import sys
 import socket
 import subprocess
 import tempfile
@@ -419,6 +420,23 @@ class Workload:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.communicate()
+
+
+def fill_with_unique_stacks(seconds):
+    """Runs unique_stacks (a new stack at nearly every sample) on two CPUs
+    for seconds, then stops it (running on, it would make the store evict
+    its oldest windows, its stack limit, between answers that must be of
+    the same samples) and waits for its last samples to reach the store.
+    Returns (workload, begin, end): the span, in seconds since the epoch."""
+    w = Workload("unique_stacks", 2, 3600)
+    try:
+        begin = time.time() + 1
+        time.sleep(seconds)
+        end = time.time()
+    finally:
+        w.kill()
+    time.sleep(1.5)
+    return w, begin, end
 
 
 # --- go tool pprof, the real reader of pprof files ---------------------------
@@ -828,6 +846,50 @@ def status_within_deadline(daemon):
     assert answer.get("ok") is True, f"status failed: {answer}"
     assert took < STATUS_DEADLINE, f"status took {took:.2f} s"
     return took, answer
+
+
+_STATUS_POLLER = r"""
+import select, socket, sys, time
+path, interval = sys.argv[1], float(sys.argv[2])
+while True:
+    t0 = time.monotonic()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(STATUS_DEADLINE)
+        s.connect(path)
+        s.sendall(b'{"version": 1, "command": "status"}\n')
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+    if b'"ok":true' not in buf.replace(b" ", b""):
+        sys.exit(f"status failed: {buf[:300]!r}")
+    print(f"{time.monotonic() - t0:.6f}", flush=True)
+    if select.select([sys.stdin], [], [], interval)[0]:
+        break
+""".replace("STATUS_DEADLINE", repr(STATUS_DEADLINE))
+
+
+class StatusPoller:
+    """Root's status asked every interval seconds, each on a new connection,
+    from a process of its own until stop(): a test thread would share
+    Python's lock with the test's own work (reading a big answer), and
+    measure that too.  A status not answered within STATUS_DEADLINE fails
+    the test at stop()."""
+
+    def __init__(self, daemon, interval=0.02):
+        self.proc = subprocess.Popen([sys.executable, "-c", _STATUS_POLLER, daemon.socket_path,
+                                      str(interval)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stop(self):
+        """The latencies (seconds) of every status asked."""
+        self.proc.stdin.close()  # its select() sees the end
+        out, err = self.proc.stdout.read(), self.proc.stderr.read()
+        self.proc.wait(timeout=30)
+        assert self.proc.returncode == 0, f"status poller failed: {err[-2000:]}"
+        return [float(x) for x in out.split()]
 
 
 def status_figures(took):

@@ -21,7 +21,6 @@ import json
 import re
 import struct
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -230,74 +229,75 @@ def test_kernel_frames_are_in_the_kernel_mapping(perfd_fast, workloads, tmp_path
 
 
 BIG_FILL_SECONDS = 20  # of unique_stacks at 1999 Hz: some 30k samples, each stack new
+# Root's status while big models are built (in slices of MODEL_SLICE_NS,
+# api/model_slices.h) and encoded (on the lanes), with margin for the load
+# of a shared two-CPU machine: issue 27 asks 100 ms.  Built in one go, one
+# such model held the loop 340-650 ms.
+BIG_STATUS_DEADLINE = 0.25
 
 
 def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
     """While a pprof and a speedscope snapshot of BIG_FILL_SECONDS of
-    unique_stacks are answered at once, root's status answers every time
-    within STATUS_DEADLINE (encoded on the loop, the pprof alone held it
-    2-5 s: 70% of that deflate), and both answers hold every sample of the
-    range: go tool pprof's total is the count perfctl reports, and the
-    speedscope weights are that count times the period.  A third client
-    asks for the same pprof and goes away while it is encoded: its answer
-    is dropped."""
+    unique_stacks (some 30k unique stacks) are answered at once, their
+    models built in slices on the loop and encoded on the lanes, root's
+    status answers every time within BIG_STATUS_DEADLINE (built in one go,
+    the models held it 340-650 ms each; encoded on the loop, the pprof alone
+    2-5 s), and both answers hold every sample of the range: go tool
+    pprof's total is the count perfctl reports, and the speedscope weights
+    are that count times the period.  Meanwhile a third client asks for the
+    same pprof and goes away while its model is being built (the build is
+    cancelled: status counts it; the sanitized build's LSan checks that
+    nothing leaks), and a fourth sends "stop" while its model is being
+    built (taken: its answer still comes, whole)."""
     d = perfdtest.start_perfd(frequency=1999, extra_args=["--max-memory", "256"])
-    w = perfdtest.Workload("unique_stacks", 2, 3600)
     try:
-        begin = time.time() + 1
-        time.sleep(BIG_FILL_SECONDS)
-        end = time.time()
-        # every stack of unique_stacks is new: running on, it would make
-        # the store evict its oldest windows (its stack limit) between the
-        # answers, which must be of the same samples
-        w.kill()
-        time.sleep(1.5)  # the last samples reach the store
+        w, begin, end = perfdtest.fill_with_unique_stacks(BIG_FILL_SECONDS)
         span = ("--pid", str(w.pid), "--from", f"{begin:.3f}", "--to", f"{end:.3f}")
+        request = json.dumps({"version": 1, "command": "snapshot", "pid": w.pid,
+                              "from": begin, "to": end, "format": "pprof"}).encode() + b"\n"
         outs = {"pprof": tmp_path / "big.pb.gz", "speedscope": tmp_path / "big.speedscope.json"}
-        took, failed, done = [], [], threading.Event()
-
-        def poll():
-            while not done.is_set():
-                try:
-                    took.append(perfdtest.status_within_deadline(d)[0])
-                except AssertionError as e:
-                    failed.append(str(e))
-                    return
-                time.sleep(0.05)
-
-        poller = threading.Thread(target=poll)
-        poller.start()
+        before = perfdtest.status_within_deadline(d)[1]["loop"]
+        poller = perfdtest.StatusPoller(d)
         try:
-            # a client that goes away while its answer is encoded: dropped
-            with d.connect(timeout=10) as gone:
-                gone.sendall(json.dumps({"version": 1, "command": "snapshot", "pid": w.pid,
-                                         "from": begin, "to": end, "format": "pprof"}).encode() + b"\n")
-                time.sleep(0.5)  # its model is built, its encoding under way
-            runs = {}
-            for fmt, out in outs.items():
-                runs[fmt] = subprocess.Popen([perfdtest.perfctl_binary(), "--socket", d.socket_path,
-                                              "snapshot", *span, "-o", str(out)],
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                # the models are still built on the loop (issue 27): one
-                # at a time, each a few hundred ms, so that status waits
-                # for one at most
-                time.sleep(0.5)
+            with d.connect(timeout=120) as gone, d.connect(timeout=120) as stopper:
+                gone.sendall(request)
+                stopper.sendall(request)
+                # once both models are being built (some 30k stacks each:
+                # far from built yet), one client goes away, the other stops
+                deadline = time.monotonic() + 10
+                while perfdtest.status_within_deadline(d)[1]["loop"]["models_building"] < 2:
+                    assert time.monotonic() < deadline, "the models were not being built in 10 s"
+                    time.sleep(0.005)
+                gone.close()
+                stopper.sendall(b'{"version": 1, "command": "stop"}\n')
+                runs = {fmt: subprocess.Popen([perfdtest.perfctl_binary(), "--socket", d.socket_path,
+                                               "snapshot", *span, "-o", str(out)],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                        for fmt, out in outs.items()}
+                stopped = perfdtest.decode_answer(perfdtest.read_lines(stopper, 1)[0], "snapshot")
             errs = {fmt: p.communicate(timeout=120)[1].decode(errors="replace")
                     for fmt, p in runs.items()}
         finally:
-            done.set()
-            poller.join()
+            took = poller.stop()
         for fmt, p in runs.items():
             assert p.returncode == 0, f"perfctl snapshot -o {outs[fmt]} exited {p.returncode}: {errs[fmt]}"
-        assert not failed, failed[0][:3000]
-        assert len(took) >= 3, f"status asked only {len(took)} times during the answers"
+        assert len(took) >= 10, f"status asked only {len(took)} times during the answers"
+        after = perfdtest.status_within_deadline(d)[1]["loop"]
+        print(f"status during the big answers: {perfdtest.status_figures(took)}; loop {after}")
+        assert max(took) < BIG_STATUS_DEADLINE, \
+            f"status waited for the big answers: {perfdtest.status_figures(took)}"
 
         counts = {fmt: re.search(r"(\d+) samples", err) for fmt, err in errs.items()}
         assert all(counts.values()), f"no sample count in perfctl's summaries: {errs}"
         n = int(counts["pprof"].group(1))
-        print(f"status during the big answers ({n} samples): {perfdtest.status_figures(took)}")
         assert n >= 15000, f"only {n} samples of unique_stacks: not a big answer"
         assert int(counts["speedscope"].group(1)) == n, errs
+        assert stopped.get("ok") is True and stopped.get("samples") == n, \
+            f"the answer of the client that sent stop mid-build: {str(stopped)[:500]}"
+        assert after["model_builds_cancelled"] - before["model_builds_cancelled"] == 1, \
+            f"the build of the client that went away was not cancelled: {before} -> {after}"
+        assert after["models_built"] - before["models_built"] == 3 and after["models_building"] == 0, \
+            f"builds: {before} -> {after}"
 
         top = go_pprof(gohome, outs["pprof"], "-top", "-sample_index=samples")
         total = re.search(r"of (\d+) total", top)
@@ -313,5 +313,4 @@ def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
             f"speedscope weighs {weights} for {n} samples"
         perfdtest.status_within_deadline(d)
     finally:
-        w.kill()
         d.stop()

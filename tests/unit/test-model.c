@@ -7,7 +7,8 @@
  * describer's path
  * and build-id; inlined calls are lines, outermost first; samples list
  * their locations root first; totals per process; only the requested kind;
- * threads kept apart only when asked.
+ * threads kept apart only when asked; a model built in slices (one stack
+ * a step, the store changing between steps) is the one built in one go.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -530,4 +531,170 @@ Test(model, leaf_only_resolves_the_leaf_frames_alone)
 	cr_expect_eq(sample_by_leaf(m, "f20")->value, 3);
 	cr_expect_eq(m->total, 10);
 	model_free(m);
+}
+
+/* Every table of a and b, field by field. */
+static void assert_models_equal(const struct model *a, const struct model *b)
+{
+	cr_assert_eq(a->kind, b->kind);
+	cr_assert_eq(a->total, b->total);
+	cr_assert_eq(a->pending_frames, b->pending_frames);
+	cr_assert_eq(a->strings_len, b->strings_len);
+	cr_assert_eq(memcmp(a->strings, b->strings, a->strings_len), 0, "strings differ");
+	cr_assert_eq(a->n_functions, b->n_functions);
+	for (size_t i = 0; i < a->n_functions; i++) {
+		const struct model_function *x = &a->functions[i], *y = &b->functions[i];
+
+		cr_assert(x->name == y->name && x->file == y->file && x->kind == y->kind &&
+			  x->start_line == y->start_line, "function %zu differs", i);
+	}
+	cr_assert_eq(a->n_lines, b->n_lines);
+	for (size_t i = 0; i < a->n_lines; i++)
+		cr_assert(a->lines[i].function == b->lines[i].function &&
+			  a->lines[i].line == b->lines[i].line, "line %zu differs", i);
+	cr_assert_eq(a->n_locations, b->n_locations);
+	for (size_t i = 0; i < a->n_locations; i++) {
+		const struct model_location *x = &a->locations[i], *y = &b->locations[i];
+
+		cr_assert(x->first_line == y->first_line && x->n_lines == y->n_lines &&
+			  x->mapping == y->mapping && x->offset == y->offset &&
+			  x->symbol_offset == y->symbol_offset && x->kind == y->kind,
+			  "location %zu differs", i);
+	}
+	cr_assert_eq(a->n_mappings, b->n_mappings);
+	for (size_t i = 0; i < a->n_mappings; i++)
+		cr_assert(a->mappings[i].module == b->mappings[i].module &&
+			  a->mappings[i].path == b->mappings[i].path &&
+			  a->mappings[i].build_id == b->mappings[i].build_id, "mapping %zu differs", i);
+	cr_assert_eq(a->n_pool, b->n_pool);
+	cr_assert_eq(memcmp(a->stack_pool, b->stack_pool, a->n_pool * sizeof(*a->stack_pool)), 0);
+	cr_assert_eq(a->n_samples, b->n_samples);
+	for (size_t i = 0; i < a->n_samples; i++) {
+		const struct model_sample *x = &a->samples[i], *y = &b->samples[i];
+
+		cr_assert(x->first == y->first && x->depth == y->depth && x->process == y->process &&
+			  x->tid == y->tid && x->thread_comm == y->thread_comm && x->value == y->value,
+			  "sample %zu differs", i);
+	}
+	cr_assert_eq(a->n_processes, b->n_processes);
+	for (size_t i = 0; i < a->n_processes; i++) {
+		const struct model_process *x = &a->processes[i], *y = &b->processes[i];
+
+		cr_assert(x->pid == y->pid && x->comm == y->comm && x->cgroup == y->cgroup &&
+			  x->unit == y->unit && x->total == y->total, "process %zu differs", i);
+	}
+}
+
+/* fake_add_threads' two processes (one with two threads), and a third
+ * with native (inlined), kernel and Python frames, a memory sample, and n
+ * stacks more, all distinct: 5 + n CPU stacks in all. */
+static void add_mixed(uint32_t n)
+{
+	fake_add_threads();
+	fake_process(2, 30, "many", "/system.slice/many.service");
+	fake_add_kind(2, (const uint64_t[]){ FRAME(2, 0x5), PYFRAME(0x7), FRAME(1, 0x1) }, 3, 0,
+		      30, PROFILE_KIND_CPU, 2);
+	fake_add_kind(2, (const uint64_t[]){ KFRAME(0x11), FRAME(1, 0x1) }, 2, 1, 30,
+		      PROFILE_KIND_CPU, 1);
+	fake_add_kind(2, (const uint64_t[]){ FRAME(2, 0x5) }, 1, 0, 30, PROFILE_KIND_MEMORY, 4);
+	for (uint32_t i = 0; i < n; i++)
+		fake_add_kind(2, (const uint64_t[]){ FRAME(2, 0x1000 + i), FRAME(2, 0x800 + i % 7),
+						     FRAME(1, 0x2), FRAME(1, 0x1) },
+			      4, 0, 30, PROFILE_KIND_CPU, 1 + i % 5);
+}
+
+static const struct model_opts mixed_opts = {
+	.kind = PROFILE_KIND_CPU, .lines = true, .python_lines = true, .threads = true,
+	.resolve = fake_resolve, .describe = fake_describe,
+};
+
+/* Steps mb one stack at a time (or, with deadline, past its deadline:
+ * still one a step) calling between(i) before step i; returns the steps. */
+static size_t step_by_one(struct model_builder *mb, bool deadline, void (*between)(size_t))
+{
+	struct model_budget one = { .max_stacks = 1 }, late = { .deadline_ns = 1 };
+	size_t steps = 0;
+	int r;
+
+	do {
+		if (between)
+			between(steps);
+		r = model_builder_step(mb, deadline ? &late : &one);
+		cr_assert_geq(r, 0);
+		steps++;
+	} while (r == 0);
+	return steps;
+}
+
+Test(model, built_one_stack_a_step_it_is_the_model_built_in_one_go)
+{
+	struct model *whole = NULL, *sliced = NULL;
+	struct model_builder *mb = NULL;
+
+	add_mixed(300);
+	cr_assert_eq(model_build(&mixed_opts, &fake_parts, fake_stacks, &whole), 0);
+	for (int deadline = 0; deadline <= 1; deadline++) {
+		size_t steps;
+
+		cr_assert_eq(model_builder_new(&mixed_opts, &fake_parts, fake_stacks, &mb), 0);
+		steps = step_by_one(mb, deadline, NULL);
+		/* a step per CPU stack (the memory one is left out), and at
+		 * least one stack a step even past the deadline */
+		cr_assert_geq(steps, 5 + 300, "%zu steps", steps);
+		cr_assert_leq(steps, 5 + 300 + 1, "%zu steps", steps);
+		cr_assert_eq(model_builder_finish(mb, &sliced), 0);
+		mb = model_builder_free(mb);
+		assert_models_equal(whole, sliced);
+		sliced = model_free(sliced);
+	}
+	cr_assert_gt(whole->n_samples, 300);
+	model_free(whole);
+}
+
+/* What the store does meanwhile: the windows that named the parts'
+ * stacks expire (their references go), and new stacks come and go, their
+ * ids freed and taken again. */
+static struct profile churn;
+
+static void store_changes(size_t step)
+{
+	uint32_t id;
+
+	if (step == 1)
+		profile_release(&churn, fake_stacks); /* the history's own references */
+	for (uint32_t i = 0; i < 8; i++) {
+		uint64_t frame = FRAME(2, 0x900000 + step * 8 + i);
+
+		cr_assert_eq(stacktab_intern(fake_stacks, &frame, 1, 0, &id), 0);
+		stacktab_unref(fake_stacks, id); /* gone at once: its id free again */
+	}
+}
+
+Test(model, the_store_may_change_between_steps)
+{
+	struct model *whole = NULL, *sliced = NULL;
+	struct model_builder *mb = NULL;
+
+	add_mixed(200);
+	profile_init(&churn);
+	for (size_t i = 0; i < fake_parts.n; i++)
+		cr_assert_eq(profile_merge(&churn, fake_stacks, &fake_parts.parts[i].prof), 0);
+	cr_assert_eq(model_build(&mixed_opts, &fake_parts, fake_stacks, &whole), 0);
+	cr_assert_eq(model_builder_new(&mixed_opts, &fake_parts, fake_stacks, &mb), 0);
+	step_by_one(mb, false, store_changes);
+	cr_assert_eq(model_builder_finish(mb, &sliced), 0);
+	model_builder_free(mb);
+	assert_models_equal(whole, sliced);
+	model_free(whole);
+	model_free(sliced);
+}
+
+Test(model, a_builder_freed_half_way_frees_what_it_built)
+{
+	struct model_builder *mb = NULL;
+
+	add_mixed(100);
+	cr_assert_eq(model_builder_new(&mixed_opts, &fake_parts, fake_stacks, &mb), 0);
+	cr_assert_eq(model_builder_step(mb, &(struct model_budget){ .max_stacks = 50 }), 0);
+	model_builder_free(mb); /* LSan, in the sanitized build, tells */
 }
