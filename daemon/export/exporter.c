@@ -569,17 +569,24 @@ static void step_arm(struct exporter *x)
 	}
 }
 
+/* Counts a loop turn of the export that began at t0_ns. */
+static void note_step(struct exporter *x, uint64_t t0_ns)
+{
+	uint64_t now = now_monotonic_ns();
+
+	x->run.last_step_ns = now;
+	x->stats.steps++;
+	x->stats.longest_step_ms = MAX(x->stats.longest_step_ms, (now - t0_ns) / 1e6);
+}
+
 /* One loop turn of the run: a slice of its models built. */
 static int on_step(sd_event_source *s, void *userdata)
 {
 	struct exporter *x = userdata;
 	uint64_t t0 = now_monotonic_ns();
 	bool built = run_build(x, t0 + EXPORT_SLICE_NS, false);
-	double ms = (now_monotonic_ns() - t0) / 1e6;
 
-	x->run.last_step_ns = now_monotonic_ns();
-	x->stats.steps++;
-	x->stats.longest_step_ms = MAX(x->stats.longest_step_ms, ms);
+	note_step(x, t0);
 	if (built && !x->run.on_lane)
 		run_ended(x);
 	else if (!built && !(x->on_lane && x->on_lane_bytes >= EXPORT_ENCODE_MAX_BYTES))
@@ -594,6 +601,7 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 	struct offload_job *done = offload_take_done(x->lane), *next;
 	struct run *run = &x->run;
 	bool building = run->active && run->next < run->parts.n;
+	uint64_t t0 = now_monotonic_ns();
 
 	for (; done; done = next) {
 		struct export_job *j = job_of(done);
@@ -607,10 +615,11 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 	}
 	if (!run->active)
 		return 0;
+	if (!building && !run->on_lane)
+		run_ended(x);
+	note_step(x, t0);
 	if (building && sd_event_source_get_enabled(x->step, NULL) == 0)
 		step_arm(x); /* it waited for the bound */
-	else if (!building && !run->on_lane)
-		run_ended(x);
 	return 0;
 }
 

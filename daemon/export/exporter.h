@@ -90,7 +90,7 @@ struct exporter_stats {
 	/* one interval, from its start to its profiles handed to the sinks,
 	 * the loop serving its clients between its steps */
 	double last_encode_ms, longest_encode_ms;
-	uint64_t steps;                /* loop turns that built models */
+	uint64_t steps;                /* loop turns of the export (builds, encodings back) */
 	double longest_step_ms;        /* the longest of them */
 	uint64_t encoding, encoding_bytes; /* models on the lane, and their bytes */
 	uint64_t max_encoding_bytes;   /* the most they held */
