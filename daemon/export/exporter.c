@@ -396,7 +396,7 @@ static void batch_end(struct exporter *x, struct batch *b, bool send)
 		export_item_unref(b->items[i]);
 	}
 	free(b->items);
-	*b = (struct batch){ .may_wait = b->may_wait, .names_pending = b->names_pending };
+	*b = (struct batch){ 0 };
 }
 
 /* Starts the export of [from_s, to_s): the store's parts of every
@@ -515,7 +515,6 @@ static void run_abandon(struct exporter *x)
 	if (!run->active)
 		return;
 	aggregator_release_parts(x->src.aggregator, &run->parts);
-	run->b.names_pending = true; /* sends nothing */
 	batch_end(x, &run->b, false);
 	run->active = false;
 	(void)sd_event_source_set_enabled(x->step, SD_EVENT_OFF);
