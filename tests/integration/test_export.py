@@ -203,8 +203,8 @@ def test_an_interval_of_many_unique_stacks_is_exported_while_status_answers(
                 late.append(round(took[-1] * 1000))
             time.sleep(0.05)
         # one answer may wait for a time slice on this shared two-CPU
-        # machine whatever perfd does; an interval held the loop was one late
-        # answer per interval, each of 0.5 s or more
+        # machine whatever perfd does; an interval that held the loop made
+        # a late answer per interval, each of 0.5 s or more
         if len(late) > 1:
             st = daemon.status()
             raise AssertionError(
@@ -219,7 +219,7 @@ def test_an_interval_of_many_unique_stacks_is_exported_while_status_answers(
             st = daemon.status()["export"]
             names = [p.name for p in profile_files(out)]
             have = {pid for pid in pids if any(f"_{pid}_unique_stacks.cpu." in n for n in names)}
-            return st if have == pids and st["encoding"] == 0 and \
+            return st if have == pids and st["encoding"] == 0 and st["last_export"] and \
                 time.time() - st["last_export"] < FLOOD_INTERVAL else None
 
         st = wait_for("every process's profiles exported", exported,
