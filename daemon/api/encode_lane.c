@@ -36,20 +36,28 @@ static struct encode_job *job_of(struct offload_job *j)
 	return container_of(j, struct encode_job, job);
 }
 
+/* Frees what j holds (not j). */
+static void job_release(struct encode_job *j)
+{
+	model_free(j->model);
+	jsonw_done(&j->w);
+}
+
 static void job_free(struct offload_job *oj)
 {
 	struct encode_job *j = job_of(oj);
 
-	model_free(j->model);
-	jsonw_done(&j->w);
+	job_release(j);
 	free(j);
 }
 
-/* Writes the profile and closes the answer: what took the loop seconds. */
-static void job_encode(struct encode_job *j)
+/* Writes the profile and closes the answer: what took the loop seconds.
+ * A pprof gives up early once the lanes are stopped (cancel). */
+static void job_encode(struct encode_job *j, const atomic_bool *cancel)
 {
 	uint64_t t0 = now_monotonic_ns();
 
+	j->opts.cancel = cancel;
 	j->r = j->encoder->encode(j->model, &j->opts, &j->w);
 	if (j->r >= 0)
 		jsonw_object_end(&j->w);
@@ -59,19 +67,17 @@ static void job_encode(struct encode_job *j)
 
 static void job_run(struct offload_job *oj)
 {
-	job_encode(job_of(oj));
+	job_encode(job_of(oj), oj->cancel);
 }
 
-/* Sends j's answer to its client, if it is still there, and frees j. */
-static void job_finish(struct encode_job *j)
+/* Sends j's answer to its client, if it is still there. */
+static void job_reply(struct encode_job *j)
 {
-	if (j->client) {
-		log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
-			  j->n_processes, j->n_samples, j->n_locations, j->encoder->name,
-			  j->encode_ns / 1e6);
-		command_reply_writer(j->client, &j->w, j->r);
-	}
-	job_free(&j->job);
+	if (!j->client)
+		return;
+	log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
+		  j->n_processes, j->n_samples, j->n_locations, j->encoder->name, j->encode_ns / 1e6);
+	command_reply_writer(j->client, &j->w, j->r);
 }
 
 static void job_cancel(struct daemon *d, struct client *c)
@@ -81,14 +87,10 @@ static void job_cancel(struct daemon *d, struct client *c)
 	j->client = NULL; /* the lane still has it: dropped when done */
 }
 
-/* The snapshot has ended: it answers with what it has, as a "stop" that
- * came too late always did. */
-static void job_stop(struct daemon *d, struct client *c)
-{
-}
-
-static const struct command encoding = { .name = "encoding", .cancel = job_cancel,
-					 .stop = job_stop };
+/* No stop: the snapshot has ended, and a "stop" now waits its turn and
+ * is answered on its own ("stopped": false), as one that came after the
+ * answer. */
+static const struct command encoding = { .name = "encoding", .cancel = job_cancel };
 
 static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata)
 {
@@ -101,7 +103,8 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 		next = done->next;
 		if (j->client)
 			client_set_data(j->client, NULL);
-		job_finish(j);
+		job_reply(j);
+		job_free(done);
 	}
 	return 0;
 }
@@ -109,19 +112,10 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
 			struct model *m, const struct encode_opts *o, struct jsonw *w)
 {
-	struct encode_job *j = malloc(sizeof(*j));
+	/* with no memory for the job, one on the stack, encoded here */
+	struct encode_job here, *j = malloc(sizeof(*j)), *job = j ? j : &here;
 
-	if (!j) {
-		/* no job: the loop encodes it */
-		int r = e->encode(m, o, w);
-
-		if (r >= 0)
-			jsonw_object_end(w);
-		model_free(m);
-		command_reply_writer(c, w, r);
-		return;
-	}
-	*j = (struct encode_job){
+	*job = (struct encode_job){
 		.pending.command = &encoding,
 		.job = { .run = job_run, .free = job_free, .big = m->n_samples >= ENCODE_LANE_BIG_SAMPLES },
 		.encoder = e,
@@ -133,14 +127,17 @@ void encode_lane_answer(struct encode_lane *l, struct client *c, const struct en
 		.n_samples = m->n_samples,
 		.n_locations = m->n_locations,
 	};
-	j->opts.labels = NULL;
-	j->opts.n_labels = 0;
-	if (!l || offload_submit(l->lanes, &j->job) < 0) {
-		job_encode(j);
-		job_finish(j);
+	job->opts.labels = NULL;
+	job->opts.n_labels = 0;
+	if (j && l && offload_submit(l->lanes, &j->job) == 0) {
+		client_set_data(c, j);
 		return;
 	}
-	client_set_data(c, j);
+	/* no lane: the loop encodes it */
+	job_encode(job, NULL);
+	job_reply(job);
+	job_release(job);
+	free(j);
 }
 
 int encode_lane_new(sd_event *event, struct encode_lane **ret)

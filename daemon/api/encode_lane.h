@@ -14,7 +14,8 @@
  * The client's request is pending meanwhile, as while it waits for names
  * (api/command.h): its data is the job.  A client that goes away leaves
  * the job to finish on its lane and be dropped when it comes back; a
- * "stop" meanwhile is taken and changes nothing (the snapshot has ended).
+ * "stop" meanwhile waits its turn and is answered on its own, "stopped":
+ * false (the snapshot has ended).
  * The answer is queued as any other, under the per-client output caps
  * (api/server.h).
  *
@@ -27,9 +28,10 @@
  * time slices beside them.  Cost: every answer, small ones
  * too, crosses to a lane and back (an eventfd wake-up of the loop), and
  * each answer being encoded holds its model until it is: one per client
- * at most, as one request per client is in flight.  At shutdown an
- * encoding in progress is waited for (encoders do not look at the cancel
- * flag).
+ * at most, as one request per client is in flight.  At shutdown a pprof
+ * being encoded gives up at its next deflate chunk (encode_opts.cancel);
+ * the other formats are waited for.  The exporter's encodings have a lane
+ * of their own (export/exporter.h).
  */
 #ifndef PERFD_ENCODE_LANE_H
 #define PERFD_ENCODE_LANE_H

@@ -95,6 +95,11 @@ static json_object *export_status(const struct exporter_stats *x, bool root)
 	json_object_object_add(o, "last_encode_ms", json_object_new_double(x->last_encode_ms));
 	json_object_object_add(o, "longest_encode_ms", json_object_new_double(x->longest_encode_ms));
 	add_u64(o, "waits_for_names", x->waits_for_names);
+	add_u64(o, "steps", x->steps);
+	json_object_object_add(o, "longest_step_ms", json_object_new_double(x->longest_step_ms));
+	add_u64(o, "encoding", x->encoding);
+	add_u64(o, "encoding_bytes", x->encoding_bytes);
+	add_u64(o, "max_encoding_bytes", x->max_encoding_bytes);
 	for (size_t i = 0; i < x->n_sinks; i++) {
 		const struct export_worker_stats *w = &x->sinks[i];
 		json_object *e = json_object_new_object();

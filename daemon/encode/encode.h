@@ -14,6 +14,7 @@
 #ifndef PERFD_ENCODE_H
 #define PERFD_ENCODE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,7 +31,17 @@ struct encode_opts {
 	 * as n_labels (key, value) pairs, not copied */
 	const char *const *labels;
 	size_t n_labels;
+	/* NULL, or a flag that, once set, has pprof and OTLP give up early
+	 * with -ECANCELED (checked between deflate chunks and between the
+	 * encoding's stages): a lane being stopped (base/offload.h) */
+	const atomic_bool *cancel;
 };
+
+/* Whether o's cancel flag is set. */
+static inline bool encode_cancelled(const struct encode_opts *o)
+{
+	return o->cancel && atomic_load(o->cancel);
+}
 
 struct encoder {
 	const char *name;      /* as requested: "folded" */
@@ -53,8 +64,8 @@ int folded_encode(const struct model *m, const struct encode_opts *o, struct jso
 int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
 /* The gzipped profile.proto bytes themselves, for a file or a request
- * body: *ret (malloc'd, the caller's) and *ret_len.  Returns 0 or
- * -ENOMEM. */
+ * body: *ret (malloc'd, the caller's) and *ret_len.  Returns 0, -ENOMEM
+ * or -ECANCELED (o->cancel). */
 int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8_t **ret,
 		       size_t *ret_len);
 
@@ -69,7 +80,7 @@ struct otlp_resource {
 /* The model of one process (-EINVAL otherwise) as the bytes of an OTLP
  * ExportProfilesServiceRequest (encode/otlp.c), with o's labels on every
  * sample as pprof_encode_bytes gives them: *ret (malloc'd, the caller's)
- * and *ret_len.  Returns 0, -EINVAL or -ENOMEM. */
+ * and *ret_len.  Returns 0, -EINVAL, -ENOMEM or -ECANCELED (o->cancel). */
 int otlp_encode_bytes(const struct model *m, const struct encode_opts *o,
 		      const struct otlp_resource *res, uint8_t **ret, size_t *ret_len);
 int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);

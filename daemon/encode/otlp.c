@@ -465,6 +465,8 @@ int otlp_encode_bytes(const struct model *m, const struct encode_opts *o,
 	if (!p)
 		return -ENOMEM;
 	r = build(p, m, o, res);
+	if (r == 0 && encode_cancelled(o))
+		r = -ECANCELED;
 	if (r < 0) {
 		otlp_done(p);
 		return r;

@@ -416,6 +416,7 @@ struct gzip_sink {
 	unsigned char *out;
 	size_t n_out, cap_out;
 	int error;
+	const atomic_bool *cancel; /* encode_opts' */
 	size_t n_in, n_carry;
 	unsigned char carry[2];
 	unsigned char in[64 * 1024];
@@ -462,6 +463,8 @@ static void deflate_some(struct gzip_sink *s, const unsigned char *data, size_t 
 {
 	unsigned char out[16 * 1024];
 
+	if (!s->error && s->cancel && atomic_load(s->cancel))
+		s->error = -ECANCELED;
 	if (s->error)
 		return;
 	s->z.next_in = (Bytef *)data;
@@ -492,7 +495,7 @@ static void sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data
 }
 
 /* Packs and gzips profile into s (emit and its target set).  Returns 0,
- * -ENOMEM or -EIO. */
+ * -ENOMEM, -EIO or -ECANCELED. */
 static int gzip_profile(const pb_profile *profile, struct gzip_sink *s)
 {
 	int r;
@@ -509,7 +512,7 @@ static int gzip_profile(const pb_profile *profile, struct gzip_sink *s)
 }
 
 /* Writes profile into w as one string: gzip, then base64. */
-static int write_profile(const pb_profile *profile, struct jsonw *w)
+static int write_profile(const pb_profile *profile, const atomic_bool *cancel, struct jsonw *w)
 {
 	_cleanup_free_ struct gzip_sink *s = calloc(1, sizeof(*s));
 	char tail[4];
@@ -519,6 +522,7 @@ static int write_profile(const pb_profile *profile, struct jsonw *w)
 		return -ENOMEM;
 	s->emit = emit_base64;
 	s->w = w;
+	s->cancel = cancel;
 	jsonw_string_begin(w);
 	r = gzip_profile(profile, s);
 	jsonw_string_append(w, tail, base64_encode(s->carry, s->n_carry, tail));
@@ -532,8 +536,10 @@ int pprof_encode(const struct model *m, const struct encode_opts *o, struct json
 	int r;
 
 	r = build(&p, m, o);
+	if (r == 0 && encode_cancelled(o))
+		r = -ECANCELED;
 	if (r == 0)
-		r = write_profile(&p.profile, w);
+		r = write_profile(&p.profile, o->cancel, w);
 	pprof_done(&p);
 	return r;
 }
@@ -548,7 +554,10 @@ int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8
 	if (!s)
 		return -ENOMEM;
 	s->emit = emit_bytes;
+	s->cancel = o->cancel;
 	r = build(&p, m, o);
+	if (r == 0 && encode_cancelled(o))
+		r = -ECANCELED;
 	if (r == 0)
 		r = gzip_profile(&p.profile, s);
 	pprof_done(&p);

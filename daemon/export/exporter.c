@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/offload.h"
 #include "encode/encode.h"
 #include "export/container.h"
 #include "export/exporter.h"
@@ -30,6 +31,50 @@
  * waits: api/command.h); then it goes with what is named. */
 #define EXPORT_NAMES_POLL_MS 50
 #define EXPORT_NAMES_WAIT_MS 10000
+/* An interval's models are built in loop turns of about this long (one
+ * model more at most: the longest, one process's of one kind, is the
+ * turn's excess), clients served between them (exporter.h). */
+#define EXPORT_SLICE_NS (5 * 1000 * 1000ULL)
+/* Models handed to the lane and not encoded yet hold at most this much
+ * (one always goes): past it the building waits for the lane. */
+#define EXPORT_ENCODE_MAX_BYTES (32u << 20)
+/* A step that waited this long behind clients and ingest runs at their
+ * priority, so that a loop never idle still exports. */
+#define EXPORT_STARVED_NS (200 * 1000 * 1000ULL)
+
+/* One interval's profiles, encoded, pushed to the sinks together once
+ * none of their frames waits for a symbol table being built off the loop
+ * (symbols/symload.h), or the wait is over: a profile sent is not sent
+ * again, so it is not sent with frames that would be named a moment
+ * later.  Items are (pprof, OTLP or NULL) pairs. */
+struct batch {
+	struct export_item **items;
+	size_t n, cap;
+	bool may_wait;      /* the interval's wait for names is not over */
+	bool names_pending; /* a frame waits for its table: send nothing */
+};
+
+/* The interval being exported: its parts built into models a few per
+ * loop turn, each model encoded on the lane, the batch sent once every
+ * encoding is back.  One at a time: the next interval, and a retry of
+ * this one, wait until it has ended and no job of an abandoned one is on
+ * the lane (its jobs read the labels copied here). */
+struct run {
+	bool active;
+	uint64_t gen; /* its jobs carry it: one of an abandoned run is dropped */
+	uint64_t from_s, to_s;
+	double from_unix;
+	struct profile_parts parts; /* released once every model is built */
+	size_t next;                /* the part and kind built next */
+	int kind;
+	size_t n_processes;
+	size_t on_lane; /* its jobs not back yet */
+	struct batch b;
+	uint64_t t0_ns, last_step_ns;
+	const char *pairs[2 * (EXPORT_MAX_LABELS + 1)];
+	size_t n_pairs;
+	struct export_label labels[EXPORT_MAX_LABELS];
+};
 
 struct exporter {
 	sd_event *event;
@@ -45,18 +90,12 @@ struct exporter {
 	uint64_t due_to_s;          /* a closed interval not exported yet: its end */
 	uint64_t names_deadline_ns; /* ... when it stops waiting for names */
 	struct ingest_wait ingest;  /* ... its records coming in */
-};
-
-/* One interval's profiles, encoded, pushed to the sinks together once
- * none of their frames waits for a symbol table being built off the loop
- * (symbols/symload.h), or the wait is over: a profile sent is not sent
- * again, so it is not sent with frames that would be named a moment
- * later.  Items are (pprof, OTLP or NULL) pairs. */
-struct batch {
-	struct export_item **items;
-	size_t n, cap;
-	bool may_wait;      /* the interval's wait for names is not over */
-	bool names_pending; /* a frame waits for its table: send nothing */
+	struct run run;
+	sd_event_source *step;      /* defer: builds the run's next models */
+	struct offload *lane;       /* encodes them (export_job) */
+	sd_event_source *done_io;
+	size_t on_lane;             /* jobs on the lane, of any run ... */
+	size_t on_lane_bytes;       /* ... and their models' bytes */
 };
 
 /* s with every byte outside [A-Za-z0-9._-] as '_' (file names, and
@@ -158,69 +197,100 @@ static char *file_name(const struct exporter *x, double from_unix, uint32_t pid,
 	return name;
 }
 
-/* The OTLP request of the same profile as like (the pprof item: its
- * process, kind and interval), into *ret.  Returns 0 or -ENOMEM. */
-static int otlp_item(const struct exporter *x, const struct export_item *like, const struct model *m,
-		     const struct encode_opts *eo, struct export_item **ret)
-{
-	const struct model_process *pr = &m->processes[0];
-	char container[CONTAINER_ID_LEN + 1];
-	struct otlp_resource res = {
-		.host_name = x->hostname,
-		.service_name = service_name(x, model_string(m, pr->comm), model_string(m, pr->unit)),
-		.container_id = container_id_from_cgroup(model_string(m, pr->cgroup), container,
-							 sizeof(container)) ?
-					container :
-					NULL,
-	};
-	struct export_item *it = calloc(1, sizeof(*it));
+/* One process's profile of one kind: its model, built on the loop, and
+ * what the lane makes of it.  The lane reads the model, the names copied
+ * here and the run's labels (struct run), and writes the items' bytes. */
+struct export_job {
+	struct offload_job job;
+	uint64_t gen;        /* the run's */
+	struct model *model; /* freed by the lane once encoded */
+	size_t model_bytes;  /* counted in on_lane_bytes until it is back */
+	struct encode_opts eo;
+	char service[EXPORT_LABEL_VALUE_MAX + 1];
+	char container[CONTAINER_ID_LEN + 1]; /* "": none */
+	struct export_item *it, *ot; /* pprof, and OTLP or NULL */
 	int r;
+};
 
-	if (!it)
-		return -ENOMEM;
-	atomic_init(&it->refs, 1);
-	it->kind = like->kind;
-	it->pid = like->pid;
-	it->from_unix = like->from_unix;
-	it->to_unix = like->to_unix;
-	it->sample_rate_hz = like->sample_rate_hz;
-	r = otlp_encode_bytes(m, eo, &res, &it->data, &it->len);
-	if (r < 0) {
-		export_item_unref(it);
-		return r;
-	}
-	*ret = it;
-	return 0;
+static struct export_job *job_of(struct offload_job *j)
+{
+	return container_of(j, struct export_job, job);
 }
 
-/* One process's profile of one kind, encoded, for the sinks; from_unix
- * is from_s as Unix time, the same for every profile of the interval.
- * Returns 0, 1 when it holds nothing, or -ENOMEM. */
-static int export_part(struct exporter *x, struct profile_part *part, enum profile_kind kind,
-		       uint64_t from_s, uint64_t to_s, double from_unix, struct batch *b)
+static void job_free(struct offload_job *oj)
 {
+	struct export_job *j = job_of(oj);
+
+	model_free(j->model);
+	export_item_unref(j->it);
+	export_item_unref(j->ot);
+	free(j);
+}
+
+/* What a model holds, for the bound on those waiting for the lane. */
+static size_t model_bytes(const struct model *m)
+{
+	return sizeof(*m) + m->strings_cap + m->cap_functions * sizeof(*m->functions) +
+	       m->cap_lines * sizeof(*m->lines) + m->cap_locations * sizeof(*m->locations) +
+	       m->cap_mappings * sizeof(*m->mappings) + m->cap_pool * sizeof(*m->stack_pool) +
+	       m->cap_samples * sizeof(*m->samples) + m->n_processes * sizeof(*m->processes);
+}
+
+static struct export_item *item_new(const struct export_item *like)
+{
+	struct export_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return NULL;
+	atomic_init(&it->refs, 1);
+	if (like) {
+		it->kind = like->kind;
+		it->pid = like->pid;
+		it->from_unix = like->from_unix;
+		it->to_unix = like->to_unix;
+		it->sample_rate_hz = like->sample_rate_hz;
+	}
+	return it;
+}
+
+/* On the lane, or in place at shutdown: the pprof (and OTLP) bytes, what
+ * took the loop 0.3 to 1.1 s an interval.  Looks at the lane's cancel
+ * flag (in place there is none: NULL). */
+static void job_encode(struct export_job *j)
+{
+	struct otlp_resource res = {
+		.host_name = j->eo.labels[1], /* the run's "hostname" pair */
+		.service_name = j->service,
+		.container_id = j->container[0] ? j->container : NULL,
+	};
+
+	j->eo.cancel = j->job.cancel;
+	j->r = pprof_encode_bytes(j->model, &j->eo, &j->it->data, &j->it->len);
+	if (j->r >= 0 && j->ot)
+		j->r = otlp_encode_bytes(j->model, &j->eo, &res, &j->ot->data, &j->ot->len);
+	j->model = model_free(j->model);
+}
+
+static void job_run(struct offload_job *oj)
+{
+	job_encode(job_of(oj));
+}
+
+/* The job of part's profile of kind, its model built, into *ret.
+ * Returns 0, 1 when there is nothing to encode (nothing in it, or its
+ * frames wait for names: b->names_pending), or -ENOMEM. */
+static int job_new(struct exporter *x, struct profile_part *part, enum profile_kind kind,
+		   struct export_job **ret)
+{
+	struct run *run = &x->run;
+	struct batch *b = &run->b;
 	struct profile_parts one = { .parts = part, .n = 1, .cap = 1 };
 	struct model_opts mo = x->src.model;
-	const char *pairs[2 * (EXPORT_MAX_LABELS + 1)];
-	struct encode_opts eo = {
-		.period_ns = x->src.period_ns,
-		.memory_sample_bytes = x->src.memory_sample_bytes,
-		.duration_ns = (to_s - from_s) * NSEC_PER_SEC,
-		.labels = pairs,
-	};
-	struct export_item *it = NULL, *ot = NULL;
+	struct export_job *j;
 	struct model *m = NULL;
 	const char *comm, *unit, *cgroup;
 	int r;
 
-	pairs[0] = "hostname";
-	pairs[1] = x->hostname;
-	eo.n_labels = 1;
-	for (size_t i = 0; i < x->n_labels; i++) {
-		pairs[2 * eo.n_labels] = x->labels[i].key;
-		pairs[2 * eo.n_labels + 1] = x->labels[i].value;
-		eo.n_labels++;
-	}
 	mo.kind = kind;
 	r = model_build(&mo, &one, aggregator_stacks(x->src.aggregator), &m);
 	if (r < 0)
@@ -232,58 +302,95 @@ static int export_part(struct exporter *x, struct profile_part *part, enum profi
 		model_free(m);
 		return 1;
 	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		model_free(m);
+		return -ENOMEM;
+	}
+	j->job = (struct offload_job){ .run = job_run, .free = job_free };
+	j->gen = run->gen;
+	j->model = m;
+	j->model_bytes = model_bytes(m);
+	j->eo = (struct encode_opts){
+		.period_ns = x->src.period_ns,
+		.memory_sample_bytes = x->src.memory_sample_bytes,
+		.duration_ns = (run->to_s - run->from_s) * NSEC_PER_SEC,
+		.time_unix_ns = (uint64_t)(run->from_unix * 1e9),
+		.labels = run->pairs,
+		.n_labels = run->n_pairs,
+	};
+	comm = model_string(m, m->processes[0].comm);
+	unit = model_string(m, m->processes[0].unit);
+	cgroup = model_string(m, m->processes[0].cgroup);
+	snprintf(j->service, sizeof(j->service), "%s", service_name(x, comm, unit));
+	if (!container_id_from_cgroup(cgroup, j->container, sizeof(j->container)))
+		j->container[0] = '\0';
+	r = -ENOMEM;
+	if (!(j->it = item_new(NULL)))
+		goto fail;
+	j->it->kind = kind;
+	j->it->pid = m->processes[0].pid;
+	j->it->from_unix = run->from_unix;
+	j->it->to_unix = run->from_unix + (double)(run->to_s - run->from_s);
+	j->it->sample_rate_hz = x->src.frequency_hz;
+	if (x->files && !(j->it->file_name = file_name(x, run->from_unix, j->it->pid, comm, kind)))
+		goto fail;
+	if (x->push && !(j->it->push_name = push_name(x, j->it->pid, comm, unit, cgroup)))
+		goto fail;
+	if (x->otlp && !(j->ot = item_new(j->it)))
+		goto fail;
+	*ret = j;
+	return 0;
+fail:
+	job_free(&j->job);
+	return r;
+}
+
+/* A job back from the lane (or encoded in place): its items join its
+ * run's batch, unless that run was abandoned.  Frees j. */
+static void job_done(struct exporter *x, struct export_job *j)
+{
+	struct run *run = &x->run;
+	struct batch *b = &run->b;
+
+	if (j->gen != run->gen || !run->active) {
+		job_free(&j->job);
+		return;
+	}
+	if (j->r < 0) {
+		if (j->r != -ECANCELED)
+			x->stats.encode_errors++;
+		job_free(&j->job);
+		return;
+	}
 	if (b->n + 2 > b->cap) {
 		size_t cap = MAX(16u, 2 * b->cap);
 		struct export_item **items = realloc(b->items, cap * sizeof(*items));
 
 		if (!items) {
-			model_free(m);
-			return -ENOMEM;
+			x->stats.encode_errors++;
+			job_free(&j->job);
+			return;
 		}
 		b->items = items;
 		b->cap = cap;
 	}
-	it = calloc(1, sizeof(*it));
-	if (!it) {
-		model_free(m);
-		return -ENOMEM;
-	}
-	atomic_init(&it->refs, 1);
-	it->kind = kind;
-	it->pid = m->processes[0].pid;
-	it->from_unix = from_unix;
-	it->to_unix = it->from_unix + (double)(to_s - from_s);
-	it->sample_rate_hz = x->src.frequency_hz;
-	eo.time_unix_ns = (uint64_t)(it->from_unix * 1e9);
-	comm = model_string(m, m->processes[0].comm);
-	unit = model_string(m, m->processes[0].unit);
-	cgroup = model_string(m, m->processes[0].cgroup);
-	r = pprof_encode_bytes(m, &eo, &it->data, &it->len);
-	if (r >= 0 && x->files && !(it->file_name = file_name(x, it->from_unix, it->pid, comm, kind)))
-		r = -ENOMEM;
-	if (r >= 0 && x->push && !(it->push_name = push_name(x, it->pid, comm, unit, cgroup)))
-		r = -ENOMEM;
-	if (r >= 0 && x->otlp)
-		r = otlp_item(x, it, m, &eo, &ot);
-	model_free(m);
-	if (r < 0) {
-		export_item_unref(it);
-		return r;
-	}
-	b->items[b->n++] = it;
-	b->items[b->n++] = ot;
-	return 0;
+	b->items[b->n++] = TAKE_PTR(j->it);
+	b->items[b->n++] = TAKE_PTR(j->ot);
+	job_free(&j->job);
 }
 
-/* Sends the batch's profiles (send: else drops them) and empties it. */
+/* Sends the batch's profiles (send: else drops them) and empties it.  A
+ * sink turned on or off while the batch was made gets what was made for
+ * it, or nothing. */
 static void batch_end(struct exporter *x, struct batch *b, bool send)
 {
 	for (size_t i = 0; i < b->n; i += 2) {
-		if (send && x->files)
+		if (send && x->files && b->items[i]->file_name)
 			export_worker_push(x->files, b->items[i]);
-		if (send && x->push)
+		if (send && x->push && b->items[i]->push_name)
 			export_worker_push(x->push, b->items[i]);
-		if (send && b->items[i + 1])
+		if (send && x->otlp && b->items[i + 1])
 			export_worker_push(x->otlp, b->items[i + 1]);
 		export_item_unref(b->items[i + 1]);
 		export_item_unref(b->items[i]);
@@ -292,58 +399,125 @@ static void batch_end(struct exporter *x, struct batch *b, bool send)
 	*b = (struct batch){ 0 };
 }
 
-/* Every process's profiles of [from_s, to_s).  Returns 0, or -EAGAIN when
- * may_wait and a frame waits for its table: nothing is sent then, and the
- * caller asks again. */
-static int export_interval(struct exporter *x, uint64_t from_s, uint64_t to_s, bool may_wait)
+/* Starts the export of [from_s, to_s): the store's parts of every
+ * process, the labels the lane reads.  Returns 0 or -ENOMEM. */
+static int run_start(struct exporter *x, uint64_t from_s, uint64_t to_s, bool may_wait)
 {
+	struct run *run = &x->run;
 	struct selection sel = { .all = true };
-	struct profile_parts parts = { 0 };
-	struct batch b = { .may_wait = may_wait };
-	uint64_t t0 = now_monotonic_ns(), first, end;
-	/* once: each reading of the clocks differs by the time between them,
-	 * and Pyroscope's whole seconds and the file names would too */
-	double from_unix = monotonic_to_unix(from_s * NSEC_PER_SEC);
-	size_t n_processes;
-	double ms;
+	uint64_t first, end;
+	int r;
 
 	/* Exports are the operator's, written or sent by perfd as root: they
 	 * keep kernel addresses when the kernel would show them to root now
 	 * (kptr_restrict 0 or 1), never with kptr_restrict 2. */
 	x->src.model.kernel_addresses = ksyms_addresses_shown_now(true);
-	if (aggregator_query(x->src.aggregator, &sel, from_s * NSEC_PER_SEC, to_s * NSEC_PER_SEC, &parts,
-			     &first, &end) < 0) {
-		x->stats.encode_errors++;
-		return 0;
+	*run = (struct run){ .gen = run->gen + 1, .from_s = from_s, .to_s = to_s,
+			     .b = { .may_wait = may_wait } };
+	run->t0_ns = run->last_step_ns = now_monotonic_ns();
+	/* once: each reading of the clocks differs by the time between them,
+	 * and Pyroscope's whole seconds and the file names would too */
+	run->from_unix = monotonic_to_unix(from_s * NSEC_PER_SEC);
+	r = aggregator_query(x->src.aggregator, &sel, from_s * NSEC_PER_SEC, to_s * NSEC_PER_SEC,
+			     &run->parts, &first, &end);
+	if (r < 0)
+		return r;
+	run->n_processes = run->parts.n;
+	memcpy(run->labels, x->labels, x->n_labels * sizeof(x->labels[0]));
+	run->pairs[0] = "hostname";
+	run->pairs[1] = x->hostname;
+	run->n_pairs = 1;
+	for (size_t i = 0; i < x->n_labels; i++) {
+		run->pairs[2 * run->n_pairs] = run->labels[i].key;
+		run->pairs[2 * run->n_pairs + 1] = run->labels[i].value;
+		run->n_pairs++;
 	}
-	for (size_t i = 0; i < parts.n; i++)
-		for (int k = 0; k < PROFILE_KINDS; k++) {
-			int r;
+	run->active = true;
+	return 0;
+}
 
-			if (!parts.parts[i].prof.totals[k])
-				continue;
-			r = export_part(x, &parts.parts[i], (enum profile_kind)k, from_s, to_s, from_unix,
-					&b);
-			if (r < 0)
-				x->stats.encode_errors++;
+/* Builds the run's next models until until_ns, each encoded in place
+ * (in_place) or handed to the lane, while the models on the lane stay
+ * under EXPORT_ENCODE_MAX_BYTES.  Returns true once every model is built
+ * (the parts are released then), false when the time or the bound ended
+ * the turn. */
+static bool run_build(struct exporter *x, uint64_t until_ns, bool in_place)
+{
+	struct run *run = &x->run;
+
+	while (run->next < run->parts.n) {
+		struct profile_part *part = &run->parts.parts[run->next];
+		enum profile_kind kind = (enum profile_kind)run->kind;
+		struct export_job *j;
+		int r;
+
+		if (!in_place && x->on_lane && x->on_lane_bytes >= EXPORT_ENCODE_MAX_BYTES)
+			return false;
+		if (++run->kind == PROFILE_KINDS) {
+			run->kind = 0;
+			run->next++;
 		}
-	n_processes = parts.n; /* releasing them clears it */
-	aggregator_release_parts(x->src.aggregator, &parts);
-	if (b.names_pending) {
-		batch_end(x, &b, false);
+		if (!part->prof.totals[kind])
+			continue;
+		r = job_new(x, part, kind, &j);
+		if (r < 0)
+			x->stats.encode_errors++;
+		if (r == 0 && (in_place || offload_submit(x->lane, &j->job) < 0)) {
+			job_encode(j); /* no lane: the loop encodes it */
+			job_done(x, j);
+		} else if (r == 0) {
+			run->on_lane++;
+			x->on_lane++;
+			x->on_lane_bytes += j->model_bytes;
+			x->stats.max_encoding_bytes = MAX(x->stats.max_encoding_bytes,
+							  x->on_lane_bytes);
+		}
+		if (now_monotonic_ns() >= until_ns)
+			break;
+	}
+	if (run->next < run->parts.n)
+		return false;
+	aggregator_release_parts(x->src.aggregator, &run->parts);
+	return true;
+}
+
+/* Ends the run whose models are built and back: sends its batch, or, when
+ * a frame waits for names, drops it and returns -EAGAIN (the interval is
+ * tried again).  Returns 0 or -EAGAIN. */
+static int run_end(struct exporter *x)
+{
+	struct run *run = &x->run;
+	double ms;
+
+	run->active = false;
+	if (run->b.names_pending) {
+		batch_end(x, &run->b, false);
 		x->stats.waits_for_names++;
 		return -EAGAIN;
 	}
-	x->stats.profiles += b.n / 2;
-	batch_end(x, &b, true);
-	ms = (now_monotonic_ns() - t0) / 1e6;
+	x->stats.profiles += run->b.n / 2;
+	batch_end(x, &run->b, true);
+	ms = (now_monotonic_ns() - run->t0_ns) / 1e6;
 	x->stats.intervals++;
 	x->stats.last_export_unix = monotonic_to_unix(now_monotonic_ns());
 	x->stats.last_encode_ms = ms;
 	x->stats.longest_encode_ms = MAX(x->stats.longest_encode_ms, ms);
-	log_debug("Exported %zu processes' profiles of %" PRIu64 " s in %.1f ms.", n_processes,
-		  to_s - from_s, ms);
+	log_debug("Exported %zu processes' profiles of %" PRIu64 " s in %.1f ms.", run->n_processes,
+		  run->to_s - run->from_s, ms);
 	return 0;
+}
+
+/* Drops the run (its jobs on the lane are dropped when they come back). */
+static void run_abandon(struct exporter *x)
+{
+	struct run *run = &x->run;
+
+	if (!run->active)
+		return;
+	aggregator_release_parts(x->src.aggregator, &run->parts);
+	batch_end(x, &run->b, false);
+	run->active = false;
+	(void)sd_event_source_set_enabled(x->step, SD_EVENT_OFF);
 }
 
 static int schedule(struct exporter *x)
@@ -353,9 +527,105 @@ static int schedule(struct exporter *x)
 	return sd_event_source_set_time(x->timer, at);
 }
 
-/* Exports the closed interval [from_s, due_to_s), its records in, or has
- * it tried again soon when its frames wait for names (retry: this is such
- * a try).  Returns 0 or -errno (the timer could not be set). */
+/* The run has ended on the loop: the next interval is scheduled, or this
+ * one tried again soon when its frames waited for names. */
+static void run_ended(struct exporter *x)
+{
+	int r;
+
+	if (run_end(x) == -EAGAIN) {
+		r = sd_event_source_set_time_relative(x->timer, EXPORT_NAMES_POLL_MS * 1000);
+	} else {
+		x->from_s = x->due_to_s;
+		x->due_to_s = 0;
+		r = schedule(x);
+	}
+	if (r < 0)
+		log_warning_errno(r, "Failed to set the export timer: %m");
+}
+
+/* Has the step run at the next loop turn with nothing of higher priority
+ * pending: below clients, unless it has waited EXPORT_STARVED_NS. */
+static void step_arm(struct exporter *x)
+{
+	int64_t prio = now_monotonic_ns() - x->run.last_step_ns > EXPORT_STARVED_NS ?
+			       SD_EVENT_PRIORITY_NORMAL :
+			       SD_EVENT_PRIORITY_NORMAL + 1;
+	int r = sd_event_source_set_priority(x->step, prio);
+
+	/* re-armed each time, so that it queues behind what became pending
+	 * meanwhile rather than ahead of it */
+	if (r >= 0)
+		r = sd_event_source_set_enabled(x->step, SD_EVENT_ONESHOT);
+	if (r < 0) {
+		/* the next interval's timer finds the run still active and
+		 * waits: abandon it rather than stall the exporter */
+		log_warning_errno(r, "Failed to schedule the export's next step, interval dropped: %m");
+		x->stats.encode_errors++;
+		run_abandon(x);
+		x->due_to_s = 0;
+		(void)schedule(x);
+	}
+}
+
+/* Counts a loop turn of the export that began at t0_ns. */
+static void note_step(struct exporter *x, uint64_t t0_ns)
+{
+	uint64_t now = now_monotonic_ns();
+
+	x->run.last_step_ns = now;
+	x->stats.steps++;
+	x->stats.longest_step_ms = MAX(x->stats.longest_step_ms, (now - t0_ns) / 1e6);
+}
+
+/* One loop turn of the run: a slice of its models built. */
+static int on_step(sd_event_source *s, void *userdata)
+{
+	struct exporter *x = userdata;
+	uint64_t t0 = now_monotonic_ns();
+	bool built = run_build(x, t0 + EXPORT_SLICE_NS, false);
+
+	note_step(x, t0);
+	if (built && !x->run.on_lane)
+		run_ended(x);
+	else if (!built && !(x->on_lane && x->on_lane_bytes >= EXPORT_ENCODE_MAX_BYTES))
+		step_arm(x);
+	/* else on_done goes on once the lane gives models back */
+	return 0;
+}
+
+static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata)
+{
+	struct exporter *x = userdata;
+	struct offload_job *done = offload_take_done(x->lane), *next;
+	struct run *run = &x->run;
+	bool building = run->active && run->next < run->parts.n;
+	uint64_t t0 = now_monotonic_ns();
+
+	for (; done; done = next) {
+		struct export_job *j = job_of(done);
+
+		next = done->next;
+		x->on_lane--;
+		x->on_lane_bytes -= j->model_bytes;
+		if (j->gen == run->gen && run->active)
+			run->on_lane--;
+		job_done(x, j);
+	}
+	if (!run->active)
+		return 0;
+	if (!building && !run->on_lane)
+		run_ended(x);
+	note_step(x, t0);
+	if (building && sd_event_source_get_enabled(x->step, NULL) == 0)
+		step_arm(x); /* it waited for the bound */
+	return 0;
+}
+
+/* Starts exporting the closed interval [from_s, due_to_s), its records
+ * in, or has it tried again soon while an earlier run's jobs are on the
+ * lane or its frames' tables are being built (retry: this is such a try).
+ * Returns 0 or -errno (the timer could not be set). */
 static int export_due(struct exporter *x, bool retry)
 {
 	uint64_t now = now_monotonic_ns();
@@ -363,13 +633,18 @@ static int export_due(struct exporter *x, bool retry)
 
 	/* a retry rebuilds every process's models: not while the tables it
 	 * waited for are still being built */
-	if (retry && may_wait && x->src.loads_pending && x->src.loads_pending(x->src.ctx))
+	if (x->on_lane || (retry && may_wait && x->src.loads_pending &&
+			   x->src.loads_pending(x->src.ctx)))
 		return sd_event_source_set_time_relative(x->timer, EXPORT_NAMES_POLL_MS * 1000);
-	if (export_interval(x, x->from_s, x->due_to_s, may_wait) == -EAGAIN)
-		return sd_event_source_set_time_relative(x->timer, EXPORT_NAMES_POLL_MS * 1000);
-	x->from_s = x->due_to_s;
-	x->due_to_s = 0;
-	return schedule(x);
+	if (run_start(x, x->from_s, x->due_to_s, may_wait) < 0) {
+		x->stats.encode_errors++;
+		x->from_s = x->due_to_s;
+		x->due_to_s = 0;
+		return schedule(x);
+	}
+	step_arm(x);
+	/* run_ended sets it */
+	return sd_event_source_set_time(x->timer, UINT64_MAX);
 }
 
 static void on_ingested(struct ingest_wait *w)
@@ -386,8 +661,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	uint64_t now = now_monotonic_ns();
 
 	/* rescheduled (exporter_configure) while the closed interval's
-	 * records come in: that interval goes first, and it sets the timer */
-	if (x->ingest.waiting)
+	 * records come in or its profiles are made: that interval goes
+	 * first, and it sets the timer */
+	if (x->ingest.waiting || x->run.active)
 		return sd_event_source_set_time(s, UINT64_MAX);
 	if (x->due_to_s)
 		return export_due(x, true);
@@ -403,12 +679,13 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return export_due(x, false);
 }
 
-/* An interval closed and waiting for its records waits no more (its
- * from_s stays: the next interval takes it in). */
+/* An interval closed and not exported yet is not: its wait for records
+ * and its run end (its from_s stays: the next interval takes it in). */
 static void stop_waiting(struct exporter *x)
 {
 	if (x->src.ingest)
 		ingest_wait_cancel(x->src.ingest, &x->ingest);
+	run_abandon(x);
 	x->due_to_s = 0;
 }
 
@@ -429,6 +706,22 @@ int exporter_new(sd_event *event, const struct export_source *src, struct export
 		r = sd_event_source_set_description(x->timer, "export");
 	if (r >= 0)
 		r = sd_event_source_set_enabled(x->timer, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_add_defer(event, &x->step, on_step, x);
+	if (r >= 0)
+		r = sd_event_source_set_description(x->step, "export-step");
+	if (r >= 0)
+		r = sd_event_source_set_enabled(x->step, SD_EVENT_OFF);
+	/* one lane at the daemon's nice value, as the answers' encode lanes
+	 * (api/encode_lane.h), for the same reason; ordered, so that the
+	 * batch, and the sinks, get the profiles in the order they were built
+	 * (by process, CPU before memory), not newest first as from a pool */
+	if (r >= 0)
+		r = offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true,
+							.take_back = true },
+				&x->lane);
+	if (r >= 0)
+		r = sd_event_add_io(event, &x->done_io, offload_fd(x->lane), EPOLLIN, on_done, x);
 	if (r < 0) {
 		exporter_free(x);
 		return r;
@@ -534,6 +827,8 @@ void exporter_get_stats(struct exporter *x, struct exporter_stats *ret)
 	*ret = x->stats;
 	ret->enabled = x->files || x->push || x->otlp;
 	ret->interval_s = x->interval_s;
+	ret->encoding = x->on_lane;
+	ret->encoding_bytes = x->on_lane_bytes;
 	ret->n_sinks = 0;
 	if (x->files)
 		export_worker_get_stats(x->files, &ret->sinks[ret->n_sinks++]);
@@ -551,21 +846,43 @@ void exporter_get_stats(struct exporter *x, struct exporter_stats *ret)
 /* ... and the symbol tables the last interval's frames wait for */
 #define FINISH_NAMES_MS 5000
 
+/* [from_s, to_s) exported here and now, every model encoded in place
+ * (the loop has ended).  Returns 0 or -EAGAIN as run_end. */
+static int export_in_place(struct exporter *x, uint64_t from_s, uint64_t to_s, bool may_wait)
+{
+	if (run_start(x, from_s, to_s, may_wait) < 0) {
+		x->stats.encode_errors++;
+		return 0;
+	}
+	(void)run_build(x, UINT64_MAX, true);
+	return run_end(x);
+}
+
 void exporter_finish(struct exporter *x)
 {
 	struct export_worker *const sinks[] = { x->files, x->push, x->otlp };
 	const unsigned timeouts[] = { FINISH_FILES_MS, FINISH_PUSH_MS, FINISH_PUSH_MS };
 	uint64_t to_s = now_monotonic_ns() / NSEC_PER_SEC + 1; /* the second under way too */
 
+	/* An interval being encoded on the lane is exported again below,
+	 * from the same from_s: its encodings are cancelled (the encoders see
+	 * the lane's flag) rather than waited for, and logged; with the lane
+	 * gone, what follows encodes in place. */
+	if (x->on_lane)
+		log_info("Export: %zu profiles being encoded at shutdown cancelled; their interval is "
+			 "written with the one under way.",
+			 x->on_lane);
+	x->done_io = sd_event_source_disable_unref(x->done_io);
+	x->lane = offload_free(x->lane);
 	stop_waiting(x); /* every record is in (exporter.h) */
 
 	/* shutting down: the tables its frames wait for get a bounded time,
 	 * then the interval goes as it is named */
 	if (x->interval_s && to_s > x->from_s && (x->files || x->push || x->otlp)) {
-		if (export_interval(x, x->from_s, to_s, true) == -EAGAIN) {
+		if (export_in_place(x, x->from_s, to_s, true) == -EAGAIN) {
 			if (x->src.settle)
 				x->src.settle(x->src.ctx, FINISH_NAMES_MS);
-			(void)export_interval(x, x->from_s, to_s, false);
+			(void)export_in_place(x, x->from_s, to_s, false);
 		}
 		x->from_s = to_s;
 	}
@@ -587,10 +904,15 @@ struct exporter *exporter_free(struct exporter *x)
 {
 	if (!x)
 		return NULL;
+	/* first: its jobs read the run's labels; a job in progress sees the
+	 * cancel flag */
+	x->done_io = sd_event_source_disable_unref(x->done_io);
+	x->lane = offload_free(x->lane);
 	stop_waiting(x);
 	export_worker_free(x->files);
 	export_worker_free(x->push);
 	export_worker_free(x->otlp);
+	sd_event_source_disable_unref(x->step);
 	sd_event_source_disable_unref(x->timer);
 	sd_event_unref(x->event);
 	free(x);

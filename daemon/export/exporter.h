@@ -22,18 +22,32 @@
  * interval at [previous end, now); once the records queued until then are
  * ingested (collect/ingest_wait.h: the loop serves its clients meanwhile,
  * and the samples ingested meanwhile fall in later windows), it queries
- * the store for that interval of every process, builds each part's model (the symbolizer is the loop's) and
- * encodes it (pprof_encode_bytes).  It stays on the loop because the
- * model needs the symbolizer, which is the loop's alone; the encodes
- * (pprof, and OTLP when it is on: the same model, encoded twice) that a
- * thread could take are the smaller part.  Measured on this 2-CPU
- * machine (status "export.last_encode_ms"): 7.6 ms for an interval of ~50
- * processes once their binaries are known, 0.5 to 1.4 s for an interval
- * whose processes' binaries are all new (the symbol tables read, as the
- * first snapshot of them would); the drain thread samples on meanwhile
- * (its queue holds 32 MiB).  Everything that can block — disks, the
- * network, retries — is on the workers' threads (worker.h), behind
- * bounded queues.
+ * the store for that interval of every process and builds each part's
+ * model (the symbolizer is the loop's alone), a few models a loop turn:
+ * a defer source, below the clients' priority, builds for EXPORT_SLICE_NS
+ * (5 ms; one model more at most) and hands each model to the exporter's
+ * own encode lane (base/offload.h), which makes its pprof (and OTLP)
+ * bytes.  Once every model is built and every encoding back, the batch
+ * goes to the sinks' workers, or, when a frame waited for names, nothing
+ * does and the interval is tried again (a profile is never sent twice);
+ * the next interval waits meanwhile.  Before, one interval was built and
+ * encoded in one turn: 0.3 to 1.1 s when its processes flooded it with
+ * unique stacks, 6.8 s once under load, every client waiting.
+ *
+ * The lane is the exporter's own, not the answers' (api/encode_lane.h):
+ * export/ is below api/, and an interval of hundreds of processes must
+ * not queue ahead of a client's answer.  Models handed to it hold at most
+ * EXPORT_ENCODE_MAX_BYTES (status "export.encoding_bytes"); past that the
+ * building waits for the lane.  The model is self-contained (profile/
+ * model.h); a job reads only it, the names copied into it and the run's
+ * labels (a run starts only once no job of an earlier one is on the lane).
+ *
+ * At shutdown the loop has ended: encodings on the lane are cancelled (the
+ * encoders look at the lane's cancel flag), the lane is freed, and the
+ * interval under way since the last one exported is built and encoded in
+ * place, then the sinks get a bounded time.  Everything that can block —
+ * disks, the network, retries — is on the workers' threads (worker.h),
+ * behind bounded queues.
  */
 #ifndef PERFD_EXPORTER_H
 #define PERFD_EXPORTER_H
@@ -73,7 +87,14 @@ struct exporter_stats {
 	uint64_t encode_errors;
 	uint64_t waits_for_names;      /* an interval tried again: tables building */
 	double last_export_unix;       /* 0: none yet */
-	double last_encode_ms, longest_encode_ms; /* one interval, on the loop */
+	/* one interval, from its start to its profiles handed to the sinks,
+	 * the loop serving its clients between its steps */
+	double last_encode_ms, longest_encode_ms;
+	uint64_t steps;                /* loop turns of the export (builds, encodings back) */
+	double longest_step_ms;        /* the longest of them */
+	uint64_t encoding, encoding_bytes; /* models on the lane, and their bytes */
+	uint64_t max_encoding_bytes;   /* the most they held */
+
 	size_t n_sinks;
 	struct export_worker_stats sinks[EXPORTER_MAX_SINKS];
 };

@@ -3,7 +3,7 @@
  * worker.h - one exporter's thread and its bounded queue: the one
  * mechanism behind writing files and pushing to a backend.
  *
- * The loop encodes each interval's profiles (exporter.c) and pushes them
+ * The exporter encodes each interval's profiles (exporter.c) and pushes them
  * here; the thread, an ordered offload lane (base/offload.h), hands them,
  * oldest first, to its sink's send() and never touches the store.  What
  * crosses threads: export_items (immutable once pushed, reference-counted:

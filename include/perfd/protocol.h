@@ -106,8 +106,12 @@
  *               config_file (the file read, or null),
  *      export: { enabled, interval_seconds, intervals, profiles (encoded),
  *               encode_errors, last_export (Unix seconds or null),
- *               last_encode_ms, longest_encode_ms (one interval's work on
- *               the loop), exporters: [ { name ("files", "pyroscope", "otlp"),
+ *               last_encode_ms, longest_encode_ms (one interval, from its
+ *               start to its profiles handed to the exporters), steps (loop
+ *               turns of the export: models built, encodings taken back and
+ *               the batch sent), longest_step_ms, encoding and
+ *               encoding_bytes (models waiting for or in their encoding off
+ *               the loop), max_encoding_bytes, exporters: [ { name ("files", "pyroscope", "otlp"),
  *               target (the directory, or the URL without credentials),
  *               state ("idle": nothing sent yet, "ok", "retrying": the
  *               profile first in line failed and is retried), queued,

@@ -158,11 +158,11 @@ def test_stop_sent_with_its_snapshot_in_one_write_stops_it(perfd, workloads):
 
 def test_stop_sent_with_a_snapshot_of_the_past_changes_nothing(perfd, workloads):
     """A snapshot of the past and a stop in the same write: the stop finds
-    the answer waiting for its records, its model being built in slices
-    (api/model_slices.h) or encoded off the loop (api/encode_lane.h), is taken, and changes nothing: the first answer is
-    the profile, and a status pipelined after it is answered.  (When the
-    answer was sent before the stop was read, as under ASan it can be, the
-    stop is answered on its own, "stopped": false: it found nothing.)"""
+    the answer waiting for its records or its model being built in slices
+    (api/model_slices.h), is taken, and changes nothing; or it finds it
+    being encoded off the loop (api/encode_lane.h) or sent, and is answered
+    on its own, "stopped": false: the snapshot had ended.  The first answer
+    is the profile, and a status pipelined after it is answered."""
     w = workloads("spin", 60, 0)
     time.sleep(2)
     snap = {"version": 1, "command": "snapshot", "pid": w.pid, "since": 10, "format": "pprof"}
