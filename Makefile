@@ -556,6 +556,12 @@ $(BUILD)/bench/offloadbench: tests/bench/offloadbench.c $(BUILD)/daemon/base/off
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ -lpthread
 
+# What libdw holds for a debug file against what srcline counts of it
+# (srcline.h's estimate of libdw's caches was measured with it).
+$(BUILD)/bench/dwmem: tests/bench/dwmem.c $(DAEMON_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
 # Naming Python frames: the daemon's code-object reader and line tables on
 # thousands of code objects of a live CPython (bench.py's phase
 # python_symbolize_cost runs it).
