@@ -550,6 +550,18 @@ $(BUILD)/bench/symbench: tests/bench/symbench.c $(DAEMON_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
+# The loop's side of the lanes (offload_submit, offload_bump) while hogs
+# starve the lanes: how often and how long it sleeps on them.
+$(BUILD)/bench/offloadbench: tests/bench/offloadbench.c $(BUILD)/daemon/base/offload.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ -lpthread
+
+# What libdw holds for a debug file against what srcline counts of it
+# (srcline.h's estimate of libdw's caches was measured with it).
+$(BUILD)/bench/dwmem: tests/bench/dwmem.c $(DAEMON_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
 # Naming Python frames: the daemon's code-object reader and line tables on
 # thousands of code objects of a live CPython (bench.py's phase
 # python_symbolize_cost runs it).

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* offload.c - see offload.h for the design and the ownership rules. */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/offload.h"
 #include "perfd/macro.h"
+
+/* offload_bump's requests waiting for a lane (a power of two): 4 KiB */
+#define BUMP_SLOTS 256
 
 struct lane {
 	struct offload *o;
@@ -20,25 +25,50 @@ struct lane {
 	bool busy; /* has work, or its idle() hook is still to run */
 };
 
+/* One of offload_bump's requests, in a bounded queue of many producers
+ * and one consumer at a time (the lane holding the lock): seq says whose
+ * turn the slot is, the producer's (== its ticket) or the consumer's
+ * (== ticket + 1). */
+struct bump_slot {
+	_Atomic uint64_t seq;
+	_Atomic uint64_t key; /* atomic: offload_bump reads the newest's */
+};
+
 struct offload {
 	struct offload_opts opts;
+	_Atomic size_t max_bytes;
 	struct lane *lanes;
 	unsigned n_lanes;
+	/* the lanes' own: the queue, busy, kicks, stop */
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* for the lanes and offload_sleep */
 	pthread_cond_t idle; /* for offload_wait_idle */
 	/* a pool's newest first, an ordered lane's oldest first */
 	struct offload_job *todo, **todo_tail;
+	/* submitted, not yet in todo, newest first: submitters push with a
+	 * compare-and-swap, a lane takes it whole under the lock; INBOX_CLOSED
+	 * once offload_finish stopped taking jobs */
+	_Atomic(struct offload_job *) inbox;
+	struct bump_slot bumps[BUMP_SLOTS];
+	_Atomic uint64_t bump_head; /* the next producer's ticket */
+	uint64_t bump_tail;         /* the next to apply (lock held) */
+	/* the lanes and offload_sleep wait on this word's change: it changes
+	 * after each submission, kick, drop and stop, and sleepers says
+	 * whether anyone is there to wake with a syscall */
+	_Atomic uint32_t wake_seq;
+	atomic_uint sleepers;
 	/* finished jobs, newest first: lanes push, the loop takes them all,
 	 * neither under the lock (offload.h: taking them never waits on a lane) */
 	_Atomic(struct offload_job *) done;
-	unsigned busy;      /* lanes busy */
-	uint64_t kicks;     /* offload_kick calls, so one during idle() is not lost */
-	struct offload_stats stats;
+	unsigned busy;  /* lanes busy */
+	uint64_t kicks; /* offload_kick calls, so one during idle() is not lost */
+	_Atomic uint64_t jobs, bytes, refused, dropped; /* offload_stats */
 	bool stop;
 	atomic_bool cancel; /* stop, for the jobs running */
 	int event_fd;
 };
+
+static struct offload_job inbox_closed;
+#define INBOX_CLOSED (&inbox_closed)
 
 static void free_list(struct offload_job *j)
 {
@@ -48,6 +78,26 @@ static void free_list(struct offload_job *j)
 		j->free(j);
 		j = next;
 	}
+}
+
+/* Sleeps while *word is val, until the absolute CLOCK_MONOTONIC time until
+ * (NULL: no limit), or a wake-up. */
+static void futex_wait(_Atomic uint32_t *word, uint32_t val, const struct timespec *until)
+{
+	(void)syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, val, until, NULL,
+		      FUTEX_BITSET_MATCH_ANY);
+}
+
+/* Wakes whoever sleeps in futex_wait on wake_seq.  The word changes first,
+ * so that a sleeper that read it before cannot go to sleep after; with
+ * sequential consistency on both sides (a sleeper counts itself in
+ * sleepers, then reads the word, then looks for work), either the sleeper
+ * sees the work or this sees the sleeper. */
+static void wake_all(struct offload *o)
+{
+	atomic_fetch_add(&o->wake_seq, 1);
+	if (atomic_load(&o->sleepers))
+		(void)syscall(SYS_futex, &o->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* The queue's edits, keeping todo_tail right (lock held). */
@@ -77,6 +127,101 @@ static void push_back(struct offload *o, struct offload_job *j)
 	o->todo_tail = &j->next;
 }
 
+/* A job leaves the count when it is done or dropped, whichever is first
+ * (lock held, which make_room also holds). */
+static void uncount(struct offload *o, struct offload_job *j)
+{
+	if (atomic_load(&j->dropped))
+		return;
+	atomic_fetch_sub(&o->jobs, 1);
+	atomic_fetch_sub(&o->bytes, j->bytes);
+}
+
+/* Drops the oldest jobs until the bytes are within the bound again (lock
+ * held, a drop_oldest lane's): first the one running (it counts itself),
+ * then the queue's, freed and counted.  The newest job always stays: it
+ * alone fits, offload_submit saw to that. */
+static void make_room(struct offload *o)
+{
+	size_t max = atomic_load(&o->max_bytes);
+	struct offload_job *running = o->lanes[0].running;
+
+	if (!max)
+		return;
+	if (running && atomic_load(&o->bytes) > max) {
+		uncount(o, running);
+		atomic_store(&running->dropped, true);
+		wake_all(o); /* for its offload_sleep */
+	}
+	while (o->todo && o->todo->next && atomic_load(&o->bytes) > max) {
+		struct offload_job *j = unlink_at(o, &o->todo);
+
+		uncount(o, j);
+		atomic_fetch_add(&o->dropped, 1);
+		j->free(j);
+	}
+}
+
+/* Moves the queued job of key, if any, to the front (lock held). */
+static void bump_locked(struct offload *o, uint64_t key)
+{
+	for (struct offload_job **at = &o->todo; *at; at = &(*at)->next) {
+		if ((*at)->key != key)
+			continue;
+		push_front(o, unlink_at(o, at));
+		break;
+	}
+}
+
+/* Moves what the inbox holds into todo, then applies the bumps asked for
+ * since (lock held).  An ordered lane appends the inbox oldest first, a
+ * pool puts it in front as it is, newest first.  Returns how many jobs
+ * came in. */
+static unsigned drain(struct offload *o)
+{
+	struct offload_job *in = atomic_load(&o->inbox), *list = NULL, *last;
+	unsigned n = 0;
+
+	if (in && in != INBOX_CLOSED)
+		in = atomic_exchange_explicit(&o->inbox, NULL, memory_order_acquire);
+	else
+		in = NULL;
+	if (o->opts.ordered) {
+		while (in) { /* reversed: the order they were submitted in */
+			struct offload_job *next = in->next;
+
+			in->next = list;
+			list = in;
+			in = next;
+		}
+		for (; list; n++) {
+			struct offload_job *next = list->next;
+
+			push_back(o, list);
+			list = next;
+		}
+	} else if (in) {
+		for (last = in, n = 1; last->next; last = last->next)
+			n++;
+		last->next = o->todo;
+		if (!o->todo)
+			o->todo_tail = &last->next;
+		o->todo = in;
+	}
+	for (;;) {
+		struct bump_slot *s = &o->bumps[o->bump_tail % BUMP_SLOTS];
+
+		if (atomic_load_explicit(&s->seq, memory_order_acquire) != o->bump_tail + 1)
+			break; /* none, or its producer is still writing it */
+		bump_locked(o, atomic_load_explicit(&s->key, memory_order_relaxed));
+		atomic_store_explicit(&s->seq, o->bump_tail + BUMP_SLOTS, memory_order_release);
+		o->bump_tail++;
+	}
+	if (n && o->opts.drop_oldest)
+		make_room(o);
+	return n;
+}
+
 /* The job a lane serves next (the first; a small lane skips big ones),
  * unlinked from the queue, or NULL. */
 static struct offload_job *take(struct offload *o, bool small_only)
@@ -88,14 +233,11 @@ static struct offload_job *take(struct offload *o, bool small_only)
 	return *at ? unlink_at(o, at) : NULL;
 }
 
-/* A job leaves the count when it is done or dropped, whichever is first
- * (lock held). */
-static void uncount(struct offload *o, struct offload_job *j)
+static bool inbox_empty(struct offload *o)
 {
-	if (atomic_load(&j->dropped))
-		return;
-	o->stats.jobs--;
-	o->stats.bytes -= j->bytes;
+	struct offload_job *in = atomic_load(&o->inbox);
+
+	return !in || in == INBOX_CLOSED;
 }
 
 static void set_busy(struct lane *lane)
@@ -115,9 +257,11 @@ static struct offload_job *next_job(struct lane *lane)
 
 	for (;;) {
 		struct offload_job *j;
+		uint32_t seq;
 
 		if (o->stop)
 			return NULL;
+		(void)drain(o);
 		if ((j = take(o, lane->small_only))) {
 			set_busy(lane);
 			lane->running = j;
@@ -136,10 +280,18 @@ static struct offload_job *next_job(struct lane *lane)
 		}
 		if (lane->busy) {
 			lane->busy = false;
-			if (--o->busy == 0 && !o->todo)
+			if (--o->busy == 0 && !o->todo && inbox_empty(o))
 				pthread_cond_broadcast(&o->idle);
 		}
-		pthread_cond_wait(&o->wake, &o->lock);
+		/* wake_all's other half: counted, then the word, then the work */
+		atomic_fetch_add(&o->sleepers, 1);
+		seq = atomic_load(&o->wake_seq);
+		if (inbox_empty(o) && !lane->busy) {
+			pthread_mutex_unlock(&o->lock);
+			futex_wait(&o->wake_seq, seq, NULL);
+			pthread_mutex_lock(&o->lock);
+		}
+		atomic_fetch_sub(&o->sleepers, 1);
 	}
 }
 
@@ -200,13 +352,15 @@ int offload_new(const struct offload_opts *opts, struct offload **ret)
 	if (!o)
 		return -ENOMEM;
 	o->opts = *opts;
+	atomic_init(&o->max_bytes, opts->max_bytes);
 	o->todo_tail = &o->todo;
+	for (uint64_t i = 0; i < BUMP_SLOTS; i++)
+		atomic_init(&o->bumps[i].seq, i);
 	o->event_fd = -1;
 	pthread_mutex_init(&o->lock, NULL);
-	/* offload_sleep and offload_wait_idle count in monotonic time */
+	/* offload_wait_idle counts in monotonic time */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&o->wake, &ca);
 	pthread_cond_init(&o->idle, &ca);
 	pthread_condattr_destroy(&ca);
 	o->lanes = calloc(opts->lanes, sizeof(*o->lanes));
@@ -223,10 +377,12 @@ int offload_new(const struct offload_opts *opts, struct offload **ret)
 			return r;
 		}
 	}
-	for (unsigned i = 0; i < opts->lanes; i++) {
-		/* busy: each runs its idle() hook once at the start */
+	/* busy: each runs its idle() hook once at the start; all counted
+	 * before the first starts, which changes the count under the lock */
+	for (unsigned i = 0; i < opts->lanes; i++)
 		o->lanes[i] = (struct lane){ .o = o, .small_only = i < opts->small_lanes, .busy = true };
-		o->busy++;
+	o->busy = opts->lanes;
+	for (unsigned i = 0; i < opts->lanes; i++) {
 		r = -pthread_create(&o->lanes[i].thread, NULL, lane_main, &o->lanes[i]);
 		if (r < 0) {
 			offload_free(o);
@@ -240,21 +396,25 @@ int offload_new(const struct offload_opts *opts, struct offload **ret)
 
 struct offload *offload_free(struct offload *o)
 {
+	struct offload_job *in;
+
 	if (!o)
 		return NULL;
 	pthread_mutex_lock(&o->lock);
 	o->stop = true;
 	atomic_store(&o->cancel, true);
-	pthread_cond_broadcast(&o->wake);
 	pthread_mutex_unlock(&o->lock);
+	wake_all(o);
 	for (unsigned i = 0; o->lanes && i < o->n_lanes; i++)
 		if (o->lanes[i].started)
 			pthread_join(o->lanes[i].thread, NULL);
 	free_list(o->todo);
+	in = atomic_exchange(&o->inbox, INBOX_CLOSED);
+	if (in != INBOX_CLOSED)
+		free_list(in);
 	free_list(atomic_load(&o->done));
 	if (o->event_fd >= 0)
 		close(o->event_fd);
-	pthread_cond_destroy(&o->wake);
 	pthread_cond_destroy(&o->idle);
 	pthread_mutex_destroy(&o->lock);
 	free(o->lanes);
@@ -262,76 +422,104 @@ struct offload *offload_free(struct offload *o)
 	return NULL;
 }
 
-/* Drops the oldest jobs until need more bytes fit (lock held): first the
- * one running (it counts itself), then the queue's, freed and counted. */
-static void make_room(struct offload *o, size_t need)
+/* Counts bytes against the bound for a job that may be refused: a
+ * compare-and-swap that adds them only if they fit, so that two submitters
+ * at once cannot both take the last room.  A drop_oldest lane takes them
+ * anyway and makes room afterwards. */
+static bool reserve(struct offload *o, size_t bytes)
 {
-	struct offload_job *running = o->lanes[0].running;
+	size_t max = atomic_load(&o->max_bytes);
+	uint64_t had = atomic_load(&o->bytes);
 
-	if (running && o->stats.bytes + need > o->opts.max_bytes) {
-		uncount(o, running);
-		atomic_store(&running->dropped, true);
-		pthread_cond_broadcast(&o->wake); /* for its offload_sleep */
+	if (max && bytes > max)
+		return false;
+	if (!max || o->opts.drop_oldest) {
+		atomic_fetch_add(&o->bytes, bytes);
+		return true;
 	}
-	while (o->todo && o->stats.bytes + need > o->opts.max_bytes) {
-		struct offload_job *j = unlink_at(o, &o->todo);
-
-		uncount(o, j);
-		o->stats.dropped++;
-		j->free(j);
-	}
+	do {
+		if (had + bytes > max)
+			return false;
+	} while (!atomic_compare_exchange_weak(&o->bytes, &had, had + bytes));
+	return true;
 }
 
 int offload_submit(struct offload *o, struct offload_job *j)
 {
-	size_t max = o->opts.max_bytes;
-	int r = 0;
+	struct offload_job *head = atomic_load(&o->inbox);
 
 	j->cancel = &o->cancel;
 	j->owner = o;
 	atomic_store(&j->dropped, false);
-	pthread_mutex_lock(&o->lock);
-	if (o->stop)
-		r = -ESHUTDOWN;
-	else if (max && j->bytes > max)
-		r = -ENOBUFS;
-	else if (max && o->stats.bytes + j->bytes > max && !o->opts.drop_oldest)
-		r = -ENOBUFS;
-	else if (max && o->opts.drop_oldest)
-		make_room(o, j->bytes);
-	if (r < 0) {
-		o->stats.refused++;
-		pthread_mutex_unlock(&o->lock);
-		return r;
+	if (head == INBOX_CLOSED) {
+		atomic_fetch_add(&o->refused, 1);
+		return -ESHUTDOWN;
 	}
-	if (o->opts.ordered)
-		push_back(o, j);
-	else
-		push_front(o, j);
-	o->stats.jobs++;
-	o->stats.bytes += j->bytes;
-	pthread_cond_broadcast(&o->wake);
-	pthread_mutex_unlock(&o->lock);
+	if (!reserve(o, j->bytes)) {
+		atomic_fetch_add(&o->refused, 1);
+		return -ENOBUFS;
+	}
+	atomic_fetch_add(&o->jobs, 1);
+	do {
+		if (head == INBOX_CLOSED) { /* offload_finish came between */
+			atomic_fetch_sub(&o->jobs, 1);
+			atomic_fetch_sub(&o->bytes, j->bytes);
+			atomic_fetch_add(&o->refused, 1);
+			return -ESHUTDOWN;
+		}
+		j->next = head;
+	} while (!atomic_compare_exchange_weak_explicit(&o->inbox, &head, j, memory_order_release,
+							memory_order_relaxed));
+	/* Over the bound, a drop_oldest lane drops now if its lock is free,
+	 * which it is unless a lane is between two jobs: that lane then
+	 * drains the inbox, and makes the room, before it sleeps or runs. */
+	if (o->opts.drop_oldest && atomic_load(&o->bytes) > atomic_load(&o->max_bytes) &&
+	    pthread_mutex_trylock(&o->lock) == 0) {
+		(void)drain(o);
+		pthread_mutex_unlock(&o->lock);
+	}
+	wake_all(o);
 	return 0;
 }
 
 void offload_set_max_bytes(struct offload *o, size_t max_bytes)
 {
-	pthread_mutex_lock(&o->lock);
-	o->opts.max_bytes = max_bytes;
-	pthread_mutex_unlock(&o->lock);
+	atomic_store(&o->max_bytes, max_bytes);
 }
 
 void offload_bump(struct offload *o, uint64_t key)
 {
-	pthread_mutex_lock(&o->lock);
-	for (struct offload_job **at = &o->todo; *at; at = &(*at)->next) {
-		if ((*at)->key != key)
-			continue;
-		push_front(o, unlink_at(o, at));
-		break;
+	uint64_t pos = atomic_load(&o->bump_head);
+
+	if (pos) { /* the same key bumped last and not yet applied: done */
+		struct bump_slot *s = &o->bumps[(pos - 1) % BUMP_SLOTS];
+
+		if (atomic_load_explicit(&s->seq, memory_order_acquire) == pos &&
+		    atomic_load_explicit(&s->key, memory_order_relaxed) == key)
+			return;
 	}
-	pthread_mutex_unlock(&o->lock);
+	for (;;) {
+		struct bump_slot *s = &o->bumps[pos % BUMP_SLOTS];
+		int64_t turn = (int64_t)(atomic_load_explicit(&s->seq, memory_order_acquire) - pos);
+
+		if (turn == 0 && atomic_compare_exchange_weak(&o->bump_head, &pos, pos + 1)) {
+			atomic_store_explicit(&s->key, key, memory_order_relaxed);
+			atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+			return; /* applied at the next job a lane takes */
+		}
+		if (turn < 0)
+			break; /* full */
+		if (turn > 0)
+			pos = atomic_load(&o->bump_head);
+	}
+	/* BUMP_SLOTS bumps and no lane between two jobs since (all are deep in
+	 * run(), or starved): applied here if the lock is free, else lost (the
+	 * job keeps its place; waiting here is what this file avoids) */
+	if (pthread_mutex_trylock(&o->lock) == 0) {
+		(void)drain(o);
+		bump_locked(o, key);
+		pthread_mutex_unlock(&o->lock);
+	}
 }
 
 void offload_kick(struct offload *o)
@@ -340,8 +528,8 @@ void offload_kick(struct offload *o)
 	o->kicks++;
 	for (unsigned i = 0; i < o->n_lanes; i++)
 		set_busy(&o->lanes[i]);
-	pthread_cond_broadcast(&o->wake);
 	pthread_mutex_unlock(&o->lock);
+	wake_all(o);
 }
 
 struct offload_job *offload_take_done(struct offload *o)
@@ -366,7 +554,7 @@ int offload_fd(const struct offload *o)
 	return o->event_fd;
 }
 
-/* now + ms on CLOCK_MONOTONIC, the condition variables' clock. */
+/* now + ms on CLOCK_MONOTONIC, the clock of the waits here. */
 static struct timespec deadline(unsigned ms)
 {
 	struct timespec ts;
@@ -381,18 +569,23 @@ static struct timespec deadline(unsigned ms)
 	return ts;
 }
 
+static bool is_idle(struct offload *o)
+{
+	return !o->todo && !o->busy && inbox_empty(o);
+}
+
 /* Waits for the idle condition (lock held); false on timeout. */
 static bool wait_idle_locked(struct offload *o, unsigned timeout_ms)
 {
 	struct timespec until = deadline(timeout_ms == OFFLOAD_FOREVER ? 0 : timeout_ms);
 
-	while (o->todo || o->busy) {
+	while (!is_idle(o)) {
 		if (o->stop)
 			return false; /* no lane will take the rest */
 		if (timeout_ms == OFFLOAD_FOREVER)
 			pthread_cond_wait(&o->idle, &o->lock);
 		else if (pthread_cond_timedwait(&o->idle, &o->lock, &until) == ETIMEDOUT)
-			return !o->todo && !o->busy;
+			return is_idle(o);
 	}
 	return true;
 }
@@ -409,6 +602,7 @@ int offload_wait_idle(struct offload *o, unsigned timeout_ms)
 
 size_t offload_finish(struct offload *o, unsigned timeout_ms)
 {
+	struct offload_job *in;
 	size_t left;
 
 	pthread_mutex_lock(&o->lock);
@@ -419,34 +613,52 @@ size_t offload_finish(struct offload *o, unsigned timeout_ms)
 	(void)wait_idle_locked(o, timeout_ms);
 	o->stop = true;
 	atomic_store(&o->cancel, true);
-	pthread_cond_broadcast(&o->wake);
+	/* closed: a submission from now on is refused, and one that came
+	 * before is in the queue, counted below */
+	in = atomic_exchange(&o->inbox, INBOX_CLOSED);
+	atomic_store(&o->inbox, in);
+	(void)drain(o);
+	atomic_store(&o->inbox, INBOX_CLOSED);
 	/* the queued jobs; one running sees the cancel flag and counts
 	 * itself by what became of it (a send may still succeed) */
 	left = 0;
 	for (struct offload_job *j = o->todo; j; j = j->next)
 		left++;
-	o->stats.dropped += left;
+	atomic_fetch_add(&o->dropped, left);
 	pthread_mutex_unlock(&o->lock);
+	wake_all(o);
 	return left;
 }
 
 void offload_get_stats(struct offload *o, struct offload_stats *ret)
 {
-	pthread_mutex_lock(&o->lock);
-	*ret = o->stats;
-	pthread_mutex_unlock(&o->lock);
+	*ret = (struct offload_stats){ .jobs = atomic_load(&o->jobs),
+				       .bytes = atomic_load(&o->bytes),
+				       .refused = atomic_load(&o->refused),
+				       .dropped = atomic_load(&o->dropped) };
 }
 
 bool offload_sleep(struct offload_job *j, unsigned ms)
 {
 	struct offload *o = j->owner;
-	struct timespec until = deadline(ms);
+	struct timespec until = deadline(ms), now;
 	bool woken;
 
-	pthread_mutex_lock(&o->lock);
-	while (!(woken = atomic_load(&o->cancel) || atomic_load(&j->dropped)))
-		if (pthread_cond_timedwait(&o->wake, &o->lock, &until) == ETIMEDOUT)
-			break;
-	pthread_mutex_unlock(&o->lock);
-	return !woken;
+	for (;;) {
+		uint32_t seq;
+
+		/* as in next_job: counted, then the word, then the flags */
+		atomic_fetch_add(&o->sleepers, 1);
+		seq = atomic_load(&o->wake_seq);
+		woken = atomic_load(&o->cancel) || atomic_load(&j->dropped);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!woken && (now.tv_sec < until.tv_sec ||
+			       (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec)))
+			futex_wait(&o->wake_seq, seq, &until);
+		else {
+			atomic_fetch_sub(&o->sleepers, 1);
+			return !woken;
+		}
+		atomic_fetch_sub(&o->sleepers, 1);
+	}
 }

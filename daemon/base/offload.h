@@ -38,16 +38,32 @@
  * Ownership, the only rules that cross threads: a job is the owner's until
  * offload_submit, the lanes' until it is done (or freed), and the owner's
  * again from offload_take_done on.  run() touches only its own job (and
- * what the job owns, and what the owner gives the lane alone); the queue
- * and the counts are under one mutex.  The done list is not: lanes push
- * onto it with a compare-and-swap and offload_take_done takes it whole
- * with an exchange, so taking finished jobs never sleeps on a lock a lane
- * holds (a lane runs at a lower priority; on a busy host one preempted
- * while holding the mutex kept the loop waiting up to 120 ms per take).
- * Submitting still takes the mutex, and can wait so (up to 153 ms seen
- * under the same load): lanes sleeping on a futex word instead of the
- * condition variable would let a submission go without it.  Cost: a lane
- * is a thread that sleeps on a condition variable when there is no work.
+ * what the job owns, and what the owner gives the lane alone).
+ *
+ * Nothing the loop calls waits on a lock a lane holds: a lane runs at a
+ * lower priority, and on a busy host one preempted while holding the
+ * lanes' mutex kept the loop waiting up to 120 ms per take and 153 ms per
+ * submission.  The mutex is the lanes' own: the queue, and who is busy.
+ * - offload_submit counts the job's bytes with atomics (a compare-and-swap
+ *   adds them only if they fit, so the bound is exact; a drop_oldest lane
+ *   takes them, then drops), pushes the job onto an inbox with a
+ *   compare-and-swap, and changes a futex word the lanes sleep on.  A lane
+ *   takes the inbox whole, with an exchange, into its queue before it
+ *   picks a job or sleeps; it sleeps only if the inbox is empty after it
+ *   read the word, so a wake-up is never lost.  Over the bound, a
+ *   drop_oldest lane's oldest jobs are dropped at once if the mutex is
+ *   free (trylock), else by the lane that holds it, before it lets go.
+ * - offload_bump writes the key into a bounded queue of requests (256)
+ *   that a lane applies before it picks its next job; one full (the lanes
+ *   all deep in run() since) is applied at once if the mutex is free, else
+ *   lost: the job keeps its place.
+ * - lanes push finished jobs onto the done list with a compare-and-swap,
+ *   and offload_take_done takes it whole with an exchange.
+ * - offload_get_stats reads atomics; offload_set_max_bytes writes one.
+ * offload_kick, offload_wait_idle and offload_finish (a reload, shutdown)
+ * still take the mutex.  Cost: a lane is a thread that sleeps on a futex
+ * when there is no work; a submission is two compare-and-swaps and, when a
+ * lane sleeps, a futex wake-up (measured with tests/bench/offloadbench.c).
  */
 #ifndef PERFD_OFFLOAD_H
 #define PERFD_OFFLOAD_H

@@ -51,13 +51,17 @@
  * decode of a line program cannot be stopped, so one longer than
  * SRCLINE_UNIT_MAX_LINE_BYTES is refused before it starts (-EFBIG).
  *
- * Memory: the rows libdw decodes stay in its Dwarf until srcline_free, so
- * each is counted (SRCLINE_ROW_BYTES, measured) in memory_bytes, which
- * the symbol cache charges, as soon as they are decoded, also for a unit
- * that fails after.  Before a decode, the unit's worst case (a row per
- * byte of its program) is checked against the memory limit, so a file's
- * line tables never pass it: what a crafted file makes libdw hold is
- * bounded by the limit, not by its 256 MiB of .debug_line.  The check
+ * Memory: what libdw reads and builds stays in its Dwarf until
+ * srcline_free, so it is counted in memory_bytes, which the symbol cache
+ * charges: the debug sections at their decompressed size and the unit
+ * list (SRCLINE_CU_BYTES a unit) at open; a unit's abbreviation table
+ * (SRCLINE_ABBREV_FACTOR, measured) before its DIE walk and its rows
+ * (SRCLINE_ROW_BYTES, measured) as soon as they are decoded, also for a
+ * unit that fails after.  Before a decode, the unit's abbreviations and
+ * worst case of rows (a row per byte of its program) are checked against
+ * the memory limit, so a file's line tables never pass it: what a crafted
+ * file makes libdw hold is bounded by the limit, not by its 256 MiB of
+ * .debug_line.  The check
  * counts what the opener read and the indexer added, not the reader's
  * cache and paths (tens of KiB, and the reader's to write).
  */
@@ -133,6 +137,8 @@ struct unit {
 	Dwarf_Lines *lines; /* NULL when the unit has no line table */
 	bool rows_counted;  /* libdw's rows are in indexed_memory (libdw keeps
 			     * them, also when the unit is indexed again) */
+	bool abbrevs_counted; /* and its abbreviations (SRCLINE_ABBREV_FACTOR) */
+	uint64_t abbrev_bytes; /* of .debug_abbrev, from its table to the next */
 	size_t n_lines;
 	Dwarf_Files *files;
 	size_t n_files;
@@ -323,40 +329,87 @@ static int add_range(struct srcline *s, uint64_t lo, uint64_t hi, size_t unit,
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Turns each unit's abbrev_bytes, its table's offset in .debug_abbrev
+ * (UINT64_MAX: unknown), into the table's bytes: from there to the next
+ * table any unit starts at (tables[], n of them, all units' offsets), or
+ * the section's end.  An unknown one is the whole section. */
+static void abbrev_spans(struct srcline *s, uint64_t *tables, size_t n)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf_find_section(s->elf, ".debug_abbrev", &sh);
+	uint64_t size = scn ? elf_section_bytes(scn, &sh) : 0;
+
+	qsort_safe(tables, n, sizeof(*tables), cmp_u64);
+	for (size_t i = 0; i < s->n_units; i++) {
+		uint64_t off = s->units[i].abbrev_bytes, end = size;
+		size_t lo = 0, hi = n;
+
+		while (lo < hi) { /* the first table past off */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (tables[mid] <= off)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < n && tables[lo] < end)
+			end = tables[lo];
+		s->units[i].abbrev_bytes = off < end ? end - off : size;
+	}
+}
+
 /* The compile units (not type or partial units: those have no code) and
  * their ranges.  aranges, when present, are the cheap source; a unit they
  * do not list is asked for its own ranges, which costs reading its DIE. */
 static int index_units(struct srcline *s)
 {
 	_cleanup_free_ bool *listed = NULL;
+	_cleanup_free_ uint64_t *tables = NULL;
 	Dwarf_Aranges *aranges = NULL;
-	size_t cap = 0, cap_r = 0, n_aranges = 0;
+	size_t cap = 0, cap_r = 0, n_aranges = 0, n_all = 0, cap_t = 0;
 	Dwarf_CU *cu = NULL;
 	int r;
 
 	for (;;) {
 		Dwarf_Half version;
 		uint8_t unit_type;
-		Dwarf_Die die;
+		Dwarf_Off abbrev_offset = UINT64_MAX;
+		Dwarf_Die die, cu_die;
 
 		r = dwarf_get_units(s->dw, cu, &cu, &version, &unit_type, &die, NULL);
 		if (r < 0)
 			return -EBADMSG;
 		if (r > 0)
 			break;
+		n_all++;
+		if (dwarf_cu_die(cu, &cu_die, NULL, &abbrev_offset, NULL, NULL, NULL, NULL) &&
+		    abbrev_offset != UINT64_MAX) {
+			if (grow(&tables, &cap_t, n_all, sizeof(*tables)) < 0)
+				return -ENOMEM;
+			tables[n_all - 1] = abbrev_offset;
+		}
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_skeleton)
 			continue;
 		if (s->n_units >= UINT32_MAX)
 			return -EFBIG;
 		if (grow(&s->units, &cap, s->n_units + 1, sizeof(*s->units)) < 0)
 			return -ENOMEM;
-		s->units[s->n_units] = (struct unit){ .die = die };
+		s->units[s->n_units] = (struct unit){ .die = die, .abbrev_bytes = abbrev_offset };
 		atomic_init(&s->units[s->n_units].state, UNIT_UNSEEN);
 		s->n_units++;
 	}
 	if (s->n_units == 0)
 		return -ENODATA;
 	qsort_safe(s->units, s->n_units, sizeof(*s->units), cmp_unit_offset);
+	abbrev_spans(s, tables, tables ? n_all : 0);
+	s->memory += n_all * SRCLINE_CU_BYTES;
 
 	listed = calloc(s->n_units, sizeof(*listed));
 	if (!listed)
@@ -699,6 +752,7 @@ static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns,
 	_cleanup_(builder_done) struct builder b = { .deadline_ns = deadline_ns,
 						     .cancel = cancel };
 	uint64_t program = unit_program_bytes(s, u);
+	uint64_t abbrevs = u->abbrevs_counted ? 0 : u->abbrev_bytes * SRCLINE_ABBREV_FACTOR;
 	size_t held = s->opened_memory +
 		      atomic_load_explicit(&s->indexed_memory, memory_order_relaxed);
 	Dwarf_Attribute a;
@@ -708,8 +762,16 @@ static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns,
 	 * program too long to decode in time, or whose rows (at most one per
 	 * byte) could take the file past its memory, is not started */
 	if (program > s->unit_max_line_bytes || held > s->memory_limit ||
-	    program > (s->memory_limit - held) / SRCLINE_ROW_BYTES)
+	    abbrevs > s->memory_limit - held ||
+	    program > (s->memory_limit - held - abbrevs) / SRCLINE_ROW_BYTES)
 		return -EFBIG;
+
+	/* the walk below has libdw parse the unit's abbreviations, which it
+	 * keeps until srcline_free (also when the unit fails after) */
+	if (!u->abbrevs_counted) {
+		u->abbrevs_counted = true;
+		atomic_fetch_add_explicit(&s->indexed_memory, abbrevs, memory_order_relaxed);
+	}
 
 	r = dwarf_getsrclines(&u->die, &u->lines, &u->n_lines);
 	if (r == 0 && !u->rows_counted) {
@@ -883,7 +945,7 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_byte
 		if (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0)
 			found = 1;
 		if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
-			bytes += sh.sh_size;
+			bytes += elf_section_bytes(scn, &sh); /* decompressed, as held */
 		if (strcmp(name, ".debug_line") == 0 || strcmp(name, ".zdebug_line") == 0) {
 			line_bytes = elf_section_bytes(scn, &sh);
 			if (line_bytes > SRCLINE_MAX_LINE_BYTES)

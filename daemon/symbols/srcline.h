@@ -83,6 +83,23 @@ int srcline_open(int fd, struct srcline **ret);
  * 50-68 bytes a row over all the units of libpython3.13, of libc's debug
  * file and of a Go binary; 80 for one unit of 2 M rows). */
 #define SRCLINE_ROW_BYTES 80
+/* What libdw holds for its other caches of a file, counted the same way.
+ * Measured with tests/bench/dwmem.c (mallinfo2 over libdw alone) on 12
+ * files here (libpython 3.10-3.13, libnccl, libasan, libtsan, libc's
+ * debug file, perfd, docker (Go), clippy-driver (Rust), node):
+ * - what it builds per unit at open (dwarf_get_units: a Dwarf_CU, its
+ *   tree node and its empty abbreviation table, and, for a unit without
+ *   aranges, its first abbreviations): 0.8-1.0 KiB a unit where aranges
+ *   list them (C), 4.3 KiB in clippy-driver (none): SRCLINE_CU_BYTES each,
+ *   charged at open (the Rust binary's open stays 15% under);
+ * - a unit's abbreviation table, parsed when its DIEs are first read:
+ *   2.9-4.5 bytes held per byte of the tables, from 0.35 MB for perfd to
+ *   4.4 MB for libc's 2,063 units.  Charged when the unit is indexed, as
+ *   SRCLINE_ABBREV_FACTOR times its table's bytes (to the next table in
+ *   .debug_abbrev): units that share a table (Go, Rust) each parse their
+ *   own copy of what they use, and are charged for all of it. */
+#define SRCLINE_CU_BYTES 1024
+#define SRCLINE_ABBREV_FACTOR 5
 
 /* The memory a struct srcline may hold (memory_bytes, with the rows its
  * units' line programs would decode at most: a row per byte of program)
@@ -157,9 +174,10 @@ struct srcline_stats {
 	size_t units_refused; /* past SRCLINE_UNIT_MAX_NS, _LINE_BYTES or the memory limit */
 	size_t lookups;
 	size_t cache_hits;   /* lookups answered from the recent-lookup cache */
-	size_t memory_bytes; /* held by srcline, and by libdw for the line rows
-			      * it decoded (SRCLINE_ROW_BYTES each); libdw's
-			      * other caches (abbreviations, DIE tree) not counted */
+	size_t memory_bytes; /* held by srcline, and by libdw: the sections
+			      * (decompressed), the line rows it decoded
+			      * (SRCLINE_ROW_BYTES each), its unit list and
+			      * abbreviations (SRCLINE_CU_BYTES, _ABBREV_FACTOR) */
 };
 
 void srcline_get_stats(const struct srcline *s, struct srcline_stats *ret);

@@ -23,11 +23,12 @@ in two 40 s runs at load 10-12, 385 such calls each, the longest 420 and
 the heap's lane (base/heap.h), four runs had none on the loop; the
 loop's sleeps that began during the lane's walk were 2 (the longest
 70.9 ms, not attributed), 1 (1.4 ms), 0 and 0, and of the arena-lock
-waits timed (three runs) none began during it.  The loop's other
-sleeps remain: offload_submit and offload_bump take the lanes' mutex, and
-one run still had 5 waits on libc's locks outside any walk, up to 90 ms
-(not traced to a stack: a free() of a block a lane allocated takes that
-lane's arena lock, the likeliest).  As root; needs bpftrace.
+waits timed (three runs) none began during it.  offload_submit and
+offload_bump no longer take the lanes' mutex (tests/bench/offloadbench.c
+measures them alone).  One run still had 5 waits on libc's locks outside
+any walk, up to 90 ms (not traced to a stack: a free() of a block a lane
+allocated takes that lane's arena lock, the likeliest).  As root; needs
+bpftrace.
 """
 
 import os

@@ -29,6 +29,7 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -43,6 +44,10 @@
 
 #include "perfd/macro.h"
 #include "fixture.h"
+#if defined(__SANITIZE_ADDRESS__)
+/* ASan's own (gcc ships no sanitizer/allocator_interface.h) */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
 #include "symbols/srcline.h"
 
 extern char **environ;
@@ -1060,6 +1065,19 @@ static bool build_id_debug_path(const char *path, char *buf, size_t size)
 	return false;
 }
 
+/* The path of the debug file of the libc this test runs on, in buf. */
+static void libc_debug_file(char *buf, size_t size)
+{
+	Dl_info info;
+
+	/* a libc function no sanitizer intercepts */
+	cr_assert(dladdr((void *)gnu_get_libc_version, &info) && info.dli_fname);
+	cr_assert(build_id_debug_path(info.dli_fname, buf, size), "%s has no build-id",
+		  info.dli_fname);
+	cr_assert_eq(access(buf, R_OK), 0, "no debug file %s for %s: install libc6-dbg", buf,
+		     info.dli_fname);
+}
+
 /* Lookups per second on libc's debug file (Debian's libc6-dbg, which
  * packaging/install-deps.sh test is to install): ~2000 units, 1.4 MiB of
  * code.  Addresses are spread over every function; "cold" includes
@@ -1075,15 +1093,8 @@ Test(srcline, rate_on_libc)
 	double t0, t1, t2, t3, t4;
 	struct srcline_stats st;
 	unsigned seed = 1;
-	Dl_info info;
 
-	/* a libc function no sanitizer intercepts */
-	cr_assert(dladdr((void *)gnu_get_libc_version, &info) && info.dli_fname);
-	cr_assert(build_id_debug_path(info.dli_fname, debug, sizeof(debug)),
-		  "%s has no build-id", info.dli_fname);
-	cr_assert_eq(access(debug, R_OK), 0,
-		     "no debug file %s for %s: install libc6-dbg", debug, info.dli_fname);
-
+	libc_debug_file(debug, sizeof(debug));
 	t0 = now();
 	s = open_ok(debug);
 	t1 = now();
@@ -1161,6 +1172,106 @@ Test(srcline, rate_on_libc)
 	cr_expect_gt((double)n / (t2 - t1), 20000.0);
 	cr_expect_gt(1e5 / (t3 - t2), 100000.0);
 	cr_expect_gt(st.cache_hits, 50000);
+}
+
+/* The heap in use (ASan's allocator's count in the sanitized build,
+ * where mallinfo2 does not see it). */
+static size_t heap_in_use(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return __sanitizer_get_current_allocated_bytes();
+#else
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+#endif
+}
+
+/* What the symbol cache is charged for a debug file (memory_bytes) covers
+ * what it holds, measured as the heap's growth: over srcline_open at least
+ * nine tenths (the sections, libdw's unit list), over indexing every unit
+ * all of it (line rows, libdw's abbreviation tables, srcline's scopes),
+ * and in all at most twice the growth. */
+static void assert_charge_covers_growth(const char *path)
+{
+	_cleanup_(srcline_freep) struct srcline *s = NULL;
+	struct srcline_stats opened, indexed;
+	size_t before, open_growth, index_growth;
+
+	malloc_trim(0);
+	before = heap_in_use();
+	s = open_ok(path);
+	open_growth = heap_in_use() - before;
+	srcline_get_stats(s, &opened);
+	cr_assert_eq(srcline_index_all(s), 0);
+	index_growth = heap_in_use() - before - open_growth;
+	srcline_get_stats(s, &indexed);
+	cr_assert_eq(indexed.units_loaded, indexed.units);
+	cr_log_info("%s: %zu units; open: grew %zu, counted %zu; index: grew %zu, counted %zu",
+		    path, indexed.units, open_growth, opened.memory_bytes, index_growth,
+		    indexed.memory_bytes - opened.memory_bytes);
+	cr_assert_geq(opened.memory_bytes, open_growth / 10 * 9,
+		      "%s: open counted %zu of %zu bytes held", path, opened.memory_bytes,
+		      open_growth);
+	cr_assert_geq(indexed.memory_bytes - opened.memory_bytes, index_growth,
+		      "%s: indexing counted %zu of %zu bytes held", path,
+		      indexed.memory_bytes - opened.memory_bytes, index_growth);
+	cr_assert_leq(indexed.memory_bytes, 2 * (open_growth + index_growth),
+		      "%s: counted %zu for %zu bytes held", path, indexed.memory_bytes,
+		      open_growth + index_growth);
+}
+
+/* libc's debug file (Debian's libc6-dbg): compressed sections, which libdw
+ * holds decompressed (counted at their size in the file, the open was
+ * charged 4.4 MB for 12.9 held; tests/bench/dwmem.c), and 2,063 units. */
+Test(srcline, what_libdw_holds_for_libc_is_counted)
+{
+	char debug[PATH_MAX];
+
+	libc_debug_file(debug, sizeof(debug));
+	assert_charge_covers_growth(debug);
+}
+
+/* 60 units of many struct, union, enum and typedef shapes and one small
+ * function each: abbreviation tables that libdw keeps (3.8 bytes held per
+ * byte of them) next to few line rows.  Without their charge, indexing
+ * was counted 26 KB for 100 KB held. */
+Test(srcline, what_libdw_holds_for_abbreviations_is_counted)
+{
+	char *argv[64 + 8] = { "gcc", "-shared", "-fPIC", "-g", "-O0",
+			       "-fno-eliminate-unused-debug-types", "-o", "types.so" };
+	char names[60][16], text[64], path[PATH_MAX];
+	size_t used = 0, argc = 8;
+	char *header = NULL;
+	FILE *h = open_memstream(&header, &used);
+
+	cr_assert_not_null(h);
+	fputs("#include <stdalign.h>\n#include <stdint.h>\n", h);
+	for (int i = 0; i < 40; i++)
+		fprintf(h,
+			"struct s%d { int a : %d; unsigned b : 3; long c[%d]; "
+			"const volatile char *d; double (*fp)(int, ...); "
+			"union { float f; uint64_t u; } un; alignas(%d) short al; "
+			"struct { int x, y; } anon; _Bool flag; "
+			"enum e%d { E%d_a = -%d, E%d_b = %d } e; };\n"
+			"typedef struct s%d t%d;\n"
+			"typedef int (*cb%d)(t%d *restrict, const t%d *, void *);\n",
+			i, i % 7 + 1, i + 1, 2 << (i % 4), i, i, i + 1, i, i * 1000 + 70000, i, i,
+			i, i, i);
+	fputs("#define CAT(a, b) a##b\n#define NAME(a, b) CAT(a, b)\n"
+	      "int NAME(fn_, U)(void) { return (int)sizeof(struct s0); }\n", h);
+	cr_assert_eq(fclose(h), 0);
+	write_text("types.h", header);
+	free(header);
+	for (int u = 0; u < 60; u++) {
+		snprintf(names[u], sizeof(names[u]), "u%d.c", u);
+		snprintf(text, sizeof(text), "#define U %d\n#include \"types.h\"\n", u);
+		write_text(names[u], text);
+		argv[argc++] = names[u];
+	}
+	argv[argc] = NULL;
+	run(argv);
+	assert_charge_covers_growth(wpath(path, sizeof(path), "types.so"));
 }
 
 /* A file naming a dwz alternate file (.gnu_debugaltlink: here a FIFO, which
