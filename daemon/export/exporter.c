@@ -31,10 +31,6 @@
  * waits: api/command.h); then it goes with what is named. */
 #define EXPORT_NAMES_POLL_MS 50
 #define EXPORT_NAMES_WAIT_MS 10000
-/* An interval's models are built in loop turns of about this long (one
- * model more at most: the longest, one process's of one kind, is the
- * turn's excess), clients served between them (exporter.h). */
-#define EXPORT_SLICE_NS (5 * 1000 * 1000ULL)
 /* Models handed to the lane and not encoded yet hold at most this much
  * (one always goes): past it the building waits for the lane. */
 #define EXPORT_ENCODE_MAX_BYTES (32u << 20)
@@ -67,6 +63,9 @@ struct run {
 	struct profile_parts parts; /* released once every model is built */
 	size_t next;                /* the part and kind built next */
 	int kind;
+	struct model_builder *mb;   /* ... its model, when one turn was not
+				     * enough (profile/model.h) */
+	struct profile_parts one;   /* ... what mb builds: that part */
 	size_t n_processes;
 	size_t on_lane; /* its jobs not back yet */
 	struct batch b;
@@ -276,25 +275,18 @@ static void job_run(struct offload_job *oj)
 	job_encode(job_of(oj));
 }
 
-/* The job of part's profile of kind, its model built, into *ret.
- * Returns 0, 1 when there is nothing to encode (nothing in it, or its
- * frames wait for names: b->names_pending), or -ENOMEM. */
-static int job_new(struct exporter *x, struct profile_part *part, enum profile_kind kind,
+/* The job of m (taken: freed on every path), a part's model of kind,
+ * into *ret.  Returns 0, 1 when there is nothing to encode (nothing in
+ * it, or its frames wait for names: b->names_pending), or -ENOMEM. */
+static int job_new(struct exporter *x, struct model *m, enum profile_kind kind,
 		   struct export_job **ret)
 {
 	struct run *run = &x->run;
 	struct batch *b = &run->b;
-	struct profile_parts one = { .parts = part, .n = 1, .cap = 1 };
-	struct model_opts mo = x->src.model;
 	struct export_job *j;
-	struct model *m = NULL;
 	const char *comm, *unit, *cgroup;
 	int r;
 
-	mo.kind = kind;
-	r = model_build(&mo, &one, aggregator_stacks(x->src.aggregator), &m);
-	if (r < 0)
-		return r;
 	if (m->total == 0 || m->n_processes != 1 || b->names_pending ||
 	    (b->may_wait && m->pending_frames)) {
 		/* (the model's frames have started their tables' builds) */
@@ -436,6 +428,36 @@ static int run_start(struct exporter *x, uint64_t from_s, uint64_t to_s, bool ma
 	return 0;
 }
 
+/* Builds the model of the run's part and kind being built until until_ns
+ * (UINT64_MAX: in one go), in the run's builder: a process of tens of
+ * thousands of stacks takes more than a turn.  Returns 1 with the model
+ * in *ret, 0 when the turn ended first (the builder goes on at the next),
+ * or -ENOMEM. */
+static int run_model(struct exporter *x, uint64_t until_ns, struct model **ret)
+{
+	struct run *run = &x->run;
+	const struct model_budget budget = { .deadline_ns = until_ns };
+	int r;
+
+	if (!run->mb) {
+		struct model_opts mo = x->src.model;
+
+		mo.kind = (enum profile_kind)run->kind;
+		run->one = (struct profile_parts){ .parts = &run->parts.parts[run->next], .n = 1,
+						   .cap = 1 };
+		r = model_builder_new(&mo, &run->one, aggregator_stacks(x->src.aggregator),
+				      &run->mb);
+		if (r < 0)
+			return r;
+	}
+	r = model_builder_step(run->mb, until_ns == UINT64_MAX ? NULL : &budget);
+	if (r == 1 && model_builder_finish(run->mb, ret) < 0)
+		r = -ENOMEM;
+	if (r != 0)
+		run->mb = model_builder_free(run->mb);
+	return r;
+}
+
 /* Builds the run's next models until until_ns, each encoded in place
  * (in_place) or handed to the lane, while the models on the lane stay
  * under EXPORT_ENCODE_MAX_BYTES.  Returns true once every model is built
@@ -446,31 +468,34 @@ static bool run_build(struct exporter *x, uint64_t until_ns, bool in_place)
 	struct run *run = &x->run;
 
 	while (run->next < run->parts.n) {
-		struct profile_part *part = &run->parts.parts[run->next];
 		enum profile_kind kind = (enum profile_kind)run->kind;
 		struct export_job *j;
+		struct model *m;
 		int r;
 
 		if (!in_place && x->on_lane && x->on_lane_bytes >= EXPORT_ENCODE_MAX_BYTES)
 			return false;
+		if (run->mb || run->parts.parts[run->next].prof.totals[kind]) {
+			r = run_model(x, in_place ? UINT64_MAX : until_ns, &m);
+			if (r == 0)
+				return false;
+			r = r < 0 ? r : job_new(x, m, kind, &j);
+			if (r < 0)
+				x->stats.encode_errors++;
+			if (r == 0 && (in_place || offload_submit(x->lane, &j->job) < 0)) {
+				job_encode(j); /* no lane: the loop encodes it */
+				job_done(x, j);
+			} else if (r == 0) {
+				run->on_lane++;
+				x->on_lane++;
+				x->on_lane_bytes += j->model_bytes;
+				x->stats.max_encoding_bytes = MAX(x->stats.max_encoding_bytes,
+								  x->on_lane_bytes);
+			}
+		}
 		if (++run->kind == PROFILE_KINDS) {
 			run->kind = 0;
 			run->next++;
-		}
-		if (!part->prof.totals[kind])
-			continue;
-		r = job_new(x, part, kind, &j);
-		if (r < 0)
-			x->stats.encode_errors++;
-		if (r == 0 && (in_place || offload_submit(x->lane, &j->job) < 0)) {
-			job_encode(j); /* no lane: the loop encodes it */
-			job_done(x, j);
-		} else if (r == 0) {
-			run->on_lane++;
-			x->on_lane++;
-			x->on_lane_bytes += j->model_bytes;
-			x->stats.max_encoding_bytes = MAX(x->stats.max_encoding_bytes,
-							  x->on_lane_bytes);
 		}
 		if (now_monotonic_ns() >= until_ns)
 			break;
@@ -514,6 +539,7 @@ static void run_abandon(struct exporter *x)
 
 	if (!run->active)
 		return;
+	run->mb = model_builder_free(run->mb);
 	aggregator_release_parts(x->src.aggregator, &run->parts);
 	batch_end(x, &run->b, false);
 	run->active = false;
@@ -583,7 +609,7 @@ static int on_step(sd_event_source *s, void *userdata)
 {
 	struct exporter *x = userdata;
 	uint64_t t0 = now_monotonic_ns();
-	bool built = run_build(x, t0 + EXPORT_SLICE_NS, false);
+	bool built = run_build(x, t0 + MODEL_SLICE_NS, false);
 
 	note_step(x, t0);
 	if (built && !x->run.on_lane)
