@@ -7,6 +7,7 @@
 #include "api/command.h"
 #include "api/model_slices.h"
 #include "base/clock.h"
+#include "base/loopstep.h"
 #include "base/log.h"
 #include "perfd/macro.h"
 
@@ -14,7 +15,7 @@ struct model_slices {
 	struct daemon *d;
 	struct model_opts o;
 	const struct profile_parts *parts;
-	sd_event_source *source;
+	struct loop_step step;
 	struct model_builder *builder; /* NULL while waiting for names */
 	struct names_wait names;
 	bool final; /* builds with the names there are, waiting no more */
@@ -31,7 +32,7 @@ static int build(struct model_slices *s)
 {
 	int r = model_builder_new(&s->o, s->parts, aggregator_stacks(s->d->aggregator), &s->builder);
 
-	return r < 0 ? r : sd_event_source_set_enabled(s->source, SD_EVENT_ON);
+	return r < 0 ? r : loop_step_arm(&s->step);
 }
 
 static void on_names(struct daemon *d, struct names_wait *w)
@@ -48,7 +49,7 @@ static void on_names(struct daemon *d, struct names_wait *w)
 	}
 }
 
-static int on_slice(sd_event_source *es, void *userdata)
+static void on_slice(void *userdata)
 {
 	struct model_slices *s = userdata;
 	uint64_t t0 = now_monotonic_ns(), dt;
@@ -61,9 +62,11 @@ static int on_slice(sd_event_source *es, void *userdata)
 	s->max_slice_ns = MAX(s->max_slice_ns, dt);
 	s->d->models.slices++;
 	s->d->models.max_slice_ns = MAX(s->d->models.max_slice_ns, dt);
-	if (r == 0)
-		return 0; /* more in a later turn */
-	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	if (r == 0) {
+		r = loop_step_arm(&s->step); /* more in a later turn */
+		if (r == 0)
+			return;
+	}
 	if (r > 0)
 		r = model_builder_finish(s->builder, &m);
 	s->builder = model_builder_free(s->builder);
@@ -71,11 +74,11 @@ static int on_slice(sd_event_source *es, void *userdata)
 		m = model_free(m);
 		s->names.ready = on_names;
 		if (daemon_wait_for_names(s->d, &s->names) == 0)
-			return 0;
+			return;
 		s->final = true; /* no timer: what there is now */
 		r = build(s);
 		if (r == 0)
-			return 0;
+			return;
 	}
 	s->counted = false;
 	s->d->models.built++;
@@ -86,7 +89,6 @@ static int on_slice(sd_event_source *es, void *userdata)
 			  m->n_samples, m->n_locations, s->slices, s->max_slice_ns / 1e6,
 			  (now_monotonic_ns() - s->start_ns) / 1e6);
 	s->done(s, m, r < 0 ? r : 0, s->userdata); /* may free s */
-	return 0;
 }
 
 int model_slices_start(struct daemon *d, const struct model_opts *o,
@@ -101,9 +103,7 @@ int model_slices_start(struct daemon *d, const struct model_opts *o,
 	*s = (struct model_slices){ .d = d, .o = *o, .parts = parts, .final = d->names_final,
 				    .done = done, .userdata = userdata,
 				    .start_ns = now_monotonic_ns() };
-	r = sd_event_add_defer(d->event, &s->source, on_slice, s);
-	if (r >= 0)
-		r = sd_event_source_set_priority(s->source, MODEL_SLICES_PRIORITY);
+	r = loop_step_init(&s->step, d->event, "model-slices", on_slice, s);
 	if (r >= 0)
 		r = build(s);
 	if (r < 0)
@@ -121,7 +121,7 @@ struct model_slices *model_slices_free(struct model_slices *s)
 			s->d->models.building--;
 			s->d->models.cancelled++;
 		}
-		sd_event_source_disable_unref(s->source);
+		loop_step_done(&s->step);
 		model_builder_free(s->builder);
 		daemon_stop_waiting(s->d, &s->names);
 		free(s);

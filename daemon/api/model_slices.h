@@ -5,11 +5,11 @@
  *
  * A model of ~60k unique stacks took 340-650 ms to build under load, in
  * one turn of the loop, and every other client (root's status too) waited
- * for it.  Here the build (profile/model.h's builder) runs from a defer
- * source, MODEL_SLICE_NS of it per turn, at a priority below every other
- * source (they are all at sd-event's normal one): between two slices the
- * loop serves whatever became ready, and a slice runs only when nothing
- * else is pending.  The loop thread builds, as before, so the resolvers
+ * for it.  Here the build (profile/model.h's builder) runs a step
+ * (base/loopstep.h) of MODEL_SLICE_NS a turn: between two slices the loop
+ * serves whatever became ready first, yet a loop that is never idle (a
+ * client pipelining requests) cannot starve the build: it gets a slice
+ * every LOOP_STEP_STARVED_NS at least.  The loop thread builds, as before, so the resolvers
  * (symbolizer, interp/python, persist) stay the loop's alone.
  *
  * A model whose frames read module+offset because their tables were being
@@ -38,9 +38,6 @@
 #include "api/command.h"
 #include "base/jsonw.h"
 #include "profile/model.h"
-
-/* Below every other source of the loop: they are at SD_EVENT_PRIORITY_NORMAL. */
-#define MODEL_SLICES_PRIORITY SD_EVENT_PRIORITY_IDLE
 
 struct model_slices;
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_USEC 1000ULL
 
 static inline uint64_t now_monotonic_ns(void)
 {

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/loopstep.h"
 #include "base/offload.h"
 #include "encode/encode.h"
 #include "export/container.h"
@@ -34,9 +35,6 @@
 /* Models handed to the lane and not encoded yet hold at most this much
  * (one always goes): past it the building waits for the lane. */
 #define EXPORT_ENCODE_MAX_BYTES (32u << 20)
-/* A step that waited this long behind clients and ingest runs at their
- * priority, so that a loop never idle still exports. */
-#define EXPORT_STARVED_NS (200 * 1000 * 1000ULL)
 
 /* One interval's profiles, encoded, pushed to the sinks together once
  * none of their frames waits for a symbol table being built off the loop
@@ -69,7 +67,7 @@ struct run {
 	size_t n_processes;
 	size_t on_lane; /* its jobs not back yet */
 	struct batch b;
-	uint64_t t0_ns, last_step_ns;
+	uint64_t t0_ns;
 	const char *pairs[2 * (EXPORT_MAX_LABELS + 1)];
 	size_t n_pairs;
 	struct export_label labels[EXPORT_MAX_LABELS];
@@ -90,7 +88,7 @@ struct exporter {
 	uint64_t names_deadline_ns; /* ... when it stops waiting for names */
 	struct ingest_wait ingest;  /* ... its records coming in */
 	struct run run;
-	sd_event_source *step;      /* defer: builds the run's next models */
+	struct loop_step step;      /* builds the run's next models */
 	struct offload *lane;       /* encodes them (export_job) */
 	sd_event_source *done_io;
 	size_t on_lane;             /* jobs on the lane, of any run ... */
@@ -406,7 +404,7 @@ static int run_start(struct exporter *x, uint64_t from_s, uint64_t to_s, bool ma
 	x->src.model.kernel_addresses = ksyms_addresses_shown_now(true);
 	*run = (struct run){ .gen = run->gen + 1, .from_s = from_s, .to_s = to_s,
 			     .b = { .may_wait = may_wait } };
-	run->t0_ns = run->last_step_ns = now_monotonic_ns();
+	run->t0_ns = now_monotonic_ns();
 	/* once: each reading of the clocks differs by the time between them,
 	 * and Pyroscope's whole seconds and the file names would too */
 	run->from_unix = monotonic_to_unix(from_s * NSEC_PER_SEC);
@@ -543,7 +541,7 @@ static void run_abandon(struct exporter *x)
 	aggregator_release_parts(x->src.aggregator, &run->parts);
 	batch_end(x, &run->b, false);
 	run->active = false;
-	(void)sd_event_source_set_enabled(x->step, SD_EVENT_OFF);
+	loop_step_disarm(&x->step);
 }
 
 static int schedule(struct exporter *x)
@@ -570,19 +568,11 @@ static void run_ended(struct exporter *x)
 		log_warning_errno(r, "Failed to set the export timer: %m");
 }
 
-/* Has the step run at the next loop turn with nothing of higher priority
- * pending: below clients, unless it has waited EXPORT_STARVED_NS. */
+/* Has the run's next slice built at a later turn (base/loopstep.h). */
 static void step_arm(struct exporter *x)
 {
-	int64_t prio = now_monotonic_ns() - x->run.last_step_ns > EXPORT_STARVED_NS ?
-			       SD_EVENT_PRIORITY_NORMAL :
-			       SD_EVENT_PRIORITY_NORMAL + 1;
-	int r = sd_event_source_set_priority(x->step, prio);
+	int r = loop_step_arm(&x->step);
 
-	/* re-armed each time, so that it queues behind what became pending
-	 * meanwhile rather than ahead of it */
-	if (r >= 0)
-		r = sd_event_source_set_enabled(x->step, SD_EVENT_ONESHOT);
 	if (r < 0) {
 		/* the next interval's timer finds the run still active and
 		 * waits: abandon it rather than stall the exporter */
@@ -599,13 +589,12 @@ static void note_step(struct exporter *x, uint64_t t0_ns)
 {
 	uint64_t now = now_monotonic_ns();
 
-	x->run.last_step_ns = now;
 	x->stats.steps++;
 	x->stats.longest_step_ms = MAX(x->stats.longest_step_ms, (now - t0_ns) / 1e6);
 }
 
 /* One loop turn of the run: a slice of its models built. */
-static int on_step(sd_event_source *s, void *userdata)
+static void on_step(void *userdata)
 {
 	struct exporter *x = userdata;
 	uint64_t t0 = now_monotonic_ns();
@@ -617,7 +606,6 @@ static int on_step(sd_event_source *s, void *userdata)
 	else if (!built && !(x->on_lane && x->on_lane_bytes >= EXPORT_ENCODE_MAX_BYTES))
 		step_arm(x);
 	/* else on_done goes on once the lane gives models back */
-	return 0;
 }
 
 static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata)
@@ -643,7 +631,7 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 	if (!building && !run->on_lane)
 		run_ended(x);
 	note_step(x, t0);
-	if (building && sd_event_source_get_enabled(x->step, NULL) == 0)
+	if (building && !loop_step_armed(&x->step))
 		step_arm(x); /* it waited for the bound */
 	return 0;
 }
@@ -733,11 +721,7 @@ int exporter_new(sd_event *event, const struct export_source *src, struct export
 	if (r >= 0)
 		r = sd_event_source_set_enabled(x->timer, SD_EVENT_OFF);
 	if (r >= 0)
-		r = sd_event_add_defer(event, &x->step, on_step, x);
-	if (r >= 0)
-		r = sd_event_source_set_description(x->step, "export-step");
-	if (r >= 0)
-		r = sd_event_source_set_enabled(x->step, SD_EVENT_OFF);
+		r = loop_step_init(&x->step, event, "export-step", on_step, x);
 	/* one lane at the daemon's nice value, as the answers' encode lanes
 	 * (api/encode_lane.h), for the same reason; ordered, so that the
 	 * batch, and the sinks, get the profiles in the order they were built
@@ -938,7 +922,7 @@ struct exporter *exporter_free(struct exporter *x)
 	export_worker_free(x->files);
 	export_worker_free(x->push);
 	export_worker_free(x->otlp);
-	sd_event_source_disable_unref(x->step);
+	loop_step_done(&x->step);
 	sd_event_source_disable_unref(x->timer);
 	sd_event_unref(x->event);
 	free(x);

@@ -23,8 +23,9 @@
  * ingested (collect/ingest_wait.h: the loop serves its clients meanwhile,
  * and the samples ingested meanwhile fall in later windows), it queries
  * the store for that interval of every process and builds each part's
- * model (the symbolizer is the loop's alone), in slices: a defer source,
- * below the clients' priority, builds for MODEL_SLICE_NS a turn (a
+ * model (the symbolizer is the loop's alone), in slices: a step
+ * (base/loopstep.h), behind the clients but never starved by them, builds
+ * for MODEL_SLICE_NS a turn (a
  * process's model bigger than that goes on in the next turn, through
  * profile/model.h's builder) and hands each model to the exporter's
  * own encode lane (base/offload.h), which makes its pprof (and OTLP)

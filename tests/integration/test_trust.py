@@ -22,8 +22,11 @@ traversable for it.
 import json
 import os
 import pwd
+import re
 import select
+import signal
 import socket
+import subprocess
 import time
 import traceback
 
@@ -314,3 +317,80 @@ def test_status_hides_exporter_secrets_from_users(daemon):
     for secret in (SECRET, TENANT, OUTDIR_NAME):
         assert secret in root_text, f"root's status lacks {secret!r}"
     assert root["config"]["push-url"] == f"http://127.0.0.1:9/x/y?token={SECRET}", root["config"]
+
+
+def chatter(path, seconds, connections=16):
+    """Keeps ps requests outstanding on a few connections for seconds,
+    reading every answer: perfd always has one of this user's requests to
+    serve next.  Returns how many answers came."""
+    socks = [connect(path) for _ in range(connections)]
+    out = {s: b"" for s in socks}
+    outstanding = {s: 0 for s in socks}
+    answers = 0
+    end = time.monotonic() + seconds
+    for s in socks:
+        s.setblocking(False)
+    while time.monotonic() < end:
+        for s in socks:
+            if outstanding[s] < 256 and not out[s]:
+                out[s], outstanding[s] = PS * 64, outstanding[s] + 64
+        readable, writable, _ = select.select(socks, [s for s in socks if out[s]], [], 0.1)
+        for s in writable:
+            try:
+                out[s] = out[s][s.send(out[s]):]
+            except BlockingIOError:
+                pass
+        for s in readable:
+            data = s.recv(1 << 20)
+            assert data, "perfd closed a connection"
+            n = data.count(b"\n")
+            answers, outstanding[s] = answers + n, outstanding[s] - n
+    for s in socks:
+        s.close()
+    return answers
+
+
+CHATTER_SECONDS = 40
+SNAPSHOT_DEADLINE = 4  # the build alone takes well under 1 s
+
+
+def test_a_client_that_never_pauses_cannot_starve_a_build(environment):
+    """While a nobody client keeps ps requests outstanding without end
+    (reading every answer, so no cap stops it: perfd always has one of its
+    requests to serve), root asks for a snapshot of some 10k unique stacks,
+    a model built in slices behind the clients (base/loopstep.h).  It is
+    answered within SNAPSHOT_DEADLINE, while the client still goes on.  (A
+    build that ran only when no client was pending was starved until the
+    client stopped.)"""
+    tmpdir = perfdtest.make_tmpdir()
+    os.chmod(tmpdir, 0o755)
+    d = perfdtest.start_perfd(frequency=1999, tmpdir=tmpdir)
+    child = None
+    try:
+        w, begin, end = perfdtest.fill_with_unique_stacks(3)
+        child = as_nobody(chatter, d.socket_path, CHATTER_SECONDS)
+        time.sleep(1)  # its requests flowing
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([perfdtest.perfctl_binary(), "--socket", d.socket_path, "snapshot",
+                                "--pid", str(w.pid), "--from", f"{begin:.3f}", "--to", f"{end:.3f}",
+                                "-o", os.path.join(tmpdir, "snap.pb.gz")],
+                               capture_output=True, text=True, timeout=SNAPSHOT_DEADLINE)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the snapshot was not answered in {SNAPSHOT_DEADLINE} s "
+                                 "while a client kept requests outstanding")
+        took = time.monotonic() - t0
+        assert os.waitpid(child[0], os.WNOHANG) == (0, 0), \
+            "the client stopped before the snapshot was answered: the test tests nothing"
+        assert p.returncode == 0, p.stderr
+        n = int(re.search(r"(\d+) samples", p.stderr).group(1))
+        assert n >= 5000, f"only {n} samples of unique_stacks: a model of one slice"
+        print(f"snapshot of {n} unique-stack samples answered in {took:.1f} s beside the chatter")
+    finally:
+        if child:
+            os.kill(child[0], signal.SIGKILL)
+            try:
+                nobody_result(child, 10)
+            except (AssertionError, ValueError):
+                pass  # killed: no result
+        d.stop()

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loopstep.h - long work done on the loop a slice a turn, behind the
+ * loop's clients but never starved by them.
+ *
+ * Work that must stay on the loop and takes longer than a turn should
+ * (a model built in slices: api/model_slices.h; an export interval:
+ * export/exporter.h) runs a slice each time its step fires, and arms the
+ * step again while there is more.  The step is a defer source one
+ * priority below the loop's other sources (all at
+ * SD_EVENT_PRIORITY_NORMAL), so that a client that became ready during a
+ * slice is served before the next one.  Below them alone, a step would run
+ * only when none of them is pending, and on a loop that is never idle (a
+ * client pipelining requests without end, a flood of samples) that is
+ * never: a snapshot's model was never built while a nobody client
+ * pipelined status.  So each arm also sets a timer at the others'
+ * priority LOOP_STEP_STARVED_NS ahead, and whichever fires first runs the
+ * slice and disarms the other: on a never-idle loop each step still gets
+ * a slice every LOOP_STEP_STARVED_NS and a round of the other sources.
+ *
+ * Cost: a timer per step, moved at each arm (sd-event re-sets its timerfd
+ * only when the earliest deadline changes).
+ */
+#ifndef PERFD_LOOPSTEP_H
+#define PERFD_LOOPSTEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#define LOOP_STEP_STARVED_NS (50 * 1000 * 1000ULL)
+
+/* One slice of the owner's work, from the loop. */
+typedef void (*loop_step_run_t)(void *userdata);
+
+struct loop_step {
+	sd_event_source *defer, *timer;
+	loop_step_run_t run;
+	void *userdata;
+	uint64_t starved; /* slices the timer ran: nothing else left a turn */
+};
+
+/* Makes st's sources on e, disarmed.  Returns 0 or -errno (sd-event's);
+ * loop_step_done frees what was made either way. */
+int loop_step_init(struct loop_step *st, sd_event *e, const char *description,
+		   loop_step_run_t run, void *userdata);
+/* Runs one slice at a later turn.  Returns 0 or -errno (sd-event's). */
+int loop_step_arm(struct loop_step *st);
+void loop_step_disarm(struct loop_step *st);
+bool loop_step_armed(const struct loop_step *st);
+/* Frees st's sources.  Accepts a zeroed st. */
+void loop_step_done(struct loop_step *st);
+
+#endif
