@@ -1023,8 +1023,13 @@ static void start_line_load(struct symbolizer *s, struct module *m)
 	dfd = module_debug_fd(s, m);
 	if (symload_new(module_key(s, m), SYMLOAD_LINES, fd, dfd, &l) < 0)
 		return;
-	/* one file's line tables, libdw's rows included, fit in the cache */
-	l->memory_limit = s->cache_limit;
+	/* One file's line tables, libdw's rows included, take at most half
+	 * of the cache, so that they and the symbol tables of the code asked
+	 * for fit beside them.  At the whole cache they thrashed it: libc's
+	 * debug file (41.7 MB charged) filled a 32 MiB cache, the next table
+	 * loaded evicted it, and the next lookup loaded it again, 151 times in
+	 * 15 s, refusing its units again each time. */
+	l->memory_limit = s->cache_limit / 2;
 	(void)offload_submit(s->lane, &l->job);
 	m->srcline_loading = true;
 	s->stats.line_loads_pending++;
