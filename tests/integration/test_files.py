@@ -571,9 +571,10 @@ HUGE_SYMBOLS = 1_000_000
 # which libdw decodes whole at the unit's first lookup.  Its program is
 # 2,000,074 bytes, under SRCLINE_UNIT_MAX_LINE_BYTES (2 MiB); libdw holds
 # ~160 MB for its rows (SRCLINE_ROW_BYTES, 80 each), counted in the symbol
-# cache, which must have room for them.
+# cache, whose half (what one file's line tables may take) must have room
+# for them and the file's sections.
 HUGE_LINES = 2_000_000
-HUGE_LINES_CACHE_MIB = 256
+HUGE_LINES_CACHE_MIB = 512
 
 HUGE_MAIN = ("#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
              "volatile unsigned long huge_sink;\n"
