@@ -83,6 +83,7 @@ struct elf_symtab {
 	size_t n_segs;
 	char *build_id;
 	bool has_symtab; /* a .symtab was read, from the file or merged */
+	size_t memory_limit; /* elf_symtab_set_memory_limit's; 0: none */
 };
 
 /* A symbol as read, before merging; name points into libelf's buffers and
@@ -668,10 +669,14 @@ static int merge_elf(struct elf_symtab *t, Elf *elf)
 	for (size_t i = 0; i < t->n_ranges; i++)
 		cands[n++] = candidate_from_range(t, &t->ranges[i]);
 
-	/* Built aside, against t's segments, so that a failure leaves t
+	/* Built aside, against t's segments (and with its build-id, which
+	 * it counts), so that a failure or a table past t's limit leaves t
 	 * whole; the old names stay alive until the new arena has its copy. */
-	fresh = (struct elf_symtab){ .segs = t->segs, .n_segs = t->n_segs };
+	fresh = (struct elf_symtab){ .segs = t->segs, .n_segs = t->n_segs,
+				     .build_id = t->build_id };
 	r = build_symbols(&fresh, cands, n);
+	if (r >= 0 && t->memory_limit && elf_symtab_memory(&fresh) > t->memory_limit)
+		r = -EFBIG;
 	if (r < 0) {
 		free(fresh.ranges);
 		free(fresh.names);
@@ -792,6 +797,11 @@ size_t elf_symtab_count(const struct elf_symtab *t)
 const char *elf_symtab_build_id(const struct elf_symtab *t)
 {
 	return t && t->build_id ? t->build_id : "";
+}
+
+void elf_symtab_set_memory_limit(struct elf_symtab *t, size_t bytes)
+{
+	t->memory_limit = bytes;
 }
 
 size_t elf_symtab_memory(const struct elf_symtab *t)

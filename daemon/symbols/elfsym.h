@@ -56,8 +56,8 @@ bool elf_symtab_has_symtab(const struct elf_symtab *t);
  * search.  Returns the number of symbols new to t (>= 0), -ENOEXEC when the
  * source is not ELF, -ESTALE when both have a build-id and they differ
  * (the debug file of another build), -EINVAL for a malformed table or a NULL
- * t, -EFBIG for a table past ELFSYM_MAX_TABLE_BYTES, -ENOMEM; on failure t
- * is unchanged. */
+ * t, -EFBIG for a table past ELFSYM_MAX_TABLE_BYTES or a merged table
+ * past t's memory limit, -ENOMEM; on failure t is unchanged. */
 int elf_symtab_add_from_fd(struct elf_symtab *t, int fd);
 int elf_symtab_add_from_memory(struct elf_symtab *t, const void *image, size_t size);
 
@@ -66,6 +66,9 @@ size_t elf_symtab_count(const struct elf_symtab *t);
 const char *elf_symtab_build_id(const struct elf_symtab *t);
 /* Approximate bytes held, for the daemon's memory accounting. */
 size_t elf_symtab_memory(const struct elf_symtab *t);
+/* A merge (elf_symtab_add_*) that would leave t holding more than bytes
+ * (as elf_symtab_memory counts) is refused; 0, the default: no limit. */
+void elf_symtab_set_memory_limit(struct elf_symtab *t, size_t bytes);
 
 struct elf_symtab *elf_symtab_free(struct elf_symtab *t);
 

@@ -263,6 +263,19 @@ static size_t loaded_bytes(const struct module *m)
 	       u64map_memory(&m->demangled) + (m->perfmap ? perfmap_memory(m->perfmap) : 0);
 }
 
+/* What one module's tables may take, its symbols and line tables together,
+ * or its JIT map: half of the cache, so that the tables a stack needs
+ * besides them fit, and loading those does not evict them.  A table past
+ * the cache was kept alone: the next table loaded evicted it, the next
+ * lookup loaded it again, and the two took turns while a query waited
+ * for names (libc's debug file's line tables 151 times in 15 s; a table
+ * of a million symbols until the query gave up waiting and answered
+ * unnamed).  Past its room a table is refused (tables_refused). */
+static size_t module_room(const struct symbolizer *s)
+{
+	return s->cache_limit / 2;
+}
+
 /* Keeps the parsed symbol tables within the cache limit by unloading the
  * least recently used ones, never keep. */
 static void trim_cache(struct symbolizer *s, const struct module *keep)
@@ -988,6 +1001,7 @@ static void start_symtab_load(struct symbolizer *s, struct module *m)
 		dfd = module_debug_fd(s, m); /* back to unsearched when it is gone */
 	if (symload_new(module_key(s, m), SYMLOAD_SYMBOLS, fd, dfd, &l) < 0)
 		return; /* out of memory or descriptors: tried again at the next lookup */
+	l->memory_limit = module_room(s);
 	l->mini = m->debug_source == DEBUG_MINI;
 	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_UNSEARCHED) {
 		path = mapped_path(m);
@@ -1023,13 +1037,8 @@ static void start_line_load(struct symbolizer *s, struct module *m)
 	dfd = module_debug_fd(s, m);
 	if (symload_new(module_key(s, m), SYMLOAD_LINES, fd, dfd, &l) < 0)
 		return;
-	/* One file's line tables, libdw's rows included, take at most half
-	 * of the cache, so that they and the symbol tables of the code asked
-	 * for fit beside them.  At the whole cache they thrashed it: libc's
-	 * debug file (41.7 MB charged) filled a 32 MiB cache, the next table
-	 * loaded evicted it, and the next lookup loaded it again, 151 times in
-	 * 15 s, refusing its units again each time. */
-	l->memory_limit = s->cache_limit / 2;
+	/* libdw's rows included, beside the module's symbols */
+	l->memory_limit = module_room(s) - MIN(module_room(s), elf_symtab_memory(m->symtab));
 	(void)offload_submit(s->lane, &l->job);
 	m->srcline_loading = true;
 	s->stats.line_loads_pending++;
@@ -1182,6 +1191,7 @@ static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 	fd = module_fd(s, m);
 	if (fd < 0 || symload_new(module_key(s, m), SYMLOAD_SYMBOLS, fd, -1, &l) < 0)
 		return;
+	l->memory_limit = module_room(s);
 	l->image = TAKE_PTR(q->image);
 	l->image_size = q->image_size;
 	(void)offload_submit(s->lane, &l->job);
@@ -1190,8 +1200,8 @@ static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 }
 
 /* Takes a finished parse back: its map becomes the module's, unless it is
- * past the caps or bigger than the whole cache (refused once per size,
- * the old names kept).  A module given back meanwhile takes nothing. */
+ * past the caps or the module's room (refused once per size, the old
+ * names kept).  A module given back meanwhile takes nothing. */
 static void jit_read_done(struct symbolizer *s, struct jitread *j)
 {
 	struct module *m = module_of_key(s, j->job.key);
@@ -1200,8 +1210,8 @@ static void jit_read_done(struct symbolizer *s, struct jitread *j)
 	if (!m || m->kind != MODULE_JIT || !m->perfmap_reading)
 		return;
 	m->perfmap_reading = false;
-	if (j->error >= 0 && perfmap_memory(j->map) > s->cache_limit)
-		j->error = -EFBIG; /* it alone would not fit in the cache */
+	if (j->error >= 0 && perfmap_memory(j->map) > module_room(s))
+		j->error = -EFBIG;
 	if (j->error == -EFBIG) {
 		m->perfmap_refused_size = j->size;
 		s->stats.jit_maps_refused++;
@@ -1366,8 +1376,8 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 		return;
 	r = procfs_check_fd(m->fd, &rules);
 	/* parsed, a map takes more than its file's bytes: one bigger than
-	 * the whole cache would be refused after the parse (jit_read_done) */
-	if (r >= 0 && (size_t)st.st_size > s->cache_limit)
+	 * the module's room would be refused after the parse (jit_read_done) */
+	if (r >= 0 && (size_t)st.st_size > module_room(s))
 		r = -EFBIG;
 	if (r < 0) {
 		m->perfmap_refused_size = st.st_size;

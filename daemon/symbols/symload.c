@@ -156,6 +156,13 @@ void symload_run(struct symload *l)
 		return;
 	}
 	l->error = elf_symtab_load_fd(l->fd, &l->symtab);
-	if (l->error >= 0 && !elf_symtab_has_symtab(l->symtab))
-		merge_debug(l);
+	if (l->error >= 0 && elf_symtab_memory(l->symtab) > l->memory_limit) {
+		l->symtab = elf_symtab_free(l->symtab);
+		l->error = -EFBIG;
+	}
+	if (l->error < 0 || elf_symtab_has_symtab(l->symtab))
+		return;
+	if (l->memory_limit != SIZE_MAX)
+		elf_symtab_set_memory_limit(l->symtab, l->memory_limit);
+	merge_debug(l);
 }

@@ -53,7 +53,10 @@ struct symload {
 	 * build-id (debuginfo.h) under root, as the process saw path */
 	bool by_build_id;
 	char *path, *root, *debug_dir;
-	size_t memory_limit;       /* LINES: srcline_set_memory_limit's (SIZE_MAX: none) */
+	/* SYMBOLS: a table past it is refused (-EFBIG), and so is a merge
+	 * that would take it past (merge_error); LINES: srcline's
+	 * (srcline_set_memory_limit).  SIZE_MAX: none */
+	size_t memory_limit;
 	/* the result, the caller's to take (and then reset) */
 	int error;                 /* 0, or -errno of the binary's table */
 	struct elf_symtab *symtab; /* SYMBOLS */

@@ -567,6 +567,9 @@ def test_mapped_binary_truncated_by_its_owner(tmp_path):
 # them took the loop 1-3 s (module_symtab, at the first query naming the
 # binary or the first flush of the state directory meeting it).
 HUGE_SYMBOLS = 1_000_000
+# Their table takes ~46 MB; one module's tables get half of the cache
+# (symbolize.c: module_room), past it they are refused.
+HUGE_SYMBOLS_CACHE_MIB = 128
 # Nops in the crafted unit of one line each: 2 M rows in one line table,
 # which libdw decodes whole at the unit's first lookup.  Its program is
 # 2,000,074 bytes, under SRCLINE_UNIT_MAX_LINE_BYTES (2 MiB); libdw holds
@@ -673,7 +676,8 @@ def test_huge_symbol_table_is_built_off_the_loop(tmp_path):
     and sorted on a lane (symbols.symtab_loads_pending counts it) while
     root's status answers within 100 ms, and the snapshot, which waits for
     the table, names the function the binary spins in."""
-    out, took, loading, sym = first_naming([huge_binary(tmp_path), "60"])
+    out, took, loading, sym = first_naming([huge_binary(tmp_path), "60"],
+                                           cache_mib=HUGE_SYMBOLS_CACHE_MIB)
     assert "huge_table_spin" in out, f"not named from its .symtab:\n{out[:2000]}"
     assert_loaded_off_the_loop(f"{HUGE_SYMBOLS} symbols", took, loading)
     assert sym["symtab_loads_pending"] == 0, sym
@@ -698,9 +702,10 @@ def test_huge_debug_file_is_merged_off_the_loop(tmp_path):
 
     _, took, loading, sym = first_naming(
         [prog, "60"], pending=("symtab_loads_pending", "debug_searches_pending"),
-        then=named_from_the_debug_file)
+        then=named_from_the_debug_file, cache_mib=HUGE_SYMBOLS_CACHE_MIB)
     assert_loaded_off_the_loop(f"a debug file of {HUGE_SYMBOLS} symbols", took, loading)
     assert sym["debug_files"] >= 1, sym
+    assert sym["cache_bytes"] <= sym["cache_limit_bytes"], sym
 
 
 def test_huge_line_table_is_opened_off_the_loop(tmp_path):

@@ -3,7 +3,7 @@
  * Unit tests for daemon/symbolize.c: file modules from the test's own
  * mappings, the vDSO, JIT perf maps (and those refused unread), demangling
  * on and off, the bounded cache of parsed symbol tables (evicted, then
- * parsed again correctly), the line a function starts at (this suite's
+ * parsed again correctly; a table past half of it refused), the line a function starts at (this suite's
  * own DWARF), and the kernel's module with its build-id.
  */
 #include <criterion/criterion.h>
@@ -278,28 +278,6 @@ Test(symbolize, jit_map_grown_past_the_cap_is_not_reread)
 	symbolizer_free(s);
 }
 
-Test(symbolize, tiny_cache_evicts_and_reparses)
-{
-	struct symbolizer *s = make(1, true); /* every load evicts the others */
-	struct symbolizer_stats st;
-	uint64_t own = frame_of(s, (uintptr_t)&symbolize_test_function + 2);
-	uint64_t libc = frame_of(s, (uintptr_t)&getpid + 1);
-	char buf[256];
-
-	for (int round = 0; round < 3; round++) {
-		cr_assert_str_eq(settled_name(s, own, buf, sizeof(buf)),
-				 "symbolize_test_function");
-		cr_assert(strstr(settled_name(s, libc, buf, sizeof(buf)), "getpid"),
-			  "libc frame named %s", buf);
-	}
-	symbolizer_get_stats(s, &st);
-	cr_assert_geq(st.cache_evictions, 4, "evictions: %llu", (unsigned long long)st.cache_evictions);
-	cr_assert_geq(st.cache_misses, 6);
-	/* libc's debug file was searched for once, and reopened from its fd */
-	cr_assert_eq(st.debug_files, 1, "debug files: %zu", st.debug_files);
-	symbolizer_free(s);
-}
-
 /* With lines, a native frame's record carries its function's decl line
  * (srcline's, this suite is built with -g); without, none. */
 Test(symbolize, records_carry_the_start_line)
@@ -381,13 +359,14 @@ Test(symbolize, unknown_and_special_frames)
 	symbolizer_free(s);
 }
 
-/* A copy of this test binary at path, with every "symbolize_test_function"
- * in it replaced by poison (as long): the same build-id, other symbols. */
-static void write_copy(const char *path, const char *poison)
+/* A copy of the file at src at path, with every "symbolize_test_function"
+ * in it replaced by poison (as long), if given: the same build-id, other
+ * symbols. */
+static void write_copy_of(const char *src, const char *path, const char *poison)
 {
 	static const char name[] = "symbolize_test_function";
 	_cleanup_free_ char *image = NULL;
-	_cleanup_fclose_ FILE *in = fopen("/proc/self/exe", "re");
+	_cleanup_fclose_ FILE *in = fopen(src, "re");
 	FILE *out;
 	size_t size = 0, cap = 0, n;
 
@@ -415,6 +394,12 @@ static void write_copy(const char *path, const char *poison)
 	cr_assert_not_null(out);
 	cr_assert_eq(fwrite(image, 1, size, out), size);
 	cr_assert_eq(fclose(out), 0);
+}
+
+/* A copy of this test binary; see write_copy_of. */
+static void write_copy(const char *path, const char *poison)
+{
+	write_copy_of("/proc/self/exe", path, poison);
 }
 
 /* A mapping of the file at path like own (this test's code), in a range
@@ -451,6 +436,130 @@ static size_t open_fds(void)
 		n += access(p, F_OK) == 0;
 	}
 	return n;
+}
+
+/* The mapping of this process holding addr (in *maps, to free). */
+static const struct procmap *own_mapping(uintptr_t addr, struct procmaps **maps)
+{
+	const struct procmap *m;
+
+	cr_assert_eq(procmaps_read_pid(getpid(), true, maps), 0);
+	m = procmaps_find(*maps, addr);
+	cr_assert_not_null(m, "%#llx in no executable mapping", (unsigned long long)addr);
+	return m;
+}
+
+/* What the table naming addr of this process takes in the cache: what a
+ * symbolizer with room for it (and debug files under debug_dir) holds
+ * once it has built it alone. */
+static size_t table_bytes(uintptr_t addr, const char *debug_dir)
+{
+	struct symbolizer_opts o = { .debug_dir = debug_dir, .demangle = true };
+	struct symbolizer *s = symbolizer_new(&o, NULL);
+	struct symbolizer_stats st;
+	char buf[256];
+
+	cr_assert_not_null(s);
+	(void)settled_name(s, frame_of(s, addr), buf, sizeof(buf));
+	symbolizer_get_stats(s, &st);
+	symbolizer_free(s);
+	cr_assert_gt(st.cache_bytes, 0);
+	return st.cache_bytes;
+}
+
+/* A cache of two and a half of libc's tables, and three modules of libc
+ * (its own mapping and two copies) asked for in turn: each load evicts the
+ * least recently used table, parsed again at its turn, and named the same.
+ * Each module's debug file is looked up once, and opened again from its
+ * descriptor. */
+Test(symbolize, a_small_cache_evicts_and_reparses)
+{
+	enum { COPIES = 2 };
+	struct symbolizer *s = make(table_bytes((uintptr_t)&getpid, NULL) * 5 / 2, true);
+	char dir[] = "/tmp/perfd-test-evict-XXXXXX", path[64], buf[256];
+	struct procmaps *maps = NULL;
+	const struct procmap *libc = own_mapping((uintptr_t)&getpid, &maps);
+	uint64_t offset = (uintptr_t)&getpid + 1 - libc->start + libc->pgoff;
+	struct symbolizer_stats st;
+	int ids[COPIES + 1];
+
+	cr_assert_not_null(mkdtemp(dir));
+	ids[0] = symbolizer_module_for_mapping(s, getpid(), geteuid(), libc);
+	for (int i = 1; i <= COPIES; i++) {
+		struct procmap alias;
+
+		snprintf(path, sizeof(path), "%s/libc%d", dir, i);
+		write_copy_of(libc->path, path, NULL);
+		alias = mapping_of(libc, path, (unsigned)i);
+		ids[i] = symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias);
+	}
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i <= COPIES; i++) {
+			cr_assert_gt(ids[i], 0);
+			cr_assert(strstr(settled_name(s, frame_make(ids[i], offset), buf, sizeof(buf)),
+					 "getpid"), "libc %d named %s", i, buf);
+		}
+	symbolizer_get_stats(s, &st);
+	cr_assert_geq(st.cache_evictions, 6, "evictions: %llu", (unsigned long long)st.cache_evictions);
+	cr_assert_geq(st.cache_misses, 9);
+	cr_assert_leq(st.cache_bytes, st.cache_limit);
+	cr_assert_eq(st.tables_refused, 0);
+	cr_assert_eq(st.debug_files, COPIES + 1, "debug files: %zu", st.debug_files);
+	for (int i = 1; i <= COPIES; i++) {
+		snprintf(path, sizeof(path), "%s/libc%d", dir, i);
+		(void)unlink(path);
+	}
+	(void)rmdir(dir);
+	procmaps_free(maps);
+	symbolizer_free(s);
+}
+
+/* A table past half the cache is refused, counted once, and not kept: a
+ * table past the cache, kept alone, was evicted by the next one loaded and
+ * loaded again at the next lookup, the two taking turns. */
+Test(symbolize, a_table_past_half_the_cache_is_refused_not_kept)
+{
+	size_t own = table_bytes((uintptr_t)&symbolize_test_function, NULL);
+	struct symbolizer *s = make(own * 3 / 2, true);
+	uint64_t frame = frame_of(s, (uintptr_t)&symbolize_test_function + 2);
+	struct symbolizer_stats st;
+	char buf[256];
+
+	for (int i = 0; i < 3; i++)
+		cr_assert_str_neq(settled_name(s, frame, buf, sizeof(buf)),
+				  "symbolize_test_function");
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.tables_refused, 1, "refused: %zu", st.tables_refused);
+	cr_assert_eq(st.modules_loaded, 0);
+	cr_assert_eq(st.cache_bytes, 0);
+	symbolizer_free(s);
+}
+
+/* libc is stripped: its .dynsym fits in half the cache, merged with its
+ * debug file's symbols it would not.  The merge is refused and counted,
+ * and libc keeps the names of its .dynsym. */
+Test(symbolize, a_debug_merge_past_half_the_cache_keeps_the_dynsym)
+{
+	char nowhere[] = "/tmp/perfd-test-nodebug-XXXXXX";
+	size_t dynsym, merged;
+	struct symbolizer *s;
+	struct symbolizer_stats st;
+	char buf[256];
+
+	cr_assert_not_null(mkdtemp(nowhere));
+	dynsym = table_bytes((uintptr_t)&getpid, nowhere);
+	merged = table_bytes((uintptr_t)&getpid, NULL);
+	(void)rmdir(nowhere);
+	s = make(dynsym * 2 + 64, true);
+	cr_assert_gt(merged, dynsym + 32, "libc's debug file adds %zu bytes to %zu",
+		     merged - dynsym, dynsym);
+	cr_assert(strstr(settled_name(s, frame_of(s, (uintptr_t)&getpid + 1), buf, sizeof(buf)),
+			 "getpid"), "libc named %s", buf);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.tables_refused, 1, "refused: %zu", st.tables_refused);
+	cr_assert_eq(st.debug_files, 0);
+	cr_assert_leq(st.cache_bytes, st.cache_limit / 2);
+	symbolizer_free(s);
 }
 
 /* A build-id is what a file says of itself: a modified copy with this
@@ -503,7 +612,11 @@ Test(symbolize, copies_with_one_build_id_are_separate_modules)
 Test(symbolize, descriptors_are_bounded_and_reopened)
 {
 	enum { COPIES = 12, MAX_FDS = 4 };
-	struct symbolizer_opts o = { .cache_bytes = 1, .max_fds = MAX_FDS };
+	/* room for two tables: each copy is parsed anew at its turn */
+	struct symbolizer_opts o = {
+		.cache_bytes = table_bytes((uintptr_t)&symbolize_test_function, NULL) * 5 / 2,
+		.max_fds = MAX_FDS,
+	};
 	struct symbolizer *s = symbolizer_new(&o, NULL);
 	char dir[] = "/tmp/perfd-test-fds-XXXXXX", paths[COPIES][64], buf[256];
 	struct procmap alias[COPIES];
@@ -534,8 +647,8 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 	cr_assert_eq(st.fds_limit, MAX_FDS);
 	cr_assert_geq(st.fds_evicted, COPIES - MAX_FDS);
 
-	/* every copy named, its descriptor opened again (the cache of one
-	 * byte parses each one anew) */
+	/* every copy named, its descriptor opened again (the cache of two
+	 * tables parses each one anew) */
 	for (int round = 0; round < 2; round++)
 		for (int i = 0; i < COPIES; i++)
 			cr_assert_str_eq(settled_name(s, frame_make(ids[i], own_offset(own)),
