@@ -108,6 +108,8 @@ static const struct row rows[] = {
 	  "BPF ring buffer size, a power of two (default: 1 KiB x frequency x CPUs, 1 to 64)" },
 	{ "unwind-mib", "N", T_UINT, OFF(unwind_mib), 0, 1024, 0, "16",
 	  "kernel memory for unwind tables, 0 for frame pointers only" },
+	{ "unwind-build-cpu-ms", "MS", T_UINT, OFF(unwind_build_cpu_ms), 100, 3600000, 0, "10000",
+	  "CPU time one binary's unwind table may take to build before it is given up" },
 	{ "no-demangle", NULL, T_BOOL, OFF(no_demangle), 0, 0, 0, NULL,
 	  "print C++ and Rust symbols as they are mangled" },
 	{ "no-python", NULL, T_BOOL, OFF(no_python), 0, 0, 0, NULL,

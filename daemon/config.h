@@ -55,6 +55,7 @@ struct config {
 	bool fixed_period; /* every tick of a 1/frequency timer samples */
 	uint64_t ringbuf_mib; /* 0: sized from the frequency and CPUs */
 	uint64_t unwind_mib;
+	uint64_t unwind_build_cpu_ms;
 	bool no_demangle;
 	bool no_python;
 	char *debug_dir;

@@ -274,6 +274,7 @@ static int setup_unwinder(struct manager *m)
 		.rows_capacity = unwind_rows(m->config),
 		.mappings_capacity = UNWIND_MAPPINGS,
 		.loop_upload_max_rows = UNWINDER_LOOP_UPLOAD_MAX_ROWS,
+		.max_build_ns = m->config->unwind_build_cpu_ms * 1000000ULL,
 		.symbolizer = m->d.symbolizer,
 	};
 	int r;

@@ -30,6 +30,7 @@
 
 struct builder {
 	int rows_fd;
+	uint64_t max_build_ns;
 	struct offload *offload;
 };
 
@@ -116,7 +117,7 @@ static void build(struct build_job *j)
 	uint64_t t0 = now_monotonic_ns();
 	const struct unwind_table_limits limits = {
 		.max_cfi_bytes = BUILDER_MAX_CFI_BYTES,
-		.cpu_ns = BUILDER_MAX_BUILD_NS,
+		.cpu_ns = j->max_build_ns,
 		.cancel = j->job.cancel,
 	};
 
@@ -150,7 +151,7 @@ static void run(struct offload_job *o)
 		build(j);
 }
 
-int builder_new(int rows_fd, struct builder **ret)
+int builder_new(int rows_fd, uint64_t max_build_ns, struct builder **ret)
 {
 	struct builder *b = calloc(1, sizeof(*b));
 	int r;
@@ -158,6 +159,7 @@ int builder_new(int rows_fd, struct builder **ret)
 	if (!b)
 		return -ENOMEM;
 	b->rows_fd = rows_fd;
+	b->max_build_ns = max_build_ns ? max_build_ns : BUILDER_MAX_BUILD_NS;
 	r = offload_new(&(struct offload_opts){ .lanes = LANES, .small_lanes = SMALL_LANES,
 						.nice = OFFLOAD_BACKGROUND_NICE, .take_back = true },
 			&b->offload);
@@ -206,6 +208,7 @@ int builder_submit(struct builder *b, uint64_t key, int fd)
 	j->key = key;
 	j->fd = fd;
 	j->rows_fd = b->rows_fd;
+	j->max_build_ns = b->max_build_ns;
 	j->stage = BUILD_STAGE_BUILD;
 	j->submitted_ns = now_monotonic_ns();
 	j->weight = unwind_table_cfi_bytes(fd);

@@ -29,7 +29,8 @@
  *
  * A build is bounded, as the file is its owner's to craft: call-frame
  * information past BUILDER_MAX_CFI_BYTES is refused unread (-E2BIG), and
- * a build that has used BUILDER_MAX_BUILD_NS of its lane's CPU time is
+ * a build that has used BUILDER_MAX_BUILD_NS (or the daemon's
+ * --unwind-build-cpu-ms) of its lane's CPU time is
  * abandoned (-ETIMEDOUT: libdw replays an FDE's program for each of its
  * rows, so a crafted FDE of n rows costs n^2, hours for a few hundred
  * KiB), which frees its lane; the binary then has no table, as one
@@ -88,12 +89,14 @@ struct build_job {
 	size_t n_segs;
 	uint64_t build_ns, upload_ns;
 	uint64_t submitted_ns; /* CLOCK_MONOTONIC, when first submitted */
+	uint64_t max_build_ns; /* the builder's: CPU time before it is abandoned */
 };
 
 struct builder;
 
-/* rows_fd: the unwind_rows array map UPLOAD writes into. */
-int builder_new(int rows_fd, struct builder **ret);
+/* rows_fd: the unwind_rows array map UPLOAD writes into; max_build_ns:
+ * the CPU time a build may take (0: BUILDER_MAX_BUILD_NS). */
+int builder_new(int rows_fd, uint64_t max_build_ns, struct builder **ret);
 /* Stops the thread (after the build it is in, if any) and frees every job. */
 struct builder *builder_free(struct builder *b);
 

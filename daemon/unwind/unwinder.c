@@ -91,7 +91,7 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **ret)
 	if (r == 0)
 		r = rangealloc_init(&u->mappings, opts->mappings_capacity);
 	if (r == 0)
-		r = builder_new(opts->rows_fd, &u->builder);
+		r = builder_new(opts->rows_fd, opts->max_build_ns, &u->builder);
 	if (r < 0) {
 		unwinder_free(u);
 		return r;

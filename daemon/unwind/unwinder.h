@@ -41,6 +41,7 @@ struct unwinder_opts {
 	 * 28k rows), saving a trip through the builder; bigger ones by the
 	 * builder. */
 	uint32_t loop_upload_max_rows;
+	uint64_t max_build_ns; /* builder_new's (0: BUILDER_MAX_BUILD_NS) */
 	struct symbolizer *symbolizer;
 };
 
@@ -63,7 +64,7 @@ struct unwinder_stats {
 	size_t tables_building;  /* with the builder now */
 	size_t tables_failed;    /* binaries without usable CFI */
 	size_t tables_oversized; /* CFI past BUILDER_MAX_CFI_BYTES: refused unread */
-	size_t tables_abandoned; /* builds past BUILDER_MAX_BUILD_NS of CPU: given up */
+	size_t tables_abandoned; /* builds past their CPU time (builder.h): given up */
 	size_t copy_tables;      /* tables of templated code (counted in tables too) */
 	uint64_t copy_templates_refused; /* templates that did not decode */
 	uint64_t tables_refused; /* builds given up for now: no room, no memory, no

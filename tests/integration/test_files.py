@@ -421,8 +421,11 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
 # or more (8k rows take 66 ms here), in ~750 KiB of .eh_frame: under the
 # builder's 1 MiB "big" mark, so the small lane takes it too.
 SLOW_CFI_ROWS = 250_000
-# s: BUILDER_MAX_BUILD_NS is 10 s of the lane's CPU time, which at nice 10
-# on this shared machine may be several times as long on the clock
+# ms of its lane's CPU time a build may take (--unwind-build-cpu-ms; the
+# default is 10 s), which at nice 10 on this shared machine may be several
+# times as long on the clock
+ABANDON_CPU_MS = 2000
+# s
 ABANDON_WAIT = 90
 
 
@@ -454,7 +457,8 @@ def test_slow_cfi_build_is_abandoned_and_frees_its_lane(tmp_path):
     lanes; each build is abandoned at the time cap (counted in status), and
     a process started after them gets its tables and unwinds to _start.
     Status answers within 100 ms throughout."""
-    daemon = perfdtest.start_perfd(extra_args=("--no-python",))
+    daemon = perfdtest.start_perfd(extra_args=("--no-python", "--unwind-build-cpu-ms",
+                                               str(ABANDON_CPU_MS)))
     crafted = []
     try:
         for i in range(2):

@@ -62,7 +62,7 @@ Test(builder, a_build_comes_back_with_its_table_and_segments)
 	struct builder *b = NULL;
 	struct build_job *j;
 
-	cr_assert_eq(builder_new(-1, &b), 0);
+	cr_assert_eq(builder_new(-1, 0, &b), 0);
 	cr_assert_eq(builder_submit(b, 7, open_file("/proc/self/exe")), 0);
 	j = wait_done(b);
 	cr_assert_eq(j->key, 7);
@@ -87,7 +87,7 @@ Test(builder, a_file_that_is_no_elf_comes_back_with_its_error)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, "not an ELF file\n", 16), 16);
 	unlink(path);
-	cr_assert_eq(builder_new(-1, &b), 0);
+	cr_assert_eq(builder_new(-1, 0, &b), 0);
 	cr_assert_eq(builder_submit(b, 1, fd), 0);
 	j = wait_done(b);
 	cr_assert_eq(j->r, -ENOEXEC, "r = %d", j->r);
@@ -107,7 +107,7 @@ static void assert_not_behind_huge_ones(int small_fd)
 	char *huge = huge_library();
 	int huge_done = 0;
 
-	cr_assert_eq(builder_new(-1, &b), 0);
+	cr_assert_eq(builder_new(-1, 0, &b), 0);
 	cr_assert_eq(builder_submit(b, 1, open_file(huge)), 0);
 	cr_assert_eq(builder_submit(b, 1, open_file(huge)), 0);
 	usleep(50 * 1000); /* let the lanes take what they take: the worst order */
@@ -167,7 +167,7 @@ Test(builder, freed_with_jobs_queued_and_in_progress)
 	struct builder *b = NULL;
 	char *huge = huge_library();
 
-	cr_assert_eq(builder_new(-1, &b), 0);
+	cr_assert_eq(builder_new(-1, 0, &b), 0);
 	cr_assert_eq(builder_submit(b, 1, open_file(huge)), 0);
 	cr_assert_eq(builder_submit(b, 2, open_file(huge)), 0);
 	for (int i = 0; i < 4; i++)
