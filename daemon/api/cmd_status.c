@@ -60,6 +60,7 @@ json_object *daemon_status(struct daemon *d, bool root)
 	drain_get_stats(d->drain, &info.drain);
 	info.loop = d->loop;
 	info.models = d->models;
+	info.answers = encode_lane_get_stats(d->encode_lane);
 	if (d->exporter)
 		exporter_get_stats(d->exporter, &info.exporter);
 	info.metrics = d->metrics != NULL;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* encode_lane.c - see encode_lane.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/command.h"
 #include "api/encode_lane.h"
@@ -14,21 +16,24 @@
 struct encode_lane {
 	struct offload *lanes;
 	sd_event_source *done_io;
+	struct encode_lane_stats stats;
 };
 
 struct encode_job {
 	struct command_pending pending; /* first: the client's data */
 	struct offload_job job;
 	/* the lane's from offload_submit until it is done */
-	const struct encoder *encoder;
-	struct model *model; /* freed by the lane once encoded */
-	struct encode_opts opts;
+	answer_write_t write;
+	const void *args;    /* write's: the copy at the end, or the caller's */
+	struct model *model; /* freed by the lane once written */
 	struct jsonw w;
 	int r;
 	uint64_t encode_ns;
 	/* the loop's, never read by the lane */
 	struct client *client; /* NULL once it went away */
-	size_t n_processes, n_samples, n_locations; /* for the log */
+	const char *what;    /* for the log */
+	size_t n_processes, n_samples, n_locations;
+	max_align_t args_copy[];
 };
 
 static struct encode_job *job_of(struct offload_job *j)
@@ -51,14 +56,13 @@ static void job_free(struct offload_job *oj)
 	free(j);
 }
 
-/* Writes the profile and closes the answer: what took the loop seconds.
- * A pprof gives up early once the lanes are stopped (cancel). */
+/* Writes the model's part and closes the answer: what took the loop
+ * seconds.  A pprof gives up early once the lanes are stopped (cancel). */
 static void job_encode(struct encode_job *j, const atomic_bool *cancel)
 {
 	uint64_t t0 = now_monotonic_ns();
 
-	j->opts.cancel = cancel;
-	j->r = j->encoder->encode(j->model, &j->opts, &j->w);
+	j->r = j->write(j->model, j->args, cancel, &j->w);
 	if (j->r >= 0)
 		jsonw_object_end(&j->w);
 	j->model = model_free(j->model);
@@ -75,8 +79,8 @@ static void job_reply(struct encode_job *j)
 {
 	if (!j->client)
 		return;
-	log_debug("Snapshot: %zu processes, %zu samples, %zu locations encoded as %s in %.1f ms.",
-		  j->n_processes, j->n_samples, j->n_locations, j->encoder->name, j->encode_ns / 1e6);
+	log_debug("Answer: %zu processes, %zu samples, %zu locations written as %s in %.1f ms.",
+		  j->n_processes, j->n_samples, j->n_locations, j->what, j->encode_ns / 1e6);
 	command_reply_writer(j->client, &j->w, j->r);
 }
 
@@ -101,6 +105,8 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 		struct encode_job *j = job_of(done);
 
 		next = done->next;
+		l->stats.writing--;
+		l->stats.written++;
 		if (j->client)
 			client_set_data(j->client, NULL);
 		job_reply(j);
@@ -109,27 +115,33 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 	return 0;
 }
 
-void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
-			struct model *m, const struct encode_opts *o, struct jsonw *w)
+void encode_lane_write(struct encode_lane *l, struct client *c, answer_write_t write,
+		       const void *args, size_t args_size, const char *what, struct model *m,
+		       struct jsonw *w)
 {
-	/* with no memory for the job, one on the stack, encoded here */
-	struct encode_job here, *j = malloc(sizeof(*j)), *job = j ? j : &here;
+	/* with no memory for the job, one on the stack, written here */
+	struct encode_job here, *j = malloc(sizeof(*j) + args_size), *job = j ? j : &here;
 
 	*job = (struct encode_job){
 		.pending.command = &encoding,
 		.job = { .run = job_run, .free = job_free, .big = m->n_samples >= ENCODE_LANE_BIG_SAMPLES },
-		.encoder = e,
+		.write = write,
+		.args = args,
 		.model = m,
-		.opts = *o,
 		.w = *w,
 		.client = c,
+		.what = what,
 		.n_processes = m->n_processes,
 		.n_samples = m->n_samples,
 		.n_locations = m->n_locations,
 	};
-	job->opts.labels = NULL;
-	job->opts.n_labels = 0;
+	*w = (struct jsonw){ 0 };
+	if (j) {
+		memcpy(j->args_copy, args, args_size);
+		j->args = j->args_copy;
+	}
 	if (j && l && offload_submit(l->lanes, &j->job) == 0) {
+		l->stats.writing++;
 		client_set_data(c, j);
 		return;
 	}
@@ -138,6 +150,37 @@ void encode_lane_answer(struct encode_lane *l, struct client *c, const struct en
 	job_reply(job);
 	job_release(job);
 	free(j);
+}
+
+/* A snapshot's profile: its encoder, with the options the loop chose. */
+struct encoded {
+	const struct encoder *e;
+	struct encode_opts o;
+};
+
+static int write_encoded(const struct model *m, const void *args, const atomic_bool *cancel,
+			 struct jsonw *w)
+{
+	const struct encoded *x = args;
+	struct encode_opts o = x->o;
+
+	o.cancel = cancel;
+	return x->e->encode(m, &o, w);
+}
+
+void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
+			struct model *m, const struct encode_opts *o, struct jsonw *w)
+{
+	struct encoded x = { .e = e, .o = *o };
+
+	x.o.labels = NULL;
+	x.o.n_labels = 0;
+	encode_lane_write(l, c, write_encoded, &x, sizeof(x), e->name, m, w);
+}
+
+struct encode_lane_stats encode_lane_get_stats(const struct encode_lane *l)
+{
+	return l ? l->stats : (struct encode_lane_stats){ 0 };
 }
 
 int encode_lane_new(sd_event *event, struct encode_lane **ret)

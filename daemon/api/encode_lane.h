@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * encode_lane.h - a snapshot's answer encoded (and compressed) off the loop.
+ * encode_lane.h - an answer's model written (encoded, compressed) off the
+ * loop: a snapshot's profile, top's function table.
  *
  * A big profile took seconds to encode: a 65k-sample pprof held the loop
  * 2.2-3.2 s (70% deflate, 12% pprof_encode), and every client, root's
@@ -54,12 +55,30 @@ int encode_lane_new(sd_event *event, struct encode_lane **ret);
  * gone: the server is freed first).  Accepts NULL. */
 struct encode_lane *encode_lane_free(struct encode_lane *l);
 
-/* Answers c: encodes m in e's format with o as the value of the key w's
- * open object ends with, closes that object and sends w's text.  Takes m
- * and w (w is done with on return); o is copied, its labels must be NULL
- * (they are not).  Off the loop, c's request pending meanwhile (its data
- * is then the job), or, with no lane (l NULL) or no memory for the job,
- * here and now. */
+struct encode_lane_stats {
+	uint64_t written; /* answers written on the lanes */
+	uint64_t writing; /* ... now */
+};
+/* Accepts NULL (no lanes: nothing written on them). */
+struct encode_lane_stats encode_lane_get_stats(const struct encode_lane *l);
+
+/* What a lane writes of a model into an answer: the value of the key w's
+ * open object ends with, or keys of its own.  args is the caller's (a
+ * copy); cancel is set at shutdown.  Reads only m and args.  Returns 0 or
+ * -errno. */
+typedef int (*answer_write_t)(const struct model *m, const void *args,
+			      const atomic_bool *cancel, struct jsonw *w);
+
+/* Answers c: has write write m into w's open object, closes it and sends
+ * w's text.  Takes m and w (w is reset); args (args_size bytes) is
+ * copied; what names the writing in the log.  Off the loop, c's request
+ * pending meanwhile (its data is then the job), or, with no lane (l NULL)
+ * or no memory for the job, here and now. */
+void encode_lane_write(struct encode_lane *l, struct client *c, answer_write_t write,
+		       const void *args, size_t args_size, const char *what, struct model *m,
+		       struct jsonw *w);
+/* encode_lane_write of m encoded in e's format with o (copied; its
+ * labels must be NULL: they are not) as the value of w's last key. */
 void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
 			struct model *m, const struct encode_opts *o, struct jsonw *w);
 

@@ -158,6 +158,15 @@ void sliced_answer_finish(struct sliced_answer *sa, int r)
 	sliced_answer_free(sa);
 }
 
+void sliced_answer_finish_on_lane(struct sliced_answer *sa, answer_write_t write,
+				  const void *args, size_t args_size, const char *what,
+				  struct model *m)
+{
+	client_set_data(sa->client, NULL);
+	encode_lane_write(sa->d->encode_lane, sa->client, write, args, args_size, what, m, &sa->w);
+	sliced_answer_free(sa);
+}
+
 void sliced_answer_cancel(struct daemon *d, struct client *c)
 {
 	sliced_answer_free(client_get_data(c));

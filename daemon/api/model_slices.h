@@ -36,6 +36,7 @@
 #include <systemd/sd-event.h>
 
 #include "api/command.h"
+#include "api/encode_lane.h"
 #include "base/jsonw.h"
 #include "profile/model.h"
 
@@ -78,6 +79,12 @@ void sliced_answer_built(struct sliced_answer *sa);
 /* Closes the answer and sends it (r < 0: the error instead), then frees
  * sa. */
 void sliced_answer_finish(struct sliced_answer *sa, int r);
+/* Has a lane write m with write (api/encode_lane.h: encode_lane_write,
+ * which takes m, copies args) into the answer, close and send it; frees
+ * sa now. */
+void sliced_answer_finish_on_lane(struct sliced_answer *sa, answer_write_t write,
+				  const void *args, size_t args_size, const char *what,
+				  struct model *m);
 /* A command's cancel (command.h) for a client whose data is one. */
 void sliced_answer_cancel(struct daemon *d, struct client *c);
 

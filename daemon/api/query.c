@@ -460,6 +460,9 @@ json_object *query_status(const struct status_info *in)
 		add_u64(lp, "model_slices", in->models.slices);
 		json_object_object_add(lp, "longest_model_slice_ms",
 				       json_object_new_double(in->models.max_slice_ns / 1e6));
+		/* their profiles and tables, written on lanes (api/encode_lane.h) */
+		add_u64(lp, "answers_written_on_lanes", in->answers.written);
+		add_u64(lp, "answers_writing", in->answers.writing);
 		json_object_object_add(o, "loop", lp);
 	}
 	add_u64(o, "clients", in->clients);

@@ -18,6 +18,7 @@
 #include "collect/tiers.h"
 #include "api/httpd.h"
 #include "api/command.h"
+#include "api/encode_lane.h"
 #include "export/exporter.h"
 #include "profile/aggregate.h"
 #include "perfd/sample.h"
@@ -46,6 +47,7 @@ struct status_info {
 	struct drain_stats drain;
 	struct loop_stats loop;
 	struct model_slices_stats models;
+	struct encode_lane_stats answers; /* written off the loop (api/encode_lane.h) */
 	struct aggregator_limits limits;
 	uint64_t daemon_rss_bytes;
 	struct heap_stats heap;   /* malloc's figures, of daemon_rss_bytes */

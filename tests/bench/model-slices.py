@@ -13,7 +13,11 @@ times model_build (one go: the whole hold) and each model_builder_step
 (one slice) in perfd itself.  Prints the samples, the status latencies,
 the longest call of each, the slices' count and sum, and perfd's own line
 on the build ("Model: ... in N slices ..., T ms in all", sliced builds
-only).  As root; needs bpftrace.  The figures move with the host's load.
+only).  Then one "mem" and one "top -b" of the same process, under the
+same probes: the parts' copy and release (aggregator_query,
+aggregator_release_parts) and the tables written in one go
+(top_write_function_table, write_sites) are timed too.  As root; needs
+bpftrace.  The figures move with the host's load.
 """
 
 import os
@@ -38,7 +42,9 @@ def main():
     secs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     binary = perfdtest.perfd_binary()
     symbols = subprocess.run(["nm", binary], capture_output=True, text=True).stdout
-    fns = [fn for fn in ("model_build", "model_builder_step") if f" T {fn}\n" in symbols]
+    fns = [fn for fn in ("model_build", "model_builder_step", "aggregator_query",
+                         "aggregator_release_parts", "top_write_function_table", "write_sites")
+           if f" T {fn}\n" in symbols or f" t {fn}\n" in symbols]
     script = "".join(PROBES.replace("BIN", binary).replace("FN", fn) for fn in fns)
     d = perfdtest.start_perfd(frequency=1999, extra_args=["--max-memory", "256", "--verbose"])
     try:
@@ -53,6 +59,10 @@ def main():
                             "-o", "/dev/null", "--format", "pprof"],
                            capture_output=True, text=True)
         took = time.monotonic() - t0
+        for args in (["mem", "--pid", str(w.pid), "--since", "1h"],
+                     ["top", "-b", "-n", "1", "-d", "1s", "--pid", str(w.pid)]):
+            subprocess.run([perfdtest.perfctl_binary(), "--socket", d.socket_path, *args],
+                           capture_output=True, text=True, check=True)
         latencies = poller.stop()
         bt.send_signal(2)
         out = bt.communicate(timeout=30)[0]

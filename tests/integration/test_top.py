@@ -150,6 +150,26 @@ def test_batch_memory_held_and_growing(perfd, workloads):
     assert rss == sorted(rss, reverse=True), "--sort rss: largest RSS first"
 
 
+def test_the_function_table_is_written_on_a_lane(perfd, workloads):
+    """A process's function view: its table (callers, callees) is computed
+    from the model on a lane (api/encode_lane.h), not on the loop, where
+    it took 55 ms for a 10 s window of ~40k unique stacks; the answer names
+    the function the workload spins in, and the lanes count it."""
+    spin = workloads("spin", 30, 0)
+    time.sleep(2)
+    before = perfdtest.status_within_deadline(perfd)[1]["loop"]
+    rc, out, err = perfd.perfctl("--json", "top", "-b", "-n", "1", "-d", "1", "--pid",
+                                 str(spin.pid), timeout=60)
+    after = perfdtest.status_within_deadline(perfd)[1]["loop"]
+    assert rc == 0, err
+    frame = json.loads(out.splitlines()[0])
+    assert frame["view"] == "functions" and frame["pid"] == spin.pid, str(frame)[:500]
+    assert frame["functions"][0]["function"] == "spin_burn", str(frame)[:1000]
+    assert after["answers_written_on_lanes"] - before["answers_written_on_lanes"] == 1, \
+        (before, after)
+    assert after["answers_writing"] == 0, after
+
+
 # --- the screen, through tmux ------------------------------------------------
 
 class Tmux:
