@@ -98,6 +98,9 @@ struct module {
 		DEBUG_FILE,
 		DEBUG_MINI,
 	} debug_source;
+	/* those symbols merged were past the module's room (module_room):
+	 * refused once, and reloads read the binary's alone */
+	bool merge_refused;
 	struct srcline *srcline; /* source lines, opened on first use */
 	int srcline_error;
 	/* the lane indexing units of srcline that lookups asked for (a
@@ -997,12 +1000,12 @@ static void start_symtab_load(struct symbolizer *s, struct module *m)
 	fd = module_fd(s, m);
 	if (fd < 0)
 		return;
-	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_FILE)
+	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_FILE && !m->merge_refused)
 		dfd = module_debug_fd(s, m); /* back to unsearched when it is gone */
 	if (symload_new(module_key(s, m), SYMLOAD_SYMBOLS, fd, dfd, &l) < 0)
 		return; /* out of memory or descriptors: tried again at the next lookup */
 	l->memory_limit = module_room(s);
-	l->mini = m->debug_source == DEBUG_MINI;
+	l->mini = m->debug_source == DEBUG_MINI && !m->merge_refused;
 	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_UNSEARCHED) {
 		path = mapped_path(m);
 		snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
@@ -1150,12 +1153,19 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 		take_debug_fd(s, m, TAKE_FD(l->found_debug_fd));
 	}
 	s->stats.tables_refused += l->merge_error == -EFBIG;
+	m->merge_refused = m->merge_refused || l->merge_error == -EFBIG;
 	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab)) {
 		if (m->debug_source == DEBUG_UNSEARCHED)
 			start_debug_search(s, m);
 		else if ((m->debug_source == DEBUG_FILE || m->debug_source == DEBUG_MINI) &&
-			 l->merge_error == 1)
+			 l->merge_error == 1 && !m->merge_refused)
 			start_symtab_load(s, m); /* a search ended while it was built */
+	}
+	/* line tables opened beside the table this one replaces (a merge's
+	 * reload) may leave it no room: read again within what it leaves */
+	if (m->srcline && loaded_bytes(m) > module_room(s)) {
+		drop_srcline(m);
+		m->srcline_error = 0;
 	}
 	trim_cache(s, m);
 }
@@ -1375,9 +1385,11 @@ static void refresh_perfmap(struct symbolizer *s, struct module *m)
 	    st.st_size == m->perfmap_refused_size)
 		return;
 	r = procfs_check_fd(m->fd, &rules);
-	/* parsed, a map takes more than its file's bytes: one bigger than
-	 * the module's room would be refused after the parse (jit_read_done) */
-	if (r >= 0 && (size_t)st.st_size > module_room(s))
+	/* a file bigger than the whole cache is refused unread; parsed, a
+	 * perf map takes more than its file's bytes (a jitdump, with its
+	 * code, less), and one past the module's room is refused after the
+	 * parse (jit_read_done) */
+	if (r >= 0 && (size_t)st.st_size > s->cache_limit)
 		r = -EFBIG;
 	if (r < 0) {
 		m->perfmap_refused_size = st.st_size;

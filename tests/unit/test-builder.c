@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "perfd/macro.h"
 #include "unwind/builder.h"
 
 /* Waits for the builder's next finished jobs (a minute at most). */
@@ -73,6 +74,23 @@ Test(builder, a_build_comes_back_with_its_table_and_segments)
 	cr_assert_gt(j->n_segs, 0);
 	cr_assert_eq(j->fd, -1, "the job's descriptor was not closed");
 	cr_assert_null(j->next);
+	build_job_free(j);
+	builder_free(b);
+}
+
+/* A build past the builder's CPU time is abandoned: libLLVM's table takes
+ * ~1.5 s of CPU, past 100 ms (the daemon's --unwind-build-cpu-ms). */
+Test(builder, a_build_past_its_cpu_time_is_abandoned)
+{
+	_cleanup_free_ char *huge = huge_library();
+	struct builder *b = NULL;
+	struct build_job *j;
+
+	cr_assert_eq(builder_new(-1, 100 * 1000000ULL, &b), 0);
+	cr_assert_eq(builder_submit(b, 1, open_file(huge)), 0);
+	j = wait_done(b);
+	cr_assert_eq(j->r, -ETIMEDOUT, "r = %d", j->r);
+	cr_assert_null(j->table);
 	build_job_free(j);
 	builder_free(b);
 }

@@ -467,25 +467,19 @@ static size_t table_bytes(uintptr_t addr, const char *debug_dir)
 	return st.cache_bytes;
 }
 
-/* A cache of two and a half of libc's tables, and three modules of libc
- * (its own mapping and two copies) asked for in turn: each load evicts the
- * least recently used table, parsed again at its turn, and named the same.
- * Each module's debug file is looked up once, and opened again from its
- * descriptor. */
-Test(symbolize, a_small_cache_evicts_and_reparses)
-{
-	enum { COPIES = 2 };
-	struct symbolizer *s = make(table_bytes((uintptr_t)&getpid, NULL) * 5 / 2, true);
-	char dir[] = "/tmp/perfd-test-evict-XXXXXX", path[64], buf[256];
-	struct procmaps *maps = NULL;
-	const struct procmap *libc = own_mapping((uintptr_t)&getpid, &maps);
-	uint64_t offset = (uintptr_t)&getpid + 1 - libc->start + libc->pgoff;
-	struct symbolizer_stats st;
-	int ids[COPIES + 1];
+enum { LIBC_COPIES = 2 };
 
-	cr_assert_not_null(mkdtemp(dir));
+/* Modules of libc in s: its own mapping (ids[0]) and LIBC_COPIES copies
+ * of its file in dir, mapped like it; their offset of getpid in *offset. */
+static void libc_modules(struct symbolizer *s, const char *dir, struct procmaps **maps,
+			 int ids[LIBC_COPIES + 1], uint64_t *offset)
+{
+	const struct procmap *libc = own_mapping((uintptr_t)&getpid, maps);
+	char path[64];
+
+	*offset = (uintptr_t)&getpid + 1 - libc->start + libc->pgoff;
 	ids[0] = symbolizer_module_for_mapping(s, getpid(), geteuid(), libc);
-	for (int i = 1; i <= COPIES; i++) {
+	for (int i = 1; i <= LIBC_COPIES; i++) {
 		struct procmap alias;
 
 		snprintf(path, sizeof(path), "%s/libc%d", dir, i);
@@ -493,23 +487,58 @@ Test(symbolize, a_small_cache_evicts_and_reparses)
 		alias = mapping_of(libc, path, (unsigned)i);
 		ids[i] = symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias);
 	}
+	for (int i = 0; i <= LIBC_COPIES; i++)
+		cr_assert_gt(ids[i], 0);
+}
+
+/* Names getpid in each module of libc_modules, three times in turn. */
+static void name_libc_modules_in_turn(struct symbolizer *s, const int ids[LIBC_COPIES + 1],
+				      uint64_t offset)
+{
+	char buf[256];
+
 	for (int round = 0; round < 3; round++)
-		for (int i = 0; i <= COPIES; i++) {
-			cr_assert_gt(ids[i], 0);
+		for (int i = 0; i <= LIBC_COPIES; i++)
 			cr_assert(strstr(settled_name(s, frame_make(ids[i], offset), buf, sizeof(buf)),
 					 "getpid"), "libc %d named %s", i, buf);
-		}
+}
+
+/* Removes the copies of libc_modules and dir. */
+static void remove_libc_copies(const char *dir)
+{
+	char path[64];
+
+	for (int i = 1; i <= LIBC_COPIES; i++) {
+		snprintf(path, sizeof(path), "%s/libc%d", dir, i);
+		(void)unlink(path);
+	}
+	(void)rmdir(dir);
+}
+
+/* A cache of two and a half of libc's tables, and three modules of libc
+ * (its own mapping and two copies) asked for in turn: each load evicts the
+ * least recently used table, parsed again at its turn, and named the same.
+ * Each module's debug file is looked up once, and opened again from its
+ * descriptor. */
+Test(symbolize, a_small_cache_evicts_and_reparses)
+{
+	struct symbolizer *s = make(table_bytes((uintptr_t)&getpid, NULL) * 5 / 2, true);
+	char dir[] = "/tmp/perfd-test-evict-XXXXXX";
+	struct procmaps *maps = NULL;
+	struct symbolizer_stats st;
+	int ids[LIBC_COPIES + 1];
+	uint64_t offset;
+
+	cr_assert_not_null(mkdtemp(dir));
+	libc_modules(s, dir, &maps, ids, &offset);
+	name_libc_modules_in_turn(s, ids, offset);
 	symbolizer_get_stats(s, &st);
 	cr_assert_geq(st.cache_evictions, 6, "evictions: %llu", (unsigned long long)st.cache_evictions);
 	cr_assert_geq(st.cache_misses, 9);
 	cr_assert_leq(st.cache_bytes, st.cache_limit);
 	cr_assert_eq(st.tables_refused, 0);
-	cr_assert_eq(st.debug_files, COPIES + 1, "debug files: %zu", st.debug_files);
-	for (int i = 1; i <= COPIES; i++) {
-		snprintf(path, sizeof(path), "%s/libc%d", dir, i);
-		(void)unlink(path);
-	}
-	(void)rmdir(dir);
+	cr_assert_eq(st.debug_files, LIBC_COPIES + 1, "debug files: %zu", st.debug_files);
+	remove_libc_copies(dir);
 	procmaps_free(maps);
 	symbolizer_free(s);
 }
@@ -559,6 +588,38 @@ Test(symbolize, a_debug_merge_past_half_the_cache_keeps_the_dynsym)
 	cr_assert_eq(st.tables_refused, 1, "refused: %zu", st.tables_refused);
 	cr_assert_eq(st.debug_files, 0);
 	cr_assert_leq(st.cache_bytes, st.cache_limit / 2);
+	symbolizer_free(s);
+}
+
+/* Three modules of libc in a cache of two and a half of its .dynsym
+ * tables: each one's merge of its debug file's symbols is past its room,
+ * refused once; its reloads after eviction read the binary alone (a merge
+ * refused again at every reload took the lane seconds for a big one, and
+ * held queries waiting for names meanwhile). */
+Test(symbolize, a_refused_merge_is_not_tried_again_at_reloads)
+{
+	char nowhere[] = "/tmp/perfd-test-nodebug-XXXXXX", dir[] = "/tmp/perfd-test-merge-XXXXXX";
+	struct procmaps *maps = NULL;
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	int ids[LIBC_COPIES + 1];
+	uint64_t offset;
+	size_t dynsym;
+
+	cr_assert_not_null(mkdtemp(nowhere));
+	dynsym = table_bytes((uintptr_t)&getpid, nowhere);
+	(void)rmdir(nowhere);
+	cr_assert_gt(table_bytes((uintptr_t)&getpid, NULL), dynsym * 5 / 4,
+		     "libc's merged table fits in the room: the test tests nothing");
+	s = make(dynsym * 5 / 2, true);
+	cr_assert_not_null(mkdtemp(dir));
+	libc_modules(s, dir, &maps, ids, &offset);
+	name_libc_modules_in_turn(s, ids, offset);
+	symbolizer_get_stats(s, &st);
+	cr_assert_geq(st.cache_evictions, 6, "evictions: %llu", (unsigned long long)st.cache_evictions);
+	cr_assert_eq(st.tables_refused, LIBC_COPIES + 1, "refused: %zu", st.tables_refused);
+	remove_libc_copies(dir);
+	procmaps_free(maps);
 	symbolizer_free(s);
 }
 
