@@ -709,7 +709,6 @@ def test_huge_debug_file_is_merged_off_the_loop(tmp_path):
         then=named_from_the_debug_file, cache_mib=HUGE_SYMBOLS_CACHE_MIB)
     assert_loaded_off_the_loop(f"a debug file of {HUGE_SYMBOLS} symbols", took, loading)
     assert sym["debug_files"] >= 1, sym
-    assert sym["cache_bytes"] <= sym["cache_limit_bytes"], sym
 
 
 def test_huge_line_table_is_opened_off_the_loop(tmp_path):
