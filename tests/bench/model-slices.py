@@ -13,11 +13,12 @@ times model_build (one go: the whole hold) and each model_builder_step
 (one slice) in perfd itself.  Prints the samples, the status latencies,
 the longest call of each, the slices' count and sum, and perfd's own line
 on the build ("Model: ... in N slices ..., T ms in all", sliced builds
-only).  Then one "mem" and one "top -b" of the same process, under the
-same probes: the parts' copy and release (aggregator_query,
-aggregator_release_parts) and the tables written in one go
-(top_write_function_table, write_sites) are timed too.  As root; needs
-bpftrace.  The figures move with the host's load.
+only).  Then, under the same probes and status polling, a second
+unique_stacks runs while `top -b -d 10s` asks for its functions (--pid)
+and for every process's (-f): the parts' copy and release
+(aggregator_query, aggregator_release_parts) and top's function table
+(top_write_function_table, on the answers' lanes since ef7e6b1) are timed
+too.  As root; needs bpftrace.  The figures move with the host's load.
 """
 
 import os
@@ -43,7 +44,7 @@ def main():
     binary = perfdtest.perfd_binary()
     symbols = subprocess.run(["nm", binary], capture_output=True, text=True).stdout
     fns = [fn for fn in ("model_build", "model_builder_step", "aggregator_query",
-                         "aggregator_release_parts", "top_write_function_table", "write_sites")
+                         "aggregator_release_parts", "top_write_function_table")
            if f" T {fn}\n" in symbols or f" t {fn}\n" in symbols]
     script = "".join(PROBES.replace("BIN", binary).replace("FN", fn) for fn in fns)
     d = perfdtest.start_perfd(frequency=1999, extra_args=["--max-memory", "256", "--verbose"])
@@ -59,15 +60,24 @@ def main():
                             "-o", "/dev/null", "--format", "pprof"],
                            capture_output=True, text=True)
         took = time.monotonic() - t0
-        for args in (["mem", "--pid", str(w.pid), "--since", "1h"],
-                     ["top", "-b", "-n", "1", "-d", "1s", "--pid", str(w.pid)]):
-            subprocess.run([perfdtest.perfctl_binary(), "--socket", d.socket_path, *args],
-                           capture_output=True, text=True, check=True)
         latencies = poller.stop()
+        # top's function views need a live window: a workload of their own
+        live = perfdtest.Workload("unique_stacks", 2, 3600)
+        try:
+            time.sleep(10)
+            poller = perfdtest.StatusPoller(d, interval=0.005)
+            for args in (["--pid", str(live.pid)], ["-f"]):
+                subprocess.run([perfdtest.perfctl_binary(), "--socket", d.socket_path, "top",
+                                "-b", "-n", "1", "-d", "10s", *args],
+                               capture_output=True, text=True, check=True)
+            top_latencies = poller.stop()
+        finally:
+            live.kill()
         bt.send_signal(2)
         out = bt.communicate(timeout=30)[0]
         print(f"snapshot: {took:.2f} s, {r.stderr.strip()[:100]}")
         print(f"status: {perfdtest.status_figures(latencies)}")
+        print(f"status during top: {perfdtest.status_figures(top_latencies)}")
         print("\n".join(line for line in out.splitlines() if line.startswith("@") and "_in[" not in line))
         print("\n".join(line for line in d.stderr().splitlines() if "Model:" in line))
     finally:
