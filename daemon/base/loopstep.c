@@ -39,6 +39,8 @@ int loop_step_init(struct loop_step *st, sd_event *e, const char *description,
 	if (r >= 0)
 		r = sd_event_add_time_relative(e, &st->timer, CLOCK_MONOTONIC,
 					       LOOP_STEP_STARVED_NS / NSEC_PER_USEC, 0, on_timer, st);
+	if (r >= 0)
+		r = sd_event_source_set_priority(st->timer, SD_EVENT_PRIORITY_NORMAL - 1);
 	if (r >= 0 && description)
 		r = sd_event_source_set_description(st->defer, description);
 	if (r >= 0 && description)

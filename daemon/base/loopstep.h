@@ -13,10 +13,17 @@
  * only when none of them is pending, and on a loop that is never idle (a
  * client pipelining requests without end, a flood of samples) that is
  * never: a snapshot's model was never built while a nobody client
- * pipelined status.  So each arm also sets a timer at the others'
- * priority LOOP_STEP_STARVED_NS ahead, and whichever fires first runs the
- * slice and disarms the other: on a never-idle loop each step still gets
- * a slice every LOOP_STEP_STARVED_NS and a round of the other sources.
+ * pipelined status.  So each arm also sets a timer LOOP_STEP_STARVED_NS
+ * ahead, one priority above the others, and whichever fires first runs
+ * the slice and disarms the other: on a never-idle loop each step still
+ * gets a slice every LOOP_STEP_STARVED_NS, plus the one dispatch that was
+ * running when it came due.  Above them, not beside them: at the others'
+ * priority a due timer waited its turn behind a whole round of ready
+ * sources, and one nobody client's 16 connections pipelining ps (a line
+ * each a turn, ~8 ms each under ASan) made that round 130 ms, so a root
+ * snapshot's 35 ms build took a second here and over 4 s on a slower host.
+ * A step thus takes at most a fifth of a never-idle loop (a 5 ms slice
+ * each LOOP_STEP_STARVED_NS), and a client waits at most a slice for it.
  *
  * Cost: a timer per step, moved at each arm (sd-event re-sets its timerfd
  * only when the earliest deadline changes).
@@ -28,7 +35,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#define LOOP_STEP_STARVED_NS (50 * 1000 * 1000ULL)
+#define LOOP_STEP_STARVED_NS (20 * 1000 * 1000ULL)
 
 /* One slice of the owner's work, from the loop. */
 typedef void (*loop_step_run_t)(void *userdata);
