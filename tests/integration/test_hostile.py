@@ -167,8 +167,10 @@ def test_hostile_jit_map_is_refused_and_the_daemon_keeps_answering(calm_perfd, w
     perfd = calm_perfd
     jit = JitProcess(workloads, kind)
     try:
-        HOSTILE_MAPS[kind](jit, tmp_path)
+        # counted before the map exists: the daemon may look at it as soon
+        # as the code runs, before this test reads its status
         before = symbols_counters(perfd)
+        HOSTILE_MAPS[kind](jit, tmp_path)
         stacks, text, slowest = profile_under_watch(
             perfd, jit, fifo=jit.map_path if kind == "fifo" else None)
         after = symbols_counters(perfd)
@@ -188,9 +190,9 @@ def test_plain_jit_map_owned_by_root_is_used(calm_perfd, workloads):
     perfd = calm_perfd
     jit = JitProcess(workloads, "plain")
     try:
+        before = symbols_counters(perfd)  # before the map exists, as above
         Path(jit.map_path).write_text(jit.map_text())
         os.chown(jit.map_path, 0, 0)
-        before = symbols_counters(perfd)
         stacks, text, slowest = profile_under_watch(perfd, jit)
         after = symbols_counters(perfd)
     finally:
