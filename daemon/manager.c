@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 
 #include "api/command.h"
+#include "daemon.h"
 #include "api/encode_lane.h"
 #include "api/httpd.h"
 #include "api/server.h"
@@ -57,7 +58,7 @@
 struct manager {
 	struct config *config; /* the running one */
 	const struct config_args *args; /* the caller's: read again at SIGHUP */
-	struct daemon d; /* what the commands work on (api/command.h) */
+	struct daemon d; /* what the commands work on (daemon.h) */
 	/* A reload that changes the frequency waits for the records queued
 	 * at its SIGHUP (old-period samples) before it applies: */
 	struct config *reload_next;    /* ... the configuration it applies then */

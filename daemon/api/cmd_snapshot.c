@@ -13,7 +13,7 @@
  * the parts are resolved on the loop, in slices between which it serves
  * others (api/model_slices.h; profile/model.c: Python frames through
  * interp/python, the rest through the symbolizer), maybe again once the
- * names are there (api/command.h), and written by the format's encoder, on
+ * names are there (daemon.h), and written by the format's encoder, on
  * an encode lane (api/encode_lane.h), into the answer with the JSON
  * writer, whose buffer the server then takes over: a 100k-stack profile
  * is not copied again.  Meanwhile the request is pending, its client's

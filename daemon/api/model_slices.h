@@ -14,8 +14,8 @@
  *
  * A model whose frames read module+offset because their tables were being
  * built off the loop (model.pending_frames) is thrown away and built again
- * once the names are there (api/command.h's names wait, within
- * COMMAND_NAMES_WAIT_MS): the caller gets the model it answers with.
+ * once the names are there (daemon.h's names wait, within
+ * DAEMON_NAMES_WAIT_MS): the caller gets the model it answers with.
  *
  * The request stays pending meanwhile: the caller keeps this with its
  * client's data (api/command.h), and a client that goes away, or a

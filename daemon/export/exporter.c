@@ -29,7 +29,7 @@
 #define NAME_TEXT_MAX 4096
 /* An interval whose frames wait for symbol tables is tried again every
  * EXPORT_NAMES_POLL_MS, for at most EXPORT_NAMES_WAIT_MS (as an answer
- * waits: api/command.h); then it goes with what is named. */
+ * waits: daemon.h); then it goes with what is named. */
 #define EXPORT_NAMES_POLL_MS 50
 #define EXPORT_NAMES_WAIT_MS 10000
 /* Models handed to the lane and not encoded yet hold at most this much

@@ -67,7 +67,7 @@ int srcline_open(int fd, struct srcline **ret);
 /* A unit whose indexing takes more CPU time than this is refused (its
  * lookups get -ETIME, srcline_stats.units_refused counts it): the work is
  * bounded by the unit's bytes, but a crafted unit can make those bytes
- * minutes of it.  An answer waits 10 s for its names at most (command.h). */
+ * minutes of it.  An answer waits 10 s for its names at most (daemon.h). */
 #define SRCLINE_UNIT_MAX_NS (10ULL * 1000000000ULL)
 /* ... and one whose line program is longer than this is refused before
  * it is decoded (-EFBIG, counted the same way): libdw's decode cannot be
