@@ -6,7 +6,7 @@
  *
  * The path of one sample: bpf/perfd.bpf.c -> ring buffer -> collect/drain.c
  * (its own thread, on the ring's wake-ups or every second) -> queue ->
- * profile/aggregate.c on the loop (interned, added to the process's time
+ * profile/ingest.c on the loop (interned, added to the process's time
  * windows and to running snapshots) -> a request arrives at api/server.c
  * -> api/command.c runs its command (api/cmd_*.c) -> profile/model.c
  * resolves the profile (symbols/, interp/python) -> encode/ writes it ->

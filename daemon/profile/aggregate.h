@@ -72,7 +72,7 @@ struct process {
 	uint64_t maps_reread_wait_ns; /* before re-reading them on a miss */
 	bool maps_partial; /* some file mappings were left without a module */
 	uint64_t maps_read_cost_ns; /* what reading them took last time */
-	/* aggregate.c's: a read of its maps still on the lane (NULL: none;
+	/* procread.c's: a read of its maps still on the lane (NULL: none;
 	 * process/mapsread.h), and the samples that wait for it to be named,
 	 * oldest first */
 	struct mapsread *maps_job;
@@ -121,7 +121,7 @@ struct process {
 	uint64_t persisted_end_s;
 	uint64_t persisted_segment;
 	unsigned pins; /* answers and snapshots holding it: never evicted */
-	/* private to aggregate.c: where it sits in the store's array, and in
+	/* private to the store (proctab.c): where it sits in the store's array, and in
 	 * its list of exited processes, oldest exit first (the order they are
 	 * evicted in) */
 	size_t index;

@@ -2,7 +2,7 @@
 /*
  * owners.h - what each owner holds of the store, and whose turn it is to
  * lose something when the store is full: the fair eviction policy of
- * aggregate.c.
+ * the store (proctab.c).
  *
  * perfd serves every local user, and any of them can make it store more
  * (spawn processes, run code with ever new stacks).  Evicting the oldest
@@ -19,7 +19,7 @@
  *
  * So an owner holding less than the mean loses nothing while another holds
  * more; within the owner chosen, the oldest window goes first, then the
- * coldest process (aggregate.c).  Memory and process slots are counted
+ * coldest process (proctab.c).  Memory and process slots are counted
  * apart (OWNER_BYTES, OWNER_PROCESSES): a new process takes a slot from the
  * owner with the most processes.  Stacks are shared between processes and
  * not charged to anyone: dropping an owner's windows is what frees the

@@ -109,7 +109,7 @@ struct fixture {
 };
 
 /* Reads pid's executable maps and resolves their modules as
- * aggregate.c's refresh_maps does, in place of any process made before. */
+ * the store's refresh_maps does (procread.c), in place of any process made before. */
 static void make_process(struct fixture *fx, pid_t pid)
 {
 	struct process *p = &fx->p;

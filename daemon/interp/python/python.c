@@ -53,7 +53,7 @@
  * rootmost loop frame keeps only its own Python frames, the native frames
  * past it follow (the interpreter's hidden when Python frames are left:
  * they lie between two), and the leftover Python frames come last, at the
- * root end, under the cut's marker (aggregate.c).  Never above them.
+ * root end, under the cut's marker (profile/ingest.c).  Never above them.
  */
 #include "interp/python/python.h"
 

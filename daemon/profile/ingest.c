@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ingest.c - one record into the store: a sample normalized (user frames to
+ * module and offset, parked while its maps are read), interned and
+ * added to its process's history and to the collectors; exits and forks;
+ * the threads' names and the RSS readings.
+ * The store's design is aggregate.h's; what its files share,
+ * aggregate_internal.h's.
+ */
+#include <string.h>
+
+#include "process/procmaps.h"
+#include "profile/aggregate_internal.h"
+#include "profile/frame.h"
+#include "symbols/symbolize.h"
+
+/* Before the user frames of s (ips[kd..kd+ud)) are named: re-reads p's
+ * maps when one of them misses and a re-read is due.  Returns whether s
+ * must wait for them (a read is on the lane); a read done at once that
+ * explained the address starts the waits over. */
+static bool wait_for_maps(struct aggregator *a, struct process *p, const struct perfd_sample *s,
+			  uint32_t kd, uint32_t ud)
+{
+	if (p->maps_job)
+		return true;
+	for (uint32_t i = 0; i < ud; i++) {
+		uint64_t addr = s->ips[kd + i] - (i > 0);
+
+		if (!agg_maps_miss(p, addr))
+			continue;
+		if (!agg_reread_maps_if_due(a, p, s->hdr.timestamp_ns))
+			return false;
+		if (p->maps_job)
+			return true;
+		if (!agg_maps_miss(p, addr))
+			p->maps_reread_wait_ns = 0;
+		return false;
+	}
+	return false;
+}
+
+/* Keeps a copy of s aside until p's maps are read (aggregate.h).  Returns
+ * false when it cannot wait: past the bounds, or out of memory. */
+static bool park(struct aggregator *a, struct process *p, const struct perfd_sample *s, size_t size)
+{
+	struct parked_sample *ps;
+
+	if (p->n_parked >= AGG_PARKED_PER_PROCESS ||
+	    a->parked_bytes + sizeof(*ps) + size > AGG_PARKED_BYTES ||
+	    !(ps = malloc(sizeof(*ps) + size))) {
+		a->stats.samples_not_waiting++;
+		return false;
+	}
+	ps->next = NULL;
+	ps->size = size;
+	memcpy(ps->record, s, size);
+	if (!p->parked)
+		p->parked_tail = &p->parked;
+	*p->parked_tail = ps;
+	p->parked_tail = &ps->next;
+	p->n_parked++;
+	a->parked_bytes += sizeof(*ps) + size;
+	a->stats.samples_waited_for_maps++;
+	return true;
+}
+
+/* Maps one user address of p to a frame: (binary, file offset) when it
+ * lies in a file mapping, the raw address otherwise (wait_for_maps has
+ * re-read the maps if that was due). */
+uint64_t agg_user_frame(struct aggregator *a, struct process *p,
+			uint64_t addr, uint64_t now_ns)
+{
+	const struct procmap *m = procmaps_find(p->maps, addr);
+	size_t i;
+	uint16_t *mod;
+
+	if (!m || p->map_modules[m - p->maps->maps] == MODULE_NONE) {
+		/* Anonymous code: JIT-compiled, named by the JIT's map.  A JIT
+		 * may write its map only once it has compiled something. */
+		if (!p->jit_module && now_ns - p->jit_checked_ns > JIT_MAP_RECHECK_NS) {
+			p->jit_checked_ns = now_ns;
+			agg_find_jit_map(a, p);
+		}
+		if (!p->jit_module)
+			return frame_make(FRAME_MODULE_NONE, addr);
+		/* its map parsed on the lane before a query names it */
+		symbolizer_note_jit_frame(a->symbolizer, frame_make(p->jit_module, addr));
+		return frame_make(p->jit_module, addr);
+	}
+
+	i = m - p->maps->maps;
+	mod = &p->map_modules[i];
+	return frame_make(*mod, addr - m->start + m->pgoff);
+}
+
+static void count_bucket(struct process *p, uint64_t ts_ns, uint32_t owner, uint64_t samples)
+{
+	uint64_t second = ts_ns / NSEC_PER_SEC;
+	size_t i = second % AGG_BUCKETS;
+
+	if (p->bucket_second[i] != second) {
+		p->bucket_second[i] = second;
+		p->bucket_samples[i] = 0;
+		p->bucket_owner[i] = owner;
+	}
+	p->bucket_samples[i] += samples;
+	p->bucket_owner[i] = history_owner_meet(p->bucket_owner[i], owner);
+}
+
+/* Returns the id of the stack holding one reference for the caller, who
+ * drops it once the profiles have taken theirs. */
+static uint32_t intern_stack(struct aggregator *a, struct process *p,
+			     const uint64_t *frames, uint16_t depth,
+			     uint16_t kernel_depth)
+{
+	uint32_t id;
+	int r;
+
+	for (int tries = 0;; tries++) {
+		r = stacktab_intern(a->stacks, frames, depth, kernel_depth, &id);
+		if (r == 0)
+			return id;
+		/* p's owner's, when past its share, else the heaviest owner's:
+		 * oldest windows first, then the coldest processes */
+		if (r != -ENOSPC || tries >= EVICTIONS_PER_SAMPLE ||
+		    !agg_evict_fairly(a, OWNER_BYTES, p, &a->stats.evictions_stack_limit))
+			break;
+	}
+	a->stats.stack_limit++;
+	stacktab_ref(a->stacks, a->stack_limit_id);
+	return a->stack_limit_id;
+}
+
+static void add_thread(struct process *p, const struct perfd_sample *s);
+
+/* Keeps the comm of each thread, the latest it was sampled with (a thread
+ * names itself after it starts: prctl, pthread_setname_np). */
+static void remember_thread(struct aggregator *a, struct process *p, const struct perfd_sample *s)
+{
+	uint64_t *known = u64map_get(&p->thread_index, s->hdr.tid);
+
+	if (known) {
+		char *comm = p->thread_comms[*known - 1];
+
+		if (strncmp(comm, s->comm, PERFD_TASK_COMM_LEN - 1) != 0) {
+			memcpy(comm, s->comm, PERFD_TASK_COMM_LEN);
+			comm[PERFD_TASK_COMM_LEN - 1] = '\0';
+		}
+		return;
+	}
+	if (p->n_threads >= PROCESS_MAX_THREADS)
+		return;
+	a->process_bytes -= agg_process_bytes(p);
+	add_thread(p, s);
+	a->process_bytes += agg_process_bytes(p);
+}
+
+static void add_thread(struct process *p, const struct perfd_sample *s)
+{
+	bool added;
+	uint64_t *slot;
+
+	slot = u64map_upsert(&p->thread_index, s->hdr.tid, &added);
+	if (!slot)
+		return;
+	if (p->n_threads == p->cap_threads) {
+		size_t cap = p->cap_threads ? 2 * p->cap_threads : 4;
+		char(*comms)[PERFD_TASK_COMM_LEN] = realloc(p->thread_comms, cap * sizeof(*comms));
+
+		if (!comms) {
+			u64map_remove(&p->thread_index, s->hdr.tid);
+			return;
+		}
+		p->thread_comms = comms;
+		p->cap_threads = cap;
+	}
+	memcpy(p->thread_comms[p->n_threads], s->comm, PERFD_TASK_COMM_LEN);
+	p->thread_comms[p->n_threads][PERFD_TASK_COMM_LEN - 1] = '\0';
+	*slot = ++p->n_threads;
+}
+
+const char *process_thread_comm(const struct process *p, uint32_t tid)
+{
+	uint64_t *slot = u64map_get(&p->thread_index, tid);
+
+	return slot ? p->thread_comms[*slot - 1] : NULL;
+}
+
+/* Books what adding to p's history did: its bytes, and a new window,
+ * which can fall due before anything it held. */
+static void history_added(struct aggregator *a, struct process *p, size_t bytes_before,
+			  size_t windows_before)
+{
+	a->history_bytes += p->history.bytes - bytes_before;
+	if (p->history.n_windows != windows_before)
+		agg_due_now(a, p);
+}
+
+/* Takes an RSS reading of p (from a sample or an RSS record): its
+ * current counters, its peak, and its history's timeline. */
+static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
+		     const __u64 pages[PERFD_RSS_COUNTERS], uint64_t hiwater_pages, uint32_t page_size)
+{
+	uint64_t total = pages[PERFD_RSS_FILE] + pages[PERFD_RSS_ANON] + pages[PERFD_RSS_SHMEM];
+	size_t before = p->history.bytes, windows = p->history.n_windows;
+
+	/* taken before its exec, drained after it: the old image's */
+	if (ts_ns < p->exec_ns)
+		return;
+	memcpy(p->rss_pages, pages, sizeof(p->rss_pages));
+	p->page_size = page_size;
+	p->rss_ns = ts_ns;
+	if (total * page_size >= p->peak_rss_bytes) {
+		p->peak_rss_bytes = total * page_size;
+		p->peak_rss_ns = ts_ns;
+	}
+	/* the kernel's high-water mark, updated lazily, may know a higher one
+	 * from before perfd saw the process */
+	p->hiwater_rss_bytes = MAX(p->hiwater_rss_bytes, hiwater_pages * page_size);
+	(void)history_note_rss(&p->history, ts_ns, p->owner_uid, pages, page_size);
+	history_added(a, p, before, windows);
+}
+
+/* Ingests the sample s of size bytes: of its process, found or created
+ * here, or, for one that waited for its maps (park), of waited. */
+int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t size,
+		      struct process *waited)
+{
+	enum profile_kind kind = s->value_kind == PERFD_VALUE_MEMORY ? PROFILE_KIND_MEMORY :
+								       PROFILE_KIND_CPU;
+	/* A CPU sample stands for s->value mean periods: 1, or more for
+	 * the jittered tick that passed several blocks' targets. */
+	uint64_t value = s->value;
+	/* the specials: kernel error, user error; and the last slot, kept for
+	 * the root marker whether there is one or not */
+	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
+	const size_t frames_cap = ELEMENTSOF(frames) - 1; /* for all but the marker */
+	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
+	/* A tick charged to the task a context switch took off the CPU
+	 * comes without a stack and with the RSS of the task switched in. */
+	bool switched = s->flags & PERFD_SAMPLE_F_SWITCHED;
+	/* at most one root marker: a switched tick has nothing but its
+	 * marker; a stack that did not reach its root says so, pending
+	 * naming why */
+	uint64_t root_special = switched ? FRAME_SPECIAL_CONTEXT_SWITCH :
+				!sample_user_unrooted(s) ? 0 :
+				pending ? FRAME_SPECIAL_UNWIND_PENDING : FRAME_SPECIAL_TRUNCATED;
+	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
+	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
+	uint16_t n = 0, kernel_n;
+	struct process *p;
+	uint64_t key, cpu;
+	size_t before, windows;
+	uint32_t id;
+	int r;
+
+	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
+	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || s->value_kind > PERFD_VALUE_MEMORY ||
+	    (kind == PROFILE_KIND_CPU && (value == 0 || value > PERFD_CPU_VALUE_MAX)) ||
+	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t) +
+			   s->python_depth * sizeof(struct perfd_python_frame))
+		return -EINVAL;
+
+	cpu = kind == PROFILE_KIND_CPU ? value : 0;
+	if (waited) {
+		p = waited;
+	} else {
+		a->stats.samples += cpu;
+		p = agg_process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD,
+				    !switched);
+		if (!p) {
+			/* no room and nothing evictable, or out of memory */
+			a->stats.samples_evicted += cpu;
+			return 0;
+		}
+		if (ud > 0 && wait_for_maps(a, p, s, kd, ud) && park(a, p, s, size))
+			return 0;
+	}
+
+	/* who may see it now: the newest sample says (one drained late
+	 * does not undo a change) */
+	if (s->hdr.timestamp_ns >= p->owner_ns) {
+		agg_set_owner(p, s->owner_uid, s->hdr.timestamp_ns);
+	}
+	if (s->kernel_depth < 0) {
+		a->stats.kernel_stack_errors++;
+		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_KSTACK_ERROR);
+	}
+	/* Every frame but the first of each part is a return address: step
+	 * back into the call instruction so it names the caller's line. */
+	{
+		/* the program and bpf_trace_run2() of a memory sample go */
+		uint32_t skip = kind == PROFILE_KIND_MEMORY && kd > PERFD_MEMORY_KSTACK_SKIP ?
+					PERFD_MEMORY_KSTACK_SKIP : 0;
+
+		for (uint32_t i = skip; i < kd; i++)
+			frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > skip));
+	}
+	kernel_n = n;
+	if (s->user_depth < 0) {
+		a->stats.user_stack_errors++;
+		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_USTACK_ERROR);
+	}
+	for (uint32_t i = 0; i < ud; i++)
+		frames[n++] = agg_user_frame(a, p, s->ips[kd + i] - (i > 0),
+					     s->hdr.timestamp_ns);
+	/* BPF met code without tables for it, or the process has none (they
+	 * were dropped at an exec whose event was lost, or could not be
+	 * uploaded): describing its maps again is what brings them back.
+	 * Addresses outside the maps also re-read them (wait_for_maps);
+	 * this sample's are in them, so it need not wait for the read. */
+	if ((s->flags & PERFD_SAMPLE_F_NEEDS_MAPS) && p->maps)
+		(void)agg_reread_maps_if_due(a, p, s->hdr.timestamp_ns);
+	/* Only samples that carry interpreter frames have anything to merge:
+	 * the others (nearly all) skip the hook. */
+	if (a->hooks.rewrite_user_frames && s->python_depth > 0)
+		n = kernel_n + (uint16_t)a->hooks.rewrite_user_frames(
+				       a->hooks.userdata, p, s, frames + kernel_n, n - kernel_n,
+				       frames_cap - kernel_n);
+	/* A stack cut short (where a table was not ready yet, where the walk
+	 * found no way on, or at the depth limit) says so at its root, rather
+	 * than pass for one whose caller is its last frame. */
+	if (root_special)
+		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, root_special);
+
+	id = intern_stack(a, p, frames, n, kernel_n);
+	key = profile_key(id, s->hdr.tid, kind);
+	before = p->history.bytes;
+	windows = p->history.n_windows;
+	r = history_add(&p->history, a->stacks, s->hdr.timestamp_ns, s->owner_uid, key, value);
+	history_added(a, p, before, windows);
+	if (r < 0) {
+		stacktab_unref(a->stacks, id);
+		a->stats.samples_evicted += cpu;
+		return 0;
+	}
+
+	if (kind == PROFILE_KIND_CPU) {
+		p->total_samples += value;
+		if (s->owner_uid == p->owner_uid)
+			p->owner_samples += value;
+		p->last_sample_ns = s->hdr.timestamp_ns;
+		count_bucket(p, s->hdr.timestamp_ns, s->owner_uid, value);
+	} else {
+		a->stats.memory_samples++;
+		p->memory_sampled_bytes += value;
+	}
+	remember_thread(a, p, s);
+	if (s->hdr.tid == s->hdr.tgid) {
+		memcpy(p->comm, s->comm, sizeof(p->comm));
+		p->comm[PERFD_TASK_COMM_LEN - 1] = 0;
+	}
+	if (!(s->flags & PERFD_SAMPLE_F_KTHREAD) && !switched)
+		note_rss(a, p, s->hdr.timestamp_ns, s->rss_pages, s->hiwater_rss_pages, s->page_size);
+	agg_feed_collectors(a, p, s, key, value);
+	stacktab_unref(a->stacks, id);
+	agg_enforce_memory(a, p);
+	return 0;
+}
+
+static void ingest_exit(struct aggregator *a, const struct perfd_exit *e)
+{
+	struct process *p = agg_lookup(a, e->hdr.tgid, e->hdr.start_time_ns);
+	struct collector *c, *next;
+
+	a->stats.exit_events++;
+	if (p)
+		agg_mark_exited(a, p);
+	/* on_exit may remove the collector: keep the next one first */
+	for (c = a->collectors; c; c = next) {
+		next = c->next;
+		if (c->sel.n_pids != 1 || c->sel.pids[0] != e->hdr.tgid || c->exited ||
+		    (c->sel.start_ticks && e->hdr.start_time_ns / a->ns_per_tick != c->sel.start_ticks))
+			continue;
+		c->exited = true;
+		c->exit_ns = e->hdr.timestamp_ns;
+		if (c->on_exit)
+			c->on_exit(c, c->userdata);
+	}
+}
+
+/* A followed process forked (struct perfd_fork): the child's parent is
+ * known from the record, whatever /proc will say (nothing, for a child
+ * gone by then), and it joins the trees its parent is in. */
+static void ingest_fork(struct aggregator *a, const struct perfd_fork *f)
+{
+	struct process *p = agg_process_for(a, &f->hdr, f->comm, f->page_size, false, false);
+
+	if (p)
+		p->ppid = f->parent_tgid;
+	agg_adopt(a, f->hdr.tgid, f->hdr.start_time_ns, f->parent_tgid, f->parent_start_time_ns);
+}
+
+/* Ingests the samples that waited for p's maps, oldest first, with the
+ * maps p has now. */
+void agg_ingest_parked(struct aggregator *a, struct process *p)
+{
+	struct parked_sample *ps = p->parked;
+
+	p->parked = NULL;
+	p->parked_tail = &p->parked;
+	p->n_parked = 0;
+	p->pins++; /* not evicted while its own samples go in */
+	while (ps) {
+		struct parked_sample *next = ps->next;
+
+		a->parked_bytes -= sizeof(*ps) + ps->size;
+		(void)agg_ingest_sample(a, (const struct perfd_sample *)ps->record, ps->size, p);
+		free(ps);
+		ps = next;
+	}
+	p->pins--;
+}
+
+int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
+{
+	const struct perfd_event_header *h = record;
+	struct process *p;
+
+	if (size < sizeof(*h))
+		return -EINVAL;
+	switch (h->kind) {
+	case PERFD_EVENT_SAMPLE:
+		if (size < sizeof(struct perfd_sample))
+			return -EINVAL;
+		return agg_ingest_sample(a, record, size, NULL);
+	case PERFD_EVENT_EXIT:
+		if (size < sizeof(struct perfd_exit))
+			return -EINVAL;
+		ingest_exit(a, record);
+		return 0;
+	case PERFD_EVENT_RSS: {
+		const struct perfd_rss *r = record;
+
+		if (size < sizeof(*r))
+			return -EINVAL;
+		a->stats.rss_updates++;
+		p = agg_process_for(a, h, r->comm[0] ? r->comm : NULL, r->page_size, false, false);
+		if (p)
+			note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
+				 r->page_size);
+		return 0;
+	}
+	case PERFD_EVENT_FORK:
+		if (size < sizeof(struct perfd_fork))
+			return -EINVAL;
+		ingest_fork(a, record);
+		return 0;
+	case PERFD_EVENT_EXEC: {
+		const struct perfd_rss *r = record;
+
+		if (size < sizeof(*r))
+			return -EINVAL;
+		p = agg_lookup(a, h->tgid, h->start_time_ns);
+		if (!p && aggregator_follows(a, h->tgid, NULL)) {
+			/* a process a tree follows (collect/sampler.h), never
+			 * sampled: looked at now, its new maps (and runtime)
+			 * included */
+			p = agg_process_for(a, h, r->comm, r->page_size, false, true);
+			if (p) {
+				p->exec_ns = h->timestamp_ns;
+				note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
+					 r->page_size);
+			}
+		} else if (p) {
+			_cleanup_close_ int dirfd = -1;
+
+			/* what waits for the old image's maps goes in first */
+			agg_forget_maps_read(a, p);
+			(void)agg_open_proc(p, &dirfd);
+			/* Read the new image's maps now, for a process whose
+			 * stacks are named (the event woke us): waiting for its
+			 * next sample would leave it unwound without tables
+			 * until then. */
+			p->maps_reread_wait_ns = 0;
+			p->jit_module = 0;
+			p->jit_checked_ns = 0; /* the new image's JIT may write one at once */
+			/* Its memory starts over: a child between fork and exec
+			 * has its parent's mm, whose peak is not the new
+			 * program's (the new mm's high-water mark starts over
+			 * too); the trend starts after it (query_rss_trend). */
+			p->exec_ns = h->timestamp_ns;
+			p->peak_rss_bytes = p->peak_rss_ns = p->hiwater_rss_bytes = 0;
+			note_rss(a, p, h->timestamp_ns, r->rss_pages, r->hiwater_rss_pages,
+				 r->page_size);
+			/* The old image is gone for those who described it
+			 * (BPF dropped their entries at the exec), even when
+			 * the new one maps the same files. */
+			agg_notify_gone(a, p);
+			/* its name first, from /proc: a process first seen
+			 * between fork and exec (its copy-on-write faults) had
+			 * its parent's, its samples from before the exec (read
+			 * after it) have set it back, and its main thread may
+			 * never run on a sampled tick.  Not the record's: it
+			 * may be from an exec before the one /proc shows now.
+			 * A process already gone keeps the name the record
+			 * carries. */
+			agg_read_comm(p, dirfd, r->comm);
+			/* a followed process's new image is looked at now,
+			 * sampled yet or not (its runtime: Python) */
+			agg_read_identity_and_maps(a, p, dirfd, true,
+						   p->maps_read_ns != 0 || aggregator_follows(a, p->pid, NULL));
+		}
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
