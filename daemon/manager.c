@@ -599,6 +599,7 @@ static void log_load(const struct sampler_load_report *r)
 
 int manager_new(struct config *cfg, const struct config_args *args, struct manager **ret)
 {
+	struct module_registry modules;
 	struct aggregator_limits limits = {
 		.max_processes = cfg->max_processes,
 		.max_stacks = cfg->max_stacks,
@@ -689,7 +690,8 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 			log_info("No kernel build-id in %s, the kernel's mapping in profiles goes without one.",
 				 KERNEL_NOTES_PATH);
 	}
-	m->d.aggregator = aggregator_new(&limits, m->d.symbolizer);
+	modules = symbolizer_modules(m->d.symbolizer);
+	m->d.aggregator = aggregator_new(&limits, &modules);
 	if (!m->d.aggregator) {
 		r = log_error_errno(ENOMEM, "Out of memory.");
 		goto fail;

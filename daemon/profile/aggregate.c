@@ -14,7 +14,7 @@
 #include "profile/frame.h"
 
 struct aggregator *aggregator_new(const struct aggregator_limits *limits,
-				  struct symbolizer *symbolizer)
+				  const struct module_registry *modules)
 {
 	struct stacktab_limits sl = {
 		/* the placeholder is ours, not the processes' */
@@ -30,7 +30,7 @@ struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 	a->limits = *limits;
 	if (!a->limits.retention_s)
 		a->limits.retention_s = 3600;
-	a->symbolizer = symbolizer;
+	a->modules = *modules;
 	owner_tally_init(&a->owners);
 	a->ns_per_tick = NSEC_PER_SEC / (hz > 0 ? (uint64_t)hz : 100);
 	u64map_init(&a->by_pid);

@@ -47,7 +47,7 @@
 #include "profile/moduleset.h"
 #include "profile/profile.h"
 
-struct symbolizer;
+struct module_registry;
 struct mapsread;
 struct parked_sample;
 struct stacktab;
@@ -304,8 +304,10 @@ static inline bool sample_user_unrooted(const struct perfd_sample *s)
 
 struct aggregator;
 
+/* The store, whose mappings take their module ids from modules
+ * (process/modules.h; copied). */
 struct aggregator *aggregator_new(const struct aggregator_limits *limits,
-				  struct symbolizer *symbolizer);
+				  const struct module_registry *modules);
 void aggregator_set_hooks(struct aggregator *a, const struct aggregator_hooks *hooks);
 struct aggregator *aggregator_free(struct aggregator *a);
 

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/offload.h"
 #include "perfd/macro.h"
+#include "process/modules.h"
 #include "profile/aggregate.h"
 #include "profile/owners.h"
 #include "profile/stacktab.h"
@@ -53,7 +54,7 @@ struct parked_sample {
 
 struct aggregator {
 	struct aggregator_limits limits;
-	struct symbolizer *symbolizer;
+	struct module_registry modules; /* names the mappings' binaries */
 	struct stacktab *stacks;
 	struct process **procs;
 	/* When aggregator_maintain has work on procs[i] (history_due_s; 0

@@ -12,7 +12,6 @@
 #include "process/procmaps.h"
 #include "profile/aggregate_internal.h"
 #include "profile/frame.h"
-#include "symbols/symbolize.h"
 
 /* Before the user frames of s (ips[kd..kd+ud)) are named: re-reads p's
  * maps when one of them misses and a re-read is due.  Returns whether s
@@ -84,7 +83,7 @@ uint64_t agg_user_frame(struct aggregator *a, struct process *p,
 		if (!p->jit_module)
 			return frame_make(FRAME_MODULE_NONE, addr);
 		/* its map parsed on the lane before a query names it */
-		symbolizer_note_jit_frame(a->symbolizer, frame_make(p->jit_module, addr));
+		a->modules.note_jit_frame(a->modules.ctx, frame_make(p->jit_module, addr));
 		return frame_make(p->jit_module, addr);
 	}
 

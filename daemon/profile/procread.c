@@ -12,7 +12,6 @@
 #include "process/procfs.h"
 #include "process/procmaps.h"
 #include "profile/aggregate_internal.h"
-#include "symbols/symbolize.h"
 
 /* Opens p's /proc directory, checked against its start time (procfs.h):
  * everything read through it is p's, so one check serves all the files
@@ -86,8 +85,8 @@ static void read_identity(struct process *p, int dirfd)
 /* The process's JIT map, as its JIT wrote it: /tmp/perf-<pid in its own
  * namespace>.map, else its jitdump /tmp/jit-<pid>.dump (CPython's -X
  * perf_jit, the JVM's and V8's perf agents), under its own root, owned by
- * its user or root (the symbolizer refuses anything else, see
- * symbolize.h).  Not looked for in a process found gone. */
+ * its user or root (the module registry refuses anything else:
+ * process/modules.h).  Not looked for in a process found gone. */
 void agg_find_jit_map(struct aggregator *a, struct process *p)
 {
 	static const char *const formats[] = { "/tmp/perf-%u.map", "/tmp/jit-%u.dump" };
@@ -96,8 +95,7 @@ void agg_find_jit_map(struct aggregator *a, struct process *p)
 
 	for (size_t i = 0; i < ELEMENTSOF(formats) && id <= 0 && !p->proc_gone; i++) {
 		snprintf(path, sizeof(path), formats[i], p->ns_pid);
-		id = symbolizer_jit_module(a->symbolizer, p->pid, p->start_time_ns, path,
-					   p->owner_uid);
+		id = a->modules.jit(a->modules.ctx, p->pid, p->start_time_ns, path, p->owner_uid);
 		if (id == -ESRCH)
 			p->proc_gone = true;
 	}
@@ -163,7 +161,7 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 			continue;
 		}
 		if (strcmp(m->path, "[vdso]") == 0) {
-			id = symbolizer_vdso_module(a->symbolizer);
+			id = a->modules.vdso(a->modules.ctx);
 		} else if (m->inode == 0 || m->path[0] != '/') {
 			id = -EINVAL; /* anonymous: no file to look up */
 		} else if (budget == 0) {
@@ -171,7 +169,7 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 			id = -EAGAIN;
 		} else {
 			budget--;
-			id = symbolizer_module_for_mapping(a->symbolizer, p->pid, p->owner_uid, m);
+			id = a->modules.for_mapping(a->modules.ctx, p->pid, p->owner_uid, m);
 			/* the table is full: ids may be given back by then */
 			if (id == -ENOSPC)
 				p->maps_partial = true;

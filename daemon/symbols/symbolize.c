@@ -1658,3 +1658,33 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *r
 	ret->cache_limit = s->cache_limit;
 	ret->memory_bytes = mem;
 }
+
+static int modules_for_mapping(void *ctx, pid_t pid, uint32_t owner_uid, const struct procmap *map)
+{
+	return symbolizer_module_for_mapping(ctx, pid, owner_uid, map);
+}
+
+static int modules_vdso(void *ctx)
+{
+	return symbolizer_vdso_module(ctx);
+}
+
+static int modules_jit(void *ctx, pid_t pid, uint64_t start_time_ns, const char *map_path,
+		       uint32_t owner_uid)
+{
+	return symbolizer_jit_module(ctx, pid, start_time_ns, map_path, owner_uid);
+}
+
+static void modules_note_jit_frame(void *ctx, uint64_t frame)
+{
+	symbolizer_note_jit_frame(ctx, frame);
+}
+
+struct module_registry symbolizer_modules(struct symbolizer *s)
+{
+	return (struct module_registry){ .for_mapping = modules_for_mapping,
+					 .vdso = modules_vdso,
+					 .jit = modules_jit,
+					 .note_jit_frame = modules_note_jit_frame,
+					 .ctx = s };
+}

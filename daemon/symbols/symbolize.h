@@ -63,6 +63,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "process/modules.h"
 #include "process/procmaps.h"
 #include "profile/frame.h"
 #include "profile/moduleset.h"
@@ -217,6 +218,10 @@ size_t symbolizer_release_unused(struct symbolizer *s, const struct module_set *
 				 void (*released)(void *userdata, uint16_t module), void *userdata);
 
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *ret);
+
+/* s as the profile store's module registry (process/modules.h): the
+ * functions above, with s as their context. */
+struct module_registry symbolizer_modules(struct symbolizer *s);
 
 /* What takes long runs on the symbolizer's lanes: building a module's
  * symbol table (and merging its debug file's) or line tables

@@ -483,6 +483,7 @@ static int run(int n_procs, int hz, int cpus, int seconds, double skew, double r
 	struct perfd_sample *rec = (struct perfd_sample *)buf;
 	struct symbolizer_opts so = { .demangle = true };
 	struct symbolizer *sym;
+	struct module_registry modules;
 	struct aggregator *a;
 	struct aggregator_stats st;
 	struct sim s;
@@ -498,7 +499,8 @@ static int run(int n_procs, int hz, int cpus, int seconds, double skew, double r
 	read_memory(&rss0, &hwm0);
 	heap0 = mallinfo2().uordblks;
 	sym = symbolizer_new(&so, NULL);
-	a = sym ? aggregator_new(&limits, sym) : NULL;
+	modules = sym ? symbolizer_modules(sym) : (struct module_registry){ 0 };
+	a = sym ? aggregator_new(&limits, &modules) : NULL;
 	if (!a)
 		return -ENOMEM;
 

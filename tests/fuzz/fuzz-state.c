@@ -64,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					    .max_frames = 65536, .max_memory_bytes = 8u << 20,
 					    .retention_s = 3600 };
 	struct persist *ps = NULL;
+	struct module_registry modules;
 	struct aggregator *a;
 	struct sbuf b = { 0 };
 	size_t good;
@@ -74,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (persist_open(&(struct persist_opts){ .dir = dir, .retention_s = 3600, .read_only = true },
 			 &ps) < 0)
 		abort();
-	a = aggregator_new(&limits, sym);
+	modules = symbolizer_modules(sym);
+	a = aggregator_new(&limits, &modules);
 	if (!a)
 		abort();
 	if (data[0] & 1) {

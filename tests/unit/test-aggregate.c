@@ -38,9 +38,12 @@ static struct aggregator *agg;
 
 static void make_limits(struct aggregator_limits l)
 {
+	struct module_registry modules;
+
 	sym = symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, NULL);
 	cr_assert_not_null(sym);
-	agg = aggregator_new(&l, sym);
+	modules = symbolizer_modules(sym);
+	agg = aggregator_new(&l, &modules);
 	cr_assert_not_null(agg);
 }
 

@@ -143,9 +143,10 @@ static bool fake_describe(void *ctx, uint16_t module, const char **path, const c
 
 static struct aggregator *new_store(struct symbolizer *sym)
 {
+	struct module_registry modules = symbolizer_modules(sym);
 	struct aggregator *a = aggregator_new(&(struct aggregator_limits){
 		.max_processes = 16, .max_stacks = 1000, .max_frames = 10000,
-		.retention_s = 3600 }, sym);
+		.retention_s = 3600 }, &modules);
 
 	cr_assert_not_null(a);
 	return a;
