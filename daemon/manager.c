@@ -257,9 +257,10 @@ static int setup_python(struct manager *m)
 	 * either way. */
 	int fd = !m->config->no_python ? sampler_python_map_fd(m->d.sampler) : -ECANCELED;
 
-	m->d.python = python_new(fd, m->d.symbolizer, &limits);
-	if (!m->d.python)
-		return -ENOMEM;
+	int r = python_new(fd, m->d.symbolizer, &limits, &m->d.python);
+
+	if (r < 0)
+		return r;
 	aggregator_set_hooks(m->d.aggregator, &hooks);
 	return 0;
 }
@@ -661,16 +662,16 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 		goto fail;
 	}
 
-	m->d.symbolizer = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = KALLSYMS_PATH,
-								   .kernel_notes_path = KERNEL_NOTES_PATH,
-								   .debug_dir = cfg->debug_dir,
-								   .cache_bytes = cfg->symbol_cache_mib << 20,
-								   .max_fds = cfg->max_module_fds,
-								   .max_modules = cfg->max_modules,
-								   .demangle = !cfg->no_demangle },
-				       &kr);
-	if (!m->d.symbolizer) {
-		r = log_error_errno(ENOMEM, "Out of memory.");
+	r = symbolizer_new(&(struct symbolizer_opts){ .kallsyms_path = KALLSYMS_PATH,
+						      .kernel_notes_path = KERNEL_NOTES_PATH,
+						      .debug_dir = cfg->debug_dir,
+						      .cache_bytes = cfg->symbol_cache_mib << 20,
+						      .max_fds = cfg->max_module_fds,
+						      .max_modules = cfg->max_modules,
+						      .demangle = !cfg->no_demangle },
+			   &m->d.symbolizer, &kr);
+	if (r < 0) {
+		log_error_errno(r, "Failed to start the symbolizer: %m");
 		goto fail;
 	}
 	r = sd_event_add_io(m->d.event, &m->debug_io, symbolizer_fd(m->d.symbolizer), EPOLLIN,
@@ -691,9 +692,9 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 				 KERNEL_NOTES_PATH);
 	}
 	modules = symbolizer_modules(m->d.symbolizer);
-	m->d.aggregator = aggregator_new(&limits, &modules);
-	if (!m->d.aggregator) {
-		r = log_error_errno(ENOMEM, "Out of memory.");
+	r = aggregator_new(&limits, &modules, &m->d.aggregator);
+	if (r < 0) {
+		log_error_errno(r, "Failed to make the profile store: %m");
 		goto fail;
 	}
 	r = aggregator_start_maps_lane(m->d.aggregator);

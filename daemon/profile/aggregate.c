@@ -13,8 +13,8 @@
 #include "profile/aggregate_internal.h"
 #include "profile/frame.h"
 
-struct aggregator *aggregator_new(const struct aggregator_limits *limits,
-				  const struct module_registry *modules)
+int aggregator_new(const struct aggregator_limits *limits, const struct module_registry *modules,
+		   struct aggregator **ret)
 {
 	struct stacktab_limits sl = {
 		/* the placeholder is ours, not the processes' */
@@ -26,7 +26,7 @@ struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 	long hz = sysconf(_SC_CLK_TCK);
 
 	if (!a)
-		return NULL;
+		return -ENOMEM;
 	a->limits = *limits;
 	if (!a->limits.retention_s)
 		a->limits.retention_s = 3600;
@@ -34,11 +34,13 @@ struct aggregator *aggregator_new(const struct aggregator_limits *limits,
 	owner_tally_init(&a->owners);
 	a->ns_per_tick = NSEC_PER_SEC / (hz > 0 ? (uint64_t)hz : 100);
 	u64map_init(&a->by_pid);
-	a->stacks = stacktab_new(&sl);
-	if (!a->stacks || stacktab_intern(a->stacks, &placeholder, 1, 0,
-					  &a->stack_limit_id) < 0)
-		return aggregator_free(a);
-	return a;
+	if (stacktab_new(&sl, &a->stacks) < 0 ||
+	    stacktab_intern(a->stacks, &placeholder, 1, 0, &a->stack_limit_id) < 0) {
+		aggregator_free(a);
+		return -ENOMEM;
+	}
+	*ret = a;
+	return 0;
 }
 
 void aggregator_set_hooks(struct aggregator *a, const struct aggregator_hooks *hooks)

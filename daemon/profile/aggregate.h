@@ -305,9 +305,9 @@ static inline bool sample_user_unrooted(const struct perfd_sample *s)
 struct aggregator;
 
 /* The store, whose mappings take their module ids from modules
- * (process/modules.h; copied). */
-struct aggregator *aggregator_new(const struct aggregator_limits *limits,
-				  const struct module_registry *modules);
+ * (process/modules.h; copied).  Returns 0 or -ENOMEM. */
+int aggregator_new(const struct aggregator_limits *limits, const struct module_registry *modules,
+		   struct aggregator **ret);
 void aggregator_set_hooks(struct aggregator *a, const struct aggregator_hooks *hooks);
 struct aggregator *aggregator_free(struct aggregator *a);
 

@@ -51,14 +51,15 @@ uint64_t stack_hash(const uint64_t *frames, uint16_t depth, uint16_t kernel_dept
 	return h;
 }
 
-struct stacktab *stacktab_new(const struct stacktab_limits *limits)
+int stacktab_new(const struct stacktab_limits *limits, struct stacktab **ret)
 {
 	struct stacktab *t = calloc(1, sizeof(*t));
 
 	if (!t)
-		return NULL;
+		return -ENOMEM;
 	t->limits = *limits;
-	return t;
+	*ret = t;
+	return 0;
 }
 
 struct stacktab *stacktab_free(struct stacktab *t)

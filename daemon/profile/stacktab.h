@@ -45,7 +45,8 @@ struct stacktab_limits {
 
 struct stacktab;
 
-struct stacktab *stacktab_new(const struct stacktab_limits *limits);
+/* Returns 0 or -ENOMEM. */
+int stacktab_new(const struct stacktab_limits *limits, struct stacktab **ret);
 struct stacktab *stacktab_free(struct stacktab *t);
 
 /* Finds or adds the stack and takes one reference on it.  Returns 0 and the

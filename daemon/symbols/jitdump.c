@@ -224,9 +224,9 @@ int jitdump_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 		return -EPROTONOSUPPORT;
 	if (fseeko(f, 0, SEEK_END) < 0 || (end = ftello(f)) < 0)
 		return -errno;
-	rd.map = perfmap_new();
-	if (!rd.map)
-		return -ENOMEM;
+	r = perfmap_new(&rd.map);
+	if (r < 0)
+		return r;
 	u64map_init(&rd.loads);
 	r = read_records(&rd, size, (uint64_t)end);
 	u64map_done(&rd.loads);

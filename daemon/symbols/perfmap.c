@@ -85,9 +85,14 @@ static size_t resolve_overlaps(struct entry *e, size_t n)
 	return out;
 }
 
-struct perfmap *perfmap_new(void)
+int perfmap_new(struct perfmap **ret)
 {
-	return calloc(1, sizeof(struct perfmap));
+	struct perfmap *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	*ret = m;
+	return 0;
 }
 
 /* Room for one more entry; 0 or -ENOMEM. */
@@ -167,13 +172,13 @@ void perfmap_seal(struct perfmap *m)
 int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped)
 {
 	_cleanup_free_ char *line = malloc(PERFMAP_LINE_MAX + 1);
-	struct perfmap *m = perfmap_new();
+	struct perfmap *m = NULL;
 	size_t skipped = 0, lines = 0;
 	uint64_t bytes = 0;
 	ssize_t len;
 	int r = -ENOMEM;
 
-	if (!m || !line)
+	if (!line || perfmap_new(&m) < 0)
 		goto fail;
 	while ((len = line_read(f, line, PERFMAP_LINE_MAX + 1, &bytes)) != 0) {
 		uint64_t start, size;

@@ -185,13 +185,14 @@ static bool file_id_eq(const struct file_id *a, const struct file_id *b)
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
-struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_kernel_error)
+int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **ret,
+		   int *ret_kernel_error)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 	int r = 0;
 
 	if (!s)
-		return NULL;
+		return -ENOMEM;
 	u64map_init(&s->by_file);
 	u64map_init(&s->jit_by_process);
 	u64map_init(&s->by_owner);
@@ -202,14 +203,15 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 										 MODULES_MAX;
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
-	if (!s->debug_dir || !s->free_ids ||
+	r = !s->debug_dir || !s->free_ids ? -ENOMEM :
 	    offload_new(&(struct offload_opts){ .lanes = 3, .small_lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
 						.take_back = true },
-			&s->lane) < 0) {
+			&s->lane);
+	if (r < 0) {
 		free(s->debug_dir);
 		free(s->free_ids);
 		free(s);
-		return NULL;
+		return r;
 	}
 	if (opts->kallsyms_path)
 		r = ksyms_load(opts->kallsyms_path, &s->ksyms);
@@ -219,7 +221,8 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_k
 					  sizeof(s->kernel_build_id));
 	if (ret_kernel_error)
 		*ret_kernel_error = r;
-	return s;
+	*ret = s;
+	return 0;
 }
 
 /* Forgets the demangled names: they are keyed by the address of names in

@@ -130,9 +130,11 @@ struct symbolizer_stats {
 	size_t memory_bytes;
 };
 
-/* *ret_kernel_error gets the -errno from loading kernel symbols (0 when
- * they loaded). */
-struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts, int *ret_kernel_error);
+/* Returns 0, or -errno (-ENOMEM, or its lanes' threads not started).
+ * *ret_kernel_error (when not NULL) gets the -errno from loading kernel
+ * symbols (0 when they loaded): the symbolizer is made without them. */
+int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **ret,
+		   int *ret_kernel_error);
 struct symbolizer *symbolizer_free(struct symbolizer *s);
 
 /* Returns the module id (FRAME_MODULE_FIRST..LAST) for a file mapping of

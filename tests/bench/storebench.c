@@ -498,11 +498,14 @@ static int run(int n_procs, int hz, int cpus, int seconds, double skew, double r
 		return -ENOMEM;
 	read_memory(&rss0, &hwm0);
 	heap0 = mallinfo2().uordblks;
-	sym = symbolizer_new(&so, NULL);
-	modules = sym ? symbolizer_modules(sym) : (struct module_registry){ 0 };
-	a = sym ? aggregator_new(&limits, &modules) : NULL;
-	if (!a)
-		return -ENOMEM;
+	int err = symbolizer_new(&so, &sym, NULL);
+
+	if (err < 0)
+		return err;
+	modules = symbolizer_modules(sym);
+	err = aggregator_new(&limits, &modules, &a);
+	if (err < 0)
+		return err;
 
 	/* a fixed start, so that a seed gives the same windows every time */
 	t0_ns = SIM_START_S * NSEC_PER_SEC;

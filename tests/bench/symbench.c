@@ -134,16 +134,18 @@ int main(int argc, char **argv)
 	bu = calloc(runs, sizeof(double));
 	for (int r = 0; r < runs; r++) {
 		struct symbolizer_opts o = { .demangle = true };
-		struct symbolizer *s = symbolizer_new(&o, NULL);
+		struct symbolizer *s = NULL;
 		struct procmap map = { .start = 0x100000000000ULL, .end = 0x100000000000ULL + size,
 				       .pgoff = off, .dev_major = major(st.st_dev),
 				       .dev_minor = minor(st.st_dev), .inode = st.st_ino,
 				       .executable = true, .path = argv[1] };
-		int id = symbolizer_module_for_mapping(s, getpid(), &map);
+		int id = symbolizer_new(&o, &s, NULL);
 		char buf[1024];
 		double t0;
 		int passes = 0;
 
+		if (id >= 0)
+			id = symbolizer_module_for_mapping(s, getpid(), 0, &map);
 		if (id <= 0) {
 			fprintf(stderr, "symbench: cannot open %s: %s\n", argv[1], strerror(-id));
 			return 1;

@@ -35,8 +35,7 @@ static void setup(void)
 		return;
 	if (!mkdtemp(dir))
 		abort();
-	sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
-	if (!sym)
+	if (symbolizer_new(&(struct symbolizer_opts){ 0 }, &sym, NULL) < 0)
 		abort();
 	if (statefile_boot_id(this_boot) < 0)
 		abort();
@@ -76,8 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 &ps) < 0)
 		abort();
 	modules = symbolizer_modules(sym);
-	a = aggregator_new(&limits, &modules);
-	if (!a)
+	if (aggregator_new(&limits, &modules, &a) < 0)
 		abort();
 	if (data[0] & 1) {
 		frame(data + 1, size - 1, &b);

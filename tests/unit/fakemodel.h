@@ -128,8 +128,7 @@ _unused_ static void fake_setup(void)
 {
 	struct stacktab_limits l = { 100000, 1000000 };
 
-	fake_stacks = stacktab_new(&l);
-	cr_assert_not_null(fake_stacks);
+	cr_assert_eq(stacktab_new(&l, &fake_stacks), 0);
 	memset(fake_procs, 0, sizeof(fake_procs));
 	fake_parts = (struct profile_parts){ 0 };
 	fake_parts.parts = calloc(FAKE_MAX_PROCS, sizeof(*fake_parts.parts));

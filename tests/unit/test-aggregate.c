@@ -40,11 +40,9 @@ static void make_limits(struct aggregator_limits l)
 {
 	struct module_registry modules;
 
-	sym = symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, NULL);
-	cr_assert_not_null(sym);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
 	modules = symbolizer_modules(sym);
-	agg = aggregator_new(&l, &modules);
-	cr_assert_not_null(agg);
+	cr_assert_eq(aggregator_new(&l, &modules, &agg), 0);
 }
 
 static void make(size_t max_processes, size_t max_stacks)
@@ -1245,13 +1243,14 @@ Test(aggregate, maintain_visits_what_is_due_and_misses_nothing)
 {
 	enum { N = 48 };
 	const uint64_t retention = 40, frames[] = { 0x1000, 0x2000 };
-	struct stacktab *refstacks = stacktab_new(&(struct stacktab_limits){ 16, 1000 });
+	struct stacktab *refstacks;
 	struct history ref[N];
 	bool started[N] = { 0 }, seen[N] = { 0 }, exited[N] = { 0 }, gone[N] = { 0 };
 	uint64_t rng = 0x853c49e6748fea9bull, refkey;
 	size_t n_gone = 0, n_live = 0;
 	uint32_t id;
 
+	cr_assert_eq(stacktab_new(&(struct stacktab_limits){ 16, 1000 }, &refstacks), 0);
 	make_limits((struct aggregator_limits){ .max_processes = 1000, .max_stacks = 1000,
 						.max_frames = 100000, .retention_s = retention });
 	cr_assert_not_null(refstacks);

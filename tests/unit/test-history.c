@@ -30,8 +30,7 @@ static void setup(void)
 {
 	struct stacktab_limits l = { 1000, 100000 };
 
-	stacks = stacktab_new(&l);
-	cr_assert_not_null(stacks);
+	cr_assert_eq(stacktab_new(&l, &stacks), 0);
 	for (uint32_t i = 0; i < N_STACKS; i++) {
 		uint64_t frames[] = { 0x1000 + i, 0x2000 };
 

@@ -139,16 +139,14 @@ static void make_process(struct fixture *fx, pid_t pid)
 static void fixture_new_limits(struct fixture *fx, int no_map, const struct python_limits *limits)
 {
 	*fx = (struct fixture){ .map_fd = no_map };
-	fx->sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
-	cr_assert_not_null(fx->sym);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ 0 }, &fx->sym, NULL), 0);
 	if (no_map == 0) {
 		fx->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, NULL, sizeof(uint32_t),
 					    sizeof(struct perfd_python_process), 64, NULL);
 		cr_assert_geq(fx->map_fd, 0, "bpf_map_create: %s (the tests run as root)",
 			      strerror(-fx->map_fd));
 	}
-	fx->py = python_new(fx->map_fd, fx->sym, limits);
-	cr_assert_not_null(fx->py);
+	cr_assert_eq(python_new(fx->map_fd, fx->sym, limits, &fx->py), 0);
 }
 
 static void fixture_new(struct fixture *fx, int no_map)

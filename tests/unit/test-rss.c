@@ -27,8 +27,7 @@ static void setup(void)
 {
 	struct stacktab_limits l = { 100, 1000 };
 
-	stacks = stacktab_new(&l);
-	cr_assert_not_null(stacks);
+	cr_assert_eq(stacktab_new(&l, &stacks), 0);
 	memset(&p, 0, sizeof(p));
 	history_init(&p.history);
 }

@@ -11,10 +11,11 @@ static const struct stacktab_limits big = { .max_stacks = 1000000, .max_frames =
 
 Test(stacktab, same_frames_intern_to_one_id)
 {
-	struct stacktab *t = stacktab_new(&big);
+	struct stacktab *t;
 	uint64_t a[] = { 1, 2, 3 }, b[] = { 1, 2, 3 }, c[] = { 1, 2, 4 };
 	uint32_t ia, ib, ic;
 
+	cr_assert_eq(stacktab_new(&big, &t), 0);
 	cr_assert_eq(stacktab_intern(t, a, 3, 1, &ia), 0);
 	cr_assert_eq(stacktab_intern(t, b, 3, 1, &ib), 0);
 	cr_assert_eq(stacktab_intern(t, c, 3, 1, &ic), 0);
@@ -29,10 +30,11 @@ Test(stacktab, same_frames_intern_to_one_id)
 
 Test(stacktab, kernel_depth_is_part_of_identity)
 {
-	struct stacktab *t = stacktab_new(&big);
+	struct stacktab *t;
 	uint64_t a[] = { 1, 2 };
 	uint32_t i1, i2;
 
+	cr_assert_eq(stacktab_new(&big, &t), 0);
 	stacktab_intern(t, a, 2, 0, &i1);
 	stacktab_intern(t, a, 2, 1, &i2);
 	cr_assert_neq(i1, i2);
@@ -41,10 +43,11 @@ Test(stacktab, kernel_depth_is_part_of_identity)
 
 Test(stacktab, last_unref_frees_and_reuses_the_id)
 {
-	struct stacktab *t = stacktab_new(&big);
+	struct stacktab *t;
 	uint64_t a[] = { 7 }, b[] = { 8 };
 	uint32_t ia, ib;
 
+	cr_assert_eq(stacktab_new(&big, &t), 0);
 	stacktab_intern(t, a, 1, 0, &ia);
 	stacktab_ref(t, ia);
 	stacktab_unref(t, ia);
@@ -65,10 +68,11 @@ Test(stacktab, last_unref_frees_and_reuses_the_id)
 Test(stacktab, limits_refuse_new_stacks_but_not_known_ones)
 {
 	struct stacktab_limits l = { .max_stacks = 2, .max_frames = 5 };
-	struct stacktab *t = stacktab_new(&l);
+	struct stacktab *t;
 	uint64_t a[] = { 1, 2 }, b[] = { 3, 4, 5 }, c[] = { 6 };
 	uint32_t id;
 
+	cr_assert_eq(stacktab_new(&l, &t), 0);
 	cr_assert_eq(stacktab_intern(t, a, 2, 0, &id), 0);
 	cr_assert_eq(stacktab_intern(t, b, 3, 0, &id), 0);
 	cr_assert_eq(stacktab_intern(t, c, 1, 0, &id), -ENOSPC); /* stacks */
@@ -76,7 +80,7 @@ Test(stacktab, limits_refuse_new_stacks_but_not_known_ones)
 	stacktab_free(t);
 
 	l = (struct stacktab_limits){ .max_stacks = 10, .max_frames = 4 };
-	t = stacktab_new(&l);
+	cr_assert_eq(stacktab_new(&l, &t), 0);
 	cr_assert_eq(stacktab_intern(t, a, 2, 0, &id), 0);
 	cr_assert_eq(stacktab_intern(t, b, 3, 0, &id), -ENOSPC); /* frames */
 	cr_assert_eq(stacktab_intern(t, c, 1, 0, &id), 0);
@@ -85,7 +89,8 @@ Test(stacktab, limits_refuse_new_stacks_but_not_known_ones)
 
 Test(stacktab, many_stacks_survive_growth_and_removal)
 {
-	struct stacktab *t = stacktab_new(&big);
+	struct stacktab *t;
+	cr_assert_eq(stacktab_new(&big, &t), 0);
 	enum { N = 50000 };
 	static uint32_t ids[N];
 

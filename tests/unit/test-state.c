@@ -92,12 +92,13 @@ Test(statefile, a_string_longer_than_asked_or_with_a_nul_is_bad)
 
 Test(history, a_restored_window_goes_after_the_newest_only)
 {
-	struct stacktab *t = stacktab_new(&(struct stacktab_limits){ 16, 64 });
+	struct stacktab *t;
 	const uint64_t frames[] = { 1, 2 };
 	struct history h;
 	uint32_t id;
 	uint64_t key, value = 5;
 
+	cr_assert_eq(stacktab_new(&(struct stacktab_limits){ 16, 64 }, &t), 0);
 	cr_assert_eq(stacktab_intern(t, frames, 2, 0, &id), 0);
 	key = profile_key(id, 7, PROFILE_KIND_CPU);
 	history_init(&h);
@@ -144,11 +145,14 @@ static bool fake_describe(void *ctx, uint16_t module, const char **path, const c
 static struct aggregator *new_store(struct symbolizer *sym)
 {
 	struct module_registry modules = symbolizer_modules(sym);
-	struct aggregator *a = aggregator_new(&(struct aggregator_limits){
-		.max_processes = 16, .max_stacks = 1000, .max_frames = 10000,
-		.retention_s = 3600 }, &modules);
+	struct aggregator *a;
 
-	cr_assert_not_null(a);
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 16,
+								  .max_stacks = 1000,
+								  .max_frames = 10000,
+								  .retention_s = 3600 },
+				    &modules, &a),
+		     0);
 	return a;
 }
 
@@ -225,12 +229,13 @@ static struct persist *sampled_into_new_state(struct aggregator *a, uint64_t t0,
 
 Test(persist, a_store_read_back_holds_every_value_under_its_names)
 {
-	struct symbolizer *sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
+	struct symbolizer *sym;
 	struct aggregator *a = new_store(sym), *b;
 	struct persist *ps, *again;
 	struct persist_stats st;
 	uint64_t now = now_monotonic_ns(), t0 = (now / SEC - 60) * SEC;
 
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ 0 }, &sym, NULL), 0);
 	ps = sampled_into_new_state(a, t0, now, three_to_one);
 	{
 		struct persist_names names = { fake_resolve, fake_describe, ps, NULL };
@@ -282,7 +287,7 @@ Test(persist, a_store_read_back_holds_every_value_under_its_names)
 
 Test(persist, the_restored_names_go_with_the_windows_that_named_them)
 {
-	struct symbolizer *sym = symbolizer_new(&(struct symbolizer_opts){ 0 }, NULL);
+	struct symbolizer *sym;
 	struct aggregator *a = new_store(sym), *b;
 	struct persist *ps, *again;
 	struct persist_stats st;
@@ -290,6 +295,7 @@ Test(persist, the_restored_names_go_with_the_windows_that_named_them)
 	uint64_t now = now_monotonic_ns(), t0 = (now / SEC - 60) * SEC;
 	size_t whole;
 
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ 0 }, &sym, NULL), 0);
 	ps = sampled_into_new_state(a, t0, now, one_then_the_other);
 	{
 		struct persist_names names = { fake_resolve, fake_describe, ps, NULL };

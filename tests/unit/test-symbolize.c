@@ -62,8 +62,9 @@ static uint64_t frame_of(struct symbolizer *s, uint64_t addr)
 static struct symbolizer *make(size_t cache_bytes, bool demangle)
 {
 	struct symbolizer_opts o = { .cache_bytes = cache_bytes, .demangle = demangle };
-	struct symbolizer *s = symbolizer_new(&o, NULL);
+	struct symbolizer *s;
 
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
 	cr_assert_not_null(s);
 	return s;
 }
@@ -321,8 +322,7 @@ Test(symbolize, the_kernel_is_a_module_with_its_build_id)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, notes, sizeof(notes)), (ssize_t)sizeof(notes));
 	close(fd);
-	s = symbolizer_new(&o, NULL);
-	cr_assert_not_null(s);
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
 	unlink(path);
 	cr_assert(symbolizer_describe_module(s, FRAME_MODULE_KERNEL, &kpath, &build_id));
 	cr_assert_str_eq(kpath, "[kernel.kallsyms]");
@@ -455,10 +455,11 @@ static const struct procmap *own_mapping(uintptr_t addr, struct procmaps **maps)
 static size_t table_bytes(uintptr_t addr, const char *debug_dir)
 {
 	struct symbolizer_opts o = { .debug_dir = debug_dir, .demangle = true };
-	struct symbolizer *s = symbolizer_new(&o, NULL);
+	struct symbolizer *s;
 	struct symbolizer_stats st;
 	char buf[256];
 
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
 	cr_assert_not_null(s);
 	(void)settled_name(s, frame_of(s, addr), buf, sizeof(buf));
 	symbolizer_get_stats(s, &st);
@@ -678,7 +679,7 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 		.cache_bytes = table_bytes((uintptr_t)&symbolize_test_function, NULL) * 5 / 2,
 		.max_fds = MAX_FDS,
 	};
-	struct symbolizer *s = symbolizer_new(&o, NULL);
+	struct symbolizer *s;
 	char dir[] = "/tmp/perfd-test-fds-XXXXXX", paths[COPIES][64], buf[256];
 	struct procmap alias[COPIES];
 	struct symbolizer_stats st;
@@ -687,6 +688,7 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 	int ids[COPIES];
 	size_t fds_before;
 
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
 	cr_assert_not_null(s);
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
@@ -747,7 +749,7 @@ Test(symbolize, one_owner_holds_at_most_its_share)
 {
 	enum { MAX = 16, SHARE = MAX - MAX / 4 };
 	struct symbolizer_opts o = { .max_modules = MAX, .max_fds = 8 };
-	struct symbolizer *s = symbolizer_new(&o, NULL);
+	struct symbolizer *s;
 	char dir[] = "/tmp/perfd-test-share-XXXXXX", path[64];
 	struct symbolizer_stats st;
 	struct procmaps *maps = NULL;
@@ -755,6 +757,7 @@ Test(symbolize, one_owner_holds_at_most_its_share)
 	struct procmap alias;
 	int id;
 
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
 	cr_assert_not_null(s);
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
@@ -792,7 +795,7 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 {
 	enum { MAX = 16 };
 	struct symbolizer_opts o = { .max_modules = MAX, .max_fds = 8 };
-	struct symbolizer *s = symbolizer_new(&o, NULL);
+	struct symbolizer *s;
 	char dir[] = "/tmp/perfd-test-ids-XXXXXX", path[64], buf[256];
 	struct module_set *used = calloc(1, sizeof(*used));
 	struct symbolizer_stats st;
@@ -802,6 +805,7 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 	const char *p, *b;
 	int own_id, id;
 
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
 	cr_assert_not_null(s);
 	cr_assert_not_null(used);
 	cr_assert_not_null(mkdtemp(dir));

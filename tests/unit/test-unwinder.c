@@ -113,8 +113,7 @@ static void env_open_bare(struct env *e, uint32_t rows, uint32_t mappings, uint3
 				    sizeof(struct perfd_unwind_mapping), mappings);
 	e->processes_fd = map_create(BPF_MAP_TYPE_HASH, "unwind_processes",
 				     sizeof(struct perfd_unwind_process), processes);
-	e->sym = symbolizer_new(&so, NULL);
-	cr_assert_not_null(e->sym);
+	cr_assert_eq(symbolizer_new(&so, &e->sym, NULL), 0);
 	uo = (struct unwinder_opts){
 		.rows_fd = e->rows_fd,
 		.mappings_fd = e->mappings_fd,

@@ -137,13 +137,13 @@ struct python {
 	struct python_stats stats;
 };
 
-struct python *python_new(int map_fd, struct symbolizer *symbolizer,
-			  const struct python_limits *limits)
+int python_new(int map_fd, struct symbolizer *symbolizer, const struct python_limits *limits,
+	       struct python **ret)
 {
 	struct python *py = calloc(1, sizeof(*py));
 
 	if (!py)
-		return NULL;
+		return -ENOMEM;
 	py->map_fd = map_fd;
 	py->symbolizer = symbolizer;
 	py->limits = *limits;
@@ -162,10 +162,11 @@ struct python *python_new(int map_fd, struct symbolizer *symbolizer,
 	py->funcs = calloc(FUNC_FIRST, sizeof(*py->funcs));
 	if (!py->funcs) {
 		free(py);
-		return NULL;
+		return -ENOMEM;
 	}
 	py->n_funcs = py->cap_funcs = FUNC_FIRST;
-	return py;
+	*ret = py;
+	return 0;
 }
 
 static void code_cache_clear(struct python *py, struct pyprocess *pp)

@@ -56,9 +56,9 @@ struct python;
 /* map_fd: the BPF python_processes map, or -ENOTSUP when this kernel
  * cannot walk Python frames, -ECANCELED when they are turned off (processes
  * are still recognized and reported).  symbolizer gives the descriptors of
- * mapped files. */
-struct python *python_new(int map_fd, struct symbolizer *symbolizer,
-			  const struct python_limits *limits);
+ * mapped files.  Returns 0 or -ENOMEM. */
+int python_new(int map_fd, struct symbolizer *symbolizer, const struct python_limits *limits,
+	       struct python **ret);
 struct python *python_free(struct python *py);
 
 /* Called after p's mappings were (re)read: recognizes CPython and, once an
