@@ -301,29 +301,50 @@ _unused_ static struct model *fake_fanout_model(uint32_t stacks, int depth)
 	return fake_build();
 }
 
-_unused_ static char *fake_encode_text(int (*encode)(const struct model *, const struct encode_opts *,
-						     struct jsonw *),
-				       const struct model *m, const struct encode_opts *eo)
+/* o's member key, which must be there. */
+_unused_ static json_object *fake_get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\" in %s", key,
+		  json_object_to_json_string(o));
+	return v;
+}
+
+typedef int fake_encoder(const struct model *, const struct encode_opts *, struct jsonw *);
+
+/* What encode writes for m, read as strict JSON with nothing after it; the
+ * caller puts it. */
+_unused_ static json_object *fake_encode_json(fake_encoder *encode, const struct model *m,
+					      const struct encode_opts *eo)
 {
 	struct json_tokener *tok = json_tokener_new();
 	struct jsonw w;
 	json_object *o;
-	char *text;
 
 	jsonw_init(&w);
 	cr_assert_eq(encode(m, eo, &w), 0);
 	cr_assert_not_null(tok);
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	o = json_tokener_parse_ex(tok, w.buf, (int)w.len);
-	cr_assert_not_null(o, "not strict JSON");
-	cr_assert_eq(json_tokener_get_parse_end(tok), w.len, "bytes after the string");
+	cr_assert_not_null(o, "not strict JSON: %.*s", (int)MIN(w.len, 400), w.buf);
+	cr_assert_eq(json_tokener_get_parse_end(tok), w.len, "bytes after the JSON");
+	json_tokener_free(tok);
+	jsonw_done(&w);
+	return o;
+}
+
+_unused_ static char *fake_encode_text(fake_encoder *encode, const struct model *m,
+				       const struct encode_opts *eo)
+{
+	json_object *o = fake_encode_json(encode, m, eo);
+	char *text;
+
 	cr_assert(json_object_is_type(o, json_type_string), "not a string");
 	text = strdup(json_object_get_string(o));
 	cr_assert_not_null(text);
 	cr_assert_eq(strlen(text), (size_t)json_object_get_string_len(o), "a NUL in the text");
 	json_object_put(o);
-	json_tokener_free(tok);
-	jsonw_done(&w);
 	return text;
 }
 

@@ -25,39 +25,21 @@ static json_object *encode_opts(struct model_opts mo)
 {
 	struct model *m = fake_build_opts(mo);
 	struct encode_opts eo = { .period_ns = PERIOD_NS, .memory_sample_bytes = 1 << 20 };
-	struct json_tokener *tok = json_tokener_new();
-	struct jsonw w;
-	json_object *o;
+	json_object *o = fake_encode_json(speedscope_encode, m, &eo);
 
-	cr_assert_not_null(tok);
-	jsonw_init(&w);
-	cr_assert_eq(speedscope_encode(m, &eo, &w), 0);
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, w.buf, (int)w.len);
-	cr_assert_not_null(o, "not strict JSON: %.*s", (int)MIN(w.len, 400), w.buf);
 	cr_assert(json_object_is_type(o, json_type_object));
-	json_tokener_free(tok);
-	jsonw_done(&w);
 	model_free(m);
 	return o;
 }
 
-static json_object *get(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-
-	cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\"", key);
-	return v;
-}
-
 static const char *get_str(json_object *o, const char *key)
 {
-	return json_object_get_string(get(o, key));
+	return json_object_get_string(fake_get(o, key));
 }
 
 static int64_t get_int(json_object *o, const char *key)
 {
-	return json_object_get_int64(get(o, key));
+	return json_object_get_int64(fake_get(o, key));
 }
 
 /* The frames array; checks the file's top level on the way. */
@@ -65,14 +47,14 @@ static json_object *frames_of(json_object *doc)
 {
 	cr_assert_str_eq(get_str(doc, "$schema"), "https://www.speedscope.app/file-format-schema.json");
 	cr_assert_str_eq(get_str(doc, "exporter"), "perfd");
-	return get(get(doc, "shared"), "frames");
+	return fake_get(fake_get(doc, "shared"), "frames");
 }
 
 /* Profile i, whose samples' frame indexes all resolve and whose endValue
  * is its weights' sum. */
 static json_object *profile(json_object *doc, size_t i)
 {
-	json_object *ps = get(doc, "profiles"), *p, *samples, *weights;
+	json_object *ps = fake_get(doc, "profiles"), *p, *samples, *weights;
 	size_t n_frames = json_object_array_length(frames_of(doc));
 	int64_t sum = 0;
 
@@ -80,8 +62,8 @@ static json_object *profile(json_object *doc, size_t i)
 	p = json_object_array_get_idx(ps, i);
 	cr_assert_str_eq(get_str(p, "type"), "sampled");
 	cr_assert_eq(get_int(p, "startValue"), 0);
-	samples = get(p, "samples");
-	weights = get(p, "weights");
+	samples = fake_get(p, "samples");
+	weights = fake_get(p, "weights");
 	cr_assert_eq(json_object_array_length(samples), json_object_array_length(weights));
 	for (size_t k = 0; k < json_object_array_length(samples); k++) {
 		json_object *stack = json_object_array_get_idx(samples, k);
@@ -99,7 +81,7 @@ static json_object *profile(json_object *doc, size_t i)
 /* Stack k of profile p as "root;...;leaf" of frame names. */
 static void stack_text(json_object *doc, json_object *p, size_t k, char *buf, size_t size)
 {
-	json_object *stack = json_object_array_get_idx(get(p, "samples"), k);
+	json_object *stack = json_object_array_get_idx(fake_get(p, "samples"), k);
 	json_object *frames = frames_of(doc);
 	size_t at = 0;
 
@@ -118,10 +100,10 @@ static int64_t weight_of(json_object *doc, json_object *p, const char *text)
 {
 	char buf[512];
 
-	for (size_t k = 0; k < json_object_array_length(get(p, "samples")); k++) {
+	for (size_t k = 0; k < json_object_array_length(fake_get(p, "samples")); k++) {
 		stack_text(doc, p, k, buf, sizeof(buf));
 		if (strcmp(buf, text) == 0)
-			return json_object_get_int64(json_object_array_get_idx(get(p, "weights"), k));
+			return json_object_get_int64(json_object_array_get_idx(fake_get(p, "weights"), k));
 	}
 	cr_assert_fail("no stack %s", text);
 	return 0;
@@ -147,7 +129,7 @@ Test(speedscope, cpu_stacks_root_first_in_nanoseconds)
 	doc = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .lines = true,
 					       .python_lines = true });
 	cr_assert_str_eq(get_str(doc, "name"), "perfd cpu snapshot");
-	cr_assert_eq(json_object_array_length(get(doc, "profiles")), 1);
+	cr_assert_eq(json_object_array_length(fake_get(doc, "profiles")), 1);
 	cr_assert_eq(get_int(doc, "activeProfileIndex"), 0);
 	p = profile(doc, 0);
 	cr_assert_str_eq(get_str(p, "name"), "app (pid 10)");
@@ -180,7 +162,7 @@ Test(speedscope, a_profile_per_thread_frames_shared_heaviest_active)
 	fake_add_threads();
 	doc = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .threads = true,
 					       .python_lines = true });
-	cr_assert_eq(json_object_array_length(get(doc, "profiles")), 3);
+	cr_assert_eq(json_object_array_length(fake_get(doc, "profiles")), 3);
 	/* by process, then tid */
 	cr_assert_str_eq(get_str(profile(doc, 0), "name"), "app (pid 10) thread 10 app");
 	cr_assert_str_eq(get_str(profile(doc, 1), "name"), "app (pid 10) thread 11 worker");
@@ -194,7 +176,7 @@ Test(speedscope, a_profile_per_thread_frames_shared_heaviest_active)
 
 	/* the same without threads: one profile per process */
 	doc = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
-	cr_assert_eq(json_object_array_length(get(doc, "profiles")), 2);
+	cr_assert_eq(json_object_array_length(fake_get(doc, "profiles")), 2);
 	cr_assert_str_eq(get_str(profile(doc, 0), "name"), "app (pid 10)");
 	cr_assert_eq(weight_of(doc, profile(doc, 0), "main;outer"), 3LL * PERIOD_NS);
 	cr_assert_str_eq(get_str(profile(doc, 1), "name"), "other (pid 20)");
@@ -235,7 +217,7 @@ Test(speedscope, an_empty_model_has_no_profiles)
 
 	fake_process(0, 10, "app", NULL);
 	doc = encode_opts((struct model_opts){ .kind = PROFILE_KIND_CPU, .python_lines = true });
-	cr_assert_eq(json_object_array_length(get(doc, "profiles")), 0);
+	cr_assert_eq(json_object_array_length(fake_get(doc, "profiles")), 0);
 	cr_assert_eq(json_object_array_length(frames_of(doc)), 0);
 	cr_assert(!json_object_object_get_ex(doc, "activeProfileIndex", NULL));
 	json_object_put(doc);
