@@ -52,7 +52,7 @@ CLI_SRCS := $(sort $(wildcard cli/*.c))
 FLAME_OBJS := $(addprefix $(BUILD)/daemon/,encode/calltree.o encode/flame.o encode/flamepage.o \
 	encode/flamesvg.o base/jsonw.o)
 CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS))) $(BUILD)/daemon/base/duration.o \
-	$(BUILD)/daemon/base/base64.o $(BUILD)/daemon/base/u64map.o $(FLAME_OBJS) $(PROTO_OBJS) \
+	$(BUILD)/daemon/base/kindtab.o $(BUILD)/daemon/base/base64.o $(BUILD)/daemon/base/u64map.o $(FLAME_OBJS) $(PROTO_OBJS) \
 	$(BUILD)/gen/version.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))

@@ -38,6 +38,7 @@
 #include "api/query.h"
 #include "base/clock.h"
 #include "base/jsonw.h"
+#include "base/kindtab.h"
 #include "base/log.h"
 #include "collect/sampler.h"
 #include "encode/encode.h"
@@ -121,13 +122,12 @@ static int parse_kind(struct json_object *req, int *ret, struct perfd_request_er
 		return 0;
 	if (!json_object_is_type(v, json_type_string))
 		return request_fail(e, PERFD_ERR_BAD_REQUEST,
-			    "\"kind\" must be a string: cpu, memory or offcpu");
-	k = profile_kind_from_name(json_object_get_string(v),
-				   (size_t)json_object_get_string_len(v));
+			    "\"kind\" must be a string: " PERFD_KIND_NAMES(", ", " or "));
+	k = kind_find(json_object_get_string(v), (size_t)json_object_get_string_len(v));
 	if (k < 0) {
 		request_quote(json_object_get_string(v), (size_t)json_object_get_string_len(v), q, sizeof(q));
 		return request_fail(e, PERFD_ERR_BAD_REQUEST,
-			    "unknown \"kind\" \"%s\": must be cpu, memory or offcpu", q);
+			    "unknown \"kind\" \"%s\": must be " PERFD_KIND_NAMES(", ", " or "), q);
 	}
 	*ret = k;
 	return 0;
@@ -359,7 +359,7 @@ static void reply_profile(struct answer *a, struct model *model)
 			 "no samples: process %u did not run on a CPU during the snapshot", ai->pid);
 	else if (model->total == 0)
 		snprintf(note, sizeof(note), "no %s samples of the selected processes in that time",
-			 profile_kinds[kind].name);
+			 kind_infos[kind].name);
 	if (ai->samples_refused) {
 		size_t at = strlen(note);
 
@@ -401,9 +401,11 @@ static void reply_profile(struct answer *a, struct model *model)
 	jsonw_kv_double(&w, "from", ai->begin_ns ? monotonic_to_unix(ai->begin_ns) : 0);
 	jsonw_kv_double(&w, "to", ai->end_ns ? monotonic_to_unix(ai->end_ns) : 0);
 	jsonw_kv_double(&w, "duration_seconds", covered);
-	jsonw_kv_string(&w, "kind", profile_kinds[kind].name);
-	jsonw_kv_string(&w, "unit", profile_kinds[kind].unit);
-	jsonw_kv_u64(&w, "samples", kind == PROFILE_KIND_CPU ? model->total : ai->samples);
+	jsonw_kv_string(&w, "kind", kind_infos[kind].name);
+	jsonw_kv_string(&w, "unit", kind_infos[kind].unit);
+	/* a kind counted in periods holds its samples; another's are counted apart */
+	jsonw_kv_u64(&w, "samples", kind_infos[kind].period == PERFD_KIND_PERIOD_PERIODS ? model->total :
+										       ai->samples);
 	jsonw_kv_u64(&w, "value", model->total);
 	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
 	jsonw_kv_string(&w, "sampling", sampler_fixed_period(d->sampler) ? "fixed" : "jittered");

@@ -51,6 +51,7 @@
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/jsonw.h"
+#include "base/kindtab.h"
 #include "collect/sampler.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
@@ -64,13 +65,20 @@ static const char *const function_sorts[] = { "self", "total" };
 
 static int parse_top(struct json_object *req, struct perfd_request *r, struct perfd_request_error *e)
 {
-	const char *kinds[] = { profile_kinds[PROFILE_KIND_CPU].name,
-				profile_kinds[PROFILE_KIND_MEMORY].name };
+	/* the kinds something produces, the first (cpu) by default */
+	const char *kinds[PROFILE_KINDS];
+	enum profile_kind kind_of[PROFILE_KINDS];
+	size_t n_kinds = 0;
 	struct perfd_top_args *t = &r->top_args;
 	int64_t interval = PERFD_TOP_DEFAULT_INTERVAL, rows = PERFD_TOP_DEFAULT_ROWS, offset = 0,
 		depth = PERFD_TOP_DEFAULT_DEPTH, pid = 0;
 	int k, kind = 0;
 
+	for (size_t i = 0; i < PROFILE_KINDS; i++)
+		if (kind_infos[i].counts != PERFD_KIND_COUNTS_NONE) {
+			kind_of[n_kinds] = (enum profile_kind)i;
+			kinds[n_kinds++] = kind_infos[i].name;
+		}
 	t->view = TOP_PROCESSES;
 	t->function_kind = -1;
 	if ((k = request_get_choice(req, "view", view_names, ELEMENTSOF(view_names), &t->view, e)) < 0 ||
@@ -82,7 +90,7 @@ static int parse_top(struct json_object *req, struct perfd_request *r, struct pe
 	    (k = request_get_bool(req, "all", &r->all, e)) < 0 ||
 	    (k = request_get_bool(req, "kernel_threads", &t->kernel_threads, e)) < 0 ||
 	    (k = request_get_name(req, "filter", t->filter, sizeof(t->filter), e)) < 0 ||
-	    (k = request_get_choice(req, "kind", kinds, ELEMENTSOF(kinds), &kind, e)) < 0 ||
+	    (k = request_get_choice(req, "kind", kinds, n_kinds, &kind, e)) < 0 ||
 	    (k = request_get_name(req, "function", t->function, sizeof(t->function), e)) < 0 ||
 	    (k = request_get_choice(req, "function_kind", frame_kind_names, FRAME_KINDS,
 				    &t->function_kind, e)) < 0)
@@ -97,7 +105,7 @@ static int parse_top(struct json_object *req, struct perfd_request *r, struct pe
 		return request_fail(e, PERFD_ERR_BAD_REQUEST,
 			    "\"pid\", \"kind\" and \"function\" are for \"view\": \"functions\"");
 	r->interval_seconds = (unsigned)interval;
-	r->kind = kind == 0 ? PROFILE_KIND_CPU : PROFILE_KIND_MEMORY;
+	r->kind = kind_of[kind];
 	r->pids[0] = (uint32_t)pid;
 	r->n_pids = pid > 0;
 	t->rows = (unsigned)rows;
@@ -530,7 +538,7 @@ static int tree_choose(struct tree *tree, size_t budget)
 static int build_ftable(struct ftable *t, unsigned depth)
 {
 	const struct model *m = t->m;
-	bool kernel = m->kind != PROFILE_KIND_MEMORY;
+	bool kernel = kind_infos[m->kind].kernel_frames;
 	int r;
 
 	for (size_t i = 0; i < m->n_samples; i++) {
@@ -716,9 +724,9 @@ int top_write_function_table(const struct perfd_top_args *a, const struct model 
 	}
 
 	jsonw_kv_string(w, "sort", function_sorts[a->sort]);
-	jsonw_kv_string(w, "kind", profile_kinds[m->kind].name);
-	jsonw_kv_string(w, "unit", profile_kinds[m->kind].unit);
-	jsonw_kv_bool(w, "kernel_frames", m->kind != PROFILE_KIND_MEMORY);
+	jsonw_kv_string(w, "kind", kind_infos[m->kind].name);
+	jsonw_kv_string(w, "unit", kind_infos[m->kind].unit);
+	jsonw_kv_bool(w, "kernel_frames", kind_infos[m->kind].kernel_frames);
 	jsonw_kv_u64(w, "total", m->total);
 	jsonw_kv_u64(w, "processes_sampled", m->n_processes);
 	jsonw_kv_u64(w, "matched", t.n);

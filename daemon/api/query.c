@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/kindtab.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
 #include "perfd/unwind.h"
@@ -292,7 +293,7 @@ json_object *query_status(const struct status_info *in)
 		json_object *why = json_object_new_object(), *refused = json_object_new_object();
 
 		for (int k = 0; k < PROFILE_KINDS; k++)
-			add_u64(ev, profile_kinds[k].name, in->agg.values_evicted[k]);
+			add_u64(ev, kind_infos[k].name, in->agg.values_evicted[k]);
 		json_object_object_add(st, "values_evicted", ev);
 		/* eviction steps, by what ran out and by whose data went */
 		add_u64(why, "memory", in->agg.evictions_memory);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/kindtab.h"
 #include "encode/encode.h"
 #include "encode/flame.h"
 #include "perfd/macro.h"
@@ -127,10 +128,11 @@ int flame_model_encode(const struct model *m, const struct encode_opts *o, struc
 		kinds[i] = frame_kind_names[i];
 	if (r == 0)
 		r = flame_init(&f, &t, &(struct flame_opts){
-			.kind = profile_kinds[m->kind].name,
-			.unit = profile_kinds[m->kind].unit,
-			.period_ns = m->kind == PROFILE_KIND_CPU ? o->period_ns : 0,
-			.memory_sample_bytes = m->kind == PROFILE_KIND_MEMORY ? o->memory_sample_bytes : 0,
+			.kind = kind_infos[m->kind].name,
+			.unit = kind_infos[m->kind].unit,
+			.period_ns = kind_infos[m->kind].period == PERFD_KIND_PERIOD_PERIODS ? o->period_ns : 0,
+			.memory_sample_bytes =
+				kind_infos[m->kind].period == PERFD_KIND_PERIOD_BYTES ? o->memory_sample_bytes : 0,
 			.time_unix_ns = o->time_unix_ns,
 			.duration_ns = o->duration_ns,
 			.total = m->total,

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/kindtab.h"
 #include "base/utf8.h"
 #include "encode/flame.h"
 #include "perfd/macro.h"
@@ -311,9 +312,8 @@ static void put_line(const struct svg *s, int *line, const char *cls)
 static void put_summary(const struct svg *s, int *line)
 {
 	const struct flame *f = s->f;
-	const char *kind = strcmp(f->o.kind, "cpu") == 0 ? "CPU"
-			   : strcmp(f->o.kind, "memory") == 0 ? "Memory growth"
-			   : strcmp(f->o.kind, "offcpu") == 0 ? "Off-CPU" : f->o.kind;
+	const struct kind_info *k = kind_by_name(f->o.kind);
+	const char *kind = k ? k->title : f->o.kind;
 	char a[64], when[32], d[32];
 
 	put_line(s, line, "quiet");

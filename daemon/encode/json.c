@@ -27,6 +27,7 @@
  * when the model keeps kernel addresses (model.h: the client may see
  * them), so that a script can tell a hidden address from a shown one.
  */
+#include "base/kindtab.h"
 #include "encode/calltree.h"
 #include "encode/encode.h"
 #include "perfd/macro.h"
@@ -103,9 +104,9 @@ int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw
 
 	if (r == 0) {
 		jsonw_object_begin(w);
-		jsonw_kv_string(w, "kind", profile_kinds[m->kind].name);
-		jsonw_kv_string(w, "unit", profile_kinds[m->kind].unit);
-		if (m->kind == PROFILE_KIND_CPU)
+		jsonw_kv_string(w, "kind", kind_infos[m->kind].name);
+		jsonw_kv_string(w, "unit", kind_infos[m->kind].unit);
+		if (kind_infos[m->kind].period == PERFD_KIND_PERIOD_PERIODS)
 			jsonw_kv_u64(w, "period_ns", o->period_ns);
 		jsonw_kv_u64(w, "total", m->total);
 		jsonw_key(w, "frames");

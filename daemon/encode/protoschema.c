@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* protoschema.c - see protoschema.h: the kinds and labels of pprof and OTLP. */
 #include "encode/protoschema.h"
+#include "base/kindtab.h"
 
-const struct proto_kind proto_kinds[PROFILE_KINDS] = {
-	[PROFILE_KIND_CPU] = { 2, { { "samples", "count" }, { "cpu", "nanoseconds" } },
-			       { false, true }, { "cpu", "nanoseconds" } },
-	[PROFILE_KIND_MEMORY] = { 1, { { "space", "bytes" } }, { false }, { "space", "bytes" } },
-	[PROFILE_KIND_OFFCPU] = { 1, { { "off_cpu", "nanoseconds" } }, { false },
-				  { "off_cpu", "nanoseconds" } },
-};
+/* A PERIODS kind lists the count of samples, then their value (the count
+ * times the period); the others their value alone.  Either way the period
+ * type is the kind's own. */
+#define PROTO_KIND_PERIODS(type, unit)                                                   \
+	{ 2, { { KIND_PPROF_COUNT_TYPE, KIND_PPROF_COUNT_UNIT }, { type, unit } }, { false, true }, \
+	  { type, unit } }
+#define PROTO_KIND_BYTES(type, unit) { 1, { { type, unit } }, { false }, { type, unit } }
+#define PROTO_KIND_NONE(type, unit) PROTO_KIND_BYTES(type, unit)
+#define PROTO_KIND_ROW(id, value, name, unit, title, kernel, period, counts, kskip, ptype, punit) \
+	[value] = PROTO_KIND_##period(ptype, punit),
+const struct proto_kind proto_kinds[PROFILE_KINDS] = { PERFD_KINDS(PROTO_KIND_ROW) };
 
 const char *const proto_label_keys[PROTO_LABEL_KEYS] = {
 	[PROTO_LABEL_PID] = "pid",	   [PROTO_LABEL_TID] = "tid",
@@ -18,14 +23,15 @@ const char *const proto_label_keys[PROTO_LABEL_KEYS] = {
 
 int64_t proto_period(enum profile_kind kind, const struct encode_opts *o)
 {
-	switch (kind) {
-	case PROFILE_KIND_CPU:
+	switch (kind_infos[kind].period) {
+	case PERFD_KIND_PERIOD_PERIODS:
 		return (int64_t)o->period_ns;
-	case PROFILE_KIND_MEMORY:
+	case PERFD_KIND_PERIOD_BYTES:
 		return (int64_t)o->memory_sample_bytes;
-	default:
-		return 0;
+	case PERFD_KIND_PERIOD_NONE:
+		break;
 	}
+	return 0;
 }
 
 size_t proto_process_labels(const struct model_process *pr,

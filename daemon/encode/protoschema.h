@@ -6,9 +6,10 @@
  * Per kind of profile: the value types with their units (pprof lists them
  * all; OTLP v1.8.0 has one sample type per profile and takes the first),
  * the period type and the period; and the labels every sample of a
- * process carries (pid, comm, cgroup and unit where known).  A new kind,
- * value or label is a row here, and both formats state it alike.  The
- * texts are literals: the encoders' string tables point at them.
+ * process carries (pid, comm, cgroup and unit where known).  The kinds'
+ * types are generated from perfd/kinds.h's rows; a new label is a row
+ * here; both formats state them alike.  The texts are literals: the
+ * encoders' string tables point at them.
  */
 #ifndef PERFD_ENCODE_PROTOSCHEMA_H
 #define PERFD_ENCODE_PROTOSCHEMA_H

@@ -33,21 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/kindtab.h"
 #include "encode/encode.h"
 #include "perfd/macro.h"
 
 #define SPEEDSCOPE_SCHEMA "https://www.speedscope.app/file-format-schema.json"
-
-/* The unit of a profile's weights, per kind, and whether a value is
- * multiplied by the sampling period to be in it. */
-static const struct {
-	const char *unit;
-	bool times_period;
-} kind_units[PROFILE_KINDS] = {
-	[PROFILE_KIND_CPU] = { "nanoseconds", true },
-	[PROFILE_KIND_MEMORY] = { "bytes", false },
-	[PROFILE_KIND_OFFCPU] = { "nanoseconds", false },
-};
 
 /* One sample's place: samples of a profile are consecutive once sorted. */
 struct entry {
@@ -194,7 +184,7 @@ static void write_profile(const struct speedscope *s, size_t i, size_t end, stru
 	jsonw_object_begin(w);
 	jsonw_kv_string(w, "type", "sampled");
 	write_profile_name(s, &m->samples[s->entries[i].sample], w);
-	jsonw_kv_string(w, "unit", kind_units[s->kind].unit);
+	jsonw_kv_string(w, "unit", kind_infos[s->kind].pprof_unit);
 	jsonw_kv_u64(w, "startValue", 0);
 	jsonw_kv_u64(w, "endValue", total);
 	jsonw_key(w, "samples");
@@ -254,7 +244,7 @@ int speedscope_encode(const struct model *m, const struct encode_opts *o, struct
 	_cleanup_(speedscope_done) struct speedscope s = { .m = m, .kind = kind };
 	int r;
 
-	s.multiplier = kind_units[kind].times_period ? o->period_ns : 1;
+	s.multiplier = kind_infos[kind].period == PERFD_KIND_PERIOD_PERIODS ? o->period_ns : 1;
 	r = build_frames(&s);
 	if (r == 0)
 		r = build_entries(&s);
@@ -265,7 +255,7 @@ int speedscope_encode(const struct model *m, const struct encode_opts *o, struct
 		jsonw_key(w, "name");
 		jsonw_string_begin(w);
 		jsonw_string_append(w, "perfd ", 6);
-		jsonw_string_append(w, profile_kinds[kind].name, strlen(profile_kinds[kind].name));
+		jsonw_string_append(w, kind_infos[kind].name, strlen(kind_infos[kind].name));
 		jsonw_string_append(w, " snapshot", 9);
 		jsonw_string_end(w);
 		if (m->n_samples > 0)

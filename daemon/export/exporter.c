@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/kindtab.h"
 #include "base/log.h"
 #include "base/loopstep.h"
 #include "base/offload.h"
@@ -189,7 +190,7 @@ static char *file_name(const struct exporter *x, double from_unix, uint32_t pid,
 	name_safe(c);
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
-	if (asprintf(&name, "%s_%s_%u_%s.%s.pb.gz", host, when, pid, c, profile_kinds[kind].name) < 0)
+	if (asprintf(&name, "%s_%s_%u_%s.%s.pb.gz", host, when, pid, c, kind_infos[kind].name) < 0)
 		return NULL;
 	return name;
 }

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "base/kindtab.h"
 #include "process/procmaps.h"
 #include "profile/aggregate_internal.h"
 #include "profile/frame.h"
@@ -225,8 +226,11 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t size,
 		      struct process *waited)
 {
-	enum profile_kind kind = s->value_kind == PERFD_VALUE_MEMORY ? PROFILE_KIND_MEMORY :
-								       PROFILE_KIND_CPU;
+	/* BPF's value_kind is the profile's kind (perfd/kinds.h); one out
+	 * of range is refused below */
+	enum profile_kind kind = s->value_kind < PROFILE_KINDS ? (enum profile_kind)s->value_kind :
+								 PROFILE_KIND_CPU;
+	const struct kind_info *ki = &kind_infos[kind];
 	/* A CPU sample stands for s->value mean periods: 1, or more for
 	 * the jittered tick that passed several blocks' targets. */
 	uint64_t value = s->value;
@@ -254,13 +258,14 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	int r;
 
 	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
-	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || s->value_kind > PERFD_VALUE_MEMORY ||
-	    (kind == PROFILE_KIND_CPU && (value == 0 || value > PERFD_CPU_VALUE_MAX)) ||
+	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || s->value_kind >= PROFILE_KINDS ||
+	    ki->counts == PERFD_KIND_COUNTS_NONE ||
+	    (ki->period == PERFD_KIND_PERIOD_PERIODS && (value == 0 || value > PERFD_CPU_VALUE_MAX)) ||
 	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t) +
 			   s->python_depth * sizeof(struct perfd_python_frame))
 		return -EINVAL;
 
-	cpu = kind == PROFILE_KIND_CPU ? value : 0;
+	cpu = ki->counts == PERFD_KIND_COUNTS_CPU ? value : 0;
 	if (waited) {
 		p = waited;
 	} else {
@@ -288,9 +293,9 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	/* Every frame but the first of each part is a return address: step
 	 * back into the call instruction so it names the caller's line. */
 	{
-		/* the program and bpf_trace_run2() of a memory sample go */
-		uint32_t skip = kind == PROFILE_KIND_MEMORY && kd > PERFD_MEMORY_KSTACK_SKIP ?
-					PERFD_MEMORY_KSTACK_SKIP : 0;
+		/* the producer's own frames go (a memory sample's program
+		 * and bpf_trace_run2()) */
+		uint32_t skip = kd > ki->kernel_skip ? ki->kernel_skip : 0;
 
 		for (uint32_t i = skip; i < kd; i++)
 			frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > skip));
@@ -334,15 +339,20 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 		return 0;
 	}
 
-	if (kind == PROFILE_KIND_CPU) {
+	switch (ki->counts) {
+	case PERFD_KIND_COUNTS_CPU:
 		p->total_samples += value;
 		if (s->owner_uid == p->owner_uid)
 			p->owner_samples += value;
 		p->last_sample_ns = s->hdr.timestamp_ns;
 		count_bucket(p, s->hdr.timestamp_ns, s->owner_uid, value);
-	} else {
+		break;
+	case PERFD_KIND_COUNTS_MEMORY:
 		a->stats.memory_samples++;
 		p->memory_sampled_bytes += value;
+		break;
+	case PERFD_KIND_COUNTS_NONE: /* refused above */
+		break;
 	}
 	remember_thread(a, p, s);
 	if (s->hdr.tid == s->hdr.tgid) {

@@ -7,20 +7,6 @@
 #include "profile/profile.h"
 #include "profile/stacktab.h"
 
-const struct profile_kind_info profile_kinds[PROFILE_KINDS] = {
-	[PROFILE_KIND_CPU] = { "cpu", "samples" },
-	[PROFILE_KIND_MEMORY] = { "memory", "bytes" },
-	[PROFILE_KIND_OFFCPU] = { "offcpu", "nanoseconds" },
-};
-
-int profile_kind_from_name(const char *name, size_t len)
-{
-	for (size_t i = 0; i < ELEMENTSOF(profile_kinds); i++)
-		if (strlen(profile_kinds[i].name) == len && memcmp(name, profile_kinds[i].name, len) == 0)
-			return (int)i;
-	return -EINVAL;
-}
-
 void profile_init(struct profile *p)
 {
 	u64map_init(&p->values);

@@ -25,25 +25,17 @@
 #include <stdint.h>
 
 #include "base/u64map.h"
+#include "perfd/kinds.h"
 
 struct stacktab;
 
+/* The kinds of perfd/kinds.h, numbered as its rows (and as BPF's
+ * enum perfd_value_kind); their names and units are in base/kindtab.h. */
+#define PROFILE_KIND_ROW(id, value, ...) PROFILE_KIND_##id = value,
 enum profile_kind {
-	PROFILE_KIND_CPU = 0,    /* samples; x the sampling period = CPU ns */
-	PROFILE_KIND_MEMORY = 1, /* bytes of memory growth */
-	PROFILE_KIND_OFFCPU = 2, /* nanoseconds off CPU */
+	PERFD_KINDS(PROFILE_KIND_ROW)
 	PROFILE_KINDS,
 };
-
-struct profile_kind_info {
-	const char *name; /* as the protocol says it: "cpu" */
-	const char *unit; /* of the stored value: "samples", "bytes", "nanoseconds" */
-};
-
-extern const struct profile_kind_info profile_kinds[PROFILE_KINDS];
-
-/* The kind named name (len bytes), or -EINVAL. */
-int profile_kind_from_name(const char *name, size_t len);
 
 #define PROFILE_TID_BITS 22
 #define PROFILE_TID_MAX ((1u << PROFILE_TID_BITS) - 1)

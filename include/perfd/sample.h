@@ -14,6 +14,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "perfd/kinds.h" /* enum perfd_value_kind */
 #include "perfd/python.h"
 
 #define PERFD_TASK_COMM_LEN 16
@@ -31,23 +32,9 @@ enum perfd_event_kind {
 	PERFD_EVENT_FORK = 5,
 };
 
-/* What a sample's value counts (the daemon's enum profile_kind).  A
- * memory sample's two leaf kernel frames are the BPF program and
- * bpf_trace_run2() (bpf_get_stack()'s skip count does not reach them from
- * a raw tracepoint, and a loop moving the frames makes the program too big
- * to verify): the daemon drops PERFD_MEMORY_KSTACK_SKIP frames. */
-#define PERFD_MEMORY_KSTACK_SKIP 2
-
 /* The most mean periods one CPU sample stands for: a jittered tick later
  * than that restarts the blocks instead of catching up. */
 #define PERFD_CPU_VALUE_MAX 4
-
-enum perfd_value_kind {
-	/* value mean periods of CPU: 1, or up to PERFD_CPU_VALUE_MAX for a
-	 * jittered tick that passed several targets (bpf/perfd.bpf.c) */
-	PERFD_VALUE_CPU = 0,
-	PERFD_VALUE_MEMORY = 1, /* resident memory growth: value in bytes */
-};
 
 /* Resident-set counters, in pages, in the order of the kernel's MM_* enum
  * values we copy them from (file, anon, shmem). */

@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
+#include "base/kindtab.h"
 #include "perfd/formats.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
@@ -755,16 +756,16 @@ Test(request, snapshot_kind_names)
 
 	for (int k = 0; k < PROFILE_KINDS; k++) {
 		snprintf(line, sizeof(line), SNAP("\"pid\":1,\"since\":5,\"kind\":\"%s\""),
-			 profile_kinds[k].name);
-		cr_assert_eq(parse_str(line, &r, &e), 0, "%s: %s", profile_kinds[k].name, e.message);
+			 kind_infos[k].name);
+		cr_assert_eq(parse_str(line, &r, &e), 0, "%s: %s", kind_infos[k].name, e.message);
 		cr_expect_eq(r.kind, k);
 	}
-	cr_expect_str_eq(profile_kinds[PROFILE_KIND_CPU].name, "cpu");
-	cr_expect_str_eq(profile_kinds[PROFILE_KIND_MEMORY].name, "memory");
-	cr_expect_str_eq(profile_kinds[PROFILE_KIND_OFFCPU].name, "offcpu");
+	cr_expect_str_eq(kind_infos[PROFILE_KIND_CPU].name, "cpu");
+	cr_expect_str_eq(kind_infos[PROFILE_KIND_MEMORY].name, "memory");
+	cr_expect_str_eq(kind_infos[PROFILE_KIND_OFFCPU].name, "offcpu");
 	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":5,\"kind\":\"gpu\""), &r, &e), -EINVAL);
 	for (int k = 0; k < PROFILE_KINDS; k++)
-		cr_expect_not_null(strstr(e.message, profile_kinds[k].name), "%s", e.message);
+		cr_expect_not_null(strstr(e.message, kind_infos[k].name), "%s", e.message);
 	cr_expect_not_null(strstr(e.message, "gpu"), "%s", e.message);
 }
 
