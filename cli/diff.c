@@ -32,6 +32,7 @@
 
 #include <json-c/json.h>
 
+#include "base/kindtab.h"
 #include "diff.h"
 #include "format.h"
 #include "outfile.h"
@@ -309,7 +310,7 @@ static void print_table(const struct diff *d, const struct diff_cmd *o, const st
 	print_side(o->after, after);
 	printf("%zu functions%s; shares are percent of each profile's total, deltas in points "
 	       "(after - before);\nsorted by %s", d->n_rows,
-	       strcmp(kind_of(before), "memory") == 0 ? " (kernel frames left out)" : "", SORT_TEXT);
+	       !kind_name_kernel_frames(kind_of(before)) ? " (kernel frames left out)" : "", SORT_TEXT);
 	if (n < d->n_rows)
 		printf(", the top %zu", n);
 	printf(":\n\n");
@@ -397,7 +398,7 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct diff *d,
 		  ctl_json_put(doc, "before", json_input(o->before, before)) &&
 		  ctl_json_put(doc, "after", json_input(o->after, after)) &&
 		  ctl_json_put(doc, "kernel_frames",
-				  json_object_new_boolean(strcmp(kind_of(before), "memory") != 0)) &&
+				  json_object_new_boolean(kind_name_kernel_frames(kind_of(before)))) &&
 		  ctl_json_put(doc, "sort", json_object_new_string("change")) &&
 		  ctl_json_put(doc, "rows", json_object_new_uint64(d->n_rows)) &&
 		  ctl_json_put(doc, "functions", json_rows(d, o, before, after));
@@ -416,7 +417,7 @@ static enum perfctl_exit write_flame(struct ctl_env *env, const struct diff_cmd 
 {
 	const struct diff_flame_opts fo = {
 		.svg = o->format == DIFF_SVG,
-		.skip_kernel = strcmp(kind_of(before), "memory") == 0,
+		.skip_kernel = !kind_name_kernel_frames(kind_of(before)),
 		.before_source = o->before,
 		.after_source = o->after,
 	};
@@ -468,7 +469,7 @@ enum perfctl_exit do_diff(struct ctl_env *env, int argc, char **argv)
 
 	if (o.format != DIFF_TEXT)
 		return write_flame(env, &o, before, after);
-	k = diff_build(before, after, strcmp(kind_of(before), "memory") == 0, &d);
+	k = diff_build(before, after, !kind_name_kernel_frames(kind_of(before)), &d);
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_IO, "diff: %s", strerror(-k));
 		return PERFCTL_EXIT_FAILURE;
@@ -485,7 +486,7 @@ const struct ctl_command ctl_cmd_diff = {
 	.options = diff_options,
 	.shortopts = diff_shortopts,
 	.summary = "the change of each function's share between two profiles",
-	.synopsis = "BEFORE AFTER [--kind cpu|memory|offcpu] [--top N]\n"
+	.synopsis = "BEFORE AFTER [--kind " PERFD_KIND_NAMES("|", "|") "] [--top N]\n"
 		    "    [--format text|html|svg] [-o FILE]",
 	.help = "Per function, the change of its self and total share (percent of each\n"
 		"profile's total) between two snapshot files of one kind, in any formats;\n"

@@ -38,28 +38,12 @@
 #include <json-c/json.h>
 
 #include "base/array.h"
+#include "base/kindtab.h"
 #include "output.h" /* json_object_putp */
 #include "profile.pb-c.h"
 #include "profile_read.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
-
-/* The kinds perfd writes: the unit of each, and its pprof sample type. */
-static const struct {
-	const char *kind, *unit, *pprof_type;
-} kinds[] = {
-	{ "cpu", "samples", "samples" },
-	{ "memory", "bytes", "space" },
-	{ "offcpu", "nanoseconds", "off_cpu" },
-};
-
-static int kind_index(const char *kind)
-{
-	for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
-		if (strcmp(kinds[i].kind, kind) == 0)
-			return (int)i;
-	return -1;
-}
 
 _printf_(3, 4) static int fail(char *err, int error, const char *fmt, ...)
 {
@@ -461,6 +445,7 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 	_cleanup_free_ uint32_t *frame_ids = NULL;
 	_cleanup_free_ struct json_walk *w = NULL;
 	const char *doc_kind, *doc_unit;
+	const struct kind_info *known; /* doc_kind, when perfd writes it */
 	uint64_t period = 0;
 	size_t n;
 	int r;
@@ -478,15 +463,16 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 		return fail(err, -EBADMSG,
 			    "not a perfd call tree: no \"frames\" and \"processes\" arrays");
 
-	doc_kind = json_string(doc, "kind") ?: "cpu";
+	doc_kind = json_string(doc, "kind") ?: kind_infos[PERFD_VALUE_CPU].name;
+	known = kind_by_name(doc_kind);
 	doc_unit = json_string(doc, "unit");
 	if (kind && strcmp(kind, doc_kind) != 0)
 		return fail(err, -ENOENT, "it holds a %s profile, not %s", doc_kind, kind);
 	if (!doc_unit)
-		doc_unit = kind_index(doc_kind) >= 0 ? kinds[kind_index(doc_kind)].unit : "";
+		doc_unit = known ? known->unit : "";
 	if (json_uint(doc, "period_ns", UINT64_MAX, true, &period) < 0)
 		return fail(err, -EBADMSG, "\"period_ns\" is not a count");
-	p->period_ns = strcmp(doc_kind, "cpu") == 0 ? period : 0;
+	p->period_ns = known && known->period == PERFD_KIND_PERIOD_PERIODS ? period : 0;
 	r = set_kind(p, doc_kind, doc_unit);
 	if (r < 0)
 		return r;
@@ -637,11 +623,13 @@ static int pprof_add_id(struct pprof_read *r, struct u64map *m, uint64_t id, siz
 static int pprof_kind(struct pprof_read *r, const char *kind, size_t *ret, bool *ret_cpu)
 {
 	const pb_profile *pr = r->pr;
-	int want = kind ? kind_index(kind) : -1;
+	int want = kind ? kind_find(kind, strlen(kind)) : -1;
 
 	if (pr->n_sample_type == 0)
 		return fail(r->err, -EBADMSG, "a pprof profile without sample types");
-	for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+	for (size_t k = 0; k < PERFD_VALUE_KINDS; k++) {
+		const struct kind_info *ki = &kind_infos[k];
+
 		if (want >= 0 && (size_t)want != k)
 			continue;
 		for (size_t i = 0; i < pr->n_sample_type; i++) {
@@ -649,16 +637,16 @@ static int pprof_kind(struct pprof_read *r, const char *kind, size_t *ret, bool 
 
 			if (t < 0)
 				return (int)t;
-			if (strcmp(profile_string(r->p, (uint32_t)t), kinds[k].pprof_type) == 0) {
+			if (strcmp(profile_string(r->p, (uint32_t)t), kind_pprof_first_type(ki)) == 0) {
 				*ret = i;
-				*ret_cpu = k == 0;
-				return set_kind(r->p, kinds[k].kind, kinds[k].unit);
+				*ret_cpu = ki->period == PERFD_KIND_PERIOD_PERIODS;
+				return set_kind(r->p, ki->name, ki->unit);
 			}
 		}
 	}
 	if (kind)
 		return fail(r->err, -ENOENT, "it has no %s samples (sample type \"%s\")", kind,
-			    want >= 0 ? kinds[want].pprof_type : kind);
+			    want >= 0 ? kind_pprof_first_type(&kind_infos[want]) : kind);
 	/* not perfd's: the first sample type, named as the file names it */
 	{
 		int64_t t = pprof_string(r, pr->sample_type[0]->type);
@@ -842,11 +830,12 @@ static int read_into(enum profile_format format, const char *data, size_t len,
 		     struct json_object *doc, const char *kind, struct profile **ret, char *err)
 {
 	_cleanup_(profile_freep) struct profile *p = profile_new(format);
-	int r, k;
+	const struct kind_info *folded;
+	int r;
 
 	if (!p)
 		return -ENOMEM;
-	if (kind && kind_index(kind) < 0)
+	if (kind && !kind_by_name(kind))
 		return fail(err, -EINVAL, "no such kind '%s'", kind);
 	switch (format) {
 	case PROFILE_FORMAT_PPROF:
@@ -856,8 +845,8 @@ static int read_into(enum profile_format format, const char *data, size_t len,
 		r = doc ? read_json_doc(p, doc, kind, err) : read_json_text(p, data, len, kind, err);
 		break;
 	default:
-		k = kind_index(kind ?: "cpu");
-		r = set_kind(p, kinds[k].kind, kinds[k].unit);
+		folded = kind ? kind_by_name(kind) : &kind_infos[PERFD_VALUE_CPU];
+		r = set_kind(p, folded->name, folded->unit);
 		if (r >= 0)
 			r = read_folded(p, data, len, err);
 		break;

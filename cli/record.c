@@ -31,6 +31,7 @@
 #include <json-c/json.h>
 
 #include "live.h"
+#include "perfd/kinds.h"
 #include "output.h"
 #include "perfctl.h"
 #include "snapshot.h"
@@ -256,7 +257,7 @@ const struct ctl_command ctl_cmd_record = {
 	.options = ctl_record_options,
 	.shortopts = ctl_record_shortopts,
 	.summary = "run a command and profile it and its children until it exits",
-	.synopsis = "[--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope|html|svg]\n"
+	.synopsis = "[--kind " PERFD_KIND_NAMES("|", "|") "] [--format folded|json|pprof|speedscope|html|svg]\n"
 		    "    [--lines] [--no-lines] [--threads] [-o FILE] -- CMD [ARGS...]",
 	.help = "Runs CMD (as the caller, with its environment and terminal), profiles it\n"
 		"and the processes it starts, from its start until it exits (at most 1h),\n"

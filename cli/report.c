@@ -37,6 +37,7 @@
 
 #include <json-c/json.h>
 
+#include "base/kindtab.h"
 #include "call.h"
 #include "format.h"
 #include "output.h"
@@ -396,9 +397,9 @@ static const char *const sort_names[] = {
 int report_parse_kind(struct ctl_env *env, const char *command, const char *arg,
 		      const char **ret)
 {
-	if (strcmp(arg, "cpu") != 0 && strcmp(arg, "memory") != 0 && strcmp(arg, "offcpu") != 0) {
-		ctl_error(env, CTL_ERR_USAGE, "%s: --kind is cpu, memory or offcpu, not '%s'", command,
-			  arg);
+	if (!kind_by_name(arg)) {
+		ctl_error(env, CTL_ERR_USAGE, "%s: --kind is " PERFD_KIND_NAMES(", ", " or ") ", not '%s'",
+			  command, arg);
 		return -EINVAL;
 	}
 	*ret = arg;
@@ -868,7 +869,7 @@ enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv)
 
 	ro = (struct report_opts){
 		.lines = o.lines,
-		.skip_kernel = strcmp(profile_string(p, p->kind), "memory") == 0,
+		.skip_kernel = !kind_name_kernel_frames(profile_string(p, p->kind)),
 	};
 	k = report_build(p, &ro, &r);
 	if (k >= 0 && o.callers)
@@ -904,7 +905,7 @@ const struct ctl_command ctl_cmd_report = {
 	.options = report_options,
 	.shortopts = report_shortopts,
 	.summary = "a table of functions, self and total, from a file or from perfd",
-	.synopsis = "(FILE | SELECTION WHEN) [--kind cpu|memory|offcpu]\n"
+	.synopsis = "(FILE | SELECTION WHEN) [--kind " PERFD_KIND_NAMES("|", "|") "]\n"
 		    "    [--sort self|total|name] [--top N] [--callers FUNC] [--callees FUNC]\n"
 		    "    [--lines]",
 	.help = "A table of functions, self and total value with their shares, from a\n"

@@ -38,6 +38,7 @@
 #include "selection.h"
 #include "snapshot.h"
 #include "base/base64.h"
+#include "perfd/kinds.h"
 #include "perfd/protocol.h"
 
 /* getopt_long() codes of the output options: 'f' and 'o' have short forms
@@ -366,7 +367,7 @@ const struct ctl_command ctl_cmd_snapshot = {
 	.summary = "the profile of some processes, from now on or from perfd's history",
 	.synopsis = "(--pid PID... | --comm NAME | --cgroup PATH | --unit NAME | --all)\n"
 		    "    (--duration DURATION | --since DURATION | --from TIME [--to TIME])\n"
-		    "    [--kind cpu|memory|offcpu] [--format folded|json|pprof|speedscope|html|svg]\n"
+		    "    [--kind " PERFD_KIND_NAMES("|", "|") "] [--format folded|json|pprof|speedscope|html|svg]\n"
 		    "    [--lines] [--no-lines] [--threads] [-o FILE]",
 	.help = "The profile of those processes from now on for DURATION (at most 1h), or\n"
 		"from perfd's history: the last DURATION, or a range of times.\n"
