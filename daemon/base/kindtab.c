@@ -17,6 +17,11 @@
 		    .pprof_unit = punit },
 const struct kind_info kind_infos[PERFD_VALUE_KINDS] = { PERFD_KINDS(KIND_INFO_ROW) };
 
+/* Row i has value i: a gap would leave a row of this table empty. */
+#define KIND_COUNT_ROW(...) +1
+_Static_assert(PERFD_VALUE_KINDS == 0 PERFD_KINDS(KIND_COUNT_ROW),
+	       "kinds.h: the values must be 0, 1, 2, ...");
+
 int kind_find(const char *name, size_t len)
 {
 	for (size_t i = 0; i < PERFD_VALUE_KINDS; i++)
