@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "perfd/kinds.h"
 #include "profile.pb-c.h"
 #include "profile_read.h"
 
@@ -407,6 +408,60 @@ Test(formats, kind_picks_a_pprof_sample_type_and_must_match_json)
 	p = read_ok(folded, strlen(folded), "memory");
 	cr_assert_str_eq(profile_string(p, p->unit), "bytes", "--kind names a folded file's unit");
 	profile_free(p);
+}
+
+/* Every row of perfd/kinds.h, expanded here on its own: the reader names
+ * a file of the kind as the row does, finds a pprof file's kind by its
+ * first sample type (the count of samples for a kind counted in periods),
+ * gives a json file without a unit the row's, and keeps a period only for
+ * a kind counted in periods. */
+#define KIND_ROW(id, value, name_, unit_, title, kernel, period, counts, kskip, ptype, punit) \
+	{ .name = name_, .unit = unit_,                                                           \
+	  .periods = PERFD_KIND_PERIOD_##period == PERFD_KIND_PERIOD_PERIODS,                     \
+	  .pprof_type = PERFD_KIND_PERIOD_##period == PERFD_KIND_PERIOD_PERIODS ? "samples" : ptype },
+static const struct {
+	const char *name, *unit, *pprof_type;
+	bool periods;
+} kind_rows[] = { PERFD_KINDS(KIND_ROW) };
+
+Test(formats, every_kind_of_the_table_reads_back)
+{
+	for (size_t k = 0; k < ELEMENTSOF(kind_rows); k++) {
+		const char *name = kind_rows[k].name;
+		struct pb_fixture x;
+		char doc[256];
+		uint8_t *gz;
+		size_t len;
+		struct profile *p;
+
+		p = read_ok(folded, strlen(folded), name);
+		cr_expect_str_eq(profile_string(p, p->kind), name);
+		cr_expect_str_eq(profile_string(p, p->unit), kind_rows[k].unit, "%s", name);
+		profile_free(p);
+
+		snprintf(doc, sizeof(doc),
+			 "{\"kind\":\"%s\",\"period_ns\":5,\"frames\":[],\"processes\":[]}", name);
+		p = read_ok(doc, strlen(doc), NULL);
+		cr_expect_str_eq(profile_string(p, p->kind), name);
+		cr_expect_str_eq(profile_string(p, p->unit), kind_rows[k].unit, "%s", name);
+		cr_expect_eq(p->period_ns, kind_rows[k].periods ? 5u : 0u, "%s", name);
+		profile_free(p);
+
+		pb_fixture_init(&x);
+		x.strings[S_SPACE] = (char *)kind_rows[k].pprof_type;
+		x.types[0].type = S_SPACE;
+		x.pr.n_sample_type = 1;
+		for (size_t i = 0; i < 4; i++)
+			x.samples[i].n_value = 1;
+		gz = pack_gzip(&x.pr, &len);
+		p = read_ok(gz, len, NULL);
+		cr_expect_str_eq(profile_string(p, p->kind), name);
+		cr_expect_str_eq(profile_string(p, p->unit), kind_rows[k].unit, "%s", name);
+		profile_free(p);
+		p = read_ok(gz, len, name);
+		profile_free(p);
+		free(gz);
+	}
 }
 
 Test(formats, frames_are_interned_once)
