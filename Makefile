@@ -33,7 +33,7 @@ override LDFLAGS += $(SANFLAGS)
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Iinclude -MMD -MP
 
-# daemon/ is a tree of folders by concern (see README, Architecture); every
+# daemon/ is a tree of folders by concern (see ARCHITECTURE.md); every
 # .c below it is one module.  Objects record the headers they include
 # (-MMD), so an edited header rebuilds exactly what uses it.
 DAEMON_SRCS := $(sort $(shell find daemon -name '*.c'))
