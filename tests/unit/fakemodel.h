@@ -263,13 +263,15 @@ _unused_ static void fake_add_threads(void)
 	fake_add_kind(1, (const uint64_t[]){ FRAME(2, 0x5) }, 1, 0, 20, PROFILE_KIND_CPU, 4);
 }
 
-/* The model of the parts, resolved as the manager does. */
+/* The model of the parts, resolved as the manager does; o.describe, when
+ * set, describes the modules instead of fake_describe(). */
 _unused_ static struct model *fake_build_opts(struct model_opts o)
 {
 	struct model *m = NULL;
 
 	o.resolve = fake_resolve;
-	o.describe = fake_describe;
+	if (!o.describe)
+		o.describe = fake_describe;
 	cr_assert_eq(model_build(&o, &fake_parts, fake_stacks, &m), 0);
 	cr_assert_not_null(m);
 	return m;

@@ -15,7 +15,6 @@
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "profile.pb-c.h"
 
@@ -23,42 +22,13 @@
 #include "base/jsonw.h"
 #include "encode/encode.h"
 #include "fakemodel.h"
+#include "gunzip.h"
 
 FAKE_SUITE(pprof);
 
 typedef Perftools__Profiles__Profile pb_profile;
 
 #define PERIOD_NS 10000000
-
-/* Gunzips n bytes at src; returns the bytes (malloc'ed), *ret_len. */
-static uint8_t *gunzip(const uint8_t *src, size_t n, size_t *ret_len)
-{
-	z_stream z = { 0 };
-	size_t cap = 4096, len = 0;
-	uint8_t *out = malloc(cap);
-	int r;
-
-	cr_assert_not_null(out);
-	cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK, "not gzip framing");
-	z.next_in = (Bytef *)src;
-	z.avail_in = (uInt)n;
-	do {
-		if (len == cap) {
-			cap *= 2;
-			out = realloc(out, cap);
-			cr_assert_not_null(out);
-		}
-		z.next_out = out + len;
-		z.avail_out = (uInt)(cap - len);
-		r = inflate(&z, Z_NO_FLUSH);
-		cr_assert(r == Z_OK || r == Z_STREAM_END, "inflate: %d", r);
-		len = cap - z.avail_out;
-	} while (r != Z_STREAM_END);
-	cr_assert_eq(z.avail_in, 0, "bytes after the gzip stream");
-	inflateEnd(&z);
-	*ret_len = len;
-	return out;
-}
 
 /* The profile a client gets from m: JSON string, base64, gzip, protobuf. */
 static pb_profile *encode_model(const struct model *m)
