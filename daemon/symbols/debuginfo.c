@@ -35,10 +35,8 @@
 #include "base/elfopen.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
+#include "symbols/buildid.h"
 
-/* SHA-1 build-ids are 20 bytes, the longest in use (--build-id=0x...) are
- * rarely past 32; a longer note is not looked up. */
-#define BUILD_ID_MAX 64
 #define CRC_CHUNK (128 * 1024)
 /* xz -9 needs 65 MiB to decode; real MiniDebugInfo is a few MB at most. */
 #define MINIDEBUGINFO_MEMLIMIT ((uint64_t)128 << 20)
@@ -70,27 +68,6 @@ static void lzma_stream_done(lzma_stream *s)
 }
 
 
-/* Copies the descriptor of the first GNU build-id note in data into ids;
- * returns whether there was one. */
-static bool scan_build_id(Elf_Data *data, struct elf_ids *ids)
-{
-	size_t offset = 0, next, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	while ((next = gelf_getnote(data, offset, &nh, &name_off, &desc_off)) > 0) {
-		offset = next;
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != sizeof(ELF_NOTE_GNU) ||
-		    memcmp((const char *)data->d_buf + name_off, ELF_NOTE_GNU,
-			   sizeof(ELF_NOTE_GNU)) != 0 ||
-		    nh.n_descsz == 0 || nh.n_descsz > BUILD_ID_MAX)
-			continue;
-		memcpy(ids->build_id, (const char *)data->d_buf + desc_off, nh.n_descsz);
-		ids->build_id_len = nh.n_descsz;
-		return true;
-	}
-	return false;
-}
-
 /* .gnu_debuglink holds a NUL-terminated file name, padding to 4 bytes and
  * a 4-byte CRC in the file's byte order.  A name that is not a plain file
  * name is ignored: it is joined to directories. */
@@ -119,16 +96,16 @@ static int parse_debuglink(Elf_Data *data, unsigned char byte_order, struct elf_
 	return 0;
 }
 
-/* Reads the build-id (from SHT_NOTE sections, or PT_NOTE segments when
- * the section headers are gone) and, if want_link, the debuglink. */
+/* Reads the build-id (buildid.h: from the file) and, if want_link, the
+ * debuglink. */
 static int read_ids(int fd, bool want_link, struct elf_ids *ids)
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
-	bool have_sections = false;
+	const uint8_t *id;
 	GElf_Ehdr ehdr;
 	GElf_Shdr sh;
 	Elf_Scn *scn;
-	size_t n;
+	size_t len;
 	int r;
 
 	r = elf_open_fd(fd, &elf);
@@ -137,30 +114,10 @@ static int read_ids(int fd, bool want_link, struct elf_ids *ids)
 	if (!gelf_getehdr(elf, &ehdr))
 		return -ENOEXEC;
 
-	for (scn = elf_nextscn(elf, NULL); scn && ids->build_id_len == 0;
-	     scn = elf_nextscn(elf, scn)) {
-		Elf_Data *data;
-
-		have_sections = true;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (data)
-			(void)scan_build_id(data, ids);
-	}
-
-	if (!have_sections && elf_getphdrnum(elf, &n) == 0) {
-		for (size_t i = 0; i < n && ids->build_id_len == 0; i++) {
-			GElf_Phdr ph;
-			Elf_Data *data;
-
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-				continue;
-			data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-						    ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-			if (data)
-				(void)scan_build_id(data, ids);
-		}
+	/* a longer note than BUILD_ID_MAX is not looked up */
+	if (build_id_from_elf(elf, BUILD_ID_FROM_FILE, BUILD_ID_MAX, &id, &len) == 0) {
+		memcpy(ids->build_id, id, len);
+		ids->build_id_len = len;
 	}
 
 	if (want_link) {
@@ -356,9 +313,8 @@ int debuginfo_find(int fd, const char *path, const char *root, const char *debug
 	n_roots = open_roots(root, roots, &have_tree);
 
 	r = -ENOENT;
-	if ((what & DEBUGINFO_BY_BUILD_ID) && ids.build_id_len >= 2) {
-		for (size_t i = 0; i < ids.build_id_len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", ids.build_id[i]);
+	if ((what & DEBUGINFO_BY_BUILD_ID) && ids.build_id_len >= 2 &&
+	    build_id_hex(ids.build_id, ids.build_id_len, hex, sizeof(hex)) == 0) {
 		for (int i = 0; i < n_roots && !FOUND(r); i++)
 			r = try_path(&q, &roots[i], true, true, "%s/.build-id/%.2s/%s.debug",
 				     debug_dir, hex, hex + 2);

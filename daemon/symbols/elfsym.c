@@ -46,6 +46,7 @@
 
 #include "base/elfopen.h"
 #include "perfd/macro.h"
+#include "symbols/buildid.h"
 
 /* In a .gnu.version entry: the version is not the default one (the
  * symbol can only be bound by version, like glibc's compat symbols). */
@@ -143,83 +144,22 @@ static int read_segments(Elf *elf, struct elf_symtab *t)
 	return 0;
 }
 
-/* Looks for an NT_GNU_BUILD_ID note in data; on success stores its
- * descriptor as a new lowercase hex string in *ret and returns 1, returns 0
- * when there is none, -ENOMEM on allocation failure. */
-static int find_build_id_note(Elf_Data *data, char **ret)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t offset = 0, next, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	while ((next = gelf_getnote(data, offset, &nh, &name_off, &desc_off)) > 0) {
-		const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
-		char *s;
-
-		offset = next;
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != sizeof(ELF_NOTE_GNU) ||
-		    memcmp((const char *)data->d_buf + name_off, ELF_NOTE_GNU,
-			   sizeof(ELF_NOTE_GNU)) != 0 ||
-		    nh.n_descsz == 0)
-			continue;
-
-		s = malloc(2 * (size_t)nh.n_descsz + 1);
-		if (!s)
-			return -ENOMEM;
-		for (size_t i = 0; i < nh.n_descsz; i++) {
-			s[2 * i] = hex[desc[i] >> 4];
-			s[2 * i + 1] = hex[desc[i] & 0xf];
-		}
-		s[2 * (size_t)nh.n_descsz] = '\0';
-		*ret = s;
-		return 1;
-	}
-	return 0;
-}
-
-/* Reads the build-id from the SHT_NOTE sections, or from the PT_NOTE
- * segments when the section headers are gone (sstrip), into a new string in
- * *ret.  A file without one gets "". */
+/* The build-id (buildid.h: from the file, of any length) as a new hex
+ * string in *ret; "" for a file without one.  Returns 0 or -ENOMEM. */
 static int read_build_id(Elf *elf, char **ret)
 {
-	bool have_sections = false;
-	size_t n;
-	int r;
+	const uint8_t *id = NULL;
+	size_t len = 0;
+	char *s;
 
-	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-
-		have_sections = true;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		r = find_build_id_note(data, ret);
-		if (r != 0)
-			return r < 0 ? r : 0;
-	}
-
-	if (!have_sections && elf_getphdrnum(elf, &n) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			GElf_Phdr ph;
-			Elf_Data *data;
-
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-				continue;
-			data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-						    ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-			if (!data)
-				continue;
-			r = find_build_id_note(data, ret);
-			if (r != 0)
-				return r < 0 ? r : 0;
-		}
-	}
-
-	*ret = strdup("");
-	return *ret ? 0 : -ENOMEM;
+	if (build_id_from_elf(elf, BUILD_ID_FROM_FILE, SIZE_MAX, &id, &len) < 0)
+		len = 0;
+	s = malloc(2 * len + 1);
+	if (!s)
+		return -ENOMEM;
+	(void)build_id_hex(id, len, s, 2 * len + 1); /* cannot fail: it has the room */
+	*ret = s;
+	return 0;
 }
 
 static int bind_rank(unsigned char bind)

@@ -27,7 +27,6 @@
 #include "symbols/ksyms.h"
 
 #include <ctype.h>
-#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -38,6 +37,7 @@
 #include <unistd.h>
 
 #include "perfd/macro.h"
+#include "symbols/buildid.h"
 
 #define KSYM_MAX_DISTANCE (UINT64_C(1) << 20)
 
@@ -354,41 +354,18 @@ size_t ksyms_count(const struct ksyms *k)
 }
 
 /* 4 is the kernel's note alignment (include/linux/elfnote.h), whatever the
- * word size; perf reads /sys/kernel/notes with it too. */
-#define NOTE_ALIGN(x) (((x) + 3) & ~(uint64_t)3)
-
+ * word size; perf reads /sys/kernel/notes with it too.  Any length is
+ * taken, and one that does not fit is -ENOBUFS, not passed over. */
 int ksyms_parse_build_id(const void *notes, size_t n, char *ret, size_t size)
 {
-	const unsigned char *p = notes;
-	size_t off = 0;
+	const uint8_t *id;
+	size_t len;
+	int r;
 
-	while (n - off >= sizeof(Elf32_Nhdr)) {
-		Elf32_Nhdr nh;
-		uint64_t name, desc, end;
-
-		memcpy(&nh, p + off, sizeof(nh));
-		/* 64-bit sums of 32-bit sizes: none overflows */
-		name = off + sizeof(nh);
-		desc = name + NOTE_ALIGN((uint64_t)nh.n_namesz);
-		end = desc + NOTE_ALIGN((uint64_t)nh.n_descsz);
-		if (end > n)
-			break;
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
-		    memcmp(p + name, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0 && nh.n_descsz > 0) {
-			static const char hex[] = "0123456789abcdef";
-
-			if (size == 0 || (size_t)nh.n_descsz > (size - 1) / 2)
-				return -ENOBUFS;
-			for (size_t i = 0; i < nh.n_descsz; i++) {
-				ret[2 * i] = hex[p[desc + i] >> 4];
-				ret[2 * i + 1] = hex[p[desc + i] & 15];
-			}
-			ret[2 * (size_t)nh.n_descsz] = 0;
-			return 0;
-		}
-		off = (size_t)end;
-	}
-	return -ENOENT;
+	r = build_id_parse(notes, n, 4, SIZE_MAX, &id, &len);
+	if (r < 0)
+		return r;
+	return build_id_hex(id, len, ret, size);
 }
 
 int ksyms_read_build_id(const char *path, char *ret, size_t size)

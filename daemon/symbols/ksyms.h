@@ -45,7 +45,8 @@ bool ksyms_addresses_shown_now(bool cap_syslog);
 /* The kernel's build-id from its ELF notes (the .notes section, which
  * /sys/kernel/notes holds: headers of three 32-bit words, name and
  * descriptor each padded to 4 bytes), n bytes at notes: the descriptor of
- * the first NT_GNU_BUILD_ID note named "GNU", as lowercase hex into ret
+ * the first NT_GNU_BUILD_ID note named "GNU" (read by buildid.h's walker,
+ * of any length), as lowercase hex into ret
  * (size bytes, NUL-terminated; written only on success).  Returns 0,
  * -ENOENT when there is no such note before the end or before a note that
  * runs past it, -ENOBUFS when size cannot hold it. */

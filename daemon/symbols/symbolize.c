@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "base/offload.h"
+#include "symbols/buildid.h"
 #include "symbols/debuginfo.h"
 #include "symbols/debugsearch.h"
 #include "symbols/jitread.h"
@@ -35,7 +36,6 @@
 #include "base/u64map.h"
 
 #define MODULES_MAX (FRAME_MODULE_LAST - FRAME_MODULE_FIRST + 1)
-#define BUILD_ID_MAX 64 /* bytes of a GNU build-id note we keep */
 #define KERNEL_PATH "[kernel.kallsyms]" /* what perf and pprof users know */
 #define NO_MODULE 0 /* in the chains and the LRU list: no module (ids start at 1) */
 /* The vDSO's module is everybody's: in no owner's share. */
@@ -482,38 +482,19 @@ static struct module *find_by_path(const struct symbolizer *s, dev_t dev, uint64
 }
 
 /* Reads the GNU build-id note of the ELF file on fd as hex into out
- * (BUILD_ID_MAX * 2 + 1 bytes); "" when it has none. */
+ * (BUILD_ID_MAX * 2 + 1 bytes); "" when it has none.  From its segments
+ * only (buildid.h): what is mapped, whatever the sections say. */
 static void read_build_id(int fd, char *out)
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
-	size_t n;
+	const uint8_t *id;
+	size_t len;
 
 	out[0] = 0;
-	if (fd < 0 || elf_open_fd(fd, &elf) < 0 || elf_getphdrnum(elf, &n) < 0)
+	if (fd < 0 || elf_open_fd(fd, &elf) < 0 ||
+	    build_id_from_elf(elf, BUILD_ID_FROM_SEGMENTS, BUILD_ID_MAX, &id, &len) < 0)
 		return;
-	for (size_t i = 0; i < n; i++) {
-		size_t off = 0, next, name_off, desc_off;
-		GElf_Phdr ph;
-		GElf_Nhdr nh;
-		Elf_Data *d;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
-			continue;
-		/* notes aligned to 8 (.note.gnu.property) have their own layout */
-		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
-					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-		while (d && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 &&
-			    nh.n_descsz > 0 && nh.n_descsz <= BUILD_ID_MAX) {
-				for (size_t k = 0; k < nh.n_descsz; k++)
-					sprintf(out + 2 * k, "%02x",
-						((unsigned char *)d->d_buf)[desc_off + k]);
-				return;
-			}
-			off = next;
-		}
-	}
+	(void)build_id_hex(id, len, out, BUILD_ID_MAX * 2 + 1); /* it has the room */
 }
 
 

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-buildid.c - the one reader of GNU build-id notes
+ * (daemon/symbols/buildid.c): the walk over notes (a valid note, a
+ * truncated one, other types and names, none, an over-long id, the 8-byte
+ * layout), the hex form, and ELF files made in memory in both byte
+ * orders, with and without section headers.  Notes are built on the heap
+ * at their exact size, so a read past the end shows under ASan.  The
+ * callers' own cases stay in test-elfsym, test-debuginfo, test-ksyms and
+ * test-symbolize.
+ */
+#include <criterion/criterion.h>
+#include <elf.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/elfopen.h"
+#include "symbols/buildid.h"
+
+#define HOST_BIG (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+
+/* Notes being built: big-endian words when big, name and descriptor
+ * padded to align. */
+struct notes {
+	unsigned char buf[1024];
+	size_t n;
+	size_t align;
+	bool big;
+};
+
+/* v as size bytes at p, big-endian when big. */
+static void put(unsigned char *p, uint64_t v, int size, bool big)
+{
+	for (int i = 0; i < size; i++)
+		p[i] = (unsigned char)(big ? v >> (8 * (size - 1 - i)) : v >> (8 * i));
+}
+
+static void pad(struct notes *b)
+{
+	while (b->n % b->align)
+		b->buf[b->n++] = 0;
+}
+
+/* Appends a note of type, name (with its NUL) and descsz bytes of desc. */
+static void note(struct notes *b, uint32_t type, const char *name, const void *desc,
+		 uint32_t descsz)
+{
+	uint32_t namesz = (uint32_t)strlen(name) + 1;
+
+	cr_assert_lt(b->n + 12 + namesz + descsz + 2 * b->align, sizeof(b->buf));
+	put(b->buf + b->n, namesz, 4, b->big);
+	put(b->buf + b->n + 4, descsz, 4, b->big);
+	put(b->buf + b->n + 8, type, 4, b->big);
+	b->n += 12;
+	memcpy(b->buf + b->n, name, namesz);
+	b->n += namesz;
+	pad(b);
+	memcpy(b->buf + b->n, desc, descsz);
+	b->n += descsz;
+	pad(b);
+}
+
+/* build_id_parse() of the first n bytes of b, copied to the heap at their
+ * size; the id as hex into hex ("" when none). */
+static int parse_hex(const struct notes *b, size_t n, size_t max, char *hex, size_t size)
+{
+	unsigned char *heap = malloc(n ? n : 1);
+	const uint8_t *id;
+	size_t len;
+	int r;
+
+	cr_assert_not_null(heap);
+	memcpy(heap, b->buf, n);
+	hex[0] = '\0';
+	r = build_id_parse(heap, n, b->align, max, &id, &len);
+	if (r == 0) {
+		cr_assert(id >= heap && id + len <= heap + n, "the id is not in the notes");
+		cr_assert_eq(build_id_hex(id, len, hex, size), 0);
+	}
+	free(heap);
+	return r;
+}
+
+/* That the first n bytes of b give the id want in hex (NULL: none). */
+static void expect_id(const struct notes *b, size_t n, size_t max, const char *want)
+{
+	char hex[2 * (BUILD_ID_MAX + 1) + 1];
+	int r = parse_hex(b, n, max, hex, sizeof(hex));
+
+	if (!want) {
+		cr_assert_eq(r, -ENOENT, "%zu bytes: found %s", n, hex);
+		return;
+	}
+	cr_assert_eq(r, 0, "%zu bytes: none", n);
+	cr_assert_str_eq(hex, want);
+}
+
+static const unsigned char id7[] = { 0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03 };
+
+Test(buildid, a_valid_note)
+{
+	struct notes b = { .align = 4, .big = HOST_BIG };
+
+	note(&b, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	expect_id(&b, b.n, BUILD_ID_MAX, "deadbeef010203");
+}
+
+/* Every cut of a note, the descriptor's padding included, hides it. */
+Test(buildid, a_truncated_note_is_not_read)
+{
+	struct notes b = { .align = 4, .big = HOST_BIG };
+
+	note(&b, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	for (size_t cut = 0; cut < b.n; cut++)
+		expect_id(&b, cut, BUILD_ID_MAX, NULL);
+	/* sizes that would wrap a 32-bit sum end the walk */
+	put(b.buf + 4, UINT32_MAX - 1, 4, HOST_BIG);
+	expect_id(&b, b.n, SIZE_MAX, NULL);
+	put(b.buf, UINT32_MAX, 4, HOST_BIG);
+	expect_id(&b, b.n, SIZE_MAX, NULL);
+}
+
+/* Another type, another name or an empty descriptor is stepped over; the
+ * first build-id after them counts. */
+Test(buildid, other_notes_are_stepped_over)
+{
+	struct notes b = { .align = 4, .big = HOST_BIG };
+
+	note(&b, NT_GNU_ABI_TAG, "GNU", id7, sizeof(id7));
+	note(&b, NT_GNU_BUILD_ID, "GNUX", id7, sizeof(id7));
+	note(&b, NT_GNU_BUILD_ID, "Linux", id7, 5);
+	note(&b, NT_GNU_BUILD_ID, "GNU", "", 0);
+	expect_id(&b, b.n, BUILD_ID_MAX, NULL);
+	note(&b, NT_GNU_BUILD_ID, "GNU", id7, 3);
+	note(&b, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	expect_id(&b, b.n, BUILD_ID_MAX, "deadbe");
+}
+
+Test(buildid, no_note)
+{
+	struct notes b = { .align = 4, .big = HOST_BIG };
+
+	expect_id(&b, 0, BUILD_ID_MAX, NULL);
+	expect_id(&b, 11, BUILD_ID_MAX, NULL);
+}
+
+/* Past max, an id is passed over for the next; with no bound it is taken,
+ * and hex that has no room for it says so and writes nothing. */
+Test(buildid, an_over_long_id)
+{
+	struct notes b = { .align = 4, .big = HOST_BIG };
+	unsigned char longid[BUILD_ID_MAX + 1];
+	char hex[2 * (BUILD_ID_MAX + 1) + 1], small[2 * BUILD_ID_MAX + 1] = "untouched";
+	const uint8_t *id;
+	size_t len;
+
+	memset(longid, 0xab, sizeof(longid));
+	note(&b, NT_GNU_BUILD_ID, "GNU", longid, sizeof(longid));
+	expect_id(&b, b.n, BUILD_ID_MAX, NULL);
+	cr_assert_eq(parse_hex(&b, b.n, SIZE_MAX, hex, sizeof(hex)), 0);
+	cr_assert_eq(strlen(hex), 2 * sizeof(longid)); /* all of it */
+	cr_assert_eq(build_id_parse(b.buf, b.n, 4, SIZE_MAX, &id, &len), 0);
+	cr_assert_eq(build_id_hex(id, len, small, sizeof(small)), -ENOBUFS);
+	cr_assert_eq(build_id_hex(id, len, small, 0), -ENOBUFS);
+	cr_assert_str_eq(small, "untouched");
+	note(&b, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	expect_id(&b, b.n, BUILD_ID_MAX, "deadbeef010203");
+}
+
+/* Notes aligned to 8 (.note.gnu.property's segment) pad to 8: read with
+ * 4 the second note would be missed. */
+Test(buildid, notes_aligned_to_8)
+{
+	struct notes b = { .align = 8, .big = HOST_BIG };
+
+	note(&b, 5 /* NT_GNU_PROPERTY_TYPE_0 */, "GNU", id7, 4);
+	note(&b, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	expect_id(&b, b.n, BUILD_ID_MAX, "deadbeef010203");
+	b.align = 4;
+	expect_id(&b, b.n, BUILD_ID_MAX, NULL);
+}
+
+/* An ELF64 file of the byte order big: a header, one PT_NOTE segment of
+ * seg (4-aligned) and, when sec, a section header table of a
+ * null section and one SHT_NOTE section of sec. */
+struct elf_image {
+	unsigned char buf[2048];
+	size_t n;
+};
+
+static void make_elf(struct elf_image *img, bool big, const struct notes *seg,
+		     const struct notes *sec)
+{
+	unsigned char *e = img->buf;
+	size_t seg_off = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
+	size_t sec_off = seg_off + seg->n, sh_off = (sec_off + (sec ? sec->n : 0) + 7) & ~(size_t)7;
+
+	memset(img, 0, sizeof(*img));
+	memcpy(e, ELFMAG, SELFMAG);
+	e[EI_CLASS] = ELFCLASS64;
+	e[EI_DATA] = big ? ELFDATA2MSB : ELFDATA2LSB;
+	e[EI_VERSION] = EV_CURRENT;
+	put(e + offsetof(Elf64_Ehdr, e_type), ET_DYN, 2, big);
+	put(e + offsetof(Elf64_Ehdr, e_machine), big ? EM_PPC64 : EM_X86_64, 2, big);
+	put(e + offsetof(Elf64_Ehdr, e_version), EV_CURRENT, 4, big);
+	put(e + offsetof(Elf64_Ehdr, e_phoff), sizeof(Elf64_Ehdr), 8, big);
+	put(e + offsetof(Elf64_Ehdr, e_ehsize), sizeof(Elf64_Ehdr), 2, big);
+	put(e + offsetof(Elf64_Ehdr, e_phentsize), sizeof(Elf64_Phdr), 2, big);
+	put(e + offsetof(Elf64_Ehdr, e_phnum), 1, 2, big);
+
+	e = img->buf + sizeof(Elf64_Ehdr);
+	put(e + offsetof(Elf64_Phdr, p_type), PT_NOTE, 4, big);
+	put(e + offsetof(Elf64_Phdr, p_offset), seg_off, 8, big);
+	put(e + offsetof(Elf64_Phdr, p_filesz), seg->n, 8, big);
+	put(e + offsetof(Elf64_Phdr, p_align), 4, 8, big);
+	memcpy(img->buf + seg_off, seg->buf, seg->n);
+	img->n = sec_off;
+	if (!sec)
+		return;
+
+	memcpy(img->buf + sec_off, sec->buf, sec->n);
+	put(img->buf + offsetof(Elf64_Ehdr, e_shoff), sh_off, 8, big);
+	put(img->buf + offsetof(Elf64_Ehdr, e_shentsize), sizeof(Elf64_Shdr), 2, big);
+	put(img->buf + offsetof(Elf64_Ehdr, e_shnum), 2, 2, big);
+	e = img->buf + sh_off + sizeof(Elf64_Shdr); /* section 0 stays null */
+	put(e + offsetof(Elf64_Shdr, sh_type), SHT_NOTE, 4, big);
+	put(e + offsetof(Elf64_Shdr, sh_offset), sec_off, 8, big);
+	put(e + offsetof(Elf64_Shdr, sh_size), sec->n, 8, big);
+	put(e + offsetof(Elf64_Shdr, sh_addralign), 4, 8, big);
+	img->n = sh_off + 2 * sizeof(Elf64_Shdr);
+	cr_assert_leq(img->n, sizeof(img->buf));
+}
+
+/* The hex id of img read from, "" for -ENOENT. */
+static void elf_hex(struct elf_image *img, enum build_id_source from, char *hex, size_t size)
+{
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	const uint8_t *id;
+	size_t len;
+
+	cr_assert_eq(elf_library_init(), 0);
+	elf = elf_memory((char *)img->buf, img->n);
+	cr_assert_not_null(elf, "%s", elf_errmsg(-1));
+	hex[0] = '\0';
+	if (build_id_from_elf(elf, from, BUILD_ID_MAX, &id, &len) == 0)
+		cr_assert_eq(build_id_hex(id, len, hex, size), 0);
+}
+
+/* Without section headers (sstrip) the file's id is its segments'; with
+ * them, the sections say it unless the segments alone are asked for. */
+static void check_elf(bool big)
+{
+	struct notes seg = { .align = 4, .big = big }, sec = { .align = 4, .big = big };
+	static const unsigned char other[] = { 0x11, 0x22, 0x33, 0x44 };
+	struct elf_image img;
+	char hex[2 * BUILD_ID_MAX + 1];
+
+	note(&seg, NT_GNU_ABI_TAG, "GNU", other, sizeof(other));
+	note(&seg, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	make_elf(&img, big, &seg, NULL);
+	elf_hex(&img, BUILD_ID_FROM_FILE, hex, sizeof(hex));
+	cr_assert_str_eq(hex, "deadbeef010203");
+	elf_hex(&img, BUILD_ID_FROM_SEGMENTS, hex, sizeof(hex));
+	cr_assert_str_eq(hex, "deadbeef010203");
+
+	note(&sec, NT_GNU_BUILD_ID, "GNU", other, sizeof(other));
+	make_elf(&img, big, &seg, &sec);
+	elf_hex(&img, BUILD_ID_FROM_FILE, hex, sizeof(hex));
+	cr_assert_str_eq(hex, "11223344");
+	elf_hex(&img, BUILD_ID_FROM_SEGMENTS, hex, sizeof(hex));
+	cr_assert_str_eq(hex, "deadbeef010203");
+
+	/* sections without the note: not looked for in the segments */
+	sec.n = 0;
+	note(&sec, NT_GNU_ABI_TAG, "GNU", other, sizeof(other));
+	make_elf(&img, big, &seg, &sec);
+	elf_hex(&img, BUILD_ID_FROM_FILE, hex, sizeof(hex));
+	cr_assert_str_eq(hex, "");
+}
+
+Test(buildid, elf_of_this_byte_order)
+{
+	check_elf(HOST_BIG);
+}
+
+Test(buildid, elf_of_the_other_byte_order)
+{
+	check_elf(!HOST_BIG);
+}
