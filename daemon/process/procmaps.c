@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "base/lineread.h"
+#include "base/search.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
 
@@ -238,24 +239,20 @@ int procmaps_read_pid(pid_t pid, bool exec_only, struct procmaps **ret)
 	return procmaps_read_process(pid, PROCFS_START_ANY, exec_only, ret);
 }
 
+static uint64_t procmap_start(const void *map)
+{
+	return ((const struct procmap *)map)->start;
+}
+
 const struct procmap *procmaps_find(const struct procmaps *m, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!m)
 		return NULL;
 
-	/* Find the first mapping starting above addr; the one before it is
-	 * the only candidate. */
-	hi = m->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* the last mapping starting at or below addr is the only candidate */
+	lo = search_upper_bound(m->maps, m->n, sizeof(*m->maps), addr, procmap_start);
 	if (lo == 0 || addr >= m->maps[lo - 1].end)
 		return NULL;
 	return &m->maps[lo - 1];
