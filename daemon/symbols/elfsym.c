@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "base/elfopen.h"
+#include "base/search.h"
 #include "perfd/macro.h"
 #include "symbols/buildid.h"
 
@@ -700,24 +701,21 @@ int elf_symtab_offset_to_vaddr(const struct elf_symtab *t, uint64_t file_offset,
 	return 0;
 }
 
+static uint64_t range_start(const void *range)
+{
+	return ((const struct elf_range *)range)->start;
+}
+
 const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr,
 			      uint64_t *ret_offset)
 {
 	const struct elf_range *r;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!t)
 		return NULL;
 
-	hi = t->n_ranges;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->ranges[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_bound(t->ranges, t->n_ranges, sizeof(*t->ranges), vaddr, range_start);
 	if (lo == 0)
 		return NULL;
 	r = &t->ranges[lo - 1];
