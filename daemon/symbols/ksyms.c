@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/search.h"
 #include "perfd/macro.h"
 #include "symbols/buildid.h"
 
@@ -317,24 +318,21 @@ int ksyms_load(const char *path, struct ksyms **ret)
 	return ksyms_parse(f, ret);
 }
 
+static uint64_t ksym_addr(const void *sym)
+{
+	return ((const struct ksym *)sym)->addr;
+}
+
 const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, const char **ret_module,
 			 uint64_t *ret_offset)
 {
 	const struct ksym *s;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!k)
 		return NULL;
 
-	hi = k->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_bound(k->syms, k->n, sizeof(*k->syms), addr, ksym_addr);
 	if (lo == 0)
 		return NULL;
 	s = &k->syms[lo - 1];
