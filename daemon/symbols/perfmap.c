@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/lineread.h"
+#include "base/search.h"
 #include "perfd/macro.h"
 #include "symbols/perfmap.h"
 
@@ -210,18 +211,15 @@ fail:
 	return r;
 }
 
+static uint64_t entry_start(const void *entry)
+{
+	return ((const struct entry *)entry)->start;
+}
+
 const char *perfmap_lookup(const struct perfmap *m, uint64_t addr, uint64_t *ret_offset)
 {
-	size_t lo = 0, hi = m->n;
+	size_t lo = search_upper_bound(m->entries, m->n, sizeof(*m->entries), addr, entry_start);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->entries[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0 || addr >= m->entries[lo - 1].end)
 		return NULL;
 	if (ret_offset)
