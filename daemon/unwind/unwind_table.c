@@ -50,6 +50,7 @@
 
 #include "base/clock.h"
 #include "base/elfopen.h"
+#include "base/search.h"
 #include "perfd/macro.h"
 
 /* DWARF register numbers of the x86_64 psABI. */
@@ -1239,26 +1240,21 @@ uint64_t unwind_table_cfi_bytes(int fd)
 	return cfi_bytes_of(elf, fd);
 }
 
+static uint64_t row_pc(const void *row)
+{
+	return ((const struct perfd_unwind_row *)row)->pc;
+}
+
 /* Rows hold from their pc up to the next row's; the last row is always the
  * NO_CFI row closing the last FDE, so any address past it gets that.  NULL
  * below the first row, and for an address more than 4 GiB above the base,
  * which no row can describe. */
 const struct perfd_unwind_row *unwind_table_find(const struct unwind_table *t, uint64_t vaddr)
 {
-	size_t lo = 0, hi;
-	uint64_t pc;
+	size_t lo;
 
 	if (!t || t->n_rows == 0 || vaddr < t->base_vaddr || vaddr - t->base_vaddr > UINT32_MAX)
 		return NULL;
-	pc = vaddr - t->base_vaddr;
-	hi = t->n_rows;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->rows[mid].pc <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = search_upper_bound(t->rows, t->n_rows, sizeof(*t->rows), vaddr - t->base_vaddr, row_pc);
 	return lo == 0 ? NULL : &t->rows[lo - 1];
 }
