@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/u64map.h"
+#include "base/search.h"
 #include "interp/python/pycode.h"
 #include "perfd/macro.h"
 
@@ -81,17 +82,8 @@ static int grow(uint64_t **starts, uint32_t **strides, size_t *cap)
 /* The index of the last arena starting at or below addr, + 1; 0: none. */
 static size_t arena_upto(const struct pytrampoline_arenas *arenas, uint64_t addr)
 {
-	size_t lo = 0, hi = arenas->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (arenas->starts[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return search_upper_bound(arenas->starts, arenas->n, sizeof(*arenas->starts), addr,
+				  search_key_u64);
 }
 
 /* Of the candidate mappings of maps: where they are. */
