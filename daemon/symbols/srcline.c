@@ -84,6 +84,7 @@
 
 #include "base/clock.h"
 #include "base/elfopen.h"
+#include "base/search.h"
 #include "perfd/macro.h"
 
 #define SCOPE_NONE UINT32_MAX
@@ -349,16 +350,9 @@ static void abbrev_spans(struct srcline *s, uint64_t *tables, size_t n)
 	qsort_safe(tables, n, sizeof(*tables), cmp_u64);
 	for (size_t i = 0; i < s->n_units; i++) {
 		uint64_t off = s->units[i].abbrev_bytes, end = size;
-		size_t lo = 0, hi = n;
+		/* the first table past off */
+		size_t lo = search_upper_bound(tables, n, sizeof(*tables), off, search_key_u64);
 
-		while (lo < hi) { /* the first table past off */
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (tables[mid] <= off)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		if (lo < n && tables[lo] < end)
 			end = tables[lo];
 		s->units[i].abbrev_bytes = off < end ? end - off : size;
@@ -459,20 +453,17 @@ static int index_units(struct srcline *s)
 	return 0;
 }
 
+static uint64_t range_lo(const void *range)
+{
+	return ((const struct unit_range *)range)->lo;
+}
+
 /* The unit covering vaddr, or NULL.  Ranges of different units do not
  * overlap in sane DWARF; when they do, the one starting last wins. */
 static struct unit *unit_for(const struct srcline *s, uint64_t vaddr)
 {
-	size_t lo = 0, hi = s->n_ranges;
+	size_t lo = search_upper_bound(s->ranges, s->n_ranges, sizeof(*s->ranges), vaddr, range_lo);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->ranges[mid].lo <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0 || vaddr >= s->ranges[lo - 1].hi)
 		return NULL;
 	return &s->units[s->ranges[lo - 1].unit];
@@ -818,19 +809,16 @@ static int unit_load(struct srcline *s, struct unit *u, uint64_t deadline_ns,
 	return 0;
 }
 
+static uint64_t segment_lo(const void *seg)
+{
+	return ((const struct segment *)seg)->lo;
+}
+
 /* The innermost scope at vaddr, or SCOPE_NONE. */
 static uint32_t unit_scope(const struct unit *u, uint64_t vaddr)
 {
-	size_t lo = 0, hi = u->n_segs;
+	size_t lo = search_upper_bound(u->segs, u->n_segs, sizeof(*u->segs), vaddr, segment_lo);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (u->segs[mid].lo <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo == 0 ? SCOPE_NONE : u->segs[lo - 1].scope;
 }
 
