@@ -3,6 +3,12 @@
 #include "base/clock.h"
 #include "base/loopstep.h"
 
+/* The steps armed now.  perfd runs one loop, so one count: a starved
+ * step's timer is set LOOP_STEP_STARVED_NS times this many ahead, and all
+ * the steps of a never-idle loop together take a slice per
+ * LOOP_STEP_STARVED_NS, however many there are (loopstep.h). */
+static unsigned armed_steps;
+
 static void fire(struct loop_step *st)
 {
 	loop_step_disarm(st);
@@ -56,9 +62,13 @@ int loop_step_arm(struct loop_step *st)
 	 * pending meanwhile rather than ahead of it */
 	int r = sd_event_source_set_enabled(st->defer, SD_EVENT_ONESHOT);
 
+	if (r >= 0 && !st->counted) {
+		st->counted = true;
+		armed_steps++;
+	}
 	if (r >= 0)
-		r = sd_event_source_set_time_relative(st->timer,
-						      LOOP_STEP_STARVED_NS / NSEC_PER_USEC);
+		r = sd_event_source_set_time_relative(st->timer, LOOP_STEP_STARVED_NS * armed_steps /
+									 NSEC_PER_USEC);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(st->timer, SD_EVENT_ONESHOT);
 	if (r < 0)
@@ -68,6 +78,10 @@ int loop_step_arm(struct loop_step *st)
 
 void loop_step_disarm(struct loop_step *st)
 {
+	if (st->counted) {
+		st->counted = false;
+		armed_steps--;
+	}
 	if (st->defer)
 		(void)sd_event_source_set_enabled(st->defer, SD_EVENT_OFF);
 	if (st->timer)
@@ -83,6 +97,7 @@ bool loop_step_armed(const struct loop_step *st)
 
 void loop_step_done(struct loop_step *st)
 {
+	loop_step_disarm(st);
 	st->defer = sd_event_source_disable_unref(st->defer);
 	st->timer = sd_event_source_disable_unref(st->timer);
 }

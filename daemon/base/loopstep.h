@@ -22,8 +22,12 @@
  * sources, and one nobody client's 16 connections pipelining ps (a line
  * each a turn, ~8 ms each under ASan) made that round 130 ms, so a root
  * snapshot's 35 ms build took a second here and over 4 s on a slower host.
- * A step thus takes at most a fifth of a never-idle loop (a 5 ms slice
- * each LOOP_STEP_STARVED_NS), and a client waits at most a slice for it.
+ * Above them, the steps must not take the loop from the clients in turn:
+ * with N steps armed, each one's timer is set N x LOOP_STEP_STARVED_NS
+ * ahead, so that all of them together run a slice (5 ms, MODEL_SLICE_NS)
+ * per LOOP_STEP_STARVED_NS, timed from the turn that armed it: at most
+ * about a quarter of a never-idle loop however many clients start builds,
+ * and a client waits about a slice for them.
  *
  * Cost: a timer per step, moved at each arm (sd-event re-sets its timerfd
  * only when the earliest deadline changes).
@@ -45,6 +49,7 @@ struct loop_step {
 	loop_step_run_t run;
 	void *userdata;
 	uint64_t starved; /* slices the timer ran: nothing else left a turn */
+	bool counted;     /* in loopstep.c's count of the steps armed */
 };
 
 /* Makes st's sources on e, disarmed.  Returns 0 or -errno (sd-event's);
