@@ -20,12 +20,12 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "api/rates.h"
 #include "base/clock.h"
 #include "base/loopturn.h"
 #include "collect/ingest_wait.h"
 #include "profile/aggregate.h"
 #include "profile/model.h"
+#include "rates.h"
 #include "state/persist.h"
 
 struct sampler;
@@ -110,7 +110,7 @@ struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bo
 				    bool python_lines, bool threads);
 /* How d names frames, for what persist writes (state/persist.h). */
 struct persist_names daemon_persist_names(struct daemon *d);
-/* The daemon's own counters now (api/rates.h); manager.c notes one a
+/* The daemon's own counters now (rates.h); manager.c notes one a
  * second into d->rates. */
 void daemon_read_rates(struct daemon *d, struct rates_reading *ret);
 /* The daemon's resident set now, from /proc/self/statm (0 when unreadable). */

@@ -11,7 +11,6 @@
 #include <systemd/sd-event.h>
 
 #include "api/command.h"
-#include "daemon.h"
 #include "api/encode_lane.h"
 #include "api/httpd.h"
 #include "api/server.h"
@@ -22,6 +21,7 @@
 #include "collect/sampler.h"
 #include "collect/tiers.h"
 #include "config.h"
+#include "daemon.h"
 #include "export/exporter.h"
 #include "interp/python/python.h"
 #include "manager.h"
@@ -133,7 +133,7 @@ static void collect_modules(struct manager *m)
 
 /* Once a second the store rolls windows up and lets old data go, the
  * module ids nothing refers to any more are given back, and the daemon
- * notes its own counters (for rates: api/rates.h).  What these passes free
+ * notes its own counters (for rates: rates.h).  What these passes free
  * goes back to the kernel from the heap's own lane (base/heap.h), which
  * walks malloc's arenas so that the loop never does. */
 static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)

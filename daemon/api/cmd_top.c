@@ -30,7 +30,7 @@
  *             files are one row.
  *
  * Both open with the host: CPUs, frequency, samples profiled and lost per
- * second, the daemon's own CPU and RSS (api/rates.h).
+ * second, the daemon's own CPU and RSS (rates.h).
  *
  * Cost: the process view touches every process once (its per-second
  * sample counters; its RSS windows only when sorted by growth, else those

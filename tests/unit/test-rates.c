@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-rates.c - the ring of the daemon's own counters (daemon/api/rates.c):
+ * test-rates.c - the ring of the daemon's own counters (daemon/rates.c):
  * a rate over N seconds is taken from the newest reading at least N seconds
  * old, or from the oldest one held when none is; the ring forgets its
  * oldest readings once full; nothing before the first reading.
  */
 #include <criterion/criterion.h>
 
-#include "api/rates.h"
+#include "rates.h"
 #include "base/clock.h"
 
 static struct rates_reading at(uint64_t second, uint64_t cpu_ms, uint64_t samples, uint64_t lost)

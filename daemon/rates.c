@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rates.c - see rates.h. */
-#include "api/rates.h"
 #include "base/clock.h"
+#include "rates.h"
 
 void rates_note(struct rates *r, const struct rates_reading *reading)
 {

@@ -8,7 +8,7 @@
  * The ring holds RATES_SECONDS readings (more than the longest interval a
  * request may ask for), 32 bytes each; a reading is a handful of counter
  * reads, taken on the maintenance timer, never on the sampling path.  Pure:
- * the caller reads the counters (command.c) and says when.
+ * the caller reads the counters (daemon.c) and says when.
  */
 #ifndef PERFD_RATES_H
 #define PERFD_RATES_H
