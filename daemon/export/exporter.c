@@ -782,8 +782,7 @@ int exporter_configure(struct exporter *x, const struct export_opts *o)
 	if (o->output_dir) {
 		/* the worker reports a directory that still cannot be used */
 		(void)mkdir(o->output_dir, 0750);
-		if (!(ch[0].target = files_target_new(o)))
-			r = -ENOMEM;
+		r = files_target_new(o, &ch[0].target);
 	}
 	if (r >= 0 && (o->push.url || o->otlp.url))
 		r = http_global_init();

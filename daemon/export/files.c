@@ -56,17 +56,18 @@ static void files_free_target(void *t)
 	}
 }
 
-void *files_target_new(const struct export_opts *o)
+int files_target_new(const struct export_opts *o, void **ret)
 {
 	struct files_target *f = calloc(1, sizeof(*f));
 
 	if (!f || !(f->dir = strdup(o->output_dir))) {
 		free(f);
-		return NULL;
+		return -ENOMEM;
 	}
 	f->max_age_s = o->output_max_age_s;
 	f->max_bytes = o->output_max_bytes;
-	return f;
+	*ret = f;
+	return 0;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)

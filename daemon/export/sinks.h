@@ -12,8 +12,8 @@
 #include "export/worker.h"
 
 extern const struct export_sink_ops files_sink_ops;
-/* NULL when out of memory. */
-void *files_target_new(const struct export_opts *o);
+/* Returns 0 or -ENOMEM. */
+int files_target_new(const struct export_opts *o, void **ret);
 
 extern const struct export_sink_ops pyroscope_sink_ops;
 /* Returns 0 or -errno (-ENOMEM, -EIO: libcurl could not start). */

@@ -9,8 +9,11 @@
  * tables, a JIT map read on a lane) is the symbolizer's (symbols/), a
  * layer the store must not reach into.  So the store asks these
  * operations, and symbols/symbolize.h's symbolizer_modules() fills them
- * (tests may fill them with their own).  The contract of each is the
- * symbolizer's function of the same name (symbolize.h).
+ * (tests may fill them with their own).  Each is one of symbolize.h's
+ * functions: for_mapping symbolizer_module_for_mapping, vdso
+ * symbolizer_vdso_module, jit symbolizer_jit_module, note_jit_frame
+ * symbolizer_note_jit_frame, with their contracts.  All four are
+ * required: the store calls them without looking.
  */
 #ifndef PERFD_MODULES_H
 #define PERFD_MODULES_H

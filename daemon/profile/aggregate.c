@@ -6,7 +6,11 @@
  * The store's design is aggregate.h's; what its files share,
  * aggregate_internal.h's.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "process/procfs.h"
 #include "process/procmaps.h"
@@ -24,6 +28,7 @@ int aggregator_new(const struct aggregator_limits *limits, const struct module_r
 	uint64_t placeholder = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_STACK_LIMIT);
 	struct aggregator *a = calloc(1, sizeof(*a));
 	long hz = sysconf(_SC_CLK_TCK);
+	int r;
 
 	if (!a)
 		return -ENOMEM;
@@ -34,10 +39,12 @@ int aggregator_new(const struct aggregator_limits *limits, const struct module_r
 	owner_tally_init(&a->owners);
 	a->ns_per_tick = NSEC_PER_SEC / (hz > 0 ? (uint64_t)hz : 100);
 	u64map_init(&a->by_pid);
-	if (stacktab_new(&sl, &a->stacks) < 0 ||
-	    stacktab_intern(a->stacks, &placeholder, 1, 0, &a->stack_limit_id) < 0) {
+	r = stacktab_new(&sl, &a->stacks);
+	if (r >= 0)
+		r = stacktab_intern(a->stacks, &placeholder, 1, 0, &a->stack_limit_id);
+	if (r < 0) {
 		aggregator_free(a);
-		return -ENOMEM;
+		return r;
 	}
 	*ret = a;
 	return 0;

@@ -44,7 +44,6 @@
 #define AGG_PARKED_PER_PROCESS 1024
 #define AGG_PARKED_BYTES (8u << 20)
 
-
 /* A copy of a sample record that waits for its process's maps. */
 struct parked_sample {
 	struct parked_sample *next;

@@ -14,7 +14,7 @@
  * A roll-up merges the windows that fall in one aligned coarser window
  * (their entries merge: a stack seen every second of a minute costs one
  * entry for that minute).  Windows past the retention are dropped; the
- * store (aggregate.c) evicts the oldest windows of all processes first
+ * store (proctab.c) evicts the oldest windows of all processes first
  * when it needs memory.  A query merges the windows that lie at least half
  * inside the asked range (of the window in progress: half of what has
  * passed of it), so a range is answered to the window: to the second for

@@ -6,6 +6,9 @@
  * The store's design is aggregate.h's; what its files share,
  * aggregate_internal.h's.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "process/mapsread.h"

@@ -6,6 +6,8 @@
  * The store's design is aggregate.h's; what its files share,
  * aggregate_internal.h's.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "profile/aggregate_internal.h"

@@ -38,8 +38,9 @@ int perfmap_parse(FILE *f, struct perfmap **ret, size_t *ret_skipped);
 /* A map built entry by entry (jitdump.c): perfmap_new(), perfmap_add()
  * for each function in the order the JIT wrote them (overlaps are resolved
  * as for a perf map's lines: the later wins), then perfmap_seal() before
- * the first lookup.  perfmap_new returns 0 or -ENOMEM.  perfmap_add copies name[0..name_len) (no NUL needed)
- * and returns 0, -EINVAL for an empty range or name, or -ENOMEM. */
+ * the first lookup.  perfmap_new returns 0 or -ENOMEM.  perfmap_add
+ * copies name[0..name_len) (no NUL needed) and returns 0, -EINVAL for an
+ * empty range or name, or -ENOMEM. */
 int perfmap_new(struct perfmap **ret);
 int perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *name,
 		size_t name_len);

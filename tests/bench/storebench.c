@@ -504,8 +504,10 @@ static int run(int n_procs, int hz, int cpus, int seconds, double skew, double r
 		return err;
 	modules = symbolizer_modules(sym);
 	err = aggregator_new(&limits, &modules, &a);
-	if (err < 0)
+	if (err < 0) {
+		symbolizer_free(sym);
 		return err;
+	}
 
 	/* a fixed start, so that a seed gives the same windows every time */
 	t0_ns = SIM_START_S * NSEC_PER_SEC;

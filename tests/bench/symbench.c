@@ -144,8 +144,11 @@ int main(int argc, char **argv)
 		double t0;
 		int passes = 0;
 
-		if (id >= 0)
-			id = symbolizer_module_for_mapping(s, getpid(), 0, &map);
+		if (id < 0) {
+			fprintf(stderr, "symbench: no symbolizer: %s\n", strerror(-id));
+			return 1;
+		}
+		id = symbolizer_module_for_mapping(s, getpid(), 0, &map);
 		if (id <= 0) {
 			fprintf(stderr, "symbench: cannot open %s: %s\n", argv[1], strerror(-id));
 			return 1;

@@ -230,12 +230,13 @@ static struct persist *sampled_into_new_state(struct aggregator *a, uint64_t t0,
 Test(persist, a_store_read_back_holds_every_value_under_its_names)
 {
 	struct symbolizer *sym;
-	struct aggregator *a = new_store(sym), *b;
+	struct aggregator *a, *b;
 	struct persist *ps, *again;
 	struct persist_stats st;
 	uint64_t now = now_monotonic_ns(), t0 = (now / SEC - 60) * SEC;
 
 	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ 0 }, &sym, NULL), 0);
+	a = new_store(sym);
 	ps = sampled_into_new_state(a, t0, now, three_to_one);
 	{
 		struct persist_names names = { fake_resolve, fake_describe, ps, NULL };
@@ -288,7 +289,7 @@ Test(persist, a_store_read_back_holds_every_value_under_its_names)
 Test(persist, the_restored_names_go_with_the_windows_that_named_them)
 {
 	struct symbolizer *sym;
-	struct aggregator *a = new_store(sym), *b;
+	struct aggregator *a, *b;
 	struct persist *ps, *again;
 	struct persist_stats st;
 	struct aggregator_stats as;
@@ -296,6 +297,7 @@ Test(persist, the_restored_names_go_with_the_windows_that_named_them)
 	size_t whole;
 
 	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ 0 }, &sym, NULL), 0);
+	a = new_store(sym);
 	ps = sampled_into_new_state(a, t0, now, one_then_the_other);
 	{
 		struct persist_names names = { fake_resolve, fake_describe, ps, NULL };

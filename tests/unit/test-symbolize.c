@@ -65,7 +65,6 @@ static struct symbolizer *make(size_t cache_bytes, bool demangle)
 	struct symbolizer *s;
 
 	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
-	cr_assert_not_null(s);
 	return s;
 }
 
@@ -460,7 +459,6 @@ static size_t table_bytes(uintptr_t addr, const char *debug_dir)
 	char buf[256];
 
 	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
-	cr_assert_not_null(s);
 	(void)settled_name(s, frame_of(s, addr), buf, sizeof(buf));
 	symbolizer_get_stats(s, &st);
 	symbolizer_free(s);
@@ -689,7 +687,6 @@ Test(symbolize, descriptors_are_bounded_and_reopened)
 	size_t fds_before;
 
 	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
-	cr_assert_not_null(s);
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
 	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
@@ -758,7 +755,6 @@ Test(symbolize, one_owner_holds_at_most_its_share)
 	int id;
 
 	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
-	cr_assert_not_null(s);
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
 	own = procmaps_find(maps, (uintptr_t)&symbolize_test_function);
@@ -806,7 +802,6 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 	int own_id, id;
 
 	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
-	cr_assert_not_null(s);
 	cr_assert_not_null(used);
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(procmaps_read_pid(getpid(), true, &maps), 0);
