@@ -62,8 +62,8 @@ int loop_step_arm(struct loop_step *st)
 	 * pending meanwhile rather than ahead of it */
 	int r = sd_event_source_set_enabled(st->defer, SD_EVENT_ONESHOT);
 
-	if (r >= 0 && !st->counted) {
-		st->counted = true;
+	if (r >= 0 && !st->armed) {
+		st->armed = true;
 		armed_steps++;
 	}
 	if (r >= 0)
@@ -78,8 +78,8 @@ int loop_step_arm(struct loop_step *st)
 
 void loop_step_disarm(struct loop_step *st)
 {
-	if (st->counted) {
-		st->counted = false;
+	if (st->armed) {
+		st->armed = false;
 		armed_steps--;
 	}
 	if (st->defer)
@@ -90,9 +90,7 @@ void loop_step_disarm(struct loop_step *st)
 
 bool loop_step_armed(const struct loop_step *st)
 {
-	int on = 0;
-
-	return st->defer && sd_event_source_get_enabled(st->defer, &on) >= 0 && on != SD_EVENT_OFF;
+	return st->armed;
 }
 
 void loop_step_done(struct loop_step *st)

@@ -49,7 +49,7 @@ struct loop_step {
 	loop_step_run_t run;
 	void *userdata;
 	uint64_t starved; /* slices the timer ran: nothing else left a turn */
-	bool counted;     /* in loopstep.c's count of the steps armed */
+	bool armed;       /* its slice to come: counted in loopstep.c's armed steps */
 };
 
 /* Makes st's sources on e, disarmed.  Returns 0 or -errno (sd-event's);
