@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* kindtab.c - see kindtab.h: the table generated from perfd/kinds.h. */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "base/kindtab.h"
@@ -17,10 +18,14 @@
 		    .pprof_unit = punit },
 const struct kind_info kind_infos[PERFD_VALUE_KINDS] = { PERFD_KINDS(KIND_INFO_ROW) };
 
-/* Row i has value i: a gap would leave a row of this table empty. */
+/* Row i has value i: as many values as rows, and each a different one of
+ * 0..n-1 (a gap or a repeat would leave a row of this table empty). */
 #define KIND_COUNT_ROW(...) +1
+#define KIND_VALUE_BIT(id, value, ...) | (UINT64_C(1) << (value))
 _Static_assert(PERFD_VALUE_KINDS == 0 PERFD_KINDS(KIND_COUNT_ROW),
 	       "kinds.h: the values must be 0, 1, 2, ...");
+_Static_assert((0 PERFD_KINDS(KIND_VALUE_BIT)) == (UINT64_C(1) << PERFD_VALUE_KINDS) - 1,
+	       "kinds.h: the values must be 0, 1, 2, ..., each once");
 
 int kind_find(const char *name, size_t len)
 {
