@@ -830,12 +830,12 @@ static int read_into(enum profile_format format, const char *data, size_t len,
 		     struct json_object *doc, const char *kind, struct profile **ret, char *err)
 {
 	_cleanup_(profile_freep) struct profile *p = profile_new(format);
-	const struct kind_info *folded;
+	const struct kind_info *k = kind ? kind_by_name(kind) : &kind_infos[PERFD_VALUE_CPU];
 	int r;
 
 	if (!p)
 		return -ENOMEM;
-	if (kind && !kind_by_name(kind))
+	if (!k)
 		return fail(err, -EINVAL, "no such kind '%s'", kind);
 	switch (format) {
 	case PROFILE_FORMAT_PPROF:
@@ -845,8 +845,7 @@ static int read_into(enum profile_format format, const char *data, size_t len,
 		r = doc ? read_json_doc(p, doc, kind, err) : read_json_text(p, data, len, kind, err);
 		break;
 	default:
-		folded = kind ? kind_by_name(kind) : &kind_infos[PERFD_VALUE_CPU];
-		r = set_kind(p, folded->name, folded->unit);
+		r = set_kind(p, k->name, k->unit);
 		if (r >= 0)
 			r = read_folded(p, data, len, err);
 		break;

@@ -101,7 +101,7 @@ int build_id_from_elf(Elf *elf, enum build_id_source from, size_t max, const uin
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 				continue;
 			/* libelf's rule for a note section's layout */
-			if (parse_data(elf_rawdata(scn, NULL), sh.sh_addralign == 8 ? 8 : 4, swap, max,
+			if (parse_data(elf_rawdata(scn, NULL), sh.sh_addralign, swap, max,
 				       ret_id, ret_len) == 0)
 				return 0;
 		}
@@ -118,7 +118,7 @@ int build_id_from_elf(Elf *elf, enum build_id_source from, size_t max, const uin
 			continue;
 		/* notes aligned to 8 (.note.gnu.property) have their own layout */
 		if (parse_data(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE),
-			       ph.p_align == 8 ? 8 : 4, swap, max, ret_id, ret_len) == 0)
+			       ph.p_align, swap, max, ret_id, ret_len) == 0)
 			return 0;
 	}
 	return -ENOENT;
