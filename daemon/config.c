@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/duration.h"
+#include "base/jsonw.h"
 #include "collect/sampler.h"
 #include "collect/tiers.h"
 #include "config.h"
@@ -748,19 +749,26 @@ size_t config_keep_restart_only(const struct config *running, struct config *nex
 	return n;
 }
 
-json_object *config_to_json(const struct config *c, bool root)
+char *config_to_json(const struct config *c, bool root)
 {
-	json_object *o = json_object_new_object();
+	struct jsonw w;
+	char *text;
+	size_t len;
 
-	if (!o)
-		return NULL;
-	json_object_object_add(o, "config_file", c->config_path ? json_object_new_string(c->config_path) : NULL);
+	jsonw_init(&w);
+	jsonw_object_begin(&w);
+	jsonw_key(&w, "config_file");
+	if (c->config_path)
+		jsonw_string(&w, c->config_path);
+	else
+		jsonw_null(&w);
 	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
 		const struct row *r = &rows[i];
-		json_object *v = NULL;
 
-		if (!row_in_file(r) || (!root && (r->flags & (R_PRIVATE | R_SECRET))))
+		if (!row_in_file(r) || (!root && (r->flags & (R_PRIVATE | R_SECRET))) ||
+		    r->type == T_REFUSE || r->type == T_CONFIG || r->type == T_HELP || r->type == T_VERSION)
 			continue;
+		jsonw_key(&w, r->name);
 		switch (r->type) {
 		case T_STRING: {
 			const char *s = *CFIELD(c, r, char *);
@@ -768,34 +776,40 @@ json_object *config_to_json(const struct config *c, bool root)
 
 			if (s && (r->flags & R_URL)) {
 				if (!(shown = malloc(strlen(s) + 1))) {
-					json_object_put(o);
+					jsonw_done(&w);
 					return NULL;
 				}
 				(root ? http_describe : http_describe_origin)(s, shown, strlen(s) + 1);
 				s = shown;
 			}
 			if (s)
-				v = json_object_new_string(r->flags & R_SECRET ? "(set)" : s);
+				jsonw_string(&w, r->flags & R_SECRET ? "(set)" : s);
+			else
+				jsonw_null(&w);
 			break;
 		}
 		case T_UINT:
 		case T_BYTES:
 		case T_DURATION:
-			v = json_object_new_uint64(*CFIELD(c, r, uint64_t));
+			jsonw_u64(&w, *CFIELD(c, r, uint64_t));
 			break;
 		case T_BOOL:
-			v = json_object_new_boolean(*CFIELD(c, r, bool));
+			jsonw_bool(&w, *CFIELD(c, r, bool));
 			break;
 		case T_LABEL:
-			v = json_object_new_object();
-			for (size_t k = 0; v && k < c->export.n_labels; k++)
-				json_object_object_add(v, c->export.labels[k].key,
-						       json_object_new_string(c->export.labels[k].value));
+			/* keys are unique: set_label replaces a repeated one */
+			jsonw_object_begin(&w);
+			for (size_t k = 0; k < c->export.n_labels; k++)
+				jsonw_kv_string(&w, c->export.labels[k].key, c->export.labels[k].value);
+			jsonw_object_end(&w);
 			break;
 		default:
-			continue;
+			jsonw_null(&w); /* not reached: left out above */
+			break;
 		}
-		json_object_object_add(o, r->name, v);
 	}
-	return o;
+	jsonw_object_end(&w);
+	text = jsonw_error(&w) ? NULL : jsonw_steal(&w, &len);
+	jsonw_done(&w);
+	return text;
 }

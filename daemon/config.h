@@ -32,7 +32,6 @@
 #ifndef PERFD_CONFIG_H
 #define PERFD_CONFIG_H
 
-#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -109,7 +108,8 @@ size_t config_diff(const struct config *a, const struct config *b, char *changed
  * or null, URLs without the user:password@ they may embed), and
  * "config_file".  Not for root (root false): no secrets, tenants or output
  * directory at all, and URLs as scheme://host:port, since a path or a
- * query may hold a token.  New reference; NULL when out of memory. */
-json_object *config_to_json(const struct config *c, bool root);
+ * query may hold a token.  As JSON text (malloc'd, the caller's); NULL
+ * when out of memory. */
+char *config_to_json(const struct config *c, bool root);
 
 #endif

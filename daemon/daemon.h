@@ -15,7 +15,6 @@
 #ifndef PERFD_DAEMON_H
 #define PERFD_DAEMON_H
 
-#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -66,8 +65,8 @@ struct daemon {
 	struct exporter *exporter;
 	struct encode_lane *encode_lane; /* snapshots' encoding (api/encode_lane.h) */
 	struct persist *persist; /* NULL: profiles are kept in memory only */
-	json_object *config_json;       /* the effective configuration (config.h), root's view */
-	json_object *config_json_users; /* the same as others see it */
+	char *config_json;       /* the effective configuration (config.h) as JSON, root's view */
+	char *config_json_users; /* the same as others see it */
 	uint64_t start_ns;
 	uint64_t malformed_records;
 	struct snapshot *snapshots; /* cmd_snapshot.c's, waiting for their end */

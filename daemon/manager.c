@@ -378,15 +378,15 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 /* The effective configuration, as status shows it to root and to others. */
 static void publish_config(struct manager *m)
 {
-	json_object *o = config_to_json(m->config, true), *users = config_to_json(m->config, false);
+	char *o = config_to_json(m->config, true), *users = config_to_json(m->config, false);
 
 	if (!o || !users) {
-		json_object_put(o);
-		json_object_put(users);
+		free(o);
+		free(users);
 		return; /* out of memory: status keeps the one before */
 	}
-	json_object_put(m->d.config_json);
-	json_object_put(m->d.config_json_users);
+	free(m->d.config_json);
+	free(m->d.config_json_users);
 	m->d.config_json = o;
 	m->d.config_json_users = users;
 }
@@ -867,8 +867,8 @@ struct manager *manager_free(struct manager *m)
 	sampler_free(m->d.sampler);
 	symbolizer_free(m->d.symbolizer);
 	sd_event_unref(m->d.event);
-	json_object_put(m->d.config_json);
-	json_object_put(m->d.config_json_users);
+	free(m->d.config_json);
+	free(m->d.config_json_users);
 	config_free(m->config);
 	heap_stop();
 	free(m);

@@ -349,14 +349,13 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 
 	p = aggregator_find_process(d->aggregator, req->pids[0]);
 	if (!p || !daemon_peer_sees((void *)client_peer(c), p)) {
-		command_reply_json(c, query_error(PERFD_ERR_NO_SUCH_PROCESS,
-						  "no process with pid %u in perfd's history",
-						  req->pids[0]));
+		command_reply_error(c, PERFD_ERR_NO_SUCH_PROCESS,
+				    "no process with pid %u in perfd's history", req->pids[0]);
 		return 0;
 	}
 	ma = calloc(1, sizeof(*ma));
 	if (!ma) {
-		command_reply_json(c, NULL);
+		command_reply_oom(c);
 		return 0;
 	}
 	*ma = (struct mem_answer){

@@ -433,7 +433,7 @@ static void answer_built(struct model_slices *build, struct model *m, int r, voi
 	a->build = model_slices_free(build);
 	client_set_data(c, NULL);
 	if (r < 0)
-		command_reply_json(c, NULL);
+		command_reply_oom(c);
 	else
 		reply_profile(a, m); /* may make c's data the encoding */
 	answer_free(a);
@@ -450,7 +450,7 @@ static void answer_parts(struct daemon *d, struct client *client, const struct p
 
 	if (!a) {
 		aggregator_release_parts(d->aggregator, parts);
-		command_reply_json(client, NULL);
+		command_reply_oom(client);
 		return;
 	}
 	*a = (struct answer){ .pending.command = &answering, .d = d, .client = client,
@@ -459,7 +459,7 @@ static void answer_parts(struct daemon *d, struct client *client, const struct p
 	/* decided now, as the kernel decides at each open of /proc/kallsyms */
 	mo.kernel_addresses = auth_may_see_kernel_addresses(client_peer(client));
 	if (model_slices_start(d, &mo, &a->parts, answer_built, a, &a->build) < 0) {
-		command_reply_json(client, NULL);
+		command_reply_oom(client);
 		answer_free(a);
 		return;
 	}
@@ -545,10 +545,10 @@ static void request_selection(const struct perfd_request *req, struct client *cl
 	sel->owners = daemon_peer_owners(client_peer(client));
 }
 
-/* A snapshot of the past, answered at once from the store: returns an
- * error to send, or NULL once it has answered. */
-static json_object *history_snapshot(struct daemon *d, struct client *client,
-				     const struct perfd_request *req)
+/* A snapshot of the past, answered at once from the store (an error
+ * too). */
+static void history_snapshot(struct daemon *d, struct client *client,
+			     const struct perfd_request *req)
 {
 	struct profile_parts parts = { 0 };
 	struct answer_info ai = { .single = req->n_pids == 1, .pid = req->pids[0] };
@@ -564,8 +564,8 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 		to = req->to_unix ? unix_to_monotonic(req->to_unix) : now;
 	}
 	if (aggregator_query(d->aggregator, &sel, from, to, &parts, &ai.begin_ns, &ai.end_ns) < 0) {
-		command_reply_json(client, NULL);
-		return NULL;
+		command_reply_oom(client);
+		return;
 	}
 	if (parts.n == 0 && ai.single) {
 		struct process *p = aggregator_find_process(d->aggregator, ai.pid);
@@ -573,8 +573,9 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 		/* neither retained nor known (or not the client's to see) */
 		if (!p || !daemon_peer_sees((void *)client_peer(client), p)) {
 			aggregator_release_parts(d->aggregator, &parts);
-			return query_error(PERFD_ERR_NO_SUCH_PROCESS,
-					   "no process with pid %u in perfd's history", ai.pid);
+			command_reply_error(client, PERFD_ERR_NO_SUCH_PROCESS,
+					    "no process with pid %u in perfd's history", ai.pid);
+			return;
 		}
 	}
 	if (!ai.begin_ns) {
@@ -582,7 +583,6 @@ static json_object *history_snapshot(struct daemon *d, struct client *client,
 		ai.end_ns = to;
 	}
 	answer_parts(d, client, req, &parts, &ai);
-	return NULL;
 }
 
 static size_t snapshots_of_uid(const struct daemon *d, uint32_t uid)
@@ -645,23 +645,24 @@ static size_t snapshot_scope(struct daemon *d, const struct perfd_request *req,
  * stays pending. */
 static void announce_started(struct client *client)
 {
-	json_object *o = query_ok();
-	const char *text = NULL;
+	struct jsonw w;
 	size_t len;
+	char *text;
 
+	query_ok_begin(&w);
+	jsonw_kv_bool(&w, "started", true);
+	jsonw_object_end(&w);
 	/* out of memory: the client's wait ends with the answer */
-	if (o && json_object_object_add(o, "started", json_object_new_boolean(1)) == 0)
-		text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+	text = jsonw_error(&w) ? NULL : jsonw_steal(&w, &len);
 	if (text)
 		(void)server_send_line(client, text, len);
-	json_object_put(o);
+	free(text);
+	jsonw_done(&w);
 }
 
-/* Starts a snapshot.  Returns an answer to send (an error), or NULL when
- * it answered already or will answer when the snapshot ends
- * (client_get_data() is then set). */
-static json_object *start_snapshot(struct daemon *d, struct client *client,
-				   const struct perfd_request *req)
+/* Starts a snapshot, or answers at once (an error, or the past): when it
+ * will answer as the snapshot ends, client_get_data() is set. */
+static void start_snapshot(struct daemon *d, struct client *client, const struct perfd_request *req)
 {
 	struct snapshot *s;
 	uint64_t ticks = 0, ticks_again;
@@ -671,41 +672,53 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 	double held;
 	int r;
 
-	if (req->when != PERFD_WHEN_DURATION)
-		return history_snapshot(d, client, req);
-	if ((r = admit_snapshot(d, client_peer(client)->uid)) < 0)
-		return r == -EUSERS ? query_error(PERFD_ERR_BUSY, "%zu of %d snapshots for uid %" PRIu32,
-						  snapshots_of_uid(d, client_peer(client)->uid),
-						  LIMITS_SNAPSHOTS_PER_UID, client_peer(client)->uid) :
-				      query_error(PERFD_ERR_BUSY, "too many snapshots running (%zu of %d)",
-						  d->n_snapshots, LIMITS_MAX_SNAPSHOTS);
+	if (req->when != PERFD_WHEN_DURATION) {
+		history_snapshot(d, client, req);
+		return;
+	}
+	if ((r = admit_snapshot(d, uid)) == -EUSERS) {
+		command_reply_error(client, PERFD_ERR_BUSY, "%zu of %d snapshots for uid %" PRIu32,
+				    snapshots_of_uid(d, uid), LIMITS_SNAPSHOTS_PER_UID, uid);
+		return;
+	}
+	if (r < 0) {
+		command_reply_error(client, PERFD_ERR_BUSY, "too many snapshots running (%zu of %d)",
+				    d->n_snapshots, LIMITS_MAX_SNAPSHOTS);
+		return;
+	}
 	/* the processes in scope as of now: .fresh */
 	request_selection(req, client, &sel);
 	scope = snapshot_scope(d, req, &sel);
 	held = process_seconds_of_uid(d, uid);
-	if (uid != 0 && held + (double)scope * req->duration_seconds > LIMITS_SNAPSHOT_PROCESS_SECONDS)
-		return query_error(PERFD_ERR_BUSY,
-				   "%.0f of %d process-seconds for uid %" PRIu32
-				   ": this snapshot would add %zu processes x %.0f s to the %.0f its snapshots hold",
-				   held + (double)scope * req->duration_seconds,
-				   LIMITS_SNAPSHOT_PROCESS_SECONDS, uid, scope, req->duration_seconds, held);
+	if (uid != 0 && held + (double)scope * req->duration_seconds > LIMITS_SNAPSHOT_PROCESS_SECONDS) {
+		command_reply_error(client, PERFD_ERR_BUSY,
+				    "%.0f of %d process-seconds for uid %" PRIu32
+				    ": this snapshot would add %zu processes x %.0f s to the %.0f its snapshots hold",
+				    held + (double)scope * req->duration_seconds,
+				    LIMITS_SNAPSHOT_PROCESS_SECONDS, uid, scope, req->duration_seconds, held);
+		return;
+	}
 	if (req->n_pids == 1) {
 		r = read_start_ticks(req->pids[0], &ticks);
 		/* Another user's process answers exactly as a missing one. */
 		if (r >= 0 && !auth_may_see_pid(client_peer(client), req->pids[0]))
 			r = -ESRCH;
-		if (r == -ESRCH)
-			return query_error(PERFD_ERR_NO_SUCH_PROCESS, "no process with pid %u",
-					   req->pids[0]);
-		if (r < 0)
-			return query_error(PERFD_ERR_INTERNAL, "cannot read /proc/%u/stat: %s",
-					   req->pids[0], strerror(-r));
+		if (r == -ESRCH) {
+			command_reply_error(client, PERFD_ERR_NO_SUCH_PROCESS, "no process with pid %u",
+					    req->pids[0]);
+			return;
+		}
+		if (r < 0) {
+			command_reply_error(client, PERFD_ERR_INTERNAL, "cannot read /proc/%u/stat: %s",
+					    req->pids[0], strerror(-r));
+			return;
+		}
 	}
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		command_reply_json(client, NULL);
-		return NULL;
+		command_reply_oom(client);
+		return;
 	}
 	s->pending.command = &cmd_snapshot;
 	s->d = d;
@@ -727,7 +740,8 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 			      s->c.end_ns / 1000 + 1, SNAPSHOT_TIMER_ACCURACY_USEC, on_snapshot_done, s);
 	if (r < 0) {
 		free(s);
-		return query_error(PERFD_ERR_INTERNAL, "cannot arm a timer: %s", strerror(-r));
+		command_reply_error(client, PERFD_ERR_INTERNAL, "cannot arm a timer: %s", strerror(-r));
+		return;
 	}
 	s->next = d->snapshots;
 	if (d->snapshots)
@@ -750,9 +764,9 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 		if (s->pidfd >= 0) {
 			if (read_start_ticks(req->pids[0], &ticks_again) < 0 || ticks_again != ticks) {
 				snapshot_free(s);
-				return query_error(PERFD_ERR_NO_SUCH_PROCESS,
-						   "process %u exited as the snapshot started",
-						   req->pids[0]);
+				command_reply_error(client, PERFD_ERR_NO_SUCH_PROCESS,
+						    "process %u exited as the snapshot started", req->pids[0]);
+				return;
 			}
 			(void)sd_event_add_io(d->event, &s->pidfd_io, s->pidfd, EPOLLIN, on_pidfd, s);
 		}
@@ -760,19 +774,13 @@ static json_object *start_snapshot(struct daemon *d, struct client *client,
 	client_set_data(client, s);
 	if (req->started)
 		announce_started(client);
-	return NULL;
 }
 
 
 static int run_snapshot(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
-	json_object *answer = start_snapshot(d, c, req);
-
-	if (client_get_data(c))
-		return SERVER_PENDING;
-	if (answer)
-		command_reply_json(c, answer);
-	return 0;
+	start_snapshot(d, c, req);
+	return client_get_data(c) ? SERVER_PENDING : 0;
 }
 
 static void cancel_snapshot(struct daemon *d, struct client *c)

@@ -16,6 +16,7 @@
 #include "api/httpd.h"
 #include "api/metrics.h"
 #include "api/query.h"
+#include "base/jsonw.h"
 #include "base/clock.h"
 #include "collect/drain.h"
 #include "collect/sampler.h"
@@ -24,7 +25,7 @@
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
-json_object *daemon_status(struct daemon *d, bool root)
+int daemon_status(struct daemon *d, bool root, struct jsonw *w)
 {
 	struct status_info info = {
 		.uptime_seconds = (double)(now_monotonic_ns() - d->start_ns) / NSEC_PER_SEC,
@@ -68,30 +69,31 @@ json_object *daemon_status(struct daemon *d, bool root)
 	info.state = d->persist != NULL;
 	if (d->persist)
 		persist_get_stats(d->persist, &info.persist);
-	return query_status(&info);
+	return query_status(w, &info);
 }
 
 static int run_status(struct daemon *d, struct client *c, const struct perfd_request *req)
 {
-	command_reply_json(c, daemon_status(d, client_peer(c)->uid == 0));
+	struct jsonw w;
+
+	command_reply_writer(c, &w, daemon_status(d, client_peer(c)->uid == 0, &w));
 	return 0;
 }
 
 void daemon_metrics_page(struct daemon *d, const char *path, struct http_answer *ret)
 {
-	json_object *status;
+	struct jsonw w;
 
 	if (strcmp(path, "/metrics") != 0) {
 		ret->status = 404;
 		return;
 	}
-	status = daemon_status(d, false);
 	ret->status = 500;
-	if (status && metrics_render(status, &ret->body, &ret->len) == 0) {
+	if (daemon_status(d, false, &w) == 0 && metrics_render(w.buf, w.len, &ret->body, &ret->len) == 0) {
 		ret->status = 200;
 		ret->content_type = METRICS_CONTENT_TYPE;
 	}
-	json_object_put(status);
+	jsonw_done(&w);
 }
 
 const struct command cmd_status = { .name = "status", .run = run_status };

@@ -856,15 +856,14 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 	if (req->top_args.view == TOP_FUNCTIONS && req->n_pids) {
 		p = aggregator_find_process(d->aggregator, req->pids[0]);
 		if (!p || !auth_may_see(client_peer(c), p->owner_uid)) {
-			command_reply_json(c, query_error(PERFD_ERR_NO_SUCH_PROCESS,
-							  "no process with pid %u in perfd's history",
-							  req->pids[0]));
+			command_reply_error(c, PERFD_ERR_NO_SUCH_PROCESS,
+					    "no process with pid %u in perfd's history", req->pids[0]);
 			return 0;
 		}
 	}
 	ta = calloc(1, sizeof(*ta));
 	if (!ta) {
-		command_reply_json(c, NULL);
+		command_reply_oom(c);
 		return 0;
 	}
 	*ta = (struct top_answer){

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* command.c - the command table and the dispatch (see command.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -17,20 +18,13 @@
 const struct command *const commands[PERFD_CMD_COUNT] = { PERFD_COMMANDS(ROW) };
 #undef ROW
 
-void command_reply_json(struct client *c, json_object *o)
+/* What a client gets when its answer could not be written. */
+static void reply_out_of_memory(struct client *c)
 {
-	size_t len;
-	const char *text;
+	static const char oom[] = "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"internal\","
+				  "\"message\":\"perfd ran out of memory building the answer\"}}";
 
-	if (!o) {
-		static const char oom[] = "{\"version\":1,\"ok\":false,\"error\":{\"code\":\"internal\","
-					  "\"message\":\"perfd ran out of memory building the answer\"}}";
-		(void)server_reply(c, oom, sizeof(oom) - 1);
-		return;
-	}
-	text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
-	(void)server_reply(c, text, len);
-	json_object_put(o);
+	(void)server_reply(c, oom, sizeof(oom) - 1);
 }
 
 void command_reply_writer(struct client *c, struct jsonw *w, int r)
@@ -40,10 +34,26 @@ void command_reply_writer(struct client *c, struct jsonw *w, int r)
 
 	jsonw_done(w);
 	if (!text) {
-		command_reply_json(c, NULL);
+		reply_out_of_memory(c);
 		return;
 	}
 	(void)server_reply_owned(c, text, len, len + 1);
+}
+
+void command_reply_error(struct client *c, const char *code, const char *fmt, ...)
+{
+	struct jsonw w;
+	va_list ap;
+
+	va_start(ap, fmt);
+	query_verror(&w, code, fmt, ap);
+	va_end(ap);
+	command_reply_writer(c, &w, 0);
+}
+
+void command_reply_oom(struct client *c)
+{
+	reply_out_of_memory(c);
 }
 
 int command_dispatch(struct daemon *d, struct client *c, const char *line, size_t len)
@@ -52,7 +62,7 @@ int command_dispatch(struct daemon *d, struct client *c, const char *line, size_
 	struct perfd_request_error err;
 
 	if (request_parse(line, len, &req, &err) < 0) {
-		command_reply_json(c, query_error(err.code, "%s", err.message));
+		command_reply_error(c, err.code, "%s", err.message);
 		return 0;
 	}
 	if (commands[req.command]->fresh)

@@ -65,12 +65,15 @@ bool command_pending_line(struct daemon *d, struct client *c, const char *line, 
 /* Ends every snapshot still waiting (the daemon stops). */
 void snapshots_free_all(struct daemon *d);
 
-/* Sends o (taking it), or the out-of-memory error when o is NULL. */
-void command_reply_json(struct client *c, json_object *o);
 struct jsonw;
 /* Sends what w holds (a whole answer object) when r is 0 and w has no
  * error, else the out-of-memory error; frees w's buffer either way. */
 void command_reply_writer(struct client *c, struct jsonw *w, int r);
+/* Sends the error answer code with its message (query.h's query_error). */
+void command_reply_error(struct client *c, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Sends the answer that says perfd ran out of memory building one. */
+void command_reply_oom(struct client *c);
 
 /* A selection's visible(): the client (a struct perfd_peer) may see p. */
 bool daemon_peer_sees(void *peer, const struct process *p);
@@ -79,9 +82,9 @@ bool daemon_peer_sees(void *peer, const struct process *p);
 bool daemon_peer_sees_owner(void *peer, uint32_t owner);
 struct owner_filter daemon_peer_owners(const struct perfd_peer *peer);
 
-/* The status answer (api/query.h), as root or as others see it; a new
- * reference, NULL when out of memory. */
-json_object *daemon_status(struct daemon *d, bool root);
+/* The status answer (api/query.h), as root or as others see it, written
+ * into w (initialized here); 0 or -ENOMEM. */
+int daemon_status(struct daemon *d, bool root, struct jsonw *w);
 struct http_answer;
 /* The page at path of the --metrics-address server (api/httpd.h): /metrics,
  * the status answer others see in the Prometheus format (api/metrics.h). */

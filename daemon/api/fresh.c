@@ -65,7 +65,7 @@ int fresh_dispatch(struct daemon *d, struct client *c, const struct perfd_reques
 	_cleanup_free_ struct fresh_wait *w = calloc(1, sizeof(*w));
 
 	if (!w) {
-		command_reply_json(c, NULL);
+		command_reply_oom(c);
 		return 0;
 	}
 	*w = (struct fresh_wait){ .pending = { commands[req->command]->stop ? &wait_stoppable :

@@ -2,10 +2,13 @@
 /* metrics.c - see metrics.h for the design. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "api/metrics.h"
 #include "perfd/macro.h"
@@ -277,20 +280,32 @@ static bool has_shape(const struct metric *m, json_object *v)
 	return false;
 }
 
-int metrics_render(json_object *status, char **ret, size_t *len)
+int metrics_render(const char *status_json, size_t status_len, char **ret, size_t *len)
 {
+	json_tokener *tok = json_tokener_new();
+	json_object *status;
 	char *text = NULL;
 	size_t n = 0;
-	FILE *f = open_memstream(&text, &n);
+	FILE *f;
 
-	if (!f)
+	if (!tok)
 		return -ENOMEM;
+	status = status_len <= INT_MAX ? json_tokener_parse_ex(tok, status_json, (int)status_len) : NULL;
+	json_tokener_free(tok);
+	if (!status)
+		return -EINVAL; /* the writer's own output: never, short of a bug */
+	f = open_memstream(&text, &n);
+	if (!f) {
+		json_object_put(status);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(metrics); i++) {
 		json_object *v = lookup(status, metrics[i].path);
 
 		if (has_shape(&metrics[i], v))
 			put_metric(f, &metrics[i], v);
 	}
+	json_object_put(status);
 	if (fclose(f) != 0) {
 		free(text);
 		return -ENOMEM;

@@ -20,13 +20,14 @@
 #ifndef PERFD_METRICS_H
 #define PERFD_METRICS_H
 
-#include <json-c/json.h>
 #include <stddef.h>
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* Writes status as the exposition text into *ret (malloc()ed, *len bytes,
- * NUL-terminated).  Returns 0 or -ENOMEM. */
-int metrics_render(json_object *status, char **ret, size_t *len);
+/* Writes the status answer (status_len bytes of JSON text, as query.c
+ * wrote it) as the exposition text into *ret (malloc()ed, *len bytes,
+ * NUL-terminated).  Returns 0, -ENOMEM, or -EINVAL when status_json is not
+ * JSON. */
+int metrics_render(const char *status_json, size_t status_len, char **ret, size_t *len);
 
 #endif

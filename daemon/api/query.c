@@ -24,20 +24,6 @@
 #include "profile/rss.h"
 
 
-static void add_u64(json_object *o, const char *key, uint64_t v)
-{
-	json_object_object_add(o, key, json_object_new_uint64(v));
-}
-
-json_object *query_ok(void)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
-	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	return o;
-}
-
 void query_ok_begin(struct jsonw *w)
 {
 	jsonw_init(w);
@@ -46,36 +32,58 @@ void query_ok_begin(struct jsonw *w)
 	jsonw_kv_bool(w, "ok", true);
 }
 
-json_object *query_error(const char *code, const char *fmt, ...)
+void query_verror(struct jsonw *w, const char *code, const char *fmt, va_list ap)
 {
-	json_object *o = json_object_new_object(), *e = json_object_new_object();
 	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	jsonw_init(w);
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "version", PERFD_PROTOCOL_VERSION);
+	jsonw_kv_bool(w, "ok", false);
+	jsonw_key(w, "error");
+	jsonw_object_begin(w);
+	jsonw_kv_string(w, "code", code);
+	jsonw_kv_string(w, "message", msg);
+	jsonw_object_end(w);
+	jsonw_object_end(w);
+}
+
+void query_error(struct jsonw *w, const char *code, const char *fmt, ...)
+{
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	query_verror(w, code, fmt, ap);
 	va_end(ap);
-	json_object_object_add(e, "code", json_object_new_string(code));
-	json_object_object_add(e, "message", json_object_new_string(msg));
-	json_object_object_add(o, "version", json_object_new_int(PERFD_PROTOCOL_VERSION));
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", e);
-	return o;
 }
 
-static json_object *unix_time_or_null(double t)
+/* "key": a Unix time, or null when t is not one (0: never). */
+static void kv_unix_time(struct jsonw *w, const char *key, double t)
 {
-	return t > 0 ? json_object_new_double(t) : NULL;
+	jsonw_key(w, key);
+	if (t > 0)
+		jsonw_double(w, t);
+	else
+		jsonw_null(w);
+}
+
+/* The n counters of a stats struct, each "key": its uint64_t field. */
+struct counter_field {
+	const char *key;
+	size_t offset;
+};
+
+static void kv_counters(struct jsonw *w, const void *stats, const struct counter_field *f, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		jsonw_kv_u64(w, f[k].key, *(const uint64_t *)((const char *)stats + f[k].offset));
 }
 
 /* "export": the interval's figures, then one object per exporter. */
-static json_object *export_status(const struct exporter_stats *x, bool root)
+static void export_status(struct jsonw *w, const struct exporter_stats *x, bool root)
 {
-
-	static const struct {
-		const char *key;
-		size_t offset;
-	} counters[] = {
+	static const struct counter_field counters[] = {
 		{ "queued", offsetof(struct export_worker_stats, queued) },
 		{ "queued_bytes", offsetof(struct export_worker_stats, queued_bytes) },
 		{ "max_queued_bytes", offsetof(struct export_worker_stats, max_queued_bytes) },
@@ -85,56 +93,56 @@ static json_object *export_status(const struct exporter_stats *x, bool root)
 		{ "failed", offsetof(struct export_worker_stats, failed) },
 		{ "retries", offsetof(struct export_worker_stats, retries) },
 	};
-	json_object *o = json_object_new_object(), *list = json_object_new_array();
 
-	json_object_object_add(o, "enabled", json_object_new_boolean(x->enabled));
-	add_u64(o, "interval_seconds", x->interval_s);
-	add_u64(o, "intervals", x->intervals);
-	add_u64(o, "profiles", x->profiles);
-	add_u64(o, "encode_errors", x->encode_errors);
-	json_object_object_add(o, "last_export", unix_time_or_null(x->last_export_unix));
-	json_object_object_add(o, "last_encode_ms", json_object_new_double(x->last_encode_ms));
-	json_object_object_add(o, "longest_encode_ms", json_object_new_double(x->longest_encode_ms));
-	add_u64(o, "waits_for_names", x->waits_for_names);
-	add_u64(o, "steps", x->steps);
-	json_object_object_add(o, "longest_step_ms", json_object_new_double(x->longest_step_ms));
-	add_u64(o, "encoding", x->encoding);
-	add_u64(o, "encoding_bytes", x->encoding_bytes);
-	add_u64(o, "max_encoding_bytes", x->max_encoding_bytes);
+	jsonw_key(w, "export");
+	jsonw_object_begin(w);
+	jsonw_kv_bool(w, "enabled", x->enabled);
+	jsonw_kv_u64(w, "interval_seconds", x->interval_s);
+	jsonw_kv_u64(w, "intervals", x->intervals);
+	jsonw_kv_u64(w, "profiles", x->profiles);
+	jsonw_kv_u64(w, "encode_errors", x->encode_errors);
+	kv_unix_time(w, "last_export", x->last_export_unix);
+	jsonw_kv_double(w, "last_encode_ms", x->last_encode_ms);
+	jsonw_kv_double(w, "longest_encode_ms", x->longest_encode_ms);
+	jsonw_kv_u64(w, "waits_for_names", x->waits_for_names);
+	jsonw_kv_u64(w, "steps", x->steps);
+	jsonw_kv_double(w, "longest_step_ms", x->longest_step_ms);
+	jsonw_kv_u64(w, "encoding", x->encoding);
+	jsonw_kv_u64(w, "encoding_bytes", x->encoding_bytes);
+	jsonw_kv_u64(w, "max_encoding_bytes", x->max_encoding_bytes);
+	jsonw_key(w, "exporters");
+	jsonw_array_begin(w);
 	for (size_t i = 0; i < x->n_sinks; i++) {
-		const struct export_worker_stats *w = &x->sinks[i];
-		json_object *e = json_object_new_object();
+		const struct export_worker_stats *e = &x->sinks[i];
+		char origin[sizeof(e->target)];
 
-		char origin[sizeof(w->target)];
-
-		json_object_object_add(e, "name", json_object_new_string(w->name));
+		jsonw_object_begin(w);
+		jsonw_kv_string(w, "name", e->name);
 		if (root) {
-			json_object_object_add(e, "target", json_object_new_string(w->target));
-		} else if (strstr(w->target, "://")) {
-			http_describe_origin(w->target, origin, sizeof(origin));
-			json_object_object_add(e, "target", json_object_new_string(origin));
+			jsonw_kv_string(w, "target", e->target);
+		} else if (strstr(e->target, "://")) {
+			http_describe_origin(e->target, origin, sizeof(origin));
+			jsonw_kv_string(w, "target", origin);
 		}
-		json_object_object_add(e, "state", json_object_new_string(w->retrying ? "retrying" :
-									   w->last_success_unix > 0 ? "ok" : "idle"));
-		for (size_t k = 0; k < ELEMENTSOF(counters); k++)
-			add_u64(e, counters[k].key, *(const uint64_t *)((const char *)w + counters[k].offset));
-		json_object_object_add(e, "last_success", unix_time_or_null(w->last_success_unix));
-		json_object_object_add(e, "last_error_time", unix_time_or_null(w->last_error_unix));
-		json_object_object_add(e, "last_error", root && w->last_error[0] ?
-				       json_object_new_string(w->last_error) : NULL);
-		json_object_array_add(list, e);
+		jsonw_kv_string(w, "state", e->retrying ? "retrying" : e->last_success_unix > 0 ? "ok" : "idle");
+		kv_counters(w, e, counters, ELEMENTSOF(counters));
+		kv_unix_time(w, "last_success", e->last_success_unix);
+		kv_unix_time(w, "last_error_time", e->last_error_unix);
+		jsonw_key(w, "last_error");
+		if (root && e->last_error[0])
+			jsonw_string(w, e->last_error);
+		else
+			jsonw_null(w);
+		jsonw_object_end(w);
 	}
-	json_object_object_add(o, "exporters", list);
-	return o;
+	jsonw_array_end(w);
+	jsonw_object_end(w);
 }
 
 /* "state": the store on disk (state/persist.h). */
-static json_object *state_status(const struct status_info *in)
+static void state_status(struct jsonw *w, const struct status_info *in)
 {
-	static const struct {
-		const char *key;
-		size_t offset;
-	} counters[] = {
+	static const struct counter_field counters[] = {
 #define C(f) { #f, offsetof(struct persist_stats, f) }
 		C(segments), C(disk_bytes), C(flushes), C(flushes_cut), C(windows_written),
 		C(processes_written), C(stacks_written), C(frames_written), C(windows_unwritten), C(segments_removed),
@@ -146,359 +154,394 @@ static json_object *state_status(const struct status_info *in)
 		C(windows_waited_for_names),
 #undef C
 	};
-	json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "enabled", json_object_new_boolean(in->state));
-	if (!in->state)
-		return o;
-	for (size_t k = 0; k < ELEMENTSOF(counters); k++)
-		add_u64(o, counters[k].key,
-			*(const uint64_t *)((const char *)&in->persist + counters[k].offset));
-	add_u64(o, "restored_frames", in->persist.restored_frames);
-	add_u64(o, "restored_bytes", in->persist.restored_bytes);
-	json_object_object_add(o, "longest_flush_ms",
-			       json_object_new_double(in->persist.longest_flush_ms));
-	return o;
+	jsonw_key(w, "state");
+	jsonw_object_begin(w);
+	jsonw_kv_bool(w, "enabled", in->state);
+	if (in->state) {
+		kv_counters(w, &in->persist, counters, ELEMENTSOF(counters));
+		jsonw_kv_u64(w, "restored_frames", in->persist.restored_frames);
+		jsonw_kv_u64(w, "restored_bytes", in->persist.restored_bytes);
+		jsonw_kv_double(w, "longest_flush_ms", in->persist.longest_flush_ms);
+	}
+	jsonw_object_end(w);
 }
 
 /* "bpf": the tier loaded, the features lost with why, and every program
  * of the object: loaded with the verifier's count, or why not. */
-static json_object *load_json(const struct sampler_load_report *r)
+static void load_status(struct jsonw *w, const struct sampler_load_report *r)
 {
-	json_object *o = json_object_new_object(), *lost = json_object_new_array(),
-		    *progs = json_object_new_array();
 	unsigned lost_features = load_report_lost(r);
 	char name[TIER_NAME_MAX];
 
-	json_object_object_add(o, "tier", json_object_new_string(tier_name(r->tier, name, sizeof(name))));
+	jsonw_key(w, "bpf");
+	jsonw_object_begin(w);
+	jsonw_kv_string(w, "tier", tier_name(r->tier, name, sizeof(name)));
+	jsonw_key(w, "lost");
+	jsonw_array_begin(w);
 	for (int i = 0; i < TIER_N_FEATURES; i++) {
-		json_object *e;
-
 		if (!(lost_features & tier_features[i]))
 			continue;
-		e = json_object_new_object();
-		json_object_object_add(e, "feature", json_object_new_string(tier_feature_name(tier_features[i])));
-		json_object_object_add(e, "reason", json_object_new_string(load_report_why(r, tier_features[i])));
-		json_object_array_add(lost, e);
+		jsonw_object_begin(w);
+		jsonw_kv_string(w, "feature", tier_feature_name(tier_features[i]));
+		jsonw_kv_string(w, "reason", load_report_why(r, tier_features[i]));
+		jsonw_object_end(w);
 	}
-	json_object_object_add(o, "lost", lost);
+	jsonw_array_end(w);
+	jsonw_key(w, "programs");
+	jsonw_array_begin(w);
 	for (size_t i = 0; i < r->n_programs; i++) {
 		const struct load_program *p = &r->programs[i];
-		json_object *e = json_object_new_object();
 
-		json_object_object_add(e, "name", json_object_new_string(p->name));
-		json_object_object_add(e, "loaded", json_object_new_boolean(p->loaded));
+		jsonw_object_begin(w);
+		jsonw_kv_string(w, "name", p->name);
+		jsonw_kv_bool(w, "loaded", p->loaded);
 		if (p->loaded)
-			add_u64(e, "verified_insns", p->verified_insns);
+			jsonw_kv_u64(w, "verified_insns", p->verified_insns);
 		else
-			json_object_object_add(e, "error", json_object_new_string(p->error));
-		json_object_array_add(progs, e);
+			jsonw_kv_string(w, "error", p->error);
+		jsonw_object_end(w);
 	}
-	json_object_object_add(o, "programs", progs);
-	return o;
+	jsonw_array_end(w);
+	jsonw_object_end(w);
 }
 
-json_object *query_status(const struct status_info *in)
+/* "samples": taken, lost by where, truncated by which stack. */
+static void samples_status(struct jsonw *w, const struct status_info *in)
 {
-	json_object *o = query_ok(), *samples = json_object_new_object(),
-		    *lost = json_object_new_object(), *trunc = json_object_new_object(),
-		    *exits = json_object_new_object(), *procs = json_object_new_object(),
-		    *stacks = json_object_new_object(), *limits = json_object_new_object(),
-		    *syms = json_object_new_object();
 	uint64_t lost_total = in->bpf[PERFD_CNT_RINGBUF_FULL] + in->drain.dropped_samples +
 			      in->agg.samples_evicted + in->bpf[PERFD_CNT_UNDELIVERED_LOST];
 
-	json_object_object_add(o, "daemon_version", json_object_new_string(perfd_version));
-	json_object_object_add(o, "protocol_version", json_object_new_int(PERFD_PROTOCOL_VERSION));
-	json_object_object_add(o, "pid", json_object_new_int(getpid()));
-	json_object_object_add(o, "uptime_seconds", json_object_new_double(in->uptime_seconds));
-	json_object_object_add(o, "frequency_hz", json_object_new_int(in->frequency_hz));
-	json_object_object_add(o, "sample_period_ns", json_object_new_uint64(in->period_ns));
-	json_object_object_add(o, "sampling", json_object_new_string(in->fixed_period ? "fixed" : "jittered"));
-	json_object_object_add(o, "timer_period_ns", json_object_new_uint64(in->timer_period_ns));
-	json_object_object_add(o, "cpus", json_object_new_int(in->cpus));
-	json_object_object_add(o, "ringbuf_bytes", json_object_new_uint64(in->ringbuf_bytes));
+	jsonw_key(w, "samples");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "taken", in->bpf[PERFD_CNT_SAMPLES]);
+	jsonw_kv_u64(w, "idle", in->bpf[PERFD_CNT_IDLE]);
+	jsonw_kv_u64(w, "idle_undelivered", in->bpf[PERFD_CNT_UNDELIVERED_IDLE]);
+	jsonw_kv_u64(w, "ticks_thinned", in->bpf[PERFD_CNT_THINNED]);
+	jsonw_kv_u64(w, "ticks_clocked", in->bpf[PERFD_CNT_TICKS_CLOCKED]);
+	jsonw_kv_u64(w, "context_switch", in->bpf[PERFD_CNT_SWITCHED]);
+	jsonw_kv_u64(w, "received", in->agg.samples);
+	jsonw_kv_u64(w, "queued", in->drain.queued_samples);
+	jsonw_kv_u64(w, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
+	jsonw_key(w, "lost");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
+	jsonw_kv_u64(w, "queue_full", in->drain.dropped_samples);
+	jsonw_kv_u64(w, "evicted", in->agg.samples_evicted);
+	jsonw_kv_u64(w, "undelivered", in->bpf[PERFD_CNT_UNDELIVERED_LOST]);
+	jsonw_object_end(w);
+	jsonw_kv_u64(w, "lost_total", lost_total);
+	jsonw_key(w, "truncated");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "kernel_stack", in->bpf[PERFD_CNT_KSTACK_ERROR]);
+	jsonw_kv_u64(w, "user_stack", in->bpf[PERFD_CNT_USTACK_ERROR]);
+	jsonw_kv_u64(w, "stack_limit", in->agg.stack_limit);
+	jsonw_object_end(w);
+	jsonw_object_end(w);
+
+	jsonw_key(w, "memory");
+	jsonw_object_begin(w);
+	jsonw_kv_bool(w, "enabled", in->memory_sample_bytes > 0);
+	jsonw_kv_u64(w, "sample_bytes", in->memory_sample_bytes);
+	jsonw_kv_u64(w, "events", in->bpf[PERFD_CNT_MEMORY_EVENTS]);
+	jsonw_kv_u64(w, "samples", in->agg.memory_samples);
+	jsonw_kv_u64(w, "samples_lost", in->bpf[PERFD_CNT_MEMORY_LOST]);
+	jsonw_kv_u64(w, "rss_updates", in->agg.rss_updates);
+	jsonw_kv_u64(w, "rss_updates_lost", in->bpf[PERFD_CNT_RSS_LOST]);
+	jsonw_object_end(w);
+
+	jsonw_key(w, "exit_events");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "received", in->agg.exit_events);
+	jsonw_kv_u64(w, "lost", in->bpf[PERFD_CNT_EXIT_LOST] + in->bpf[PERFD_CNT_EXEC_LOST] +
+					in->bpf[PERFD_CNT_FORK_LOST]);
+	jsonw_object_end(w);
+}
+
+/* "processes", "stacks" and "store": what the store holds and let go. */
+static void store_status(struct jsonw *w, const struct status_info *in)
+{
+	jsonw_key(w, "processes");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "tracked", in->agg.processes);
+	jsonw_kv_u64(w, "exited", in->agg.processes_exited);
+	jsonw_kv_u64(w, "evicted", in->agg.processes_evicted);
+	jsonw_kv_u64(w, "expired", in->agg.processes_expired);
+	/* maps too long for the loop, read on the lane (mapsread.h) */
+	jsonw_key(w, "maps");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "reads_offloaded", in->agg.maps_reads_offloaded);
+	jsonw_kv_u64(w, "reads_pending", in->agg.maps_reads_pending);
+	jsonw_kv_u64(w, "truncated", in->agg.maps_truncated);
+	jsonw_kv_u64(w, "samples_waited", in->agg.samples_waited_for_maps);
+	jsonw_kv_u64(w, "samples_not_waiting", in->agg.samples_not_waiting);
+	jsonw_object_end(w);
+	jsonw_object_end(w);
+
+	jsonw_key(w, "stacks");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "interned", in->agg.stacks);
+	jsonw_kv_u64(w, "frames", in->agg.frames);
+	jsonw_kv_u64(w, "modules", in->sym.modules);
+	jsonw_kv_u64(w, "aggregation_bytes", in->agg.memory_bytes);
+	jsonw_object_end(w);
+
+	jsonw_key(w, "store");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "memory_bytes", in->agg.memory_bytes);
+	jsonw_kv_u64(w, "history_bytes", in->agg.history_bytes);
+	jsonw_kv_u64(w, "windows", in->agg.windows);
+	jsonw_kv_u64(w, "windows_expired", in->agg.windows_expired);
+	jsonw_kv_u64(w, "windows_evicted", in->agg.windows_evicted);
+	jsonw_kv_u64(w, "samples_expired", in->agg.samples_expired);
+	jsonw_key(w, "values_evicted");
+	jsonw_object_begin(w);
+	for (int k = 0; k < PROFILE_KINDS; k++)
+		jsonw_kv_u64(w, kind_infos[k].name, in->agg.values_evicted[k]);
+	jsonw_object_end(w);
+	/* eviction steps, by what ran out and by whose data went */
+	jsonw_key(w, "evictions");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "memory", in->agg.evictions_memory);
+	jsonw_kv_u64(w, "process_limit", in->agg.evictions_process_limit);
+	jsonw_kv_u64(w, "stack_limit", in->agg.evictions_stack_limit);
+	jsonw_kv_u64(w, "admitting_owners_own", in->agg.evictions_own);
+	jsonw_kv_u64(w, "heaviest_owners", in->agg.evictions_heaviest);
+	jsonw_object_end(w);
+	jsonw_kv_u64(w, "snapshot_bytes", in->agg.snapshot_bytes);
+	jsonw_kv_u64(w, "restored_names_bytes", in->agg.restored_table_bytes);
+	jsonw_key(w, "snapshot_samples_refused");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "memory_share", in->agg.snapshot_samples_refused_memory);
+	jsonw_kv_u64(w, "process_share", in->agg.snapshot_samples_refused_pins);
+	jsonw_object_end(w);
+	jsonw_object_end(w);
+}
+
+/* "symbols": the symbolizer's modules, files, caches and lookups. */
+static void symbols_status(struct jsonw *w, const struct symbolizer_stats *s)
+{
+	jsonw_key(w, "symbols");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "modules", s->modules);
+	jsonw_kv_u64(w, "modules_refused", s->modules_refused);
+	jsonw_kv_u64(w, "modules_refused_share", s->modules_refused_share);
+	jsonw_kv_u64(w, "modules_released", s->modules_released);
+	jsonw_kv_u64(w, "module_collections", s->collections);
+	jsonw_kv_u64(w, "module_fds_open", s->fds_open);
+	jsonw_kv_u64(w, "module_fds_evicted", s->fds_evicted);
+	jsonw_kv_u64(w, "module_fds_reopened", s->fds_reopened);
+	jsonw_kv_u64(w, "module_fds_reopen_failed", s->fds_reopen_failed);
+	jsonw_kv_u64(w, "modules_loaded", s->modules_loaded);
+	jsonw_kv_u64(w, "modules_failed", s->modules_failed);
+	jsonw_kv_u64(w, "kernel_symbols", s->kernel_symbols);
+	jsonw_kv_u64(w, "jit_maps_read", s->jit_maps);
+	jsonw_kv_u64(w, "jit_maps_refused", s->jit_maps_refused);
+	jsonw_kv_u64(w, "jit_maps_pending", s->jit_maps_pending);
+	jsonw_kv_u64(w, "debug_files", s->debug_files);
+	jsonw_kv_u64(w, "debug_files_refused", s->debug_files_refused);
+	jsonw_kv_u64(w, "minidebuginfo", s->minidebuginfo);
+	jsonw_kv_u64(w, "debug_searches_pending", s->debug_searches_pending);
+	jsonw_kv_u64(w, "symtab_loads_pending", s->symtab_loads_pending);
+	jsonw_kv_u64(w, "line_loads_pending", s->line_loads_pending);
+	jsonw_kv_u64(w, "tables_refused", s->tables_refused);
+	jsonw_kv_u64(w, "line_units_refused", s->line_units_refused);
+	jsonw_kv_u64(w, "lookups", s->lookups);
+	jsonw_kv_u64(w, "demangle_cache_hits", s->demangle_cache_hits);
+	jsonw_kv_u64(w, "demangle_cache_misses", s->demangle_cache_misses);
+	jsonw_kv_u64(w, "cache_hits", s->cache_hits);
+	jsonw_kv_u64(w, "cache_misses", s->cache_misses);
+	jsonw_kv_u64(w, "cache_evictions", s->cache_evictions);
+	jsonw_kv_u64(w, "cache_bytes", s->cache_bytes);
+	jsonw_kv_u64(w, "cache_limit_bytes", s->cache_limit);
+	jsonw_kv_u64(w, "memory_bytes", s->memory_bytes);
+	jsonw_object_end(w);
+}
+
+/* "unwind": the stacks BPF unwound, and the tables it used. */
+static void unwind_status(struct jsonw *w, const struct status_info *in)
+{
+	jsonw_key(w, "unwind");
+	jsonw_object_begin(w);
+	jsonw_kv_string(w, "method", in->unwind_tables ? "tables" : "frame_pointers");
+	jsonw_kv_u64(w, "stacks_with_tables", in->bpf[PERFD_CNT_UNWIND_DWARF]);
+	jsonw_kv_u64(w, "stacks_truncated", in->bpf[PERFD_CNT_UNWIND_TRUNCATED]);
+	jsonw_kv_u64(w, "stacks_pending", in->bpf[PERFD_CNT_UNWIND_PENDING]);
+	jsonw_kv_u64(w, "frames_by_frame_pointer", in->bpf[PERFD_CNT_UNWIND_FP_FRAMES]);
+	jsonw_kv_u64(w, "stacks_unrooted_before_tables", in->bpf[PERFD_CNT_UNWIND_FP_UNROOTED]);
+	jsonw_kv_u64(w, "tables", in->unwind.tables);
+	jsonw_kv_u64(w, "tables_idle", in->unwind.tables_idle);
+	jsonw_kv_u64(w, "tables_evicted", in->unwind.tables_evicted);
+	jsonw_kv_u64(w, "tables_built", in->unwind.tables_built);
+	jsonw_kv_u64(w, "tables_building", in->unwind.tables_building);
+	jsonw_kv_u64(w, "tables_failed", in->unwind.tables_failed);
+	jsonw_kv_u64(w, "tables_oversized", in->unwind.tables_oversized);
+	jsonw_kv_u64(w, "tables_abandoned", in->unwind.tables_abandoned);
+	jsonw_kv_u64(w, "tables_refused", in->unwind.tables_refused);
+	jsonw_kv_u64(w, "copy_tables", in->unwind.copy_tables);
+	jsonw_kv_u64(w, "copy_templates_refused", in->unwind.copy_templates_refused);
+	jsonw_kv_u64(w, "processes", in->unwind.processes);
+	jsonw_kv_u64(w, "processes_refused", in->unwind.processes_refused);
+	jsonw_kv_u64(w, "rows_used", in->unwind.rows_used);
+	jsonw_kv_u64(w, "rows_capacity", in->unwind.rows_capacity);
+	jsonw_kv_u64(w, "mappings_used", in->unwind.mappings_used);
+	jsonw_kv_u64(w, "mappings_capacity", in->unwind.mappings_capacity);
+	jsonw_kv_u64(w, "table_bytes", in->unwind.rows_used * sizeof(struct perfd_unwind_row));
+	jsonw_kv_u64(w, "cfi_bytes_read", in->unwind.cfi_bytes);
+	jsonw_kv_double(w, "build_seconds", in->unwind.build_ns / 1e9);
+	jsonw_kv_double(w, "upload_seconds", in->unwind.upload_ns / 1e9);
+	jsonw_kv_u64(w, "completions_cut", in->unwind.completions_cut);
+	jsonw_object_end(w);
+}
+
+/* "python": the CPython reader's processes, frames and caches. */
+static void python_status(struct jsonw *w, const struct status_info *in)
+{
+	const struct python_stats *ps = &in->python;
+
+	jsonw_key(w, "python");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "processes", ps->processes);
+	jsonw_kv_u64(w, "unsupported", ps->unsupported);
+	jsonw_kv_u64(w, "samples", in->bpf[PERFD_CNT_PYTHON_WALKS]);
+	jsonw_kv_u64(w, "samples_without_thread_state", in->bpf[PERFD_CNT_PYTHON_NO_THREAD_STATE]);
+	jsonw_kv_u64(w, "samples_truncated", in->bpf[PERFD_CNT_PYTHON_TRUNCATED]);
+	jsonw_kv_u64(w, "code_tags_cached", in->bpf[PERFD_CNT_PYTHON_TAGS_CACHED]);
+	jsonw_kv_u64(w, "code_tags_read", in->bpf[PERFD_CNT_PYTHON_TAGS_READ]);
+	jsonw_kv_u64(w, "frames", ps->frames);
+	jsonw_kv_u64(w, "frames_unmatched", ps->unmatched);
+	jsonw_kv_u64(w, "functions", ps->functions);
+	jsonw_kv_u64(w, "code_objects", ps->code_objects);
+	jsonw_kv_u64(w, "code_reads", ps->code_reads);
+	jsonw_kv_u64(w, "code_read_errors", ps->code_read_errors);
+	jsonw_kv_u64(w, "code_reused", ps->code_reused);
+	jsonw_kv_u64(w, "cache_resets", ps->cache_resets);
+	jsonw_kv_u64(w, "function_table_full", ps->function_table_full);
+	jsonw_kv_u64(w, "trampoline_arenas", ps->trampoline_arenas);
+	jsonw_kv_u64(w, "memory_bytes", ps->memory_bytes);
+	jsonw_object_end(w);
+}
+
+/* "limits": every cap a client or a workload meets. */
+static void limits_status(struct jsonw *w, const struct status_info *in)
+{
+	jsonw_key(w, "limits");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "max_processes", in->limits.max_processes);
+	jsonw_kv_u64(w, "max_stacks", in->limits.max_stacks);
+	jsonw_kv_u64(w, "max_frames", in->limits.max_frames);
+	jsonw_kv_u64(w, "max_memory_bytes", in->limits.max_memory_bytes);
+	jsonw_kv_u64(w, "retention_seconds", in->limits.retention_s);
+	jsonw_kv_u64(w, "max_clients", LIMITS_MAX_CLIENTS);
+	jsonw_kv_u64(w, "max_clients_per_uid", LIMITS_CLIENTS_PER_UID);
+	jsonw_kv_u64(w, "clients_reserved_for_root", LIMITS_CLIENTS_ROOT_RESERVE);
+	jsonw_kv_u64(w, "max_client_output_bytes", LIMITS_CLIENT_OUTPUT_BYTES);
+	jsonw_kv_u64(w, "client_idle_timeout_seconds", in->client_idle_timeout_s);
+	jsonw_kv_u64(w, "max_snapshots", LIMITS_MAX_SNAPSHOTS);
+	jsonw_kv_u64(w, "max_modules", in->sym.modules_limit);
+	jsonw_kv_u64(w, "max_module_fds", in->sym.fds_limit);
+	jsonw_kv_u64(w, "max_unwind_builds_queued", UNWINDER_MAX_BUILDS);
+	jsonw_kv_u64(w, "max_unwind_mappings_per_process", UNWINDER_MAX_PROCESS_MAPPINGS);
+	jsonw_kv_u64(w, "max_snapshots_per_uid", LIMITS_SNAPSHOTS_PER_UID);
+	jsonw_kv_u64(w, "snapshots_reserved_for_root", LIMITS_SNAPSHOTS_ROOT_RESERVE);
+	jsonw_kv_u64(w, "max_snapshot_process_seconds_per_uid", LIMITS_SNAPSHOT_PROCESS_SECONDS);
+	jsonw_kv_u64(w, "max_snapshot_bytes_per_uid",
+		     in->limits.max_memory_bytes / AGG_SNAPSHOT_MEMORY_SHARE);
+	jsonw_kv_u64(w, "max_snapshot_processes_per_uid",
+		     MAX(in->limits.max_processes / AGG_SNAPSHOT_PIN_SHARE, (size_t)1));
+	jsonw_object_end(w);
+}
+
+/* "drain", "loop" and "heap": the daemon's own work and memory. */
+static void loop_status(struct jsonw *w, const struct status_info *in)
+{
+	jsonw_key(w, "drain");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "records", in->drain.records);
+	jsonw_kv_u64(w, "batches", in->drain.batches);
+	jsonw_kv_u64(w, "wakeups", in->drain.wakeups);
+	jsonw_kv_u64(w, "dropped", in->drain.dropped);
+	jsonw_kv_double(w, "longest_consume_ms", in->drain.max_consume_ns / 1e6);
+	jsonw_kv_u64(w, "queued_bytes", in->drain.queued_bytes);
+	jsonw_kv_u64(w, "max_queued_bytes", in->drain.max_queued_bytes);
+	jsonw_kv_u64(w, "queued_records", in->drain.queued_records);
+	jsonw_kv_u64(w, "slices", in->drain.slices);
+	jsonw_kv_u64(w, "slices_cut", in->drain.slices_cut);
+	jsonw_kv_u64(w, "max_slice_records", in->drain.max_slice_records);
+	jsonw_object_end(w);
+
+	jsonw_key(w, "loop");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "turns", in->loop.turns);
+	jsonw_kv_u64(w, "slow_turns", in->loop.slow_turns);
+	jsonw_kv_double(w, "slow_turn_ms", LOOP_SLOW_TURN_NS / 1e6);
+	jsonw_kv_double(w, "longest_turn_ms", in->loop.max_turn_ns / 1e6);
+	/* answers' models, built in slices (api/model_slices.h) */
+	jsonw_kv_u64(w, "models_built", in->models.built);
+	jsonw_kv_u64(w, "models_building", in->models.building);
+	jsonw_kv_u64(w, "model_builds_cancelled", in->models.cancelled);
+	jsonw_kv_u64(w, "model_slices", in->models.slices);
+	jsonw_kv_double(w, "longest_model_slice_ms", in->models.max_slice_ns / 1e6);
+	/* their profiles and tables, written on lanes (api/encode_lane.h) */
+	jsonw_kv_u64(w, "answers_written_on_lanes", in->answers.written);
+	jsonw_kv_u64(w, "answers_writing", in->answers.writing);
+	jsonw_object_end(w);
+	jsonw_kv_u64(w, "clients", in->clients);
+	jsonw_kv_u64(w, "accept_backoffs", in->accept_backoffs);
+	jsonw_kv_u64(w, "snapshots", in->snapshots);
+	jsonw_kv_u64(w, "daemon_rss_bytes", in->daemon_rss_bytes);
+
+	jsonw_key(w, "heap");
+	jsonw_object_begin(w);
+	jsonw_kv_u64(w, "in_use_bytes", in->heap.in_use_bytes);
+	jsonw_kv_u64(w, "free_bytes", in->heap.free_bytes);
+	jsonw_kv_u64(w, "arena_bytes", in->heap.arena_bytes);
+	jsonw_kv_u64(w, "mmapped_bytes", in->heap.mmapped_bytes);
+	jsonw_kv_u64(w, "trims", in->heap.trims);
+	jsonw_kv_u64(w, "trims_returning_memory", in->heap.trimmed);
+	jsonw_kv_double(w, "longest_trim_ms", in->heap.longest_trim_ns / 1e6);
+	jsonw_kv_u64(w, "readings", in->heap.readings);
+	jsonw_kv_double(w, "age_ms", in->heap_age_ns / 1e6);
+	jsonw_object_end(w);
+}
+
+int query_status(struct jsonw *w, const struct status_info *in)
+{
+	query_ok_begin(w);
+	jsonw_kv_string(w, "daemon_version", perfd_version);
+	jsonw_kv_u64(w, "protocol_version", PERFD_PROTOCOL_VERSION);
+	jsonw_kv_u64(w, "pid", (uint64_t)getpid());
+	jsonw_kv_double(w, "uptime_seconds", in->uptime_seconds);
+	jsonw_kv_u64(w, "frequency_hz", in->frequency_hz);
+	jsonw_kv_u64(w, "sample_period_ns", in->period_ns);
+	jsonw_kv_string(w, "sampling", in->fixed_period ? "fixed" : "jittered");
+	jsonw_kv_u64(w, "timer_period_ns", in->timer_period_ns);
+	jsonw_kv_u64(w, "cpus", in->cpus);
+	jsonw_kv_u64(w, "ringbuf_bytes", in->ringbuf_bytes);
 	if (in->load)
-		json_object_object_add(o, "bpf", load_json(in->load));
-
-	add_u64(samples, "taken", in->bpf[PERFD_CNT_SAMPLES]);
-	add_u64(samples, "idle", in->bpf[PERFD_CNT_IDLE]);
-	add_u64(samples, "idle_undelivered", in->bpf[PERFD_CNT_UNDELIVERED_IDLE]);
-	add_u64(samples, "ticks_thinned", in->bpf[PERFD_CNT_THINNED]);
-	add_u64(samples, "ticks_clocked", in->bpf[PERFD_CNT_TICKS_CLOCKED]);
-	add_u64(samples, "context_switch", in->bpf[PERFD_CNT_SWITCHED]);
-	add_u64(samples, "received", in->agg.samples);
-	add_u64(samples, "queued", in->drain.queued_samples);
-	add_u64(samples, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
-	add_u64(lost, "ringbuf_full", in->bpf[PERFD_CNT_RINGBUF_FULL]);
-	add_u64(lost, "queue_full", in->drain.dropped_samples);
-	add_u64(lost, "evicted", in->agg.samples_evicted);
-	add_u64(lost, "undelivered", in->bpf[PERFD_CNT_UNDELIVERED_LOST]);
-	json_object_object_add(samples, "lost", lost);
-	add_u64(samples, "lost_total", lost_total);
-	add_u64(trunc, "kernel_stack", in->bpf[PERFD_CNT_KSTACK_ERROR]);
-	add_u64(trunc, "user_stack", in->bpf[PERFD_CNT_USTACK_ERROR]);
-	add_u64(trunc, "stack_limit", in->agg.stack_limit);
-	json_object_object_add(samples, "truncated", trunc);
-	json_object_object_add(o, "samples", samples);
-
-	{
-		json_object *mem = json_object_new_object();
-
-		json_object_object_add(mem, "enabled", json_object_new_boolean(in->memory_sample_bytes > 0));
-		add_u64(mem, "sample_bytes", in->memory_sample_bytes);
-		add_u64(mem, "events", in->bpf[PERFD_CNT_MEMORY_EVENTS]);
-		add_u64(mem, "samples", in->agg.memory_samples);
-		add_u64(mem, "samples_lost", in->bpf[PERFD_CNT_MEMORY_LOST]);
-		add_u64(mem, "rss_updates", in->agg.rss_updates);
-		add_u64(mem, "rss_updates_lost", in->bpf[PERFD_CNT_RSS_LOST]);
-		json_object_object_add(o, "memory", mem);
+		load_status(w, in->load);
+	samples_status(w, in);
+	store_status(w, in);
+	symbols_status(w, &in->sym);
+	unwind_status(w, in);
+	python_status(w, in);
+	limits_status(w, in);
+	loop_status(w, in);
+	if (in->config) {
+		jsonw_key(w, "config");
+		jsonw_raw(w, in->config, strlen(in->config));
 	}
-	add_u64(exits, "received", in->agg.exit_events);
-	add_u64(exits, "lost", in->bpf[PERFD_CNT_EXIT_LOST] + in->bpf[PERFD_CNT_EXEC_LOST] +
-				       in->bpf[PERFD_CNT_FORK_LOST]);
-	json_object_object_add(o, "exit_events", exits);
-
-	add_u64(procs, "tracked", in->agg.processes);
-	add_u64(procs, "exited", in->agg.processes_exited);
-	add_u64(procs, "evicted", in->agg.processes_evicted);
-	add_u64(procs, "expired", in->agg.processes_expired);
-	{
-		json_object *maps = json_object_new_object();
-
-		/* maps too long for the loop, read on the lane (mapsread.h) */
-		add_u64(maps, "reads_offloaded", in->agg.maps_reads_offloaded);
-		add_u64(maps, "reads_pending", in->agg.maps_reads_pending);
-		add_u64(maps, "truncated", in->agg.maps_truncated);
-		add_u64(maps, "samples_waited", in->agg.samples_waited_for_maps);
-		add_u64(maps, "samples_not_waiting", in->agg.samples_not_waiting);
-		json_object_object_add(procs, "maps", maps);
-	}
-	json_object_object_add(o, "processes", procs);
-
-	add_u64(stacks, "interned", in->agg.stacks);
-	add_u64(stacks, "frames", in->agg.frames);
-	add_u64(stacks, "modules", in->sym.modules);
-	add_u64(stacks, "aggregation_bytes", in->agg.memory_bytes);
-	json_object_object_add(o, "stacks", stacks);
-	{
-		json_object *st = json_object_new_object(), *ev = json_object_new_object();
-
-		add_u64(st, "memory_bytes", in->agg.memory_bytes);
-		add_u64(st, "history_bytes", in->agg.history_bytes);
-		add_u64(st, "windows", in->agg.windows);
-		add_u64(st, "windows_expired", in->agg.windows_expired);
-		add_u64(st, "windows_evicted", in->agg.windows_evicted);
-		add_u64(st, "samples_expired", in->agg.samples_expired);
-		json_object *why = json_object_new_object(), *refused = json_object_new_object();
-
-		for (int k = 0; k < PROFILE_KINDS; k++)
-			add_u64(ev, kind_infos[k].name, in->agg.values_evicted[k]);
-		json_object_object_add(st, "values_evicted", ev);
-		/* eviction steps, by what ran out and by whose data went */
-		add_u64(why, "memory", in->agg.evictions_memory);
-		add_u64(why, "process_limit", in->agg.evictions_process_limit);
-		add_u64(why, "stack_limit", in->agg.evictions_stack_limit);
-		add_u64(why, "admitting_owners_own", in->agg.evictions_own);
-		add_u64(why, "heaviest_owners", in->agg.evictions_heaviest);
-		json_object_object_add(st, "evictions", why);
-		add_u64(st, "snapshot_bytes", in->agg.snapshot_bytes);
-		add_u64(st, "restored_names_bytes", in->agg.restored_table_bytes);
-		add_u64(refused, "memory_share", in->agg.snapshot_samples_refused_memory);
-		add_u64(refused, "process_share", in->agg.snapshot_samples_refused_pins);
-		json_object_object_add(st, "snapshot_samples_refused", refused);
-		json_object_object_add(o, "store", st);
-	}
-
-	add_u64(syms, "modules", in->sym.modules);
-	add_u64(syms, "modules_refused", in->sym.modules_refused);
-	add_u64(syms, "modules_refused_share", in->sym.modules_refused_share);
-	add_u64(syms, "modules_released", in->sym.modules_released);
-	add_u64(syms, "module_collections", in->sym.collections);
-	add_u64(syms, "module_fds_open", in->sym.fds_open);
-	add_u64(syms, "module_fds_evicted", in->sym.fds_evicted);
-	add_u64(syms, "module_fds_reopened", in->sym.fds_reopened);
-	add_u64(syms, "module_fds_reopen_failed", in->sym.fds_reopen_failed);
-	add_u64(syms, "modules_loaded", in->sym.modules_loaded);
-	add_u64(syms, "modules_failed", in->sym.modules_failed);
-	add_u64(syms, "kernel_symbols", in->sym.kernel_symbols);
-	add_u64(syms, "jit_maps_read", in->sym.jit_maps);
-	add_u64(syms, "jit_maps_refused", in->sym.jit_maps_refused);
-	add_u64(syms, "jit_maps_pending", in->sym.jit_maps_pending);
-	add_u64(syms, "debug_files", in->sym.debug_files);
-	add_u64(syms, "debug_files_refused", in->sym.debug_files_refused);
-	add_u64(syms, "minidebuginfo", in->sym.minidebuginfo);
-	add_u64(syms, "debug_searches_pending", in->sym.debug_searches_pending);
-	add_u64(syms, "symtab_loads_pending", in->sym.symtab_loads_pending);
-	add_u64(syms, "line_loads_pending", in->sym.line_loads_pending);
-	add_u64(syms, "tables_refused", in->sym.tables_refused);
-	add_u64(syms, "line_units_refused", in->sym.line_units_refused);
-	add_u64(syms, "lookups", in->sym.lookups);
-	add_u64(syms, "demangle_cache_hits", in->sym.demangle_cache_hits);
-	add_u64(syms, "demangle_cache_misses", in->sym.demangle_cache_misses);
-	add_u64(syms, "cache_hits", in->sym.cache_hits);
-	add_u64(syms, "cache_misses", in->sym.cache_misses);
-	add_u64(syms, "cache_evictions", in->sym.cache_evictions);
-	add_u64(syms, "cache_bytes", in->sym.cache_bytes);
-	add_u64(syms, "cache_limit_bytes", in->sym.cache_limit);
-	add_u64(syms, "memory_bytes", in->sym.memory_bytes);
-	json_object_object_add(o, "symbols", syms);
-
-	{
-		json_object *uw = json_object_new_object();
-
-		json_object_object_add(uw, "method",
-				       json_object_new_string(in->unwind_tables ? "tables" : "frame_pointers"));
-		add_u64(uw, "stacks_with_tables", in->bpf[PERFD_CNT_UNWIND_DWARF]);
-		add_u64(uw, "stacks_truncated", in->bpf[PERFD_CNT_UNWIND_TRUNCATED]);
-		add_u64(uw, "stacks_pending", in->bpf[PERFD_CNT_UNWIND_PENDING]);
-		add_u64(uw, "frames_by_frame_pointer", in->bpf[PERFD_CNT_UNWIND_FP_FRAMES]);
-		add_u64(uw, "stacks_unrooted_before_tables", in->bpf[PERFD_CNT_UNWIND_FP_UNROOTED]);
-		add_u64(uw, "tables", in->unwind.tables);
-		add_u64(uw, "tables_idle", in->unwind.tables_idle);
-		add_u64(uw, "tables_evicted", in->unwind.tables_evicted);
-		add_u64(uw, "tables_built", in->unwind.tables_built);
-		add_u64(uw, "tables_building", in->unwind.tables_building);
-		add_u64(uw, "tables_failed", in->unwind.tables_failed);
-		add_u64(uw, "tables_oversized", in->unwind.tables_oversized);
-		add_u64(uw, "tables_abandoned", in->unwind.tables_abandoned);
-		add_u64(uw, "tables_refused", in->unwind.tables_refused);
-		add_u64(uw, "copy_tables", in->unwind.copy_tables);
-		add_u64(uw, "copy_templates_refused", in->unwind.copy_templates_refused);
-		add_u64(uw, "processes", in->unwind.processes);
-		add_u64(uw, "processes_refused", in->unwind.processes_refused);
-		add_u64(uw, "rows_used", in->unwind.rows_used);
-		add_u64(uw, "rows_capacity", in->unwind.rows_capacity);
-		add_u64(uw, "mappings_used", in->unwind.mappings_used);
-		add_u64(uw, "mappings_capacity", in->unwind.mappings_capacity);
-		add_u64(uw, "table_bytes", in->unwind.rows_used * sizeof(struct perfd_unwind_row));
-		add_u64(uw, "cfi_bytes_read", in->unwind.cfi_bytes);
-		json_object_object_add(uw, "build_seconds",
-				       json_object_new_double(in->unwind.build_ns / 1e9));
-		json_object_object_add(uw, "upload_seconds",
-				       json_object_new_double(in->unwind.upload_ns / 1e9));
-		add_u64(uw, "completions_cut", in->unwind.completions_cut);
-		json_object_object_add(o, "unwind", uw);
-	}
-	{
-		json_object *py = json_object_new_object();
-		const struct python_stats *ps = &in->python;
-
-		add_u64(py, "processes", ps->processes);
-		add_u64(py, "unsupported", ps->unsupported);
-		add_u64(py, "samples", in->bpf[PERFD_CNT_PYTHON_WALKS]);
-		add_u64(py, "samples_without_thread_state", in->bpf[PERFD_CNT_PYTHON_NO_THREAD_STATE]);
-		add_u64(py, "samples_truncated", in->bpf[PERFD_CNT_PYTHON_TRUNCATED]);
-		add_u64(py, "code_tags_cached", in->bpf[PERFD_CNT_PYTHON_TAGS_CACHED]);
-		add_u64(py, "code_tags_read", in->bpf[PERFD_CNT_PYTHON_TAGS_READ]);
-		add_u64(py, "frames", ps->frames);
-		add_u64(py, "frames_unmatched", ps->unmatched);
-		add_u64(py, "functions", ps->functions);
-		add_u64(py, "code_objects", ps->code_objects);
-		add_u64(py, "code_reads", ps->code_reads);
-		add_u64(py, "code_read_errors", ps->code_read_errors);
-		add_u64(py, "code_reused", ps->code_reused);
-		add_u64(py, "cache_resets", ps->cache_resets);
-		add_u64(py, "function_table_full", ps->function_table_full);
-		add_u64(py, "trampoline_arenas", ps->trampoline_arenas);
-		add_u64(py, "memory_bytes", ps->memory_bytes);
-		json_object_object_add(o, "python", py);
-	}
-	add_u64(limits, "max_processes", in->limits.max_processes);
-	add_u64(limits, "max_stacks", in->limits.max_stacks);
-	add_u64(limits, "max_frames", in->limits.max_frames);
-	add_u64(limits, "max_memory_bytes", in->limits.max_memory_bytes);
-	add_u64(limits, "retention_seconds", in->limits.retention_s);
-	add_u64(limits, "max_clients", LIMITS_MAX_CLIENTS);
-	add_u64(limits, "max_clients_per_uid", LIMITS_CLIENTS_PER_UID);
-	add_u64(limits, "clients_reserved_for_root", LIMITS_CLIENTS_ROOT_RESERVE);
-	add_u64(limits, "max_client_output_bytes", LIMITS_CLIENT_OUTPUT_BYTES);
-	add_u64(limits, "client_idle_timeout_seconds", in->client_idle_timeout_s);
-	add_u64(limits, "max_snapshots", LIMITS_MAX_SNAPSHOTS);
-	add_u64(limits, "max_modules", in->sym.modules_limit);
-	add_u64(limits, "max_module_fds", in->sym.fds_limit);
-	add_u64(limits, "max_unwind_builds_queued", UNWINDER_MAX_BUILDS);
-	add_u64(limits, "max_unwind_mappings_per_process", UNWINDER_MAX_PROCESS_MAPPINGS);
-	add_u64(limits, "max_snapshots_per_uid", LIMITS_SNAPSHOTS_PER_UID);
-	add_u64(limits, "snapshots_reserved_for_root", LIMITS_SNAPSHOTS_ROOT_RESERVE);
-	add_u64(limits, "max_snapshot_process_seconds_per_uid", LIMITS_SNAPSHOT_PROCESS_SECONDS);
-	add_u64(limits, "max_snapshot_bytes_per_uid",
-		in->limits.max_memory_bytes / AGG_SNAPSHOT_MEMORY_SHARE);
-	add_u64(limits, "max_snapshot_processes_per_uid",
-		MAX(in->limits.max_processes / AGG_SNAPSHOT_PIN_SHARE, (size_t)1));
-	json_object_object_add(o, "limits", limits);
-
-	{
-		json_object *dr = json_object_new_object();
-
-		add_u64(dr, "records", in->drain.records);
-		add_u64(dr, "batches", in->drain.batches);
-		add_u64(dr, "wakeups", in->drain.wakeups);
-		add_u64(dr, "dropped", in->drain.dropped);
-		json_object_object_add(dr, "longest_consume_ms",
-				       json_object_new_double(in->drain.max_consume_ns / 1e6));
-		add_u64(dr, "queued_bytes", in->drain.queued_bytes);
-		add_u64(dr, "max_queued_bytes", in->drain.max_queued_bytes);
-		add_u64(dr, "queued_records", in->drain.queued_records);
-		add_u64(dr, "slices", in->drain.slices);
-		add_u64(dr, "slices_cut", in->drain.slices_cut);
-		add_u64(dr, "max_slice_records", in->drain.max_slice_records);
-		json_object_object_add(o, "drain", dr);
-	}
-	{
-		json_object *lp = json_object_new_object();
-
-		add_u64(lp, "turns", in->loop.turns);
-		add_u64(lp, "slow_turns", in->loop.slow_turns);
-		json_object_object_add(lp, "slow_turn_ms",
-				       json_object_new_double(LOOP_SLOW_TURN_NS / 1e6));
-		json_object_object_add(lp, "longest_turn_ms",
-				       json_object_new_double(in->loop.max_turn_ns / 1e6));
-		/* answers' models, built in slices (api/model_slices.h) */
-		add_u64(lp, "models_built", in->models.built);
-		add_u64(lp, "models_building", in->models.building);
-		add_u64(lp, "model_builds_cancelled", in->models.cancelled);
-		add_u64(lp, "model_slices", in->models.slices);
-		json_object_object_add(lp, "longest_model_slice_ms",
-				       json_object_new_double(in->models.max_slice_ns / 1e6));
-		/* their profiles and tables, written on lanes (api/encode_lane.h) */
-		add_u64(lp, "answers_written_on_lanes", in->answers.written);
-		add_u64(lp, "answers_writing", in->answers.writing);
-		json_object_object_add(o, "loop", lp);
-	}
-	add_u64(o, "clients", in->clients);
-	add_u64(o, "accept_backoffs", in->accept_backoffs);
-	add_u64(o, "snapshots", in->snapshots);
-	add_u64(o, "daemon_rss_bytes", in->daemon_rss_bytes);
-	{
-		json_object *heap = json_object_new_object();
-
-		add_u64(heap, "in_use_bytes", in->heap.in_use_bytes);
-		add_u64(heap, "free_bytes", in->heap.free_bytes);
-		add_u64(heap, "arena_bytes", in->heap.arena_bytes);
-		add_u64(heap, "mmapped_bytes", in->heap.mmapped_bytes);
-		add_u64(heap, "trims", in->heap.trims);
-		add_u64(heap, "trims_returning_memory", in->heap.trimmed);
-		json_object_object_add(heap, "longest_trim_ms",
-					json_object_new_double(in->heap.longest_trim_ns / 1e6));
-		add_u64(heap, "readings", in->heap.readings);
-		json_object_object_add(heap, "age_ms", json_object_new_double(in->heap_age_ns / 1e6));
-		json_object_object_add(o, "heap", heap);
-	}
-	if (in->config)
-		json_object_object_add(o, "config", json_object_get(in->config));
-	json_object_object_add(o, "export", export_status(&in->exporter, in->root));
-	json_object_object_add(o, "state", state_status(in));
-	{
-		json_object *mt = json_object_new_object();
-
-		json_object_object_add(mt, "enabled", json_object_new_boolean(in->metrics));
-		add_u64(mt, "scrapes", in->metrics_http.requests);
-		add_u64(mt, "errors", in->metrics_http.errors);
-		add_u64(mt, "closed_for_room", in->metrics_http.closed_for_room);
-		json_object_object_add(o, "metrics", mt);
-	}
-	return o;
+	export_status(w, &in->exporter, in->root);
+	state_status(w, in);
+	jsonw_key(w, "metrics");
+	jsonw_object_begin(w);
+	jsonw_kv_bool(w, "enabled", in->metrics);
+	jsonw_kv_u64(w, "scrapes", in->metrics_http.requests);
+	jsonw_kv_u64(w, "errors", in->metrics_http.errors);
+	jsonw_kv_u64(w, "closed_for_room", in->metrics_http.closed_for_room);
+	jsonw_object_end(w);
+	jsonw_object_end(w);
+	return jsonw_error(w);
 }
 
 bool query_process_active(const struct process *p, const struct query_window *w, bool all,

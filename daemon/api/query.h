@@ -10,7 +10,7 @@
 #ifndef PERFD_QUERY_H
 #define PERFD_QUERY_H
 
-#include <json-c/json.h>
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "base/loopturn.h"
@@ -56,7 +56,7 @@ struct status_info {
 	uint64_t accept_backoffs;
 	uint64_t client_idle_timeout_s;
 	bool root;           /* the asker: else no exporter paths, queries or errors */
-	json_object *config; /* the effective configuration, borrowed; NULL: none */
+	const char *config;  /* the effective configuration as JSON text, borrowed; NULL: none */
 	const struct sampler_load_report *load; /* the BPF load; NULL: not told */
 	struct exporter_stats exporter;
 	bool metrics;             /* /metrics is served */
@@ -65,13 +65,14 @@ struct status_info {
 	struct persist_stats persist;
 };
 
-/* New reference; NULL when out of memory.  The exporters' targets are
- * shown whole to root only, to others as scheme://host:port (a files
- * target, a directory, not at all), and their last errors to root only. */
-json_object *query_status(const struct status_info *info);
-
 struct perfd_peer;
 struct jsonw;
+
+/* The whole answer to "status", written into w (initialized here); 0 or
+ * -ENOMEM.  The exporters' targets are shown whole to root only, to
+ * others as scheme://host:port (a files target, a directory, not at
+ * all), and their last errors to root only. */
+int query_status(struct jsonw *w, const struct status_info *info);
 
 /* The whole seconds [first_second, end_second) of CLOCK_MONOTONIC an
  * answer about the last interval counts, and how long they are: the last
@@ -150,12 +151,15 @@ int query_ps(struct jsonw *w, struct aggregator *a, const struct perfd_peer *pee
 	     uint64_t now_ns, unsigned interval_seconds, bool all, uint64_t start_ns,
 	     unsigned frequency_hz);
 
-/* {"version":1,"ok":true} to which the caller adds fields. */
-json_object *query_ok(void);
-/* The same, streamed: initializes w and opens the answer's object with
- * those two fields; the caller adds its own and closes it. */
+/* Every answer is written with base/jsonw.h, the one JSON writer of the
+ * daemon.  query_ok_begin initializes w and opens the answer's object
+ * with {"version":1,"ok":true}; the caller adds its own fields and closes
+ * it.  query_error writes a whole error answer into w (initialized here):
+ * {"version":1,"ok":false,"error":{"code":code,"message":...}}. */
 void query_ok_begin(struct jsonw *w);
-json_object *query_error(const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void query_error(struct jsonw *w, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void query_verror(struct jsonw *w, const char *code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 #endif

@@ -234,6 +234,12 @@ void jsonw_bool(struct jsonw *w, bool v)
 	put(w, v ? "true" : "false", v ? 4 : 5);
 }
 
+void jsonw_null(struct jsonw *w)
+{
+	item(w);
+	put(w, "null", 4);
+}
+
 void jsonw_raw(struct jsonw *w, const char *json, size_t n)
 {
 	item(w);

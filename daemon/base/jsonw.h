@@ -49,6 +49,7 @@ void jsonw_u64(struct jsonw *w, uint64_t v);
 void jsonw_i64(struct jsonw *w, int64_t v);
 void jsonw_double(struct jsonw *w, double v);
 void jsonw_bool(struct jsonw *w, bool v);
+void jsonw_null(struct jsonw *w);
 /* A value already in JSON text (e.g. json-c's output for an object). */
 void jsonw_raw(struct jsonw *w, const char *json, size_t n);
 

@@ -7,6 +7,7 @@
  * take a restart while taking the reloadable ones.
  */
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,14 +201,15 @@ Test(config, status_hides_secrets)
 	struct config *c = NULL;
 	char err[CONFIG_ERROR_MAX];
 	json_object *o;
-	const char *text;
+	char *text;
 
 	cr_assert_eq(load(false, flags, &c, err), 0, "%s", err);
-	o = config_to_json(c, true);
-	cr_assert(o);
-	text = json_object_to_json_string(o);
+	text = config_to_json(c, true);
+	cr_assert(text);
+	o = json_tokener_parse(text);
+	cr_assert(o, "not JSON: %s", text);
 	cr_assert_null(strstr(text, "s3cret"), "%s", text);
-	cr_assert(strstr(text, "\"push-bearer-token\": \"(set)\""), "%s", text);
+	cr_assert(strstr(text, "\"push-bearer-token\":\"(set)\""), "%s", text);
 	cr_assert_null(strstr(text, "pw-in-url"), "%s", text);
 	cr_assert_null(strstr(text, "alice"), "%s", text);
 	cr_assert_null(strstr(text, "bob"), "%s", text);
@@ -216,6 +218,7 @@ Test(config, status_hides_secrets)
 	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "otlp-url")),
 			 "http://otel.example:4318");
 	json_object_put(o);
+	free(text);
 	config_free(c);
 }
 
@@ -228,12 +231,13 @@ Test(config, status_shows_users_endpoints_only)
 	struct config *c = NULL;
 	char err[CONFIG_ERROR_MAX];
 	json_object *o;
-	const char *text;
+	char *text;
 
 	cr_assert_eq(load(false, flags, &c, err), 0, "%s", err);
-	o = config_to_json(c, false);
-	cr_assert(o);
-	text = json_object_to_json_string(o);
+	text = config_to_json(c, false);
+	cr_assert(text);
+	o = json_tokener_parse(text);
+	cr_assert(o, "not JSON: %s", text);
 	cr_assert_null(strstr(text, "t0k"), "%s", text);
 	cr_assert_null(strstr(text, "base"), "%s", text);
 	cr_assert_null(strstr(text, "acme"), "%s", text);
@@ -246,5 +250,6 @@ Test(config, status_shows_users_endpoints_only)
 			 "http://[::1]:4318");
 	cr_assert(json_object_object_get_ex(o, "frequency", NULL));
 	json_object_put(o);
+	free(text);
 	config_free(c);
 }

@@ -101,11 +101,12 @@ Test(jsonw, separators_in_objects_and_arrays)
 	jsonw_i64(&w, -2);
 	jsonw_string(&w, "three");
 	jsonw_bool(&w, false);
+	jsonw_null(&w);
 	jsonw_array_end(&w);
 	jsonw_key(&w, "f");
 	jsonw_raw(&w, "{\"g\":null}", 10);
 	jsonw_object_end(&w);
-	expect_text(&w, "{\"a\":1,\"b\":\"x\",\"c\":true,\"d\":0.5,\"e\":[1,-2,\"three\",false],"
+	expect_text(&w, "{\"a\":1,\"b\":\"x\",\"c\":true,\"d\":0.5,\"e\":[1,-2,\"three\",false,null],"
 			"\"f\":{\"g\":null}}");
 	jsonw_done(&w);
 }
