@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+/* modtab.c - the table of modules (symbolize.h, symbolize_internal.h):
+ * which file a module is, its ids and each owner's share of them, its
+ * descriptors under their LRU bound, the ids given back, and the module
+ * registry profile/ names mappings through. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "base/elfopen.h"
+#include "perfd/macro.h"
+#include "process/procfs.h"
+#include "symbols/jitdump.h"
+#include "symbols/perfmap.h"
+#include "symbols/symbolize_internal.h"
+
+/* --- descriptors: a bounded LRU list ------------------------------------
+ *
+ * Every module descriptor but the vDSO's (a binary's, its separate debug
+ * file's, a JIT map's) is counted in open_fds and its module is on a list,
+ * most recently used first.  Before one is opened, the modules at the end
+ * of the list give theirs up until there is room under max_fds; what was
+ * parsed from them stays, and sym_module_fd() opens the file again when it is
+ * needed. */
+
+static void lru_unlink(struct symbolizer *s, struct module *m)
+{
+	uint16_t id = id_of(s, m);
+
+	if (m->lru_prev)
+		s->modules[m->lru_prev - FRAME_MODULE_FIRST].lru_next = m->lru_next;
+	else if (s->lru_head == id)
+		s->lru_head = m->lru_next;
+	else
+		return; /* not on the list */
+	if (m->lru_next)
+		s->modules[m->lru_next - FRAME_MODULE_FIRST].lru_prev = m->lru_prev;
+	else
+		s->lru_tail = m->lru_prev;
+	m->lru_prev = m->lru_next = NO_MODULE;
+}
+
+void sym_lru_touch(struct symbolizer *s, struct module *m)
+{
+	uint16_t id = id_of(s, m);
+
+	if (m->kind == MODULE_VDSO || s->lru_head == id)
+		return;
+	lru_unlink(s, m);
+	m->lru_next = s->lru_head;
+	if (s->lru_head)
+		s->modules[s->lru_head - FRAME_MODULE_FIRST].lru_prev = id;
+	s->lru_head = id;
+	if (!s->lru_tail)
+		s->lru_tail = id;
+}
+
+/* Closes the descriptors of m; what was parsed from them stays.  A debug
+ * file closed is searched for again when it is needed. */
+static void close_fds(struct symbolizer *s, struct module *m)
+{
+	s->open_fds -= (m->fd >= 0) + (m->debug_fd >= 0);
+	closep(&m->fd);
+	closep(&m->debug_fd);
+	m->fd = m->debug_fd = -1;
+	lru_unlink(s, m);
+}
+
+void sym_make_fd_room(struct symbolizer *s, const struct module *keep, size_t n)
+{
+	while (s->open_fds + n > s->max_fds && s->lru_tail) {
+		struct module *lru = &s->modules[s->lru_tail - FRAME_MODULE_FIRST];
+
+		if (lru == keep) {
+			if (!lru->lru_prev)
+				break;
+			lru = &s->modules[lru->lru_prev - FRAME_MODULE_FIRST];
+		}
+		close_fds(s, lru);
+		s->stats.fds_evicted++;
+	}
+}
+
+void sym_take_fd(struct symbolizer *s, struct module *m, int fd)
+{
+	m->fd = fd;
+	m->fd_error = 0;
+	s->open_fds++;
+	sym_lru_touch(s, m);
+}
+
+/* --- which file a module is ---------------------------------------------- */
+
+static void chain_add(struct symbolizer *s, struct module *m)
+{
+	uint64_t *slot = u64map_upsert(&s->by_file, file_key(m->file.dev, m->file.inode), NULL);
+
+	/* without the index the module is only found again by a new id */
+	if (!slot)
+		return;
+	m->next_same = *slot == U64MAP_EMPTY ? NO_MODULE : (uint16_t)*slot;
+	*slot = id_of(s, m);
+}
+
+static void chain_remove(struct symbolizer *s, struct module *m)
+{
+	uint64_t key = file_key(m->file.dev, m->file.inode), *slot = u64map_get(&s->by_file, key);
+	uint16_t id = id_of(s, m);
+
+	if (!slot)
+		return;
+	if (*slot == id) {
+		if (m->next_same)
+			*slot = m->next_same;
+		else
+			u64map_remove(&s->by_file, key);
+		return;
+	}
+	for (uint16_t i = (uint16_t)*slot; i; i = s->modules[i - FRAME_MODULE_FIRST].next_same)
+		if (s->modules[i - FRAME_MODULE_FIRST].next_same == id) {
+			s->modules[i - FRAME_MODULE_FIRST].next_same = m->next_same;
+			return;
+		}
+}
+
+/* The module of the file identified by id (read from the file a process
+ * maps: nothing but that file's own module matches), or NULL. */
+static struct module *find_verified(const struct symbolizer *s, const struct file_id *id)
+{
+	uint64_t *slot = u64map_get(&s->by_file, file_key(id->dev, id->inode));
+
+	for (uint16_t i = slot ? (uint16_t)*slot : NO_MODULE; i;
+	     i = s->modules[i - FRAME_MODULE_FIRST].next_same) {
+		struct module *m = &s->modules[i - FRAME_MODULE_FIRST];
+
+		if (m->verified && file_id_eq(&m->file, id))
+			return m;
+	}
+	return NULL;
+}
+
+/* A module known only by (dev, inode) and path, when that is all there is
+ * to go by: the file was mapped at path from (dev, inode).  Prefers the
+ * most recently added. */
+static struct module *find_by_path(const struct symbolizer *s, dev_t dev, uint64_t inode,
+				   uint64_t path_hash, bool unverified_only)
+{
+	uint64_t *slot = u64map_get(&s->by_file, file_key(dev, inode));
+
+	for (uint16_t i = slot ? (uint16_t)*slot : NO_MODULE; i;
+	     i = s->modules[i - FRAME_MODULE_FIRST].next_same) {
+		struct module *m = &s->modules[i - FRAME_MODULE_FIRST];
+
+		if (m->file.dev == dev && m->file.inode == inode && m->path_hash == path_hash &&
+		    (!unverified_only || !m->verified))
+			return m;
+	}
+	return NULL;
+}
+
+/* Reads the GNU build-id note of the ELF file on fd as hex into out
+ * (BUILD_ID_MAX * 2 + 1 bytes); "" when it has none.  From its segments
+ * only (buildid.h): what is mapped, whatever the sections say. */
+static void read_build_id(int fd, char *out)
+{
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	const uint8_t *id;
+	size_t len;
+
+	out[0] = 0;
+	if (fd < 0 || elf_open_fd(fd, &elf) < 0 ||
+	    build_id_from_elf(elf, BUILD_ID_FROM_SEGMENTS, BUILD_ID_MAX, &id, &len) < 0)
+		return;
+	(void)build_id_hex(id, len, out, BUILD_ID_MAX * 2 + 1); /* it has the room */
+}
+
+
+/* Opens the mapped file the way that survives the most: map_files names the
+ * very inode mapped (deleted or in another mount namespace); the path seen
+ * from the process's root comes next.  Either way only a regular file is
+ * opened (procfs.h: a mapped device is refused unopened), of any size or
+ * owner.  Checks that it is the same inode, and returns what identifies it
+ * in *ret_id. */
+static int open_mapped_file(pid_t pid, uint64_t start, uint64_t end, const char *path,
+			    dev_t dev, uint64_t inode, struct file_id *ret_id)
+{
+	static const struct procfs_file_rules binary = { .follow_symlinks = true };
+	char p[96];
+	struct stat st;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	fd = procfs_open_link(AT_FDCWD, p, &binary);
+	if (fd < 0 && path[0] == '/')
+		fd = procfs_open_in_process(pid, PROCFS_START_ANY, path, &binary);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != inode) {
+		close(fd);
+		return -ESTALE;
+	}
+	*ret_id = file_id_of(&st);
+	return fd;
+}
+
+/* What identifies the file process pid maps at map, without opening it
+ * (a stat of its map_files link: one system call).  -errno when the link
+ * cannot be followed (the process is gone, or no map_files). */
+static int stat_mapped_file(pid_t pid, const struct procmap *map, struct file_id *ret)
+{
+	char p[96];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map->start,
+		 map->end);
+	if (stat(p, &st) < 0)
+		return negative_errno();
+	if (!S_ISREG(st.st_mode) || st.st_ino != map->inode ||
+	    st.st_dev != makedev(map->dev_major, map->dev_minor))
+		return -ESTALE;
+	*ret = file_id_of(&st);
+	return 0;
+}
+
+char *sym_mapped_path(const struct module *m)
+{
+	char *path = strdup(m->path), *deleted;
+
+	if (path && (deleted = strstr(path, " (deleted)")))
+		*deleted = 0;
+	return path;
+}
+
+int sym_module_fd(struct symbolizer *s, struct module *m)
+{
+	static const struct procfs_file_rules binary = { .follow_symlinks = true };
+	struct file_id now;
+	_cleanup_free_ char *path = NULL;
+	int fd;
+
+	if (m->fd >= 0) {
+		sym_lru_touch(s, m);
+		return m->fd;
+	}
+	if (m->kind != MODULE_FILE || !m->verified || m->fd_error < 0)
+		return -EBADF;
+	sym_make_fd_room(s, m, 1);
+	fd = open_mapped_file(m->pid, m->map_start, m->map_end, m->path, m->file.dev,
+			      m->file.inode, &now);
+	if (fd < 0) {
+		/* the process is gone: the path as perfd sees it, which the
+		 * identity check below tells apart from any other file */
+		path = sym_mapped_path(m);
+		if (!path)
+			return -ENOMEM;
+		fd = procfs_open_in_root(AT_FDCWD, path, &binary);
+		if (fd >= 0) {
+			struct stat st;
+
+			if (fstat(fd, &st) < 0) {
+				int r = negative_errno();
+
+				close(fd);
+				fd = r;
+			} else {
+				now = file_id_of(&st);
+			}
+		}
+	}
+	if (fd >= 0 && !file_id_eq(&now, &m->file)) {
+		close(fd);
+		fd = -ESTALE;
+	}
+	if (fd < 0) {
+		m->fd_error = fd;
+		s->stats.fds_reopen_failed++;
+		return -EBADF;
+	}
+	sym_take_fd(s, m, fd);
+	s->stats.fds_reopened++;
+	return fd;
+}
+
+/* How many modules one owner may hold at once. */
+static size_t owner_share(const struct symbolizer *s)
+{
+	return s->max_modules - s->max_modules / MODULES_RESERVE_DIVISOR;
+}
+
+/* Takes an id for a new module of kind with the given path, charged to
+ * owner: a released one first.  Returns it or -errno (-ENOSPC when
+ * max_modules are live, or owner holds its share: counted). */
+static int add_module(struct symbolizer *s, enum module_kind kind, const char *path,
+		      uint32_t owner, struct module **ret)
+{
+	uint64_t *held = NULL;
+	struct module *m;
+	const char *slash;
+	char *copy;
+	size_t i;
+
+	if (s->live_modules >= s->max_modules) {
+		s->stats.modules_refused++;
+		return -ENOSPC;
+	}
+	if (owner != MODULE_OWNER_NONE) {
+		held = u64map_get(&s->by_owner, owner);
+		if (held && *held >= owner_share(s)) {
+			s->stats.modules_refused++;
+			s->stats.modules_refused_share++;
+			return -ENOSPC;
+		}
+		/* now: the map may need memory, the id may not be undone */
+		held = u64map_upsert(&s->by_owner, owner, NULL);
+		if (!held)
+			return -ENOMEM;
+	}
+	if (!s->n_free && s->n_modules == s->cap_modules) {
+		size_t cap = s->cap_modules ? s->cap_modules * 2 : 64;
+		struct module *mods;
+
+		cap = cap < MODULES_MAX ? cap : MODULES_MAX;
+		mods = realloc(s->modules, cap * sizeof(*mods));
+		if (!mods)
+			return -ENOMEM;
+		s->modules = mods;
+		s->cap_modules = cap;
+	}
+	copy = strdup(path);
+	if (!copy) {
+		if (held && *held == 0)
+			u64map_remove(&s->by_owner, owner);
+		return -ENOMEM;
+	}
+	if (held)
+		(*held)++;
+	i = s->n_free ? (size_t)(s->free_ids[--s->n_free] - FRAME_MODULE_FIRST) : s->n_modules++;
+	m = &s->modules[i];
+	*m = (struct module){ .kind = kind, .fd = -1, .debug_fd = -1, .path = copy,
+			      .owner = owner, .serial = ++s->next_serial };
+	slash = strrchr(m->path, '/');
+	m->basename = slash ? slash + 1 : m->path;
+	s->live_modules++;
+	*ret = m;
+	return (int)(i + FRAME_MODULE_FIRST);
+}
+
+/* Gives m's id back: frees what it holds and takes it out of the indexes. */
+static void release_module(struct symbolizer *s, struct module *m)
+{
+	uint16_t id = id_of(s, m);
+	uint64_t *slot;
+
+	if (m->kind == MODULE_FILE)
+		chain_remove(s, m);
+	if (m->kind == MODULE_JIT) {
+		uint64_t key = hash_u64(hash_u64((uint64_t)m->pid) ^ m->start_time_ns) & ~1ULL;
+
+		slot = u64map_get(&s->jit_by_process, key);
+		if (slot && *slot == id)
+			u64map_remove(&s->jit_by_process, key);
+	}
+	if (m->owner != MODULE_OWNER_NONE) {
+		slot = u64map_get(&s->by_owner, m->owner);
+		if (slot && --*slot == 0)
+			u64map_remove(&s->by_owner, m->owner);
+	}
+	close_fds(s, m);
+	sym_unload(m);
+	free(m->path);
+	*m = (struct module){ .kind = MODULE_FREE, .fd = -1, .debug_fd = -1 };
+	s->free_ids[s->n_free++] = id;
+	s->live_modules--;
+}
+
+/* Notes that process pid maps m at map: the way to open it again.  A
+ * module without a descriptor (closed, or its first process gone before it
+ * could be opened) gets one now if the caller has it (fd, else -1), and
+ * may try again if opening failed before. */
+static void note_mapper(struct symbolizer *s, struct module *m, pid_t pid,
+			const struct procmap *map, int fd)
+{
+	m->pid = pid;
+	m->map_start = map->start;
+	m->map_end = map->end;
+	m->fd_error = 0;
+	if (fd < 0)
+		return;
+	if (m->fd >= 0) {
+		close(fd);
+		sym_lru_touch(s, m);
+		return;
+	}
+	sym_take_fd(s, m, fd);
+	if (!m->build_id[0])
+		read_build_id(fd, m->build_id);
+}
+
+int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owner_uid,
+				  const struct procmap *map)
+{
+	dev_t dev = makedev(map->dev_major, map->dev_minor);
+	uint64_t path_hash;
+	struct file_id fid;
+	struct module *m;
+	int id, fd = -1, r;
+
+	if (map->inode == 0 || map->path[0] != '/')
+		return -EINVAL;
+	path_hash = hash_text(map->path, strlen(map->path));
+	r = stat_mapped_file(pid, map, &fid);
+	if (r < 0) {
+		/* no map_files (the range is not mapped now, or it cannot be
+		 * followed): the path in the process's root, opened */
+		sym_make_fd_room(s, NULL, 1);
+		fd = open_mapped_file(pid, map->start, map->end, map->path, dev, map->inode, &fid);
+		r = fd < 0 ? fd : 0;
+	}
+	if (r < 0) {
+		/* The process is gone (a short-lived one read at its end): the
+		 * module of (dev, inode) at this path, as a best guess, else
+		 * one that the next process mapping it completes. */
+		m = find_by_path(s, dev, map->inode, path_hash, false);
+		if (m)
+			return id_of(s, m);
+		id = add_module(s, MODULE_FILE, map->path, owner_uid, &m);
+		if (id < 0)
+			return id;
+		m->file = (struct file_id){ .dev = dev, .inode = map->inode };
+		m->path_hash = path_hash;
+		m->pid = pid;
+		m->fd_error = r;
+		chain_add(s, m);
+		return id;
+	}
+	m = find_verified(s, &fid);
+	if (!m) {
+		m = find_by_path(s, dev, map->inode, path_hash, true);
+		if (m) {
+			/* first seen in a process that was gone: this is its file */
+			chain_remove(s, m);
+			m->file = fid;
+			m->verified = true;
+			chain_add(s, m);
+		}
+	}
+	if (m) {
+		note_mapper(s, m, pid, map, fd);
+		return id_of(s, m);
+	}
+	id = add_module(s, MODULE_FILE, map->path, owner_uid, &m);
+	if (id < 0) {
+		if (fd >= 0)
+			close(fd);
+		return id;
+	}
+	m->file = fid;
+	m->verified = true;
+	m->path_hash = path_hash;
+	chain_add(s, m);
+	if (fd < 0) {
+		struct file_id opened;
+
+		sym_make_fd_room(s, NULL, 1);
+		fd = open_mapped_file(pid, map->start, map->end, map->path, dev, map->inode,
+				      &opened);
+		if (fd >= 0 && !file_id_eq(&opened, &fid)) {
+			/* changed between the stat and the open */
+			close(fd);
+			fd = -ESTALE;
+		}
+	}
+	m->pid = pid;
+	m->map_start = map->start;
+	m->map_end = map->end;
+	if (fd < 0) {
+		m->fd_error = fd;
+		return id;
+	}
+	sym_take_fd(s, m, fd);
+	read_build_id(fd, m->build_id);
+	return id;
+}
+
+int symbolizer_vdso_module(struct symbolizer *s)
+{
+	const Elf64_Ehdr *eh = (const void *)getauxval(AT_SYSINFO_EHDR);
+	struct module *m;
+	size_t size;
+	int id, fd;
+
+	if (s->vdso_id)
+		return s->vdso_id;
+	if (!eh)
+		return -ENOENT;
+	id = add_module(s, MODULE_VDSO, "[vdso]", MODULE_OWNER_NONE, &m);
+	if (id < 0)
+		return id;
+	s->vdso_id = id;
+	/* A copy in a memfd lets the ELF reader treat it like any file.  Its
+	 * section headers come last in the image. */
+	size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	fd = memfd_create("perfd-vdso", MFD_CLOEXEC);
+	if (fd >= 0 && write(fd, eh, size) != (ssize_t)size) {
+		close(fd);
+		fd = -1;
+	}
+	m->fd = fd;
+	if (fd < 0)
+		m->load_error = -EIO;
+	return id;
+}
+
+static uint64_t process_key(pid_t pid, uint64_t start_time_ns)
+{
+	return hash_u64(hash_u64((uint64_t)pid) ^ start_time_ns) & ~1ULL;
+}
+
+struct procfs_file_rules sym_jit_map_rules(uint32_t owner_uid)
+{
+	return (struct procfs_file_rules){
+		.max_size = PERFMAP_MAX_BYTES,
+		.check_owner = true,
+		.owner_uid = owner_uid,
+		.single_link = true,
+	};
+}
+
+bool sym_jit_map_refused(int r)
+{
+	return r == -EPERM || r == -ELOOP || r == -EFBIG || r == -EWOULDBLOCK;
+}
+
+int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
+			  const char *map_path, uint32_t owner_uid)
+{
+	uint64_t key = process_key(pid, start_time_ns), *slot = u64map_get(&s->jit_by_process, key);
+	struct procfs_file_rules rules = sym_jit_map_rules(owner_uid);
+	struct module *m;
+	int id, fd;
+
+	if (slot) {
+		m = &s->modules[*slot - FRAME_MODULE_FIRST];
+		if (m->pid == pid && m->start_time_ns == start_time_ns)
+			return (int)*slot;
+	}
+	sym_make_fd_room(s, NULL, 1);
+	fd = procfs_open_in_process(pid, start_time_ns, map_path, &rules);
+	if (fd < 0) {
+		if (sym_jit_map_refused(fd))
+			s->stats.jit_maps_refused++;
+		return fd;
+	}
+	id = add_module(s, MODULE_JIT, map_path, owner_uid, &m);
+	if (id < 0) {
+		close(fd);
+		return id;
+	}
+	sym_take_fd(s, m, fd);
+	m->pid = pid;
+	m->start_time_ns = start_time_ns;
+	m->jit_owner_uid = owner_uid;
+	m->perfmap_refused_size = -1;
+	slot = u64map_upsert(&s->jit_by_process, key, NULL);
+	if (slot)
+		*slot = id; /* without the index it is only found again by a new id */
+	return id;
+}
+
+bool symbolizer_describe_module(const struct symbolizer *s, uint16_t module,
+				const char **ret_path, const char **ret_build_id)
+{
+	const struct module *m;
+
+	if (module == FRAME_MODULE_KERNEL) {
+		*ret_path = KERNEL_PATH;
+		*ret_build_id = s->kernel_build_id;
+		return true;
+	}
+	m = module_of(s, module);
+	if (!m)
+		return false;
+	*ret_path = m->path;
+	*ret_build_id = m->build_id;
+	return true;
+}
+
+int symbolizer_module_fd(struct symbolizer *s, uint16_t module)
+{
+	struct module *m = module_of(s, module);
+
+	if (!m || m->kind == MODULE_JIT)
+		return -ENOENT;
+	return sym_module_fd(s, m);
+}
+
+size_t symbolizer_release_unused(struct symbolizer *s, const struct module_set *used,
+				 void (*released)(void *userdata, uint16_t module), void *userdata)
+{
+	size_t n = 0;
+
+	s->stats.collections++;
+	s->refused_at_collection = s->stats.modules_refused;
+	for (size_t i = 0; i < s->n_modules; i++) {
+		struct module *m = &s->modules[i];
+		uint16_t id = id_of(s, m);
+
+		if ((m->kind != MODULE_FILE && m->kind != MODULE_JIT) || module_set_has(used, id))
+			continue;
+		/* the caller forgets it first: nothing may know the id when
+		 * it is given again */
+		if (released)
+			released(userdata, id);
+		release_module(s, m);
+		n++;
+	}
+	s->stats.modules_released += n;
+	return n;
+}
+
+bool symbolizer_wants_collection(const struct symbolizer *s)
+{
+	return s->live_modules >= s->max_modules / 2 ||
+	       s->stats.modules_refused != s->refused_at_collection;
+}
+
+static int modules_for_mapping(void *ctx, pid_t pid, uint32_t owner_uid, const struct procmap *map)
+{
+	return symbolizer_module_for_mapping(ctx, pid, owner_uid, map);
+}
+
+static int modules_vdso(void *ctx)
+{
+	return symbolizer_vdso_module(ctx);
+}
+
+static int modules_jit(void *ctx, pid_t pid, uint64_t start_time_ns, const char *map_path,
+		       uint32_t owner_uid)
+{
+	return symbolizer_jit_module(ctx, pid, start_time_ns, map_path, owner_uid);
+}
+
+static void modules_note_jit_frame(void *ctx, uint64_t frame)
+{
+	symbolizer_note_jit_frame(ctx, frame);
+}
+
+struct module_registry symbolizer_modules(struct symbolizer *s)
+{
+	return (struct module_registry){ .for_mapping = modules_for_mapping,
+					 .vdso = modules_vdso,
+					 .jit = modules_jit,
+					 .note_jit_frame = modules_note_jit_frame,
+					 .ctx = s };
+}

@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/* symloads.c - the symbolizer's tables built on its lanes (symbolize.h,
+ * symbolize_internal.h): symbol tables, debug files searched, line
+ * tables and their units, JIT maps parsed; started when a lookup needs
+ * one, taken back by symbolizer_complete. */
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "base/clock.h"
+#include "base/elfopen.h"
+#include "base/offload.h"
+#include "perfd/macro.h"
+#include "symbols/debuginfo.h"
+#include "symbols/debugsearch.h"
+#include "symbols/elfsym.h"
+#include "symbols/jitdump.h"
+#include "symbols/jitread.h"
+#include "symbols/perfmap.h"
+#include "symbols/srcline.h"
+#include "symbols/symload.h"
+#include "symbols/symbolize_internal.h"
+
+/* Looks m's separate debug file up by build-id (an open and its headers:
+ * cheap, done on the loop when a known debug file's descriptor was closed;
+ * the first lookup is a load's, on the lane, see start_symtab_load) under
+ * the root of the last process seen mapping it, into m->debug_fd, counted
+ * among the descriptors.  Returns it or -errno. */
+static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
+{
+	_cleanup_free_ char *path = sym_mapped_path(m);
+	unsigned refused = 0;
+	char root[64];
+	int dfd;
+
+	if (!path)
+		return -ENOMEM;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+	sym_make_fd_room(s, m, 1);
+	dfd = debuginfo_find(fd, path, root, s->debug_dir, DEBUGINFO_BY_BUILD_ID, NULL, &refused);
+	s->stats.debug_files_refused += refused;
+	if (dfd < 0)
+		return dfd;
+	m->debug_fd = dfd;
+	s->open_fds++;
+	sym_lru_touch(s, m);
+	return dfd;
+}
+
+/* The descriptor of m's separate debug file, found again if the LRU
+ * closed it; -errno when it has none now.  One the lane found through
+ * .gnu_debuglink is searched for again there (the module goes back to
+ * unsearched). */
+static int module_debug_fd(struct symbolizer *s, struct module *m)
+{
+	int fd, dfd;
+
+	if (m->debug_fd >= 0)
+		return m->debug_fd;
+	if (m->debug_source != DEBUG_FILE)
+		return -ENOENT;
+	fd = sym_module_fd(s, m);
+	if (fd < 0)
+		return fd;
+	dfd = find_debug_file(s, m, fd);
+	if (dfd < 0)
+		m->debug_source = DEBUG_UNSEARCHED;
+	return dfd;
+}
+
+uint64_t sym_module_key(const struct symbolizer *s, const struct module *m)
+{
+	return (uint64_t)(m - s->modules) | (uint64_t)m->serial << 32;
+}
+
+/* The module a job's key names, or NULL when it was given back since. */
+static struct module *module_of_key(struct symbolizer *s, uint64_t key)
+{
+	size_t i = (uint32_t)key;
+	struct module *m = i < s->n_modules ? &s->modules[i] : NULL;
+
+	return m && m->serial == key >> 32 ? m : NULL;
+}
+
+/* Has the lane build m's symbol table (symload.h), unless it does
+ * already: from the binary, with the symbols of a stripped binary's debug
+ * file merged, as m->debug_source says (the build-id lookup on the lane
+ * too, the first time; the slower searches follow in symload_done).  The
+ * table m has, if any, serves until the new one is taken back.  Nothing
+ * when m has no descriptor now (tried again when a process maps it). */
+static void start_symtab_load(struct symbolizer *s, struct module *m)
+{
+	_cleanup_free_ char *path = NULL;
+	struct symload *l;
+	char root[64];
+	int fd, dfd = -1;
+
+	if (m->symtab_loading)
+		return;
+	fd = sym_module_fd(s, m);
+	if (fd < 0)
+		return;
+	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_FILE && !m->merge_refused)
+		dfd = module_debug_fd(s, m); /* back to unsearched when it is gone */
+	if (symload_new(sym_module_key(s, m), SYMLOAD_SYMBOLS, fd, dfd, &l) < 0)
+		return; /* out of memory or descriptors: tried again at the next lookup */
+	l->memory_limit = sym_module_room(s);
+	l->mini = m->debug_source == DEBUG_MINI && !m->merge_refused;
+	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_UNSEARCHED) {
+		path = sym_mapped_path(m);
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+		if (!path || symload_set_search(l, path, root, s->debug_dir) < 0) {
+			symload_free(l);
+			return;
+		}
+	}
+	/* an unbounded pool refuses only after offload_finish, never called
+	 * on this one (offload_free stops it) */
+	(void)offload_submit(s->lane, &l->job);
+	m->symtab_loading = true;
+	s->stats.symtab_loads_pending++;
+	s->stats.cache_misses++;
+}
+
+void sym_start_line_load(struct symbolizer *s, struct module *m)
+{
+	struct symload *l;
+	int fd, dfd;
+
+	if (m->srcline_loading)
+		return;
+	fd = sym_module_fd(s, m);
+	if (fd < 0) {
+		if (fd != -EBADF) /* no descriptor now: another time */
+			m->srcline_error = fd;
+		return;
+	}
+	dfd = module_debug_fd(s, m);
+	if (symload_new(sym_module_key(s, m), SYMLOAD_LINES, fd, dfd, &l) < 0)
+		return;
+	/* libdw's rows included, beside the module's symbols */
+	l->memory_limit = sym_module_room(s) - MIN(sym_module_room(s), elf_symtab_memory(m->symtab));
+	(void)offload_submit(s->lane, &l->job);
+	m->srcline_loading = true;
+	s->stats.line_loads_pending++;
+}
+
+void sym_start_unit_index(struct symbolizer *s, struct module *m)
+{
+	struct symload *l;
+
+	if (m->indexing || !m->srcline ||
+	    symload_new_units(sym_module_key(s, m), m->srcline, &l) < 0)
+		return; /* out of memory: asked for again by the next lookup */
+	(void)offload_submit(s->lane, &l->job);
+	m->indexing = l;
+	s->stats.line_loads_pending++;
+}
+
+/* A stripped binary whose debug file no build-id names: the .gnu_debuglink
+ * search and MiniDebugInfo read whole files and go to the lane
+ * (debugsearch.h); what they find is merged by another load. */
+static void start_debug_search(struct symbolizer *s, struct module *m)
+{
+	_cleanup_free_ char *path = sym_mapped_path(m);
+	struct debugsearch *q;
+	char root[64];
+	int fd = sym_module_fd(s, m);
+
+	m->debug_source = DEBUG_NONE;
+	if (!path || fd < 0)
+		return;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+	/* the job keeps a descriptor of its own: the LRU may close fd */
+	if (debugsearch_new(sym_module_key(s, m), fd, path, root, s->debug_dir, &q) < 0)
+		return; /* out of memory or descriptors: named from .dynsym */
+	(void)offload_submit(s->lane, &q->job);
+	m->debug_source = DEBUG_SEARCHING;
+	s->stats.debug_searches_pending++;
+}
+
+/* Gives m the descriptor of its debug file, dfd, counted. */
+static void take_debug_fd(struct symbolizer *s, struct module *m, int dfd)
+{
+	sym_make_fd_room(s, m, 1);
+	s->open_fds -= m->debug_fd >= 0;
+	closep(&m->debug_fd);
+	m->debug_fd = dfd;
+	s->open_fds++;
+	sym_lru_touch(s, m);
+	m->debug_source = DEBUG_FILE;
+}
+
+/* Takes a built table back (a module given back meanwhile, whose id may
+ * name another file now, takes nothing: the serial says).  A stripped
+ * binary whose debug file was not found by build-id gets its slower
+ * search now. */
+static void symload_done(struct symbolizer *s, struct symload *l)
+{
+	struct module *m = module_of_key(s, l->job.key);
+
+	if (l->what == SYMLOAD_UNITS) {
+		s->stats.line_loads_pending--;
+		s->stats.line_units_refused += l->units_refused;
+		if (!m || m->indexing != l)
+			return; /* unloaded meanwhile: the job owns what it read */
+		m->indexing = NULL;
+		/* asked for while the job ran past them */
+		if (srcline_wants(m->srcline))
+			sym_start_unit_index(s, m);
+		sym_trim_cache(s, m); /* the units count against the cache too */
+		return;
+	}
+	if (l->what == SYMLOAD_LINES) {
+		s->stats.line_loads_pending--;
+		s->stats.line_units_refused += l->units_refused;
+		if (!m || !m->srcline_loading)
+			return;
+		m->srcline_loading = false;
+		s->stats.tables_refused += l->error == -EFBIG;
+		if (l->error < 0) {
+			m->srcline_error = l->error;
+			return;
+		}
+		sym_drop_srcline(m);
+		m->srcline = TAKE_PTR(l->srcline);
+		sym_trim_cache(s, m); /* line tables count against the cache too */
+		return;
+	}
+	s->stats.symtab_loads_pending--;
+	if (!m || !m->symtab_loading)
+		return;
+	m->symtab_loading = false;
+	s->stats.debug_files_refused += l->refused;
+	if (l->error < 0) {
+		s->stats.tables_refused += l->error == -EFBIG;
+		if (!m->symtab) /* a reload that failed keeps the table it had */
+			m->load_error = l->error;
+		return;
+	}
+	sym_forget_demangled(m);
+	elf_symtab_free(m->symtab);
+	m->symtab = TAKE_PTR(l->symtab);
+	s->stats.modules_loaded++;
+	/* a debug file counts once, when found (here, or by a search) */
+	if (l->found_debug_fd >= 0) {
+		s->stats.debug_files += l->merge_error >= 0;
+		take_debug_fd(s, m, TAKE_FD(l->found_debug_fd));
+	}
+	s->stats.tables_refused += l->merge_error == -EFBIG;
+	m->merge_refused = m->merge_refused || l->merge_error == -EFBIG;
+	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab)) {
+		if (m->debug_source == DEBUG_UNSEARCHED)
+			start_debug_search(s, m);
+		else if ((m->debug_source == DEBUG_FILE || m->debug_source == DEBUG_MINI) &&
+			 l->merge_error == 1 && !m->merge_refused)
+			start_symtab_load(s, m); /* a search ended while it was built */
+	}
+	/* line tables opened beside the table this one replaces (a merge's
+	 * reload) may leave it no room: read again within what it leaves */
+	if (m->srcline && sym_loaded_bytes(m) > sym_module_room(s)) {
+		sym_drop_srcline(m);
+		m->srcline_error = 0;
+	}
+	sym_trim_cache(s, m);
+}
+
+/* Takes a finished search back: its debug file or MiniDebugInfo becomes
+ * the module's, merged by a load on the lane if its symbols are loaded
+ * (else at the next load, as after an eviction).  A module given back
+ * meanwhile takes nothing. */
+static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
+{
+	struct module *m = module_of_key(s, q->job.key);
+	struct symload *l;
+	int fd;
+
+	s->stats.debug_searches_pending--;
+	s->stats.debug_files_refused += q->refused;
+	if (!m || m->debug_source != DEBUG_SEARCHING)
+		return;
+	m->debug_source = DEBUG_NONE;
+	s->stats.debug_files += q->debug_fd >= 0;
+	s->stats.minidebuginfo += q->debug_fd < 0 && q->image;
+	if (q->debug_fd >= 0)
+		take_debug_fd(s, m, TAKE_FD(q->debug_fd));
+	else if (q->image)
+		m->debug_source = DEBUG_MINI;
+	if (m->debug_source == DEBUG_NONE || !m->symtab || m->symtab_loading)
+		return;
+	if (m->debug_source == DEBUG_FILE) {
+		start_symtab_load(s, m);
+		return;
+	}
+	/* the image unpacked once: the load takes it */
+	fd = sym_module_fd(s, m);
+	if (fd < 0 || symload_new(sym_module_key(s, m), SYMLOAD_SYMBOLS, fd, -1, &l) < 0)
+		return;
+	l->memory_limit = sym_module_room(s);
+	l->image = TAKE_PTR(q->image);
+	l->image_size = q->image_size;
+	(void)offload_submit(s->lane, &l->job);
+	m->symtab_loading = true;
+	s->stats.symtab_loads_pending++;
+}
+
+/* Takes a finished parse back: its map becomes the module's, unless it is
+ * past the caps or the module's room (refused once per size, the old
+ * names kept).  A module given back meanwhile takes nothing. */
+static void jit_read_done(struct symbolizer *s, struct jitread *j)
+{
+	struct module *m = module_of_key(s, j->job.key);
+
+	s->stats.jit_maps_pending--;
+	if (!m || m->kind != MODULE_JIT || !m->perfmap_reading)
+		return;
+	m->perfmap_reading = false;
+	if (j->error >= 0 && perfmap_memory(j->map) > sym_module_room(s))
+		j->error = -EFBIG;
+	if (j->error == -EFBIG) {
+		m->perfmap_refused_size = j->size;
+		s->stats.jit_maps_refused++;
+	}
+	if (j->error < 0)
+		return;
+	perfmap_free(m->perfmap);
+	m->perfmap = TAKE_PTR(j->map);
+	m->perfmap_size = j->size;
+	s->stats.jit_maps++;
+	sym_trim_cache(s, m);
+}
+
+void symbolizer_complete(struct symbolizer *s)
+{
+	struct offload_job *j = offload_take_done(s->lane), *next;
+
+	for (; j; j = next) {
+		next = j->next;
+		if (jitread_is(j)) {
+			jit_read_done(s, jitread_of(j));
+			jitread_free(jitread_of(j));
+		} else if (symload_is(j)) {
+			symload_done(s, symload_of(j));
+			symload_free(symload_of(j));
+		} else {
+			debug_search_done(s, debugsearch_of(j));
+			debugsearch_free(debugsearch_of(j));
+		}
+	}
+}
+
+int symbolizer_fd(const struct symbolizer *s)
+{
+	return offload_fd(s->lane);
+}
+
+struct elf_symtab *sym_module_symtab(struct symbolizer *s, struct module *m)
+{
+	m->last_used = ++s->clock;
+	if (m->symtab || m->load_error < 0) {
+		s->stats.cache_hits += m->symtab != NULL;
+		return m->symtab;
+	}
+	start_symtab_load(s, m);
+	return NULL;
+}
+
+/* Whether the unit of m's line tables covering frame waits for the lane
+ * (whose job is started then, if it is not running). */
+static bool unit_pending(struct symbolizer *s, struct module *m, uint64_t frame)
+{
+	uint64_t vaddr;
+
+	if (elf_symtab_offset_to_vaddr(m->symtab, frame_address(frame), &vaddr) < 0 ||
+	    srcline_want(m->srcline, vaddr) != -EAGAIN)
+		return false;
+	sym_start_unit_index(s, m);
+	return true;
+}
+
+bool symbolizer_frame_pending(struct symbolizer *s, uint64_t frame, bool lines)
+{
+	struct module *m = module_of(s, frame_module(frame));
+
+	if (!m || m->kind == MODULE_JIT)
+		return false;
+	if (!m->symtab)
+		(void)sym_module_symtab(s, m);
+	if (m->symtab_loading)
+		return true;
+	if (!lines)
+		return false;
+	if (m->kind == MODULE_FILE && m->symtab && !m->srcline && !m->srcline_error)
+		sym_start_line_load(s, m);
+	if (m->srcline_loading)
+		return true;
+	return m->kind == MODULE_FILE && m->symtab && m->srcline && unit_pending(s, m, frame);
+}
+
+size_t symbolizer_loads_pending(const struct symbolizer *s)
+{
+	return s->stats.symtab_loads_pending + s->stats.line_loads_pending;
+}
+
+int symbolizer_settle(struct symbolizer *s, unsigned timeout_ms)
+{
+	uint64_t end = now_monotonic_ns() + (uint64_t)timeout_ms * 1000000;
+
+	for (;;) {
+		uint64_t now = now_monotonic_ns();
+		int r;
+
+		symbolizer_complete(s);
+		if (!symbolizer_loads_pending(s) && !s->stats.debug_searches_pending &&
+		    !s->stats.jit_maps_pending)
+			return 0;
+		if (now >= end)
+			return -ETIMEDOUT;
+		r = offload_wait_idle(s->lane, (unsigned)((end - now) / 1000000) + 1);
+		if (r < 0 && r != -ETIMEDOUT)
+			return r;
+	}
+}
