@@ -9,7 +9,7 @@
  * as spin does.  A frame-pointer walk of any sample therefore ends at the
  * return address into _start, a few bytes past the entry point: what
  * perfd must take as a whole stack before it has the process's tables
- * (bpf/perfd.bpf.c, "A stack walked before the daemon described its
+ * (bpf/sample.bpf.h, "A stack walked before the daemon described its
  * process").
  *
  * Built at -O0, so that spin keeps its frame pointer too (GCC's -O1 left
