@@ -423,7 +423,7 @@ static struct export_source export_source(struct manager *m)
 /* A reload's new frequency, once the records queued at the reload's
  * SIGHUP are ingested, in the old period (reload()): the timers and the
  * BPF program's blocks change, then what the store holds is rescaled to
- * the new period (aggregator_scale_cpu), since every answer states CPU
+ * the new period (aggregator_scale_periods), since every answer states CPU
  * samples in the sampler's period as it is then: a range across the
  * change still adds up to its CPU time.  What is off: the samples taken
  * between the SIGHUP and the end of that wait (at rest one slice's
@@ -440,7 +440,7 @@ static int set_frequency(struct manager *m, unsigned frequency_hz)
 	r = sampler_set_frequency(m->d.sampler, frequency_hz);
 	if (r < 0)
 		return r;
-	aggregator_scale_cpu(m->d.aggregator, old_ns, sampler_period_ns(m->d.sampler));
+	aggregator_scale_periods(m->d.aggregator, old_ns, sampler_period_ns(m->d.sampler));
 	m->d.frequency_hz = frequency_hz;
 	exporter_set_sampling(m->d.exporter, sampler_period_ns(m->d.sampler), frequency_hz);
 	if (!m->config->ringbuf_mib &&

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "perfd/kinds.h"
 
@@ -28,6 +29,33 @@ struct kind_info {
 #define KIND_PPROF_COUNT_UNIT "count"
 
 extern const struct kind_info kind_infos[PERFD_VALUE_KINDS];
+
+/* Whether kind k's values are counts of sampling periods (PERIODS): what
+ * a new period rescales, and what a state file of another period is
+ * scaled by. */
+static inline bool kind_in_periods(int k)
+{
+	return k >= 0 && k < PERFD_VALUE_KINDS && kind_infos[k].period == PERFD_KIND_PERIOD_PERIODS;
+}
+
+/* Whether kind k's samples count among the samples perfd took (COUNTS_CPU):
+ * what status counts as samples received, expired or evicted. */
+static inline bool kind_counts_samples(int k)
+{
+	return k >= 0 && k < PERFD_VALUE_KINDS && kind_infos[k].counts == PERFD_KIND_COUNTS_CPU;
+}
+
+/* The sum of values[k] over the kinds whose samples count (a value per
+ * kind, as the store's drop counts are). */
+static inline uint64_t kind_samples_of(const uint64_t *values)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < PERFD_VALUE_KINDS; k++)
+		if (kind_counts_samples(k))
+			n += values[k];
+	return n;
+}
 
 /* The kind named name (len bytes): its index in kind_infos, or -EINVAL. */
 int kind_find(const char *name, size_t len);

@@ -81,7 +81,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	return NULL;
 }
 
-void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
+void aggregator_scale_periods(struct aggregator *a, uint64_t num, uint64_t den)
 {
 	if (num == den || !num || !den)
 		return;
@@ -89,7 +89,7 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 		struct process *p = a->procs[i];
 		size_t before = p->history.bytes;
 
-		if (history_scale(&p->history, a->stacks, PROFILE_KIND_CPU, num, den, &a->scale_rng) < 0) {
+		if (history_scale_periods(&p->history, a->stacks, num, den, &a->scale_rng) < 0) {
 			/* no memory to write it again: what it held is dropped, counted */
 			struct history_dropped d = { 0 };
 
@@ -113,8 +113,7 @@ void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den)
 		a->collector_bytes -= c->bytes;
 		c->bytes = 0;
 		for (size_t i = 0; i < c->parts.n; i++) {
-			profile_scale(&c->parts.parts[i].prof, a->stacks, PROFILE_KIND_CPU, num, den,
-				      &a->scale_rng);
+			profile_scale_periods(&c->parts.parts[i].prof, a->stacks, num, den, &a->scale_rng);
 			c->bytes += profile_memory(&c->parts.parts[i].prof);
 		}
 		a->collector_bytes += c->bytes;
@@ -159,7 +158,7 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 		history_maintain(&p->history, a->stacks, now_s, a->limits.retention_s, &d);
 		a->history_bytes -= before - p->history.bytes;
 		a->stats.windows_expired += d.windows;
-		a->stats.samples_expired += d.values[PROFILE_KIND_CPU];
+		a->stats.samples_expired += kind_samples_of(d.values);
 		/* An exited process stays while it has data to answer with. */
 		if (p->exited && history_empty(&p->history) && !p->pins) {
 			a->stats.processes_expired++;

@@ -386,12 +386,13 @@ uint64_t aggregator_revisit(struct aggregator *a, uint64_t now_ns);
 /* Once a second: rolls windows up, drops those past the retention, frees
  * exited processes with nothing left, keeps memory under its limit. */
 void aggregator_maintain(struct aggregator *a, uint64_t now_ns);
-/* Every CPU value held (windows, snapshots collecting, per-process counts)
- * x num / den, rounded at random so that the sums stay unbiased: when the
+/* Every value counted in sampling periods (the CPU samples: kindtab.h's
+ * kind_in_periods) held (windows, snapshots collecting, per-process
+ * counts) x num / den, rounded at random so that the sums stay unbiased: when the
  * sampling period goes from num ns to den ns, an old sample is num / den
  * new ones.  A process whose windows cannot be written again for want of
  * memory loses them, counted as evicted. */
-void aggregator_scale_cpu(struct aggregator *a, uint64_t num, uint64_t den);
+void aggregator_scale_periods(struct aggregator *a, uint64_t num, uint64_t den);
 
 /* What the state directory keeps of a process (state/persist.h). */
 struct process_restored {

@@ -12,6 +12,7 @@
 #define PERFD_AGGREGATE_INTERNAL_H
 
 #include "base/clock.h"
+#include "base/kindtab.h"
 #include "base/offload.h"
 #include "perfd/macro.h"
 #include "process/modules.h"
@@ -68,7 +69,7 @@ struct aggregator {
 	 * a look at all the others. */
 	struct process *exited_head, *exited_tail;
 	uint64_t ns_per_tick;
-	uint64_t scale_rng;       /* aggregator_scale_cpu's rounding */
+	uint64_t scale_rng;       /* aggregator_scale_periods's rounding */
 	uint32_t stack_limit_id; /* the placeholder stack, always interned */
 	size_t history_bytes;    /* sum of the processes' history bytes */
 	size_t process_bytes;    /* sum of process_bytes() over the processes */

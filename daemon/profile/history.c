@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/kindtab.h"
 #include "base/varint.h"
 #include "perfd/macro.h"
 #include "profile/history.h"
@@ -781,8 +782,8 @@ uint64_t history_due_s(const struct history *h, uint64_t retention_s)
 	return due;
 }
 
-int history_scale(struct history *h, struct stacktab *stacks, enum profile_kind kind, uint64_t num,
-		  uint64_t den, uint64_t *rng)
+int history_scale_periods(struct history *h, struct stacktab *stacks, uint64_t num, uint64_t den,
+			  uint64_t *rng)
 {
 	struct history_log *log = &h->log;
 	_cleanup_free_ struct entry *e = NULL;
@@ -817,7 +818,7 @@ int history_scale(struct history *h, struct stacktab *stacks, enum profile_kind 
 		for (uint64_t j = 0; j < r.n; j++) {
 			entry_next(&q, &key, &e[n].value);
 			e[n].key = key;
-			if (profile_key_kind(key) == kind)
+			if (kind_in_periods(profile_key_kind(key)))
 				e[n].value = profile_scale_value(e[n].value, num, den, rng);
 			if (e[n].value)
 				n++;
@@ -839,7 +840,7 @@ int history_scale(struct history *h, struct stacktab *stacks, enum profile_kind 
 		log_trim(h);
 	}
 	for (struct window *w = h->newest; w; w = w->older)
-		profile_scale(&w->prof, stacks, kind, num, den, rng);
+		profile_scale_periods(&w->prof, stacks, num, den, rng);
 	return 0;
 }
 

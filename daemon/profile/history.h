@@ -207,12 +207,12 @@ int history_restore(struct history *h, struct stacktab *stacks, const struct his
 bool history_drop_oldest(struct history *h, struct stacktab *stacks,
 			 struct history_dropped *dropped);
 
-/* Every value of kind x num / den, at random rounding
- * (profile_scale_value): the CPU samples of a new sampling period.
- * Entries that come to 0 go.  Returns 0, or -ENOMEM with nothing
- * changed. */
-int history_scale(struct history *h, struct stacktab *stacks, enum profile_kind kind, uint64_t num,
-		  uint64_t den, uint64_t *rng);
+/* Every value of a kind counted in sampling periods (kindtab.h's
+ * kind_in_periods) x num / den, at random rounding (profile_scale_value):
+ * the CPU samples of a new sampling period.  Entries that come to 0 go.
+ * Returns 0, or -ENOMEM with nothing changed. */
+int history_scale_periods(struct history *h, struct stacktab *stacks, uint64_t num, uint64_t den,
+			  uint64_t *rng);
 /* Start of the oldest window in seconds, UINT64_MAX when empty. */
 uint64_t history_oldest_s(const struct history *h);
 bool history_empty(const struct history *h);

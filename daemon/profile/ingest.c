@@ -228,11 +228,10 @@ static void note_rss(struct aggregator *a, struct process *p, uint64_t ts_ns,
 int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t size,
 		      struct process *waited)
 {
-	/* BPF's value_kind is the profile's kind (perfd/kinds.h); one out
-	 * of range is refused below */
-	enum profile_kind kind = s->value_kind < PROFILE_KINDS ? (enum profile_kind)s->value_kind :
-								 PROFILE_KIND_CPU;
-	const struct kind_info *ki = &kind_infos[kind];
+	/* BPF's value_kind is the profile's kind (perfd/kinds.h), checked
+	 * first of all */
+	enum profile_kind kind;
+	const struct kind_info *ki;
 	/* A CPU sample stands for s->value mean periods: 1, or more for
 	 * the jittered tick that passed several blocks' targets. */
 	uint64_t value = s->value;
@@ -259,9 +258,12 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	uint32_t id;
 	int r;
 
+	if (s->value_kind >= PROFILE_KINDS)
+		return -EINVAL;
+	kind = (enum profile_kind)s->value_kind;
+	ki = &kind_infos[kind];
 	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
-	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || s->value_kind >= PROFILE_KINDS ||
-	    ki->counts == PERFD_KIND_COUNTS_NONE ||
+	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || ki->counts == PERFD_KIND_COUNTS_NONE ||
 	    (ki->period == PERFD_KIND_PERIOD_PERIODS && (value == 0 || value > PERFD_CPU_VALUE_MAX)) ||
 	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t) +
 			   s->python_depth * sizeof(struct perfd_python_frame))

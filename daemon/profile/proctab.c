@@ -71,7 +71,9 @@ static uint64_t history_samples(const struct process *p)
 
 	history_iter_init(&it, &p->history);
 	while (history_iter_next(&it, &w))
-		n += history_window_total(&w, PROFILE_KIND_CPU);
+		for (int k = 0; k < PROFILE_KINDS; k++)
+			if (kind_counts_samples(k))
+				n += history_window_total(&w, (enum profile_kind)k);
 	return n;
 }
 
@@ -195,7 +197,7 @@ static bool drop_oldest_window(struct aggregator *a, const uint32_t *owner)
 	a->stats.windows_evicted += d.windows;
 	for (int k = 0; k < PROFILE_KINDS; k++)
 		a->stats.values_evicted[k] += d.values[k];
-	a->stats.samples_evicted += d.values[PROFILE_KIND_CPU];
+	a->stats.samples_evicted += kind_samples_of(d.values);
 	return true;
 }
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/kindtab.h"
 #include "perfd/macro.h"
 #include "profile/profile.h"
 #include "profile/stacktab.h"
@@ -62,22 +63,25 @@ uint64_t profile_scale_value(uint64_t v, uint64_t num, uint64_t den, uint64_t *r
 	return q + ((unsigned __int128)z * den >> 64 < rem);
 }
 
-void profile_scale(struct profile *p, struct stacktab *stacks, enum profile_kind kind, uint64_t num,
-		   uint64_t den, uint64_t *rng)
+void profile_scale_periods(struct profile *p, struct stacktab *stacks, uint64_t num, uint64_t den,
+			   uint64_t *rng)
 {
 	struct u64map *m = &p->values;
 
-	p->totals[kind] = 0;
+	for (int k = 0; k < PROFILE_KINDS; k++)
+		if (kind_in_periods(k))
+			p->totals[k] = 0;
 	U64MAP_FOREACH(slot, m)
-		if (profile_key_kind(slot->key) == kind)
-			p->totals[kind] += slot->value = profile_scale_value(slot->value, num, den, rng);
+		if (kind_in_periods(profile_key_kind(slot->key)))
+			p->totals[profile_key_kind(slot->key)] += slot->value =
+				profile_scale_value(slot->value, num, den, rng);
 	/* Then the zeros, apart: a removal shifts later entries of its probe
 	 * run back, into this slot or after it, never before (where they
 	 * would be missed), so each slot is looked at again until it holds a
 	 * value or nothing. */
 	for (size_t i = 0; m->slots && i <= m->mask; i++)
 		while (m->slots[i].key != U64MAP_EMPTY && m->slots[i].value == 0 &&
-		       profile_key_kind(m->slots[i].key) == kind) {
+		       kind_in_periods(profile_key_kind(m->slots[i].key))) {
 			stacktab_unref(stacks, profile_key_stack(m->slots[i].key));
 			u64map_remove(m, m->slots[i].key);
 		}

@@ -83,9 +83,10 @@ size_t profile_memory(const struct profile *p);
  * too small to stay whole still add up right.  Used when CPU samples
  * change period (a reload with a new frequency). */
 uint64_t profile_scale_value(uint64_t v, uint64_t num, uint64_t den, uint64_t *rng);
-/* Every value of kind in p x num / den (profile_scale_value); entries that
- * come to 0 go, with their stack reference. */
-void profile_scale(struct profile *p, struct stacktab *stacks, enum profile_kind kind, uint64_t num,
-		   uint64_t den, uint64_t *rng);
+/* Every value in p of a kind counted in sampling periods (kindtab.h's
+ * kind_in_periods) x num / den (profile_scale_value); entries that come
+ * to 0 go, with their stack reference. */
+void profile_scale_periods(struct profile *p, struct stacktab *stacks, uint64_t num, uint64_t den,
+			   uint64_t *rng);
 
 #endif

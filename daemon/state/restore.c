@@ -13,6 +13,7 @@
 
 #include "base/array.h"
 #include "base/clock.h"
+#include "base/kindtab.h"
 #include "base/log.h"
 #include "base/u64map.h"
 #include "perfd/macro.h"
@@ -255,9 +256,9 @@ static int read_window(struct reading *rd, struct scur *c)
 
 		if (c->bad || !id || tid > PROFILE_TID_MAX || kind >= PROFILE_KINDS)
 			return -EBADMSG;
-		if (kind == PROFILE_KIND_CPU && rd->file_period_ns && rd->file_period_ns != rd->period_ns)
+		if (kind_in_periods((int)kind) && rd->file_period_ns && rd->file_period_ns != rd->period_ns)
 			value = profile_scale_value(value, rd->file_period_ns, rd->period_ns, &rd->rng);
-		if (kind == PROFILE_KIND_CPU)
+		if (kind_counts_samples((int)kind))
 			samples += value;
 		rd->keys[i] = profile_key((uint32_t)*id, (uint32_t)tid, (enum profile_kind)kind);
 		rd->values[i] = value;

@@ -457,7 +457,7 @@ Test(aggregate, a_cpu_sample_counts_the_periods_it_stands_for)
 	destroy();
 }
 
-/* A new sampling period (aggregator_scale_cpu): the windows, the counts
+/* A new sampling period (aggregator_scale_periods): the windows, the counts
  * ps reads, and a snapshot collecting, all in the new period. */
 Test(aggregate, a_new_period_rescales_the_store_and_the_snapshots_collecting)
 {
@@ -470,7 +470,7 @@ Test(aggregate, a_new_period_rescales_the_store_and_the_snapshots_collecting)
 		feed_user(NOPID, 1, 100 * SEC + 5 + i, 0x1000, 0x2000);
 	feed_user(NOPID, 1, 101 * SEC, 0x1100, 0x2000);
 	/* 10 ms -> 2 ms: an old sample is 5 new ones */
-	aggregator_scale_cpu(agg, 10000000, 2000000);
+	aggregator_scale_periods(agg, 10000000, 2000000);
 	p = aggregator_find_process(agg, NOPID);
 	cr_assert_eq(history_count_of(p, 0x1000), 15);
 	cr_assert_eq(history_count_of(p, 0x1100), 5);

@@ -652,7 +652,7 @@ Test(history, scale_multiplies_cpu_values_sealed_and_open)
 	history_maintain(&h, stacks, 402, 100000, NULL);
 	cr_assert_gt(h.log.n, 0);
 	cr_assert_not_null(h.newest);
-	cr_assert_eq(history_scale(&h, stacks, PROFILE_KIND_CPU, 1000, 3, &rng), 0);
+	cr_assert_eq(history_scale_periods(&h, stacks, 1000, 3, &rng), 0);
 	check_invariants();
 	cr_assert_eq(total(), 300 * 1000, "sealed and open: %lu", (unsigned long)total());
 	cr_assert_eq(value_in(window_at(399), 3), 1000);
@@ -661,7 +661,7 @@ Test(history, scale_multiplies_cpu_values_sealed_and_open)
 
 	/* x 1/2000: the open windows' entries of 1000 (and the rolled-up
 	 * windows' of 2000 or 3000: 1 or 1.5) round at random; the 0s leave */
-	cr_assert_eq(history_scale(&h, stacks, PROFILE_KIND_CPU, 1, 2000, &rng), 0);
+	cr_assert_eq(history_scale_periods(&h, stacks, 1, 2000, &rng), 0);
 	check_invariants();
 	collect();
 	for (size_t i = 0; i < n_wins; i++)
@@ -681,7 +681,7 @@ Test(history, scale_rounds_at_random_without_bias)
 	profile_init(&p);
 	for (uint32_t t = 0; t < 10000; t++)
 		cr_assert_eq(profile_add(&p, stacks, profile_key(ids[t % N_STACKS], t, PROFILE_KIND_CPU), 1), 0);
-	profile_scale(&p, stacks, PROFILE_KIND_CPU, 3, 10, &rng);
+	profile_scale_periods(&p, stacks, 3, 10, &rng);
 	U64MAP_FOREACH(slot, &p.values) {
 		cr_assert_eq(slot->value, 1);
 		sum += slot->value;

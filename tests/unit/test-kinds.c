@@ -108,6 +108,34 @@ Test(kinds, names_and_numbers_look_each_other_up)
 	cr_expect_null(kind_by_name("gpu"));
 }
 
+/* What the store rescales at a new sampling period and counts as samples
+ * follows the rows: a kind counted in periods is rescaled; one whose
+ * samples count adds to samples expired and evicted. */
+Test(kinds, rescaling_and_sample_counts_follow_the_rows)
+{
+	uint64_t values[PERFD_VALUE_KINDS], want = 0;
+
+	for (size_t i = 0; i < N_ROWS; i++) {
+		int k = rows[i].value;
+
+		cr_expect_eq(kind_in_periods(k), rows[i].info.period == PERFD_KIND_PERIOD_PERIODS, "%s",
+			     rows[i].id);
+		cr_expect_eq(kind_counts_samples(k), rows[i].info.counts == PERFD_KIND_COUNTS_CPU, "%s",
+			     rows[i].id);
+		values[k] = 1000u << (3 * i);
+		if (rows[i].info.counts == PERFD_KIND_COUNTS_CPU)
+			want += values[k];
+	}
+	cr_expect_eq(kind_samples_of(values), want);
+	/* as of now: cpu alone is both */
+	cr_expect(kind_in_periods(PERFD_VALUE_CPU));
+	cr_expect(kind_counts_samples(PERFD_VALUE_CPU));
+	cr_expect_not(kind_in_periods(PERFD_VALUE_MEMORY));
+	cr_expect_not(kind_counts_samples(PERFD_VALUE_MEMORY));
+	cr_expect_not(kind_in_periods(-1));
+	cr_expect_not(kind_in_periods(PERFD_VALUE_KINDS));
+}
+
 /* The rows' names joined at run time, to hold the literals against. */
 static void join(char *buf, size_t size, const char *sep, const char *last)
 {
