@@ -277,3 +277,22 @@ def test_completion_offers_each_commands_options_from_its_own_table():
         zsh_offers = set(OPTION.findall(listing))
         assert zsh_offers == table, \
             f"zsh, {command}: missing {sorted(table - zsh_offers)}, extra {sorted(zsh_offers - table)}"
+
+
+def test_readme_and_man_page_name_the_kinds_perfctl_takes():
+    """The value kinds are perfctl's (include/perfd/kinds.h, in its usage
+    text); the README's usage lines and perfctl(1)'s KIND are written by
+    hand, so a kind added or renamed there must be here too."""
+    r = run(PERFCTL, "snapshot", "--help")
+    m = re.search(r"--kind ([a-z|]+)\]", r.stdout)
+    assert m, f"perfctl snapshot --help names no kinds: {r.stdout!r}"
+    kinds = m.group(1).split("|")
+    readme = (REPO / "README.md").read_text()
+    lists = re.findall(r"--kind ([a-z]+(?:\|[a-z]+)+)", readme)
+    assert lists, "the README's usage names no kinds"
+    for listed in lists:
+        assert listed.split("|") == kinds, f"README says --kind {listed}, perfctl {'|'.join(kinds)}"
+    text = (MAN_SRC / "perfctl.1.scd").read_text()
+    m = re.search(r"_KIND_ is ([a-z, ]+?) or ([a-z]+);", text)
+    assert m, "perfctl.1.scd does not say what a _KIND_ is"
+    assert [k.strip() for k in m.group(1).split(",")] + [m.group(2)] == kinds
