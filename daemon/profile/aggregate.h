@@ -173,7 +173,7 @@ bool selection_matches(struct aggregator *a, const struct selection *sel, const 
  * it, so an eviction cannot free it under the encoder. */
 struct profile_part {
 	struct process *process;
-	struct profile prof;
+	struct profile_values prof;
 };
 
 struct profile_parts {

@@ -934,7 +934,7 @@ bool history_iter_next(struct history_iter *it, struct history_window *ret)
 	} while (0)
 
 int history_window_merge(const struct history_window *w, struct stacktab *stacks,
-			 struct profile *out)
+			 struct profile_values *out)
 {
 	WINDOW_FOREACH(w, key, value, {
 		if (profile_add(out, stacks, key, value) < 0)
@@ -983,7 +983,7 @@ uint64_t history_window_value(const struct history_window *w, uint64_t want)
 }
 
 int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns,
-		  uint64_t from_ns, uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
+		  uint64_t from_ns, uint64_t to_ns, const struct owner_filter *owners, struct profile_values *out,
 		  uint64_t *first_ns, uint64_t *end_ns)
 {
 	struct history_iter it;

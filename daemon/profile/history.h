@@ -25,7 +25,7 @@
  * profile, rolled up with it (the newer last, the higher peak).
  *
  * Two forms.  The newest windows are *open*: a struct window holding a
- * struct profile (a hash map), so a sample costs one lookup.  Once a window
+ * struct profile_values (a hash map), so a sample costs one lookup.  Once a window
  * ended HISTORY_SEAL_AFTER_S ago, history_maintain *seals* it: appends it
  * to the log, one byte buffer per process of packed windows, oldest first:
  *
@@ -107,7 +107,7 @@ struct window {
 	uint64_t start_s; /* CLOCK_MONOTONIC seconds */
 	uint32_t span_s;  /* 1 (only sealed windows are rolled up) */
 	uint32_t owner;   /* what its values were taken under (see above) */
-	struct profile prof;
+	struct profile_values prof;
 	struct window_rss rss;
 	struct window *newer, *older;
 };
@@ -225,7 +225,7 @@ bool history_iter_next(struct history_iter *it, struct history_window *ret);
 /* Adds the window's entries into out.  Returns 0, or -ENOMEM (out holds
  * part of them, as profile_merge leaves it). */
 int history_window_merge(const struct history_window *w, struct stacktab *stacks,
-			 struct profile *out);
+			 struct profile_values *out);
 /* Calls fn on each entry of w, in no particular order, until it returns
  * < 0 (returned). */
 int history_window_foreach(const struct history_window *w,
@@ -243,7 +243,7 @@ uint64_t history_window_value(const struct history_window *w, uint64_t key);
  * that second's window, which holds the newest samples, where its whole
  * length would leave it out.  Returns 0, or -ENOMEM. */
 int history_query(const struct history *h, struct stacktab *stacks, uint64_t now_ns,
-		  uint64_t from_ns, uint64_t to_ns, const struct owner_filter *owners, struct profile *out,
+		  uint64_t from_ns, uint64_t to_ns, const struct owner_filter *owners, struct profile_values *out,
 		  uint64_t *first_ns, uint64_t *end_ns);
 
 #endif

@@ -8,13 +8,13 @@
 #include "profile/profile.h"
 #include "profile/stacktab.h"
 
-void profile_init(struct profile *p)
+void profile_init(struct profile_values *p)
 {
 	u64map_init(&p->values);
 	memset(p->totals, 0, sizeof(p->totals));
 }
 
-void profile_release(struct profile *p, struct stacktab *stacks)
+void profile_release(struct profile_values *p, struct stacktab *stacks)
 {
 	U64MAP_FOREACH(slot, &p->values)
 		stacktab_unref(stacks, profile_key_stack(slot->key));
@@ -22,7 +22,7 @@ void profile_release(struct profile *p, struct stacktab *stacks)
 	memset(p->totals, 0, sizeof(p->totals));
 }
 
-int profile_add(struct profile *p, struct stacktab *stacks, uint64_t key, uint64_t value)
+int profile_add(struct profile_values *p, struct stacktab *stacks, uint64_t key, uint64_t value)
 {
 	bool added;
 	uint64_t *v = u64map_upsert(&p->values, key, &added);
@@ -36,7 +36,8 @@ int profile_add(struct profile *p, struct stacktab *stacks, uint64_t key, uint64
 	return 0;
 }
 
-int profile_merge(struct profile *dst, struct stacktab *stacks, const struct profile *src)
+int profile_merge(struct profile_values *dst, struct stacktab *stacks,
+		  const struct profile_values *src)
 {
 	U64MAP_FOREACH(slot, &src->values)
 		if (profile_add(dst, stacks, slot->key, slot->value) < 0)
@@ -44,7 +45,7 @@ int profile_merge(struct profile *dst, struct stacktab *stacks, const struct pro
 	return 0;
 }
 
-size_t profile_memory(const struct profile *p)
+size_t profile_memory(const struct profile_values *p)
 {
 	return u64map_memory(&p->values);
 }
@@ -63,8 +64,8 @@ uint64_t profile_scale_value(uint64_t v, uint64_t num, uint64_t den, uint64_t *r
 	return q + ((unsigned __int128)z * den >> 64 < rem);
 }
 
-void profile_scale_periods(struct profile *p, struct stacktab *stacks, uint64_t num, uint64_t den,
-			   uint64_t *rng)
+void profile_scale_periods(struct profile_values *p, struct stacktab *stacks, uint64_t num,
+			   uint64_t den, uint64_t *rng)
 {
 	struct u64map *m = &p->values;
 

@@ -4,8 +4,10 @@
  *
  * Every holder of profile data (a process's time windows in the store, a
  * snapshot collecting from now on, the merged answer to a query) is a
- * struct profile: one hash map from an entry key to a value.  The key packs
- * the interned stack id (stacktab.h), the thread id and the value kind:
+ * struct profile_values: one hash map from an entry key to a value (named
+ * apart from analysis/profile.h's struct profile, the list of named stacks
+ * that report, diff, diagnose and top compute on).  The key packs the
+ * interned stack id (stacktab.h), the thread id and the value kind:
  *
  *   bits 63..57  kind  (enum profile_kind: cpu samples, memory bytes,
  *                       off-CPU nanoseconds)
@@ -60,23 +62,24 @@ static inline enum profile_kind profile_key_kind(uint64_t key)
 	return (enum profile_kind)(key >> 57);
 }
 
-struct profile {
+struct profile_values {
 	struct u64map values; /* profile_key() -> value */
 	uint64_t totals[PROFILE_KINDS];
 };
 
-void profile_init(struct profile *p);
+void profile_init(struct profile_values *p);
 /* Drops every entry's stack reference and frees the map. */
-void profile_release(struct profile *p, struct stacktab *stacks);
+void profile_release(struct profile_values *p, struct stacktab *stacks);
 
 /* Adds value to key, taking a reference on the key's stack for a new key.
  * Returns 0, or -ENOMEM (nothing changed). */
-int profile_add(struct profile *p, struct stacktab *stacks, uint64_t key, uint64_t value);
+int profile_add(struct profile_values *p, struct stacktab *stacks, uint64_t key, uint64_t value);
 /* Adds every entry of src into dst.  -ENOMEM leaves dst with part of src
  * (every entry it holds is referenced and counted in its totals). */
-int profile_merge(struct profile *dst, struct stacktab *stacks, const struct profile *src);
+int profile_merge(struct profile_values *dst, struct stacktab *stacks,
+		  const struct profile_values *src);
 
-size_t profile_memory(const struct profile *p);
+size_t profile_memory(const struct profile_values *p);
 
 /* v x num / den rounded up with the probability of its fraction, down
  * otherwise (*rng: a splitmix64 state): an unbiased estimate, so values
@@ -86,7 +89,7 @@ uint64_t profile_scale_value(uint64_t v, uint64_t num, uint64_t den, uint64_t *r
 /* Every value in p of a kind counted in sampling periods (kindtab.h's
  * kind_in_periods) x num / den (profile_scale_value); entries that come
  * to 0 go, with their stack reference. */
-void profile_scale_periods(struct profile *p, struct stacktab *stacks, uint64_t num, uint64_t den,
-			   uint64_t *rng);
+void profile_scale_periods(struct profile_values *p, struct stacktab *stacks, uint64_t num,
+			   uint64_t den, uint64_t *rng);
 
 #endif

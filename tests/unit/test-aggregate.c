@@ -185,7 +185,7 @@ static void feed_exec(uint32_t tgid, uint64_t start, uint64_t ts)
 }
 
 /* The value of the entries of prof whose stack has this leaf address. */
-static uint64_t count_of(const struct profile *prof, uint64_t leaf_addr)
+static uint64_t count_of(const struct profile_values *prof, uint64_t leaf_addr)
 {
 	uint64_t n = 0;
 
@@ -208,7 +208,7 @@ static uint64_t history_count_of(const struct process *p, uint64_t leaf_addr)
 
 	history_iter_init(&it, &p->history);
 	while (history_iter_next(&it, &w)) {
-		struct profile one;
+		struct profile_values one;
 
 		profile_init(&one);
 		cr_assert_eq(history_window_merge(&w, aggregator_stacks(agg), &one), 0);

@@ -328,7 +328,7 @@ Test(history, a_late_sample_for_a_sealed_second_goes_after_the_log)
  * roll-up is counted once, with the sum of its values. */
 Test(history, query_spans_sealed_and_open_windows)
 {
-	struct profile out;
+	struct profile_values out;
 	uint64_t first = UINT64_MAX, end = 0;
 
 	for (uint64_t s = 1000; s < 1300; s++)
@@ -396,7 +396,7 @@ Test(history, drop_oldest_goes_oldest_first)
 static uint64_t query_at(uint64_t now_ns, uint64_t from_ns, uint64_t to_ns, uint64_t *first_ns,
 			 uint64_t *end_ns)
 {
-	struct profile out;
+	struct profile_values out;
 	uint64_t n;
 
 	profile_init(&out);
@@ -493,7 +493,7 @@ Test(history, the_window_in_progress_counts_what_has_passed)
  * process) add up to one answer. */
 Test(history, query_widens_the_span_given)
 {
-	struct profile out;
+	struct profile_values out;
 	uint64_t first = 3 * SEC, end = 4 * SEC;
 
 	add(10 * SEC, 0, 1);
@@ -578,7 +578,7 @@ Test(history, random_streams_keep_every_value)
 	}
 	check_invariants();
 	{
-		struct profile out;
+		struct profile_values out;
 		uint64_t first = UINT64_MAX, end = 0;
 
 		profile_init(&out);
@@ -624,7 +624,7 @@ Test(history, random_streams_with_retention_and_evictions_account_for_every_valu
 	check_invariants();
 	cr_assert_gt(d.windows, 0);
 	{
-		struct profile out;
+		struct profile_values out;
 		uint64_t first = UINT64_MAX, end = 0;
 
 		profile_init(&out);
@@ -675,7 +675,7 @@ Test(history, scale_multiplies_cpu_values_sealed_and_open)
  * (sd 46), where rounding to the nearest would keep none. */
 Test(history, scale_rounds_at_random_without_bias)
 {
-	struct profile p;
+	struct profile_values p;
 	uint64_t rng = 42, sum = 0;
 
 	profile_init(&p);

@@ -654,7 +654,7 @@ Test(model, built_one_stack_a_step_it_is_the_model_built_in_one_go)
 /* What the store does meanwhile: the windows that named the parts'
  * stacks expire (their references go), and new stacks come and go, their
  * ids freed and taken again. */
-static struct profile churn;
+static struct profile_values churn;
 
 static void store_changes(size_t step)
 {
