@@ -48,10 +48,14 @@ DAEMON_LIB_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(filter-out daemon
 CLI_SRCS := $(sort $(wildcard cli/*.c))
 # perfctl reads pprof files (cli/profile_read.c) with the daemon's own
 # generated profile.proto code, and draws diff's flame graphs with the
-# daemon's model-free flame graph code (encode/flame.h).
+# daemon's model-free flame graph code (encode/flame.h).  The analysis
+# (daemon/analysis/: the profile model, self/total, callers and callees,
+# diffs, the diagnosis) is one code in both programs.
+ANALYSIS_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(sort $(wildcard daemon/analysis/*.c)))
 FLAME_OBJS := $(addprefix $(BUILD)/daemon/,encode/calltree.o encode/flame.o encode/flamepage.o \
 	encode/flamesvg.o base/jsonw.o)
-CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS))) $(BUILD)/daemon/base/duration.o \
+CLI_LIB_OBJS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(filter-out cli/perfctl.c,$(CLI_SRCS))) $(ANALYSIS_OBJS) \
+	$(BUILD)/daemon/base/duration.o \
 	$(BUILD)/daemon/base/kindtab.o $(BUILD)/daemon/base/base64.o $(BUILD)/daemon/base/u64map.o $(FLAME_OBJS) $(PROTO_OBJS) \
 	$(BUILD)/gen/version.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test-*.c))

@@ -4,9 +4,8 @@
  * stack list (profile_read.h).
  *
  * Design: each reader walks its input once and hands every stack, root
- * first, to a small builder (stack_begin/stack_push/stack_end) that interns
- * strings and frames in hash maps and appends frame ids to one pool, so a
- * profile costs ~4 bytes a frame reference plus its distinct names, and the
+ * first, to the analysis model's builder (analysis/profile.h:
+ * profile_stack_begin/push/end, which intern strings and frames), so the
  * three formats of one snapshot give the same list: the folded reader
  * drops the comm that roots each line and the [thread ...] frames, the json
  * reader turns every node with self time into the stack of its path, and
@@ -45,194 +44,6 @@
 
 typedef Perftools__Profiles__Profile pb_profile;
 
-_printf_(3, 4) static int fail(char *err, int error, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		(void)vsnprintf(err, PROFILE_ERROR_MAX, fmt, ap);
-		va_end(ap);
-	}
-	return error;
-}
-
-const char *profile_format_name(enum profile_format f)
-{
-	return f == PROFILE_FORMAT_PPROF ? "pprof" : f == PROFILE_FORMAT_JSON ? "json" : "folded";
-}
-
-/* --- the builder ---------------------------------------------------------- */
-
-/* The id of s[0..n), added when new.  Returns the id (> 0 for a non-empty
- * s) or -ENOMEM, -E2BIG when the strings outgrow 32-bit ids. */
-static int64_t intern_string(struct profile *p, const char *s, size_t n)
-{
-	uint64_t h = hash_text(s, n);
-
-	if (n == 0)
-		return 0;
-	/* even keys, probing by two: never the map's reserved UINT64_MAX */
-	for (uint64_t key = h & ~1ULL;; key = (key + 2) & ~1ULL) {
-		bool fresh;
-		uint64_t *id = u64map_upsert(&p->strings_by_hash, key, &fresh);
-
-		if (!id)
-			return -ENOMEM;
-		if (!fresh) {
-			const char *o = p->text + *id;
-
-			if (strncmp(o, s, n) != 0 || o[n] != '\0')
-				continue;
-			return (int64_t)*id;
-		}
-		if (p->text_len + n + 1 > UINT32_MAX ||
-		    array_grow((void **)&p->text, &p->text_cap, p->text_len + n + 1, 1, 256) < 0) {
-			u64map_remove(&p->strings_by_hash, key);
-			return p->text_len + n + 1 > UINT32_MAX ? -E2BIG : -ENOMEM;
-		}
-		memcpy(p->text + p->text_len, s, n);
-		p->text[p->text_len + n] = '\0';
-		*id = p->text_len;
-		p->text_len += n + 1;
-		return (int64_t)*id;
-	}
-}
-
-int64_t profile_find_string(const struct profile *p, const char *s, size_t n)
-{
-	if (n == 0)
-		return 0;
-	for (uint64_t key = hash_text(s, n) & ~1ULL;; key = (key + 2) & ~1ULL) {
-		const uint64_t *id = u64map_get(&p->strings_by_hash, key);
-
-		if (!id)
-			return -ENOENT;
-		if (strncmp(p->text + *id, s, n) == 0 && p->text[*id + n] == '\0')
-			return (int64_t)*id;
-	}
-}
-
-static int64_t intern_cstring(struct profile *p, const char *s)
-{
-	return intern_string(p, s, strlen(s));
-}
-
-/* The id of the frame, added when new; or -ENOMEM. */
-static int64_t intern_frame(struct profile *p, uint32_t function, uint32_t file, uint32_t line,
-			    bool kernel)
-{
-	uint64_t h = hash_u64(((uint64_t)function << 32 | file) ^
-			      hash_u64((uint64_t)line << 1 | kernel));
-
-	for (uint64_t key = h & ~1ULL;; key = (key + 2) & ~1ULL) {
-		bool fresh;
-		uint64_t *id = u64map_upsert(&p->frames_by_hash, key, &fresh);
-		struct profile_frame *f;
-
-		if (!id)
-			return -ENOMEM;
-		if (!fresh) {
-			f = &p->frames[*id];
-			if (f->function != function || f->file != file || f->line != line ||
-			    f->kernel != kernel)
-				continue;
-			return (int64_t)*id;
-		}
-		if (array_grow((void **)&p->frames, &p->cap_frames, p->n_frames + 1, sizeof(*p->frames), 256) < 0) {
-			u64map_remove(&p->frames_by_hash, key);
-			return -ENOMEM;
-		}
-		p->frames[p->n_frames] = (struct profile_frame){ function, file, line, kernel };
-		*id = p->n_frames;
-		return (int64_t)p->n_frames++;
-	}
-}
-
-static void stack_begin(struct profile *p)
-{
-	p->stack_start = p->n_pool;
-}
-
-/* Appends a frame to the stack being built, root first. */
-static int stack_push(struct profile *p, uint32_t frame, char *err)
-{
-	if (p->n_pool - p->stack_start >= PROFILE_MAX_DEPTH)
-		return fail(err, -E2BIG, "a stack deeper than %d frames", PROFILE_MAX_DEPTH);
-	if (p->n_pool >= PROFILE_MAX_FRAME_REFS)
-		return fail(err, -E2BIG, "more than %zu frames in all the stacks",
-			    PROFILE_MAX_FRAME_REFS);
-	if (array_grow((void **)&p->pool, &p->cap_pool, p->n_pool + 1, sizeof(*p->pool), 256) < 0)
-		return -ENOMEM;
-	p->pool[p->n_pool++] = frame;
-	return 0;
-}
-
-/* Ends the stack being built with its value; a stack worth nothing is
- * dropped. */
-static int stack_end(struct profile *p, uint64_t value, char *err)
-{
-	if (value == 0) {
-		p->n_pool = p->stack_start;
-		return 0;
-	}
-	if (p->total + value < p->total)
-		return fail(err, -EOVERFLOW, "the values add up past 2^64");
-	if (array_grow((void **)&p->stacks, &p->cap_stacks, p->n_stacks + 1, sizeof(*p->stacks), 256) < 0)
-		return -ENOMEM;
-	p->stacks[p->n_stacks++] = (struct profile_stack){
-		.value = value,
-		.first = (uint32_t)p->stack_start,
-		.depth = (uint32_t)(p->n_pool - p->stack_start),
-	};
-	p->total += value;
-	return 0;
-}
-
-/* Sets p's kind and unit strings. */
-static int set_kind(struct profile *p, const char *kind, const char *unit)
-{
-	int64_t k = intern_cstring(p, kind), u = intern_cstring(p, unit);
-
-	if (k < 0 || u < 0)
-		return k < 0 ? (int)k : (int)u;
-	p->kind = (uint32_t)k;
-	p->unit = (uint32_t)u;
-	return 0;
-}
-
-static struct profile *profile_new(enum profile_format format)
-{
-	struct profile *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return NULL;
-	p->format = format;
-	u64map_init(&p->strings_by_hash);
-	u64map_init(&p->frames_by_hash);
-	/* id 0 is the empty string */
-	p->text = calloc(1, 256);
-	if (!p->text)
-		return profile_free(p);
-	p->text_cap = 256;
-	p->text_len = 1;
-	return p;
-}
-
-struct profile *profile_free(struct profile *p)
-{
-	if (!p)
-		return NULL;
-	free(p->text);
-	free(p->frames);
-	free(p->pool);
-	free(p->stacks);
-	u64map_done(&p->strings_by_hash);
-	u64map_done(&p->frames_by_hash);
-	free(p);
-	return NULL;
-}
-
 /* --- folded ----------------------------------------------------------------- */
 
 /* Splits a folded frame into function, file and line: "name_[k]" is a kernel
@@ -270,11 +81,11 @@ static int folded_frame(struct profile *p, const char *s, size_t n, int64_t *ret
 	}
 	if (fn_len == 0)
 		return -EBADMSG;
-	fn = intern_string(p, s, fn_len);
-	fl = file ? intern_string(p, file, file_len) : 0;
+	fn = profile_intern_string(p, s, fn_len);
+	fl = file ? profile_intern_string(p, file, file_len) : 0;
 	if (fn < 0 || fl < 0)
 		return fn < 0 ? (int)fn : (int)fl;
-	*ret = intern_frame(p, (uint32_t)fn, (uint32_t)fl, line, kernel);
+	*ret = profile_intern_frame(p, (uint32_t)fn, (uint32_t)fl, line, kernel);
 	return *ret < 0 ? (int)*ret : 0;
 }
 
@@ -294,7 +105,7 @@ static int read_folded(struct profile *p, const char *data, size_t len, char *er
 	size_t lineno = 0;
 
 	if (memchr(data, '\0', len))
-		return fail(err, -EBADMSG, "binary data, not a folded profile");
+		return profile_fail(err, -EBADMSG, "binary data, not a folded profile");
 	for (const char *line = data, *end = data + len; line < end;) {
 		const char *nl = memchr(line, '\n', (size_t)(end - line));
 		const char *stop = nl ? nl : end, *space, *frame;
@@ -310,19 +121,19 @@ static int read_folded(struct profile *p, const char *data, size_t len, char *er
 		}
 		space = memrchr(line, ' ', (size_t)(stop - line));
 		if (!space || space == line || space + 1 == stop)
-			return fail(err, -EBADMSG, "line %zu: not \"comm;frames COUNT\"", lineno);
+			return profile_fail(err, -EBADMSG, "line %zu: not \"comm;frames COUNT\"", lineno);
 		for (const char *c = space + 1; c < stop; c++) {
 			uint64_t digit = (uint64_t)(*c - '0');
 
 			if (*c < '0' || *c > '9' || count > (UINT64_MAX - digit) / 10)
-				return fail(err, -EBADMSG, "line %zu: the count is not a number below 2^64",
+				return profile_fail(err, -EBADMSG, "line %zu: the count is not a number below 2^64",
 					    lineno);
 			count = count * 10 + digit;
 		}
 
 		/* the first element is the comm, not a frame */
 		frame = memchr(line, ';', (size_t)(space - line));
-		stack_begin(p);
+		profile_stack_begin(p);
 		while (frame) {
 			const char *next = memchr(frame + 1, ';', (size_t)(space - frame - 1));
 			const char *fend = next ? next : space;
@@ -330,20 +141,20 @@ static int read_folded(struct profile *p, const char *data, size_t len, char *er
 
 			frame++;
 			if (fend == frame)
-				return fail(err, -EBADMSG, "line %zu: an empty frame", lineno);
+				return profile_fail(err, -EBADMSG, "line %zu: an empty frame", lineno);
 			if (!is_thread_frame(frame, (size_t)(fend - frame))) {
 				r = folded_frame(p, frame, (size_t)(fend - frame), &id);
 				if (r == -EBADMSG)
-					return fail(err, r, "line %zu: a frame without a name", lineno);
+					return profile_fail(err, r, "line %zu: a frame without a name", lineno);
 				if (r < 0)
 					return r;
-				r = stack_push(p, (uint32_t)id, err);
+				r = profile_stack_push(p, (uint32_t)id, err);
 				if (r < 0)
 					return r;
 			}
 			frame = next;
 		}
-		r = stack_end(p, count, err);
+		r = profile_stack_end(p, count, err);
 		if (r < 0)
 			return r;
 		line = nl ? nl + 1 : end;
@@ -400,34 +211,34 @@ static int walk_node(struct json_walk *w, struct json_object *node, bool root)
 
 	if (!json_object_is_type(node, json_type_object) ||
 	    json_uint(node, "self", UINT64_MAX, false, &self) < 0)
-		return fail(w->err, -EBADMSG, "a tree node without a \"self\" count");
+		return profile_fail(w->err, -EBADMSG, "a tree node without a \"self\" count");
 	if (!root && json_object_object_get_ex(node, "frame", &v)) {
 		if (json_uint(node, "frame", UINT32_MAX, false, &frame) < 0 || frame >= w->n_frames)
-			return fail(w->err, -EBADMSG, "a tree node names frame %s of %zu",
+			return profile_fail(w->err, -EBADMSG, "a tree node names frame %s of %zu",
 				    json_object_get_string(v), w->n_frames);
 		if (w->depth == PROFILE_MAX_DEPTH)
-			return fail(w->err, -E2BIG, "a stack deeper than %d frames", PROFILE_MAX_DEPTH);
+			return profile_fail(w->err, -E2BIG, "a stack deeper than %d frames", PROFILE_MAX_DEPTH);
 		w->path[w->depth++] = w->frame_ids[frame];
 		pushed = true;
 	} else if (!root && !json_object_object_get_ex(node, "thread", &v)) {
-		return fail(w->err, -EBADMSG, "a tree node with neither \"frame\" nor \"thread\"");
+		return profile_fail(w->err, -EBADMSG, "a tree node with neither \"frame\" nor \"thread\"");
 	}
 
 	if (self > 0) {
-		stack_begin(p);
+		profile_stack_begin(p);
 		for (size_t i = 0; i < w->depth; i++) {
-			r = stack_push(p, w->path[i], w->err);
+			r = profile_stack_push(p, w->path[i], w->err);
 			if (r < 0)
 				return r;
 		}
-		r = stack_end(p, self, w->err);
+		r = profile_stack_end(p, self, w->err);
 		if (r < 0)
 			return r;
 	}
 
 	if (json_object_object_get_ex(node, "children", &children)) {
 		if (!json_object_is_type(children, json_type_array))
-			return fail(w->err, -EBADMSG, "a tree node's \"children\" is not an array");
+			return profile_fail(w->err, -EBADMSG, "a tree node's \"children\" is not an array");
 		for (size_t i = 0; i < json_object_array_length(children); i++) {
 			r = walk_node(w, json_object_array_get_idx(children, i), false);
 			if (r < 0)
@@ -460,20 +271,20 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 	    !json_object_is_type(frames, json_type_array) ||
 	    !json_object_object_get_ex(doc, "processes", &processes) ||
 	    !json_object_is_type(processes, json_type_array))
-		return fail(err, -EBADMSG,
+		return profile_fail(err, -EBADMSG,
 			    "not a perfd call tree: no \"frames\" and \"processes\" arrays");
 
 	doc_kind = json_string(doc, "kind") ?: kind_infos[PERFD_VALUE_CPU].name;
 	known = kind_by_name(doc_kind);
 	doc_unit = json_string(doc, "unit");
 	if (kind && strcmp(kind, doc_kind) != 0)
-		return fail(err, -ENOENT, "it holds a %s profile, not %s", doc_kind, kind);
+		return profile_fail(err, -ENOENT, "it holds a %s profile, not %s", doc_kind, kind);
 	if (!doc_unit)
 		doc_unit = known ? known->unit : "";
 	if (json_uint(doc, "period_ns", UINT64_MAX, true, &period) < 0)
-		return fail(err, -EBADMSG, "\"period_ns\" is not a count");
+		return profile_fail(err, -EBADMSG, "\"period_ns\" is not a count");
 	p->period_ns = known && known->period == PERFD_KIND_PERIOD_PERIODS ? period : 0;
-	r = set_kind(p, doc_kind, doc_unit);
+	r = profile_set_kind(p, doc_kind, doc_unit);
 	if (r < 0)
 		return r;
 
@@ -489,14 +300,14 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 		int64_t fn, fl, id;
 
 		if (!name || !*name)
-			return fail(err, -EBADMSG, "frame %zu has no \"function\"", i);
+			return profile_fail(err, -EBADMSG, "frame %zu has no \"function\"", i);
 		if (json_uint(f, "line", UINT32_MAX, true, &line) < 0)
-			return fail(err, -EBADMSG, "frame %zu: \"line\" is not a line number", i);
-		fn = intern_cstring(p, name);
-		fl = file ? intern_cstring(p, file) : 0;
+			return profile_fail(err, -EBADMSG, "frame %zu: \"line\" is not a line number", i);
+		fn = profile_intern_cstring(p, name);
+		fl = file ? profile_intern_cstring(p, file) : 0;
 		if (fn < 0 || fl < 0)
 			return fn < 0 ? (int)fn : (int)fl;
-		id = intern_frame(p, (uint32_t)fn, (uint32_t)fl, (uint32_t)line,
+		id = profile_intern_frame(p, (uint32_t)fn, (uint32_t)fl, (uint32_t)line,
 				  fkind && strcmp(fkind, "kernel") == 0);
 		if (id < 0)
 			return (int)id;
@@ -511,7 +322,7 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 		struct json_object *tree;
 
 		if (!json_object_object_get_ex(json_object_array_get_idx(processes, i), "tree", &tree))
-			return fail(err, -EBADMSG, "process %zu has no \"tree\"", i);
+			return profile_fail(err, -EBADMSG, "process %zu has no \"tree\"", i);
 		r = walk_node(w, tree, true);
 		if (r < 0)
 			return r;
@@ -538,7 +349,7 @@ static int gunzip(const char *data, size_t len, uint8_t **ret, size_t *ret_len, 
 		if (n == cap) {
 			if (cap >= PROFILE_MAX_UNPACKED_BYTES) {
 				(void)inflateEnd(&z);
-				return fail(err, -EFBIG, "it unpacks to more than %zu MiB",
+				return profile_fail(err, -EFBIG, "it unpacks to more than %zu MiB",
 					    PROFILE_MAX_UNPACKED_BYTES >> 20);
 			}
 			if (array_grow((void **)&out, &cap, MIN(MAX(cap * 2, len * 4), PROFILE_MAX_UNPACKED_BYTES), 1, 256) < 0) {
@@ -555,12 +366,12 @@ static int gunzip(const char *data, size_t len, uint8_t **ret, size_t *ret_len, 
 			break;
 		if (zr == Z_BUF_ERROR && z.avail_in == 0) {
 			(void)inflateEnd(&z);
-			return fail(err, -EBADMSG, "the gzip data is cut short");
+			return profile_fail(err, -EBADMSG, "the gzip data is cut short");
 		}
 		if (zr != Z_OK && zr != Z_BUF_ERROR) {
 			(void)inflateEnd(&z);
 			return zr == Z_MEM_ERROR ? -ENOMEM :
-						   fail(err, -EBADMSG, "the gzip data is corrupt (%s)",
+						   profile_fail(err, -EBADMSG, "the gzip data is corrupt (%s)",
 							z.msg ? z.msg : "zlib error");
 		}
 	}
@@ -591,11 +402,11 @@ static int64_t pprof_string(struct pprof_read *r, int64_t i)
 	int64_t id;
 
 	if (i < 0 || (uint64_t)i >= r->pr->n_string_table)
-		return fail(r->err, -EBADMSG, "string index %" PRId64 " is outside the table of %zu",
+		return profile_fail(r->err, -EBADMSG, "string index %" PRId64 " is outside the table of %zu",
 			    i, r->pr->n_string_table);
 	if (r->strings[i] != UINT32_MAX)
 		return r->strings[i];
-	id = intern_cstring(r->p, r->pr->string_table[i] ? r->pr->string_table[i] : "");
+	id = profile_intern_cstring(r->p, r->pr->string_table[i] ? r->pr->string_table[i] : "");
 	if (id >= 0)
 		r->strings[i] = (uint32_t)id;
 	return id;
@@ -609,12 +420,12 @@ static int pprof_add_id(struct pprof_read *r, struct u64map *m, uint64_t id, siz
 	bool fresh;
 
 	if (id == 0 || id == U64MAP_EMPTY)
-		return fail(r->err, -EBADMSG, "a %s with id %" PRIu64, what, id);
+		return profile_fail(r->err, -EBADMSG, "a %s with id %" PRIu64, what, id);
 	slot = u64map_upsert(m, id, &fresh);
 	if (!slot)
 		return -ENOMEM;
 	if (!fresh)
-		return fail(r->err, -EBADMSG, "two %ss with id %" PRIu64, what, id);
+		return profile_fail(r->err, -EBADMSG, "two %ss with id %" PRIu64, what, id);
 	*slot = i;
 	return 0;
 }
@@ -626,7 +437,7 @@ static int pprof_kind(struct pprof_read *r, const char *kind, size_t *ret, bool 
 	int want = kind ? kind_find(kind, strlen(kind)) : -1;
 
 	if (pr->n_sample_type == 0)
-		return fail(r->err, -EBADMSG, "a pprof profile without sample types");
+		return profile_fail(r->err, -EBADMSG, "a pprof profile without sample types");
 	for (size_t k = 0; k < PERFD_VALUE_KINDS; k++) {
 		const struct kind_info *ki = &kind_infos[k];
 
@@ -640,12 +451,12 @@ static int pprof_kind(struct pprof_read *r, const char *kind, size_t *ret, bool 
 			if (strcmp(profile_string(r->p, (uint32_t)t), kind_pprof_first_type(ki)) == 0) {
 				*ret = i;
 				*ret_cpu = ki->period == PERFD_KIND_PERIOD_PERIODS;
-				return set_kind(r->p, ki->name, ki->unit);
+				return profile_set_kind(r->p, ki->name, ki->unit);
 			}
 		}
 	}
 	if (kind)
-		return fail(r->err, -ENOENT, "it has no %s samples (sample type \"%s\")", kind,
+		return profile_fail(r->err, -ENOENT, "it has no %s samples (sample type \"%s\")", kind,
 			    want >= 0 ? kind_pprof_first_type(&kind_infos[want]) : kind);
 	/* not perfd's: the first sample type, named as the file names it */
 	{
@@ -672,7 +483,7 @@ static int pprof_location(struct pprof_read *r, uint64_t location_id)
 	int k;
 
 	if (!idx)
-		return fail(r->err, -EBADMSG, "a sample names location %" PRIu64 ", which is not there",
+		return profile_fail(r->err, -EBADMSG, "a sample names location %" PRIu64 ", which is not there",
 			    location_id);
 	loc = pr->location[*idx];
 	/* perfd's kernel frames have a kernel address and the kernel's
@@ -685,11 +496,11 @@ static int pprof_location(struct pprof_read *r, uint64_t location_id)
 		int64_t fn, id;
 
 		(void)snprintf(name, sizeof(name), "0x%" PRIx64, loc->address);
-		fn = intern_cstring(r->p, name);
+		fn = profile_intern_cstring(r->p, name);
 		if (fn < 0)
 			return (int)fn;
-		id = intern_frame(r->p, (uint32_t)fn, 0, 0, kernel);
-		return id < 0 ? (int)id : stack_push(r->p, (uint32_t)id, r->err);
+		id = profile_intern_frame(r->p, (uint32_t)fn, 0, 0, kernel);
+		return id < 0 ? (int)id : profile_stack_push(r->p, (uint32_t)id, r->err);
 	}
 	for (size_t j = loc->n_line; j-- > 0;) {
 		const Perftools__Profiles__Line *ln = loc->line[j];
@@ -698,7 +509,7 @@ static int pprof_location(struct pprof_read *r, uint64_t location_id)
 		int64_t fn, fl, id;
 
 		if (!fi)
-			return fail(r->err, -EBADMSG, "a line names function %" PRIu64 ", which is not there",
+			return profile_fail(r->err, -EBADMSG, "a line names function %" PRIu64 ", which is not there",
 				    ln->function_id);
 		f = pr->function[*fi];
 		fn = pprof_string(r, f->name);
@@ -706,12 +517,12 @@ static int pprof_location(struct pprof_read *r, uint64_t location_id)
 		if (fn < 0 || fl < 0)
 			return fn < 0 ? (int)fn : (int)fl;
 		if (fn == 0)
-			return fail(r->err, -EBADMSG, "function %" PRIu64 " has no name", f->id);
-		id = intern_frame(r->p, (uint32_t)fn, (uint32_t)fl,
+			return profile_fail(r->err, -EBADMSG, "function %" PRIu64 " has no name", f->id);
+		id = profile_intern_frame(r->p, (uint32_t)fn, (uint32_t)fl,
 				  ln->line > 0 && ln->line <= UINT32_MAX ? (uint32_t)ln->line : 0, kernel);
 		if (id < 0)
 			return (int)id;
-		k = stack_push(r->p, (uint32_t)id, r->err);
+		k = profile_stack_push(r->p, (uint32_t)id, r->err);
 		if (k < 0)
 			return k;
 	}
@@ -733,9 +544,9 @@ static int read_pprof(struct profile *p, const char *data, size_t len, const cha
 		return k;
 	pr = perftools__profiles__profile__unpack(NULL, raw_len, raw);
 	if (!pr)
-		return fail(err, -EBADMSG, "the gzip data is not a profile.proto message");
+		return profile_fail(err, -EBADMSG, "the gzip data is not a profile.proto message");
 	if (pr->n_string_table == 0 || !pr->string_table[0] || pr->string_table[0][0])
-		return fail(err, -EBADMSG, "the string table does not start with \"\"");
+		return profile_fail(err, -EBADMSG, "the string table does not start with \"\"");
 	strings = malloc(pr->n_string_table * sizeof(*strings));
 	if (!strings)
 		return -ENOMEM;
@@ -771,19 +582,19 @@ static int read_pprof(struct profile *p, const char *data, size_t len, const cha
 		const Perftools__Profiles__Sample *s = pr->sample[i];
 
 		if (s->n_value != pr->n_sample_type) {
-			k = fail(err, -EBADMSG, "sample %zu has %zu values for %zu sample types", i,
+			k = profile_fail(err, -EBADMSG, "sample %zu has %zu values for %zu sample types", i,
 				 s->n_value, pr->n_sample_type);
 			break;
 		}
 		if (s->value[vi] < 0) {
-			k = fail(err, -EBADMSG, "sample %zu has a negative value", i);
+			k = profile_fail(err, -EBADMSG, "sample %zu has a negative value", i);
 			break;
 		}
-		stack_begin(p);
+		profile_stack_begin(p);
 		for (size_t j = s->n_location_id; k >= 0 && j-- > 0;)
 			k = pprof_location(&r, s->location_id[j]);
 		if (k >= 0)
-			k = stack_end(p, (uint64_t)s->value[vi], err);
+			k = profile_stack_end(p, (uint64_t)s->value[vi], err);
 	}
 	u64map_done(&r.functions);
 	u64map_done(&r.locations);
@@ -800,7 +611,7 @@ static int read_json_text(struct profile *p, const char *data, size_t len, const
 	size_t end;
 
 	if (len > INT32_MAX)
-		return fail(err, -EFBIG, "too large for a json profile");
+		return profile_fail(err, -EFBIG, "too large for a json profile");
 	/* a frame nests two levels: a node and its children array */
 	tok = json_tokener_new_ex(2 * PROFILE_MAX_DEPTH + 16);
 	if (!tok)
@@ -811,7 +622,7 @@ static int read_json_text(struct profile *p, const char *data, size_t len, const
 		enum json_tokener_error e = json_tokener_get_error(tok);
 
 		json_tokener_free(tok);
-		return fail(err, -EBADMSG, "not JSON: %s at byte %zu",
+		return profile_fail(err, -EBADMSG, "not JSON: %s at byte %zu",
 			    e == json_tokener_continue ? "it ends too early" :
 			    e == json_tokener_error_depth ? "nested too deeply" :
 							     json_tokener_error_desc(e),
@@ -820,7 +631,7 @@ static int read_json_text(struct profile *p, const char *data, size_t len, const
 	json_tokener_free(tok);
 	for (; end < len; end++)
 		if (!strchr(" \t\r\n", data[end]) || data[end] == '\0')
-			return fail(err, -EBADMSG, "not JSON: bytes after the document at byte %zu",
+			return profile_fail(err, -EBADMSG, "not JSON: bytes after the document at byte %zu",
 				    end);
 	return read_json_doc(p, doc, kind, err);
 }
@@ -829,14 +640,14 @@ static int read_json_text(struct profile *p, const char *data, size_t len, const
 static int read_into(enum profile_format format, const char *data, size_t len,
 		     struct json_object *doc, const char *kind, struct profile **ret, char *err)
 {
-	_cleanup_(profile_freep) struct profile *p = profile_new(format);
+	_cleanup_(profile_freep) struct profile *p = NULL;
 	const struct kind_info *k = kind ? kind_by_name(kind) : &kind_infos[PERFD_VALUE_CPU];
-	int r;
+	int r = profile_new(format, &p);
 
-	if (!p)
-		return -ENOMEM;
+	if (r < 0)
+		return r;
 	if (!k)
-		return fail(err, -EINVAL, "no such kind '%s'", kind);
+		return profile_fail(err, -EINVAL, "no such kind '%s'", kind);
 	switch (format) {
 	case PROFILE_FORMAT_PPROF:
 		r = read_pprof(p, data, len, kind, err);
@@ -845,7 +656,7 @@ static int read_into(enum profile_format format, const char *data, size_t len,
 		r = doc ? read_json_doc(p, doc, kind, err) : read_json_text(p, data, len, kind, err);
 		break;
 	default:
-		r = set_kind(p, k->name, k->unit);
+		r = profile_set_kind(p, k->name, k->unit);
 		if (r >= 0)
 			r = read_folded(p, data, len, err);
 		break;
@@ -862,7 +673,7 @@ int profile_read(const char *data, size_t len, const char *kind, struct profile 
 	size_t i = 0;
 
 	if (len > PROFILE_MAX_FILE_BYTES)
-		return fail(err, -EFBIG, "larger than %zu MiB", PROFILE_MAX_FILE_BYTES >> 20);
+		return profile_fail(err, -EFBIG, "larger than %zu MiB", PROFILE_MAX_FILE_BYTES >> 20);
 	if (len >= 2 && (unsigned char)data[0] == 0x1f && (unsigned char)data[1] == 0x8b)
 		return read_into(PROFILE_FORMAT_PPROF, data, len, NULL, kind, ret, err);
 	while (i < len && strchr(" \t\r\n", data[i]) && data[i])
@@ -892,7 +703,7 @@ int profile_read_file(const char *path, const char *kind, struct profile **ret, 
 	if (S_ISDIR(st.st_mode))
 		return -EISDIR;
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > PROFILE_MAX_FILE_BYTES)
-		return fail(err, -EFBIG, "larger than %zu MiB", PROFILE_MAX_FILE_BYTES >> 20);
+		return profile_fail(err, -EFBIG, "larger than %zu MiB", PROFILE_MAX_FILE_BYTES >> 20);
 	for (;;) {
 		ssize_t n;
 
@@ -911,7 +722,7 @@ int profile_read_file(const char *path, const char *kind, struct profile **ret, 
 			break;
 		len += (size_t)n;
 		if (len > PROFILE_MAX_FILE_BYTES)
-			return fail(err, -EFBIG, "larger than %zu MiB", PROFILE_MAX_FILE_BYTES >> 20);
+			return profile_fail(err, -EFBIG, "larger than %zu MiB", PROFILE_MAX_FILE_BYTES >> 20);
 	}
 	return profile_read(data ? data : "", len, kind, ret, err);
 }

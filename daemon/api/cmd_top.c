@@ -21,13 +21,25 @@
  *             for each function in it, however often it recurses), sorted
  *             by either; with "function", its callers and callees as
  *             trees: above its outermost call and below its innermost one
- *             in each stack, as `perfctl report --callers/--callees` has
- *             them, each frame the function its symbol names (code
- *             inlined into it is its own) at the line it ran.  A memory
- *             view leaves kernel frames out, as mem and report do: they
- *             are the page-fault path under every sample.
- *             Functions are keyed by (name, kind): two of one name in two
- *             files are one row.
+ *             in each stack, each frame the function its symbol names
+ *             (code inlined into it is its own) at the line it ran.  A
+ *             memory view leaves kernel frames out, as mem and report do:
+ *             they are the page-fault path under every sample.  Functions
+ *             are keyed by name and side of the kernel boundary: two of
+ *             one name in two files, or a Python and a native one, are
+ *             one row, shown with its first frame's kind and file.
+ *
+ * The function view's numbers are the analysis module's
+ * (analysis/functions.h), the code `perfctl report`, `diff` and
+ * `diagnose` run: the model is turned into the analysis model
+ * (api/model_profile.h) and summed as report sums a file, so top and
+ * report say the same of the same stacks, ties in the same order.  It runs
+ * here, in perfd, and not in perfctl as report does, because top asks
+ * every second and the answer holds only what the screen shows (rows
+ * from "offset", trees cut to a budget of "rows" nodes): shipping the
+ * whole profile to perfctl each second would cost far more than the table.
+ * report runs in perfctl because a file has no daemon, and a snapshot
+ * from perfd takes a file's path so the two read alike.
  *
  * Both open with the host: CPUs, frequency, samples profiled and lost per
  * second, the daemon's own CPU and RSS (rates.h).
@@ -38,17 +50,18 @@
  * over the interval, the price of a snapshot of it.  Either view's model
  * is built in slices on the loop (api/model_slices.h), the request
  * pending meanwhile (struct top_answer); the function table is then
- * computed from the model in one go, on the loop.
+ * computed from the model in one go, on a lane.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/functions.h"
 #include "api/auth.h"
 #include "api/command.h"
+#include "api/model_profile.h"
 #include "api/model_slices.h"
 #include "api/query.h"
-#include "base/array.h"
 #include "base/clock.h"
 #include "base/jsonw.h"
 #include "base/kindtab.h"
@@ -309,289 +322,29 @@ static int write_processes(struct top_answer *ta, const struct model *m)
 
 /* --- the function view ------------------------------------------------ */
 
-/* One function as a row: every model function of that name and kind. */
-struct frow {
-	uint32_t name, file; /* string ids: the first function's */
-	enum frame_kind kind;
-	uint32_t start_line; /* the first function's */
-	uint32_t min_line;   /* the lowest line sampled in it, 0 for none */
-	uint32_t mapping;    /* of the first location seen, 0 for none */
-	uint64_t self, total;
-	size_t seen;         /* the last sample counted in total, + 1 */
-};
-
-/* A node of a callers' or callees' tree. */
-#define TREE_ROOT UINT32_MAX /* the row of "the function was the outermost" */
-struct tnode {
-	uint32_t parent; /* UINT32_MAX at the top */
-	uint32_t row;    /* in frows, or TREE_ROOT */
-	uint64_t value;
-	uint32_t first_child, n_children; /* in the tree's order[] */
-};
-
-struct tree {
-	struct tnode *nodes;
-	size_t n, cap;
-	struct u64map index; /* (parent + 1) << 32 | row -> node */
-	uint32_t *order;     /* nodes by parent, then value, largest first */
-	bool *sent;          /* the nodes the answer has room for */
-};
-
+/* The function table: the analysis' rows of the model's stacks, and what
+ * top shows of each row beyond them, from the model function of its first
+ * frame (its kind, its file, its first line) and the first mapping known. */
 struct ftable {
 	const struct model *m;
-	struct frow *rows;
-	size_t n, cap;
-	struct u64map by_key;  /* name << 3 | kind -> row */
-	uint32_t *fn_row;      /* model function -> row */
-	uint32_t *seq;         /* one sample's rows, root first */
-	size_t n_seq, cap_seq;
-	uint32_t target;       /* the "function" asked for, or UINT32_MAX */
-	struct tree callers, callees;
+	const struct report *r;
+	struct model_frame_origin *rows; /* per row */
 };
 
-static int64_t row_of_function(struct ftable *t, uint32_t f)
-{
-	const struct model_function *mf = &t->m->functions[f];
-	uint64_t *slot;
-	bool added;
-
-	if (t->fn_row[f] != UINT32_MAX)
-		return t->fn_row[f];
-	slot = u64map_upsert(&t->by_key, (uint64_t)mf->name << 3 | mf->kind, &added);
-	if (!slot)
-		return -ENOMEM;
-	if (added) {
-		if (array_grow((void **)&t->rows, &t->cap, t->n + 1, sizeof(*t->rows), 64) < 0) {
-			u64map_remove(&t->by_key, (uint64_t)mf->name << 3 | mf->kind);
-			return -ENOMEM;
-		}
-		t->rows[t->n] = (struct frow){ .name = mf->name, .file = mf->file, .kind = mf->kind,
-					       .start_line = mf->start_line };
-		*slot = t->n++;
-	}
-	t->fn_row[f] = (uint32_t)*slot;
-	return (int64_t)*slot;
-}
-
-/* Flattens sample s into t->seq: the rows of its frames, root first,
- * without kernel frames when kernel is false; notes each row's lowest line
- * and first mapping.  A frame counts as the function the symbol table
- * names (its location's outermost line), at the line it ran: code inlined
- * into a function is that function's, as snapshot and report have it
- * without --lines, and as the process view's leaves are named. */
-static int flatten(struct ftable *t, const struct model_sample *s, bool kernel)
+static void write_frow_fields(const struct ftable *t, struct jsonw *w, uint32_t i)
 {
 	const struct model *m = t->m;
+	const struct report_row *row = &t->r->rows[i];
+	const struct model_function *mf = &m->functions[t->rows[i].function];
 
-	t->n_seq = 0;
-	if (array_grow((void **)&t->seq, &t->cap_seq, s->depth, sizeof(*t->seq), 64) < 0)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < s->depth; k++) {
-		const struct model_location *l = &m->locations[m->stack_pool[s->first + k]];
-		const struct model_line *ln = &m->lines[l->first_line];
-		int64_t r;
-		struct frow *row;
-
-		if (!kernel && l->kind == FRAME_KIND_KERNEL)
-			continue;
-		r = row_of_function(t, ln->function);
-		if (r < 0)
-			return (int)r;
-		row = &t->rows[r];
-		if (ln->line && (!row->min_line || ln->line < row->min_line))
-			row->min_line = ln->line;
-		if (!row->mapping)
-			row->mapping = l->mapping;
-		t->seq[t->n_seq++] = (uint32_t)r;
-	}
-	return 0;
-}
-
-/* Adds value along path[0..n) (nearest the function first) to tree, to
- * at most depth levels; a path shorter than depth ends at TREE_ROOT when
- * root_at_end (callers: the function's outermost caller was the root). */
-static int tree_add(struct tree *tree, const uint32_t *path, size_t n, ptrdiff_t step,
-		    unsigned depth, bool root_at_end, uint64_t value)
-{
-	uint32_t parent = UINT32_MAX;
-
-	for (unsigned level = 0; level < depth; level++) {
-		uint32_t row;
-		uint64_t *slot;
-		bool added;
-
-		if (level < n)
-			row = path[(ptrdiff_t)level * step];
-		else if (root_at_end && level == n)
-			row = TREE_ROOT;
-		else
-			break;
-		slot = u64map_upsert(&tree->index, ((uint64_t)parent + 1) << 32 | row, &added);
-		if (!slot)
-			return -ENOMEM;
-		if (added) {
-			if (array_grow((void **)&tree->nodes, &tree->cap, tree->n + 1, sizeof(*tree->nodes), 64) < 0) {
-				u64map_remove(&tree->index, ((uint64_t)parent + 1) << 32 | row);
-				return -ENOMEM;
-			}
-			tree->nodes[tree->n] = (struct tnode){ .parent = parent, .row = row };
-			*slot = tree->n++;
-		}
-		tree->nodes[*slot].value += value;
-		parent = (uint32_t)*slot;
-		if (row == TREE_ROOT)
-			break;
-	}
-	return 0;
-}
-
-static int tnode_cmp(const void *x, const void *y, void *userdata)
-{
-	const struct tree *tree = userdata;
-	const struct tnode *a = &tree->nodes[*(const uint32_t *)x];
-	const struct tnode *b = &tree->nodes[*(const uint32_t *)y];
-
-	if (a->parent != b->parent)
-		return a->parent < b->parent ? -1 : 1; /* UINT32_MAX, the top, last */
-	if (a->value != b->value)
-		return a->value < b->value ? 1 : -1;
-	return a->row < b->row ? -1 : a->row > b->row;
-}
-
-/* Orders the nodes by parent and value, and links each to its children. */
-static int tree_index(struct tree *tree)
-{
-	tree->order = calloc(tree->n + 1, sizeof(*tree->order));
-	if (!tree->order)
-		return -ENOMEM;
-	for (size_t i = 0; i < tree->n; i++)
-		tree->order[i] = (uint32_t)i;
-	qsort_r(tree->order, tree->n, sizeof(*tree->order), tnode_cmp, tree);
-	for (size_t i = tree->n; i-- > 0;) {
-		struct tnode *node = &tree->nodes[tree->order[i]];
-
-		if (node->parent != UINT32_MAX) {
-			tree->nodes[node->parent].first_child = (uint32_t)i;
-			tree->nodes[node->parent].n_children++;
-		}
-	}
-	return 0;
-}
-
-static void tree_done(struct tree *tree)
-{
-	free(tree->nodes);
-	free(tree->order);
-	free(tree->sent);
-	u64map_done(&tree->index);
-}
-
-/* The largest value first; then as tnode_cmp, so that siblings taken are
- * the first of their order[]. */
-static int tnode_value_cmp(const void *x, const void *y, void *userdata)
-{
-	const struct tree *tree = userdata;
-	const struct tnode *a = &tree->nodes[*(const uint32_t *)x];
-	const struct tnode *b = &tree->nodes[*(const uint32_t *)y];
-
-	if (a->value != b->value)
-		return a->value < b->value ? 1 : -1;
-	return a->row < b->row ? -1 : a->row > b->row;
-}
-
-/* Marks in tree->sent the budget nodes the answer holds, level by level
- * and the largest of each level first: every direct caller (or callee)
- * before any of their own, so one deep subtree cannot crowd out a sibling
- * of nearly its share.  A node is sent only with its parent. */
-static int tree_choose(struct tree *tree, size_t budget)
-{
-	_cleanup_free_ uint32_t *level = calloc(tree->n + 1, sizeof(*level));
-	size_t n = 0, taken;
-
-	tree->sent = calloc(tree->n + 1, sizeof(*tree->sent));
-	if (!level || !tree->sent)
-		return -ENOMEM;
-	/* the top nodes sort last in order[] */
-	for (size_t i = tree->n; i > 0 && tree->nodes[tree->order[i - 1]].parent == UINT32_MAX; i--)
-		level[n++] = tree->order[i - 1];
-	while (n > 0 && budget > 0) {
-		size_t next = 0;
-
-		qsort_r(level, n, sizeof(*level), tnode_value_cmp, tree);
-		taken = MIN(n, budget);
-		budget -= taken;
-		for (size_t i = 0; i < taken; i++)
-			tree->sent[level[i]] = true;
-		/* the next level: the children of the nodes taken, in place
-		 * (there are never more nodes than tree->n) */
-		for (size_t i = 0; i < tree->n; i++) {
-			const struct tnode *node = &tree->nodes[i];
-
-			if (node->parent != UINT32_MAX && tree->sent[node->parent] && !tree->sent[i])
-				level[next++] = (uint32_t)i;
-		}
-		n = next;
-	}
-	return 0;
-}
-
-static int build_ftable(struct ftable *t, unsigned depth)
-{
-	const struct model *m = t->m;
-	bool kernel = kind_infos[m->kind].kernel_frames;
-	int r;
-
-	for (size_t i = 0; i < m->n_samples; i++) {
-		const struct model_sample *s = &m->samples[i];
-		size_t outer = SIZE_MAX, inner = 0;
-
-		if ((r = flatten(t, s, kernel)) < 0)
-			return r;
-		if (!t->n_seq)
-			continue;
-		t->rows[t->seq[t->n_seq - 1]].self += s->value;
-		for (size_t k = 0; k < t->n_seq; k++) {
-			struct frow *row = &t->rows[t->seq[k]];
-
-			if (row->seen != i + 1) {
-				row->seen = i + 1;
-				row->total += s->value;
-			}
-			if (t->seq[k] == t->target) {
-				outer = MIN(outer, k);
-				inner = k;
-			}
-		}
-		if (outer == SIZE_MAX)
-			continue;
-		/* callers: from the frame above the outermost call up to the
-		 * root; callees: from the frame below the innermost down */
-		if ((r = tree_add(&t->callers, outer ? &t->seq[outer - 1] : t->seq, outer, -1, depth,
-				  true, s->value)) < 0)
-			return r;
-		if (inner + 1 < t->n_seq &&
-		    (r = tree_add(&t->callees, &t->seq[inner + 1], t->n_seq - inner - 1, 1, depth, false,
-				  s->value)) < 0)
-			return r;
-	}
-	if ((r = tree_index(&t->callers)) < 0 || (r = tree_index(&t->callees)) < 0)
-		return r;
-	return 0;
-}
-
-static void write_frow_fields(const struct ftable *t, struct jsonw *w, uint32_t r)
-{
-	const struct model *m = t->m;
-	const struct frow *row = &t->rows[r];
-
-	jsonw_kv_string(w, "function", model_string(m, row->name));
-	jsonw_kv_string(w, "kind", frame_kind_names[row->kind]);
-	if (row->file)
-		jsonw_kv_string(w, "file", model_string(m, row->file));
-	if (row->min_line || row->start_line)
-		jsonw_kv_u64(w, "line", row->min_line ? row->min_line : row->start_line);
-	if (row->mapping) {
-		const char *path = model_string(m, m->mappings[row->mapping - 1].path);
+	jsonw_kv_string(w, "function", profile_string(t->r->p, row->function));
+	jsonw_kv_string(w, "kind", frame_kind_names[mf->kind]);
+	if (mf->file)
+		jsonw_kv_string(w, "file", model_string(m, mf->file));
+	if (row->line || mf->start_line)
+		jsonw_kv_u64(w, "line", row->line ? row->line : mf->start_line);
+	if (t->rows[i].mapping) {
+		const char *path = model_string(m, m->mappings[t->rows[i].mapping - 1].path);
 		const char *base = strrchr(path, '/');
 
 		if (*path)
@@ -599,150 +352,138 @@ static void write_frow_fields(const struct ftable *t, struct jsonw *w, uint32_t 
 	}
 }
 
-static double percent(uint64_t part, uint64_t whole)
+static void write_frow(const struct ftable *t, struct jsonw *w, uint32_t i)
 {
-	return whole ? 100.0 * (double)part / (double)whole : 0;
+	const struct report_row *row = &t->r->rows[i];
+
+	write_frow_fields(t, w, i);
+	jsonw_kv_u64(w, "self", row->self);
+	jsonw_kv_u64(w, "total", row->total);
+	jsonw_kv_double(w, "self_percent", report_percent(row->self, t->m->total));
+	jsonw_kv_double(w, "total_percent", report_percent(row->total, t->m->total));
 }
 
-/* Writes the children of parent (UINT32_MAX: the top) that tree_choose
- * sent as an array under key, largest first. */
-static void write_tree(const struct ftable *t, struct jsonw *w, const struct tree *tree,
-		       const char *key, uint32_t parent, uint64_t whole)
+/* Writes the children of node (REPORT_TOP: the first level) that
+ * report_tree_choose() sent as an array under key, largest first. */
+static void write_tree(const struct ftable *t, struct jsonw *w, const struct report_tree *tree,
+		       const char *key, uint32_t node, uint64_t whole)
 {
-	size_t first = 0, n = 0;
+	size_t first, n;
 
-	if (parent == UINT32_MAX) {
-		/* the top nodes sort last */
-		for (first = tree->n; first > 0 && tree->nodes[tree->order[first - 1]].parent == UINT32_MAX;)
-			first--;
-		n = tree->n - first;
-	} else {
-		first = tree->nodes[parent].first_child;
-		n = tree->nodes[parent].n_children;
-	}
+	report_tree_children(tree, node, &first, &n);
 	jsonw_key(w, key);
 	jsonw_array_begin(w);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t id = tree->order[first + i];
-		const struct tnode *node = &tree->nodes[id];
+		const struct report_node *child = &tree->nodes[id];
 
 		if (!tree->sent[id])
 			continue;
 		jsonw_object_begin(w);
-		if (node->row == TREE_ROOT)
+		if (child->row == REPORT_ROOT)
 			jsonw_kv_bool(w, "root", true);
 		else
-			write_frow_fields(t, w, node->row);
-		jsonw_kv_u64(w, "value", node->value);
-		jsonw_kv_double(w, "percent", percent(node->value, whole));
-		if (node->n_children)
+			write_frow_fields(t, w, child->row);
+		jsonw_kv_u64(w, "value", child->value);
+		jsonw_kv_double(w, "percent", report_percent(child->value, whole));
+		if (child->n_children)
 			write_tree(t, w, tree, key, id, whole);
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);
 }
 
-struct frow_order {
-	const struct ftable *t;
-	int key; /* SORT_SELF or SORT_TOTAL */
-};
-
-static int frow_cmp(const void *x, const void *y, void *userdata)
+/* Marks in match the row of the function asked for: of its kind when
+ * given, else the user one before a kernel one of that name (as
+ * report_match() takes a name).  Returns it, or REPORT_ROOT for none. */
+static uint32_t find_target(const struct report *r, const struct perfd_top_args *a, bool *match)
 {
-	const struct frow_order *o = userdata;
-	const struct frow *a = &o->t->rows[*(const uint32_t *)x];
-	const struct frow *b = &o->t->rows[*(const uint32_t *)y];
-	uint64_t ka = o->key == SORT_SELF ? a->self : a->total;
-	uint64_t kb = o->key == SORT_SELF ? b->self : b->total;
+	bool kernel = a->function_kind == FRAME_KIND_KERNEL;
+	char name[sizeof(a->function) + 4];
 
-	if (ka != kb)
-		return ka < kb ? 1 : -1;
-	if (a->total != b->total)
-		return a->total < b->total ? 1 : -1;
-	return strcmp(model_string(o->t->m, a->name), model_string(o->t->m, b->name));
-}
-
-/* A model function of the name asked for, and of its kind when given
- * (else a user one before a kernel one of that name), or UINT32_MAX. */
-static uint32_t find_target(const struct model *m, const struct perfd_top_args *a)
-{
-	uint32_t best = UINT32_MAX;
-
-	for (size_t f = 0; f < m->n_functions; f++) {
-		const struct model_function *mf = &m->functions[f];
-
-		if (strcmp(model_string(m, mf->name), a->function) == 0 &&
-		    (a->function_kind < 0 || mf->kind == (enum frame_kind)a->function_kind) &&
-		    (best == UINT32_MAX || m->functions[best].kind == FRAME_KIND_KERNEL))
-			best = (uint32_t)f;
-	}
-	return best;
+	(void)snprintf(name, sizeof(name), "%s%s", a->function, kernel ? "_[k]" : "");
+	if (report_match(r, name, match) == 0)
+		return REPORT_ROOT;
+	for (size_t i = 0; i < r->n_rows; i++)
+		if (match[i]) {
+			if (a->function_kind >= 0 && r->rows[i].kernel != kernel)
+				break;
+			return (uint32_t)i;
+		}
+	memset(match, 0, r->n_rows * sizeof(*match));
+	return REPORT_ROOT;
 }
 
 int top_write_function_table(const struct perfd_top_args *a, const struct model *m, struct jsonw *w)
 {
-	struct ftable t = { .m = m, .target = UINT32_MAX };
+	_cleanup_(profile_freep) struct profile *p = NULL;
+	_cleanup_free_ struct model_frame_origin *frames = NULL, *rows = NULL;
+	_cleanup_(report_freep) struct report *r = NULL;
 	_cleanup_free_ uint32_t *order = NULL;
-	size_t first = 0, n = 0;
+	_cleanup_free_ bool *match = NULL;
+	_cleanup_(report_tree_done) struct report_tree callers = { 0 }, callees = { 0 };
+	/* a memory view leaves kernel frames out, as mem and report do */
+	struct report_opts ro = { .by_name = true, .skip_kernel = !kind_infos[m->kind].kernel_frames };
+	struct ftable t = { .m = m };
+	uint32_t target = REPORT_ROOT;
+	size_t first = 0, n = 0, matched = 0;
 	bool detail;
-	int r;
+	int k;
 
-	u64map_init(&t.by_key);
-	u64map_init(&t.callers.index);
-	u64map_init(&t.callees.index);
-	t.fn_row = malloc((m->n_functions + 1) * sizeof(*t.fn_row));
-	r = t.fn_row ? 0 : -ENOMEM;
-	if (r == 0) {
-		memset(t.fn_row, 0xff, (m->n_functions + 1) * sizeof(*t.fn_row));
-		if (a->function[0]) {
-			uint32_t f = find_target(m, a);
-			int64_t row = f == UINT32_MAX ? (int64_t)UINT32_MAX : row_of_function(&t, f);
+	if ((k = model_profile_new(m, &p, &frames)) < 0 || (k = report_build(p, &ro, &r)) < 0)
+		return k;
+	rows = calloc(r->n_rows + 1, sizeof(*rows));
+	order = calloc(r->n_rows + 1, sizeof(*order));
+	match = calloc(r->n_rows + 1, sizeof(*match));
+	if (!rows || !order || !match)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_rows; i++)
+		rows[i].function = UINT32_MAX;
+	for (size_t f = 0; f < p->n_frames; f++) {
+		struct model_frame_origin *o = &rows[r->frame_row[f]];
 
-			r = row < 0 ? (int)row : 0;
-			t.target = (uint32_t)row;
-		}
+		if (o->function == UINT32_MAX)
+			o->function = frames[f].function;
+		if (!o->mapping)
+			o->mapping = frames[f].mapping;
 	}
-	if (r == 0)
-		r = build_ftable(&t, a->depth);
-	if (r == 0 && (r = tree_choose(&t.callers, a->rows)) == 0)
-		r = tree_choose(&t.callees, a->rows);
-	if (r < 0)
-		goto out;
+	/* the rows of kernel frames left out are in no stack: not listed */
+	for (size_t i = 0; i < r->n_rows; i++)
+		matched += r->rows[i].total > 0;
+	if (a->function[0])
+		target = find_target(r, a, match);
 	/* the function sampled: its callers and callees are the answer, and
 	 * the list it was picked from is not sorted or sent */
-	detail = t.target != UINT32_MAX && t.rows[t.target].total > 0;
-	if (!detail) {
-		if (!(order = calloc(t.n + 1, sizeof(*order)))) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < t.n; i++)
-			order[i] = (uint32_t)i;
-		qsort_r(order, t.n, sizeof(*order), frow_cmp, &(struct frow_order){ &t, a->sort });
-		first = MIN((size_t)a->offset, t.n);
-		n = MIN((size_t)a->rows, t.n - first);
+	detail = target != REPORT_ROOT && r->rows[target].total > 0;
+	if (detail) {
+		if ((k = report_tree_build(r, match, true, a->depth, &callers)) < 0 ||
+		    (k = report_tree_build(r, match, false, a->depth, &callees)) < 0 ||
+		    (k = report_tree_choose(&callers, a->rows)) < 0 ||
+		    (k = report_tree_choose(&callees, a->rows)) < 0)
+			return k;
+	} else {
+		/* the rows in no stack sort last: their self and total are 0 */
+		report_order(r, a->sort == SORT_SELF ? REPORT_SORT_SELF : REPORT_SORT_TOTAL, order);
+		first = MIN((size_t)a->offset, matched);
+		n = MIN((size_t)a->rows, matched - first);
 	}
 
+	t.r = r;
+	t.rows = rows;
 	jsonw_kv_string(w, "sort", function_sorts[a->sort]);
 	jsonw_kv_string(w, "kind", kind_infos[m->kind].name);
 	jsonw_kv_string(w, "unit", kind_infos[m->kind].unit);
 	jsonw_kv_bool(w, "kernel_frames", kind_infos[m->kind].kernel_frames);
 	jsonw_kv_u64(w, "total", m->total);
 	jsonw_kv_u64(w, "processes_sampled", m->n_processes);
-	jsonw_kv_u64(w, "matched", t.n);
+	jsonw_kv_u64(w, "matched", matched);
 	jsonw_kv_u64(w, "offset", first);
 	if (!detail) {
 		jsonw_key(w, "functions");
 		jsonw_array_begin(w);
 		for (size_t i = 0; i < n; i++) {
-			const struct frow *row = &t.rows[order[first + i]];
-
 			jsonw_object_begin(w);
-			write_frow_fields(&t, w, order[first + i]);
-			jsonw_kv_u64(w, "self", row->self);
-			jsonw_kv_u64(w, "total", row->total);
-			jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
-			jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
+			write_frow(&t, w, order[first + i]);
 			jsonw_object_end(w);
 		}
 		jsonw_array_end(w);
@@ -752,28 +493,15 @@ int top_write_function_table(const struct perfd_top_args *a, const struct model 
 		if (!detail) {
 			jsonw_raw(w, "null", 4);
 		} else {
-			const struct frow *row = &t.rows[t.target];
-
 			jsonw_object_begin(w);
-			write_frow_fields(&t, w, t.target);
-			jsonw_kv_u64(w, "self", row->self);
-			jsonw_kv_u64(w, "total", row->total);
-			jsonw_kv_double(w, "self_percent", percent(row->self, m->total));
-			jsonw_kv_double(w, "total_percent", percent(row->total, m->total));
+			write_frow(&t, w, target);
 			jsonw_kv_u64(w, "depth", a->depth);
-			write_tree(&t, w, &t.callers, "callers", UINT32_MAX, row->total);
-			write_tree(&t, w, &t.callees, "callees", UINT32_MAX, row->total);
+			write_tree(&t, w, &callers, "callers", REPORT_TOP, r->rows[target].total);
+			write_tree(&t, w, &callees, "callees", REPORT_TOP, r->rows[target].total);
 			jsonw_object_end(w);
 		}
 	}
-out:
-	free(t.rows);
-	free(t.fn_row);
-	free(t.seq);
-	u64map_done(&t.by_key);
-	tree_done(&t.callers);
-	tree_done(&t.callees);
-	return r;
+	return 0;
 }
 
 /* Starts the model of the function view's selection.  Returns 0 or -errno. */

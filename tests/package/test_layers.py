@@ -24,14 +24,17 @@ ALLOWED = {
     # the profile store and the model know processes, not how a binary is
     # read: modules are named through process/modules.h's registry
     "profile": {"perfd", "base", "process"},
+    # the analysis (report, diff, diagnose, top) is linked into perfctl
+    # too: it knows its own profile model, never the daemon's
+    "analysis": {"perfd", "base"},
     # an encoder reads the model and nothing else of the daemon
     "encode": {"perfd", "base", "profile", "gen", "opentelemetry", "profile.pb-c.h"},
 }
 # No folder below the protocol includes it: api/ is on top of them all,
 # but for manager.c, which makes everything.  "core" is daemon/'s own
 # daemon.{c,h} and rates.{c,h}.
-BELOW_API = ("base", "process", "symbols", "unwind", "interp", "profile", "encode", "collect",
-             "state", "export", "core")
+BELOW_API = ("base", "analysis", "process", "symbols", "unwind", "interp", "profile", "encode",
+             "collect", "state", "export", "core")
 CORE = ("daemon.c", "daemon.h", "rates.c", "rates.h")
 
 
@@ -69,3 +72,4 @@ def test_the_rules_see_the_tree():
         assert (DAEMON / name).is_file(), name
     assert any(top(n) == "process" for _, n in includes("profile"))
     assert any(top(n) == "profile" for _, n in includes("encode"))
+    assert any(top(n) == "base" for _, n in includes("analysis"))

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-analysis.c - the analysis module (daemon/analysis/) that perfctl's
+ * report, diff and diagnose and perfd's top share: known answers for self
+ * and total with recursion, callers and callees whose shares add up to
+ * the function's total, the trees top cuts to a budget, and one check
+ * that top's path (the daemon's model through api/model_profile.h) and
+ * report's path (the same model written as a folded snapshot and read
+ * back by profile_read) give the same rows for the same stacks.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "analysis/functions.h"
+#include "api/model_profile.h"
+#include "fakemodel.h"
+#include "profile_read.h"
+
+FAKE_SUITE(analysis);
+
+static struct profile *folded(const char *text)
+{
+	char err[PROFILE_ERROR_MAX] = "";
+	struct profile *p = NULL;
+
+	cr_assert_eq(profile_read(text, strlen(text), NULL, &p, err), 0, "%s", err);
+	return p;
+}
+
+static struct report *build(const struct profile *p, bool by_name)
+{
+	struct report_opts o = { .by_name = by_name };
+	struct report *r = NULL;
+
+	cr_assert_eq(report_build(p, &o, &r), 0);
+	return r;
+}
+
+/* The row of the user function name; it must be there. */
+static const struct report_row *row_of(const struct report *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_rows; i++)
+		if (!r->rows[i].kernel && strcmp(profile_string(r->p, r->rows[i].function), name) == 0)
+			return &r->rows[i];
+	cr_assert_fail("no row %s", name);
+	return NULL;
+}
+
+static const char *row_name(const struct report *r, uint32_t row)
+{
+	return row == REPORT_ROOT ? "(root)" : profile_string(r->p, r->rows[row].function);
+}
+
+/* f recurses in the first stack and is called by g in the last. */
+static const char recursive[] = "app;main;f;f;g 10\n"
+				"app;main;f 5\n"
+				"app;main;g;f 3\n";
+
+Test(analysis, self_and_total_count_a_recursive_function_once_per_stack)
+{
+	_cleanup_(profile_freep) struct profile *p = folded(recursive);
+	_cleanup_(report_freep) struct report *r = build(p, false);
+	uint64_t selves = 0;
+
+	cr_assert_eq(r->total, 18);
+	cr_assert_eq(r->n_rows, 3);
+	cr_assert_eq(row_of(r, "main")->self, 0);
+	cr_assert_eq(row_of(r, "main")->total, 18);
+	cr_assert_eq(row_of(r, "f")->self, 8);
+	cr_assert_eq(row_of(r, "f")->total, 18, "f twice in a stack counts once");
+	cr_assert_eq(row_of(r, "g")->self, 10);
+	cr_assert_eq(row_of(r, "g")->total, 13);
+	for (size_t i = 0; i < r->n_rows; i++)
+		selves += r->rows[i].self;
+	cr_assert_eq(selves, r->total, "every stack has one leaf");
+}
+
+Test(analysis, callers_and_callees_add_up_to_the_total)
+{
+	_cleanup_(profile_freep) struct profile *p = folded(recursive);
+	_cleanup_(report_freep) struct report *r = build(p, false);
+	struct report_relatives up = { 0 }, down = { 0 };
+	uint64_t sum = 0;
+
+	cr_assert_eq(report_callers(r, "f", &up), 0);
+	cr_assert_eq(up.total, 18);
+	cr_assert_eq(up.n_edges, 2);
+	/* the outermost call's caller: main in the first two stacks */
+	cr_assert_str_eq(row_name(r, up.edges[0].row), "main");
+	cr_assert_eq(up.edges[0].value, 15);
+	cr_assert_str_eq(row_name(r, up.edges[1].row), "g");
+	cr_assert_eq(up.edges[1].value, 3);
+	for (size_t i = 0; i < up.n_edges; i++)
+		sum += up.edges[i].value;
+	cr_assert_eq(sum, up.total, "callers' shares are 100%%");
+
+	cr_assert_eq(report_callees(r, "f", &down), 0);
+	cr_assert_eq(down.total, 18);
+	cr_assert_eq(down.self, 8, "the innermost call is the leaf in two stacks");
+	cr_assert_eq(down.n_edges, 1);
+	cr_assert_str_eq(row_name(r, down.edges[0].row), "g");
+	cr_assert_eq(down.edges[0].value + down.self, down.total, "callees' and self's shares are 100%%");
+	cr_assert_eq(report_callers(r, "nothing", &(struct report_relatives){ 0 }), -ENOENT);
+	free(up.edges);
+	free(down.edges);
+}
+
+Test(analysis, a_tree_goes_to_the_root_and_is_cut_level_by_level)
+{
+	_cleanup_(profile_freep) struct profile *p = folded(recursive);
+	_cleanup_(report_freep) struct report *r = build(p, false);
+	_cleanup_(report_tree_done) struct report_tree t = { 0 };
+	_cleanup_free_ bool *match = calloc(r->n_rows, sizeof(*match));
+	const struct report_node *f, *main_;
+	size_t first, n;
+
+	cr_assert_eq(report_match(r, "g", match), 1);
+	cr_assert_eq(report_tree_build(r, match, true, 3, &t), 0);
+	cr_assert_eq(t.total, 13);
+	report_tree_children(&t, REPORT_TOP, &first, &n);
+	cr_assert_eq(n, 2);
+	f = &t.nodes[t.order[first]];
+	main_ = &t.nodes[t.order[first + 1]];
+	cr_assert_str_eq(row_name(r, f->row), "f");
+	cr_assert_eq(f->value, 10);
+	cr_assert_str_eq(row_name(r, main_->row), "main");
+	cr_assert_eq(main_->value, 3);
+	/* main called g from the root; f;f;main above g, 3 levels deep */
+	report_tree_children(&t, t.order[first + 1], &first, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(t.nodes[t.order[first]].row, REPORT_ROOT);
+	cr_assert_eq(t.nodes[t.order[first]].value, 3);
+
+	/* a budget of 2 takes both callers before any of theirs */
+	cr_assert_eq(report_tree_choose(&t, 2), 0);
+	for (size_t i = 0; i < t.n; i++)
+		cr_assert_eq(t.sent[i], t.nodes[i].parent == REPORT_TOP, "node %zu", i);
+}
+
+/* main;f;f;g 10, main;f 5 and main;g;f 3 (f recursive), main;f;clear_page
+ * 2 with a kernel leaf, and a Python frame under f: main;f;work 4, in one
+ * process; main;g 6 in another. */
+static const struct fake_frame same_frames[] = {
+	{ FRAME(1, 0x1), 1, { NATIVE("main", NULL, 0, 1) } },
+	{ FRAME(1, 0x2), 1, { NATIVE("f", NULL, 0, 1) } },
+	{ FRAME(1, 0x3), 1, { NATIVE("g", NULL, 0, 1) } },
+	{ KFRAME(0x11), 1, { KERNEL("clear_page") } },
+	{ PYFRAME(0x7), 1, { PYTHON_FROM("work", "/srv/app.py", 42, 40) } },
+};
+
+/* The rows of r with a total, as "name[k] self total" lines sorted by
+ * report_order(): two reports of the same stacks print the same. */
+static char *rows_text(const struct report *r)
+{
+	_cleanup_free_ uint32_t *order = calloc(r->n_rows + 1, sizeof(*order));
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	cr_assert(order && f);
+	report_order(r, REPORT_SORT_TOTAL, order);
+	for (size_t i = 0; i < r->n_rows; i++) {
+		const struct report_row *w = &r->rows[order[i]];
+
+		if (w->total)
+			fprintf(f, "%s%s %lu %lu\n", profile_string(r->p, w->function),
+				w->kernel ? "_[k]" : "", (unsigned long)w->self, (unsigned long)w->total);
+	}
+	cr_assert_eq(fclose(f), 0);
+	return text;
+}
+
+Test(analysis, top_and_report_give_the_same_rows_for_the_same_stacks)
+{
+	_cleanup_(profile_freep) struct profile *live = NULL, *file = NULL;
+	_cleanup_free_ struct model_frame_origin *origins = NULL;
+	_cleanup_free_ char *folded_text = NULL, *top_rows = NULL, *report_rows = NULL;
+	_cleanup_(report_freep) struct report *top = NULL, *report = NULL;
+	struct encode_opts eo = { .period_ns = 10000000 };
+	struct model *m;
+
+	SET_FAKE_FRAMES(same_frames);
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 10, FRAME(1, 0x3), FRAME(1, 0x2), FRAME(1, 0x2), FRAME(1, 0x1));
+	FAKE_ADD(0, 5, FRAME(1, 0x2), FRAME(1, 0x1));
+	FAKE_ADD(0, 3, FRAME(1, 0x2), FRAME(1, 0x3), FRAME(1, 0x1));
+	FAKE_ADD(0, 4, PYFRAME(0x7), FRAME(1, 0x2), FRAME(1, 0x1));
+	fake_add_kind(0, (const uint64_t[]){ KFRAME(0x11), FRAME(1, 0x2), FRAME(1, 0x1) }, 3, 1, 1,
+		      PROFILE_KIND_CPU, 2);
+	fake_process(1, 20, "other", NULL);
+	FAKE_ADD(1, 6, FRAME(1, 0x3), FRAME(1, 0x1));
+	m = fake_build();
+
+	/* top: in perfd, from the model */
+	cr_assert_eq(model_profile_new(m, &live, &origins), 0);
+	cr_assert_eq(live->total, m->total);
+	top = build(live, true);
+	/* report: in perfctl, from the snapshot perfd wrote */
+	folded_text = fake_encode_text(folded_encode, m, &eo);
+	file = folded(folded_text);
+	report = build(file, true);
+	model_free(m);
+
+	top_rows = rows_text(top);
+	report_rows = rows_text(report);
+	cr_assert_str_eq(top_rows, report_rows, "top:\n%s\nreport of\n%s:\n%s", top_rows, folded_text,
+			 report_rows);
+	cr_assert_str_eq(top_rows, "main 0 30\n"
+				   "f 8 24\n"
+				   "g 16 19\n"
+				   "work 4 4\n"
+				   "clear_page_[k] 2 2\n");
+}
