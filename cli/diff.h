@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * diff.h - two profiles compared per function, as `perfctl diff` prints
- * them: each function's self and total value on both sides, as a share of
- * its own profile's total, and the change of those shares in points, the
- * largest change first, or drawn as a differential flame graph.  Pure
- * computation on two struct profiles (profile_read.h); no I/O.
+ * diff.h - two profiles compared, as `perfctl diff` shows them: the table
+ * of the analysis module (analysis/diff.h), or drawn as a differential
+ * flame graph (diff_flame.c).  Pure computation on two struct profiles
+ * (analysis/profile.h); no I/O.
  */
 #ifndef PERFCTL_DIFF_H
 #define PERFCTL_DIFF_H
@@ -13,37 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/diff.h"
 #include "perfd/macro.h"
 #include "profile_read.h"
-
-struct diff_side {
-	uint64_t self, total; /* 0 on the side where the function is absent */
-	double self_percent, total_percent; /* of that side's profile total */
-};
-
-/* One function, matched across the profiles by its name and its side of
- * the kernel boundary (a folded file knows no files, so files cannot be
- * part of the key). */
-struct diff_row {
-	const char *function; /* in one profile's strings: they must outlive the diff */
-	bool kernel;
-	struct diff_side before, after;
-	double self_delta, total_delta; /* after's share - before's, in points */
-	double change;                  /* the larger of |self_delta| and |total_delta| */
-};
-
-struct diff {
-	uint64_t before_total, after_total;
-	struct diff_row *rows; /* the largest change first; ties by name, user before kernel */
-	size_t n_rows;
-};
-
-/* Compares before and after per function (report_build()'s rows, kernel
- * frames left out with skip_kernel; functions in no stack of either side
- * left out too).  Returns 0 and the diff in *ret
- * (diff_free() it), or -ENOMEM. */
-int diff_build(const struct profile *before, const struct profile *after, bool skip_kernel,
-	       struct diff **ret);
 
 struct diff_flame_opts {
 	bool svg;         /* the static SVG, not the interactive page */
@@ -56,9 +27,5 @@ struct diff_flame_opts {
  * -ENOMEM, -E2BIG (names past 2^30 bytes). */
 int diff_flame(const struct profile *before, const struct profile *after,
 	       const struct diff_flame_opts *o, char **ret, size_t *ret_len);
-
-/* Frees d; accepts NULL; returns NULL. */
-struct diff *diff_free(struct diff *d);
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct diff, diff_free)
 
 #endif

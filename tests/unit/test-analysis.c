@@ -3,7 +3,8 @@
  * test-analysis.c - the analysis module (daemon/analysis/) that perfctl's
  * report, diff and diagnose and perfd's top share: known answers for self
  * and total with recursion, callers and callees whose shares add up to
- * the function's total, the trees top cuts to a budget, and one check
+ * the function's total, the trees top cuts to a budget, a diff of shares,
+ * and one check
  * that top's path (the daemon's model through api/model_profile.h) and
  * report's path (the same model written as a folded snapshot and read
  * back by profile_read) give the same rows for the same stacks.
@@ -11,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "analysis/diff.h"
 #include "analysis/functions.h"
 #include "api/model_profile.h"
 #include "fakemodel.h"
@@ -135,6 +137,42 @@ Test(analysis, a_tree_goes_to_the_root_and_is_cut_level_by_level)
 	cr_assert_eq(report_tree_choose(&t, 2), 0);
 	for (size_t i = 0; i < t.n; i++)
 		cr_assert_eq(t.sent[i], t.nodes[i].parent == REPORT_TOP, "node %zu", i);
+}
+
+Test(analysis, a_diff_compares_shares_largest_change_first)
+{
+	/* before: f 30%, g 70%; after, twice as long: f 60%, h 40%, and a
+	 * kernel leaf that skip_kernel leaves out */
+	_cleanup_(profile_freep) struct profile *before = folded("app;main;f 30\napp;main;g 70\n");
+	_cleanup_(profile_freep) struct profile *after =
+		folded("app;main;f 110\napp;main;h 80\napp;main;f;clear_page_[k] 10\n");
+	_cleanup_(diff_freep) struct diff *d = NULL;
+	static const struct {
+		const char *function;
+		uint64_t before_self, after_self, after_total;
+		double self_delta, total_delta;
+	} want[] = {
+		{ "g", 70, 0, 0, -70, -70 },
+		{ "h", 0, 80, 80, 40, 40 },
+		{ "f", 30, 120, 120, 30, 30 },
+		{ "main", 0, 0, 200, 0, 0 },
+	};
+
+	cr_assert_eq(diff_build(before, after, true, &d), 0);
+	cr_assert_eq(d->before_total, 100);
+	cr_assert_eq(d->after_total, 200);
+	cr_assert_eq(d->n_rows, ELEMENTSOF(want));
+	for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+		const struct diff_row *row = &d->rows[i];
+
+		cr_assert_str_eq(row->function, want[i].function, "row %zu", i);
+		cr_assert_not(row->kernel);
+		cr_assert_eq(row->before.self, want[i].before_self, "%s", row->function);
+		cr_assert_eq(row->after.self, want[i].after_self, "%s", row->function);
+		cr_assert_eq(row->after.total, want[i].after_total, "%s", row->function);
+		cr_assert_float_eq(row->self_delta, want[i].self_delta, 1e-9, "%s", row->function);
+		cr_assert_float_eq(row->total_delta, want[i].total_delta, 1e-9, "%s", row->function);
+	}
 }
 
 /* main;f;f;g 10, main;f 5 and main;g;f 3 (f recursive), main;f;clear_page
