@@ -8,29 +8,24 @@
  * growth site, the trend), and what the evidence cannot show (too few
  * samples, a process that mostly waits, no growth sampled).
  *
- * Design: diagnose computes nothing report.c does not already compute.  It
- * asks for the same json snapshots `report` does (report_fetch()), a cpu
- * one and a memory one of the same range (a live --duration becomes the
- * cpu answer's from/to for the memory one), sums them per function with
- * report_build(), and follows report_dominant(): down through every callee
- * that carries at least PASS_THROUGH of its caller (_start, main and other
- * wrappers), to the first function whose time is divided or spent in
- * itself; that one is "dominant by total", and a coordinator when its self
- * is below
- * COORDINATOR_SELF of its total.  The RSS figures (now, peak and when,
- * trend) and the growth site's function and line are the daemon's `mem`
- * answer (which names the innermost Python frame of a Python stack, as a
- * memory report alone cannot: its frames carry no kind), the site's bytes
- * the memory snapshot's total of that function.  Cost: two snapshots and
- * one mem request; the passes are report.c's, O(frame references) each.
+ * Design: the rules (which function by self and by total, a coordinator,
+ * too few samples, waiting, too little growth: analysis/diagnose.h) are
+ * the analysis module's, on the rows report prints; this file asks perfd
+ * and says what they found.  It asks for the same json snapshots `report`
+ * does (report_fetch()), a cpu one and a memory one of the same range (a
+ * live --duration becomes the cpu answer's from/to for the memory one),
+ * and runs the rules in perfctl, as report runs on a snapshot.  The RSS
+ * figures (now, peak and when, trend) and the growth site's function and
+ * line are the daemon's `mem` answer (which names the innermost Python
+ * frame of a Python stack, as a memory report alone cannot: its frames
+ * carry no kind), the site's bytes the memory snapshot's total of that
+ * function.  Cost: two snapshots and one mem request; the passes are the
+ * report's, O(frame references) each.
  *
  * The verdicts are thresholds, stated in the output so a reader can check
- * them: fewer than MIN_SAMPLES CPU samples name no function, fewer than
- * MIN_MEMORY_SAMPLES memory samples (growth over the daemon's bytes per
- * sample) name no growth site, and a CPU share below WAITING_PERCENT of
- * one CPU over the window means the process was waiting, not computing.  The window is the asked-for range cut to
- * the process's life (its start time, and the end of its data once it
- * exited), so a process that ran for 5 s of a 1 m range is not called idle.
+ * them.  The window is the asked-for range cut to the process's life (its
+ * start time, and the end of its data once it exited), so a process that
+ * ran for 5 s of a 1 m range is not called idle.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,6 +39,7 @@
 
 #include <json-c/json.h>
 
+#include "analysis/diagnose.h"
 #include "call.h"
 #include "format.h"
 #include "output.h"
@@ -52,21 +48,8 @@
 #include "report.h"
 #include "selection.h"
 
-#define MIN_SAMPLES 100        /* fewer name no hot function */
-#define MIN_MEMORY_SAMPLES 10  /* fewer memory samples name no growth site */
-#define WAITING_PERCENT 20.0   /* CPU share of one CPU below which it waits */
-#define PASS_THROUGH 0.90      /* a callee this much of its caller: go down */
-#define COORDINATOR_SELF 0.10  /* self below this of total: a coordinator */
 #define MAX_CMDLINE 4096
 #define LABEL_MAX 256          /* " (file.c:12)" */
-
-/* A function as diagnose speaks of it: a row of a report. */
-struct finding {
-	bool found;
-	uint32_t row;
-	uint64_t self, total;
-	uint32_t line; /* the line with the most self (self) or the lowest seen */
-};
 
 struct diagnosis {
 	/* the workload */
@@ -80,17 +63,13 @@ struct diagnosis {
 
 	/* CPU */
 	struct report *cpu;
-	struct finding by_self, by_total;
-	bool coordinator;
-	struct report_relatives callees; /* of by_total */
-	uint32_t path[16];               /* the wrappers passed through to by_total */
-	size_t n_path;
+	struct diagnose_cpu c; /* what its samples say */
 
 	/* memory */
 	struct report *mem;
 	struct json_object *mem_answer; /* NULL: not asked (several processes) */
 	uint64_t sample_bytes;          /* mean growth a memory sample stands for; 0: unknown */
-	bool too_little_growth;         /* under MIN_MEMORY_SAMPLES of it */
+	bool too_little_growth;         /* under DIAGNOSE_MIN_MEMORY_SAMPLES of it */
 	char *site;                     /* the top growth site's function */
 	char *site_file;
 	int64_t site_line;
@@ -101,17 +80,12 @@ static void diagnosis_done(struct diagnosis *d)
 {
 	free(d->comm);
 	free(d->cmdline);
-	free(d->callees.edges);
+	diagnose_cpu_done(&d->c);
 	free(d->site);
 	free(d->site_file);
 	json_object_put(d->mem_answer);
 	report_free(d->cpu);
 	report_free(d->mem);
-}
-
-static double percent(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
 static double now_realtime(void)
@@ -176,63 +150,6 @@ static int read_cmdline(int64_t pid, int64_t start_ns, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* The name report_callees() takes for row: "name_[k]" for a kernel one. */
-static int find_cpu(struct diagnosis *d, const struct profile *lined)
-{
-	_cleanup_(report_freep) struct report *by_line = NULL;
-	_cleanup_free_ uint32_t *order = NULL;
-	const struct report_opts lo = { .lines = true };
-	const struct report *r = d->cpu;
-	const struct report_row *w;
-	uint32_t row;
-	int k;
-
-	if (r->n_rows == 0)
-		return 0;
-	order = malloc(r->n_rows * sizeof(*order));
-	if (!order)
-		return -ENOMEM;
-
-	report_order(r, REPORT_SORT_SELF, order);
-	w = &r->rows[order[0]];
-	d->by_self = (struct finding){ true, order[0], w->self, w->total, w->line };
-	/* its line: the one of its lines with the most self */
-	k = report_build(lined, &lo, &by_line);
-	if (k < 0)
-		return k;
-	{
-		_cleanup_free_ uint32_t *lorder = malloc(by_line->n_rows * sizeof(*lorder));
-
-		if (!lorder)
-			return -ENOMEM;
-		report_order(by_line, REPORT_SORT_SELF, lorder);
-		for (size_t i = 0; i < by_line->n_rows; i++) {
-			const struct report_row *l = &by_line->rows[lorder[i]];
-
-			if (l->function == w->function && l->file == w->file && l->kernel == w->kernel) {
-				if (l->line)
-					d->by_self.line = l->line;
-				break;
-			}
-		}
-	}
-
-	/* the function the time passes down to through the wrappers */
-	{
-		struct report_relatives rel = { 0 };
-
-		k = report_dominant(r, PASS_THROUGH, d->path, ELEMENTSOF(d->path), &d->n_path, &row,
-				    &rel);
-		if (k < 0)
-			return k;
-		w = &r->rows[row];
-		d->by_total = (struct finding){ true, row, w->self, w->total, w->line };
-		d->callees = rel;
-		d->coordinator = rel.n_edges > 0 && (double)rel.self < COORDINATOR_SELF * (double)rel.total;
-	}
-	return 0;
-}
-
 /* The top growth site: mem's first site (function and line), its bytes the
  * memory profile's total of that function; without a mem answer, or when
  * the profile lacks the name, the memory report's top self row. */
@@ -252,8 +169,7 @@ static int find_site(struct diagnosis *d)
 	}
 	if (d->mem->total == 0)
 		return 0;
-	/* a site named from a sample or two is a guess, not a finding */
-	if (d->sample_bytes && d->mem->total / d->sample_bytes < MIN_MEMORY_SAMPLES) {
+	if (diagnose_too_little_growth(d->mem->total, d->sample_bytes)) {
 		d->too_little_growth = true;
 		return 0;
 	}
@@ -280,13 +196,13 @@ static int find_site(struct diagnosis *d)
 		return 0;
 	}
 	{
-		_cleanup_free_ uint32_t *order = malloc(d->mem->n_rows * sizeof(*order));
 		const struct report_row *w;
+		uint32_t row;
 
-		if (!order)
-			return -ENOMEM;
-		report_order(d->mem, REPORT_SORT_SELF, order);
-		w = &d->mem->rows[order[0]];
+		k = report_first(d->mem, REPORT_SORT_SELF, &row);
+		if (k < 0)
+			return k == -ENOENT ? 0 : k;
+		w = &d->mem->rows[row];
 		d->site = strdup(profile_string(d->mem->p, w->function));
 		d->site_file = w->file ? strdup(profile_string(d->mem->p, w->file)) : NULL;
 		if (!d->site || (w->file && !d->site_file))
@@ -316,7 +232,7 @@ static void where(const char *file, int64_t line, char *buf, size_t size)
 		(void)snprintf(buf, size, " (%s)", base);
 }
 
-static char *finding_label(const struct report *r, const struct finding *f)
+static char *finding_label(const struct report *r, const struct diagnose_finding *f)
 {
 	const struct report_row *w = &r->rows[f->row];
 	_cleanup_free_ char *text = NULL;
@@ -349,43 +265,43 @@ static void print_text(const struct diagnosis *d)
 	       d->period_ns ? 1e9 / (double)d->period_ns : 0.0, d->possible, d->cpu_percent);
 
 	/* CPU */
-	if (d->cpu_percent < WAITING_PERCENT)
+	if (diagnose_waiting(d->cpu_percent))
 		printf("It is mostly waiting, not computing: on CPU for %.1f%% of the window "
-		       "(below %.0f%%).\n", d->cpu_percent, WAITING_PERCENT);
-	if (d->samples < MIN_SAMPLES) {
+		       "(below %.0f%%).\n", d->cpu_percent, DIAGNOSE_WAITING_PERCENT);
+	if (d->samples < DIAGNOSE_MIN_SAMPLES) {
 		printf("Too few CPU samples (%" PRIu64 ", fewer than %d) to say which code it runs.\n",
-		       d->samples, MIN_SAMPLES);
-	} else if (d->by_self.found) {
-		_cleanup_free_ char *self = finding_label(d->cpu, &d->by_self);
-		_cleanup_free_ char *total = finding_label(d->cpu, &d->by_total);
+		       d->samples, DIAGNOSE_MIN_SAMPLES);
+	} else if (d->c.by_self.found) {
+		_cleanup_free_ char *self = finding_label(d->cpu, &d->c.by_self);
+		_cleanup_free_ char *total = finding_label(d->cpu, &d->c.by_total);
 
 		printf("CPU: %s has the most self time, %.1f%% of the samples (%.2f s).", self ? self : "?",
-		       percent(d->by_self.self, d->cpu->total),
-		       (double)d->by_self.self * (double)d->period_ns / 1e9);
-		if (d->by_total.row == d->by_self.row) {
+		       report_percent(d->c.by_self.self, d->cpu->total),
+		       (double)d->c.by_self.self * (double)d->period_ns / 1e9);
+		if (d->c.by_total.row == d->c.by_self.row) {
 			printf(" It also has the most total time once callers that only pass through "
 			       "are set aside (%.1f%%): the time is spent in its own code.\n",
-			       percent(d->by_total.total, d->cpu->total));
-		} else if (d->coordinator) {
-			const struct report_edge *e = &d->callees.edges[0];
+			       report_percent(d->c.by_total.total, d->cpu->total));
+		} else if (d->c.coordinator) {
+			const struct report_edge *e = &d->c.callees.edges[0];
 			_cleanup_free_ char *callee = report_row_label(d->cpu, e->row);
 
 			printf(" %s has the most total time, %.1f%%, but only %.1f%% of it in itself: "
 			       "it coordinates its callees, and %s carries %.1f%% of it",
-			       total ? total : "?", percent(d->by_total.total, d->cpu->total),
-			       percent(d->callees.self, d->callees.total), callee ? callee : "?",
-			       percent(e->value, d->callees.total));
-			if (d->callees.n_edges > 1) {
-				_cleanup_free_ char *next = report_row_label(d->cpu, d->callees.edges[1].row);
+			       total ? total : "?", report_percent(d->c.by_total.total, d->cpu->total),
+			       report_percent(d->c.callees.self, d->c.callees.total), callee ? callee : "?",
+			       report_percent(e->value, d->c.callees.total));
+			if (d->c.callees.n_edges > 1) {
+				_cleanup_free_ char *next = report_row_label(d->cpu, d->c.callees.edges[1].row);
 
 				printf(", %s %.1f%%", next ? next : "?",
-				       percent(d->callees.edges[1].value, d->callees.total));
+				       report_percent(d->c.callees.edges[1].value, d->c.callees.total));
 			}
 			printf(".\n");
 		} else {
 			printf(" %s has the most total time, %.1f%%, %.1f%% of it in its own code.\n",
-			       total ? total : "?", percent(d->by_total.total, d->cpu->total),
-			       percent(d->callees.self, d->callees.total));
+			       total ? total : "?", report_percent(d->c.by_total.total, d->cpu->total),
+			       report_percent(d->c.callees.self, d->c.callees.total));
 		}
 	}
 
@@ -413,12 +329,12 @@ static void print_text(const struct diagnosis *d)
 		where(d->site_file, d->site_line, at, sizeof(at));
 		printf(" The top growth site is %s%s, %s of the %s of growth sampled (%.1f%%).\n",
 		       fn ? fn : "?", at, ctl_format_size(d->site_bytes, s1),
-		       ctl_format_size(d->mem->total, s2), percent(d->site_bytes, d->mem->total));
+		       ctl_format_size(d->mem->total, s2), report_percent(d->site_bytes, d->mem->total));
 	} else if (d->too_little_growth) {
 		printf(" Too little memory growth was sampled (%s, about %" PRIu64 " samples of %s, "
 		       "fewer than %d) to name where it grew.\n",
 		       ctl_format_size(d->mem->total, s1), d->mem->total / d->sample_bytes,
-		       ctl_format_size(d->sample_bytes, s2), MIN_MEMORY_SAMPLES);
+		       ctl_format_size(d->sample_bytes, s2), DIAGNOSE_MIN_MEMORY_SAMPLES);
 	} else {
 		printf(" No memory growth was sampled in the window.\n");
 	}
@@ -434,7 +350,7 @@ static struct json_object *new_percent(double v)
 	return json_object_new_double_s(strtod(text, NULL), text);
 }
 
-static struct json_object *json_finding(const struct report *r, const struct finding *f)
+static struct json_object *json_finding(const struct report *r, const struct diagnose_finding *f)
 {
 	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
 	const struct report_row *w = &r->rows[f->row];
@@ -444,9 +360,9 @@ static struct json_object *json_finding(const struct report *r, const struct fin
 	    (w->file && !ctl_json_put(o, "file", json_object_new_string(profile_string(r->p, w->file)))) ||
 	    (f->line && !ctl_json_put(o, "line", json_object_new_int64(f->line))) ||
 	    !ctl_json_put(o, "self", json_object_new_uint64(f->self)) ||
-	    !ctl_json_put(o, "self_percent", new_percent(percent(f->self, r->total))) ||
+	    !ctl_json_put(o, "self_percent", new_percent(report_percent(f->self, r->total))) ||
 	    !ctl_json_put(o, "total", json_object_new_uint64(f->total)) ||
-	    !ctl_json_put(o, "total_percent", new_percent(percent(f->total, r->total))))
+	    !ctl_json_put(o, "total_percent", new_percent(report_percent(f->total, r->total))))
 		return NULL;
 	return TAKE_PTR(o);
 }
@@ -455,27 +371,27 @@ static struct json_object *json_cpu(const struct diagnosis *d)
 {
 	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
 	struct json_object *bt, *callees, *path;
-	bool enough = d->samples >= MIN_SAMPLES && d->by_self.found;
+	bool enough = d->samples >= DIAGNOSE_MIN_SAMPLES && d->c.by_self.found;
 
 	if (!o || !ctl_json_put(o, "samples", json_object_new_uint64(d->samples)) ||
 	    !ctl_json_put(o, "possible_samples", json_object_new_uint64((uint64_t)llround(d->possible))) ||
 	    !ctl_json_put(o, "cpu_percent", new_percent(d->cpu_percent)) ||
-	    !ctl_json_put(o, "waiting", json_object_new_boolean(d->cpu_percent < WAITING_PERCENT)) ||
-	    !ctl_json_put(o, "waiting_below_percent", new_percent(WAITING_PERCENT)) ||
+	    !ctl_json_put(o, "waiting", json_object_new_boolean(diagnose_waiting(d->cpu_percent))) ||
+	    !ctl_json_put(o, "waiting_below_percent", new_percent(DIAGNOSE_WAITING_PERCENT)) ||
 	    !ctl_json_put(o, "enough_samples", json_object_new_boolean(enough)) ||
-	    !ctl_json_put(o, "min_samples", json_object_new_int(MIN_SAMPLES)))
+	    !ctl_json_put(o, "min_samples", json_object_new_int(DIAGNOSE_MIN_SAMPLES)))
 		return NULL;
 	if (!enough)
 		return TAKE_PTR(o);
-	if (!ctl_json_put(o, "dominant_self", json_finding(d->cpu, &d->by_self)) ||
-	    !ctl_json_put(o, "dominant_total", bt = json_finding(d->cpu, &d->by_total)) ||
-	    !ctl_json_put(bt, "role", json_object_new_string(d->coordinator ? "coordinator" : "worker")) ||
-	    !ctl_json_put(bt, "self_share_percent", new_percent(percent(d->callees.self, d->callees.total))) ||
+	if (!ctl_json_put(o, "dominant_self", json_finding(d->cpu, &d->c.by_self)) ||
+	    !ctl_json_put(o, "dominant_total", bt = json_finding(d->cpu, &d->c.by_total)) ||
+	    !ctl_json_put(bt, "role", json_object_new_string(d->c.coordinator ? "coordinator" : "worker")) ||
+	    !ctl_json_put(bt, "self_share_percent", new_percent(report_percent(d->c.callees.self, d->c.callees.total))) ||
 	    !ctl_json_put(bt, "callees", callees = json_object_new_array()) ||
 	    !ctl_json_put(bt, "path", path = json_object_new_array()))
 		return NULL;
-	for (size_t i = 0; i < d->callees.n_edges && i < 5; i++) {
-		const struct report_edge *e = &d->callees.edges[i];
+	for (size_t i = 0; i < d->c.callees.n_edges && i < 5; i++) {
+		const struct report_edge *e = &d->c.callees.edges[i];
 		struct json_object *c = json_object_new_object();
 
 		if (!c || json_object_array_add(callees, c) < 0) {
@@ -486,12 +402,12 @@ static struct json_object *json_cpu(const struct diagnosis *d)
 				  profile_string(d->cpu->p, d->cpu->rows[e->row].function))) ||
 		    !ctl_json_put(c, "kernel", json_object_new_boolean(d->cpu->rows[e->row].kernel)) ||
 		    !ctl_json_put(c, "value", json_object_new_uint64(e->value)) ||
-		    !ctl_json_put(c, "percent", new_percent(percent(e->value, d->callees.total))))
+		    !ctl_json_put(c, "percent", new_percent(report_percent(e->value, d->c.callees.total))))
 			return NULL;
 	}
-	for (size_t i = 0; i < d->n_path; i++)
+	for (size_t i = 0; i < d->c.n_path; i++)
 		if (json_object_array_add(path, json_object_new_string(
-			  profile_string(d->cpu->p, d->cpu->rows[d->path[i]].function))) < 0)
+			  profile_string(d->cpu->p, d->cpu->rows[d->c.path[i]].function))) < 0)
 			return NULL;
 	return TAKE_PTR(o);
 }
@@ -515,7 +431,7 @@ static struct json_object *json_memory(const struct diagnosis *d)
 	    !ctl_json_put(o, "growth_sampled", json_object_new_boolean(d->mem->total > 0)) ||
 	    !ctl_json_put(o, "enough_growth", json_object_new_boolean(d->mem->total > 0 &&
 								     !d->too_little_growth)) ||
-	    !ctl_json_put(o, "min_memory_samples", json_object_new_int(MIN_MEMORY_SAMPLES)) ||
+	    !ctl_json_put(o, "min_memory_samples", json_object_new_int(DIAGNOSE_MIN_MEMORY_SAMPLES)) ||
 	    (d->sample_bytes && !ctl_json_put(o, "sample_bytes", json_object_new_uint64(d->sample_bytes))))
 		return NULL;
 	if (m && (!copy_field(o, "rss_bytes", m, "rss.bytes") ||
@@ -531,7 +447,7 @@ static struct json_object *json_memory(const struct diagnosis *d)
 	    (d->site_file && !ctl_json_put(site, "file", json_object_new_string(d->site_file))) ||
 	    (d->site_line > 0 && !ctl_json_put(site, "line", json_object_new_int64(d->site_line))) ||
 	    !ctl_json_put(site, "bytes", json_object_new_uint64(d->site_bytes)) ||
-	    !ctl_json_put(site, "percent", new_percent(percent(d->site_bytes, d->mem->total))))
+	    !ctl_json_put(site, "percent", new_percent(report_percent(d->site_bytes, d->mem->total))))
 		return NULL;
 	return TAKE_PTR(o);
 }
@@ -701,8 +617,8 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 	k = report_build(cpu, &cpu_opts, &d.cpu);
-	if (k >= 0 && d.samples >= MIN_SAMPLES)
-		k = find_cpu(&d, cpu);
+	if (k >= 0 && d.samples >= DIAGNOSE_MIN_SAMPLES)
+		k = diagnose_cpu(d.cpu, cpu, &d.c);
 	if (k >= 0)
 		k = report_build(mem, &mem_opts, &d.mem);
 	if (k >= 0)

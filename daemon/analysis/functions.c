@@ -157,6 +157,20 @@ void report_order(const struct report *r, enum report_sort sort, uint32_t *order
 		qsort_r(order, r->n_rows, sizeof(*order), order_cmp, ctx);
 }
 
+int report_first(const struct report *r, enum report_sort sort, uint32_t *ret_row)
+{
+	_cleanup_free_ uint32_t *order = NULL;
+
+	if (r->n_rows == 0)
+		return -ENOENT;
+	order = malloc(r->n_rows * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	report_order(r, sort, order);
+	*ret_row = order[0];
+	return 0;
+}
+
 size_t report_match(const struct report *r, const char *name, bool *match)
 {
 	size_t len = strlen(name), n = 0;
@@ -453,18 +467,13 @@ static int wrapper_above(const struct report *r, double pass_through, uint32_t r
 int report_dominant(const struct report *r, double pass_through, uint32_t *path, size_t max_path,
 		    size_t *ret_n_path, uint32_t *ret_row, struct report_relatives *ret_callees)
 {
-	_cleanup_free_ uint32_t *order = NULL;
 	size_t n = 0;
 	uint32_t row, above;
 	int k;
 
-	if (r->n_rows == 0)
-		return -ENOENT;
-	order = malloc(r->n_rows * sizeof(*order));
-	if (!order)
-		return -ENOMEM;
-	report_order(r, REPORT_SORT_TOTAL, order);
-	row = order[0];
+	k = report_first(r, REPORT_SORT_TOTAL, &row);
+	if (k < 0)
+		return k;
 	/* up: path holds the wrappers found, innermost last, as it goes */
 	while (n < max_path && (k = wrapper_above(r, pass_through, row, path, n, &above)) != 0) {
 		if (k < 0)

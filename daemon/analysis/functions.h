@@ -79,6 +79,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct report, report_free)
  * (n_rows entries). */
 void report_order(const struct report *r, enum report_sort sort, uint32_t *order);
 
+/* The first row in that order into *ret_row: 0, -ENOENT for an empty
+ * report, or -ENOMEM. */
+int report_first(const struct report *r, enum report_sort sort, uint32_t *ret_row);
+
 /* Marks in match (n_rows entries) the rows of the function named name
  * ("name_[k]" for a kernel one; a plain name takes the user-space
  * function, else the kernel one).  Returns how many. */

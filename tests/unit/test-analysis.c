@@ -4,7 +4,7 @@
  * report, diff and diagnose and perfd's top share: known answers for self
  * and total with recursion, callers and callees whose shares add up to
  * the function's total, the trees top cuts to a budget, a diff of shares,
- * and one check
+ * the diagnosis rules on the dominant path, and one check
  * that top's path (the daemon's model through api/model_profile.h) and
  * report's path (the same model written as a folded snapshot and read
  * back by profile_read) give the same rows for the same stacks.
@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "analysis/diagnose.h"
 #include "analysis/diff.h"
 #include "analysis/functions.h"
 #include "api/model_profile.h"
@@ -173,6 +174,57 @@ Test(analysis, a_diff_compares_shares_largest_change_first)
 		cr_assert_float_eq(row->self_delta, want[i].self_delta, 1e-9, "%s", row->function);
 		cr_assert_float_eq(row->total_delta, want[i].total_delta, 1e-9, "%s", row->function);
 	}
+}
+
+Test(analysis, diagnose_follows_the_wrappers_down_to_a_coordinator)
+{
+	/* _start, main and run only pass the time on; coord divides it */
+	_cleanup_(profile_freep) struct profile *p = folded("app;_start;main;run;coord;a 50\n"
+							    "app;_start;main;run;coord;b 45\n"
+							    "app;_start;main;run;coord 5\n");
+	_cleanup_(report_freep) struct report *r = build(p, false);
+	_cleanup_(diagnose_cpu_done) struct diagnose_cpu c = { 0 };
+
+	cr_assert_eq(diagnose_cpu(r, p, &c), 0);
+	cr_assert(c.by_self.found && c.by_total.found);
+	cr_assert_str_eq(row_name(r, c.by_self.row), "a");
+	cr_assert_eq(c.by_self.self, 50);
+	cr_assert_str_eq(row_name(r, c.by_total.row), "coord");
+	cr_assert_eq(c.by_total.total, 100);
+	cr_assert_eq(c.n_path, 3);
+	cr_assert_str_eq(row_name(r, c.path[0]), "_start");
+	cr_assert_str_eq(row_name(r, c.path[2]), "run");
+	cr_assert(c.coordinator, "5%% self of its total is under the coordinator's 10%%");
+	cr_assert_eq(c.callees.self, 5);
+	cr_assert_eq(c.callees.n_edges, 2);
+	cr_assert_eq(c.callees.edges[0].value + c.callees.edges[1].value + c.callees.self, 100);
+}
+
+Test(analysis, diagnose_names_a_worker_and_its_thresholds)
+{
+	_cleanup_(profile_freep) struct profile *p = folded("app;main;work 95\napp;main;other 5\n");
+	_cleanup_(report_freep) struct report *r = build(p, false);
+	_cleanup_(diagnose_cpu_done) struct diagnose_cpu c = { 0 };
+	_cleanup_(profile_freep) struct profile *empty = folded("");
+	_cleanup_(report_freep) struct report *none = build(empty, false);
+	uint32_t row;
+
+	cr_assert_eq(diagnose_cpu(r, p, &c), 0);
+	cr_assert_str_eq(row_name(r, c.by_total.row), "work");
+	cr_assert_eq(c.by_total.row, c.by_self.row, "the time is spent in its own code");
+	cr_assert_not(c.coordinator);
+	diagnose_cpu_done(&c);
+	cr_assert_eq(diagnose_cpu(none, empty, &c), 0);
+	cr_assert_not(c.by_self.found || c.by_total.found);
+
+	cr_assert(diagnose_waiting(19.9));
+	cr_assert_not(diagnose_waiting(20.0));
+	cr_assert(diagnose_too_little_growth(9 * 4096, 4096));
+	cr_assert_not(diagnose_too_little_growth(10 * 4096, 4096));
+	cr_assert_not(diagnose_too_little_growth(4096, 0), "an unknown sample size names a site");
+	cr_assert_eq(report_first(r, REPORT_SORT_SELF, &row), 0);
+	cr_assert_str_eq(row_name(r, row), "work");
+	cr_assert_eq(report_first(none, REPORT_SORT_SELF, &row), -ENOENT);
 }
 
 /* main;f;f;g 10, main;f 5 and main;g;f 3 (f recursive), main;f;clear_page

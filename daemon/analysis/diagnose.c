@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * diagnose.c - the rules of `perfctl diagnose` (diagnose.h).
+ *
+ * Design: diagnose computes nothing the report does not already compute.
+ * By self is the report's first row by self, at the line of it with the
+ * most self (a second report, with lines, of the same profile).  By total
+ * follows report_dominant(): down through every callee that carries at
+ * least DIAGNOSE_PASS_THROUGH of its caller (_start, main and other
+ * wrappers), to the first function whose time is divided or spent in
+ * itself; it is a coordinator when its self is below
+ * DIAGNOSE_COORDINATOR_SELF of its total.  Cost: two reports and the
+ * passes of report_dominant(), O(frame references) each.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "analysis/diagnose.h"
+
+/* The line of row's function in by_line with the most self into *ret (0:
+ * none known); 0 or -ENOMEM. */
+static int line_of_most_self(const struct report *r, uint32_t row, const struct report *by_line,
+			     uint32_t *ret)
+{
+	_cleanup_free_ uint32_t *order = malloc((by_line->n_rows + 1) * sizeof(*order));
+	const struct report_row *w = &r->rows[row];
+
+	if (!order)
+		return -ENOMEM;
+	*ret = 0;
+	report_order(by_line, REPORT_SORT_SELF, order);
+	for (size_t i = 0; i < by_line->n_rows; i++) {
+		const struct report_row *l = &by_line->rows[order[i]];
+
+		if (l->function == w->function && l->file == w->file && l->kernel == w->kernel) {
+			*ret = l->line;
+			break;
+		}
+	}
+	return 0;
+}
+
+int diagnose_cpu(const struct report *cpu, const struct profile *lined, struct diagnose_cpu *ret)
+{
+	_cleanup_(report_freep) struct report *by_line = NULL;
+	const struct report_opts lo = { .lines = true };
+	struct diagnose_cpu c = { 0 };
+	const struct report_row *w;
+	uint32_t row, line;
+	int k;
+
+	k = report_first(cpu, REPORT_SORT_SELF, &row);
+	if (k == -ENOENT) {
+		*ret = c;
+		return 0;
+	}
+	if (k < 0)
+		return k;
+	w = &cpu->rows[row];
+	c.by_self = (struct diagnose_finding){ true, row, w->self, w->total, w->line };
+	k = report_build(lined, &lo, &by_line);
+	if (k < 0)
+		return k;
+	k = line_of_most_self(cpu, row, by_line, &line);
+	if (k < 0)
+		return k;
+	if (line)
+		c.by_self.line = line;
+
+	/* the function the time passes down to through the wrappers */
+	k = report_dominant(cpu, DIAGNOSE_PASS_THROUGH, c.path, ELEMENTSOF(c.path), &c.n_path, &row,
+			    &c.callees);
+	if (k < 0)
+		return k;
+	w = &cpu->rows[row];
+	c.by_total = (struct diagnose_finding){ true, row, w->self, w->total, w->line };
+	c.coordinator = c.callees.n_edges > 0 &&
+			(double)c.callees.self < DIAGNOSE_COORDINATOR_SELF * (double)c.callees.total;
+	*ret = c;
+	return 0;
+}
+
+void diagnose_cpu_done(struct diagnose_cpu *c)
+{
+	free(c->callees.edges);
+	c->callees = (struct report_relatives){ 0 };
+}
+
+bool diagnose_waiting(double cpu_percent)
+{
+	return cpu_percent < DIAGNOSE_WAITING_PERCENT;
+}
+
+bool diagnose_too_little_growth(uint64_t bytes, uint64_t sample_bytes)
+{
+	/* a site named from a sample or two is a guess, not a finding */
+	return sample_bytes && bytes / sample_bytes < DIAGNOSE_MIN_MEMORY_SAMPLES;
+}
