@@ -85,7 +85,7 @@ static int folded_frame(struct profile *p, const char *s, size_t n, int64_t *ret
 	fl = file ? profile_intern_string(p, file, file_len) : 0;
 	if (fn < 0 || fl < 0)
 		return fn < 0 ? (int)fn : (int)fl;
-	*ret = profile_intern_frame(p, (uint32_t)fn, (uint32_t)fl, line, kernel);
+	*ret = profile_intern_frame(p, (uint32_t)fn, (uint32_t)fl, line, kernel, 0);
 	return *ret < 0 ? (int)*ret : 0;
 }
 
@@ -308,7 +308,7 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 		if (fn < 0 || fl < 0)
 			return fn < 0 ? (int)fn : (int)fl;
 		id = profile_intern_frame(p, (uint32_t)fn, (uint32_t)fl, (uint32_t)line,
-				  fkind && strcmp(fkind, "kernel") == 0);
+				  fkind && strcmp(fkind, "kernel") == 0, 0);
 		if (id < 0)
 			return (int)id;
 		frame_ids[i] = (uint32_t)id;
@@ -499,7 +499,7 @@ static int pprof_location(struct pprof_read *r, uint64_t location_id)
 		fn = profile_intern_cstring(r->p, name);
 		if (fn < 0)
 			return (int)fn;
-		id = profile_intern_frame(r->p, (uint32_t)fn, 0, 0, kernel);
+		id = profile_intern_frame(r->p, (uint32_t)fn, 0, 0, kernel, 0);
 		return id < 0 ? (int)id : profile_stack_push(r->p, (uint32_t)id, r->err);
 	}
 	for (size_t j = loc->n_line; j-- > 0;) {
@@ -519,7 +519,7 @@ static int pprof_location(struct pprof_read *r, uint64_t location_id)
 		if (fn == 0)
 			return profile_fail(r->err, -EBADMSG, "function %" PRIu64 " has no name", f->id);
 		id = profile_intern_frame(r->p, (uint32_t)fn, (uint32_t)fl,
-				  ln->line > 0 && ln->line <= UINT32_MAX ? (uint32_t)ln->line : 0, kernel);
+				  ln->line > 0 && ln->line <= UINT32_MAX ? (uint32_t)ln->line : 0, kernel, 0);
 		if (id < 0)
 			return (int)id;
 		k = profile_stack_push(r->p, (uint32_t)id, r->err);

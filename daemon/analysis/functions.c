@@ -38,6 +38,8 @@ static int frame_key_cmp(const void *x, const void *y, void *arg)
 		return a->file < b->file ? -1 : 1;
 	if (a->kernel != b->kernel)
 		return a->kernel ? 1 : -1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
 	if (r->opts.lines && a->line != b->line)
 		return a->line < b->line ? -1 : 1;
 	return 0;
@@ -55,6 +57,8 @@ static int row_name_cmp(const struct report *r, uint32_t x, uint32_t y)
 		c = a->line < b->line ? -1 : 1;
 	if (c == 0 && a->kernel != b->kernel)
 		c = a->kernel ? 1 : -1;
+	if (c == 0 && a->kind != b->kind)
+		c = a->kind < b->kind ? -1 : 1;
 	return c;
 }
 
@@ -101,7 +105,7 @@ int report_build(const struct profile *p, const struct report_opts *o, struct re
 
 		if (i == 0 || frame_key_cmp(&order[i - 1], &order[i], r) != 0)
 			r->rows[r->n_rows++] = (struct report_row){
-				.function = f->function, .file = f->file, .kernel = f->kernel,
+				.function = f->function, .file = f->file, .kernel = f->kernel, .kind = f->kind,
 			};
 		row = &r->rows[r->n_rows - 1];
 		if (f->line && (!row->line || f->line < row->line))

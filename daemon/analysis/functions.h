@@ -29,9 +29,9 @@ enum report_sort {
 struct report_opts {
 	bool lines;       /* a row per function and line, not per function */
 	bool skip_kernel; /* leave kernel frames out of every stack */
-	bool by_name;     /* a row per name and side, whatever the file (diff: a
-			   * folded file knows no files; top: two functions of one
-			   * name are one row); the row's file is one of them */
+	bool by_name;     /* a row per name, side and kind, whatever the file
+			   * (diff: a folded file knows no files; top: two functions
+			   * of one name are one row); the row's file is one of them */
 };
 
 /* One function (or, with lines, one line of a function). */
@@ -39,6 +39,7 @@ struct report_row {
 	uint32_t function, file; /* string ids of the profile; file 0: unknown */
 	uint32_t line;           /* with lines, the row's; else the lowest seen; 0: unknown */
 	bool kernel;
+	uint8_t kind;            /* its frames' (struct profile_frame) */
 	uint64_t self;  /* of the stacks it is the leaf of */
 	uint64_t total; /* of the stacks it is in, once per stack */
 };

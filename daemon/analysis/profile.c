@@ -92,10 +92,10 @@ int64_t profile_intern_cstring(struct profile *p, const char *s)
 }
 
 int64_t profile_intern_frame(struct profile *p, uint32_t function, uint32_t file, uint32_t line,
-			     bool kernel)
+			     bool kernel, uint8_t kind)
 {
 	uint64_t h = hash_u64(((uint64_t)function << 32 | file) ^
-			      hash_u64((uint64_t)line << 1 | kernel));
+			      hash_u64((uint64_t)kind << 33 | (uint64_t)line << 1 | kernel));
 
 	for (uint64_t key = h & ~1ULL;; key = (key + 2) & ~1ULL) {
 		bool fresh;
@@ -107,7 +107,7 @@ int64_t profile_intern_frame(struct profile *p, uint32_t function, uint32_t file
 		if (!fresh) {
 			f = &p->frames[*id];
 			if (f->function != function || f->file != file || f->line != line ||
-			    f->kernel != kernel)
+			    f->kernel != kernel || f->kind != kind)
 				continue;
 			return (int64_t)*id;
 		}
@@ -115,7 +115,7 @@ int64_t profile_intern_frame(struct profile *p, uint32_t function, uint32_t file
 			u64map_remove(&p->frames_by_hash, key);
 			return -ENOMEM;
 		}
-		p->frames[p->n_frames] = (struct profile_frame){ function, file, line, kernel };
+		p->frames[p->n_frames] = (struct profile_frame){ function, file, line, kernel, kind };
 		*id = p->n_frames;
 		return (int64_t)p->n_frames++;
 	}

@@ -46,6 +46,10 @@ struct profile_frame {
 	uint32_t file;     /* string id, 0: unknown */
 	uint32_t line;     /* 0: unknown */
 	bool kernel;
+	/* what kind of code it is, as its producer tells kinds apart (perfd's
+	 * enum frame_kind for a profile made in perfd: a Python function and a
+	 * native one of one name are two frames); 0 for every frame of a file */
+	uint8_t kind;
 };
 
 struct profile_stack {
@@ -90,9 +94,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct profile, profile_free)
 int64_t profile_intern_string(struct profile *p, const char *s, size_t n);
 int64_t profile_intern_cstring(struct profile *p, const char *s);
 
-/* The id of the frame, added when new; or -ENOMEM. */
+/* The id of the frame, added when new; or -ENOMEM.  kind: see struct
+ * profile_frame. */
 int64_t profile_intern_frame(struct profile *p, uint32_t function, uint32_t file, uint32_t line,
-			     bool kernel);
+			     bool kernel, uint8_t kind);
 
 void profile_stack_begin(struct profile *p);
 /* Appends a frame to the stack being built; -E2BIG past the caps, -ENOMEM. */

@@ -25,9 +25,9 @@
  *             (code inlined into it is its own) at the line it ran.  A
  *             memory view leaves kernel frames out, as mem and report do:
  *             they are the page-fault path under every sample.  Functions
- *             are keyed by name and side of the kernel boundary: two of
- *             one name in two files, or a Python and a native one, are
- *             one row, shown with its first frame's kind and file.
+ *             are keyed by name and kind (kernel, native, Python, JIT):
+ *             two of one name in two files are one row, shown with its
+ *             first frame's file; a Python and a native one are two.
  *
  * The function view's numbers are the analysis module's
  * (analysis/functions.h), the code `perfctl report`, `diff` and
@@ -394,7 +394,7 @@ static void write_tree(const struct ftable *t, struct jsonw *w, const struct rep
 }
 
 /* Marks in match the row of the function asked for: of its kind when
- * given, else the user one before a kernel one of that name (as
+ * given, else the first of that name, a user one before a kernel one (as
  * report_match() takes a name).  Returns it, or REPORT_ROOT for none. */
 static uint32_t find_target(const struct report *r, const struct perfd_top_args *a, bool *match)
 {
@@ -405,9 +405,9 @@ static uint32_t find_target(const struct report *r, const struct perfd_top_args 
 	if (report_match(r, name, match) == 0)
 		return REPORT_ROOT;
 	for (size_t i = 0; i < r->n_rows; i++)
-		if (match[i]) {
-			if (a->function_kind >= 0 && r->rows[i].kernel != kernel)
-				break;
+		if (match[i] && (a->function_kind < 0 || r->rows[i].kind == a->function_kind)) {
+			memset(match, 0, r->n_rows * sizeof(*match));
+			match[i] = true;
 			return (uint32_t)i;
 		}
 	memset(match, 0, r->n_rows * sizeof(*match));

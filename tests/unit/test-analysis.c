@@ -301,3 +301,47 @@ Test(analysis, top_and_report_give_the_same_rows_for_the_same_stacks)
 				   "work 4 4\n"
 				   "clear_page_[k] 2 2\n");
 }
+
+/* A script's main() under the interpreter's own C main: one name, two
+ * kinds of code.  perfd knows the kinds, and top keeps them two rows
+ * (keyed by name and kind, whatever the file); a folded file does not, and
+ * report has them apart by their files. */
+static const struct fake_frame main_frames[] = {
+	{ FRAME(1, 0x1), 1, { NATIVE("main", NULL, 0, 1) } },
+	{ PYFRAME(0x7), 1, { PYTHON_FROM("main", "/srv/app.py", 3, 1) } },
+	{ PYFRAME(0x8), 1, { PYTHON_FROM("work", "/srv/app.py", 9, 8) } },
+};
+
+Test(analysis, top_tells_a_python_function_from_a_native_one_of_its_name)
+{
+	_cleanup_(profile_freep) struct profile *live = NULL;
+	_cleanup_free_ struct model_frame_origin *origins = NULL;
+	_cleanup_(report_freep) struct report *top = NULL;
+	size_t mains = 0;
+	struct model *m;
+
+	SET_FAKE_FRAMES(main_frames);
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 7, PYFRAME(0x8), PYFRAME(0x7), FRAME(1, 0x1));
+	FAKE_ADD(0, 3, FRAME(1, 0x1));
+	m = fake_build();
+	cr_assert_eq(model_profile_new(m, &live, &origins), 0);
+	model_free(m);
+	top = build(live, true);
+	for (size_t i = 0; i < top->n_rows; i++) {
+		const struct report_row *w = &top->rows[i];
+
+		if (strcmp(profile_string(live, w->function), "main") != 0 || !w->total)
+			continue;
+		mains++;
+		if (w->kind == FRAME_KIND_PYTHON) {
+			cr_expect_eq(w->total, 7);
+			cr_expect_eq(w->self, 0);
+		} else {
+			cr_expect_eq(w->kind, FRAME_KIND_NATIVE);
+			cr_expect_eq(w->total, 10);
+			cr_expect_eq(w->self, 3);
+		}
+	}
+	cr_expect_eq(mains, 2, "a Python main and a native main are one row");
+}
