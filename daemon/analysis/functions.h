@@ -31,7 +31,8 @@ struct report_opts {
 	bool skip_kernel; /* leave kernel frames out of every stack */
 	bool by_name;     /* a row per name, side and kind, whatever the file
 			   * (diff: a folded file knows no files; top: two functions
-			   * of one name are one row); the row's file is one of them */
+			   * of one name and kind are one row); the row's file is
+			   * one of them */
 };
 
 /* One function (or, with lines, one line of a function). */

@@ -128,11 +128,12 @@ void profile_stack_begin(struct profile *p)
 
 int profile_stack_push(struct profile *p, uint32_t frame, char *err)
 {
+	size_t max_refs = p->format == PROFILE_FORMAT_LIVE ? UINT32_MAX : PROFILE_MAX_FRAME_REFS;
+
 	if (p->n_pool - p->stack_start >= PROFILE_MAX_DEPTH)
 		return profile_fail(err, -E2BIG, "a stack deeper than %d frames", PROFILE_MAX_DEPTH);
-	if (p->n_pool >= PROFILE_MAX_FRAME_REFS)
-		return profile_fail(err, -E2BIG, "more than %zu frames in all the stacks",
-			    PROFILE_MAX_FRAME_REFS);
+	if (p->n_pool >= max_refs)
+		return profile_fail(err, -E2BIG, "more than %zu frames in all the stacks", max_refs);
 	if (array_grow((void **)&p->pool, &p->cap_pool, p->n_pool + 1, sizeof(*p->pool), 256) < 0)
 		return -ENOMEM;
 	p->pool[p->n_pool++] = frame;
@@ -147,6 +148,8 @@ int profile_stack_end(struct profile *p, uint64_t value, char *err)
 	}
 	if (p->total + value < p->total)
 		return profile_fail(err, -EOVERFLOW, "the values add up past 2^64");
+	if (p->format != PROFILE_FORMAT_LIVE && p->n_stacks >= PROFILE_MAX_STACKS)
+		return profile_fail(err, -E2BIG, "more than %zu stacks", PROFILE_MAX_STACKS);
 	if (array_grow((void **)&p->stacks, &p->cap_stacks, p->n_stacks + 1, sizeof(*p->stacks), 256) < 0)
 		return -ENOMEM;
 	p->stacks[p->n_stacks++] = (struct profile_stack){

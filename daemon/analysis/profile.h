@@ -4,7 +4,7 @@
  * stacks, each a run of named frames root first and a value in the
  * profile's unit.  perfctl builds it from a file or a snapshot answer
  * (cli/profile_read.c: folded, json, pprof); perfd builds it from its own
- * model for `top` (api/top_profile.c).  Either way the same code sums it
+ * model for `top` (api/model_profile.c).  Either way the same code sums it
  * (analysis/functions.h), so a table means the same wherever it was made.
  *
  * Frames are interned (one id per function, file, line and side of the
@@ -26,8 +26,12 @@
 #include "base/u64map.h"
 #include "perfd/macro.h"
 
+/* Caps on what a file may make a reader hold (perfd's own store, format
+ * LIVE, is bounded by the store's limits: only the 32-bit offsets of its
+ * frame references bound it here). */
 #define PROFILE_MAX_DEPTH 2048                   /* frames in one stack */
 #define PROFILE_MAX_FRAME_REFS ((size_t)1 << 25) /* frames over all stacks */
+#define PROFILE_MAX_STACKS ((size_t)1 << 22)     /* stacks, frameless ones too */
 
 /* Room for a builder's or reader's complaint ("line 3: the count is not a
  * number"). */

@@ -67,8 +67,10 @@ int model_profile_new(const struct model *m, struct profile **ret,
 
 			if (name < 0 || file < 0)
 				return name < 0 ? (int)name : (int)file;
+			/* keyed by its function's kind, the kind the answer
+			 * shows and a client asks for */
 			f = profile_intern_frame(p, (uint32_t)name, (uint32_t)file, ln->line,
-						 l->kind == FRAME_KIND_KERNEL, (uint8_t)l->kind);
+						 mf->kind == FRAME_KIND_KERNEL, (uint8_t)mf->kind);
 			if (f < 0)
 				return (int)f;
 			if ((size_t)f == known) {

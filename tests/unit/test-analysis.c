@@ -343,5 +343,58 @@ Test(analysis, top_tells_a_python_function_from_a_native_one_of_its_name)
 			cr_expect_eq(w->self, 3);
 		}
 	}
-	cr_expect_eq(mains, 2, "a Python main and a native main are one row");
+	cr_expect_eq(mains, 2, "a Python main and a native main are not two rows");
+}
+
+/* Two functions of one name without a file or a line, a native one and a
+ * JIT's: only their kind tells them apart, and top keeps them two rows. */
+static const struct fake_frame jit_frames[] = {
+	{ FRAME(1, 0x1), 1, { NATIVE("main", NULL, 0, 1) } },
+	{ FRAME(1, 0x2), 1, { NATIVE("run", NULL, 0, 1) } },
+	{ FRAME(2, 0x3), 1, { { .kind = FRAME_KIND_JIT, .function = "run", .module = 2 } } },
+};
+
+Test(analysis, top_tells_a_jit_function_from_a_native_one_of_its_name)
+{
+	_cleanup_(profile_freep) struct profile *live = NULL;
+	_cleanup_free_ struct model_frame_origin *origins = NULL;
+	_cleanup_(report_freep) struct report *top = NULL;
+	size_t runs = 0;
+	struct model *m;
+
+	SET_FAKE_FRAMES(jit_frames);
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 6, FRAME(2, 0x3), FRAME(1, 0x1));
+	FAKE_ADD(0, 4, FRAME(1, 0x2), FRAME(1, 0x1));
+	m = fake_build();
+	cr_assert_eq(model_profile_new(m, &live, &origins), 0);
+	model_free(m);
+	top = build(live, true);
+	for (size_t i = 0; i < top->n_rows; i++) {
+		const struct report_row *w = &top->rows[i];
+
+		if (strcmp(profile_string(live, w->function), "run") != 0 || !w->total)
+			continue;
+		runs++;
+		cr_expect_eq(w->self, w->kind == FRAME_KIND_JIT ? 6 : 4, "kind %u", w->kind);
+	}
+	cr_expect_eq(runs, 2, "a JIT run and a native run are not two rows");
+}
+
+/* A file cannot make a reader hold stacks without end: frameless stacks
+ * (a folded line of a comm alone) count too. */
+Test(analysis, a_file_holds_at_most_the_stack_cap)
+{
+	_cleanup_(profile_freep) struct profile *p = NULL;
+	char err[PROFILE_ERROR_MAX] = "";
+	int r = 0;
+
+	cr_assert_eq(profile_new(PROFILE_FORMAT_FOLDED, &p), 0);
+	for (size_t i = 0; i <= PROFILE_MAX_STACKS && r == 0; i++) {
+		profile_stack_begin(p);
+		r = profile_stack_end(p, 1, err);
+	}
+	cr_expect_eq(r, -E2BIG);
+	cr_expect_eq(p->n_stacks, PROFILE_MAX_STACKS);
+	cr_expect(strstr(err, "stacks"), "%s", err);
 }
