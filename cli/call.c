@@ -160,13 +160,21 @@ enum perfctl_exit ctl_receive(const struct ctl_env *env, int fd, int timeout_ms,
 	return receive(env, fd, timeout_ms, watch, 0, ret_response);
 }
 
-enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,
-			   int timeout_ms, struct json_object **ret_response)
+enum perfctl_exit ctl_call_keep(const struct ctl_env *env, struct json_object *request,
+				int timeout_ms, struct json_object **ret_response, int *ret_fd)
 {
 	_cleanup_close_ int fd = -1;
 	enum perfctl_exit rc = ctl_connect(env, &fd);
 
-	if (rc != PERFCTL_EXIT_OK)
-		return rc;
-	return ctl_exchange(env, fd, request, timeout_ms, ret_response);
+	if (rc == PERFCTL_EXIT_OK)
+		rc = ctl_exchange(env, fd, request, timeout_ms, ret_response);
+	if (rc == PERFCTL_EXIT_OK && ret_fd)
+		*ret_fd = TAKE_FD(fd);
+	return rc;
+}
+
+enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,
+			   int timeout_ms, struct json_object **ret_response)
+{
+	return ctl_call_keep(env, request, timeout_ms, ret_response, NULL);
 }

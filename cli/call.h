@@ -27,6 +27,12 @@ struct json_object *ctl_request_new(const char *command);
 enum perfctl_exit ctl_call(const struct ctl_env *env, struct json_object *request,
 			   int timeout_ms, struct json_object **ret_response);
 
+/* ctl_call(), with the connection kept open on success (*ret_fd, the
+ * caller's; NULL: closed) for what follows the answer: a binary profile's
+ * frame (include/perfd/protocol.h). */
+enum perfctl_exit ctl_call_keep(const struct ctl_env *env, struct json_object *request,
+				int timeout_ms, struct json_object **ret_response, int *ret_fd);
+
 /* The two halves of ctl_call(), for a connection that carries several
  * requests: ctl_connect() connects to env->socket_path (*ret_fd, owned by
  * the caller) or reports why not (PERFCTL_EXIT_CONNECT); ctl_exchange()

@@ -9,13 +9,15 @@
  * size in memory for a moment (the bytes and the parsed tree), and reading
  * is O(n) because only newly read bytes are searched for the newline.  A
  * deadline covers the whole read, so a daemon that stalls mid-answer cannot
- * hang perfctl forever.
+ * hang perfctl forever.  A binary profile's frame after the line is read
+ * apart, a chunk at a time, straight to where it goes (recv_frame).
  */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -231,6 +233,39 @@ int ctl_client_recv_watched(int fd, int timeout_ms, size_t max_bytes,
 		if (nl)
 			return parse_line(buf, (size_t)(nl - buf), ret);
 	}
+}
+
+#define FRAME_CHUNK (256 * 1024)
+
+int ctl_client_recv_frame(int fd, int timeout_ms, uint64_t n,
+			  int (*put)(void *userdata, const void *data, size_t len), void *userdata,
+			  uint64_t *ret_got)
+{
+	_cleanup_free_ char *buf = malloc(FRAME_CHUNK);
+	uint64_t got = 0;
+	int k = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (got < n) {
+		ssize_t r;
+
+		k = wait_readable(fd, timeout_ms < 0 ? -1 : now_ms() + timeout_ms, NULL);
+		if (k < 0)
+			break;
+		r = recv(fd, buf, (size_t)MIN(n - got, (uint64_t)FRAME_CHUNK), 0);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			k = r < 0 ? negative_errno() : -EPROTO;
+			break;
+		}
+		got += (uint64_t)r;
+		if ((k = put(userdata, buf, (size_t)r)) < 0)
+			break;
+	}
+	*ret_got = got;
+	return k;
 }
 
 const char *ctl_client_strerror(int error)

@@ -8,6 +8,7 @@
 #define PERFCTL_CLIENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct json_object;
 
@@ -53,6 +54,17 @@ struct ctl_client_watch {
 /* ctl_client_recv(), calling watch (NULL: none) while it waits. */
 int ctl_client_recv_watched(int fd, int timeout_ms, size_t max_bytes,
 			    const struct ctl_client_watch *watch, struct json_object **ret);
+
+/* Reads the n bytes of the frame that follows an answer's line
+ * (include/perfd/protocol.h) and hands them to put(userdata, data, len) as
+ * they come, a chunk at a time: the frame is never held whole.  timeout_ms
+ * bounds each wait for more (< 0: none).  Returns 0, put's error, or:
+ *   -EPROTO     the peer closed the connection before the frame's end
+ *   -ETIMEDOUT  no byte for timeout_ms
+ *   or the -errno of poll()/read(); *ret_got says how many were read. */
+int ctl_client_recv_frame(int fd, int timeout_ms, uint64_t n,
+			  int (*put)(void *userdata, const void *data, size_t len), void *userdata,
+			  uint64_t *ret_got);
 
 /* A sentence for the errors above that strerror() words badly, else
  * strerror(-error).  Static storage. */

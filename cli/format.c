@@ -80,7 +80,7 @@ const char *ctl_format_by_extension(const char *path)
 	size_t n = strlen(path), best = 0;
 	const char *format = NULL;
 
-#define BY_EXTENSION(name, ext, binary)                                              \
+#define BY_EXTENSION(name, ext, form)                                                \
 	if (n > strlen(ext) && strlen(ext) > best &&                               \
 	    strcmp(path + n - strlen(ext), ext) == 0) {                            \
 		format = #name;                                                    \
@@ -93,9 +93,9 @@ const char *ctl_format_by_extension(const char *path)
 
 bool ctl_format_is_binary(const char *name)
 {
-#define IS_BINARY(fname, ext, binary)                                              \
+#define IS_BINARY(fname, ext, form)                                                \
 	if (strcmp(name, #fname) == 0)                                             \
-		return binary;
+		return form == PERFD_FORM_BINARY;
 	PERFD_FORMATS(IS_BINARY)
 #undef IS_BINARY
 	return false;

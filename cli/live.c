@@ -165,7 +165,7 @@ done:
 
 enum perfctl_exit ctl_live_call(const struct ctl_env *env, struct json_object *request,
 				int timeout_ms, const struct ctl_live_opts *o,
-				struct json_object **ret_response)
+				struct json_object **ret_response, int *ret_fd)
 {
 	struct live l = { .o = o, .last_second = -1 };
 	struct ctl_client_watch watch = { .interval_ms = LIVE_TICK_MS, .fn = on_tick, .userdata = &l };
@@ -197,5 +197,7 @@ enum perfctl_exit ctl_live_call(const struct ctl_env *env, struct json_object *r
 	if (l.caught && (!l.stop_sent || o->interrupt))
 		(void)sigaction(SIGINT, &l.old_sigint, NULL);
 	erase_progress(&l);
+	if (rc == PERFCTL_EXIT_OK && ret_fd)
+		*ret_fd = TAKE_FD(fd);
 	return rc;
 }

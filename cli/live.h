@@ -36,10 +36,10 @@ struct ctl_live_opts {
  * its answer, as ctl_call() does, meanwhile: a progress line on stderr
  * when it is a terminal, and at the first SIGINT (or when o->done says so)
  * a "stop" that makes perfd answer at once with what it sampled; a second
- * SIGINT ends perfctl as usual (o->interrupt changes both).  Returns ctl_call()'s exit codes and
- * answer. */
+ * SIGINT ends perfctl as usual (o->interrupt changes both).  Returns ctl_call_keep()'s exit
+ * codes, answer and connection (ret_fd NULL: closed). */
 enum perfctl_exit ctl_live_call(const struct ctl_env *env, struct json_object *request,
 				int timeout_ms, const struct ctl_live_opts *o,
-				struct json_object **ret_response);
+				struct json_object **ret_response, int *ret_fd);
 
 #endif

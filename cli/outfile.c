@@ -4,7 +4,8 @@
  * renamed over FILE only once complete, so a failed or interrupted write
  * never leaves a half-written FILE (an interrupted one can leave
  * FILE.tmp); a device or FIFO, where rename makes no sense, is written in
- * place.
+ * place.  A file can be written in pieces as they come (ctl_outfile_*: a
+ * profile streamed from perfd's socket) with the same promise.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,41 +55,76 @@ int ctl_check_output(const char *path)
 	return 0;
 }
 
-int ctl_write_output(const char *path, const char *data, size_t len)
+int ctl_outfile_open(const char *path, struct ctl_outfile *f)
 {
-	_cleanup_free_ char *tmp = NULL;
-	_cleanup_close_ int fd = -1;
 	struct stat st;
-	int k;
 
+	*f = (struct ctl_outfile){ .path = path, .fd = -1 };
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0)
-			return negative_errno();
-		k = write_all(fd, data, len);
-		if (k < 0)
-			return k;
-		return close(TAKE_FD(fd)) < 0 ? negative_errno() : 0;
+		f->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		return f->fd < 0 ? negative_errno() : 0;
 	}
-
-	if (asprintf(&tmp, "%s.tmp", path) < 0) {
-		tmp = NULL;
+	if (asprintf(&f->tmp, "%s.tmp", path) < 0) {
+		f->tmp = NULL;
 		return -ENOMEM;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
-	if (fd < 0)
-		return negative_errno();
+	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
+	if (f->fd < 0) {
+		int k = negative_errno();
 
-	k = write_all(fd, data, len);
-	if (k >= 0 && fsync(fd) < 0)
+		free(f->tmp);
+		f->tmp = NULL;
+		return k;
+	}
+	return 0;
+}
+
+int ctl_outfile_write(struct ctl_outfile *f, const void *data, size_t len)
+{
+	return write_all(f->fd, data, len);
+}
+
+void ctl_outfile_abort(struct ctl_outfile *f)
+{
+	closep(&f->fd);
+	if (f->tmp)
+		(void)unlink(f->tmp);
+	free(f->tmp);
+	f->tmp = NULL;
+}
+
+int ctl_outfile_commit(struct ctl_outfile *f)
+{
+	int k = 0;
+
+	if (f->tmp && fsync(f->fd) < 0)
 		k = negative_errno();
-	if (k >= 0 && close(TAKE_FD(fd)) < 0)
+	if (k >= 0 && close(TAKE_FD(f->fd)) < 0)
 		k = negative_errno();
-	if (k >= 0 && rename(tmp, path) < 0)
+	if (k >= 0 && f->tmp && rename(f->tmp, f->path) < 0)
 		k = negative_errno();
+	if (k < 0) {
+		ctl_outfile_abort(f);
+		return k;
+	}
+	free(f->tmp);
+	f->tmp = NULL;
+	return 0;
+}
+
+int ctl_write_output(const char *path, const char *data, size_t len)
+{
+	struct ctl_outfile f;
+	int k = ctl_outfile_open(path, &f);
+
 	if (k < 0)
-		(void)unlink(tmp);
-	return k;
+		return k;
+	k = ctl_outfile_write(&f, data, len);
+	if (k < 0) {
+		ctl_outfile_abort(&f);
+		return k;
+	}
+	return ctl_outfile_commit(&f);
 }
 
 int ctl_output_option(struct ctl_env *env, const char *command, const char *arg,
@@ -102,10 +138,9 @@ int ctl_output_option(struct ctl_env *env, const char *command, const char *arg,
 	return 0;
 }
 
-enum perfctl_exit ctl_output(struct ctl_env *env, const char *path, const char *data, size_t len)
+enum perfctl_exit ctl_output_done(struct ctl_env *env, const char *path, int k)
 {
 	_cleanup_(json_object_putp) struct json_object *r = NULL;
-	int k = ctl_write_output(path, data, len);
 
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", path, strerror(-k));
@@ -120,4 +155,9 @@ enum perfctl_exit ctl_output(struct ctl_env *env, const char *path, const char *
 		return PERFCTL_EXIT_FAILURE;
 	}
 	return ctl_print_answer(env, r);
+}
+
+enum perfctl_exit ctl_output(struct ctl_env *env, const char *path, const char *data, size_t len)
+{
+	return ctl_output_done(env, path, ctl_write_output(path, data, len));
 }

@@ -175,7 +175,7 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 	struct ctl_snapshot_opts o = { .stop_is_end = true };
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
 	struct run r = { .gate = -1, .report = -1 };
-	_cleanup_close_ int gate_read = -1, report_write = -1;
+	_cleanup_close_ int gate_read = -1, report_write = -1, fd = -1;
 	int gate[2], report[2], at, e = 0;
 	enum perfctl_exit rc;
 
@@ -231,7 +231,7 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 							    .started = run_started,
 							    .interrupt = run_interrupt,
 							    .userdata = &r },
-				   &resp);
+				   &resp, &fd);
 		if (woken)
 			(void)sigaction(SIGCHLD, &old, NULL);
 	}
@@ -244,7 +244,7 @@ enum perfctl_exit do_record(struct ctl_env *env, int argc, char **argv)
 	closep(&r.report);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
-	rc = ctl_snapshot_write(env, resp, &o);
+	rc = ctl_snapshot_write(env, fd, resp, &o);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 	env->exit_is_cmds = true;

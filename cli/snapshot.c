@@ -11,11 +11,14 @@
  * a terminal.  With -o,
  * the output is written whole or not at all (outfile.c), and the directory
  * is checked before the request goes out, so a typo does not cost the whole
- * duration.  The profile is written as the daemon encoded it (a binary
- * format, whose answer says "encoding": "base64", as its raw bytes); the
+ * duration.  The profile is written as the daemon encoded it: a binary
+ * format's bytes, which follow the answer's line as a frame ("encoding":
+ * "frame"), are streamed from the socket to the file or stdout as they
+ * come, never held whole; a frame cut short leaves no file.  The
  * note and a one-line summary go to stderr, keeping stdout a clean profile
  * that pipes straight into flamegraph.pl.  With --json the whole answer
- * ({"version":1,"ok":true,pid,comm,...,"profile":"..."}) is written instead,
+ * ({"version":1,"ok":true,pid,comm,...,"profile":"..."}, a binary profile
+ * in base64 there, "encoding": "base64") is written instead,
  * and with -o as well stdout gets {"ok":true,"output":FILE}, so --json runs
  * always print one object.
  */
@@ -30,6 +33,7 @@
 #include <json-c/json.h>
 
 #include "call.h"
+#include "client.h"
 #include "format.h"
 #include "live.h"
 #include "outfile.h"
@@ -245,6 +249,7 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 {
 	struct ctl_snapshot_opts o = { 0 };
 	_cleanup_(json_object_putp) struct json_object *req = NULL, *resp = NULL;
+	_cleanup_close_ int fd = -1;
 	enum perfctl_exit rc;
 
 	if (parse_args(env, argc, argv, &o) < 0)
@@ -261,29 +266,153 @@ enum perfctl_exit do_snapshot(struct ctl_env *env, int argc, char **argv)
 
 	if (o.sel.duration > 0)
 		rc = ctl_live_call(env, req, ctl_selection_timeout_ms(&o.sel),
-				   &(struct ctl_live_opts){ .seconds = o.sel.duration }, &resp);
+				   &(struct ctl_live_opts){ .seconds = o.sel.duration }, &resp, &fd);
 	else
-		rc = ctl_call(env, req, ctl_selection_timeout_ms(&o.sel), &resp);
+		rc = ctl_call_keep(env, req, ctl_selection_timeout_ms(&o.sel), &resp, &fd);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
-	return ctl_snapshot_write(env, resp, &o);
+	return ctl_snapshot_write(env, fd, resp, &o);
 }
 
-enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, struct json_object *resp,
-				     const struct ctl_snapshot_opts *o)
+/* The size of the frame that follows resp, a binary profile's answer with
+ * its "encoding" (protocol.h), into *ret.  Returns PERFCTL_EXIT_OK or
+ * PERFCTL_EXIT_FAILURE after saying why. */
+static enum perfctl_exit frame_size(struct ctl_env *env, struct json_object *resp,
+				    struct json_object *encoding, uint64_t *ret)
 {
-	struct json_object *profile, *note, *encoding;
-	_cleanup_free_ char *bytes = NULL;
+	int64_t n;
+
+	if (!json_object_is_type(encoding, json_type_string) ||
+	    strcmp(json_object_get_string(encoding), "frame") != 0) {
+		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has an unknown \"encoding\"");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	if (!ctl_json_int(resp, "profile_bytes", &n) || n < 0) {
+		ctl_error(env, CTL_ERR_PROTOCOL,
+			  "perfd's snapshot answer has no \"profile_bytes\" for its frame");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	*ret = (uint64_t)n;
+	return PERFCTL_EXIT_OK;
+}
+
+/* Where a frame's bytes go as they come (ctl_client_recv_frame's put). */
+static int put_outfile(void *userdata, const void *data, size_t len)
+{
+	return ctl_outfile_write(userdata, data, len);
+}
+
+static int put_stdout(void *userdata, const void *data, size_t len)
+{
+	return fwrite(data, 1, len, stdout) == len ? 0 : -EIO;
+}
+
+struct memory {
+	char *data;
+	size_t len;
+};
+
+static int put_memory(void *userdata, const void *data, size_t len)
+{
+	struct memory *m = userdata;
+
+	memcpy(m->data + m->len, data, len);
+	m->len += len;
+	return 0;
+}
+
+/* Reads the frame of n bytes on fd into put, saying what went wrong (of
+ * writing to what, or of the connection).  Returns PERFCTL_EXIT_OK or
+ * PERFCTL_EXIT_FAILURE. */
+static enum perfctl_exit receive_frame(struct ctl_env *env, int fd, uint64_t n,
+				       int (*put)(void *, const void *, size_t), void *userdata,
+				       const char *what)
+{
+	uint64_t got = 0;
+	int k = ctl_client_recv_frame(fd, CTL_CALL_TIMEOUT_MS, n, put, userdata, &got);
+
+	if (k >= 0)
+		return PERFCTL_EXIT_OK;
+	if (got < n && (k == -EPROTO || k == -ETIMEDOUT || k == -ECONNRESET))
+		ctl_error(env, CTL_ERR_PROTOCOL,
+			  "%s after %" PRIu64 " of the profile's %" PRIu64 " bytes%s%s",
+			  ctl_client_strerror(k), got, n, what ? "; not written: " : "",
+			  what ? what : "");
+	else
+		ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", what ? what : "stdout",
+			  strerror(-k));
+	return PERFCTL_EXIT_FAILURE;
+}
+
+/* A binary profile's frame (n bytes on fd) streamed to o's file or to
+ * stdout, never held whole; with --json and no file, put into resp as
+ * "profile", base64, as perfctl's document always had it (the one place
+ * it is held whole, under the answer's cap). */
+static enum perfctl_exit write_frame(struct ctl_env *env, int fd, uint64_t n,
+				     struct json_object *resp, const struct ctl_snapshot_opts *o)
+{
+	struct ctl_outfile f;
+	struct memory m = { 0 };
+	_cleanup_free_ char *text = NULL;
+	enum perfctl_exit rc;
+	int k;
+
+	if (o->output) {
+		k = ctl_outfile_open(o->output, &f);
+		if (k < 0)
+			return ctl_output_done(env, o->output, k);
+		rc = receive_frame(env, fd, n, put_outfile, &f, o->output);
+		if (rc != PERFCTL_EXIT_OK) {
+			ctl_outfile_abort(&f);
+			return rc;
+		}
+		k = ctl_outfile_commit(&f);
+		return k < 0 || env->json ? ctl_output_done(env, o->output, k) : PERFCTL_EXIT_OK;
+	}
+	if (!env->json) {
+		rc = receive_frame(env, fd, n, put_stdout, NULL, NULL);
+		/* main() reports the stdout error; no summary for a lost profile. */
+		return rc == PERFCTL_EXIT_OK && fflush(stdout) != 0 ? PERFCTL_EXIT_FAILURE : rc;
+	}
+	if (n > CTL_CLIENT_MAX_RESPONSE_BYTES / 2) {
+		ctl_error(env, CTL_ERR_PROTOCOL, "%s", ctl_client_strerror(-EMSGSIZE));
+		return PERFCTL_EXIT_FAILURE;
+	}
+	m.data = malloc(n ? n : 1);
+	text = malloc(BASE64_ENCODED_LEN(n) + 1);
+	if (!m.data || !text) {
+		free(m.data);
+		ctl_error(env, CTL_ERR_IO, "out of memory reading the profile");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	rc = receive_frame(env, fd, n, put_memory, &m, NULL);
+	if (rc == PERFCTL_EXIT_OK) {
+		size_t len = base64_encode(m.data, m.len, text);
+
+		json_object_object_del(resp, "profile_bytes");
+		if (!ctl_json_put(resp, "encoding", json_object_new_string("base64")) ||
+		    !ctl_json_put(resp, "profile", json_object_new_string_len(text, (int)len))) {
+			ctl_error(env, CTL_ERR_IO, "out of memory");
+			rc = PERFCTL_EXIT_FAILURE;
+		}
+	}
+	free(m.data);
+	return rc != PERFCTL_EXIT_OK ? rc : ctl_print_answer(env, resp);
+}
+
+/* A text or JSON profile, in the answer: to stdout or o's file, or the
+ * whole answer with --json. */
+static enum perfctl_exit write_profile(struct ctl_env *env, struct json_object *resp,
+				       const struct ctl_snapshot_opts *o)
+{
+	struct json_object *profile = ctl_json_path(resp, "profile");
 	const char *data;
 	size_t len;
-	enum perfctl_exit rc;
 
-	profile = ctl_json_path(resp, "profile");
 	if (!profile) {
 		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has no \"profile\"");
 		return PERFCTL_EXIT_FAILURE;
 	}
-
 	if (env->json && !o->output)
 		return ctl_print_answer(env, resp);
 
@@ -295,31 +424,6 @@ enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, struct json_object *re
 			ctl_error(env, CTL_ERR_IO, "out of memory formatting perfd's answer");
 			return PERFCTL_EXIT_FAILURE;
 		}
-	} else if (json_object_is_type(profile, json_type_string) &&
-		   (encoding = ctl_json_path(resp, "encoding"))) {
-		/* a binary format (pprof): its bytes, base64 in the answer */
-		size_t n = (size_t)json_object_get_string_len(profile);
-		ssize_t got;
-
-		if (!json_object_is_type(encoding, json_type_string) ||
-		    strcmp(json_object_get_string(encoding), "base64") != 0) {
-			ctl_error(env, CTL_ERR_PROTOCOL,
-				  "perfd's snapshot answer has an unknown \"encoding\"");
-			return PERFCTL_EXIT_FAILURE;
-		}
-		bytes = malloc(n / 4 * 3 + 1);
-		if (!bytes) {
-			ctl_error(env, CTL_ERR_IO, "out of memory decoding the profile");
-			return PERFCTL_EXIT_FAILURE;
-		}
-		got = base64_decode(json_object_get_string(profile), n, bytes);
-		if (got < 0) {
-			ctl_error(env, CTL_ERR_PROTOCOL,
-				  "perfd's snapshot answer has a \"profile\" that is not base64");
-			return PERFCTL_EXIT_FAILURE;
-		}
-		data = bytes;
-		len = (size_t)got;
 	} else if (json_object_is_type(profile, json_type_string)) {
 		data = json_object_get_string(profile);
 		len = (size_t)json_object_get_string_len(profile);
@@ -334,14 +438,31 @@ enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, struct json_object *re
 		}
 	}
 
-	if (o->output) {
-		rc = ctl_output(env, o->output, data, len);
-		if (rc != PERFCTL_EXIT_OK || env->json)
-			return rc;
-	} else if ((len > 0 && fwrite(data, 1, len, stdout) != len) || fflush(stdout) != 0) {
+	if (o->output)
+		return ctl_output(env, o->output, data, len);
+	if ((len > 0 && fwrite(data, 1, len, stdout) != len) || fflush(stdout) != 0) {
 		/* main() reports the stdout error; no summary for a lost profile. */
 		return PERFCTL_EXIT_FAILURE;
 	}
+	return PERFCTL_EXIT_OK;
+}
+
+enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, int fd, struct json_object *resp,
+				     const struct ctl_snapshot_opts *o)
+{
+	struct json_object *note, *encoding = ctl_json_path(resp, "encoding");
+	enum perfctl_exit rc;
+	uint64_t n;
+
+	if (encoding) {
+		rc = frame_size(env, resp, encoding, &n);
+		if (rc == PERFCTL_EXIT_OK)
+			rc = write_frame(env, fd, n, resp, o);
+	} else {
+		rc = write_profile(env, resp, o);
+	}
+	if (rc != PERFCTL_EXIT_OK || env->json)
+		return rc;
 
 	if (!o->stop_is_end && json_object_get_boolean(ctl_json_path(resp, "stopped"))) {
 		double covered = 0;

@@ -50,8 +50,9 @@ struct json_object *ctl_snapshot_request(const struct ctl_snapshot_opts *o);
 
 /* Writes perfd's snapshot answer resp out as o asks (the profile to stdout
  * or -o FILE, or the answer with --json), then its note and a one-line
- * summary to stderr.  Returns the exit code. */
-enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, struct json_object *resp,
+ * summary to stderr; a binary profile's frame is read from fd, the
+ * connection resp came on.  Returns the exit code. */
+enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, int fd, struct json_object *resp,
 				     const struct ctl_snapshot_opts *o);
 
 #endif

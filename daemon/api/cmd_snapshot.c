@@ -417,9 +417,6 @@ static void reply_profile(struct answer *a, struct model *model)
 	if (note[0])
 		jsonw_kv_string(&w, "note", note);
 	jsonw_kv_string(&w, "format", req->format->name);
-	if (encoder_encoding(req->format))
-		jsonw_kv_string(&w, "encoding", encoder_encoding(req->format));
-	jsonw_key(&w, "profile");
 	/* the model is built: the encoding needs nothing of the loop's */
 	encode_lane_answer(d->encode_lane, a->client, req->format, model, &eo, &w);
 }

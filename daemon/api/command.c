@@ -37,7 +37,10 @@ void command_reply_writer(struct client *c, struct jsonw *w, int r)
 		reply_out_of_memory(c);
 		return;
 	}
-	(void)server_reply_owned(c, text, len, len + 1);
+	if (r == COMMAND_FRAMED)
+		(void)server_reply_frame(c, text, len, len + 1);
+	else
+		(void)server_reply_owned(c, text, len, len + 1);
 }
 
 void command_reply_error(struct client *c, const char *code, const char *fmt, ...)

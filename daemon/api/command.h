@@ -66,8 +66,12 @@ bool command_pending_line(struct daemon *d, struct client *c, const char *line, 
 void snapshots_free_all(struct daemon *d);
 
 struct jsonw;
-/* Sends what w holds (a whole answer object) when r is 0 and w has no
- * error, else the out-of-memory error; frees w's buffer either way. */
+/* What an answer's writer returns when w holds the answer's line, its
+ * newline and then a frame of bytes (include/perfd/protocol.h). */
+#define COMMAND_FRAMED 1
+/* Sends what w holds (a whole answer object, or with r COMMAND_FRAMED an
+ * answer and its frame) when r is 0 or COMMAND_FRAMED and w has no error,
+ * else the out-of-memory error; frees w's buffer either way. */
 void command_reply_writer(struct client *c, struct jsonw *w, int r);
 /* Sends the error answer code with its message (query.h's query_error). */
 void command_reply_error(struct client *c, const char *code, const char *fmt, ...)

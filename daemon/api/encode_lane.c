@@ -63,7 +63,7 @@ static void job_encode(struct encode_job *j, const atomic_bool *cancel)
 	uint64_t t0 = now_monotonic_ns();
 
 	j->r = j->write(j->model, j->args, cancel, &j->w);
-	if (j->r >= 0)
+	if (j->r == 0)
 		jsonw_object_end(&j->w);
 	j->model = model_free(j->model);
 	j->encode_ns = now_monotonic_ns() - t0;
@@ -158,14 +158,51 @@ struct encoded {
 	struct encode_opts o;
 };
 
+/* A binary format's answer: the line, closed, says how many bytes follow
+ * it; then the bytes (protocol.h).  They are gathered first, as the line
+ * must give their number: once compressed, a copy on the lane. */
+static int write_frame(const struct model *m, const struct encoded *x, struct jsonw *w)
+{
+	struct encode_buffer b;
+	int r;
+
+	encode_buffer_init(&b);
+	r = x->e->encode(m, &x->o, &b.sink);
+	if (r == 0) {
+		jsonw_kv_string(w, "encoding", "frame");
+		jsonw_kv_u64(w, "profile_bytes", b.len);
+		jsonw_object_end(w);
+		jsonw_raw_append(w, "\n", 1);
+		jsonw_raw_append(w, (const char *)b.data, b.len);
+		r = jsonw_error(w);
+	}
+	encode_buffer_done(&b);
+	return r < 0 ? r : COMMAND_FRAMED;
+}
+
+/* The profile in e's form (formats.h): the "profile" string or value of
+ * the answer, or its frame. */
 static int write_encoded(const struct model *m, const void *args, const atomic_bool *cancel,
 			 struct jsonw *w)
 {
 	const struct encoded *x = args;
-	struct encode_opts o = x->o;
+	struct encoded y = *x;
+	struct encode_jsonw_sink s;
+	int r;
 
-	o.cancel = cancel;
-	return x->e->encode(m, &o, w);
+	y.o.cancel = cancel;
+	if (x->e->form == PERFD_FORM_BINARY)
+		return write_frame(m, &y, w);
+	jsonw_key(w, "profile");
+	if (x->e->form == PERFD_FORM_JSON) {
+		encode_jsonw_value_init(&s, w);
+		return x->e->encode(m, &y.o, &s.sink);
+	}
+	encode_jsonw_text_init(&s, w);
+	jsonw_string_begin(w);
+	r = x->e->encode(m, &y.o, &s.sink);
+	jsonw_string_end(w);
+	return r < 0 ? r : jsonw_error(w);
 }
 
 void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,

@@ -18,7 +18,9 @@
  * "stop" meanwhile waits its turn and is answered on its own, "stopped":
  * false (the snapshot has ended).
  * The answer is queued as any other, under the per-client output caps
- * (api/server.h).
+ * (api/server.h); a binary profile (pprof) is gathered whole, compressed,
+ * before its answer's line can say its size, and sent as a frame of raw
+ * bytes behind that line (a third smaller than the base64 it replaced).
  *
  * Two lanes, the first only for small answers (under
  * ENCODE_LANE_BIG_SAMPLES samples), so that a small answer never waits
@@ -62,10 +64,10 @@ struct encode_lane_stats {
 /* Accepts NULL (no lanes: nothing written on them). */
 struct encode_lane_stats encode_lane_get_stats(const struct encode_lane *l);
 
-/* What a lane writes of a model into an answer: the value of the key w's
- * open object ends with, or keys of its own.  args is the caller's (a
- * copy); cancel is set at shutdown.  Reads only m and args.  Returns 0 or
- * -errno. */
+/* What a lane writes of a model into an answer: keys of w's open object.
+ * args is the caller's (a copy); cancel is set at shutdown.  Reads only m
+ * and args.  Returns 0 or -errno, or COMMAND_FRAMED (api/command.h) when
+ * it closed the object itself and put a frame behind it. */
 typedef int (*answer_write_t)(const struct model *m, const void *args,
 			      const atomic_bool *cancel, struct jsonw *w);
 
@@ -78,7 +80,9 @@ void encode_lane_write(struct encode_lane *l, struct client *c, answer_write_t w
 		       const void *args, size_t args_size, const char *what, struct model *m,
 		       struct jsonw *w);
 /* encode_lane_write of m encoded in e's format with o (copied; its
- * labels must be NULL: they are not) as the value of w's last key. */
+ * labels must be NULL: they are not): its "profile" key, or for a binary
+ * format "encoding": "frame", "profile_bytes" and the frame
+ * (include/perfd/protocol.h). */
 void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
 			struct model *m, const struct encode_opts *o, struct jsonw *w);
 

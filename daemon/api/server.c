@@ -270,11 +270,11 @@ static int on_idle(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* Queues json and its newline for c.  An answer (answer) ends c's pending
- * request; a line ahead of the answer (server_send_line) leaves it
- * pending. */
-static int queue_reply(struct client *c, const char *json, size_t len, bool close_after,
-		       bool answer)
+/* Queues json and, with newline, its newline for c.  An answer (answer)
+ * ends c's pending request; a line ahead of the answer (server_send_line)
+ * leaves it pending. */
+static int queue_reply(struct client *c, const char *json, size_t len, bool newline,
+		       bool close_after, bool answer)
 {
 	size_t need;
 
@@ -287,7 +287,7 @@ static int queue_reply(struct client *c, const char *json, size_t len, bool clos
 		c->out_len -= c->out_sent;
 		c->out_sent = 0;
 	}
-	need = c->out_len + len + 1;
+	need = c->out_len + len + newline;
 
 	if (need > c->out_cap) {
 		size_t cap = MAX(need, c->out_cap * 2);
@@ -303,8 +303,9 @@ static int queue_reply(struct client *c, const char *json, size_t len, bool clos
 		c->out_cap = cap;
 	}
 	memcpy(c->out + c->out_len, json, len);
-	c->out[c->out_len + len] = '\n';
-	c->out_len += len + 1;
+	if (newline)
+		c->out[c->out_len + len] = '\n';
+	c->out_len += len + newline;
 	if (answer)
 		c->pending = false;
 	c->close_after_flush |= close_after;
@@ -315,40 +316,53 @@ static int queue_reply(struct client *c, const char *json, size_t len, bool clos
 
 int server_reply(struct client *c, const char *json, size_t len)
 {
-	return queue_reply(c, json, len, false, true);
+	return queue_reply(c, json, len, true, false, true);
 }
 
 int server_send_line(struct client *c, const char *json, size_t len)
 {
-	return queue_reply(c, json, len, false, false);
+	return queue_reply(c, json, len, true, false, false);
 }
 
-int server_reply_owned(struct client *c, char *json, size_t len, size_t size)
+/* server_reply_owned and server_reply_frame: buf (size bytes) handed
+ * over, len of them sent, a newline after them with newline. */
+static int reply_owned(struct client *c, char *buf, size_t len, size_t size, bool newline)
 {
 	int r;
 
-	if (c->out_len > 0 || size <= len) {
+	if (c->out_len > 0 || size < len + newline) {
 		/* something is still queued: append behind it */
-		r = queue_reply(c, json, len, false, true);
-		free(json);
+		r = queue_reply(c, buf, len, newline, false, true);
+		free(buf);
 		return r;
 	}
 	/* the common case: hand the buffer over, no copy of a large answer */
 	free(c->out);
-	c->out = json;
+	c->out = buf;
 	c->out_cap = size;
 	c->out_sent = 0;
-	c->out[len] = '\n';
-	c->out_len = len + 1;
+	if (newline)
+		c->out[len] = '\n';
+	c->out_len = len + newline;
 	c->pending = false;
 	if (!c->dispatching)
 		client_kick(c);
 	return 0;
 }
 
+int server_reply_owned(struct client *c, char *json, size_t len, size_t size)
+{
+	return reply_owned(c, json, len, size, true);
+}
+
+int server_reply_frame(struct client *c, char *buf, size_t len, size_t size)
+{
+	return reply_owned(c, buf, len, size, false);
+}
+
 int server_reply_and_close(struct client *c, const char *json, size_t len)
 {
-	return queue_reply(c, json, len, true, true);
+	return queue_reply(c, json, len, true, true, true);
 }
 
 static int reply_error_and_close(struct client *c, const char *code, const char *msg)

@@ -81,6 +81,10 @@ int server_send_line(struct client *c, const char *json, size_t len);
 /* Like server_reply, but takes ownership of json (malloc'ed, size bytes,
  * size > len so the newline fits): a large answer is not copied. */
 int server_reply_owned(struct client *c, char *json, size_t len, size_t size);
+/* Like server_reply_owned, for an answer whose line is followed by a frame
+ * of bytes (include/perfd/protocol.h): buf holds the line, its newline and
+ * the frame, len bytes sent as they are. */
+int server_reply_frame(struct client *c, char *buf, size_t len, size_t size);
 /* Like server_reply, then closes the connection once the answer is sent. */
 int server_reply_and_close(struct client *c, const char *json, size_t len);
 

@@ -246,6 +246,11 @@ void jsonw_raw(struct jsonw *w, const char *json, size_t n)
 	put(w, json, n);
 }
 
+void jsonw_raw_append(struct jsonw *w, const char *json, size_t n)
+{
+	put(w, json, n);
+}
+
 void jsonw_kv_string(struct jsonw *w, const char *key, const char *s)
 {
 	jsonw_key(w, key);

@@ -52,6 +52,8 @@ void jsonw_bool(struct jsonw *w, bool v);
 void jsonw_null(struct jsonw *w);
 /* A value already in JSON text (e.g. json-c's output for an object). */
 void jsonw_raw(struct jsonw *w, const char *json, size_t n);
+/* More of the value jsonw_raw began, written in pieces. */
+void jsonw_raw_append(struct jsonw *w, const char *json, size_t n);
 
 /* s (n bytes) escaped for a JSON string into out (NULL: only measured);
  * returns its length.  What jsonw_string_append writes. */

@@ -5,7 +5,7 @@
 #include "encode/encode.h"
 #include "perfd/formats.h"
 
-#define ROW(name, ext, binary) { #name, ext, binary, name##_encode },
+#define ROW(name, ext, form) { #name, ext, form, name##_encode },
 const struct encoder encoders[] = { PERFD_FORMATS(ROW) };
 #undef ROW
 
@@ -17,9 +17,4 @@ const struct encoder *encoder_find(const char *name, size_t len)
 		if (strlen(encoders[i].name) == len && memcmp(encoders[i].name, name, len) == 0)
 			return &encoders[i];
 	return NULL;
-}
-
-const char *encoder_encoding(const struct encoder *e)
-{
-	return e->binary ? "base64" : NULL;
 }

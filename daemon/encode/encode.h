@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * encode.h - the table of snapshot formats.
+ * encode.h - the table of formats.
  *
  * Every format reads the resolved model (profile/model.h) and writes the
- * value of the answer's "profile" field with the JSON writer: a string
- * for text formats (folded, html, svg), an object for json, and for a binary format
- * (pprof) a string of its bytes in base64, which encoder_encoding() names
- * so that the answer can say so.  Adding a format is one
- * file with its NAME_encode function plus one row in
- * include/perfd/formats.h; the request parser, its error messages and
+ * bytes of a file in it through a sink (encode/sink.h), whoever asked: a
+ * snapshot answer (api/encode_lane.c, where the row's form says how the
+ * answer carries them), the exporters (export/exporter.c), the tests.
+ * Adding a format is one file with its NAME_encode function plus one row
+ * in include/perfd/formats.h; the request parser, its error messages and
  * perfctl's extension guess read that table.
  */
 #ifndef PERFD_ENCODE_H
@@ -19,7 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/jsonw.h"
+#include "encode/sink.h"
+#include "perfd/formats.h"
 #include "profile/model.h"
 
 struct encode_opts {
@@ -43,11 +43,13 @@ static inline bool encode_cancelled(const struct encode_opts *o)
 	return o->cancel && atomic_load(o->cancel);
 }
 
+/* One row of formats.h.  encode writes m's bytes to s and returns 0 or
+ * -errno: -ENOMEM, the sink's error, -ECANCELED (o->cancel). */
 struct encoder {
 	const char *name;      /* as requested: "folded" */
 	const char *extension; /* of a file in it: ".folded" */
-	bool binary;           /* bytes, sent in base64 */
-	int (*encode)(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+	enum perfd_form form;  /* how an answer carries it */
+	int (*encode)(const struct model *m, const struct encode_opts *o, struct encode_sink *s);
 };
 
 extern const struct encoder encoders[];
@@ -56,18 +58,10 @@ extern const size_t n_encoders;
 /* The encoder named name (len bytes), or NULL. */
 const struct encoder *encoder_find(const char *name, size_t len);
 
-/* How e's "profile" string is encoded: "base64" for a binary format, NULL
- * for text and JSON ones. */
-const char *encoder_encoding(const struct encoder *e);
-
-int folded_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
-int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
-int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
-/* The gzipped profile.proto bytes themselves, for a file or a request
- * body: *ret (malloc'd, the caller's) and *ret_len.  Returns 0, -ENOMEM
- * or -ECANCELED (o->cancel). */
-int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8_t **ret,
-		       size_t *ret_len);
+int folded_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s);
+int json_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s);
+/* gzipped profile.proto */
+int pprof_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s);
 
 /* What an OTLP request says of the process besides what the model knows
  * (pid, comm): NULL or "" leaves an attribute out. */
@@ -79,20 +73,21 @@ struct otlp_resource {
 
 /* The model of one process (-EINVAL otherwise) as the bytes of an OTLP
  * ExportProfilesServiceRequest (encode/otlp.c), with o's labels on every
- * sample as pprof_encode_bytes gives them: *ret (malloc'd, the caller's)
- * and *ret_len.  Returns 0, -EINVAL, -ENOMEM or -ECANCELED (o->cancel). */
-int otlp_encode_bytes(const struct model *m, const struct encode_opts *o,
-		      const struct otlp_resource *res, uint8_t **ret, size_t *ret_len);
-int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
-int html_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
-int svg_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w);
+ * sample as pprof_encode gives them, into s.  Not a row of the table: a
+ * request body for a receiver, not a file a user asks for.  Returns 0,
+ * -EINVAL, -ENOMEM or -ECANCELED (o->cancel). */
+int otlp_encode(const struct model *m, const struct encode_opts *o,
+		const struct otlp_resource *res, struct encode_sink *s);
+int speedscope_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s);
+int html_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s);
+int svg_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s);
 
 /* The flame graph of m (flame_model.c), frames under min_share of the
  * total left out, drawn by write (flame_page_write, flame_svg_write) into
- * w's string: html and svg in one. */
+ * s: html and svg in one. */
 struct flame;
 struct flame_out;
-int flame_model_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w,
+int flame_model_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s,
 		       double min_share, int (*write)(const struct flame *, const struct flame_out *));
 
 #endif

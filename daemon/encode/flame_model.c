@@ -103,19 +103,30 @@ static int name_nodes(struct flame *f, const struct model *m, uint32_t *frame_na
 	return flame_finish(f);
 }
 
-static void put_json_string(void *ctx, const char *s, size_t n)
+/* flame_out (the model-free drawing's, which perfctl shares) over a sink:
+ * the first error kept for the end. */
+struct sink_out {
+	struct encode_sink *s;
+	int error;
+};
+
+static void put_sink(void *ctx, const char *text, size_t n)
 {
-	jsonw_string_append(ctx, s, n);
+	struct sink_out *so = ctx;
+	int r = encode_sink_write(so->s, text, n);
+
+	if (r < 0 && so->error == 0)
+		so->error = r;
 }
 
-/* Room for n bytes of text in the answer's string: an eighth more for the
- * quotes and backslashes the JSON string escapes. */
-static bool reserve_json_string(void *ctx, size_t n)
+static bool reserve_sink(void *ctx, size_t n)
 {
-	return jsonw_reserve(ctx, n + n / 8);
+	struct sink_out *so = ctx;
+
+	return encode_sink_reserve(so->s, n);
 }
 
-int flame_model_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w,
+int flame_model_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s,
 		       double min_share, int (*write)(const struct flame *, const struct flame_out *))
 {
 	const char *kinds[N_KINDS] = { [KIND_PROCESS] = "process", [KIND_THREAD] = "thread" };
@@ -145,12 +156,12 @@ int flame_model_encode(const struct model *m, const struct encode_opts *o, struc
 		r = frame_name ? name_nodes(&f, m, frame_name) : -ENOMEM;
 	}
 	if (r == 0) {
-		jsonw_string_begin(w);
-		r = write(&f, &(struct flame_out){ put_json_string, w, reserve_json_string });
-		jsonw_string_end(w);
+		struct sink_out so = { .s = s };
+
+		r = write(&f, &(struct flame_out){ put_sink, &so, reserve_sink });
+		if (r == 0)
+			r = so.error;
 	}
-	if (r == 0)
-		r = jsonw_error(w);
 	flame_done(&f);
 	calltree_done(&t);
 	return r;

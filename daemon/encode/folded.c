@@ -284,78 +284,57 @@ static int build(struct folded *f, const struct model *m)
 	return 0;
 }
 
-/* Each name escaped for JSON once, into one arena: the lines repeat names
- * thousands of times and are written with no further checks. */
-static int escape_names(const struct folded *f, char **ret_text, uint32_t **ret_at)
+/* Writes the lines to s, each whole in one write (a sink that escapes
+ * for JSON then never sees a name cut in two), gathered in line. */
+static int write_lines(const struct folded *f, struct encode_buffer *line, struct encode_sink *s)
 {
-	uint32_t *at = malloc((f->n_names + 1) * sizeof(*at));
-	size_t total = 0;
-	char *text;
+	size_t size = 0;
+	int r = 0;
 
-	if (!at)
-		return -ENOMEM;
-	for (size_t i = 0; i < f->n_names; i++) {
-		at[i] = (uint32_t)total;
-		total += jsonw_escape(f->text + f->names[i].offset, f->names[i].len, NULL);
+	/* the size first: one allocation for the whole text where the sink
+	 * has one */
+	for (size_t i = 0; i < f->n_lines; i++) {
+		const struct line *l = &f->lines[i];
+
+		size += l->depth + 24; /* ';'s, " COUNT\n" */
+		for (uint32_t d = 0; d < l->depth; d++)
+			size += f->names[f->ids[l->first + d]].len;
 	}
-	at[f->n_names] = (uint32_t)total;
-	text = malloc(total + 1);
-	if (!text) {
-		free(at);
+	if (!encode_sink_reserve(s, size))
 		return -ENOMEM;
+	for (size_t i = 0; i < f->n_lines && r == 0; i++) {
+		const struct line *l = &f->lines[i];
+		char count[32];
+
+		line->len = 0;
+		for (uint32_t d = 0; d < l->depth; d++) {
+			const struct name *n = &f->names[f->ids[l->first + d]];
+
+			if (d > 0)
+				(void)encode_sink_write(&line->sink, ";", 1);
+			(void)encode_sink_write(&line->sink, f->text + n->offset, n->len);
+		}
+		(void)encode_sink_write(&line->sink, count,
+					(size_t)snprintf(count, sizeof(count), " %" PRIu64 "\n",
+							 l->count));
+		r = line->error ? line->error : encode_sink_write(s, line->data, line->len);
 	}
-	for (size_t i = 0; i < f->n_names; i++)
-		jsonw_escape(f->text + f->names[i].offset, f->names[i].len, text + at[i]);
-	*ret_text = text;
-	*ret_at = at;
-	return 0;
+	return r;
 }
 
-int folded_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
+int folded_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s)
 {
 	struct folded f = { 0 };
-	_cleanup_free_ char *esc = NULL;
-	_cleanup_free_ uint32_t *at = NULL;
-	size_t size = 2;
+	struct encode_buffer line;
 	int r;
 
+	encode_buffer_init(&line);
 	u64map_init(&f.by_text);
 	u64map_init(&f.by_line);
 	r = build(&f, m);
 	if (r == 0)
-		r = escape_names(&f, &esc, &at);
-	if (r == 0) {
-		/* the exact size first: one allocation for the whole text */
-		for (size_t i = 0; i < f.n_lines; i++) {
-			const struct line *l = &f.lines[i];
-
-			size += l->depth + 24; /* ';'s, " COUNT\\n" */
-			for (uint32_t d = 0; d < l->depth; d++)
-				size += at[f.ids[l->first + d] + 1] - at[f.ids[l->first + d]];
-		}
-		if (!jsonw_reserve(w, size))
-			r = -ENOMEM;
-	}
-	if (r == 0) {
-		jsonw_string_begin(w);
-		for (size_t i = 0; i < f.n_lines; i++) {
-			const struct line *l = &f.lines[i];
-			char count[32];
-
-			for (uint32_t d = 0; d < l->depth; d++) {
-				uint32_t id = f.ids[l->first + d];
-
-				if (d > 0)
-					jsonw_string_append_escaped(w, ";", 1);
-				jsonw_string_append_escaped(w, esc + at[id], at[id + 1] - at[id]);
-			}
-			jsonw_string_append_escaped(w, count,
-						    (size_t)snprintf(count, sizeof(count), " %" PRIu64 "\\n",
-								     l->count));
-		}
-		jsonw_string_end(w);
-		r = jsonw_error(w);
-	}
+		r = write_lines(&f, &line, s);
+	encode_buffer_done(&line);
 	folded_done(&f);
 	return r;
 }

@@ -9,7 +9,7 @@
 #include "encode/encode.h"
 #include "encode/flame.h"
 
-int html_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
+int html_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s)
 {
-	return flame_model_encode(m, o, w, FLAME_PAGE_MIN_SHARE, flame_page_write);
+	return flame_model_encode(m, o, s, FLAME_PAGE_MIN_SHARE, flame_page_write);
 }

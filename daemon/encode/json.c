@@ -97,11 +97,13 @@ static void write_frame(const struct calltree *t, const struct model *m, size_t 
 	jsonw_object_end(w);
 }
 
-int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
+int json_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s)
 {
 	struct calltree t = { 0 };
+	struct jsonw doc, *w = &doc;
 	int r = calltree_build(&t, m);
 
+	jsonw_init(w);
 	if (r == 0) {
 		jsonw_object_begin(w);
 		jsonw_kv_string(w, "kind", kind_infos[m->kind].name);
@@ -111,12 +113,14 @@ int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw
 		jsonw_kv_u64(w, "total", m->total);
 		jsonw_key(w, "frames");
 		jsonw_array_begin(w);
-		for (size_t i = 0; i < t.n_frames; i++)
+		for (size_t i = 0; i < t.n_frames && r == 0; i++) {
 			write_frame(&t, m, i, w);
+			r = encode_sink_flush_jsonw(s, w, ENCODE_JSON_CHUNK);
+		}
 		jsonw_array_end(w);
 		jsonw_key(w, "processes");
 		jsonw_array_begin(w);
-		for (size_t i = 0; i < m->n_processes; i++) {
+		for (size_t i = 0; i < m->n_processes && r == 0; i++) {
 			const struct model_process *p = &m->processes[i];
 
 			jsonw_object_begin(w);
@@ -133,11 +137,14 @@ int json_encode(const struct model *m, const struct encode_opts *o, struct jsonw
 			jsonw_key(w, "tree");
 			write_node(&t, m, (uint32_t)i, w);
 			jsonw_object_end(w);
+			r = encode_sink_flush_jsonw(s, w, ENCODE_JSON_CHUNK);
 		}
 		jsonw_array_end(w);
 		jsonw_object_end(w);
-		r = jsonw_error(w);
+		if (r == 0)
+			r = encode_sink_flush_jsonw(s, w, 0);
 	}
+	jsonw_done(w);
 	calltree_done(&t);
 	return r;
 }

@@ -454,12 +454,26 @@ static void otlp_done(struct otlp *p)
 	free(p->sample_attrs);
 }
 
-int otlp_encode_bytes(const struct model *m, const struct encode_opts *o,
-		      const struct otlp_resource *res, uint8_t **ret, size_t *ret_len)
+/* protobuf-c's packing, straight into a sink; the first error kept. */
+struct pack_sink {
+	ProtobufCBuffer base; /* first: protobuf-c hands this back to append */
+	struct encode_sink *out;
+	int error;
+};
+
+static void pack_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
+{
+	struct pack_sink *s = (struct pack_sink *)buffer;
+
+	if (s->error == 0)
+		s->error = encode_sink_write(s->out, data, len);
+}
+
+int otlp_encode(const struct model *m, const struct encode_opts *o,
+		const struct otlp_resource *res, struct encode_sink *out)
 {
 	_cleanup_free_ struct otlp *p = calloc(1, sizeof(*p));
-	uint8_t *buf;
-	size_t n;
+	struct pack_sink s = { .base.append = pack_append, .out = out };
 	int r;
 
 	if (!p)
@@ -467,21 +481,16 @@ int otlp_encode_bytes(const struct model *m, const struct encode_opts *o,
 	r = build(p, m, o, res);
 	if (r == 0 && encode_cancelled(o))
 		r = -ECANCELED;
-	if (r < 0) {
-		otlp_done(p);
-		return r;
+	if (r == 0 &&
+	    !encode_sink_reserve(out,
+				 opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__get_packed_size(
+					 &p->request)))
+		r = -ENOMEM;
+	if (r == 0) {
+		(void)opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__pack_to_buffer(
+			&p->request, &s.base);
+		r = s.error;
 	}
-	n = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__get_packed_size(
-		&p->request);
-	buf = malloc(n ? n : 1);
-	if (!buf) {
-		otlp_done(p);
-		return -ENOMEM;
-	}
-	(void)opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__pack(
-		&p->request, buf);
 	otlp_done(p);
-	*ret = buf;
-	*ret_len = n;
-	return 0;
+	return r;
 }

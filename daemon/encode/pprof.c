@@ -35,11 +35,10 @@
  * string table, all of them whatever the kind.
  *
  * protobuf-c packs the message straight into zlib's deflate (gzip framing)
- * and the compressed bytes go straight into the answer's string as base64
- * (base/base64.h): the packed profile is never held whole.  The exporters
- * take the compressed bytes themselves (pprof_encode_bytes).  Memory: the
- * protobuf-c structs, a few words per function, line, location, sample
- * and sample frame.
+ * and the compressed bytes go straight to the sink (a snapshot answer's
+ * frame, an exporter's buffer): the packed profile is never held whole.
+ * Memory: the protobuf-c structs, a few words per function, line,
+ * location, sample and sample frame.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,7 +47,6 @@
 
 #include "profile.pb-c.h"
 
-#include "base/base64.h"
 #include "encode/encode.h"
 #include "encode/protoschema.h"
 #include "encode/strtable.h"
@@ -405,59 +403,16 @@ static void pprof_done(struct pprof *p)
 }
 
 /* Where protobuf-c's packing goes: gathered into in[] and deflated with
- * gzip framing; emit() takes the compressed bytes: as base64 into the
- * JSON string (up to two of them kept over for the next group of three),
- * or into a byte buffer. */
+ * gzip framing into out, a sink. */
 struct gzip_sink {
 	ProtobufCBuffer base; /* first: protobuf-c hands this back to append */
 	z_stream z;
-	void (*emit)(struct gzip_sink *s, const unsigned char *data, size_t n);
-	struct jsonw *w;
-	unsigned char *out;
-	size_t n_out, cap_out;
+	struct encode_sink *out;
 	int error;
 	const atomic_bool *cancel; /* encode_opts' */
-	size_t n_in, n_carry;
-	unsigned char carry[2];
+	size_t n_in;
 	unsigned char in[64 * 1024];
 };
-
-static void emit_base64(struct gzip_sink *s, const unsigned char *data, size_t n)
-{
-	unsigned char group[3 * 1024];
-	char text[BASE64_ENCODED_LEN(sizeof(group))];
-
-	while (n > 0) {
-		size_t k = s->n_carry, take = MIN(n, sizeof(group) - k), whole;
-
-		memcpy(group, s->carry, k);
-		memcpy(group + k, data, take);
-		k += take;
-		data += take;
-		n -= take;
-		whole = k / 3 * 3;
-		jsonw_string_append(s->w, text, base64_encode(group, whole, text));
-		s->n_carry = k - whole;
-		memcpy(s->carry, group + whole, s->n_carry);
-	}
-}
-
-static void emit_bytes(struct gzip_sink *s, const unsigned char *data, size_t n)
-{
-	if (s->n_out + n > s->cap_out) {
-		size_t cap = MAX(2 * s->cap_out, s->n_out + n);
-		unsigned char *q = realloc(s->out, cap);
-
-		if (!q) {
-			s->error = -ENOMEM;
-			return;
-		}
-		s->out = q;
-		s->cap_out = cap;
-	}
-	memcpy(s->out + s->n_out, data, n);
-	s->n_out += n;
-}
 
 static void deflate_some(struct gzip_sink *s, const unsigned char *data, size_t n, int flush)
 {
@@ -476,11 +431,13 @@ static void deflate_some(struct gzip_sink *s, const unsigned char *data, size_t 
 			s->error = -EIO;
 			return;
 		}
-		s->emit(s, out, sizeof(out) - s->z.avail_out);
+		if (sizeof(out) > s->z.avail_out &&
+		    (s->error = encode_sink_write(s->out, out, sizeof(out) - s->z.avail_out)) < 0)
+			return;
 	} while (s->z.avail_out == 0);
 }
 
-static void sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
+static void pack_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
 {
 	struct gzip_sink *s = (struct gzip_sink *)buffer;
 
@@ -494,13 +451,13 @@ static void sink_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data
 	s->n_in += len;
 }
 
-/* Packs and gzips profile into s (emit and its target set).  Returns 0,
- * -ENOMEM, -EIO or -ECANCELED. */
+/* Packs and gzips profile into s (its out set).  Returns 0, -ENOMEM,
+ * -EIO or -ECANCELED. */
 static int gzip_profile(const pb_profile *profile, struct gzip_sink *s)
 {
 	int r;
 
-	s->base.append = sink_append;
+	s->base.append = pack_append;
 	/* 15 + 16: the largest window, with a gzip header and trailer */
 	r = deflateInit2(&s->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
 	if (r != Z_OK)
@@ -511,41 +468,7 @@ static int gzip_profile(const pb_profile *profile, struct gzip_sink *s)
 	return s->error;
 }
 
-/* Writes profile into w as one string: gzip, then base64. */
-static int write_profile(const pb_profile *profile, const atomic_bool *cancel, struct jsonw *w)
-{
-	_cleanup_free_ struct gzip_sink *s = calloc(1, sizeof(*s));
-	char tail[4];
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	s->emit = emit_base64;
-	s->w = w;
-	s->cancel = cancel;
-	jsonw_string_begin(w);
-	r = gzip_profile(profile, s);
-	jsonw_string_append(w, tail, base64_encode(s->carry, s->n_carry, tail));
-	jsonw_string_end(w);
-	return r < 0 ? r : jsonw_error(w);
-}
-
-int pprof_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
-{
-	struct pprof p = { 0 };
-	int r;
-
-	r = build(&p, m, o);
-	if (r == 0 && encode_cancelled(o))
-		r = -ECANCELED;
-	if (r == 0)
-		r = write_profile(&p.profile, o->cancel, w);
-	pprof_done(&p);
-	return r;
-}
-
-int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8_t **ret,
-		       size_t *ret_len)
+int pprof_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *out)
 {
 	_cleanup_free_ struct gzip_sink *s = calloc(1, sizeof(*s));
 	struct pprof p = { 0 };
@@ -553,7 +476,7 @@ int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8
 
 	if (!s)
 		return -ENOMEM;
-	s->emit = emit_bytes;
+	s->out = out;
 	s->cancel = o->cancel;
 	r = build(&p, m, o);
 	if (r == 0 && encode_cancelled(o))
@@ -561,11 +484,5 @@ int pprof_encode_bytes(const struct model *m, const struct encode_opts *o, uint8
 	if (r == 0)
 		r = gzip_profile(&p.profile, s);
 	pprof_done(&p);
-	if (r < 0) {
-		free(s->out);
-		return r;
-	}
-	*ret = s->out;
-	*ret_len = s->n_out;
-	return 0;
+	return r;
 }

@@ -238,12 +238,15 @@ static void speedscope_done(struct speedscope *s)
 	free(s->entries);
 }
 
-int speedscope_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
+int speedscope_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *out)
 {
 	enum profile_kind kind = m->kind < PROFILE_KINDS ? m->kind : PROFILE_KIND_CPU;
 	_cleanup_(speedscope_done) struct speedscope s = { .m = m, .kind = kind };
+	_cleanup_(jsonw_done) struct jsonw doc;
+	struct jsonw *w = &doc;
 	int r;
 
+	jsonw_init(w);
 	s.multiplier = kind_infos[kind].period == PERFD_KIND_PERIOD_PERIODS ? o->period_ns : 1;
 	r = build_frames(&s);
 	if (r == 0)
@@ -264,19 +267,23 @@ int speedscope_encode(const struct model *m, const struct encode_opts *o, struct
 		jsonw_object_begin(w);
 		jsonw_key(w, "frames");
 		jsonw_array_begin(w);
-		for (size_t i = 0; i < s.n_frames; i++)
+		for (size_t i = 0; i < s.n_frames && r == 0; i++) {
 			write_frame(&s, i, w);
+			r = encode_sink_flush_jsonw(out, w, ENCODE_JSON_CHUNK);
+		}
 		jsonw_array_end(w);
 		jsonw_object_end(w);
 		jsonw_key(w, "profiles");
 		jsonw_array_begin(w);
-		for (size_t i = 0, end; i < m->n_samples; i = end) {
+		for (size_t i = 0, end; i < m->n_samples && r == 0; i = end) {
 			end = profile_end(&s, i);
 			write_profile(&s, i, end, w);
+			r = encode_sink_flush_jsonw(out, w, ENCODE_JSON_CHUNK);
 		}
 		jsonw_array_end(w);
 		jsonw_object_end(w);
-		r = jsonw_error(w);
+		if (r == 0)
+			r = encode_sink_flush_jsonw(out, w, 0);
 	}
 	return r;
 }

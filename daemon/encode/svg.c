@@ -9,7 +9,7 @@
 #include "encode/encode.h"
 #include "encode/flame.h"
 
-int svg_encode(const struct model *m, const struct encode_opts *o, struct jsonw *w)
+int svg_encode(const struct model *m, const struct encode_opts *o, struct encode_sink *s)
 {
-	return flame_model_encode(m, o, w, FLAME_SVG_MIN_SHARE, flame_svg_write);
+	return flame_model_encode(m, o, s, FLAME_SVG_MIN_SHARE, flame_svg_write);
 }

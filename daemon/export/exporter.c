@@ -251,6 +251,13 @@ static struct export_item *item_new(const struct export_item *like)
 	return it;
 }
 
+/* Hands b's bytes over to it (b is left empty). */
+static void item_take(struct export_item *it, struct encode_buffer *b)
+{
+	it->data = TAKE_PTR(b->data);
+	it->len = b->len;
+}
+
 /* On the lane, or in place at shutdown: the pprof (and OTLP) bytes, what
  * took the loop 0.3 to 1.1 s an interval.  Looks at the lane's cancel
  * flag (in place there is none: NULL). */
@@ -262,10 +269,21 @@ static void job_encode(struct export_job *j)
 		.container_id = j->container[0] ? j->container : NULL,
 	};
 
+	struct encode_buffer pb, ot;
+
 	j->eo.cancel = j->job.cancel;
-	j->r = pprof_encode_bytes(j->model, &j->eo, &j->it->data, &j->it->len);
+	encode_buffer_init(&pb);
+	encode_buffer_init(&ot);
+	j->r = pprof_encode(j->model, &j->eo, &pb.sink);
 	if (j->r >= 0 && j->ot)
-		j->r = otlp_encode_bytes(j->model, &j->eo, &res, &j->ot->data, &j->ot->len);
+		j->r = otlp_encode(j->model, &j->eo, &res, &ot.sink);
+	if (j->r >= 0) {
+		item_take(j->it, &pb);
+		if (j->ot)
+			item_take(j->ot, &ot);
+	}
+	encode_buffer_done(&pb);
+	encode_buffer_done(&ot);
 	j->model = model_free(j->model);
 }
 

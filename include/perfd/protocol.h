@@ -8,7 +8,10 @@
  * PERFD_MAX_REQUEST_BYTES including the newline); the daemon answers with one
  * JSON object on one line ending in '\n'.  A connection may carry several
  * requests; answers come in order, each one line (a live snapshot asked
- * for "started" sends one line more ahead of its answer).  A snapshot answers when its duration has
+ * for "started" sends one line more ahead of its answer), except that an
+ * answer with "encoding": "frame" (a snapshot in a binary format) is
+ * followed by a frame: exactly "profile_bytes" raw bytes right after its
+ * '\n', then the next answer.  A snapshot answers when its duration has
  * passed (or earlier, when the process exits or the client sends "stop").
  *
  * Every request:   {"version": 1, "command": "<name>", ...arguments}
@@ -187,8 +190,9 @@
  *      status), exited (bool: the one process exited during a live
  *      snapshot), stopped (bool, a live snapshot only: ended early by the
  *      client's "stop"), note (string, present when something the user should
- *      know happened), format, encoding (present for a binary format:
- *      "base64"), profile.
+ *      know happened), format, and then profile, or for a binary format
+ *      encoding ("frame") and profile_bytes (the frame's size, the bytes
+ *      that follow the line).
  *      Folded: profile is a string, one line per stack,
  *      "comm;root;...;leaf COUNT\n", kernel frames with the suffix "_[k]".
  *      Json: profile is an object, the call tree (daemon/encode/json.c):
@@ -202,10 +206,9 @@
  *      processes: [ { pid, ns_pid,
  *      comm, start_time_ns, cgroup, unit, exited, total, tree: { self,
  *      total, children: [ { frame | thread, self, total, children } ] } } ] }
- *      Pprof: profile is a string, the gzipped profile.proto message
- *      (proto/profile.proto, daemon/encode/pprof.c) in base64 (RFC 4648,
- *      standard alphabet, padded), and the answer says "encoding": "base64";
- *      the decoded bytes are a .pb.gz file as go tool pprof reads it.
+ *      Pprof: binary, the gzipped profile.proto message
+ *      (proto/profile.proto, daemon/encode/pprof.c) in the frame after the
+ *      line: the bytes are a .pb.gz file as go tool pprof reads it.
  *      Speedscope: profile is an object, speedscope's file format
  *      (daemon/encode/speedscope.c): { $schema, exporter, name,
  *      activeProfileIndex, shared: { frames: [ { name, file, line } ] },

@@ -101,30 +101,65 @@ def _read_text(path):
         return f"<cannot read {path}: {e}>"
 
 
+def _recv(sock):
+    """The next bytes on sock, b"" at EOF."""
+    try:
+        return sock.recv(65536)
+    except ConnectionResetError:
+        # The daemon closed with bytes of ours unread (it answered and
+        # hung up on an over-long line): same as EOF once the queued
+        # answer has been read, which recv() returns first.
+        return b""
+
+
 def read_lines(sock, count):
     """Reads up to count answer lines from a connected socket, each with its
     '\n'.  Stops early at EOF; what came before EOF without a newline is
     returned as a last, unterminated line.  Raises socket.timeout when the
-    socket's timeout passes without data."""
+    socket's timeout passes without data.  For answers that may carry a
+    binary profile's frame, read_answers()."""
     buf, lines = b"", []
     while len(lines) < count:
         if b"\n" in buf:
             line, _, buf = buf.partition(b"\n")
             lines.append(line + b"\n")
             continue
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            # The daemon closed with bytes of ours unread (it answered and
-            # hung up on an over-long line): same as EOF once the queued
-            # answer has been read, which recv() returns first.
-            chunk = b""
+        chunk = _recv(sock)
         if not chunk:
             if buf:
                 lines.append(buf)
             break
         buf += chunk
     return lines
+
+
+def read_answers(sock, count, what="a request"):
+    """Reads up to count answers from a connected socket (fewer at EOF),
+    each decoded: a line of JSON and, when it says "encoding": "frame"
+    (a binary profile, include/perfd/protocol.h), exactly its
+    "profile_bytes" bytes after the line, put into the answer as
+    "profile" (bytes).  A frame cut short by EOF fails the test."""
+    buf, answers = b"", []
+    while len(answers) < count:
+        if b"\n" not in buf:
+            chunk = _recv(sock)
+            if not chunk:
+                if buf:
+                    answers.append(decode_answer(buf, what))
+                break
+            buf += chunk
+            continue
+        line, _, buf = buf.partition(b"\n")
+        answer = decode_answer(line + b"\n", what)
+        if answer.get("encoding") == "frame":
+            n = answer["profile_bytes"]
+            while len(buf) < n:
+                chunk = _recv(sock)
+                assert chunk, f"perfd closed the connection {len(buf)} bytes into a {n}-byte frame"
+                buf += chunk
+            answer["profile"], buf = buf[:n], buf[n:]
+        answers.append(answer)
+    return answers
 
 
 def decode_answer(line, what):
@@ -192,8 +227,8 @@ class Perfd:
                 s.sendall(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the daemon gave up reading; its answer may be queued
-            lines = read_lines(s, 1)
-        return decode_answer(lines[0] if lines else b"", repr(data[:80]))
+            answers = read_answers(s, 1, repr(data[:80]))
+        return answers[0] if answers else decode_answer(b"", repr(data[:80]))
 
     def status(self):
         answer = self.request({"version": 1, "command": "status"})

@@ -14,13 +14,20 @@ Python workload function must be the lines their definitions are on in
 the source, and kernel frames must sit in one [kernel.kallsyms] mapping
 with the running kernel's build-id.  A big pprof (and speedscope) answer
 is encoded and compressed off perfd's loop: root's status answers
-meanwhile, and go tool pprof reads every sample of it.
+meanwhile, and go tool pprof reads every sample of it.  A pprof answer is
+its line and then a frame of exactly "profile_bytes" raw bytes
+(include/perfd/protocol.h), which perfctl streams to the file; a frame cut
+short leaves no file.
 """
 
+import gzip
 import json
+import os
 import re
+import socket
 import struct
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -105,6 +112,119 @@ def test_memory_snapshot_shows_bytes_under_grow_big(perfd, workloads, tmp_path, 
     assert "grow_small" not in names or names.index("grow_big") < names.index("grow_small"), top
     big = float(cum["grow_big"][:-2]) if cum["grow_big"].endswith("MB") else 0
     assert big >= 0.6 * 256 * 1.048576, f"grow_big holds {cum['grow_big']} of 256 MiB\n{top}"
+
+
+def test_a_pprof_answer_is_a_frame_of_raw_bytes(perfd_fast, split_c_run, tmp_path, gohome):
+    """Over the raw socket, a pprof snapshot's line says "encoding":
+    "frame" and "profile_bytes": N, and exactly N bytes follow it: a status
+    pipelined behind the snapshot is answered right after them, and a
+    frame one byte longer or shorter would leave that answer unreadable.
+    The bytes are a gzip file that go tool pprof -raw reads, of the very
+    samples the file perfctl writes for the same range holds."""
+    pid, selection = split_c_run
+    begin, end = float(selection[3]), float(selection[5])
+    snap = {"version": 1, "command": "snapshot", "pid": pid, "from": begin, "to": end,
+            "format": "pprof"}
+    with perfd_fast.connect(timeout=60) as s:
+        s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "status"}\n')
+        buf = b""
+        while buf.count(b"\n") < 1:
+            chunk = s.recv(65536)
+            assert chunk, f"perfd closed the connection before its answer: {buf[:200]!r}"
+            buf += chunk
+        line, _, rest = buf.partition(b"\n")
+        head = perfdtest.decode_answer(line + b"\n", "a pprof snapshot")
+        assert head.get("ok") is True and head.get("encoding") == "frame", head
+        assert "profile" not in head, head
+        n = head["profile_bytes"]
+        assert isinstance(n, int) and n > 0, head
+        while len(rest) < n or b"\n" not in rest[n:]:
+            chunk = s.recv(65536)
+            assert chunk, f"perfd closed the connection {len(rest)} bytes after a {n}-byte frame's line"
+            rest += chunk
+    frame, after = rest[:n], rest[n:]
+    status = perfdtest.decode_answer(after, "status after the frame")
+    assert status.get("ok") is True and "frequency_hz" in status, str(status)[:500]
+    assert frame[:2] == b"\x1f\x8b" and gzip.decompress(frame), frame[:40]
+
+    raw = tmp_path / "raw.pb.gz"
+    raw.write_bytes(frame)
+    mine = snapshot_pprof(perfd_fast, tmp_path, "perfctl", *selection)
+    assert "hot_three_quarters" in go_pprof(gohome, raw, "-raw")
+    tops = [top_rows(go_pprof(gohome, path, "-top", "-sample_index=samples")) for path in (raw, mine)]
+    assert tops[0] and tops[0] == tops[1], f"the frame and perfctl's file differ:\n{tops}"
+
+
+def serve_once(path, reply):
+    """A daemon of one answer at path: it reads one request line, sends
+    reply (bytes) and closes.  Returns its thread."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(1)
+
+    def run():
+        with srv:
+            c, _ = srv.accept()
+            with c:
+                buf = b""
+                while b"\n" not in buf:
+                    chunk = c.recv(4096)
+                    if not chunk:
+                        return
+                    buf += chunk
+                c.sendall(reply)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+FRAME_HEAD = {"version": 1, "ok": True, "pid": 1, "comm": "x", "processes": [], "from": 1.0,
+              "to": 2.0, "duration_seconds": 1.0, "kind": "cpu", "unit": "samples",
+              "samples": 5, "value": 5, "period_ns": 1000000, "sampling": "fixed",
+              "exited": False, "format": "pprof", "encoding": "frame"}
+
+
+def snapshot_from(path, out):
+    return perfdtest.run_perfctl("--socket", str(path), "snapshot", "--pid", "1", "--since", "10",
+                                 "-o", str(out), timeout=30)
+
+
+def test_a_frame_cut_short_leaves_no_file(tmp_path):
+    """A daemon that dies mid-frame (here: one that says 1000 bytes and
+    closes after 100) makes perfctl fail, saying how many bytes of how many
+    came, and leaves neither a file claimed whole nor its .tmp; a file that
+    was there before stays as it was."""
+    sock = tmp_path / "fake.sock"
+    out = tmp_path / "cut.pb.gz"
+    head = dict(FRAME_HEAD, profile_bytes=1000)
+    t = serve_once(sock, json.dumps(head).encode() + b"\n" + os.urandom(100))
+    rc, _, err = snapshot_from(sock, out)
+    t.join(10)
+    assert rc != 0, f"perfctl took a cut frame: {err}"
+    assert "100 of the profile's 1000 bytes" in err and str(out) in err, err
+    assert not out.exists() and not Path(f"{out}.tmp").exists(), list(tmp_path.iterdir())
+
+    out.write_bytes(b"before")
+    sock.unlink()
+    t = serve_once(sock, json.dumps(head).encode() + b"\n" + os.urandom(999))
+    rc, _, err = snapshot_from(sock, out)
+    t.join(10)
+    assert rc != 0, err
+    assert out.read_bytes() == b"before" and not Path(f"{out}.tmp").exists(), err
+
+
+def test_a_whole_frame_is_written_as_it_came(tmp_path):
+    """The frame's bytes, exactly, and nothing of what follows them."""
+    sock = tmp_path / "fake.sock"
+    out = tmp_path / "whole.pb.gz"
+    payload = os.urandom(300000)
+    head = dict(FRAME_HEAD, profile_bytes=len(payload))
+    t = serve_once(sock, json.dumps(head).encode() + b"\n" + payload + b"trailing")
+    rc, _, err = snapshot_from(sock, out)
+    t.join(10)
+    assert rc == 0, err
+    assert out.read_bytes() == payload
 
 
 # -raw: "    12: 0x11cf M=5 hot_three_quarters /path/split.c:51 s=49", inlined
@@ -274,7 +394,7 @@ def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
                                                "snapshot", *span, "-o", str(out)],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                         for fmt, out in outs.items()}
-                stopped = perfdtest.decode_answer(perfdtest.read_lines(stopper, 1)[0], "snapshot")
+                stopped = perfdtest.read_answers(stopper, 1, "snapshot")[0]
             errs = {fmt: p.communicate(timeout=120)[1].decode(errors="replace")
                     for fmt, p in runs.items()}
         finally:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import perfdtest
-from perfdtest import decode_answer, read_lines
+from perfdtest import decode_answer, read_answers, read_lines
 
 
 def assert_error(answer, code, what):
@@ -169,20 +169,19 @@ def test_stop_sent_with_a_snapshot_of_the_past_changes_nothing(perfd, workloads)
     with perfd.connect(timeout=20) as s:
         s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "stop"}\n' +
                   b'{"version": 1, "command": "status"}\n')
-        buf = b""
-        while buf.count(b"\n") < 3 and b'"frequency_hz"' not in buf:
-            chunk = s.recv(65536)
-            if not chunk:
+        answers = []
+        while len(answers) < 3 and not any("frequency_hz" in a for a in answers):
+            got = read_answers(s, 1, "snapshot, stop, status")
+            if not got:
                 break
-            buf += chunk
-    answers = [decode_answer(line + b"\n", "snapshot, stop, status")
-               for line in buf.split(b"\n")[:-1]]
+            answers += got
     if len(answers) == 3 and answers[1] == {"ok": True, "stopped": False, "version": 1}:
         del answers[1]
     assert len(answers) == 2, f"expected the profile and status, got {answers!r}"[:3000]
     first, second = answers
     assert first.get("ok") is True and first.get("format") == "pprof" and first["samples"] > 0, \
         {k: v for k, v in first.items() if k != "profile"}
+    assert first["profile"][:2] == b"\x1f\x8b", first["profile"][:40]
     assert "stopped" not in first, first.get("stopped")
     assert second.get("ok") is True and "frequency_hz" in second, second
 

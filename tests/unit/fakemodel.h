@@ -313,40 +313,76 @@ _unused_ static json_object *fake_get(json_object *o, const char *key)
 	return v;
 }
 
-typedef int fake_encoder(const struct model *, const struct encode_opts *, struct jsonw *);
+typedef int fake_encoder(const struct model *, const struct encode_opts *, struct encode_sink *);
 
-/* What encode writes for m, read as strict JSON with nothing after it; the
- * caller puts it. */
-_unused_ static json_object *fake_encode_json(fake_encoder *encode, const struct model *m,
-					      const struct encode_opts *eo)
+/* The bytes encode writes for m (through a buffer sink, as a file gets
+ * them), NUL-terminated, *ret_len of them; the caller frees them. */
+_unused_ static char *fake_encode_bytes(fake_encoder *encode, const struct model *m,
+					const struct encode_opts *eo, size_t *ret_len)
+{
+	struct encode_buffer b;
+	char *bytes;
+
+	encode_buffer_init(&b);
+	cr_assert_eq(encode(m, eo, &b.sink), 0);
+	cr_assert_eq(encode_sink_write(&b.sink, "", 1), 0);
+	bytes = (char *)TAKE_PTR(b.data);
+	*ret_len = b.len - 1;
+	encode_buffer_done(&b);
+	return bytes;
+}
+
+/* text parsed as strict JSON with nothing after it; the caller puts it. */
+_unused_ static json_object *fake_parse_json(const char *text, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new();
-	struct jsonw w;
 	json_object *o;
 
-	jsonw_init(&w);
-	cr_assert_eq(encode(m, eo, &w), 0);
 	cr_assert_not_null(tok);
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, w.buf, (int)w.len);
-	cr_assert_not_null(o, "not strict JSON: %.*s", (int)MIN(w.len, 400), w.buf);
-	cr_assert_eq(json_tokener_get_parse_end(tok), w.len, "bytes after the JSON");
+	o = json_tokener_parse_ex(tok, text, (int)len);
+	cr_assert_not_null(o, "not strict JSON: %.*s", (int)MIN(len, 400), text);
+	cr_assert_eq(json_tokener_get_parse_end(tok), len, "bytes after the JSON");
 	json_tokener_free(tok);
-	jsonw_done(&w);
 	return o;
 }
 
+/* What a JSON format's encode writes for m, parsed; the caller puts it. */
+_unused_ static json_object *fake_encode_json(fake_encoder *encode, const struct model *m,
+					      const struct encode_opts *eo)
+{
+	size_t len;
+	char *text = fake_encode_bytes(encode, m, eo, &len);
+	json_object *o = fake_parse_json(text, len);
+
+	free(text);
+	return o;
+}
+
+/* What a text format's encode writes for m, as a client reads it from an
+ * answer: escaped into a JSON string (encode_jsonw_text_init) and read
+ * back.  The caller frees it. */
 _unused_ static char *fake_encode_text(fake_encoder *encode, const struct model *m,
 				       const struct encode_opts *eo)
 {
-	json_object *o = fake_encode_json(encode, m, eo);
+	struct encode_jsonw_sink s;
+	struct jsonw w;
+	json_object *o;
 	char *text;
 
+	jsonw_init(&w);
+	encode_jsonw_text_init(&s, &w);
+	jsonw_string_begin(&w);
+	cr_assert_eq(encode(m, eo, &s.sink), 0);
+	jsonw_string_end(&w);
+	cr_assert_eq(jsonw_error(&w), 0);
+	o = fake_parse_json(w.buf, w.len);
 	cr_assert(json_object_is_type(o, json_type_string), "not a string");
 	text = strdup(json_object_get_string(o));
 	cr_assert_not_null(text);
 	cr_assert_eq(strlen(text), (size_t)json_object_get_string_len(o), "a NUL in the text");
 	json_object_put(o);
+	jsonw_done(&w);
 	return text;
 }
 

@@ -43,15 +43,15 @@ static pb_request *encode(struct model_opts mo, const char *const *labels, size_
 				  .labels = labels, .n_labels = n_labels };
 	struct otlp_resource res = { .host_name = "box", .service_name = "app.service",
 				     .container_id = NULL };
-	uint8_t *bytes;
-	size_t n;
+	struct encode_buffer b;
 	pb_request *req;
 
-	cr_assert_eq(otlp_encode_bytes(m, &eo, &res, &bytes, &n), 0);
+	encode_buffer_init(&b);
+	cr_assert_eq(otlp_encode(m, &eo, &res, &b.sink), 0);
 	req = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
-		NULL, n, bytes);
+		NULL, b.len, b.data);
 	cr_assert_not_null(req, "not an ExportProfilesServiceRequest");
-	free(bytes);
+	encode_buffer_done(&b);
 	model_free(m);
 	return req;
 }
@@ -279,17 +279,17 @@ Test(otlp, a_model_of_two_processes_is_refused)
 	struct encode_opts eo = { .period_ns = PERIOD_NS };
 	struct otlp_resource res = { 0 };
 	struct model *m;
-	uint8_t *bytes = NULL;
-	size_t n = 0;
+	struct encode_buffer b;
 
+	encode_buffer_init(&b);
 	SET_FAKE_FRAMES(fake_app_frames);
 	fake_process(0, 10, "app", NULL);
 	fake_process(1, 11, "other", NULL);
 	fake_add_kind(0, (const uint64_t[]){ FRAME(1, 0x1) }, 1, 0, 1, PROFILE_KIND_CPU, 1);
 	fake_add_kind(1, (const uint64_t[]){ FRAME(1, 0x1) }, 1, 0, 1, PROFILE_KIND_CPU, 1);
 	m = fake_build_opts((struct model_opts){ .kind = PROFILE_KIND_CPU });
-	cr_assert_eq(otlp_encode_bytes(m, &eo, &res, &bytes, &n), -EINVAL);
-	cr_assert_null(bytes);
+	cr_assert_eq(otlp_encode(m, &eo, &res, &b.sink), -EINVAL);
+	cr_assert_eq(b.len, 0);
 	model_free(m);
 }
 
