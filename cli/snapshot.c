@@ -338,7 +338,7 @@ static enum perfctl_exit receive_frame(struct ctl_env *env, int fd, uint64_t n,
 			  "%s after %" PRIu64 " of the profile's %" PRIu64 " bytes%s%s",
 			  ctl_client_strerror(k), got, n, what ? "; not written: " : "",
 			  what ? what : "");
-	else
+	else if (what || k != -EIO) /* stdout's own errors: main() reports them */
 		ctl_error(env, CTL_ERR_IO, "cannot write %s: %s", what ? what : "stdout",
 			  strerror(-k));
 	return PERFCTL_EXIT_FAILURE;
