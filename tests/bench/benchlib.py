@@ -292,24 +292,32 @@ class CpuWindow:
 # --- perfd --------------------------------------------------------------
 
 def request(socket_path, req, timeout=10.0):
-    """Sends one request line on a new connection and reads the answer line.
-    Returns (answer, seconds from connect to the last byte, answer bytes)."""
+    """Sends one request line on a new connection and reads the answer: its
+    line and, when it says "encoding": "frame" (a binary profile), the
+    frame's profile_bytes after it, as "profile" (bytes).  Returns (answer,
+    seconds from connect to the last byte, bytes on the socket)."""
     line = (json.dumps(req) + "\n").encode()
     buf = bytearray()
+    want = None
     t0 = time.perf_counter()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         s.connect(socket_path)
         s.sendall(line)
-        while not buf.endswith(b"\n"):
+        while want is None or len(buf) < want:
             chunk = s.recv(1 << 20)
             if not chunk:
                 break
             buf += chunk
+            if want is None and b"\n" in buf:
+                head = buf.index(b"\n") + 1
+                answer = json.loads(buf[:head])
+                want = head + (answer["profile_bytes"] if answer.get("encoding") == "frame" else 0)
     elapsed = time.perf_counter() - t0
-    if not buf.endswith(b"\n"):
+    if want is None or len(buf) < want:
         raise BenchError(f"perfd closed the connection without a whole answer to {req['command']}")
-    answer = json.loads(buf)
+    if want > head:
+        answer["profile"] = bytes(buf[head:want])
     if not answer.get("ok"):
         raise BenchError(f"perfd answered {req['command']} with an error: {answer.get('error')}")
     return answer, elapsed, len(buf)
