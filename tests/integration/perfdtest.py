@@ -133,14 +133,16 @@ def read_lines(sock, count):
     return lines
 
 
-def read_answers(sock, count, what="a request"):
-    """Reads up to count answers from a connected socket (fewer at EOF),
-    each decoded: a line of JSON and, when it says "encoding": "frame"
-    (a binary profile, include/perfd/protocol.h), exactly its
-    "profile_bytes" bytes after the line, put into the answer as
-    "profile" (bytes).  A frame cut short by EOF fails the test."""
+def read_answers(sock, count, what="a request", until=None):
+    """Reads up to count answers from a connected socket (fewer at EOF, or
+    up to the first for which until(answer) is true), each decoded: a line
+    of JSON and, when it says "encoding": "frame" (a binary profile,
+    include/perfd/protocol.h), exactly its "profile_bytes" bytes after the
+    line, put into the answer as "profile" (bytes).  A frame cut short by
+    EOF fails the test.  What came after the last answer read is dropped:
+    one call per connection."""
     buf, answers = b"", []
-    while len(answers) < count:
+    while len(answers) < count and not (until and answers and until(answers[-1])):
         if b"\n" not in buf:
             chunk = _recv(sock)
             if not chunk:

@@ -169,12 +169,7 @@ def test_stop_sent_with_a_snapshot_of_the_past_changes_nothing(perfd, workloads)
     with perfd.connect(timeout=20) as s:
         s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "stop"}\n' +
                   b'{"version": 1, "command": "status"}\n')
-        answers = []
-        while len(answers) < 3 and not any("frequency_hz" in a for a in answers):
-            got = read_answers(s, 1, "snapshot, stop, status")
-            if not got:
-                break
-            answers += got
+        answers = read_answers(s, 3, "snapshot, stop, status", until=lambda a: "frequency_hz" in a)
     if len(answers) == 3 and answers[1] == {"ok": True, "stopped": False, "version": 1}:
         del answers[1]
     assert len(answers) == 2, f"expected the profile and status, got {answers!r}"[:3000]
