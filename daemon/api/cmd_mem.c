@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/cmd_mem.h"
 #include "api/command.h"
 #include "api/model_slices.h"
 #include "api/query.h"
@@ -38,16 +39,16 @@
 #define MEM_DEFAULT_TOP 10
 #define MEM_MAX_TOP 100
 
-static int parse_mem(struct json_object *req, struct perfd_request *r, struct perfd_request_error *e)
+static int parse_mem(struct json_object *req, void *args, struct perfd_request_error *e)
 {
+	struct mem_args *r = args;
 	int64_t pid = 0, top = MEM_DEFAULT_TOP;
 	int k;
 
 	if ((k = request_get_int(req, "pid", 1, INT32_MAX, true, &pid, e)) < 0 ||
 	    (k = request_get_int(req, "top", 1, MEM_MAX_TOP, false, &top, e)) < 0)
 		return k;
-	r->pids[0] = (uint32_t)pid;
-	r->n_pids = 1;
+	r->pid = (uint32_t)pid;
 	r->top = (unsigned)top;
 	r->since_seconds = MEM_DEFAULT_SINCE;
 	k = request_get_seconds(req, "since", PERFD_MAX_RETENTION_SECONDS, &r->since_seconds, e);
@@ -339,18 +340,19 @@ static int write_head(struct mem_answer *ma, struct process *p, uint64_t from, u
 	return 0;
 }
 
-static int run_mem(struct daemon *d, struct client *c, const struct perfd_request *req)
+static int run_mem(struct daemon *d, struct client *c, const void *args)
 {
+	const struct mem_args *req = args;
 	uint64_t now = now_monotonic_ns();
 	uint64_t from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
 	struct mem_answer *ma;
 	struct process *p;
 	int r;
 
-	p = aggregator_find_process(d->aggregator, req->pids[0]);
+	p = aggregator_find_process(d->aggregator, req->pid);
 	if (!p || !daemon_peer_sees((void *)client_peer(c), p)) {
 		command_reply_error(c, PERFD_ERR_NO_SUCH_PROCESS,
-				    "no process with pid %u in perfd's history", req->pids[0]);
+				    "no process with pid %u in perfd's history", req->pid);
 		return 0;
 	}
 	ma = calloc(1, sizeof(*ma));
@@ -377,4 +379,10 @@ static int run_mem(struct daemon *d, struct client *c, const struct perfd_reques
 	return SERVER_PENDING;
 }
 
-const struct command cmd_mem = { .name = "mem", .parse = parse_mem, .run = run_mem, .fresh = true };
+const struct command cmd_mem = {
+	.name = "mem",
+	.args_size = COMMAND_ARGS_SIZE(struct mem_args),
+	.parse = parse_mem,
+	.run = run_mem,
+	.fresh = true,
+};

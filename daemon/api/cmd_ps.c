@@ -6,14 +6,15 @@
  * process list top shares).
  */
 #include "api/auth.h"
+#include "api/cmd_ps.h"
 #include "api/command.h"
 #include "api/query.h"
 #include "base/clock.h"
 #include "base/jsonw.h"
 
-static int parse_ps(struct json_object *req, struct perfd_request *r,
-		    struct perfd_request_error *e)
+static int parse_ps(struct json_object *req, void *args, struct perfd_request_error *e)
 {
+	struct ps_args *r = args;
 	int64_t interval = PERFD_PS_DEFAULT_INTERVAL;
 	int k;
 
@@ -25,8 +26,9 @@ static int parse_ps(struct json_object *req, struct perfd_request *r,
 }
 
 
-static int run_ps(struct daemon *d, struct client *c, const struct perfd_request *req)
+static int run_ps(struct daemon *d, struct client *c, const void *args)
 {
+	const struct ps_args *req = args;
 	struct jsonw w;
 	int r;
 
@@ -38,4 +40,10 @@ static int run_ps(struct daemon *d, struct client *c, const struct perfd_request
 	return 0;
 }
 
-const struct command cmd_ps = { .name = "ps", .parse = parse_ps, .run = run_ps, .fresh = true };
+const struct command cmd_ps = {
+	.name = "ps",
+	.args_size = COMMAND_ARGS_SIZE(struct ps_args),
+	.parse = parse_ps,
+	.run = run_ps,
+	.fresh = true,
+};

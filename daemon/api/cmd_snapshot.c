@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "api/auth.h"
+#include "api/cmd_snapshot.h"
 #include "api/command.h"
 #include "api/encode_lane.h"
 #include "api/limits.h"
@@ -71,7 +72,7 @@ struct snapshot {
 	struct command_pending pending; /* first: the client's data */
 	struct daemon *d;
 	struct client *client;
-	struct perfd_request req;
+	struct snapshot_args req;
 	struct collector c;
 	sd_event_source *timer;
 	sd_event_source *pidfd_io;
@@ -134,7 +135,7 @@ static int parse_kind(struct json_object *req, int *ret, struct perfd_request_er
 }
 
 /* "pid": an integer or an array of 1..PERFD_SNAPSHOT_MAX_PIDS of them. */
-static int parse_pids(struct json_object *req, struct perfd_request *r,
+static int parse_pids(struct json_object *req, struct snapshot_args *r,
 		      struct perfd_request_error *e)
 {
 	struct json_object *v;
@@ -170,7 +171,7 @@ static int parse_pids(struct json_object *req, struct perfd_request *r,
 
 /* "from"/"to": seconds since the epoch (perfctl turns RFC 3339 into
  * them); "to" absent means now. */
-static int parse_range(struct json_object *req, struct perfd_request *r,
+static int parse_range(struct json_object *req, struct snapshot_args *r,
 		       struct perfd_request_error *e)
 {
 	static const char *const keys[] = { "from", "to" };
@@ -195,9 +196,9 @@ static int parse_range(struct json_object *req, struct perfd_request *r,
 	return 0;
 }
 
-static int parse_snapshot(struct json_object *req, struct perfd_request *r,
-			  struct perfd_request_error *e)
+static int parse_snapshot(struct json_object *req, void *args, struct perfd_request_error *e)
 {
+	struct snapshot_args *r = args;
 	int k, has_duration, has_since;
 	int64_t tree = 0;
 
@@ -227,13 +228,13 @@ static int parse_snapshot(struct json_object *req, struct perfd_request *r,
 			    "say when, once: \"duration\" (seconds from now on, 0 < duration <= %d), "
 			    "\"since\" (the last seconds) or \"from\" (and \"to\")",
 			    PERFD_SNAPSHOT_MAX_SECONDS);
-	r->when = has_duration ? PERFD_WHEN_DURATION :
-		  has_since    ? PERFD_WHEN_SINCE :
-				 PERFD_WHEN_RANGE;
+	r->when = has_duration ? SNAPSHOT_DURATION :
+		  has_since    ? SNAPSHOT_SINCE :
+				 SNAPSHOT_RANGE;
 	r->started = false;
 	if ((k = request_get_bool(req, "started", &r->started, e)) < 0)
 		return k;
-	if (r->started && r->when != PERFD_WHEN_DURATION)
+	if (r->started && r->when != SNAPSHOT_DURATION)
 		return request_fail(e, PERFD_ERR_BAD_REQUEST,
 			    "\"started\" is for a snapshot from now on (\"duration\")");
 
@@ -304,7 +305,7 @@ struct answer {
 	struct command_pending pending; /* first: the client's data */
 	struct daemon *d;
 	struct client *client;
-	struct perfd_request req;
+	struct snapshot_args req;
 	struct profile_parts parts; /* held until it is answered */
 	struct answer_info ai;
 	struct model_slices *build; /* the build in progress */
@@ -336,7 +337,7 @@ static const struct command answering = { .name = "snapshot answer", .cancel = a
 static void reply_profile(struct answer *a, struct model *model)
 {
 	struct daemon *d = a->d;
-	const struct perfd_request *req = &a->req;
+	const struct snapshot_args *req = &a->req;
 	const struct answer_info *ai = &a->ai;
 	enum profile_kind kind = (enum profile_kind)req->kind;
 	struct encode_opts eo = {
@@ -354,7 +355,7 @@ static void reply_profile(struct answer *a, struct model *model)
 		snprintf(note, sizeof(note),
 			 "process %u exited %.1f s into the %.1f s snapshot; the profile holds what was sampled until then",
 			 ai->pid, covered, ai->requested_seconds);
-	else if (model->total == 0 && req->when == PERFD_WHEN_DURATION && ai->single)
+	else if (model->total == 0 && req->when == SNAPSHOT_DURATION && ai->single)
 		snprintf(note, sizeof(note),
 			 "no samples: process %u did not run on a CPU during the snapshot", ai->pid);
 	else if (model->total == 0)
@@ -410,7 +411,7 @@ static void reply_profile(struct answer *a, struct model *model)
 	jsonw_kv_u64(&w, "period_ns", eo.period_ns);
 	jsonw_kv_string(&w, "sampling", sampler_fixed_period(d->sampler) ? "fixed" : "jittered");
 	jsonw_kv_bool(&w, "exited", ai->single && ai->exited);
-	if (req->when == PERFD_WHEN_DURATION)
+	if (req->when == SNAPSHOT_DURATION)
 		jsonw_kv_bool(&w, "stopped", ai->stopped);
 	if (ai->samples_refused)
 		jsonw_kv_u64(&w, "samples_refused", ai->samples_refused);
@@ -438,7 +439,7 @@ static void answer_built(struct model_slices *build, struct model *m, int r, voi
 
 /* Answers parts (taken) for client, whose request stays pending until
  * then: its data is the answer. */
-static void answer_parts(struct daemon *d, struct client *client, const struct perfd_request *req,
+static void answer_parts(struct daemon *d, struct client *client, const struct snapshot_args *req,
 			 struct profile_parts *parts, const struct answer_info *ai)
 {
 	struct model_opts mo = daemon_model_opts(d, (enum profile_kind)req->kind, req->lines,
@@ -529,7 +530,7 @@ static int on_pidfd(sd_event_source *es, int fd, uint32_t revents, void *userdat
 }
 
 /* The selection a request asks for, limited to what the client may see. */
-static void request_selection(const struct perfd_request *req, struct client *client,
+static void request_selection(const struct snapshot_args *req, struct client *client,
 			      struct selection *sel)
 {
 	*sel = (struct selection){ .n_pids = req->n_pids, .all = req->all, .tree = req->tree };
@@ -545,7 +546,7 @@ static void request_selection(const struct perfd_request *req, struct client *cl
 /* A snapshot of the past, answered at once from the store (an error
  * too). */
 static void history_snapshot(struct daemon *d, struct client *client,
-			     const struct perfd_request *req)
+			     const struct snapshot_args *req)
 {
 	struct profile_parts parts = { 0 };
 	struct answer_info ai = { .single = req->n_pids == 1, .pid = req->pids[0] };
@@ -553,7 +554,7 @@ static void history_snapshot(struct daemon *d, struct client *client,
 	struct selection sel;
 
 	request_selection(req, client, &sel);
-	if (req->when == PERFD_WHEN_SINCE) {
+	if (req->when == SNAPSHOT_SINCE) {
 		to = now;
 		from = now - MIN(now, (uint64_t)(req->since_seconds * NSEC_PER_SEC));
 	} else {
@@ -625,7 +626,7 @@ static void count_in_scope(struct process *p, void *userdata)
 /* The processes a live snapshot's selection takes now, for the budget of
  * api/limits.h: the pids it names, else the live ones the store has that
  * match and the client may see; at least one. */
-static size_t snapshot_scope(struct daemon *d, const struct perfd_request *req,
+static size_t snapshot_scope(struct daemon *d, const struct snapshot_args *req,
 			     const struct selection *sel)
 {
 	struct scope_count sc = { .a = d->aggregator, .sel = sel };
@@ -659,7 +660,7 @@ static void announce_started(struct client *client)
 
 /* Starts a snapshot, or answers at once (an error, or the past): when it
  * will answer as the snapshot ends, client_get_data() is set. */
-static void start_snapshot(struct daemon *d, struct client *client, const struct perfd_request *req)
+static void start_snapshot(struct daemon *d, struct client *client, const struct snapshot_args *req)
 {
 	struct snapshot *s;
 	uint64_t ticks = 0, ticks_again;
@@ -669,7 +670,7 @@ static void start_snapshot(struct daemon *d, struct client *client, const struct
 	double held;
 	int r;
 
-	if (req->when != PERFD_WHEN_DURATION) {
+	if (req->when != SNAPSHOT_DURATION) {
 		history_snapshot(d, client, req);
 		return;
 	}
@@ -774,8 +775,10 @@ static void start_snapshot(struct daemon *d, struct client *client, const struct
 }
 
 
-static int run_snapshot(struct daemon *d, struct client *c, const struct perfd_request *req)
+static int run_snapshot(struct daemon *d, struct client *c, const void *args)
 {
+	const struct snapshot_args *req = args;
+
 	start_snapshot(d, c, req);
 	return client_get_data(c) ? SERVER_PENDING : 0;
 }
@@ -806,6 +809,7 @@ void snapshots_free_all(struct daemon *d)
 
 const struct command cmd_snapshot = {
 	.name = "snapshot",
+	.args_size = COMMAND_ARGS_SIZE(struct snapshot_args),
 	.parse = parse_snapshot,
 	.run = run_snapshot,
 	.cancel = cancel_snapshot,

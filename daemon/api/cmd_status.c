@@ -72,7 +72,7 @@ int daemon_status(struct daemon *d, bool root, struct jsonw *w)
 	return query_status(w, &info);
 }
 
-static int run_status(struct daemon *d, struct client *c, const struct perfd_request *req)
+static int run_status(struct daemon *d, struct client *c, const void *args)
 {
 	struct jsonw w;
 

@@ -12,7 +12,7 @@
 #include "api/query.h"
 #include "base/jsonw.h"
 
-static int run_stop(struct daemon *d, struct client *c, const struct perfd_request *req)
+static int run_stop(struct daemon *d, struct client *c, const void *args)
 {
 	struct jsonw w;
 

@@ -58,6 +58,7 @@
 
 #include "analysis/functions.h"
 #include "api/auth.h"
+#include "api/cmd_top.h"
 #include "api/command.h"
 #include "api/model_profile.h"
 #include "api/model_slices.h"
@@ -71,18 +72,17 @@
 #include "profile/model.h"
 #include "profile/rss.h"
 
-enum top_view { TOP_PROCESSES, TOP_FUNCTIONS };
 static const char *const view_names[] = { "processes", "functions" };
 enum { SORT_SELF, SORT_TOTAL };
 static const char *const function_sorts[] = { "self", "total" };
 
-static int parse_top(struct json_object *req, struct perfd_request *r, struct perfd_request_error *e)
+static int parse_top(struct json_object *req, void *args, struct perfd_request_error *e)
 {
 	/* the kinds something produces, the first (cpu) by default */
 	const char *kinds[PROFILE_KINDS];
 	enum profile_kind kind_of[PROFILE_KINDS];
 	size_t n_kinds = 0;
-	struct perfd_top_args *t = &r->top_args;
+	struct top_args *t = args;
 	int64_t interval = PERFD_TOP_DEFAULT_INTERVAL, rows = PERFD_TOP_DEFAULT_ROWS, offset = 0,
 		depth = PERFD_TOP_DEFAULT_DEPTH, pid = 0;
 	int k, kind = 0;
@@ -100,7 +100,7 @@ static int parse_top(struct json_object *req, struct perfd_request *r, struct pe
 	    (k = request_get_int(req, "offset", 0, PERFD_TOP_MAX_OFFSET, false, &offset, e)) < 0 ||
 	    (k = request_get_int(req, "depth", 1, PERFD_TOP_MAX_DEPTH, false, &depth, e)) < 0 ||
 	    (k = request_get_int(req, "pid", 1, INT32_MAX, false, &pid, e)) < 0 ||
-	    (k = request_get_bool(req, "all", &r->all, e)) < 0 ||
+	    (k = request_get_bool(req, "all", &t->all, e)) < 0 ||
 	    (k = request_get_bool(req, "kernel_threads", &t->kernel_threads, e)) < 0 ||
 	    (k = request_get_name(req, "filter", t->filter, sizeof(t->filter), e)) < 0 ||
 	    (k = request_get_choice(req, "kind", kinds, n_kinds, &kind, e)) < 0 ||
@@ -117,10 +117,9 @@ static int parse_top(struct json_object *req, struct perfd_request *r, struct pe
 	if (t->view == TOP_PROCESSES && (pid || kind || t->function[0]))
 		return request_fail(e, PERFD_ERR_BAD_REQUEST,
 			    "\"pid\", \"kind\" and \"function\" are for \"view\": \"functions\"");
-	r->interval_seconds = (unsigned)interval;
-	r->kind = kind_of[kind];
-	r->pids[0] = (uint32_t)pid;
-	r->n_pids = pid > 0;
+	t->interval_seconds = (unsigned)interval;
+	t->kind = kind_of[kind];
+	t->pid = (uint32_t)pid;
 	t->rows = (unsigned)rows;
 	t->offset = (unsigned)offset;
 	t->depth = (unsigned)depth;
@@ -130,7 +129,7 @@ static int parse_top(struct json_object *req, struct perfd_request *r, struct pe
 struct top_ctx {
 	struct daemon *d;
 	const struct perfd_peer *peer;
-	const struct perfd_request *req;
+	const struct top_args *req;
 	uint64_t now_ns;            /* when the windows were taken */
 	struct query_window win;    /* the interval */
 	struct query_window growth; /* the growth rates' window */
@@ -141,7 +140,7 @@ struct top_ctx {
 struct top_answer {
 	struct sliced_answer sa; /* first: the client's data; its parts pin
 				  * the model's processes */
-	struct perfd_request req; /* ctx.req */
+	struct top_args req; /* ctx.req */
 	struct top_ctx ctx;
 	/* the process view's */
 	struct query_list_opts o;
@@ -155,7 +154,7 @@ struct top_answer {
 static bool filters_take(void *userdata, const struct process *p)
 {
 	const struct top_ctx *ctx = userdata;
-	const struct perfd_top_args *t = &ctx->req->top_args;
+	const struct top_args *t = ctx->req;
 
 	return (t->kernel_threads || !p->kthread) && (!t->filter[0] || strcasestr(p->comm, t->filter));
 }
@@ -268,7 +267,7 @@ static void top_built(struct model_slices *s, struct model *m, int r, void *user
 static int start_processes(struct top_answer *ta)
 {
 	const struct top_ctx *ctx = &ta->ctx;
-	const struct perfd_top_args *t = &ctx->req->top_args;
+	const struct top_args *t = ctx->req;
 	struct aggregator *a = ctx->d->aggregator;
 	struct owner_filter owners = daemon_peer_owners(ctx->peer);
 	struct model_opts mo = daemon_model_opts(ctx->d, PROFILE_KIND_CPU, false, false, false);
@@ -295,7 +294,7 @@ static int start_processes(struct top_answer *ta)
 /* The rows, each with its top function from m. */
 static int write_processes(struct top_answer *ta, const struct model *m)
 {
-	const struct perfd_top_args *t = &ta->req.top_args;
+	const struct top_args *t = &ta->req;
 	struct jsonw *w = &ta->sa.w;
 	_cleanup_free_ uint32_t *top = calloc(ta->n + 1, sizeof(*top));
 	_cleanup_free_ uint64_t *top_value = calloc(ta->n + 1, sizeof(*top_value));
@@ -396,7 +395,7 @@ static void write_tree(const struct ftable *t, struct jsonw *w, const struct rep
 /* Marks in match the row of the function asked for: of its kind when
  * given, else the first of that name, a user one before a kernel one (as
  * report_match() takes a name).  Returns it, or REPORT_ROOT for none. */
-static uint32_t find_target(const struct report *r, const struct perfd_top_args *a, bool *match)
+static uint32_t find_target(const struct report *r, const struct top_args *a, bool *match)
 {
 	bool kernel = a->function_kind == FRAME_KIND_KERNEL;
 	char name[sizeof(a->function) + 4];
@@ -414,7 +413,7 @@ static uint32_t find_target(const struct report *r, const struct perfd_top_args 
 	return REPORT_ROOT;
 }
 
-int top_write_function_table(const struct perfd_top_args *a, const struct model *m, struct jsonw *w)
+int top_write_function_table(const struct top_args *a, const struct model *m, struct jsonw *w)
 {
 	_cleanup_(profile_freep) struct profile *p = NULL;
 	_cleanup_free_ struct model_frame_origin *frames = NULL, *rows = NULL;
@@ -545,8 +544,8 @@ static void write_functions(struct top_answer *ta, struct model *m)
 		jsonw_kv_string(&ta->sa.w, "comm", p->comm);
 		jsonw_kv_bool(&ta->sa.w, "exited", p->exited);
 	}
-	sliced_answer_finish_on_lane(&ta->sa, write_function_table, &ta->req.top_args,
-				     sizeof(ta->req.top_args), "top functions", m);
+	sliced_answer_finish_on_lane(&ta->sa, write_function_table, &ta->req,
+				     sizeof(ta->req), "top functions", m);
 }
 
 static void top_free(struct sliced_answer *sa)
@@ -564,7 +563,7 @@ static void top_built(struct model_slices *s, struct model *m, int r, void *user
 {
 	struct top_answer *ta = container_of((struct sliced_answer *)userdata, struct top_answer, sa);
 
-	if (r == 0 && ta->req.top_args.view != TOP_PROCESSES) {
+	if (r == 0 && ta->req.view != TOP_PROCESSES) {
 		write_functions(ta, m);
 		return;
 	}
@@ -575,17 +574,18 @@ static void top_built(struct model_slices *s, struct model *m, int r, void *user
 	sliced_answer_finish(&ta->sa, r);
 }
 
-static int run_top(struct daemon *d, struct client *c, const struct perfd_request *req)
+static int run_top(struct daemon *d, struct client *c, const void *args)
 {
+	const struct top_args *req = args;
 	struct top_answer *ta;
 	struct process *p = NULL;
 	int r;
 
-	if (req->top_args.view == TOP_FUNCTIONS && req->n_pids) {
-		p = aggregator_find_process(d->aggregator, req->pids[0]);
+	if (req->view == TOP_FUNCTIONS && req->pid) {
+		p = aggregator_find_process(d->aggregator, req->pid);
 		if (!p || !auth_may_see(client_peer(c), p->owner_uid)) {
 			command_reply_error(c, PERFD_ERR_NO_SUCH_PROCESS,
-					    "no process with pid %u in perfd's history", req->pids[0]);
+					    "no process with pid %u in perfd's history", req->pid);
 			return 0;
 		}
 	}
@@ -604,9 +604,9 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 			  d->start_ns, &ta->ctx.growth);
 
 	query_ok_begin(&ta->sa.w);
-	jsonw_kv_string(&ta->sa.w, "view", view_names[req->top_args.view]);
+	jsonw_kv_string(&ta->sa.w, "view", view_names[req->view]);
 	write_host(&ta->ctx, &ta->sa.w);
-	r = req->top_args.view == TOP_PROCESSES ? start_processes(ta) : start_functions(ta);
+	r = req->view == TOP_PROCESSES ? start_processes(ta) : start_functions(ta);
 	if (r < 0) {
 		sliced_answer_finish(&ta->sa, r);
 		return 0;
@@ -615,4 +615,10 @@ static int run_top(struct daemon *d, struct client *c, const struct perfd_reques
 	return SERVER_PENDING;
 }
 
-const struct command cmd_top = { .name = "top", .parse = parse_top, .run = run_top, .fresh = true };
+const struct command cmd_top = {
+	.name = "top",
+	.args_size = COMMAND_ARGS_SIZE(struct top_args),
+	.parse = parse_top,
+	.run = run_top,
+	.fresh = true,
+};

@@ -70,7 +70,7 @@ int command_dispatch(struct daemon *d, struct client *c, const char *line, size_
 	}
 	if (commands[req.command]->fresh)
 		return fresh_dispatch(d, c, &req);
-	return commands[req.command]->run(d, c, &req);
+	return commands[req.command]->run(d, c, req.args);
 }
 
 void command_cancel(struct daemon *d, struct client *c)

@@ -4,7 +4,8 @@
  *
  * A request line is parsed once (request.c: JSON, version, which command)
  * and handed to its row of the table: parse() reads its arguments into the
- * struct perfd_request, run() answers the client, now or later.  A command
+ * command's own arguments struct (args_size bytes, declared in its
+ * api/cmd_NAME.h), run() answers the client from them, now or later.  A command
  * that answers later (a snapshot from now on) keeps its state as the
  * client's data, starting with a struct command_pending that names the
  * command, so that a client that goes away cancels it through cancel(),
@@ -24,13 +25,20 @@
 #include "api/server.h"
 #include "daemon.h"
 
+/* The args_size of a command whose arguments are a T: its size, and a
+ * build that fails when it outgrows REQUEST_ARGS_MAX. */
+#define COMMAND_ARGS_SIZE(T) sizeof(char[sizeof(T) <= REQUEST_ARGS_MAX ? sizeof(T) : -1])
+
 struct command {
 	const char *name;
-	/* Reads the arguments (NULL: none).  Returns 0, or -EINVAL with *e set
-	 * (request.h's helpers do both). */
-	int (*parse)(struct json_object *req, struct perfd_request *r, struct perfd_request_error *e);
-	/* Answers c.  Returns 0 when it has, SERVER_PENDING when it will. */
-	int (*run)(struct daemon *d, struct client *c, const struct perfd_request *req);
+	size_t args_size; /* of its arguments struct (COMMAND_ARGS_SIZE); 0: none */
+	/* Reads the arguments into args, a zeroed struct of args_size bytes
+	 * (NULL: none).  Returns 0, or -EINVAL with *e set (request.h's
+	 * helpers do both). */
+	int (*parse)(struct json_object *req, void *args, struct perfd_request_error *e);
+	/* Answers c from its arguments.  Returns 0 when it has,
+	 * SERVER_PENDING when it will. */
+	int (*run)(struct daemon *d, struct client *c, const void *args);
 	/* Drops what a pending run kept for c (the client went away). */
 	void (*cancel)(struct daemon *d, struct client *c);
 	/* Ends a pending run early, at the client's "stop": it answers soon,
@@ -94,10 +102,5 @@ struct http_answer;
  * the status answer others see in the Prometheus format (api/metrics.h). */
 void daemon_metrics_page(struct daemon *d, const char *path, struct http_answer *ret);
 
-/* cmd_top.c's function view of model m as the fields of the answer
- * (sort ... functions, function) that args ask for, into w; a unit of its
- * own for tests/unit/test-top.c.  Returns 0 or -ENOMEM. */
-int top_write_function_table(const struct perfd_top_args *args, const struct model *m,
-			     struct jsonw *w);
 
 #endif

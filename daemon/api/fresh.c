@@ -42,7 +42,7 @@ static const struct command wait_stoppable = { .name = "wait", .cancel = cancel_
  * own state, or what it handed its answer to (api/encode_lane.h). */
 static int run(struct daemon *d, struct client *c, const struct perfd_request *req, bool stopped)
 {
-	int r = commands[req->command]->run(d, c, req);
+	int r = commands[req->command]->run(d, c, req->args);
 	struct command_pending *p = client_get_data(c);
 
 	if (r == SERVER_PENDING && stopped && p && p->command->stop)

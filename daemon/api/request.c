@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * request.c - turn one request line of the perfd protocol into a
- * struct perfd_request, or into an error code and a message for the client.
+ * struct perfd_request (its command and that command's arguments), or
+ * into an error code and a message for the client.
  *
  * Design: the whole line is handed to json-c in one call with its explicit
  * length, in strict mode with UTF-8 validation and a bounded nesting depth,
@@ -342,7 +343,7 @@ int request_parse(const char *line, size_t len, struct perfd_request *ret,
 	if (k >= 0)
 		k = parse_command(req, &r.command, ret_error);
 	if (k >= 0 && commands[r.command]->parse)
-		k = commands[r.command]->parse(req, &r, ret_error);
+		k = commands[r.command]->parse(req, r.args, ret_error);
 	json_object_put(req);
 	if (k < 0)
 		return k;

@@ -13,56 +13,25 @@
 #include "api/command_list.h"
 #include "perfd/protocol.h"
 
-struct encoder;
 struct json_object;
 
 #define ENUM(name, NAME) PERFD_CMD_##NAME,
 enum perfd_command { PERFD_COMMANDS(ENUM) PERFD_CMD_COUNT };
 #undef ENUM
 
-/* When a snapshot's samples were taken. */
-enum perfd_when {
-	PERFD_WHEN_DURATION, /* from now on, for duration_seconds */
-	PERFD_WHEN_SINCE,    /* the last since_seconds, from history */
-	PERFD_WHEN_RANGE,    /* [from_unix, to_unix], from history */
-};
+/* Room for the largest command's arguments struct (api/cmd_*.h);
+ * COMMAND_ARGS_SIZE checks each against it when the table is built. */
+#define REQUEST_ARGS_MAX 1280
 
+/* One request, parsed: its command, and that command's own arguments
+ * struct (its row's args_size bytes: zeroed, then filled by its parse). */
 struct perfd_request {
 	enum perfd_command command;
-	/* ps */
-	unsigned interval_seconds;
-	/* snapshot: which processes (at least one of these) */
-	uint32_t pids[PERFD_SNAPSHOT_MAX_PIDS];
-	size_t n_pids;
-	char comm[16];
-	char cgroup[256];
-	char unit[256];
-	bool all;
-	uint32_t tree; /* snapshot: a pid and its descendants (0: none) */
-	bool started;  /* live snapshot: a "started" line once it collects */
-	/* ... when */
-	enum perfd_when when;
-	double duration_seconds;
-	double since_seconds;
-	double from_unix, to_unix; /* seconds since the epoch; to_unix 0: now */
-	unsigned top;                   /* mem: how many sites */
-	/* ... and how */
-	int kind;                       /* enum profile_kind */
-	const struct encoder *format;   /* a row of encode.h's table */
-	bool lines; /* frames as "function (file:line)", inlined frames expanded */
-	bool python_lines; /* Python frames with their line (default) */
-	bool threads;      /* each stack rooted at its thread */
-	/* top (with interval_seconds, pids[0] when n_pids, kind and all) */
-	struct perfd_top_args {
-		int view;            /* cmd_top.c's enum top_view */
-		int sort;            /* an index in that view's sort keys */
-		unsigned rows, offset, depth;
-		char filter[PERFD_TOP_FILTER_BYTES];           /* "" for none */
-		bool kernel_threads;
-		char function[PERFD_TOP_MAX_FUNCTION_BYTES];   /* "" for none */
-		int function_kind;   /* enum frame_kind, -1 for any */
-	} top_args;
+	_Alignas(max_align_t) unsigned char args[REQUEST_ARGS_MAX];
 };
+
+/* r's arguments as type, the struct its command parses into. */
+#define REQUEST_ARGS(r, type) ((const type *)(const void *)(r)->args)
 
 struct perfd_request_error {
 	const char *code; /* a PERFD_ERR_* string (static) */

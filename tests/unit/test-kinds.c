@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api/request.h"
+#include "api/cmd_top.h"
 #include "base/jsonw.h"
 #include "base/kindtab.h"
 #include "encode/encode.h"
@@ -260,7 +261,7 @@ Test(kinds, top_offers_the_produced_kinds)
 		cr_expect_eq(k, produced ? 0 : -EINVAL, "%s: %d %s", rows[i].id, k,
 			     e.message);
 		if (k == 0)
-			cr_expect_eq(r.kind, rows[i].value, "%s", rows[i].id);
+			cr_expect_eq(REQUEST_ARGS(&r, struct top_args)->kind, rows[i].value, "%s", rows[i].id);
 		else
 			for (size_t j = 0; j < N_ROWS; j++)
 				if (rows[j].info.counts != PERFD_KIND_COUNTS_NONE)
@@ -269,5 +270,5 @@ Test(kinds, top_offers_the_produced_kinds)
 	}
 	snprintf(line, sizeof(line), "{\"version\":1,\"command\":\"top\",\"view\":\"functions\"}");
 	cr_assert_eq(request_parse(line, strlen(line), &r, &e), 0);
-	cr_expect_eq(r.kind, PROFILE_KIND_CPU);
+	cr_expect_eq(REQUEST_ARGS(&r, struct top_args)->kind, PROFILE_KIND_CPU);
 }

@@ -19,9 +19,17 @@
 #include "perfd/formats.h"
 #include "perfd/macro.h"
 #include "perfd/protocol.h"
+#include "api/cmd_ps.h"
+#include "api/cmd_snapshot.h"
+#include "api/cmd_top.h"
 #include "api/request.h"
 #include "encode/encode.h"
 #include "profile/profile.h"
+
+/* A parsed request's arguments, as its command has them. */
+#define PS_ARGS(r) REQUEST_ARGS(&(r), struct ps_args)
+#define SNAP_ARGS(r) REQUEST_ARGS(&(r), struct snapshot_args)
+#define TOP_ARGS(r) REQUEST_ARGS(&(r), struct top_args)
 
 static int parse(const char *line, size_t len, struct perfd_request *r,
 		 struct perfd_request_error *e)
@@ -71,7 +79,7 @@ Test(request, ps_default_interval)
 
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"ps\"}", &r, &e), 0, "%s", e.message);
 	cr_expect_eq(r.command, PERFD_CMD_PS);
-	cr_expect_eq(r.interval_seconds, PERFD_PS_DEFAULT_INTERVAL);
+	cr_expect_eq(PS_ARGS(r)->interval_seconds, PERFD_PS_DEFAULT_INTERVAL);
 }
 
 Test(request, ps_interval_bounds)
@@ -80,9 +88,9 @@ Test(request, ps_interval_bounds)
 	struct perfd_request_error e;
 
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"ps\",\"interval\":1}", &r, &e), 0);
-	cr_expect_eq(r.interval_seconds, 1);
+	cr_expect_eq(PS_ARGS(r)->interval_seconds, 1);
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"ps\",\"interval\":60}", &r, &e), 0);
-	cr_expect_eq(r.interval_seconds, PERFD_PS_MAX_INTERVAL);
+	cr_expect_eq(PS_ARGS(r)->interval_seconds, PERFD_PS_MAX_INTERVAL);
 }
 
 Test(request, snapshot_defaults)
@@ -93,17 +101,17 @@ Test(request, snapshot_defaults)
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"snapshot\",\"pid\":42,\"duration\":5}",
 			       &r, &e), 0, "%s", e.message);
 	cr_expect_eq(r.command, PERFD_CMD_SNAPSHOT);
-	cr_expect_eq(r.n_pids, 1);
-	cr_expect_eq(r.pids[0], 42);
-	cr_expect_eq(r.when, PERFD_WHEN_DURATION);
-	cr_expect_float_eq(r.duration_seconds, 5.0, 1e-12);
-	cr_assert_not_null(r.format);
-	cr_expect_str_eq(r.format->name, "folded");
-	cr_expect_eq(r.kind, PROFILE_KIND_CPU);
-	cr_expect_not(r.all);
-	cr_expect_str_eq(r.comm, "");
-	cr_expect_str_eq(r.cgroup, "");
-	cr_expect_str_eq(r.unit, "");
+	cr_expect_eq(SNAP_ARGS(r)->n_pids, 1);
+	cr_expect_eq(SNAP_ARGS(r)->pids[0], 42);
+	cr_expect_eq(SNAP_ARGS(r)->when, SNAPSHOT_DURATION);
+	cr_expect_float_eq(SNAP_ARGS(r)->duration_seconds, 5.0, 1e-12);
+	cr_assert_not_null(SNAP_ARGS(r)->format);
+	cr_expect_str_eq(SNAP_ARGS(r)->format->name, "folded");
+	cr_expect_eq(SNAP_ARGS(r)->kind, PROFILE_KIND_CPU);
+	cr_expect_not(SNAP_ARGS(r)->all);
+	cr_expect_str_eq(SNAP_ARGS(r)->comm, "");
+	cr_expect_str_eq(SNAP_ARGS(r)->cgroup, "");
+	cr_expect_str_eq(SNAP_ARGS(r)->unit, "");
 }
 
 Test(request, snapshot_fractional_and_limits)
@@ -113,11 +121,11 @@ Test(request, snapshot_fractional_and_limits)
 
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"snapshot\",\"pid\":2147483647,"
 			       "\"duration\":0.25,\"format\":\"folded\"}", &r, &e), 0, "%s", e.message);
-	cr_expect_eq(r.pids[0], INT32_MAX);
-	cr_expect_float_eq(r.duration_seconds, 0.25, 1e-12);
+	cr_expect_eq(SNAP_ARGS(r)->pids[0], INT32_MAX);
+	cr_expect_float_eq(SNAP_ARGS(r)->duration_seconds, 0.25, 1e-12);
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"snapshot\",\"pid\":1,\"duration\":3600}",
 			       &r, &e), 0);
-	cr_expect_float_eq(r.duration_seconds, 3600.0, 1e-12);
+	cr_expect_float_eq(SNAP_ARGS(r)->duration_seconds, 3600.0, 1e-12);
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"snapshot\",\"pid\":1,\"duration\":1e-3}",
 			       &r, &e), 0);
 }
@@ -131,7 +139,7 @@ Test(request, extra_fields_whitespace_and_order_are_accepted)
 
 	cr_assert_eq(parse_str(line, &r, &e), 0, "%s", e.message);
 	cr_expect_eq(r.command, PERFD_CMD_PS);
-	cr_expect_eq(r.interval_seconds, PERFD_PS_DEFAULT_INTERVAL);
+	cr_expect_eq(PS_ARGS(r)->interval_seconds, PERFD_PS_DEFAULT_INTERVAL);
 }
 
 Test(request, length_is_explicit_not_nul_terminated)
@@ -157,15 +165,16 @@ Test(request, names)
 
 Test(request, output_untouched_on_error)
 {
-	struct perfd_request r = { .n_pids = 77, .interval_seconds = 5 };
+	struct perfd_request r, before;
 	struct perfd_request_error e;
 
+	memset(&r, 0x5a, sizeof(r));
+	before = r;
 	cr_assert_eq(request_parse("{}", 2, &r, &e), -EINVAL);
-	cr_expect_eq(r.n_pids, 77);
-	cr_expect_eq(r.interval_seconds, 5);
+	cr_expect_eq(memcmp(&r, &before, sizeof(r)), 0);
 	/* an error found after some fields were read */
 	cr_assert_eq(request_parse(SNAP_LINE, strlen(SNAP_LINE), &r, &e), -EINVAL);
-	cr_expect_eq(r.n_pids, 77);
+	cr_expect_eq(memcmp(&r, &before, sizeof(r)), 0);
 }
 
 /* ---- malformed requests -------------------------------------------- */
@@ -544,9 +553,9 @@ Test(request, snapshot_lines_flag)
 	const char bad[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"duration\":1,\"lines\":1}";
 
 	cr_assert_eq(request_parse(ok, sizeof(ok) - 1, &r, &e), 0);
-	cr_assert(r.lines);
+	cr_assert(SNAP_ARGS(r)->lines);
 	cr_assert_eq(request_parse(dflt, sizeof(dflt) - 1, &r, &e), 0);
-	cr_assert_not(r.lines);
+	cr_assert_not(SNAP_ARGS(r)->lines);
 	cr_assert_eq(request_parse(bad, sizeof(bad) - 1, &r, &e), -EINVAL);
 	cr_assert_str_eq(e.code, PERFD_ERR_BAD_REQUEST);
 }
@@ -567,12 +576,12 @@ Test(request, snapshot_python_lines_and_threads)
 	static const char *const field[] = { "python_lines", "threads" };
 
 	cr_assert_eq(request_parse(dflt, sizeof(dflt) - 1, &r, &e), 0);
-	cr_assert(r.python_lines);
-	cr_assert_not(r.threads);
+	cr_assert(SNAP_ARGS(r)->python_lines);
+	cr_assert_not(SNAP_ARGS(r)->threads);
 	cr_assert_eq(request_parse(set, sizeof(set) - 1, &r, &e), 0);
-	cr_assert_not(r.python_lines);
-	cr_assert(r.threads);
-	cr_assert_not(r.lines);
+	cr_assert_not(SNAP_ARGS(r)->python_lines);
+	cr_assert(SNAP_ARGS(r)->threads);
+	cr_assert_not(SNAP_ARGS(r)->lines);
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		cr_assert_eq(request_parse(bad[i], strlen(bad[i]), &r, &e), -EINVAL);
 		cr_assert_str_eq(e.code, PERFD_ERR_BAD_REQUEST);
@@ -589,13 +598,13 @@ Test(request, snapshot_pid_array)
 
 	cr_assert_eq(parse_str(SNAP("\"pid\":[3,1,2147483647],\"duration\":5"), &r, &e), 0, "%s",
 		     e.message);
-	cr_expect_eq(r.n_pids, 3);
-	cr_expect_eq(r.pids[0], 3);
-	cr_expect_eq(r.pids[1], 1);
-	cr_expect_eq(r.pids[2], INT32_MAX);
+	cr_expect_eq(SNAP_ARGS(r)->n_pids, 3);
+	cr_expect_eq(SNAP_ARGS(r)->pids[0], 3);
+	cr_expect_eq(SNAP_ARGS(r)->pids[1], 1);
+	cr_expect_eq(SNAP_ARGS(r)->pids[2], INT32_MAX);
 	cr_assert_eq(parse_str(SNAP("\"pid\":[7],\"duration\":5"), &r, &e), 0, "%s", e.message);
-	cr_expect_eq(r.n_pids, 1);
-	cr_expect_eq(r.pids[0], 7);
+	cr_expect_eq(SNAP_ARGS(r)->n_pids, 1);
+	cr_expect_eq(SNAP_ARGS(r)->pids[0], 7);
 }
 
 /* PERFD_SNAPSHOT_MAX_PIDS pids, and one more. */
@@ -614,8 +623,8 @@ Test(request, snapshot_pid_array_limit)
 		cr_assert_lt((size_t)at, sizeof(line));
 		if (n == PERFD_SNAPSHOT_MAX_PIDS) {
 			cr_assert_eq(parse(line, (size_t)at, &r, &e), 0, "%s", e.message);
-			cr_expect_eq(r.n_pids, PERFD_SNAPSHOT_MAX_PIDS);
-			cr_expect_eq(r.pids[PERFD_SNAPSHOT_MAX_PIDS - 1], 1000 + PERFD_SNAPSHOT_MAX_PIDS - 1);
+			cr_expect_eq(SNAP_ARGS(r)->n_pids, PERFD_SNAPSHOT_MAX_PIDS);
+			cr_expect_eq(SNAP_ARGS(r)->pids[PERFD_SNAPSHOT_MAX_PIDS - 1], 1000 + PERFD_SNAPSHOT_MAX_PIDS - 1);
 		} else {
 			expect_error(line, (size_t)at, PERFD_ERR_BAD_REQUEST, "65 pids");
 			cr_assert_eq(parse(line, (size_t)at, &r, &e), -EINVAL);
@@ -631,28 +640,28 @@ Test(request, snapshot_selectors_without_pid)
 
 	cr_assert_eq(parse_str(SNAP("\"comm\":\"fifteen-bytes-x\",\"duration\":5"), &r, &e), 0, "%s",
 		     e.message);
-	cr_expect_str_eq(r.comm, "fifteen-bytes-x");
-	cr_expect_eq(r.n_pids, 0);
-	cr_expect_not(r.all);
+	cr_expect_str_eq(SNAP_ARGS(r)->comm, "fifteen-bytes-x");
+	cr_expect_eq(SNAP_ARGS(r)->n_pids, 0);
+	cr_expect_not(SNAP_ARGS(r)->all);
 	cr_assert_eq(parse_str(SNAP("\"comm\":\"caf\xc3\xa9\",\"duration\":5"), &r, &e), 0, "%s",
 		     e.message);
-	cr_expect_str_eq(r.comm, "caf\xc3\xa9");
+	cr_expect_str_eq(SNAP_ARGS(r)->comm, "caf\xc3\xa9");
 	cr_assert_eq(parse_str(SNAP("\"cgroup\":\"/system.slice/web.service\",\"since\":60"), &r, &e),
 		     0, "%s", e.message);
-	cr_expect_str_eq(r.cgroup, "/system.slice/web.service");
+	cr_expect_str_eq(SNAP_ARGS(r)->cgroup, "/system.slice/web.service");
 	cr_assert_eq(parse_str(SNAP("\"unit\":\"web.service\",\"since\":60"), &r, &e), 0, "%s",
 		     e.message);
-	cr_expect_str_eq(r.unit, "web.service");
+	cr_expect_str_eq(SNAP_ARGS(r)->unit, "web.service");
 	cr_assert_eq(parse_str(SNAP("\"all\":true,\"since\":60"), &r, &e), 0, "%s", e.message);
-	cr_expect(r.all);
-	cr_expect_eq(r.n_pids, 0);
+	cr_expect(SNAP_ARGS(r)->all);
+	cr_expect_eq(SNAP_ARGS(r)->n_pids, 0);
 	/* several together: each is kept */
 	cr_assert_eq(parse_str(SNAP("\"pid\":[1,2],\"comm\":\"web\",\"unit\":\"w.service\","
 				    "\"all\":true,\"duration\":1"), &r, &e), 0, "%s", e.message);
-	cr_expect_eq(r.n_pids, 2);
-	cr_expect_str_eq(r.comm, "web");
-	cr_expect_str_eq(r.unit, "w.service");
-	cr_expect(r.all);
+	cr_expect_eq(SNAP_ARGS(r)->n_pids, 2);
+	cr_expect_str_eq(SNAP_ARGS(r)->comm, "web");
+	cr_expect_str_eq(SNAP_ARGS(r)->unit, "w.service");
+	cr_expect(SNAP_ARGS(r)->all);
 }
 
 Test(request, snapshot_cgroup_length)
@@ -668,7 +677,7 @@ Test(request, snapshot_cgroup_length)
 		snprintf(line, sizeof(line), SNAP("\"cgroup\":\"%s\",\"since\":60"), path);
 		if (len == 255) {
 			cr_assert_eq(parse_str(line, &r, &e), 0, "%s", e.message);
-			cr_expect_str_eq(r.cgroup, path);
+			cr_expect_str_eq(SNAP_ARGS(r)->cgroup, path);
 		} else {
 			expect_error(line, strlen(line), PERFD_ERR_BAD_REQUEST, "256-byte cgroup");
 		}
@@ -700,10 +709,10 @@ Test(request, snapshot_since)
 	struct perfd_request_error e;
 
 	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":90.5"), &r, &e), 0, "%s", e.message);
-	cr_expect_eq(r.when, PERFD_WHEN_SINCE);
-	cr_expect_float_eq(r.since_seconds, 90.5, 1e-12);
+	cr_expect_eq(SNAP_ARGS(r)->when, SNAPSHOT_SINCE);
+	cr_expect_float_eq(SNAP_ARGS(r)->since_seconds, 90.5, 1e-12);
 	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":604800"), &r, &e), 0, "%s", e.message);
-	cr_expect_float_eq(r.since_seconds, (double)PERFD_MAX_RETENTION_SECONDS, 1e-9);
+	cr_expect_float_eq(SNAP_ARGS(r)->since_seconds, (double)PERFD_MAX_RETENTION_SECONDS, 1e-9);
 	/* a since longer than a live snapshot may last */
 	cr_assert_eq(parse_str(SNAP("\"pid\":1,\"since\":7200"), &r, &e), 0, "%s", e.message);
 }
@@ -715,13 +724,13 @@ Test(request, snapshot_from_and_to)
 
 	cr_assert_eq(parse_str(SNAP("\"all\":true,\"from\":1700000000.25"), &r, &e), 0, "%s",
 		     e.message);
-	cr_expect_eq(r.when, PERFD_WHEN_RANGE);
-	cr_expect_float_eq(r.from_unix, 1700000000.25, 1e-6);
-	cr_expect_eq(r.to_unix, 0, "to defaults to now (0)");
+	cr_expect_eq(SNAP_ARGS(r)->when, SNAPSHOT_RANGE);
+	cr_expect_float_eq(SNAP_ARGS(r)->from_unix, 1700000000.25, 1e-6);
+	cr_expect_eq(SNAP_ARGS(r)->to_unix, 0, "to defaults to now (0)");
 	cr_assert_eq(parse_str(SNAP("\"all\":true,\"from\":1700000000,\"to\":1700000000.5"), &r, &e),
 		     0, "%s", e.message);
-	cr_expect_eq(r.when, PERFD_WHEN_RANGE);
-	cr_expect_float_eq(r.to_unix, 1700000000.5, 1e-6);
+	cr_expect_eq(SNAP_ARGS(r)->when, SNAPSHOT_RANGE);
+	cr_expect_float_eq(SNAP_ARGS(r)->to_unix, 1700000000.5, 1e-6);
 }
 
 Test(request, snapshot_when_messages)
@@ -758,7 +767,7 @@ Test(request, snapshot_kind_names)
 		snprintf(line, sizeof(line), SNAP("\"pid\":1,\"since\":5,\"kind\":\"%s\""),
 			 kind_infos[k].name);
 		cr_assert_eq(parse_str(line, &r, &e), 0, "%s: %s", kind_infos[k].name, e.message);
-		cr_expect_eq(r.kind, k);
+		cr_expect_eq(SNAP_ARGS(r)->kind, k);
 	}
 	cr_expect_str_eq(kind_infos[PROFILE_KIND_CPU].name, "cpu");
 	cr_expect_str_eq(kind_infos[PROFILE_KIND_MEMORY].name, "memory");
@@ -784,7 +793,7 @@ Test(request, snapshot_format_names_come_from_the_table)
 		snprintf(line, sizeof(line), SNAP("\"pid\":1,\"since\":5,\"format\":\"%s\""),
 			 encoders[i].name);
 		cr_assert_eq(parse_str(line, &r, &e), 0, "%s: %s", encoders[i].name, e.message);
-		cr_expect_eq(r.format, &encoders[i]);
+		cr_expect_eq(SNAP_ARGS(r)->format, &encoders[i]);
 		cr_expect_eq(encoder_find(encoders[i].name, strlen(encoders[i].name)), &encoders[i]);
 		cr_expect_eq(encoders[i].extension[0], '.');
 	}
@@ -804,27 +813,26 @@ Test(request, top_defaults_and_limits)
 
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"top\"}", &r, &e), 0, "%s", e.message);
 	cr_expect_eq(r.command, PERFD_CMD_TOP);
-	cr_expect_eq(r.interval_seconds, PERFD_TOP_DEFAULT_INTERVAL);
-	cr_expect_eq(r.top_args.rows, PERFD_TOP_DEFAULT_ROWS);
-	cr_expect_eq(r.top_args.depth, PERFD_TOP_DEFAULT_DEPTH);
-	cr_expect_eq(r.top_args.offset, 0);
-	cr_expect_eq(r.n_pids, 0);
-	cr_expect_eq(r.top_args.filter[0], 0);
-	cr_expect_eq(r.top_args.function_kind, -1);
+	cr_expect_eq(TOP_ARGS(r)->interval_seconds, PERFD_TOP_DEFAULT_INTERVAL);
+	cr_expect_eq(TOP_ARGS(r)->rows, PERFD_TOP_DEFAULT_ROWS);
+	cr_expect_eq(TOP_ARGS(r)->depth, PERFD_TOP_DEFAULT_DEPTH);
+	cr_expect_eq(TOP_ARGS(r)->offset, 0);
+	cr_expect_eq(TOP_ARGS(r)->pid, 0);
+	cr_expect_eq(TOP_ARGS(r)->filter[0], 0);
+	cr_expect_eq(TOP_ARGS(r)->function_kind, -1);
 
 	cr_assert_eq(parse_str("{\"version\":1,\"command\":\"top\",\"view\":\"functions\","
 			       "\"pid\":42,\"kind\":\"memory\",\"sort\":\"total\",\"rows\":1000,"
 			       "\"depth\":8,\"function\":\"main\",\"function_kind\":\"native\","
 			       "\"filter\":\"spin\",\"interval\":60}", &r, &e), 0, "%s", e.message);
-	cr_expect_eq(r.pids[0], 42);
-	cr_expect_eq(r.n_pids, 1);
-	cr_expect_eq(r.kind, PROFILE_KIND_MEMORY);
-	cr_expect_eq(r.top_args.sort, 1);
-	cr_expect_eq(r.top_args.rows, PERFD_TOP_MAX_ROWS);
-	cr_expect_eq(r.top_args.depth, PERFD_TOP_MAX_DEPTH);
-	cr_expect_str_eq(r.top_args.function, "main");
-	cr_expect_str_eq(r.top_args.filter, "spin");
-	cr_expect_eq(r.interval_seconds, PERFD_TOP_MAX_INTERVAL);
+	cr_expect_eq(TOP_ARGS(r)->pid, 42);
+	cr_expect_eq(TOP_ARGS(r)->kind, PROFILE_KIND_MEMORY);
+	cr_expect_eq(TOP_ARGS(r)->sort, 1);
+	cr_expect_eq(TOP_ARGS(r)->rows, PERFD_TOP_MAX_ROWS);
+	cr_expect_eq(TOP_ARGS(r)->depth, PERFD_TOP_MAX_DEPTH);
+	cr_expect_str_eq(TOP_ARGS(r)->function, "main");
+	cr_expect_str_eq(TOP_ARGS(r)->filter, "spin");
+	cr_expect_eq(TOP_ARGS(r)->interval_seconds, PERFD_TOP_MAX_INTERVAL);
 }
 
 Test(request, top_refuses_what_it_caps_or_does_not_know)

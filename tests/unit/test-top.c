@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include <string.h>
 
+#include "api/cmd_top.h"
 #include "api/command.h"
 #include "base/jsonw.h"
 #include "fakemodel.h"
@@ -35,7 +36,7 @@ static struct model *two_callers_model(void)
 }
 
 /* The function view of m that a asks for, as perfctl gets it. */
-static json_object *answer(const struct model *m, const struct perfd_top_args *a)
+static json_object *answer(const struct model *m, const struct top_args *a)
 {
 	struct jsonw w;
 	json_object *o;
@@ -62,7 +63,7 @@ static const char *name_at(json_object *list, size_t i)
 static json_object *tree(const struct model *m, const char *function, unsigned rows,
 			 const char *key, json_object **ret_answer)
 {
-	struct perfd_top_args a = { .view = 1, .rows = rows, .depth = 3, .function_kind = -1 };
+	struct top_args a = { .view = TOP_FUNCTIONS, .rows = rows, .depth = 3, .function_kind = -1 };
 
 	(void)snprintf(a.function, sizeof(a.function), "%s", function);
 	*ret_answer = answer(m, &a);
@@ -117,7 +118,7 @@ Test(top, callees_are_spent_level_by_level)
 Test(top, a_function_sampled_is_sent_without_the_list)
 {
 	struct model *m = two_callers_model();
-	struct perfd_top_args a = { .view = 1, .rows = 50, .depth = 3, .function_kind = -1 };
+	struct top_args a = { .view = TOP_FUNCTIONS, .rows = 50, .depth = 3, .function_kind = -1 };
 	json_object *o, *v;
 
 	strcpy(a.function, "b");
