@@ -196,7 +196,10 @@ struct json_object *ctl_snapshot_request(const struct ctl_snapshot_opts *o)
 	     add(req, "format", json_object_new_string(o->format)) &&
 	     (!o->lines || add(req, "lines", json_object_new_boolean(1))) &&
 	     (!o->no_python_lines || add(req, "python_lines", json_object_new_boolean(0))) &&
-	     (!o->threads || add(req, "threads", json_object_new_boolean(1)));
+	     (!o->threads || add(req, "threads", json_object_new_boolean(1))) &&
+	     /* a binary profile's bytes as a frame after the line, not
+	      * base64 in it (an older perfd ignores this and sends base64) */
+	     add(req, "frame", json_object_new_boolean(1));
 	if (!ok)
 		json_object_put(req);
 	return ok ? req : NULL;
@@ -287,7 +290,8 @@ static enum perfctl_exit frame_size(struct ctl_env *env, struct json_object *res
 		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has an unknown \"encoding\"");
 		return PERFCTL_EXIT_FAILURE;
 	}
-	if (!ctl_json_int(resp, "profile_bytes", &n) || n < 0) {
+	if (!json_object_is_type(ctl_json_path(resp, "profile_bytes"), json_type_int) ||
+	    !ctl_json_int(resp, "profile_bytes", &n) || n < 0) {
 		ctl_error(env, CTL_ERR_PROTOCOL,
 			  "perfd's snapshot answer has no \"profile_bytes\" for its frame");
 		return PERFCTL_EXIT_FAILURE;
@@ -447,6 +451,42 @@ static enum perfctl_exit write_profile(struct ctl_env *env, struct json_object *
 	return PERFCTL_EXIT_OK;
 }
 
+/* A binary profile in base64 in the answer (from a perfd before frames,
+ * which ignores "frame"): its bytes, decoded, to o's file or stdout; with
+ * --json and no file the answer as it is, as with a frame. */
+static enum perfctl_exit write_base64(struct ctl_env *env, struct json_object *resp,
+				      const struct ctl_snapshot_opts *o)
+{
+	struct json_object *profile = ctl_json_path(resp, "profile");
+	_cleanup_free_ char *bytes = NULL;
+	ssize_t n;
+	size_t len;
+
+	if (env->json && !o->output)
+		return ctl_print_answer(env, resp);
+	if (!json_object_is_type(profile, json_type_string)) {
+		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has no \"profile\"");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	len = (size_t)json_object_get_string_len(profile);
+	bytes = malloc(len / 4 * 3 + 1);
+	if (!bytes) {
+		ctl_error(env, CTL_ERR_IO, "out of memory reading the profile");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	n = base64_decode(json_object_get_string(profile), len, bytes);
+	if (n < 0) {
+		ctl_error(env, CTL_ERR_PROTOCOL,
+			  "perfd's snapshot answer has a \"profile\" that is not base64");
+		return PERFCTL_EXIT_FAILURE;
+	}
+	if (o->output)
+		return ctl_output(env, o->output, bytes, (size_t)n);
+	if ((n > 0 && fwrite(bytes, 1, (size_t)n, stdout) != (size_t)n) || fflush(stdout) != 0)
+		return PERFCTL_EXIT_FAILURE; /* main() reports the stdout error */
+	return PERFCTL_EXIT_OK;
+}
+
 enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, int fd, struct json_object *resp,
 				     const struct ctl_snapshot_opts *o)
 {
@@ -454,7 +494,10 @@ enum perfctl_exit ctl_snapshot_write(struct ctl_env *env, int fd, struct json_ob
 	enum perfctl_exit rc;
 	uint64_t n;
 
-	if (encoding) {
+	if (json_object_is_type(encoding, json_type_string) &&
+	    strcmp(json_object_get_string(encoding), "base64") == 0) {
+		rc = write_base64(env, resp, o);
+	} else if (encoding) {
 		rc = frame_size(env, resp, encoding, &n);
 		if (rc == PERFCTL_EXIT_OK)
 			rc = write_frame(env, fd, n, resp, o);

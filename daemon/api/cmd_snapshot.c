@@ -245,7 +245,8 @@ static int parse_snapshot(struct json_object *req, void *args, struct perfd_requ
 	r->threads = false;
 	if ((k = request_get_bool(req, "lines", &r->lines, e)) < 0 ||
 	    (k = request_get_bool(req, "python_lines", &r->python_lines, e)) < 0 ||
-	    (k = request_get_bool(req, "threads", &r->threads, e)) < 0)
+	    (k = request_get_bool(req, "threads", &r->threads, e)) < 0 ||
+	    (k = request_get_bool(req, "frame", &r->frame, e)) < 0)
 		return k;
 	return 0;
 }
@@ -419,7 +420,7 @@ static void reply_profile(struct answer *a, struct model *model)
 		jsonw_kv_string(&w, "note", note);
 	jsonw_kv_string(&w, "format", req->format->name);
 	/* the model is built: the encoding needs nothing of the loop's */
-	encode_lane_answer(d->encode_lane, a->client, req->format, model, &eo, &w);
+	encode_lane_answer(d->encode_lane, a->client, req->format, req->frame, model, &eo, &w);
 }
 
 /* The model is built: a answers. */

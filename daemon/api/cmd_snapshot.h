@@ -43,6 +43,7 @@ struct snapshot_args {
 	bool lines;        /* frames as "function (file:line)", inlined frames expanded */
 	bool python_lines; /* Python frames with their line (default) */
 	bool threads;      /* each stack rooted at its thread */
+	bool frame;        /* a binary format's bytes as a frame, not base64 */
 };
 
 #endif

@@ -30,7 +30,8 @@ static void reply_out_of_memory(struct client *c)
 void command_reply_writer(struct client *c, struct jsonw *w, int r)
 {
 	size_t len;
-	char *text = r < 0 || jsonw_error(w) ? NULL : jsonw_steal(w, &len);
+	bool sendable = r == 0 || r == COMMAND_FRAMED;
+	char *text = !sendable || jsonw_error(w) ? NULL : jsonw_steal(w, &len);
 
 	jsonw_done(w);
 	if (!text) {

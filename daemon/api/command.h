@@ -75,8 +75,9 @@ void snapshots_free_all(struct daemon *d);
 
 struct jsonw;
 /* What an answer's writer returns when w holds the answer's line, its
- * newline and then a frame of bytes (include/perfd/protocol.h). */
-#define COMMAND_FRAMED 1
+ * newline and then a frame of bytes (include/perfd/protocol.h); a value no
+ * count is, and any other positive one is a bug answered as an error. */
+#define COMMAND_FRAMED 0x4652414d
 /* Sends what w holds (a whole answer object, or with r COMMAND_FRAMED an
  * answer and its frame) when r is 0 or COMMAND_FRAMED and w has no error,
  * else the out-of-memory error; frees w's buffer either way. */

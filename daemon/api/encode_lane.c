@@ -8,6 +8,7 @@
 #include "api/command.h"
 #include "api/encode_lane.h"
 #include "api/server.h"
+#include "base/base64.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/offload.h"
@@ -155,6 +156,7 @@ void encode_lane_write(struct encode_lane *l, struct client *c, answer_write_t w
 /* A snapshot's profile: its encoder, with the options the loop chose. */
 struct encoded {
 	const struct encoder *e;
+	bool frame; /* a binary format's bytes as a frame, else base64 */
 	struct encode_opts o;
 };
 
@@ -180,6 +182,36 @@ static int write_frame(const struct model *m, const struct encoded *x, struct js
 	return r < 0 ? r : COMMAND_FRAMED;
 }
 
+/* A binary format's answer to a client that did not ask for a frame: its
+ * bytes as base64 in the "profile" string, as before frames existed.  In
+ * pieces of BASE64_PIECE bytes (a multiple of three: the pieces' text
+ * joins into the whole's). */
+#define BASE64_PIECE 3072
+static int write_base64(const struct model *m, const struct encoded *x, struct jsonw *w)
+{
+	char text[BASE64_ENCODED_LEN(BASE64_PIECE)];
+	struct encode_buffer b;
+	int r;
+
+	encode_buffer_init(&b);
+	r = x->e->encode(m, &x->o, &b.sink);
+	if (r == 0) {
+		jsonw_kv_string(w, "encoding", "base64");
+		jsonw_key(w, "profile");
+		(void)jsonw_reserve(w, BASE64_ENCODED_LEN(b.len) + 2);
+		jsonw_string_begin(w);
+		for (size_t at = 0; at < b.len; at += BASE64_PIECE) {
+			size_t n = MIN(b.len - at, (size_t)BASE64_PIECE);
+
+			jsonw_string_append(w, text, base64_encode(b.data + at, n, text));
+		}
+		jsonw_string_end(w);
+		r = jsonw_error(w);
+	}
+	encode_buffer_done(&b);
+	return r;
+}
+
 /* The profile in e's form (formats.h): the "profile" string or value of
  * the answer, or its frame. */
 static int write_encoded(const struct model *m, const void *args, const atomic_bool *cancel,
@@ -192,7 +224,7 @@ static int write_encoded(const struct model *m, const void *args, const atomic_b
 
 	y.o.cancel = cancel;
 	if (x->e->form == PERFD_FORM_BINARY)
-		return write_frame(m, &y, w);
+		return x->frame ? write_frame(m, &y, w) : write_base64(m, &y, w);
 	jsonw_key(w, "profile");
 	if (x->e->form == PERFD_FORM_JSON) {
 		encode_jsonw_value_init(&s, w);
@@ -205,10 +237,10 @@ static int write_encoded(const struct model *m, const void *args, const atomic_b
 	return r < 0 ? r : jsonw_error(w);
 }
 
-void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
+void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e, bool frame,
 			struct model *m, const struct encode_opts *o, struct jsonw *w)
 {
-	struct encoded x = { .e = e, .o = *o };
+	struct encoded x = { .e = e, .frame = frame, .o = *o };
 
 	x.o.labels = NULL;
 	x.o.n_labels = 0;

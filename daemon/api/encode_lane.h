@@ -81,9 +81,10 @@ void encode_lane_write(struct encode_lane *l, struct client *c, answer_write_t w
 		       struct jsonw *w);
 /* encode_lane_write of m encoded in e's format with o (copied; its
  * labels must be NULL: they are not): its "profile" key, or for a binary
- * format "encoding": "frame", "profile_bytes" and the frame
+ * format "encoding": "frame", "profile_bytes" and the frame when frame
+ * (the client asked for one), else "encoding": "base64" and "profile"
  * (include/perfd/protocol.h). */
-void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e,
+void encode_lane_answer(struct encode_lane *l, struct client *c, const struct encoder *e, bool frame,
 			struct model *m, const struct encode_opts *o, struct jsonw *w);
 
 #endif

@@ -9,9 +9,9 @@
  * JSON object on one line ending in '\n'.  A connection may carry several
  * requests; answers come in order, each one line (a live snapshot asked
  * for "started" sends one line more ahead of its answer), except that an
- * answer with "encoding": "frame" (a snapshot in a binary format) is
- * followed by a frame: exactly "profile_bytes" raw bytes right after its
- * '\n', then the next answer.  A snapshot answers when its duration has
+ * answer with "encoding": "frame" (a snapshot in a binary format, to a
+ * request that said "frame": true) is followed by a frame: exactly
+ * "profile_bytes" raw bytes right after its '\n', then the next answer.  A snapshot answers when its duration has
  * passed (or earlier, when the process exits or the client sends "stop").
  *
  * Every request:   {"version": 1, "command": "<name>", ...arguments}
@@ -180,7 +180,12 @@
  *             true} ahead of the answer, as soon as the snapshot takes
  *             every sample of its selection (perfctl record runs its
  *             command only then); a refusal is the answer, with no such
- *             line.  Answer:
+ *             line.  "frame": boolean (default false; a binary format
+ *             only): true has the profile's bytes follow the answer's line
+ *             as a frame, raw; without it they are the line's "profile"
+ *             string, in base64 (4/3 the bytes, and the whole answer read
+ *             before a byte of it: as before frames existed, so a client
+ *             that does not know them keeps working).  Answer:
  *      pid, comm, start_time_ns, ns_pid (when one pid was asked for and
  *      found), processes: [ { pid, comm, start_time_ns, ns_pid, cgroup,
  *      unit, exited, value } ], from, to (Unix seconds: the span the data
@@ -191,8 +196,9 @@
  *      snapshot), stopped (bool, a live snapshot only: ended early by the
  *      client's "stop"), note (string, present when something the user should
  *      know happened), format, and then profile, or for a binary format
- *      encoding ("frame") and profile_bytes (the frame's size, the bytes
- *      that follow the line).
+ *      encoding: "frame" and profile_bytes (the frame's size, the bytes
+ *      that follow the line), or "base64" and profile (the bytes in
+ *      base64) when "frame" was not asked for.
  *      Folded: profile is a string, one line per stack,
  *      "comm;root;...;leaf COUNT\n", kernel frames with the suffix "_[k]".
  *      Json: profile is an object, the call tree (daemon/encode/json.c):

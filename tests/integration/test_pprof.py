@@ -20,6 +20,7 @@ its line and then a frame of exactly "profile_bytes" raw bytes
 short leaves no file.
 """
 
+import base64
 import gzip
 import json
 import os
@@ -124,7 +125,7 @@ def test_a_pprof_answer_is_a_frame_of_raw_bytes(perfd_fast, split_c_run, tmp_pat
     pid, selection = split_c_run
     begin, end = float(selection[3]), float(selection[5])
     snap = {"version": 1, "command": "snapshot", "pid": pid, "from": begin, "to": end,
-            "format": "pprof"}
+            "format": "pprof", "frame": True}
     with perfd_fast.connect(timeout=60) as s:
         s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "status"}\n')
         buf = b""
@@ -147,12 +148,26 @@ def test_a_pprof_answer_is_a_frame_of_raw_bytes(perfd_fast, split_c_run, tmp_pat
     assert status.get("ok") is True and "frequency_hz" in status, str(status)[:500]
     assert frame[:2] == b"\x1f\x8b" and gzip.decompress(frame), frame[:40]
 
-    raw = tmp_path / "raw.pb.gz"
+    # a client that does not ask for a frame (one written before frames)
+    # gets the same bytes in base64 in the line, and nothing after it
+    del snap["frame"]
+    with perfd_fast.connect(timeout=60) as s:
+        s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "status"}\n')
+        lines = perfdtest.read_lines(s, 2)
+    old = perfdtest.decode_answer(lines[0], "a pprof snapshot without a frame")
+    assert old.get("encoding") == "base64" and "profile_bytes" not in old, \
+        {k: v for k, v in old.items() if k != "profile"}
+    assert "frequency_hz" in perfdtest.decode_answer(lines[1], "status after it")
+
+    raw, b64 = tmp_path / "raw.pb.gz", tmp_path / "base64.pb.gz"
     raw.write_bytes(frame)
+    b64.write_bytes(base64.b64decode(old["profile"], validate=True))
     mine = snapshot_pprof(perfd_fast, tmp_path, "perfctl", *selection)
     assert "hot_three_quarters" in go_pprof(gohome, raw, "-raw")
-    tops = [top_rows(go_pprof(gohome, path, "-top", "-sample_index=samples")) for path in (raw, mine)]
-    assert tops[0] and tops[0] == tops[1], f"the frame and perfctl's file differ:\n{tops}"
+    tops = [top_rows(go_pprof(gohome, path, "-top", "-sample_index=samples"))
+            for path in (raw, mine, b64)]
+    assert tops[0] and tops[0] == tops[1] == tops[2], \
+        f"the frame, perfctl's file and the base64 answer differ:\n{tops}"
 
 
 def serve_once(path, reply):
@@ -225,6 +240,28 @@ def test_a_whole_frame_is_written_as_it_came(tmp_path):
     t.join(10)
     assert rc == 0, err
     assert out.read_bytes() == payload
+
+
+def test_a_base64_answer_of_an_older_perfd_is_written_decoded(tmp_path):
+    """A perfd from before frames ignores "frame" and sends the bytes in
+    base64 in the line: perfctl writes them decoded, exactly; one that is
+    not base64 is an error and no file."""
+    sock = tmp_path / "fake.sock"
+    out = tmp_path / "old.pb.gz"
+    payload = os.urandom(100000)
+    head = dict(FRAME_HEAD, encoding="base64", profile=base64.b64encode(payload).decode())
+    t = serve_once(sock, json.dumps(head).encode() + b"\n")
+    rc, _, err = snapshot_from(sock, out)
+    t.join(10)
+    assert rc == 0, err
+    assert out.read_bytes() == payload
+    sock.unlink()
+    bad = tmp_path / "bad.pb.gz"
+    t = serve_once(sock, json.dumps(dict(head, profile="not base64!")).encode() + b"\n")
+    rc, _, err = snapshot_from(sock, bad)
+    t.join(10)
+    assert rc != 0 and "not base64" in err, err
+    assert not bad.exists() and not list(tmp_path.glob("bad.pb.gz*"))
 
 
 # -raw: "    12: 0x11cf M=5 hot_three_quarters /path/split.c:51 s=49", inlined
@@ -374,7 +411,8 @@ def test_a_big_answer_is_encoded_off_the_loop(tmp_path, gohome):
         w, begin, end = perfdtest.fill_with_unique_stacks(BIG_FILL_SECONDS)
         span = ("--pid", str(w.pid), "--from", f"{begin:.3f}", "--to", f"{end:.3f}")
         request = json.dumps({"version": 1, "command": "snapshot", "pid": w.pid,
-                              "from": begin, "to": end, "format": "pprof"}).encode() + b"\n"
+                              "from": begin, "to": end, "format": "pprof",
+                              "frame": True}).encode() + b"\n"
         outs = {"pprof": tmp_path / "big.pb.gz", "speedscope": tmp_path / "big.speedscope.json"}
         before = perfdtest.status_within_deadline(d)[1]["loop"]
         poller = perfdtest.StatusPoller(d)

@@ -165,7 +165,8 @@ def test_stop_sent_with_a_snapshot_of_the_past_changes_nothing(perfd, workloads)
     is the profile, and a status pipelined after it is answered."""
     w = workloads("spin", 60, 0)
     time.sleep(2)
-    snap = {"version": 1, "command": "snapshot", "pid": w.pid, "since": 10, "format": "pprof"}
+    snap = {"version": 1, "command": "snapshot", "pid": w.pid, "since": 10, "format": "pprof",
+            "frame": True}
     with perfd.connect(timeout=20) as s:
         s.sendall((json.dumps(snap) + "\n").encode() + b'{"version": 1, "command": "stop"}\n' +
                   b'{"version": 1, "command": "status"}\n')

@@ -562,6 +562,24 @@ Test(request, snapshot_lines_flag)
 
 /* python_lines defaults to true, threads to false; both take booleans only,
  * and the error names the field. */
+/* "frame" asks for a binary profile's bytes after the line; without it
+ * they come in base64, as before frames (protocol.h). */
+Test(request, snapshot_frame_flag)
+{
+	struct perfd_request r;
+	struct perfd_request_error e;
+	const char ok[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"since\":1,\"format\":\"pprof\",\"frame\":true}";
+	const char dflt[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"since\":1,\"format\":\"pprof\"}";
+	const char bad[] = "{\"version\":1,\"command\":\"snapshot\",\"pid\":5,\"since\":1,\"frame\":\"yes\"}";
+
+	cr_assert_eq(request_parse(ok, sizeof(ok) - 1, &r, &e), 0, "%s", e.message);
+	cr_assert(SNAP_ARGS(r)->frame);
+	cr_assert_eq(request_parse(dflt, sizeof(dflt) - 1, &r, &e), 0, "%s", e.message);
+	cr_assert_not(SNAP_ARGS(r)->frame);
+	cr_assert_eq(request_parse(bad, sizeof(bad) - 1, &r, &e), -EINVAL);
+	cr_assert_str_eq(e.code, PERFD_ERR_BAD_REQUEST);
+}
+
 Test(request, snapshot_python_lines_and_threads)
 {
 	struct perfd_request r;
