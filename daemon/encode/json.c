@@ -32,10 +32,13 @@
 #include "encode/encode.h"
 #include "perfd/macro.h"
 
-static void write_node(const struct calltree *t, const struct model *m, uint32_t id,
-		       struct jsonw *w)
+/* Node id and its subtree, flushed to s as the text grows, so that a
+ * big process's tree is not held twice. */
+static int write_node(const struct calltree *t, const struct model *m, uint32_t id,
+		      struct jsonw *w, struct encode_sink *s)
 {
 	const struct calltree_node *n = &t->nodes[id];
+	int r = 0;
 
 	jsonw_object_begin(w);
 	if (n->parent != CALLTREE_NO_PARENT && (n->frame & CALLTREE_THREAD)) {
@@ -51,10 +54,11 @@ static void write_node(const struct calltree *t, const struct model *m, uint32_t
 	jsonw_kv_u64(w, "total", n->total);
 	jsonw_key(w, "children");
 	jsonw_array_begin(w);
-	for (uint32_t i = 0; i < n->n_children; i++)
-		write_node(t, m, t->children[n->first_child + i], w);
+	for (uint32_t i = 0; i < n->n_children && r == 0; i++)
+		r = write_node(t, m, t->children[n->first_child + i], w, s);
 	jsonw_array_end(w);
 	jsonw_object_end(w);
+	return r < 0 ? r : encode_sink_flush_jsonw(s, w, ENCODE_JSON_CHUNK);
 }
 
 static void write_frame(const struct calltree *t, const struct model *m, size_t i, struct jsonw *w)
@@ -135,9 +139,10 @@ int json_encode(const struct model *m, const struct encode_opts *o, struct encod
 			jsonw_kv_bool(w, "exited", p->exited);
 			jsonw_kv_u64(w, "total", p->total);
 			jsonw_key(w, "tree");
-			write_node(&t, m, (uint32_t)i, w);
+			r = write_node(&t, m, (uint32_t)i, w, s);
 			jsonw_object_end(w);
-			r = encode_sink_flush_jsonw(s, w, ENCODE_JSON_CHUNK);
+			if (r == 0)
+				r = encode_sink_flush_jsonw(s, w, ENCODE_JSON_CHUNK);
 		}
 		jsonw_array_end(w);
 		jsonw_object_end(w);

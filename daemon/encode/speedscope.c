@@ -173,9 +173,12 @@ static void write_profile_name(const struct speedscope *s, const struct model_sa
 	jsonw_string_end(w);
 }
 
-/* The profile of entries [i, end). */
-static void write_profile(const struct speedscope *s, size_t i, size_t end, struct jsonw *w)
+/* The profile of entries [i, end), flushed to out as it grows, so that
+ * one process's samples are not held twice. */
+static int write_profile(const struct speedscope *s, size_t i, size_t end, struct jsonw *w,
+			 struct encode_sink *out)
 {
+	int r = 0;
 	const struct model *m = s->m;
 	uint64_t total = 0;
 
@@ -189,7 +192,7 @@ static void write_profile(const struct speedscope *s, size_t i, size_t end, stru
 	jsonw_kv_u64(w, "endValue", total);
 	jsonw_key(w, "samples");
 	jsonw_array_begin(w);
-	for (size_t k = i; k < end; k++) {
+	for (size_t k = i; k < end && r == 0; k++) {
 		const struct model_sample *sm = &m->samples[s->entries[k].sample];
 
 		jsonw_array_begin(w);
@@ -200,14 +203,18 @@ static void write_profile(const struct speedscope *s, size_t i, size_t end, stru
 				jsonw_u64(w, s->line_frame[l->first_line + j]);
 		}
 		jsonw_array_end(w);
+		r = encode_sink_flush_jsonw(out, w, ENCODE_JSON_CHUNK);
 	}
 	jsonw_array_end(w);
 	jsonw_key(w, "weights");
 	jsonw_array_begin(w);
-	for (size_t k = i; k < end; k++)
+	for (size_t k = i; k < end && r == 0; k++) {
 		jsonw_u64(w, weight(s, &m->samples[s->entries[k].sample]));
+		r = encode_sink_flush_jsonw(out, w, ENCODE_JSON_CHUNK);
+	}
 	jsonw_array_end(w);
 	jsonw_object_end(w);
+	return r;
 }
 
 /* The index of the profile with the most weight (the first of equals),
@@ -277,8 +284,9 @@ int speedscope_encode(const struct model *m, const struct encode_opts *o, struct
 		jsonw_array_begin(w);
 		for (size_t i = 0, end; i < m->n_samples && r == 0; i = end) {
 			end = profile_end(&s, i);
-			write_profile(&s, i, end, w);
-			r = encode_sink_flush_jsonw(out, w, ENCODE_JSON_CHUNK);
+			r = write_profile(&s, i, end, w, out);
+			if (r == 0)
+				r = encode_sink_flush_jsonw(out, w, ENCODE_JSON_CHUNK);
 		}
 		jsonw_array_end(w);
 		jsonw_object_end(w);
