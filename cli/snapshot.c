@@ -199,7 +199,7 @@ struct json_object *ctl_snapshot_request(const struct ctl_snapshot_opts *o)
 	     (!o->threads || add(req, "threads", json_object_new_boolean(1))) &&
 	     /* a binary profile's bytes as a frame after the line, not
 	      * base64 in it (an older perfd ignores this and sends base64) */
-	     add(req, "frame", json_object_new_boolean(1));
+	     (!ctl_format_is_binary(o->format) || add(req, "frame", json_object_new_boolean(1)));
 	if (!ok)
 		json_object_put(req);
 	return ok ? req : NULL;

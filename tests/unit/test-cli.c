@@ -787,6 +787,24 @@ Test(snapshot, profile_to_file_is_atomic)
 	}
 }
 
+/* -o FILE.pb.gz asks perfd for pprof, as a frame of raw bytes after the
+ * answer's line (a text format's request does not say "frame"). */
+Test(snapshot, a_binary_format_asks_for_a_frame)
+{
+	struct server s = { 0 };
+	char dir[] = "/tmp/perfctl-out-XXXXXX", out[256];
+
+	cr_redirect_stderr();
+	cr_assert_not_null(mkdtemp(dir));
+	(void)snprintf(out, sizeof(out), "%s/profile.pb.gz", dir);
+	(void)run_snapshot(&s, SNAPSHOT_REPLY, out, false);
+	(void)rmdir(s.dir);
+	cr_expect_str_eq(s.peer.request, "{\"version\":1,\"command\":\"snapshot\",\"pid\":42,"
+					 "\"duration\":0.5,\"format\":\"pprof\",\"frame\":true}");
+	(void)unlink(out);
+	(void)rmdir(dir);
+}
+
 /* -o FILE.speedscope.json asks perfd for speedscope, not json. */
 Test(snapshot, output_extension_picks_the_format)
 {
