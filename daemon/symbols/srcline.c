@@ -292,23 +292,20 @@ static int cmp_range(const void *a, const void *b)
 	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
+/* A unit's key: the offset of its CU DIE, which orders s->units. */
+static uint64_t unit_die_offset(const void *elem)
+{
+	/* libdw's prototype takes no const; it only reads */
+	return dwarf_dieoffset((Dwarf_Die *)&((const struct unit *)elem)->die);
+}
+
 /* The unit whose CU DIE is at offset, or -1. */
 static ssize_t unit_by_offset(const struct srcline *s, Dwarf_Off offset)
 {
-	size_t lo = 0, hi = s->n_units;
+	size_t n = search_upper_bound(s->units, s->n_units, sizeof(*s->units), offset,
+				      unit_die_offset);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		Dwarf_Off o = dwarf_dieoffset(&s->units[mid].die);
-
-		if (o == offset)
-			return (ssize_t)mid;
-		if (o < offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return n > 0 && unit_die_offset(&s->units[n - 1]) == offset ? (ssize_t)(n - 1) : -1;
 }
 
 /* Code never starts at 0 in a linked binary: a range there (or ending
@@ -825,7 +822,9 @@ static uint32_t unit_scope(const struct unit *u, uint64_t vaddr)
 /* The line table's row for vaddr: the last row at or before it, unless
  * that row ends a sequence (vaddr is past the code it describes).  libdw
  * sorts rows by address, ends of sequences first, so the last of the rows
- * at one address wins, as in dwarf_getsrc_die() and eu-addr2line. */
+ * at one address wins, as in dwarf_getsrc_die() and eu-addr2line.  The
+ * search is written out, not base/search.h's: the rows are libdw's, read
+ * one by one through calls that can fail, not an array. */
 static Dwarf_Line *unit_line(const struct unit *u, uint64_t vaddr)
 {
 	size_t lo = 0, hi = u->n_lines;
