@@ -160,34 +160,14 @@ struct encoded {
 	struct encode_opts o;
 };
 
-/* A binary format's answer: the line, closed, says how many bytes follow
- * it; then the bytes (protocol.h).  They are gathered first, as the line
- * must give their number: once compressed, a copy on the lane. */
-static int write_frame(const struct model *m, const struct encoded *x, struct jsonw *w)
-{
-	struct encode_buffer b;
-	int r;
-
-	encode_buffer_init(&b);
-	r = x->e->encode(m, &x->o, &b.sink);
-	if (r == 0) {
-		jsonw_kv_string(w, "encoding", "frame");
-		jsonw_kv_u64(w, "profile_bytes", b.len);
-		jsonw_object_end(w);
-		jsonw_raw_append(w, "\n", 1);
-		jsonw_raw_append(w, (const char *)b.data, b.len);
-		r = jsonw_error(w);
-	}
-	encode_buffer_done(&b);
-	return r < 0 ? r : COMMAND_FRAMED;
-}
-
-/* A binary format's answer to a client that did not ask for a frame: its
- * bytes as base64 in the "profile" string, as before frames existed.  In
- * pieces of BASE64_PIECE bytes (a multiple of three: the pieces' text
- * joins into the whole's). */
+/* A binary format's answer.  Its bytes are gathered first (once
+ * compressed, a copy on the lane): with a frame (x->frame, protocol.h) the
+ * line, closed, says how many follow it, then they do; else they are the
+ * "profile" string in base64, as before frames existed, written in pieces
+ * of BASE64_PIECE bytes (a multiple of three: the pieces' text joins into
+ * the whole's, and needs no JSON escaping). */
 #define BASE64_PIECE 3072
-static int write_base64(const struct model *m, const struct encoded *x, struct jsonw *w)
+static int write_binary(const struct model *m, const struct encoded *x, struct jsonw *w)
 {
 	char text[BASE64_ENCODED_LEN(BASE64_PIECE)];
 	struct encode_buffer b;
@@ -195,7 +175,13 @@ static int write_base64(const struct model *m, const struct encoded *x, struct j
 
 	encode_buffer_init(&b);
 	r = x->e->encode(m, &x->o, &b.sink);
-	if (r == 0) {
+	if (r == 0 && x->frame) {
+		jsonw_kv_string(w, "encoding", "frame");
+		jsonw_kv_u64(w, "profile_bytes", b.len);
+		jsonw_object_end(w);
+		jsonw_raw_append(w, "\n", 1);
+		jsonw_raw_append(w, (const char *)b.data, b.len);
+	} else if (r == 0) {
 		jsonw_kv_string(w, "encoding", "base64");
 		jsonw_key(w, "profile");
 		(void)jsonw_reserve(w, BASE64_ENCODED_LEN(b.len) + 2);
@@ -203,13 +189,14 @@ static int write_base64(const struct model *m, const struct encoded *x, struct j
 		for (size_t at = 0; at < b.len; at += BASE64_PIECE) {
 			size_t n = MIN(b.len - at, (size_t)BASE64_PIECE);
 
-			jsonw_string_append(w, text, base64_encode(b.data + at, n, text));
+			jsonw_string_append_escaped(w, text, base64_encode(b.data + at, n, text));
 		}
 		jsonw_string_end(w);
-		r = jsonw_error(w);
 	}
 	encode_buffer_done(&b);
-	return r;
+	if (r == 0)
+		r = jsonw_error(w);
+	return r < 0 ? r : x->frame ? COMMAND_FRAMED : 0;
 }
 
 /* The profile in e's form (formats.h): the "profile" string or value of
@@ -224,7 +211,7 @@ static int write_encoded(const struct model *m, const void *args, const atomic_b
 
 	y.o.cancel = cancel;
 	if (x->e->form == PERFD_FORM_BINARY)
-		return x->frame ? write_frame(m, &y, w) : write_base64(m, &y, w);
+		return write_binary(m, &y, w);
 	jsonw_key(w, "profile");
 	if (x->e->form == PERFD_FORM_JSON) {
 		encode_jsonw_value_init(&s, w);

@@ -955,6 +955,19 @@ int history_window_foreach(const struct history_window *w,
 	return 0;
 }
 
+uint64_t history_window_samples(const struct history_window *w)
+{
+	uint64_t n = 0;
+
+	if (w->open)
+		return kind_samples_of(w->open->prof.totals);
+	WINDOW_FOREACH(w, key, value, {
+		if (kind_counts_samples(profile_key_kind(key)))
+			n += value;
+	});
+	return n;
+}
+
 uint64_t history_window_total(const struct history_window *w, enum profile_kind kind)
 {
 	uint64_t n = 0;

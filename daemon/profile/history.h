@@ -232,6 +232,9 @@ int history_window_foreach(const struct history_window *w,
 			   int (*fn)(void *userdata, uint64_t key, uint64_t value), void *userdata);
 /* The window's total of one kind, its entries and the value under key. */
 uint64_t history_window_total(const struct history_window *w, enum profile_kind kind);
+/* The window's total over the kinds whose samples count (kindtab.h's
+ * kind_counts_samples), in one pass over its entries. */
+uint64_t history_window_samples(const struct history_window *w);
 uint64_t history_window_entries(const struct history_window *w);
 uint64_t history_window_value(const struct history_window *w, uint64_t key);
 

@@ -71,9 +71,7 @@ static uint64_t history_samples(const struct process *p)
 
 	history_iter_init(&it, &p->history);
 	while (history_iter_next(&it, &w))
-		for (int k = 0; k < PROFILE_KINDS; k++)
-			if (kind_counts_samples(k))
-				n += history_window_total(&w, (enum profile_kind)k);
+		n += history_window_samples(&w);
 	return n;
 }
 

@@ -658,6 +658,13 @@ Test(history, scale_multiplies_cpu_values_sealed_and_open)
 	cr_assert_eq(value_in(window_at(399), 3), 1000);
 	cr_assert_eq(history_window_value(window_at(399), k_mem), 4096, "memory was scaled");
 	cr_assert_eq(history_window_total(window_at(399), PROFILE_KIND_MEMORY), 4096);
+	/* a window's samples: its CPU values, open or sealed, not its bytes */
+	for (uint64_t at = 200; at < 400; at += 199) {
+		uint64_t cpu = history_window_total(window_at(at), PROFILE_KIND_CPU);
+
+		cr_assert_gt(cpu, 0);
+		cr_assert_eq(history_window_samples(window_at(at)), cpu, "at %lu", (unsigned long)at);
+	}
 
 	/* x 1/2000: the open windows' entries of 1000 (and the rolled-up
 	 * windows' of 2000 or 3000: 1 or 1.5) round at random; the 0s leave */
