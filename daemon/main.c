@@ -19,6 +19,7 @@
 
 #include "base/heap.h"
 #include "base/log.h"
+#include "base/priority.h"
 #include "check.h"
 #include "config.h"
 #include "manager.h"
@@ -117,6 +118,10 @@ int main(int argc, char **argv)
 		return r;
 	}
 	raise_nofile_limit();
+	/* before any thread: those it waits for inherit it */
+	r = priority_raise_loop();
+	if (r < 0)
+		log_full_errno(LOG_NOTICE, r, "Failed to raise the loop's priority, ignoring: it answers later under load: %m");
 	if (heap_configure() < 0)
 		log_warning("Failed to limit malloc's arenas, ignoring: the heap may take more memory");
 	r = make_socket_dir(cfg->socket_path);

@@ -25,7 +25,7 @@
  * Two lanes, the first only for small answers (under
  * ENCODE_LANE_BIG_SAMPLES samples), so that a small answer never waits
  * behind a big one.  They run at the daemon's nice value, as the loop that
- * encoded before: at OFFLOAD_BACKGROUND_NICE beside the profiled workload
+ * encoded before (base/priority.h): at nice 10 beside the profiled workload
  * (two spinning threads on two CPUs) a 60k-sample pprof took 22.5 s
  * instead of 5.4 s, and the loop, a thread that sleeps, still gets its
  * time slices beside them.  Cost: every answer, small ones

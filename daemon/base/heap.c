@@ -18,10 +18,10 @@
  * with offload_sleep, for as long as perfd runs.  The loop submits nothing
  * (it is submitted once at start; a submit takes the lanes' mutex) and
  * only copies the published figures.  The lane runs at the loop's
- * priority, not at a lane's nice 10: while it walks the loop's own arena
- * it holds that arena's lock, and the loop's malloc then waits for it;
- * preempted at nice 10 it would make that wait the inversion this file
- * removes.  It allocates nothing, so it has no arena of its own.
+ * priority (base/priority.h), not at a pool's, below it: while it walks
+ * the loop's own arena it holds that arena's lock, and the loop's malloc
+ * then waits for it; preempted below the loop it would make that wait
+ * the inversion this file removes.  It allocates nothing, so it has no arena of its own.
  *
  * Publishing: two slots and a generation counter.  The lane fills the slot
  * readers are not sent to, then moves the generation to it (release).  A

@@ -5,12 +5,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/offload.h"
+#include "base/priority.h"
 #include "perfd/macro.h"
 
 /* offload_bump's requests waiting for a lane (a power of two): 4 KiB */
@@ -324,9 +324,8 @@ static void *lane_main(void *arg)
 	struct offload *o = lane->o;
 	struct offload_job *j;
 
-	/* best effort: a lane at the loop's priority is only slower to yield */
-	if (o->opts.nice)
-		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), o->opts.nice);
+	if (o->opts.background)
+		priority_lower_lane();
 	pthread_mutex_lock(&o->lock);
 	while ((j = next_job(lane))) {
 		pthread_mutex_unlock(&o->lock);

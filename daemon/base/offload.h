@@ -95,7 +95,7 @@ struct offload_opts {
 	unsigned lanes;       /* threads; an ordered offload has one */
 	unsigned small_lanes; /* of them, those that skip big jobs */
 	bool ordered;         /* one lane, jobs in submission order */
-	int nice;             /* the lanes' nice value, 0: the daemon's */
+	bool background;      /* lanes at PRIORITY_BACKGROUND_NICE, not the creator's */
 	size_t max_bytes;     /* bound on the jobs' bytes, 0: none */
 	bool drop_oldest;     /* full: drop the oldest, not refuse the new */
 	bool take_back;       /* finished jobs go to offload_take_done */
@@ -108,13 +108,6 @@ struct offload_stats {
 	uint64_t refused;     /* submits refused: full, too big, finished */
 	uint64_t dropped;     /* queued jobs dropped: full, or at offload_finish */
 };
-
-/* The nice value of the lanes that read what a process's owner chose (the
- * pools): on a machine of two CPUs, a lane reading a debug file for its CRC
- * and the process being profiled take both, and the loop, which answers
- * status, must not wait for a time slice behind them (CFS then gives it
- * about nine tenths of a CPU they share). */
-#define OFFLOAD_BACKGROUND_NICE 10
 
 /* For offload_wait_idle and offload_finish: no time limit. */
 #define OFFLOAD_FOREVER UINT_MAX

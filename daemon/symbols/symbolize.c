@@ -43,7 +43,7 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **ret,
 	s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEBUGINFO_DEFAULT_DIR);
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
 	r = !s->debug_dir || !s->free_ids ? -ENOMEM :
-	    offload_new(&(struct offload_opts){ .lanes = 3, .small_lanes = 1, .nice = OFFLOAD_BACKGROUND_NICE,
+	    offload_new(&(struct offload_opts){ .lanes = 3, .small_lanes = 1, .background = true,
 						.take_back = true },
 			&s->lane);
 	if (r < 0) {

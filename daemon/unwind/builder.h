@@ -34,9 +34,9 @@
  * abandoned (-ETIMEDOUT: libdw replays an FDE's program for each of its
  * rows, so a crafted FDE of n rows costs n^2, hours for a few hundred
  * KiB), which frees its lane; the binary then has no table, as one
- * without CFI.  CPU time, not wall time: the lanes run at nice 10 and
- * this machine is shared, so libLLVM's 1.5 s may take many more seconds
- * of the clock.  builder_free cancels the builds in progress.
+ * without CFI.  CPU time, not wall time: the lanes run below the loop
+ * (base/priority.h) and this machine is shared, so libLLVM's 1.5 s may
+ * take many more seconds of the clock.  builder_free cancels the builds in progress.
  *
  * Two threads serve the queue, newest job first: the binaries of the
  * process perfd saw last are those running now, where a backlog (the

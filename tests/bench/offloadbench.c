@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 	if (hogs > 64)
 		hogs = 64;
 	r = offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1,
-						.nice = OFFLOAD_BACKGROUND_NICE },
+						.background = true },
 			&o);
 	if (r < 0) {
 		fprintf(stderr, "offload_new: %d\n", r);

@@ -422,7 +422,7 @@ def test_debug_link_crc_is_read_off_the_loop(tmp_path):
 # builder's 1 MiB "big" mark, so the small lane takes it too.
 SLOW_CFI_ROWS = 250_000
 # ms of its lane's CPU time a build may take (--unwind-build-cpu-ms; the
-# default is 10 s), which at nice 10 on this shared machine may be several
+# default is 10 s), which on this shared machine may be several
 # times as long on the clock
 ABANDON_CPU_MS = 2000
 # s
