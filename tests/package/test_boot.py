@@ -127,6 +127,14 @@ def test_enable_now_starts_socket_and_service(guest):
     names = re.search(r"^CapabilityBoundingSet=(.*)$", unit, re.M).group(1).split()
     assert int(status["CapBnd"], 16) == sum(1 << CAPS[n] for n in names), (status["CapBnd"], names)
     assert (status["NoNewPrivs"].strip(), status["Seccomp"].strip()) == ("1", "2"), status
+    # Nice=: the loop above the workloads, its pools at their nice 0
+    # (daemon/base/priority.h), though perfd has no CAP_SYS_NICE
+    nices = {}
+    for tid in guest.run("ls", f"/proc/{main_pid(guest)}/task").stdout.split():
+        stat = guest.run("cat", f"/proc/{main_pid(guest)}/task/{tid}/stat").stdout
+        if stat:
+            nices[tid] = int(stat.rsplit(")", 1)[1].split()[16])
+    assert nices[str(main_pid(guest))] == -5 and sorted(set(nices.values())) == [-5, 0], nices
     started = [e["MESSAGE"] for e in perfd_entries(guest) if e["MESSAGE"].startswith("Sampling ")]
     assert started, "perfd logged no start line"
     # The unit grants CAP_SYSLOG for /proc/kallsyms: kernel frames named.
