@@ -104,6 +104,12 @@ def root_for(packages):
     kmatrix.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
                  f"--keyring={keyring}", SUITE, tmp, uri], timeout=DEBOOTSTRAP_TIMEOUT)
     seconds = round(time.monotonic() - start, 1)
+    # debootstrap unmounts the /proc and /sys it mounted there unless one
+    # is busy then (a `grep -r` of the tree reading /proc/PID/pagemap): a
+    # copy of root would then copy the host's /proc, 75 GB of it once
+    for mnt in ("proc", "sys"):
+        if os.path.ismount(tmp / mnt):
+            kmatrix.run(["umount", "--lazy", tmp / mnt])
     # What every boot would otherwise redo: the downloaded .debs go (the
     # copies are made of what is left), and apt lists stay for apt-get purge.
     for deb in (tmp / "var/cache/apt/archives").glob("*.deb"):
@@ -124,7 +130,7 @@ class Guest:
         self.dir = BOOT_DIR / name
         self.console_path = BOOT_DIR / f"{name}.console"
         shutil.rmtree(self.dir, ignore_errors=True)
-        kmatrix.run(["cp", "-a", root, self.dir])
+        kmatrix.run(["cp", "-a", "--one-file-system", root, self.dir])
         (self.dir / ".complete").unlink()
         self.proc = None
         self.leader = None
