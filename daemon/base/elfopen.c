@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* elfopen.c - see elfopen.h. */
+#include <byteswap.h>
+#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -7,6 +9,12 @@
 #include <unistd.h>
 
 #include "base/elfopen.h"
+
+union elf_header {
+	unsigned char ident[EI_NIDENT];
+	Elf32_Ehdr e32;
+	Elf64_Ehdr e64;
+};
 
 static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
 static bool libelf_ready;
@@ -22,9 +30,43 @@ int elf_library_init(void)
 	return libelf_ready ? 0 : -ENOTSUP;
 }
 
+/* The section count of the ELF file on fd whose header is h, as libelf will
+ * take it: past SHN_LORESERVE the header says 0 and the first section
+ * header holds it (extended numbering).  Returns 0 or -errno. */
+static int section_count(int fd, const union elf_header *h, uint64_t *ret)
+{
+	bool is64 = h->ident[EI_CLASS] == ELFCLASS64, swap = h->ident[EI_DATA] != HOST_ELFDATA;
+	uint64_t shoff = is64 ? h->e64.e_shoff : h->e32.e_shoff;
+	uint16_t shnum = is64 ? h->e64.e_shnum : h->e32.e_shnum;
+	ssize_t n, want;
+
+	if (swap)
+		shoff = is64 ? bswap_64(shoff) : bswap_32((uint32_t)shoff);
+	*ret = swap ? bswap_16(shnum) : shnum;
+	if (*ret != 0 || shoff == 0)
+		return 0;
+	if (is64) {
+		Elf64_Shdr sh;
+
+		want = sizeof(sh);
+		n = pread(fd, &sh, sizeof(sh), (off_t)shoff);
+		*ret = swap ? bswap_64(sh.sh_size) : sh.sh_size;
+	} else {
+		Elf32_Shdr sh;
+
+		want = sizeof(sh);
+		n = pread(fd, &sh, sizeof(sh), (off_t)shoff);
+		*ret = swap ? bswap_32(sh.sh_size) : sh.sh_size;
+	}
+	if (n < 0)
+		return negative_errno();
+	return n == want ? 0 : -ENOEXEC;
+}
+
 int elf_open_fd(int fd, Elf **ret)
 {
-	unsigned char ident[SELFMAG];
+	union elf_header h;
+	uint64_t sections;
 	GElf_Ehdr ehdr;
 	ssize_t n;
 	Elf *elf;
@@ -33,11 +75,18 @@ int elf_open_fd(int fd, Elf **ret)
 	r = elf_library_init();
 	if (r < 0)
 		return r;
-	n = pread(fd, ident, sizeof(ident), 0);
+	n = pread(fd, &h, sizeof(h), 0);
 	if (n < 0)
 		return negative_errno();
-	if ((size_t)n < sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG) != 0)
+	if ((size_t)n < sizeof(h.ident) || memcmp(h.ident, ELFMAG, SELFMAG) != 0)
 		return -ENOEXEC;
+	if ((size_t)n < (h.ident[EI_CLASS] == ELFCLASS64 ? sizeof(h.e64) : sizeof(h.e32)))
+		return -ENOEXEC;
+	r = section_count(fd, &h, &sections);
+	if (r < 0)
+		return r;
+	if (sections > ELF_MAX_SECTIONS)
+		return -EFBIG;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
@@ -74,4 +123,13 @@ uint64_t elf_section_bytes(Elf_Scn *scn, const GElf_Shdr *sh)
 	if (!(sh->sh_flags & SHF_COMPRESSED))
 		return sh->sh_size;
 	return gelf_getchdr(scn, &ch) ? ch.ch_size : sh->sh_size;
+}
+
+bool elf_symtab_fits(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t max)
+{
+	Elf_Scn *strings = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr ssh;
+
+	return elf_section_bytes(scn, sh) <= max && strings && gelf_getshdr(strings, &ssh) &&
+	       elf_section_bytes(strings, &ssh) <= max;
 }

@@ -13,10 +13,19 @@
 #ifndef PERFD_ELFOPEN_H
 #define PERFD_ELFOPEN_H
 
+#include <endian.h>
 #include <gelf.h>
+#include <stdbool.h>
 #include <libelf.h>
 
 #include "perfd/macro.h"
+
+/* The EI_DATA of this machine's own byte order. */
+#if __BYTE_ORDER == __LITTLE_ENDIAN
+#define HOST_ELFDATA ELFDATA2LSB
+#else
+#define HOST_ELFDATA ELFDATA2MSB
+#endif
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
 
@@ -24,11 +33,20 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Elf, elf_end);
  * libelf cannot serve our ELF version. */
 int elf_library_init(void);
 
+/* The most sections a file opened here may have.  libelf allocates a
+ * descriptor for each when it opens a file (~100 bytes); the header's
+ * 16-bit count stops below 65,280, and past it the first section header
+ * holds the count (extended numbering), up to 2^64: a sparse file of a
+ * few KiB on disk could make libelf allocate gigabytes.  What is linked
+ * to be mapped has tens of sections. */
+#define ELF_MAX_SECTIONS 65536
+
 /* Opens an Elf on fd (ELF_C_READ: only pread through it, never mapped; the
- * caller keeps fd open while it reads sections), after checking the magic ourselves: libelf does not tell
- * "not ELF" from a read error.  Returns 0 and the Elf in *ret (the caller
- * ends it), -ENOEXEC for anything that is not an ELF file with a header, or
- * another -errno. */
+ * caller keeps fd open while it reads sections), after checking the magic
+ * ourselves: libelf does not tell "not ELF" from a read error.  Returns 0
+ * and the Elf in *ret (the caller ends it), -ENOEXEC for anything that is
+ * not an ELF file with a header, -EFBIG for one of more than
+ * ELF_MAX_SECTIONS sections, or another -errno. */
 int elf_open_fd(int fd, Elf **ret);
 
 /* The section called name, with its header in *ret_sh, or NULL (also for
@@ -39,5 +57,16 @@ Elf_Scn *elf_find_section(Elf *elf, const char *name, GElf_Shdr *ret_sh);
  * decompressed size (from its header, not read), else sh_size.  For caps
  * checked before a section is read. */
 uint64_t elf_section_bytes(Elf_Scn *scn, const GElf_Shdr *sh);
+
+/* The most of one section read on the event loop: Python detection's
+ * symbol tables, their strings and .rodata, libc's thread descriptors.  An
+ * interpreter's are a few MiB (python3.11: .rodata 2 MiB, .dynsym 51 KiB);
+ * a file's owner can make them gigabytes (sparse, read in seconds as the
+ * loop answers nothing), so past this such a file is refused: -EFBIG. */
+#define ELF_LOOP_SECTION_MAX (16u << 20)
+
+/* Whether the symbol table scn (header sh) and its string table both take
+ * at most max bytes once read. */
+bool elf_symtab_fits(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t max);
 
 #endif

@@ -9,6 +9,8 @@
  * is not ours.
  */
 #include "symbols/buildid.h"
+#include "base/elfopen.h"
+#include "perfd/macro.h"
 
 #include <byteswap.h>
 #include <elf.h>
@@ -17,13 +19,6 @@
 #include <gelf.h>
 #include <stdbool.h>
 #include <string.h>
-
-/* The ELF byte order of this host. */
-#if __BYTE_ORDER == __LITTLE_ENDIAN
-#define HOST_ELFDATA ELFDATA2LSB
-#else
-#define HOST_ELFDATA ELFDATA2MSB
-#endif
 
 static uint32_t note_word(const unsigned char *p, bool swap)
 {
@@ -101,8 +96,10 @@ int build_id_from_elf(Elf *elf, enum build_id_source from, size_t max, const uin
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 				continue;
 			/* libelf's rule for a note section's layout */
-			if (parse_data(elf_rawdata(scn, NULL), sh.sh_addralign, swap, max,
-				       ret_id, ret_len) == 0)
+			if (parse_data(elf_getdata_rawchunk(elf, (int64_t)sh.sh_offset,
+							    MIN(sh.sh_size, BUILD_ID_NOTES_MAX),
+							    ELF_T_BYTE),
+				       sh.sh_addralign, swap, max, ret_id, ret_len) == 0)
 				return 0;
 		}
 		if (have_sections)
@@ -117,7 +114,8 @@ int build_id_from_elf(Elf *elf, enum build_id_source from, size_t max, const uin
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
 			continue;
 		/* notes aligned to 8 (.note.gnu.property) have their own layout */
-		if (parse_data(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE),
+		if (parse_data(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
+						    MIN(ph.p_filesz, BUILD_ID_NOTES_MAX), ELF_T_BYTE),
 			       ph.p_align, swap, max, ret_id, ret_len) == 0)
 			return 0;
 	}

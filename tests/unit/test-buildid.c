@@ -4,7 +4,8 @@
  * (daemon/symbols/buildid.c): the walk over notes (a valid note, a
  * truncated one, other types and names, none, an over-long id, the 8-byte
  * layout), the hex form, and ELF files made in memory in both byte
- * orders, with and without section headers.  Notes are built on the heap
+ * orders, with and without section headers, and files that claim
+ * gigabytes of notes or millions of sections.  Notes are built on the heap
  * at their exact size, so a read past the end shows under ASan.  The
  * callers' own cases stay in test-elfsym, test-debuginfo, test-ksyms and
  * test-symbolize.
@@ -15,6 +16,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "base/elfopen.h"
 #include "symbols/buildid.h"
@@ -288,4 +291,114 @@ Test(buildid, elf_of_this_byte_order)
 Test(buildid, elf_of_the_other_byte_order)
 {
 	check_elf(!HOST_BIG);
+}
+
+/* img written to a new temporary file, whose descriptor it returns. */
+static int image_file(const struct elf_image *img)
+{
+	char path[] = "/tmp/test-buildid-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(pwrite(fd, img->buf, img->n, 0), (ssize_t)img->n);
+	return fd;
+}
+
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+
+	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* A note segment and section that say 4 GiB, in a sparse file that long
+ * (so libelf's bound on the file's size lets them be read): the id, in
+ * their first bytes, is found from a read of BUILD_ID_NOTES_MAX, not
+ * of gigabytes (perfd reads a newly mapped file's build-id on its loop). */
+Test(buildid, a_note_of_gigabytes_is_read_only_as_far_as_the_cap)
+{
+	struct notes seg = { .align = 4, .big = HOST_BIG }, sec = { .align = 4, .big = HOST_BIG };
+	const uint64_t huge = 4ULL << 30;
+	char hex[2 * BUILD_ID_MAX + 1];
+	struct elf_image img;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	Elf64_Shdr sh;
+	long before;
+	int fd;
+
+	note(&seg, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	note(&sec, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	make_elf(&img, HOST_BIG, &seg, &sec);
+	memcpy(&eh, img.buf, sizeof(eh));
+	memcpy(&ph, img.buf + eh.e_phoff, sizeof(ph));
+	memcpy(&sh, img.buf + eh.e_shoff + sizeof(sh), sizeof(sh));
+	ph.p_filesz = huge;
+	sh.sh_size = huge;
+	memcpy(img.buf + eh.e_phoff, &ph, sizeof(ph));
+	memcpy(img.buf + eh.e_shoff + sizeof(sh), &sh, sizeof(sh));
+	fd = image_file(&img);
+	cr_assert_eq(ftruncate(fd, (off_t)(huge + img.n)), 0);
+
+	before = max_rss_kib();
+	for (int from = BUILD_ID_FROM_FILE; from <= BUILD_ID_FROM_SEGMENTS; from++) {
+		_cleanup_(elf_endp) Elf *elf = NULL;
+		const uint8_t *id;
+		size_t len;
+
+		cr_assert_eq(elf_open_fd(fd, &elf), 0);
+		cr_assert_eq(build_id_from_elf(elf, from, BUILD_ID_MAX, &id, &len), 0, "from %d", from);
+		cr_assert_eq(build_id_hex(id, len, hex, sizeof(hex)), 0);
+		cr_assert_str_eq(hex, "deadbeef010203");
+	}
+	cr_assert_lt(max_rss_kib() - before, 16 << 10, "reading the id took %ld KiB",
+		     max_rss_kib() - before);
+	close(fd);
+}
+
+/* Past 65,279 sections the count is in section 0's sh_size; libelf
+ * allocates a descriptor per section as it opens the file, so a count of
+ * millions in a file of a few KiB is refused before libelf sees it, and
+ * a small count there is followed. */
+Test(buildid, extended_section_numbering_is_followed_and_capped)
+{
+	struct notes seg = { .align = 4, .big = HOST_BIG }, sec = { .align = 4, .big = HOST_BIG };
+	char hex[2 * BUILD_ID_MAX + 1];
+	struct elf_image img;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0 = { 0 };
+	Elf *elf = NULL;
+	int fd;
+
+	note(&seg, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	note(&sec, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	make_elf(&img, HOST_BIG, &seg, &sec);
+	memcpy(&eh, img.buf, sizeof(eh));
+	eh.e_shnum = 0;
+	memcpy(img.buf, &eh, sizeof(eh));
+
+	sh0.sh_size = 2; /* the count, where extended numbering keeps it */
+	memcpy(img.buf + eh.e_shoff, &sh0, sizeof(sh0));
+	fd = image_file(&img);
+	cr_assert_eq(elf_open_fd(fd, &elf), 0);
+	{
+		const uint8_t *id;
+		size_t len;
+
+		cr_assert_eq(build_id_from_elf(elf, BUILD_ID_FROM_FILE, BUILD_ID_MAX, &id, &len), 0);
+		cr_assert_eq(build_id_hex(id, len, hex, sizeof(hex)), 0);
+		cr_assert_str_eq(hex, "deadbeef010203");
+	}
+	elf_end(elf);
+	close(fd);
+
+	sh0.sh_size = ELF_MAX_SECTIONS + 1;
+	memcpy(img.buf + eh.e_shoff, &sh0, sizeof(sh0));
+	fd = image_file(&img);
+	elf = NULL;
+	cr_assert_eq(elf_open_fd(fd, &elf), -EFBIG);
+	cr_assert_null(elf);
+	close(fd);
 }

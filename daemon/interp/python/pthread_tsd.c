@@ -71,6 +71,8 @@ int pthread_tsd_read(int fd, struct pthread_tsd *ret)
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0)
 			continue;
+		if (!elf_symtab_fits(elf, scn, &sh, ELF_LOOP_SECTION_MAX))
+			return -EFBIG;
 		d = elf_getdata(scn, NULL);
 		if (!d)
 			continue;

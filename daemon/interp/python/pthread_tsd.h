@@ -25,7 +25,8 @@ struct pthread_tsd {
  * no glibc version has to be known here.  fd is the libc file.  Returns 0,
  * -ENOENT when the file has no such descriptors (not glibc, or a glibc
  * before 2.34 whose descriptors live in libpthread), -ENOEXEC for a file
- * that is not ELF, -EINVAL for values that make no sense. */
+ * that is not ELF, -EFBIG for a symbol table past ELF_LOOP_SECTION_MAX,
+ * -EINVAL for values that make no sense. */
 int pthread_tsd_read(int fd, struct pthread_tsd *ret);
 
 #endif

@@ -370,13 +370,14 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 	}
 }
 
-/* The .rodata of elf, or NULL. */
+/* The .rodata of elf, or NULL (also when it is past what the loop reads). */
 static Elf_Data *find_rodata(Elf *elf)
 {
 	GElf_Shdr sh;
 	Elf_Scn *scn = elf_find_section(elf, ".rodata", &sh);
 
-	return scn ? elf_getdata(scn, NULL) : NULL;
+	return scn && elf_section_bytes(scn, &sh) <= ELF_LOOP_SECTION_MAX ? elf_getdata(scn, NULL) :
+									     NULL;
 }
 
 /* Reads what detection needs from the ELF file on fd: the program headers,
@@ -413,8 +414,11 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
-			scan_symbols(elf, scn, &sh, f);
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+			continue;
+		if (!elf_symtab_fits(elf, scn, &sh, ELF_LOOP_SECTION_MAX))
+			return -EFBIG;
+		scan_symbols(elf, scn, &sh, f);
 	}
 	if (!f->has_runtime && !name_known)
 		return 0; /* not Python; spare the .rodata scan */
