@@ -410,6 +410,12 @@ static void flush_process(struct process *p, void *userdata)
 		at = wr->buf.len;
 		write_window(wr, p, &w);
 		owner_wrote(wr, &w, wr->buf.len - at);
+		/* a burst of one process's windows is cut too (a window's new
+		 * frames are named as it is written); its next window first */
+		if (!wr->final && now_monotonic_ns() >= wr->until_ns) {
+			wr->cut = true;
+			break;
+		}
 	}
 	/* no buffer of one flush grows without bound */
 	if (wr->buf.len >= (4u << 20))

@@ -78,7 +78,7 @@
 #define PERSIST_DEFAULT_MAX_BYTES (256ULL << 20)
 #define PERSIST_SEGMENT_S 300
 #define PERSIST_FLUSH_S 5 /* how often what was sealed goes to disk */
-/* One flush writes processes for this long at most on the loop (the first
+/* One flush writes windows for this long at most on the loop (the first
  * one whatever it takes); the rest go at the next maintenance, a second
  * later, and the flush is counted as cut. */
 #define PERSIST_FLUSH_SLICE_NS (20 * 1000 * 1000ULL)

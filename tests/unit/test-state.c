@@ -8,6 +8,7 @@
  * written, and a second flush writing nothing twice.
  */
 #include <criterion/criterion.h>
+#include <time.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -342,5 +343,57 @@ Test(persist, the_restored_names_go_with_the_windows_that_named_them)
 	aggregator_free(a);
 	aggregator_free(b);
 	persist_free(again);
+	symbolizer_free(sym);
+}
+
+/* A new function every second */
+static uint64_t new_each_second(uint64_t second, uint64_t k)
+{
+	return 0x100 + second;
+}
+
+static size_t slow_resolve(void *ctx, uint64_t frame, bool lines, struct frame_record *out,
+			   size_t cap, char *scratch, size_t size)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+
+	nanosleep(&ms5, NULL);
+	return fake_resolve(ctx, frame, lines, out, cap, scratch, size);
+}
+
+/* A flush writes on the loop for PERSIST_FLUSH_SLICE_NS, then leaves the
+ * rest to the next: between windows too, not only between processes, so
+ * that one process's burst of windows of new frames (each named as it is
+ * written, 5 ms each here: 150 ms in all) does not hold the loop either.
+ * Every window is written in the end, in order. */
+Test(persist, a_burst_of_one_process_is_written_in_slices)
+{
+	struct symbolizer *sym;
+	struct aggregator *a;
+	struct persist *ps;
+	struct persist_stats st;
+	uint64_t now = now_monotonic_ns(), t0 = (now / SEC - 60) * SEC;
+	struct persist_names names;
+	int flushes = 1;
+
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ 0 }, &sym, NULL), 0);
+	a = new_store(sym);
+	ps = sampled_into_new_state(a, t0, now, new_each_second);
+	names = (struct persist_names){ slow_resolve, fake_describe, ps, NULL };
+	persist_flush(ps, a, &names, 10000000, now, false);
+	persist_get_stats(ps, &st);
+	cr_assert_eq(st.flushes_cut, 1);
+	cr_assert_lt(st.windows_written, 10, "%" PRIu64 " windows in one slice", st.windows_written);
+	cr_assert_geq(st.windows_written, 1);
+	/* a cut flush goes on a second later */
+	while (st.windows_written < 30 && flushes < 60) {
+		persist_flush(ps, a, &names, 10000000, now + (uint64_t)flushes * SEC, false);
+		persist_get_stats(ps, &st);
+		flushes++;
+	}
+	cr_assert_eq(st.windows_written, 30, "%" PRIu64 " windows after %d flushes",
+		     st.windows_written, flushes);
+	persist_free(ps);
+	aggregator_free(a);
 	symbolizer_free(sym);
 }
