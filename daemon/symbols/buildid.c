@@ -82,7 +82,7 @@ int build_id_from_elf(Elf *elf, enum build_id_source from, size_t max, const uin
 {
 	const char *ident = elf_getident(elf, NULL);
 	bool swap, have_sections = false;
-	size_t n;
+	size_t n, left = BUILD_ID_NOTES_MAX, chunk;
 
 	if (!ident)
 		return -ENOENT;
@@ -95,9 +95,12 @@ int build_id_from_elf(Elf *elf, enum build_id_source from, size_t max, const uin
 			have_sections = true;
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 				continue;
+			if (left == 0)
+				return -ENOENT;
+			chunk = MIN(sh.sh_size, left);
+			left -= chunk;
 			/* libelf's rule for a note section's layout */
-			if (parse_data(elf_getdata_rawchunk(elf, (int64_t)sh.sh_offset,
-							    MIN(sh.sh_size, BUILD_ID_NOTES_MAX),
+			if (parse_data(elf_getdata_rawchunk(elf, (int64_t)sh.sh_offset, chunk,
 							    ELF_T_BYTE),
 				       sh.sh_addralign, swap, max, ret_id, ret_len) == 0)
 				return 0;
@@ -113,9 +116,12 @@ int build_id_from_elf(Elf *elf, enum build_id_source from, size_t max, const uin
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
 			continue;
+		if (left == 0)
+			return -ENOENT;
+		chunk = MIN(ph.p_filesz, left);
+		left -= chunk;
 		/* notes aligned to 8 (.note.gnu.property) have their own layout */
-		if (parse_data(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
-						    MIN(ph.p_filesz, BUILD_ID_NOTES_MAX), ELF_T_BYTE),
+		if (parse_data(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, chunk, ELF_T_BYTE),
 			       ph.p_align, swap, max, ret_id, ret_len) == 0)
 			return 0;
 	}

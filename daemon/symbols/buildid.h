@@ -25,10 +25,11 @@
  * buffer, which pass it as max and so skip a longer note. */
 #define BUILD_ID_MAX 64
 
-/* The most of one note section or segment read for it: the notes a linker
- * writes take a few hundred bytes (.note.gnu.build-id: 36), and a file's
- * owner can say gigabytes, which are read where the caller runs (the
- * event loop for a newly mapped file).  A longer one is read this far. */
+/* The most of a file's notes read for it, all note sections or segments
+ * together: the notes a linker writes take a few hundred bytes
+ * (.note.gnu.build-id: 36), and a file's owner can say gigabytes, or
+ * thousands of sections, which are read where the caller runs (the event
+ * loop for a newly mapped file).  A longer one is read this far. */
 #define BUILD_ID_NOTES_MAX (64u << 10)
 
 /* Where in an ELF file build_id_from_elf() looks. */
