@@ -58,7 +58,9 @@ static void job_free(struct offload_job *oj)
 }
 
 /* Writes the model's part and closes the answer: what took the loop
- * seconds.  A pprof gives up early once the lanes are stopped (cancel). */
+ * seconds.  Every format gives up early once the lanes are stopped
+ * (cancel): pprof between deflate chunks, the others at their next write
+ * (write_encoded). */
 static void job_encode(struct encode_job *j, const atomic_bool *cancel)
 {
 	uint64_t t0 = now_monotonic_ns();
@@ -108,6 +110,7 @@ static int on_done(sd_event_source *es, int fd, uint32_t revents, void *userdata
 		next = done->next;
 		l->stats.writing--;
 		l->stats.written++;
+		l->stats.longest_write_ns = MAX(l->stats.longest_write_ns, j->encode_ns);
 		if (j->client)
 			client_set_data(j->client, NULL);
 		job_reply(j);
@@ -206,6 +209,7 @@ static int write_encoded(const struct model *m, const void *args, const atomic_b
 {
 	const struct encoded *x = args;
 	struct encoded y = *x;
+	struct encode_cancel_sink c;
 	struct encode_jsonw_sink s;
 	int r;
 
@@ -213,13 +217,17 @@ static int write_encoded(const struct model *m, const void *args, const atomic_b
 	if (x->e->form == PERFD_FORM_BINARY)
 		return write_binary(m, &y, w);
 	jsonw_key(w, "profile");
+	/* the text and JSON formats stop at their next write once the lanes
+	 * are stopped (a JSON tree of 60k stacks takes a minute or more) */
 	if (x->e->form == PERFD_FORM_JSON) {
 		encode_jsonw_value_init(&s, w);
-		return x->e->encode(m, &y.o, &s.sink);
+		encode_cancel_sink_init(&c, &s.sink, cancel);
+		return x->e->encode(m, &y.o, &c.sink);
 	}
 	encode_jsonw_text_init(&s, w);
+	encode_cancel_sink_init(&c, &s.sink, cancel);
 	jsonw_string_begin(w);
-	r = x->e->encode(m, &y.o, &s.sink);
+	r = x->e->encode(m, &y.o, &c.sink);
 	jsonw_string_end(w);
 	return r < 0 ? r : jsonw_error(w);
 }

@@ -31,9 +31,10 @@
  * time slices beside them.  Cost: every answer, small ones
  * too, crosses to a lane and back (an eventfd wake-up of the loop), and
  * each answer being encoded holds its model until it is: one per client
- * at most, as one request per client is in flight.  At shutdown a pprof
- * being encoded gives up at its next deflate chunk (encode_opts.cancel);
- * the other formats are waited for.  The exporter's encodings have a lane
+ * at most, as one request per client is in flight.  At shutdown an answer
+ * being encoded gives up: a pprof at its next deflate chunk
+ * (encode_opts.cancel), the other formats at their next write
+ * (encode_cancel_sink in encode/sink.h).  The exporter's encodings have a lane
  * of their own (export/exporter.h).
  */
 #ifndef PERFD_ENCODE_LANE_H
@@ -60,6 +61,7 @@ struct encode_lane *encode_lane_free(struct encode_lane *l);
 struct encode_lane_stats {
 	uint64_t written; /* answers written on the lanes */
 	uint64_t writing; /* ... now */
+	uint64_t longest_write_ns; /* of one answer on its lane */
 };
 /* Accepts NULL (no lanes: nothing written on them). */
 struct encode_lane_stats encode_lane_get_stats(const struct encode_lane *l);

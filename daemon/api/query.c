@@ -485,6 +485,7 @@ static void loop_status(struct jsonw *w, const struct status_info *in)
 	/* their profiles and tables, written on lanes (api/encode_lane.h) */
 	jsonw_kv_u64(w, "answers_written_on_lanes", in->answers.written);
 	jsonw_kv_u64(w, "answers_writing", in->answers.writing);
+	jsonw_kv_double(w, "longest_answer_write_ms", in->answers.longest_write_ns / 1e6);
 	jsonw_object_end(w);
 	jsonw_kv_u64(w, "clients", in->clients);
 	jsonw_kv_u64(w, "accept_backoffs", in->accept_backoffs);

@@ -79,7 +79,7 @@ const struct model_line *calltree_frame_line(const struct calltree *t, const str
 	return &m->lines[l->first_line + (t->frames[frame] & 0xff)];
 }
 
-static int add_samples(struct calltree *t, const struct model *m)
+static int add_samples(struct calltree *t, const struct model *m, const atomic_bool *cancel)
 {
 	/* one root per process: nodes 0..n_processes-1 */
 	for (size_t i = 0; i < m->n_processes; i++)
@@ -88,6 +88,9 @@ static int add_samples(struct calltree *t, const struct model *m)
 	for (size_t i = 0; i < m->n_samples; i++) {
 		const struct model_sample *s = &m->samples[i];
 		int64_t at = (int64_t)s->process;
+
+		if (cancel && i % CALLTREE_CANCEL_EVERY == 0 && atomic_load(cancel))
+			return -ECANCELED;
 
 		t->nodes[at].total += s->value;
 		if (m->threads) {
@@ -155,12 +158,12 @@ void calltree_init(struct calltree *t)
 	u64map_init(&t->frame_index);
 }
 
-int calltree_build(struct calltree *t, const struct model *m)
+int calltree_build(struct calltree *t, const struct model *m, const atomic_bool *cancel)
 {
 	int r;
 
 	calltree_init(t);
-	r = add_samples(t, m);
+	r = add_samples(t, m, cancel);
 	return r < 0 ? r : calltree_link(t);
 }
 

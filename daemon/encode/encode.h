@@ -31,9 +31,11 @@ struct encode_opts {
 	 * as n_labels (key, value) pairs, not copied */
 	const char *const *labels;
 	size_t n_labels;
-	/* NULL, or a flag that, once set, has pprof and OTLP give up early
-	 * with -ECANCELED (checked between deflate chunks and between the
-	 * encoding's stages): a lane being stopped (base/offload.h) */
+	/* NULL, or a flag that, once set, has pprof and OTLP (between
+	 * deflate chunks and the encoding's stages) and the call-tree formats
+	 * (json, html, svg: while the tree is built, calltree.h) give up
+	 * early with -ECANCELED: a lane being stopped (base/offload.h).  Any
+	 * format's writes are stopped by its sink (encode_cancel_sink). */
 	const atomic_bool *cancel;
 };
 

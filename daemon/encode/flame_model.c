@@ -133,7 +133,7 @@ int flame_model_encode(const struct model *m, const struct encode_opts *o, struc
 	struct calltree t = { 0 };
 	struct flame f = { 0 };
 	_cleanup_free_ uint32_t *frame_name = NULL;
-	int r = calltree_build(&t, m);
+	int r = calltree_build(&t, m, o->cancel);
 
 	for (size_t i = 0; i < FRAME_KINDS; i++)
 		kinds[i] = frame_kind_names[i];

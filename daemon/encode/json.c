@@ -105,7 +105,7 @@ int json_encode(const struct model *m, const struct encode_opts *o, struct encod
 {
 	struct calltree t = { 0 };
 	struct jsonw doc, *w = &doc;
-	int r = calltree_build(&t, m);
+	int r = calltree_build(&t, m, o->cancel);
 
 	jsonw_init(w);
 	if (r == 0) {

@@ -52,6 +52,31 @@ void encode_buffer_done(struct encode_buffer *b)
 	encode_buffer_init(b);
 }
 
+static int cancel_write(struct encode_sink *s, const void *data, size_t n)
+{
+	struct encode_cancel_sink *c = container_of(s, struct encode_cancel_sink, sink);
+
+	if (!c->error && c->cancel && atomic_load(c->cancel))
+		c->error = -ECANCELED;
+	if (!c->error)
+		c->error = encode_sink_write(c->to, data, n);
+	return c->error;
+}
+
+static bool cancel_reserve(struct encode_sink *s, size_t n)
+{
+	struct encode_cancel_sink *c = container_of(s, struct encode_cancel_sink, sink);
+
+	return !c->error && encode_sink_reserve(c->to, n);
+}
+
+void encode_cancel_sink_init(struct encode_cancel_sink *s, struct encode_sink *to,
+			     const atomic_bool *cancel)
+{
+	*s = (struct encode_cancel_sink){ .sink = { cancel_write, cancel_reserve }, .to = to,
+					  .cancel = cancel };
+}
+
 static int text_write(struct encode_sink *s, const void *data, size_t n)
 {
 	struct encode_jsonw_sink *j = container_of(s, struct encode_jsonw_sink, sink);

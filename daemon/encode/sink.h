@@ -14,6 +14,7 @@
 #ifndef PERFD_ENCODE_SINK_H
 #define PERFD_ENCODE_SINK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,20 @@ struct encode_jsonw_sink {
 
 void encode_jsonw_text_init(struct encode_jsonw_sink *s, struct jsonw *w);
 void encode_jsonw_value_init(struct encode_jsonw_sink *s, struct jsonw *w);
+
+/* The writes of an encoder that knows nothing of cancelling passed on to
+ * to until *cancel is set, then refused with -ECANCELED (sticky): the
+ * encoder stops at its next write, as pprof does at its next deflate chunk
+ * (encode_opts.cancel), when its lane is stopped. */
+struct encode_cancel_sink {
+	struct encode_sink sink;
+	struct encode_sink *to;
+	const atomic_bool *cancel;
+	int error;
+};
+
+void encode_cancel_sink_init(struct encode_cancel_sink *s, struct encode_sink *to,
+			     const atomic_bool *cancel);
 
 /* For an encoder that writes JSON with a jsonw of its own: w's text so far
  * goes to s and w's buffer is emptied (its nesting is kept), once it holds

@@ -7,10 +7,12 @@
  * client gets.  Order (most samples first, ties fixed by text, whatever the order
  * the stacks came in), sanitized names, kernel suffix, inlined frames,
  * Python frames, thread roots, merging of stacks that read alike, and one
- * root per process.
+ * root per process; and how an encoding is stopped when perfd stops.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <json-c/json.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,4 +320,61 @@ Test(folded, order_is_count_then_fixed_by_text)
 	}
 	free(out[0]);
 	free(out[1]);
+}
+
+/* What stops an answer being encoded when perfd stops (encode_lane.c): the
+ * sink passes writes on until the flag is set, then refuses them, and the
+ * encoder gives up with its error.  Without it the lane finished a JSON
+ * tree of minutes before perfd could exit. */
+Test(folded, a_cancelled_sink_stops_the_encoder_at_its_next_write)
+{
+	struct encode_opts eo = { .period_ns = 10000000 };
+	struct encode_cancel_sink c;
+	struct encode_buffer b;
+	atomic_bool cancel = false;
+	struct model *m;
+
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 7, FRAME(1, 0x4), FRAME(1, 0x1));
+	FAKE_ADD(0, 3, FRAME(1, 0x2), FRAME(1, 0x1));
+	m = fake_build_opts((struct model_opts){ .kind = PROFILE_KIND_CPU });
+
+	encode_buffer_init(&b);
+	encode_cancel_sink_init(&c, &b.sink, &cancel);
+	cr_assert_eq(folded_encode(m, &eo, &c.sink), 0);
+	cr_assert_gt(b.len, 0);
+	encode_buffer_done(&b);
+
+	encode_buffer_init(&b);
+	encode_cancel_sink_init(&c, &b.sink, &cancel);
+	cr_assert_eq(encode_sink_write(&c.sink, "x", 1), 0);
+	cancel = true;
+	cr_assert_eq(folded_encode(m, &eo, &c.sink), -ECANCELED);
+	cr_assert_eq(b.len, 1, "%zu bytes written past the cancel", b.len - 1);
+	cr_assert_eq(encode_sink_write(&c.sink, "y", 1), -ECANCELED, "not sticky");
+	encode_buffer_done(&b);
+	model_free(m);
+}
+
+/* JSON builds its whole call tree before its first write, most of its
+ * time: it looks at the flag while it builds (calltree.h) and gives up
+ * before writing anything. */
+Test(folded, a_cancelled_json_encoding_gives_up_while_building_its_tree)
+{
+	atomic_bool cancel = true;
+	struct encode_opts eo = { .period_ns = 10000000, .cancel = &cancel };
+	struct encode_buffer b;
+	struct model *m;
+
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 7, FRAME(1, 0x4), FRAME(1, 0x1));
+	m = fake_build_opts((struct model_opts){ .kind = PROFILE_KIND_CPU });
+	encode_buffer_init(&b);
+	cr_assert_eq(json_encode(m, &eo, &b.sink), -ECANCELED);
+	cr_assert_eq(b.len, 0);
+	cancel = false;
+	cr_assert_eq(json_encode(m, &eo, &b.sink), 0);
+	cr_assert_gt(b.len, 0);
+	encode_buffer_done(&b);
+	model_free(m);
 }
