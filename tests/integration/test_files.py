@@ -31,6 +31,7 @@ so that only the file under test can slow its loop):
 
 import os
 import shutil
+import struct
 import subprocess
 import time
 
@@ -836,3 +837,73 @@ def test_line_program_past_the_index_all_cap_is_decoded_off_the_loop(tmp_path):
     assert in_loop >= 0.9 * sum(spin.values()), f"not at its loop's lines: {spin}"
     assert_loaded_off_the_loop(f"{HUGE_LINES} line rows past the index-all cap", took, loading)
     assert sym["line_units_refused"] == 0, sym
+
+
+def claim_huge_section(path, name, size):
+    """Makes section name of the ELF file at path say it is size bytes, at
+    the end of the file, which is extended sparse to hold them: what libelf
+    would read is the file's to say, and costs no disk."""
+    with open(path, "r+b") as f:
+        eh = f.read(64)
+        shoff, = struct.unpack_from("<Q", eh, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", eh, 0x3a)
+
+        def header(i):
+            f.seek(shoff + i * shentsize)
+            return bytearray(f.read(shentsize))
+
+        names = header(shstrndx)
+        names_off, names_size = struct.unpack_from("<QQ", names, 0x18)
+        f.seek(names_off)
+        strings = f.read(names_size)
+        for i in range(shnum):
+            sh = header(i)
+            at = struct.unpack_from("<I", sh, 0)[0]
+            if strings[at:strings.index(b"\0", at)] == name.encode():
+                end = (os.fstat(f.fileno()).st_size + 4095) & ~4095
+                struct.pack_into("<QQ", sh, 0x18, end, size)
+                f.seek(shoff + i * shentsize)
+                f.write(sh)
+                f.truncate(end + size)
+                return
+    raise AssertionError(f"{path} has no section {name}")
+
+
+def test_python_symbol_table_of_gigabytes_is_refused_on_the_loop(tmp_path):
+    """A copy of python3.11 whose .dynsym says 1.5 GiB (sparse; the dynamic
+    loader reads its symbols through the dynamic segment, so it runs): perfd
+    detects Python on the loop when it first reads a process's maps, and
+    read such a table whole there (4 GiB of notes took 28.8 s in
+    test-buildid).  Past 16 MiB it refuses the file: status answers
+    throughout, perfd grows by no table, and ps says why there are no
+    Python frames."""
+    binary = tmp_path / "python3.11"
+    shutil.copy("/usr/bin/python3.11", binary)
+    claim_huge_section(binary, ".dynsym", 24 << 26)
+    daemon = perfdtest.start_perfd(extra_args=("--unwind-mib", "0",
+                                               "--symbol-cache-mib", str(CACHE_MIB)))
+    try:
+        base = rss_kib(daemon.pid)
+        w = perfdtest.Workload("python-huge-dynsym", command=[
+            str(binary), "-c", "import time\nt = time.time() + 8\nwhile time.time() < t: pass"])
+        try:
+            took, entry, rss = [], None, 0
+            deadline = time.monotonic() + 30
+            while entry is None or not entry.get("runtime"):
+                assert time.monotonic() < deadline, f"no runtime in ps for it: {entry}"
+                took.append(status_within_deadline(daemon)[0])
+                rss = max(rss, rss_kib(daemon.pid))
+                entry = perfdtest.ps_process(daemon, w.pid)
+                time.sleep(0.1)
+            for _ in range(10):
+                took.append(status_within_deadline(daemon)[0])
+                rss = max(rss, rss_kib(daemon.pid))
+                time.sleep(0.05)
+        finally:
+            w.kill()
+        print(f"status: {perfdtest.status_figures(took)}; perfd grew {(rss - base) >> 10} MiB")
+        assert entry["runtime"] == "CPython (unreadable)", entry
+        assert rss - base < RSS_FIXED_MIB << 10, f"perfd grew by {(rss - base) >> 10} MiB"
+        assert daemon.alive(), daemon.stderr()[-4000:]
+    finally:
+        daemon.kill()
