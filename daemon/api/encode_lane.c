@@ -254,7 +254,7 @@ int encode_lane_new(sd_event *event, struct encode_lane **ret)
 
 	if (!l)
 		return -ENOMEM;
-	r = offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1,
+	r = offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1, .background = true,
 						.take_back = true },
 			&l->lanes);
 	if (r < 0)

@@ -24,8 +24,8 @@
  *
  * Two lanes, the first only for small answers (under
  * ENCODE_LANE_BIG_SAMPLES samples), so that a small answer never waits
- * behind a big one.  They run at the daemon's nice value, as the loop that
- * encoded before (base/priority.h): at nice 10 beside the profiled workload
+ * behind a big one.  They run at the workloads' nice value, below the loop
+ * (base/priority.h), not lower: at nice 10 beside the profiled workload
  * (two spinning threads on two CPUs) a 60k-sample pprof took 22.5 s
  * instead of 5.4 s, and the loop, a thread that sleeps, still gets its
  * time slices beside them.  Cost: every answer, small ones

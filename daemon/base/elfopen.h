@@ -40,13 +40,18 @@ int elf_library_init(void);
  * few KiB on disk could make libelf allocate gigabytes.  What is linked
  * to be mapped has tens of sections. */
 #define ELF_MAX_SECTIONS 65536
+/* The same for program headers, read whole at the first gelf_getphdr():
+ * past 65,534 the count is section 0's sh_info (PN_XNUM), up to 2^32.
+ * What a linker writes has about ten. */
+#define ELF_MAX_SEGMENTS 4096
 
 /* Opens an Elf on fd (ELF_C_READ: only pread through it, never mapped; the
  * caller keeps fd open while it reads sections), after checking the magic
  * ourselves: libelf does not tell "not ELF" from a read error.  Returns 0
  * and the Elf in *ret (the caller ends it), -ENOEXEC for anything that is
  * not an ELF file with a header, -EFBIG for one of more than
- * ELF_MAX_SECTIONS sections, or another -errno. */
+ * ELF_MAX_SECTIONS sections or ELF_MAX_SEGMENTS program headers, or
+ * another -errno. */
 int elf_open_fd(int fd, Elf **ret);
 
 /* The section called name, with its header in *ret_sh, or NULL (also for
@@ -54,9 +59,9 @@ int elf_open_fd(int fd, Elf **ret);
 Elf_Scn *elf_find_section(Elf *elf, const char *name, GElf_Shdr *ret_sh);
 
 /* The bytes a section's contents take once read: a compressed one's
- * decompressed size (from its header, not read), else sh_size.  For caps
+ * decompressed size (from its compression header alone), else sh_size.  For caps
  * checked before a section is read. */
-uint64_t elf_section_bytes(Elf_Scn *scn, const GElf_Shdr *sh);
+uint64_t elf_section_bytes(Elf *elf, const GElf_Shdr *sh);
 
 /* The most of one section read on the event loop: Python detection's
  * symbol tables, their strings and .rodata, libc's thread descriptors.  An

@@ -741,13 +741,13 @@ int exporter_new(sd_event *event, const struct export_source *src, struct export
 		r = sd_event_source_set_enabled(x->timer, SD_EVENT_OFF);
 	if (r >= 0)
 		r = loop_step_init(&x->step, event, "export-step", on_step, x);
-	/* one lane at the daemon's nice value, as the answers' encode lanes
+	/* one lane at the workloads' nice value, as the answers' encode lanes
 	 * (api/encode_lane.h), for the same reason; ordered, so that the
 	 * batch, and the sinks, get the profiles in the order they were built
 	 * (by process, CPU before memory), not newest first as from a pool */
 	if (r >= 0)
 		r = offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true,
-							.take_back = true },
+							.background = true, .take_back = true },
 				&x->lane);
 	if (r >= 0)
 		r = sd_event_add_io(event, &x->done_io, offload_fd(x->lane), EPOLLIN, on_done, x);

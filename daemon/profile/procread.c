@@ -400,7 +400,8 @@ void agg_forget_maps_read(struct aggregator *a, struct process *p)
 int aggregator_start_maps_lane(struct aggregator *a)
 {
 	return a->maps_lane ? 0 :
-			      offload_new(&(struct offload_opts){ .lanes = 1, .take_back = true },
+			      offload_new(&(struct offload_opts){ .lanes = 1, .background = true,
+								  .take_back = true },
 					  &a->maps_lane);
 }
 

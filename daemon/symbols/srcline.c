@@ -342,7 +342,7 @@ static void abbrev_spans(struct srcline *s, uint64_t *tables, size_t n)
 {
 	GElf_Shdr sh;
 	Elf_Scn *scn = elf_find_section(s->elf, ".debug_abbrev", &sh);
-	uint64_t size = scn ? elf_section_bytes(scn, &sh) : 0;
+	uint64_t size = scn ? elf_section_bytes(s->elf, &sh) : 0;
 
 	qsort_safe(tables, n, sizeof(*tables), cmp_u64);
 	for (size_t i = 0; i < s->n_units; i++) {
@@ -932,9 +932,9 @@ static int has_debug_info(Elf *elf, uint64_t *ret_bytes, uint64_t *ret_line_byte
 		if (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0)
 			found = 1;
 		if (strncmp(name, ".debug_", 7) == 0 || strncmp(name, ".zdebug_", 8) == 0)
-			bytes += elf_section_bytes(scn, &sh); /* decompressed, as held */
+			bytes += elf_section_bytes(elf, &sh); /* decompressed, as held */
 		if (strcmp(name, ".debug_line") == 0 || strcmp(name, ".zdebug_line") == 0) {
-			line_bytes = elf_section_bytes(scn, &sh);
+			line_bytes = elf_section_bytes(elf, &sh);
 			if (line_bytes > SRCLINE_MAX_LINE_BYTES)
 				return -EFBIG;
 			*ret_line_scn = scn;

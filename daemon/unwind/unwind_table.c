@@ -583,10 +583,10 @@ static uint64_t cfi_bytes_of(Elf *elf, int fd)
 		return fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
 	scn = elf_find_section(elf, ".eh_frame", &sh);
 	if (scn)
-		bytes += elf_section_bytes(scn, &sh);
+		bytes += elf_section_bytes(elf, &sh);
 	scn = elf_find_section(elf, ".debug_frame", &sh);
 	if (scn)
-		bytes += elf_section_bytes(scn, &sh);
+		bytes += elf_section_bytes(elf, &sh);
 	return bytes;
 }
 

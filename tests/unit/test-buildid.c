@@ -293,6 +293,17 @@ Test(buildid, elf_of_the_other_byte_order)
 	check_elf(!HOST_BIG);
 }
 
+/* An ELF file of the id id7 in one note segment and one note section (its
+ * header is section 1's), of this host's byte order. */
+static void id7_image(struct elf_image *img)
+{
+	struct notes seg = { .align = 4, .big = HOST_BIG }, sec = { .align = 4, .big = HOST_BIG };
+
+	note(&seg, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	note(&sec, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
+	make_elf(img, HOST_BIG, &seg, &sec);
+}
+
 /* img written to a new temporary file, whose descriptor it returns. */
 static int image_file(const struct elf_image *img)
 {
@@ -319,7 +330,6 @@ static long max_rss_kib(void)
  * of gigabytes (perfd reads a newly mapped file's build-id on its loop). */
 Test(buildid, a_note_of_gigabytes_is_read_only_as_far_as_the_cap)
 {
-	struct notes seg = { .align = 4, .big = HOST_BIG }, sec = { .align = 4, .big = HOST_BIG };
 	const uint64_t huge = 4ULL << 30;
 	char hex[2 * BUILD_ID_MAX + 1];
 	struct elf_image img;
@@ -329,9 +339,7 @@ Test(buildid, a_note_of_gigabytes_is_read_only_as_far_as_the_cap)
 	long before;
 	int fd;
 
-	note(&seg, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
-	note(&sec, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
-	make_elf(&img, HOST_BIG, &seg, &sec);
+	id7_image(&img);
 	memcpy(&eh, img.buf, sizeof(eh));
 	memcpy(&ph, img.buf + eh.e_phoff, sizeof(ph));
 	memcpy(&sh, img.buf + eh.e_shoff + sizeof(sh), sizeof(sh));
@@ -358,47 +366,97 @@ Test(buildid, a_note_of_gigabytes_is_read_only_as_far_as_the_cap)
 	close(fd);
 }
 
-/* Past 65,279 sections the count is in section 0's sh_size; libelf
- * allocates a descriptor per section as it opens the file, so a count of
- * millions in a file of a few KiB is refused before libelf sees it, and
- * a small count there is followed. */
-Test(buildid, extended_section_numbering_is_followed_and_capped)
+/* Past 65,279 sections the count is in section 0's sh_size, past 65,534
+ * program headers in its sh_info; libelf allocates a descriptor per
+ * section as it opens the file and reads every program header at the
+ * first gelf_getphdr(), so counts of millions in a sparse file are
+ * refused before libelf sees them, and small counts there are followed. */
+/* The file's descriptor, open under *elf, or elf_open_fd's error. */
+static int open_with_counts(struct elf_image *img, uint64_t sections, uint32_t segments,
+			    Elf **elf)
 {
-	struct notes seg = { .align = 4, .big = HOST_BIG }, sec = { .align = 4, .big = HOST_BIG };
-	char hex[2 * BUILD_ID_MAX + 1];
-	struct elf_image img;
 	Elf64_Ehdr eh;
 	Elf64_Shdr sh0 = { 0 };
-	Elf *elf = NULL;
+	int fd, r;
+
+	memcpy(&eh, img->buf, sizeof(eh));
+	eh.e_shnum = 0;
+	eh.e_phnum = PN_XNUM;
+	memcpy(img->buf, &eh, sizeof(eh));
+	sh0.sh_size = sections;
+	sh0.sh_info = segments;
+	memcpy(img->buf + eh.e_shoff, &sh0, sizeof(sh0));
+	fd = image_file(img);
+	/* room for what the counts say, as libelf checks */
+	cr_assert_eq(ftruncate(fd, (off_t)(eh.e_shoff + (sections + segments) * 64 + 4096)), 0);
+	*elf = NULL;
+	r = elf_open_fd(fd, elf);
+	if (r == 0)
+		return fd; /* libelf reads through it as it goes */
+	close(fd);
+	return r;
+}
+
+Test(buildid, extended_numbering_is_followed_and_capped)
+{
+	struct elf_image img;
+	size_t n;
+	long before;
+	Elf *elf;
 	int fd;
 
-	note(&seg, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
-	note(&sec, NT_GNU_BUILD_ID, "GNU", id7, sizeof(id7));
-	make_elf(&img, HOST_BIG, &seg, &sec);
-	memcpy(&eh, img.buf, sizeof(eh));
-	eh.e_shnum = 0;
-	memcpy(img.buf, &eh, sizeof(eh));
-
-	sh0.sh_size = 2; /* the count, where extended numbering keeps it */
-	memcpy(img.buf + eh.e_shoff, &sh0, sizeof(sh0));
-	fd = image_file(&img);
-	cr_assert_eq(elf_open_fd(fd, &elf), 0);
-	{
-		const uint8_t *id;
-		size_t len;
-
-		cr_assert_eq(build_id_from_elf(elf, BUILD_ID_FROM_FILE, BUILD_ID_MAX, &id, &len), 0);
-		cr_assert_eq(build_id_hex(id, len, hex, sizeof(hex)), 0);
-		cr_assert_str_eq(hex, "deadbeef010203");
-	}
+	id7_image(&img);
+	fd = open_with_counts(&img, 2, 1, &elf);
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert_eq(elf_getshdrnum(elf, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(elf_getphdrnum(elf, &n), 0);
+	cr_assert_eq(n, 1, "%zu program headers", n);
 	elf_end(elf);
 	close(fd);
 
-	sh0.sh_size = ELF_MAX_SECTIONS + 1;
-	memcpy(img.buf + eh.e_shoff, &sh0, sizeof(sh0));
-	fd = image_file(&img);
-	elf = NULL;
-	cr_assert_eq(elf_open_fd(fd, &elf), -EFBIG);
+	before = max_rss_kib();
+	cr_assert_eq(open_with_counts(&img, 50u << 20, 1, &elf), -EFBIG);
 	cr_assert_null(elf);
+	cr_assert_eq(open_with_counts(&img, 2, 50u << 20, &elf), -EFBIG);
+	cr_assert_null(elf);
+	cr_assert_eq(open_with_counts(&img, ELF_MAX_SECTIONS + 1, 1, &elf), -EFBIG);
+	cr_assert_eq(open_with_counts(&img, 2, ELF_MAX_SEGMENTS + 1, &elf), -EFBIG);
+	cr_assert_lt(max_rss_kib() - before, 16 << 10, "refusing took %ld KiB",
+		     max_rss_kib() - before);
+}
+
+/* A section flagged compressed is sized from its compression header
+ * alone: libelf's own gelf_getchdr() reads a non-SHF_ALLOC section whole
+ * first, here 4 GiB that a sparse file says it has. */
+Test(buildid, a_compressed_section_is_sized_from_its_header_alone)
+{
+	const uint64_t huge = 4ULL << 30;
+	Elf64_Chdr ch = { .ch_type = ELFCOMPRESS_ZLIB, .ch_size = 100, .ch_addralign = 1 };
+	_cleanup_(elf_endp) Elf *elf = NULL;
+	struct elf_image img;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+	GElf_Shdr gsh;
+	long before;
+	int fd;
+
+	id7_image(&img);
+	memcpy(&eh, img.buf, sizeof(eh));
+	memcpy(&sh, img.buf + eh.e_shoff + sizeof(sh), sizeof(sh));
+	cr_assert_geq(img.n - sh.sh_offset, sizeof(ch));
+	memcpy(img.buf + sh.sh_offset, &ch, sizeof(ch));
+	sh.sh_flags = SHF_COMPRESSED;
+	sh.sh_size = huge;
+	memcpy(img.buf + eh.e_shoff + sizeof(sh), &sh, sizeof(sh));
+	fd = image_file(&img);
+	cr_assert_eq(ftruncate(fd, (off_t)(sh.sh_offset + huge)), 0);
+
+	before = max_rss_kib();
+	cr_assert_eq(elf_open_fd(fd, &elf), 0);
+	cr_assert(gelf_getshdr(elf_getscn(elf, 1), &gsh));
+	cr_assert_eq(elf_section_bytes(elf, &gsh), 100);
+	cr_assert_lt(max_rss_kib() - before, 16 << 10, "sizing it took %ld KiB",
+		     max_rss_kib() - before);
 	close(fd);
 }

@@ -376,19 +376,21 @@ static Elf_Data *find_rodata(Elf *elf)
 	GElf_Shdr sh;
 	Elf_Scn *scn = elf_find_section(elf, ".rodata", &sh);
 
-	return scn && elf_section_bytes(scn, &sh) <= ELF_LOOP_SECTION_MAX ? elf_getdata(scn, NULL) :
+	return scn && elf_section_bytes(elf, &sh) <= ELF_LOOP_SECTION_MAX ? elf_getdata(scn, NULL) :
 									     NULL;
 }
 
 /* Reads what detection needs from the ELF file on fd: the program headers,
  * _PyRuntime, Py_Version's value, PyCode_Type, the interpreter loop and, when the version is
  * not in Py_Version, the PY_VERSION string (for major.minor when
- * name_known is false, else for the patch).  Returns 0 or -errno. */
+ * name_known is false, else for the patch).  Returns 0 or -errno (-EFBIG:
+ * a symbol table past ELF_LOOP_SECTION_MAX, and no _PyRuntime in another). */
 static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 		      struct elf_facts *f)
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
 	Elf_Scn *scn = NULL;
+	bool too_big = false;
 	GElf_Ehdr eh;
 	size_t nph;
 	int r;
@@ -416,10 +418,16 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
-		if (!elf_symtab_fits(elf, scn, &sh, ELF_LOOP_SECTION_MAX))
-			return -EFBIG;
+		/* a big unstripped program may have a big .symtab and
+		 * _PyRuntime in its .dynsym: refused only if nothing else says */
+		if (!elf_symtab_fits(elf, scn, &sh, ELF_LOOP_SECTION_MAX)) {
+			too_big = true;
+			continue;
+		}
 		scan_symbols(elf, scn, &sh, f);
 	}
+	if (too_big && !f->has_runtime)
+		return -EFBIG;
 	if (!f->has_runtime && !name_known)
 		return 0; /* not Python; spare the .rodata scan */
 	read_trampoline(fd, f);
