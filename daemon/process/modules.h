@@ -18,16 +18,58 @@
 #ifndef PERFD_MODULES_H
 #define PERFD_MODULES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-struct procmap;
+#include "process/procmaps.h"
+
+/* One file mapping identified in three steps, so that what touches the
+ * process's files (stat, open, build-id: unbounded on a FUSE or NFS file
+ * whose server does not answer, or on a map_files look-up waiting for the
+ * target's mmap lock) can run off the loop (MODLANE.md):
+ * - plan, on the loop: copies the mapping, says whether the file must be
+ *   opened (no verified module has its (dev, inode)) and reserves the
+ *   descriptor slot under the symbolizer's max_fds;
+ * - probe, anywhere (a lane): the system calls, and nothing else; touches
+ *   only the probe;
+ * - apply, on the loop: the module table, as for_mapping, which is the
+ *   three in a row.  done releases what apply did not take.
+ * The descriptor a probe opened is the probe's until apply takes it or
+ * done closes it. */
+#define MODULE_PROBE_BUILD_ID_LEN 129 /* symbols/buildid.h's BUILD_ID_MAX * 2 + 1 */
+struct module_probe {
+	/* in: plan's */
+	struct procmap map; /* a copy; path owned */
+	pid_t pid;
+	bool want_open; /* open the file, read its build-id */
+	bool reserved;  /* holds a descriptor slot */
+	/* out: probe's */
+	bool probed;
+	int error; /* 0, or -errno: the file could neither be stat'ed nor opened */
+	dev_t dev; /* the file's identity, as fstat says */
+	uint64_t inode, size;
+	int64_t mtime_ns, ctime_ns;
+	bool opened; /* an open was tried */
+	int fd; /* -1, or the file opened */
+	int open_error; /* -errno of the open that failed, else 0 */
+	char build_id[MODULE_PROBE_BUILD_ID_LEN]; /* hex, "" when none or not read */
+};
 
 struct module_registry {
 	/* The module of a file mapping of pid, charged to owner_uid: an id,
 	 * or -ENOSPC (the table is full, or owner_uid holds its share),
 	 * -EINVAL (not backed by a file). */
 	int (*for_mapping)(void *ctx, pid_t pid, uint32_t owner_uid, const struct procmap *map);
+	/* The same in three steps (struct module_probe above).  plan returns
+	 * 0, -EINVAL (not backed by a file) or -ENOMEM; probe touches no
+	 * ctx; apply returns as for_mapping, or -EAGAIN when the probe did
+	 * not open a file it now must (plan again with want_open); done
+	 * after apply or instead of it. */
+	int (*plan)(void *ctx, pid_t pid, const struct procmap *map, struct module_probe *ret);
+	void (*probe)(struct module_probe *p);
+	int (*apply)(void *ctx, uint32_t owner_uid, struct module_probe *p);
+	void (*done)(void *ctx, struct module_probe *p);
 	/* The vDSO's module, or -ENOENT. */
 	int (*vdso)(void *ctx);
 	/* The JIT module of (pid, start_time_ns) named from map_path, owned

@@ -77,7 +77,7 @@ static void close_fds(struct symbolizer *s, struct module *m)
 
 void sym_make_fd_room(struct symbolizer *s, const struct module *keep, size_t n)
 {
-	while (s->open_fds + n > s->max_fds && s->lru_tail) {
+	while (s->open_fds + s->fds_reserved + n > s->max_fds && s->lru_tail) {
 		struct module *lru = &s->modules[s->lru_tail - FRAME_MODULE_FIRST];
 
 		if (lru == keep) {
@@ -385,9 +385,10 @@ static void release_module(struct symbolizer *s, struct module *m)
 /* Notes that process pid maps m at map: the way to open it again.  A
  * module without a descriptor (closed, or its first process gone before it
  * could be opened) gets one now if the caller has it (fd, else -1), and
- * may try again if opening failed before. */
+ * may try again if opening failed before.  build_id: the file's, read
+ * with fd (NULL: read it here if m has none). */
 static void note_mapper(struct symbolizer *s, struct module *m, pid_t pid,
-			const struct procmap *map, int fd)
+			const struct procmap *map, int fd, const char *build_id)
 {
 	m->pid = pid;
 	m->map_start = map->start;
@@ -401,31 +402,149 @@ static void note_mapper(struct symbolizer *s, struct module *m, pid_t pid,
 		return;
 	}
 	sym_take_fd(s, m, fd);
-	if (!m->build_id[0])
-		read_build_id(fd, m->build_id);
+	if (!m->build_id[0]) {
+		if (build_id)
+			snprintf(m->build_id, sizeof(m->build_id), "%s", build_id);
+		else
+			read_build_id(fd, m->build_id);
+	}
 }
 
-int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owner_uid,
-				  const struct procmap *map)
+_Static_assert(MODULE_PROBE_BUILD_ID_LEN == BUILD_ID_MAX * 2 + 1, "build-id buffer");
+
+static struct file_id probe_file_id(const struct module_probe *p)
+{
+	return (struct file_id){ .dev = p->dev, .inode = p->inode, .size = p->size,
+				 .mtime_ns = p->mtime_ns, .ctime_ns = p->ctime_ns };
+}
+
+static void probe_set_file_id(struct module_probe *p, const struct file_id *id)
+{
+	p->dev = id->dev;
+	p->inode = id->inode;
+	p->size = id->size;
+	p->mtime_ns = id->mtime_ns;
+	p->ctime_ns = id->ctime_ns;
+}
+
+/* Whether a verified module is on the file (dev, inode): then a stat
+ * tells whether the process maps it, and nothing need be opened. */
+static bool has_verified(const struct symbolizer *s, dev_t dev, uint64_t inode)
+{
+	uint64_t *slot = u64map_get(&s->by_file, file_key(dev, inode));
+
+	for (uint16_t i = slot ? (uint16_t)*slot : NO_MODULE; i;
+	     i = s->modules[i - FRAME_MODULE_FIRST].next_same) {
+		const struct module *m = &s->modules[i - FRAME_MODULE_FIRST];
+
+		if (m->verified && m->file.dev == dev && m->file.inode == inode)
+			return true;
+	}
+	return false;
+}
+
+int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap *map,
+			  struct module_probe *ret)
 {
 	dev_t dev = makedev(map->dev_major, map->dev_minor);
-	uint64_t path_hash;
-	struct file_id fid;
-	struct module *m;
-	int id, fd = -1, r;
 
+	*ret = (struct module_probe){ .fd = -1, .pid = pid };
 	if (map->inode == 0 || map->path[0] != '/')
 		return -EINVAL;
-	path_hash = hash_text(map->path, strlen(map->path));
-	r = stat_mapped_file(pid, map, &fid);
-	if (r < 0) {
+	ret->map = *map;
+	ret->map.path = strdup(map->path);
+	if (!ret->map.path)
+		return -ENOMEM;
+	ret->want_open = !has_verified(s, dev, map->inode);
+	if (ret->want_open) {
+		/* the slot is the probe's until apply or done */
+		sym_make_fd_room(s, NULL, 1);
+		s->fds_reserved++;
+		ret->reserved = true;
+	}
+	return 0;
+}
+
+void module_probe_run(struct module_probe *p)
+{
+	const struct procmap *map = &p->map;
+	dev_t dev = makedev(map->dev_major, map->dev_minor);
+	struct file_id fid, opened;
+	int r, fd;
+
+	p->probed = true;
+	p->fd = -1;
+	p->build_id[0] = 0;
+	r = stat_mapped_file(p->pid, map, &fid);
+	/* Without a slot nothing is opened: apply asks for another probe,
+	 * with one, when the stat was not enough. */
+	if (p->reserved && (r < 0 || p->want_open)) {
 		/* no map_files (the range is not mapped now, or it cannot be
 		 * followed): the path in the process's root, opened */
-		sym_make_fd_room(s, NULL, 1);
-		fd = open_mapped_file(pid, map->start, map->end, map->path, dev, map->inode, &fid);
-		r = fd < 0 ? fd : 0;
+		fd = open_mapped_file(p->pid, map->start, map->end, map->path, dev, map->inode,
+				      &opened);
+		if (fd >= 0 && r == 0 && !file_id_eq(&opened, &fid)) {
+			/* changed between the stat and the open */
+			close(fd);
+			fd = -ESTALE;
+		}
+		if (r < 0)
+			r = fd < 0 ? fd : 0;
+		if (fd >= 0) {
+			fid = opened;
+			p->fd = fd;
+			read_build_id(fd, p->build_id);
+		} else {
+			p->open_error = fd;
+		}
+		p->opened = true;
 	}
-	if (r < 0) {
+	p->error = r;
+	if (r == 0)
+		probe_set_file_id(p, &fid);
+}
+
+void symbolizer_probe_done(struct symbolizer *s, struct module_probe *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	if (p->reserved)
+		s->fds_reserved--;
+	p->reserved = false;
+	free(p->map.path);
+	p->map.path = NULL;
+}
+
+int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct module_probe *p)
+{
+	const struct procmap *map = &p->map;
+	dev_t dev = makedev(map->dev_major, map->dev_minor);
+	uint64_t path_hash = hash_text(map->path, strlen(map->path));
+	struct file_id fid = probe_file_id(p);
+	/* taken from the probe here: whatever becomes of it, done has
+	 * nothing left to close */
+	int fd = p->fd;
+	struct module *m;
+	int id;
+
+	p->fd = -1;
+	if (p->reserved) {
+		s->fds_reserved--;
+		p->reserved = false;
+	}
+	if (!p->probed) {
+		if (fd >= 0)
+			close(fd);
+		return -EAGAIN;
+	}
+	if (p->error < 0 && !p->opened) {
+		/* a known file not stat'ed: opened, it may be told apart */
+		if (fd >= 0)
+			close(fd);
+		return -EAGAIN;
+	}
+	if (p->error < 0) {
 		/* The process is gone (a short-lived one read at its end): the
 		 * module of (dev, inode) at this path, as a best guess, else
 		 * one that the next process mapping it completes. */
@@ -437,8 +556,8 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owne
 			return id;
 		m->file = (struct file_id){ .dev = dev, .inode = map->inode };
 		m->path_hash = path_hash;
-		m->pid = pid;
-		m->fd_error = r;
+		m->pid = p->pid;
+		m->fd_error = p->error;
 		chain_add(s, m);
 		return id;
 	}
@@ -454,9 +573,13 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owne
 		}
 	}
 	if (m) {
-		note_mapper(s, m, pid, map, fd);
+		note_mapper(s, m, p->pid, map, fd, fd >= 0 ? p->build_id : NULL);
 		return id_of(s, m);
 	}
+	if (fd < 0 && !p->want_open)
+		/* a new file where plan saw a known one (it changed, or its
+		 * module was released since): it must be opened, off the loop */
+		return -EAGAIN;
 	id = add_module(s, MODULE_FILE, map->path, owner_uid, &m);
 	if (id < 0) {
 		if (fd >= 0)
@@ -467,27 +590,44 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owne
 	m->verified = true;
 	m->path_hash = path_hash;
 	chain_add(s, m);
-	if (fd < 0) {
-		struct file_id opened;
-
-		sym_make_fd_room(s, NULL, 1);
-		fd = open_mapped_file(pid, map->start, map->end, map->path, dev, map->inode,
-				      &opened);
-		if (fd >= 0 && !file_id_eq(&opened, &fid)) {
-			/* changed between the stat and the open */
-			close(fd);
-			fd = -ESTALE;
-		}
-	}
-	m->pid = pid;
+	m->pid = p->pid;
 	m->map_start = map->start;
 	m->map_end = map->end;
 	if (fd < 0) {
-		m->fd_error = fd;
+		m->fd_error = p->open_error < 0 ? p->open_error : -EBADF;
 		return id;
 	}
 	sym_take_fd(s, m, fd);
-	read_build_id(fd, m->build_id);
+	snprintf(m->build_id, sizeof(m->build_id), "%s", p->build_id);
+	return id;
+}
+
+int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owner_uid,
+				  const struct procmap *map)
+{
+	struct module_probe p;
+	int id;
+
+	id = symbolizer_plan_probe(s, pid, map, &p);
+	if (id < 0)
+		return id;
+	module_probe_run(&p);
+	id = symbolizer_module_for_probe(s, owner_uid, &p);
+	if (id == -EAGAIN) {
+		/* known when planned, not now: open it after all */
+		symbolizer_probe_done(s, &p);
+		id = symbolizer_plan_probe(s, pid, map, &p);
+		if (id < 0)
+			return id;
+		if (!p.want_open) {
+			sym_make_fd_room(s, NULL, 1);
+			s->fds_reserved++;
+			p.reserved = p.want_open = true;
+		}
+		module_probe_run(&p);
+		id = symbolizer_module_for_probe(s, owner_uid, &p);
+	}
+	symbolizer_probe_done(s, &p);
 	return id;
 }
 
@@ -638,6 +778,21 @@ static int modules_for_mapping(void *ctx, pid_t pid, uint32_t owner_uid, const s
 	return symbolizer_module_for_mapping(ctx, pid, owner_uid, map);
 }
 
+static int modules_plan(void *ctx, pid_t pid, const struct procmap *map, struct module_probe *ret)
+{
+	return symbolizer_plan_probe(ctx, pid, map, ret);
+}
+
+static int modules_apply(void *ctx, uint32_t owner_uid, struct module_probe *p)
+{
+	return symbolizer_module_for_probe(ctx, owner_uid, p);
+}
+
+static void modules_done(void *ctx, struct module_probe *p)
+{
+	symbolizer_probe_done(ctx, p);
+}
+
 static int modules_vdso(void *ctx)
 {
 	return symbolizer_vdso_module(ctx);
@@ -657,6 +812,10 @@ static void modules_note_jit_frame(void *ctx, uint64_t frame)
 struct module_registry symbolizer_modules(struct symbolizer *s)
 {
 	return (struct module_registry){ .for_mapping = modules_for_mapping,
+					 .plan = modules_plan,
+					 .probe = module_probe_run,
+					 .apply = modules_apply,
+					 .done = modules_done,
 					 .vdso = modules_vdso,
 					 .jit = modules_jit,
 					 .note_jit_frame = modules_note_jit_frame,

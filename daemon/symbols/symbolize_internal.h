@@ -134,6 +134,9 @@ struct symbolizer {
 	struct u64map by_owner;       /* uid -> live modules it added (its share) */
 	uint16_t lru_head, lru_tail; /* modules holding descriptors, most recent first */
 	size_t open_fds, max_fds;
+	/* descriptors module probes may open on a lane (symbolize.h):
+	 * counted against max_fds from plan to apply */
+	size_t fds_reserved;
 	uint64_t refused_at_collection; /* modules_refused at the last collection */
 	int vdso_id;                  /* 0 until first asked for */
 	bool demangle;
