@@ -70,6 +70,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	a->maps_lane = offload_free(a->maps_lane);
 	for (size_t i = 0; i < a->n_procs; i++) {
 		a->procs[i]->maps_job = NULL;
+		a->procs[i]->probe_job = NULL;
 		agg_process_free(a, a->procs[i]);
 	}
 	free(a->procs);

@@ -49,6 +49,7 @@
 
 struct module_registry;
 struct mapsread;
+struct modprobe_job;
 struct parked_sample;
 struct stacktab;
 
@@ -77,6 +78,9 @@ struct process {
 	 * oldest first */
 	struct mapsread *maps_job;
 	bool maps_job_named, maps_job_reread;
+	/* procread.c's: the new file mappings of these maps being identified
+	 * on the lane (MODLANE.md), NULL: none; samples in them wait too */
+	struct modprobe_job *probe_job;
 	struct parked_sample *parked, **parked_tail;
 	size_t n_parked;
 	uint16_t jit_module;   /* names from /tmp/perf-PID.map, 0 when none */

@@ -38,6 +38,14 @@
 /* New file mappings looked up per read of a process's maps (each a stat,
  * and an open the first time a file is seen: ~20 us). */
 #define MODULES_PER_READ 256
+/* Jobs identifying mapped files on the lane at once (MODLANE.md): past
+ * it a read's new file mappings wait for a later one, as past
+ * MODULES_PER_READ.  Each holds up to MODULES_PER_READ descriptor slots. */
+#define MODPROBE_JOBS_MAX 4
+/* Lanes of the maps lane: a read of maps, or the files of one process
+ * probed; one stuck on a FUSE server that does not answer leaves the
+ * others. */
+#define AGG_LANES 3
 #define PROCESS_MAX_THREADS 4096
 /* Samples waiting for their process's maps (aggregate.h): at 1999 Hz on
  * every CPU of a large host, a read of ~100 ms; and 8 MiB of records (a
@@ -80,6 +88,7 @@ struct aggregator {
 	size_t restored_table_bytes; /* aggregator_set_restored_table_bytes */
 	struct offload *maps_lane; /* NULL: maps are read at once */
 	size_t parked_bytes;       /* of the samples waiting for maps */
+	size_t probes_in_flight;   /* modprobe jobs on the lane */
 };
 
 /* proctab.c */
@@ -111,6 +120,7 @@ void agg_read_new_process(struct aggregator *a, struct process *p, const char *c
 bool agg_reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t now_ns);
 bool agg_maps_miss(const struct process *p, uint64_t addr);
 void agg_forget_maps_read(struct aggregator *a, struct process *p);
+void agg_forget_probes(struct process *p);
 
 /* ingest.c */
 uint64_t agg_user_frame(struct aggregator *a, struct process *p,

@@ -30,9 +30,12 @@ static bool wait_for_maps(struct aggregator *a, struct process *p, const struct 
 
 		if (!agg_maps_miss(p, addr))
 			continue;
+		/* its file is being identified on the lane */
+		if (p->probe_job)
+			return true;
 		if (!agg_reread_maps_if_due(a, p, s->hdr.timestamp_ns))
 			return false;
-		if (p->maps_job)
+		if (p->maps_job || (p->probe_job && agg_maps_miss(p, addr)))
 			return true;
 		if (!agg_maps_miss(p, addr))
 			p->maps_reread_wait_ns = 0;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "process/mapsread.h"
 #include "process/procfs.h"
@@ -133,6 +134,64 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
 	return true;
 }
 
+/* The new file mappings of one read of a process's maps, identified on
+ * the lane (MODLANE.md): the loop plans each (registry plan), the lane
+ * probes them (registry probe: the stat, open and build-id), the loop
+ * applies them (registry apply) in aggregator_complete.  owner NULL: the
+ * process was freed or its maps replaced since; the results are only
+ * released. */
+struct modprobe_job {
+	struct offload_job job; /* first: the lane's part */
+	struct process *owner;
+	void (*probe)(struct module_probe *p);
+	size_t n;
+	uint32_t map_index[MODULES_PER_READ]; /* of probes[i] in owner->maps */
+	struct module_probe probes[MODULES_PER_READ];
+};
+
+static void modprobe_run(struct offload_job *job)
+{
+	struct modprobe_job *j = (struct modprobe_job *)job;
+
+	for (size_t i = 0; i < j->n; i++)
+		j->probe(&j->probes[i]);
+}
+
+/* Without the registry (the lanes stop first at shutdown): closes what
+ * the probes opened, frees their copies. */
+static void modprobe_free(struct offload_job *job)
+{
+	struct modprobe_job *j = (struct modprobe_job *)job;
+
+	for (size_t i = 0; i < j->n; i++) {
+		if (j->probes[i].fd >= 0)
+			close(j->probes[i].fd);
+		free(j->probes[i].map.path);
+	}
+	free(j);
+}
+
+/* With the registry: gives back what the probes hold and frees j. */
+static void modprobe_done(struct aggregator *a, struct modprobe_job *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		a->modules.done(a->modules.ctx, &j->probes[i]);
+	free(j);
+}
+
+static bool probes_on_lane(const struct aggregator *a)
+{
+	return a->maps_lane && a->modules.plan && a->modules.probe && a->modules.apply &&
+	       a->modules.done;
+}
+
+void agg_forget_probes(struct process *p)
+{
+	if (p->probe_job)
+		p->probe_job->owner = NULL;
+	p->probe_job = NULL;
+}
+
 /* The module of each of maps (p's, just read) into modules.  A mapping p
  * had already (same range, offset, file and path) keeps its module: the
  * symbolizer's look-up costs a stat, and a process may map thousands of
@@ -142,10 +201,16 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
  * the maps again (when due), as do those the symbolizer's full table
  * refused. */
 static void resolve_modules(struct aggregator *a, struct process *p, const struct procmaps *maps,
-			    uint16_t *modules)
+			    uint16_t *modules, struct modprobe_job **ret_job)
 {
 	const struct procmaps *old = p->maps;
 	size_t j = 0, budget = MODULES_PER_READ;
+	bool lane = probes_on_lane(a);
+	struct modprobe_job *job = NULL;
+
+	/* On the lane, each job holds descriptor slots: a bounded number */
+	if (lane && a->probes_in_flight >= MODPROBE_JOBS_MAX)
+		budget = 0;
 
 	p->maps_partial = false;
 	for (size_t i = 0; i < maps->n; i++) {
@@ -170,6 +235,15 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 		} else if (budget == 0) {
 			p->maps_partial = true;
 			id = -EAGAIN;
+		} else if (lane) {
+			/* identified on the lane: until then as past the budget */
+			budget--;
+			p->maps_partial = true;
+			id = -EAGAIN;
+			if (!job)
+				job = calloc(1, sizeof(*job));
+			if (job && a->modules.plan(a->modules.ctx, p->pid, m, &job->probes[job->n]) == 0)
+				job->map_index[job->n++] = (uint32_t)i;
 		} else {
 			budget--;
 			id = a->modules.for_mapping(a->modules.ctx, p->pid, p->owner_uid, m);
@@ -179,6 +253,69 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 		}
 		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
 	}
+	if (job && !job->n) {
+		free(job);
+		job = NULL;
+	}
+	*ret_job = job;
+}
+
+/* Sends job (p's, for the maps p has now) to the lane; samples in its
+ * mappings wait for it (wait_for_maps).  Refused, it is given back: the
+ * mappings stay without a module, re-read later as past the budget. */
+static void submit_probes(struct aggregator *a, struct process *p, struct modprobe_job *job)
+{
+	job->owner = p;
+	job->probe = a->modules.probe;
+	job->job.run = modprobe_run;
+	job->job.free = modprobe_free;
+	job->job.bytes = sizeof(*job);
+	if (offload_submit(a->maps_lane, &job->job) < 0) {
+		modprobe_done(a, job);
+		return;
+	}
+	p->probe_job = job;
+	a->probes_in_flight++;
+}
+
+/* The end of job on the loop: each probe applied to the module table and
+ * its id given to its mapping, if the maps are still those it was
+ * planned for; the unwinder and the rest told; the samples that waited
+ * go in. */
+static void probes_done(struct aggregator *a, struct modprobe_job *job)
+{
+	struct process *p = job->owner;
+	bool again = false;
+
+	a->probes_in_flight--;
+	if (!p) {
+		modprobe_done(a, job);
+		return;
+	}
+	p->probe_job = NULL;
+	for (size_t i = 0; i < job->n; i++) {
+		int id = a->modules.apply(a->modules.ctx, p->owner_uid, &job->probes[i]);
+
+		if (id > 0)
+			p->map_modules[job->map_index[i]] = (uint16_t)id;
+		else if (id == -EAGAIN || id == -ENOSPC)
+			again = true;
+	}
+	modprobe_done(a, job);
+	/* what is still without a module waits for a re-read, as past the
+	 * budget; the rest is named now */
+	p->maps_partial = again;
+	for (size_t i = 0; i < p->maps->n && !p->maps_partial; i++) {
+		const struct procmap *m = &p->maps->maps[i];
+
+		if (p->map_modules[i] == MODULE_NONE && m->inode && m->path[0] == '/')
+			p->maps_partial = true;
+	}
+	if (!p->jit_module && has_unnamed_code(p->maps, p->map_modules))
+		agg_find_jit_map(a, p);
+	if (a->hooks.maps_changed)
+		a->hooks.maps_changed(a->hooks.userdata, p);
+	agg_ingest_parked(a, p);
 }
 
 /* Takes maps (p's, just read; consumed) as p's and resolves the module of
@@ -189,6 +326,7 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 		       bool named)
 {
 	_cleanup_close_ int own = -1;
+	struct modprobe_job *job = NULL;
 	uint16_t *modules;
 	bool changed;
 
@@ -214,7 +352,10 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 			dirfd = own;
 		agg_read_comm(p, dirfd, NULL);
 	}
-	resolve_modules(a, p, maps, modules);
+	/* a job for the maps p had is for mappings these may not have (an
+	 * exec forgets it first: agg_forget_maps_read) */
+	agg_forget_probes(p);
+	resolve_modules(a, p, maps, modules, &job);
 	/* Only where there is code for it to name: the two look-ups cost
 	 * more than the rest of a short process's reads, and a sample in code
 	 * mapped later makes agg_user_frame look. */
@@ -226,6 +367,8 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 	p->maps = maps;
 	p->map_modules = modules;
 	a->process_bytes += agg_process_bytes(p);
+	if (job)
+		submit_probes(a, p, job);
 	if (a->hooks.maps_changed)
 		a->hooks.maps_changed(a->hooks.userdata, p);
 	return changed;
@@ -369,7 +512,7 @@ void agg_read_new_process(struct aggregator *a, struct process *p, const char *c
  * it started one. */
 bool agg_reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t now_ns)
 {
-	if (p->maps_job || now_ns < p->maps_read_ns ||
+	if (p->maps_job || p->probe_job || now_ns < p->maps_read_ns ||
 	    now_ns - p->maps_read_ns < p->maps_reread_wait_ns)
 		return false;
 	(void)refresh_maps(a, p, -1, false, true);
@@ -390,17 +533,19 @@ bool agg_maps_miss(const struct process *p, uint64_t addr)
  * maps p had. */
 void agg_forget_maps_read(struct aggregator *a, struct process *p)
 {
-	if (!p->maps_job)
+	if (!p->maps_job && !p->probe_job)
 		return;
-	p->maps_job->owner = NULL;
+	if (p->maps_job)
+		p->maps_job->owner = NULL;
 	p->maps_job = NULL;
+	agg_forget_probes(p);
 	agg_ingest_parked(a, p);
 }
 
 int aggregator_start_maps_lane(struct aggregator *a)
 {
 	return a->maps_lane ? 0 :
-			      offload_new(&(struct offload_opts){ .lanes = 1, .background = true,
+			      offload_new(&(struct offload_opts){ .lanes = AGG_LANES, .background = true,
 								  .take_back = true },
 					  &a->maps_lane);
 }
@@ -415,15 +560,23 @@ void aggregator_complete(struct aggregator *a)
 	struct offload_job *done = a->maps_lane ? offload_take_done(a->maps_lane) : NULL, *next;
 
 	for (; done; done = next) {
-		struct mapsread *j = mapsread_of(done);
-		struct process *p = j->owner;
+		struct mapsread *j;
+		struct process *p;
 
 		next = done->next;
+		if (done->run == modprobe_run) {
+			probes_done(a, (struct modprobe_job *)done);
+			continue;
+		}
+		j = mapsread_of(done);
+		p = j->owner;
 		a->stats.maps_reads_pending--;
 		if (p) {
 			p->maps_job = NULL;
 			(void)maps_read_done(a, p, j);
-			agg_ingest_parked(a, p);
+			/* samples in files still being identified wait on */
+			if (!p->probe_job)
+				agg_ingest_parked(a, p);
 		}
 		mapsread_free(j);
 	}

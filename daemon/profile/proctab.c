@@ -51,6 +51,7 @@ void agg_process_free(struct aggregator *a, struct process *p)
 	/* a read still on the lane is dropped when it comes back */
 	if (p->maps_job)
 		p->maps_job->owner = NULL;
+	agg_forget_probes(p);
 	drop_parked(a, p);
 	a->process_bytes -= agg_process_bytes(p);
 	a->history_bytes -= p->history.bytes;
