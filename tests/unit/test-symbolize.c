@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -850,6 +851,100 @@ Test(symbolize, module_ids_are_bounded_and_given_back)
 	}
 	rmdir(dir);
 	free(used);
+	procmaps_free(maps);
+	symbolizer_free(s);
+}
+
+static void *probe_thread(void *arg)
+{
+	module_probe_run(arg);
+	return NULL;
+}
+
+/* Identifying a mapped file in three steps (MODLANE.md), its system calls
+ * on another thread, gives what symbolizer_module_for_mapping gives: the
+ * same module, its descriptor and build-id, the table touched on this
+ * thread only. */
+Test(symbolize, a_file_probed_on_another_thread_is_the_module_for_its_mapping)
+{
+	struct symbolizer_opts o = { 0 };
+	struct symbolizer *s;
+	struct procmaps *maps = NULL;
+	const struct procmap *libc = own_mapping((uintptr_t)&getpid, &maps);
+	struct symbolizer_stats st;
+	struct module_probe p;
+	const char *path, *build_id;
+	pthread_t t;
+	int id;
+
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, &p), 0);
+	cr_assert(p.want_open, "a file the table does not know is opened");
+	cr_assert_eq(pthread_create(&t, NULL, probe_thread, &p), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(p.error, 0);
+	cr_assert_geq(p.fd, 0);
+	id = symbolizer_module_for_probe(s, geteuid(), &p);
+	cr_assert_gt(id, 0);
+	cr_assert_eq(p.fd, -1, "the table took the descriptor");
+	cr_assert(symbolizer_describe_module(s, (uint16_t)id, &path, &build_id));
+	cr_assert_str_eq(path, libc->path);
+	cr_assert_str_eq(build_id, p.build_id);
+	symbolizer_probe_done(s, &p);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 1);
+	/* a file the table knows is only stat'ed, and is the same module */
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, &p), 0);
+	cr_assert_not(p.want_open);
+	module_probe_run(&p);
+	cr_assert_eq(p.fd, -1);
+	cr_assert_eq(symbolizer_module_for_probe(s, geteuid(), &p), id);
+	symbolizer_probe_done(s, &p);
+	cr_assert_eq(symbolizer_module_for_mapping(s, getpid(), geteuid(), libc), id);
+	procmaps_free(maps);
+	symbolizer_free(s);
+}
+
+/* A probe's descriptor counts against max_fds from the plan on (the LRU
+ * closes another to make room), and one never applied (its process freed
+ * meanwhile) is closed by done: nothing leaks. */
+Test(symbolize, a_probe_holds_a_descriptor_slot_and_done_closes_what_it_opened)
+{
+	struct symbolizer_opts o = { .max_fds = 1 };
+	struct symbolizer *s;
+	char dir[] = "/tmp/perfd-test-probe-XXXXXX", path[64];
+	struct procmaps *maps = NULL;
+	const struct procmap *own;
+	struct symbolizer_stats st;
+	struct module_probe p;
+	struct procmap alias;
+	size_t fds_before;
+
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
+	cr_assert_not_null(mkdtemp(dir));
+	own = own_mapping((uintptr_t)&symbolize_test_function, &maps);
+	cr_assert_gt(symbolizer_module_for_mapping(s, getpid(), geteuid(), own), 0);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 1);
+	snprintf(path, sizeof(path), "%s/copy", dir);
+	write_copy(path, NULL);
+	alias = mapping_of(own, path, 1);
+	fds_before = open_fds();
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), &alias, &p), 0);
+	cr_assert(p.want_open);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 0, "the slot was made at the plan");
+	module_probe_run(&p);
+	cr_assert_geq(p.fd, 0);
+	symbolizer_probe_done(s, &p);
+	cr_assert_eq(p.fd, -1);
+	cr_assert_leq(open_fds(), fds_before - 1, "the probe's descriptor and the one evicted are closed");
+	/* the slot is free again: the file is opened at once */
+	cr_assert_gt(symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias), 0);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 1);
+	(void)unlink(path);
+	(void)rmdir(dir);
 	procmaps_free(maps);
 	symbolizer_free(s);
 }
