@@ -11,7 +11,9 @@
  * of user frames through the test's own /proc/self/maps.
  */
 #include <criterion/criterion.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -2253,4 +2255,119 @@ Test(aggregate, a_users_snapshots_hold_at_most_their_share_of_memory)
 	aggregator_remove_collector(agg, &user);
 	aggregator_release_parts(agg, &user.parts);
 	destroy();
+}
+
+/* A probe that waits for gate_fd to be readable: a FUSE server that does
+ * not answer, until the test answers for it. */
+static int gate_fd = -1;
+static void (*real_probe)(struct module_probe *p);
+
+static void gated_probe(struct module_probe *p)
+{
+	struct pollfd pfd = { .fd = gate_fd, .events = POLLIN };
+
+	(void)poll(&pfd, 1, 10000);
+	real_probe(p);
+}
+
+/* Waits for the lane to give the store its jobs back until p has none. */
+static void complete_probes(struct process *p)
+{
+	for (int i = 0; i < 500 && p->probe_job; i++) {
+		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
+
+		(void)poll(&pfd, 1, 10);
+		aggregator_complete(agg);
+	}
+	cr_assert_null(p->probe_job);
+}
+
+/* With the lane, the files a process maps are identified off the loop
+ * (MODLANE.md): ingesting its first sample returns while the probe hangs,
+ * the sample waits rather than be named without its module, and goes in
+ * named from its binary once the probe answers. */
+Test(aggregate, mapped_files_are_identified_on_the_lane_and_samples_wait_for_them)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
+	uint64_t caller = probe_here();
+	struct module_registry modules;
+	struct aggregator_stats st;
+	struct process *p;
+	uint64_t t0, one = 1;
+	int seen = 0;
+
+	gate_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_geq(gate_fd, 0);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
+	modules = symbolizer_modules(sym);
+	real_probe = modules.probe;
+	modules.probe = gated_probe;
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
+								 .max_stacks = 1000,
+								 .max_frames = 1000000 },
+				    &modules, &agg), 0);
+	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	t0 = now_monotonic_ns();
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), SEC, leaf, caller), 0);
+	cr_assert_lt(now_monotonic_ns() - t0, 2 * SEC, "the loop did not wait for the probe");
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p->maps);
+	cr_assert_not_null(p->probe_job, "the binaries are being identified on the lane");
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.samples_waited_for_maps, 1);
+	cr_assert(!p->history.newest || p->history.newest->prof.values.count == 0);
+	aggregator_complete(agg); /* nothing back yet */
+	cr_assert_not_null(p->probe_job);
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	complete_probes(p);
+	U64MAP_FOREACH(slot, &p->history.newest->prof.values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
+
+		seen++;
+		cr_assert_geq(frame_module(s->frames[0]), FRAME_MODULE_FIRST);
+	}
+	cr_assert_eq(seen, 1);
+	destroy();
+	close(gate_fd);
+}
+
+/* A process freed while its files are being probed: the job comes back
+ * to nobody, and what it opened is closed. */
+Test(aggregate, a_probe_outliving_its_process_leaks_nothing)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
+	struct module_registry modules;
+	struct symbolizer_stats sst;
+	struct process *p;
+	uint64_t one = 1;
+
+	gate_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
+	modules = symbolizer_modules(sym);
+	real_probe = modules.probe;
+	modules.probe = gated_probe;
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 1,
+								 .max_stacks = 1000,
+								 .max_frames = 1000000 },
+				    &modules, &agg), 0);
+	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), SEC, leaf, leaf), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p->probe_job);
+	/* another process takes its place (max_processes 1): it exits first */
+	feed_exit(getpid(), self_start_ns(), 2 * SEC);
+	cr_assert_eq(feed(NOPID, 1, 3 * SEC, NULL, 0, NULL, 0, 0), 0);
+	cr_assert_null(aggregator_find_process(agg, getpid()));
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	for (int i = 0; i < 200; i++) {
+		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
+
+		(void)poll(&pfd, 1, 10);
+		aggregator_complete(agg);
+	}
+	symbolizer_get_stats(sym, &sst);
+	cr_assert_eq(sst.fds_open, 0, "nothing taken by a process gone");
+	destroy();
+	close(gate_fd);
 }
