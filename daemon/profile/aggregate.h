@@ -261,6 +261,7 @@ struct aggregator_stats {
 	size_t maps_reads_pending;
 	uint64_t maps_truncated;
 	uint64_t samples_waited_for_maps, samples_not_waiting;
+	uint64_t module_probes_late; /* probes of mapped files given up on */
 	size_t history_bytes;       /* of the windows */
 	size_t memory_bytes;        /* everything the store holds */
 };

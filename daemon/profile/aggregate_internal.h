@@ -42,6 +42,11 @@
  * it a read's new file mappings wait for a later one, as past
  * MODULES_PER_READ.  Each holds up to MODULES_PER_READ descriptor slots. */
 #define MODPROBE_JOBS_MAX 4
+/* A probe not back by then is given up on (its server does not answer):
+ * the samples that waited go in with the modules known, and the job, when
+ * it returns, is only released.  It still counts in MODPROBE_JOBS_MAX
+ * until then, so hung ones cannot pile up. */
+#define MODPROBE_WAIT_NS (1 * NSEC_PER_SEC)
 /* Lanes of the maps lane: a read of maps, or the files of one process
  * probed; one stuck on a FUSE server that does not answer leaves the
  * others. */
@@ -121,6 +126,7 @@ bool agg_reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t no
 bool agg_maps_miss(const struct process *p, uint64_t addr);
 void agg_forget_maps_read(struct aggregator *a, struct process *p);
 void agg_forget_probes(struct process *p);
+bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns);
 
 /* ingest.c */
 uint64_t agg_user_frame(struct aggregator *a, struct process *p,

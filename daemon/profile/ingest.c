@@ -25,6 +25,8 @@ static bool wait_for_maps(struct aggregator *a, struct process *p, const struct 
 {
 	if (p->maps_job)
 		return true;
+	/* its files' server does not answer: wait no more */
+	(void)agg_probes_late(a, p, s->hdr.timestamp_ns);
 	for (uint32_t i = 0; i < ud; i++) {
 		uint64_t addr = s->ips[kd + i] - (i > 0);
 

@@ -144,6 +144,7 @@ struct modprobe_job {
 	struct offload_job job; /* first: the lane's part */
 	struct process *owner;
 	void (*probe)(struct module_probe *p);
+	uint64_t submitted_ns;
 	size_t n;
 	uint32_t map_index[MODULES_PER_READ]; /* of probes[i] in owner->maps */
 	struct module_probe probes[MODULES_PER_READ];
@@ -183,6 +184,23 @@ static bool probes_on_lane(const struct aggregator *a)
 {
 	return a->maps_lane && a->modules.plan && a->modules.probe && a->modules.apply &&
 	       a->modules.done;
+}
+
+/* Whether p's probe has been out longer than MODPROBE_WAIT_NS at now_ns;
+ * then it is given up on, and the samples that waited go in. */
+bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
+{
+	if (!p->probe_job || now_ns < p->probe_job->submitted_ns ||
+	    now_ns - p->probe_job->submitted_ns < MODPROBE_WAIT_NS)
+		return false;
+	agg_forget_probes(p);
+	a->stats.module_probes_late++;
+	/* not probed again at once (each try would hold a lane the same
+	 * way): the next re-read waits the longest */
+	p->maps_read_ns = now_ns;
+	p->maps_reread_wait_ns = MAPS_REREAD_MAX_NS;
+	agg_ingest_parked(a, p);
+	return true;
 }
 
 void agg_forget_probes(struct process *p)
@@ -270,6 +288,7 @@ static void submit_probes(struct aggregator *a, struct process *p, struct modpro
 	job->job.run = modprobe_run;
 	job->job.free = modprobe_free;
 	job->job.bytes = sizeof(*job);
+	job->submitted_ns = now_monotonic_ns();
 	if (offload_submit(a->maps_lane, &job->job) < 0) {
 		modprobe_done(a, job);
 		return;

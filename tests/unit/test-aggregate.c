@@ -2371,3 +2371,56 @@ Test(aggregate, a_probe_outliving_its_process_leaks_nothing)
 	destroy();
 	close(gate_fd);
 }
+
+/* A probe that does not come back within MODPROBE_WAIT_NS is given up
+ * on: the samples that waited go in (their frames in the file not yet
+ * identified stay unnamed, never another module's), and the job, when it
+ * returns at last, is only released. */
+Test(aggregate, a_probe_that_does_not_answer_is_given_up_on)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
+	struct module_registry modules;
+	struct symbolizer_stats sst;
+	struct aggregator_stats st;
+	struct process *p;
+	uint64_t one = 1, total = 0;
+
+	gate_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
+	modules = symbolizer_modules(sym);
+	real_probe = modules.probe;
+	modules.probe = gated_probe;
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
+								 .max_stacks = 1000,
+								 .max_frames = 1000000 },
+				    &modules, &agg), 0);
+	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), SEC, leaf, leaf), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p->probe_job);
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), now_monotonic_ns() + 2 * SEC, leaf, leaf),
+		     0);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.module_probes_late, 1);
+	cr_assert_null(p->probe_job);
+	U64MAP_FOREACH(slot, &p->history.newest->prof.values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
+
+		total++;
+		cr_assert_lt(frame_module(s->frames[0]), FRAME_MODULE_FIRST,
+			     "not named from a module it was not identified as");
+	}
+	cr_assert_geq(total, 1);
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	for (int i = 0; i < 200; i++) {
+		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
+
+		(void)poll(&pfd, 1, 10);
+		aggregator_complete(agg);
+	}
+	symbolizer_get_stats(sym, &sst);
+	cr_assert_eq(sst.fds_open, 0);
+	destroy();
+	close(gate_fd);
+}
