@@ -64,9 +64,10 @@ struct module_registry {
 	/* The same in three steps (struct module_probe above).  plan returns
 	 * 0, -EINVAL (not backed by a file) or -ENOMEM; probe touches no
 	 * ctx; apply returns as for_mapping, or -EAGAIN when the probe did
-	 * not open a file it now must (plan again with want_open); done
+	 * not open a file it now must (plan again with open); done
 	 * after apply or instead of it. */
-	int (*plan)(void *ctx, pid_t pid, const struct procmap *map, struct module_probe *ret);
+	int (*plan)(void *ctx, pid_t pid, const struct procmap *map, bool open,
+		    struct module_probe *ret);
 	void (*probe)(struct module_probe *p);
 	int (*apply)(void *ctx, uint32_t owner_uid, struct module_probe *p);
 	void (*done)(void *ctx, struct module_probe *p);

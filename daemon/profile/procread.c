@@ -199,6 +199,8 @@ bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
 	 * way): the next re-read waits the longest */
 	p->maps_read_ns = now_ns;
 	p->maps_reread_wait_ns = MAPS_REREAD_MAX_NS;
+	if (a->hooks.maps_changed)
+		a->hooks.maps_changed(a->hooks.userdata, p);
 	agg_ingest_parked(a, p);
 	return true;
 }
@@ -260,7 +262,8 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 			id = -EAGAIN;
 			if (!job)
 				job = calloc(1, sizeof(*job));
-			if (job && a->modules.plan(a->modules.ctx, p->pid, m, &job->probes[job->n]) == 0)
+			if (job && a->modules.plan(a->modules.ctx, p->pid, m, false,
+						   &job->probes[job->n]) == 0)
 				job->map_index[job->n++] = (uint32_t)i;
 		} else {
 			budget--;
@@ -304,6 +307,7 @@ static void submit_probes(struct aggregator *a, struct process *p, struct modpro
 static void probes_done(struct aggregator *a, struct modprobe_job *job)
 {
 	struct process *p = job->owner;
+	struct modprobe_job *follow = NULL;
 	bool again = false;
 
 	a->probes_in_flight--;
@@ -315,12 +319,32 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 	for (size_t i = 0; i < job->n; i++) {
 		int id = a->modules.apply(a->modules.ctx, p->owner_uid, &job->probes[i]);
 
-		if (id > 0)
+		if (id > 0) {
 			p->map_modules[job->map_index[i]] = (uint16_t)id;
-		else if (id == -EAGAIN || id == -ENOSPC)
-			again = true;
+			continue;
+		}
+		again |= id == -EAGAIN || id == -ENOSPC;
+		/* stat'ed as a file the table knew, and it is another now:
+		 * opened by a second probe, not here */
+		if (id != -EAGAIN)
+			continue;
+		if (!follow)
+			follow = calloc(1, sizeof(*follow));
+		if (follow && a->modules.plan(a->modules.ctx, p->pid,
+					      &p->maps->maps[job->map_index[i]], true,
+					      &follow->probes[follow->n]) == 0)
+			follow->map_index[follow->n++] = job->map_index[i];
 	}
 	modprobe_done(a, job);
+	if (follow && follow->n) {
+		submit_probes(a, p, follow);
+		if (p->probe_job) {
+			p->maps_partial = true;
+			return; /* the samples wait on */
+		}
+	} else {
+		free(follow);
+	}
 	/* what is still without a module waits for a re-read, as past the
 	 * budget; the rest is named now */
 	p->maps_partial = again;
@@ -388,7 +412,10 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 	a->process_bytes += agg_process_bytes(p);
 	if (job)
 		submit_probes(a, p, job);
-	if (a->hooks.maps_changed)
+	/* With a probe out, the hooks hear of these maps when it is done
+	 * (probes_done) or given up on: the Python runtime is looked for in
+	 * the binaries' modules, and not again for the same maps. */
+	if (a->hooks.maps_changed && !p->probe_job)
 		a->hooks.maps_changed(a->hooks.userdata, p);
 	return changed;
 }

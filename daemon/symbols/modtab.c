@@ -443,7 +443,7 @@ static bool has_verified(const struct symbolizer *s, dev_t dev, uint64_t inode)
 	return false;
 }
 
-int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap *map,
+int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap *map, bool open,
 			  struct module_probe *ret)
 {
 	dev_t dev = makedev(map->dev_major, map->dev_minor);
@@ -455,7 +455,7 @@ int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap 
 	ret->map.path = strdup(map->path);
 	if (!ret->map.path)
 		return -ENOMEM;
-	ret->want_open = !has_verified(s, dev, map->inode);
+	ret->want_open = open || !has_verified(s, dev, map->inode);
 	if (ret->want_open) {
 		/* the slot is the probe's until apply or done */
 		sym_make_fd_room(s, NULL, 1);
@@ -608,7 +608,7 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owne
 	struct module_probe p;
 	int id;
 
-	id = symbolizer_plan_probe(s, pid, map, &p);
+	id = symbolizer_plan_probe(s, pid, map, false, &p);
 	if (id < 0)
 		return id;
 	module_probe_run(&p);
@@ -616,14 +616,9 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owne
 	if (id == -EAGAIN) {
 		/* known when planned, not now: open it after all */
 		symbolizer_probe_done(s, &p);
-		id = symbolizer_plan_probe(s, pid, map, &p);
+		id = symbolizer_plan_probe(s, pid, map, true, &p);
 		if (id < 0)
 			return id;
-		if (!p.want_open) {
-			sym_make_fd_room(s, NULL, 1);
-			s->fds_reserved++;
-			p.reserved = p.want_open = true;
-		}
 		module_probe_run(&p);
 		id = symbolizer_module_for_probe(s, owner_uid, &p);
 	}
@@ -778,9 +773,10 @@ static int modules_for_mapping(void *ctx, pid_t pid, uint32_t owner_uid, const s
 	return symbolizer_module_for_mapping(ctx, pid, owner_uid, map);
 }
 
-static int modules_plan(void *ctx, pid_t pid, const struct procmap *map, struct module_probe *ret)
+static int modules_plan(void *ctx, pid_t pid, const struct procmap *map, bool open,
+			struct module_probe *ret)
 {
-	return symbolizer_plan_probe(ctx, pid, map, ret);
+	return symbolizer_plan_probe(ctx, pid, map, open, ret);
 }
 
 static int modules_apply(void *ctx, uint32_t owner_uid, struct module_probe *p)

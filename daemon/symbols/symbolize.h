@@ -146,13 +146,14 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owne
 				  const struct procmap *map);
 /* The same in three steps, so that the middle one, which alone touches
  * the process's files, can run on a lane (process/modules.h, struct
- * module_probe).  plan (loop): 0, -EINVAL or -ENOMEM; it may close
+ * module_probe).  plan (loop; open: open the file even if the table
+ * knows it): 0, -EINVAL or -ENOMEM; it may close
  * module descriptors (the LRU) to reserve the probe's.  module_probe_run
  * (any thread; touches only p).  for_probe (loop): as for_mapping, or
  * -EAGAIN when the file must be planned and probed again (it was not
  * opened and is new now).  done (loop): always, after for_probe or
  * instead of it: closes what was not taken, frees p's copy. */
-int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap *map,
+int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap *map, bool open,
 			  struct module_probe *ret);
 void module_probe_run(struct module_probe *p);
 int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct module_probe *p);

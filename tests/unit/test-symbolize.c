@@ -878,7 +878,7 @@ Test(symbolize, a_file_probed_on_another_thread_is_the_module_for_its_mapping)
 	int id;
 
 	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
-	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, &p), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, false, &p), 0);
 	cr_assert(p.want_open, "a file the table does not know is opened");
 	cr_assert_eq(pthread_create(&t, NULL, probe_thread, &p), 0);
 	cr_assert_eq(pthread_join(t, NULL), 0);
@@ -894,7 +894,7 @@ Test(symbolize, a_file_probed_on_another_thread_is_the_module_for_its_mapping)
 	symbolizer_get_stats(s, &st);
 	cr_assert_eq(st.fds_open, 1);
 	/* a file the table knows is only stat'ed, and is the same module */
-	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, &p), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, false, &p), 0);
 	cr_assert_not(p.want_open);
 	module_probe_run(&p);
 	cr_assert_eq(p.fd, -1);
@@ -930,7 +930,7 @@ Test(symbolize, a_probe_holds_a_descriptor_slot_and_done_closes_what_it_opened)
 	write_copy(path, NULL);
 	alias = mapping_of(own, path, 1);
 	fds_before = open_fds();
-	cr_assert_eq(symbolizer_plan_probe(s, getpid(), &alias, &p), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), &alias, false, &p), 0);
 	cr_assert(p.want_open);
 	symbolizer_get_stats(s, &st);
 	cr_assert_eq(st.fds_open, 0, "the slot was made at the plan");
