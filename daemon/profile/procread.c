@@ -402,7 +402,9 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 	/* Only where there is code for it to name: the two look-ups cost
 	 * more than the rest of a short process's reads, and a sample in code
 	 * mapped later makes agg_user_frame look. */
-	if (!p->jit_module && has_unnamed_code(maps, modules))
+	/* the file mappings being probed count as unnamed until they are
+	 * not: probes_done looks then */
+	if (!job && !p->jit_module && has_unnamed_code(maps, modules))
 		agg_find_jit_map(a, p);
 	a->process_bytes -= agg_process_bytes(p);
 	procmaps_free(p->maps);
