@@ -150,6 +150,10 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 		struct history_dropped d = { 0 };
 		size_t before;
 
+		/* a probe out for long is given up on here too: a process
+		 * whose samples all wait for it may send no other */
+		if (a->procs[i]->probe_job)
+			(void)agg_probes_late(a, a->procs[i], now_ns);
 		if (a->due_s[i] > now_s) {
 			i++;
 			continue;
@@ -295,6 +299,7 @@ uint64_t aggregator_ns_per_tick(const struct aggregator *a)
 void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *ret)
 {
 	*ret = a->stats;
+	ret->module_probes_pending = a->probes_in_flight;
 	ret->windows = 0;
 	for (size_t i = 0; i < a->n_procs; i++)
 		ret->windows += a->procs[i]->history.n_windows;

@@ -261,7 +261,11 @@ struct aggregator_stats {
 	size_t maps_reads_pending;
 	uint64_t maps_truncated;
 	uint64_t samples_waited_for_maps, samples_not_waiting;
-	uint64_t module_probes_late; /* probes of mapped files given up on */
+	/* mapped files identified on the lane (MODLANE.md): jobs sent, on
+	 * the lane now, and given up on (not back within MODPROBE_WAIT_NS) */
+	uint64_t module_probes;
+	size_t module_probes_pending;
+	uint64_t module_probes_late;
 	size_t history_bytes;       /* of the windows */
 	size_t memory_bytes;        /* everything the store holds */
 };

@@ -298,6 +298,7 @@ static void submit_probes(struct aggregator *a, struct process *p, struct modpro
 	}
 	p->probe_job = job;
 	a->probes_in_flight++;
+	a->stats.module_probes++;
 }
 
 /* The end of job on the loop: each probe applied to the module table and

@@ -2424,3 +2424,53 @@ Test(aggregate, a_probe_that_does_not_answer_is_given_up_on)
 	destroy();
 	close(gate_fd);
 }
+
+/* A process whose every sample waits for its probe may send no other (it
+ * blocks, or exits): the maintenance pass gives up on the probe as well,
+ * and the sample that waited goes in. */
+Test(aggregate, a_probe_that_does_not_answer_is_given_up_on_without_another_sample)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
+	struct module_registry modules;
+	struct aggregator_stats st;
+	struct process *p;
+	uint64_t one = 1;
+
+	gate_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
+	modules = symbolizer_modules(sym);
+	real_probe = modules.probe;
+	modules.probe = gated_probe;
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
+								 .max_stacks = 1000,
+								 .max_frames = 1000000 },
+				    &modules, &agg), 0);
+	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), now_monotonic_ns(), leaf, leaf), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p->probe_job);
+	aggregator_maintain(agg, now_monotonic_ns());
+	cr_assert_not_null(p->probe_job, "not given up on before its time");
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.module_probes, 1);
+	cr_assert_eq(st.module_probes_pending, 1);
+	aggregator_maintain(agg, now_monotonic_ns() + 2 * SEC);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.module_probes_late, 1);
+	cr_assert_eq(st.samples_waited_for_maps, 1);
+	cr_assert_null(p->probe_job);
+	cr_assert_eq(p->n_parked, 0, "the sample that waited went in");
+	cr_assert_not_null(p->history.newest);
+	cr_assert_eq(p->history.newest->prof.values.count, 1);
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	for (int i = 0; i < 200 && st.module_probes_pending; i++) {
+		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
+
+		(void)poll(&pfd, 1, 10);
+		aggregator_complete(agg);
+		aggregator_get_stats(agg, &st);
+	}
+	cr_assert_eq(st.module_probes_pending, 0, "the late job was released when it came back");
+	destroy();
+	close(gate_fd);
+}
