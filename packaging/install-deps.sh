@@ -18,7 +18,8 @@ build="make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev libdw-dev
        protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libncurses-dev scdoc"
 test="$build protobuf-compiler golang-go libcriterion-dev python3 python3-pytest python3-jsonschema libc6-dbg elfutils xz-utils binutils g++ nodejs lld
       chromium libpython3.11 tmux linux-perf busybox-static cpio qemu-system-x86 prometheus
-      debhelper lintian bash-completion zsh man-db debootstrap systemd-container"
+      debhelper lintian bash-completion zsh man-db debootstrap systemd-container
+      python3-fusepy fuse3"
 # what packaging/debian/control's Build-Depends add to the build's (the
 # <!nocheck> ones are for dh_auto_test's check of the docs)
 package="$build debhelper xz-utils bash-completion man-db python3 python3-pytest zsh"
@@ -29,6 +30,10 @@ bench="$test bpftrace"
 # busybox-static and cpio; it boots them with a QEMU 10 it downloads from
 # bookworm-backports, which runs on the libraries Debian's own
 # qemu-system-x86 brings.
+# test_modules.py serves a binary from a FUSE server that stops answering
+# (tests/integration/hangfs.py): python3-fusepy, on libfuse2, which mounts
+# directly as root; fuse3 brings the fuse tools (fusermount, a link to its
+# fusermount3, for a libfuse2 that is not root).
 # The boot test (tests/package/test_boot.py) makes a Debian 12 root with
 # debootstrap and boots it with systemd-nspawn (systemd-container).
 # speedscope: its file-format-schema.json checks test_speedscope.py's files;
