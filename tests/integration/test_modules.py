@@ -20,13 +20,24 @@ local user (`nobody`) against a daemon of its own:
   (nobody holds at most three quarters of the table);
 - a poisoned build-id: nobody runs a modified copy of a binary (the same
   .note.gnu.build-id, other function names) first; the real binary, run by
-  root afterwards, is named from its own file, never the copy's.
+  root afterwards, is named from its own file, never the copy's;
+- a FUSE server that stops answering: a process runs code from a shared
+  object on a FUSE mount (hangfs.py) whose server hangs every request just
+  before that code first runs, so perfd meets the new mapping while any
+  stat() or read of the file blocks.  `status` from root answers within
+  STATUS_BUDGET throughout (the file is identified off the loop, the
+  samples in it wait at most a second for that), and once the server
+  answers again the code is named from the file's own symbols.
 """
 
 import os
 import select
 import shutil
+import signal
+import subprocess
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -202,3 +213,196 @@ def test_another_users_binary_gets_a_module_while_one_user_fills_the_table(nobod
         if w:
             w.kill()
         daemon.stop()
+
+
+# --- a FUSE server that stops answering -------------------------------------
+
+HANGFS = Path(__file__).with_name("hangfs.py")
+# Debian's, whose python3-fusepy hangfs.py imports (make deps-test); the
+# workload runs on it too, for its ctypes
+DEBIAN_PYTHON = "/usr/bin/python3"
+FUSE_NAME = "libtiny-fuse.so"
+# How long the server hangs while the workload runs in its file: several
+# times the second perfd waits for a probe before it gives up on it
+HANG_SECONDS = 4.0
+# The workload runs its file's code until killed; after the hang perfd
+# identifies the file at its next read of the maps, at most
+# MAPS_REREAD_MAX_NS (8 s) after it gave up on the hung one
+NAMED_WITHIN = 15.0
+
+# Imports ctypes and waits (perfd reads its maps at exec, and again after
+# any sample in a library it had not seen), maps the file, brings every page
+# of it into memory and its page tables (running its code later asks nothing
+# of the server), says "ready", waits for SIGUSR1 and runs tiny_burn until
+# killed.
+FUSE_WORKLOAD = r"""
+import ctypes, os, signal, sys, time
+path = sys.argv[1]
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+time.sleep(0.5)
+lib = ctypes.CDLL(path)
+size = os.path.getsize(path)
+for line in open("/proc/self/maps"):
+    f = line.split()
+    if len(f) >= 6 and f[5] == path:
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        for off in range(0, hi - lo, 4096):
+            if int(f[2], 16) + off < size:
+                ctypes.string_at(lo + off, 1)
+burn = lib.tiny_burn
+burn.argtypes = [ctypes.c_ulong]
+print("ready", flush=True)
+signal.sigwait({signal.SIGUSR1})
+while True:
+    burn(10000000)
+"""
+
+
+class HangFS:
+    """hangfs.py serving a copy of libtiny.so on a mount point of its own,
+    and its hang switch: a file beside the mount."""
+
+    def __init__(self, tmp_path):
+        assert os.path.exists("/dev/fuse"), "no /dev/fuse: the kernel has no FUSE"
+        self.mountpoint = tmp_path / "mnt"
+        self.mountpoint.mkdir()
+        self.path = str(self.mountpoint / FUSE_NAME)
+        self.hang_file = tmp_path / "hang"
+        self.log_file = tmp_path / "hangfs.log"
+        self.log_file.touch()
+        self.proc = subprocess.Popen(
+            [DEBIAN_PYTHON, str(HANGFS), str(self.mountpoint),
+             perfdtest.workload_binary("libtiny.so"), FUSE_NAME, str(self.hang_file),
+             str(self.log_file)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if not select.select([self.proc.stdout], [], [], 10)[0] or \
+                self.proc.stdout.readline() != b"mounted\n":
+            self.close()
+            raise AssertionError(f"hangfs.py did not mount (python3-fusepy and fuse3: make "
+                                 f"deps-test): {self.proc.stderr.read().decode(errors='replace')}")
+
+    def hang(self):
+        self.hang_file.touch()
+
+    def release(self):
+        self.hang_file.unlink(missing_ok=True)
+
+    def askers(self):
+        """The threads that asked while the server hung."""
+        return {int(line.split()[1]) for line in self.log_file.read_text().splitlines()}
+
+    def close(self):
+        """Releases whoever waits, detaches the mount and ends the server
+        (which fails what it had not answered yet)."""
+        self.release()
+        subprocess.run(["umount", "-l", str(self.mountpoint)], capture_output=True)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+
+
+@pytest.fixture
+def hangfs(tmp_path):
+    fs = HangFS(tmp_path)
+    yield fs
+    fs.close()
+
+
+def threads_of(pid):
+    return {int(t): Path(f"/proc/{pid}/task/{t}/comm").read_text().strip()
+            for t in os.listdir(f"/proc/{pid}/task")}
+
+
+def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
+    """The workload maps a shared object from hangfs, the server hangs, and
+    only then does the workload run code in it: perfd meets the mapping
+    while stat() and reads of the file block.  Root's status answers within
+    STATUS_BUDGET (assert_status_budget) all along, asked every 50 ms for
+    HANG_SECONDS; a thread of perfd did ask the server (else the test proved
+    nothing); once the server answers again the code is named tiny_burn.
+    A timer ends the hang HANG_SECONDS after it began whatever the test is
+    doing then: a daemon whose loop waits for the server (and eu-stack,
+    which status_within_deadline runs to say where, waiting for that
+    daemon to stop) holds the test no longer."""
+    daemon = perfdtest.start_perfd()
+    w = timer = None
+    try:
+        w = perfdtest.Workload("python3", command=[DEBIAN_PYTHON, "-c", FUSE_WORKLOAD,
+                                                   hangfs.path])
+        w.expect_line("ready")
+        took = [status_within_deadline(daemon)[0]]
+        timer = threading.Timer(HANG_SECONDS, hangfs.release)
+        hangfs.hang()
+        timer.start()
+        ticks_at_go, go_at = perfdtest.cpu_ticks(w.pid), time.time()
+        w.proc.send_signal(signal.SIGUSR1)
+        hung_at = time.monotonic()
+        while time.monotonic() < hung_at + HANG_SECONDS - 0.1:
+            took.append(status_within_deadline(daemon)[0])
+            time.sleep(0.05)
+        perfd_threads = threads_of(daemon.pid)
+        askers = hangfs.askers()
+        timer.join()
+        print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
+              f"threads that asked it: {sorted(t for t in askers if t in perfd_threads)} "
+              f"(its loop's: {daemon.pid})")
+        assert daemon.alive(), daemon.stderr()[-4000:]
+        assert askers & perfd_threads.keys(), \
+            f"perfd never asked the hung server anything: the test proved nothing " \
+            f"(threads that asked: {askers}, perfd's: {perfd_threads})"
+        perfdtest.assert_status_budget(took)
+
+        # named from its own file once the server answers
+        deadline = time.monotonic() + NAMED_WITHIN
+        seen = {}
+        while True:
+            assert w.proc.poll() is None, f"the workload ended: {w.proc.communicate()[1]!r}"
+            rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "0.5")
+            assert rc == 0, err
+            stacks = perfdtest.parse_folded(out)
+            for s, c in stacks.items():
+                seen[s] = seen.get(s, 0) + c
+            named = perfdtest.count_where(stacks, perfdtest.contains("tiny_burn"))
+            if perfdtest.total(stacks) >= 10 and named >= 0.9 * perfdtest.total(stacks):
+                break
+            assert time.monotonic() < deadline, \
+                f"tiny_burn was not named {NAMED_WITHIN:.0f} s after the server answered " \
+                f"again:\n{perfdtest.show(seen)}"
+        print(f"named {time.monotonic() - hung_at - HANG_SECONDS:.1f} s after the server "
+              f"answered again")
+
+        # from SIGUSR1 on: a sample for every period it ran (those that
+        # waited for the probe went in when perfd gave up on it), each in
+        # tiny_burn or, while the file was not identified, in code of no
+        # known module: none in another module's code
+        cpu_seconds = (perfdtest.cpu_ticks(w.pid) - ticks_at_go) / os.sysconf("SC_CLK_TCK")
+        end_at = time.time()
+        w.kill()
+        time.sleep(1.5)  # the last samples reach the store
+        rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--from",
+                                      f"{go_at:.3f}", "--to", f"{end_at:.3f}")
+        assert rc == 0, err
+        stacks = perfdtest.parse_folded(out)
+        n = perfdtest.total(stacks)
+        expected = cpu_seconds * 1e9 / status_within_deadline(daemon)[1]["sample_period_ns"]
+        unnamed = perfdtest.count_where(stacks, lambda st: perfdtest.functions(
+            [f for f in st if not perfdtest.is_kernel(f)])[-1] == "[unknown]")
+        named = perfdtest.count_where(stacks, perfdtest.contains("tiny_burn"))
+        print(f"{n} samples over {cpu_seconds:.2f} CPU s ({expected:.0f} periods): tiny_burn "
+              f"{named}, unnamed {unnamed}\n{perfdtest.show(stacks)}")
+        assert 0.8 * expected <= n <= 1.2 * expected, \
+            f"{n} samples for {cpu_seconds:.2f} CPU s, {expected:.0f} periods: " \
+            f"{perfdtest.show(stacks)}"
+        assert named + unnamed >= 0.9 * n, perfdtest.show(stacks)
+        assert daemon.alive(), daemon.stderr()[-4000:]
+    except BaseException:
+        hangfs.release()
+        daemon.kill()
+        raise
+    finally:
+        if timer:
+            timer.cancel()
+        hangfs.release()
+        if w:
+            w.kill()
+    daemon.stop()
