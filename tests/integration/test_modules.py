@@ -319,8 +319,10 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
     while stat() and reads of the file block.  Root's status answers within
     STATUS_BUDGET (assert_status_budget) all along, asked every 50 ms for
     HANG_SECONDS; a thread of perfd did ask the server (else the test proved
-    nothing); once the server answers again the code is named tiny_burn.
-    A timer ends the hang HANG_SECONDS after it began whatever the test is
+    nothing); once the server answers again the code is named tiny_burn,
+    and the history from SIGUSR1 on holds a sample for every period the
+    workload ran (those that waited for the probe went in when perfd gave
+    up on it) and none in another module's code.  A timer ends the hang HANG_SECONDS after it began whatever the test is
     doing then: a daemon whose loop waits for the server (and eu-stack,
     which status_within_deadline runs to say where, waiting for that
     daemon to stop) holds the test no longer."""
