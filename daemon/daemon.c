@@ -129,6 +129,7 @@ void daemon_drain_at_exit(struct daemon *d)
 	if (mark > delivered)
 		(void)drain_deliver(d->drain, &(struct drain_budget){ .max_records = mark - delivered },
 				    daemon_ingest, d);
+	aggregator_settle(d->aggregator);
 	revisit(d);
 }
 

@@ -145,15 +145,15 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 {
 	uint64_t now_s = now_ns / NSEC_PER_SEC;
 
+	/* A probe out for long is given up on here too: a process whose
+	 * samples all wait for it may send no other.  Before the pass: the
+	 * samples that waited go in, which may evict processes. */
+	agg_give_up_late_probes(a, now_ns);
 	for (size_t i = 0; i < a->n_procs;) {
 		struct process *p;
 		struct history_dropped d = { 0 };
 		size_t before;
 
-		/* a probe out for long is given up on here too: a process
-		 * whose samples all wait for it may send no other */
-		if (a->procs[i]->probe_job)
-			(void)agg_probes_late(a, a->procs[i], now_ns);
 		if (a->due_s[i] > now_s) {
 			i++;
 			continue;
@@ -165,7 +165,9 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 		a->stats.windows_expired += d.windows;
 		a->stats.samples_expired += kind_samples_of(d.values);
 		/* An exited process stays while it has data to answer with. */
-		if (p->exited && history_empty(&p->history) && !p->pins) {
+		/* Nor while samples of its wait for its files to be
+		 * identified: at most MODPROBE_WAIT_NS more. */
+		if (p->exited && history_empty(&p->history) && !p->pins && !p->probe_job) {
 			a->stats.processes_expired++;
 			agg_remove_process(a, i);
 			continue;
@@ -299,7 +301,7 @@ uint64_t aggregator_ns_per_tick(const struct aggregator *a)
 void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *ret)
 {
 	*ret = a->stats;
-	ret->module_probes_pending = a->probes_in_flight;
+	ret->module_probes_pending = a->n_probe_jobs;
 	ret->windows = 0;
 	for (size_t i = 0; i < a->n_procs; i++)
 		ret->windows += a->procs[i]->history.n_windows;

@@ -328,6 +328,10 @@ struct aggregator *aggregator_free(struct aggregator *a);
 int aggregator_start_maps_lane(struct aggregator *a);
 int aggregator_fd(const struct aggregator *a);
 void aggregator_complete(struct aggregator *a);
+/* At exit, before the store is written: the samples still waiting for
+ * their process's maps or files go in with what is known, so that none
+ * is lost with the lanes. */
+void aggregator_settle(struct aggregator *a);
 
 /* Consumes one record from the BPF ring buffer.  Returns 0, or -EINVAL for
  * a record that is malformed (counted, never fatal). */

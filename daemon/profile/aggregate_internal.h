@@ -38,15 +38,22 @@
 /* New file mappings looked up per read of a process's maps (each a stat,
  * and an open the first time a file is seen: ~20 us). */
 #define MODULES_PER_READ 256
-/* Jobs identifying mapped files on the lane at once (MODLANE.md): past
- * it a read's new file mappings wait for a later one, as past
- * MODULES_PER_READ.  Each holds up to MODULES_PER_READ descriptor slots. */
-#define MODPROBE_JOBS_MAX 4
+/* Jobs identifying mapped files on the lane at once (MODLANE.md), one per
+ * process whose maps have new files: past it a read's new file mappings
+ * wait for a later one, as past MODULES_PER_READ, so it is sized for a
+ * burst of new processes (a make -j) within one turn of the loop.  The
+ * descriptors they hold are bounded by the symbolizer (a quarter of
+ * max_fds). */
+#define MODPROBE_JOBS_MAX 32
 /* A probe not back by then is given up on (its server does not answer):
  * the samples that waited go in with the modules known, and the job, when
  * it returns, is only released.  It still counts in MODPROBE_JOBS_MAX
  * until then, so hung ones cannot pile up. */
 #define MODPROBE_WAIT_NS (1 * NSEC_PER_SEC)
+/* A probe of one file in it for longer (a local one takes microseconds):
+ * the file's device is slow, and its other files are not probed, on the
+ * lane or on the loop, until that probe is back. */
+#define MODPROBE_SLOW_NS (50 * NSEC_PER_SEC / 1000)
 /* Lanes of the maps lane: a read of maps, or the files of one process
  * probed; one stuck on a FUSE server that does not answer leaves the
  * others. */
@@ -93,7 +100,10 @@ struct aggregator {
 	size_t restored_table_bytes; /* aggregator_set_restored_table_bytes */
 	struct offload *maps_lane; /* NULL: maps are read at once */
 	size_t parked_bytes;       /* of the samples waiting for maps */
-	size_t probes_in_flight;   /* modprobe jobs on the lane */
+	/* modprobe jobs on the lane, those given up on included */
+	struct modprobe_job *probe_jobs[MODPROBE_JOBS_MAX];
+	size_t n_probe_jobs;
+	bool settled; /* aggregator_settle: nothing waits any more */
 };
 
 /* proctab.c */
@@ -127,6 +137,7 @@ bool agg_maps_miss(const struct process *p, uint64_t addr);
 void agg_forget_maps_read(struct aggregator *a, struct process *p);
 void agg_forget_probes(struct process *p);
 bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns);
+void agg_give_up_late_probes(struct aggregator *a, uint64_t now_ns);
 
 /* ingest.c */
 uint64_t agg_user_frame(struct aggregator *a, struct process *p,

@@ -23,6 +23,8 @@
 static bool wait_for_maps(struct aggregator *a, struct process *p, const struct perfd_sample *s,
 			  uint32_t kd, uint32_t ud)
 {
+	if (a->settled)
+		return false;
 	if (p->maps_job)
 		return true;
 	/* its files' server does not answer: wait no more */

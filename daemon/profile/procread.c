@@ -7,9 +7,11 @@
  * aggregate_internal.h's.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "process/mapsread.h"
@@ -140,22 +142,62 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
  * applies them (registry apply) in aggregator_complete.  owner NULL: the
  * process was freed or its maps replaced since; the results are only
  * released. */
+struct modprobe_item {
+	uint32_t map_index; /* of the mapping in owner->maps */
+	struct module_probe probe;
+};
+
 struct modprobe_job {
 	struct offload_job job; /* first: the lane's part */
 	struct process *owner;
 	void (*probe)(struct module_probe *p);
 	uint64_t submitted_ns;
-	size_t n;
-	uint32_t map_index[MODULES_PER_READ]; /* of probes[i] in owner->maps */
-	struct module_probe probes[MODULES_PER_READ];
+	/* the item the lane is probing (SIZE_MAX: none yet), since when:
+	 * in it for long, or given up on, the device of its mapping is slow
+	 * until the job is back (dev_slow) */
+	atomic_size_t at;
+	_Atomic uint64_t at_ns;
+	bool late;
+	size_t n, cap;
+	struct modprobe_item items[];
 };
 
 static void modprobe_run(struct offload_job *job)
 {
 	struct modprobe_job *j = (struct modprobe_job *)job;
 
-	for (size_t i = 0; i < j->n; i++)
-		j->probe(&j->probes[i]);
+	for (size_t i = 0; i < j->n; i++) {
+		/* the time first: read the other way round, an item is never
+		 * older than it is */
+		atomic_store(&j->at_ns, now_monotonic_ns());
+		atomic_store(&j->at, i);
+		j->probe(&j->items[i].probe);
+	}
+	atomic_store(&j->at, j->n);
+}
+
+/* The next item of *jobp, grown as needed (up to MODULES_PER_READ), or
+ * NULL when out of memory.  Only the item's map_index is the caller's to
+ * set, and n to count it once planned. */
+static struct modprobe_item *modprobe_next(struct modprobe_job **jobp)
+{
+	struct modprobe_job *j = *jobp;
+
+	if (!j || j->n == j->cap) {
+		size_t cap = j ? MIN(2 * j->cap, (size_t)MODULES_PER_READ) : 8;
+		struct modprobe_job *bigger;
+
+		if (j && j->n == cap)
+			return NULL;
+		bigger = realloc(j, sizeof(*j) + cap * sizeof(j->items[0]));
+		if (!bigger)
+			return NULL;
+		if (!j)
+			*bigger = (struct modprobe_job){ .n = 0 };
+		bigger->cap = cap;
+		*jobp = j = bigger;
+	}
+	return &j->items[j->n];
 }
 
 /* Without the registry (the lanes stop first at shutdown): closes what
@@ -165,9 +207,9 @@ static void modprobe_free(struct offload_job *job)
 	struct modprobe_job *j = (struct modprobe_job *)job;
 
 	for (size_t i = 0; i < j->n; i++) {
-		if (j->probes[i].fd >= 0)
-			close(j->probes[i].fd);
-		free(j->probes[i].map.path);
+		if (j->items[i].probe.fd >= 0)
+			close(j->items[i].probe.fd);
+		free(j->items[i].probe.map.path);
 	}
 	free(j);
 }
@@ -176,8 +218,41 @@ static void modprobe_free(struct offload_job *job)
 static void modprobe_done(struct aggregator *a, struct modprobe_job *j)
 {
 	for (size_t i = 0; i < j->n; i++)
-		a->modules.done(a->modules.ctx, &j->probes[i]);
+		a->modules.done(a->modules.ctx, &j->items[i].probe);
 	free(j);
+}
+
+/* The device of a mapping whose probe is in one file for long, or was
+ * given up on, is slow while that probe is out: its files are not probed
+ * meanwhile, so that one server that does not answer holds one lane, not
+ * one per re-read, and never the loop. */
+static dev_t item_dev(const struct modprobe_item *it)
+{
+	return makedev(it->probe.map.dev_major, it->probe.map.dev_minor);
+}
+
+static bool dev_slow(struct aggregator *a, dev_t dev, uint64_t now_ns)
+{
+	for (size_t i = 0; i < a->n_probe_jobs; i++) {
+		struct modprobe_job *j = a->probe_jobs[i];
+		size_t at = atomic_load(&j->at);
+		uint64_t since = atomic_load(&j->at_ns);
+
+		if (at < j->n && item_dev(&j->items[at]) == dev &&
+		    (j->late || (now_ns > since && now_ns - since > MODPROBE_SLOW_NS)))
+			return true;
+	}
+	return false;
+}
+
+/* Jobs given up on and still out: each holds a lane. */
+static size_t probes_stuck(const struct aggregator *a)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->n_probe_jobs; i++)
+		n += a->probe_jobs[i]->late;
+	return n;
 }
 
 static bool probes_on_lane(const struct aggregator *a)
@@ -193,6 +268,7 @@ bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
 	if (!p->probe_job || now_ns < p->probe_job->submitted_ns ||
 	    now_ns - p->probe_job->submitted_ns < MODPROBE_WAIT_NS)
 		return false;
+	p->probe_job->late = true;
 	agg_forget_probes(p);
 	a->stats.module_probes_late++;
 	/* not probed again at once (each try would hold a lane the same
@@ -203,6 +279,19 @@ bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
 		a->hooks.maps_changed(a->hooks.userdata, p);
 	agg_ingest_parked(a, p);
 	return true;
+}
+
+void agg_give_up_late_probes(struct aggregator *a, uint64_t now_ns)
+{
+	struct modprobe_job *jobs[MODPROBE_JOBS_MAX];
+	size_t n = a->n_probe_jobs;
+
+	/* a copy: giving up ingests samples, which may free processes (and
+	 * orphan their jobs, which stay on the list until they are back) */
+	memcpy(jobs, a->probe_jobs, n * sizeof(jobs[0]));
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i]->owner)
+			(void)agg_probes_late(a, jobs[i]->owner, now_ns);
 }
 
 void agg_forget_probes(struct process *p)
@@ -225,12 +314,19 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 {
 	const struct procmaps *old = p->maps;
 	size_t j = 0, budget = MODULES_PER_READ;
-	bool lane = probes_on_lane(a);
+	bool lane = probes_on_lane(a), on_loop = !lane;
 	struct modprobe_job *job = NULL;
+	uint64_t now_ns = lane ? now_monotonic_ns() : 0;
 
-	/* On the lane, each job holds descriptor slots: a bounded number */
-	if (lane && a->probes_in_flight >= MODPROBE_JOBS_MAX)
+	/* One lane is left to the maps reads, whatever hangs: past that
+	 * nothing new is identified until a stuck probe is back.  With every
+	 * job slot taken (a burst of new processes within one turn of the
+	 * loop) the files are identified here, as without the lane, except
+	 * on the devices seen slow. */
+	if (lane && probes_stuck(a) + 1 >= AGG_LANES)
 		budget = 0;
+	else if (lane && a->n_probe_jobs >= MODPROBE_JOBS_MAX)
+		on_loop = true;
 
 	p->maps_partial = false;
 	for (size_t i = 0; i < maps->n; i++) {
@@ -255,21 +351,28 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 		} else if (budget == 0) {
 			p->maps_partial = true;
 			id = -EAGAIN;
-		} else if (lane) {
-			/* identified on the lane: until then as past the budget */
-			budget--;
+		} else if (lane && dev_slow(a, makedev(m->dev_major, m->dev_minor), now_ns)) {
+			/* its server does not answer: not now */
 			p->maps_partial = true;
 			id = -EAGAIN;
-			if (!job)
-				job = calloc(1, sizeof(*job));
-			if (job && a->modules.plan(a->modules.ctx, p->pid, m, false,
-						   &job->probes[job->n]) == 0)
-				job->map_index[job->n++] = (uint32_t)i;
+		} else if (!on_loop) {
+			/* identified on the lane: until then as past the budget */
+			struct modprobe_item *it;
+
+			p->maps_partial = true;
+			id = -EAGAIN;
+			budget--;
+			it = modprobe_next(&job);
+			if (it && a->modules.plan(a->modules.ctx, p->pid, m, false, &it->probe) == 0) {
+				it->map_index = (uint32_t)i;
+				job->n++;
+			}
 		} else {
 			budget--;
 			id = a->modules.for_mapping(a->modules.ctx, p->pid, p->owner_uid, m);
-			/* the table is full: ids may be given back by then */
-			if (id == -ENOSPC)
+			/* the table is full (ids may be given back by then), or
+			 * the probes out hold the descriptors */
+			if (id == -ENOSPC || id == -EBUSY)
 				p->maps_partial = true;
 		}
 		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
@@ -290,14 +393,15 @@ static void submit_probes(struct aggregator *a, struct process *p, struct modpro
 	job->probe = a->modules.probe;
 	job->job.run = modprobe_run;
 	job->job.free = modprobe_free;
-	job->job.bytes = sizeof(*job);
+	job->job.bytes = sizeof(*job) + job->cap * sizeof(job->items[0]);
+	atomic_store(&job->at, SIZE_MAX);
 	job->submitted_ns = now_monotonic_ns();
-	if (offload_submit(a->maps_lane, &job->job) < 0) {
+	if (a->n_probe_jobs >= MODPROBE_JOBS_MAX || offload_submit(a->maps_lane, &job->job) < 0) {
 		modprobe_done(a, job);
 		return;
 	}
 	p->probe_job = job;
-	a->probes_in_flight++;
+	a->probe_jobs[a->n_probe_jobs++] = job;
 	a->stats.module_probes++;
 }
 
@@ -311,17 +415,23 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 	struct modprobe_job *follow = NULL;
 	bool again = false;
 
-	a->probes_in_flight--;
+	for (size_t i = 0; i < a->n_probe_jobs; i++)
+		if (a->probe_jobs[i] == job) {
+			a->probe_jobs[i] = a->probe_jobs[--a->n_probe_jobs];
+			break;
+		}
 	if (!p) {
 		modprobe_done(a, job);
 		return;
 	}
 	p->probe_job = NULL;
 	for (size_t i = 0; i < job->n; i++) {
-		int id = a->modules.apply(a->modules.ctx, p->owner_uid, &job->probes[i]);
+		uint32_t index = job->items[i].map_index;
+		int id = a->modules.apply(a->modules.ctx, p->owner_uid, &job->items[i].probe);
+		struct modprobe_item *it;
 
 		if (id > 0) {
-			p->map_modules[job->map_index[i]] = (uint16_t)id;
+			p->map_modules[index] = (uint16_t)id;
 			continue;
 		}
 		again |= id == -EAGAIN || id == -ENOSPC;
@@ -329,12 +439,12 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 		 * opened by a second probe, not here */
 		if (id != -EAGAIN)
 			continue;
-		if (!follow)
-			follow = calloc(1, sizeof(*follow));
-		if (follow && a->modules.plan(a->modules.ctx, p->pid,
-					      &p->maps->maps[job->map_index[i]], true,
-					      &follow->probes[follow->n]) == 0)
-			follow->map_index[follow->n++] = job->map_index[i];
+		it = modprobe_next(&follow);
+		if (it && a->modules.plan(a->modules.ctx, p->pid, &p->maps->maps[index], true,
+					  &it->probe) == 0) {
+			it->map_index = index;
+			follow->n++;
+		}
 	}
 	modprobe_done(a, job);
 	if (follow && follow->n) {
@@ -589,6 +699,21 @@ void agg_forget_maps_read(struct aggregator *a, struct process *p)
 	p->maps_job = NULL;
 	agg_forget_probes(p);
 	agg_ingest_parked(a, p);
+}
+
+void aggregator_settle(struct aggregator *a)
+{
+	aggregator_complete(a);
+	a->settled = true; /* no sample waits from now on */
+	for (size_t i = 0; i < a->n_procs;) {
+		if (!a->procs[i]->n_parked) {
+			i++;
+			continue;
+		}
+		agg_forget_maps_read(a, a->procs[i]);
+		/* ingesting may have evicted others, moving the rest */
+		i = 0;
+	}
 }
 
 int aggregator_start_maps_lane(struct aggregator *a)

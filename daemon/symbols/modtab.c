@@ -456,6 +456,14 @@ int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap 
 	if (!ret->map.path)
 		return -ENOMEM;
 	ret->want_open = open || !has_verified(s, dev, map->inode);
+	/* Probes out on the lanes hold at most a quarter of the descriptors:
+	 * the rest stay with the modules being symbolized, so reserving does
+	 * not close what the loop would then reopen. */
+	if (ret->want_open && s->fds_reserved >= MAX(s->max_fds / 4, (size_t)1)) {
+		free(ret->map.path);
+		ret->map.path = NULL;
+		return -EBUSY;
+	}
 	if (ret->want_open) {
 		/* the slot is the probe's until apply or done */
 		sym_make_fd_room(s, NULL, 1);

@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "perfd/macro.h"
 #include "profile/aggregate.h"
+#include "profile/aggregate_internal.h"
 #include "profile/frame.h"
 #include "profile/stacktab.h"
 #include "symbols/symbolize.h"
@@ -2471,6 +2472,99 @@ Test(aggregate, a_probe_that_does_not_answer_is_given_up_on_without_another_samp
 		aggregator_get_stats(agg, &st);
 	}
 	cr_assert_eq(st.module_probes_pending, 0, "the late job was released when it came back");
+	destroy();
+	close(gate_fd);
+}
+
+/* The module id a process's maps give addr, MODULE_NONE when none. */
+static uint16_t module_at(const struct process *p, uint64_t addr)
+{
+	for (size_t i = 0; p->maps && i < p->maps->n; i++)
+		if (p->maps->maps[i].start <= addr && addr < p->maps->maps[i].end)
+			return p->map_modules[i];
+	return MODULE_NONE;
+}
+
+/* Whether all of p's file mappings are on one device. */
+static bool one_device(const struct process *p)
+{
+	const struct procmap *first = NULL;
+
+	for (size_t i = 0; i < p->maps->n; i++) {
+		const struct procmap *m = &p->maps->maps[i];
+
+		if (!m->inode || m->path[0] != '/')
+			continue;
+		if (!first)
+			first = m;
+		else if (m->dev_major != first->dev_major || m->dev_minor != first->dev_minor)
+			return false;
+	}
+	return true;
+}
+
+/* A probe in one file for long makes the file's device slow: another
+ * process's files there are not probed (on the lane, where each would
+ * hold a lane the same way, nor on the loop) until that probe is back;
+ * then they are identified at the next read. */
+Test(aggregate, a_device_whose_probe_hangs_is_not_probed_again_until_it_answers)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
+	struct module_registry modules;
+	struct aggregator_stats st;
+	struct process *child_p;
+	int pipefd[2], status;
+	uint64_t one = 1, start;
+	pid_t child;
+	char c;
+
+	gate_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
+	modules = symbolizer_modules(sym);
+	real_probe = modules.probe;
+	modules.probe = gated_probe;
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
+								 .max_stacks = 1000,
+								 .max_frames = 1000000 },
+				    &modules, &agg), 0);
+	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	cr_assert_eq(pipe(pipefd), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &c, 1);
+		_exit(0);
+	}
+	close(pipefd[0]);
+	start = start_ns_of(child);
+	cr_assert_eq(feed_user(getpid(), self_start_ns(), now_monotonic_ns(), leaf, leaf), 0);
+	cr_assert_not_null(aggregator_find_process(agg, getpid())->probe_job);
+	usleep(100 * 1000); /* the lane is in the first file for longer than a local one takes */
+	cr_assert_eq(feed_user((uint32_t)child, start, now_monotonic_ns(), leaf, leaf), 0);
+	child_p = aggregator_find_process(agg, (uint32_t)child);
+	cr_assert_not_null(child_p);
+	cr_assert_not_null(child_p->maps);
+	cr_assert_eq(module_at(child_p, leaf), MODULE_NONE);
+	cr_assert(child_p->maps_partial, "read again once the device answers");
+	aggregator_get_stats(agg, &st);
+	/* nothing on that device was planned for the child: if all its
+	 * files are there (they are on one file system here), no job */
+	if (one_device(child_p))
+		cr_assert_eq(st.module_probes, 1, "a device that hangs was probed again");
+	else
+		cr_assert_leq(st.module_probes, 2);
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	complete_probes(aggregator_find_process(agg, getpid()));
+	if (child_p->probe_job)
+		complete_probes(child_p);
+	child_p->maps_reread_wait_ns = 0;
+	cr_assert_eq(feed_user((uint32_t)child, start, now_monotonic_ns(), leaf, leaf), 0);
+	if (child_p->probe_job)
+		complete_probes(child_p);
+	cr_assert_geq(module_at(child_p, leaf), FRAME_MODULE_FIRST, "identified once it answers");
+	close(pipefd[1]);
+	cr_assert_eq(waitpid(child, &status, 0), child);
 	destroy();
 	close(gate_fd);
 }

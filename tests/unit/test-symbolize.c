@@ -948,3 +948,34 @@ Test(symbolize, a_probe_holds_a_descriptor_slot_and_done_closes_what_it_opened)
 	procmaps_free(maps);
 	symbolizer_free(s);
 }
+
+/* Probes out hold at most a quarter of max_fds: past it a plan that must
+ * open is refused (the mapping waits for a later read) rather than close
+ * every descriptor the modules being symbolized hold. */
+Test(symbolize, probes_reserve_at_most_a_quarter_of_the_descriptors)
+{
+	struct symbolizer_opts o = { .max_fds = 8 };
+	struct symbolizer *s;
+	struct procmaps *maps = NULL;
+	const struct procmap *libc = own_mapping((uintptr_t)&getpid, &maps);
+	struct module_probe p[3];
+
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[0]), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[1]), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[2]), -EBUSY);
+	symbolizer_probe_done(s, &p[1]);
+	cr_assert_gt(symbolizer_module_for_mapping(s, getpid(), geteuid(), libc), 0);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[1]), 0);
+	/* all slots are out again, and a stat needs none */
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, false, &p[2]), 0);
+	cr_assert_not(p[2].want_open);
+	symbolizer_probe_done(s, &p[2]);
+	symbolizer_probe_done(s, &p[0]);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[0]), 0,
+		     "a slot given back is there again");
+	symbolizer_probe_done(s, &p[0]);
+	symbolizer_probe_done(s, &p[1]);
+	procmaps_free(maps);
+	symbolizer_free(s);
+}
