@@ -5,6 +5,19 @@
  * miss with a backoff) and their modules, and its JIT map.
  * The store's design is aggregate.h's; what its files share,
  * aggregate_internal.h's.
+ *
+ * The module of a new file mapping is found in three steps (the module
+ * registry's plan / probe / apply, process/modules.h): the loop plans
+ * (table look-ups, a descriptor slot reserved), a maps lane probes (the
+ * stat of /proc/PID/map_files, the open, the build-id: what a FUSE or NFS
+ * server, or a process's mmap lock, can hold for as long as it likes),
+ * and the loop applies the result to the table.  Samples in mappings
+ * still being probed wait (ingest.c's wait_for_maps), bounded as those
+ * waiting for a maps read, and go in when the probe is back or after
+ * MODPROBE_WAIT_NS.  A device whose probe is stuck is probed no more
+ * until it answers, so that one server holds one lane; one lane is always
+ * left to the maps reads.  With every job slot taken, files are
+ * identified on the loop, as without the lanes.
  */
 #include <errno.h>
 #include <stdatomic.h>
