@@ -36,6 +36,7 @@ int aggregator_new(const struct aggregator_limits *limits, const struct module_r
 	if (!a->limits.retention_s)
 		a->limits.retention_s = 3600;
 	a->modules = *modules;
+	a->probes_queued_tail = &a->probes_queued;
 	owner_tally_init(&a->owners);
 	a->ns_per_tick = NSEC_PER_SEC / (hz > 0 ? (uint64_t)hz : 100);
 	u64map_init(&a->by_pid);
@@ -68,6 +69,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	}
 	/* first: the lane may be reading; it frees the jobs it holds */
 	a->maps_lane = offload_free(a->maps_lane);
+	agg_free_queued_probes(a);
 	for (size_t i = 0; i < a->n_procs; i++) {
 		a->procs[i]->maps_job = NULL;
 		a->procs[i]->probe_job = NULL;

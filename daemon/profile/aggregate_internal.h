@@ -50,14 +50,14 @@
  * it returns, is only released.  It still counts in MODPROBE_JOBS_MAX
  * until then, so hung ones cannot pile up. */
 #define MODPROBE_WAIT_NS (1 * NSEC_PER_SEC)
-/* A probe of one file in it for longer (a local one takes microseconds):
- * the file's device is slow, and its other files are not probed, on the
- * lane or on the loop, until that probe is back. */
-#define MODPROBE_SLOW_NS (50 * NSEC_PER_SEC / 1000)
 /* Lanes of the maps lane: a read of maps, or the files of one process
- * probed; one stuck on a FUSE server that does not answer leaves the
- * others. */
-#define AGG_LANES 3
+ * probed.  The first takes only maps reads, so that probes stuck on file
+ * servers that do not answer never stop those; each such server holds one
+ * of the others (procread.c's dev_slow). */
+#define AGG_LANES 4
+/* Jobs waiting for a slot (MODPROBE_JOBS_MAX), oldest first: a burst of
+ * new processes; past it their new mappings wait for a later read. */
+#define MODPROBE_QUEUED_MAX 1024
 #define PROCESS_MAX_THREADS 4096
 /* Samples waiting for their process's maps (aggregate.h): at 1999 Hz on
  * every CPU of a large host, a read of ~100 ms; and 8 MiB of records (a
@@ -103,6 +103,8 @@ struct aggregator {
 	/* modprobe jobs on the lane, those given up on included */
 	struct modprobe_job *probe_jobs[MODPROBE_JOBS_MAX];
 	size_t n_probe_jobs;
+	struct modprobe_job *probes_queued, **probes_queued_tail;
+	size_t n_probes_queued;
 	bool settled; /* aggregator_settle: nothing waits any more */
 };
 
@@ -138,6 +140,7 @@ void agg_forget_maps_read(struct aggregator *a, struct process *p);
 void agg_forget_probes(struct process *p);
 bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns);
 void agg_give_up_late_probes(struct aggregator *a, uint64_t now_ns);
+void agg_free_queued_probes(struct aggregator *a);
 
 /* ingest.c */
 uint64_t agg_user_frame(struct aggregator *a, struct process *p,

@@ -171,6 +171,7 @@ struct modprobe_job {
 	atomic_size_t at;
 	_Atomic uint64_t at_ns;
 	bool late;
+	struct modprobe_job *next_queued; /* waiting for a slot (MODPROBE_JOBS_MAX) */
 	size_t n, cap;
 	struct modprobe_item items[];
 };
@@ -235,10 +236,12 @@ static void modprobe_done(struct aggregator *a, struct modprobe_job *j)
 	free(j);
 }
 
-/* The device of a mapping whose probe is in one file for long, or was
- * given up on, is slow while that probe is out: its files are not probed
- * meanwhile, so that one server that does not answer holds one lane, not
- * one per re-read, and never the loop. */
+/* The device of a mapping whose probe has been in one file for longer
+ * than MODPROBE_WAIT_NS, or was given up on, is slow while that probe is
+ * out: its files are not probed meanwhile, so that one server that does
+ * not answer holds one lane, not one per re-read.  (A process whose mmap
+ * lock is held that long blames the device of the file being probed: it
+ * is only not probed for as long.) */
 static dev_t item_dev(const struct modprobe_item *it)
 {
 	return makedev(it->probe.map.dev_major, it->probe.map.dev_minor);
@@ -252,21 +255,13 @@ static bool dev_slow(struct aggregator *a, dev_t dev, uint64_t now_ns)
 		uint64_t since = atomic_load(&j->at_ns);
 
 		if (at < j->n && item_dev(&j->items[at]) == dev &&
-		    (j->late || (now_ns > since && now_ns - since > MODPROBE_SLOW_NS)))
+		    (j->late || (now_ns > since && now_ns - since > MODPROBE_WAIT_NS)))
 			return true;
 	}
 	return false;
 }
 
-/* Jobs given up on and still out: each holds a lane. */
-static size_t probes_stuck(const struct aggregator *a)
-{
-	size_t n = 0;
 
-	for (size_t i = 0; i < a->n_probe_jobs; i++)
-		n += a->probe_jobs[i]->late;
-	return n;
-}
 
 static bool probes_on_lane(const struct aggregator *a)
 {
@@ -283,6 +278,7 @@ bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
 		return false;
 	p->probe_job->late = true;
 	agg_forget_probes(p);
+	agg_due_now(a, p); /* an exited one waited for it to be let go */
 	a->stats.module_probes_late++;
 	/* not probed again at once (each try would hold a lane the same
 	 * way): the next re-read waits the longest */
@@ -305,6 +301,14 @@ void agg_give_up_late_probes(struct aggregator *a, uint64_t now_ns)
 	for (size_t i = 0; i < n; i++)
 		if (jobs[i]->owner)
 			(void)agg_probes_late(a, jobs[i]->owner, now_ns);
+	/* the queue is oldest first, and orphaned jobs stay in it until
+	 * their turn: giving up changes no link */
+	for (struct modprobe_job *j = a->probes_queued; j; j = j->next_queued) {
+		if (now_ns < j->submitted_ns || now_ns - j->submitted_ns < MODPROBE_WAIT_NS)
+			break;
+		if (j->owner)
+			(void)agg_probes_late(a, j->owner, now_ns);
+	}
 }
 
 void agg_forget_probes(struct process *p)
@@ -327,19 +331,9 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 {
 	const struct procmaps *old = p->maps;
 	size_t j = 0, budget = MODULES_PER_READ;
-	bool lane = probes_on_lane(a), on_loop = !lane;
+	bool lane = probes_on_lane(a);
 	struct modprobe_job *job = NULL;
 	uint64_t now_ns = lane ? now_monotonic_ns() : 0;
-
-	/* One lane is left to the maps reads, whatever hangs: past that
-	 * nothing new is identified until a stuck probe is back.  With every
-	 * job slot taken (a burst of new processes within one turn of the
-	 * loop) the files are identified here, as without the lane, except
-	 * on the devices seen slow. */
-	if (lane && probes_stuck(a) + 1 >= AGG_LANES)
-		budget = 0;
-	else if (lane && a->n_probe_jobs >= MODPROBE_JOBS_MAX)
-		on_loop = true;
 
 	p->maps_partial = false;
 	for (size_t i = 0; i < maps->n; i++) {
@@ -366,9 +360,10 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 			id = -EAGAIN;
 		} else if (lane && dev_slow(a, makedev(m->dev_major, m->dev_minor), now_ns)) {
 			/* its server does not answer: not now */
+			budget--;
 			p->maps_partial = true;
 			id = -EAGAIN;
-		} else if (!on_loop) {
+		} else if (lane) {
 			/* identified on the lane: until then as past the budget */
 			struct modprobe_item *it;
 
@@ -383,9 +378,8 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 		} else {
 			budget--;
 			id = a->modules.for_mapping(a->modules.ctx, p->pid, p->owner_uid, m);
-			/* the table is full (ids may be given back by then), or
-			 * the probes out hold the descriptors */
-			if (id == -ENOSPC || id == -EBUSY)
+			/* the table is full: ids may be given back by then */
+			if (id == -ENOSPC)
 				p->maps_partial = true;
 		}
 		modules[i] = id > 0 ? (uint16_t)id : MODULE_NONE;
@@ -397,9 +391,24 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 	*ret_job = job;
 }
 
-/* Sends job (p's, for the maps p has now) to the lane; samples in its
- * mappings wait for it (wait_for_maps).  Refused, it is given back: the
- * mappings stay without a module, re-read later as past the budget. */
+/* Hands job to the lanes, in one of the MODPROBE_JOBS_MAX slots. */
+static int send_probes(struct aggregator *a, struct modprobe_job *job)
+{
+	int r = offload_submit(a->maps_lane, &job->job);
+
+	if (r < 0)
+		return r;
+	a->probe_jobs[a->n_probe_jobs++] = job;
+	a->stats.module_probes++;
+	return 0;
+}
+
+/* Sends job (p's, for the maps p has now) to the lanes, or, with every
+ * slot taken (a burst of new processes within one turn of the loop), to
+ * the queue of those waiting for one; samples in its mappings wait for it
+ * either way (wait_for_maps), MODPROBE_WAIT_NS at most from now.  Refused
+ * (the queue is full too), it is given back: the mappings stay without a
+ * module, re-read later as past the budget. */
 static void submit_probes(struct aggregator *a, struct process *p, struct modprobe_job *job)
 {
 	job->owner = p;
@@ -407,15 +416,64 @@ static void submit_probes(struct aggregator *a, struct process *p, struct modpro
 	job->job.run = modprobe_run;
 	job->job.free = modprobe_free;
 	job->job.bytes = sizeof(*job) + job->cap * sizeof(job->items[0]);
+	job->job.big = true; /* not on the lane kept for maps reads */
 	atomic_store(&job->at, SIZE_MAX);
 	job->submitted_ns = now_monotonic_ns();
-	if (a->n_probe_jobs >= MODPROBE_JOBS_MAX || offload_submit(a->maps_lane, &job->job) < 0) {
+	if (a->n_probe_jobs < MODPROBE_JOBS_MAX) {
+		if (send_probes(a, job) < 0) {
+			modprobe_done(a, job);
+			return;
+		}
+	} else if (a->n_probes_queued < MODPROBE_QUEUED_MAX) {
+		job->next_queued = NULL;
+		*a->probes_queued_tail = job;
+		a->probes_queued_tail = &job->next_queued;
+		a->n_probes_queued++;
+	} else {
 		modprobe_done(a, job);
 		return;
 	}
 	p->probe_job = job;
-	a->probe_jobs[a->n_probe_jobs++] = job;
-	a->stats.module_probes++;
+}
+
+/* Sends the queued jobs slots have been given back for; those whose
+ * process is gone or was given up on meanwhile are only released. */
+static void send_queued_probes(struct aggregator *a)
+{
+	while (a->probes_queued && a->n_probe_jobs < MODPROBE_JOBS_MAX) {
+		struct modprobe_job *job = a->probes_queued;
+		struct process *p = job->owner;
+
+		a->probes_queued = job->next_queued;
+		if (!a->probes_queued)
+			a->probes_queued_tail = &a->probes_queued;
+		a->n_probes_queued--;
+		if (p && send_probes(a, job) == 0)
+			continue;
+		modprobe_done(a, job);
+		if (!p)
+			continue;
+		/* refused by the lanes (never, short of shutdown): named
+		 * with what is known */
+		p->probe_job = NULL;
+		if (a->hooks.maps_changed)
+			a->hooks.maps_changed(a->hooks.userdata, p);
+		agg_ingest_parked(a, p);
+	}
+}
+
+void agg_free_queued_probes(struct aggregator *a)
+{
+	while (a->probes_queued) {
+		struct modprobe_job *job = a->probes_queued;
+
+		a->probes_queued = job->next_queued;
+		if (job->owner)
+			job->owner->probe_job = NULL;
+		modprobe_done(a, job);
+	}
+	a->probes_queued_tail = &a->probes_queued;
+	a->n_probes_queued = 0;
 }
 
 /* The end of job on the loop: each probe applied to the module table and
@@ -724,6 +782,9 @@ void aggregator_settle(struct aggregator *a)
 			continue;
 		}
 		agg_forget_maps_read(a, a->procs[i]);
+		/* nothing waits on any more: in, whatever the jobs */
+		if (a->procs[i]->n_parked)
+			agg_ingest_parked(a, a->procs[i]);
 		/* ingesting may have evicted others, moving the rest */
 		i = 0;
 	}
@@ -732,7 +793,9 @@ void aggregator_settle(struct aggregator *a)
 int aggregator_start_maps_lane(struct aggregator *a)
 {
 	return a->maps_lane ? 0 :
-			      offload_new(&(struct offload_opts){ .lanes = AGG_LANES, .background = true,
+			      offload_new(&(struct offload_opts){ .lanes = AGG_LANES,
+								  .small_lanes = 1,
+								  .background = true,
 								  .take_back = true },
 					  &a->maps_lane);
 }
@@ -767,4 +830,5 @@ void aggregator_complete(struct aggregator *a)
 		}
 		mapsread_free(j);
 	}
+	send_queued_probes(a);
 }

@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -2263,10 +2264,13 @@ Test(aggregate, a_users_snapshots_hold_at_most_their_share_of_memory)
 static int gate_fd = -1;
 static void (*real_probe)(struct module_probe *p);
 
+static atomic_int probes_entered;
+
 static void gated_probe(struct module_probe *p)
 {
 	struct pollfd pfd = { .fd = gate_fd, .events = POLLIN };
 
+	atomic_fetch_add(&probes_entered, 1);
 	(void)poll(&pfd, 1, 10000);
 	real_probe(p);
 }
@@ -2503,7 +2507,7 @@ static bool one_device(const struct process *p)
 	return true;
 }
 
-/* A probe in one file for long makes the file's device slow: another
+/* A probe given up on in one file makes the file's device slow: another
  * process's files there are not probed (on the lane, where each would
  * hold a lane the same way, nor on the loop) until that probe is back;
  * then they are identified at the next read. */
@@ -2540,7 +2544,11 @@ Test(aggregate, a_device_whose_probe_hangs_is_not_probed_again_until_it_answers)
 	start = start_ns_of(child);
 	cr_assert_eq(feed_user(getpid(), self_start_ns(), now_monotonic_ns(), leaf, leaf), 0);
 	cr_assert_not_null(aggregator_find_process(agg, getpid())->probe_job);
-	usleep(100 * 1000); /* the lane is in the first file for longer than a local one takes */
+	/* given up on: the lane is still in its first file */
+	for (int i = 0; i < 1000 && !atomic_load(&probes_entered); i++)
+		usleep(1000);
+	aggregator_maintain(agg, now_monotonic_ns() + 2 * SEC);
+	cr_assert_null(aggregator_find_process(agg, getpid())->probe_job);
 	cr_assert_eq(feed_user((uint32_t)child, start, now_monotonic_ns(), leaf, leaf), 0);
 	child_p = aggregator_find_process(agg, (uint32_t)child);
 	cr_assert_not_null(child_p);
@@ -2555,9 +2563,14 @@ Test(aggregate, a_device_whose_probe_hangs_is_not_probed_again_until_it_answers)
 	else
 		cr_assert_leq(st.module_probes, 2);
 	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
-	complete_probes(aggregator_find_process(agg, getpid()));
-	if (child_p->probe_job)
-		complete_probes(child_p);
+	for (int i = 0; i < 500 && st.module_probes_pending; i++) {
+		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
+
+		(void)poll(&pfd, 1, 10);
+		aggregator_complete(agg);
+		aggregator_get_stats(agg, &st);
+	}
+	cr_assert_eq(st.module_probes_pending, 0);
 	child_p->maps_reread_wait_ns = 0;
 	cr_assert_eq(feed_user((uint32_t)child, start, now_monotonic_ns(), leaf, leaf), 0);
 	if (child_p->probe_job)
