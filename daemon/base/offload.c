@@ -67,6 +67,22 @@ struct offload {
 	int event_fd;
 };
 
+/* now + ms on clock: CLOCK_MONOTONIC for the waits here, but for
+ * pthread_timedjoin_np, which counts only in CLOCK_REALTIME. */
+static struct timespec deadline(clockid_t clock, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 static struct offload_job inbox_closed;
 #define INBOX_CLOSED (&inbox_closed)
 
@@ -553,21 +569,6 @@ int offload_fd(const struct offload *o)
 	return o->event_fd;
 }
 
-/* now + ms on CLOCK_MONOTONIC, the clock of the waits here. */
-static struct timespec deadline(unsigned ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
-}
-
 static bool is_idle(struct offload *o)
 {
 	return !o->todo && !o->busy && inbox_empty(o);
@@ -576,7 +577,8 @@ static bool is_idle(struct offload *o)
 /* Waits for the idle condition (lock held); false on timeout. */
 static bool wait_idle_locked(struct offload *o, unsigned timeout_ms)
 {
-	struct timespec until = deadline(timeout_ms == OFFLOAD_FOREVER ? 0 : timeout_ms);
+	struct timespec until =
+		deadline(CLOCK_MONOTONIC, timeout_ms == OFFLOAD_FOREVER ? 0 : timeout_ms);
 
 	while (!is_idle(o)) {
 		if (o->stop)
@@ -640,7 +642,7 @@ void offload_get_stats(struct offload *o, struct offload_stats *ret)
 bool offload_sleep(struct offload_job *j, unsigned ms)
 {
 	struct offload *o = j->owner;
-	struct timespec until = deadline(ms), now;
+	struct timespec until = deadline(CLOCK_MONOTONIC, ms), now;
 	bool woken;
 
 	for (;;) {
