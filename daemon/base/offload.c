@@ -433,9 +433,10 @@ int offload_new(const struct offload_opts *opts, struct offload **ret)
 	return 0;
 }
 
-/* Joins the lanes, all against one deadline OFFLOAD_JOIN_MAX_MS from now
- * (one already gone is joined even past it).  Returns how many were not,
- * each detached: its thread ends on its own, or with the process. */
+/* Joins the lanes; with may_abandon, all against one deadline
+ * OFFLOAD_JOIN_MAX_MS from now (one already gone is joined even past it).
+ * Returns how many were not, each detached: its thread ends on its own,
+ * or with the process. */
 static unsigned join_lanes(struct offload *o)
 {
 	struct timespec until = deadline(CLOCK_REALTIME, OFFLOAD_JOIN_MAX_MS);
@@ -446,6 +447,10 @@ static unsigned join_lanes(struct offload *o)
 
 		if (!lane->started)
 			continue;
+		if (!o->opts.may_abandon) {
+			pthread_join(lane->thread, NULL);
+			continue;
+		}
 		if (pthread_timedjoin_np(lane->thread, NULL, &until) == 0)
 			continue;
 		(void)pthread_detach(lane->thread);

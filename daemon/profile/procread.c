@@ -401,7 +401,9 @@ int aggregator_start_maps_lane(struct aggregator *a)
 {
 	return a->maps_lane ? 0 :
 			      offload_new(&(struct offload_opts){ .lanes = 1, .background = true,
-								  .take_back = true },
+								  .take_back = true,
+								  /* a read of maps touches only its job */
+								  .may_abandon = true },
 					  &a->maps_lane);
 }
 

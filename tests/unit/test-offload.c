@@ -385,7 +385,10 @@ static void *free_with_a_stuck_lane(void *arg)
 	j->free = stuck_free;
 	/* two lanes: one stuck, the other joined; no take_back, so that a
 	 * lane would free the job itself if it did not know better */
-	if (offload_new(&(struct offload_opts){ .lanes = 2, .idle = stuck_idle, .userdata = ow },
+	if (offload_new(&(struct offload_opts){ .lanes = 2,
+						 .may_abandon = true,
+						 .idle = stuck_idle,
+						 .userdata = ow },
 			&o) < 0)
 		return "offload_new failed";
 	if (offload_wait_idle(o, 10000) < 0) /* the lanes' first idle() */
