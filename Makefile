@@ -556,7 +556,8 @@ $(BUILD)/bench/symbench: tests/bench/symbench.c $(DAEMON_LIB_OBJS)
 
 # The loop's side of the lanes (offload_submit, offload_bump) while hogs
 # starve the lanes: how often and how long it sleeps on them.
-$(BUILD)/bench/offloadbench: tests/bench/offloadbench.c $(BUILD)/daemon/base/offload.o $(BUILD)/daemon/base/priority.o
+$(BUILD)/bench/offloadbench: tests/bench/offloadbench.c $(BUILD)/daemon/base/offload.o \
+	$(BUILD)/daemon/base/priority.o $(BUILD)/daemon/base/log.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ -lpthread
 

@@ -9,12 +9,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "base/offload.h"
 #include "base/priority.h"
 #include "perfd/macro.h"
 
 /* offload_bump's requests waiting for a lane (a power of two): 4 KiB */
 #define BUMP_SLOTS 256
+
+/* How long offload_free waits for all of an offload's lanes together.  A
+ * lane at work returns within one check of the cancel flag, which the long
+ * jobs make between small steps, or one read of a file that answers: far
+ * less than this even on a loaded host.  One still in run() (or idle())
+ * after 2 s is in a syscall that does not return by itself (a FUSE or NFS
+ * server that does not answer), and waiting longer only brings systemd's
+ * TimeoutStopSec (90 s by default) closer; shutdown frees several
+ * offloads one after another, so this can count a few times. */
+#define OFFLOAD_JOIN_MAX_MS 2000
 
 struct lane {
 	struct offload *o;
@@ -65,7 +76,30 @@ struct offload {
 	bool stop;
 	atomic_bool cancel; /* stop, for the jobs running */
 	int event_fd;
+	struct offload *next_abandoned; /* on the abandoned list */
 };
+
+/* The offloads offload_free gave up waiting for (offload.h): never freed,
+ * since a lane may still come back to them, and kept here so that they
+ * stay reachable, not leaks, for LeakSanitizer.  Pushed with a
+ * compare-and-swap, never taken. */
+static _Atomic(struct offload *) abandoned;
+
+/* now + ms on clock: CLOCK_MONOTONIC for the waits here, but for
+ * pthread_timedjoin_np, which counts only in CLOCK_REALTIME. */
+static struct timespec deadline(clockid_t clock, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
 
 static struct offload_job inbox_closed;
 #define INBOX_CLOSED (&inbox_closed)
@@ -304,7 +338,12 @@ static void finished(struct lane *lane, struct offload_job *j)
 
 	lane->running = NULL;
 	uncount(o, j);
-	if (!o->opts.take_back) {
+	/* Once stopping, the job is not freed here but left on the done list
+	 * for offload_free: a job's free() is the owner's code, and a lane
+	 * whose run() outlived offload_free's wait must touch nothing of the
+	 * owner's (the offload itself is kept for it).  next_job then sees
+	 * stop and the lane ends without its idle() hook. */
+	if (!o->opts.take_back && !o->stop) {
 		pthread_mutex_unlock(&o->lock);
 		j->free(j);
 		pthread_mutex_lock(&o->lock);
@@ -315,7 +354,8 @@ static void finished(struct lane *lane, struct offload_job *j)
 						      memory_order_relaxed))
 		;
 	/* a full counter (2^64 - 2 wake-ups unread) cannot happen */
-	(void)!write(o->event_fd, &one, sizeof(one));
+	if (o->event_fd >= 0)
+		(void)!write(o->event_fd, &one, sizeof(one));
 }
 
 static void *lane_main(void *arg)
@@ -393,9 +433,51 @@ int offload_new(const struct offload_opts *opts, struct offload **ret)
 	return 0;
 }
 
+/* Joins the lanes; with may_abandon, all against one deadline
+ * OFFLOAD_JOIN_MAX_MS from now (one already gone is joined even past it).
+ * Returns how many were not, each detached: its thread ends on its own,
+ * or with the process. */
+static unsigned join_lanes(struct offload *o)
+{
+	struct timespec until = deadline(CLOCK_REALTIME, OFFLOAD_JOIN_MAX_MS);
+	unsigned stuck = 0;
+
+	for (unsigned i = 0; o->lanes && i < o->n_lanes; i++) {
+		struct lane *lane = &o->lanes[i];
+
+		if (!lane->started)
+			continue;
+		if (!o->opts.may_abandon) {
+			pthread_join(lane->thread, NULL);
+			continue;
+		}
+		if (pthread_timedjoin_np(lane->thread, NULL, &until) == 0)
+			continue;
+		(void)pthread_detach(lane->thread);
+		stuck++;
+	}
+	return stuck;
+}
+
+/* Gives up on an offload whose lanes are not all back: nothing is freed,
+ * since a lane's run() may still return and then go through the lock, the
+ * done list, the counts and the eventfd, and its job's cancel flag and
+ * offload_sleep() point into the offload. */
+static void abandon(struct offload *o, unsigned stuck)
+{
+	o->next_abandoned = atomic_load(&abandoned);
+	while (!atomic_compare_exchange_weak(&abandoned, &o->next_abandoned, o))
+		;
+	log_warning("%u offload lane(s) still busy %u ms after being asked to stop (a file system "
+		    "or server that does not answer?): not waited for, the process will exit "
+		    "without them.",
+		    stuck, OFFLOAD_JOIN_MAX_MS);
+}
+
 struct offload *offload_free(struct offload *o)
 {
 	struct offload_job *in;
+	unsigned stuck;
 
 	if (!o)
 		return NULL;
@@ -404,9 +486,11 @@ struct offload *offload_free(struct offload *o)
 	atomic_store(&o->cancel, true);
 	pthread_mutex_unlock(&o->lock);
 	wake_all(o);
-	for (unsigned i = 0; o->lanes && i < o->n_lanes; i++)
-		if (o->lanes[i].started)
-			pthread_join(o->lanes[i].thread, NULL);
+	stuck = join_lanes(o);
+	if (stuck > 0) {
+		abandon(o, stuck);
+		return NULL;
+	}
 	free_list(o->todo);
 	in = atomic_exchange(&o->inbox, INBOX_CLOSED);
 	if (in != INBOX_CLOSED)
@@ -553,21 +637,6 @@ int offload_fd(const struct offload *o)
 	return o->event_fd;
 }
 
-/* now + ms on CLOCK_MONOTONIC, the clock of the waits here. */
-static struct timespec deadline(unsigned ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
-}
-
 static bool is_idle(struct offload *o)
 {
 	return !o->todo && !o->busy && inbox_empty(o);
@@ -576,7 +645,8 @@ static bool is_idle(struct offload *o)
 /* Waits for the idle condition (lock held); false on timeout. */
 static bool wait_idle_locked(struct offload *o, unsigned timeout_ms)
 {
-	struct timespec until = deadline(timeout_ms == OFFLOAD_FOREVER ? 0 : timeout_ms);
+	struct timespec until =
+		deadline(CLOCK_MONOTONIC, timeout_ms == OFFLOAD_FOREVER ? 0 : timeout_ms);
 
 	while (!is_idle(o)) {
 		if (o->stop)
@@ -640,7 +710,7 @@ void offload_get_stats(struct offload *o, struct offload_stats *ret)
 bool offload_sleep(struct offload_job *j, unsigned ms)
 {
 	struct offload *o = j->owner;
-	struct timespec until = deadline(ms), now;
+	struct timespec until = deadline(CLOCK_MONOTONIC, ms), now;
 	bool woken;
 
 	for (;;) {

@@ -38,7 +38,18 @@
  * Ownership, the only rules that cross threads: a job is the owner's until
  * offload_submit, the lanes' until it is done (or freed), and the owner's
  * again from offload_take_done on.  run() touches only its own job (and
- * what the job owns, and what the owner gives the lane alone).
+ * what the job owns, and what the owner gives the lane alone).  A run()
+ * may be stuck in a syscall that does not return by itself (a read on a
+ * FUSE or NFS mount whose server does not answer, or of /proc/PID/maps of
+ * a process whose mmap lock such a read holds).  With opts.may_abandon,
+ * offload_free waits for all the lanes up to OFFLOAD_JOIN_MAX_MS (2 s)
+ * together, then leaves such a lane running, detached, and frees neither
+ * the offload nor its jobs: so an offload may set it only if its run()
+ * touches nothing but its job (and what the job owns), since the owner
+ * frees the rest once offload_free returns, and its idle() hook, if any,
+ * never blocks.  A lane that comes back after offload_free gave up touches
+ * only its offload, never the owner's hooks nor a job's free().  Without
+ * it offload_free waits for every lane, however long.
  *
  * Nothing the loop calls waits on a lock a lane holds: a lane runs at a
  * lower priority, and on a busy host one preempted while holding the
@@ -99,6 +110,7 @@ struct offload_opts {
 	size_t max_bytes;     /* bound on the jobs' bytes, 0: none */
 	bool drop_oldest;     /* full: drop the oldest, not refuse the new */
 	bool take_back;       /* finished jobs go to offload_take_done */
+	bool may_abandon;     /* offload_free may leave a stuck lane (above) */
 	void (*idle)(void *userdata); /* on the lane, out of work (may be NULL) */
 	void *userdata;
 };
@@ -118,7 +130,9 @@ struct offload_stats {
 int offload_new(const struct offload_opts *opts, struct offload **ret);
 /* Stops the lanes (after the job each is in, which its cancel flag asks to
  * end early) and frees, with their free(), the jobs queued or done but not
- * taken back.  Accepts NULL. */
+ * taken back.  With opts.may_abandon, lanes not back within
+ * OFFLOAD_JOIN_MAX_MS are left running (the ownership rules above) and
+ * logged once at warning level.  Accepts NULL. */
 struct offload *offload_free(struct offload *o);
 
 /* Queues j (its run, free and bytes set): at the front of a pool, at the

@@ -796,7 +796,10 @@ int aggregator_start_maps_lane(struct aggregator *a)
 			      offload_new(&(struct offload_opts){ .lanes = AGG_LANES,
 								  .small_lanes = 1,
 								  .background = true,
-								  .take_back = true },
+								  .take_back = true,
+								  /* a read of maps, a probe of
+								   * files: each touches only its job */
+								  .may_abandon = true },
 					  &a->maps_lane);
 }
 

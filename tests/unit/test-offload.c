@@ -5,17 +5,25 @@
  * drop_oldest, drops the oldest, the one running first), the idle() hook
  * runs before offload_wait_idle returns, and offload_finish counts what
  * it leaves; the done list gives every finished job back once, in the
- * order it finished.  The first job of each test waits at a gate the test opens,
- * so that the others queue behind it, and order and bound are the queue's
- * doing, not the scheduler's.
+ * order it finished; offload_free joins lanes that stop and frees every
+ * job, and gives up after its deadline on a lane stuck in a syscall, which
+ * then touches nothing of the owner's when it comes back.  The first job
+ * of most tests waits at a gate the test opens, so that the others queue
+ * behind it, and order and bound are the queue's doing, not the
+ * scheduler's.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "base/offload.h"
 
@@ -36,6 +44,7 @@ static struct {
 	bool at_gate;
 	unsigned ran[MAX_JOBS], n_ran;
 	unsigned freed_unrun;
+	unsigned freed;
 	unsigned idles;
 	bool dropped_seen[MAX_JOBS];
 } t = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -44,7 +53,7 @@ static void reset(void)
 {
 	pthread_mutex_lock(&t.lock);
 	t.open = t.at_gate = false;
-	t.n_ran = t.freed_unrun = t.idles = 0;
+	t.n_ran = t.freed_unrun = t.freed = t.idles = 0;
 	pthread_mutex_unlock(&t.lock);
 }
 
@@ -84,6 +93,7 @@ static void tjob_free(struct offload_job *j)
 		ran |= t.ran[i] == tj->id;
 	if (!ran)
 		t.freed_unrun++;
+	t.freed++;
 	pthread_mutex_unlock(&t.lock);
 	free(tj);
 }
@@ -283,6 +293,149 @@ Test(offload, finish_cancels_and_counts_what_it_leaves)
 	offload_free(o);
 	cr_assert_eq(t.n_ran, 1);
 	cr_assert_eq(t.freed_unrun, 2);
+}
+
+static long ms_between(const struct timespec *t0, const struct timespec *t1)
+{
+	return (t1->tv_sec - t0->tv_sec) * 1000 + (t1->tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Nothing stuck: a pool's offload_free joins at once, the jobs running
+ * returning on the cancel flag, and frees every job, those included (left
+ * on the done list by their lanes, since they finished while stopping). */
+Test(offload, free_joins_lanes_that_stop_and_frees_every_job)
+{
+	struct offload *o = NULL;
+	struct timespec t0, t1;
+
+	cr_assert_eq(offload_new(&(struct offload_opts){ .lanes = 3, .small_lanes = 1 }, &o), 0);
+	start_gated(o, 10);
+	cr_assert_eq(submit(o, 1, 10, true), 0);
+	cr_assert_eq(submit(o, 2, 10, true), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	offload_free(o);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_lt(ms_between(&t0, &t1), 1000, "offload_free waited for lanes that stopped");
+	cr_assert_eq(t.freed, 3);
+}
+
+/* A run() stuck in a syscall that does not return by itself (here a poll
+ * on an eventfd nobody writes, as a read on a FUSE mount whose server does
+ * not answer).  What the test watches it by is outside the job, so that
+ * once offload_free gave up, only the offload's abandoned list still
+ * reaches the offload and the job. */
+static struct {
+	int fd;
+	atomic_bool entered, returned;
+	atomic_uint freed;
+} stuck;
+
+static void stuck_run(struct offload_job *j)
+{
+	struct pollfd p = { .fd = stuck.fd, .events = POLLIN };
+
+	atomic_store(&stuck.entered, true);
+	(void)poll(&p, 1, 30 * 1000); /* blind to the cancel flag */
+	atomic_store(&stuck.returned, true);
+}
+
+static void stuck_free(struct offload_job *j)
+{
+	atomic_fetch_add(&stuck.freed, 1);
+	free(j);
+}
+
+/* The owner's, freed once offload_free returns: an idle() hook called
+ * after that would be a use after free (ASan says so). */
+struct stuck_owner {
+	atomic_uint idles; /* both lanes run it at their start */
+};
+
+static void stuck_idle(void *userdata)
+{
+	struct stuck_owner *ow = userdata;
+
+	atomic_fetch_add(&ow->idles, 1);
+}
+
+static bool wait_flag(atomic_bool *flag)
+{
+	for (int i = 0; i < 10000 && !atomic_load(flag); i++)
+		usleep(1000);
+	return atomic_load(flag);
+}
+
+/* On a thread of its own: starts a job that gets stuck, frees its offload
+ * and the owner's userdata, and puts how long offload_free took in *arg,
+ * in ms.  Returns NULL, or what went wrong.  A thread, not the test's own:
+ * what it allocates is not under Criterion's frames, which lsan.supp
+ * suppresses, and its pointers to the offload and the job are gone with
+ * it, so that the leak check below sees only what offload.c keeps. */
+static void *free_with_a_stuck_lane(void *arg)
+{
+	long *ret_ms = arg;
+	struct stuck_owner *ow = calloc(1, sizeof(*ow));
+	struct offload_job *j = calloc(1, sizeof(*j));
+	struct offload *o = NULL;
+	struct timespec t0, t1;
+
+	if (!ow || !j)
+		return "out of memory";
+	j->run = stuck_run;
+	j->free = stuck_free;
+	/* two lanes: one stuck, the other joined; no take_back, so that a
+	 * lane would free the job itself if it did not know better */
+	if (offload_new(&(struct offload_opts){ .lanes = 2,
+						 .may_abandon = true,
+						 .idle = stuck_idle,
+						 .userdata = ow },
+			&o) < 0)
+		return "offload_new failed";
+	if (offload_wait_idle(o, 10000) < 0) /* the lanes' first idle() */
+		return "the lanes never went idle";
+	if (offload_submit(o, j) < 0)
+		return "offload_submit failed";
+	if (!wait_flag(&stuck.entered))
+		return "the job never ran";
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	o = offload_free(o);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	free(ow);
+	*ret_ms = ms_between(&t0, &t1);
+	return NULL;
+}
+
+Test(offload, free_gives_up_on_a_stuck_lane_and_the_lane_touches_no_owner_memory_after)
+{
+	uint64_t one = 1;
+	pthread_t th;
+	void *failed;
+	long ms = 0;
+
+	stuck.fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_geq(stuck.fd, 0);
+	cr_assert_eq(pthread_create(&th, NULL, free_with_a_stuck_lane, &ms), 0);
+	cr_assert_eq(pthread_join(th, &failed), 0);
+	cr_assert_null(failed, "%s", (const char *)failed);
+	cr_log_info("offload_free with a stuck lane took %ld ms", ms);
+	/* it waited (not given up at once), but not for the job; generous
+	 * above the 2 s for a loaded host */
+	cr_assert_geq(ms, 1500, "offload_free took %ld ms: it did not wait", ms);
+	cr_assert_lt(ms, 5000, "offload_free took %ld ms: it waited for the stuck lane", ms);
+	cr_assert(!atomic_load(&stuck.returned));
+
+	/* the server answers at last: the lane comes back, leaves the job
+	 * (the abandoned offload keeps it) and ends, with no idle() and no
+	 * free() of the owner's */
+	cr_assert_eq(write(stuck.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	cr_assert(wait_flag(&stuck.returned), "the stuck job never returned");
+	usleep(200 * 1000); /* for the lane to go through its end */
+	close(stuck.fd);
+	cr_assert_eq(atomic_load(&stuck.freed), 0);
+#ifdef __SANITIZE_ADDRESS__
+	/* the offload and the job are reachable, not leaks */
+	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "LeakSanitizer saw a leak");
+#endif
 }
 
 /* Takes finished jobs until n came back or 10 s passed; counts each id
