@@ -62,9 +62,7 @@ struct module_registry {
 	 * -EINVAL (not backed by a file). */
 	int (*for_mapping)(void *ctx, pid_t pid, uint32_t owner_uid, const struct procmap *map);
 	/* The same in three steps (struct module_probe above).  plan returns
-	 * 0, -EINVAL (not backed by a file), -EBUSY (too many descriptors
-	 * out on probes already: the mapping waits for a later read) or
-	 * -ENOMEM; probe touches no
+	 * 0, -EINVAL (not backed by a file) or -ENOMEM; probe touches no
 	 * ctx; apply returns as for_mapping, or -EAGAIN when the probe did
 	 * not open a file it now must (plan again with open); done
 	 * after apply or instead of it. */

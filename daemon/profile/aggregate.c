@@ -72,7 +72,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	agg_free_queued_probes(a);
 	for (size_t i = 0; i < a->n_procs; i++) {
 		a->procs[i]->maps_job = NULL;
-		a->procs[i]->probe_job = NULL;
+		a->procs[i]->probe_job = a->procs[i]->late_job = NULL;
 		agg_process_free(a, a->procs[i]);
 	}
 	free(a->procs);

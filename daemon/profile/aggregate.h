@@ -81,6 +81,9 @@ struct process {
 	/* procread.c's: the new file mappings of these maps being identified
 	 * on the lane (MODLANE.md), NULL: none; samples in them wait too */
 	struct modprobe_job *probe_job;
+	/* the one given up on (MODPROBE_WAIT_NS) and not back yet: what it
+	 * finds still names these maps */
+	struct modprobe_job *late_job;
 	struct parked_sample *parked, **parked_tail;
 	size_t n_parked;
 	uint16_t jit_module;   /* names from /tmp/perf-PID.map, 0 when none */

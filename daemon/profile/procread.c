@@ -276,8 +276,11 @@ bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
 	if (!p->probe_job || now_ns < p->probe_job->submitted_ns ||
 	    now_ns - p->probe_job->submitted_ns < MODPROBE_WAIT_NS)
 		return false;
+	/* still p's: what it finds when it is back names the mappings, if
+	 * they are still these (probes_done) */
 	p->probe_job->late = true;
-	agg_forget_probes(p);
+	p->late_job = p->probe_job;
+	p->probe_job = NULL;
 	agg_due_now(a, p); /* an exited one waited for it to be let go */
 	a->stats.module_probes_late++;
 	/* not probed again at once (each try would hold a lane the same
@@ -299,14 +302,14 @@ void agg_give_up_late_probes(struct aggregator *a, uint64_t now_ns)
 	 * orphan their jobs, which stay on the list until they are back) */
 	memcpy(jobs, a->probe_jobs, n * sizeof(jobs[0]));
 	for (size_t i = 0; i < n; i++)
-		if (jobs[i]->owner)
+		if (jobs[i]->owner && !jobs[i]->late)
 			(void)agg_probes_late(a, jobs[i]->owner, now_ns);
 	/* the queue is oldest first, and orphaned jobs stay in it until
 	 * their turn: giving up changes no link */
 	for (struct modprobe_job *j = a->probes_queued; j; j = j->next_queued) {
 		if (now_ns < j->submitted_ns || now_ns - j->submitted_ns < MODPROBE_WAIT_NS)
 			break;
-		if (j->owner)
+		if (j->owner && !j->late)
 			(void)agg_probes_late(a, j->owner, now_ns);
 	}
 }
@@ -315,7 +318,20 @@ void agg_forget_probes(struct process *p)
 {
 	if (p->probe_job)
 		p->probe_job->owner = NULL;
-	p->probe_job = NULL;
+	if (p->late_job)
+		p->late_job->owner = NULL;
+	p->probe_job = p->late_job = NULL;
+}
+
+/* The job's process lets go of it. */
+static void unlink_job(struct modprobe_job *job)
+{
+	struct process *p = job->owner;
+
+	if (p && p->late_job == job)
+		p->late_job = NULL;
+	else if (p && p->probe_job == job)
+		p->probe_job = NULL;
 }
 
 /* The module of each of maps (p's, just read) into modules.  A mapping p
@@ -443,19 +459,21 @@ static void send_queued_probes(struct aggregator *a)
 	while (a->probes_queued && a->n_probe_jobs < MODPROBE_JOBS_MAX) {
 		struct modprobe_job *job = a->probes_queued;
 		struct process *p = job->owner;
+		bool late = job->late;
 
 		a->probes_queued = job->next_queued;
 		if (!a->probes_queued)
 			a->probes_queued_tail = &a->probes_queued;
 		a->n_probes_queued--;
+		/* one given up on too: what it finds names the mappings later */
 		if (p && send_probes(a, job) == 0)
 			continue;
+		unlink_job(job);
 		modprobe_done(a, job);
-		if (!p)
+		if (!p || late)
 			continue;
 		/* refused by the lanes (never, short of shutdown): named
 		 * with what is known */
-		p->probe_job = NULL;
 		if (a->hooks.maps_changed)
 			a->hooks.maps_changed(a->hooks.userdata, p);
 		agg_ingest_parked(a, p);
@@ -468,8 +486,7 @@ void agg_free_queued_probes(struct aggregator *a)
 		struct modprobe_job *job = a->probes_queued;
 
 		a->probes_queued = job->next_queued;
-		if (job->owner)
-			job->owner->probe_job = NULL;
+		unlink_job(job);
 		modprobe_done(a, job);
 	}
 	a->probes_queued_tail = &a->probes_queued;
@@ -495,7 +512,23 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 		modprobe_done(a, job);
 		return;
 	}
-	p->probe_job = NULL;
+	unlink_job(job);
+	/* Given up on, and back at last: its ids are for the maps p still
+	 * has (a new read forgets it), the samples that waited went in, and
+	 * what it could not name waits for a re-read. */
+	if (job->late) {
+		for (size_t i = 0; i < job->n; i++) {
+			int id = a->modules.apply(a->modules.ctx, p->owner_uid,
+						  &job->items[i].probe);
+
+			if (id > 0)
+				p->map_modules[job->items[i].map_index] = (uint16_t)id;
+		}
+		modprobe_done(a, job);
+		if (!p->probe_job && a->hooks.maps_changed)
+			a->hooks.maps_changed(a->hooks.userdata, p);
+		return;
+	}
 	for (size_t i = 0; i < job->n; i++) {
 		uint32_t index = job->items[i].map_index;
 		int id = a->modules.apply(a->modules.ctx, p->owner_uid, &job->items[i].probe);

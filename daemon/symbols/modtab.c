@@ -458,12 +458,11 @@ int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap 
 	ret->want_open = open || !has_verified(s, dev, map->inode);
 	/* Probes out on the lanes hold at most a quarter of the descriptors:
 	 * the rest stay with the modules being symbolized, so reserving does
-	 * not close what the loop would then reopen. */
-	if (ret->want_open && s->fds_reserved >= MAX(s->max_fds / 4, (size_t)1)) {
-		free(ret->map.path);
-		ret->map.path = NULL;
-		return -EBUSY;
-	}
+	 * not close what the loop would then reopen.  Past it the probe opens
+	 * the file, reads its build-id and closes it: the module is reopened
+	 * when it is wanted, as one the LRU closed. */
+	if (ret->want_open && s->fds_reserved >= MAX(s->max_fds / 4, (size_t)1))
+		return 0;
 	if (ret->want_open) {
 		/* the slot is the probe's until apply or done */
 		sym_make_fd_room(s, NULL, 1);
@@ -484,9 +483,9 @@ void module_probe_run(struct module_probe *p)
 	p->fd = -1;
 	p->build_id[0] = 0;
 	r = stat_mapped_file(p->pid, map, &fid);
-	/* Without a slot nothing is opened: apply asks for another probe,
-	 * with one, when the stat was not enough. */
-	if (p->reserved && (r < 0 || p->want_open)) {
+	/* Not asked to open, nothing is: apply asks for another probe, one
+	 * that does, when the stat was not enough. */
+	if (p->want_open) {
 		/* no map_files (the range is not mapped now, or it cannot be
 		 * followed): the path in the process's root, opened */
 		fd = open_mapped_file(p->pid, map->start, map->end, map->path, dev, map->inode,
@@ -500,8 +499,12 @@ void module_probe_run(struct module_probe *p)
 			r = fd < 0 ? fd : 0;
 		if (fd >= 0) {
 			fid = opened;
-			p->fd = fd;
 			read_build_id(fd, p->build_id);
+			/* without a slot, closed here (a lane), never on the loop */
+			if (p->reserved)
+				p->fd = fd;
+			else
+				close(fd);
 		} else {
 			p->open_error = fd;
 		}
@@ -601,11 +604,13 @@ int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct
 	m->pid = p->pid;
 	m->map_start = map->start;
 	m->map_end = map->end;
-	if (fd < 0) {
+	if (fd < 0 && !(p->opened && !p->open_error)) {
 		m->fd_error = p->open_error < 0 ? p->open_error : -EBADF;
 		return id;
 	}
-	sym_take_fd(s, m, fd);
+	/* opened without a slot and closed: reopened when it is wanted */
+	if (fd >= 0)
+		sym_take_fd(s, m, fd);
 	snprintf(m->build_id, sizeof(m->build_id), "%s", p->build_id);
 	return id;
 }

@@ -147,8 +147,7 @@ int symbolizer_module_for_mapping(struct symbolizer *s, pid_t pid, uint32_t owne
 /* The same in three steps, so that the middle one, which alone touches
  * the process's files, can run on a lane (process/modules.h, struct
  * module_probe).  plan (loop; open: open the file even if the table
- * knows it): 0, -EINVAL, -EBUSY (a quarter of max_fds is reserved by
- * probes out already) or -ENOMEM; it may close
+ * knows it): 0, -EINVAL or -ENOMEM; it may close
  * module descriptors (the LRU) to reserve the probe's.  module_probe_run
  * (any thread; touches only p).  for_probe (loop): as for_mapping, or
  * -EAGAIN when the file must be planned and probed again (it was not

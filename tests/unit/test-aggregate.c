@@ -2417,15 +2417,21 @@ Test(aggregate, a_probe_that_does_not_answer_is_given_up_on)
 			     "not named from a module it was not identified as");
 	}
 	cr_assert_geq(total, 1);
+	cr_assert_eq(p->late_job != NULL, true, "still the process's, for what it finds");
 	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 500 && p->late_job; i++) {
 		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
 
 		(void)poll(&pfd, 1, 10);
 		aggregator_complete(agg);
 	}
+	cr_assert_null(p->late_job);
+	/* back at last: what it found names the maps from now on */
 	symbolizer_get_stats(sym, &sst);
-	cr_assert_eq(sst.fds_open, 0);
+	cr_assert_geq(sst.fds_open, 1);
+	for (size_t i = 0; i < p->maps->n; i++)
+		if (p->maps->maps[i].start <= leaf && leaf < p->maps->maps[i].end)
+			cr_assert_geq(p->map_modules[i], FRAME_MODULE_FIRST);
 	destroy();
 	close(gate_fd);
 }
@@ -2578,6 +2584,71 @@ Test(aggregate, a_device_whose_probe_hangs_is_not_probed_again_until_it_answers)
 	cr_assert_geq(module_at(child_p, leaf), FRAME_MODULE_FIRST, "identified once it answers");
 	close(pipefd[1]);
 	cr_assert_eq(waitpid(child, &status, 0), child);
+	destroy();
+	close(gate_fd);
+}
+
+/* More new processes at once than probe slots (a make -j within one turn
+ * of the loop): the rest wait in the queue, their samples with them, and
+ * are probed as slots come back; every one is named, none on the loop. */
+Test(aggregate, a_burst_of_new_processes_past_the_probe_slots_waits_for_them)
+{
+	enum { N = MODPROBE_JOBS_MAX + 3 };
+	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
+	struct module_registry modules;
+	struct aggregator_stats st;
+	pid_t child[N];
+	int pipefd[2], status;
+	uint64_t one = 1;
+	char c;
+
+	gate_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
+	modules = symbolizer_modules(sym);
+	real_probe = modules.probe;
+	modules.probe = gated_probe;
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
+								 .max_stacks = 1000,
+								 .max_frames = 1000000 },
+				    &modules, &agg), 0);
+	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	cr_assert_eq(pipe(pipefd), 0);
+	for (int i = 0; i < N; i++) {
+		child[i] = fork();
+		cr_assert_geq(child[i], 0);
+		if (child[i] == 0) {
+			close(pipefd[1]);
+			(void)!read(pipefd[0], &c, 1);
+			_exit(0);
+		}
+	}
+	close(pipefd[0]);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(feed_user((uint32_t)child[i], start_ns_of(child[i]), now_monotonic_ns(),
+				       leaf, leaf),
+			     0);
+		cr_assert_not_null(aggregator_find_process(agg, (uint32_t)child[i])->probe_job,
+				   "process %d of %d waits for its probe", i + 1, N);
+	}
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.module_probes, MODPROBE_JOBS_MAX, "the rest are queued");
+	cr_assert_eq(st.samples_waited_for_maps, N);
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	for (int i = 0; i < N; i++)
+		complete_probes(aggregator_find_process(agg, (uint32_t)child[i]));
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.module_probes, N);
+	cr_assert_eq(st.module_probes_late, 0);
+	for (int i = 0; i < N; i++) {
+		struct process *p = aggregator_find_process(agg, (uint32_t)child[i]);
+
+		cr_assert_geq(module_at(p, leaf), FRAME_MODULE_FIRST, "process %d named", i + 1);
+		cr_assert_eq(p->n_parked, 0);
+		cr_assert_not_null(p->history.newest, "its sample went in");
+	}
+	close(pipefd[1]);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(waitpid(child[i], &status, 0), child[i]);
 	destroy();
 	close(gate_fd);
 }

@@ -949,31 +949,43 @@ Test(symbolize, a_probe_holds_a_descriptor_slot_and_done_closes_what_it_opened)
 	symbolizer_free(s);
 }
 
-/* Probes out hold at most a quarter of max_fds: past it a plan that must
- * open is refused (the mapping waits for a later read) rather than close
- * every descriptor the modules being symbolized hold. */
+/* Probes out hold at most a quarter of max_fds: past it a probe opens
+ * the file, reads its build-id and closes it (on its lane), rather than
+ * have the plan close every descriptor the modules being symbolized hold;
+ * the module is then reopened when it is wanted. */
 Test(symbolize, probes_reserve_at_most_a_quarter_of_the_descriptors)
 {
 	struct symbolizer_opts o = { .max_fds = 8 };
 	struct symbolizer *s;
 	struct procmaps *maps = NULL;
 	const struct procmap *libc = own_mapping((uintptr_t)&getpid, &maps);
+	struct symbolizer_stats st;
 	struct module_probe p[3];
+	const char *path, *build_id;
+	int id;
 
 	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
 	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[0]), 0);
+	cr_assert(p[0].reserved);
 	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[1]), 0);
-	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[2]), -EBUSY);
-	symbolizer_probe_done(s, &p[1]);
-	cr_assert_gt(symbolizer_module_for_mapping(s, getpid(), geteuid(), libc), 0);
-	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[1]), 0);
-	/* all slots are out again, and a stat needs none */
-	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, false, &p[2]), 0);
-	cr_assert_not(p[2].want_open);
+	cr_assert(p[1].reserved);
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[2]), 0);
+	cr_assert_not(p[2].reserved, "two slots of eight out already");
+	module_probe_run(&p[2]);
+	cr_assert_eq(p[2].error, 0);
+	cr_assert_eq(p[2].fd, -1, "closed on the probe's thread");
+	id = symbolizer_module_for_probe(s, geteuid(), &p[2]);
+	cr_assert_gt(id, 0);
+	cr_assert(symbolizer_describe_module(s, (uint16_t)id, &path, &build_id));
+	cr_assert_str_eq(build_id, p[2].build_id);
+	cr_assert_neq(build_id[0], 0, "its build-id was read before it was closed");
 	symbolizer_probe_done(s, &p[2]);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 0);
+	cr_assert_geq(symbolizer_module_fd(s, (uint16_t)id), 0, "reopened when wanted");
 	symbolizer_probe_done(s, &p[0]);
-	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[0]), 0,
-		     "a slot given back is there again");
+	cr_assert_eq(symbolizer_plan_probe(s, getpid(), libc, true, &p[0]), 0);
+	cr_assert(p[0].reserved, "a slot given back is there again");
 	symbolizer_probe_done(s, &p[0]);
 	symbolizer_probe_done(s, &p[1]);
 	procmaps_free(maps);

@@ -257,9 +257,12 @@ static bool libc_named(const char *path)
 }
 
 /* What detection depends on: the first file, the Python-named files and
- * libc (mapped after the first maps read of a process caught at exec). */
-static uint64_t maps_signature(const struct procmaps *maps)
+ * libc (mapped after the first maps read of a process caught at exec),
+ * and their modules (a file whose probe was given up on gets one later:
+ * libc's thread data is read through it). */
+static uint64_t maps_signature(const struct process *p)
 {
+	const struct procmaps *maps = p->maps;
 	uint64_t h = 0x9e3779b97f4a7c15ULL;
 	bool first = true;
 
@@ -272,6 +275,7 @@ static uint64_t maps_signature(const struct procmaps *maps)
 		for (const char *c = path; *c; c++)
 			h = hash_u64(h ^ (uint8_t)*c);
 		h = hash_u64(h ^ maps->maps[i].inode);
+		h = hash_u64(h ^ p->map_modules[i]);
 	}
 	return h;
 }
@@ -507,7 +511,7 @@ void python_maps_changed(struct python *py, struct process *p)
 
 	if (!p->maps)
 		return;
-	signature = maps_signature(p->maps);
+	signature = maps_signature(p);
 	pp = find(py, p->pid, p->start_time_ns);
 	if (!pp || pp->signature != signature)
 		pp = detect(py, p, signature);
