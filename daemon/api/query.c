@@ -275,7 +275,7 @@ static void store_status(struct jsonw *w, const struct status_info *in)
 	jsonw_kv_u64(w, "truncated", in->agg.maps_truncated);
 	jsonw_kv_u64(w, "samples_waited", in->agg.samples_waited_for_maps);
 	jsonw_kv_u64(w, "samples_not_waiting", in->agg.samples_not_waiting);
-	/* their new files identified off the loop (MODLANE.md) */
+	/* their new files identified off the loop (profile/procread.c) */
 	jsonw_kv_u64(w, "file_probes", in->agg.module_probes);
 	jsonw_kv_u64(w, "file_probes_pending", in->agg.module_probes_pending);
 	jsonw_kv_u64(w, "file_probes_late", in->agg.module_probes_late);

@@ -27,7 +27,7 @@
 /* One file mapping identified in three steps, so that what touches the
  * process's files (stat, open, build-id: unbounded on a FUSE or NFS file
  * whose server does not answer, or on a map_files look-up waiting for the
- * target's mmap lock) can run off the loop (MODLANE.md):
+ * target's mmap lock) can run off the loop (profile/procread.c):
  * - plan, on the loop: copies the mapping, says whether the file must be
  *   opened (no verified module has its (dev, inode)) and reserves the
  *   descriptor slot under the symbolizer's max_fds;

@@ -79,7 +79,7 @@ struct process {
 	struct mapsread *maps_job;
 	bool maps_job_named, maps_job_reread;
 	/* procread.c's: the new file mappings of these maps being identified
-	 * on the lane (MODLANE.md), NULL: none; samples in them wait too */
+	 * on the lane (profile/procread.c), NULL: none; samples in them wait too */
 	struct modprobe_job *probe_job;
 	/* the one given up on (MODPROBE_WAIT_NS) and not back yet: what it
 	 * finds still names these maps */
@@ -264,7 +264,7 @@ struct aggregator_stats {
 	size_t maps_reads_pending;
 	uint64_t maps_truncated;
 	uint64_t samples_waited_for_maps, samples_not_waiting;
-	/* mapped files identified on the lane (MODLANE.md): jobs sent, on
+	/* mapped files identified on the lane (profile/procread.c): jobs sent, on
 	 * the lane now, and given up on (not back within MODPROBE_WAIT_NS) */
 	uint64_t module_probes;
 	size_t module_probes_pending;

@@ -38,7 +38,7 @@
 /* New file mappings looked up per read of a process's maps (each a stat,
  * and an open the first time a file is seen: ~20 us). */
 #define MODULES_PER_READ 256
-/* Jobs identifying mapped files on the lane at once (MODLANE.md), one per
+/* Jobs identifying mapped files on the lane at once (profile/procread.c), one per
  * process whose maps have new files: past it a read's new file mappings
  * wait for a later one, as past MODULES_PER_READ, so it is sized for a
  * burst of new processes (a make -j) within one turn of the loop.  The

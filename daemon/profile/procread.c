@@ -14,10 +14,11 @@
  * and the loop applies the result to the table.  Samples in mappings
  * still being probed wait (ingest.c's wait_for_maps), bounded as those
  * waiting for a maps read, and go in when the probe is back or after
- * MODPROBE_WAIT_NS.  A device whose probe is stuck is probed no more
- * until it answers, so that one server holds one lane; one lane is always
- * left to the maps reads.  With every job slot taken, files are
- * identified on the loop, as without the lanes.
+ * MODPROBE_WAIT_NS; a probe given up on still names the maps when it is
+ * back.  A device whose probe is stuck is probed no more until it
+ * answers, so that one server holds one lane, mostly (jobs planned before
+ * it was seen stuck may still run into it); one lane is always left to
+ * the maps reads.  With every job slot taken, jobs wait in a queue.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -150,7 +151,7 @@ static bool maps_same(const struct procmaps *x, const struct procmaps *y)
 }
 
 /* The new file mappings of one read of a process's maps, identified on
- * the lane (MODLANE.md): the loop plans each (registry plan), the lane
+ * the lane (the head of this file): the loop plans each (registry plan), the lane
  * probes them (registry probe: the stat, open and build-id), the loop
  * applies them (registry apply) in aggregator_complete.  owner NULL: the
  * process was freed or its maps replaced since; the results are only
@@ -180,7 +181,7 @@ static void modprobe_run(struct offload_job *job)
 {
 	struct modprobe_job *j = (struct modprobe_job *)job;
 
-	for (size_t i = 0; i < j->n; i++) {
+	for (size_t i = 0; i < j->n && !atomic_load(j->job.cancel); i++) {
 		/* the time first: read the other way round, an item is never
 		 * older than it is */
 		atomic_store(&j->at_ns, now_monotonic_ns());
@@ -254,8 +255,10 @@ static bool dev_slow(struct aggregator *a, dev_t dev, uint64_t now_ns)
 		size_t at = atomic_load(&j->at);
 		uint64_t since = atomic_load(&j->at_ns);
 
-		if (at < j->n && item_dev(&j->items[at]) == dev &&
-		    (j->late || (now_ns > since && now_ns - since > MODPROBE_WAIT_NS)))
+		/* not j->late: a job given up on while it only waited for a
+		 * lane is no sign of a slow device */
+		if (at < j->n && item_dev(&j->items[at]) == dev && now_ns > since &&
+		    now_ns - since > MODPROBE_WAIT_NS)
 			return true;
 	}
 	return false;
@@ -284,7 +287,8 @@ bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
 	agg_due_now(a, p); /* an exited one waited for it to be let go */
 	a->stats.module_probes_late++;
 	/* not probed again at once (each try would hold a lane the same
-	 * way): the next re-read waits the longest */
+	 * way, and a re-read would forget the job, which names these maps
+	 * when it is back): the next re-read waits the longest */
 	p->maps_read_ns = now_ns;
 	p->maps_reread_wait_ns = MAPS_REREAD_MAX_NS;
 	if (a->hooks.maps_changed)
@@ -796,19 +800,21 @@ bool agg_maps_miss(const struct process *p, uint64_t addr)
  * maps p had. */
 void agg_forget_maps_read(struct aggregator *a, struct process *p)
 {
-	if (!p->maps_job && !p->probe_job)
+	/* a late probe's ids are for maps an exec replaced too */
+	agg_forget_probes(p);
+	if (!p->maps_job && !p->n_parked)
 		return;
 	if (p->maps_job)
 		p->maps_job->owner = NULL;
 	p->maps_job = NULL;
-	agg_forget_probes(p);
 	agg_ingest_parked(a, p);
 }
 
 void aggregator_settle(struct aggregator *a)
 {
-	aggregator_complete(a);
 	a->settled = true; /* no sample waits from now on */
+	agg_free_queued_probes(a); /* nor is a queued probe sent */
+	aggregator_complete(a);
 	for (size_t i = 0; i < a->n_procs;) {
 		if (!a->procs[i]->n_parked) {
 			i++;

@@ -342,6 +342,7 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
         while time.monotonic() < hung_at + HANG_SECONDS - 0.1:
             took.append(status_within_deadline(daemon)[0])
             time.sleep(0.05)
+        probes = status_within_deadline(daemon)[1]["processes"]["maps"]
         perfd_threads = threads_of(daemon.pid)
         askers = hangfs.askers()
         timer.join()
@@ -353,6 +354,8 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
             f"perfd never asked the hung server anything: the test proved nothing " \
             f"(threads that asked: {askers}, perfd's: {perfd_threads})"
         perfdtest.assert_status_budget(took)
+        # the samples that waited for the hung probe went in after its wait
+        assert probes["file_probes_late"] >= 1, probes
 
         # named from its own file once the server answers
         deadline = time.monotonic() + NAMED_WITHIN

@@ -861,7 +861,7 @@ static void *probe_thread(void *arg)
 	return NULL;
 }
 
-/* Identifying a mapped file in three steps (MODLANE.md), its system calls
+/* Identifying a mapped file in three steps (profile/procread.c), its system calls
  * on another thread, gives what symbolizer_module_for_mapping gives: the
  * same module, its descriptor and build-id, the table touched on this
  * thread only. */
