@@ -2275,6 +2275,39 @@ static void gated_probe(struct module_probe *p)
 	real_probe(p);
 }
 
+/* agg and sym, with every probe gated (gated_probe) and the maps lane
+ * started. */
+static void make_gated(size_t max_processes)
+{
+	struct module_registry modules;
+
+	gate_fd = eventfd(0, EFD_CLOEXEC);
+	cr_assert_geq(gate_fd, 0);
+	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
+	modules = symbolizer_modules(sym);
+	real_probe = modules.probe;
+	modules.probe = gated_probe;
+	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = max_processes,
+								 .max_stacks = 1000,
+								 .max_frames = 1000000 },
+				    &modules, &agg), 0);
+	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+}
+
+/* Takes the lane's jobs back until none is out (10 s at most). */
+static void complete_all(struct aggregator_stats *st)
+{
+	aggregator_get_stats(agg, st);
+	for (int i = 0; i < 1000 && st->module_probes_pending; i++) {
+		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
+
+		(void)poll(&pfd, 1, 10);
+		aggregator_complete(agg);
+		aggregator_get_stats(agg, st);
+	}
+	cr_assert_eq(st->module_probes_pending, 0, "the lane's jobs came back");
+}
+
 /* Waits for the lane to give the store its jobs back until p has none. */
 static void complete_probes(struct process *p)
 {
@@ -2295,23 +2328,12 @@ Test(aggregate, mapped_files_are_identified_on_the_lane_and_samples_wait_for_the
 {
 	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
 	uint64_t caller = probe_here();
-	struct module_registry modules;
 	struct aggregator_stats st;
 	struct process *p;
 	uint64_t t0, one = 1;
 	int seen = 0;
 
-	gate_fd = eventfd(0, EFD_CLOEXEC);
-	cr_assert_geq(gate_fd, 0);
-	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
-	modules = symbolizer_modules(sym);
-	real_probe = modules.probe;
-	modules.probe = gated_probe;
-	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
-								 .max_stacks = 1000,
-								 .max_frames = 1000000 },
-				    &modules, &agg), 0);
-	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	make_gated(100);
 	t0 = now_monotonic_ns();
 	cr_assert_eq(feed_user(getpid(), self_start_ns(), SEC, leaf, caller), 0);
 	cr_assert_lt(now_monotonic_ns() - t0, 2 * SEC, "the loop did not wait for the probe");
@@ -2342,21 +2364,11 @@ Test(aggregate, mapped_files_are_identified_on_the_lane_and_samples_wait_for_the
 Test(aggregate, a_probe_outliving_its_process_leaks_nothing)
 {
 	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
-	struct module_registry modules;
 	struct symbolizer_stats sst;
 	struct process *p;
 	uint64_t one = 1;
 
-	gate_fd = eventfd(0, EFD_CLOEXEC);
-	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
-	modules = symbolizer_modules(sym);
-	real_probe = modules.probe;
-	modules.probe = gated_probe;
-	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 1,
-								 .max_stacks = 1000,
-								 .max_frames = 1000000 },
-				    &modules, &agg), 0);
-	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	make_gated(1);
 	cr_assert_eq(feed_user(getpid(), self_start_ns(), SEC, leaf, leaf), 0);
 	p = aggregator_find_process(agg, getpid());
 	cr_assert_not_null(p->probe_job);
@@ -2384,22 +2396,12 @@ Test(aggregate, a_probe_outliving_its_process_leaks_nothing)
 Test(aggregate, a_probe_that_does_not_answer_is_given_up_on)
 {
 	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
-	struct module_registry modules;
 	struct symbolizer_stats sst;
 	struct aggregator_stats st;
 	struct process *p;
 	uint64_t one = 1, total = 0;
 
-	gate_fd = eventfd(0, EFD_CLOEXEC);
-	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
-	modules = symbolizer_modules(sym);
-	real_probe = modules.probe;
-	modules.probe = gated_probe;
-	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
-								 .max_stacks = 1000,
-								 .max_frames = 1000000 },
-				    &modules, &agg), 0);
-	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	make_gated(100);
 	cr_assert_eq(feed_user(getpid(), self_start_ns(), SEC, leaf, leaf), 0);
 	p = aggregator_find_process(agg, getpid());
 	cr_assert_not_null(p->probe_job);
@@ -2442,21 +2444,11 @@ Test(aggregate, a_probe_that_does_not_answer_is_given_up_on)
 Test(aggregate, a_probe_that_does_not_answer_is_given_up_on_without_another_sample)
 {
 	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
-	struct module_registry modules;
 	struct aggregator_stats st;
 	struct process *p;
 	uint64_t one = 1;
 
-	gate_fd = eventfd(0, EFD_CLOEXEC);
-	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
-	modules = symbolizer_modules(sym);
-	real_probe = modules.probe;
-	modules.probe = gated_probe;
-	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
-								 .max_stacks = 1000,
-								 .max_frames = 1000000 },
-				    &modules, &agg), 0);
-	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	make_gated(100);
 	cr_assert_eq(feed_user(getpid(), self_start_ns(), now_monotonic_ns(), leaf, leaf), 0);
 	p = aggregator_find_process(agg, getpid());
 	cr_assert_not_null(p->probe_job);
@@ -2474,14 +2466,7 @@ Test(aggregate, a_probe_that_does_not_answer_is_given_up_on_without_another_samp
 	cr_assert_not_null(p->history.newest);
 	cr_assert_eq(p->history.newest->prof.values.count, 1);
 	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
-	for (int i = 0; i < 200 && st.module_probes_pending; i++) {
-		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
-
-		(void)poll(&pfd, 1, 10);
-		aggregator_complete(agg);
-		aggregator_get_stats(agg, &st);
-	}
-	cr_assert_eq(st.module_probes_pending, 0, "the late job was released when it came back");
+	complete_all(&st); /* the late job is released when it comes back */
 	destroy();
 	close(gate_fd);
 }
@@ -2520,7 +2505,6 @@ static bool one_device(const struct process *p)
 Test(aggregate, a_device_whose_probe_hangs_is_not_probed_again_until_it_answers)
 {
 	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
-	struct module_registry modules;
 	struct aggregator_stats st;
 	struct process *child_p;
 	int pipefd[2], status;
@@ -2528,16 +2512,7 @@ Test(aggregate, a_device_whose_probe_hangs_is_not_probed_again_until_it_answers)
 	pid_t child;
 	char c;
 
-	gate_fd = eventfd(0, EFD_CLOEXEC);
-	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
-	modules = symbolizer_modules(sym);
-	real_probe = modules.probe;
-	modules.probe = gated_probe;
-	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
-								 .max_stacks = 1000,
-								 .max_frames = 1000000 },
-				    &modules, &agg), 0);
-	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	make_gated(100);
 	cr_assert_eq(pipe(pipefd), 0);
 	child = fork();
 	cr_assert_geq(child, 0);
@@ -2568,14 +2543,7 @@ Test(aggregate, a_device_whose_probe_hangs_is_not_probed_again_until_it_answers)
 	else
 		cr_assert_leq(st.module_probes, 2);
 	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
-	for (int i = 0; i < 500 && st.module_probes_pending; i++) {
-		struct pollfd pfd = { .fd = aggregator_fd(agg), .events = POLLIN };
-
-		(void)poll(&pfd, 1, 10);
-		aggregator_complete(agg);
-		aggregator_get_stats(agg, &st);
-	}
-	cr_assert_eq(st.module_probes_pending, 0);
+	complete_all(&st);
 	child_p->maps_reread_wait_ns = 0;
 	cr_assert_eq(feed_user((uint32_t)child, start, now_monotonic_ns(), leaf, leaf), 0);
 	if (child_p->probe_job)
@@ -2594,23 +2562,13 @@ Test(aggregate, a_burst_of_new_processes_past_the_probe_slots_waits_for_them)
 {
 	enum { N = MODPROBE_JOBS_MAX + 3 };
 	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1;
-	struct module_registry modules;
 	struct aggregator_stats st;
 	pid_t child[N];
 	int pipefd[2], status;
 	uint64_t one = 1;
 	char c;
 
-	gate_fd = eventfd(0, EFD_CLOEXEC);
-	cr_assert_eq(symbolizer_new(&(struct symbolizer_opts){ .demangle = true }, &sym, NULL), 0);
-	modules = symbolizer_modules(sym);
-	real_probe = modules.probe;
-	modules.probe = gated_probe;
-	cr_assert_eq(aggregator_new(&(struct aggregator_limits){ .max_processes = 100,
-								 .max_stacks = 1000,
-								 .max_frames = 1000000 },
-				    &modules, &agg), 0);
-	cr_assert_eq(aggregator_start_maps_lane(agg), 0);
+	make_gated(100);
 	cr_assert_eq(pipe(pipefd), 0);
 	for (int i = 0; i < N; i++) {
 		child[i] = fork();
