@@ -18,6 +18,7 @@ about the daemon is loosened for it.
 
 import grp
 import json
+import math
 import os
 import pwd
 import re
@@ -208,6 +209,10 @@ def spinners(user, daemon, workloads):
             break
         assert time.monotonic() < deadline, f"no history of pid {own.pid} for its user: {rc}"
         time.sleep(0.3)
+    # ps counts whole seconds only (the current one is not over): the
+    # second that history was in must end before ps's window holds it.
+    # time.monotonic() is perfd's clock (CLOCK_MONOTONIC).
+    time.sleep(math.floor(time.monotonic()) + 1.05 - time.monotonic())
     return own, roots
 
 
