@@ -255,7 +255,7 @@ int encode_lane_new(sd_event *event, struct encode_lane **ret)
 	if (!l)
 		return -ENOMEM;
 	r = offload_new(&(struct offload_opts){ .lanes = 2, .small_lanes = 1, .background = true,
-						.take_back = true },
+						.take_back = true, .name = "perfd-encode" },
 			&l->lanes);
 	if (r < 0)
 		return r;

@@ -157,7 +157,7 @@ static void heap_job_free(struct offload_job *j)
 
 int heap_start(unsigned period_ms, uint64_t trim_min_free_bytes)
 {
-	struct offload_opts opts = { .lanes = 1, .ordered = true };
+	struct offload_opts opts = { .lanes = 1, .ordered = true, .name = "perfd-heap" };
 	int r;
 
 	heap_job = (struct heap_job){

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -366,6 +367,12 @@ static void *lane_main(void *arg)
 
 	if (o->opts.background)
 		priority_lower_lane();
+	if (o->opts.name) {
+		char name[16]; /* the kernel's limit, NUL included */
+
+		snprintf(name, sizeof(name), "%s-%u", o->opts.name, (unsigned)(lane - o->lanes));
+		(void)pthread_setname_np(pthread_self(), name);
+	}
 	pthread_mutex_lock(&o->lock);
 	while ((j = next_job(lane))) {
 		pthread_mutex_unlock(&o->lock);

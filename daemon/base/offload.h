@@ -111,6 +111,7 @@ struct offload_opts {
 	bool drop_oldest;     /* full: drop the oldest, not refuse the new */
 	bool take_back;       /* finished jobs go to offload_take_done */
 	bool may_abandon;     /* offload_free may leave a stuck lane (above) */
+	const char *name;     /* the lanes' thread names, NAME-0.. (top -H, gdb); NULL: none */
 	void (*idle)(void *userdata); /* on the lane, out of work (may be NULL) */
 	void *userdata;
 };

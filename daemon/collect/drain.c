@@ -160,6 +160,7 @@ static void *run(void *arg)
 		{ .fd = d->stop_fd, .events = POLLIN },
 	};
 
+	(void)pthread_setname_np(pthread_self(), "perfd-drain");
 	for (;;) {
 		int n = poll(fds, 2, (int)d->opts.interval_ms);
 

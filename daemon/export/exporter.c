@@ -747,7 +747,8 @@ int exporter_new(sd_event *event, const struct export_source *src, struct export
 	 * (by process, CPU before memory), not newest first as from a pool */
 	if (r >= 0)
 		r = offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true,
-							.background = true, .take_back = true },
+							.background = true, .take_back = true,
+							.name = "perfd-export" },
 				&x->lane);
 	if (r >= 0)
 		r = sd_event_add_io(event, &x->done_io, offload_fd(x->lane), EPOLLIN, on_done, x);

@@ -216,7 +216,7 @@ int export_worker_new(const struct export_sink_ops *ops, void *target, const cha
 	pthread_mutex_init(&w->lock, NULL);
 	r = offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true, .max_bytes = max_bytes,
 						.drop_oldest = true, .background = true, .idle = idle,
-						.userdata = w },
+						.userdata = w, .name = "perfd-send" },
 			&w->lane);
 	if (r < 0) {
 		pthread_mutex_destroy(&w->lock);

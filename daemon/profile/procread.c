@@ -833,6 +833,7 @@ int aggregator_start_maps_lane(struct aggregator *a)
 {
 	return a->maps_lane ? 0 :
 			      offload_new(&(struct offload_opts){ .lanes = AGG_LANES,
+								  .name = "perfd-maps",
 								  .small_lanes = 1,
 								  .background = true,
 								  .take_back = true,

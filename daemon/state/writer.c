@@ -165,7 +165,7 @@ int state_writer_new(int dirfd, size_t max_bytes, struct state_writer **ret)
 	}
 	pthread_mutex_init(&w->lock, NULL);
 	r = offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true, .max_bytes = max_bytes,
-						.idle = sync_batch, .userdata = w },
+						.idle = sync_batch, .userdata = w, .name = "perfd-state" },
 			&w->lane);
 	if (r < 0) {
 		pthread_mutex_destroy(&w->lock);

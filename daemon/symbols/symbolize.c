@@ -44,7 +44,7 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **ret,
 	s->free_ids = malloc(MODULES_MAX * sizeof(*s->free_ids));
 	r = !s->debug_dir || !s->free_ids ? -ENOMEM :
 	    offload_new(&(struct offload_opts){ .lanes = 3, .small_lanes = 1, .background = true,
-						.take_back = true },
+						.take_back = true, .name = "perfd-sym" },
 			&s->lane);
 	if (r < 0) {
 		free(s->debug_dir);

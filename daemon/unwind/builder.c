@@ -161,7 +161,8 @@ int builder_new(int rows_fd, uint64_t max_build_ns, struct builder **ret)
 	b->rows_fd = rows_fd;
 	b->max_build_ns = max_build_ns ? max_build_ns : BUILDER_MAX_BUILD_NS;
 	r = offload_new(&(struct offload_opts){ .lanes = LANES, .small_lanes = SMALL_LANES,
-						.background = true, .take_back = true },
+						.background = true, .take_back = true,
+						.name = "perfd-cfi" },
 			&b->offload);
 	if (r < 0) {
 		free(b);

@@ -7,7 +7,8 @@
  * it leaves; the done list gives every finished job back once, in the
  * order it finished; offload_free joins lanes that stop and frees every
  * job, and gives up after its deadline on a lane stuck in a syscall, which
- * then touches nothing of the owner's when it comes back.  The first job
+ * then touches nothing of the owner's when it comes back; each lane
+ * carries its offload's name.  The first job
  * of most tests waits at a gate the test opens, so that the others queue
  * behind it, and order and bound are the queue's doing, not the
  * scheduler's.
@@ -687,5 +688,39 @@ Test(offload, racing_submitters_never_pass_the_bound, .timeout = 120)
 	/* a run() sees its own job's bytes and those admitted or being offered
 	 * (two at most, one per submitter, 100 each) */
 	cr_assert_leq(atomic_load(&racing_peak), 1000 + 2 * 100);
+	offload_free(o);
+}
+
+/* The lanes carry their offload's name, NAME-INDEX, where top -H, perf and
+ * gdb show it. */
+struct name_job {
+	struct offload_job job; /* first */
+	char name[16];
+};
+
+static void name_run(struct offload_job *j)
+{
+	struct name_job *nj = (struct name_job *)j;
+
+	(void)pthread_getname_np(pthread_self(), nj->name, sizeof(nj->name));
+}
+
+static void name_free(struct offload_job *j)
+{
+	(void)j;
+}
+
+Test(offload, each_lane_is_named_after_its_offload)
+{
+	struct offload *o;
+	struct name_job nj = { .job = { .run = name_run, .free = name_free } };
+
+	cr_assert_eq(offload_new(&(struct offload_opts){ .lanes = 1, .ordered = true,
+							 .name = "perfd-test" },
+				 &o),
+		     0);
+	cr_assert_eq(offload_submit(o, &nj.job), 0);
+	cr_assert_eq(offload_wait_idle(o, OFFLOAD_FOREVER), 0);
+	cr_assert_str_eq(nj.name, "perfd-test-0");
 	offload_free(o);
 }
