@@ -144,6 +144,10 @@ static int on_maintain_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	uint64_t now_ns = now_monotonic_ns();
 
 	aggregator_maintain(m->d.aggregator, now_ns);
+	/* files opened again whose taking back another caller of
+	 * symbolizer_complete saw first (the exporter's settle) */
+	if (m->d.unwinder)
+		unwinder_retry_opens(m->d.unwinder);
 	collect_modules(m);
 	/* after the ids given back: persist forgets their frames first */
 	if (m->d.persist) {
@@ -175,6 +179,8 @@ static int on_debug_searched(sd_event_source *s, int fd, uint32_t revents, void 
 	struct manager *m = userdata;
 
 	symbolizer_complete(m->d.symbolizer);
+	if (m->d.unwinder) /* tables whose file was opened again */
+		unwinder_retry_opens(m->d.unwinder);
 	return 0;
 }
 

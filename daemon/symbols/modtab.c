@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/elfopen.h"
+#include "base/offload.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
 #include "symbols/jitdump.h"
@@ -231,63 +232,219 @@ static int stat_mapped_file(pid_t pid, const struct procmap *map, struct file_id
 	return 0;
 }
 
-char *sym_mapped_path(const struct module *m)
+/* path as /proc/PID/maps shows it, without " (deleted)"; NULL when out of
+ * memory. */
+static char *mapped_path(const char *shown)
 {
-	char *path = strdup(m->path), *deleted;
+	char *path = strdup(shown), *deleted;
 
 	if (path && (deleted = strstr(path, " (deleted)")))
 		*deleted = 0;
 	return path;
 }
 
-int sym_module_fd(struct symbolizer *s, struct module *m)
+char *sym_mapped_path(const struct module *m)
+{
+	return mapped_path(m->path);
+}
+
+/* --- descriptors opened again, on a lane ----------------------------------
+ *
+ * A module whose descriptor the LRU closed is opened again when a load, a
+ * search or a table build needs it.  The open asks the file's file system
+ * (a stat of map_files, then the open): a FUSE or NFS server that does
+ * not answer would hold whoever opens, so the loop never does.  The
+ * symbolizer's lane does, on a descriptor slot reserved for it from the
+ * start to the taking back (as a probe's: max_fds holds), and the module
+ * takes the descriptor only if it is still the file it was read from.
+ * Meanwhile sym_module_fd answers -EAGAIN, and what waits counts as
+ * pending: a symbol table (symbolizer_frame_pending), a line table, an
+ * unwind table (the unwinder asks again, unwinder_retry_opens). */
+
+struct reopen {
+	struct offload_job job; /* first; key: sym_module_key */
+	pid_t pid;              /* the last process seen mapping it, and where */
+	uint64_t start, end;
+	struct file_id want;    /* what the module was read from */
+	struct file_id got;     /* what the open found */
+	int fd;                 /* or -errno */
+	char path[];            /* as the process mapped it */
+};
+
+static void reopen_run(struct offload_job *j)
 {
 	static const struct procfs_file_rules binary = { .follow_symlinks = true };
-	struct file_id now;
-	_cleanup_free_ char *path = NULL;
-	int fd;
+	struct reopen *o = (struct reopen *)j;
+	_cleanup_free_ char *mapped = NULL;
+	struct stat st;
 
+	o->fd = open_mapped_file(o->pid, o->start, o->end, o->path, o->want.dev, o->want.inode,
+				 &o->got);
+	if (o->fd >= 0)
+		return;
+	/* the process is gone: the path as perfd sees it, which the identity
+	 * check tells apart from any other file */
+	mapped = mapped_path(o->path);
+	if (!mapped) {
+		o->fd = -ENOMEM;
+		return;
+	}
+	o->fd = procfs_open_in_root(AT_FDCWD, mapped, &binary);
+	if (o->fd < 0)
+		return;
+	if (fstat(o->fd, &st) < 0) {
+		int r = negative_errno();
+
+		close(o->fd);
+		o->fd = r;
+		return;
+	}
+	o->got = file_id_of(&st);
+}
+
+static void reopen_free(struct offload_job *j)
+{
+	struct reopen *o = (struct reopen *)j;
+
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o);
+}
+
+bool sym_reopen_is(const struct offload_job *j)
+{
+	return j->run == reopen_run;
+}
+
+/* Descriptors that may be opening on the lanes at once, probes' and
+ * reopens' together: a quarter of max_fds, so that reserving for them does
+ * not close what the loop would then open again. */
+static size_t lane_fds_cap(const struct symbolizer *s)
+{
+	return MAX(s->max_fds / 4, (size_t)1);
+}
+
+/* Hands m's reopen to the lane, on a slot reserved for it.  Returns 0 or
+ * -ENOMEM. */
+static int submit_reopen(struct symbolizer *s, struct module *m)
+{
+	size_t len = strlen(m->path) + 1;
+	struct reopen *o = malloc(sizeof(*o) + len);
+
+	if (!o)
+		return -ENOMEM;
+	*o = (struct reopen){ .job = { .run = reopen_run, .free = reopen_free,
+				       .key = sym_module_key(s, m) },
+			      .pid = m->pid, .start = m->map_start, .end = m->map_end,
+			      .want = m->file, .fd = -1 };
+	memcpy(o->path, m->path, len);
+	/* the slot is the job's until it is taken back */
+	sym_make_fd_room(s, m, 1);
+	s->fds_reserved++;
+	/* an unbounded pool refuses only after offload_finish, never called
+	 * on this one (offload_free stops it) */
+	(void)offload_submit(s->lane, &o->job);
+	return 0;
+}
+
+/* Puts m's key at the back of the queue of reopens (a ring, made when
+ * first needed).  Keys of modules given back meanwhile stay in it until
+ * their turn (or a full ring drops them): each live module is in it once
+ * at most, and the ring has a slot for every module.  Returns 0 or
+ * -ENOMEM. */
+static int queue_reopen(struct symbolizer *s, struct module *m)
+{
+	if (!s->reopen_queue &&
+	    !(s->reopen_queue = malloc(MODULES_MAX * sizeof(*s->reopen_queue))))
+		return -ENOMEM;
+	if (s->reopens_queued == MODULES_MAX) {
+		size_t kept = 0;
+
+		for (size_t i = 0; i < MODULES_MAX; i++) {
+			uint64_t key = s->reopen_queue[(s->reopen_head + i) % MODULES_MAX];
+			struct module *q = sym_module_of_key(s, key);
+
+			if (q && q->reopen_queued)
+				s->reopen_queue[(s->reopen_head + kept++) % MODULES_MAX] = key;
+		}
+		s->reopens_queued = kept;
+	}
+	s->reopen_queue[(s->reopen_head + s->reopens_queued++) % MODULES_MAX] = sym_module_key(s, m);
+	m->reopen_queued = true;
+	s->reopens_waiting++;
+	return 0;
+}
+
+/* Has the lane open m again, now or, past lane_fds_cap, in its turn.
+ * Returns -EAGAIN (started, queued, or already either), or -ENOMEM. */
+static int start_reopen(struct symbolizer *s, struct module *m)
+{
+	if (m->reopening)
+		return -EAGAIN;
+	if (s->fds_reserved >= lane_fds_cap(s) ? queue_reopen(s, m) < 0 :
+						 submit_reopen(s, m) < 0)
+		return -ENOMEM;
+	m->reopening = true;
+	s->stats.fds_reopening++;
+	return -EAGAIN;
+}
+
+void sym_pump_reopens(struct symbolizer *s)
+{
+	while (s->reopens_queued && s->fds_reserved < lane_fds_cap(s)) {
+		struct module *m = sym_module_of_key(s, s->reopen_queue[s->reopen_head]);
+
+		s->reopen_head = (s->reopen_head + 1) % MODULES_MAX;
+		s->reopens_queued--;
+		if (!m || !m->reopen_queued)
+			continue; /* given back meanwhile */
+		m->reopen_queued = false;
+		s->reopens_waiting--;
+		if (m->fd < 0 && submit_reopen(s, m) == 0)
+			continue;
+		/* a probe gave it a descriptor meanwhile, or out of memory
+		 * (the next ask tries again): what waited goes on, or not */
+		m->reopening = false;
+		s->stats.fds_reopening--;
+		sym_reopen_resume(s, m);
+	}
+}
+
+int sym_module_fd(struct symbolizer *s, struct module *m)
+{
 	if (m->fd >= 0) {
 		sym_lru_touch(s, m);
 		return m->fd;
 	}
 	if (m->kind != MODULE_FILE || !m->verified || m->fd_error < 0)
 		return -EBADF;
-	sym_make_fd_room(s, m, 1);
-	fd = open_mapped_file(m->pid, m->map_start, m->map_end, m->path, m->file.dev,
-			      m->file.inode, &now);
-	if (fd < 0) {
-		/* the process is gone: the path as perfd sees it, which the
-		 * identity check below tells apart from any other file */
-		path = sym_mapped_path(m);
-		if (!path)
-			return -ENOMEM;
-		fd = procfs_open_in_root(AT_FDCWD, path, &binary);
-		if (fd >= 0) {
-			struct stat st;
+	return start_reopen(s, m);
+}
 
-			if (fstat(fd, &st) < 0) {
-				int r = negative_errno();
+struct module *sym_reopen_done(struct symbolizer *s, struct offload_job *j)
+{
+	struct reopen *o = (struct reopen *)j;
+	struct module *m = sym_module_of_key(s, j->key);
 
-				close(fd);
-				fd = r;
-			} else {
-				now = file_id_of(&st);
-			}
-		}
+	s->fds_reserved--;
+	s->stats.fds_reopening--;
+	if (!m || !m->reopening)
+		return NULL; /* given back meanwhile: reopen_free closes it */
+	m->reopening = false;
+	if (m->fd >= 0) /* a probe gave it one meanwhile: this one is closed */
+		return m;
+	if (o->fd >= 0 && !file_id_eq(&o->got, &m->file)) {
+		close(o->fd);
+		o->fd = -ESTALE;
 	}
-	if (fd >= 0 && !file_id_eq(&now, &m->file)) {
-		close(fd);
-		fd = -ESTALE;
-	}
-	if (fd < 0) {
-		m->fd_error = fd;
+	if (o->fd < 0) {
+		m->fd_error = o->fd;
 		s->stats.fds_reopen_failed++;
-		return -EBADF;
+		return m;
 	}
-	sym_take_fd(s, m, fd);
+	sym_take_fd(s, m, TAKE_FD(o->fd));
 	s->stats.fds_reopened++;
-	return fd;
+	return m;
 }
 
 /* How many modules one owner may hold at once. */
@@ -377,6 +534,12 @@ static void release_module(struct symbolizer *s, struct module *m)
 	close_fds(s, m);
 	sym_unload(m);
 	free(m->path);
+	/* one on the lane is counted out when it is back; a queued one now
+	 * (pump_reopens skips it: its flag goes) */
+	if (m->reopen_queued) {
+		s->stats.fds_reopening--;
+		s->reopens_waiting--;
+	}
 	*m = (struct module){ .kind = MODULE_FREE, .fd = -1, .debug_fd = -1 };
 	s->free_ids[s->n_free++] = id;
 	s->live_modules--;
@@ -461,7 +624,7 @@ int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap 
 	 * not close what the loop would then reopen.  Past it the probe opens
 	 * the file, reads its build-id and closes it: the module is reopened
 	 * when it is wanted, as one the LRU closed. */
-	if (ret->want_open && s->fds_reserved >= MAX(s->max_fds / 4, (size_t)1))
+	if (ret->want_open && s->fds_reserved >= lane_fds_cap(s))
 		return 0;
 	if (ret->want_open) {
 		/* the slot is the probe's until apply or done */
@@ -525,6 +688,8 @@ void symbolizer_probe_done(struct symbolizer *s, struct module_probe *p)
 	p->reserved = false;
 	free(p->map.path);
 	p->map.path = NULL;
+	/* a slot given back, here or at apply (which comes first) */
+	sym_pump_reopens(s);
 }
 
 int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct module_probe *p)

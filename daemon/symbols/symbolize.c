@@ -147,6 +147,7 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	free(s->debug_dir);
 	free(s->modules);
 	free(s->free_ids);
+	free(s->reopen_queue);
 	u64map_done(&s->by_file);
 	u64map_done(&s->jit_by_process);
 	u64map_done(&s->by_owner);

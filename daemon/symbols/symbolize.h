@@ -96,6 +96,7 @@ struct symbolizer_stats {
 	uint64_t fds_evicted;       /* modules whose descriptors the LRU closed */
 	uint64_t fds_reopened;      /* ... opened again when needed */
 	uint64_t fds_reopen_failed; /* ... could not be: the file is gone or another */
+	size_t fds_reopening;       /* ... being opened again on the lane now */
 	size_t modules_loaded; /* symbol tables parsed */
 	size_t modules_failed; /* could not be opened or parsed */
 	size_t debug_files;    /* symbols found in a separate debug file */
@@ -187,12 +188,15 @@ void symbolizer_note_jit_frame(struct symbolizer *s, uint64_t frame);
  * every distinct frame it answers (model.h), persist of every frame it
  * writes. */
 bool symbolizer_frame_pending(struct symbolizer *s, uint64_t frame, bool lines);
-/* Tables being built now (symbol and line tables; the lane's other jobs,
- * debug searches and JIT maps, not counted). */
+/* Tables being built now (symbol and line tables), and the descriptors
+ * being opened again that they may wait for; the lane's other jobs, debug
+ * searches and JIT maps, not counted. */
 size_t symbolizer_loads_pending(const struct symbolizer *s);
 /* Waits, up to timeout_ms, until every job of the lane is done and taken
  * back (symbolizer_complete), those the takings start too.  For tests and
- * tools that name frames without a loop.  Returns 0 or -ETIMEDOUT. */
+ * tools that name frames without a loop.  Returns 0 or -ETIMEDOUT (at once
+ * when what is left are files waiting to be opened again for slots that
+ * module probes hold: only their taking back frees them). */
 int symbolizer_settle(struct symbolizer *s, unsigned timeout_ms);
 
 /* Writes the name of frame into buf (always NUL-terminated; truncated to

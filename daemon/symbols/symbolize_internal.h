@@ -31,6 +31,8 @@
 #include "symbols/buildid.h"
 #include "symbols/symbolize.h"
 
+struct offload_job;
+
 
 #define MODULES_MAX (FRAME_MODULE_LAST - FRAME_MODULE_FIRST + 1)
 #define KERNEL_PATH "[kernel.kallsyms]" /* what perf and pprof users know */
@@ -82,6 +84,12 @@ struct module {
 	 * first load, a reload after eviction, or one with a debug file's
 	 * symbols merged, the old one serving meanwhile), the line tables */
 	bool symtab_loading, srcline_loading;
+	/* its descriptor is being opened again on the lane, or (queued)
+	 * waits for its turn to be (modtab.c) */
+	bool reopening, reopen_queued;
+	/* what a reopen is to start once the descriptor is back (symloads.c):
+	 * the symbol table's load, the debug file's search */
+	bool load_waits_fd, search_waits_fd;
 	char build_id[BUILD_ID_MAX * 2 + 1];
 	int debug_fd;           /* separate debug file, -1 when none (or closed) */
 	uint32_t serial;        /* never the same twice: a job's check that its
@@ -137,6 +145,11 @@ struct symbolizer {
 	/* descriptors module probes may open on a lane (symbolize.h):
 	 * counted against max_fds from plan to apply */
 	size_t fds_reserved;
+	/* reopens waiting for a slot (modtab.c): a ring of module keys
+	 * (sym_module_key), MODULES_MAX of them, made when first needed;
+	 * queued counts its entries, stale ones included, waiting the live */
+	uint64_t *reopen_queue;
+	size_t reopen_head, reopens_queued, reopens_waiting;
 	uint64_t refused_at_collection; /* modules_refused at the last collection */
 	int vdso_id;                  /* 0 until first asked for */
 	bool demangle;
@@ -234,12 +247,24 @@ void sym_take_fd(struct symbolizer *s, struct module *m, int fd);
  * out of memory. */
 char *sym_mapped_path(const struct module *m);
 
-/* The descriptor of file module m, opened again if the LRU closed it: from
- * the last process seen mapping it (map_files, or the path in its root),
- * else the path from perfd's own root, and only if it is the very file
- * the module was read from (file_id).  -errno when there is none now
- * (remembered until a process maps the file again). */
+/* The descriptor of file module m.  If the LRU closed it, the lane opens
+ * it again (modtab.c) and this answers -EAGAIN until it is taken back:
+ * from the last process seen mapping it (map_files, or the path in its
+ * root), else the path from perfd's own root, and only if it is the very
+ * file the module was read from (file_id).  Other -errno when there is
+ * none (remembered until a process maps the file again). */
 int sym_module_fd(struct symbolizer *s, struct module *m);
+
+/* Whether j is a reopen's (sym_module_fd), and takes it back: the module
+ * it was for (with its descriptor now, or fd_error set), or NULL when
+ * that was given back meanwhile.  The caller frees j (its free()), which
+ * closes a descriptor not taken. */
+bool sym_reopen_is(const struct offload_job *j);
+struct module *sym_reopen_done(struct symbolizer *s, struct offload_job *j);
+
+/* Hands the lane the reopens queued, as far as the slots allow: after
+ * slots are given back (reopens taken back, probes done). */
+void sym_pump_reopens(struct symbolizer *s);
 
 /* What a perf map must be, as perf requires it and more: a regular file
  * reached through no symlink (procfs_open_in_root), owned by the process's
@@ -256,6 +281,13 @@ bool sym_jit_map_refused(int r);
  * coming back for a module given back meanwhile (its id may name another
  * file now) is told apart. */
 uint64_t sym_module_key(const struct symbolizer *s, const struct module *m);
+
+/* The module a job's key names, or NULL when it was given back since. */
+struct module *sym_module_of_key(struct symbolizer *s, uint64_t key);
+
+/* m's reopen is over (m NULL: it was given back meanwhile): what waited
+ * for its descriptor starts, if it has one now and still needs it. */
+void sym_reopen_resume(struct symbolizer *s, struct module *m);
 
 /* Has the lane open m's DWARF line tables (the binary's, else its debug
  * file's), unless it does already or cannot now. */

@@ -73,8 +73,7 @@ uint64_t sym_module_key(const struct symbolizer *s, const struct module *m)
 	return (uint64_t)(m - s->modules) | (uint64_t)m->serial << 32;
 }
 
-/* The module a job's key names, or NULL when it was given back since. */
-static struct module *module_of_key(struct symbolizer *s, uint64_t key)
+struct module *sym_module_of_key(struct symbolizer *s, uint64_t key)
 {
 	size_t i = (uint32_t)key;
 	struct module *m = i < s->n_modules ? &s->modules[i] : NULL;
@@ -87,7 +86,8 @@ static struct module *module_of_key(struct symbolizer *s, uint64_t key)
  * file merged, as m->debug_source says (the build-id lookup on the lane
  * too, the first time; the slower searches follow in symload_done).  The
  * table m has, if any, serves until the new one is taken back.  Nothing
- * when m has no descriptor now (tried again when a process maps it). */
+ * when m has no descriptor now (tried again when a process maps it), or
+ * not yet: started when the lane has opened it again (resume). */
 static void start_symtab_load(struct symbolizer *s, struct module *m)
 {
 	_cleanup_free_ char *path = NULL;
@@ -98,6 +98,7 @@ static void start_symtab_load(struct symbolizer *s, struct module *m)
 	if (m->symtab_loading)
 		return;
 	fd = sym_module_fd(s, m);
+	m->load_waits_fd = fd == -EAGAIN;
 	if (fd < 0)
 		return;
 	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_FILE && !m->merge_refused)
@@ -131,7 +132,9 @@ void sym_start_line_load(struct symbolizer *s, struct module *m)
 		return;
 	fd = sym_module_fd(s, m);
 	if (fd < 0) {
-		if (fd != -EBADF) /* no descriptor now: another time */
+		/* no descriptor now, or not yet (-EAGAIN: it is being opened
+		 * again, and the frames wait for it): another time */
+		if (fd != -EBADF && fd != -EAGAIN)
 			m->srcline_error = fd;
 		return;
 	}
@@ -167,6 +170,10 @@ static void start_debug_search(struct symbolizer *s, struct module *m)
 	char root[64];
 	int fd = sym_module_fd(s, m);
 
+	if (fd == -EAGAIN) {
+		m->search_waits_fd = true; /* still unsearched: resume starts it */
+		return;
+	}
 	m->debug_source = DEBUG_NONE;
 	if (!path || fd < 0)
 		return;
@@ -197,7 +204,7 @@ static void take_debug_fd(struct symbolizer *s, struct module *m, int dfd)
  * search now. */
 static void symload_done(struct symbolizer *s, struct symload *l)
 {
-	struct module *m = module_of_key(s, l->job.key);
+	struct module *m = sym_module_of_key(s, l->job.key);
 
 	if (l->what == SYMLOAD_UNITS) {
 		s->stats.line_loads_pending--;
@@ -271,7 +278,7 @@ static void symload_done(struct symbolizer *s, struct symload *l)
  * meanwhile takes nothing. */
 static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 {
-	struct module *m = module_of_key(s, q->job.key);
+	struct module *m = sym_module_of_key(s, q->job.key);
 	struct symload *l;
 	int fd;
 
@@ -292,8 +299,10 @@ static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 		start_symtab_load(s, m);
 		return;
 	}
-	/* the image unpacked once: the load takes it */
+	/* the image unpacked once: the load takes it (one waiting for the
+	 * descriptor unpacks it again) */
 	fd = sym_module_fd(s, m);
+	m->load_waits_fd = fd == -EAGAIN;
 	if (fd < 0 || symload_new(sym_module_key(s, m), SYMLOAD_SYMBOLS, fd, -1, &l) < 0)
 		return;
 	l->memory_limit = sym_module_room(s);
@@ -309,7 +318,7 @@ static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
  * names kept).  A module given back meanwhile takes nothing. */
 static void jit_read_done(struct symbolizer *s, struct jitread *j)
 {
-	struct module *m = module_of_key(s, j->job.key);
+	struct module *m = sym_module_of_key(s, j->job.key);
 
 	s->stats.jit_maps_pending--;
 	if (!m || m->kind != MODULE_JIT || !m->perfmap_reading)
@@ -330,6 +339,29 @@ static void jit_read_done(struct symbolizer *s, struct jitread *j)
 	sym_trim_cache(s, m);
 }
 
+/* A line load waits for the next lookup that wants lines, which finds the
+ * descriptor then; the rest is rechecked, as a probe may have given the
+ * module its descriptor (and a load run) meanwhile. */
+void sym_reopen_resume(struct symbolizer *s, struct module *m)
+{
+	bool load, search;
+
+	if (!m)
+		return;
+	load = m->load_waits_fd;
+	search = m->search_waits_fd;
+	m->load_waits_fd = m->search_waits_fd = false;
+	if (m->fd < 0)
+		return; /* named as it can be without */
+	if (search && m->debug_source == DEBUG_UNSEARCHED && m->symtab &&
+	    !elf_symtab_has_symtab(m->symtab))
+		start_debug_search(s, m);
+	/* a first load, or a merge of debug symbols */
+	if (load && (!m->symtab || (!elf_symtab_has_symtab(m->symtab) && !m->merge_refused &&
+				    (m->debug_source == DEBUG_FILE || m->debug_source == DEBUG_MINI))))
+		start_symtab_load(s, m);
+}
+
 void symbolizer_complete(struct symbolizer *s)
 {
 	struct offload_job *j = offload_take_done(s->lane), *next;
@@ -342,11 +374,16 @@ void symbolizer_complete(struct symbolizer *s)
 		} else if (symload_is(j)) {
 			symload_done(s, symload_of(j));
 			symload_free(symload_of(j));
+		} else if (sym_reopen_is(j)) {
+			sym_reopen_resume(s, sym_reopen_done(s, j));
+			j->free(j);
 		} else {
 			debug_search_done(s, debugsearch_of(j));
 			debugsearch_free(debugsearch_of(j));
 		}
 	}
+	/* the slots given back, once the descriptors taken are used */
+	sym_pump_reopens(s);
 }
 
 int symbolizer_fd(const struct symbolizer *s)
@@ -386,20 +423,22 @@ bool symbolizer_frame_pending(struct symbolizer *s, uint64_t frame, bool lines)
 		return false;
 	if (!m->symtab)
 		(void)sym_module_symtab(s, m);
-	if (m->symtab_loading)
+	/* a load, or the open that it waits for */
+	if (m->symtab_loading || m->load_waits_fd)
 		return true;
 	if (!lines)
 		return false;
 	if (m->kind == MODULE_FILE && m->symtab && !m->srcline && !m->srcline_error)
 		sym_start_line_load(s, m);
-	if (m->srcline_loading)
+	if (m->srcline_loading || (m->reopening && m->symtab && !m->srcline && !m->srcline_error))
 		return true;
 	return m->kind == MODULE_FILE && m->symtab && m->srcline && unit_pending(s, m, frame);
 }
 
 size_t symbolizer_loads_pending(const struct symbolizer *s)
 {
-	return s->stats.symtab_loads_pending + s->stats.line_loads_pending;
+	return s->stats.symtab_loads_pending + s->stats.line_loads_pending +
+	       s->stats.fds_reopening;
 }
 
 int symbolizer_settle(struct symbolizer *s, unsigned timeout_ms)
@@ -414,6 +453,11 @@ int symbolizer_settle(struct symbolizer *s, unsigned timeout_ms)
 		if (!symbolizer_loads_pending(s) && !s->stats.debug_searches_pending &&
 		    !s->stats.jit_maps_pending)
 			return 0;
+		/* what is left waits for slots only probes' taking back on
+		 * the loop gives: the lane cannot end it */
+		if (symbolizer_loads_pending(s) == s->reopens_waiting &&
+		    !s->stats.debug_searches_pending && !s->stats.jit_maps_pending)
+			return -ETIMEDOUT;
 		if (now >= end)
 			return -ETIMEDOUT;
 		r = offload_wait_idle(s->lane, (unsigned)((end - now) / 1000000) + 1);

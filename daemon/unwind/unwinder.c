@@ -44,6 +44,9 @@ struct table {
 	size_t n_segs;
 	unsigned refs;
 	bool building;  /* with the builder: no rows yet */
+	/* building, but its file is being opened again on the symbolizer's
+	 * lane: handed to the builder once it is (unwinder_retry_opens) */
+	bool awaiting_fd;
 	int error;      /* <0: could not be built; not retried */
 	uint64_t idle_since; /* when refs fell to 0: the LRU order of idle tables */
 	struct copies_id *copies; /* a table of templated code: what it was built from */
@@ -74,6 +77,7 @@ struct unwinder {
 	uint64_t clock;       /* ticks once per table release */
 	struct builder *builder;
 	struct build_job *done; /* built, not yet taken in: the next turn's */
+	size_t awaiting_fd;     /* tables whose file is being opened again */
 	struct unwinder_stats stats;
 };
 
@@ -194,9 +198,21 @@ static int place_rows(struct unwinder *u, const struct perfd_unwind_row *rows, u
 	return 0;
 }
 
+/* Hands the table of key, building, to the builder with a duplicate of
+ * the module's descriptor fd (the builder's from then on, closed by it
+ * whatever happens).  Returns 0 or -errno (nothing submitted). */
+static int table_submit(struct unwinder *u, uint64_t key, int fd)
+{
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return negative_errno();
+	return builder_submit(u->builder, key, fd);
+}
+
 /* The table of a module: the one there is (built, failed or being
- * built), or a new one handed to the builder.  NULL when none can be
- * started now (no descriptor of the file yet, no memory: counted as
+ * built), or a new one handed to the builder, or to wait for its file to
+ * be opened again (symbolizer_module_fd's -EAGAIN).  NULL when none can
+ * be started now (no descriptor of the file, no memory: counted as
  * refused; the next process that maps the binary tries again). */
 static struct table *table_get(struct unwinder *u, uint64_t key)
 {
@@ -217,18 +233,17 @@ static struct table *table_get(struct unwinder *u, uint64_t key)
 		return NULL;
 	}
 	fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)key);
-	if (fd >= 0)
-		fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	t = fd >= 0 ? calloc(1, sizeof(*t)) : NULL;
+	t = fd >= 0 || fd == -EAGAIN ? calloc(1, sizeof(*t)) : NULL;
 	slot = t ? u64map_upsert(&u->tables, key, NULL) : NULL;
 	if (!slot) {
-		if (fd >= 0)
-			close(fd);
 		free(t);
 		u->stats.tables_refused++;
 		return NULL;
 	}
-	if (builder_submit(u->builder, key, fd) < 0) {
+	if (fd == -EAGAIN) {
+		t->awaiting_fd = true;
+		u->awaiting_fd++;
+	} else if (table_submit(u, key, fd) < 0) {
 		u64map_remove(&u->tables, key);
 		free(t);
 		u->stats.tables_refused++;
@@ -709,6 +724,42 @@ void unwinder_complete(struct unwinder *u)
 		build_job_free(j);
 	}
 	redescribe_stale(u);
+}
+
+void unwinder_retry_opens(struct unwinder *u)
+{
+	_cleanup_free_ uint64_t *keys = NULL;
+	size_t n = 0;
+
+	if (!u->awaiting_fd)
+		return;
+	/* the keys first: a table refused leaves the map being walked */
+	keys = malloc(u->awaiting_fd * sizeof(*keys));
+	if (!keys)
+		return; /* the next call */
+	U64MAP_FOREACH(slot, &u->tables) {
+		if (((struct table *)(uintptr_t)slot->value)->awaiting_fd && n < u->awaiting_fd)
+			keys[n++] = slot->key;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *slot = u64map_get(&u->tables, keys[i]);
+		struct table *t = slot ? (struct table *)(uintptr_t)*slot : NULL;
+		int fd;
+
+		if (!t || !t->awaiting_fd)
+			continue;
+		fd = symbolizer_module_fd(u->opts.symbolizer, (uint16_t)keys[i]);
+		if (fd == -EAGAIN)
+			continue;
+		t->awaiting_fd = false;
+		u->awaiting_fd--;
+		if (fd < 0 || table_submit(u, keys[i], fd) < 0) {
+			/* no descriptor after all: frame pointers, as when
+			 * there was none to begin with */
+			u->stats.tables_building--;
+			table_refused(u, keys[i], t);
+		}
+	}
 }
 
 int unwinder_fd(const struct unwinder *u)

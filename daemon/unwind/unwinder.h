@@ -118,6 +118,12 @@ int unwinder_fd(const struct unwinder *u);
  * loop_upload_max_rows rows); the rest wait, and unwinder_fd is readable
  * again for them. */
 void unwinder_complete(struct unwinder *u);
+/* Hands the builder the tables that waited for their file to be opened
+ * again (symbolizer_module_fd's -EAGAIN), now that it is: call it after
+ * symbolizer_complete (and now and then: another caller of it may have
+ * taken the file back).  One whose file could not be opened is refused.
+ * Nothing to do when no table waits. */
+void unwinder_retry_opens(struct unwinder *u);
 
 /* Adds to used the modules whose tables a process uses or the builder
  * builds. */

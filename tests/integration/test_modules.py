@@ -27,9 +27,12 @@ local user (`nobody`) against a daemon of its own:
   stat() or read of the file blocks.  `status` from root answers within
   STATUS_BUDGET throughout (the file is identified off the loop, the
   samples in it wait at most a second for that), and once the server
-  answers again the code is named from the file's own symbols.
+  answers again the code is named from the file's own symbols; and the
+  same when the file is opened again (the LRU closed its descriptor) to
+  be named while the server hangs: a symbol lane asks, not the loop.
 """
 
+import contextlib
 import os
 import select
 import shutil
@@ -235,11 +238,10 @@ NAMED_WITHIN = 15.0
 # of it into memory and its page tables (running its code later asks nothing
 # of the server), says "ready", waits for SIGUSR1 and runs tiny_burn until
 # killed.
-FUSE_WORKLOAD = r"""
-import ctypes, os, signal, sys, time
-path = sys.argv[1]
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
-time.sleep(0.5)
+# Maps the file at path, brings every page of it into memory and its page
+# tables (running its code later asks nothing of the server): burn is its
+# tiny_burn.
+MAP_FUSE_FILE = r"""
 lib = ctypes.CDLL(path)
 size = os.path.getsize(path)
 for line in open("/proc/self/maps"):
@@ -251,6 +253,14 @@ for line in open("/proc/self/maps"):
                 ctypes.string_at(lo + off, 1)
 burn = lib.tiny_burn
 burn.argtypes = [ctypes.c_ulong]
+"""
+
+FUSE_WORKLOAD = r"""
+import ctypes, os, signal, sys, time
+path = sys.argv[1]
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+time.sleep(0.5)
+""" + MAP_FUSE_FILE + r"""
 print("ready", flush=True)
 signal.sigwait({signal.SIGUSR1})
 while True:
@@ -313,6 +323,72 @@ def threads_of(pid):
             for t in os.listdir(f"/proc/{pid}/task")}
 
 
+@contextlib.contextmanager
+def hung_server(hangfs, daemon):
+    """Runs a test's body against daemon and hangfs: the body calls the
+    yielded hang() to hang the server, which a timer releases HANG_SECONDS
+    later whatever the body is doing then (a daemon whose loop waits for
+    the server, and eu-stack, which status_within_deadline runs to say
+    where, waiting for that daemon to stop, hold the test no longer);
+    hang() returns when it hung and the timer.  The workloads the body
+    appends to the yielded list are killed at the end; the daemon is
+    stopped cleanly, or killed when the body failed."""
+    workloads, timers = [], []
+
+    def hang():
+        timers.append(threading.Timer(HANG_SECONDS, hangfs.release))
+        hangfs.hang()
+        timers[-1].start()
+        return time.monotonic(), timers[-1]
+    try:
+        yield hang, workloads
+    except BaseException:
+        hangfs.release()
+        daemon.kill()
+        raise
+    finally:
+        for timer in timers:
+            timer.cancel()
+        hangfs.release()
+        for w in workloads:
+            w.kill()
+    daemon.stop()
+
+
+def statuses_while_hung(daemon, hung_at):
+    """Root's status asked every 50 ms until the hang ends: the seconds
+    each answer took."""
+    took = []
+    while time.monotonic() < hung_at + HANG_SECONDS - 0.1:
+        took.append(status_within_deadline(daemon)[0])
+        time.sleep(0.05)
+    return took
+
+
+def wait_named(daemon, w, hung_at, *args):
+    """Snapshots of w (snapshot --pid PID ARGS) until nine in ten of ten
+    samples or more are in tiny_burn, which must be within NAMED_WITHIN of
+    the server's answering again."""
+    deadline = time.monotonic() + NAMED_WITHIN
+    seen = {}
+    while True:
+        assert w.proc.poll() is None, f"the workload ended: {w.proc.communicate()[1]!r}"
+        rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), *args)
+        assert rc == 0, err
+        stacks = perfdtest.parse_folded(out)
+        for s, c in stacks.items():
+            seen[s] = seen.get(s, 0) + c
+        named = perfdtest.count_where(stacks, perfdtest.contains("tiny_burn"))
+        if perfdtest.total(stacks) >= 10 and named >= 0.9 * perfdtest.total(stacks):
+            break
+        assert time.monotonic() < deadline, \
+            f"tiny_burn was not named {NAMED_WITHIN:.0f} s after the server answered " \
+            f"again:\n{perfdtest.show(seen)}"
+        time.sleep(0.3)
+    print(f"named {time.monotonic() - hung_at - HANG_SECONDS:.1f} s after the server "
+          f"answered again")
+
+
 def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
     """The workload maps a shared object from hangfs, the server hangs, and
     only then does the workload run code in it: perfd meets the mapping
@@ -322,26 +398,18 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
     nothing); once the server answers again the code is named tiny_burn,
     and the history from SIGUSR1 on holds a sample for every period the
     workload ran (those that waited for the probe went in when perfd gave
-    up on it) and none in another module's code.  A timer ends the hang HANG_SECONDS after it began whatever the test is
-    doing then: a daemon whose loop waits for the server (and eu-stack,
-    which status_within_deadline runs to say where, waiting for that
-    daemon to stop) holds the test no longer."""
+    up on it) and none in another module's code."""
     daemon = perfdtest.start_perfd()
-    w = timer = None
-    try:
+    with hung_server(hangfs, daemon) as (hang, workloads):
         w = perfdtest.Workload("python3", command=[DEBIAN_PYTHON, "-c", FUSE_WORKLOAD,
                                                    hangfs.path])
+        workloads.append(w)
         w.expect_line("ready")
         took = [status_within_deadline(daemon)[0]]
-        timer = threading.Timer(HANG_SECONDS, hangfs.release)
-        hangfs.hang()
-        timer.start()
+        hung_at, timer = hang()
         ticks_at_go, go_at = perfdtest.cpu_ticks(w.pid), time.time()
         w.proc.send_signal(signal.SIGUSR1)
-        hung_at = time.monotonic()
-        while time.monotonic() < hung_at + HANG_SECONDS - 0.1:
-            took.append(status_within_deadline(daemon)[0])
-            time.sleep(0.05)
+        took += statuses_while_hung(daemon, hung_at)
         probes = status_within_deadline(daemon)[1]["processes"]["maps"]
         perfd_threads = threads_of(daemon.pid)
         askers = hangfs.askers()
@@ -358,23 +426,7 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
         assert probes["file_probes_late"] >= 1, probes
 
         # named from its own file once the server answers
-        deadline = time.monotonic() + NAMED_WITHIN
-        seen = {}
-        while True:
-            assert w.proc.poll() is None, f"the workload ended: {w.proc.communicate()[1]!r}"
-            rc, out, err = daemon.perfctl("snapshot", "--pid", str(w.pid), "--duration", "0.5")
-            assert rc == 0, err
-            stacks = perfdtest.parse_folded(out)
-            for s, c in stacks.items():
-                seen[s] = seen.get(s, 0) + c
-            named = perfdtest.count_where(stacks, perfdtest.contains("tiny_burn"))
-            if perfdtest.total(stacks) >= 10 and named >= 0.9 * perfdtest.total(stacks):
-                break
-            assert time.monotonic() < deadline, \
-                f"tiny_burn was not named {NAMED_WITHIN:.0f} s after the server answered " \
-                f"again:\n{perfdtest.show(seen)}"
-        print(f"named {time.monotonic() - hung_at - HANG_SECONDS:.1f} s after the server "
-              f"answered again")
+        wait_named(daemon, w, hung_at, "--duration", "0.5")
 
         # from SIGUSR1 on: a sample for every period it ran (those that
         # waited for the probe went in when perfd gave up on it), each in
@@ -400,14 +452,100 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
             f"{perfdtest.show(stacks)}"
         assert named + unnamed >= 0.9 * n, perfdtest.show(stacks)
         assert daemon.alive(), daemon.stderr()[-4000:]
-    except BaseException:
-        hangfs.release()
-        daemon.kill()
-        raise
-    finally:
-        if timer:
-            timer.cancel()
-        hangfs.release()
-        if w:
-            w.kill()
-    daemon.stop()
+
+
+# The LRU closed the descriptor of the file on the hung server; naming its
+# code opens it again.  --max-module-fds' least, and more copies of
+# libtiny.so than that, each a module of its own.
+REOPEN_MAX_FDS = 16
+REOPEN_COPIES = 24
+
+# Maps the file on the server and runs its code a little (perfd meets it
+# and keeps a descriptor), then maps REOPEN_COPIES copies from elsewhere
+# and runs each (their descriptors push the first out), says "ready",
+# waits for SIGUSR1 and runs the first file's tiny_burn until killed.
+REOPEN_WORKLOAD = r"""
+import ctypes, os, signal, sys, time
+path, copies = sys.argv[1], sys.argv[2:]
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+""" + MAP_FUSE_FILE + r"""
+end = time.monotonic() + 0.5
+while time.monotonic() < end:
+    burn(1000000)
+time.sleep(0.5)
+for c in copies:
+    other = ctypes.CDLL(c)
+    other.tiny_burn.argtypes = [ctypes.c_ulong]
+    end = time.monotonic() + 0.05
+    while time.monotonic() < end:
+        other.tiny_burn(100000)
+print("ready", flush=True)
+signal.sigwait({signal.SIGUSR1})
+while True:
+    burn(10000000)
+"""
+
+
+def holds_file(pid, path):
+    """Whether process pid has a descriptor of path open."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def test_a_file_opened_again_on_a_hung_server_does_not_stop_the_loop(hangfs, tmp_path):
+    """The LRU closed the descriptor of a shared object on hangfs (more
+    files mapped since than --max-module-fds), its symbols were never
+    loaded, and the server hangs: naming its code needs the file opened
+    again.  That open is a symbol lane's (perfd-sym-N asks the server),
+    root's status answers within STATUS_BUDGET all along, and once the
+    server answers the code is named tiny_burn.  On the loop, that open
+    held status for as long as the server hung (4487 ms)."""
+    copies = []
+    (tmp_path / "copies").mkdir()
+    for i in range(REOPEN_COPIES):
+        copies.append(str(tmp_path / "copies" / f"libtiny-{i}.so"))
+        shutil.copy(perfdtest.workload_binary("libtiny.so"), copies[-1])
+    daemon = perfdtest.start_perfd(extra_args=["--no-state", "--max-module-fds",
+                                               str(REOPEN_MAX_FDS)])
+    with hung_server(hangfs, daemon) as (hang, workloads):
+        w = perfdtest.Workload("python3", command=[DEBIAN_PYTHON, "-c", REOPEN_WORKLOAD,
+                                                   hangfs.path, *copies])
+        workloads.append(w)
+        w.expect_line("ready", timeout=30)
+        deadline = time.monotonic() + 15
+        while holds_file(daemon.pid, hangfs.path) or \
+                status_within_deadline(daemon)[1]["symbols"]["module_fds_evicted"] == 0:
+            assert time.monotonic() < deadline, \
+                f"perfd still holds {hangfs.path} after {REOPEN_COPIES} more files"
+            time.sleep(0.2)
+        took = [status_within_deadline(daemon)[0]]
+        hung_at, timer = hang()
+        w.proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)  # samples of its code
+        names = {}
+        query = threading.Thread(target=lambda: names.update(
+            result=daemon.perfctl("snapshot", "--pid", str(w.pid), "--since", "2s",
+                                  timeout=60)))
+        query.start()
+        took += statuses_while_hung(daemon, hung_at)
+        syms = status_within_deadline(daemon)[1]["symbols"]
+        perfd_threads = threads_of(daemon.pid)
+        askers = {t: perfd_threads[t] for t in hangfs.askers() if t in perfd_threads}
+        timer.join()
+        query.join(60)
+        print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
+              f"threads that asked it: {askers} (its loop's: {daemon.pid}); "
+              f"reopened {syms['module_fds_reopened']}, reopening {syms.get('module_fds_reopening')}")
+        assert daemon.alive(), daemon.stderr()[-4000:]
+        perfdtest.assert_status_budget(took)
+        assert any(name.startswith("perfd-sym-") for name in askers.values()), \
+            f"no symbol lane asked the hung server to open the file again: the test " \
+            f"proved nothing (perfd's threads that asked: {askers})"
+        assert names["result"][0] == 0, names["result"][2]
+        wait_named(daemon, w, hung_at, "--since", "1s")
+        assert daemon.alive(), daemon.stderr()[-4000:]

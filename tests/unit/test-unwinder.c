@@ -100,10 +100,14 @@ static int map_create(enum bpf_map_type type, const char *name, size_t value_siz
  * 0 (every upload through the builder) unless a test says otherwise. */
 static uint32_t loop_upload_max_rows;
 
+/* The symbolizer's bound on descriptors: 0 (its default) unless a test
+ * says otherwise. */
+static size_t sym_max_fds;
+
 /* The maps, the symbolizer and the unwinder, with no module registered. */
 static void env_open_bare(struct env *e, uint32_t rows, uint32_t mappings, uint32_t processes)
 {
-	struct symbolizer_opts so = { 0 };
+	struct symbolizer_opts so = { .max_fds = sym_max_fds };
 	struct unwinder_opts uo;
 
 	*e = (struct env){ .rows = rows, .mappings = mappings };
@@ -514,6 +518,64 @@ Test(unwinder, builds_run_on_the_builder_and_frame_pointers_serve_meanwhile)
 	m = bpf_mapping(&e, proc.mappings_first);
 	cr_assert_eq(m.rows_count, t->n_rows);
 	cr_assert_leq((uint64_t)m.rows_first + m.rows_count, BIG_ROWS);
+	unwind_table_free(t);
+	env_close(&e);
+	check_no_leaks();
+}
+
+/* A module whose descriptor the symbolizer's LRU closed: its file is
+ * opened again on the symbolizer's lane (a file system may not answer),
+ * the table waits for it as for a build (the mapping pending for BPF),
+ * and unwinder_retry_opens hands it to the builder once it is open. */
+Test(unwinder, a_table_waits_for_its_file_to_be_opened_again)
+{
+	struct perfd_unwind_process proc;
+	struct perfd_unwind_mapping m;
+	struct unwind_table *t = NULL;
+	struct symbolizer_stats ss;
+	struct unwinder_stats st;
+	struct procmaps view;
+	struct env e;
+	size_t libc;
+	int fd;
+
+	sym_max_fds = 1; /* the last module registered keeps the one descriptor */
+	env_open(&e, BIG_ROWS, 256, 16);
+	sym_max_fds = 0;
+	libc = find_map(&e, "libc.so");
+	view = one_map(&e, libc);
+	fd = open(e.maps->maps[libc].path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(unwind_table_build(fd, NULL, &t), 0);
+	close(fd);
+	symbolizer_get_stats(e.sym, &ss);
+	cr_assert_leq(ss.fds_open, 1);
+
+	cr_assert_eq(update_pending(&e, PID_A, START_A, &view, &e.ids[libc]), 0);
+	symbolizer_get_stats(e.sym, &ss);
+	cr_assert_eq(ss.fds_reopening, 1, "libc's file was not handed to the lane to open");
+	st = stats(&e);
+	cr_assert_eq(st.tables_building, 1);
+	cr_assert_eq(st.tables_refused, 0);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	m = bpf_mapping(&e, proc.mappings_first);
+	cr_assert_eq(m.rows_first, PERFD_UNWIND_ROWS_PENDING);
+
+	unwinder_retry_opens(e.u); /* not open yet, or not taken back: waits */
+	cr_assert_eq(symbolizer_settle(e.sym, 30000), 0);
+	symbolizer_get_stats(e.sym, &ss);
+	cr_assert_eq(ss.fds_reopening, 0);
+	cr_assert_eq(ss.fds_reopened, 1);
+	unwinder_retry_opens(e.u);
+	settle(&e);
+	st = stats(&e);
+	cr_assert_eq(st.tables_building, 0);
+	cr_assert_eq(st.tables_built, 1);
+	cr_assert_eq(st.tables_refused, 0);
+	cr_assert(bpf_process(&e, PID_A, &proc));
+	m = bpf_mapping(&e, proc.mappings_first);
+	cr_assert_eq(m.rows_count, t->n_rows);
+	check_rows(&e, &m, t, 1);
 	unwind_table_free(t);
 	env_close(&e);
 	check_no_leaks();

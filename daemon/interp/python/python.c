@@ -337,9 +337,12 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 	return 0;
 }
 
-/* Reads the thread-data layout from the libc p maps. */
+/* Reads the thread-data layout from the libc p maps.  -EAGAIN when one
+ * that could tell is being opened again (symbolizer_module_fd) and none
+ * told. */
 static int find_tsd(struct python *py, const struct process *p, struct pthread_tsd *ret)
 {
+	bool again = false;
 	int r = -ENOENT;
 
 	for (size_t i = 0; i < p->maps->n; i++) {
@@ -349,6 +352,7 @@ static int find_tsd(struct python *py, const struct process *p, struct pthread_t
 			continue;
 		fd = symbolizer_module_fd(py->symbolizer, p->map_modules[i]);
 		if (fd < 0) {
+			again = again || fd == -EAGAIN;
 			r = fd;
 			continue;
 		}
@@ -356,7 +360,7 @@ static int find_tsd(struct python *py, const struct process *p, struct pthread_t
 		if (r == 0)
 			return 0;
 	}
-	return r;
+	return again ? -EAGAIN : r;
 }
 
 static bool has_python_named(const struct procmaps *maps)
@@ -560,6 +564,13 @@ static void start_walking(struct python *py, struct pyprocess *pp, struct proces
 
 	if (r == 0) {
 		r = find_tsd(py, p, &tsd);
+		if (r == -EAGAIN) {
+			/* its libc is being opened again off the loop: looked
+			 * at again on a revisit, as for an interpreter */
+			pp->status = -EAGAIN;
+			wait_for_interpreter(pp, p);
+			return;
+		}
 		if (r == 0)
 			r = describe(pp->rt, &tsd, &desc);
 		if (r == 0 && py->map_fd < 0)
