@@ -246,6 +246,11 @@ $(BUILD)/workloads/pylinked: tests/workloads/pylinked.c tests/workloads/workload
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -o $@ $< -l:libpython3.11.so.1.0
 
+# The same library, its interpreter started late (test_record.py).
+$(BUILD)/workloads/pylate: tests/workloads/pylate.c tests/workloads/workload.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -o $@ $< -l:libpython3.11.so.1.0
+
 # A native recursion deeper than the unwinder's limit, called from Python
 # through ctypes (tests/workloads/python/deep_native.py).
 $(BUILD)/workloads/libdeeprec.so: tests/workloads/lib/deeprec.c tests/workloads/workload.h

@@ -63,13 +63,10 @@ int daemon_ingest(void *ctx, void *data, size_t size)
 
 static int on_revisit_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
-/* Runs the revisits due now and sets the timer for the next one
- * (aggregator_revisit): a process's look again must not wait for records
- * to arrive, which at rest is up to a drain interval. */
-static void revisit(struct daemon *d)
+/* Sets the revisit timer for next (0: none), or leaves it off when next
+ * is later than REVISIT_TIMER_MAX_NS from now. */
+static void set_revisit_timer(struct daemon *d, uint64_t now, uint64_t next)
 {
-	uint64_t now = now_monotonic_ns();
-	uint64_t next = aggregator_revisit(d->aggregator, now);
 	int r;
 
 	if (!next || next > now + REVISIT_TIMER_MAX_NS) {
@@ -87,6 +84,28 @@ static void revisit(struct daemon *d)
 		r = sd_event_source_set_enabled(d->revisit_timer, SD_EVENT_ONESHOT);
 	if (r < 0)
 		log_warning_errno(r, "Failed to set the revisit timer, revisiting at the next drain: %m");
+}
+
+/* Runs the revisits due now and sets the timer for the next one
+ * (aggregator_revisit): a process's look again must not wait for records
+ * to arrive, which at rest is up to a drain interval. */
+static void revisit(struct daemon *d)
+{
+	uint64_t now = now_monotonic_ns();
+
+	set_revisit_timer(d, now, aggregator_revisit(d->aggregator, now));
+}
+
+void daemon_revisit_by(struct daemon *d, uint64_t at_ns)
+{
+	uint64_t usec;
+	int enabled;
+
+	if (d->revisit_timer && sd_event_source_get_enabled(d->revisit_timer, &enabled) >= 0 &&
+	    enabled != SD_EVENT_OFF && sd_event_source_get_time(d->revisit_timer, &usec) >= 0 &&
+	    usec <= at_ns / 1000 + 1)
+		return; /* set for sooner */
+	set_revisit_timer(d, now_monotonic_ns(), at_ns);
 }
 
 static int on_revisit_timer(sd_event_source *s, uint64_t usec, void *userdata)

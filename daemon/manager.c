@@ -206,6 +206,10 @@ static void on_maps_changed(void *userdata, struct process *p)
 	if (!p->maps)
 		return;
 	python_maps_changed(m->d.python, p);
+	/* the hook runs when the maps read or the probes come back from
+	 * their lane, not in a delivery, which would set the timer */
+	if (p->revisit_ns)
+		daemon_revisit_by(&m->d, p->revisit_ns);
 	if (!m->d.unwinder)
 		return;
 	if (python_trampolines(m->d.python, p, &t))
