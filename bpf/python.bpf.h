@@ -26,12 +26,12 @@
  * small two-way cache keyed by process, code address and the frame's
  * function object (its globals before 3.11), and takes a tag from there
  * when that entry was read less than python_tag_ttl_ns ago.  Its set is
- * a Fibonacci hash of the whole address: code objects a few pages apart
- * differ in the low bits the same way in every run, and a direct-mapped
- * slot taken from those bits had two of deep.py's 4 hot code objects
- * (CPython 3.12) evict each other in 35 runs of 100, a tag read per
- * frame per sample; two ways of 128 sets have 3 of 4 in a set about once
- * in 4000 runs.
+ * a Fibonacci hash of the whole address: the low 12 bits of a code
+ * object's address are the same in every run, and a direct-mapped slot
+ * taken from bits 4-19 put two of deep.py's 4 hot code objects (CPython
+ * 3.12, its source run by exec) in one in 35 runs of 100; two evicting
+ * each other cost a tag read per frame per sample (CI saw it once).
+ * Two ways of 128 sets have 3 of 4 in a set about once in 4000 runs.
  * From 3.11, a code object freed and another allocated at its address is
  * usually run by another function object, which the key tells apart.
  * When it is not (a hot-reloader assigns the new code to the same
