@@ -31,7 +31,10 @@
  * taken from bits 4-19 put two of deep.py's 4 hot code objects (CPython
  * 3.12, its source run by exec) in one in 35 runs of 100; two evicting
  * each other cost a tag read per frame per sample (CI saw it once).
- * Two ways of 128 sets have 3 of 4 in a set about once in 4000 runs.
+ * Two ways of 128 sets need 3 of them in a set: none in those 100.  (The
+ * objects' distances from each other are much the same in every run, so
+ * that is a property of a program's layout: about one layout in 1400 can
+ * put 3 of 4 in a set, and then does in about a third of its runs.)
  * From 3.11, a code object freed and another allocated at its address is
  * usually run by another function object, which the key tells apart.
  * When it is not (a hot-reloader assigns the new code to the same

@@ -125,10 +125,10 @@ void daemon_drain_at_exit(struct daemon *d);
  * then runs the revisits due (aggregator_revisit) and sets their timer.
  * ctx: the daemon (d->ingest's deliver). */
 void daemon_deliver(void *ctx);
-/* Has the revisits run by at_ns (a process's revisit_ns, set outside a
- * delivery: by a hook run when a lane's job came back), unless the timer
- * is set for sooner.  A revisit left to the next delivery would wait up
- * to a drain interval: a short process would end before it. */
+/* Has the revisits run by at_ns (a process's revisit_ns, set by a hook,
+ * in a delivery or not: when a lane's job came back), unless the timer is
+ * set for sooner.  A revisit left to the next delivery would wait up to a
+ * drain interval: a short process would end before it. */
 void daemon_revisit_by(struct daemon *d, uint64_t at_ns);
 /* Moves what the ring buffer holds into the queue and ingests one slice:
  * for an answer that must not wait (status), whose counters then count

@@ -206,8 +206,9 @@ static void on_maps_changed(void *userdata, struct process *p)
 	if (!p->maps)
 		return;
 	python_maps_changed(m->d.python, p);
-	/* the hook runs when the maps read or the probes come back from
-	 * their lane, not in a delivery, which would set the timer */
+	/* the hook runs in a delivery, which sets the timer after it, but
+	 * also when the maps read or the probes come back from their lane
+	 * and at maintenance: the timer is set here for those */
 	if (p->revisit_ns)
 		daemon_revisit_by(&m->d, p->revisit_ns);
 	if (!m->d.unwinder)
