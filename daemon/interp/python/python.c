@@ -338,8 +338,9 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 }
 
 /* Reads the thread-data layout from the libc p maps.  -EAGAIN when one
- * that could tell is being opened again (symbolizer_module_fd) and none
- * told. */
+ * that could tell is being opened again (symbolizer_module_fd), or is
+ * still without a module while p's are being found (a probe out or given
+ * up on: p->maps_partial), and none told. */
 static int find_tsd(struct python *py, const struct process *p, struct pthread_tsd *ret)
 {
 	bool again = false;
@@ -348,8 +349,12 @@ static int find_tsd(struct python *py, const struct process *p, struct pthread_t
 	for (size_t i = 0; i < p->maps->n; i++) {
 		int fd;
 
-		if (!libc_named(p->maps->maps[i].path) || p->map_modules[i] == 0)
+		if (!libc_named(p->maps->maps[i].path))
 			continue;
+		if (p->map_modules[i] == 0) {
+			again = again || p->maps_partial;
+			continue;
+		}
 		fd = symbolizer_module_fd(py->symbolizer, p->map_modules[i]);
 		if (fd < 0) {
 			again = again || fd == -EAGAIN;
@@ -565,8 +570,9 @@ static void start_walking(struct python *py, struct pyprocess *pp, struct proces
 	if (r == 0) {
 		r = find_tsd(py, p, &tsd);
 		if (r == -EAGAIN) {
-			/* its libc is being opened again off the loop: looked
-			 * at again on a revisit, as for an interpreter */
+			/* its libc is being opened again off the loop, or not
+			 * yet identified: looked at again on a revisit, as for
+			 * an interpreter */
 			pp->status = -EAGAIN;
 			wait_for_interpreter(pp, p);
 			return;
