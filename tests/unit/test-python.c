@@ -888,20 +888,28 @@ Test(python, line_table_budget)
 	fixture_free(&fx);
 }
 
-/* Without a BPF map (a kernel that cannot walk Python, or Python frames
- * turned off) a supported runtime is still recognized, and said to show
- * no Python frames. */
-static void check_no_map(int reason)
+/* Starts pyenv's CPython 3.12.1 (Debian's 3.11 without it) on the
+ * script, as current. */
+static void start_a_supported_python(void)
 {
 	const char *exe = PYENV_VERSIONS "/3.12.1/bin/python";
 	char script[PATH_MAX];
-	struct fixture fx;
-	struct python_stats st;
 
 	if (access(exe, X_OK) != 0)
 		exe = "/usr/bin/python3.11";
 	require_installed(exe);
 	start_python(exe, script, sizeof(script), &current);
+}
+
+/* Without a BPF map (a kernel that cannot walk Python, or Python frames
+ * turned off) a supported runtime is still recognized, and said to show
+ * no Python frames. */
+static void check_no_map(int reason)
+{
+	struct fixture fx;
+	struct python_stats st;
+
+	start_a_supported_python();
 	fixture_new(&fx, reason);
 	make_process(&fx, current.pid);
 	python_maps_changed(fx.py, &fx.p);
@@ -919,24 +927,16 @@ static void check_no_map(int reason)
  * CI had 450 of 2995 samples of a named runtime without them). */
 Test(python, libc_not_yet_identified_is_looked_at_again)
 {
-	const char *exe = PYENV_VERSIONS "/3.12.1/bin/python";
 	struct perfd_python_process desc;
-	char script[PATH_MAX];
 	struct fixture fx;
-	size_t cleared = 0;
 
-	if (access(exe, X_OK) != 0)
-		exe = "/usr/bin/python3.11";
-	require_installed(exe);
-	start_python(exe, script, sizeof(script), &current);
+	start_a_supported_python();
 	fixture_new(&fx, 0);
 	make_process(&fx, current.pid);
-	cr_assert_neq(fx.libc_module, 0, "no libc in the maps of %s", exe);
+	cr_assert_neq(fx.libc_module, 0, "no libc in the interpreter's maps");
 	for (size_t i = 0; i < fx.p.maps->n; i++)
-		if (fx.p.map_modules[i] == fx.libc_module) {
+		if (fx.p.map_modules[i] == fx.libc_module)
 			fx.p.map_modules[i] = FRAME_MODULE_NONE;
-			cleared++;
-		}
 	fx.p.maps_partial = true;
 	python_maps_changed(fx.py, &fx.p);
 	cr_assert_str_eq(fx.p.runtime, "", "named \"%s\" before its libc was identified",
@@ -949,7 +949,6 @@ Test(python, libc_not_yet_identified_is_looked_at_again)
 	python_revisit(fx.py, &fx.p);
 	expect_runtime(&fx, &current, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
-	cr_assert_gt(cleared, 0);
 	fixture_free(&fx);
 }
 
