@@ -30,10 +30,10 @@
 
 /* Candidates are files a process's owner may choose: one bigger than
  * these is refused unread.  A build-id candidate is read for its headers
- * and notes, on the daemon's loop; a debuglink candidate is read whole for
- * its CRC (~50 ms at the cap, from the page cache; seconds from a slow
- * disk), which is why that search runs on a lane of its own
- * (debugsearch.h), never on the loop. */
+ * and notes; a debuglink candidate is read whole for its CRC (~50 ms at
+ * the cap, from the page cache; seconds from a slow disk).  Both run on
+ * the symbolizer's lanes (symload.h, debugsearch.h), never on the loop:
+ * even an open is a file system's to answer. */
 #define DEBUGINFO_MAX_BYTES ((uint64_t)1 << 30)
 #define DEBUGINFO_CRC_MAX_BYTES ((uint64_t)64 << 20)
 

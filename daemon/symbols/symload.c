@@ -104,6 +104,17 @@ int symload_set_search(struct symload *l, const char *path, const char *root,
 	return 0;
 }
 
+/* The by_build_id lookup: found_debug_fd, or -errno. */
+static int look_up(struct symload *l)
+{
+	int fd = debuginfo_find(l->fd, l->path, l->root, l->debug_dir, DEBUGINFO_BY_BUILD_ID,
+				NULL, &l->refused);
+
+	l->looked_up = true;
+	l->found_debug_fd = fd >= 0 ? fd : -1;
+	return fd;
+}
+
 /* A stripped binary's table gets the symbols of its debug file (given, or
  * found by build-id) or of its MiniDebugInfo. */
 static void merge_debug(struct symload *l)
@@ -115,12 +126,8 @@ static void merge_debug(struct symload *l)
 	if (l->debug_fd < 0 && !l->by_build_id && !l->image && !l->mini)
 		return; /* nothing asked: merge_error stays 1 */
 	if (l->debug_fd < 0 && l->by_build_id) {
-		l->found_debug_fd = debuginfo_find(l->fd, l->path, l->root, l->debug_dir,
-						   DEBUGINFO_BY_BUILD_ID, NULL, &l->refused);
-		if (l->found_debug_fd >= 0)
+		if (look_up(l) >= 0)
 			r = elf_symtab_add_from_fd(l->symtab, l->found_debug_fd);
-		else
-			l->found_debug_fd = -1;
 	} else if (l->debug_fd >= 0) {
 		r = elf_symtab_add_from_fd(l->symtab, l->debug_fd);
 	} else if (l->image) {
@@ -144,7 +151,9 @@ void symload_run(struct symload *l)
 	}
 	if (l->what == SYMLOAD_LINES) {
 		l->error = srcline_open(l->fd, &l->srcline);
-		if (l->error == -ENODATA && l->debug_fd >= 0)
+		if (l->error == -ENODATA && l->debug_fd < 0 && l->by_build_id && look_up(l) >= 0)
+			l->error = srcline_open(l->found_debug_fd, &l->srcline);
+		else if (l->error == -ENODATA && l->debug_fd >= 0)
 			l->error = srcline_open(l->debug_fd, &l->srcline);
 		/* the loop's lookups then only search (past the cap, a
 		 * unit is indexed by a SYMLOAD_UNITS job when asked for) */

@@ -49,8 +49,9 @@ struct symload {
 	bool mini;       /* SYMBOLS, no .symtab: merge the MiniDebugInfo */
 	void *image;     /* ... already unpacked (malloc'd, the job's), or NULL */
 	size_t image_size;
-	/* SYMBOLS, no .symtab and no debug_fd: look a debug file up by
-	 * build-id (debuginfo.h) under root, as the process saw path */
+	/* no debug_fd: look a debug file up by build-id (debuginfo.h) under
+	 * root, as the process saw path, if it is needed (SYMBOLS: no
+	 * .symtab; LINES: no line tables in the binary) */
 	bool by_build_id;
 	char *path, *root, *debug_dir;
 	/* SYMBOLS: a table past it is refused (-EFBIG), and so is a merge
@@ -64,7 +65,10 @@ struct symload {
 	bool owns_srcline;         /* UNITS: set by the loop, read by its free */
 	size_t units_refused;      /* LINES, UNITS: units this job refused (their
 				    * time, program length or memory) */
-	int found_debug_fd;        /* SYMBOLS: the debug file found by build-id, or -1 */
+	/* by_build_id: whether the lookup ran (SYMBOLS: the binary has no
+	 * .symtab; LINES: no line tables), and the debug file found, or -1 */
+	bool looked_up;
+	int found_debug_fd;
 	/* SYMBOLS, no .symtab: the debug symbols' merge: 0, 1 when none was
 	 * asked for, -ENOENT when none was found, -errno */
 	int merge_error;

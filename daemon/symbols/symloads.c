@@ -21,51 +21,28 @@
 #include "symbols/symload.h"
 #include "symbols/symbolize_internal.h"
 
-/* Looks m's separate debug file up by build-id (an open and its headers:
- * cheap, done on the loop when a known debug file's descriptor was closed;
- * the first lookup is a load's, on the lane, see start_symtab_load) under
- * the root of the last process seen mapping it, into m->debug_fd, counted
- * among the descriptors.  Returns it or -errno. */
-static int find_debug_file(struct symbolizer *s, struct module *m, int fd)
+/* Has l look m's separate debug file up by build-id, on the lane, under
+ * the root of the last process seen mapping it: the first time (a load's:
+ * the slower searches follow in symload_done), or again when the LRU closed
+ * the descriptor of one found (its open is a file system's to answer, so
+ * never the loop's).  Returns 0 or -ENOMEM. */
+static int ask_build_id_lookup(struct symbolizer *s, const struct module *m, struct symload *l)
 {
 	_cleanup_free_ char *path = sym_mapped_path(m);
-	unsigned refused = 0;
 	char root[64];
-	int dfd;
 
 	if (!path)
 		return -ENOMEM;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
-	sym_make_fd_room(s, m, 1);
-	dfd = debuginfo_find(fd, path, root, s->debug_dir, DEBUGINFO_BY_BUILD_ID, NULL, &refused);
-	s->stats.debug_files_refused += refused;
-	if (dfd < 0)
-		return dfd;
-	m->debug_fd = dfd;
-	s->open_fds++;
-	sym_lru_touch(s, m);
-	return dfd;
+	return symload_set_search(l, path, root, s->debug_dir);
 }
 
-/* The descriptor of m's separate debug file, found again if the LRU
- * closed it; -errno when it has none now.  One the lane found through
- * .gnu_debuglink is searched for again there (the module goes back to
- * unsearched). */
-static int module_debug_fd(struct symbolizer *s, struct module *m)
+/* Whether a load of m is to look its debug file up (see above). */
+static bool debug_lookup_wanted(const struct module *m)
 {
-	int fd, dfd;
-
-	if (m->debug_fd >= 0)
-		return m->debug_fd;
-	if (m->debug_source != DEBUG_FILE)
-		return -ENOENT;
-	fd = sym_module_fd(s, m);
-	if (fd < 0)
-		return fd;
-	dfd = find_debug_file(s, m, fd);
-	if (dfd < 0)
-		m->debug_source = DEBUG_UNSEARCHED;
-	return dfd;
+	return m->kind == MODULE_FILE &&
+	       (m->debug_source == DEBUG_UNSEARCHED ||
+		(m->debug_source == DEBUG_FILE && m->debug_fd < 0));
 }
 
 uint64_t sym_module_key(const struct symbolizer *s, const struct module *m)
@@ -90,9 +67,7 @@ struct module *sym_module_of_key(struct symbolizer *s, uint64_t key)
  * not yet: started when the lane has opened it again (resume). */
 static void start_symtab_load(struct symbolizer *s, struct module *m)
 {
-	_cleanup_free_ char *path = NULL;
 	struct symload *l;
-	char root[64];
 	int fd, dfd = -1;
 
 	if (m->symtab_loading)
@@ -102,18 +77,14 @@ static void start_symtab_load(struct symbolizer *s, struct module *m)
 	if (fd < 0)
 		return;
 	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_FILE && !m->merge_refused)
-		dfd = module_debug_fd(s, m); /* back to unsearched when it is gone */
+		dfd = m->debug_fd; /* -1: the lane finds it again (below) */
 	if (symload_new(sym_module_key(s, m), SYMLOAD_SYMBOLS, fd, dfd, &l) < 0)
 		return; /* out of memory or descriptors: tried again at the next lookup */
 	l->memory_limit = sym_module_room(s);
 	l->mini = m->debug_source == DEBUG_MINI && !m->merge_refused;
-	if (m->kind == MODULE_FILE && m->debug_source == DEBUG_UNSEARCHED) {
-		path = sym_mapped_path(m);
-		snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
-		if (!path || symload_set_search(l, path, root, s->debug_dir) < 0) {
-			symload_free(l);
-			return;
-		}
+	if (debug_lookup_wanted(m) && !m->merge_refused && ask_build_id_lookup(s, m, l) < 0) {
+		symload_free(l);
+		return;
 	}
 	/* an unbounded pool refuses only after offload_finish, never called
 	 * on this one (offload_free stops it) */
@@ -138,9 +109,15 @@ void sym_start_line_load(struct symbolizer *s, struct module *m)
 			m->srcline_error = fd;
 		return;
 	}
-	dfd = module_debug_fd(s, m);
+	/* a debug file whose descriptor was closed is found again by the
+	 * lane, if the binary has no lines of its own */
+	dfd = m->debug_source == DEBUG_FILE ? m->debug_fd : -1;
 	if (symload_new(sym_module_key(s, m), SYMLOAD_LINES, fd, dfd, &l) < 0)
 		return;
+	if (m->debug_source == DEBUG_FILE && dfd < 0 && ask_build_id_lookup(s, m, l) < 0) {
+		symload_free(l);
+		return;
+	}
 	/* libdw's rows included, beside the module's symbols */
 	l->memory_limit = sym_module_room(s) - MIN(sym_module_room(s), elf_symtab_memory(m->symtab));
 	(void)offload_submit(s->lane, &l->job);
@@ -198,6 +175,17 @@ static void take_debug_fd(struct symbolizer *s, struct module *m, int dfd)
 	m->debug_source = DEBUG_FILE;
 }
 
+/* Gives m the debug file l looked up by build-id, if it found one; one
+ * that was m's and is not found again (found by .gnu_debuglink, or gone)
+ * leaves m unsearched, for the slower search to follow. */
+static void found_again(struct symbolizer *s, struct module *m, struct symload *l)
+{
+	if (l->found_debug_fd >= 0)
+		take_debug_fd(s, m, TAKE_FD(l->found_debug_fd));
+	else if (l->looked_up && m->debug_source == DEBUG_FILE && m->debug_fd < 0)
+		m->debug_source = DEBUG_UNSEARCHED;
+}
+
 /* Takes a built table back (a module given back meanwhile, whose id may
  * name another file now, takes nothing: the serial says).  A stripped
  * binary whose debug file was not found by build-id gets its slower
@@ -225,6 +213,7 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 			return;
 		m->srcline_loading = false;
 		s->stats.tables_refused += l->error == -EFBIG;
+		found_again(s, m, l);
 		if (l->error < 0) {
 			m->srcline_error = l->error;
 			return;
@@ -249,11 +238,10 @@ static void symload_done(struct symbolizer *s, struct symload *l)
 	elf_symtab_free(m->symtab);
 	m->symtab = TAKE_PTR(l->symtab);
 	s->stats.modules_loaded++;
-	/* a debug file counts once, when found (here, or by a search) */
-	if (l->found_debug_fd >= 0) {
-		s->stats.debug_files += l->merge_error >= 0;
-		take_debug_fd(s, m, TAKE_FD(l->found_debug_fd));
-	}
+	/* a debug file counts once, when first found (here, or by a search) */
+	if (l->found_debug_fd >= 0)
+		s->stats.debug_files += l->merge_error >= 0 && m->debug_source != DEBUG_FILE;
+	found_again(s, m, l);
 	s->stats.tables_refused += l->merge_error == -EFBIG;
 	m->merge_refused = m->merge_refused || l->merge_error == -EFBIG;
 	if (m->kind == MODULE_FILE && !elf_symtab_has_symtab(m->symtab)) {

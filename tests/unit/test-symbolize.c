@@ -3,8 +3,10 @@
  * Unit tests for daemon/symbolize.c: file modules from the test's own
  * mappings, the vDSO, JIT perf maps (and those refused unread), demangling
  * on and off, the bounded cache of parsed symbol tables (evicted, then
- * parsed again correctly; a table past half of it refused), the line a function starts at (this suite's
- * own DWARF), and the kernel's module with its build-id.
+ * parsed again correctly; a table past half of it refused), descriptors
+ * bounded and opened again (a debug file's found again on the lane), the
+ * line a function starts at (this suite's own DWARF), and the kernel's
+ * module with its build-id.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -620,6 +622,134 @@ Test(symbolize, a_refused_merge_is_not_tried_again_at_reloads)
 	cr_assert_eq(st.tables_refused, LIBC_COPIES + 1, "refused: %zu", st.tables_refused);
 	remove_libc_copies(dir);
 	procmaps_free(maps);
+	symbolizer_free(s);
+}
+
+/* Has the LRU close every descriptor of module keep in s (of max_fds):
+ * max_fds copies of this binary mapped under dir (named by round), then
+ * every module but keep given back, their descriptors with them. */
+static void close_fds_but_keep_module(struct symbolizer *s, int keep, int max_fds,
+				      const char *dir, int round)
+{
+	_cleanup_free_ struct module_set *used = calloc(1, sizeof(*used));
+	struct procmaps *maps = NULL;
+	const struct procmap *own = own_mapping((uintptr_t)&symbolize_test_function, &maps);
+	struct symbolizer_stats st;
+	char path[96];
+
+	cr_assert_not_null(used);
+	for (int i = 0; i < max_fds; i++) {
+		struct procmap alias;
+
+		snprintf(path, sizeof(path), "%s/own%d.%d", dir, round, i);
+		write_copy(path, NULL);
+		alias = mapping_of(own, path, (unsigned)i);
+		cr_assert_gt(symbolizer_module_for_mapping(s, getpid(), geteuid(), &alias), 0);
+		(void)unlink(path);
+	}
+	module_set_add(used, (uint16_t)keep);
+	(void)symbolizer_release_unused(s, used, NULL, NULL);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 0, "%zu descriptors left open", st.fds_open);
+	procmaps_free(maps);
+}
+
+/* Opens keep's binary again (on the lane), and nothing else. */
+static void reopen_binary(struct symbolizer *s, int keep)
+{
+	struct symbolizer_stats st;
+
+	for (int i = 0; i < 4 && symbolizer_module_fd(s, (uint16_t)keep) == -EAGAIN; i++)
+		cr_assert_eq(symbolizer_settle(s, 30000), 0);
+	cr_assert_geq(symbolizer_module_fd(s, (uint16_t)keep), 0);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 1);
+}
+
+/* libc's debug file, once found, is found again when the LRU has closed
+ * its descriptor, by the lane: a reload of libc's symbol table does not
+ * open it on the caller's thread (an open is a file system's to answer,
+ * and perfd's loop must not wait for one), and gets it back.  A debug
+ * file counts once. */
+Test(symbolize, a_closed_debug_file_is_found_again_on_the_lane_for_symbols)
+{
+	enum { MAX_FDS = 4 };
+	/* room for two and a half of libc's merged tables */
+	struct symbolizer_opts o = {
+		.cache_bytes = table_bytes((uintptr_t)&getpid, NULL) * 5 / 2,
+		.max_fds = MAX_FDS,
+		.demangle = true,
+	};
+	char dir[] = "/tmp/perfd-test-refind-XXXXXX", buf[256];
+	struct procmaps *maps = NULL;
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	int ids[LIBC_COPIES + 1];
+	uint64_t offset;
+
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
+	cr_assert_not_null(mkdtemp(dir));
+	/* libc, then its copies, named: libc's own table is evicted */
+	libc_modules(s, dir, &maps, ids, &offset);
+	for (int i = 0; i <= LIBC_COPIES; i++)
+		cr_assert(strstr(settled_name(s, frame_make(ids[i], offset), buf, sizeof(buf)),
+				 "getpid"));
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.debug_files, LIBC_COPIES + 1,
+		     "libc's debug file not found: is libc6-dbg installed?");
+	cr_assert_geq(st.cache_evictions, 1);
+
+	close_fds_but_keep_module(s, ids[0], MAX_FDS, dir, 0);
+	reopen_binary(s, ids[0]);
+	(void)symbolizer_frame_name(s, frame_make(ids[0], offset), buf, sizeof(buf));
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.symtab_loads_pending, 1);
+	cr_assert_eq(st.fds_open, 1, "the debug file was opened by the lookup itself");
+	cr_assert(strstr(settled_name(s, frame_make(ids[0], offset), buf, sizeof(buf)), "getpid"));
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 2, "the lane's debug file was not taken");
+	cr_assert_eq(st.debug_files, LIBC_COPIES + 1, "debug files: %zu", st.debug_files);
+
+	remove_libc_copies(dir);
+	procmaps_free(maps);
+	symbolizer_free(s);
+}
+
+/* The same for the first load of libc's line tables (the binary has none:
+ * they are its debug file's). */
+Test(symbolize, a_closed_debug_file_is_found_again_on_the_lane_for_lines)
+{
+	enum { MAX_FDS = 4 };
+	struct symbolizer_opts o = { .max_fds = MAX_FDS, .demangle = true };
+	char dir[] = "/tmp/perfd-test-refind-XXXXXX", buf[256], scratch[256];
+	struct frame_record rec[FRAME_MAX_INLINE];
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	uint64_t frame;
+	size_t n;
+
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
+	cr_assert_not_null(mkdtemp(dir));
+	frame = frame_of(s, (uintptr_t)&getpid + 1);
+	cr_assert(strstr(settled_name(s, frame, buf, sizeof(buf)), "getpid"));
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.debug_files, 1, "libc's debug file not found: is libc6-dbg installed?");
+
+	close_fds_but_keep_module(s, frame_module(frame), MAX_FDS, dir, 0);
+	reopen_binary(s, frame_module(frame));
+	cr_assert(symbolizer_frame_pending(s, frame, true));
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.line_loads_pending, 1);
+	cr_assert_eq(st.fds_open, 1, "the debug file was opened by the lookup itself");
+	n = settled_resolve(s, frame, true, rec, ELEMENTSOF(rec), scratch, sizeof(scratch));
+	cr_assert_geq(n, 1);
+	cr_assert(rec[n - 1].file && strstr(rec[n - 1].file, "syscall-template"),
+		  "getpid's line from libc's debug file: %s", rec[n - 1].file);
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_open, 2, "the lane's debug file was not taken");
+	cr_assert_eq(st.debug_files, 1, "debug files: %zu", st.debug_files);
+
+	(void)rmdir(dir);
 	symbolizer_free(s);
 }
 
