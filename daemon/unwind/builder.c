@@ -140,15 +140,26 @@ static bool big(const struct build_job *j)
 	return j->weight >= (j->stage == BUILD_STAGE_BUILD ? BIG_BUILD_BYTES : BIG_UPLOAD_BYTES);
 }
 
-/* On a lane's thread. */
+/* On a lane's thread.  A build is weighed first, here (its section
+ * headers are the file's, and a file system need not answer the loop):
+ * a small one is built at once, on whichever lane took it; a big one goes
+ * back to the loop to be queued for the lanes that take big jobs
+ * (builder_take_done), unless it is already on one of them. */
 static void run(struct offload_job *o)
 {
 	struct build_job *j = job_of(o);
 
-	if (j->stage == BUILD_STAGE_UPLOAD)
+	if (j->stage == BUILD_STAGE_UPLOAD) {
 		upload_rows(j);
-	else
-		build(j);
+		return;
+	}
+	if (!j->weighed) {
+		j->weight = unwind_table_cfi_bytes(j->fd);
+		j->weighed = true;
+		if (big(j))
+			return;
+	}
+	build(j);
 }
 
 int builder_new(int rows_fd, uint64_t max_build_ns, struct builder **ret)
@@ -212,8 +223,7 @@ int builder_submit(struct builder *b, uint64_t key, int fd)
 	j->max_build_ns = b->max_build_ns;
 	j->stage = BUILD_STAGE_BUILD;
 	j->submitted_ns = now_monotonic_ns();
-	j->weight = unwind_table_cfi_bytes(fd);
-	queue(b, j);
+	queue(b, j); /* small until weighed, on a lane (run) */
 	return 0;
 }
 
@@ -230,9 +240,16 @@ struct build_job *builder_take_done(struct builder *b)
 	struct offload_job *o = offload_take_done(b->offload);
 	struct build_job *list = NULL, **tail = &list;
 
-	for (; o; o = o->next) {
-		*tail = job_of(o);
-		tail = &(*tail)->next;
+	for (struct offload_job *next; o; o = next) {
+		struct build_job *j = job_of(o);
+
+		next = o->next;
+		if (j->stage == BUILD_STAGE_BUILD && j->fd >= 0) {
+			queue(b, j); /* weighed big: for a lane that takes it */
+			continue;
+		}
+		*tail = j;
+		tail = &j->next;
 	}
 	*tail = NULL;
 	return list;

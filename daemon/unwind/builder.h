@@ -43,9 +43,11 @@
  * hundred binaries of every process sampled when perfd starts) is mostly
  * of processes that have moved on; a binary a newer process needs too is
  * bumped to the front (builder_bump).  One lane skips big jobs (a build
- * weighs its call-frame information, which builder_submit reads off the
- * section headers; an upload its rows' bytes: those that take ~100 ms or
- * more), so that a small binary's table never waits behind a huge one's.
+ * weighs its call-frame information, read off the section headers by the
+ * lane that takes it first, which builds a small one at once and hands a
+ * big one back to be queued as big; an upload weighs its rows' bytes:
+ * big are those that take ~100 ms or more), so that a small binary's
+ * table never waits behind a huge one's.
  * A new process's own binaries are thus walked with frame pointers for
  * milliseconds, not for as long as the backlog or libLLVM's table takes.
  */
@@ -82,6 +84,7 @@ struct build_job {
 	enum build_stage stage;
 	uint32_t rows_first; /* for UPLOAD */
 	uint64_t weight;     /* big or small: CFI bytes, or row bytes */
+	bool weighed;        /* BUILD: its CFI bytes read (on a lane) */
 	/* written by the builder */
 	int r; /* 0, or the stage's -errno */
 	struct unwind_table *table;
