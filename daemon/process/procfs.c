@@ -12,6 +12,7 @@
 #include "process/procfs.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -443,4 +444,24 @@ const char *procfs_cgroup_unit(const char *cgroup)
 			unit = p;
 	}
 	return unit;
+}
+
+int procfs_open_mapped_file(pid_t pid, uint64_t start, uint64_t end, const char *path,
+			    dev_t dev, uint64_t inode, struct stat *ret_st)
+{
+	static const struct procfs_file_rules binary = { .follow_symlinks = true };
+	char p[96];
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	fd = procfs_open_link(AT_FDCWD, p, &binary);
+	if (fd < 0 && path[0] == '/')
+		fd = procfs_open_in_process(pid, PROCFS_START_ANY, path, &binary);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, ret_st) < 0 || ret_st->st_dev != dev || ret_st->st_ino != inode) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }

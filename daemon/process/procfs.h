@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* A start time that procfs_open_pid does not check. */
@@ -134,6 +135,15 @@ int procfs_open_in_process(pid_t pid, uint64_t start_time_ns, const char *path,
  * included, e.g. "/proc/PID/map_files/START-END".  Only regular files that
  * meet rules (follow_symlinks does not apply) are opened. */
 int procfs_open_link(int dirfd, const char *name, const struct procfs_file_rules *rules);
+
+/* Opens the file process pid maps at [start, end) from path (as its maps
+ * show it) and (dev, inode), the way that survives the most: map_files
+ * names the very inode mapped (deleted, or in another mount namespace);
+ * the path seen from the process's root comes next.  Either way only a
+ * regular file is opened, of any size or owner, and only if it is that
+ * inode (-ESTALE otherwise); its stat in *ret_st. */
+int procfs_open_mapped_file(pid_t pid, uint64_t start, uint64_t end, const char *path,
+			    dev_t dev, uint64_t inode, struct stat *ret_st);
 
 /* Checks an open descriptor against rules again, e.g. before re-reading a
  * kept file that has grown.  Returns 0, or the refusal. */

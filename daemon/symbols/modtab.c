@@ -185,31 +185,15 @@ static void read_build_id(int fd, char *out)
 }
 
 
-/* Opens the mapped file the way that survives the most: map_files names the
- * very inode mapped (deleted or in another mount namespace); the path seen
- * from the process's root comes next.  Either way only a regular file is
- * opened (procfs.h: a mapped device is refused unopened), of any size or
- * owner.  Checks that it is the same inode, and returns what identifies it
- * in *ret_id. */
+/* procfs_open_mapped_file, with what identifies the file in *ret_id. */
 static int open_mapped_file(pid_t pid, uint64_t start, uint64_t end, const char *path,
 			    dev_t dev, uint64_t inode, struct file_id *ret_id)
 {
-	static const struct procfs_file_rules binary = { .follow_symlinks = true };
-	char p[96];
 	struct stat st;
-	int fd;
+	int fd = procfs_open_mapped_file(pid, start, end, path, dev, inode, &st);
 
-	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
-	fd = procfs_open_link(AT_FDCWD, p, &binary);
-	if (fd < 0 && path[0] == '/')
-		fd = procfs_open_in_process(pid, PROCFS_START_ANY, path, &binary);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != inode) {
-		close(fd);
-		return -ESTALE;
-	}
-	*ret_id = file_id_of(&st);
+	if (fd >= 0)
+		*ret_id = file_id_of(&st);
 	return fd;
 }
 
