@@ -64,7 +64,8 @@ struct manager {
 	struct config *reload_next;    /* ... the configuration it applies then */
 	struct ingest_wait reload_wait;
 	bool reload_again; /* a SIGHUP came meanwhile: the file is read again after */
-	sd_event_source *queue_io, *unwind_io, *debug_io, *maps_io, *maintain_timer, *sigterm, *sigint, *sighup;
+	sd_event_source *queue_io, *unwind_io, *debug_io, *maps_io, *python_io, *maintain_timer, *sigterm,
+		*sigint, *sighup;
 };
 
 /* The drain thread queued records, or a slice left some (one slice a
@@ -248,6 +249,26 @@ static void on_revisit(void *userdata, struct process *p)
 	python_revisit(m->d.python, p);
 }
 
+/* The lane has looked for CPython in a process: its maps are seen again,
+ * by Python (which takes what it found in) and the unwinder (the perf
+ * trampolines it may have found), as when they changed. */
+static void on_python_detected(void *userdata, uint32_t pid, uint64_t start_time_ns)
+{
+	struct manager *m = userdata;
+	struct process *p = aggregator_find_process(m->d.aggregator, pid);
+
+	if (p && p->start_time_ns == start_time_ns)
+		on_maps_changed(m, p);
+}
+
+static int on_python_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	python_complete(m->d.python, on_python_detected, m);
+	return 0;
+}
+
 static int setup_python(struct manager *m)
 {
 	struct python_limits limits = {
@@ -268,8 +289,12 @@ static int setup_python(struct manager *m)
 	 * either way. */
 	int fd = !m->config->no_python ? sampler_python_map_fd(m->d.sampler) : -ECANCELED;
 
-	int r = python_new(fd, m->d.symbolizer, &limits, &m->d.python);
+	int r = python_new(fd, &limits, &m->d.python);
 
+	if (r < 0)
+		return r;
+	r = sd_event_add_io(m->d.event, &m->python_io, python_fd(m->d.python), EPOLLIN,
+			    on_python_io, m);
 	if (r < 0)
 		return r;
 	aggregator_set_hooks(m->d.aggregator, &hooks);
@@ -865,6 +890,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->unwind_io);
 	sd_event_source_disable_unref(m->debug_io);
 	sd_event_source_disable_unref(m->maps_io);
+	sd_event_source_disable_unref(m->python_io);
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->d.revisit_timer);
 	sd_event_source_disable_unref(m->d.names_timer);

@@ -18,19 +18,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <poll.h>
-#include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 
+#include "noread.h"
 #include "perfd/macro.h"
 #include "unwind/builder.h"
 
@@ -88,50 +81,16 @@ Test(builder, a_build_comes_back_with_its_table_and_segments)
 	builder_free(b);
 }
 
-/* The first system call of a file's reading or stat'ing made on the
- * thread that called forbid_file_reads, or 0. */
-static volatile sig_atomic_t forbidden_call;
+struct submit {
+	struct builder *b;
+	int fd, r;
+};
 
-static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+static void submit(void *arg)
 {
-	ucontext_t *uc = ctx;
+	struct submit *s = arg;
 
-	(void)sig;
-	if (!forbidden_call)
-		forbidden_call = si->si_syscall;
-	uc->uc_mcontext.gregs[REG_RAX] = -EPERM; /* the call fails instead */
-}
-
-/* From now on, on this thread only (seccomp filters are per thread, and
- * the builder's lanes exist already), the calls that read a file's
- * contents or its metadata fail and are recorded in forbidden_call. */
-static void forbid_file_reads(void)
-{
-#define FORBID(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
-		   BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP)
-	struct sock_filter code[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		FORBID(__NR_pread64),
-		FORBID(__NR_preadv),
-		FORBID(__NR_preadv2),
-		FORBID(__NR_mmap),
-		FORBID(__NR_fstat),
-		FORBID(__NR_newfstatat),
-		FORBID(__NR_statx),
-		FORBID(__NR_lseek),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-#undef FORBID
-	struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
-	struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
-
-	forbidden_call = 0;
-	cr_assert_eq(sigaction(SIGSYS, &sa, NULL), 0);
-	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	cr_assert_eq(syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog), 0);
+	s->r = builder_submit(s->b, 7, s->fd);
 }
 
 /* Submitting a build reads nothing of its file on the caller's thread,
@@ -139,20 +98,19 @@ static void forbid_file_reads(void)
  * system that does not answer.  The lane weighs it, and builds it. */
 Test(builder, a_build_is_weighed_and_read_on_a_lane_only)
 {
-	struct builder *b = NULL;
+	struct submit s = { .fd = open_file("/proc/self/exe"), .r = 1 };
 	struct build_job *j;
-	int fd = open_file("/proc/self/exe");
+	int call;
 
-	cr_assert_eq(builder_new(-1, 0, &b), 0);
-	forbid_file_reads();
-	cr_assert_eq(builder_submit(b, 7, fd), 0);
-	cr_assert_eq(forbidden_call, 0, "builder_submit made system call %d on the caller's thread",
-		     (int)forbidden_call);
-	j = wait_done(b);
+	cr_assert_eq(builder_new(-1, 0, &s.b), 0);
+	call = call_reading_no_file(submit, &s);
+	cr_assert_eq(call, 0, "builder_submit made system call %d on the caller's thread", call);
+	cr_assert_eq(s.r, 0);
+	j = wait_done(s.b);
 	cr_assert_eq(j->r, 0, "r = %d", j->r);
 	cr_assert_gt(j->table->n_rows, 0);
 	build_job_free(j);
-	builder_free(b);
+	builder_free(s.b);
 }
 
 /* A build past the builder's CPU time is abandoned: libLLVM's table takes

@@ -9,7 +9,8 @@
  * prints its version and its thread's pthread_self().  The test builds
  * the struct process the aggregator would (executable maps, modules from a
  * real symbolizer), a real BPF hash map for the descriptions, and calls
- * python_maps_changed: the runtime name and the BPF entry are checked, and
+ * python_maps_changed (and takes in what its lane found, as perfd's
+ * manager does): the runtime name and the BPF entry are checked, and
  * the entry is then *used* the way the BPF walker uses it (thread-specific
  * data from the thread pointer, then the frames through the offsets it
  * gives, read from /proc/PID/mem), which yields the Python frames of the
@@ -26,7 +27,9 @@
  * such, a supported one without a BPF map is reported without frames, and
  * the memory of executables found not to be Python neither hides an
  * application that loads libpython later nor remembers an executable that
- * could not be looked at.  A version that is not installed is skipped,
+ * could not be looked at.  Detection reads no file on the caller's
+ * thread, and reads libc from its mapping, whether or not it has a module
+ * yet.  A version that is not installed is skipped,
  * with a message.
  */
 #include <criterion/criterion.h>
@@ -34,6 +37,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +57,7 @@
 #include "pychild.h"
 #include "interp/python/pyruntime.h"
 #include "interp/python/python.h"
+#include "noread.h"
 #include "symbols/symbolize.h"
 
 #define PY_FRAMES 4 /* inner, outer, main, <module> */
@@ -146,7 +151,7 @@ static void fixture_new_limits(struct fixture *fx, int no_map, const struct pyth
 		cr_assert_geq(fx->map_fd, 0, "bpf_map_create: %s (the tests run as root)",
 			      strerror(-fx->map_fd));
 	}
-	cr_assert_eq(python_new(fx->map_fd, fx->sym, limits, &fx->py), 0);
+	cr_assert_eq(python_new(fx->map_fd, limits, &fx->py), 0);
 }
 
 static void fixture_new(struct fixture *fx, int no_map)
@@ -164,6 +169,37 @@ static void fixture_free(struct fixture *fx)
 	free(fx->p.map_modules);
 	if (fx->map_fd >= 0)
 		(void)close(fx->map_fd);
+}
+
+/* The lane has looked at (pid, start_time_ns): the process is seen again,
+ * as perfd's manager does. */
+static void on_detected(void *userdata, uint32_t pid, uint64_t start_time_ns)
+{
+	struct fixture *fx = userdata;
+
+	if (fx->p.pid == pid && fx->p.start_time_ns == start_time_ns)
+		python_maps_changed(fx->py, &fx->p);
+}
+
+/* Waits (30 s at most) until the lane has looked at every process it was
+ * given, and takes what it found in. */
+static void settle(struct fixture *fx)
+{
+	struct python_stats st;
+
+	for (python_get_stats(fx->py, &st); st.detections_pending; python_get_stats(fx->py, &st)) {
+		struct pollfd pfd = { .fd = python_fd(fx->py), .events = POLLIN };
+
+		cr_assert_eq(poll(&pfd, 1, 30000), 1, "the Python lane did not answer in 30 s");
+		python_complete(fx->py, on_detected, fx);
+	}
+}
+
+/* python_maps_changed, and what the lane finds taken in. */
+static void maps_changed(struct fixture *fx)
+{
+	python_maps_changed(fx->py, &fx->p);
+	settle(fx);
 }
 
 static int lookup_description(const struct fixture *fx, struct perfd_python_process *ret)
@@ -448,7 +484,7 @@ static void check_interpreter(const char *exe)
 	cr_assert_neq(fx.libc_module, 0);
 
 	/* Recognition: the runtime's name and the BPF description. */
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	expect_runtime(&fx, c, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0, "no BPF entry for pid %u", fx.p.pid);
 	check_description(&fx, &rt, &desc);
@@ -456,7 +492,7 @@ static void check_interpreter(const char *exe)
 	cr_assert_eq(st.processes, 1);
 	cr_assert_eq(st.unsupported, 0);
 	/* The same maps again: nothing to redo. */
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	expect_runtime(&fx, c, "");
 
 	/* The frames, found with the description only. */
@@ -692,7 +728,7 @@ Test(python, not_python, .fini = stop_second)
 	fixture_new(&fx, 0);
 	make_process(&fx, current.pid);
 	strcpy(fx.p.runtime, "stale");
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	cr_assert_str_empty(fx.p.runtime);
 	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
 	python_get_stats(fx.py, &st);
@@ -709,7 +745,7 @@ Test(python, not_python, .fini = stop_second)
 	pychild_start(argv, PYCHILD_SILENT, &second);
 	make_process(&fx, second.pid);
 	strcpy(fx.p.runtime, "stale");
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	cr_assert_str_empty(fx.p.runtime);
 	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
 	cr_assert_eq(merge(&fx, 0, native, 2, &pf, 1, out, ELEMENTSOF(out)), 2);
@@ -764,13 +800,13 @@ Test(python, embedded_after_not_python, .fini = stop_second)
 	fixture_new(&fx, 0);
 	pychild_start(plain, PYCHILD_SILENT, &second);
 	make_process(&fx, second.pid);
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	cr_assert_str_empty(fx.p.runtime);
 
 	cr_assert_eq(setenv("PYTHONHOME", home, 1), 0);
 	pychild_start(embedding, PYCHILD_VERSION_THREAD, &current);
 	make_process(&fx, current.pid);
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	expect_runtime(&fx, &current, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
 	fixture_free(&fx);
@@ -797,12 +833,12 @@ Test(python, exited_process_does_not_hide_executable, .fini = stop_second)
 	pychild_start(argv, PYCHILD_VERSION_THREAD, &second);
 	make_process(&fx, second.pid);
 	pychild_stop(&second);
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	cr_assert_str_empty(fx.p.runtime);
 
 	pychild_start(argv, PYCHILD_VERSION_THREAD, &current);
 	make_process(&fx, current.pid);
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	expect_runtime(&fx, &current, "");
 	fixture_free(&fx);
 }
@@ -819,7 +855,7 @@ Test(python, cpython_3_7_unsupported)
 	start_python(exe, script, sizeof(script), &current);
 	fixture_new(&fx, 0);
 	make_process(&fx, current.pid);
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	expect_runtime(&fx, &current, " (unsupported)");
 	cr_assert_eq(lookup_description(&fx, &desc), -ENOENT);
 	python_get_stats(fx.py, &st);
@@ -861,8 +897,8 @@ Test(python, line_table_budget)
 	for (size_t i = 0; i < fx.p.maps->n; i++)
 		if (strcmp(fx.p.maps->maps[i].path, rt.path) == 0)
 			interp_module = fx.p.map_modules[i];
-	python_maps_changed(fx.py, &fx.p);
-	python_maps_changed(roomy.py, &roomy.p);
+	maps_changed(&fx);
+	maps_changed(&roomy);
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
 	cr_assert_eq(walk_frames(current.pid, thread_state(current.pid, &rt, current.thread_pointer, &desc),
 				 &desc, pf, firstlines, ELEMENTSOF(pf)),
@@ -912,7 +948,7 @@ static void check_no_map(int reason)
 	start_a_supported_python();
 	fixture_new(&fx, reason);
 	make_process(&fx, current.pid);
-	python_maps_changed(fx.py, &fx.p);
+	maps_changed(&fx);
 	expect_runtime(&fx, &current, " (no Python frames)");
 	python_get_stats(fx.py, &st);
 	cr_assert_eq(st.processes, 0);
@@ -920,12 +956,42 @@ static void check_no_map(int reason)
 	fixture_free(&fx);
 }
 
+/* Looking for CPython reads the process's files (its interpreter, its
+ * libc): python_maps_changed leaves that to the lane and opens, reads and
+ * stats nothing on the caller's thread (perfd's loop: a file system need
+ * not answer).  What the lane finds is the runtime, named. */
+static void look(void *arg)
+{
+	struct fixture *fx = arg;
+
+	python_maps_changed(fx->py, &fx->p);
+}
+
+Test(python, detection_reads_no_file_on_the_callers_thread)
+{
+	struct perfd_python_process desc;
+	struct fixture fx;
+
+	int call;
+
+	start_a_supported_python();
+	fixture_new(&fx, 0);
+	make_process(&fx, current.pid);
+	call = call_reading_no_file(look, &fx);
+	cr_assert_eq(call, 0, "python_maps_changed made system call %d on the caller's thread", call);
+	cr_assert_str_empty(fx.p.runtime);
+	settle(&fx);
+	expect_runtime(&fx, &current, "");
+	cr_assert_eq(lookup_description(&fx, &desc), 0);
+	fixture_free(&fx);
+}
+
 /* A libc still without a module while the process's files are being
- * identified (a probe out, or given up on after a second) says nothing
- * about its thread data: the process waits for a revisit, not named and
- * without Python frames until its maps change again (a fresh daemon in
- * CI had 450 of 2995 samples of a named runtime without them). */
-Test(python, libc_not_yet_identified_is_looked_at_again)
+ * identified (a probe out, or given up on after a second) is read all
+ * the same, from the mapping: a fresh daemon in CI had 450 of 2995
+ * samples of a named runtime without Python frames, its libc's thread
+ * data read through a module it did not have yet. */
+Test(python, libc_not_yet_identified_is_read_from_its_mapping)
 {
 	struct perfd_python_process desc;
 	struct fixture fx;
@@ -938,15 +1004,7 @@ Test(python, libc_not_yet_identified_is_looked_at_again)
 		if (fx.p.map_modules[i] == fx.libc_module)
 			fx.p.map_modules[i] = FRAME_MODULE_NONE;
 	fx.p.maps_partial = true;
-	python_maps_changed(fx.py, &fx.p);
-	cr_assert_str_eq(fx.p.runtime, "", "named \"%s\" before its libc was identified",
-			 fx.p.runtime);
-	cr_assert_neq(fx.p.revisit_ns, 0, "not to be looked at again");
-	cr_assert_neq(lookup_description(&fx, &desc), 0);
-
-	/* identified now (the probe came back): the revisit walks it */
-	make_process(&fx, current.pid);
-	python_revisit(fx.py, &fx.p);
+	maps_changed(&fx);
 	expect_runtime(&fx, &current, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
 	fixture_free(&fx);

@@ -7,7 +7,9 @@
  * pthread_getspecific() data lives; together with the version's offsets
  * that is the struct perfd_python_process the BPF walker reads.  Detection
  * runs when the maps of a process change in a way that matters (its first
- * file, or the set of Python-named files), not on every re-read.
+ * file, or the set of Python-named files), not on every re-read, and what
+ * reads files runs on a lane of its own (pydetect.h), whose results are
+ * taken in when the process is seen again (python_complete).
  *
  * A runtime is reported (ps, the log, the BPF description) only once an
  * interpreter runs in it: _PyRuntime's list of interpreters is not empty.
@@ -71,12 +73,13 @@
 #include "base/log.h"
 #include "perfd/macro.h"
 #include "perfd/python.h"
+#include "base/offload.h"
 #include "interp/python/pthread_tsd.h"
 #include "interp/python/pycode.h"
+#include "interp/python/pydetect.h"
 #include "interp/python/pylinetable.h"
 #include "interp/python/pyruntime.h"
 #include "interp/python/pytrampoline.h"
-#include "symbols/symbolize.h"
 #include "base/u64map.h"
 
 #define PYTHON_FUNC_BITS (FRAME_ADDRESS_BITS - PYTHON_LINE_BITS)
@@ -111,9 +114,14 @@ struct pyprocess {
 	uint64_t start_time_ns;
 	uint64_t signature; /* of the maps detection looked at */
 	int status;         /* 0: described in the BPF map; <0: why not (-ENOENT: not Python,
+			     * -EINPROGRESS: being looked for on the lane,
 			     * -EAGAIN: no interpreter runs yet) */
+	struct pydetect *detecting; /* the lane's job looking, until it is back */
+	struct pydetect *detected;  /* ... back, until p is seen again (apply) */
 	uint64_t recheck_wait_ns; /* before looking again for an interpreter */
 	struct pyruntime *rt;   /* a CPython was found (supported or not); NULL otherwise */
+	int tsd_r;              /* for a supported one: libc's thread data read (0), or -errno */
+	struct pthread_tsd tsd;
 	uint16_t interp_module; /* module of rt.path, 0 when not mapped */
 	struct u64map code;     /* code address -> index + 1 in entries */
 	struct code_entry *entries;
@@ -124,7 +132,7 @@ struct pyprocess {
 
 struct python {
 	int map_fd;
-	struct symbolizer *symbolizer;
+	struct offload *lane; /* detection (pydetect.h) */
 	struct python_limits limits;
 	struct u64map procs; /* pid -> struct pyprocess * */
 	struct u64map not_python; /* module ids of executables without CPython */
@@ -137,15 +145,23 @@ struct python {
 	struct python_stats stats;
 };
 
-int python_new(int map_fd, struct symbolizer *symbolizer, const struct python_limits *limits,
-	       struct python **ret)
+int python_new(int map_fd, const struct python_limits *limits, struct python **ret)
 {
 	struct python *py = calloc(1, sizeof(*py));
+	int r;
 
 	if (!py)
 		return -ENOMEM;
+	/* its run() touches only its job: a lane stuck in a file system
+	 * that does not answer may be left behind at shutdown */
+	r = offload_new(&(struct offload_opts){ .lanes = 1, .background = true, .take_back = true,
+						.may_abandon = true, .name = "perfd-py" },
+			&py->lane);
+	if (r < 0) {
+		free(py);
+		return r;
+	}
 	py->map_fd = map_fd;
-	py->symbolizer = symbolizer;
 	py->limits = *limits;
 	if (py->limits.max_functions == 0 || py->limits.max_functions > PYTHON_FUNC_MAX)
 		py->limits.max_functions = PYTHON_FUNC_MAX;
@@ -161,6 +177,7 @@ int python_new(int map_fd, struct symbolizer *symbolizer, const struct python_li
 	/* ids 0 and 1 are reserved: keep the table's indexes equal to ids */
 	py->funcs = calloc(FUNC_FIRST, sizeof(*py->funcs));
 	if (!py->funcs) {
+		offload_free(py->lane);
 		free(py);
 		return -ENOMEM;
 	}
@@ -190,6 +207,9 @@ static void pyprocess_free(struct python *py, struct pyprocess *pp)
 	pytrampoline_arenas_done(&pp->arenas);
 	free(pp->entries);
 	free(pp->rt);
+	/* one on the lane is the lane's: python_complete frees it when
+	 * it is back and finds no one waiting for it */
+	pydetect_free(pp->detected);
 	free(pp);
 }
 
@@ -197,6 +217,7 @@ struct python *python_free(struct python *py)
 {
 	if (!py)
 		return NULL;
+	offload_free(py->lane); /* first: the jobs on it are freed with it */
 	U64MAP_FOREACH(slot, &py->procs)
 		pyprocess_free(py, (struct pyprocess *)(uintptr_t)slot->value);
 	u64map_done(&py->procs);
@@ -240,26 +261,10 @@ void python_process_gone(struct python *py, const struct process *p)
 		forget(py, p->pid);
 }
 
-static bool python_named(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return strncmp(base, "python", 6) == 0 || strncmp(base, "libpython", 9) == 0;
-}
-
-static bool libc_named(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0;
-}
-
 /* What detection depends on: the first file, the Python-named files and
  * libc (mapped after the first maps read of a process caught at exec),
  * and their modules (a file whose probe was given up on gets one later:
- * libc's thread data is read through it). */
+ * the interpreter's frames are told by it). */
 static uint64_t maps_signature(const struct process *p)
 {
 	const struct procmaps *maps = p->maps;
@@ -269,7 +274,7 @@ static uint64_t maps_signature(const struct process *p)
 	for (size_t i = 0; i < maps->n; i++) {
 		const char *path = maps->maps[i].path;
 
-		if (path[0] != '/' || !(first || python_named(path) || libc_named(path)))
+		if (path[0] != '/' || !(first || pydetect_python_named(path) || pydetect_libc_named(path)))
 			continue;
 		first = false;
 		for (const char *c = path; *c; c++)
@@ -337,41 +342,10 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 	return 0;
 }
 
-/* Reads the thread-data layout from the libc p maps.  -EAGAIN when one
- * that could tell is being opened again (symbolizer_module_fd), or is
- * still without a module while p's are being found (a probe out or given
- * up on: p->maps_partial), and none told. */
-static int find_tsd(struct python *py, const struct process *p, struct pthread_tsd *ret)
-{
-	bool again = false;
-	int r = -ENOENT;
-
-	for (size_t i = 0; i < p->maps->n; i++) {
-		int fd;
-
-		if (!libc_named(p->maps->maps[i].path))
-			continue;
-		if (p->map_modules[i] == 0) {
-			again = again || p->maps_partial;
-			continue;
-		}
-		fd = symbolizer_module_fd(py->symbolizer, p->map_modules[i]);
-		if (fd < 0) {
-			again = again || fd == -EAGAIN;
-			r = fd;
-			continue;
-		}
-		r = pthread_tsd_read(fd, ret);
-		if (r == 0)
-			return 0;
-	}
-	return again ? -EAGAIN : r;
-}
-
 static bool has_python_named(const struct procmaps *maps)
 {
 	for (size_t i = 0; i < maps->n; i++)
-		if (python_named(maps->maps[i].path))
+		if (pydetect_python_named(maps->maps[i].path))
 			return true;
 	return false;
 }
@@ -434,7 +408,8 @@ static void wait_for_interpreter(struct pyprocess *pp, struct process *p)
 static void start_walking(struct python *py, struct pyprocess *pp, struct process *p, int r);
 
 /* Looks for CPython in p, whose maps are new or changed in a way that
- * matters (signature): the process's new entry, or NULL without memory. */
+ * matters (signature): the process's new entry, or NULL without memory.
+ * What reads files goes to the lane (pydetect.h); apply takes it in. */
 static struct pyprocess *detect(struct python *py, struct process *p, uint64_t signature)
 {
 	struct pyprocess *pp;
@@ -468,29 +443,52 @@ static struct pyprocess *detect(struct python *py, struct process *p, uint64_t s
 		pp->status = -ENOENT;
 		return pp;
 	}
-	pp->rt = calloc(1, sizeof(*pp->rt));
-	r = pp->rt ? pyruntime_detect((pid_t)p->pid, p->maps, pp->rt) : -ENOMEM;
-	if (r == -ENOENT || r == -ENOMEM) {
-		pp->status = r; /* not Python (or not known): nothing to report */
-		free(pp->rt);
-		pp->rt = NULL;
-		/* Only if the process lived through the look: a file it had
-		 * that could not be opened says nothing about the file. */
-		if (r == -ENOENT && !has_python_named(p->maps) && first &&
-		    kill((pid_t)p->pid, 0) == 0)
-			(void)u64map_upsert(&py->not_python, first, NULL);
+	r = pydetect_new(p->pid, p->start_time_ns, signature, p->maps, &pp->detecting);
+	if (r == 0)
+		r = offload_submit(py->lane, &pp->detecting->job);
+	if (r < 0) {
+		/* out of memory (the lane refuses only once it is stopped) */
+		pp->detecting = pydetect_free(pp->detecting);
+		pp->status = r;
 		return pp;
 	}
+	py->stats.detections_pending++;
+	pp->status = -EINPROGRESS;
+	return pp;
+}
+
+/* Takes in what the lane found in p (pp->detected). */
+static void apply(struct python *py, struct pyprocess *pp, struct process *p)
+{
+	_cleanup_(pydetect_freep) struct pydetect *d = TAKE_PTR(pp->detected);
+	uint16_t first = first_file_module(p);
+	int r = d->r;
+
+	if (r == -ENOENT || r == -ENOMEM) {
+		pp->status = r; /* not Python (or not known): nothing to report */
+		/* Only if the process lived through the look: a file it had
+		 * that could not be opened says nothing about the file. */
+		if (r == -ENOENT && !has_python_named(p->maps) && first && d->alive)
+			(void)u64map_upsert(&py->not_python, first, NULL);
+		return;
+	}
+	pp->rt = malloc(sizeof(*pp->rt));
+	if (!pp->rt) {
+		pp->status = -ENOMEM;
+		return;
+	}
+	*pp->rt = d->rt;
+	pp->tsd_r = d->tsd_r;
+	pp->tsd = d->tsd;
 	if (r == 0) {
 		pp->interp_module = module_of_path(p, pp->rt->path);
 		if (!interpreter_runs(pp)) {
 			pp->status = -EAGAIN;
 			wait_for_interpreter(pp, p);
-			return pp;
+			return;
 		}
 	}
 	start_walking(py, pp, p, r);
-	return pp;
 }
 
 /* Finds the perf trampoline arenas of pp's process again: its maps were
@@ -524,8 +522,38 @@ void python_maps_changed(struct python *py, struct process *p)
 	pp = find(py, p->pid, p->start_time_ns);
 	if (!pp || pp->signature != signature)
 		pp = detect(py, p, signature);
+	else if (pp->detected)
+		apply(py, pp, p);
 	if (pp)
 		find_trampolines(py, pp, p);
+}
+
+void python_complete(struct python *py, void (*detected)(void *userdata, uint32_t pid,
+							  uint64_t start_time_ns),
+		     void *userdata)
+{
+	struct offload_job *j = offload_take_done(py->lane), *next;
+
+	for (; j; j = next) {
+		struct pydetect *d = pydetect_of(j);
+		struct pyprocess *pp = find(py, d->pid, d->start_time_ns);
+
+		next = j->next;
+		py->stats.detections_pending--;
+		/* forgotten meanwhile, or looked at again since */
+		if (!pp || pp->detecting != d) {
+			pydetect_free(d);
+			continue;
+		}
+		pp->detecting = NULL;
+		pp->detected = d;
+		detected(userdata, d->pid, d->start_time_ns);
+	}
+}
+
+int python_fd(const struct python *py)
+{
+	return offload_fd(py->lane);
 }
 
 bool python_trampolines(const struct python *py, const struct process *p,
@@ -565,20 +593,11 @@ void python_revisit(struct python *py, struct process *p)
 static void start_walking(struct python *py, struct pyprocess *pp, struct process *p, int r)
 {
 	struct perfd_python_process desc;
-	struct pthread_tsd tsd;
 
 	if (r == 0) {
-		r = find_tsd(py, p, &tsd);
-		if (r == -EAGAIN) {
-			/* its libc is being opened again off the loop, or not
-			 * yet identified: looked at again on a revisit, as for
-			 * an interpreter */
-			pp->status = -EAGAIN;
-			wait_for_interpreter(pp, p);
-			return;
-		}
+		r = pp->tsd_r;
 		if (r == 0)
-			r = describe(pp->rt, &tsd, &desc);
+			r = describe(pp->rt, &pp->tsd, &desc);
 		if (r == 0 && py->map_fd < 0)
 			r = py->map_fd; /* -ENOTSUP: this kernel; -ECANCELED: turned off */
 		if (r == 0 && bpf_map_update_elem(py->map_fd, &p->pid, &desc, BPF_ANY) < 0)

@@ -23,7 +23,6 @@
 #include "profile/frame.h"
 
 struct process;
-struct symbolizer;
 
 #define PYTHON_LINE_BITS 20
 
@@ -38,6 +37,7 @@ struct python_limits {
 struct python_stats {
 	size_t processes;        /* processes running a supported CPython */
 	size_t unsupported;      /* ... an unsupported or unusable one */
+	size_t detections_pending; /* processes being looked at on the lane */
 	size_t functions;
 	size_t code_objects;     /* cached, all processes */
 	uint64_t code_reads;     /* code objects read from processes */
@@ -55,17 +55,25 @@ struct python;
 
 /* map_fd: the BPF python_processes map, or -ENOTSUP when this kernel
  * cannot walk Python frames, -ECANCELED when they are turned off (processes
- * are still recognized and reported).  symbolizer gives the descriptors of
- * mapped files.  Returns 0 or -ENOMEM. */
-int python_new(int map_fd, struct symbolizer *symbolizer, const struct python_limits *limits,
-	       struct python **ret);
+ * are still recognized and reported).  Returns 0 or -errno (-ENOMEM, the
+ * lane's thread). */
+int python_new(int map_fd, const struct python_limits *limits, struct python **ret);
 struct python *python_free(struct python *py);
 
-/* Called after p's mappings were (re)read: recognizes CPython and, once an
- * interpreter runs in it (else it asks for a revisit), writes the BPF
- * description and fills p->runtime.  Logs an unsupported runtime once per
- * process. */
+/* Called after p's mappings were (re)read: when they changed in a way that
+ * matters, has the lane look for CPython in them (pydetect.h: it reads
+ * files, which the loop must not); called again once the lane is back
+ * (python_complete), takes in what it found and, once an interpreter runs
+ * in it (else it asks for a revisit), writes the BPF description and
+ * fills p->runtime.  Logs an unsupported runtime once per process. */
 void python_maps_changed(struct python *py, struct process *p);
+/* python_fd is readable when the lane has looked at processes;
+ * python_complete takes its results, and calls detected for each process
+ * still waiting for one, which should call python_maps_changed with it. */
+int python_fd(const struct python *py);
+void python_complete(struct python *py, void (*detected)(void *userdata, uint32_t pid,
+							  uint64_t start_time_ns),
+		     void *userdata);
 /* CPython's perf trampolines in p (pytrampoline.h): the template and the
  * arenas of copies of it that p's last maps read found.  Valid until p's
  * maps change again or it is forgotten. */
