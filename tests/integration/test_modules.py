@@ -29,7 +29,9 @@ local user (`nobody`) against a daemon of its own:
   samples in it wait at most a second for that), and once the server
   answers again the code is named from the file's own symbols; and the
   same when the file is opened again (the LRU closed its descriptor) to
-  be named while the server hangs: a symbol lane asks, not the loop.
+  be named while the server hangs: a symbol lane asks, not the loop; and
+  when Python's detection reads the files of a new CPython process (its
+  executable on the server) while it hangs: the Python lane asks.
 """
 
 import contextlib
@@ -269,20 +271,20 @@ while True:
 
 
 class HangFS:
-    """hangfs.py serving a copy of libtiny.so on a mount point of its own,
-    and its hang switch: a file beside the mount."""
+    """hangfs.py serving a copy of source (libtiny.so by default) as name on
+    a mount point of its own, and its hang switch: a file beside the mount."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, name=FUSE_NAME, source=None):
         assert os.path.exists("/dev/fuse"), "no /dev/fuse: the kernel has no FUSE"
         self.mountpoint = tmp_path / "mnt"
         self.mountpoint.mkdir()
-        self.path = str(self.mountpoint / FUSE_NAME)
+        self.path = str(self.mountpoint / name)
         self.hang_file = tmp_path / "hang"
         self.log_file = tmp_path / "hangfs.log"
         self.log_file.touch()
         self.proc = subprocess.Popen(
             [DEBIAN_PYTHON, str(HANGFS), str(self.mountpoint),
-             perfdtest.workload_binary("libtiny.so"), FUSE_NAME, str(self.hang_file),
+             source or perfdtest.workload_binary("libtiny.so"), name, str(self.hang_file),
              str(self.log_file)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if not select.select([self.proc.stdout], [], [], 10)[0] or \
@@ -549,3 +551,91 @@ def test_a_file_opened_again_on_a_hung_server_does_not_stop_the_loop(hangfs, tmp
         assert names["result"][0] == 0, names["result"][2]
         wait_named(daemon, w, hung_at, "--since", "1s")
         assert daemon.alive(), daemon.stderr()[-4000:]
+
+
+# A CPython whose executable is on the server (a copy of pyenv's 3.12
+# python3.12, which finds its libpython by an absolute run path) runs Python
+# code a little (perfd meets it, and Python's detection reads it, while the
+# server answers), says "ready" and waits for SIGUSR1; then forks a child
+# that runs Python code for CHILD_SECONDS, and says "child PID".  The child
+# is a new process to perfd: detection opens its first file first, the
+# executable on the server.
+CHILD_SECONDS = 30
+PYTHON_FUSE_WORKLOAD = r"""
+import os, signal, time
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+end = time.monotonic() + 0.5
+while time.monotonic() < end:
+    sum(range(1000))
+print("ready", flush=True)
+signal.sigwait({signal.SIGUSR1})
+child = os.fork()
+if child == 0:
+    null = os.open(os.devnull, os.O_WRONLY)  # the test reads the parent's pipes to their end
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    end = time.monotonic() + %d
+    while time.monotonic() < end:
+        sum(range(1000))
+    os._exit(0)
+print("child", child, flush=True)
+os.waitpid(child, 0)
+""" % CHILD_SECONDS
+
+
+def runtime_of(daemon, pid):
+    return (perfdtest.ps_process(daemon, pid) or {}).get("runtime") or ""
+
+
+def test_python_detection_on_a_hung_server_does_not_stop_the_loop(tmp_path):
+    """A CPython whose executable is on hangfs runs, the server hangs, and
+    the process forks: detection looks at the child, and opens its
+    executable on the server.  A lane of Python's asks the server
+    (perfd-py-0), root's status answers within STATUS_BUDGET all along,
+    and once the server answers the child's runtime is named."""
+    python = perfdtest.pyenv_python(12)
+    if python is None:
+        pytest.skip("no pyenv CPython 3.12: a shared CPython is needed")
+    home = str(Path(python).resolve().parent.parent)
+    fs = HangFS(tmp_path, "python3.12", str(Path(python).resolve()))
+    child = None
+    try:
+        daemon = perfdtest.start_perfd(extra_args=["--no-state"])
+        with hung_server(fs, daemon) as (hang, workloads):
+            w = perfdtest.Workload("python3", command=[
+                "env", f"PYTHONHOME={home}", fs.path, "-c", PYTHON_FUSE_WORKLOAD])
+            workloads.append(w)
+            w.expect_line("ready", timeout=30)
+            deadline = time.monotonic() + 15
+            while not runtime_of(daemon, w.pid).startswith("CPython 3.12"):
+                assert time.monotonic() < deadline, \
+                    f"perfd never named the runtime: {perfdtest.ps_process(daemon, w.pid)}"
+                time.sleep(0.2)
+            took = [status_within_deadline(daemon)[0]]
+            hung_at, timer = hang()
+            w.proc.send_signal(signal.SIGUSR1)
+            child = int(w.expect_line("child").split()[1])
+            took += statuses_while_hung(daemon, hung_at)
+            perfd_threads = threads_of(daemon.pid)
+            askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
+            timer.join()
+            print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
+                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid})")
+            assert daemon.alive(), daemon.stderr()[-4000:]
+            perfdtest.assert_status_budget(took)
+            assert any(name.startswith("perfd-py") for name in askers.values()), \
+                f"Python's lane never asked the hung server: the test proved nothing " \
+                f"(perfd's threads that asked: {askers})"
+            deadline = time.monotonic() + NAMED_WITHIN
+            while not runtime_of(daemon, child).startswith("CPython 3.12"):
+                assert time.monotonic() < deadline, \
+                    f"the child's runtime was not named {NAMED_WITHIN:.0f} s after the " \
+                    f"server answered: {perfdtest.ps_process(daemon, child)}"
+                time.sleep(0.2)
+    finally:
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        fs.close()
