@@ -123,6 +123,8 @@ static const struct metric metrics[] = {
 	  "Unwind table rows the kernel map holds"),
 
 	N("python_processes", GAUGE, "python.processes", "CPython processes recognized"),
+	N("python_detections_pending", GAUGE, "python.detections_pending",
+	  "Processes being looked at for CPython off the loop"),
 	N("python_samples_total", COUNTER, "python.samples", "Samples with Python frames walked"),
 	N("python_samples_truncated_total", COUNTER, "python.samples_truncated",
 	  "Samples whose Python stack was cut short"),

@@ -408,6 +408,7 @@ static void python_status(struct jsonw *w, const struct status_info *in)
 	jsonw_object_begin(w);
 	jsonw_kv_u64(w, "processes", ps->processes);
 	jsonw_kv_u64(w, "unsupported", ps->unsupported);
+	jsonw_kv_u64(w, "detections_pending", ps->detections_pending);
 	jsonw_kv_u64(w, "samples", in->bpf[PERFD_CNT_PYTHON_WALKS]);
 	jsonw_kv_u64(w, "samples_without_thread_state", in->bpf[PERFD_CNT_PYTHON_NO_THREAD_STATE]);
 	jsonw_kv_u64(w, "samples_truncated", in->bpf[PERFD_CNT_PYTHON_TRUNCATED]);

@@ -591,8 +591,9 @@ def test_python_detection_on_a_hung_server_does_not_stop_the_loop(tmp_path):
     """A CPython whose executable is on hangfs runs, the server hangs, and
     the process forks: detection looks at the child, and opens its
     executable on the server.  A lane of Python's asks the server
-    (perfd-py-0), root's status answers within STATUS_BUDGET all along,
-    and once the server answers the child's runtime is named."""
+    (perfd-py-0), root's status answers within STATUS_BUDGET all along and
+    counts the detection pending, and once the server answers the child's
+    runtime is named."""
     python = perfdtest.pyenv_python(12)
     if python is None:
         pytest.skip("no pyenv CPython 3.12: a shared CPython is needed")
@@ -616,22 +617,26 @@ def test_python_detection_on_a_hung_server_does_not_stop_the_loop(tmp_path):
             w.proc.send_signal(signal.SIGUSR1)
             child = int(w.expect_line("child").split()[1])
             took += statuses_while_hung(daemon, hung_at)
+            pending = status_within_deadline(daemon)[1]["python"]["detections_pending"]
             perfd_threads = threads_of(daemon.pid)
             askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
             timer.join()
             print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
-                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid})")
+                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid}); "
+                  f"Python detections pending: {pending}")
             assert daemon.alive(), daemon.stderr()[-4000:]
             perfdtest.assert_status_budget(took)
             assert any(name.startswith("perfd-py") for name in askers.values()), \
                 f"Python's lane never asked the hung server: the test proved nothing " \
                 f"(perfd's threads that asked: {askers})"
+            assert pending >= 1, "status counted no detection waiting for the hung server"
             deadline = time.monotonic() + NAMED_WITHIN
             while not runtime_of(daemon, child).startswith("CPython 3.12"):
                 assert time.monotonic() < deadline, \
                     f"the child's runtime was not named {NAMED_WITHIN:.0f} s after the " \
                     f"server answered: {perfdtest.ps_process(daemon, child)}"
                 time.sleep(0.2)
+            assert status_within_deadline(daemon)[1]["python"]["detections_pending"] == 0
     finally:
         if child:
             try:
