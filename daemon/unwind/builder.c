@@ -144,7 +144,8 @@ static bool big(const struct build_job *j)
  * headers are the file's, and a file system need not answer the loop):
  * a small one is built at once, on whichever lane took it; a big one goes
  * back to the loop to be queued for the lanes that take big jobs
- * (builder_take_done), unless it is already on one of them. */
+ * (builder_take_done), even from one of them: a job does not know its
+ * lane, and the round trip is one turn of the loop. */
 static void run(struct offload_job *o)
 {
 	struct build_job *j = job_of(o);

@@ -56,6 +56,7 @@
 #include "interp/python/pthread_tsd.h"
 #include "pychild.h"
 #include "interp/python/pyruntime.h"
+#include "interp/python/pydetect.h"
 #include "interp/python/python.h"
 #include "noread.h"
 #include "symbols/symbolize.h"
@@ -971,7 +972,6 @@ Test(python, detection_reads_no_file_on_the_callers_thread)
 {
 	struct perfd_python_process desc;
 	struct fixture fx;
-
 	int call;
 
 	start_a_supported_python();
@@ -988,9 +988,8 @@ Test(python, detection_reads_no_file_on_the_callers_thread)
 
 /* A libc still without a module while the process's files are being
  * identified (a probe out, or given up on after a second) is read all
- * the same, from the mapping: a fresh daemon in CI had 450 of 2995
- * samples of a named runtime without Python frames, its libc's thread
- * data read through a module it did not have yet. */
+ * the same, from the mapping: the runtime is described at once, not
+ * left for a revisit or said to have no Python frames. */
 Test(python, libc_not_yet_identified_is_read_from_its_mapping)
 {
 	struct perfd_python_process desc;
@@ -1008,6 +1007,31 @@ Test(python, libc_not_yet_identified_is_read_from_its_mapping)
 	expect_runtime(&fx, &current, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
 	fixture_free(&fx);
+}
+
+/* The job copies what pyruntime_detect looks at: its first file (the
+ * first mapped path that is not deleted: an executable upgraded under a
+ * running process is skipped, as it skips every deleted file), the files
+ * named like Python, libc; not the other libraries. */
+Test(python, detection_copies_what_pyruntime_detect_looks_at)
+{
+	char *paths[] = { (char *)"[vdso]", (char *)"/usr/bin/app (deleted)",
+			  (char *)"/usr/lib/libfirst.so", (char *)"/usr/lib/libother.so",
+			  (char *)"/usr/lib/libpython3.12.so.1.0", (char *)"/lib/libc.so.6" };
+	struct procmap m[ELEMENTSOF(paths)];
+	struct procmaps maps = { .maps = m, .n = ELEMENTSOF(m) };
+	const char *want[] = { "/usr/lib/libfirst.so", "/usr/lib/libpython3.12.so.1.0",
+			       "/lib/libc.so.6" };
+	struct pydetect *d = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(m); i++)
+		m[i] = (struct procmap){ .start = 0x1000 * (i + 1), .end = 0x1000 * (i + 2),
+					 .path = paths[i] };
+	cr_assert_eq(pydetect_new(1, START_TIME, &maps, &d), 0);
+	cr_assert_eq(d->maps.n, ELEMENTSOF(want), "%zu mappings copied", d->maps.n);
+	for (size_t i = 0; i < ELEMENTSOF(want); i++)
+		cr_assert_str_eq(d->maps.maps[i].path, want[i]);
+	pydetect_free(d);
 }
 
 Test(python, no_bpf_map_kernel) { check_no_map(-ENOTSUP); }

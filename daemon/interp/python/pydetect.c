@@ -55,8 +55,8 @@ struct pydetect *pydetect_free(struct pydetect *d)
 	return NULL;
 }
 
-int pydetect_new(uint32_t pid, uint64_t start_time_ns, uint64_t signature,
-		 const struct procmaps *maps, struct pydetect **ret)
+int pydetect_new(uint32_t pid, uint64_t start_time_ns, const struct procmaps *maps,
+		 struct pydetect **ret)
 {
 	struct pydetect *d = calloc(1, sizeof(*d));
 	const char *first = NULL;
@@ -66,7 +66,6 @@ int pydetect_new(uint32_t pid, uint64_t start_time_ns, uint64_t signature,
 	d->job = (struct offload_job){ .key = pid, .run = run, .free = job_free };
 	d->pid = pid;
 	d->start_time_ns = start_time_ns;
-	d->signature = signature;
 	d->r = d->tsd_r = -ENOENT;
 	d->maps.maps = calloc(maps->n ? maps->n : 1, sizeof(*d->maps.maps));
 	if (!d->maps.maps) {
@@ -79,9 +78,10 @@ int pydetect_new(uint32_t pid, uint64_t start_time_ns, uint64_t signature,
 
 		if (m->path[0] != '/')
 			continue;
-		if (!first)
+		/* pyruntime_detect's first file: not a deleted one */
+		if (!first && !strstr(m->path, " (deleted)"))
 			first = m->path;
-		if (strcmp(m->path, first) != 0 && !pydetect_python_named(m->path) &&
+		if ((!first || strcmp(m->path, first) != 0) && !pydetect_python_named(m->path) &&
 		    !pydetect_libc_named(m->path))
 			continue;
 		copy = &d->maps.maps[d->maps.n];

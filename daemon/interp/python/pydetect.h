@@ -30,7 +30,6 @@ struct pydetect {
 	/* what to look at, the job's */
 	uint32_t pid;
 	uint64_t start_time_ns;
-	uint64_t signature; /* of the maps copied, the caller's */
 	struct procmaps maps; /* the mappings that can tell, in their order */
 	/* the results */
 	int r; /* pyruntime_detect's: 0, -EPROTONOSUPPORT, -ENOENT, -errno */
@@ -46,9 +45,11 @@ bool pydetect_python_named(const char *path);
 bool pydetect_libc_named(const char *path);
 
 /* A job looking at process (pid, start_time_ns), whose mappings are maps
- * (only those that can tell are copied).  Returns 0 or -ENOMEM. */
-int pydetect_new(uint32_t pid, uint64_t start_time_ns, uint64_t signature,
-		 const struct procmaps *maps, struct pydetect **ret);
+ * (only those that can tell are copied: the first file as
+ * pyruntime_detect counts it, the files named like Python, libc).
+ * Returns 0 or -ENOMEM. */
+int pydetect_new(uint32_t pid, uint64_t start_time_ns, const struct procmaps *maps,
+		 struct pydetect **ret);
 /* Looks (what the lane calls; tests may call it directly). */
 void pydetect_run(struct pydetect *d);
 struct pydetect *pydetect_free(struct pydetect *d);

@@ -443,7 +443,7 @@ static struct pyprocess *detect(struct python *py, struct process *p, uint64_t s
 		pp->status = -ENOENT;
 		return pp;
 	}
-	r = pydetect_new(p->pid, p->start_time_ns, signature, p->maps, &pp->detecting);
+	r = pydetect_new(p->pid, p->start_time_ns, p->maps, &pp->detecting);
 	if (r == 0)
 		r = offload_submit(py->lane, &pp->detecting->job);
 	if (r < 0) {
