@@ -11,9 +11,10 @@
  * operations, and symbols/symbolize.h's symbolizer_modules() fills them
  * (tests may fill them with their own).  Each is one of symbolize.h's
  * functions: for_mapping symbolizer_module_for_mapping, vdso
- * symbolizer_vdso_module, jit symbolizer_jit_module, note_jit_frame
- * symbolizer_note_jit_frame, with their contracts.  All four are
- * required: the store calls them without looking.
+ * symbolizer_vdso_module, jit_plan/jit_probe/jit_apply/jit_done
+ * symbolizer_jit_plan and its kin, note_jit_frame
+ * symbolizer_note_jit_frame, with their contracts.  All are required:
+ * the store calls them without looking.
  */
 #ifndef PERFD_MODULES_H
 #define PERFD_MODULES_H
@@ -56,6 +57,32 @@ struct module_probe {
 	char build_id[MODULE_PROBE_BUILD_ID_LEN]; /* hex, "" when none or not read */
 };
 
+/* A process's JIT map (/tmp/perf-PID.map, or its jitdump) looked for in
+ * the same three steps, for the same reason: the map is a file in the
+ * process's root, on whatever file system it mounted there.
+ * - jit_plan, on the loop: the process's JIT module if it has one (an
+ *   id), else a descriptor slot reserved (0);
+ * - jit_probe, anywhere: opens the first of paths that is there, under
+ *   the rules a JIT map must meet (its owner, one link, its size);
+ * - jit_apply, on the loop: registers the module with the descriptor.
+ * jit_done releases what apply did not take. */
+#define JIT_PROBE_PATHS 2
+struct jit_probe {
+	/* in: the caller's */
+	pid_t pid;
+	uint64_t start_time_ns;
+	uint32_t owner_uid;
+	char paths[JIT_PROBE_PATHS][64]; /* in the process's root; "" ends them */
+	/* in: jit_plan's */
+	bool reserved;
+	/* out: jit_probe's */
+	bool probed;
+	int fd;      /* -1, or the map opened */
+	int error;   /* when none was: -errno of the first open that found a file
+	             * (refused), else -ENOENT; -ESRCH: the process is gone */
+	int opened;  /* the index in paths of the one opened */
+};
+
 struct module_registry {
 	/* The module of a file mapping of pid, charged to owner_uid: an id,
 	 * or -ENOSPC (the table is full, or owner_uid holds its share),
@@ -73,10 +100,15 @@ struct module_registry {
 	void (*done)(void *ctx, struct module_probe *p);
 	/* The vDSO's module, or -ENOENT. */
 	int (*vdso)(void *ctx);
-	/* The JIT module of (pid, start_time_ns) named from map_path, owned
-	 * by owner_uid or root: an id, or -errno when refused or missing. */
-	int (*jit)(void *ctx, pid_t pid, uint64_t start_time_ns, const char *map_path,
-		   uint32_t owner_uid);
+	/* The JIT module of a process in three steps (struct jit_probe
+	 * above).  jit_plan returns the id the process's map has already, 0
+	 * when planned, or -ENOMEM; jit_probe touches no ctx; jit_apply
+	 * returns an id, or -errno when refused (counted) or missing; jit_done
+	 * after jit_apply or instead of it. */
+	int (*jit_plan)(void *ctx, struct jit_probe *p);
+	void (*jit_probe)(struct jit_probe *p);
+	int (*jit_apply)(void *ctx, struct jit_probe *p);
+	void (*jit_done)(void *ctx, struct jit_probe *p);
 	/* A sample's frame in a JIT module: its map may need reading again. */
 	void (*note_jit_frame)(void *ctx, uint64_t frame);
 	void *ctx;

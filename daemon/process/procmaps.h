@@ -44,6 +44,13 @@ int procmaps_read_process(pid_t pid, uint64_t start_time_ns, bool exec_only,
 /* Reads /proc/PID/maps of whatever process has pid now; -ESRCH when there
  * is none. */
 int procmaps_read_pid(pid_t pid, bool exec_only, struct procmaps **ret);
+/* Whether m is backed by no file a path names: anonymous memory, a
+ * special one ([vdso], [heap]...). */
+static inline bool procmap_fileless(const struct procmap *m)
+{
+	return m->inode == 0 || m->path[0] != '/';
+}
+
 /* The mapping containing addr, or NULL.  O(log n). */
 const struct procmap *procmaps_find(const struct procmaps *m, uint64_t addr);
 struct procmaps *procmaps_free(struct procmaps *m);

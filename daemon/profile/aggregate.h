@@ -87,7 +87,7 @@ struct process {
 	struct parked_sample *parked, **parked_tail;
 	size_t n_parked;
 	uint16_t jit_module;   /* names from /tmp/perf-PID.map, 0 when none */
-	uint64_t jit_checked_ns; /* when we last looked for that map */
+	uint64_t jit_checked_ns; /* when we last looked for that map (CLOCK_MONOTONIC) */
 	/* When it last called exec(), 0: never seen to.  Its RSS before that
 	 * was its old image's (a child between fork and exec has its
 	 * parent's): its peak starts over there, and no RSS trend reaches

@@ -85,11 +85,11 @@ uint64_t agg_user_frame(struct aggregator *a, struct process *p,
 
 	if (!m || p->map_modules[m - p->maps->maps] == MODULE_NONE) {
 		/* Anonymous code: JIT-compiled, named by the JIT's map.  A JIT
-		 * may write its map only once it has compiled something. */
-		if (!p->jit_module && now_ns - p->jit_checked_ns > JIT_MAP_RECHECK_NS) {
-			p->jit_checked_ns = now_ns;
+		 * may write its map only once it has compiled something.  (An
+		 * address in no mapping has the maps read again, which look.) */
+		if (!p->jit_module && m && procmap_fileless(m) &&
+		    now_ns > p->jit_checked_ns + JIT_MAP_RECHECK_NS)
 			agg_find_jit_map(a, p);
-		}
 		if (!p->jit_module)
 			return frame_make(FRAME_MODULE_NONE, addr);
 		/* its map parsed on the lane before a query names it */

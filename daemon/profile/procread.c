@@ -102,36 +102,19 @@ static void read_identity(struct process *p, int dirfd)
 	}
 }
 
-/* The process's JIT map, as its JIT wrote it: /tmp/perf-<pid in its own
- * namespace>.map, else its jitdump /tmp/jit-<pid>.dump (CPython's -X
- * perf_jit, the JVM's and V8's perf agents), under its own root, owned by
- * its user or root (the module registry refuses anything else:
- * process/modules.h).  Not looked for in a process found gone. */
-void agg_find_jit_map(struct aggregator *a, struct process *p)
+/* Whether some executable mapping of maps is anonymous code (JIT-compiled,
+ * or CPython's perf trampolines): no file, so nothing but a JIT map can
+ * name it (agg_user_frame).  Not the vDSO, nor the kernel's legacy
+ * [vsyscall] page, which every x86-64 process shows. */
+static bool has_anonymous_code(const struct procmaps *maps)
 {
-	static const char *const formats[] = { "/tmp/perf-%u.map", "/tmp/jit-%u.dump" };
-	char path[32];
-	int id = -ENOENT;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->maps[i];
 
-	for (size_t i = 0; i < ELEMENTSOF(formats) && id <= 0 && !p->proc_gone; i++) {
-		snprintf(path, sizeof(path), formats[i], p->ns_pid);
-		id = a->modules.jit(a->modules.ctx, p->pid, p->start_time_ns, path, p->owner_uid);
-		if (id == -ESRCH)
-			p->proc_gone = true;
-	}
-	if (id > 0)
-		p->jit_module = (uint16_t)id;
-}
-
-/* Whether some executable mapping of maps has no module: anonymous code
- * (JIT-compiled, or CPython's perf trampolines), all a JIT map can name
- * (agg_user_frame).  Not the kernel's legacy [vsyscall] page, which every
- * x86-64 process shows. */
-static bool has_unnamed_code(const struct procmaps *maps, const uint16_t *modules)
-{
-	for (size_t i = 0; i < maps->n; i++)
-		if (modules[i] == MODULE_NONE && strcmp(maps->maps[i].path, "[vsyscall]") != 0)
+		if (procmap_fileless(m) && strcmp(m->path, "[vsyscall]") != 0 &&
+		    strcmp(m->path, "[vdso]") != 0)
 			return true;
+	}
 	return false;
 }
 
@@ -165,6 +148,9 @@ struct modprobe_job {
 	struct offload_job job; /* first: the lane's part */
 	struct process *owner;
 	void (*probe)(struct module_probe *p);
+	void (*probe_jit)(struct jit_probe *p);
+	bool jit_wanted; /* the process's JIT map is looked for too, last */
+	struct jit_probe jit;
 	uint64_t submitted_ns;
 	/* the item the lane is probing (SIZE_MAX: none yet), since when:
 	 * in it for long, or given up on, the device of its mapping is slow
@@ -189,6 +175,8 @@ static void modprobe_run(struct offload_job *job)
 		j->probe(&j->items[i].probe);
 	}
 	atomic_store(&j->at, j->n);
+	if (j->jit_wanted && !atomic_load(j->job.cancel))
+		j->probe_jit(&j->jit);
 }
 
 /* The next item of *jobp, grown as needed (up to MODULES_PER_READ), or
@@ -226,6 +214,8 @@ static void modprobe_free(struct offload_job *job)
 			close(j->items[i].probe.fd);
 		free(j->items[i].probe.map.path);
 	}
+	if (j->jit_wanted && j->jit.fd >= 0)
+		close(j->jit.fd);
 	free(j);
 }
 
@@ -234,6 +224,8 @@ static void modprobe_done(struct aggregator *a, struct modprobe_job *j)
 {
 	for (size_t i = 0; i < j->n; i++)
 		a->modules.done(a->modules.ctx, &j->items[i].probe);
+	if (j->jit_wanted)
+		a->modules.jit_done(a->modules.ctx, &j->jit);
 	free(j);
 }
 
@@ -270,6 +262,88 @@ static bool probes_on_lane(const struct aggregator *a)
 {
 	return a->maps_lane && a->modules.plan && a->modules.probe && a->modules.apply &&
 	       a->modules.done;
+}
+
+/* --- the JIT map ----------------------------------------------------------
+ *
+ * The process's JIT map, as its JIT wrote it: /tmp/perf-<pid in its own
+ * namespace>.map, else its jitdump /tmp/jit-<pid>.dump (CPython's -X
+ * perf_jit, the JVM's and V8's perf agents), under its own root, owned by
+ * its user or root (the module registry refuses anything else:
+ * process/modules.h).  Looked for where the process has code no file
+ * names (has_anonymous_code), and again every JIT_MAP_RECHECK_NS while a
+ * sample is in such code and none was found (agg_user_frame): a JIT may
+ * write its map only once it has compiled something.  The opens are a
+ * probe's like a file mapping's, for the same reason (the file system is
+ * the process's choice), and go with the process's probe job, last; its
+ * samples in such code wait for them as for the files.  Not looked for
+ * in a process found gone. */
+
+static const char *const jit_map_formats[JIT_PROBE_PATHS] = { "/tmp/perf-%u.map",
+							      "/tmp/jit-%u.dump" };
+
+static void jit_request(const struct process *p, struct jit_probe *ret)
+{
+	*ret = (struct jit_probe){ .pid = p->pid, .start_time_ns = p->start_time_ns,
+				   .owner_uid = p->owner_uid, .fd = -1 };
+	for (size_t i = 0; i < JIT_PROBE_PATHS; i++)
+		snprintf(ret->paths[i], sizeof(ret->paths[i]), jit_map_formats[i], p->ns_pid);
+}
+
+/* What the look for p's JIT map found (jp, probed), taken in. */
+static void take_jit(struct aggregator *a, struct process *p, struct jit_probe *jp)
+{
+	int id;
+
+	if (jp->error == -ESRCH)
+		p->proc_gone = true;
+	id = a->modules.jit_apply(a->modules.ctx, jp);
+	if (id > 0 && !p->jit_module)
+		p->jit_module = (uint16_t)id;
+}
+
+/* Looks for p's JIT map: planned into *jobp (made if NULL) for the lane,
+ * or at once without one. */
+static void find_jit_map(struct aggregator *a, struct process *p, struct modprobe_job **jobp)
+{
+	struct jit_probe jp;
+	int id;
+
+	if (p->proc_gone || p->jit_module)
+		return;
+	p->jit_checked_ns = now_monotonic_ns(); /* the clock of samples' times */
+	jit_request(p, &jp);
+	id = a->modules.jit_plan(a->modules.ctx, &jp);
+	if (id > 0)
+		p->jit_module = (uint16_t)id;
+	if (id != 0)
+		return;
+	if (!probes_on_lane(a)) {
+		a->modules.jit_probe(&jp);
+		take_jit(a, p, &jp);
+	} else if (*jobp || modprobe_next(jobp)) {
+		(*jobp)->jit = jp;
+		(*jobp)->jit_wanted = true;
+		return;
+	}
+	a->modules.jit_done(a->modules.ctx, &jp);
+}
+
+static void submit_probes(struct aggregator *a, struct process *p, struct modprobe_job *job);
+
+void agg_find_jit_map(struct aggregator *a, struct process *p)
+{
+	struct modprobe_job *job = NULL;
+
+	/* with a job out, the next sample in such code looks */
+	if (probes_on_lane(a) && (p->probe_job || p->late_job || a->settled))
+		return;
+	find_jit_map(a, p, &job);
+	if (!job)
+		return;
+	submit_probes(a, p, job);
+	if (p->probe_job)
+		p->maps_partial = true; /* samples in such code wait for it */
 }
 
 /* Whether p's probe has been out longer than MODPROBE_WAIT_NS at now_ns;
@@ -373,7 +447,7 @@ static void resolve_modules(struct aggregator *a, struct process *p, const struc
 		}
 		if (strcmp(m->path, "[vdso]") == 0) {
 			id = a->modules.vdso(a->modules.ctx);
-		} else if (m->inode == 0 || m->path[0] != '/') {
+		} else if (procmap_fileless(m)) {
 			id = -EINVAL; /* anonymous: no file to look up */
 		} else if (budget == 0) {
 			p->maps_partial = true;
@@ -433,6 +507,7 @@ static void submit_probes(struct aggregator *a, struct process *p, struct modpro
 {
 	job->owner = p;
 	job->probe = a->modules.probe;
+	job->probe_jit = a->modules.jit_probe;
 	job->job.run = modprobe_run;
 	job->job.free = modprobe_free;
 	job->job.bytes = sizeof(*job) + job->cap * sizeof(job->items[0]);
@@ -528,6 +603,8 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 			if (id > 0)
 				p->map_modules[job->items[i].map_index] = (uint16_t)id;
 		}
+		if (job->jit_wanted)
+			take_jit(a, p, &job->jit);
 		modprobe_done(a, job);
 		if (!p->probe_job && a->hooks.maps_changed)
 			a->hooks.maps_changed(a->hooks.userdata, p);
@@ -554,6 +631,8 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 			follow->n++;
 		}
 	}
+	if (job->jit_wanted)
+		take_jit(a, p, &job->jit);
 	modprobe_done(a, job);
 	if (follow && follow->n) {
 		submit_probes(a, p, follow);
@@ -570,11 +649,9 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 	for (size_t i = 0; i < p->maps->n && !p->maps_partial; i++) {
 		const struct procmap *m = &p->maps->maps[i];
 
-		if (p->map_modules[i] == MODULE_NONE && m->inode && m->path[0] == '/')
+		if (p->map_modules[i] == MODULE_NONE && !procmap_fileless(m))
 			p->maps_partial = true;
 	}
-	if (!p->jit_module && has_unnamed_code(p->maps, p->map_modules))
-		agg_find_jit_map(a, p);
 	if (a->hooks.maps_changed)
 		a->hooks.maps_changed(a->hooks.userdata, p);
 	agg_ingest_parked(a, p);
@@ -620,19 +697,24 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 	resolve_modules(a, p, maps, modules, &job);
 	/* Only where there is code for it to name: the two look-ups cost
 	 * more than the rest of a short process's reads, and a sample in code
-	 * mapped later makes agg_user_frame look. */
-	/* the file mappings being probed count as unnamed until they are
-	 * not: probes_done looks then */
-	if (!job && !p->jit_module && has_unnamed_code(maps, modules))
-		agg_find_jit_map(a, p);
+	 * mapped later makes agg_user_frame look.  With the files' probes,
+	 * after them. */
+	if (!p->jit_module && has_anonymous_code(maps))
+		find_jit_map(a, p, &job);
 	a->process_bytes -= agg_process_bytes(p);
 	procmaps_free(p->maps);
 	free(p->map_modules);
 	p->maps = maps;
 	p->map_modules = modules;
 	a->process_bytes += agg_process_bytes(p);
-	if (job)
+	if (job) {
+		bool jit = job->jit_wanted;
+
 		submit_probes(a, p, job);
+		/* samples in code no file names wait for the JIT map's look */
+		if (jit && p->probe_job)
+			p->maps_partial = true;
+	}
 	/* With a probe out, the hooks hear of these maps when it is done
 	 * (probes_done) or given up on: the Python runtime is looked for in
 	 * the binaries' modules, and not again for the same maps. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "perfd/macro.h"
@@ -39,7 +40,7 @@ struct jitread *jitread_free(struct jitread *j)
 	return NULL;
 }
 
-int jitread_new(uint64_t key, int fd, off_t size, struct jitread **ret)
+int jitread_new(uint64_t key, int fd, const struct jitread_want *want, struct jitread **ret)
 {
 	struct jitread *j = calloc(1, sizeof(*j));
 	int r;
@@ -47,7 +48,7 @@ int jitread_new(uint64_t key, int fd, off_t size, struct jitread **ret)
 	if (!j)
 		return -ENOMEM;
 	j->job = (struct offload_job){ .key = key, .run = run, .free = job_free };
-	j->size = size;
+	j->want = *want;
 	j->error = -EAGAIN;
 	j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (j->fd < 0) {
@@ -86,6 +87,37 @@ static int too_many_lines(int fd)
 	}
 }
 
+/* Whether the map on fd is to be parsed: j->error set when not. */
+static bool wanted(struct jitread *j, int fd)
+{
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0) {
+		j->error = negative_errno();
+		return false;
+	}
+	j->size = st.st_size;
+	if (st.st_size == j->want.parsed_size || st.st_size == j->want.refused_size) {
+		j->unchanged = true;
+		j->error = 0;
+		return false;
+	}
+	r = procfs_check_fd(fd, &j->want.rules);
+	/* a file bigger than the whole cache is refused unread; parsed, a
+	 * perf map takes more than its file's bytes (a jitdump, with its
+	 * code, less), and one past the module's room is refused after the
+	 * parse (symloads.c) */
+	if (r >= 0 && st.st_size > j->want.max_size)
+		r = -EFBIG;
+	if (r < 0) {
+		j->refused = true;
+		j->error = r;
+		return false;
+	}
+	return true;
+}
+
 void jitread_run(struct jitread *j)
 {
 	_cleanup_fclose_ FILE *f = NULL;
@@ -93,6 +125,10 @@ void jitread_run(struct jitread *j)
 	int fd = j->fd;
 
 	j->fd = -1;
+	if (!wanted(j, fd)) {
+		close(fd);
+		return;
+	}
 	f = fdopen(fd, "re");
 	if (!f) {
 		j->error = negative_errno();

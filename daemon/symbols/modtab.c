@@ -243,12 +243,18 @@ char *sym_mapped_path(const struct module *m)
  * takes the descriptor only if it is still the file it was read from.
  * Meanwhile sym_module_fd answers -EAGAIN, and what waits counts as
  * pending: a symbol table (symbolizer_frame_pending), a line table, an
- * unwind table (the unwinder asks again, unwinder_retry_opens). */
+ * unwind table (the unwinder asks again, unwinder_retry_opens).
+ *
+ * A JIT module's map is opened again the same way, in its process's root
+ * while that process lives (symloads.c's sym_refresh_perfmap waits). */
 
 struct reopen {
 	struct offload_job job; /* first; key: sym_module_key */
 	pid_t pid;              /* the last process seen mapping it, and where */
 	uint64_t start, end;
+	bool jit;               /* a JIT map: of (pid, start_time_ns) */
+	uint64_t start_time_ns;
+	uint32_t jit_owner_uid;
 	struct file_id want;    /* what the module was read from */
 	struct file_id got;     /* what the open found */
 	int fd;                 /* or -errno */
@@ -262,6 +268,12 @@ static void reopen_run(struct offload_job *j)
 	_cleanup_free_ char *mapped = NULL;
 	struct stat st;
 
+	if (o->jit) {
+		struct procfs_file_rules rules = sym_jit_map_rules(o->jit_owner_uid);
+
+		o->fd = procfs_open_in_process(o->pid, o->start_time_ns, o->path, &rules);
+		return;
+	}
 	o->fd = open_mapped_file(o->pid, o->start, o->end, o->path, o->want.dev, o->want.inode,
 				 &o->got);
 	if (o->fd >= 0)
@@ -308,6 +320,38 @@ static size_t lane_fds_cap(const struct symbolizer *s)
 	return MAX(s->max_fds / 4, (size_t)1);
 }
 
+/* A descriptor slot held for a probe (a file's, a JIT map's) from its
+ * plan until apply takes it or done gives it back, so that max_fds holds
+ * with the probe's open on a lane; probes hold at most lane_fds_cap(s).
+ * Returns whether one is held now. */
+static bool reserve_slot(struct symbolizer *s)
+{
+	if (s->fds_reserved >= lane_fds_cap(s))
+		return false;
+	sym_make_fd_room(s, NULL, 1);
+	s->fds_reserved++;
+	return true;
+}
+
+static void release_slot(struct symbolizer *s, bool *reserved)
+{
+	if (*reserved)
+		s->fds_reserved--;
+	*reserved = false;
+}
+
+/* A probe's end: what it opened and no module took is closed, its slot
+ * given back (here or at apply, which comes first), and a reopen waiting
+ * for one started. */
+static void give_back(struct symbolizer *s, int *fd, bool *reserved)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	release_slot(s, reserved);
+	sym_pump_reopens(s);
+}
+
 /* Hands m's reopen to the lane, on a slot reserved for it.  Returns 0 or
  * -ENOMEM. */
 static int submit_reopen(struct symbolizer *s, struct module *m)
@@ -320,7 +364,8 @@ static int submit_reopen(struct symbolizer *s, struct module *m)
 	*o = (struct reopen){ .job = { .run = reopen_run, .free = reopen_free,
 				       .key = sym_module_key(s, m) },
 			      .pid = m->pid, .start = m->map_start, .end = m->map_end,
-			      .want = m->file, .fd = -1 };
+			      .jit = m->kind == MODULE_JIT, .start_time_ns = m->start_time_ns,
+			      .jit_owner_uid = m->jit_owner_uid, .want = m->file, .fd = -1 };
 	memcpy(o->path, m->path, len);
 	/* the slot is the job's until it is taken back */
 	sym_make_fd_room(s, m, 1);
@@ -400,7 +445,7 @@ int sym_module_fd(struct symbolizer *s, struct module *m)
 		sym_lru_touch(s, m);
 		return m->fd;
 	}
-	if (m->kind != MODULE_FILE || !m->verified || m->fd_error < 0)
+	if ((m->kind == MODULE_FILE ? !m->verified : m->kind != MODULE_JIT) || m->fd_error < 0)
 		return -EBADF;
 	return start_reopen(s, m);
 }
@@ -417,13 +462,16 @@ struct module *sym_reopen_done(struct symbolizer *s, struct offload_job *j)
 	m->reopening = false;
 	if (m->fd >= 0) /* a probe gave it one meanwhile: this one is closed */
 		return m;
-	if (o->fd >= 0 && !file_id_eq(&o->got, &m->file)) {
+	/* a JIT map is its process's, whatever it has become since */
+	if (o->fd >= 0 && !o->jit && !file_id_eq(&o->got, &m->file)) {
 		close(o->fd);
 		o->fd = -ESTALE;
 	}
 	if (o->fd < 0) {
 		m->fd_error = o->fd;
 		s->stats.fds_reopen_failed++;
+		if (o->jit && sym_jit_map_refused(o->fd))
+			s->stats.jit_maps_refused++;
 		return m;
 	}
 	sym_take_fd(s, m, TAKE_FD(o->fd));
@@ -596,7 +644,7 @@ int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap 
 	dev_t dev = makedev(map->dev_major, map->dev_minor);
 
 	*ret = (struct module_probe){ .fd = -1, .pid = pid };
-	if (map->inode == 0 || map->path[0] != '/')
+	if (procmap_fileless(map))
 		return -EINVAL;
 	ret->map = *map;
 	ret->map.path = strdup(map->path);
@@ -608,14 +656,8 @@ int symbolizer_plan_probe(struct symbolizer *s, pid_t pid, const struct procmap 
 	 * not close what the loop would then reopen.  Past it the probe opens
 	 * the file, reads its build-id and closes it: the module is reopened
 	 * when it is wanted, as one the LRU closed. */
-	if (ret->want_open && s->fds_reserved >= lane_fds_cap(s))
-		return 0;
-	if (ret->want_open) {
-		/* the slot is the probe's until apply or done */
-		sym_make_fd_room(s, NULL, 1);
-		s->fds_reserved++;
-		ret->reserved = true;
-	}
+	if (ret->want_open)
+		ret->reserved = reserve_slot(s);
 	return 0;
 }
 
@@ -664,16 +706,9 @@ void module_probe_run(struct module_probe *p)
 
 void symbolizer_probe_done(struct symbolizer *s, struct module_probe *p)
 {
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
-	if (p->reserved)
-		s->fds_reserved--;
-	p->reserved = false;
 	free(p->map.path);
 	p->map.path = NULL;
-	/* a slot given back, here or at apply (which comes first) */
-	sym_pump_reopens(s);
+	give_back(s, &p->fd, &p->reserved);
 }
 
 int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct module_probe *p)
@@ -689,10 +724,7 @@ int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct
 	int id;
 
 	p->fd = -1;
-	if (p->reserved) {
-		s->fds_reserved--;
-		p->reserved = false;
-	}
+	release_slot(s, &p->reserved);
 	if (!p->probed) {
 		if (fd >= 0)
 			close(fd);
@@ -837,39 +869,112 @@ bool sym_jit_map_refused(int r)
 	return r == -EPERM || r == -ELOOP || r == -EFBIG || r == -EWOULDBLOCK;
 }
 
+/* The module process_key(pid, start) names, if it is still that
+ * process's. */
+static int jit_module_of(struct symbolizer *s, pid_t pid, uint64_t start_time_ns)
+{
+	uint64_t *slot = u64map_get(&s->jit_by_process, process_key(pid, start_time_ns));
+	struct module *m;
+
+	if (!slot)
+		return 0;
+	m = &s->modules[*slot - FRAME_MODULE_FIRST];
+	return m->kind == MODULE_JIT && m->pid == pid && m->start_time_ns == start_time_ns ?
+		       (int)*slot : 0;
+}
+
+int symbolizer_jit_plan(struct symbolizer *s, struct jit_probe *p)
+{
+	int id = jit_module_of(s, p->pid, p->start_time_ns);
+
+	p->probed = p->reserved = false;
+	p->fd = -1;
+	p->error = 0;
+	if (id > 0)
+		return id;
+	p->reserved = reserve_slot(s);
+	return 0;
+}
+
+void jit_probe_run(struct jit_probe *p)
+{
+	struct procfs_file_rules rules = sym_jit_map_rules(p->owner_uid);
+
+	p->probed = true;
+	p->fd = -1;
+	p->error = -ENOENT;
+	for (int i = 0; i < JIT_PROBE_PATHS && p->paths[i][0]; i++) {
+		int fd = procfs_open_in_process(p->pid, p->start_time_ns, p->paths[i], &rules);
+
+		if (fd >= 0) {
+			p->fd = fd;
+			p->opened = i;
+			return;
+		}
+		/* a refusal is what is said of the look, not the next path's
+		 * absence */
+		if (p->error == -ENOENT)
+			p->error = fd;
+		if (fd == -ESRCH)
+			return;
+	}
+}
+
+int symbolizer_jit_apply(struct symbolizer *s, struct jit_probe *p)
+{
+	uint64_t *slot;
+	struct module *m;
+	int id;
+
+	if (!p->probed)
+		return -EAGAIN;
+	if (p->fd < 0) {
+		if (sym_jit_map_refused(p->error))
+			s->stats.jit_maps_refused++;
+		return p->error;
+	}
+	/* another probe registered it meanwhile: this descriptor is closed */
+	id = jit_module_of(s, p->pid, p->start_time_ns);
+	if (id > 0)
+		return id;
+	id = add_module(s, MODULE_JIT, p->paths[p->opened], p->owner_uid, &m);
+	if (id < 0)
+		return id;
+	/* kept: only its process could open it again, while it lives */
+	if (!p->reserved)
+		sym_make_fd_room(s, NULL, 1);
+	release_slot(s, &p->reserved);
+	sym_take_fd(s, m, TAKE_FD(p->fd));
+	m->pid = p->pid;
+	m->start_time_ns = p->start_time_ns;
+	m->jit_owner_uid = p->owner_uid;
+	m->perfmap_refused_size = -1;
+	slot = u64map_upsert(&s->jit_by_process, process_key(p->pid, p->start_time_ns), NULL);
+	if (slot)
+		*slot = id; /* without the index it is only found again by a new id */
+	return id;
+}
+
+void symbolizer_jit_done(struct symbolizer *s, struct jit_probe *p)
+{
+	give_back(s, &p->fd, &p->reserved);
+}
+
 int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
 			  const char *map_path, uint32_t owner_uid)
 {
-	uint64_t key = process_key(pid, start_time_ns), *slot = u64map_get(&s->jit_by_process, key);
-	struct procfs_file_rules rules = sym_jit_map_rules(owner_uid);
-	struct module *m;
-	int id, fd;
+	struct jit_probe p = { .pid = pid, .start_time_ns = start_time_ns, .owner_uid = owner_uid };
+	int id;
 
-	if (slot) {
-		m = &s->modules[*slot - FRAME_MODULE_FIRST];
-		if (m->pid == pid && m->start_time_ns == start_time_ns)
-			return (int)*slot;
+	if (strlen(map_path) >= sizeof(p.paths[0]))
+		return -ENAMETOOLONG;
+	strcpy(p.paths[0], map_path);
+	id = symbolizer_jit_plan(s, &p);
+	if (id == 0) {
+		jit_probe_run(&p);
+		id = symbolizer_jit_apply(s, &p);
 	}
-	sym_make_fd_room(s, NULL, 1);
-	fd = procfs_open_in_process(pid, start_time_ns, map_path, &rules);
-	if (fd < 0) {
-		if (sym_jit_map_refused(fd))
-			s->stats.jit_maps_refused++;
-		return fd;
-	}
-	id = add_module(s, MODULE_JIT, map_path, owner_uid, &m);
-	if (id < 0) {
-		close(fd);
-		return id;
-	}
-	sym_take_fd(s, m, fd);
-	m->pid = pid;
-	m->start_time_ns = start_time_ns;
-	m->jit_owner_uid = owner_uid;
-	m->perfmap_refused_size = -1;
-	slot = u64map_upsert(&s->jit_by_process, key, NULL);
-	if (slot)
-		*slot = id; /* without the index it is only found again by a new id */
+	symbolizer_jit_done(s, &p);
 	return id;
 }
 
@@ -956,10 +1061,19 @@ static int modules_vdso(void *ctx)
 	return symbolizer_vdso_module(ctx);
 }
 
-static int modules_jit(void *ctx, pid_t pid, uint64_t start_time_ns, const char *map_path,
-		       uint32_t owner_uid)
+static int modules_jit_plan(void *ctx, struct jit_probe *p)
 {
-	return symbolizer_jit_module(ctx, pid, start_time_ns, map_path, owner_uid);
+	return symbolizer_jit_plan(ctx, p);
+}
+
+static int modules_jit_apply(void *ctx, struct jit_probe *p)
+{
+	return symbolizer_jit_apply(ctx, p);
+}
+
+static void modules_jit_done(void *ctx, struct jit_probe *p)
+{
+	symbolizer_jit_done(ctx, p);
 }
 
 static void modules_note_jit_frame(void *ctx, uint64_t frame)
@@ -975,7 +1089,10 @@ struct module_registry symbolizer_modules(struct symbolizer *s)
 					 .apply = modules_apply,
 					 .done = modules_done,
 					 .vdso = modules_vdso,
-					 .jit = modules_jit,
+					 .jit_plan = modules_jit_plan,
+					 .jit_probe = jit_probe_run,
+					 .jit_apply = modules_jit_apply,
+					 .jit_done = modules_jit_done,
 					 .note_jit_frame = modules_note_jit_frame,
 					 .ctx = s };
 }

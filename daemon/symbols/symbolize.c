@@ -176,59 +176,6 @@ static const char *special_name(uint64_t what)
 	}
 }
 
-/* (Re)reads a JIT module's perf map or jitdump when it was never read or
- * has grown since: the JIT appends as it compiles.  Reads through the descriptor
- * opened while the process lived, so it works after the process is gone,
- * and only while the file still meets the rules it was opened under (a
- * map grown past the cap is refused once per size, its old names kept).
- * The parse goes to the lane (jitread.h); jit_read_done takes it in. */
-static void refresh_perfmap(struct symbolizer *s, struct module *m)
-{
-	struct procfs_file_rules rules = sym_jit_map_rules(m->jit_owner_uid);
-	struct jitread *j;
-	struct stat st;
-	int fd, r;
-
-	if (m->perfmap_reading)
-		return;
-	if (m->fd < 0 && m->fd_error == 0) {
-		/* closed by the LRU: only its process can open it again */
-		sym_make_fd_room(s, m, 1);
-		fd = procfs_open_in_process(m->pid, m->start_time_ns, m->path, &rules);
-		if (fd < 0) {
-			m->fd_error = fd;
-			s->stats.fds_reopen_failed++;
-			if (sym_jit_map_refused(fd))
-				s->stats.jit_maps_refused++;
-			return;
-		}
-		sym_take_fd(s, m, fd);
-		s->stats.fds_reopened++;
-	} else if (m->fd >= 0) {
-		sym_lru_touch(s, m);
-	}
-	if (m->fd < 0 || fstat(m->fd, &st) < 0 || (m->perfmap && st.st_size == m->perfmap_size) ||
-	    st.st_size == m->perfmap_refused_size)
-		return;
-	r = procfs_check_fd(m->fd, &rules);
-	/* a file bigger than the whole cache is refused unread; parsed, a
-	 * perf map takes more than its file's bytes (a jitdump, with its
-	 * code, less), and one past the module's room is refused after the
-	 * parse (jit_read_done) */
-	if (r >= 0 && (size_t)st.st_size > s->cache_limit)
-		r = -EFBIG;
-	if (r < 0) {
-		m->perfmap_refused_size = st.st_size;
-		s->stats.jit_maps_refused++;
-		return;
-	}
-	if (jitread_new(sym_module_key(s, m), m->fd, st.st_size, &j) < 0)
-		return; /* out of memory or descriptors: tried again at the next miss */
-	(void)offload_submit(s->lane, &j->job);
-	m->perfmap_reading = true;
-	s->stats.jit_maps_pending++;
-}
-
 void symbolizer_note_jit_frame(struct symbolizer *s, uint64_t frame)
 {
 	struct module *m = module_of(s, frame_module(frame));
@@ -241,7 +188,7 @@ void symbolizer_note_jit_frame(struct symbolizer *s, uint64_t frame)
 	if (now - m->perfmap_checked_ns < SYMBOLIZER_JIT_CHECK_NS)
 		return;
 	m->perfmap_checked_ns = now;
-	refresh_perfmap(s, m);
+	sym_refresh_perfmap(s, m);
 }
 
 static const char *jit_name(struct symbolizer *s, struct module *m, uint64_t addr)
@@ -252,7 +199,7 @@ static const char *jit_name(struct symbolizer *s, struct module *m, uint64_t add
 	if (m->perfmap)
 		name = perfmap_lookup(m->perfmap, addr, NULL);
 	if (!name) {
-		refresh_perfmap(s, m);
+		sym_refresh_perfmap(s, m);
 		if (m->perfmap)
 			name = perfmap_lookup(m->perfmap, addr, NULL);
 	}

@@ -163,19 +163,27 @@ void symbolizer_probe_done(struct symbolizer *s, struct module_probe *p);
  * the [vdso] mapping.  -ENOENT when this system has none. */
 int symbolizer_vdso_module(struct symbolizer *s);
 /* The JIT module of one process (pid, start_time_ns), whose names come
- * from map_path inside the process's root (/tmp/perf-NSPID.map, or a
- * jitdump such as /tmp/jit-NSPID.dump, told by its content; opened now
- * if pid is still that process, and read when needed, even after the
+ * from a map inside the process's root (/tmp/perf-NSPID.map, or a
+ * jitdump such as /tmp/jit-NSPID.dump, told by its content; opened while
+ * pid is still that process, and read when needed, even after the
  * process is gone); frames in it carry raw addresses.  The map must be
- * owned by owner_uid or root (UINT32_MAX: root only).  Registers it the
- * first time; -errno when the map cannot be opened (-EPERM, -ELOOP,
- * -EFBIG, -EWOULDBLOCK when refused: counted in jit_maps_refused). */
+ * owned by owner_uid or root (UINT32_MAX: root only).  In the three steps
+ * of process/modules.h's struct jit_probe: symbolizer_jit_plan returns
+ * the process's module if it has one, symbolizer_jit_apply registers it
+ * the first time, or returns -errno when the map could not be opened
+ * (-EPERM, -ELOOP, -EFBIG, -EWOULDBLOCK when refused: counted in
+ * jit_maps_refused). */
+int symbolizer_jit_plan(struct symbolizer *s, struct jit_probe *p);
+void jit_probe_run(struct jit_probe *p);
+int symbolizer_jit_apply(struct symbolizer *s, struct jit_probe *p);
+void symbolizer_jit_done(struct symbolizer *s, struct jit_probe *p);
+/* The three in a row, for map_path (tests; the store does them apart). */
 int symbolizer_jit_module(struct symbolizer *s, pid_t pid, uint64_t start_time_ns,
 			  const char *map_path, uint32_t owner_uid);
 
 /* A sample's frame in a JIT module that its map does not name (yet):
- * looks at the map again, at most every SYMBOLIZER_JIT_CHECK_NS (an fstat),
- * and when it grew has the lane parse it (symbolizer_fd), so that the
+ * has the lane look at the map again, at most every SYMBOLIZER_JIT_CHECK_NS
+ * (an fstat), and parse it when it grew (symbolizer_fd), so that the
  * names are there by the time a query asks for them.  Cheap when the map
  * names the frame. */
 #define SYMBOLIZER_JIT_CHECK_NS (100 * 1000 * 1000ULL)

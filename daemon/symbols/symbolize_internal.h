@@ -252,7 +252,8 @@ char *sym_mapped_path(const struct module *m);
  * from the last process seen mapping it (map_files, or the path in its
  * root), else the path from perfd's own root, and only if it is the very
  * file the module was read from (file_id).  Other -errno when there is
- * none (remembered until a process maps the file again). */
+ * none (remembered until a process maps the file again).  The same for
+ * a JIT module's map, opened again in its process's root only. */
 int sym_module_fd(struct symbolizer *s, struct module *m);
 
 /* Whether j is a reopen's (sym_module_fd), and takes it back: the module
@@ -288,6 +289,11 @@ struct module *sym_module_of_key(struct symbolizer *s, uint64_t key);
 /* m's reopen is over (m NULL: it was given back meanwhile): what waited
  * for its descriptor starts, if it has one now and still needs it. */
 void sym_reopen_resume(struct symbolizer *s, struct module *m);
+
+/* Has the lane look at JIT module m's perf map or jitdump again, and
+ * parse it if it was never read or has grown since (symloads.c); nothing
+ * while such a look is out. */
+void sym_refresh_perfmap(struct symbolizer *s, struct module *m);
 
 /* Has the lane open m's DWARF line tables (the binary's, else its debug
  * file's), unless it does already or cannot now. */

@@ -301,9 +301,36 @@ static void debug_search_done(struct symbolizer *s, struct debugsearch *q)
 	s->stats.symtab_loads_pending++;
 }
 
-/* Takes a finished parse back: its map becomes the module's, unless it is
- * past the caps or the module's room (refused once per size, the old
- * names kept).  A module given back meanwhile takes nothing. */
+/* (Re)reads a JIT module's perf map or jitdump.  Reads through the
+ * descriptor opened while the process lived, so it works after the
+ * process is gone; one the LRU closed is opened again on the lane, and
+ * the look waits for it (sym_reopen_resume).  The job tells whether the
+ * map grew, and parses it then, only while the file still meets the rules
+ * it was opened under (a map grown past them is refused once per size,
+ * its old names kept); jit_read_done takes it in. */
+void sym_refresh_perfmap(struct symbolizer *s, struct module *m)
+{
+	struct jitread_want want = { .rules = sym_jit_map_rules(m->jit_owner_uid),
+				     .parsed_size = m->perfmap ? m->perfmap_size : -1,
+				     .refused_size = m->perfmap_refused_size,
+				     .max_size = (off_t)MIN(s->cache_limit, (size_t)INT64_MAX) };
+	struct jitread *j;
+	int fd;
+
+	if (m->perfmap_reading)
+		return;
+	fd = sym_module_fd(s, m);
+	m->load_waits_fd = fd == -EAGAIN;
+	if (fd < 0 || jitread_new(sym_module_key(s, m), fd, &want, &j) < 0)
+		return; /* out of memory or descriptors: tried again at the next miss */
+	(void)offload_submit(s->lane, &j->job);
+	m->perfmap_reading = true;
+	s->stats.jit_maps_pending++;
+}
+
+/* Takes a finished look back: a parsed map becomes the module's, unless
+ * it is past the caps or the module's room (refused once per size, the
+ * old names kept).  A module given back meanwhile takes nothing. */
 static void jit_read_done(struct symbolizer *s, struct jitread *j)
 {
 	struct module *m = sym_module_of_key(s, j->job.key);
@@ -312,9 +339,11 @@ static void jit_read_done(struct symbolizer *s, struct jitread *j)
 	if (!m || m->kind != MODULE_JIT || !m->perfmap_reading)
 		return;
 	m->perfmap_reading = false;
+	if (j->unchanged)
+		return;
 	if (j->error >= 0 && perfmap_memory(j->map) > sym_module_room(s))
 		j->error = -EFBIG;
-	if (j->error == -EFBIG) {
+	if (j->refused || j->error == -EFBIG) {
 		m->perfmap_refused_size = j->size;
 		s->stats.jit_maps_refused++;
 	}
@@ -341,6 +370,11 @@ void sym_reopen_resume(struct symbolizer *s, struct module *m)
 	m->load_waits_fd = m->search_waits_fd = false;
 	if (m->fd < 0)
 		return; /* named as it can be without */
+	if (m->kind == MODULE_JIT) {
+		if (load)
+			sym_refresh_perfmap(s, m);
+		return;
+	}
 	if (search && m->debug_source == DEBUG_UNSEARCHED && m->symtab &&
 	    !elf_symtab_has_symtab(m->symtab))
 		start_debug_search(s, m);

@@ -2,10 +2,11 @@
 can be made to stop answering: what a user who mounts a filesystem of their
 own can do to anyone who reads a file on it (test_modules.py).
 
-usage: hangfs.py MOUNTPOINT SOURCE NAME HANG_FILE LOG_FILE
+usage: hangfs.py MOUNTPOINT SOURCE NAME HANG_FILE LOG_FILE [live]
 
-Serves a copy of the file SOURCE (read at start, kept in memory) as
-MOUNTPOINT/NAME, mounted with attr_timeout=0 and entry_timeout=0: every
+Serves a copy of the file SOURCE (read at start, kept in memory; with
+"live", read again at every request, so that it may be written later) as
+MOUNTPOINT/NAME (a pattern, as fnmatch's: under every name it matches), mounted with attr_timeout=0 and entry_timeout=0: every
 stat() of it reaches this server.  While HANG_FILE exists every request
 blocks (init and destroy excepted), each for at most HANG_MAX seconds, so
 that a test that fails before removing it cannot leave a caller stuck for
@@ -17,6 +18,7 @@ directly when root, without fusermount.
 """
 
 import errno
+import fnmatch
 import os
 import stat
 import sys
@@ -31,13 +33,22 @@ HANG_MAX = 20.0
 
 
 class HangFS(fuse.Operations):
-    def __init__(self, data, name, hang_file, log_file):
-        self.data = data
-        self.name = "/" + name
+    def __init__(self, source, live, name, hang_file, log_file):
+        self.source, self.live = source, live
+        self.kept = None if live else self.read_source()
+        self.pattern = name
         self.hang_file = hang_file
         self.log = open(log_file, "a", buffering=1)
         now = time.time()
         self.times = {"st_atime": now, "st_mtime": now, "st_ctime": now}
+
+    def read_source(self):
+        with open(self.source, "rb") as f:
+            return f.read()
+
+    @property
+    def data(self):
+        return self.read_source() if self.live else self.kept
 
     def __call__(self, op, *args):
         if op not in ("init", "destroy") and os.path.exists(self.hang_file):
@@ -54,16 +65,20 @@ class HangFS(fuse.Operations):
     def getattr(self, path, fh=None):
         if path == "/":
             return dict(st_mode=stat.S_IFDIR | 0o755, st_nlink=2, **self.times)
-        if path == self.name:
+        if self.serves(path):
             return dict(st_mode=stat.S_IFREG | 0o755, st_nlink=1, st_size=len(self.data),
                         **self.times)
         raise fuse.FuseOSError(errno.ENOENT)
 
+    def serves(self, path):
+        return fnmatch.fnmatchcase(path[1:], self.pattern) and "/" not in path[1:]
+
     def readdir(self, path, fh):
-        return [".", "..", self.name[1:]]
+        literal = not any(c in self.pattern for c in "*?[")
+        return [".", ".."] + ([self.pattern] if literal else [])
 
     def open(self, path, flags):
-        if path != self.name:
+        if not self.serves(path):
             raise fuse.FuseOSError(errno.ENOENT)
         if flags & (os.O_WRONLY | os.O_RDWR):
             raise fuse.FuseOSError(errno.EROFS)
@@ -74,10 +89,9 @@ class HangFS(fuse.Operations):
 
 
 def main():
-    mountpoint, source, name, hang_file, log_file = sys.argv[1:]
-    with open(source, "rb") as f:
-        data = f.read()
-    fuse.FUSE(HangFS(data, name, hang_file, log_file), mountpoint, foreground=True,
+    mountpoint, source, name, hang_file, log_file = sys.argv[1:6]
+    live = sys.argv[6:] == ["live"]
+    fuse.FUSE(HangFS(source, live, name, hang_file, log_file), mountpoint, foreground=True,
               nothreads=False, ro=True, allow_other=True, attr_timeout=0, entry_timeout=0,
               negative_timeout=0, kernel_cache=True, fsname="perfd-hangfs")
 

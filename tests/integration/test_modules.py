@@ -31,7 +31,9 @@ local user (`nobody`) against a daemon of its own:
   same when the file is opened again (the LRU closed its descriptor) to
   be named while the server hangs: a symbol lane asks, not the loop; and
   when Python's detection reads the files of a new CPython process (its
-  executable on the server) while it hangs: the Python lane asks.
+  executable on the server) while it hangs: the Python lane asks; and when
+  perfd looks for the perf map of a JIT whose /tmp is on the server: a maps
+  lane asks.
 """
 
 import contextlib
@@ -271,10 +273,11 @@ while True:
 
 
 class HangFS:
-    """hangfs.py serving a copy of source (libtiny.so by default) as name on
-    a mount point of its own, and its hang switch: a file beside the mount."""
+    """hangfs.py serving a copy of source (libtiny.so by default; live: as
+    it is at each request) as name on a mount point of its own, and its hang
+    switch: a file beside the mount."""
 
-    def __init__(self, tmp_path, name=FUSE_NAME, source=None):
+    def __init__(self, tmp_path, name=FUSE_NAME, source=None, live=False):
         assert os.path.exists("/dev/fuse"), "no /dev/fuse: the kernel has no FUSE"
         self.mountpoint = tmp_path / "mnt"
         self.mountpoint.mkdir()
@@ -285,7 +288,7 @@ class HangFS:
         self.proc = subprocess.Popen(
             [DEBIAN_PYTHON, str(HANGFS), str(self.mountpoint),
              source or perfdtest.workload_binary("libtiny.so"), name, str(self.hang_file),
-             str(self.log_file)],
+             str(self.log_file)] + (["live"] if live else []),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if not select.select([self.proc.stdout], [], [], 10)[0] or \
                 self.proc.stdout.readline() != b"mounted\n":
@@ -643,4 +646,72 @@ def test_python_detection_on_a_hung_server_does_not_stop_the_loop(tmp_path):
                 os.kill(child, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        fs.close()
+
+
+# The JIT workload in a mount namespace of its own whose /tmp is the hangfs
+# mount ($0): it prints its pid, waits for a line, binds the mount over
+# /tmp, says "bound", waits for a line and becomes the JIT workload ($1,
+# opened before the mount hides it if it is under /tmp), which burns $2 s
+# of CPU in anonymous code after a 1 s sleep.
+JIT_IN_FUSE_TMP = ('exec 3<"$1"; echo $$; read x; mount --bind "$0" /tmp && echo bound && '
+                   'read y && exec /proc/self/fd/3 "$2" 1')
+JIT_BURN = "30"
+
+
+def test_a_jit_map_on_a_hung_server_does_not_stop_the_loop(tmp_path):
+    """The JIT workload's /tmp is on hangfs, which serves its perf map
+    (/tmp/perf-PID.map in its root).  The server hangs in the second before
+    the workload's code first runs: perfd meets the anonymous code and looks
+    for the map while every lookup on the server blocks.  A maps lane asks
+    the server, not perfd's loop; root's status answers within
+    STATUS_BUDGET all along; and once the server answers, the map names the
+    code."""
+    mapfile = tmp_path / "map.txt"
+    mapfile.write_text("")
+    # mounted before the namespace is made, which copies the mounts then
+    fs = HangFS(tmp_path, "perf-*.map", str(mapfile), live=True)
+    w = subprocess.Popen(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", JIT_IN_FUSE_TMP,
+         str(tmp_path / "mnt"), perfdtest.workload_binary("jit"), JIT_BURN],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = int(w.stdout.readline())
+        daemon = perfdtest.start_perfd(extra_args=["--no-state"])
+        with hung_server(fs, daemon) as (hang, _):
+            w.stdin.write("\n")
+            w.stdin.flush()
+            assert w.stdout.readline() == "bound\n", w.stderr.read()
+            w.stdin.write("\n")
+            w.stdin.flush()
+            start, size = w.stdout.readline().split()
+            name = f"perfd_jit_on_fuse_{pid}"
+            mapfile.write_text(f"{start} {size} {name}\n")
+            took = [status_within_deadline(daemon)[0]]
+            hung_at, timer = hang()
+            took += statuses_while_hung(daemon, hung_at)
+            perfd_threads = threads_of(daemon.pid)
+            askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
+            timer.join()
+            print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
+                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid})")
+            assert daemon.alive(), daemon.stderr()[-4000:]
+            perfdtest.assert_status_budget(took)
+            assert askers, "no thread of perfd asked the hung server: the test proved nothing"
+            assert daemon.pid not in askers, f"perfd's loop asked the hung server: {askers}"
+            deadline = time.monotonic() + NAMED_WITHIN
+            while True:
+                assert w.poll() is None, f"the workload ended: {w.stderr.read()!r}"
+                rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid), "--since", "2s")
+                assert rc == 0, err
+                stacks = perfdtest.parse_folded(out)
+                if perfdtest.count_where(stacks, perfdtest.contains(name)) >= 5:
+                    break
+                assert time.monotonic() < deadline, \
+                    f"the map did not name the code {NAMED_WITHIN:.0f} s after the server " \
+                    f"answered:\n{perfdtest.show(stacks)}"
+                time.sleep(0.3)
+    finally:
+        w.kill()
+        w.wait()
         fs.close()

@@ -33,6 +33,7 @@
 #include "profile/frame.h"
 #include "profile/stacktab.h"
 #include "symbols/symbolize.h"
+#include "noread.h"
 
 #define NOPID 999999999u /* no such process: its maps cannot be read */
 #define SEC 1000000000ULL
@@ -203,8 +204,24 @@ static uint64_t count_of(const struct profile_values *prof, uint64_t leaf_addr)
 	return n;
 }
 
-/* The same over every window of p's history. */
-static uint64_t history_count_of(const struct process *p, uint64_t leaf_addr)
+/* The value of the entries of prof whose stack has this leaf frame. */
+static uint64_t count_of_frame(const struct profile_values *prof, uint64_t leaf)
+{
+	uint64_t n = 0;
+
+	U64MAP_FOREACH(slot, &prof->values) {
+		const struct stack *s = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
+
+		if (s && s->depth && s->frames[0] == leaf)
+			n += slot->value;
+	}
+	return n;
+}
+
+/* count(window, arg) summed over every window of p's history. */
+static uint64_t history_sum(const struct process *p,
+			    uint64_t (*count)(const struct profile_values *, uint64_t), uint64_t arg)
 {
 	struct history_iter it;
 	struct history_window w;
@@ -216,10 +233,16 @@ static uint64_t history_count_of(const struct process *p, uint64_t leaf_addr)
 
 		profile_init(&one);
 		cr_assert_eq(history_window_merge(&w, aggregator_stacks(agg), &one), 0);
-		n += count_of(&one, leaf_addr);
+		n += count(&one, arg);
 		profile_release(&one, aggregator_stacks(agg));
 	}
 	return n;
+}
+
+/* count_of over every window of p's history. */
+static uint64_t history_count_of(const struct process *p, uint64_t leaf_addr)
+{
+	return history_sum(p, count_of, leaf_addr);
 }
 
 static uint64_t history_total(const struct process *p)
@@ -2467,6 +2490,76 @@ Test(aggregate, a_probe_that_does_not_answer_is_given_up_on_without_another_samp
 	cr_assert_eq(p->history.newest->prof.values.count, 1);
 	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	complete_all(&st); /* the late job is released when it comes back */
+	destroy();
+	close(gate_fd);
+}
+
+struct jit_recheck {
+	uint64_t start, code;
+	int r1, r2;
+};
+
+/* Two samples in the anonymous code: the first looks for the map again
+ * (the look is due), the second finds the look out. */
+static void feed_in_jit_code(void *arg)
+{
+	struct jit_recheck *c = arg;
+	uint64_t ts = now_monotonic_ns();
+
+	c->r1 = feed_user(getpid(), c->start, ts, c->code + 0x10, (uint64_t)(uintptr_t)&feed_user + 1);
+	c->r2 = feed_user(getpid(), c->start, ts + 1, c->code + 0x10,
+			  (uint64_t)(uintptr_t)&feed_user + 1);
+}
+
+/* The JIT map is a file in the process's root, on whatever it mounted
+ * there: it is opened on the lane, with the process's probes, never on
+ * the loop; the samples in its code wait for it and go in named by it. */
+Test(aggregate, a_jit_map_is_opened_on_the_lane_and_samples_in_its_code_wait_for_it)
+{
+	struct jit_recheck c = { .start = 0 };
+	struct aggregator_stats before, after;
+	uint64_t one = 1;
+	struct process *p;
+	char path[64];
+	void *code;
+	FILE *f;
+
+	make_gated(100);
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one)); /* files: at once */
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	unlink(path);
+	code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(code, MAP_FAILED);
+	c.code = (uint64_t)(uintptr_t)code;
+	c.start = self_start_ns();
+	/* the first look, with the maps: no map yet */
+	cr_assert_eq(feed_user(getpid(), c.start, now_monotonic_ns(), c.code + 0x10,
+			       (uint64_t)(uintptr_t)&feed_user + 1), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p);
+	complete_probes(p);
+	cr_assert_eq(p->jit_module, 0, "a JIT module with no map");
+	/* the JIT writes its map */
+	f = fopen(path, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "%" PRIx64 " 100 jitted_fn\n", c.code);
+	fclose(f);
+	aggregator_get_stats(agg, &before);
+	p->jit_checked_ns = 0; /* JIT_MAP_RECHECK_NS later */
+	cr_assert_eq(call_reading_no_file(feed_in_jit_code, &c), 0,
+		     "the loop opened or read a file looking for the JIT map");
+	cr_assert_eq(c.r1, 0);
+	cr_assert_eq(c.r2, 0);
+	cr_assert_not_null(p->probe_job, "no look on the lane");
+	aggregator_get_stats(agg, &after);
+	cr_assert_eq(after.samples_waited_for_maps, before.samples_waited_for_maps + 1,
+		     "the sample after the look did not wait for it");
+	complete_probes(p);
+	cr_assert_gt(p->jit_module, 0, "the lane's look found no map");
+	cr_assert_eq(history_sum(p, count_of_frame, frame_make(p->jit_module, c.code + 0x10)), 1,
+		     "the sample that waited is not named by the map");
+	munmap(code, 4096);
+	unlink(path);
 	destroy();
 	close(gate_fd);
 }

@@ -29,6 +29,7 @@
 #include "process/procmaps.h"
 #include "symbols/perfmap.h"
 #include "symbols/symbolize.h"
+#include "noread.h"
 
 __attribute__((noinline)) int symbolize_test_function(void);
 __attribute__((noinline)) int symbolize_test_function(void)
@@ -664,6 +665,75 @@ static void reopen_binary(struct symbolizer *s, int keep)
 	cr_assert_geq(symbolizer_module_fd(s, (uint16_t)keep), 0);
 	symbolizer_get_stats(s, &st);
 	cr_assert_eq(st.fds_open, 1);
+}
+
+struct jit_note {
+	struct symbolizer *s;
+	uint64_t frame;
+};
+
+static void note_jit(void *arg)
+{
+	struct jit_note *n = arg;
+
+	symbolizer_note_jit_frame(n->s, n->frame);
+}
+
+/* The name of n's frame once the lane has done all it was given (a
+ * reopen, and then the look it waited for). */
+static const char *jit_name_settled(struct jit_note *n, char *buf, size_t size)
+{
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(symbolizer_settle(n->s, 30000), 0, "the lane did not settle");
+	return symbolizer_frame_name(n->s, n->frame, buf, size);
+}
+
+/* A JIT map is looked at again on the lane only: whether it grew (an
+ * fstat, which its file system answers when it likes) and, once the LRU
+ * closed its descriptor, the open in its process's root. */
+Test(symbolize, a_jit_map_is_looked_at_again_on_the_lane_only)
+{
+	enum { MAX_FDS = 4 };
+	struct symbolizer_opts o = { .max_fds = MAX_FDS };
+	char dir[] = "/tmp/perfd-test-jitlook-XXXXXX", path[96], buf[256];
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	struct jit_note n;
+	FILE *f;
+	int id;
+
+	cr_assert_eq(symbolizer_new(&o, &s, NULL), 0);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/perf.map", dir);
+	f = fopen(path, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "7f0000001000 100 JS:*first\n");
+	fflush(f);
+	id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, geteuid());
+	cr_assert_gt(id, 0);
+	cr_assert_str_eq(settled_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
+			 "JS:*first");
+	/* grown */
+	fprintf(f, "7f0000002000 100 JS:*second\n");
+	fflush(f);
+	n = (struct jit_note){ .s = s, .frame = frame_make(id, 0x7f0000002010) };
+	usleep(SYMBOLIZER_JIT_CHECK_NS / 1000 + 1000);
+	cr_assert_eq(call_reading_no_file(note_jit, &n), 0, "the caller looked at the map");
+	cr_assert_str_eq(jit_name_settled(&n, buf, sizeof(buf)), "JS:*second");
+	/* closed by the LRU, and grown again */
+	close_fds_but_keep_module(s, id, MAX_FDS, dir, 0);
+	fprintf(f, "7f0000003000 100 JS:*third\n");
+	fflush(f);
+	n.frame = frame_make(id, 0x7f0000003010);
+	usleep(SYMBOLIZER_JIT_CHECK_NS / 1000 + 1000);
+	cr_assert_eq(call_reading_no_file(note_jit, &n), 0, "the caller opened the map again");
+	cr_assert_str_eq(jit_name_settled(&n, buf, sizeof(buf)), "JS:*third");
+	symbolizer_get_stats(s, &st);
+	cr_assert_eq(st.fds_reopened, 1);
+	fclose(f);
+	unlink(path);
+	rmdir(dir);
+	symbolizer_free(s);
 }
 
 /* libc's debug file, once found, is found again when the LRU has closed
