@@ -91,6 +91,8 @@ static const struct metric metrics[] = {
 	N("symbol_modules_refused_total", COUNTER, "symbols.modules_refused",
 	  "Binaries refused a module id (table full)"),
 	N("symbol_module_fds", GAUGE, "symbols.module_fds_open", "Descriptors of binaries held open"),
+	N("symbol_module_fds_closing", GAUGE, "symbols.module_fds_closing",
+	  "Descriptors of binaries being closed off the loop"),
 	N("symbol_lookups_total", COUNTER, "symbols.lookups", "Addresses symbolized"),
 	N("symbol_cache_hits_total", COUNTER, "symbols.cache_hits", "Symbol table cache hits"),
 	N("symbol_cache_misses_total", COUNTER, "symbols.cache_misses", "Symbol table cache misses"),

@@ -337,6 +337,7 @@ static void symbols_status(struct jsonw *w, const struct symbolizer_stats *s)
 	jsonw_kv_u64(w, "module_fds_reopened", s->fds_reopened);
 	jsonw_kv_u64(w, "module_fds_reopen_failed", s->fds_reopen_failed);
 	jsonw_kv_u64(w, "module_fds_reopening", s->fds_reopening);
+	jsonw_kv_u64(w, "module_fds_closing", s->fds_closing);
 	jsonw_kv_u64(w, "modules_loaded", s->modules_loaded);
 	jsonw_kv_u64(w, "modules_failed", s->modules_failed);
 	jsonw_kv_u64(w, "kernel_symbols", s->kernel_symbols);

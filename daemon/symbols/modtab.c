@@ -65,14 +65,78 @@ void sym_lru_touch(struct symbolizer *s, struct module *m)
 		s->lru_tail = id;
 }
 
-/* Closes the descriptors of m; what was parsed from them stays.  A debug
- * file closed is searched for again when it is needed. */
+/* --- descriptors closed on a lane ---------------------------------------
+ *
+ * A close asks the file's file system too: FUSE waits for its server to
+ * answer a FLUSH, at every close of every descriptor of the file.  So the
+ * loop closes no module's descriptor: it hands it to the symbolizer's lane
+ * (sym_close_later), and counts it in fds_closing until the close
+ * returns.  Those do not count under max_fds, which they leave as soon as
+ * a lane gets to them; while a server holds them, reserve_slot (below)
+ * stops handing out slots once as many are closing as max_fds, so that
+ * what perfd holds stays bounded.  The count is the one thing a close job
+ * touches besides itself: an atomic, and the lane is never abandoned
+ * (offload_free waits for it), so it outlives every job. */
+
+struct closejob {
+	struct offload_job job; /* first */
+	int fd;
+	atomic_size_t *closing; /* the symbolizer's fds_closing; NULL once counted out */
+};
+
+static void close_counted(struct closejob *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	if (c->closing)
+		atomic_fetch_sub(c->closing, 1);
+	c->closing = NULL;
+}
+
+static void closejob_run(struct offload_job *j)
+{
+	close_counted((struct closejob *)j);
+}
+
+static void closejob_free(struct offload_job *j)
+{
+	close_counted((struct closejob *)j);
+	free(j);
+}
+
+bool sym_close_is(const struct offload_job *j)
+{
+	return j->run == closejob_run;
+}
+
+void sym_close_later(struct symbolizer *s, int fd)
+{
+	struct closejob *c;
+
+	if (fd < 0)
+		return;
+	c = malloc(sizeof(*c));
+	if (!c) {
+		close(fd); /* out of memory: on the loop, as before */
+		return;
+	}
+	*c = (struct closejob){ .job = { .run = closejob_run, .free = closejob_free }, .fd = fd,
+				.closing = &s->fds_closing };
+	atomic_fetch_add(&s->fds_closing, 1);
+	/* an unbounded pool refuses only after offload_finish, never called
+	 * on this one (offload_free stops it) */
+	if (offload_submit(s->lane, &c->job) < 0)
+		closejob_free(&c->job);
+}
+
+/* Closes the descriptors of m (on the lane); what was parsed from them
+ * stays.  A debug file closed is searched for again when it is needed. */
 static void close_fds(struct symbolizer *s, struct module *m)
 {
 	s->open_fds -= (m->fd >= 0) + (m->debug_fd >= 0);
-	closep(&m->fd);
-	closep(&m->debug_fd);
-	m->fd = m->debug_fd = -1;
+	sym_close_later(s, TAKE_FD(m->fd));
+	sym_close_later(s, TAKE_FD(m->debug_fd));
 	lru_unlink(s, m);
 }
 
@@ -322,11 +386,12 @@ static size_t lane_fds_cap(const struct symbolizer *s)
 
 /* A descriptor slot held for a probe (a file's, a JIT map's) from its
  * plan until apply takes it or done gives it back, so that max_fds holds
- * with the probe's open on a lane; probes hold at most lane_fds_cap(s).
- * Returns whether one is held now. */
+ * with the probe's open on a lane; probes hold at most lane_fds_cap(s),
+ * and none while max_fds are closing (a server holds them).  Returns
+ * whether one is held now. */
 static bool reserve_slot(struct symbolizer *s)
 {
-	if (s->fds_reserved >= lane_fds_cap(s))
+	if (s->fds_reserved >= lane_fds_cap(s) || atomic_load(&s->fds_closing) >= s->max_fds)
 		return false;
 	sym_make_fd_room(s, NULL, 1);
 	s->fds_reserved++;
@@ -345,9 +410,7 @@ static void release_slot(struct symbolizer *s, bool *reserved)
  * for one started. */
 static void give_back(struct symbolizer *s, int *fd, bool *reserved)
 {
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
+	sym_close_later(s, TAKE_FD(*fd));
 	release_slot(s, reserved);
 	sym_pump_reopens(s);
 }
@@ -457,14 +520,18 @@ struct module *sym_reopen_done(struct symbolizer *s, struct offload_job *j)
 
 	s->fds_reserved--;
 	s->stats.fds_reopening--;
-	if (!m || !m->reopening)
-		return NULL; /* given back meanwhile: reopen_free closes it */
+	if (!m || !m->reopening) {
+		sym_close_later(s, TAKE_FD(o->fd)); /* given back meanwhile */
+		return NULL;
+	}
 	m->reopening = false;
-	if (m->fd >= 0) /* a probe gave it one meanwhile: this one is closed */
+	if (m->fd >= 0) { /* a probe gave it one meanwhile: this one is closed */
+		sym_close_later(s, TAKE_FD(o->fd));
 		return m;
+	}
 	/* a JIT map is its process's, whatever it has become since */
 	if (o->fd >= 0 && !o->jit && !file_id_eq(&o->got, &m->file)) {
-		close(o->fd);
+		sym_close_later(s, TAKE_FD(o->fd));
 		o->fd = -ESTALE;
 	}
 	if (o->fd < 0) {
@@ -592,7 +659,7 @@ static void note_mapper(struct symbolizer *s, struct module *m, pid_t pid,
 	if (fd < 0)
 		return;
 	if (m->fd >= 0) {
-		close(fd);
+		sym_close_later(s, fd);
 		sym_lru_touch(s, m);
 		return;
 	}
@@ -727,13 +794,13 @@ int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct
 	release_slot(s, &p->reserved);
 	if (!p->probed) {
 		if (fd >= 0)
-			close(fd);
+			sym_close_later(s, fd);
 		return -EAGAIN;
 	}
 	if (p->error < 0 && !p->opened) {
 		/* a known file not stat'ed: opened, it may be told apart */
 		if (fd >= 0)
-			close(fd);
+			sym_close_later(s, fd);
 		return -EAGAIN;
 	}
 	if (p->error < 0) {
@@ -775,7 +842,7 @@ int symbolizer_module_for_probe(struct symbolizer *s, uint32_t owner_uid, struct
 	id = add_module(s, MODULE_FILE, map->path, owner_uid, &m);
 	if (id < 0) {
 		if (fd >= 0)
-			close(fd);
+			sym_close_later(s, fd);
 		return id;
 	}
 	m->file = fid;

@@ -369,6 +369,7 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *r
 	ret->modules = s->live_modules;
 	ret->modules_limit = s->max_modules;
 	ret->fds_open = s->open_fds;
+	ret->fds_closing = atomic_load(&s->fds_closing);
 	ret->fds_limit = s->max_fds;
 	ret->kernel_symbols = s->ksyms ? ksyms_count(s->ksyms) : 0;
 	ret->cache_limit = s->cache_limit;

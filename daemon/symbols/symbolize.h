@@ -97,6 +97,7 @@ struct symbolizer_stats {
 	uint64_t fds_reopened;      /* ... opened again when needed */
 	uint64_t fds_reopen_failed; /* ... could not be: the file is gone or another */
 	size_t fds_reopening;       /* ... being opened again on the lane now */
+	size_t fds_closing;         /* descriptors being closed on the lane now */
 	size_t modules_loaded; /* symbol tables parsed */
 	size_t modules_failed; /* could not be opened or parsed */
 	size_t debug_files;    /* symbols found in a separate debug file */

@@ -145,6 +145,7 @@ struct symbolizer {
 	/* descriptors module probes may open on a lane (symbolize.h):
 	 * counted against max_fds from plan to apply */
 	size_t fds_reserved;
+	atomic_size_t fds_closing; /* handed to the lane, not closed yet (sym_close_later) */
 	/* reopens waiting for a slot (modtab.c): a ring of module keys
 	 * (sym_module_key), MODULES_MAX of them, made when first needed;
 	 * queued counts its entries, stale ones included, waiting the live */
@@ -262,6 +263,12 @@ int sym_module_fd(struct symbolizer *s, struct module *m);
  * closes a descriptor not taken. */
 bool sym_reopen_is(const struct offload_job *j);
 struct module *sym_reopen_done(struct symbolizer *s, struct offload_job *j);
+
+/* Closes fd (>= 0; -1 is ignored) on the lane, never on the loop: a
+ * FUSE server answers the close (modtab.c).  The job comes back done
+ * (sym_close_is), only to be freed. */
+void sym_close_later(struct symbolizer *s, int fd);
+bool sym_close_is(const struct offload_job *j);
 
 /* Hands the lane the reopens queued, as far as the slots allow: after
  * slots are given back (reopens taken back, probes done). */

@@ -168,7 +168,7 @@ static void take_debug_fd(struct symbolizer *s, struct module *m, int dfd)
 {
 	sym_make_fd_room(s, m, 1);
 	s->open_fds -= m->debug_fd >= 0;
-	closep(&m->debug_fd);
+	sym_close_later(s, TAKE_FD(m->debug_fd));
 	m->debug_fd = dfd;
 	s->open_fds++;
 	sym_lru_touch(s, m);
@@ -394,14 +394,25 @@ void symbolizer_complete(struct symbolizer *s)
 			jit_read_done(s, jitread_of(j));
 			jitread_free(jitread_of(j));
 		} else if (symload_is(j)) {
-			symload_done(s, symload_of(j));
-			symload_free(symload_of(j));
+			struct symload *l = symload_of(j);
+
+			symload_done(s, l);
+			/* its dups, closed on the lane too (modtab.c) */
+			sym_close_later(s, TAKE_FD(l->fd));
+			sym_close_later(s, TAKE_FD(l->debug_fd));
+			sym_close_later(s, TAKE_FD(l->found_debug_fd));
+			symload_free(l);
 		} else if (sym_reopen_is(j)) {
 			sym_reopen_resume(s, sym_reopen_done(s, j));
 			j->free(j);
+		} else if (sym_close_is(j)) {
+			j->free(j);
 		} else {
-			debug_search_done(s, debugsearch_of(j));
-			debugsearch_free(debugsearch_of(j));
+			struct debugsearch *q = debugsearch_of(j);
+
+			debug_search_done(s, q);
+			sym_close_later(s, TAKE_FD(q->debug_fd));
+			debugsearch_free(q);
 		}
 	}
 	/* the slots given back, once the descriptors taken are used */
@@ -473,12 +484,13 @@ int symbolizer_settle(struct symbolizer *s, unsigned timeout_ms)
 
 		symbolizer_complete(s);
 		if (!symbolizer_loads_pending(s) && !s->stats.debug_searches_pending &&
-		    !s->stats.jit_maps_pending)
+		    !s->stats.jit_maps_pending && !atomic_load(&s->fds_closing))
 			return 0;
 		/* what is left waits for slots only probes' taking back on
 		 * the loop gives: the lane cannot end it */
 		if (symbolizer_loads_pending(s) == s->reopens_waiting &&
-		    !s->stats.debug_searches_pending && !s->stats.jit_maps_pending)
+		    !s->stats.debug_searches_pending && !s->stats.jit_maps_pending &&
+		    !atomic_load(&s->fds_closing))
 			return -ETIMEDOUT;
 		if (now >= end)
 			return -ETIMEDOUT;

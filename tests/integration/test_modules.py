@@ -33,7 +33,8 @@ local user (`nobody`) against a daemon of its own:
   when Python's detection reads the files of a new CPython process (its
   executable on the server) while it hangs: the Python lane asks; and when
   perfd looks for the perf map of a JIT whose /tmp is on the server: a maps
-  lane asks.
+  lane asks; and when the LRU closes the file's descriptor while it hangs
+  (FUSE has a close wait for the server): a symbol lane closes it.
 """
 
 import contextlib
@@ -491,6 +492,28 @@ while True:
 """
 
 
+def daemon_and_copies(tmp_path):
+    """A perfd with --max-module-fds REOPEN_MAX_FDS, and REOPEN_COPIES
+    copies of libtiny.so under tmp_path (each a module of its own)."""
+    copies = []
+    (tmp_path / "copies").mkdir()
+    for i in range(REOPEN_COPIES):
+        copies.append(str(tmp_path / "copies" / f"libtiny-{i}.so"))
+        shutil.copy(perfdtest.workload_binary("libtiny.so"), copies[-1])
+    daemon = perfdtest.start_perfd(extra_args=["--no-state", "--max-module-fds",
+                                               str(REOPEN_MAX_FDS)])
+    return daemon, copies
+
+
+def start_ready(workloads, script, path, copies):
+    """Debian's python3 running script on path and copies, appended to
+    workloads, once it said "ready"."""
+    w = perfdtest.Workload("python3", command=[DEBIAN_PYTHON, "-c", script, path, *copies])
+    workloads.append(w)
+    w.expect_line("ready", timeout=30)
+    return w
+
+
 def holds_file(pid, path):
     """Whether process pid has a descriptor of path open."""
     for fd in os.listdir(f"/proc/{pid}/fd"):
@@ -510,18 +533,9 @@ def test_a_file_opened_again_on_a_hung_server_does_not_stop_the_loop(hangfs, tmp
     root's status answers within STATUS_BUDGET all along, and once the
     server answers the code is named tiny_burn.  On the loop, that open
     held status for as long as the server hung (4487 ms)."""
-    copies = []
-    (tmp_path / "copies").mkdir()
-    for i in range(REOPEN_COPIES):
-        copies.append(str(tmp_path / "copies" / f"libtiny-{i}.so"))
-        shutil.copy(perfdtest.workload_binary("libtiny.so"), copies[-1])
-    daemon = perfdtest.start_perfd(extra_args=["--no-state", "--max-module-fds",
-                                               str(REOPEN_MAX_FDS)])
+    daemon, copies = daemon_and_copies(tmp_path)
     with hung_server(hangfs, daemon) as (hang, workloads):
-        w = perfdtest.Workload("python3", command=[DEBIAN_PYTHON, "-c", REOPEN_WORKLOAD,
-                                                   hangfs.path, *copies])
-        workloads.append(w)
-        w.expect_line("ready", timeout=30)
+        w = start_ready(workloads, REOPEN_WORKLOAD, hangfs.path, copies)
         deadline = time.monotonic() + 15
         while holds_file(daemon.pid, hangfs.path) or \
                 status_within_deadline(daemon)[1]["symbols"]["module_fds_evicted"] == 0:
@@ -554,6 +568,70 @@ def test_a_file_opened_again_on_a_hung_server_does_not_stop_the_loop(hangfs, tmp
         assert names["result"][0] == 0, names["result"][2]
         wait_named(daemon, w, hung_at, "--since", "1s")
         assert daemon.alive(), daemon.stderr()[-4000:]
+
+
+# Maps the file on the server and runs its code a little (perfd meets it
+# and keeps a descriptor), says "ready", waits for SIGUSR1, then maps
+# REOPEN_COPIES copies from elsewhere and runs each until killed (their
+# descriptors push the first out: perfd closes it, which the server answers).
+EVICT_WORKLOAD = r"""
+import ctypes, os, signal, sys, time
+path, copies = sys.argv[1], sys.argv[2:]
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+""" + MAP_FUSE_FILE + r"""
+end = time.monotonic() + 0.5
+while time.monotonic() < end:
+    burn(1000000)
+print("ready", flush=True)
+signal.sigwait({signal.SIGUSR1})
+others = [ctypes.CDLL(c) for c in copies]
+while True:
+    for other in others:
+        other.tiny_burn.argtypes = [ctypes.c_ulong]
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            other.tiny_burn(100000)
+"""
+
+
+def test_a_descriptor_closed_while_the_server_hangs_does_not_stop_the_loop(hangfs, tmp_path):
+    """perfd holds a descriptor of a shared object on hangfs, the server
+    hangs, and the process maps more files than --max-module-fds: the LRU
+    closes that descriptor, and FUSE has the close wait for the server (a
+    FLUSH).  A symbol lane closes it (perfd-sym-N asks the server), root's
+    status answers within STATUS_BUDGET all along and counts it closing,
+    and once the server answers it is closed."""
+    daemon, copies = daemon_and_copies(tmp_path)
+    with hung_server(hangfs, daemon) as (hang, workloads):
+        w = start_ready(workloads, EVICT_WORKLOAD, hangfs.path, copies)
+        deadline = time.monotonic() + 15
+        while not holds_file(daemon.pid, hangfs.path):
+            assert time.monotonic() < deadline, f"perfd never opened {hangfs.path}"
+            time.sleep(0.1)
+        took = [status_within_deadline(daemon)[0]]
+        hung_at, timer = hang()
+        w.proc.send_signal(signal.SIGUSR1)
+        took += statuses_while_hung(daemon, hung_at)
+        syms = status_within_deadline(daemon)[1]["symbols"]
+        perfd_threads = threads_of(daemon.pid)
+        askers = {t: perfd_threads[t] for t in hangfs.askers() if t in perfd_threads}
+        timer.join()
+        print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
+              f"threads that asked it: {askers} (its loop's: {daemon.pid}); "
+              f"evicted {syms['module_fds_evicted']}, closing {syms['module_fds_closing']}")
+        assert daemon.alive(), daemon.stderr()[-4000:]
+        perfdtest.assert_status_budget(took)
+        assert syms["module_fds_evicted"] > 0, f"nothing was evicted: {syms}"
+        assert any(name.startswith("perfd-sym-") for name in askers.values()), \
+            f"no symbol lane asked the hung server to close the file: the test proved " \
+            f"nothing (perfd's threads that asked: {askers})"
+        assert syms["module_fds_closing"] >= 1, "status counted no close waiting for the server"
+        deadline = time.monotonic() + NAMED_WITHIN
+        while holds_file(daemon.pid, hangfs.path) or \
+                status_within_deadline(daemon)[1]["symbols"]["module_fds_closing"]:
+            assert time.monotonic() < deadline, \
+                f"{hangfs.path} still open {NAMED_WITHIN:.0f} s after the server answered"
+            time.sleep(0.2)
 
 
 # A CPython whose executable is on the server (a copy of pyenv's 3.12

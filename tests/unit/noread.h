@@ -2,9 +2,10 @@
 /*
  * noread.h - for the tests that what runs on perfd's loop reads no file:
  * a seccomp filter on the calling thread that makes the system calls
- * opening or reading a file fail, and records the first one made.  A
- * file system need not answer (a FUSE server that stops, NFS), so what
- * reads a process's files belongs on a lane, never on the loop.
+ * opening or reading a file fail (and closing one, if asked), and records
+ * the first one made.  A file system need not answer (a FUSE server that
+ * stops, NFS; FUSE answers every close too), so what reads a process's
+ * files belongs on a lane, never on the loop.
  */
 #ifndef PERFD_TEST_NOREAD_H
 #define PERFD_TEST_NOREAD_H
@@ -17,6 +18,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -41,10 +43,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 
 /* On this thread only (seccomp filters are per thread: the lanes started
  * before are free), the calls that open a file, read its contents (mmap
- * included) or its metadata fail from now on, and are recorded in
- * forbidden_call.  x86_64 (little-endian: args[4]'s low word is mmap's
- * fd).  Returns 0 or -errno. */
-static int forbid_file_reads(void)
+ * included) or its metadata, and with close_too close a descriptor, fail
+ * from now on, and are recorded in forbidden_call.  x86_64 (little-endian:
+ * args[4]'s low word is mmap's fd).  Returns 0 or -errno. */
+static int forbid_file_reads(bool close_too)
 {
 #define FORBID(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 		   BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP)
@@ -70,6 +72,8 @@ static int forbid_file_reads(void)
 		FORBID(__NR_newfstatat),
 		FORBID(__NR_statx),
 		FORBID(__NR_lseek),
+		/* no system call has this number */
+		FORBID(close_too ? __NR_close : 0xfffffffeu),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 #undef FORBID
@@ -86,6 +90,7 @@ static int forbid_file_reads(void)
 struct noread_call {
 	void (*fn)(void *arg);
 	void *arg;
+	bool close_too;
 	int r;
 };
 
@@ -93,7 +98,7 @@ static void *noread_thread(void *arg)
 {
 	struct noread_call *c = arg;
 
-	c->r = forbid_file_reads();
+	c->r = forbid_file_reads(c->close_too);
 	if (c->r == 0)
 		c->fn(c->arg);
 	return NULL;
@@ -103,15 +108,26 @@ static void *noread_thread(void *arg)
  * (forbid_file_reads), and returns the first such call it made, or 0.
  * The filter goes with the thread: the rest of the test, and the
  * sanitizers' work at exit, are free. */
-static int call_reading_no_file(void (*fn)(void *arg), void *arg)
+static int call_noread(void (*fn)(void *arg), void *arg, bool close_too)
 {
-	struct noread_call c = { .fn = fn, .arg = arg, .r = -1 };
+	struct noread_call c = { .fn = fn, .arg = arg, .close_too = close_too, .r = -1 };
 	pthread_t t;
 
 	cr_assert_eq(pthread_create(&t, NULL, noread_thread, &c), 0);
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cr_assert_eq(c.r, 0, "no seccomp filter: %s", strerror(-c.r));
 	return forbidden_call;
+}
+
+static inline int call_reading_no_file(void (*fn)(void *arg), void *arg)
+{
+	return call_noread(fn, arg, false);
+}
+
+/* The same, and fn may close no descriptor either. */
+static inline int call_closing_no_file(void (*fn)(void *arg), void *arg)
+{
+	return call_noread(fn, arg, true);
 }
 
 #endif

@@ -667,6 +667,47 @@ static void reopen_binary(struct symbolizer *s, int keep)
 	cr_assert_eq(st.fds_open, 1);
 }
 
+struct release_call {
+	struct symbolizer *s;
+	struct module_set *used;
+	size_t released;
+};
+
+static void release_unused(void *arg)
+{
+	struct release_call *c = arg;
+
+	c->released = symbolizer_release_unused(c->s, c->used, NULL, NULL);
+}
+
+/* A module's descriptor is closed on the lane, never by the caller (the
+ * loop): FUSE asks its server at every close, and it may not answer.
+ * Counted in fds_closing until the lane has closed it. */
+Test(symbolize, descriptors_are_closed_on_the_lane)
+{
+	struct release_call c = { .s = make(0, true) };
+	struct procmaps *maps = NULL;
+	const struct procmap *own = own_mapping((uintptr_t)&symbolize_test_function, &maps);
+	struct symbolizer_stats st;
+	size_t fds_before = open_fds();
+
+	c.used = calloc(1, sizeof(*c.used));
+	cr_assert_not_null(c.used);
+	cr_assert_gt(symbolizer_module_for_mapping(c.s, getpid(), geteuid(), own), 0);
+	cr_assert_eq(open_fds(), fds_before + 1);
+	cr_assert_eq(call_closing_no_file(release_unused, &c), 0,
+		     "the caller closed the module's descriptor");
+	cr_assert_eq(c.released, 1);
+	cr_assert_eq(symbolizer_settle(c.s, 30000), 0);
+	symbolizer_get_stats(c.s, &st);
+	cr_assert_eq(st.fds_open, 0);
+	cr_assert_eq(st.fds_closing, 0);
+	cr_assert_eq(open_fds(), fds_before, "the lane did not close it");
+	free(c.used);
+	procmaps_free(maps);
+	symbolizer_free(c.s);
+}
+
 struct jit_note {
 	struct symbolizer *s;
 	uint64_t frame;
