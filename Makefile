@@ -367,7 +367,7 @@ test: deps-test
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_python.py \
 		PYTEST_ARGS='$(SANITIZED_PYTHON_TESTS)'
 	$(MAKE) SANITIZE=1 integration INTEGRATION_TESTS=tests/integration/test_soak.py
-	$(MAKE) fuzz FUZZ_SECONDS=6
+	$(MAKE) fuzz FUZZ_SECONDS=4
 	$(MAKE) test-kernels
 	$(MAKE) test-package
 
