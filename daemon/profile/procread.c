@@ -264,6 +264,15 @@ static bool probes_on_lane(const struct aggregator *a)
 	       a->modules.done;
 }
 
+/* Tells the hooks p's maps changed, unless p has exited: they were told
+ * it is gone then (agg_mark_exited), and would describe it again, to no
+ * one, for good.  A probe or a read out at the exit comes back later. */
+static void tell_maps_changed(struct aggregator *a, struct process *p)
+{
+	if (a->hooks.maps_changed && !p->exited)
+		a->hooks.maps_changed(a->hooks.userdata, p);
+}
+
 /* --- the JIT map ----------------------------------------------------------
  *
  * The process's JIT map, as its JIT wrote it: /tmp/perf-<pid in its own
@@ -365,8 +374,7 @@ bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns)
 	 * when it is back): the next re-read waits the longest */
 	p->maps_read_ns = now_ns;
 	p->maps_reread_wait_ns = MAPS_REREAD_MAX_NS;
-	if (a->hooks.maps_changed)
-		a->hooks.maps_changed(a->hooks.userdata, p);
+	tell_maps_changed(a, p);
 	agg_ingest_parked(a, p);
 	return true;
 }
@@ -553,8 +561,7 @@ static void send_queued_probes(struct aggregator *a)
 			continue;
 		/* refused by the lanes (never, short of shutdown): named
 		 * with what is known */
-		if (a->hooks.maps_changed)
-			a->hooks.maps_changed(a->hooks.userdata, p);
+		tell_maps_changed(a, p);
 		agg_ingest_parked(a, p);
 	}
 }
@@ -606,8 +613,8 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 		if (job->jit_wanted)
 			take_jit(a, p, &job->jit);
 		modprobe_done(a, job);
-		if (!p->probe_job && a->hooks.maps_changed)
-			a->hooks.maps_changed(a->hooks.userdata, p);
+		if (!p->probe_job)
+			tell_maps_changed(a, p);
 		return;
 	}
 	for (size_t i = 0; i < job->n; i++) {
@@ -652,8 +659,7 @@ static void probes_done(struct aggregator *a, struct modprobe_job *job)
 		if (p->map_modules[i] == MODULE_NONE && !procmap_fileless(m))
 			p->maps_partial = true;
 	}
-	if (a->hooks.maps_changed)
-		a->hooks.maps_changed(a->hooks.userdata, p);
+	tell_maps_changed(a, p);
 	agg_ingest_parked(a, p);
 }
 
@@ -718,8 +724,8 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 	/* With a probe out, the hooks hear of these maps when it is done
 	 * (probes_done) or given up on: the Python runtime is looked for in
 	 * the binaries' modules, and not again for the same maps. */
-	if (a->hooks.maps_changed && !p->probe_job)
-		a->hooks.maps_changed(a->hooks.userdata, p);
+	if (!p->probe_job)
+		tell_maps_changed(a, p);
 	return changed;
 }
 

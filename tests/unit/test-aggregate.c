@@ -2564,6 +2564,33 @@ Test(aggregate, a_jit_map_is_opened_on_the_lane_and_samples_in_its_code_wait_for
 	close(gate_fd);
 }
 
+/* A probe out when its process exits comes back after the hooks were told
+ * the process is gone: they are not told of its maps again (the unwinder
+ * and Python would describe a process no one will ever tell them is gone). */
+Test(aggregate, a_probe_back_after_the_exit_tells_the_hooks_nothing)
+{
+	struct aggregator_hooks hooks = { .maps_changed = count_maps_change,
+					  .process_gone = count_gone };
+	uint64_t leaf = (uint64_t)(uintptr_t)&aggregate_test_marker + 1, one = 1, start;
+	struct process *p;
+
+	make_gated(100);
+	maps_changes = gone_calls = 0;
+	aggregator_set_hooks(agg, &hooks);
+	start = self_start_ns();
+	cr_assert_eq(feed_user(getpid(), start, now_monotonic_ns(), leaf, leaf), 0);
+	p = aggregator_find_process(agg, getpid());
+	cr_assert_not_null(p->probe_job, "no probe on the lane");
+	cr_assert_eq(maps_changes, 0, "told before the probe was back");
+	feed_exit(getpid(), start, now_monotonic_ns());
+	cr_assert_eq(gone_calls, 1);
+	cr_assert_eq(write(gate_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	complete_probes(p);
+	cr_assert_eq(maps_changes, 0, "the hooks were told of the maps of a process gone");
+	destroy();
+	close(gate_fd);
+}
+
 /* The module id a process's maps give addr, MODULE_NONE when none. */
 static uint16_t module_at(const struct process *p, uint64_t addr)
 {
