@@ -765,6 +765,12 @@ def test_a_jit_map_on_a_hung_server_does_not_stop_the_loop(tmp_path):
             start, size = w.stdout.readline().split()
             name = f"perfd_jit_on_fuse_{pid}"
             mapfile.write_text(f"{start} {size} {name}\n")
+            # Looked up once while the server answers: each later lookup
+            # asks the server for itself (a first one, of a name not in
+            # the dentry cache, would make other daemons' lookups wait for
+            # it in the kernel, not ask: the session's other perfds profile
+            # this process too).
+            os.stat(f"/proc/{pid}/root/tmp/perf-{pid}.map")
             took = [status_within_deadline(daemon)[0]]
             hung_at, timer = hang()
             took += statuses_while_hung(daemon, hung_at)
