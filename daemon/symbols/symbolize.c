@@ -198,11 +198,9 @@ static const char *jit_name(struct symbolizer *s, struct module *m, uint64_t add
 	m->last_used = ++s->clock;
 	if (m->perfmap)
 		name = perfmap_lookup(m->perfmap, addr, NULL);
-	if (!name) {
+	/* a later query may find it: the look is the lane's */
+	if (!name)
 		sym_refresh_perfmap(s, m);
-		if (m->perfmap)
-			name = perfmap_lookup(m->perfmap, addr, NULL);
-	}
 	return name;
 }
 

@@ -140,19 +140,31 @@ Test(symbolize, vdso_functions_are_named)
 	symbolizer_free(s);
 }
 
-Test(symbolize, jit_names_from_a_perf_map_that_grows)
+/* The JIT module of this process named from the perf map f at path,
+ * written "JS:*first" first, which the module names. */
+static int jit_module_named_first(struct symbolizer *s, const char *path, FILE *f)
 {
-	struct symbolizer *s = make(0, true);
-	char path[] = "/tmp/perfd-test-perfmap-XXXXXX", buf[256];
-	int fd = mkstemp(path), id;
-	FILE *f = fdopen(fd, "w");
+	char buf[256];
+	int id;
 
+	cr_assert_not_null(f);
 	fprintf(f, "7f0000001000 100 JS:*first\n");
 	fflush(f);
 	id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, geteuid());
 	cr_assert_gt(id, 0);
 	cr_assert_str_eq(settled_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
 			 "JS:*first");
+	return id;
+}
+
+Test(symbolize, jit_names_from_a_perf_map_that_grows)
+{
+	struct symbolizer *s = make(0, true);
+	char path[] = "/tmp/perfd-test-perfmap-XXXXXX", buf[256];
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	int id = jit_module_named_first(s, path, f);
+
 	fprintf(f, "7f0000002000 100 JS:*second\n");
 	fflush(f);
 	unlink(path); /* read through the descriptor, like after the process exits */
@@ -747,13 +759,7 @@ Test(symbolize, a_jit_map_is_looked_at_again_on_the_lane_only)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/perf.map", dir);
 	f = fopen(path, "we");
-	cr_assert_not_null(f);
-	fprintf(f, "7f0000001000 100 JS:*first\n");
-	fflush(f);
-	id = symbolizer_jit_module(s, getpid(), own_start_ns(), path, geteuid());
-	cr_assert_gt(id, 0);
-	cr_assert_str_eq(settled_name(s, frame_make(id, 0x7f0000001010), buf, sizeof(buf)),
-			 "JS:*first");
+	id = jit_module_named_first(s, path, f);
 	/* grown */
 	fprintf(f, "7f0000002000 100 JS:*second\n");
 	fflush(f);
