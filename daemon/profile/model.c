@@ -98,10 +98,20 @@ static bool function_eq(void *ctx, uint64_t i)
 	       g->start_line == r->f.start_line;
 }
 
+/* A function's name as every format writes it: never empty.  What the
+ * process says is its name may be (a Python function given a code object
+ * whose co_name is ""), and a consumer may take a nameless function for a
+ * broken profile: perfctl refuses one. */
+static const char *function_name(const struct frame_record *rec)
+{
+	return rec->function && *rec->function ? rec->function : MODEL_UNNAMED;
+}
+
 static int64_t intern_function(struct builder *b, const struct frame_record *rec)
 {
 	struct model *m = b->m;
-	int64_t n = intern_string(b, rec->function), f = n < 0 ? n : intern_string(b, rec->file);
+	int64_t n = intern_string(b, function_name(rec)),
+		f = n < 0 ? n : intern_string(b, rec->file);
 	struct function_ref r = { m, { (uint32_t)n, (uint32_t)f, rec->kind, rec->start_line } };
 	uint64_t *slot;
 	bool fresh;

@@ -45,6 +45,9 @@
 #include "profile/frame.h"
 #include "profile/profile.h"
 
+/* The name of a function whose resolver named it "" (or nothing). */
+#define MODEL_UNNAMED "[unnamed]"
+
 /* Resolves frame into at most cap records, outermost first (functions
  * inlined at the address follow the one the symbol table names).  scratch
  * (size bytes) is the resolver's for names it has to format.  Returns the

@@ -947,6 +947,42 @@ def test_perf_trampolines_are_named_as_perf_names_them(minor, option, perfd_no_p
                       "py::main [... py::slow_path|fast_path], each over the interpreter loop")
 
 
+NAMELESS = python_workload("nameless")
+
+
+def test_a_function_named_empty_reads_unnamed_in_every_report(perfd_fast, workloads):
+    """nameless.py spins in a function whose code object's co_name (and
+    co_qualname) is "", which CPython runs as any other.  Its frames read
+    "[unnamed] (FILE:LINE)" at the hot line, and the reports that take
+    perfd's call tree (report, diagnose) read it: perfd used to write the
+    function as "", and perfctl refused the whole tree, so one process
+    with such a function made `report --all` fail for the whole host."""
+    w = start_python(workloads, Interpreter("debian-3.11", DEBIAN_PYTHON, False), NAMELESS, 2)
+    ready_version(w)
+    snap = BackgroundSnapshot(perfd_fast, w.pid)
+    try:
+        stacks, _, _ = snap.result(process_comm(w.pid))
+    finally:
+        snap.kill()
+    w.expect_line("done")
+    hot = marker_line(NAMELESS, "HOT: nameless")
+    n = total(stacks)
+    assert n >= 1000, f"only {n} samples from ~2 CPU-s\n{show(stacks)}"
+    leaf = lambda s: script_frames(s, NAMELESS)[-1:]  # noqa: E731
+    unnamed = count(stacks, lambda s: leaf(s)[:1] and leaf(s)[0][0] == "[unnamed]")
+    at_hot = count(stacks, lambda s: leaf(s) == [("[unnamed]", hot)])
+    # all of the CPU is in spin(), most on the loop's body (the rest on
+    # its for line): 0.9 and 0.5 leave > 10 sigma at n = 1000
+    assert unnamed >= 0.9 * n and at_hot >= 0.5 * n, \
+        f"of {n} samples {unnamed} end in [unnamed], {at_hot} at line {hot}\n{show(stacks)}"
+    for args in (["--all", "--since", "1m"], ["--pid", str(w.pid), "--since", "1m"]):
+        rc, out, err = perfd_fast.perfctl("report", *args)
+        assert rc == 0 and "[unnamed]" in out, f"report {' '.join(args)} exited {rc}: {err}"
+    rc, out, err = perfd_fast.perfctl("diagnose", "--pid", str(w.pid), "--since", "1m")
+    assert rc == 0, f"diagnose exited {rc}: {err}"
+    w.finish()
+
+
 # --- runtimes perfd does not walk, and processes that are not Python ------------
 
 @pytest.mark.parametrize("interp", UNSUPPORTED)

@@ -3,12 +3,12 @@
  * test-model.c - the resolved model (daemon/profile/model.c), built from
  * hand-made profile parts through a fake resolver (fakemodel.h): frames
  * that resolve alike are one location and their samples merge; functions
- * are interned by (kind, name, file, start line); mappings carry the
- * describer's path
- * and build-id; inlined calls are lines, outermost first; samples list
- * their locations root first; totals per process; only the requested kind;
- * threads kept apart only when asked; a model built in slices (one stack
- * a step, the store changing between steps) is the one built in one go.
+ * are interned by (kind, name, file, start line) and none is nameless;
+ * mappings carry the describer's path and build-id; inlined calls are
+ * lines, outermost first; samples list their locations root first; totals
+ * per process; only the requested kind; threads kept apart only when
+ * asked; a model built in slices (one stack a step, the store changing
+ * between steps) is the one built in one go.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -487,6 +487,28 @@ Test(model, strings_are_interned_once)
 	len = 1 + strlen("hot") + 1 + strlen("main") + 1 + strlen("/usr/bin/app") + 1 +
 	      strlen("0123456789abcdef") + 1;
 	cr_assert_eq(m->strings_len, len, "%zu bytes of strings", m->strings_len);
+	model_free(m);
+}
+
+static const struct fake_frame nameless_frames[] = {
+	{ PYFRAME(0x10), 1, { PYTHON("", "/srv/app.py", 5) } },
+	{ FRAME(1, 0x90), 1, { NATIVE("main", "main.c", 1, 1) } },
+};
+
+Test(model, a_function_named_empty_is_written_unnamed)
+{
+	struct model *m;
+	const struct model_sample *s;
+
+	SET_FAKE_FRAMES(nameless_frames);
+	fake_process(0, 10, "app", NULL);
+	FAKE_ADD(0, 2, PYFRAME(0x10), FRAME(1, 0x90));
+	m = fake_build();
+	s = sample_by_leaf(m, MODEL_UNNAMED);
+	cr_assert_not_null(s, "no sample's leaf reads " MODEL_UNNAMED);
+	cr_assert_eq(s->value, 2);
+	for (size_t i = 0; i < m->n_functions; i++)
+		cr_assert_neq(fn_name(m, (uint32_t)i)[0], '\0', "function %zu has no name", i);
 	model_free(m);
 }
 
