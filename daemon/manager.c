@@ -64,7 +64,7 @@ struct manager {
 	struct config *reload_next;    /* ... the configuration it applies then */
 	struct ingest_wait reload_wait;
 	bool reload_again; /* a SIGHUP came meanwhile: the file is read again after */
-	sd_event_source *queue_io, *unwind_io, *debug_io, *maps_io, *python_io, *maintain_timer, *sigterm,
+	sd_event_source *queue_io, *unwind_io, *debug_io, *maps_io, *python_io, *python_reader_io, *maintain_timer, *sigterm,
 		*sigint, *sighup;
 };
 
@@ -242,6 +242,13 @@ static size_t on_rewrite_user_frames(void *userdata, const struct process *p,
 	return python_merge(m->d.python, p, s, frames, n, cap);
 }
 
+static bool on_frames_wait(void *userdata, const struct process *p, const struct perfd_sample *s)
+{
+	struct manager *m = userdata;
+
+	return python_wait(m->d.python, p, s);
+}
+
 static void on_revisit(void *userdata, struct process *p)
 {
 	struct manager *m = userdata;
@@ -261,11 +268,28 @@ static void on_python_detected(void *userdata, uint32_t pid, uint64_t start_time
 		on_maps_changed(m, p);
 }
 
-static int on_python_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+/* The reader has read a process's memory: what it found of the
+ * interpreter is taken in, and its samples that waited go in. */
+static void on_python_read(void *userdata, uint32_t pid, uint64_t start_time_ns)
 {
 	struct manager *m = userdata;
+	struct process *p = aggregator_find_process(m->d.aggregator, pid);
 
-	python_complete(m->d.python, on_python_detected, m);
+	if (!p || p->start_time_ns != start_time_ns)
+		return;
+	python_read_back(m->d.python, p);
+	if (p->revisit_ns)
+		daemon_revisit_by(&m->d, p->revisit_ns);
+	aggregator_frames_read(m->d.aggregator, p);
+}
+
+static int on_python_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	static const struct python_callbacks cb = { .detected = on_python_detected,
+						    .read = on_python_read };
+	struct manager *m = userdata;
+
+	python_complete(m->d.python, &cb, m);
 	return 0;
 }
 
@@ -281,6 +305,7 @@ static int setup_python(struct manager *m)
 		.maps_changed = on_maps_changed,
 		.process_gone = on_process_gone,
 		.rewrite_user_frames = on_rewrite_user_frames,
+		.frames_wait = on_frames_wait,
 		.revisit = on_revisit,
 		.userdata = m,
 	};
@@ -295,6 +320,10 @@ static int setup_python(struct manager *m)
 		return r;
 	r = sd_event_add_io(m->d.event, &m->python_io, python_fd(m->d.python), EPOLLIN,
 			    on_python_io, m);
+	if (r < 0)
+		return r;
+	r = sd_event_add_io(m->d.event, &m->python_reader_io, python_reader_fd(m->d.python),
+			    EPOLLIN, on_python_io, m);
 	if (r < 0)
 		return r;
 	aggregator_set_hooks(m->d.aggregator, &hooks);
@@ -891,6 +920,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->debug_io);
 	sd_event_source_disable_unref(m->maps_io);
 	sd_event_source_disable_unref(m->python_io);
+	sd_event_source_disable_unref(m->python_reader_io);
 	sd_event_source_disable_unref(m->maintain_timer);
 	sd_event_source_disable_unref(m->d.revisit_timer);
 	sd_event_source_disable_unref(m->d.names_timer);

@@ -410,6 +410,14 @@ static void python_status(struct jsonw *w, const struct status_info *in)
 	jsonw_kv_u64(w, "processes", ps->processes);
 	jsonw_kv_u64(w, "unsupported", ps->unsupported);
 	jsonw_kv_u64(w, "detections_pending", ps->detections_pending);
+	/* code objects read off the loop (pyread.h): jobs out, samples that
+	 * waited for them, waits given up on, exits that went after samples
+	 * waiting, frames that went in unread */
+	jsonw_kv_u64(w, "reads_pending", ps->reads_pending);
+	jsonw_kv_u64(w, "samples_waited", in->agg.samples_waited_for_frames);
+	jsonw_kv_u64(w, "waits_late", in->agg.frames_waits_late);
+	jsonw_kv_u64(w, "exits_waited", in->agg.exits_waited);
+	jsonw_kv_u64(w, "frames_not_read", ps->frames_not_read);
 	jsonw_kv_u64(w, "samples", in->bpf[PERFD_CNT_PYTHON_WALKS]);
 	jsonw_kv_u64(w, "samples_without_thread_state", in->bpf[PERFD_CNT_PYTHON_NO_THREAD_STATE]);
 	jsonw_kv_u64(w, "samples_truncated", in->bpf[PERFD_CNT_PYTHON_TRUNCATED]);

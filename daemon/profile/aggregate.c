@@ -151,6 +151,7 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 	 * samples all wait for it may send no other.  Before the pass: the
 	 * samples that waited go in, which may evict processes. */
 	agg_give_up_late_probes(a, now_ns);
+	agg_give_up_late_frames(a, now_ns);
 	for (size_t i = 0; i < a->n_procs;) {
 		struct process *p;
 		struct history_dropped d = { 0 };
@@ -169,7 +170,10 @@ void aggregator_maintain(struct aggregator *a, uint64_t now_ns)
 		/* An exited process stays while it has data to answer with. */
 		/* Nor while samples of its wait for its files to be
 		 * identified: at most MODPROBE_WAIT_NS more. */
-		if (p->exited && history_empty(&p->history) && !p->pins && !p->probe_job) {
+		/* Nor while they wait for their interpreter frames: at most
+		 * FRAMES_WAIT_NS more. */
+		if (p->exited && history_empty(&p->history) && !p->pins && !p->probe_job &&
+		    !(p->n_parked && p->frames_wait_ns)) {
 			a->stats.processes_expired++;
 			agg_remove_process(a, i);
 			continue;

@@ -100,6 +100,12 @@ struct process {
 	/* When the hooks want to look at it again (hooks.revisit, run by
 	 * aggregator_revisit at that time or after); 0: never. */
 	uint64_t revisit_ns;
+	/* Since when (CLOCK_MONOTONIC) samples of it wait for their
+	 * interpreter frames to be read (hooks.frames_wait); 0: none does.
+	 * Past FRAMES_WAIT_NS (frames_late), its samples wait no more until
+	 * the reads are back (aggregator_frames_read). */
+	uint64_t frames_wait_ns;
+	bool frames_late;
 	struct history history; /* the retained profile */
 	/* The comm each thread was last sampled with, for "[thread TID COMM]"
 	 * (at most PROCESS_MAX_THREADS per process). */
@@ -264,6 +270,10 @@ struct aggregator_stats {
 	size_t maps_reads_pending;
 	uint64_t maps_truncated;
 	uint64_t samples_waited_for_maps, samples_not_waiting;
+	/* samples that waited for their interpreter frames to be read
+	 * (hooks.frames_wait), and those let in unread at FRAMES_WAIT_NS */
+	uint64_t samples_waited_for_frames, frames_waits_late;
+	uint64_t exits_waited; /* exits that went after their samples waiting */
 	/* mapped files identified on the lane (profile/procread.c): jobs sent, on
 	 * the lane now, and given up on (not back within MODPROBE_WAIT_NS) */
 	uint64_t module_probes;
@@ -281,7 +291,10 @@ struct aggregator_stats {
  * process_gone when a process exited, was replaced by a new incarnation of
  * its pid, was evicted, or called exec (its old image is gone; maps_changed
  * follows for the new one); rewrite_user_frames for every sample that
- * carries Python frames; revisit for a live process at or after its
+ * carries Python frames, frames_wait before it (whether the sample
+ * waits, parked with those waiting for maps, until the hook's reads of
+ * them are back: aggregator_frames_read; at most FRAMES_WAIT_NS); revisit
+ * for a live process at or after its
  * revisit_ns, from aggregator_revisit (which clears it first; the hook may
  * set it again):
  * a look again at what a maps change alone would not show, such as an
@@ -295,6 +308,10 @@ struct aggregator_hooks {
 	size_t (*rewrite_user_frames)(void *userdata, const struct process *p,
 				      const struct perfd_sample *s, uint64_t *frames,
 				      size_t n, size_t cap);
+	/* Whether what rewrite_user_frames needs of s is being read off the
+	 * loop (and is asked for, when it is not), so s should wait for it. */
+	bool (*frames_wait)(void *userdata, const struct process *p,
+			    const struct perfd_sample *s);
 	void (*revisit)(void *userdata, struct process *p);
 	void *userdata;
 };
@@ -398,6 +415,10 @@ void aggregator_release_parts(struct aggregator *a, struct profile_parts *parts)
  * second, and an interpreter found before it ran would go unwalked that
  * long. */
 uint64_t aggregator_revisit(struct aggregator *a, uint64_t now_ns);
+/* The reads hooks.frames_wait asked for p are back: its samples that
+ * waited for them go in (those that also wait for its maps, once those
+ * are read). */
+void aggregator_frames_read(struct aggregator *a, struct process *p);
 
 /* Once a second: rolls windows up, drops those past the retention, frees
  * exited processes with nothing left, keeps memory under its limit. */

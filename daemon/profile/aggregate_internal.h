@@ -50,6 +50,10 @@
  * it returns, is only released.  It still counts in MODPROBE_JOBS_MAX
  * until then, so hung ones cannot pile up. */
 #define MODPROBE_WAIT_NS (1 * NSEC_PER_SEC)
+/* How long samples wait for their interpreter frames to be read
+ * (hooks.frames_wait): a read that takes longer is one of memory on a
+ * file system that does not answer. */
+#define FRAMES_WAIT_NS (1 * NSEC_PER_SEC)
 /* Lanes of the maps lane: a read of maps, or the files of one process
  * probed.  The first takes only maps reads, so that probes stuck on file
  * servers that do not answer never stop those; each such server holds one
@@ -140,6 +144,9 @@ void agg_forget_maps_read(struct aggregator *a, struct process *p);
 void agg_forget_probes(struct process *p);
 bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns);
 void agg_give_up_late_probes(struct aggregator *a, uint64_t now_ns);
+/* Lets in the samples that waited FRAMES_WAIT_NS for their interpreter
+ * frames (hooks.frames_wait), unread. */
+void agg_give_up_late_frames(struct aggregator *a, uint64_t now_ns);
 void agg_free_queued_probes(struct aggregator *a);
 
 /* ingest.c */

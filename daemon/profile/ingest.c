@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/kindtab.h"
 #include "process/procmaps.h"
 #include "profile/aggregate_internal.h"
@@ -48,9 +49,43 @@ static bool wait_for_maps(struct aggregator *a, struct process *p, const struct 
 	return false;
 }
 
-/* Keeps a copy of s aside until p's maps are read (aggregate.h).  Returns
- * false when it cannot wait: past the bounds, or out of memory. */
-static bool park(struct aggregator *a, struct process *p, const struct perfd_sample *s, size_t size)
+/* p's samples have waited FRAMES_WAIT_NS for their interpreter frames:
+ * they wait no more until the reads are back (aggregator_frames_read). */
+static void give_up_frames(struct aggregator *a, struct process *p)
+{
+	p->frames_late = true;
+	a->stats.frames_waits_late++;
+}
+
+/* Before the interpreter frames of s are named: whether the hook is
+ * reading them (hooks.frames_wait) and s must wait, unless p's samples
+ * have waited FRAMES_WAIT_NS already (the read is on a file system that
+ * does not answer: they go in unread, and wait again once it is back). */
+static bool wait_for_frames(struct aggregator *a, struct process *p, const struct perfd_sample *s)
+{
+	uint64_t now;
+
+	/* asked even when s will not wait: what is read names the samples
+	 * after it */
+	if (s->python_depth == 0 || !a->hooks.frames_wait ||
+	    !a->hooks.frames_wait(a->hooks.userdata, p, s) || a->settled)
+		return false;
+	now = now_monotonic_ns();
+	if (!p->frames_late && p->frames_wait_ns && now - p->frames_wait_ns >= FRAMES_WAIT_NS)
+		give_up_frames(a, p);
+	if (p->frames_late)
+		return false;
+	if (!p->frames_wait_ns)
+		p->frames_wait_ns = now;
+	return true;
+}
+
+/* Keeps a copy of the record s aside until p's maps, or its interpreter
+ * frames, are read (aggregate.h), counting it in *waited: a sample, or
+ * the exit that follows samples waiting.  Returns false when it cannot
+ * wait: past the bounds, or out of memory. */
+static bool park(struct aggregator *a, struct process *p, const void *s, size_t size,
+		 uint64_t *waited)
 {
 	struct parked_sample *ps;
 
@@ -69,7 +104,7 @@ static bool park(struct aggregator *a, struct process *p, const struct perfd_sam
 	p->parked_tail = &ps->next;
 	p->n_parked++;
 	a->parked_bytes += sizeof(*ps) + size;
-	a->stats.samples_waited_for_maps++;
+	(*waited)++;
 	return true;
 }
 
@@ -288,9 +323,13 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 			a->stats.samples_evicted += cpu;
 			return 0;
 		}
-		if (ud > 0 && wait_for_maps(a, p, s, kd, ud) && park(a, p, s, size))
+		if (ud > 0 && wait_for_maps(a, p, s, kd, ud) &&
+		    park(a, p, s, size, &a->stats.samples_waited_for_maps))
 			return 0;
 	}
+	/* one that waited for its maps may now wait for its frames */
+	if (wait_for_frames(a, p, s) && park(a, p, s, size, &a->stats.samples_waited_for_frames))
+		return 0;
 
 	/* who may see it now: the newest sample says (one drained late
 	 * does not undo a change) */
@@ -378,10 +417,18 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	return 0;
 }
 
-static void ingest_exit(struct aggregator *a, const struct perfd_exit *e)
+static void ingest_exit(struct aggregator *a, const struct perfd_exit *e, struct process *waited)
 {
-	struct process *p = agg_lookup(a, e->hdr.tgid, e->hdr.start_time_ns);
+	struct process *p = waited ? waited : agg_lookup(a, e->hdr.tgid, e->hdr.start_time_ns);
 	struct collector *c, *next;
+
+	/* Its last samples wait for their interpreter frames (at most
+	 * FRAMES_WAIT_NS): the exit goes after them, so that a snapshot of
+	 * it ends with them, and the frames are named before the process
+	 * is forgotten. */
+	if (p && p->n_parked && p->frames_wait_ns && !p->frames_late && !a->settled &&
+	    park(a, p, e, sizeof(*e), &a->stats.exits_waited))
+		return;
 
 	a->stats.exit_events++;
 	if (p)
@@ -423,13 +470,54 @@ void agg_ingest_parked(struct aggregator *a, struct process *p)
 	p->pins++; /* not evicted while its own samples go in */
 	while (ps) {
 		struct parked_sample *next = ps->next;
+		struct perfd_event_header h;
 
 		a->parked_bytes -= sizeof(*ps) + ps->size;
-		(void)agg_ingest_sample(a, (const struct perfd_sample *)ps->record, ps->size, p);
+		memcpy(&h, ps->record, sizeof(h));
+		if (h.kind == PERFD_EVENT_EXIT)
+			ingest_exit(a, (const struct perfd_exit *)ps->record, p);
+		else
+			(void)agg_ingest_sample(a, (const struct perfd_sample *)ps->record, ps->size,
+						p);
 		free(ps);
 		ps = next;
 	}
 	p->pins--;
+}
+
+void aggregator_frames_read(struct aggregator *a, struct process *p)
+{
+	p->frames_wait_ns = 0;
+	p->frames_late = false;
+	/* those that wait for the maps too go in when the maps are read */
+	if (p->n_parked && !p->maps_job && !p->probe_job)
+		agg_ingest_parked(a, p);
+}
+
+void agg_give_up_late_frames(struct aggregator *a, uint64_t now_ns)
+{
+	struct late_one {
+		uint32_t pid;
+		uint64_t start_time_ns;
+	} late[64];
+	size_t n = 0;
+
+	/* a copy: ingesting may evict processes, moving the rest */
+	for (size_t i = 0; i < a->n_procs && n < ELEMENTSOF(late); i++) {
+		const struct process *p = a->procs[i];
+
+		if (p->n_parked && p->frames_wait_ns && !p->frames_late && now_ns >= p->frames_wait_ns &&
+		    now_ns - p->frames_wait_ns >= FRAMES_WAIT_NS && !p->maps_job && !p->probe_job)
+			late[n++] = (struct late_one){ p->pid, p->start_time_ns };
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct process *p = agg_lookup(a, late[i].pid, late[i].start_time_ns);
+
+		if (!p || !p->n_parked)
+			continue;
+		give_up_frames(a, p);
+		agg_ingest_parked(a, p);
+	}
 }
 
 int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
@@ -447,7 +535,7 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 	case PERFD_EVENT_EXIT:
 		if (size < sizeof(struct perfd_exit))
 			return -EINVAL;
-		ingest_exit(a, record);
+		ingest_exit(a, record, NULL);
 		return 0;
 	case PERFD_EVENT_RSS: {
 		const struct perfd_rss *r = record;
@@ -485,8 +573,13 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 		} else if (p) {
 			_cleanup_close_ int dirfd = -1;
 
-			/* what waits for the old image's maps goes in first */
+			/* what waits for the old image's maps goes in first,
+			 * and what waits for its frames, unread: those reads
+			 * are forgotten with it */
+			p->frames_late = true;
 			agg_forget_maps_read(a, p);
+			p->frames_late = false;
+			p->frames_wait_ns = 0;
 			(void)agg_open_proc(p, &dirfd);
 			/* Read the new image's maps now, for a process whose
 			 * stacks are named (the event woke us): waiting for its

@@ -371,6 +371,23 @@ def statuses_while_hung(daemon, hung_at):
     return took
 
 
+def watch_while_hung(daemon, fs, hang, start):
+    """Root's status once, then the server hung and start() called (what
+    makes perfd ask it), then root's status every 50 ms until the hang
+    ends: returns the seconds each status took, the last status, and
+    perfd's threads that asked the server ({tid: name}), once the hang is
+    over."""
+    took = [status_within_deadline(daemon)[0]]
+    hung_at, timer = hang()
+    start()
+    took += statuses_while_hung(daemon, hung_at)
+    status = status_within_deadline(daemon)[1]
+    perfd_threads = threads_of(daemon.pid)
+    askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
+    timer.join()
+    return took, status, askers
+
+
 def wait_named(daemon, w, hung_at, *args):
     """Snapshots of w (snapshot --pid PID ARGS) until nine in ten of ten
     samples or more are in tiny_burn, which must be within NAMED_WITHIN of
@@ -608,14 +625,9 @@ def test_a_descriptor_closed_while_the_server_hangs_does_not_stop_the_loop(hangf
         while not holds_file(daemon.pid, hangfs.path):
             assert time.monotonic() < deadline, f"perfd never opened {hangfs.path}"
             time.sleep(0.1)
-        took = [status_within_deadline(daemon)[0]]
-        hung_at, timer = hang()
-        w.proc.send_signal(signal.SIGUSR1)
-        took += statuses_while_hung(daemon, hung_at)
-        syms = status_within_deadline(daemon)[1]["symbols"]
-        perfd_threads = threads_of(daemon.pid)
-        askers = {t: perfd_threads[t] for t in hangfs.askers() if t in perfd_threads}
-        timer.join()
+        took, status, askers = watch_while_hung(
+            daemon, hangfs, hang, lambda: w.proc.send_signal(signal.SIGUSR1))
+        syms = status["symbols"]
         print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
               f"threads that asked it: {askers} (its loop's: {daemon.pid}); "
               f"evicted {syms['module_fds_evicted']}, closing {syms['module_fds_closing']}")
@@ -798,4 +810,120 @@ def test_a_jit_map_on_a_hung_server_does_not_stop_the_loop(tmp_path):
     finally:
         w.kill()
         w.wait()
+        fs.close()
+
+
+# A Python function whose code object's qualified name is a str object of
+# the workload's making: its header on an anonymous page, its characters at
+# the start of the next page, the first page of the hangfs file (which
+# holds them), mapped shared and read-only.  The workload checks the name
+# (reading the page while the server answers), puts the page out of its
+# page tables and out of the page cache, says "ready" with whether the page
+# is still in memory (mincore: 0, or the test proves nothing), and on
+# SIGUSR1 runs the function for CHILD_SECONDS.  CPython never reads a code
+# object's name to run it; perfd reads it to name the frame, and that read
+# asks the server.
+QUALNAME_ON_FUSE = "perfd_qualname_on_a_hung_server"
+QUALNAME_WORKLOAD = r"""
+import ctypes, os, signal, sys, time
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+PAGE = os.sysconf("SC_PAGE_SIZE")
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+PROT_READ, PROT_WRITE, MAP_SHARED, MAP_PRIVATE, MAP_FIXED, MAP_ANONYMOUS = 1, 2, 1, 2, 0x10, 0x20
+MADV_DONTNEED = 4
+base = libc.mmap(None, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+assert libc.mmap(base + PAGE, PAGE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == base + PAGE
+name = sys.argv[2]
+hash(name)
+header = sys.getsizeof(name) - len(name) - 1  # a compact ASCII str's
+ctypes.memmove(base + PAGE - header, id(name), header)
+ctypes.c_ssize_t.from_address(base + PAGE - header).value = 1 << 40  # never freed
+fake = ctypes.cast(base + PAGE - header, ctypes.py_object).value
+assert fake == name and id(fake) != id(name)
+
+def spin(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sum(range(1000))
+
+spin.__code__ = spin.__code__.replace(co_qualname=fake)
+libc.madvise(base + PAGE, PAGE, MADV_DONTNEED)
+os.posix_fadvise(fd, 0, PAGE, os.POSIX_FADV_DONTNEED)
+vec = (ctypes.c_ubyte * 1)()
+libc.mincore(base + PAGE, PAGE, vec)
+print("ready", vec[0] & 1, flush=True)
+signal.sigwait({signal.SIGUSR1})
+spin(%d)
+""" % CHILD_SECONDS
+
+
+def python_frames_of(daemon, pid, since):
+    """The functions in pid's samples of the last since (without their
+    file and line), with their samples."""
+    rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid), "--since", since)
+    assert rc == 0, err
+    seen = {}
+    for stack, count in perfdtest.parse_folded(out).items():
+        for f in {f.split(" (")[0] for f in perfdtest.functions(stack)}:
+            seen[f] = seen.get(f, 0) + count
+    return seen
+
+
+def test_a_code_object_named_on_a_hung_server_does_not_stop_the_loop(tmp_path):
+    """Debian's CPython runs a function whose code object's name lies in a
+    page of a hangfs file that is not in memory; the server hangs, and only
+    then does the function run.  perfd reads the name out of the process's
+    memory to name the frame, which asks the server: a lane of Python's
+    (perfd-pymem) asks it, root's status answers within STATUS_BUDGET all
+    along, the samples that waited go in as "[python: code object not read
+    yet]" and are counted, and once the server answers the function is
+    named with the name the process gave it."""
+    source = tmp_path / "qualname.bin"
+    source.write_bytes(QUALNAME_ON_FUSE.encode() + bytes(4096 - len(QUALNAME_ON_FUSE)))
+    fs = HangFS(tmp_path, "qualname.bin", str(source))
+    try:
+        daemon = perfdtest.start_perfd(extra_args=["--no-state"])
+        with hung_server(fs, daemon) as (hang, workloads):
+            w = perfdtest.Workload("python3", command=[
+                DEBIAN_PYTHON, "-c", QUALNAME_WORKLOAD, fs.path, QUALNAME_ON_FUSE])
+            workloads.append(w)
+            resident = w.expect_line("ready", timeout=30).split()[1]
+            assert resident == "0", "the name's page stayed in memory: the test proves nothing"
+            deadline = time.monotonic() + 15
+            while not runtime_of(daemon, w.pid).startswith("CPython 3.11"):
+                assert time.monotonic() < deadline, \
+                    f"perfd never named the runtime: {perfdtest.ps_process(daemon, w.pid)}"
+                time.sleep(0.2)
+            took, status, askers = watch_while_hung(
+                daemon, fs, hang, lambda: w.proc.send_signal(signal.SIGUSR1))
+            python = status["python"]
+            print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
+                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid}); "
+                  f"Python reads: {python}")
+            assert daemon.alive(), daemon.stderr()[-4000:]
+            perfdtest.assert_status_budget(took)
+            assert any(name.startswith("perfd-pymem") for name in askers.values()), \
+                f"Python's reader never asked the hung server: the test proved nothing " \
+                f"(perfd's threads that asked: {askers})"
+            assert python["reads_pending"] >= 1, "status counted no read waiting for the server"
+            assert python["waits_late"] >= 1 and python["frames_not_read"] >= 1, \
+                f"no sample went in unread while the server hung: {python}"
+            deadline = time.monotonic() + NAMED_WITHIN
+            while True:
+                seen = python_frames_of(daemon, w.pid, "1s")
+                if seen.get(QUALNAME_ON_FUSE, 0) >= 10:
+                    break
+                assert time.monotonic() < deadline, \
+                    f"{QUALNAME_ON_FUSE} was not named {NAMED_WITHIN:.0f} s after the server " \
+                    f"answered: {seen}"
+                time.sleep(0.3)
+            seen = python_frames_of(daemon, w.pid, "1m")
+            assert seen.get("[python: code object not read yet]", 0) >= 1, seen
+    finally:
         fs.close()

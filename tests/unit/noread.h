@@ -5,7 +5,8 @@
  * opening or reading a file fail (and closing one, if asked), and records
  * the first one made.  A file system need not answer (a FUSE server that
  * stops, NFS; FUSE answers every close too), so what reads a process's
- * files belongs on a lane, never on the loop.
+ * files belongs on a lane, never on the loop.  So does what reads its
+ * memory (process_vm_readv): a page of it may be a file's, never read in.
  */
 #ifndef PERFD_TEST_NOREAD_H
 #define PERFD_TEST_NOREAD_H
@@ -27,8 +28,9 @@
 
 #include "perfd/macro.h"
 
-/* The first system call opening, reading or stat'ing a file made on a
- * thread that called forbid_file_reads, or 0. */
+/* The first system call opening, reading or stat'ing a file, or reading
+ * another process's memory, made on a thread that called
+ * forbid_file_reads, or 0. */
 static volatile sig_atomic_t forbidden_call;
 
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
@@ -72,6 +74,7 @@ static int forbid_file_reads(bool close_too)
 		FORBID(__NR_newfstatat),
 		FORBID(__NR_statx),
 		FORBID(__NR_lseek),
+		FORBID(__NR_process_vm_readv),
 		/* no system call has this number */
 		FORBID(close_too ? __NR_close : 0xfffffffeu),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),

@@ -2118,6 +2118,154 @@ Test(aggregate, python_samples_go_through_the_rewrite_hook)
 	destroy();
 }
 
+static bool frames_read;
+static unsigned frames_waits;
+
+/* The hook's reads: done or not (frames_read). */
+static bool python_frames_wait(void *userdata, const struct process *p,
+			       const struct perfd_sample *s)
+{
+	frames_waits++;
+	return !frames_read;
+}
+
+/* One Python frame word per Python frame: 0x100 + i when read, 0x999
+ * when not. */
+static size_t rewrite_python_if_read(void *userdata, const struct process *p,
+				     const struct perfd_sample *s, uint64_t *frames, size_t n,
+				     size_t cap)
+{
+	for (uint32_t i = 0; i < s->python_depth; i++)
+		frames[i] = frame_make(FRAME_MODULE_PYTHON, frames_read ? 0x100 + i : 0x999);
+	return s->python_depth;
+}
+
+/* The samples in prof whose first frame past the kernel's is the Python
+ * frame word addr. */
+static uint64_t count_of_python(const struct profile_values *prof, uint64_t addr)
+{
+	uint64_t n = 0;
+
+	U64MAP_FOREACH(slot, &prof->values) {
+		const struct stack *x = stacktab_get(aggregator_stacks(agg),
+						     profile_key_stack(slot->key));
+
+		if (x && x->depth > x->kernel_depth &&
+		    x->frames[x->kernel_depth] == frame_make(FRAME_MODULE_PYTHON, addr))
+			n += slot->value;
+	}
+	return n;
+}
+
+static uint64_t python_samples(const struct process *p, uint64_t addr)
+{
+	return history_sum(p, count_of_python, addr);
+}
+
+/* A sample whose interpreter frames are being read (hooks.frames_wait)
+ * waits for the reads: it goes in, named, once they are back
+ * (aggregator_frames_read), and nothing is lost; a read not back within
+ * FRAMES_WAIT_NS lets the samples in at maintenance, unread, and counted.
+ * A sample without Python frames never asks. */
+Test(aggregate, python_samples_wait_for_their_frames_to_be_read)
+{
+	struct aggregator_hooks hooks = { .rewrite_user_frames = rewrite_python_if_read,
+					  .frames_wait = python_frames_wait };
+	uint64_t u[] = { 0x1000, 0x2000 }, k[] = { 0xffffffff81000010ULL };
+	/* now: maintenance expires what is older than the retention */
+	uint64_t base = now_monotonic_ns();
+	struct aggregator_stats st;
+	struct process *p;
+
+	make(100, 1000);
+	aggregator_set_hooks(agg, &hooks);
+	frames_read = false;
+	frames_waits = 0;
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base, .kips = k, .kd = 1,
+				      .uips = u, .ud = 2 });
+	cr_assert_eq(frames_waits, 0, "a sample without Python frames asked to wait");
+	for (int i = 0; i < 3; i++)
+		ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + i, .kips = k,
+					      .kd = 1, .uips = u, .ud = 2, .python_depth = 2,
+					      .flags = PERFD_SAMPLE_F_PYTHON });
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->n_parked, 3, "%zu samples wait", p->n_parked);
+	cr_assert_eq(python_samples(p, 0x999) + python_samples(p, 0x100), 0,
+		     "a sample went in before its frames were read");
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.samples_waited_for_frames, 3);
+
+	frames_read = true;
+	aggregator_frames_read(agg, p);
+	cr_assert_eq(p->n_parked, 0);
+	cr_assert_eq(python_samples(p, 0x100), 3, "the samples that waited went in named");
+	cr_assert_eq(python_samples(p, 0x999), 0);
+
+	/* a read that does not come back */
+	frames_read = false;
+	for (int i = 0; i < 2; i++)
+		ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + 10 + i,
+					      .kips = k, .kd = 1, .uips = u, .ud = 2,
+					      .python_depth = 2, .flags = PERFD_SAMPLE_F_PYTHON });
+	cr_assert_eq(p->n_parked, 2);
+	aggregator_maintain(agg, now_monotonic_ns() + FRAMES_WAIT_NS / 2);
+	cr_assert_eq(p->n_parked, 2, "let in before FRAMES_WAIT_NS");
+	aggregator_maintain(agg, now_monotonic_ns() + FRAMES_WAIT_NS);
+	cr_assert_eq(p->n_parked, 0, "still waiting past FRAMES_WAIT_NS");
+	cr_assert_eq(python_samples(p, 0x999), 2, "the late samples were lost");
+	/* nor does the next, until the read is back */
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + 20, .kips = k, .kd = 1,
+				      .uips = u, .ud = 2, .python_depth = 2,
+				      .flags = PERFD_SAMPLE_F_PYTHON });
+	cr_assert_eq(p->n_parked, 0, "a sample waited for a read given up on");
+	cr_assert_eq(python_samples(p, 0x999), 3);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.frames_waits_late, 1);
+	cr_assert_eq(st.samples_waited_for_frames, 5);
+	aggregator_frames_read(agg, p);
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + 30, .kips = k, .kd = 1,
+				      .uips = u, .ud = 2, .python_depth = 2,
+				      .flags = PERFD_SAMPLE_F_PYTHON });
+	cr_assert_eq(p->n_parked, 1, "once the read was back, a sample did not wait again");
+	destroy();
+}
+
+/* A process's exit waits behind its samples waiting for their frames: it
+ * ends after them (a snapshot of it ends with them), and the hooks are
+ * told it is gone only once they are in. */
+Test(aggregate, an_exit_goes_after_the_samples_waiting_for_their_frames)
+{
+	struct aggregator_hooks hooks = { .rewrite_user_frames = rewrite_python_if_read,
+					  .frames_wait = python_frames_wait,
+					  .process_gone = count_gone };
+	uint64_t u[] = { 0x1000, 0x2000 }, k[] = { 0xffffffff81000010ULL };
+	uint64_t base = now_monotonic_ns();
+	struct aggregator_stats st;
+	struct process *p;
+
+	make(100, 1000);
+	aggregator_set_hooks(agg, &hooks);
+	frames_read = false;
+	gone_calls = 0;
+	for (int i = 0; i < 2; i++)
+		ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + i, .kips = k,
+					      .kd = 1, .uips = u, .ud = 2, .python_depth = 2,
+					      .flags = PERFD_SAMPLE_F_PYTHON });
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->n_parked, 2);
+	feed_exit(NOPID, 1, base + 5);
+	cr_assert_not(p->exited, "the exit went before the samples waiting for their frames");
+	cr_assert_eq(gone_calls, 0, "the hooks forgot the process its waiting samples need");
+	frames_read = true;
+	aggregator_frames_read(agg, p);
+	cr_assert(p->exited, "the exit did not follow its samples");
+	cr_assert_eq(gone_calls, 1);
+	cr_assert_eq(python_samples(p, 0x100), 2, "the samples that waited went in named");
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.exits_waited, 1);
+	destroy();
+}
+
 /* ---- owners: fair eviction, snapshots' shares ------------------------ */
 
 /* Samples say their owner only when newer than what /proc said at first

@@ -182,17 +182,32 @@ static void on_detected(void *userdata, uint32_t pid, uint64_t start_time_ns)
 		python_maps_changed(fx->py, &fx->p);
 }
 
-/* Waits (30 s at most) until the lane has looked at every process it was
- * given, and takes what it found in. */
+/* The reader has read (pid, start_time_ns)'s memory: what it found is
+ * taken in, as perfd's manager does. */
+static void on_read(void *userdata, uint32_t pid, uint64_t start_time_ns)
+{
+	struct fixture *fx = userdata;
+
+	if (fx->p.pid == pid && fx->p.start_time_ns == start_time_ns)
+		python_read_back(fx->py, &fx->p);
+}
+
+/* Waits (30 s at most) until the lanes have looked at every process they
+ * were given and read what they were asked to, and takes it in. */
 static void settle(struct fixture *fx)
 {
+	static const struct python_callbacks cb = { .detected = on_detected, .read = on_read };
 	struct python_stats st;
 
-	for (python_get_stats(fx->py, &st); st.detections_pending; python_get_stats(fx->py, &st)) {
-		struct pollfd pfd = { .fd = python_fd(fx->py), .events = POLLIN };
+	for (python_get_stats(fx->py, &st); st.detections_pending || st.reads_pending;
+	     python_get_stats(fx->py, &st)) {
+		struct pollfd pfd[] = {
+			{ .fd = python_fd(fx->py), .events = POLLIN },
+			{ .fd = python_reader_fd(fx->py), .events = POLLIN },
+		};
 
-		cr_assert_eq(poll(&pfd, 1, 30000), 1, "the Python lane did not answer in 30 s");
-		python_complete(fx->py, on_detected, fx);
+		cr_assert_gt(poll(pfd, 2, 30000), 0, "the Python lanes did not answer in 30 s");
+		python_complete(fx->py, &cb, fx);
 	}
 }
 
@@ -394,6 +409,9 @@ static size_t merge_flagged(struct fixture *fx, uint32_t more_flags, int kernel_
 
 	s->flags |= more_flags;
 	memcpy(out, native, n * sizeof(*native));
+	/* as the aggregator does: the sample waits for its code objects */
+	if (python_wait(fx->py, &fx->p, s))
+		settle(fx);
 	return python_merge(fx->py, &fx->p, s, out, n, cap);
 }
 
@@ -868,8 +886,9 @@ Test(python, cpython_3_7_unsupported)
 	fixture_free(&fx);
 }
 
-/* Over the byte budget for line tables, a process's cache starts over:
- * memory stays bounded (one code object held here), the resets are
+/* Over the byte budget for line tables, a process's cache starts over
+ * before it takes a read in: memory stays bounded (one read's code
+ * objects: one here, each sample showing one frame), the resets are
  * counted, and every frame is still named and lined as with a cache. */
 Test(python, line_table_budget)
 {
@@ -908,13 +927,17 @@ Test(python, line_table_budget)
 	native[0] = frame_make(fx.libc_module, fx.libc_text);
 	native[1] = frame_make(interp_module, rt.eval[0].start + 0x10);
 
-	n_want = merge(&roomy, 1, native, 2, pf, PY_FRAMES, want, ELEMENTSOF(want));
+	for (size_t f = 0; f < PY_FRAMES; f++)
+		pf[f].code |= PERFD_PYFRAME_ENTRY; /* a loop call each */
 	for (int round = 0; round < 2; round++) {
-		n = merge(&fx, 1, native, 2, pf, PY_FRAMES, out, ELEMENTSOF(out));
-		cr_assert_eq(n, n_want);
-		for (size_t i = 1; i < n; i++)
-			cr_assert_str_eq(name_of(&fx, out[i], true, a, sizeof(a)),
-					 name_of(&roomy, want[i], true, b, sizeof(b)));
+		for (size_t f = 0; f < PY_FRAMES; f++) {
+			n_want = merge(&roomy, 1, native, 2, &pf[f], 1, want, ELEMENTSOF(want));
+			n = merge(&fx, 1, native, 2, &pf[f], 1, out, ELEMENTSOF(out));
+			cr_assert_eq(n, n_want);
+			for (size_t i = 1; i < n; i++)
+				cr_assert_str_eq(name_of(&fx, out[i], true, a, sizeof(a)),
+						 name_of(&roomy, want[i], true, b, sizeof(b)));
+		}
 	}
 	python_get_stats(fx.py, &st);
 	cr_assert_eq(st.code_objects, 1, "%zu code objects held", st.code_objects);
@@ -968,6 +991,28 @@ static void look(void *arg)
 	python_maps_changed(fx->py, &fx->p);
 }
 
+static void ignore_detected(void *userdata, uint32_t pid, uint64_t start_time_ns)
+{
+}
+
+/* Waits (30 s at most) until the detection lane is back, and leaves what
+ * it found for the next python_maps_changed. */
+static void settle_detection(struct fixture *fx)
+{
+	static const struct python_callbacks cb = { .detected = ignore_detected, .read = on_read };
+	struct python_stats st;
+
+	for (python_get_stats(fx->py, &st); st.detections_pending; python_get_stats(fx->py, &st)) {
+		struct pollfd pfd = { .fd = python_fd(fx->py), .events = POLLIN };
+
+		cr_assert_eq(poll(&pfd, 1, 30000), 1, "the Python lane did not answer in 30 s");
+		python_complete(fx->py, &cb, fx);
+	}
+}
+
+/* ... and once it is back, taking in what it found does not read the
+ * process's memory either (whether an interpreter runs in it yet: the
+ * reader looks). */
 Test(python, detection_reads_no_file_on_the_callers_thread)
 {
 	struct perfd_python_process desc;
@@ -980,6 +1025,11 @@ Test(python, detection_reads_no_file_on_the_callers_thread)
 	call = call_reading_no_file(look, &fx);
 	cr_assert_eq(call, 0, "python_maps_changed made system call %d on the caller's thread", call);
 	cr_assert_str_empty(fx.p.runtime);
+	settle_detection(&fx);
+	call = call_reading_no_file(look, &fx);
+	cr_assert_eq(call, 0, "taking the runtime in made system call %d on the caller's thread",
+		     call);
+	cr_assert_str_empty(fx.p.runtime, "described before the reader looked for an interpreter");
 	settle(&fx);
 	expect_runtime(&fx, &current, "");
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
@@ -1036,3 +1086,90 @@ Test(python, detection_copies_what_pyruntime_detect_looks_at)
 
 Test(python, no_bpf_map_kernel) { check_no_map(-ENOTSUP); }
 Test(python, no_bpf_map_turned_off) { check_no_map(-ECANCELED); }
+
+/* A sample's code objects are read out of the process's memory, which the
+ * process chooses (a code object's name may point into a page of a file
+ * on a server that does not answer): the caller's thread (perfd's loop)
+ * only asks the reader, and frames merged before it is back are named
+ * "[python: code object not read yet]".  Once it is back, the same
+ * sample is merged, named and lined, without a read either. */
+struct code_read_call {
+	struct fixture *fx;
+	const struct perfd_python_frame *pf;
+	const uint64_t *native;
+	uint64_t out[16];
+	size_t n;
+	bool waits;
+};
+
+static void merge_on_the_loop(void *arg)
+{
+	struct code_read_call *c = arg;
+	_cleanup_free_ struct perfd_sample *s = make_sample(1, 2, c->pf, PY_FRAMES);
+
+	c->waits = python_wait(c->fx->py, &c->fx->p, s);
+	memcpy(c->out, c->native, 2 * sizeof(*c->native));
+	c->n = python_merge(c->fx->py, &c->fx->p, s, c->out, 2, ELEMENTSOF(c->out));
+}
+
+Test(python, code_objects_are_read_on_the_lane_only)
+{
+	struct perfd_python_process desc;
+	struct perfd_python_frame pf[PY_FRAMES + 2];
+	int32_t firstlines[PY_FRAMES + 2];
+	struct code_read_call c = { 0 };
+	struct python_stats st;
+	struct pyruntime rt;
+	struct fixture fx;
+	uint64_t native[2];
+	uint16_t interp_module = 0;
+	char script[PATH_MAX], buf[PATH_MAX + 128];
+	const char *exe = PYENV_VERSIONS "/3.12.1/bin/python";
+	int call;
+
+	if (access(exe, X_OK) != 0)
+		exe = "/usr/bin/python3.11";
+	require_installed(exe);
+	start_python(exe, script, sizeof(script), &current);
+	fixture_new(&fx, 0);
+	make_process(&fx, current.pid);
+	cr_assert_eq(pyruntime_detect(current.pid, fx.p.maps, &rt), 0);
+	for (size_t i = 0; i < fx.p.maps->n; i++)
+		if (strcmp(fx.p.maps->maps[i].path, rt.path) == 0)
+			interp_module = fx.p.map_modules[i];
+	maps_changed(&fx);
+	cr_assert_eq(lookup_description(&fx, &desc), 0);
+	cr_assert_eq(walk_frames(current.pid,
+				 thread_state(current.pid, &rt, current.thread_pointer, &desc), &desc,
+				 pf, firstlines, ELEMENTSOF(pf)),
+		     PY_FRAMES);
+	pf[PY_FRAMES - 1].code |= PERFD_PYFRAME_ENTRY; /* one loop call runs them all */
+	native[0] = frame_make(fx.libc_module, fx.libc_text);
+	native[1] = frame_make(interp_module, rt.eval[0].start + 0x10);
+	c = (struct code_read_call){ .fx = &fx, .pf = pf, .native = native };
+
+	call = call_reading_no_file(merge_on_the_loop, &c);
+	cr_assert_eq(call, 0, "the sample's code objects were read on the caller's thread "
+			      "(system call %d)", call);
+	cr_assert(c.waits, "a sample whose code objects are not read yet did not wait");
+	cr_assert_eq(c.n, 1 + PY_FRAMES);
+	for (size_t i = 1; i < c.n; i++)
+		cr_assert_str_eq(name_of(&fx, c.out[i], true, buf, sizeof(buf)),
+				 "[python: code object not read yet]");
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.reads_pending, 1);
+	cr_assert_eq(st.frames_not_read, PY_FRAMES);
+
+	settle(&fx);
+	call = call_reading_no_file(merge_on_the_loop, &c);
+	cr_assert_eq(call, 0, "system call %d on the caller's thread once the read was back", call);
+	cr_assert_not(c.waits, "the sample waited again for code objects read already");
+	cr_assert_eq(c.n, 1 + PY_FRAMES);
+	for (size_t i = 0; i < PY_FRAMES; i++)
+		expect_py(&fx, c.out, 1 + i, i, script);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.code_reads, PY_FRAMES);
+	cr_assert_eq(st.code_read_errors, 0);
+	cr_assert_eq(st.reads_pending, 0);
+	fixture_free(&fx);
+}

@@ -25,10 +25,17 @@
  *
  * Frames: the walker records (code object address, instruction position,
  * tag: co_firstlineno and the address of co_filename, mixed).  The first time a process shows a code address, the
- * code object is read out of its memory (name, file, line table) and its
- * function interned; the entry is kept per process, keyed by address, and
+ * code object is read out of its memory (name, file, line table) on a
+ * lane (pyread.h: the process chooses where its objects point, and a page
+ * of a file on a server that stops answering makes the read wait as long)
+ * while the sample waits (python_wait, the aggregator's frames_wait), and
+ * its function interned; the entry is kept per process, keyed by address, and
  * replaced when a sample shows another tag at that address (the object
- * was freed and the memory reused).  A cache at its limit is
+ * was freed and the memory reused).  One read per process is out at a
+ * time, the code objects asked for meanwhile queue for the next (up to
+ * one job's worth); a read that is not back in time lets the samples in
+ * with "[python: code object not read yet]".  So does the 8-byte look
+ * at _PyRuntime's interpreters (a page of the executable's file).  A cache at its limit is
  * emptied and refilled: bounded memory, counted.  Lines are decoded from
  * the cached table at each sample (a few dozen bytes per frame).
  *
@@ -77,6 +84,7 @@
 #include "interp/python/pthread_tsd.h"
 #include "interp/python/pycode.h"
 #include "interp/python/pydetect.h"
+#include "interp/python/pyread.h"
 #include "interp/python/pylinetable.h"
 #include "interp/python/pyruntime.h"
 #include "interp/python/pytrampoline.h"
@@ -90,7 +98,8 @@
 enum {
 	FUNC_UNREADABLE = 0, /* the code object could not be read */
 	FUNC_TABLE_FULL = 1,
-	FUNC_FIRST = 2,
+	FUNC_NOT_READ = 2, /* ... not read yet: its read was not back in time */
+	FUNC_FIRST = 3,
 };
 
 struct function {
@@ -124,15 +133,25 @@ struct pyprocess {
 	struct pthread_tsd tsd;
 	uint16_t interp_module; /* module of rt.path, 0 when not mapped */
 	struct u64map code;     /* code address -> index + 1 in entries */
+	struct u64map failed;   /* code address -> a tag whose read failed where one was read */
 	struct code_entry *entries;
 	size_t n_entries, cap_entries;
 	size_t code_bytes; /* line tables held */
 	struct pytrampoline_arenas arenas; /* -X perf's trampolines, as of the last maps read */
+	struct pyread *reading; /* the reader's job on its memory, until it is back */
+	bool interpreter_wanted; /* status -EAGAIN: look again whether an interpreter runs */
+	int interpreter_back;    /* what the last look found (1: one runs, 0: none), -1: none back */
+	size_t n_wanted;         /* code objects asked for while reading was out */
+	struct {
+		uint64_t addr;
+		uint32_t tag;
+	} wanted[PYREAD_MAX_CODES];
 };
 
 struct python {
 	int map_fd;
 	struct offload *lane; /* detection (pydetect.h) */
+	struct offload *reader; /* memory reads (pyread.h) */
 	struct python_limits limits;
 	struct u64map procs; /* pid -> struct pyprocess * */
 	struct u64map not_python; /* module ids of executables without CPython */
@@ -161,6 +180,18 @@ int python_new(int map_fd, const struct python_limits *limits, struct python **r
 		free(py);
 		return r;
 	}
+	/* two: one process whose reads wait for a server that stops does not
+	 * hold every other's; each has one read out at most.  Not in the
+	 * background: samples wait for these reads, which the loop used to
+	 * make, and a nice lane starves on a busy host. */
+	r = offload_new(&(struct offload_opts){ .lanes = 2, .take_back = true,
+						.may_abandon = true, .name = "perfd-pymem" },
+			&py->reader);
+	if (r < 0) {
+		offload_free(py->lane);
+		free(py);
+		return r;
+	}
 	py->map_fd = map_fd;
 	py->limits = *limits;
 	if (py->limits.max_functions == 0 || py->limits.max_functions > PYTHON_FUNC_MAX)
@@ -177,6 +208,7 @@ int python_new(int map_fd, const struct python_limits *limits, struct python **r
 	/* ids 0 and 1 are reserved: keep the table's indexes equal to ids */
 	py->funcs = calloc(FUNC_FIRST, sizeof(*py->funcs));
 	if (!py->funcs) {
+		offload_free(py->reader);
 		offload_free(py->lane);
 		free(py);
 		return -ENOMEM;
@@ -196,6 +228,8 @@ static void code_cache_clear(struct python *py, struct pyprocess *pp)
 	pp->n_entries = 0;
 	u64map_done(&pp->code);
 	u64map_init(&pp->code);
+	u64map_done(&pp->failed);
+	u64map_init(&pp->failed);
 }
 
 static void pyprocess_free(struct python *py, struct pyprocess *pp)
@@ -210,6 +244,7 @@ static void pyprocess_free(struct python *py, struct pyprocess *pp)
 	/* one on the lane is the lane's: python_complete frees it when
 	 * it is back and finds no one waiting for it */
 	pydetect_free(pp->detected);
+	/* likewise one reading: python_complete frees it */
 	free(pp);
 }
 
@@ -217,7 +252,8 @@ struct python *python_free(struct python *py)
 {
 	if (!py)
 		return NULL;
-	offload_free(py->lane); /* first: the jobs on it are freed with it */
+	offload_free(py->lane); /* first: the jobs on them are freed with them */
+	offload_free(py->reader);
 	U64MAP_FOREACH(slot, &py->procs)
 		pyprocess_free(py, (struct pyprocess *)(uintptr_t)slot->value);
 	u64map_done(&py->procs);
@@ -382,22 +418,6 @@ static void runtime_name(const struct pyruntime *rt, int status, char *buf, size
 	(void)r; /* the versions are small: it fits */
 }
 
-/* Whether an interpreter runs in pp's process: the runtime's list of
- * interpreters is not empty.  Memory that cannot be read (the process is
- * gone) says nothing against it: the runtime is what the files say. */
-static bool interpreter_runs(const struct pyprocess *pp)
-{
-	uint64_t head = 0;
-
-	if (pp->rt->runtime_addr == 0 || !pp->rt->offsets)
-		return true;
-	if (pymem_read((pid_t)pp->pid,
-		       pp->rt->runtime_addr + (uint64_t)pp->rt->offsets->runtime_interpreters_head,
-		       &head, sizeof(head)) < 0)
-		return true;
-	return head != 0;
-}
-
 /* Has p revisited for an interpreter, each time after twice the wait. */
 static void wait_for_interpreter(struct pyprocess *pp, struct process *p)
 {
@@ -406,6 +426,44 @@ static void wait_for_interpreter(struct pyprocess *pp, struct process *p)
 }
 
 static void start_walking(struct python *py, struct pyprocess *pp, struct process *p, int r);
+
+/* Hands what pp wants read of its process's memory to the reader: the
+ * code objects queued, and the look for an interpreter.  One job per
+ * process at a time.  Returns whether one is out. */
+static bool submit_read(struct python *py, struct pyprocess *pp)
+{
+	struct pyread *r;
+
+	if (pp->reading)
+		return true;
+	if (!pp->rt || (pp->n_wanted == 0 && !pp->interpreter_wanted))
+		return false;
+	if (pyread_new(pp->pid, pp->start_time_ns, pp->rt, pp->interpreter_wanted, pp->n_wanted,
+		       &r) < 0)
+		return false; /* still wanted: the next sample or revisit asks again */
+	for (size_t i = 0; i < pp->n_wanted; i++) {
+		r->codes[i].addr = pp->wanted[i].addr;
+		r->codes[i].tag = pp->wanted[i].tag;
+	}
+	if (offload_submit(py->reader, &r->job) < 0) {
+		pyread_free(r);
+		return false;
+	}
+	pp->n_wanted = 0;
+	pp->interpreter_wanted = false;
+	pp->reading = r;
+	py->stats.reads_pending++;
+	return true;
+}
+
+/* Has the reader look whether an interpreter runs in p yet. */
+static void look_for_interpreter(struct python *py, struct pyprocess *pp, struct process *p)
+{
+	pp->status = -EAGAIN;
+	pp->interpreter_wanted = true;
+	if (!submit_read(py, pp))
+		wait_for_interpreter(pp, p); /* out of memory: later */
+}
 
 /* Looks for CPython in p, whose maps are new or changed in a way that
  * matters (signature): the process's new entry, or NULL without memory.
@@ -434,7 +492,9 @@ static struct pyprocess *detect(struct python *py, struct process *p, uint64_t s
 	pp->pid = p->pid;
 	pp->start_time_ns = p->start_time_ns;
 	pp->signature = signature;
+	pp->interpreter_back = -1;
 	u64map_init(&pp->code);
+	u64map_init(&pp->failed);
 
 	/* Most processes are not Python: remember which executables are
 	 * not, so a new process of one costs no ELF scan. */
@@ -482,9 +542,9 @@ static void apply(struct python *py, struct pyprocess *pp, struct process *p)
 	pp->tsd = d->tsd;
 	if (r == 0) {
 		pp->interp_module = module_of_path(p, pp->rt->path);
-		if (!interpreter_runs(pp)) {
-			pp->status = -EAGAIN;
-			wait_for_interpreter(pp, p);
+		/* without _PyRuntime (or its layout) there is nothing to look at */
+		if (pp->rt->runtime_addr && pp->rt->offsets) {
+			look_for_interpreter(py, pp, p);
 			return;
 		}
 	}
@@ -528,11 +588,62 @@ void python_maps_changed(struct python *py, struct process *p)
 		find_trampolines(py, pp, p);
 }
 
-void python_complete(struct python *py, void (*detected)(void *userdata, uint32_t pid,
-							  uint64_t start_time_ns),
-		     void *userdata)
+static void cache_code(struct python *py, struct pyprocess *pp, struct pyread_code *c);
+
+/* Past its limits, pp's cache starts over before it takes the read r in,
+ * whole: the samples that waited for r find all of it (a cache smaller
+ * than one read overshoots by that read).  Line tables are the bulk:
+ * their budget is of all processes. */
+static void make_room(struct python *py, struct pyprocess *pp, const struct pyread *r)
 {
-	struct offload_job *j = offload_take_done(py->lane), *next;
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (r->codes[i].r == 0)
+			bytes += r->codes[i].code.linetable_size;
+	if (pp->n_entries &&
+	    (pp->n_entries + r->n > py->limits.max_code_per_process ||
+	     py->code_bytes + bytes > py->limits.max_code_bytes)) {
+		py->stats.cache_resets++;
+		code_cache_clear(py, pp);
+	}
+}
+
+/* Takes in what the reader read of a process's memory: the code objects
+ * go into its cache now, the interpreter's look waits for the process
+ * (python_read_back).  Returns whether the process is still waiting. */
+static bool take_read(struct python *py, struct pyread *r)
+{
+	_cleanup_(pyread_freep) struct pyread *done = r;
+	struct pyprocess *pp = find(py, r->pid, r->start_time_ns);
+
+	py->stats.reads_pending--;
+	/* forgotten meanwhile (exited, exec'd) */
+	if (!pp || pp->reading != r)
+		return false;
+	pp->reading = NULL;
+	make_room(py, pp, r);
+	for (size_t i = 0; i < r->n; i++)
+		cache_code(py, pp, &r->codes[i]);
+	if (r->interpreter)
+		pp->interpreter_back = r->interpreter_runs;
+	return true;
+}
+
+void python_complete(struct python *py, const struct python_callbacks *cb, void *userdata)
+{
+	struct offload_job *j = offload_take_done(py->reader), *next;
+
+	for (; j; j = next) {
+		struct pyread *r = pyread_of(j);
+		uint32_t pid = r->pid;
+		uint64_t start_time_ns = r->start_time_ns;
+
+		next = j->next;
+		if (take_read(py, r))
+			cb->read(userdata, pid, start_time_ns);
+	}
+	j = offload_take_done(py->lane);
 
 	for (; j; j = next) {
 		struct pydetect *d = pydetect_of(j);
@@ -547,13 +658,36 @@ void python_complete(struct python *py, void (*detected)(void *userdata, uint32_
 		}
 		pp->detecting = NULL;
 		pp->detected = d;
-		detected(userdata, d->pid, d->start_time_ns);
+		cb->detected(userdata, d->pid, d->start_time_ns);
 	}
+}
+
+void python_read_back(struct python *py, struct process *p)
+{
+	struct pyprocess *pp = find(py, p->pid, p->start_time_ns);
+	int runs;
+
+	if (!pp)
+		return;
+	runs = pp->interpreter_back;
+	pp->interpreter_back = -1;
+	if (runs >= 0 && pp->status == -EAGAIN) {
+		if (runs)
+			start_walking(py, pp, p, 0);
+		else
+			wait_for_interpreter(pp, p);
+	}
+	(void)submit_read(py, pp); /* what was asked for meanwhile */
 }
 
 int python_fd(const struct python *py)
 {
 	return offload_fd(py->lane);
+}
+
+int python_reader_fd(const struct python *py)
+{
+	return offload_fd(py->reader);
 }
 
 bool python_trampolines(const struct python *py, const struct process *p,
@@ -578,13 +712,9 @@ void python_revisit(struct python *py, struct process *p)
 {
 	struct pyprocess *pp = find(py, p->pid, p->start_time_ns);
 
-	if (!pp || pp->status != -EAGAIN)
-		return;
-	if (!interpreter_runs(pp)) {
-		wait_for_interpreter(pp, p);
-		return;
-	}
-	start_walking(py, pp, p, 0);
+	if (!pp || pp->status != -EAGAIN || pp->reading)
+		return; /* one out: python_read_back takes it in */
+	look_for_interpreter(py, pp, p);
 }
 
 /* Describes a runtime detection found (r: pyruntime_detect's result, 0 or
@@ -722,43 +852,64 @@ static uint32_t intern_function(struct python *py, const char *name, const char 
 
 /* --- code objects ------------------------------------------------------- */
 
-/* The cache entry of the code object at addr, read now if it is new or
- * was replaced (its tag differs).  NULL when it cannot be read, or what is
- * there now is not what the sample saw. */
-static const struct code_entry *code_entry(struct python *py, struct pyprocess *pp,
-					   uint64_t addr, uint32_t tag)
+/* The cache entry of the code object at addr, if one was read with the
+ * tag the sample saw; NULL when it was not (python_wait had it read). */
+static const struct code_entry *code_entry(const struct pyprocess *pp, uint64_t addr,
+					   uint32_t tag)
 {
-	struct pycode code = { 0 };
-	struct code_entry *e;
+	static const struct code_entry unreadable = { .func = FUNC_UNREADABLE };
 	uint64_t *slot = u64map_get(&pp->code, addr);
-	int r;
+	const struct code_entry *e = slot ? &pp->entries[*slot - 1] : NULL;
 
-	if (slot) {
-		e = &pp->entries[*slot - 1];
-		if (e->tag == tag)
-			return e;
-		py->stats.code_reused++;
-	} else if (pp->n_entries >= py->limits.max_code_per_process) {
-		py->stats.cache_resets++;
-		code_cache_clear(py, pp);
+	if (e && e->tag == tag)
+		return e;
+	slot = u64map_get(&pp->failed, addr);
+	return slot && *slot == tag ? &unreadable : NULL;
+}
+
+/* Remembers that the read of c failed where another tag's code object
+ * was read: its samples are named unreadable, not read again each. */
+static void note_failed(struct python *py, struct pyprocess *pp, const struct pyread_code *c)
+{
+	uint64_t *slot;
+
+	if (pp->failed.count >= py->limits.max_code_per_process) {
+		u64map_done(&pp->failed);
+		u64map_init(&pp->failed);
 	}
+	slot = u64map_upsert(&pp->failed, c->addr, NULL);
+	if (slot)
+		*slot = c->tag;
+}
+
+/* Puts what the reader found at c->addr into pp's cache, taking its line
+ * table: a code object that could not be read, or that is not what the
+ * sample saw any more, is kept as unreadable where nothing was read (it
+ * is not read again at every sample; another tag at the address is).
+ * Room was made for it (make_room). */
+static void cache_code(struct python *py, struct pyprocess *pp, struct pyread_code *c)
+{
+	uint8_t *linetable = c->r == 0 ? TAKE_PTR(c->code.linetable) : NULL;
+	size_t linetable_size = linetable ? c->code.linetable_size : 0;
+	struct code_entry *e;
+	uint64_t *slot;
 
 	py->stats.code_reads++;
-	r = pycode_read((pid_t)pp->pid, pp->rt, addr, &code);
-	if (r < 0 || perfd_python_code_tag(code.firstlineno, code.filename_addr) != tag) {
+	if (c->r < 0)
 		py->stats.code_read_errors++;
-		free(code.linetable);
-		return NULL;
+	slot = u64map_get(&pp->code, c->addr);
+	/* read twice (asked for again while out), or a failure where a code
+	 * object was read: the walker's tags are cached per CPU for a while,
+	 * so a sample may still show one the object there had before, and
+	 * such a sample must not undo what the others name */
+	if (slot && (pp->entries[*slot - 1].tag == c->tag || c->r < 0)) {
+		free(linetable);
+		if (pp->entries[*slot - 1].tag != c->tag)
+			note_failed(py, pp, c);
+		return;
 	}
-
-	/* Line tables are the bulk: past the budget of all processes, this
-	 * process starts its cache over (one entry may overshoot it). */
-	if (py->code_bytes + code.linetable_size > py->limits.max_code_bytes && pp->n_entries) {
-		py->stats.cache_resets++;
-		code_cache_clear(py, pp);
-	}
-	slot = u64map_get(&pp->code, addr);
 	if (slot) {
+		py->stats.code_reused++;
 		e = &pp->entries[*slot - 1];
 		free(e->linetable);
 		pp->code_bytes -= e->linetable_size;
@@ -771,33 +922,81 @@ static const struct code_entry *code_entry(struct python *py, struct pyprocess *
 			struct code_entry *es = realloc(pp->entries, cap * sizeof(*es));
 
 			if (!es) {
-				free(code.linetable);
-				return NULL;
+				free(linetable);
+				return;
 			}
 			pp->entries = es;
 			pp->cap_entries = cap;
 		}
-		slot = u64map_upsert(&pp->code, addr, &added);
+		slot = u64map_upsert(&pp->code, c->addr, &added);
 		if (!slot) {
-			free(code.linetable);
-			return NULL;
+			free(linetable);
+			return;
 		}
 		e = &pp->entries[pp->n_entries++];
 		*slot = pp->n_entries;
 		py->stats.code_objects++;
 	}
 	*e = (struct code_entry){
-		.func = intern_function(py, code.name, code.filename, code.firstlineno),
-		.tag = tag,
-		.firstlineno = code.firstlineno,
-		.linetable = code.linetable,
-		.linetable_size = (uint32_t)code.linetable_size,
+		.func = c->r < 0 ? FUNC_UNREADABLE :
+				   intern_function(py, c->code.name, c->code.filename,
+						   c->code.firstlineno),
+		.tag = c->tag,
+		.firstlineno = c->r < 0 ? 0 : c->code.firstlineno,
+		.linetable = linetable,
+		.linetable_size = (uint32_t)linetable_size,
 	};
 	pp->code_bytes += e->linetable_size;
 	py->code_bytes += e->linetable_size;
 	if (e->func == FUNC_TABLE_FULL)
 		py->stats.function_table_full++;
-	return e;
+}
+
+/* Asks for the code object at addr with tag to be read, unless it is
+ * being read; returns whether it will be (false: the queue is full, and a
+ * later sample asks again). */
+static bool want_code(struct pyprocess *pp, uint64_t addr, uint32_t tag)
+{
+	if (pp->reading)
+		for (size_t i = 0; i < pp->reading->n; i++)
+			if (pp->reading->codes[i].addr == addr && pp->reading->codes[i].tag == tag)
+				return true;
+	for (size_t i = 0; i < pp->n_wanted; i++)
+		if (pp->wanted[i].addr == addr) {
+			pp->wanted[i].tag = tag; /* the newest sample's */
+			return true;
+		}
+	if (pp->n_wanted == ELEMENTSOF(pp->wanted))
+		return false;
+	pp->wanted[pp->n_wanted].addr = addr;
+	pp->wanted[pp->n_wanted++].tag = tag;
+	return true;
+}
+
+static const struct perfd_python_frame *python_frames_of(const struct perfd_sample *s)
+{
+	uint32_t kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
+	uint32_t ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
+
+	return (const struct perfd_python_frame *)&s->ips[kd + ud];
+}
+
+bool python_wait(struct python *py, const struct process *p, const struct perfd_sample *s)
+{
+	struct pyprocess *pp = find(py, p->pid, p->start_time_ns);
+	const struct perfd_python_frame *pf = python_frames_of(s);
+	bool wait = false;
+
+	if (!pp || pp->status != 0)
+		return false;
+	for (uint32_t i = 0; i < s->python_depth; i++) {
+		uint64_t addr = pf[i].code & ~PERFD_PYFRAME_ENTRY;
+
+		if (pf[i].code == PERFD_PYFRAME_ENTRY || code_entry(pp, addr, pf[i].tag))
+			continue;
+		wait |= want_code(pp, addr, pf[i].tag);
+	}
+	return wait && submit_read(py, pp);
 }
 
 /* The byte offset in the bytecode that the walker's position stands for. */
@@ -814,11 +1013,15 @@ static uint64_t python_frame(struct python *py, struct pyprocess *pp,
 			     const struct perfd_python_frame *f)
 {
 	uint64_t addr = f->code & ~PERFD_PYFRAME_ENTRY;
-	const struct code_entry *e = code_entry(py, pp, addr, f->tag);
+	const struct code_entry *e = code_entry(pp, addr, f->tag);
 	int64_t offset = bytecode_offset(pp->rt->minor, f->position);
 	int line = 0;
 
-	if (!e)
+	if (!e) {
+		py->stats.frames_not_read++;
+		return frame_make(FRAME_MODULE_PYTHON, (uint64_t)FUNC_NOT_READ << PYTHON_LINE_BITS);
+	}
+	if (e->func == FUNC_UNREADABLE)
 		return frame_make(FRAME_MODULE_PYTHON, (uint64_t)FUNC_UNREADABLE << PYTHON_LINE_BITS);
 	if (offset < 0)
 		line = e->firstlineno; /* not started yet: its def line */
@@ -867,20 +1070,17 @@ static bool is_trampoline_frame(const struct pyprocess *pp, const struct process
 size_t python_merge(struct python *py, const struct process *p,
 		    const struct perfd_sample *s, uint64_t *frames, size_t n, size_t cap)
 {
-	const struct perfd_python_frame *pf;
+	const struct perfd_python_frame *pf = python_frames_of(s);
 	uint64_t native[2 * PERFD_MAX_STACK_DEPTH + 2];
 	bool eval[ELEMENTSOF(native)];
 	struct pyprocess *pp;
 	size_t first_eval = SIZE_MAX, last_eval = 0, next = 0, out = 0;
-	uint32_t kd, ud, pd = s->python_depth;
+	uint32_t pd = s->python_depth;
 	bool cut = sample_user_unrooted(s);
 
 	pp = find(py, p->pid, p->start_time_ns);
 	if (!pp || pp->status != 0 || pd == 0 || n > ELEMENTSOF(native))
 		return n;
-	kd = s->kernel_depth > 0 ? (uint32_t)s->kernel_depth : 0;
-	ud = s->user_depth > 0 ? (uint32_t)s->user_depth : 0;
-	pf = (const struct perfd_python_frame *)&s->ips[kd + ud];
 
 	/* frames is rewritten in place and may grow: read from a copy */
 	memcpy(native, frames, n * sizeof(*frames));
@@ -938,6 +1138,10 @@ void python_frame_resolve(const struct python *py, uint64_t frame, struct frame_
 		out->function = "[python: function table full]";
 		return;
 	}
+	if (id == FUNC_NOT_READ) {
+		out->function = "[python: code object not read yet]";
+		return;
+	}
 	f = &py->funcs[id];
 	out->function = py->arena + f->name;
 	out->file = py->arena + f->file;
@@ -970,6 +1174,7 @@ void python_get_stats(const struct python *py, struct python_stats *ret)
 		const struct pyprocess *pp = (const struct pyprocess *)(uintptr_t)slot->value;
 
 		bytes += sizeof(*pp) + (pp->rt ? sizeof(*pp->rt) : 0) + u64map_memory(&pp->code) +
+			 u64map_memory(&pp->failed) +
 			 pp->cap_entries * sizeof(*pp->entries);
 		for (size_t i = 0; i < pp->n_entries; i++)
 			bytes += pp->entries[i].linetable_size;

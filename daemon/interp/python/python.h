@@ -38,6 +38,8 @@ struct python_stats {
 	size_t processes;        /* processes running a supported CPython */
 	size_t unsupported;      /* ... an unsupported or unusable one */
 	size_t detections_pending; /* processes being looked at on the lane */
+	size_t reads_pending;    /* processes whose memory is read on the reader's lane */
+	uint64_t frames_not_read; /* frames named "[python: code object not read yet]" */
 	size_t functions;
 	size_t code_objects;     /* cached, all processes */
 	uint64_t code_reads;     /* code objects read from processes */
@@ -67,13 +69,31 @@ struct python *python_free(struct python *py);
  * in it (else it asks for a revisit), writes the BPF description and
  * fills p->runtime.  Logs an unsupported runtime once per process. */
 void python_maps_changed(struct python *py, struct process *p);
-/* python_fd is readable when the lane has looked at processes;
- * python_complete takes its results, and calls detected for each process
- * still waiting for one, which should call python_maps_changed with it. */
+/* python_fd is readable when the detection lane has looked at processes,
+ * python_reader_fd when the reader has read their memory (pyread.h);
+ * python_complete takes the results of both: it calls detected for each
+ * process still waiting for its look, which should call
+ * python_maps_changed with it, and read for each whose read is back, which
+ * should call python_read_back with it and let its waiting samples in
+ * (aggregator_frames_read). */
+struct python_callbacks {
+	void (*detected)(void *userdata, uint32_t pid, uint64_t start_time_ns);
+	void (*read)(void *userdata, uint32_t pid, uint64_t start_time_ns);
+};
 int python_fd(const struct python *py);
-void python_complete(struct python *py, void (*detected)(void *userdata, uint32_t pid,
-							  uint64_t start_time_ns),
-		     void *userdata);
+int python_reader_fd(const struct python *py);
+void python_complete(struct python *py, const struct python_callbacks *cb, void *userdata);
+/* Takes in what the reader found of p beyond its code objects: whether
+ * an interpreter runs (then describes and reports it, else asks for a
+ * revisit); and hands the reader what p's samples asked for meanwhile. */
+void python_read_back(struct python *py, struct process *p);
+/* Whether the sample s of p shows code objects not read yet: they are
+ * asked for from the reader (one read per process out at a time), and s
+ * should wait for them (the aggregator's frames_wait).  Frames merged
+ * before their code object is read are named "[python: code object not
+ * read yet]". */
+bool python_wait(struct python *py, const struct process *p, const struct perfd_sample *s);
+
 /* CPython's perf trampolines in p (pytrampoline.h): the template and the
  * arenas of copies of it that p's last maps read found.  Valid until p's
  * maps change again or it is forgotten. */
@@ -91,8 +111,9 @@ bool python_trampolines(const struct python *py, const struct process *p,
 			struct python_trampolines *ret);
 
 /* The aggregator's revisit of p (p->revisit_ns, which python_maps_changed
- * sets): for a runtime found before an interpreter ran in it, looks again,
- * and describes and reports it once one does. */
+ * sets): for a runtime found before an interpreter ran in it, has the
+ * reader look again (python_read_back describes and reports it once one
+ * does). */
 void python_revisit(struct python *py, struct process *p);
 /* Forgets p (exited, replaced or evicted) and removes its BPF entry. */
 void python_process_gone(struct python *py, const struct process *p);
