@@ -277,7 +277,8 @@ static void on_python_read(void *userdata, uint32_t pid, uint64_t start_time_ns)
 
 	if (!p || p->start_time_ns != start_time_ns)
 		return;
-	python_read_back(m->d.python, p);
+	if (python_read_back(m->d.python, p))
+		on_maps_changed(m, p); /* its trampolines, to the unwinder */
 	if (p->revisit_ns)
 		daemon_revisit_by(&m->d, p->revisit_ns);
 	aggregator_frames_read(m->d.aggregator, p);

@@ -1173,3 +1173,37 @@ Test(python, code_objects_are_read_on_the_lane_only)
 	cr_assert_eq(st.reads_pending, 0);
 	fixture_free(&fx);
 }
+
+/* Under -X perf, the trampoline arenas are found in the process's memory
+ * (anonymous code as its maps said, which may be a file's by the time it
+ * is read): taking the runtime in and looking at new maps only ask the
+ * reader, and the arenas it finds are there once it is back. */
+Test(python, trampolines_are_looked_for_on_the_lane_only)
+{
+	const char *exe = PYENV_VERSIONS "/3.12.1/bin/python";
+	char *argv[] = { (char *)exe, (char *)"-X", (char *)"perf", NULL, NULL };
+	struct python_trampolines t;
+	char script[PATH_MAX];
+	struct fixture fx;
+	int call;
+
+	require_installed(exe);
+	write_file("pymerge.py", script_text, sizeof(script_text) - 1);
+	path_in_workdir(script, sizeof(script), "pymerge.py");
+	argv[3] = script;
+	pychild_start(argv, PYCHILD_VERSION_THREAD, &current);
+	fixture_new(&fx, 0);
+	make_process(&fx, current.pid);
+	call = call_reading_no_file(look, &fx);
+	cr_assert_eq(call, 0, "python_maps_changed made system call %d on the caller's thread", call);
+	settle_detection(&fx);
+	call = call_reading_no_file(look, &fx);
+	cr_assert_eq(call, 0, "taking the runtime in made system call %d on the caller's thread",
+		     call);
+	cr_assert_not(python_trampolines(fx.py, &fx.p, &t), "arenas found before the reader looked");
+	settle(&fx);
+	cr_assert(python_trampolines(fx.py, &fx.p, &t), "no trampoline arena found under -X perf");
+	cr_assert_geq(t.n, 1);
+	expect_runtime(&fx, &current, "");
+	fixture_free(&fx);
+}

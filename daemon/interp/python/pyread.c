@@ -28,6 +28,9 @@ void pyread_run(struct pyread *r)
 {
 	if (r->interpreter)
 		r->interpreter_runs = interpreter_runs(r);
+	if (r->trampolines)
+		r->trampolines_r = pytrampoline_find((pid_t)r->pid, &r->candidates, r->rt.trampoline,
+						     r->rt.trampoline_size, &r->arenas);
 	for (size_t i = 0; i < r->n; i++) {
 		struct pyread_code *c = &r->codes[i];
 
@@ -61,6 +64,8 @@ struct pyread *pyread_free(struct pyread *r)
 		return NULL;
 	for (size_t i = 0; i < r->n; i++)
 		free(r->codes[i].code.linetable);
+	free(r->candidates.maps); /* their paths are "" */
+	pytrampoline_arenas_done(&r->arenas);
 	free(r);
 	return NULL;
 }

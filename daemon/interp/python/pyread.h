@@ -9,9 +9,11 @@
  *
  * The loop (python.c) copies the runtime and the (address, tag) of each
  * code object to read into a job and submits it; the lane runs
- * pycode_read for each, and the 8-byte read of _PyRuntime's list of
- * interpreters when asked; the loop takes the results back and its
- * samples, which waited for them, go in named.  The job owns everything
+ * pycode_read for each, the 8-byte read of _PyRuntime's list of
+ * interpreters and the search for `-X perf`'s trampoline arenas
+ * (pytrampoline.h, among the candidate mappings the loop copied) when
+ * asked; the loop takes the results back and its samples, which waited
+ * for them, go in named.  The job owns everything
  * it holds, and touches nothing else.
  */
 #ifndef PERFD_PYREAD_H
@@ -23,6 +25,7 @@
 #include "base/offload.h"
 #include "interp/python/pycode.h"
 #include "interp/python/pyruntime.h"
+#include "interp/python/pytrampoline.h"
 #include "perfd/macro.h"
 #include "perfd/python.h"
 
@@ -43,8 +46,14 @@ struct pyread {
 	uint64_t start_time_ns;
 	struct pyruntime rt; /* a copy: the process's entry may go meanwhile */
 	bool interpreter;    /* look whether an interpreter runs */
+	bool trampolines;    /* look for trampoline arenas among candidates */
+	struct procmaps candidates; /* pytrampoline_candidates', the job's */
 	/* the results */
 	bool interpreter_runs; /* or _PyRuntime could not be read: the files say it is Python */
+	/* in: the arenas known (pytrampoline_find's *arenas); out, when
+	 * trampolines_r >= 0: those found */
+	struct pytrampoline_arenas arenas;
+	int trampolines_r;
 	size_t n;
 	struct pyread_code codes[]; /* n of them */
 };

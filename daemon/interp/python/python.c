@@ -51,7 +51,9 @@
  * "py::FUNC:FILE" by its JIT map, and the Python frame says it better.  The
  * arenas are looked for at each maps read of a process whose libpython
  * has the template (3.12+), detection or not: only new anonymous code is
- * read (pytrampoline_find).  Python frames left over when the native stack ran out go
+ * read (pytrampoline_find), by the reader (what the maps said is anonymous
+ * may be a file's by the time it is read).  Python frames left over when
+ * the native stack ran out go
  * with the rootmost loop frame (a loop frame was not recognized: a .cold
  * part without symbols), or at the root end when there is none: nothing is
  * dropped.  A native stack that did not reach its root is different
@@ -137,7 +139,10 @@ struct pyprocess {
 	struct code_entry *entries;
 	size_t n_entries, cap_entries;
 	size_t code_bytes; /* line tables held */
-	struct pytrampoline_arenas arenas; /* -X perf's trampolines, as of the last maps read */
+	struct pytrampoline_arenas arenas; /* -X perf's trampolines, as of the last search */
+	bool arenas_changed;    /* by a search back from the reader, not told yet */
+	struct procmaps candidates; /* where to search next, when reading is back; maps NULL: nowhere */
+	uint64_t trampolines_signature; /* of the last candidates asked for, 0: none */
 	struct pyread *reading; /* the reader's job on its memory, until it is back */
 	bool interpreter_wanted; /* status -EAGAIN: look again whether an interpreter runs */
 	int interpreter_back;    /* what the last look found (1: one runs, 0: none), -1: none back */
@@ -245,6 +250,7 @@ static void pyprocess_free(struct python *py, struct pyprocess *pp)
 	 * it is back and finds no one waiting for it */
 	pydetect_free(pp->detected);
 	/* likewise one reading: python_complete frees it */
+	free(pp->candidates.maps);
 	free(pp);
 }
 
@@ -434,21 +440,33 @@ static bool submit_read(struct python *py, struct pyprocess *pp)
 {
 	struct pyread *r;
 
+	bool trampolines = pp->candidates.maps != NULL;
+
 	if (pp->reading)
 		return true;
-	if (!pp->rt || (pp->n_wanted == 0 && !pp->interpreter_wanted))
+	if (!pp->rt || (pp->n_wanted == 0 && !pp->interpreter_wanted && !trampolines))
 		return false;
+	/* still wanted when it fails: the next sample, revisit or read asks
+	 * again */
 	if (pyread_new(pp->pid, pp->start_time_ns, pp->rt, pp->interpreter_wanted, pp->n_wanted,
 		       &r) < 0)
-		return false; /* still wanted: the next sample or revisit asks again */
+		return false;
 	for (size_t i = 0; i < pp->n_wanted; i++) {
 		r->codes[i].addr = pp->wanted[i].addr;
 		r->codes[i].tag = pp->wanted[i].tag;
 	}
-	if (offload_submit(py->reader, &r->job) < 0) {
+	if (trampolines && pytrampoline_arenas_copy(&pp->arenas, &r->arenas) < 0) {
 		pyread_free(r);
 		return false;
 	}
+	r->trampolines = trampolines;
+	r->candidates = pp->candidates;
+	if (offload_submit(py->reader, &r->job) < 0) {
+		r->candidates = (struct procmaps){ 0 }; /* still pp's */
+		pyread_free(r);
+		return false;
+	}
+	pp->candidates = (struct procmaps){ 0 };
 	pp->n_wanted = 0;
 	pp->interpreter_wanted = false;
 	pp->reading = r;
@@ -551,24 +569,50 @@ static void apply(struct python *py, struct pyprocess *pp, struct process *p)
 	start_walking(py, pp, p, r);
 }
 
-/* Finds the perf trampoline arenas of pp's process again: its maps were
- * read, perhaps with a new arena.  A process gone keeps what it had. */
+/* Has the reader look for the perf trampoline arenas of pp's process
+ * again: its maps were read, perhaps with a new arena (the search reads
+ * its memory).  A process gone keeps what it had. */
 static void find_trampolines(struct python *py, struct pyprocess *pp, const struct process *p)
 {
-	int r;
+	uint64_t signature;
 
 	if (!pp->rt || pp->rt->trampoline_size == 0) {
 		py->stats.trampoline_arenas -= pp->arenas.n;
 		pytrampoline_arenas_done(&pp->arenas);
 		return;
 	}
+	signature = pytrampoline_signature(p->maps);
+	/* the same candidates: the same arenas, known or being looked for */
+	if ((pp->arenas.searched && pp->arenas.signature == signature) ||
+	    pp->trampolines_signature == signature)
+		return;
+	free(pp->candidates.maps);
+	if (pytrampoline_candidates(p->maps, &pp->candidates) < 0) {
+		pp->candidates = (struct procmaps){ 0 };
+		pp->trampolines_signature = 0; /* out of memory: at the next maps read */
+		return;
+	}
+	pp->trampolines_signature = signature;
+	(void)submit_read(py, pp);
+}
+
+/* Takes in the reader's search for trampolines in pp's process. */
+static void take_trampolines(struct python *py, struct pyprocess *pp, struct pyread *r)
+{
+	if (r->trampolines_r < 0) {
+		if (r->trampolines_r != -ESRCH)
+			log_debug("pid %u: perf trampolines not looked for: %s", pp->pid,
+				  strerror(-r->trampolines_r));
+		if (!pp->candidates.maps)
+			pp->trampolines_signature = 0; /* looked for at the next maps read */
+		return;
+	}
 	py->stats.trampoline_arenas -= pp->arenas.n;
-	r = pytrampoline_find((pid_t)p->pid, p->maps, pp->rt->trampoline, pp->rt->trampoline_size,
-			      &pp->arenas);
+	pytrampoline_arenas_done(&pp->arenas);
+	pp->arenas = r->arenas;
+	r->arenas = (struct pytrampoline_arenas){ 0 };
 	py->stats.trampoline_arenas += pp->arenas.n;
-	if (r < 0 && r != -ESRCH)
-		log_debug("pid %u (%s): perf trampolines not looked for: %s", p->pid, p->comm,
-			  strerror(-r));
+	pp->arenas_changed = true;
 }
 
 void python_maps_changed(struct python *py, struct process *p)
@@ -627,6 +671,8 @@ static bool take_read(struct python *py, struct pyread *r)
 		cache_code(py, pp, &r->codes[i]);
 	if (r->interpreter)
 		pp->interpreter_back = r->interpreter_runs;
+	if (r->trampolines)
+		take_trampolines(py, pp, r);
 	return true;
 }
 
@@ -662,13 +708,16 @@ void python_complete(struct python *py, const struct python_callbacks *cb, void 
 	}
 }
 
-void python_read_back(struct python *py, struct process *p)
+bool python_read_back(struct python *py, struct process *p)
 {
 	struct pyprocess *pp = find(py, p->pid, p->start_time_ns);
+	bool arenas_changed;
 	int runs;
 
 	if (!pp)
-		return;
+		return false;
+	arenas_changed = pp->arenas_changed;
+	pp->arenas_changed = false;
 	runs = pp->interpreter_back;
 	pp->interpreter_back = -1;
 	if (runs >= 0 && pp->status == -EAGAIN) {
@@ -678,6 +727,7 @@ void python_read_back(struct python *py, struct process *p)
 			wait_for_interpreter(pp, p);
 	}
 	(void)submit_read(py, pp); /* what was asked for meanwhile */
+	return arenas_changed;
 }
 
 int python_fd(const struct python *py)

@@ -67,7 +67,9 @@ struct python *python_free(struct python *py);
  * files, which the loop must not); called again once the lane is back
  * (python_complete), takes in what it found and, once an interpreter runs
  * in it (else it asks for a revisit), writes the BPF description and
- * fills p->runtime.  Logs an unsupported runtime once per process. */
+ * fills p->runtime; and has the reader look for the perf trampolines in
+ * new anonymous code (python_read_back says when they are back).  Logs an
+ * unsupported runtime once per process. */
 void python_maps_changed(struct python *py, struct process *p);
 /* python_fd is readable when the detection lane has looked at processes,
  * python_reader_fd when the reader has read their memory (pyread.h);
@@ -85,8 +87,10 @@ int python_reader_fd(const struct python *py);
 void python_complete(struct python *py, const struct python_callbacks *cb, void *userdata);
 /* Takes in what the reader found of p beyond its code objects: whether
  * an interpreter runs (then describes and reports it, else asks for a
- * revisit); and hands the reader what p's samples asked for meanwhile. */
-void python_read_back(struct python *py, struct process *p);
+ * revisit); and hands the reader what p's samples asked for meanwhile.
+ * Returns whether p's perf trampolines changed (python_trampolines): it
+ * should be described to the unwinder again. */
+bool python_read_back(struct python *py, struct process *p);
 /* Whether the sample s of p shows code objects not read yet: they are
  * asked for from the reader (one read per process out at a time), and s
  * should wait for them (the aggregator's frames_wait).  Frames merged

@@ -86,8 +86,7 @@ static size_t arena_upto(const struct pytrampoline_arenas *arenas, uint64_t addr
 				  search_key_u64);
 }
 
-/* Of the candidate mappings of maps: where they are. */
-static uint64_t candidates_signature(const struct procmaps *maps)
+uint64_t pytrampoline_signature(const struct procmaps *maps)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL;
 
@@ -107,7 +106,7 @@ int pytrampoline_find(pid_t pid, const struct procmaps *maps, const uint8_t *cod
 
 	if (!code || size == 0 || size > PYRUNTIME_TRAMPOLINE_MAX)
 		return -EINVAL;
-	signature = candidates_signature(maps);
+	signature = pytrampoline_signature(maps);
 	if (arenas->searched && arenas->signature == signature)
 		return (int)arenas->n; /* the same candidates: the same arenas */
 	for (size_t i = 0; i < maps->n && n < PYTRAMPOLINE_MAX_ARENAS; i++) {
@@ -147,6 +146,45 @@ int pytrampoline_find(pid_t pid, const struct procmaps *maps, const uint8_t *cod
 	arenas->signature = signature;
 	arenas->searched = true;
 	return (int)n;
+}
+
+int pytrampoline_candidates(const struct procmaps *maps, struct procmaps *ret)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < maps->n; i++)
+		n += is_candidate(&maps->maps[i]);
+	*ret = (struct procmaps){ .maps = calloc(n ? n : 1, sizeof(*ret->maps)) };
+	if (!ret->maps)
+		return -ENOMEM;
+	for (size_t i = 0; i < maps->n; i++)
+		if (is_candidate(&maps->maps[i])) {
+			ret->maps[ret->n] = maps->maps[i];
+			ret->maps[ret->n++].path = (char *)"";
+		}
+	return 0;
+}
+
+int pytrampoline_arenas_copy(const struct pytrampoline_arenas *from,
+			     struct pytrampoline_arenas *to)
+{
+	size_t n = from->n ? from->n : 1;
+
+	pytrampoline_arenas_done(to);
+	to->starts = malloc(n * sizeof(*to->starts));
+	to->strides = malloc(n * sizeof(*to->strides));
+	if (!to->starts || !to->strides) {
+		pytrampoline_arenas_done(to);
+		return -ENOMEM;
+	}
+	if (from->n) {
+		memcpy(to->starts, from->starts, from->n * sizeof(*to->starts));
+		memcpy(to->strides, from->strides, from->n * sizeof(*to->strides));
+	}
+	to->n = from->n;
+	to->signature = from->signature;
+	to->searched = from->searched;
+	return 0;
 }
 
 bool pytrampoline_contains(const struct pytrampoline_arenas *arenas, uint64_t addr)

@@ -63,6 +63,17 @@ struct pytrampoline_arenas {
 int pytrampoline_find(pid_t pid, const struct procmaps *maps, const uint8_t *code, size_t size,
 		      struct pytrampoline_arenas *arenas);
 
+/* Where the candidate mappings of maps are: a search with the same
+ * signature as *arenas's last reads nothing and finds the same arenas. */
+uint64_t pytrampoline_signature(const struct procmaps *maps);
+/* Copies the candidate mappings of maps into ret (their paths "", not to
+ * be freed): what pytrampoline_find looks at, for a search off the loop.
+ * Free ret->maps.  Returns 0 or -ENOMEM. */
+int pytrampoline_candidates(const struct procmaps *maps, struct procmaps *ret);
+/* Copies *from into *to (emptied first).  Returns 0 or -ENOMEM. */
+int pytrampoline_arenas_copy(const struct pytrampoline_arenas *from,
+			     struct pytrampoline_arenas *to);
+
 /* Whether addr lies in one of the arenas.  O(log n). */
 bool pytrampoline_contains(const struct pytrampoline_arenas *arenas, uint64_t addr);
 
