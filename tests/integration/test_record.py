@@ -7,7 +7,6 @@ of what ran is always written.  Real perfd, real BPF, real signals."""
 
 import json
 import os
-import resource
 import signal
 import socket
 import subprocess
@@ -123,21 +122,28 @@ HOT_SCRIPT = textwrap.dedent("""\
     """)
 
 
-def child_cpu_seconds():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+# Runs the script (argv: script, n) as its own __main__ would, and prints
+# the CPU seconds it took: the hot loop's, without the interpreter's
+# start-up or a pyenv shim's (a few hundred ms of bash on a loaded host,
+# which counted as the loop's left it ~0.2 s: 21 of 36 samples in it).
+TIME_SCRIPT = ("import sys, time\n"
+               "sys.argv = sys.argv[1:]\n"
+               "code = compile(open(sys.argv[0]).read(), sys.argv[0], 'exec')\n"
+               "t = time.process_time()\n"
+               "exec(code, {'__name__': '__main__'})\n"
+               "print(time.process_time() - t)\n")
 
 
 def calibrated_iterations(python, script):
     """Iterations of record_hot_loop that take 0.5 to 1 s of CPU on python
-    (measured here, in CPU time, so a loaded host does not shorten it):
-    short enough to be "a short script", long enough for ~50 samples at
-    99 Hz."""
+    (measured in CPU time, so a loaded host does not shorten it, and in the
+    script, so the interpreter's start-up does not either): short enough to
+    be "a short script", long enough for ~50 samples at 99 Hz."""
     n = 200_000
     while True:
-        before = child_cpu_seconds()
-        subprocess.run([python, str(script), str(n)], check=True, timeout=60)
-        took = child_cpu_seconds() - before
+        took = float(subprocess.run([python, "-c", TIME_SCRIPT, str(script), str(n)],
+                                    check=True, timeout=60, capture_output=True,
+                                    text=True).stdout)
         if took >= 0.4 or n > 100_000_000:
             return n if took >= 0.5 else int(n * 0.6 / took)
         n *= 4
