@@ -140,7 +140,10 @@ void agg_read_new_process(struct aggregator *a, struct process *p, const char *c
 			  bool own_comm, bool maps);
 bool agg_reread_maps_if_due(struct aggregator *a, struct process *p, uint64_t now_ns);
 bool agg_maps_miss(const struct process *p, uint64_t addr);
-void agg_forget_maps_read(struct aggregator *a, struct process *p);
+/* Forgets what p's samples wait for (its maps' read, its files' probes,
+ * its frames' reads: of an image an exec replaced) and lets in those
+ * that waited. */
+void agg_forget_waits(struct aggregator *a, struct process *p);
 void agg_forget_probes(struct process *p);
 bool agg_probes_late(struct aggregator *a, struct process *p, uint64_t now_ns);
 void agg_give_up_late_probes(struct aggregator *a, uint64_t now_ns);

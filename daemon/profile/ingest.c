@@ -573,13 +573,9 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 		} else if (p) {
 			_cleanup_close_ int dirfd = -1;
 
-			/* what waits for the old image's maps goes in first,
-			 * and what waits for its frames, unread: those reads
-			 * are forgotten with it */
-			p->frames_late = true;
-			agg_forget_maps_read(a, p);
-			p->frames_late = false;
-			p->frames_wait_ns = 0;
+			/* what waits for the old image's maps or frames goes
+			 * in first */
+			agg_forget_waits(a, p);
 			(void)agg_open_proc(p, &dirfd);
 			/* Read the new image's maps now, for a process whose
 			 * stacks are named (the event woke us): waiting for its

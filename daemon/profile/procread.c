@@ -698,7 +698,7 @@ static bool apply_maps(struct aggregator *a, struct process *p, struct procmaps 
 		agg_read_comm(p, dirfd, NULL);
 	}
 	/* a job for the maps p had is for mappings these may not have (an
-	 * exec forgets it first: agg_forget_maps_read) */
+	 * exec forgets it first: agg_forget_waits) */
 	agg_forget_probes(p);
 	resolve_modules(a, p, maps, modules, &job);
 	/* Only where there is code for it to name: the two look-ups cost
@@ -883,19 +883,23 @@ bool agg_maps_miss(const struct process *p, uint64_t addr)
 	return !m || (p->maps_partial && p->map_modules[m - p->maps->maps] == MODULE_NONE);
 }
 
-/* p's maps changed under a read still on the lane (an exec): the read is
+/* p's image changed under reads still out (an exec): its maps' read is
  * dropped when it comes back, and the samples that waited go in with the
- * maps p had. */
-void agg_forget_maps_read(struct aggregator *a, struct process *p)
+ * maps p had, their frames unread. */
+void agg_forget_waits(struct aggregator *a, struct process *p)
 {
 	/* a late probe's ids are for maps an exec replaced too */
 	agg_forget_probes(p);
-	if (!p->maps_job && !p->n_parked)
-		return;
 	if (p->maps_job)
 		p->maps_job->owner = NULL;
 	p->maps_job = NULL;
-	agg_ingest_parked(a, p);
+	/* the reads of frames are of the old image's memory: its samples go
+	 * in unread */
+	p->frames_late = true;
+	if (p->n_parked)
+		agg_ingest_parked(a, p);
+	p->frames_late = false;
+	p->frames_wait_ns = 0;
 }
 
 void aggregator_settle(struct aggregator *a)
@@ -908,7 +912,7 @@ void aggregator_settle(struct aggregator *a)
 			i++;
 			continue;
 		}
-		agg_forget_maps_read(a, a->procs[i]);
+		agg_forget_waits(a, a->procs[i]);
 		/* nothing waits on any more: in, whatever the jobs */
 		if (a->procs[i]->n_parked)
 			agg_ingest_parked(a, a->procs[i]);

@@ -914,7 +914,6 @@ def test_a_code_object_named_on_a_hung_server_does_not_stop_the_loop(tmp_path):
             assert any(name.startswith("perfd-pymem") for name in askers.values()), \
                 f"Python's reader never asked the hung server: the test proved nothing " \
                 f"(perfd's threads that asked: {askers})"
-            assert python["reads_pending"] >= 1, "status counted no read waiting for the server"
             assert python["waits_late"] >= 1 and python["frames_not_read"] >= 1, \
                 f"no sample went in unread while the server hung: {python}"
             deadline = time.monotonic() + NAMED_WITHIN

@@ -2140,6 +2140,44 @@ static size_t rewrite_python_if_read(void *userdata, const struct process *p,
 	return s->python_depth;
 }
 
+/* An aggregator whose hooks read Python frames (not read yet). */
+static void make_with_frame_reads(void)
+{
+	static const struct aggregator_hooks hooks = { .rewrite_user_frames = rewrite_python_if_read,
+						       .frames_wait = python_frames_wait,
+						       .process_gone = count_gone };
+
+	make(100, 1000);
+	aggregator_set_hooks(agg, &hooks);
+	frames_read = false;
+	frames_waits = 0;
+	gone_calls = 0;
+}
+
+/* A sample of NOPID at ts with two Python frames (python_depth 0: none). */
+static void ingest_python(uint64_t ts, uint32_t python_depth)
+{
+	uint64_t u[] = { 0x1000, 0x2000 }, k[] = { 0xffffffff81000010ULL };
+
+	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = ts, .kips = k, .kd = 1,
+				      .uips = u, .ud = 2, .python_depth = python_depth,
+				      .flags = python_depth ? PERFD_SAMPLE_F_PYTHON : 0 });
+}
+
+/* An aggregator as make_with_frame_reads() makes it, and two samples of
+ * NOPID from base on waiting for their frames: NOPID's process. */
+static struct process *two_samples_waiting(uint64_t base)
+{
+	struct process *p;
+
+	make_with_frame_reads();
+	for (int i = 0; i < 2; i++)
+		ingest_python(base + i, 2);
+	p = aggregator_find_process(agg, NOPID);
+	cr_assert_eq(p->n_parked, 2);
+	return p;
+}
+
 /* The samples in prof whose first frame past the kernel's is the Python
  * frame word addr. */
 static uint64_t count_of_python(const struct profile_values *prof, uint64_t addr)
@@ -2169,25 +2207,16 @@ static uint64_t python_samples(const struct process *p, uint64_t addr)
  * A sample without Python frames never asks. */
 Test(aggregate, python_samples_wait_for_their_frames_to_be_read)
 {
-	struct aggregator_hooks hooks = { .rewrite_user_frames = rewrite_python_if_read,
-					  .frames_wait = python_frames_wait };
-	uint64_t u[] = { 0x1000, 0x2000 }, k[] = { 0xffffffff81000010ULL };
 	/* now: maintenance expires what is older than the retention */
 	uint64_t base = now_monotonic_ns();
 	struct aggregator_stats st;
 	struct process *p;
 
-	make(100, 1000);
-	aggregator_set_hooks(agg, &hooks);
-	frames_read = false;
-	frames_waits = 0;
-	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base, .kips = k, .kd = 1,
-				      .uips = u, .ud = 2 });
+	make_with_frame_reads();
+	ingest_python(base, 0);
 	cr_assert_eq(frames_waits, 0, "a sample without Python frames asked to wait");
 	for (int i = 0; i < 3; i++)
-		ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + i, .kips = k,
-					      .kd = 1, .uips = u, .ud = 2, .python_depth = 2,
-					      .flags = PERFD_SAMPLE_F_PYTHON });
+		ingest_python(base + i, 2);
 	p = aggregator_find_process(agg, NOPID);
 	cr_assert_eq(p->n_parked, 3, "%zu samples wait", p->n_parked);
 	cr_assert_eq(python_samples(p, 0x999) + python_samples(p, 0x100), 0,
@@ -2204,9 +2233,7 @@ Test(aggregate, python_samples_wait_for_their_frames_to_be_read)
 	/* a read that does not come back */
 	frames_read = false;
 	for (int i = 0; i < 2; i++)
-		ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + 10 + i,
-					      .kips = k, .kd = 1, .uips = u, .ud = 2,
-					      .python_depth = 2, .flags = PERFD_SAMPLE_F_PYTHON });
+		ingest_python(base + 10 + i, 2);
 	cr_assert_eq(p->n_parked, 2);
 	aggregator_maintain(agg, now_monotonic_ns() + FRAMES_WAIT_NS / 2);
 	cr_assert_eq(p->n_parked, 2, "let in before FRAMES_WAIT_NS");
@@ -2214,18 +2241,14 @@ Test(aggregate, python_samples_wait_for_their_frames_to_be_read)
 	cr_assert_eq(p->n_parked, 0, "still waiting past FRAMES_WAIT_NS");
 	cr_assert_eq(python_samples(p, 0x999), 2, "the late samples were lost");
 	/* nor does the next, until the read is back */
-	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + 20, .kips = k, .kd = 1,
-				      .uips = u, .ud = 2, .python_depth = 2,
-				      .flags = PERFD_SAMPLE_F_PYTHON });
+	ingest_python(base + 20, 2);
 	cr_assert_eq(p->n_parked, 0, "a sample waited for a read given up on");
 	cr_assert_eq(python_samples(p, 0x999), 3);
 	aggregator_get_stats(agg, &st);
 	cr_assert_eq(st.frames_waits_late, 1);
 	cr_assert_eq(st.samples_waited_for_frames, 5);
 	aggregator_frames_read(agg, p);
-	ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + 30, .kips = k, .kd = 1,
-				      .uips = u, .ud = 2, .python_depth = 2,
-				      .flags = PERFD_SAMPLE_F_PYTHON });
+	ingest_python(base + 30, 2);
 	cr_assert_eq(p->n_parked, 1, "once the read was back, a sample did not wait again");
 	destroy();
 }
@@ -2235,24 +2258,11 @@ Test(aggregate, python_samples_wait_for_their_frames_to_be_read)
  * told it is gone only once they are in. */
 Test(aggregate, an_exit_goes_after_the_samples_waiting_for_their_frames)
 {
-	struct aggregator_hooks hooks = { .rewrite_user_frames = rewrite_python_if_read,
-					  .frames_wait = python_frames_wait,
-					  .process_gone = count_gone };
-	uint64_t u[] = { 0x1000, 0x2000 }, k[] = { 0xffffffff81000010ULL };
 	uint64_t base = now_monotonic_ns();
 	struct aggregator_stats st;
 	struct process *p;
 
-	make(100, 1000);
-	aggregator_set_hooks(agg, &hooks);
-	frames_read = false;
-	gone_calls = 0;
-	for (int i = 0; i < 2; i++)
-		ingest(&(struct sample_spec){ .tgid = NOPID, .start = 1, .ts = base + i, .kips = k,
-					      .kd = 1, .uips = u, .ud = 2, .python_depth = 2,
-					      .flags = PERFD_SAMPLE_F_PYTHON });
-	p = aggregator_find_process(agg, NOPID);
-	cr_assert_eq(p->n_parked, 2);
+	p = two_samples_waiting(base);
 	feed_exit(NOPID, 1, base + 5);
 	cr_assert_not(p->exited, "the exit went before the samples waiting for their frames");
 	cr_assert_eq(gone_calls, 0, "the hooks forgot the process its waiting samples need");
@@ -2263,6 +2273,24 @@ Test(aggregate, an_exit_goes_after_the_samples_waiting_for_their_frames)
 	cr_assert_eq(python_samples(p, 0x100), 2, "the samples that waited went in named");
 	aggregator_get_stats(agg, &st);
 	cr_assert_eq(st.exits_waited, 1);
+	destroy();
+}
+
+/* The reads of an image an exec replaced are of memory that is gone: the
+ * samples that waited for them go in at the exec, unread, and the new
+ * image's samples wait for reads of their own. */
+Test(aggregate, an_exec_lets_in_the_old_images_samples_unread)
+{
+	uint64_t base = now_monotonic_ns();
+	struct process *p;
+
+	p = two_samples_waiting(base);
+	feed_exec(NOPID, 1, base + 5);
+	cr_assert_eq(p->n_parked, 0, "the old image's samples still wait after its exec");
+	cr_assert_eq(python_samples(p, 0x999), 2, "the old image's samples were lost");
+	cr_assert_eq(gone_calls, 1, "the hooks were not told the old image is gone");
+	ingest_python(base + 10, 2);
+	cr_assert_eq(p->n_parked, 1, "the new image's sample did not wait for its frames");
 	destroy();
 }
 
