@@ -361,38 +361,53 @@ def hung_server(hangfs, daemon):
     daemon.stop()
 
 
-def statuses_while_hung(daemon, hung_at):
-    """Root's status asked every 50 ms until the hang ends: the seconds
-    each answer took."""
-    took = []
-    while time.monotonic() < hung_at + HANG_SECONDS - 0.1:
-        took.append(status_within_deadline(daemon)[0])
-        time.sleep(0.05)
-    return took
+# What a thread waiting on the hung server shows in its kernel stack: its
+# own request, or the lookup or page read another process (the session's
+# other perfds profile the same workloads) sent first, which the kernel
+# has it wait for rather than ask again.
+WAITS_ON_SERVER = ("fuse_", "d_alloc_parallel", "folio_wait")
 
 
-def watch_while_hung(daemon, fs, hang, start):
+def waiting_on_server(pid):
+    """pid's threads whose kernel stack waits on the server: {tid: name}."""
+    waiting = {}
+    for tid, name in threads_of(pid).items():
+        try:
+            stack = Path(f"/proc/{pid}/task/{tid}/stack").read_text()
+        except OSError:
+            continue
+        if any(w in stack for w in WAITS_ON_SERVER):
+            waiting[tid] = name
+    return waiting
+
+
+def watch_while_hung(daemon, fs, hang, start=lambda: None):
     """Root's status once, then the server hung and start() called (what
     makes perfd ask it), then root's status every 50 ms until the hang
     ends: returns the seconds each status took, the last status, and
-    perfd's threads that asked the server ({tid: name}), once the hang is
-    over."""
+    perfd's threads that asked the server or were seen waiting on it
+    ({tid: name}), once the hang is over."""
     took = [status_within_deadline(daemon)[0]]
     hung_at, timer = hang()
     start()
-    took += statuses_while_hung(daemon, hung_at)
+    waiting = {}
+    while time.monotonic() < hung_at + HANG_SECONDS - 0.1:
+        took.append(status_within_deadline(daemon)[0])
+        waiting.update(waiting_on_server(daemon.pid))
+        time.sleep(0.05)
     status = status_within_deadline(daemon)[1]
     perfd_threads = threads_of(daemon.pid)
     askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
     timer.join()
-    return took, status, askers
+    return took, status, {**waiting, **askers}
 
 
-def wait_named(daemon, w, hung_at, *args):
+def wait_named(daemon, w, *args):
     """Snapshots of w (snapshot --pid PID ARGS) until nine in ten of ten
     samples or more are in tiny_burn, which must be within NAMED_WITHIN of
-    the server's answering again."""
-    deadline = time.monotonic() + NAMED_WITHIN
+    the server's answering again (just before the call)."""
+    answered = time.monotonic()
+    deadline = answered + NAMED_WITHIN
     seen = {}
     while True:
         assert w.proc.poll() is None, f"the workload ended: {w.proc.communicate()[1]!r}"
@@ -408,7 +423,7 @@ def wait_named(daemon, w, hung_at, *args):
             f"tiny_burn was not named {NAMED_WITHIN:.0f} s after the server answered " \
             f"again:\n{perfdtest.show(seen)}"
         time.sleep(0.3)
-    print(f"named {time.monotonic() - hung_at - HANG_SECONDS:.1f} s after the server "
+    print(f"named {time.monotonic() - answered:.1f} s after the server "
           f"answered again")
 
 
@@ -428,28 +443,23 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
                                                    hangfs.path])
         workloads.append(w)
         w.expect_line("ready")
-        took = [status_within_deadline(daemon)[0]]
-        hung_at, timer = hang()
-        ticks_at_go, go_at = perfdtest.cpu_ticks(w.pid), time.time()
-        w.proc.send_signal(signal.SIGUSR1)
-        took += statuses_while_hung(daemon, hung_at)
-        probes = status_within_deadline(daemon)[1]["processes"]["maps"]
-        perfd_threads = threads_of(daemon.pid)
-        askers = hangfs.askers()
-        timer.join()
+        go = {}
+
+        def start():
+            go.update(ticks=perfdtest.cpu_ticks(w.pid), at=time.time())
+            w.proc.send_signal(signal.SIGUSR1)
+        took, status, askers = watch_while_hung(daemon, hangfs, hang, start)
+        ticks_at_go, go_at, probes = go["ticks"], go["at"], status["processes"]["maps"]
         print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
-              f"threads that asked it: {sorted(t for t in askers if t in perfd_threads)} "
-              f"(its loop's: {daemon.pid})")
+              f"threads that asked it: {askers} (its loop's: {daemon.pid})")
         assert daemon.alive(), daemon.stderr()[-4000:]
-        assert askers & perfd_threads.keys(), \
-            f"perfd never asked the hung server anything: the test proved nothing " \
-            f"(threads that asked: {askers}, perfd's: {perfd_threads})"
+        assert askers, "perfd never asked the hung server anything: the test proved nothing"
         perfdtest.assert_status_budget(took)
         # the samples that waited for the hung probe went in after its wait
         assert probes["file_probes_late"] >= 1, probes
 
         # named from its own file once the server answers
-        wait_named(daemon, w, hung_at, "--duration", "0.5")
+        wait_named(daemon, w, "--duration", "0.5")
 
         # from SIGUSR1 on: a sample for every period it ran (those that
         # waited for the probe went in when perfd gave up on it), each in
@@ -562,20 +572,17 @@ def test_a_file_opened_again_on_a_hung_server_does_not_stop_the_loop(hangfs, tmp
             assert time.monotonic() < deadline, \
                 f"perfd still holds {hangfs.path} after {REOPEN_COPIES} more files"
             time.sleep(0.2)
-        took = [status_within_deadline(daemon)[0]]
-        hung_at, timer = hang()
-        w.proc.send_signal(signal.SIGUSR1)
-        time.sleep(0.3)  # samples of its code
         names = {}
         query = threading.Thread(target=lambda: names.update(
             result=daemon.perfctl("snapshot", "--pid", str(w.pid), "--since", "2s",
                                   timeout=60)))
-        query.start()
-        took += statuses_while_hung(daemon, hung_at)
-        syms = status_within_deadline(daemon)[1]["symbols"]
-        perfd_threads = threads_of(daemon.pid)
-        askers = {t: perfd_threads[t] for t in hangfs.askers() if t in perfd_threads}
-        timer.join()
+
+        def start():
+            w.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.3)  # samples of its code
+            query.start()
+        took, status, askers = watch_while_hung(daemon, hangfs, hang, start)
+        syms = status["symbols"]
         query.join(60)
         print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
               f"threads that asked it: {askers} (its loop's: {daemon.pid}); "
@@ -586,7 +593,7 @@ def test_a_file_opened_again_on_a_hung_server_does_not_stop_the_loop(hangfs, tmp
             f"no symbol lane asked the hung server to open the file again: the test " \
             f"proved nothing (perfd's threads that asked: {askers})"
         assert names["result"][0] == 0, names["result"][2]
-        wait_named(daemon, w, hung_at, "--since", "1s")
+        wait_named(daemon, w, "--since", "1s")
         assert daemon.alive(), daemon.stderr()[-4000:]
 
 
@@ -708,15 +715,13 @@ def test_python_detection_on_a_hung_server_does_not_stop_the_loop(tmp_path):
                 assert time.monotonic() < deadline, \
                     f"perfd never named the runtime: {perfdtest.ps_process(daemon, w.pid)}"
                 time.sleep(0.2)
-            took = [status_within_deadline(daemon)[0]]
-            hung_at, timer = hang()
-            w.proc.send_signal(signal.SIGUSR1)
-            child = int(w.expect_line("child").split()[1])
-            took += statuses_while_hung(daemon, hung_at)
-            pending = status_within_deadline(daemon)[1]["python"]["detections_pending"]
-            perfd_threads = threads_of(daemon.pid)
-            askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
-            timer.join()
+            forked = []
+
+            def start():
+                w.proc.send_signal(signal.SIGUSR1)
+                forked.append(int(w.expect_line("child").split()[1]))
+            took, status, askers = watch_while_hung(daemon, fs, hang, start)
+            child, pending = forked[0], status["python"]["detections_pending"]
             print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
                   f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid}); "
                   f"Python detections pending: {pending}")
@@ -786,12 +791,7 @@ def test_a_jit_map_on_a_hung_server_does_not_stop_the_loop(tmp_path):
             # it in the kernel, not ask: the session's other perfds profile
             # this process too).
             os.stat(f"/proc/{pid}/root/tmp/perf-{pid}.map")
-            took = [status_within_deadline(daemon)[0]]
-            hung_at, timer = hang()
-            took += statuses_while_hung(daemon, hung_at)
-            perfd_threads = threads_of(daemon.pid)
-            askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
-            timer.join()
+            took, _, askers = watch_while_hung(daemon, fs, hang)
             print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
                   f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid})")
             assert daemon.alive(), daemon.stderr()[-4000:]
