@@ -129,6 +129,8 @@ static const struct metric metrics[] = {
 	  "Processes being looked at for CPython off the loop"),
 	N("python_reads_pending", GAUGE, "python.reads_pending",
 	  "Python processes whose memory is being read off the loop"),
+	N("python_reads_deferred", GAUGE, "python.reads_deferred",
+	  "Python processes whose memory read waits for their user's other reads"),
 	N("python_frames_not_read_total", COUNTER, "python.frames_not_read",
 	  "Python frames stored before their code object could be read"),
 	N("python_samples_total", COUNTER, "python.samples", "Samples with Python frames walked"),

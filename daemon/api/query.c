@@ -414,6 +414,7 @@ static void python_status(struct jsonw *w, const struct status_info *in)
 	 * waited for them, waits given up on, exits that went after samples
 	 * waiting, frames that went in unread */
 	jsonw_kv_u64(w, "reads_pending", ps->reads_pending);
+	jsonw_kv_u64(w, "reads_deferred", ps->reads_deferred);
 	jsonw_kv_u64(w, "samples_waited", in->agg.samples_waited_for_frames);
 	jsonw_kv_u64(w, "waits_late", in->agg.frames_waits_late);
 	jsonw_kv_u64(w, "exits_waited", in->agg.exits_waited);

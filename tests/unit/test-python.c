@@ -110,16 +110,16 @@ struct fixture {
 	struct python *py;
 	int map_fd;
 	struct process p;
+	struct process *others[2]; /* more processes the lanes' results are for */
 	uint16_t libc_module;
 	uint64_t libc_text; /* a file offset inside libc's executable mapping */
 };
 
-/* Reads pid's executable maps and resolves their modules as
- * the store's refresh_maps does (procread.c), in place of any process made before. */
-static void make_process(struct fixture *fx, pid_t pid)
+/* Reads pid's executable maps into p and resolves their modules as the
+ * store's refresh_maps does (procread.c), in place of any process made
+ * before. */
+static void fill_process(struct fixture *fx, pid_t pid, struct process *p)
 {
-	struct process *p = &fx->p;
-
 	procmaps_free(p->maps);
 	free(p->map_modules);
 	*p = (struct process){ .pid = (uint32_t)pid, .start_time_ns = START_TIME };
@@ -138,6 +138,23 @@ static void make_process(struct fixture *fx, pid_t pid)
 			fx->libc_text = m->pgoff + 0x100;
 		}
 	}
+}
+
+static void make_process(struct fixture *fx, pid_t pid)
+{
+	fill_process(fx, pid, &fx->p);
+}
+
+/* fx's process (pid, start_time_ns), or one of its others; NULL if none. */
+static struct process *process_of(struct fixture *fx, uint32_t pid, uint64_t start_time_ns)
+{
+	if (fx->p.pid == pid && fx->p.start_time_ns == start_time_ns)
+		return &fx->p;
+	for (size_t i = 0; i < ELEMENTSOF(fx->others); i++)
+		if (fx->others[i] && fx->others[i]->pid == pid &&
+		    fx->others[i]->start_time_ns == start_time_ns)
+			return fx->others[i];
+	return NULL;
 }
 
 /* Creates the BPF map, or passes no_map (-ENOTSUP, -ECANCELED) instead
@@ -177,9 +194,10 @@ static void fixture_free(struct fixture *fx)
 static void on_detected(void *userdata, uint32_t pid, uint64_t start_time_ns)
 {
 	struct fixture *fx = userdata;
+	struct process *p = process_of(fx, pid, start_time_ns);
 
-	if (fx->p.pid == pid && fx->p.start_time_ns == start_time_ns)
-		python_maps_changed(fx->py, &fx->p);
+	if (p)
+		python_maps_changed(fx->py, p);
 }
 
 /* The reader has read (pid, start_time_ns)'s memory: what it found is
@@ -187,9 +205,10 @@ static void on_detected(void *userdata, uint32_t pid, uint64_t start_time_ns)
 static void on_read(void *userdata, uint32_t pid, uint64_t start_time_ns)
 {
 	struct fixture *fx = userdata;
+	struct process *p = process_of(fx, pid, start_time_ns);
 
-	if (fx->p.pid == pid && fx->p.start_time_ns == start_time_ns)
-		python_read_back(fx->py, &fx->p);
+	if (p)
+		python_read_back(fx->py, p);
 }
 
 /* Waits (30 s at most) until the lanes have looked at every process they
@@ -1206,4 +1225,70 @@ Test(python, trampolines_are_looked_for_on_the_lane_only)
 	cr_assert_geq(t.n, 1);
 	expect_runtime(&fx, &current, "");
 	fixture_free(&fx);
+}
+
+/* A third child, for the test that needs three. */
+static struct pychild third;
+
+static void stop_second_and_third(void)
+{
+	pychild_stop(&second);
+	pychild_stop(&third);
+}
+
+/* One user's reads hold one of the reader's two lanes at most, so that
+ * reads that wait for a server that stops answering cannot hold both: a
+ * second process of the same user waits for the first's read to be back
+ * (deferred), another user's is read at once, and the deferred read is
+ * sent when the first is back.  (A read is out until the loop takes it
+ * back: what the lane did meanwhile does not matter.) */
+Test(python, one_users_reads_hold_one_lane_at_most, .fini = stop_second_and_third)
+{
+	/* a code object the reads will not find: only their count matters */
+	const struct perfd_python_frame pf = { .code = 0x1000, .tag = 7 };
+	_cleanup_free_ struct perfd_sample *s = make_sample(1, 2, &pf, 1);
+	const char *exe = "/usr/bin/python3.11";
+	struct process same = { 0 }, other = { 0 };
+	char script[PATH_MAX];
+	struct python_stats st;
+	struct fixture fx;
+
+	require_installed(exe);
+	start_python(exe, script, sizeof(script), &current);
+	start_python(exe, script, sizeof(script), &second);
+	start_python(exe, script, sizeof(script), &third);
+	fixture_new(&fx, 0);
+	make_process(&fx, current.pid);
+	fill_process(&fx, second.pid, &same);
+	fill_process(&fx, third.pid, &other);
+	fx.p.owner_uid = same.owner_uid = 1000;
+	other.owner_uid = 2000;
+	fx.others[0] = &same;
+	fx.others[1] = &other;
+	python_maps_changed(fx.py, &fx.p);
+	python_maps_changed(fx.py, &same);
+	python_maps_changed(fx.py, &other);
+	settle(&fx);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.processes, 3, "%zu of the 3 interpreters walked", st.processes);
+
+	cr_assert(python_wait(fx.py, &fx.p, s));
+	cr_assert(python_wait(fx.py, &same, s), "a deferred read's sample did not wait");
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.reads_pending, 1, "one user's two reads went out at once");
+	cr_assert_eq(st.reads_deferred, 1);
+	cr_assert(python_wait(fx.py, &other, s));
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.reads_pending, 2, "another user's read waited for the first user's");
+	cr_assert_eq(st.reads_deferred, 1);
+
+	settle(&fx);
+	python_get_stats(fx.py, &st);
+	cr_assert_eq(st.reads_deferred, 0);
+	cr_assert_eq(st.code_reads, 3, "the deferred read was not sent once the first was back");
+	fixture_free(&fx);
+	procmaps_free(same.maps);
+	free(same.map_modules);
+	procmaps_free(other.maps);
+	free(other.map_modules);
 }

@@ -44,6 +44,8 @@ struct pyread {
 	/* what to read, the job's */
 	uint32_t pid;
 	uint64_t start_time_ns;
+	uint32_t uid; /* whose share of the lanes it counts in (python.c) */
+	bool taken;   /* back, and taken in by the process still waiting (python.c) */
 	struct pyruntime rt; /* a copy: the process's entry may go meanwhile */
 	bool interpreter;    /* look whether an interpreter runs */
 	bool trampolines;    /* look for trampoline arenas among candidates */

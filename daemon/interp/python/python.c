@@ -35,8 +35,11 @@
  * time, the code objects asked for meanwhile queue for the next (up to
  * one job's worth); a read that is not back in time lets the samples in
  * with "[python: code object not read yet]".  So does the 8-byte look
- * at _PyRuntime's interpreters (a page of the executable's file).  A cache at its limit is
- * emptied and refilled: bounded memory, counted.  Lines are decoded from
+ * at _PyRuntime's interpreters (a page of the executable's file).  One
+ * user's processes hold one of the reader's two lanes at most
+ * (READS_PER_UID), the others waiting their turn, so that reads that wait
+ * for a server that stops answering cannot hold every lane.  A cache at
+ * its limit is emptied and refilled: bounded memory, counted.  Lines are decoded from
  * the cached table at each sample (a few dozen bytes per frame).
  *
  * Merge: the native unwinder sees one _PyEval_EvalFrameDefault frame per
@@ -78,6 +81,7 @@
 
 #include "profile/aggregate.h"
 #include "profile/frame.h"
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "perfd/macro.h"
@@ -120,6 +124,13 @@ struct code_entry {
 #define RECHECK_FIRST_NS (4 * 1000 * 1000ULL)
 #define RECHECK_MAX_NS (1000 * 1000 * 1000ULL)
 
+/* The reader's lanes, and how many of them one user's reads may hold: a
+ * user whose processes' reads wait for a server that stops answering
+ * cannot hold them all and leave everyone else's Python frames unread.
+ * Its other processes wait their turn (deferred), in order. */
+#define READER_LANES 2
+#define READS_PER_UID (READER_LANES - 1)
+
 struct pyprocess {
 	uint32_t pid;
 	uint64_t start_time_ns;
@@ -144,6 +155,8 @@ struct pyprocess {
 	struct procmaps candidates; /* where to search next, when reading is back; maps NULL: nowhere */
 	uint64_t trampolines_signature; /* of the last candidates asked for, 0: none */
 	struct pyread *reading; /* the reader's job on its memory, until it is back */
+	bool deferred;          /* what it wants read waits for its user's reads */
+	uint32_t uid;           /* ... that user */
 	bool interpreter_wanted; /* status -EAGAIN: look again whether an interpreter runs */
 	int interpreter_back;    /* what the last look found (1: one runs, 0: none), -1: none back */
 	size_t n_wanted;         /* code objects asked for while reading was out */
@@ -166,6 +179,13 @@ struct python {
 	char *arena;
 	size_t arena_len, arena_cap;
 	size_t code_bytes; /* line tables held, all processes */
+	struct u64map reads_by_uid; /* uid -> its reads out (READS_PER_UID at most) */
+	struct deferred_read {
+		uint32_t pid;
+		uint64_t start_time_ns;
+	} *deferred; /* processes waiting for their user's reads, oldest first;
+		      * those forgotten since are dropped as they are met */
+	size_t n_deferred, cap_deferred;
 	struct python_stats stats;
 };
 
@@ -185,11 +205,12 @@ int python_new(int map_fd, const struct python_limits *limits, struct python **r
 		free(py);
 		return r;
 	}
-	/* two: one process whose reads wait for a server that stops does not
-	 * hold every other's; each has one read out at most.  Not in the
-	 * background: samples wait for these reads, which the loop used to
-	 * make, and a nice lane starves on a busy host. */
-	r = offload_new(&(struct offload_opts){ .lanes = 2, .take_back = true,
+	/* two: one user whose reads wait for a server that stops does not
+	 * hold every other's (READS_PER_UID); each process has one read out
+	 * at most.  Not in the background: samples wait for these reads,
+	 * which the loop used to make, and a nice lane starves on a busy
+	 * host. */
+	r = offload_new(&(struct offload_opts){ .lanes = READER_LANES, .take_back = true,
 						.may_abandon = true, .name = "perfd-pymem" },
 			&py->reader);
 	if (r < 0) {
@@ -210,6 +231,7 @@ int python_new(int map_fd, const struct python_limits *limits, struct python **r
 	u64map_init(&py->procs);
 	u64map_init(&py->not_python);
 	u64map_init(&py->func_by_hash);
+	u64map_init(&py->reads_by_uid);
 	/* ids 0 and 1 are reserved: keep the table's indexes equal to ids */
 	py->funcs = calloc(FUNC_FIRST, sizeof(*py->funcs));
 	if (!py->funcs) {
@@ -241,6 +263,8 @@ static void pyprocess_free(struct python *py, struct pyprocess *pp)
 {
 	if (!pp)
 		return;
+	if (pp->deferred)
+		py->stats.reads_deferred--; /* its entry is dropped when met */
 	code_cache_clear(py, pp);
 	py->stats.trampoline_arenas -= pp->arenas.n;
 	pytrampoline_arenas_done(&pp->arenas);
@@ -265,6 +289,8 @@ struct python *python_free(struct python *py)
 	u64map_done(&py->procs);
 	u64map_done(&py->not_python);
 	u64map_done(&py->func_by_hash);
+	u64map_done(&py->reads_by_uid);
+	free(py->deferred);
 	free(py->funcs);
 	free(py->arena);
 	free(py);
@@ -433,19 +459,50 @@ static void wait_for_interpreter(struct pyprocess *pp, struct process *p)
 
 static void start_walking(struct python *py, struct pyprocess *pp, struct process *p, int r);
 
+/* Queues pp behind its user's reads (uid's): sent when one is back
+ * (submit_deferred).  Returns false without memory. */
+static bool defer(struct python *py, struct pyprocess *pp, uint32_t uid)
+{
+	if (py->n_deferred == py->cap_deferred) {
+		/* first drop those forgotten since (bounded by the live ones) */
+		size_t kept = 0;
+
+		for (size_t i = 0; i < py->n_deferred; i++) {
+			const struct pyprocess *q =
+				find(py, py->deferred[i].pid, py->deferred[i].start_time_ns);
+
+			if (q && q->deferred)
+				py->deferred[kept++] = py->deferred[i];
+		}
+		py->n_deferred = kept;
+	}
+	if (array_grow((void **)&py->deferred, &py->cap_deferred, py->n_deferred + 1,
+		       sizeof(*py->deferred), 16) < 0)
+		return false;
+	py->deferred[py->n_deferred++] = (struct deferred_read){ pp->pid, pp->start_time_ns };
+	pp->deferred = true;
+	pp->uid = uid;
+	py->stats.reads_deferred++;
+	return true;
+}
+
 /* Hands what pp wants read of its process's memory to the reader: the
  * code objects queued, and the look for an interpreter.  One job per
- * process at a time.  Returns whether one is out. */
-static bool submit_read(struct python *py, struct pyprocess *pp)
+ * process at a time, READS_PER_UID per user (uid: the process's owner):
+ * past that it is deferred.  Returns whether one is out or deferred. */
+static bool submit_read(struct python *py, struct pyprocess *pp, uint32_t uid)
 {
-	struct pyread *r;
-
 	bool trampolines = pp->candidates.maps != NULL;
+	struct pyread *r;
+	uint64_t *out;
 
-	if (pp->reading)
+	if (pp->reading || pp->deferred)
 		return true;
 	if (!pp->rt || (pp->n_wanted == 0 && !pp->interpreter_wanted && !trampolines))
 		return false;
+	out = u64map_get(&py->reads_by_uid, uid);
+	if (out && *out >= READS_PER_UID)
+		return defer(py, pp, uid);
 	/* still wanted when it fails: the next sample, revisit or read asks
 	 * again */
 	if (pyread_new(pp->pid, pp->start_time_ns, pp->rt, pp->interpreter_wanted, pp->n_wanted,
@@ -461,11 +518,16 @@ static bool submit_read(struct python *py, struct pyprocess *pp)
 	}
 	r->trampolines = trampolines;
 	r->candidates = pp->candidates;
-	if (offload_submit(py->reader, &r->job) < 0) {
+	r->uid = uid;
+	out = u64map_upsert(&py->reads_by_uid, uid, NULL);
+	if (!out || offload_submit(py->reader, &r->job) < 0) {
+		if (out && *out == 0)
+			u64map_remove(&py->reads_by_uid, uid);
 		r->candidates = (struct procmaps){ 0 }; /* still pp's */
 		pyread_free(r);
 		return false;
 	}
+	(*out)++;
 	pp->candidates = (struct procmaps){ 0 };
 	pp->n_wanted = 0;
 	pp->interpreter_wanted = false;
@@ -479,7 +541,7 @@ static void look_for_interpreter(struct python *py, struct pyprocess *pp, struct
 {
 	pp->status = -EAGAIN;
 	pp->interpreter_wanted = true;
-	if (!submit_read(py, pp))
+	if (!submit_read(py, pp, p->owner_uid))
 		wait_for_interpreter(pp, p); /* out of memory: later */
 }
 
@@ -593,7 +655,7 @@ static void find_trampolines(struct python *py, struct pyprocess *pp, const stru
 		return;
 	}
 	pp->trampolines_signature = signature;
-	(void)submit_read(py, pp);
+	(void)submit_read(py, pp, p->owner_uid);
 }
 
 /* Takes in the reader's search for trampolines in pp's process. */
@@ -658,10 +720,12 @@ static void make_room(struct python *py, struct pyprocess *pp, const struct pyre
  * (python_read_back).  Returns whether the process is still waiting. */
 static bool take_read(struct python *py, struct pyread *r)
 {
-	_cleanup_(pyread_freep) struct pyread *done = r;
 	struct pyprocess *pp = find(py, r->pid, r->start_time_ns);
+	uint64_t *out = u64map_get(&py->reads_by_uid, r->uid);
 
 	py->stats.reads_pending--;
+	if (out && --*out == 0)
+		u64map_remove(&py->reads_by_uid, r->uid);
 	/* forgotten meanwhile (exited, exec'd) */
 	if (!pp || pp->reading != r)
 		return false;
@@ -676,18 +740,51 @@ static bool take_read(struct python *py, struct pyread *r)
 	return true;
 }
 
+/* Sends the deferred processes' reads whose users have a read back,
+ * oldest first. */
+static void submit_deferred(struct python *py)
+{
+	size_t n = py->n_deferred, kept = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct deferred_read d = py->deferred[i];
+		struct pyprocess *pp = find(py, d.pid, d.start_time_ns);
+		const uint64_t *out;
+
+		if (!pp || !pp->deferred)
+			continue; /* forgotten since */
+		out = u64map_get(&py->reads_by_uid, pp->uid);
+		if (out && *out >= READS_PER_UID) {
+			py->deferred[kept++] = d;
+			continue;
+		}
+		pp->deferred = false;
+		py->stats.reads_deferred--;
+		/* under its user's share now: not deferred again, so nothing
+		 * is appended while this runs (without memory, the samples
+		 * waiting go in unread, and the next asks again) */
+		(void)submit_read(py, pp, pp->uid);
+	}
+	py->n_deferred = kept;
+}
+
 void python_complete(struct python *py, const struct python_callbacks *cb, void *userdata)
 {
-	struct offload_job *j = offload_take_done(py->reader), *next;
+	struct offload_job *back = offload_take_done(py->reader), *j, *next;
 
-	for (; j; j = next) {
+	for (j = back; j; j = j->next)
+		pyread_of(j)->taken = take_read(py, pyread_of(j));
+	/* the deferred first: a process read back asks again for what it
+	 * wanted meanwhile (cb->read), behind those of its user waiting */
+	if (back && py->n_deferred)
+		submit_deferred(py);
+	for (j = back; j; j = next) {
 		struct pyread *r = pyread_of(j);
-		uint32_t pid = r->pid;
-		uint64_t start_time_ns = r->start_time_ns;
 
 		next = j->next;
-		if (take_read(py, r))
-			cb->read(userdata, pid, start_time_ns);
+		if (r->taken)
+			cb->read(userdata, r->pid, r->start_time_ns);
+		pyread_free(r);
 	}
 	j = offload_take_done(py->lane);
 
@@ -726,7 +823,7 @@ bool python_read_back(struct python *py, struct process *p)
 		else
 			wait_for_interpreter(pp, p);
 	}
-	(void)submit_read(py, pp); /* what was asked for meanwhile */
+	(void)submit_read(py, pp, p->owner_uid); /* what was asked for meanwhile */
 	return arenas_changed;
 }
 
@@ -1046,7 +1143,7 @@ bool python_wait(struct python *py, const struct process *p, const struct perfd_
 			continue;
 		wait |= want_code(pp, addr, pf[i].tag);
 	}
-	return wait && submit_read(py, pp);
+	return wait && submit_read(py, pp, p->owner_uid);
 }
 
 /* The byte offset in the bytecode that the walker's position stands for. */

@@ -39,6 +39,7 @@ struct python_stats {
 	size_t unsupported;      /* ... an unsupported or unusable one */
 	size_t detections_pending; /* processes being looked at on the lane */
 	size_t reads_pending;    /* processes whose memory is read on the reader's lane */
+	size_t reads_deferred;   /* ... waiting for their user's reads (one lane a user) */
 	uint64_t frames_not_read; /* frames named "[python: code object not read yet]" */
 	size_t functions;
 	size_t code_objects;     /* cached, all processes */
