@@ -381,12 +381,13 @@ def waiting_on_server(pid):
     return waiting
 
 
-def watch_while_hung(daemon, fs, hang, start=lambda: None):
+def watch_while_hung(daemon, fs, hang, start=lambda: None, describe=lambda status: ""):
     """Root's status once, then the server hung and start() called (what
     makes perfd ask it), then root's status every 50 ms until the hang
-    ends: returns the seconds each status took, the last status, and
-    perfd's threads that asked the server or were seen waiting on it
-    ({tid: name}), once the hang is over."""
+    ends.  Prints how long they took and describe(the last status), and
+    asserts that perfd is alive and that each took at most STATUS_BUDGET;
+    returns, once the hang is over, the last status and perfd's threads
+    that asked the server or were seen waiting on it ({tid: name})."""
     took = [status_within_deadline(daemon)[0]]
     hung_at, timer = hang()
     start()
@@ -397,9 +398,13 @@ def watch_while_hung(daemon, fs, hang, start=lambda: None):
         time.sleep(0.05)
     status = status_within_deadline(daemon)[1]
     perfd_threads = threads_of(daemon.pid)
-    askers = {t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}
+    askers = {**waiting, **{t: perfd_threads[t] for t in fs.askers() if t in perfd_threads}}
     timer.join()
-    return took, status, {**waiting, **askers}
+    print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's threads "
+          f"that asked it: {askers} (its loop's: {daemon.pid}); {describe(status)}")
+    assert daemon.alive(), daemon.stderr()[-4000:]
+    perfdtest.assert_status_budget(took)
+    return status, askers
 
 
 def wait_named(daemon, w, *args):
@@ -448,13 +453,9 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
         def start():
             go.update(ticks=perfdtest.cpu_ticks(w.pid), at=time.time())
             w.proc.send_signal(signal.SIGUSR1)
-        took, status, askers = watch_while_hung(daemon, hangfs, hang, start)
+        status, askers = watch_while_hung(daemon, hangfs, hang, start)
         ticks_at_go, go_at, probes = go["ticks"], go["at"], status["processes"]["maps"]
-        print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
-              f"threads that asked it: {askers} (its loop's: {daemon.pid})")
-        assert daemon.alive(), daemon.stderr()[-4000:]
         assert askers, "perfd never asked the hung server anything: the test proved nothing"
-        perfdtest.assert_status_budget(took)
         # the samples that waited for the hung probe went in after its wait
         assert probes["file_probes_late"] >= 1, probes
 
@@ -581,14 +582,11 @@ def test_a_file_opened_again_on_a_hung_server_does_not_stop_the_loop(hangfs, tmp
             w.proc.send_signal(signal.SIGUSR1)
             time.sleep(0.3)  # samples of its code
             query.start()
-        took, status, askers = watch_while_hung(daemon, hangfs, hang, start)
-        syms = status["symbols"]
+        _, askers = watch_while_hung(
+            daemon, hangfs, hang, start,
+            lambda st: f"reopened {st['symbols']['module_fds_reopened']}, "
+                       f"reopening {st['symbols'].get('module_fds_reopening')}")
         query.join(60)
-        print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
-              f"threads that asked it: {askers} (its loop's: {daemon.pid}); "
-              f"reopened {syms['module_fds_reopened']}, reopening {syms.get('module_fds_reopening')}")
-        assert daemon.alive(), daemon.stderr()[-4000:]
-        perfdtest.assert_status_budget(took)
         assert any(name.startswith("perfd-sym-") for name in askers.values()), \
             f"no symbol lane asked the hung server to open the file again: the test " \
             f"proved nothing (perfd's threads that asked: {askers})"
@@ -635,14 +633,11 @@ def test_a_descriptor_closed_while_the_server_hangs_does_not_stop_the_loop(hangf
         while not holds_file(daemon.pid, hangfs.path):
             assert time.monotonic() < deadline, f"perfd never opened {hangfs.path}"
             time.sleep(0.1)
-        took, status, askers = watch_while_hung(
-            daemon, hangfs, hang, lambda: w.proc.send_signal(signal.SIGUSR1))
+        status, askers = watch_while_hung(
+            daemon, hangfs, hang, lambda: w.proc.send_signal(signal.SIGUSR1),
+            lambda st: f"evicted {st['symbols']['module_fds_evicted']}, "
+                       f"closing {st['symbols']['module_fds_closing']}")
         syms = status["symbols"]
-        print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; perfd's "
-              f"threads that asked it: {askers} (its loop's: {daemon.pid}); "
-              f"evicted {syms['module_fds_evicted']}, closing {syms['module_fds_closing']}")
-        assert daemon.alive(), daemon.stderr()[-4000:]
-        perfdtest.assert_status_budget(took)
         assert syms["module_fds_evicted"] > 0, f"nothing was evicted: {syms}"
         assert any(name.startswith("perfd-sym-") for name in askers.values()), \
             f"no symbol lane asked the hung server to close the file: the test proved " \
@@ -720,13 +715,10 @@ def test_python_detection_on_a_hung_server_does_not_stop_the_loop(tmp_path):
             def start():
                 w.proc.send_signal(signal.SIGUSR1)
                 forked.append(int(w.expect_line("child").split()[1]))
-            took, status, askers = watch_while_hung(daemon, fs, hang, start)
+            status, askers = watch_while_hung(
+                daemon, fs, hang, start,
+                lambda st: f"Python detections pending: {st['python']['detections_pending']}")
             child, pending = forked[0], status["python"]["detections_pending"]
-            print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
-                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid}); "
-                  f"Python detections pending: {pending}")
-            assert daemon.alive(), daemon.stderr()[-4000:]
-            perfdtest.assert_status_budget(took)
             assert any(name.startswith("perfd-py") for name in askers.values()), \
                 f"Python's lane never asked the hung server: the test proved nothing " \
                 f"(perfd's threads that asked: {askers})"
@@ -791,11 +783,7 @@ def test_a_jit_map_on_a_hung_server_does_not_stop_the_loop(tmp_path):
             # it in the kernel, not ask: the session's other perfds profile
             # this process too).
             os.stat(f"/proc/{pid}/root/tmp/perf-{pid}.map")
-            took, _, askers = watch_while_hung(daemon, fs, hang)
-            print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
-                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid})")
-            assert daemon.alive(), daemon.stderr()[-4000:]
-            perfdtest.assert_status_budget(took)
+            _, askers = watch_while_hung(daemon, fs, hang)
             assert askers, "no thread of perfd asked the hung server: the test proved nothing"
             assert daemon.pid not in askers, f"perfd's loop asked the hung server: {askers}"
             deadline = time.monotonic() + NAMED_WITHIN
@@ -903,14 +891,10 @@ def test_a_code_object_named_on_a_hung_server_does_not_stop_the_loop(tmp_path):
                 assert time.monotonic() < deadline, \
                     f"perfd never named the runtime: {perfdtest.ps_process(daemon, w.pid)}"
                 time.sleep(0.2)
-            took, status, askers = watch_while_hung(
-                daemon, fs, hang, lambda: w.proc.send_signal(signal.SIGUSR1))
+            status, askers = watch_while_hung(
+                daemon, fs, hang, lambda: w.proc.send_signal(signal.SIGUSR1),
+                lambda st: f"Python reads: {st['python']}")
             python = status["python"]
-            print(f"\nstatus while the server hung: {perfdtest.status_figures(took)}; "
-                  f"perfd's threads that asked it: {askers} (its loop's: {daemon.pid}); "
-                  f"Python reads: {python}")
-            assert daemon.alive(), daemon.stderr()[-4000:]
-            perfdtest.assert_status_budget(took)
             assert any(name.startswith("perfd-pymem") for name in askers.values()), \
                 f"Python's reader never asked the hung server: the test proved nothing " \
                 f"(perfd's threads that asked: {askers})"

@@ -140,6 +140,17 @@ static void fill_process(struct fixture *fx, pid_t pid, struct process *p)
 	}
 }
 
+/* The module of p's mapping of path (the last), 0 when none. */
+static uint16_t module_of_path(const struct process *p, const char *path)
+{
+	uint16_t module = 0;
+
+	for (size_t i = 0; i < p->maps->n; i++)
+		if (strcmp(p->maps->maps[i].path, path) == 0)
+			module = p->map_modules[i];
+	return module;
+}
+
 static void make_process(struct fixture *fx, pid_t pid)
 {
 	fill_process(fx, pid, &fx->p);
@@ -498,7 +509,7 @@ static void check_interpreter(const char *exe)
 	struct python_stats st;
 	uint64_t native[8], out[32], again[32], tstate;
 	uint64_t f_libc, f_eval_leaf, f_eval_root, f_machinery, f_interp_root, f_root;
-	uint16_t interp_module = 0;
+	uint16_t interp_module;
 	char script[PATH_MAX], buf[PATH_MAX + 128];
 	size_t n, nw;
 	int r;
@@ -515,9 +526,7 @@ static void check_interpreter(const char *exe)
 	cr_assert_lt(rt.eval[0].start, rt.eval[0].end, "no _PyEval_EvalFrameDefault in %s",
 		     rt.path);
 	cr_assert_gt(rt.eval[0].end - rt.eval[0].start, 0x40);
-	for (size_t i = 0; i < fx.p.maps->n; i++)
-		if (strcmp(fx.p.maps->maps[i].path, rt.path) == 0)
-			interp_module = fx.p.map_modules[i];
+	interp_module = module_of_path(&fx.p, rt.path);
 	cr_assert_neq(interp_module, 0);
 	cr_assert_neq(fx.libc_module, 0);
 
@@ -923,7 +932,7 @@ Test(python, line_table_budget)
 	struct python_stats st;
 	uint64_t native[2], out[16], want[16];
 	char script[PATH_MAX], a[PATH_MAX + 128], b[PATH_MAX + 128];
-	uint16_t interp_module = 0;
+	uint16_t interp_module;
 	size_t n, n_want;
 
 	require_installed(exe);
@@ -933,9 +942,7 @@ Test(python, line_table_budget)
 	make_process(&fx, current.pid);
 	make_process(&roomy, current.pid);
 	cr_assert_eq(pyruntime_detect(current.pid, fx.p.maps, &rt), 0);
-	for (size_t i = 0; i < fx.p.maps->n; i++)
-		if (strcmp(fx.p.maps->maps[i].path, rt.path) == 0)
-			interp_module = fx.p.map_modules[i];
+	interp_module = module_of_path(&fx.p, rt.path);
 	maps_changed(&fx);
 	maps_changed(&roomy);
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
@@ -1141,7 +1148,7 @@ Test(python, code_objects_are_read_on_the_lane_only)
 	struct pyruntime rt;
 	struct fixture fx;
 	uint64_t native[2];
-	uint16_t interp_module = 0;
+	uint16_t interp_module;
 	char script[PATH_MAX], buf[PATH_MAX + 128];
 	const char *exe = PYENV_VERSIONS "/3.12.1/bin/python";
 	int call;
@@ -1153,9 +1160,7 @@ Test(python, code_objects_are_read_on_the_lane_only)
 	fixture_new(&fx, 0);
 	make_process(&fx, current.pid);
 	cr_assert_eq(pyruntime_detect(current.pid, fx.p.maps, &rt), 0);
-	for (size_t i = 0; i < fx.p.maps->n; i++)
-		if (strcmp(fx.p.maps->maps[i].path, rt.path) == 0)
-			interp_module = fx.p.map_modules[i];
+	interp_module = module_of_path(&fx.p, rt.path);
 	maps_changed(&fx);
 	cr_assert_eq(lookup_description(&fx, &desc), 0);
 	cr_assert_eq(walk_frames(current.pid,
