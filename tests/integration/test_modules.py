@@ -729,7 +729,11 @@ def test_python_detection_on_a_hung_server_does_not_stop_the_loop(tmp_path):
                     f"the child's runtime was not named {NAMED_WITHIN:.0f} s after the " \
                     f"server answered: {perfdtest.ps_process(daemon, child)}"
                 time.sleep(0.2)
-            assert status_within_deadline(daemon)[1]["python"]["detections_pending"] == 0
+            # back to none (the count does not leak), though another of the
+            # host's processes may be looked at right then
+            while status_within_deadline(daemon)[1]["python"]["detections_pending"]:
+                assert time.monotonic() < deadline, "a detection stayed pending"
+                time.sleep(0.2)
     finally:
         if child:
             try:
