@@ -73,7 +73,7 @@
 
 #define HISTORY_FINE_AGE_S 120
 #define HISTORY_MEDIUM_AGE_S 1800
-#define HISTORY_SEAL_AFTER_S 5
+#define HISTORY_SEAL_AFTER_S 2
 
 /* The resident set over a window: the last reading in it and the highest,
  * in pages of page_size (page_size 0: no reading in this window). */

@@ -30,7 +30,7 @@
  * windows sealed since the last flush are encoded on the loop (for
  * PERSIST_FLUSH_SLICE_NS a turn) and handed to the writer thread (writer.h), which appends and syncs them: a window
  * is on disk at most HISTORY_SEAL_AFTER_S + PERSIST_FLUSH_S + 1 s after it
- * ends, unless its frames' symbol tables are still being built off the
+ * ends (~6 s after a sample), unless its frames' symbol tables are still being built off the
  * loop (symbolize.h): then it, and its process's later windows, wait for
  * them, up to PERSIST_NAMES_WAIT_S past its end (a flush every second woke the writer and synced the disk every
  * second, on a daemon at rest too).  A new segment is
@@ -77,7 +77,15 @@
 #define PERSIST_DEFAULT_DIR "/var/lib/perfd"
 #define PERSIST_DEFAULT_MAX_BYTES (256ULL << 20)
 #define PERSIST_SEGMENT_S 300
-#define PERSIST_FLUSH_S 5 /* how often what was sealed goes to disk */
+/* How often what was sealed goes to disk.  With HISTORY_SEAL_AFTER_S, what
+ * a kill -9 can take: a sample is in a 1 s window, sealed 2 s after it
+ * ends at the maintenance of that second, and written at the next flush:
+ * on disk at most ~6 s after it was taken (the ticks fall where they
+ * fall).  Both are short for that: a
+ * sample ingested later than the seal (waiting for its frames, at most
+ * FRAMES_WAIT_NS) goes to the newest open window, a second or two off,
+ * and a flush syncs the disk only when something was sealed. */
+#define PERSIST_FLUSH_S 2
 /* One flush writes windows for this long at most on the loop (the first
  * one whatever it takes); the rest go at the next maintenance, a second
  * later, and the flush is counted as cut. */

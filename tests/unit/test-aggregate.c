@@ -1347,14 +1347,14 @@ Test(aggregate, an_eviction_moves_a_process_with_its_due_time)
 	feed_exit(NOPID, 1, 101 * SEC);
 	aggregator_maintain(agg, 106 * SEC); /* sealed: due again at 161 */
 	feed_user(NOPID - 1, 1, 150 * SEC, 0x1000, 0x2000);
-	aggregator_maintain(agg, 151 * SEC); /* due at 156 */
-	feed_user(NOPID - 2, 1, 152 * SEC, 0x1000, 0x2000); /* evicts the exited one */
+	aggregator_maintain(agg, 151 * SEC); /* due at 151 + HISTORY_SEAL_AFTER_S */
+	feed_user(NOPID - 2, 1, 151 * SEC, 0x1000, 0x2000); /* evicts the exited one */
 	cr_assert_null(aggregator_find_process(agg, NOPID));
 	b = aggregator_find_process(agg, NOPID - 1);
 	cr_assert_not_null(b);
-	aggregator_maintain(agg, 155 * SEC);
+	aggregator_maintain(agg, (151 + HISTORY_SEAL_AFTER_S - 1) * SEC);
 	cr_assert_not(oldest_window(b).sealed, "sealed early");
-	aggregator_maintain(agg, 156 * SEC);
+	aggregator_maintain(agg, (151 + HISTORY_SEAL_AFTER_S) * SEC);
 	cr_assert(oldest_window(b).sealed, "not sealed when due");
 	destroy();
 }
