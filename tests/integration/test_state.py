@@ -179,6 +179,39 @@ def test_a_corrupt_or_foreign_file_is_moved_aside(state_tmpdir, workloads):
         again.stop()
 
 
+def test_damage_inside_an_older_segment_moves_it_aside_after_reading_it(state_tmpdir, workloads):
+    """Two runs of perfd, one segment each; a byte flipped near the end of
+    the first (a bad disk block, not a torn write: another segment follows
+    it).  The next perfd reads the first up to the damage, moves it aside
+    as corrupt with a message, counts the bytes it dropped, and answers
+    the second run's process whole."""
+    daemon = start(state_tmpdir)
+    split_run(workloads, 2)
+    daemon.stop()
+    first = segments(state_tmpdir)
+    daemon = start(state_tmpdir)
+    w = split_run(workloads, 3)
+    before = history(daemon, w.pid)
+    daemon.stop()
+    assert len(first) == 1 and len(segments(state_tmpdir)) == 2, segments(state_tmpdir)
+    data = bytearray(first[0].read_bytes())
+    data[-8] ^= 0xff
+    first[0].write_bytes(bytes(data))
+    again = start(state_tmpdir)
+    try:
+        err = again.stderr()
+        state = again.status()["state"]
+        assert state["files_moved_aside"] == 1, f"{state}\n{err}"
+        assert 0 < state["torn_bytes"] < len(data), state
+        assert "is damaged; what came before the damage was read" in err, err
+        aside = sorted(p.name for p in (state_tmpdir / "state").iterdir())
+        assert f"{first[0].name}.corrupt" in aside, aside
+        assert_same_split(before, history(again, w.pid), "after an older segment's damage",
+                          at_least=1.0)
+    finally:
+        again.stop()
+
+
 def test_a_state_directory_others_can_write_is_refused(state_tmpdir):
     """A state directory another user could write to is not used (they
     could plant files perfd would read as root): perfd says so and keeps
