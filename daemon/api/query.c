@@ -20,8 +20,14 @@
 #include "base/array.h"
 #include "base/jsonw.h"
 #include "export/http.h"
+#include "process/mapsread.h"
 #include "process/procfs.h"
 #include "profile/rss.h"
+#include "symbols/debuginfo.h"
+#include "symbols/elfsym.h"
+#include "symbols/perfmap.h"
+#include "symbols/srcline.h"
+#include "unwind/builder.h"
 
 
 void query_ok_begin(struct jsonw *w)
@@ -465,6 +471,15 @@ static void limits_status(struct jsonw *w, const struct status_info *in)
 		     in->limits.max_memory_bytes / AGG_SNAPSHOT_MEMORY_SHARE);
 	jsonw_kv_u64(w, "max_snapshot_processes_per_uid",
 		     MAX(in->limits.max_processes / AGG_SNAPSHOT_PIN_SHARE, (size_t)1));
+	/* what perfd reads of a file or a process on a workload's behalf */
+	jsonw_kv_u64(w, "max_maps_bytes", MAPSREAD_MAX_BYTES);
+	jsonw_kv_u64(w, "max_symbol_table_bytes", ELFSYM_MAX_TABLE_BYTES);
+	jsonw_kv_u64(w, "max_debug_file_bytes", DEBUGINFO_MAX_BYTES);
+	jsonw_kv_u64(w, "max_debuglink_crc_bytes", DEBUGINFO_CRC_MAX_BYTES);
+	jsonw_kv_u64(w, "max_line_table_bytes", SRCLINE_MAX_LINE_BYTES);
+	jsonw_kv_u64(w, "max_perf_map_bytes", PERFMAP_MAX_BYTES);
+	jsonw_kv_u64(w, "max_perf_map_entries", PERFMAP_MAX_ENTRIES);
+	jsonw_kv_u64(w, "max_cfi_bytes", BUILDER_MAX_CFI_BYTES);
 	jsonw_object_end(w);
 }
 

@@ -33,13 +33,14 @@ import traceback
 import pytest
 
 import perfdtest
-from perfdtest import decode_answer, read_lines, status_within_deadline
+from perfdtest import decode_answer, read_lines, status_budget, status_within_deadline
 
 NOBODY = pwd.getpwnam("nobody")
 FLOOD_SECONDS = 20
 FLOOD_RSS_GROWTH = 64 << 20   # what the issue allows the flood to cost
 IDLE_TIMEOUT = 2              # the module's daemon's, in seconds
 SECRET = "SECRET7d1f"         # in the push URL's query: a token
+PASSWORD = "PASSWD93c2"       # in the OTLP URL's user:password@
 TENANT = "TENANT5a2c"
 OUTDIR_NAME = "profiles-OUTDIR9e3b"
 PS = b'{"version":1,"command":"ps"}\n'
@@ -56,6 +57,7 @@ def daemon(environment):
     d = perfdtest.start_perfd_small_quarantine(8, tmpdir=tmpdir, extra_args=[
         "--push-url", f"http://127.0.0.1:9/x/y?token={SECRET}",
         "--push-tenant", TENANT,
+        "--otlp-url", f"http://perfd:{PASSWORD}@127.0.0.1:9/o",
         "--output-dir", os.path.join(tmpdir, OUTDIR_NAME)])
     yield d
     d.stop()
@@ -148,29 +150,26 @@ def flood(path, seconds):
 
 def test_pipelining_client_that_never_reads_is_bounded(daemon):
     """A nobody client pipelines ps for 20 s and never reads.  perfd's RSS
-    grows by at most 64 MiB, and root's status answers within a second
-    throughout.  On a daemon without flow control the RSS grows by
+    grows by at most 64 MiB, and root's status, asked every 20 ms, answers
+    within 100 ms (nine times in ten; each within a second) throughout.  On a daemon without flow control the RSS grows by
     hundreds of MiB (the queue of unread answers)."""
     for _ in range(3):  # warm up what status and ps allocate once
         status_within_deadline(daemon)
     before = vm_rss(daemon.pid)
-    child = as_nobody(flood, daemon.socket_path, FLOOD_SECONDS)
-    peak, slowest, asked = before, 0.0, 0
-    end = time.monotonic() + FLOOD_SECONDS
-    while time.monotonic() < end:
-        took, _ = status_within_deadline(daemon)
-        slowest, asked = max(slowest, took), asked + 1
-        peak = max(peak, vm_rss(daemon.pid))
-        assert peak - before <= FLOOD_RSS_GROWTH, \
-            f"perfd's RSS grew by {(peak - before) >> 20} MiB under the flood"
-        time.sleep(0.5)
-    sent = nobody_result(child, 30)
+    with status_budget(daemon, "flood"):
+        child = as_nobody(flood, daemon.socket_path, FLOOD_SECONDS)
+        peak = before
+        end = time.monotonic() + FLOOD_SECONDS
+        while time.monotonic() < end:
+            peak = max(peak, vm_rss(daemon.pid))
+            assert peak - before <= FLOOD_RSS_GROWTH, \
+                f"perfd's RSS grew by {(peak - before) >> 20} MiB under the flood"
+            time.sleep(0.5)
+        sent = nobody_result(child, 30)
     peak = max(peak, vm_rss(daemon.pid))
-    print(f"flood: {sent} bytes of requests taken, RSS {before >> 20} -> peak {peak >> 20} MiB, "
-          f"slowest of {asked} status answers {slowest * 1000:.0f} ms")
+    print(f"flood: {sent} bytes of requests taken, RSS {before >> 20} -> peak {peak >> 20} MiB")
     assert peak - before <= FLOOD_RSS_GROWTH, \
         f"perfd's RSS grew by {(peak - before) >> 20} MiB under the flood"
-    assert asked >= 10, f"only {asked} status answers in {FLOOD_SECONDS} s"
     status_within_deadline(daemon)
 
 
@@ -199,7 +198,8 @@ def test_connections_per_uid_are_capped_and_root_still_connects(daemon):
     busy, `N of N connections for uid U`, and closed, while root connects
     and is answered.  Without a share, one user holds every slot."""
     n = per_uid_limit(daemon, "max_clients_per_uid", 16)
-    result = run_as_nobody(hold_connections, daemon.socket_path, n)
+    with status_budget(daemon, "connections held"):
+        result = run_as_nobody(hold_connections, daemon.socket_path, n)
     answer = result["answer"]
     assert answer is not None, \
         f"connection {n + 1} of uid {NOBODY.pw_uid} was neither refused nor answered"
@@ -235,7 +235,8 @@ def test_live_snapshots_per_uid_are_capped(daemon):
     """nobody runs its share of live snapshots; the next is answered busy,
     `N of N snapshots for uid U`."""
     n = per_uid_limit(daemon, "max_snapshots_per_uid", 8)
-    answer = run_as_nobody(hold_snapshots, daemon.socket_path, n)
+    with status_budget(daemon, "snapshots held"):
+        answer = run_as_nobody(hold_snapshots, daemon.socket_path, n)
     assert answer.get("ok") is False and answer["error"]["code"] == "busy", \
         f"snapshot {n + 1} of uid {NOBODY.pw_uid}: {answer}"
     assert answer["error"]["message"] == f"{n} of {n} snapshots for uid {NOBODY.pw_uid}", answer
@@ -298,16 +299,40 @@ def nobody_status(path):
     return text
 
 
+# status's limits that are options, documented as such in perfd.conf
+LIMITS_SET_BY_OPTIONS = {"max_processes", "max_stacks", "max_frames", "max_memory_bytes",
+                         "retention_seconds", "client_idle_timeout_seconds", "max_modules",
+                         "max_module_fds"}
+
+
+def test_every_fixed_limit_is_in_the_example_config(daemon):
+    """Every limit status lists that is not an option is in the example
+    perfd.conf's Fixed limits, with the value this perfd runs with (or, for
+    one derived from an option, what it is derived from)."""
+    limits = daemon.status()["limits"]
+    text = (perfdtest.REPO / "packaging" / "perfd.conf").read_text()
+    fixed = sorted(set(limits) - LIMITS_SET_BY_OPTIONS)
+    assert len(fixed) >= 20, limits
+    for key in fixed:
+        m = re.search(rf"^#   {key}(?: = (\d+)|: )", text, re.M)
+        assert m, f"{key} is not in packaging/perfd.conf's fixed limits"
+        if m.group(1):
+            assert int(m.group(1)) == limits[key], \
+                f"perfd.conf says {key} = {m.group(1)}, status {limits[key]}"
+
+
 def test_status_hides_exporter_secrets_from_users(daemon):
-    """nobody's status has the push URL as scheme://host:port only, and
-    no tenant, token or output directory, in the config block or the
-    export block; root's has all of them."""
+    """nobody's status has the push and OTLP URLs as scheme://host:port
+    only, and no tenant, token or output directory, in the config block or
+    the export block; root's has all of them but the URL's password, which
+    no one is shown."""
     text = run_as_nobody(nobody_status, daemon.socket_path)
-    for secret in (SECRET, TENANT, OUTDIR_NAME, "/x/y"):
+    for secret in (SECRET, TENANT, OUTDIR_NAME, "/x/y", PASSWORD, "perfd:"):
         assert secret not in text, f"nobody's status shows {secret!r}: {text}"
     answer = json.loads(text)
     config = answer["config"]
     assert config.get("push-url") == "http://127.0.0.1:9", config
+    assert config.get("otlp-url") == "http://127.0.0.1:9", config
     assert "push-tenant" not in config and "output-dir" not in config, config
     targets = {e["name"]: e.get("target") for e in answer["export"]["exporters"]}
     assert "http://127.0.0.1:9" in targets.values(), answer["export"]
@@ -317,6 +342,8 @@ def test_status_hides_exporter_secrets_from_users(daemon):
     for secret in (SECRET, TENANT, OUTDIR_NAME):
         assert secret in root_text, f"root's status lacks {secret!r}"
     assert root["config"]["push-url"] == f"http://127.0.0.1:9/x/y?token={SECRET}", root["config"]
+    assert PASSWORD not in root_text, f"root's status shows the OTLP URL's password: {root_text}"
+    assert root["config"]["otlp-url"] == "http://127.0.0.1:9/o", root["config"]
 
 
 def chatter(path, seconds, connections=16):
