@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -627,6 +628,26 @@ static int get_listen_fd(void)
 	return SD_LISTEN_FDS_START;
 }
 
+/* --max-module-fds, kept to half the descriptors perfd may open: the
+ * other half is for connections, BPF, the state directory and the files
+ * read on the lanes, which must not meet EMFILE because binaries hold
+ * every descriptor there is.  Says so when it cuts. */
+static uint64_t module_fds(const struct config *cfg)
+{
+	struct rlimit rl;
+	uint64_t half;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return cfg->max_module_fds;
+	half = MAX((uint64_t)rl.rlim_cur / 2, (uint64_t)16);
+	if (cfg->max_module_fds <= half)
+		return cfg->max_module_fds;
+	log_warning("--max-module-fds %" PRIu64 " is more than half of the %" PRIu64
+		    " descriptors perfd may open (RLIMIT_NOFILE): %" PRIu64 " are used.",
+		    cfg->max_module_fds, (uint64_t)rl.rlim_cur, half);
+	return half;
+}
+
 void manager_sampler_opts(const struct config *cfg, struct sampler_opts *ret)
 {
 	*ret = (struct sampler_opts){
@@ -732,7 +753,7 @@ int manager_new(struct config *cfg, const struct config_args *args, struct manag
 						      .kernel_notes_path = KERNEL_NOTES_PATH,
 						      .debug_dir = cfg->debug_dir,
 						      .cache_bytes = cfg->symbol_cache_mib << 20,
-						      .max_fds = cfg->max_module_fds,
+						      .max_fds = module_fds(cfg),
 						      .max_modules = cfg->max_modules,
 						      .demangle = !cfg->no_demangle },
 			   &m->d.symbolizer, &kr);

@@ -99,6 +99,22 @@ def nobody_manymaps(tmp_path):
     shutil.rmtree(maps_dir, ignore_errors=True)
 
 
+def test_module_descriptors_keep_to_half_the_descriptor_limit(environment):
+    """Under a descriptor limit of 256, --max-module-fds 4096 would let
+    binaries hold every descriptor perfd has (and then accept() and every
+    read on a process's behalf fail with EMFILE): perfd keeps them to half
+    the limit, says so, and status shows the cap it runs with."""
+    d = perfdtest.start_perfd(extra_args=["--max-module-fds", "4096"],
+                              wrapper=["prlimit", "--nofile=256:256"])
+    try:
+        limit = d.status()["limits"]["max_module_fds"]
+        assert limit == 128, f"max_module_fds {limit} under RLIMIT_NOFILE 256"
+        assert "--max-module-fds 4096 is more than half of the 256 descriptors" in d.stderr(), \
+            d.stderr()[-3000:]
+    finally:
+        d.stop()
+
+
 def test_many_small_executables(nobody_manymaps):
     daemon = perfdtest.start_perfd(extra_args=("--max-modules", str(MAX_MODULES),
                                                "--max-module-fds", str(MAX_MODULE_FDS)))
