@@ -166,6 +166,35 @@ def test_sigterm_writes_the_interval_under_way(workloads, tmp_path, gohome):
     assert "shutting down" in err and "not sent by shutdown" not in err, err
 
 
+def test_what_a_hung_receiver_leaves_at_shutdown_is_counted(workloads, tmp_path):
+    """A Pyroscope that takes the connection and never answers: at SIGTERM
+    the interval under way is encoded for it, the push is given up after
+    the shutdown's bound, and perfd says how many profiles it dropped
+    there and in all, and exits."""
+    (tmp_path / "d").mkdir()  # kept after the stop: its stderr is read then
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(16)  # connections complete in the backlog, never accepted
+        port = hung.getsockname()[1]
+        daemon = perfdtest.start_perfd(frequency=perfdtest.FAST_HZ, tmpdir=str(tmp_path / "d"),
+                                       extra_args=["--push-url", f"http://127.0.0.1:{port}",
+                                                   "--interval", "60s", "--push-timeout", "60s"])
+        try:
+            w = workloads("spin", 2, 0)
+            w.finish(timeout=60)
+        finally:
+            t0 = time.monotonic()
+            daemon.stop()
+            took = time.monotonic() - t0
+    err = daemon.stderr()
+    m = re.search(r"Exporter (\S+): (\d+) profiles not sent by shutdown, dropped \((\d+) dropped "
+                  r"in all\)", err)
+    assert m, f"no count of what the hung receiver was left:\n{err[-3000:]}"
+    assert int(m.group(2)) >= 1 and int(m.group(3)) >= int(m.group(2)), m.group(0)
+    print(f"hung receiver: {m.group(0)}; perfd stopped in {took:.1f} s")
+    assert took < 20, f"perfd took {took:.1f} s to stop"
+
+
 FLOOD_PROCESSES = 24
 FLOOD_CPU_S = 0.75  # each: 18 CPU-s in all, ~9 s on two CPUs
 FLOOD_INTERVAL = 3
