@@ -47,8 +47,9 @@
  * sched_switch programs that say whose tick it is), and includes the rest:
  * sample.bpf.h (one sample built and sent: who, RSS, stacks), unwind.bpf.h
  * (user stacks by the daemon's tables), python.bpf.h (CPython frames),
- * memory.bpf.h (growth sampled by bytes, RSS records) and lifecycle.bpf.h
- * (exit, exec, fork).
+ * memory.bpf.h (growth sampled by bytes, RSS records), lifecycle.bpf.h
+ * (exit, exec, fork) and offcpu.bpf.h (where tasks wait, by the stack at
+ * which they left the CPU).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -478,3 +479,4 @@ int on_cpu_clock_fp(struct bpf_perf_event_data *ctx)
 
 #include "memory.bpf.h"
 #include "lifecycle.bpf.h"
+#include "offcpu.bpf.h"

@@ -201,10 +201,16 @@ static __always_inline int send_sample(struct perfd_sample *s, __u64 size)
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	else
+		/* an off-CPU stack wakes no one: the block it begins is not
+		 * over, and its process's first CPU sample will */
 		flags = announce(s->hdr.tgid, s->hdr.start_time_ns, s->hdr.timestamp_ns,
-				 !(s->flags & PERFD_SAMPLE_F_SWITCHED), nudge);
+				 !(s->flags & PERFD_SAMPLE_F_SWITCHED) &&
+					 s->value_kind != PERFD_VALUE_OFFCPU,
+				 nudge);
 	if (bpf_ringbuf_output(&events, s, size, flags))
-		count(s->value_kind == PERFD_VALUE_CPU ? PERFD_CNT_RINGBUF_FULL : PERFD_CNT_MEMORY_LOST);
+		count(s->value_kind == PERFD_VALUE_CPU    ? PERFD_CNT_RINGBUF_FULL :
+		      s->value_kind == PERFD_VALUE_MEMORY ? PERFD_CNT_MEMORY_LOST :
+							    PERFD_CNT_OFFCPU_LOST);
 	else if (s->value_kind == PERFD_VALUE_MEMORY)
 		count(PERFD_CNT_MEMORY_SAMPLES);
 	return 0;

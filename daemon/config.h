@@ -51,6 +51,8 @@ struct config {
 	uint64_t max_memory_mib;
 	uint64_t memory_sample_bytes;
 	bool no_memory;
+	uint64_t offcpu_rate; /* off-CPU stacks taken per CPU per second, at most about */
+	bool no_offcpu;
 	bool fixed_period; /* every tick of a 1/frequency timer samples */
 	uint64_t ringbuf_mib; /* 0: sized from the frequency and CPUs */
 	uint64_t unwind_mib;

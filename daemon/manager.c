@@ -243,6 +243,13 @@ static size_t on_rewrite_user_frames(void *userdata, const struct process *p,
 	return python_merge(m->d.python, p, s, frames, n, cap);
 }
 
+static const char *on_kernel_function(void *userdata, uint64_t frame, char *buf, size_t size)
+{
+	struct manager *m = userdata;
+
+	return symbolizer_frame_name(m->d.symbolizer, frame, buf, size);
+}
+
 static bool on_frames_wait(void *userdata, const struct process *p, const struct perfd_sample *s)
 {
 	struct manager *m = userdata;
@@ -309,6 +316,7 @@ static int setup_python(struct manager *m)
 		.rewrite_user_frames = on_rewrite_user_frames,
 		.frames_wait = on_frames_wait,
 		.revisit = on_revisit,
+		.kernel_function = on_kernel_function,
 		.userdata = m,
 	};
 	/* The loaded tier says whether Python frames are walked, and the log
@@ -659,6 +667,7 @@ void manager_sampler_opts(const struct config *cfg, struct sampler_opts *ret)
 		.unwind_processes = (uint32_t)MIN(cfg->max_processes, UINT32_MAX),
 		.python_processes = cfg->no_python ? 0 : (uint32_t)MIN(cfg->max_processes, UINT32_MAX),
 		.memory_sample_bytes = cfg->no_memory ? 0 : cfg->memory_sample_bytes,
+		.offcpu_rate = cfg->no_offcpu ? 0 : cfg->offcpu_rate,
 		.test_refuse = cfg->test_refuse,
 		.on_record = drain_enqueue,
 	};

@@ -36,6 +36,7 @@ int daemon_status(struct daemon *d, bool root, struct jsonw *w)
 		.fixed_period = sampler_fixed_period(d->sampler),
 		.ringbuf_bytes = sampler_ringbuf_bytes(d->sampler),
 		.memory_sample_bytes = sampler_memory_sample_bytes(d->sampler),
+		.offcpu_rate = sampler_offcpu_rate(d->sampler),
 		.limits = d->limits,
 		.daemon_rss_bytes = daemon_rss_bytes(),
 		.clients = server_clients(d->server),

@@ -88,7 +88,7 @@ static int parse_top(struct json_object *req, void *args, struct perfd_request_e
 	int k, kind = 0;
 
 	for (size_t i = 0; i < PROFILE_KINDS; i++)
-		if (kind_infos[i].counts != PERFD_KIND_COUNTS_NONE) {
+		if (kind_in_top((int)i)) {
 			kind_of[n_kinds] = (enum profile_kind)i;
 			kinds[n_kinds++] = kind_infos[i].name;
 		}

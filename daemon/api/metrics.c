@@ -70,6 +70,12 @@ static const struct metric metrics[] = {
 	N("memory_samples_lost_total", COUNTER, "memory.samples_lost", "Memory-growth samples lost"),
 	N("rss_updates_lost_total", COUNTER, "memory.rss_updates_lost", "RSS updates lost"),
 	N("exit_events_lost_total", COUNTER, "exit_events.lost", "Process exit, exec and fork events lost"),
+	N("offcpu_blocks_total", COUNTER, "offcpu.blocks", "Times a user task left its CPU"),
+	N("offcpu_blocks_sampled_total", COUNTER, "offcpu.blocks_sampled",
+	  "Off-CPU blocks whose stack was taken"),
+	N("offcpu_lost_total", COUNTER, "offcpu.lost", "Off-CPU records lost: no room in the ring"),
+	N("offcpu_stacks_dropped_total", COUNTER, "offcpu.stacks_dropped",
+	  "Off-CPU stacks dropped: too many waiting for their ends"),
 
 	N("processes", GAUGE, "processes.tracked", "Processes in the store"),
 	N("processes_evicted_total", COUNTER, "processes.evicted",

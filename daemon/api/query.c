@@ -256,6 +256,26 @@ static void samples_status(struct jsonw *w, const struct status_info *in)
 	jsonw_kv_u64(w, "rss_updates_lost", in->bpf[PERFD_CNT_RSS_LOST]);
 	jsonw_object_end(w);
 
+	/* off-CPU blocks: seen, their stacks taken, and the nanoseconds of
+	 * those taken and not (bpf/offcpu.bpf.h); joined (profile/offcpu.c) */
+	jsonw_key(w, "offcpu");
+	jsonw_object_begin(w);
+	jsonw_kv_bool(w, "enabled", in->offcpu_rate > 0);
+	jsonw_kv_u64(w, "stacks_per_cpu_second", in->offcpu_rate);
+	jsonw_kv_u64(w, "blocks", in->bpf[PERFD_CNT_OFFCPU_BLOCKS]);
+	jsonw_kv_u64(w, "blocks_sampled", in->bpf[PERFD_CNT_OFFCPU_SAMPLED]);
+	jsonw_kv_u64(w, "sampled_ns", in->bpf[PERFD_CNT_OFFCPU_SAMPLED_NS]);
+	jsonw_kv_u64(w, "skipped_ns", in->bpf[PERFD_CNT_OFFCPU_SKIPPED_NS]);
+	jsonw_kv_u64(w, "lost", in->bpf[PERFD_CNT_OFFCPU_LOST]);
+	jsonw_kv_u64(w, "joined", in->agg.offcpu_joined);
+	jsonw_kv_u64(w, "estimated_ns", in->agg.offcpu_ns);
+	jsonw_kv_u64(w, "stacks_waiting", in->agg.offcpu_waiting);
+	jsonw_kv_u64(w, "stacks_replaced", in->agg.offcpu_stacks_replaced);
+	jsonw_kv_u64(w, "stacks_dropped", in->agg.offcpu_stacks_dropped);
+	jsonw_kv_u64(w, "ends_unmatched", in->agg.offcpu_ends_unmatched);
+	jsonw_kv_u64(w, "unmatched_ns", in->agg.offcpu_unmatched_ns);
+	jsonw_object_end(w);
+
 	jsonw_key(w, "exit_events");
 	jsonw_object_begin(w);
 	jsonw_kv_u64(w, "received", in->agg.exit_events);

@@ -38,6 +38,7 @@ struct status_info {
 	bool fixed_period;
 	uint64_t ringbuf_bytes;
 	uint64_t memory_sample_bytes; /* 0: memory growth not sampled */
+	uint64_t offcpu_rate;         /* 0: off-CPU time not recorded */
 	uint64_t bpf[PERFD_CNT_MAX];
 	struct aggregator_stats agg;
 	struct symbolizer_stats sym;

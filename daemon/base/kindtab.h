@@ -30,6 +30,15 @@ struct kind_info {
 
 extern const struct kind_info kind_infos[PERFD_VALUE_KINDS];
 
+/* Whether `top` offers kind k: one something produces, but off-CPU time
+ * (WAIT), which has no view of its own there yet. */
+static inline bool kind_in_top(int k)
+{
+	return k >= 0 && k < PERFD_VALUE_KINDS &&
+	       (kind_infos[k].counts == PERFD_KIND_COUNTS_CPU ||
+		kind_infos[k].counts == PERFD_KIND_COUNTS_MEMORY);
+}
+
 /* Whether kind k's values are counts of sampling periods (PERIODS): what
  * a new period rescales, and what a state file of another period is
  * scaled by. */

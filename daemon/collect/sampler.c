@@ -50,6 +50,7 @@ struct sampler {
 	bool fixed_asked; /* --fixed-period */
 	unsigned tier; /* the features loaded (collect/tiers.h) */
 	uint64_t memory_sample_bytes; /* asked; the tier says whether it is on */
+	uint64_t offcpu_rate;         /* likewise */
 	size_t ringbuf_bytes;
 	struct sampler_load_report report;
 };
@@ -275,10 +276,12 @@ static void probe_features(const struct sampler_opts *opts, struct sampler_load_
 
 	r->asked = TIER_SWITCHES | (opts->unwind_rows > 0 ? TIER_TABLES : 0) |
 		   (opts->python_processes > 0 ? TIER_PYTHON : 0) |
-		   (opts->memory_sample_bytes > 0 ? TIER_MEMORY : 0);
+		   (opts->memory_sample_bytes > 0 ? TIER_MEMORY : 0) |
+		   (opts->offcpu_rate > 0 ? TIER_OFFCPU : 0);
 	snprintf(r->why[0], sizeof(r->why[0]), "turned off (--unwind-mib 0)");
 	snprintf(r->why[1], sizeof(r->why[1]), "turned off (--no-python)");
 	snprintf(r->why[2], sizeof(r->why[2]), "turned off (--no-memory)");
+	snprintf(r->why[4], sizeof(r->why[4]), "turned off (--no-offcpu)");
 	r->supported = 0;
 	/* Walking tables and Python frames needs bpf_loop() (5.17),
 	 * bpf_task_pt_regs() (5.15) and bpf_get_current_task_btf() (5.11):
@@ -309,6 +312,15 @@ static void probe_features(const struct sampler_opts *opts, struct sampler_load_
 		snprintf(r->why[3], sizeof(r->why[3]),
 			 "this kernel has no sched_switch or hrtimer_expire_entry tracepoint with BTF, "
 			 "or no perf_swevent_hrtimer in its kallsyms");
+	/* Off-CPU time: the sched_switch tracepoint with BTF, and task local
+	 * storage for the note of each block (5.11+), its stack taken as
+	 * the cpu-clock program takes one (bpf/offcpu.bpf.h). */
+	if (btf_type_exists("btf_trace_sched_switch") &&
+	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0)
+		r->supported |= TIER_OFFCPU;
+	else if (r->asked & TIER_OFFCPU)
+		snprintf(r->why[4], sizeof(r->why[4]),
+			 "this kernel has no sched_switch tracepoint with BTF or no task local storage");
 }
 
 #define KERNEL_BTF_PATH "/sys/kernel/btf/vmlinux"
@@ -337,6 +349,8 @@ static int open_tier(struct sampler *s, const struct sampler_opts *opts, unsigne
 	skel->rodata->ringbuf_wakeup_bytes = s->ringbuf_bytes / 4;
 	skel->rodata->page_size = sysconf(_SC_PAGESIZE);
 	skel->rodata->memory_sample_bytes = opts->memory_sample_bytes ? opts->memory_sample_bytes : 1;
+	skel->rodata->offcpu_blocks_per_s = opts->offcpu_rate ? opts->offcpu_rate : 1;
+	skel->rodata->offcpu_self_tgid = (__u32)getpid();
 	skel->rodata->with_tables = tier & TIER_TABLES;
 	skel->rodata->with_python = tier & TIER_PYTHON;
 	skel->rodata->test_refuse = opts->test_refuse;
@@ -613,6 +627,7 @@ int sampler_load(const struct sampler_opts *opts, struct sampler **ret, struct s
 	s->fixed_asked = opts->fixed_period;
 	s->periods = plan_periods(opts->frequency_hz, s->fixed_asked);
 	s->memory_sample_bytes = opts->memory_sample_bytes;
+	s->offcpu_rate = opts->offcpu_rate;
 	s->ringbuf_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes :
 			   sampler_default_ringbuf_bytes(opts->frequency_hz, (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
 	err = libbpf_num_possible_cpus();
@@ -690,6 +705,11 @@ bool sampler_switch_aware(const struct sampler *s)
 uint64_t sampler_memory_sample_bytes(const struct sampler *s)
 {
 	return s->tier & TIER_MEMORY ? s->memory_sample_bytes : 0;
+}
+
+uint64_t sampler_offcpu_rate(const struct sampler *s)
+{
+	return s->tier & TIER_OFFCPU ? s->offcpu_rate : 0;
 }
 
 int sampler_fd(const struct sampler *s)

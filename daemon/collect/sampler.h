@@ -27,6 +27,9 @@ struct sampler_opts {
 	/* Mean bytes of resident-memory growth between two memory samples;
 	 * 0 turns memory profiling off. */
 	uint64_t memory_sample_bytes;
+	/* Off-CPU stacks each CPU takes a second, about (bpf/offcpu.bpf.h);
+	 * 0 turns off-CPU time off. */
+	uint64_t offcpu_rate;
 	/* Where the kernel's symbols are read (NULL: /proc/kallsyms), to tell
 	 * whether the perf hrtimer's function can be told apart. */
 	const char *kallsyms_path;
@@ -101,6 +104,9 @@ bool sampler_switch_aware(const struct sampler *s);
  * off (asked, the kernel has no rss_stat tracepoint with BTF, or its
  * verifier refused on_rss_stat). */
 uint64_t sampler_memory_sample_bytes(const struct sampler *s);
+/* Off-CPU stacks each CPU takes a second, about; 0 when the loaded tier
+ * records no off-CPU time. */
+uint64_t sampler_offcpu_rate(const struct sampler *s);
 /* The fd of the python_processes map, -ENOTSUP when the loaded tier does
  * not walk Python frames (not asked for, not supported, or refused). */
 int sampler_python_map_fd(const struct sampler *s);

@@ -8,7 +8,8 @@
 #include "perfd/macro.h"
 #include "perfd/tiers.h"
 
-const unsigned tier_features[TIER_N_FEATURES] = { TIER_TABLES, TIER_PYTHON, TIER_MEMORY, TIER_SWITCHES };
+const unsigned tier_features[TIER_N_FEATURES] = { TIER_TABLES, TIER_PYTHON, TIER_MEMORY, TIER_SWITCHES,
+								 TIER_OFFCPU };
 
 static const struct {
 	const char *name, *loss;
@@ -17,6 +18,7 @@ static const struct {
 	{ "python", "Python processes show their native frames only" },
 	{ "memory", "memory growth is not sampled" },
 	{ "context-switches", "a tick that falls due before a context switch is charged to the task switched in" },
+	{ "offcpu", "off-CPU time is not recorded" },
 };
 
 static int feature_index(unsigned feature)
@@ -57,6 +59,7 @@ static const struct {
 	{ "on_rss_stat", TIER_MEMORY },
 	{ "on_sched_switch", TIER_SWITCHES },
 	{ "on_hrtimer_expire", TIER_SWITCHES },
+	{ "on_switch_offcpu", TIER_OFFCPU },
 };
 
 unsigned tier_program_features(const char *name)
@@ -86,7 +89,7 @@ int tier_next(unsigned tier, unsigned allowed, const char *failed, unsigned *ret
 	unsigned f = tier_program_features(failed);
 	size_t i;
 
-	if (f == TIER_MEMORY || f == TIER_SWITCHES) {
+	if (f == TIER_MEMORY || f == TIER_SWITCHES || f == TIER_OFFCPU) {
 		if (!(tier & f))
 			return -ENOENT;
 		*ret = tier & ~f;
@@ -162,6 +165,7 @@ int tier_parse_refuse(const char *list, uint32_t *ret)
 		{ "python", PERFD_REFUSE_PYTHON },
 		{ "memory", PERFD_REFUSE_MEMORY },
 		{ "frame-pointers", PERFD_REFUSE_FRAME_POINTERS },
+		{ "offcpu", PERFD_REFUSE_OFFCPU },
 	};
 	uint32_t bits = 0;
 	const char *p = list;

@@ -7,11 +7,11 @@
  * A tier is a set of features.  Two of them decide how the tick program
  * walks user stacks (tables, python: on_cpu_clock with with_tables and
  * with_python set to match, or on_cpu_clock_fp, the kernel's frame-pointer
- * walk alone, when neither is on); the others each add a program
+ * walk alone, when neither is on); the others each add programs
  * (memory: on_rss_stat; context-switches: on_sched_switch and
- * on_hrtimer_expire).  When a program is refused the loader drops what
+ * on_hrtimer_expire; offcpu: on_switch_offcpu).  When a program is refused the loader drops what
  * that program does and nothing else: a refused on_rss_stat costs memory
- * growth and keeps the unwinding tier, a refused tick program goes one
+ * growth (a refused on_switch_offcpu, off-CPU time) and keeps the unwinding tier, a refused tick program goes one
  * step down the unwinding ladder (tables + Python, tables, frame pointers
  * + Python, frame pointers) and keeps memory.  The cost is one more load of
  * the whole object per step: libbpf cannot load a program again once the
@@ -32,15 +32,16 @@ enum tier_feature {
 	TIER_PYTHON = 1 << 1,   /* Python frames */
 	TIER_MEMORY = 1 << 2,   /* memory growth (on_rss_stat) */
 	TIER_SWITCHES = 1 << 3, /* a tick due before a context switch goes to the task switched out */
+	TIER_OFFCPU = 1 << 4,   /* off-CPU time by stack (on_switch_offcpu) */
 };
-#define TIER_N_FEATURES 4
+#define TIER_N_FEATURES 5
 #define TIER_UNWINDING (TIER_TABLES | TIER_PYTHON)
-#define TIER_ALL (TIER_TABLES | TIER_PYTHON | TIER_MEMORY | TIER_SWITCHES)
+#define TIER_ALL (TIER_TABLES | TIER_PYTHON | TIER_MEMORY | TIER_SWITCHES | TIER_OFFCPU)
 
 /* Each feature's bit, in the order they are shown. */
 extern const unsigned tier_features[TIER_N_FEATURES];
 
-/* "tables", "python", "memory", "context-switches". */
+/* "tables", "python", "memory", "context-switches", "offcpu". */
 const char *tier_feature_name(unsigned feature);
 /* What running without feature means to a user, e.g. "Python processes
  * show their native frames only". */

@@ -75,6 +75,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 		a->procs[i]->probe_job = a->procs[i]->late_job = NULL;
 		agg_process_free(a, a->procs[i]);
 	}
+	agg_offcpu_free(a);
 	free(a->procs);
 	free(a->due_s);
 	owner_tally_done(&a->owners);
@@ -308,6 +309,7 @@ void aggregator_get_stats(const struct aggregator *a, struct aggregator_stats *r
 {
 	*ret = a->stats;
 	ret->module_probes_pending = a->n_probe_jobs;
+	ret->offcpu_waiting = a->offcpu.by_tid.count;
 	ret->windows = 0;
 	for (size_t i = 0; i < a->n_procs; i++)
 		ret->windows += a->procs[i]->history.n_windows;

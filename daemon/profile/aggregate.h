@@ -279,6 +279,15 @@ struct aggregator_stats {
 	uint64_t module_probes;
 	size_t module_probes_pending;
 	uint64_t module_probes_late;
+	/* Off-CPU blocks (offcpu.c): stacks received, replaced (their ends
+	 * were lost), dropped (past the bounds on waiting ones); blocks
+	 * joined and ingested; ends without their stack and their
+	 * nanoseconds; stacks waiting now; nanoseconds ingested (estimated:
+	 * each block times the odds against its stack being taken) */
+	uint64_t offcpu_stacks, offcpu_stacks_replaced, offcpu_stacks_dropped;
+	uint64_t offcpu_joined, offcpu_ends_unmatched, offcpu_unmatched_ns;
+	size_t offcpu_waiting;
+	uint64_t offcpu_ns;
 	size_t history_bytes;       /* of the windows */
 	size_t memory_bytes;        /* everything the store holds */
 };
@@ -313,6 +322,9 @@ struct aggregator_hooks {
 	bool (*frames_wait)(void *userdata, const struct process *p,
 			    const struct perfd_sample *s);
 	void (*revisit)(void *userdata, struct process *p);
+	/* The name of the kernel function of frame, into buf (NULL: none):
+	 * why an off-CPU block waited is read from them (waitclass.h). */
+	const char *(*kernel_function)(void *userdata, uint64_t frame, char *buf, size_t size);
 	void *userdata;
 };
 

@@ -110,7 +110,32 @@ struct aggregator {
 	struct modprobe_job *probes_queued, **probes_queued_tail;
 	size_t n_probes_queued;
 	bool settled; /* aggregator_settle: nothing waits any more */
+	struct {
+		struct u64map by_tid; /* tid -> struct offcpu_stack * (offcpu.c) */
+		size_t bytes;
+	} offcpu; /* off-CPU stacks waiting for their blocks' ends */
 };
+
+/* offcpu.c: an off-CPU block's stack waits for its end, then goes in. */
+#define OFFCPU_WAITING_MAX 65536
+#define OFFCPU_WAITING_BYTES (32u << 20)
+int agg_offcpu_begin(struct aggregator *a, const struct perfd_sample *s, size_t size);
+int agg_offcpu_end(struct aggregator *a, const struct perfd_offcpu_end *e);
+void agg_offcpu_free(struct aggregator *a);
+
+/* A joined off-CPU sample's wait class (profile/waitclass.h), set by
+ * offcpu.c in flags bits BPF leaves clear, and read by ingest as its
+ * leaf frame; with the record, it stays with a sample that waits. */
+#define SAMPLE_WAIT_SHIFT 24
+#define SAMPLE_WAIT_MASK (0xffu << SAMPLE_WAIT_SHIFT)
+static inline uint32_t sample_wait_flags(unsigned c)
+{
+	return (uint32_t)c << SAMPLE_WAIT_SHIFT;
+}
+static inline unsigned sample_wait_class(uint32_t flags)
+{
+	return (flags & SAMPLE_WAIT_MASK) >> SAMPLE_WAIT_SHIFT;
+}
 
 /* proctab.c */
 void agg_notify_gone(struct aggregator *a, const struct process *p);

@@ -45,6 +45,9 @@ enum frame_special {
 	FRAME_SPECIAL_CONTEXT_SWITCH,  /* the whole stack of a tick that fell due
 					* while its task was being switched out
 					* (PERFD_SAMPLE_F_SWITCHED) */
+	/* the leaf of an off-CPU stack: why it waited, the wait class
+	 * (profile/waitclass.h) added to this */
+	FRAME_SPECIAL_WAIT = 64,
 };
 
 /* A special frame with this bit names a thread: the low 32 bits are its tid

@@ -277,9 +277,9 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	/* A CPU sample stands for s->value mean periods: 1, or more for
 	 * the jittered tick that passed several blocks' targets. */
 	uint64_t value = s->value;
-	/* the specials: kernel error, user error; and the last slot, kept for
-	 * the root marker whether there is one or not */
-	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 3];
+	/* the specials: a wait's leaf, kernel error, user error; and the last
+	 * slot, kept for the root marker whether there is one or not */
+	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 4];
 	const size_t frames_cap = ELEMENTSOF(frames) - 1; /* for all but the marker */
 	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
 	/* A tick charged to the task a context switch took off the CPU
@@ -336,6 +336,10 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	if (s->hdr.timestamp_ns >= p->owner_ns) {
 		agg_set_owner(p, s->owner_uid, s->hdr.timestamp_ns);
 	}
+	/* an off-CPU block's leaf: why it waited (offcpu.c) */
+	if (ki->counts == PERFD_KIND_COUNTS_WAIT)
+		frames[n++] = frame_make(FRAME_MODULE_SPECIAL,
+					 FRAME_SPECIAL_WAIT + sample_wait_class(s->flags));
 	if (s->kernel_depth < 0) {
 		a->stats.kernel_stack_errors++;
 		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_KSTACK_ERROR);
@@ -400,6 +404,9 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	case PERFD_KIND_COUNTS_MEMORY:
 		a->stats.memory_samples++;
 		p->memory_sampled_bytes += value;
+		break;
+	case PERFD_KIND_COUNTS_WAIT:
+		a->stats.offcpu_ns += value;
 		break;
 	case PERFD_KIND_COUNTS_NONE: /* refused above */
 		break;
@@ -531,7 +538,14 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 	case PERFD_EVENT_SAMPLE:
 		if (size < sizeof(struct perfd_sample))
 			return -EINVAL;
+		/* an off-CPU block's stack waits for its end (offcpu.c) */
+		if (((const struct perfd_sample *)record)->value_kind == PERFD_VALUE_OFFCPU)
+			return agg_offcpu_begin(a, record, size);
 		return agg_ingest_sample(a, record, size, NULL);
+	case PERFD_EVENT_OFFCPU_END:
+		if (size < sizeof(struct perfd_offcpu_end))
+			return -EINVAL;
+		return agg_offcpu_end(a, record);
 	case PERFD_EVENT_EXIT:
 		if (size < sizeof(struct perfd_exit))
 			return -EINVAL;

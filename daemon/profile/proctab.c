@@ -171,7 +171,7 @@ size_t agg_store_memory(const struct aggregator *a)
 {
 	return sizeof(*a) + a->cap_procs * (sizeof(void *) + sizeof(uint64_t)) + a->history_bytes +
 	       stacktab_memory(a->stacks) + a->process_bytes + u64map_memory(&a->by_pid) +
-	       a->collector_bytes + a->restored_table_bytes + a->parked_bytes;
+	       a->collector_bytes + a->restored_table_bytes + a->parked_bytes + a->offcpu.bytes;
 }
 
 /* Drops the oldest window of owner's processes (NULL: of all).  Returns

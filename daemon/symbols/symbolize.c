@@ -13,6 +13,7 @@
 #include "base/elfopen.h"
 #include "base/offload.h"
 #include "perfd/macro.h"
+#include "profile/waitclass.h"
 #include "symbols/debuginfo.h"
 #include "symbols/demangle.h"
 #include "symbols/elfsym.h"
@@ -172,6 +173,8 @@ static const char *special_name(uint64_t what)
 	case FRAME_SPECIAL_CONTEXT_SWITCH:
 		return "[context switch]";
 	default:
+		if (what >= FRAME_SPECIAL_WAIT && what < FRAME_SPECIAL_WAIT + WAIT_CLASSES)
+			return wait_frame_name((unsigned)(what - FRAME_SPECIAL_WAIT));
 		return "[unknown]";
 	}
 }

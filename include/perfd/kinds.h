@@ -25,11 +25,14 @@
  *               already), NONE (the value is all there is)
  *   counts      the aggregator's counters a sample adds to: CPU (samples,
  *               rates, a process's CPU), MEMORY (memory samples and
- *               bytes), NONE (nothing produces the kind yet: its samples
- *               are refused, and top does not offer it)
+ *               bytes), WAIT (off-CPU blocks and nanoseconds), NONE
+ *               (nothing produces the kind yet: its samples are refused,
+ *               and top does not offer it)
  *   kskip       leaf kernel frames the producer leaves that are its own,
  *               dropped at ingest: a memory sample's two are the BPF
- *               program and bpf_trace_run2() (bpf_get_stack()'s skip count
+ *               program and bpf_trace_run2(), an off-CPU one's three
+ *               the program, bpf_trace_run4() and
+ *               __traceiter_sched_switch() (bpf_get_stack()'s skip count
  *               does not reach them from a raw tracepoint, and a loop
  *               moving the frames makes the program too big to verify)
  *   pprof_type, pprof_unit  the type of its weighted value (the stored
@@ -46,7 +49,7 @@
 #define PERFD_KINDS(X) \
 	X(CPU,    0, "cpu",    "samples",     "CPU",           1, PERIODS, CPU,    0, "cpu",     "nanoseconds") \
 	X(MEMORY, 1, "memory", "bytes",       "Memory growth", 0, BYTES,   MEMORY, 2, "space",   "bytes") \
-	X(OFFCPU, 2, "offcpu", "nanoseconds", "Off-CPU",       1, NONE,    NONE,   0, "off_cpu", "nanoseconds")
+	X(OFFCPU, 2, "offcpu", "nanoseconds", "Off-CPU",       1, NONE,    WAIT,   3, "off_cpu", "nanoseconds")
 /* clang-format on */
 
 /* What a sample's value counts (the daemon's enum profile_kind has the
@@ -69,6 +72,7 @@ enum perfd_kind_counts {
 	PERFD_KIND_COUNTS_NONE,
 	PERFD_KIND_COUNTS_CPU,
 	PERFD_KIND_COUNTS_MEMORY,
+	PERFD_KIND_COUNTS_WAIT,
 };
 
 /* The kinds' names as one string literal, in row order, sep between them

@@ -30,6 +30,7 @@ enum perfd_event_kind {
 	PERFD_EVENT_EXEC = 3,
 	PERFD_EVENT_RSS = 4,
 	PERFD_EVENT_FORK = 5,
+	PERFD_EVENT_OFFCPU_END = 6,
 };
 
 /* The most mean periods one CPU sample stands for: a jittered tick later
@@ -155,6 +156,29 @@ struct perfd_fork {
 	__u32 page_size;
 };
 
+/*
+ * A task that a context switch took off its CPU ran again (bpf/offcpu.bpf.h).
+ * Its block began with a sample of value_kind OFFCPU and value 0, sent at
+ * the switch out, whose stack is where it waited; this record, sent at the
+ * switch back in (hdr.timestamp_ns), says how long that was and how likely
+ * its stack was to be taken: the sample then stands for
+ * (hdr.timestamp_ns - out_ns) / (odds / PERFD_OFFCPU_ODDS_ONE) nanoseconds.  hdr.tid and out_ns
+ * (the sample's timestamp) name the sample it ends.
+ */
+struct perfd_offcpu_end {
+	struct perfd_event_header hdr;
+	__u64 out_ns;  /* when it was switched out: its sample's timestamp */
+	__u32 odds;    /* its stack was taken with probability odds / PERFD_OFFCPU_ODDS_ONE */
+	__u32 state;   /* how it left: PERFD_OFFCPU_RUNNABLE, or its __state */
+};
+
+#define PERFD_OFFCPU_ODDS_BITS 20
+#define PERFD_OFFCPU_ODDS_ONE (1u << PERFD_OFFCPU_ODDS_BITS)
+
+/* The task was still runnable when it left (preempted, or it yielded):
+ * its wait was for a CPU. */
+#define PERFD_OFFCPU_RUNNABLE (1u << 31)
+
 /* Indexes into the per-CPU `counters` map. */
 enum perfd_counter {
 	PERFD_CNT_SAMPLES = 0,       /* CPU samples taken (in mean periods), idle included */
@@ -213,6 +237,15 @@ enum perfd_counter {
 	PERFD_CNT_TICKS_CLOCKED,
 	PERFD_CNT_FORK_SENT,         /* fork events of followed processes sent */
 	PERFD_CNT_FORK_LOST,         /* ... dropped: no room in the ring */
+	/* Off-CPU time (bpf/offcpu.bpf.h): user tasks switched out, those
+	 * whose stack was taken, the nanoseconds they waited, and the
+	 * nanoseconds of the blocks whose stack was not taken (sampled
+	 * out), or whose record found no room in the ring (lost). */
+	PERFD_CNT_OFFCPU_BLOCKS,
+	PERFD_CNT_OFFCPU_SAMPLED,
+	PERFD_CNT_OFFCPU_SAMPLED_NS,
+	PERFD_CNT_OFFCPU_SKIPPED_NS,
+	PERFD_CNT_OFFCPU_LOST,
 	PERFD_CNT_MAX,
 };
 

@@ -22,6 +22,7 @@ enum perfd_refuse {
 	PERFD_REFUSE_PYTHON = 1 << 1,         /* Python frames */
 	PERFD_REFUSE_MEMORY = 1 << 2,         /* memory growth (on_rss_stat) */
 	PERFD_REFUSE_FRAME_POINTERS = 1 << 3, /* the frame-pointer walk, the last tier */
+	PERFD_REFUSE_OFFCPU = 1 << 4,         /* off-CPU time (on_switch_offcpu) */
 };
 
 #endif

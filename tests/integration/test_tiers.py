@@ -28,7 +28,9 @@ from perfdtest import (contains, count_where, functions, python_frame, python_wo
 
 REFUSED_LINE = "invalid read from stack R10 off=8 size=8"
 PROGRAMS = {"on_cpu_clock", "on_cpu_clock_fp", "on_rss_stat", "on_sched_switch",
-            "on_hrtimer_expire", "on_process_exit", "on_process_exec", "on_process_fork"}
+            "on_hrtimer_expire", "on_switch_offcpu", "on_process_exit", "on_process_exec",
+            "on_process_fork"}
+FEATURES = {"tables", "python", "memory", "context-switches", "offcpu"}
 DEBIAN_PYTHON = "/usr/bin/python3.11"
 CPU_BOUND = os.path.join(perfdtest.REPO, "tests", "workloads", "cpu_bound.py")
 
@@ -153,6 +155,30 @@ def test_refused_memory_keeps_the_unwinding_tier(tiered, workloads):
         show(stacks)
 
 
+def test_refused_offcpu_loses_off_cpu_time_only(tiered, workloads):
+    """refuse=offcpu: only on_switch_offcpu is refused; perfd keeps its
+    tier and samples CPU, status says off-CPU time was lost, with the
+    verifier's line, and an off-CPU snapshot is empty."""
+    d = tiered("--test-refuse=offcpu")
+    bpf = bpf_block(d)
+    why = lost(bpf)
+    assert "offcpu" in why and REFUSED_LINE in why["offcpu"] and "on_switch_offcpu" in why["offcpu"], why
+    assert "memory" not in why, why
+    progs = programs(bpf)
+    assert not progs["on_switch_offcpu"]["loaded"], progs
+    assert REFUSED_LINE in progs["on_switch_offcpu"]["error"], progs
+    assert_programs_sane(bpf)
+    assert d.status()["offcpu"]["enabled"] is False
+
+    w = workloads("split", 2)
+    stacks, _ = snapshot_workload(d, w)
+    w.finish()
+    assert total(stacks) >= 1000 and count_where(stacks, contains("main")) >= 0.95 * total(stacks), \
+        show(stacks)
+    rc, out, err = d.perfctl("snapshot", "--pid", str(w.pid), "--since", "1m", "--kind", "offcpu")
+    assert rc == 0 and not out.strip(), (rc, out[:500], err)
+
+
 def test_refused_python_keeps_tables(tiered, workloads):
     """refuse=python: on_cpu_clock with Python is refused, the tables stay
     (unless this kernel's verifier refuses them on its own, which status
@@ -247,7 +273,7 @@ def test_check_describes_every_feature_and_program():
     feature is available (the full tier loads: on a kernel whose verifier
     takes all of it), 1 otherwise.  No socket needed."""
     p, features, progs = run_check()
-    assert set(features) == {"tables", "python", "memory", "context-switches"}, p.stdout
+    assert set(features) == FEATURES, p.stdout
     assert set(progs) == PROGRAMS, p.stdout
     for name, text in progs.items():
         assert text.startswith("verified in ") and text.endswith(" instructions (limit 1000000)") \
@@ -274,7 +300,7 @@ def test_check_prints_every_line_when_nothing_loads():
     p, features, progs = run_check("--test-refuse=tables,python,frame-pointers")
     assert p.returncode == 1, p.stdout + p.stderr
     assert p.stdout.startswith("tier: none: "), p.stdout
-    assert set(features) == {"tables", "python", "memory", "context-switches"}, p.stdout
+    assert set(features) == FEATURES, p.stdout
     assert set(progs) == PROGRAMS, p.stdout
     assert REFUSED_LINE in progs["on_cpu_clock_fp"], p.stdout
 
@@ -284,7 +310,7 @@ def test_check_prints_every_line_when_nothing_loads():
 HEADROOM_INSNS = 250_000
 
 
-@pytest.mark.parametrize("refuse", ["", "tables", "python", "tables,python", "memory"])
+@pytest.mark.parametrize("refuse", ["", "tables", "python", "tables,python", "memory", "offcpu"])
 def test_every_program_verifies_with_headroom(refuse):
     """Each tier's programs (the full one, and those below it that a
     refusal makes perfd load) verify in at most a quarter of the limit on

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * offcpu.bpf.h - where user tasks wait: off-CPU time by the stack at which
+ * they left the CPU.
+ *
+ * `on_switch_offcpu` runs at every context switch (sched_switch, in the
+ * task switched out, interrupts off).  For the task leaving, it notes the
+ * time in the task's local storage and, with the odds below, takes its
+ * stack there and then, as a CPU sample's (kernel, user by the daemon's
+ * tables, Python frames), and sends it as a sample of value_kind OFFCPU
+ * and value 0.  For the task coming in, it finds that note, and sends how
+ * long the task was away and the odds its stack had (struct
+ * perfd_offcpu_end); the daemon joins the two (daemon/profile/offcpu.c).
+ * The stack must be taken at the switch out: only the task itself can
+ * read its user memory, and when it runs again the program is in the next
+ * switch's outgoing task.
+ *
+ * Why sample blocks and not keep every one: taking a stack costs
+ * microseconds (unwinding, Python frames), and a host can switch a
+ * million times a second.  A block's stack is taken with odds p, and the
+ * daemon counts a taken block as its length / p: the sum stays an
+ * unbiased estimate of every task's waiting time (each block's expected
+ * count is its length), as long as p is fixed before the block begins
+ * (it may depend on the task's past, never on how long this block will
+ * be).  p is the product of three odds (take()):
+ *  - by length: a task whose blocks of this kind (waits for a CPU, or
+ *    the others: a task's short preemptions would otherwise drag down the
+ *    mean of its long sleeps) last offcpu_long_ns (1 ms) or more on the
+ *    mean of its last ones (a mean quick to rise, slow to fall:
+ *    note_length) keeps every block; one whose blocks are shorter keeps
+ *    that share of them.  So the odds follow the expected
+ *    length, as sampling by duration would: the long waits that make up
+ *    most of the time (a service waiting for requests, a loop sleeping on
+ *    a timer) are all kept, and the error is in the short ones, whose
+ *    many samples average out (relative error ~1/sqrt(blocks taken));
+ *  - by the task's rate: of those, about offcpu_task_stacks_per_s (100)
+ *    a second (over OFFCPU_TASK_WINDOW_NS), so that no task's switches
+ *    take the CPU's budget from the others;
+ *  - by the CPU's rate: of those, about offcpu_blocks_per_s
+ *    (--offcpu-rate, 500) a second per CPU (over OFFCPU_WINDOW_NS), the
+ *    bound on the cost whatever the number of tasks: long blocks first,
+ *    the short ones sharing what the long ones leave (an eighth at
+ *    least), so that a host busy with short switches does not thin out
+ *    the long waits.
+ * The lengths of the blocks not taken are counted
+ * (PERFD_CNT_OFFCPU_SKIPPED_NS), and status shows them beside the
+ * estimate.
+ *
+ * perfd's own threads are left out too (offcpu_self_tgid).  Kernel
+ * threads and the idle task are left out: their waits are the
+ * kernel's, and they would spend the budget of the processes users ask
+ * about.  A block that began before this program was attached, or whose
+ * note the kernel could not store, has no note and is not counted.
+ *
+ * Part of perfd.bpf.c's one object, included there after the maps,
+ * settings and sample builder it uses; see its top comment for the whole.
+ */
+#ifndef PERFD_OFFCPU_BPF_H
+#define PERFD_OFFCPU_BPF_H
+
+#define OFFCPU_WINDOW_NS (100ull * 1000 * 1000)
+#define OFFCPU_TASK_WINDOW_NS (1000ull * 1000 * 1000)
+/* include/linux/sched.h's TASK_DEAD, the state of a task's last switch */
+#define TASK_DEAD_STATE 0x80
+
+/* Stacks each CPU takes a second, at most about (set by the daemon). */
+const volatile __u64 offcpu_blocks_per_s = 500;
+/* Stacks each task takes a second, at most about. */
+const volatile __u64 offcpu_task_stacks_per_s = 100;
+/* A task whose blocks last this long on the mean keeps every one. */
+const volatile __u64 offcpu_long_ns = 1000000;
+/* perfd's own process: its waits are left out, or every wait of its
+ * drain would send records that make it wait again. */
+const volatile __u32 offcpu_self_tgid = 0;
+
+/* A task's note of its current block, and its rate. */
+struct offcpu_note {
+	__u64 out_ns;        /* when it left the CPU; 0: not away (or not noted) */
+	/* how long its blocks last, a moving mean (note_length) of each
+	 * kind: [0] waits for a CPU (runnable when it left), [1] the others */
+	__u64 mean_ns[2];
+	__u64 window_end_ns; /* its rate's window */
+	__u32 window_taken;  /* its blocks its own odds let through in that window */
+	__u32 rate_odds;     /* its rate's odds, from the window before */
+	__u32 odds;          /* this block's stack was taken with these odds; 0: not taken */
+	__u32 state;         /* PERFD_OFFCPU_RUNNABLE, or its __state when it left */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_note);
+} offcpu_notes SEC(".maps");
+
+/* Each CPU's rate: the blocks let through in the window under way, and
+ * the odds the window before set, of long blocks ([0]: those whose odds
+ * by length are whole) and of short ones ([1]). */
+struct offcpu_cpu {
+	__u64 window_end_ns;
+	__u64 taken[2];
+	__u64 odds[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_cpu);
+} offcpu_cpus SEC(".maps");
+
+/* Before 5.14 ("sched: Change task_struct::state") the field was state. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->__state))
+		return BPF_CORE_READ(task, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)task, state);
+}
+
+/* The odds of a rate: PERFD_OFFCPU_ODDS_ONE while the blocks let through
+ * in the window gone were within budget, else budget / taken; all when
+ * that window is not the one just gone (quiet since). */
+static __always_inline __u32 rate_odds(__u64 taken, __u64 budget, bool last_window)
+{
+	if (!last_window || taken <= budget)
+		return PERFD_OFFCPU_ODDS_ONE;
+	return (__u32)(budget * PERFD_OFFCPU_ODDS_ONE / taken) ?: 1;
+}
+
+/* Whether a draw with these odds wins. */
+static __always_inline bool wins(__u32 odds)
+{
+	return odds >= PERFD_OFFCPU_ODDS_ONE ||
+	       (bpf_get_prandom_u32() & (PERFD_OFFCPU_ODDS_ONE - 1)) < odds;
+}
+
+static __always_inline __u32 odds_times(__u32 a, __u32 b)
+{
+	return (__u32)(((__u64)a * b) >> PERFD_OFFCPU_ODDS_BITS) ?: 1;
+}
+
+/* Whether the stack of the block task n begins now is taken, and with
+ * what odds (*ret: the product of the three, 0 when not taken):
+ *  - its length's: a task whose blocks last offcpu_long_ns or more on the
+ *    mean keeps every one; one whose blocks are shorter keeps that share;
+ *  - its rate's: of those, about offcpu_task_stacks_per_s a second;
+ *  - its CPU's: of those, about offcpu_blocks_per_s a second per CPU.
+ * Each is fixed before the block begins. */
+static __always_inline bool take(struct offcpu_note *n, __u64 now, __u32 *ret)
+{
+	__u32 by_length = PERFD_OFFCPU_ODDS_ONE, odds, zero = 0, short_one;
+	__u64 mean = n->mean_ns[n->state != PERFD_OFFCPU_RUNNABLE];
+	struct offcpu_cpu *c;
+
+	*ret = 0;
+	if (mean < offcpu_long_ns)
+		by_length = (__u32)(mean * PERFD_OFFCPU_ODDS_ONE / offcpu_long_ns) ?: 1;
+	if (!wins(by_length))
+		return false;
+	if (now >= n->window_end_ns) {
+		n->rate_odds = rate_odds(n->window_taken,
+					 offcpu_task_stacks_per_s * OFFCPU_TASK_WINDOW_NS / 1000000000ull,
+					 n->window_end_ns && now - n->window_end_ns < OFFCPU_TASK_WINDOW_NS);
+		n->window_end_ns = now + OFFCPU_TASK_WINDOW_NS;
+		n->window_taken = 0;
+	}
+	n->window_taken++;
+	if (!wins(n->rate_odds))
+		return false;
+	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	if (!c)
+		return false;
+	if (now >= c->window_end_ns) {
+		__u64 budget = offcpu_blocks_per_s * OFFCPU_WINDOW_NS / 1000000000ull;
+		__u64 left = budget > c->taken[0] ? budget - c->taken[0] : 0;
+		bool last = now - c->window_end_ns < OFFCPU_WINDOW_NS;
+
+		/* long blocks first: the short ones get what they leave, an
+		 * eighth of the budget at least */
+		if (left < budget / 8)
+			left = budget / 8;
+		c->odds[0] = rate_odds(c->taken[0], budget, last);
+		c->odds[1] = rate_odds(c->taken[1], left, last);
+		c->window_end_ns = now + OFFCPU_WINDOW_NS;
+		c->taken[0] = 0;
+		c->taken[1] = 0;
+	}
+	short_one = by_length < PERFD_OFFCPU_ODDS_ONE;
+	c->taken[short_one]++;
+	if (!wins((__u32)c->odds[short_one]))
+		return false;
+	odds = odds_times(odds_times(by_length, n->rate_odds), (__u32)c->odds[short_one]);
+	*ret = odds;
+	return true;
+}
+
+/* The moving mean of a task's blocks of the kind of the one that just
+ * ended, with it: quick to rise (half the way to a longer block), slow to
+ * fall (a sixteenth of the way to a shorter one), so that a task whose
+ * long waits come between short ones (a sleep after a few page-cache
+ * reads, a request after a few lock waits) keeps its long ones whole:
+ * the odds follow where its waiting time is, not how many waits. */
+static __always_inline void note_length(struct offcpu_note *n, __u64 away)
+{
+	__u64 *mean = &n->mean_ns[n->state != PERFD_OFFCPU_RUNNABLE];
+
+	if (away >= *mean)
+		*mean += (away - *mean) >> 1;
+	else
+		*mean -= (*mean - away) >> 4;
+}
+
+/* task, back on the CPU at now: how long it was away, if it was noted. */
+static __always_inline void offcpu_end(struct task_struct *task, __u64 now)
+{
+	struct perfd_offcpu_end *e;
+	struct offcpu_note *n;
+	__u64 away;
+
+	n = bpf_task_storage_get(&offcpu_notes, task, 0, 0);
+	if (!n || !n->out_ns)
+		return;
+	away = now - n->out_ns;
+	note_length(n, away);
+	if (!n->odds) {
+		count_n(PERFD_CNT_OFFCPU_SKIPPED_NS, away);
+		n->out_ns = 0;
+		return;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PERFD_CNT_OFFCPU_LOST);
+		count_n(PERFD_CNT_OFFCPU_SKIPPED_NS, away);
+		n->out_ns = 0;
+		return;
+	}
+	fill_header(&e->hdr, PERFD_EVENT_OFFCPU_END, task->tgid, task->pid,
+		    task->group_leader->start_boottime, now);
+	e->out_ns = n->out_ns;
+	e->odds = n->odds;
+	e->state = n->state;
+	n->out_ns = 0;
+	count_n(PERFD_CNT_OFFCPU_SAMPLED_NS, away);
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes ?
+				      BPF_RB_FORCE_WAKEUP :
+				      BPF_RB_NO_WAKEUP);
+}
+
+/* task, the current one, leaves the CPU at now. */
+static __always_inline int offcpu_begin(void *ctx, struct task_struct *task, bool preempt,
+					__u64 now)
+{
+	struct user_regs no_uregs = {};
+	struct offcpu_note *n;
+	__u32 odds, state;
+
+	state = task_state(task);
+	/* its last switch: a dead task never comes back to end a block */
+	if (state & TASK_DEAD_STATE)
+		return 0;
+	n = bpf_task_storage_get(&offcpu_notes, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!n)
+		return 0;
+	count(PERFD_CNT_OFFCPU_BLOCKS);
+	if (!n->window_end_ns && !n->mean_ns[0] && !n->mean_ns[1]) {
+		/* new: its first blocks are kept, the first forty or so short
+		 * ones too (a process's start: exec's reads, the loader) */
+		n->mean_ns[0] = 16 * offcpu_long_ns;
+		n->mean_ns[1] = 16 * offcpu_long_ns;
+	}
+	n->out_ns = now;
+	n->state = preempt || state == 0 ? PERFD_OFFCPU_RUNNABLE : state;
+	n->odds = 0;
+	if (!take(n, now, &odds))
+		return 0;
+	n->odds = odds;
+	count(PERFD_CNT_OFFCPU_SAMPLED);
+	return sample(ctx, task, true, true, &no_uregs, PERFD_VALUE_OFFCPU, 0, now);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_offcpu, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now;
+
+	refuse_if_asked(PERFD_REFUSE_OFFCPU);
+	now = bpf_ktime_get_ns();
+	if (next->mm && next->pid && next->tgid != offcpu_self_tgid)
+		offcpu_end(next, now);
+	if (!prev->mm || !prev->pid || prev->tgid == offcpu_self_tgid)
+		return 0;
+	return offcpu_begin(ctx, prev, preempt, now);
+}
+
+#endif

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * offcpu.c - an off-CPU block, joined.  BPF sends the stack a task left
+ * its CPU at (a sample of kind OFFCPU, value 0) and, when it runs again,
+ * how long it was away (struct perfd_offcpu_end; bpf/offcpu.bpf.h).  The
+ * stack waits here, by thread, for its end; joined, it is one sample worth
+ * the block's estimated nanoseconds (its length over the odds its stack
+ * had of being taken), taken at the end, with why it waited as its leaf
+ * (waitclass.h), and goes in as any sample does (agg_ingest_sample).
+ *
+ * A thread has one block at a time, so one stack waits per thread: a
+ * second stack for a thread whose first never got its end (the end found
+ * no room in the ring) replaces it, counted; an end whose stack is not
+ * here (its sample was lost, or came before perfd) is counted with its
+ * nanoseconds.  What waits is bounded (OFFCPU_WAITING_MAX stacks,
+ * OFFCPU_WAITING_BYTES) and counted in the store's memory; a stack past
+ * the bound is dropped and counted.  Waiting stacks of a thread that
+ * exits go with its end, which a task always has: it runs again to exit.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/kindtab.h"
+#include "perfd/macro.h"
+#include "profile/aggregate_internal.h"
+#include "profile/frame.h"
+#include "profile/waitclass.h"
+
+struct offcpu_stack {
+	size_t size;
+	struct perfd_sample s; /* and its frames, size bytes in all */
+};
+
+static size_t stack_bytes(const struct offcpu_stack *w)
+{
+	return sizeof(*w) - sizeof(w->s) + w->size;
+}
+
+static void forget(struct aggregator *a, uint32_t tid, struct offcpu_stack *w)
+{
+	u64map_remove(&a->offcpu.by_tid, tid);
+	a->offcpu.bytes -= stack_bytes(w);
+	free(w);
+}
+
+int agg_offcpu_begin(struct aggregator *a, const struct perfd_sample *s, size_t size)
+{
+	struct offcpu_stack *w;
+	uint64_t *slot;
+	bool added;
+
+	a->stats.offcpu_stacks++;
+	slot = u64map_get(&a->offcpu.by_tid, s->hdr.tid);
+	if (slot) {
+		a->stats.offcpu_stacks_replaced++;
+		forget(a, s->hdr.tid, (struct offcpu_stack *)(uintptr_t)*slot);
+	}
+	if (a->offcpu.by_tid.count >= OFFCPU_WAITING_MAX ||
+	    a->offcpu.bytes + size > OFFCPU_WAITING_BYTES) {
+		a->stats.offcpu_stacks_dropped++;
+		return 0;
+	}
+	w = malloc(sizeof(*w) - sizeof(w->s) + size);
+	if (!w) {
+		a->stats.offcpu_stacks_dropped++;
+		return -ENOMEM;
+	}
+	w->size = size;
+	memcpy(&w->s, s, size);
+	slot = u64map_upsert(&a->offcpu.by_tid, s->hdr.tid, &added);
+	if (!slot) {
+		free(w);
+		a->stats.offcpu_stacks_dropped++;
+		return -ENOMEM;
+	}
+	*slot = (uint64_t)(uintptr_t)w;
+	a->offcpu.bytes += stack_bytes(w);
+	/* known from its first block on: its maps are read while it lives */
+	(void)agg_process_for(a, &s->hdr, s->comm, s->page_size, s->flags & PERFD_SAMPLE_F_KTHREAD,
+			      true);
+	return 0;
+}
+
+static const char *kernel_name(void *ctx, uint64_t frame, char *buf, size_t size)
+{
+	struct aggregator *a = ctx;
+
+	return a->hooks.kernel_function ? a->hooks.kernel_function(a->hooks.userdata, frame, buf, size) :
+					  NULL;
+}
+
+/* Why s waited, from state and its kernel frames. */
+static enum wait_class classify(struct aggregator *a, const struct perfd_sample *s, uint32_t state)
+{
+	uint64_t frames[PERFD_MAX_STACK_DEPTH];
+	uint32_t kd = s->kernel_depth > 0 ? MIN((uint32_t)s->kernel_depth, PERFD_MAX_STACK_DEPTH) : 0;
+	uint32_t skip = kind_infos[PERFD_VALUE_OFFCPU].kernel_skip;
+	size_t n = 0;
+
+	for (uint32_t i = skip; i < kd; i++)
+		frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > skip));
+	return wait_classify(state, frames, n, kernel_name, a);
+}
+
+/* What a block of away ns whose stack had these odds stands for:
+ * away / (odds / PERFD_OFFCPU_ODDS_ONE), saturated. */
+static uint64_t estimate(uint64_t away, uint32_t odds)
+{
+	if (!odds)
+		odds = 1;
+	if (odds >= PERFD_OFFCPU_ODDS_ONE)
+		return away;
+	if (away > UINT64_MAX >> PERFD_OFFCPU_ODDS_BITS)
+		return UINT64_MAX / odds;
+	return (away << PERFD_OFFCPU_ODDS_BITS) / odds;
+}
+
+int agg_offcpu_end(struct aggregator *a, const struct perfd_offcpu_end *e)
+{
+	uint64_t *slot = u64map_get(&a->offcpu.by_tid, e->hdr.tid);
+	uint64_t away = e->hdr.timestamp_ns > e->out_ns ? e->hdr.timestamp_ns - e->out_ns : 0;
+	struct offcpu_stack *w;
+	enum wait_class c;
+	int r;
+
+	w = slot ? (struct offcpu_stack *)(uintptr_t)*slot : NULL;
+	if (!w || w->s.hdr.timestamp_ns != e->out_ns || w->s.hdr.tgid != e->hdr.tgid) {
+		/* an older stack than this end's (its own end was lost) goes;
+		 * a newer one waits for its own */
+		if (w && w->s.hdr.timestamp_ns < e->out_ns) {
+			a->stats.offcpu_stacks_replaced++;
+			forget(a, e->hdr.tid, w);
+		}
+		a->stats.offcpu_ends_unmatched++;
+		a->stats.offcpu_unmatched_ns += away;
+		return 0;
+	}
+	u64map_remove(&a->offcpu.by_tid, e->hdr.tid);
+	a->offcpu.bytes -= stack_bytes(w);
+	c = classify(a, &w->s, e->state);
+	w->s.value = estimate(away, e->odds);
+	w->s.hdr.timestamp_ns = e->hdr.timestamp_ns;
+	w->s.flags = (w->s.flags & ~SAMPLE_WAIT_MASK) | sample_wait_flags(c);
+	a->stats.offcpu_joined++;
+	r = w->s.value ? agg_ingest_sample(a, &w->s, w->size, NULL) : 0;
+	free(w);
+	return r;
+}
+
+void agg_offcpu_free(struct aggregator *a)
+{
+	U64MAP_FOREACH(slot, &a->offcpu.by_tid)
+		free((void *)(uintptr_t)slot->value);
+	u64map_done(&a->offcpu.by_tid);
+	a->offcpu.bytes = 0;
+}

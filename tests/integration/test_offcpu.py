@@ -1,0 +1,123 @@
+"""Off-CPU time (issue 30): where a thread waits, charged to the stack it
+blocked at, with why it waited as the stack's leaf ("[wait: sleep]"),
+against workloads whose waits are known by construction.
+
+The truth is the process's own: its CPU time (getrusage, printed at its
+end) and its wall time, so its off-CPU time is wall minus CPU for a
+single thread.  perfd's estimate is a sum of sampled blocks
+(bpf/offcpu.bpf.h): a thread that blocks a few times a second keeps every
+block, so the tolerances below are the timing's, not sampling's."""
+import time
+
+import pytest
+
+import perfdtest
+from perfdtest import contains, count_where, parse_folded, show, total
+
+HZ = perfdtest.FAST_HZ
+
+
+@pytest.fixture(scope="module")
+def daemon(environment):
+    d = perfdtest.start_perfd(frequency=HZ)
+    yield d
+    d.stop()
+
+
+def history(daemon, pid, kind, since="1m"):
+    rc, out, err = daemon.perfctl("snapshot", "--pid", str(pid), "--since", since, "--kind", kind,
+                                  timeout=60)
+    assert rc == 0, f"snapshot --kind {kind} exited {rc}: {err}\n{daemon.stderr()[-3000:]}"
+    return parse_folded(out)
+
+
+def leaf(stack):
+    return perfdtest.functions(stack)[-1]
+
+
+def run_to_end(workloads, name, *args):
+    """Runs a workload to its end; returns (it, its wall seconds, its CPU
+    seconds as it printed them)."""
+    t0 = time.monotonic()
+    w = workloads(name, *args)
+    out = w.finish(timeout=120)
+    wall = time.monotonic() - t0
+    cpu = float(out.split()[-1])
+    time.sleep(1.5)  # its last blocks' ends and samples are in
+    return w, wall, cpu
+
+
+def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads):
+    """timer_wait computes 100 ms, sleeps 300 ms, for 4 s: its off-CPU
+    profile is its wall time less its CPU time (within 5%), nearly all of
+    it under wait_for_timer with the leaf [wait: sleep]; with its CPU
+    profile, the off-CPU share of its time is 75% within 3 points."""
+    w, wall, cpu = run_to_end(workloads, "timer_wait", 4)
+    off = history(daemon, w.pid, "offcpu")
+    on = history(daemon, w.pid, "cpu")
+    period_ns = daemon.status()["sample_period_ns"]
+    off_ns, cpu_ns = total(off), total(on) * period_ns
+    truth_ns = (wall - cpu) * 1e9
+    print(f"timer_wait: wall {wall:.2f} s, CPU {cpu:.2f} s; perfd: off-CPU {off_ns / 1e9:.2f} s, "
+          f"CPU {cpu_ns / 1e9:.2f} s\n{show(off)}")
+    assert off_ns, f"no off-CPU time for the timer loop\n{daemon.status()['offcpu']}"
+    # the process's first moments (exec, before main) are not its loop's
+    assert abs(off_ns - truth_ns) <= 0.05 * truth_ns + 0.05e9, \
+        f"off-CPU {off_ns / 1e9:.3f} s, the process says {truth_ns / 1e9:.3f} s"
+    asleep = count_where(off, lambda s: contains("wait_for_timer")(s) and leaf(s) == "[wait: sleep]")
+    assert asleep >= 0.9 * off_ns, f"only {asleep / off_ns:.0%} asleep in wait_for_timer\n{show(off)}"
+    share = off_ns / (off_ns + cpu_ns)
+    assert abs(share - 0.75) <= 0.03, f"off-CPU share {share:.1%}, 75% by construction"
+
+
+def test_off_cpu_history_is_answered_after_the_process_exited(daemon, workloads):
+    """The same profile from history, a while after the process is gone:
+    off-CPU samples go to the store like any other."""
+    w, wall, cpu = run_to_end(workloads, "timer_wait", 2)
+    time.sleep(3)
+    off = history(daemon, w.pid, "offcpu", since="2m")
+    assert total(off) >= 0.9 * (wall - cpu) * 1e9, show(off)
+    assert count_where(off, contains("wait_for_timer")) >= 0.9 * total(off), show(off)
+
+
+def waiting(daemon, pid, function, cls, since="1m"):
+    """(off-CPU ns of pid under function with the leaf [wait: cls], all of
+    pid's off-CPU ns, the profile)."""
+    off = history(daemon, pid, "offcpu", since)
+    mine = count_where(off, lambda s: contains(function)(s) and leaf(s) == f"[wait: {cls}]")
+    return mine, total(off), off
+
+
+@pytest.mark.parametrize("how,function,cls", [("pipe", "read_pipe", "pipe"),
+                                              ("tcp", "recv_reply", "network")])
+def test_a_reader_waits_for_what_it_reads(daemon, workloads, how, function, cls):
+    """A reader of a pipe a writer fills every 50 ms, and a client of a
+    loopback server that answers each request after 50 ms: each waits
+    nearly all of its 3 s, in the function that reads, for the pipe or
+    the network."""
+    w = workloads("waits", how, 3)
+    pid = int(w.expect_line("ready").split()[1])
+    w.expect_line("done", timeout=60)
+    w.finish(timeout=60)
+    time.sleep(1.5)
+    mine, off, prof = waiting(daemon, pid, function, cls)
+    print(f"{how}: {mine / 1e9:.2f} s of {off / 1e9:.2f} s off-CPU in {function} [wait: {cls}]\n"
+          f"{show(prof)}")
+    assert off >= 2.7e9, f"{off / 1e9:.2f} s off-CPU of 3 s waiting\n{show(prof)}"
+    assert mine >= 0.9 * off, f"{mine / off:.0%} in {function} waiting for {cls}\n{show(prof)}"
+
+
+def test_two_spinners_on_one_cpu_each_wait_half_for_it(daemon, workloads):
+    """Two processes spinning on CPU 0 alone for 3 s: each runs half the
+    time and waits for the CPU the other half ([wait: cpu] in
+    spin_pinned), within 10 points."""
+    w = workloads("waits", "pinned", 3)
+    pids = [int(p) for p in w.expect_line("ready").split()[1:]]
+    w.expect_line("done", timeout=60)
+    w.finish(timeout=60)
+    time.sleep(1.5)
+    for pid in pids:
+        mine, off, prof = waiting(daemon, pid, "spin_pinned", "cpu")
+        print(f"spinner {pid}: {mine / 1e9:.2f} s waiting for the CPU of {off / 1e9:.2f} s off it")
+        assert abs(mine / 3e9 - 0.5) <= 0.1, \
+            f"spinner {pid} waited {mine / 3e9:.0%} of 3 s for the CPU\n{show(prof)}"
