@@ -87,7 +87,7 @@ import report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PHASES = ("verifier", "cost", "daemon_cpu", "procs", "stacks", "fidelity", "slowdown", "python_kernel_cost", "python_symbolize_cost",
-          "store_snapshot", "store_first_binary", "store_memory", "memory_cost", "top", "export")
+          "store_snapshot", "store_first_binary", "store_memory", "memory_cost", "top", "export", "offcpu")
 STORE_PHASES = ("store_snapshot", "store_first_binary", "store_memory")
 MIB = 1024 * 1024
 
@@ -739,6 +739,82 @@ class IngestReceiver:
 
 def dir_bytes(path):
     return sum(f.stat().st_size for f in Path(path).iterdir() if f.is_file())
+
+
+# --- off-CPU time (issue 30) ------------------------------------------------
+
+OFFCPU_SECONDS = 6
+
+
+def throughput(ctx, argv, key, seconds):
+    """Runs a workload that prints "KEY N" at its end; returns N / seconds."""
+    p = ctx.procs.start(argv, stdout=subprocess.PIPE)
+    try:
+        out, _ = p.communicate(timeout=seconds + 60)
+    finally:
+        ctx.procs.forget(p)
+    for line in out.decode().splitlines():
+        if line.startswith(key + " "):
+            return int(line.split()[1]) / seconds
+    raise BenchError(f"{argv[0]} printed no {key!r} line: {out[:300]!r}")
+
+
+def phase_offcpu(ctx):
+    """Throughput of a context-switch-heavy pair and of a request/response
+    server under perfd with off-CPU time on (its default), off
+    (--no-offcpu), and no profiler, rotating; and the kernel's cost per
+    switch: perfd's BPF time (run_time_ns of its sched_switch programs,
+    kernel.bpf_stats_enabled) over the times it ran: every switch."""
+    sec = ("13. Off-CPU time: throughput with perfd's off-CPU time on (default) against "
+           "--no-offcpu and no profiler (99 Hz, rotating), kernel cost per switch")
+    loads = {"pingpong": ([str(ctx.build / "workloads" / "pingpong"), str(OFFCPU_SECONDS)], "rounds",
+                          "round trips/s"),
+             "server": ([ctx.workload("server"), str(OFFCPU_SECONDS), "8", "200"], "requests",
+                        "requests/s")}
+    kinds = ["none", "offcpu", "no_offcpu"]
+    for name, (argv, key, unit) in loads.items():
+        for i in range(ctx.runs):
+            order = kinds[i % 3:] + kinds[:i % 3]
+            log(f"offcpu: {name} run {i + 1}/{ctx.runs} ({', '.join(order)})")
+            rate, per_switch = {}, None
+            for kind in order:
+                if kind == "none":
+                    rate[kind] = throughput(ctx, argv, key, OFFCPU_SECONDS)
+                    continue
+                p = ctx.perfd(99, () if kind == "offcpu" else ("--no-offcpu",))
+                try:
+                    time.sleep(0.5)
+                    with BpfStats():
+                        names = bpf_prog_names()
+                        st0, progs0 = p.status(), bpf_progs(p.pid, None)
+                        rate[kind] = throughput(ctx, argv, key, OFFCPU_SECONDS)
+                        st1, progs1 = p.status(), bpf_progs(p.pid, None)
+                finally:
+                    p.stop()
+                if kind == "offcpu":
+                    blocks = st1["offcpu"]["blocks"] - st0["offcpu"]["blocks"]
+                    sampled = st1["offcpu"]["blocks_sampled"] - st0["offcpu"]["blocks_sampled"]
+                    ctx.add(f"offcpu.{name}.blocks_per_s", sec, f"{name}: user-task switches perfd saw",
+                            "/s", blocks / OFFCPU_SECONDS)
+                    ctx.add(f"offcpu.{name}.sampled_pct", sec, f"{name}: ... whose stack was taken",
+                            "%", sampled / blocks * 100 if blocks else None)
+                    runs = {i: (progs1[i]["run_time_ns"] - progs0.get(i, {}).get("run_time_ns", 0),
+                                progs1[i]["run_cnt"] - progs0.get(i, {}).get("run_cnt", 0))
+                            for i in progs1 if names.get(i) == "on_switch_offcpu"}
+                    ns, cnt = (sum(r[k] for r in runs.values()) for k in (0, 1))
+                    ctx.add(f"offcpu.{name}.ns_per_switch", sec,
+                            f"{name}: on_switch_offcpu's kernel time per context switch", "ns",
+                            ns / cnt if cnt else None, "lower")
+            ctx.add(f"offcpu.{name}.none", sec, f"{name}: {unit} without a profiler", unit, rate["none"],
+                    "higher")
+            ctx.add(f"offcpu.{name}.slow_pct", sec, f"{name}: slowdown with perfd (off-CPU on), run by run",
+                    "%", (rate["none"] / rate["offcpu"] - 1) * 100, "lower")
+            ctx.add(f"offcpu.{name}.slow_no_offcpu_pct", sec,
+                    f"{name}: slowdown with perfd --no-offcpu, run by run", "%",
+                    (rate["none"] / rate["no_offcpu"] - 1) * 100, "lower")
+            ctx.add(f"offcpu.{name}.cost_pct", sec,
+                    f"{name}: off-CPU time's own cost (on against --no-offcpu), run by run", "%",
+                    (rate["no_offcpu"] / rate["offcpu"] - 1) * 100, "lower")
 
 
 def phase_export(ctx):

@@ -14,7 +14,9 @@
  *
  * usage: pingpong SECONDS
  * output: "ready PING_PID PONG_PID" once both run, then, when both have
- *         stopped after SECONDS of wall time, one line per process:
+ *         stopped after SECONDS of wall time, "rounds N" (round trips
+ *         ping made: a throughput, for the benchmark) and one line per
+ *         process:
  *         "cpu PID SECONDS" (CPU seconds, user + system, from wait4()'s
  *         rusage).
  */
@@ -77,6 +79,10 @@ static void run(const char *name, int out, int in, int first, double deadline)
 		if (r == 0)
 			break;
 		rounds++;
+	}
+	if (first) {
+		printf("rounds %llu\n", (unsigned long long)rounds);
+		fflush(stdout);
 	}
 	_exit(0);
 }
