@@ -457,8 +457,10 @@ def test_a_fuse_server_that_stops_answering_does_not_stop_the_loop(hangfs):
     nothing); once the server answers again the code is named tiny_burn,
     and the history from SIGUSR1 on holds a sample for every period the
     workload ran (those that waited for the probe went in when perfd gave
-    up on it) and none in another module's code."""
-    daemon = perfdtest.start_perfd()
+    up on it) and none in another module's code.  Off-CPU time is off:
+    its stack of the workload waiting for SIGUSR1 would have perfd meet
+    the mapping before the server hangs."""
+    daemon = perfdtest.start_perfd(extra_args=["--no-offcpu"])
     with hung_server(hangfs, daemon) as (hang, workloads):
         w = perfdtest.Workload("python3", command=[DEBIAN_PYTHON, "-c", FUSE_WORKLOAD,
                                                    hangfs.path])
