@@ -532,5 +532,5 @@ void persist_flush(struct persist *ps, struct aggregator *a, const struct persis
 	ms = (now_monotonic_ns() - t0) / 1e6;
 	ps->stats.longest_flush_ms = MAX(ps->stats.longest_flush_ms, ms);
 	if (final)
-		state_writer_sync(ps->writer);
+		state_writer_wait(ps->writer, true);
 }

@@ -28,9 +28,9 @@
  *
  * Every PERSIST_FLUSH_S (persist_flush, after the store's maintenance) the
  * windows sealed since the last flush are encoded on the loop (for
- * PERSIST_FLUSH_SLICE_NS a turn) and handed to the writer thread (writer.h), which appends and syncs them: a window
- * is on disk at most HISTORY_SEAL_AFTER_S + PERSIST_FLUSH_S + 1 s after it
- * ends (~6 s after a sample), unless its frames' symbol tables are still being built off the
+ * PERSIST_FLUSH_SLICE_NS a turn) and handed to the writer thread (writer.h), which appends them: a window
+ * is in the file at most HISTORY_SEAL_AFTER_S + PERSIST_FLUSH_S + 1 s after it
+ * ends (~6 s after a sample; on the disk itself within STATE_SYNC_NS more), unless its frames' symbol tables are still being built off the
  * loop (symbolize.h): then it, and its process's later windows, wait for
  * them, up to PERSIST_NAMES_WAIT_S past its end (a flush every second woke the writer and synced the disk every
  * second, on a daemon at rest too).  A new segment is
@@ -84,7 +84,7 @@
  * fall).  Both are short for that: a
  * sample ingested later than the seal (waiting for its frames, at most
  * FRAMES_WAIT_NS) goes to the newest open window, a second or two off,
- * and a flush syncs the disk only when something was sealed. */
+ * and a flush writes only when something was sealed. */
 #define PERSIST_FLUSH_S 2
 /* One flush writes windows for this long at most on the loop (the first
  * one whatever it takes); the rest go at the next maintenance, a second

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/offload.h"
+#include "base/clock.h"
 #include "perfd/macro.h"
 #include "state/writer.h"
 
@@ -18,6 +19,7 @@ struct job {
 	struct state_writer *w;
 	uint64_t seq;
 	bool remove;
+	bool sync; /* no bytes: what was appended goes to disk now */
 	struct sbuf data;
 };
 
@@ -33,6 +35,7 @@ struct state_writer {
 	int open_fd;
 	off_t open_len;
 	bool appended;
+	uint64_t synced_ns; /* when what was appended last went to disk */
 };
 
 void state_segment_name(uint64_t seq, char *buf, size_t size)
@@ -40,8 +43,22 @@ void state_segment_name(uint64_t seq, char *buf, size_t size)
 	snprintf(buf, size, "segment-%016" PRIx64 ".perfd", seq);
 }
 
+/* On the lane: what was appended to the open segment goes to disk. */
+static void sync_open(struct state_writer *w)
+{
+	if (!w->appended || w->open_fd < 0)
+		return;
+	w->appended = false;
+	w->synced_ns = now_monotonic_ns();
+	(void)fdatasync(w->open_fd);
+	pthread_mutex_lock(&w->lock);
+	w->stats.syncs++;
+	pthread_mutex_unlock(&w->lock);
+}
+
 static void close_open(struct state_writer *w)
 {
+	sync_open(w); /* a segment left is whole on disk */
 	if (w->open_fd >= 0)
 		close(w->open_fd);
 	w->open_fd = -1;
@@ -54,10 +71,16 @@ static int do_job(struct state_writer *w, struct job *j)
 	char name[64];
 	size_t done = 0;
 
+	if (j->sync) {
+		sync_open(w);
+		return 0;
+	}
 	state_segment_name(j->seq, name, sizeof(name));
 	if (j->remove) {
-		if (w->open_seq == j->seq)
+		if (w->open_seq == j->seq) {
+			w->appended = false; /* going: nothing to sync */
 			close_open(w);
+		}
 		if (unlinkat(w->dirfd, name, 0) < 0 && errno != ENOENT)
 			return -errno;
 		return 0;
@@ -115,7 +138,7 @@ static void job_run(struct offload_job *oj)
 	int r = 0;
 
 	pthread_mutex_lock(&w->lock);
-	skip = !j->remove && j->seq == w->broken_seq;
+	skip = !j->remove && !j->sync && j->seq == w->broken_seq;
 	pthread_mutex_unlock(&w->lock);
 	if (!skip)
 		r = do_job(w, j);
@@ -127,7 +150,7 @@ static void job_run(struct offload_job *oj)
 		w->stats.last_error = r;
 		if (!j->remove)
 			w->broken_seq = j->seq;
-	} else if (!j->remove) {
+	} else if (!j->remove && !j->sync) {
 		w->stats.bytes_written += j->data.len;
 		w->stats.appends++;
 		w->appended = true;
@@ -135,18 +158,14 @@ static void job_run(struct offload_job *oj)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* On the lane, out of work: what the batch appended goes to disk. */
+/* On the lane, out of work: what the batches appended goes to disk, once
+ * STATE_SYNC_NS passed since the last time. */
 static void sync_batch(void *userdata)
 {
 	struct state_writer *w = userdata;
 
-	if (!w->appended || w->open_fd < 0)
-		return;
-	w->appended = false;
-	(void)fdatasync(w->open_fd);
-	pthread_mutex_lock(&w->lock);
-	w->stats.syncs++;
-	pthread_mutex_unlock(&w->lock);
+	if (now_monotonic_ns() - w->synced_ns >= STATE_SYNC_NS)
+		sync_open(w);
 }
 
 int state_writer_new(int dirfd, size_t max_bytes, struct state_writer **ret)
@@ -234,8 +253,15 @@ void state_writer_remove(struct state_writer *w, uint64_t seq)
 		job_free(&j->job);
 }
 
-void state_writer_sync(struct state_writer *w)
+void state_writer_wait(struct state_writer *w, bool to_disk)
 {
+	struct job *j = to_disk ? job_new(w, 0) : NULL;
+
+	if (j) {
+		j->sync = true;
+		if (offload_submit(w->lane, &j->job) < 0)
+			job_free(&j->job);
+	}
 	(void)offload_wait_idle(w->lane, OFFLOAD_FOREVER);
 }
 

@@ -5,9 +5,15 @@
  * The loop encodes (persist.c); this thread appends, syncs and deletes, so
  * a slow or full disk never stalls the loop.  The thread is an ordered
  * offload lane (base/offload.h): jobs run in order, append bytes to
- * segment N (creating it), remove segment N.  When the lane runs out of
- * work the segment appended to is fdatasync()ed: what a batch appended is
- * on disk before the next is taken.
+ * segment N (creating it), remove segment N.  What is appended is in the
+ * kernel at once, so perfd's own death (kill -9, a watchdog, a crash)
+ * loses none of it; it goes to the disk itself (fdatasync) when the lane
+ * runs out of work and STATE_SYNC_NS passed since the last time, when a
+ * segment is left for the next, and at state_writer_wait(, true) (SIGTERM): the
+ * machine's crash loses at most the last STATE_SYNC_NS.  A sync every
+ * batch (2 s) slept the thread four times a flush, half of a daemon at
+ * rest's wake-ups, and wrote the disk every 2 s for nothing a perfd
+ * crash needs.
  *
  * Bounded: past max_bytes queued or being written, an append is refused
  * (by the lane's bound, and counted) and
@@ -24,6 +30,9 @@
 #include <stdint.h>
 
 #include "state/statefile.h"
+
+/* As the kernel's own writeback of dirty pages (dirty_expire_centisecs). */
+#define STATE_SYNC_NS (30ULL * 1000 * 1000 * 1000)
 
 struct state_writer_stats {
 	uint64_t bytes_written, appends, syncs;
@@ -46,8 +55,9 @@ void state_segment_name(uint64_t seq, char *buf, size_t size);
  * when refused: the caller must start another segment. */
 bool state_writer_append(struct state_writer *w, uint64_t seq, struct sbuf *b);
 void state_writer_remove(struct state_writer *w, uint64_t seq);
-/* Waits until every job queued so far is done. */
-void state_writer_sync(struct state_writer *w);
+/* Waits until every job queued so far is done (and the lane's idle
+ * sync), and with to_disk until what they appended is on the disk. */
+void state_writer_wait(struct state_writer *w, bool to_disk);
 void state_writer_get_stats(struct state_writer *w, struct state_writer_stats *ret);
 
 #endif

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <time.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "profile/stacktab.h"
 #include "state/persist.h"
 #include "state/statefile.h"
+#include "state/writer.h"
 #include "symbols/symbolize.h"
 
 #define SEC 1000000000ULL
@@ -396,4 +398,55 @@ Test(persist, a_burst_of_one_process_is_written_in_slices)
 	persist_free(ps);
 	aggregator_free(a);
 	symbolizer_free(sym);
+}
+
+/* The writer syncs what perfd's own death cannot lose (it is in the
+ * kernel at once) only at its pace: the first batch, then none within
+ * STATE_SYNC_NS; a segment left for the next, and when asked. */
+static uint64_t appended(struct state_writer *w, uint64_t seq, const char *bytes)
+{
+	struct sbuf b = { 0 };
+	struct state_writer_stats st;
+
+	sbuf_put_bytes(&b, bytes, strlen(bytes));
+	cr_assert(state_writer_append(w, seq, &b));
+	sbuf_done(&b);
+	/* out of work, the lane's idle hook runs; this waits for it */
+	state_writer_wait(w, false);
+	state_writer_get_stats(w, &st);
+	return st.syncs;
+}
+
+Test(state_writer, syncs_at_its_pace_when_a_segment_is_left_and_when_asked)
+{
+	struct state_writer *w;
+	struct state_writer_stats st;
+	char name[64], path[sizeof(dir) + 64], got[16] = "";
+	FILE *f;
+	int dfd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(state_writer_new(dfd, 1 << 20, &w), 0);
+	close(dfd);
+	cr_assert_eq(appended(w, 1, "ab"), 1, "the first batch is synced");
+	cr_assert_eq(appended(w, 1, "cd"), 1, "a batch within STATE_SYNC_NS is not");
+	cr_assert_eq(appended(w, 2, "ef"), 2, "segment 1, left, is");
+	state_writer_wait(w, true);
+	state_writer_get_stats(w, &st);
+	cr_assert_eq(st.syncs, 3, "asked, segment 2 is");
+	state_writer_wait(w, true);
+	state_writer_get_stats(w, &st);
+	cr_assert_eq(st.syncs, 3, "nothing appended since: nothing to sync");
+	cr_assert_eq(st.appends, 3);
+	state_writer_free(w);
+
+	state_segment_name(1, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(got, sizeof(got), f));
+	fclose(f);
+	cr_assert_str_eq(got, "abcd", "what was not synced was written all the same");
 }
