@@ -22,26 +22,31 @@
  * unbiased estimate of every task's waiting time (each block's expected
  * count is its length), as long as p is fixed before the block begins
  * (it may depend on the task's past, never on how long this block will
- * be).  p is the product of three odds (take()):
- *  - by length: a task whose blocks of this kind (waits for a CPU, or
- *    the others: a task's short preemptions would otherwise drag down the
- *    mean of its long sleeps) last offcpu_long_ns (1 ms) or more on the
- *    mean of its last ones (a mean quick to rise, slow to fall:
- *    note_length) keeps every block; one whose blocks are shorter keeps
- *    that share of them.  So the odds follow the expected
- *    length, as sampling by duration would: the long waits that make up
- *    most of the time (a service waiting for requests, a loop sleeping on
- *    a timer) are all kept, and the error is in the short ones, whose
- *    many samples average out (relative error ~1/sqrt(blocks taken));
+ * be).  p is the product of two odds (take()):
+ *  - by length, threshold sampling (Duffield, Lund and Thorup's, as
+ *    network flow samplers keep flows by size): a block whose expected
+ *    length m is the CPU's threshold t or more is kept; a shorter one
+ *    with odds m / t.  m is the mean of the task's last blocks of this
+ *    kind (waits for a CPU, or the others: a task's short preemptions
+ *    would otherwise drag down the mean of its long sleeps), quick to
+ *    rise and slow to fall (note_length).  So the odds follow where the
+ *    time is: the long waits that make up most of it (a service waiting
+ *    for requests, a loop sleeping on a timer) are all kept, and the
+ *    error is in the short ones, whose many samples average out
+ *    (relative error ~1/sqrt(blocks taken)).  t is offcpu_long_ns (1 ms)
+ *    while the CPU takes about offcpu_blocks_per_s (--offcpu-rate, 500)
+ *    stacks a second or fewer (over OFFCPU_WINDOW_NS), the bound on the
+ *    cost whatever the number of tasks; past it, t rises for the next
+ *    window in proportion (next_threshold).  So a burst of short
+ *    or new tasks thins themselves, not the long waits of the others: an
+ *    established timer loop's 300 ms sleeps stay whole unless 50 blocks
+ *    a window that long are due on its CPU.  (A budget kept for long
+ *    blocks, by a fixed 1 ms line, let a shell script's process starts,
+ *    80 blocks in 10 ms that new tasks' means count as long, take a
+ *    timer loop's sleeps with odds of 1/2 to 3/4: off by 0.3 s in 2.4.)
  *  - by the task's rate: of those, about offcpu_task_stacks_per_s (100)
  *    a second (over OFFCPU_TASK_WINDOW_NS), so that no task's switches
- *    take the CPU's budget from the others;
- *  - by the CPU's rate: of those, about offcpu_blocks_per_s
- *    (--offcpu-rate, 500) a second per CPU (over OFFCPU_WINDOW_NS), the
- *    bound on the cost whatever the number of tasks: long blocks first,
- *    the short ones sharing what the long ones leave (an eighth at
- *    least), so that a host busy with short switches does not thin out
- *    the long waits.
+ *    take the CPU's budget from the others.
  * The lengths of the blocks not taken are counted
  * (PERFD_CNT_OFFCPU_SKIPPED_NS), and status shows them beside the
  * estimate.
@@ -60,6 +65,8 @@
 
 #define OFFCPU_WINDOW_NS (100ull * 1000 * 1000)
 #define OFFCPU_TASK_WINDOW_NS (1000ull * 1000 * 1000)
+/* A CPU's threshold at most: blocks of 10 s on the mean are always kept */
+#define OFFCPU_MAX_THRESHOLD_NS (10000ull * 1000 * 1000)
 /* include/linux/sched.h's TASK_DEAD, the state of a task's last switch */
 #define TASK_DEAD_STATE 0x80
 
@@ -67,7 +74,8 @@
 const volatile __u64 offcpu_blocks_per_s = 500;
 /* Stacks each task takes a second, at most about. */
 const volatile __u64 offcpu_task_stacks_per_s = 100;
-/* A task whose blocks last this long on the mean keeps every one. */
+/* A task whose blocks last this long on the mean keeps every one, while
+ * its CPU is within offcpu_blocks_per_s. */
 const volatile __u64 offcpu_long_ns = 1000000;
 /* perfd's own process: its waits are left out, or every wait of its
  * drain would send records that make it wait again. */
@@ -93,13 +101,12 @@ struct {
 	__type(value, struct offcpu_note);
 } offcpu_notes SEC(".maps");
 
-/* Each CPU's rate: the blocks let through in the window under way, and
- * the odds the window before set, of long blocks ([0]: those whose odds
- * by length are whole) and of short ones ([1]). */
+/* Each CPU's rate: the stacks taken in the window under way, and the
+ * threshold the window before set (0: none yet). */
 struct offcpu_cpu {
 	__u64 window_end_ns;
-	__u64 taken[2];
-	__u64 odds[2];
+	__u64 taken;
+	__u64 threshold_ns;
 };
 
 struct {
@@ -143,22 +150,58 @@ static __always_inline __u32 odds_times(__u32 a, __u32 b)
 	return (__u32)(((__u64)a * b) >> PERFD_OFFCPU_ODDS_BITS) ?: 1;
 }
 
+/* The CPU's threshold for the window beginning now: the last one's, times
+ * what that window took over its budget (the shorter blocks' share of the
+ * stacks taken goes as 1/t), at most 4 times up and 2 down a window, and
+ * offcpu_long_ns at least: so at about the budget on the mean, bursts
+ * (a shell script's process starts: 80 blocks in 10 ms, then none)
+ * included.  (Up by the ratio and down by halves only below half the
+ * budget, t ratcheted up under bursts, to seconds.) */
+static __always_inline __u64 next_threshold(const struct offcpu_cpu *c, __u64 now)
+{
+	__u64 budget = offcpu_blocks_per_s * OFFCPU_WINDOW_NS / 1000000000ull ?: 1;
+	__u64 last = c->threshold_ns, t;
+
+	if (!last)
+		return offcpu_long_ns;
+	if (now - c->window_end_ns >= OFFCPU_WINDOW_NS) { /* windows with none since */
+		__u64 quiet = (now - c->window_end_ns) / OFFCPU_WINDOW_NS;
+
+		t = quiet >= 16 ? 0 : last >> quiet;
+		return t < offcpu_long_ns ? offcpu_long_ns : t;
+	}
+	t = last * c->taken / budget;
+	if (t < last / 2)
+		t = last / 2;
+	if (t > last * 4)
+		t = last * 4;
+	return t < offcpu_long_ns ? offcpu_long_ns : t > OFFCPU_MAX_THRESHOLD_NS ? OFFCPU_MAX_THRESHOLD_NS : t;
+}
+
 /* Whether the stack of the block task n begins now is taken, and with
- * what odds (*ret: the product of the three, 0 when not taken):
- *  - its length's: a task whose blocks last offcpu_long_ns or more on the
- *    mean keeps every one; one whose blocks are shorter keeps that share;
- *  - its rate's: of those, about offcpu_task_stacks_per_s a second;
- *  - its CPU's: of those, about offcpu_blocks_per_s a second per CPU.
+ * what odds (*ret: the product of the two, 0 when not taken):
+ *  - its length's: a task whose blocks last the CPU's threshold or more
+ *    on the mean keeps every one; one whose blocks are shorter keeps that
+ *    share;
+ *  - its rate's: of those, about offcpu_task_stacks_per_s a second.
  * Each is fixed before the block begins. */
 static __always_inline bool take(struct offcpu_note *n, __u64 now, __u32 *ret)
 {
-	__u32 by_length = PERFD_OFFCPU_ODDS_ONE, odds, zero = 0, short_one;
+	__u32 by_length = PERFD_OFFCPU_ODDS_ONE, zero = 0;
 	__u64 mean = n->mean_ns[n->state != PERFD_OFFCPU_RUNNABLE];
 	struct offcpu_cpu *c;
 
 	*ret = 0;
-	if (mean < offcpu_long_ns)
-		by_length = (__u32)(mean * PERFD_OFFCPU_ODDS_ONE / offcpu_long_ns) ?: 1;
+	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	if (!c)
+		return false;
+	if (now >= c->window_end_ns) {
+		c->threshold_ns = next_threshold(c, now);
+		c->window_end_ns = now + OFFCPU_WINDOW_NS;
+		c->taken = 0;
+	}
+	if (mean < c->threshold_ns)
+		by_length = (__u32)(mean * PERFD_OFFCPU_ODDS_ONE / c->threshold_ns) ?: 1;
 	if (!wins(by_length))
 		return false;
 	if (now >= n->window_end_ns) {
@@ -171,30 +214,8 @@ static __always_inline bool take(struct offcpu_note *n, __u64 now, __u32 *ret)
 	n->window_taken++;
 	if (!wins(n->rate_odds))
 		return false;
-	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
-	if (!c)
-		return false;
-	if (now >= c->window_end_ns) {
-		__u64 budget = offcpu_blocks_per_s * OFFCPU_WINDOW_NS / 1000000000ull;
-		__u64 left = budget > c->taken[0] ? budget - c->taken[0] : 0;
-		bool last = now - c->window_end_ns < OFFCPU_WINDOW_NS;
-
-		/* long blocks first: the short ones get what they leave, an
-		 * eighth of the budget at least */
-		if (left < budget / 8)
-			left = budget / 8;
-		c->odds[0] = rate_odds(c->taken[0], budget, last);
-		c->odds[1] = rate_odds(c->taken[1], left, last);
-		c->window_end_ns = now + OFFCPU_WINDOW_NS;
-		c->taken[0] = 0;
-		c->taken[1] = 0;
-	}
-	short_one = by_length < PERFD_OFFCPU_ODDS_ONE;
-	c->taken[short_one]++;
-	if (!wins((__u32)c->odds[short_one]))
-		return false;
-	odds = odds_times(odds_times(by_length, n->rate_odds), (__u32)c->odds[short_one]);
-	*ret = odds;
+	c->taken++;
+	*ret = odds_times(by_length, n->rate_odds);
 	return true;
 }
 

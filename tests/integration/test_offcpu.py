@@ -7,6 +7,9 @@ end) and its wall time, so its off-CPU time is wall minus CPU for a
 single thread.  perfd's estimate is a sum of sampled blocks
 (bpf/offcpu.bpf.h): a thread that blocks a few times a second keeps every
 block, so the tolerances below are the timing's, not sampling's."""
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -68,6 +71,68 @@ def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads)
     assert asleep >= 0.9 * off_ns, f"only {asleep / off_ns:.0%} asleep in wait_for_timer\n{show(off)}"
     share = off_ns / (off_ns + cpu_ns)
     assert abs(share - 0.75) <= 0.03, f"off-CPU share {share:.1%}, 75% by construction"
+
+
+# 20 command substitutions, 20 new processes: some 80 context switches in
+# 10 ms (perf stat -e cs), new tasks' all
+SUBSHELLS = "for i in " + " ".join(map(str, range(20))) + "; do x=$(echo $i); done"
+
+
+def test_process_starts_do_not_thin_an_established_tasks_long_waits(daemon, workloads):
+    """While shell scripts start processes one after another (SUBSHELLS
+    every 50 ms, as a host's cron jobs, probes and pyenv's shims do),
+    the timer loop, once its first sleep is behind it, keeps every one of
+    its 300 ms sleeps: its off-CPU time is still its wall time less its
+    CPU time within 5%.  A new task's first blocks draw on the CPU's
+    share for short blocks, not the long ones' (bpf/offcpu.bpf.h); when
+    they drew on the long ones', each start thinned the sleeps to odds of
+    1/2 to 3/4, and the estimate was off by up to a second in 3."""
+    t0 = time.monotonic()
+    w = workloads("timer_wait", 3)
+    w.expect_line("ready")
+    time.sleep(0.5)  # its first sleep (its first long block) ended
+    starts = subprocess.Popen(["sh", "-c", "while :; do " + SUBSHELLS + "; sleep 0.05; done"])
+    try:
+        out = w.finish(timeout=120)
+    finally:
+        starts.kill()
+        starts.wait()
+    wall, cpu = time.monotonic() - t0, float(out.split()[-1])
+    time.sleep(1.5)
+    off_ns, truth_ns = total(history(daemon, w.pid, "offcpu")), (wall - cpu) * 1e9
+    print(f"timer_wait among process starts: off-CPU {off_ns / 1e9:.3f} s, "
+          f"the process says {truth_ns / 1e9:.3f} s")
+    assert abs(off_ns - truth_ns) <= 0.05 * truth_ns + 0.05e9, \
+        f"off-CPU {off_ns / 1e9:.3f} s, the process says {truth_ns / 1e9:.3f} s\n" \
+        f"{daemon.status()['offcpu']}"
+
+
+def test_a_cpus_stacks_are_held_near_the_rate(environment):
+    """With --offcpu-rate 50 and shell scripts starting processes (some
+    1,400 blocks a second), perfd takes about 50 stacks a second per CPU
+    once the rates are held (bursts included: within twice that)."""
+    rate, seconds = 50, 3.0
+    d = perfdtest.start_perfd(frequency=HZ, extra_args=("--offcpu-rate", str(rate)))
+    starts = subprocess.Popen(["sh", "-c", "while :; do " + SUBSHELLS + "; sleep 0.05; done"])
+    try:
+        # a task's rate is held from its second second on (the odds of
+        # its last whole second), a CPU's from its next 100 ms
+        time.sleep(1.5)
+        st0, t0 = d.status()["offcpu"], time.monotonic()
+        time.sleep(seconds)
+        st1, t1 = d.status()["offcpu"], time.monotonic()
+    finally:
+        starts.kill()
+        starts.wait()
+        d.stop()
+    moved = {k: st1[k] - st0[k] for k in ("blocks", "blocks_sampled", "sampled_ns", "skipped_ns",
+                                          "estimated_ns")}
+    per_cpu_s = moved["blocks_sampled"] / (t1 - t0) / os.cpu_count()
+    print(f"{moved}: {per_cpu_s:.0f} stacks a second per CPU; estimate "
+          f"{moved['estimated_ns'] / (moved['sampled_ns'] + moved['skipped_ns']):.3f} "
+          f"of what the blocks lasted")
+    assert moved["blocks"] >= 4 * rate * seconds * os.cpu_count(), f"too few blocks to thin: {moved}"
+    assert per_cpu_s <= 2 * rate, f"{per_cpu_s:.0f} stacks a second per CPU, rate {rate}: {moved}"
 
 
 def test_off_cpu_history_is_answered_after_the_process_exited(daemon, workloads):
