@@ -134,47 +134,40 @@ def test_refused_tables_keep_frame_pointers_and_python(tiered, workloads):
         f"only {py} of {total(stacks)} samples hold a Python frame of {CPU_BOUND}\n{show(stacks)}"
 
 
-def test_refused_memory_keeps_the_unwinding_tier(tiered, workloads):
-    """refuse=memory: only on_rss_stat is refused; perfd keeps the
-    unwinding tier the kernel gives it and samples CPU, and status says
-    memory was lost, with the verifier's line."""
-    d = tiered("--test-refuse=memory")
+def refused_feature_alone(tiered, workloads, feature, program):
+    """A perfd with feature refused (--test-refuse): only program is
+    refused, status says feature was lost, with the verifier's line, and
+    that it is off; perfd samples CPU all the same.  Returns the daemon
+    and the workload it sampled."""
+    d = tiered(f"--test-refuse={feature}")
     bpf = bpf_block(d)
-    assert not bpf["tier"].endswith("+memory"), bpf
     why = lost(bpf)
-    assert "memory" in why and REFUSED_LINE in why["memory"] and "on_rss_stat" in why["memory"], why
+    assert set(why) == {feature}, why
+    assert REFUSED_LINE in why[feature] and program in why[feature], why
     progs = programs(bpf)
-    assert not progs["on_rss_stat"]["loaded"] and REFUSED_LINE in progs["on_rss_stat"]["error"], progs
+    assert not progs[program]["loaded"] and REFUSED_LINE in progs[program]["error"], progs
     assert_programs_sane(bpf)
-    assert d.status()["memory"]["enabled"] is False
+    assert d.status()[feature]["enabled"] is False
 
     w = workloads("split", 2)
     stacks, _ = snapshot_workload(d, w)
     w.finish()
     assert total(stacks) >= 1000 and count_where(stacks, contains("main")) >= 0.95 * total(stacks), \
         show(stacks)
+    return d, w
+
+
+def test_refused_memory_keeps_the_unwinding_tier(tiered, workloads):
+    """refuse=memory: only on_rss_stat is refused; perfd keeps the
+    unwinding tier the kernel gives it and samples CPU."""
+    d, _ = refused_feature_alone(tiered, workloads, "memory", "on_rss_stat")
+    assert not bpf_block(d)["tier"].endswith("+memory"), bpf_block(d)
 
 
 def test_refused_offcpu_loses_off_cpu_time_only(tiered, workloads):
     """refuse=offcpu: only on_switch_offcpu is refused; perfd keeps its
-    tier and samples CPU, status says off-CPU time was lost, with the
-    verifier's line, and an off-CPU snapshot is empty."""
-    d = tiered("--test-refuse=offcpu")
-    bpf = bpf_block(d)
-    why = lost(bpf)
-    assert "offcpu" in why and REFUSED_LINE in why["offcpu"] and "on_switch_offcpu" in why["offcpu"], why
-    assert "memory" not in why, why
-    progs = programs(bpf)
-    assert not progs["on_switch_offcpu"]["loaded"], progs
-    assert REFUSED_LINE in progs["on_switch_offcpu"]["error"], progs
-    assert_programs_sane(bpf)
-    assert d.status()["offcpu"]["enabled"] is False
-
-    w = workloads("split", 2)
-    stacks, _ = snapshot_workload(d, w)
-    w.finish()
-    assert total(stacks) >= 1000 and count_where(stacks, contains("main")) >= 0.95 * total(stacks), \
-        show(stacks)
+    tier and samples CPU, and an off-CPU snapshot is empty."""
+    d, w = refused_feature_alone(tiered, workloads, "offcpu", "on_switch_offcpu")
     rc, out, err = d.perfctl("snapshot", "--pid", str(w.pid), "--since", "1m", "--kind", "offcpu")
     assert rc == 0 and not out.strip(), (rc, out[:500], err)
 

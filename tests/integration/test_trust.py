@@ -184,6 +184,7 @@ def hold_connections(path, n):
         answer = None
     held[0].sendall(b'{"version":1,"command":"status"}\n')
     first = one_answer(held[0], "status on the first connection")
+    time.sleep(1)  # held a while: root's status is measured meanwhile
     for s in held + [extra]:
         s.close()
     return {"answer": answer, "first_ok": first.get("ok")}
