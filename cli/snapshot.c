@@ -221,8 +221,16 @@ static void print_summary(struct json_object *resp, const struct ctl_snapshot_op
 		snprintf(who, sizeof(who), "pid %" PRId64 " (%s)", o->sel.pids[0], comm ? comm : "-");
 	else
 		snprintf(who, sizeof(who), "%zu process%s", n, n == 1 ? "" : "es");
-	/* CPU in samples; a kind counted in bytes says its bytes */
+	/* CPU in samples; a kind counted in bytes says its bytes, one in
+	 * nanoseconds (off-CPU, wall) its seconds */
 	if (json_object_get_string(ctl_json_path(resp, "unit")) &&
+	    strcmp(json_object_get_string(ctl_json_path(resp, "unit")), "nanoseconds") == 0) {
+		int64_t v = 0;
+
+		(void)ctl_json_int(resp, "value", &v);
+		snprintf(samples, sizeof(samples), "%.3f s of %s time", (double)v / 1e9,
+			 json_object_get_string(ctl_json_path(resp, "kind")) ?: "off-CPU");
+	} else if (json_object_get_string(ctl_json_path(resp, "unit")) &&
 	    strcmp(json_object_get_string(ctl_json_path(resp, "unit")), "bytes") == 0) {
 		int64_t v = 0;
 		char size[CTL_SIZE_MAX];

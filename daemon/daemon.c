@@ -200,6 +200,7 @@ struct model_opts daemon_model_opts(struct daemon *d, enum profile_kind kind, bo
 {
 	return (struct model_opts){
 		.kind = kind,
+		.period_ns = sampler_period_ns(d->sampler),
 		.lines = lines,
 		.python_lines = python_lines,
 		.threads = threads,

@@ -66,6 +66,27 @@ static inline uint64_t kind_samples_of(const uint64_t *values)
 	return n;
 }
 
+/* What a value of kind stored adds to a profile of kind k, in k's unit:
+ * the value itself when they are the same kind; for a TIME kind (wall),
+ * a CPU value times the sampling period and an off-CPU value as it is;
+ * else 0 (not of the profile). */
+static inline uint64_t kind_value_in(int k, int stored, uint64_t value, uint64_t period_ns)
+{
+	if (stored == k)
+		return value;
+	if (k < 0 || k >= PERFD_VALUE_KINDS || kind_infos[k].counts != PERFD_KIND_COUNTS_TIME ||
+	    stored < 0 || stored >= PERFD_VALUE_KINDS)
+		return 0;
+	switch (kind_infos[stored].counts) {
+	case PERFD_KIND_COUNTS_CPU:
+		return value * period_ns;
+	case PERFD_KIND_COUNTS_WAIT:
+		return value;
+	default:
+		return 0;
+	}
+}
+
 /* The kind named name (len bytes): its index in kind_infos, or -EINVAL. */
 int kind_find(const char *name, size_t len);
 

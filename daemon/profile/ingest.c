@@ -306,6 +306,7 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	ki = &kind_infos[kind];
 	if (kd > PERFD_MAX_STACK_DEPTH || ud > PERFD_MAX_STACK_DEPTH ||
 	    s->python_depth > PERFD_MAX_PYTHON_DEPTH || ki->counts == PERFD_KIND_COUNTS_NONE ||
+	    ki->counts == PERFD_KIND_COUNTS_TIME ||
 	    (ki->period == PERFD_KIND_PERIOD_PERIODS && (value == 0 || value > PERFD_CPU_VALUE_MAX)) ||
 	    size < sizeof(*s) + (kd + ud) * sizeof(uint64_t) +
 			   s->python_depth * sizeof(struct perfd_python_frame))
@@ -409,6 +410,7 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 		a->stats.offcpu_ns += value;
 		break;
 	case PERFD_KIND_COUNTS_NONE: /* refused above */
+	case PERFD_KIND_COUNTS_TIME:
 		break;
 	}
 	remember_thread(a, p, s);

@@ -6,6 +6,7 @@
 
 #include "base/array.h"
 #include "base/clock.h"
+#include "base/kindtab.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
 #include "process/procmaps.h"
@@ -425,18 +426,20 @@ static int add_slot(struct model_builder *mb, const struct u64map_slot *slot)
 	const struct stack *st;
 	uint32_t tid;
 	int64_t tcomm = 0;
+	uint64_t value;
 
 	if (slot->key == U64MAP_EMPTY || slot->value == 0 ||
-	    profile_key_kind(slot->key) != mb->o.kind ||
+	    !(value = kind_value_in(mb->o.kind, profile_key_kind(slot->key), slot->value,
+				    mb->o.period_ns)) ||
 	    !(st = stacktab_get(mb->stacks, profile_key_stack(slot->key))))
 		return 0;
 	tid = mb->o.threads ? profile_key_tid(slot->key) : 0;
 	if (tid)
 		tcomm = intern_string(&mb->b, process_thread_comm(part->process, tid));
 	if (tcomm < 0 ||
-	    add_stack(&mb->b, (uint32_t)m->n_processes, tid, (uint32_t)tcomm, st, slot->value) < 0)
+	    add_stack(&mb->b, (uint32_t)m->n_processes, tid, (uint32_t)tcomm, st, value) < 0)
 		return -ENOMEM;
-	mp->total += slot->value;
+	mp->total += value;
 	return 1;
 }
 

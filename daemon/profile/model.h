@@ -68,6 +68,7 @@ typedef bool (*module_describer_t)(void *ctx, uint16_t module, const char **ret_
 
 struct model_opts {
 	enum profile_kind kind;
+	uint64_t period_ns; /* a CPU value's time, for a TIME kind (wall) */
 	bool lines;        /* native frames with files, lines and inlined calls */
 	bool python_lines; /* Python frames with their line */
 	bool threads;      /* samples kept apart by thread */

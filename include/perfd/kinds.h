@@ -25,7 +25,11 @@
  *               already), NONE (the value is all there is)
  *   counts      the aggregator's counters a sample adds to: CPU (samples,
  *               rates, a process's CPU), MEMORY (memory samples and
- *               bytes), WAIT (off-CPU blocks and nanoseconds), NONE
+ *               bytes), WAIT (off-CPU blocks and nanoseconds), TIME
+ *               (nothing of its own: a profile of it is the sum of the
+ *               kinds that are time, CPU periods times the period and
+ *               WAIT's nanoseconds, made at the query: wall clock, a
+ *               thread's whole time; its samples are refused), NONE
  *               (nothing produces the kind yet: its samples are refused,
  *               and top does not offer it)
  *   kskip       leaf kernel frames the producer leaves that are its own,
@@ -49,7 +53,8 @@
 #define PERFD_KINDS(X) \
 	X(CPU,    0, "cpu",    "samples",     "CPU",           1, PERIODS, CPU,    0, "cpu",     "nanoseconds") \
 	X(MEMORY, 1, "memory", "bytes",       "Memory growth", 0, BYTES,   MEMORY, 2, "space",   "bytes") \
-	X(OFFCPU, 2, "offcpu", "nanoseconds", "Off-CPU",       1, NONE,    WAIT,   3, "off_cpu", "nanoseconds")
+	X(OFFCPU, 2, "offcpu", "nanoseconds", "Off-CPU",       1, NONE,    WAIT,   3, "off_cpu", "nanoseconds") \
+	X(WALL,   3, "wall",   "nanoseconds", "Wall clock",    1, NONE,    TIME,   0, "wall",    "nanoseconds")
 /* clang-format on */
 
 /* What a sample's value counts (the daemon's enum profile_kind has the
@@ -73,11 +78,12 @@ enum perfd_kind_counts {
 	PERFD_KIND_COUNTS_CPU,
 	PERFD_KIND_COUNTS_MEMORY,
 	PERFD_KIND_COUNTS_WAIT,
+	PERFD_KIND_COUNTS_TIME,
 };
 
 /* The kinds' names as one string literal, in row order, sep between them
  * and last before the last: PERFD_KIND_NAMES("|", "|") is
- * "cpu|memory|offcpu", PERFD_KIND_NAMES(", ", " or ") "cpu, memory or offcpu". */
+ * "cpu|memory|offcpu|wall", PERFD_KIND_NAMES(", ", " or ") "cpu, memory, offcpu or wall". */
 #define PERFD_KIND_NAME_ARG_(id, value, name, ...) , name
 #define PERFD_KIND_NAMES(sep, last) PERFD_PP_CALL(PERFD_PP_JOIN, sep, last PERFD_KINDS(PERFD_KIND_NAME_ARG_))
 

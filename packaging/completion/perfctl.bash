@@ -62,7 +62,7 @@ _perfctl()
 		compopt -o nospace 2>/dev/null
 		return ;;
 	--kind)
-		COMPREPLY=($(compgen -W "cpu memory offcpu" -- "$cur"))
+		COMPREPLY=($(compgen -W "cpu memory offcpu wall" -- "$cur"))
 		return ;;
 	--format | -f)
 		if [[ $cmd == diff ]]; then

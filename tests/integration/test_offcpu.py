@@ -15,7 +15,7 @@ import time
 import pytest
 
 import perfdtest
-from perfdtest import contains, count_where, parse_folded, show, total
+from perfdtest import contains, count_where, go_pprof, parse_folded, show, total
 
 HZ = perfdtest.FAST_HZ
 
@@ -50,12 +50,16 @@ def run_to_end(workloads, name, *args):
     return w, wall, cpu
 
 
-def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads):
+def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads, tmp_path, gohome):
     """timer_wait computes 100 ms, sleeps 300 ms, for 4 s: its off-CPU
     profile is its wall time less its CPU time (within 5%), nearly all of
     it under wait_for_timer with the leaf [wait: sleep]; with its CPU
-    profile, the off-CPU share of its time is 75% within 3 points."""
+    profile, the off-CPU share of its time is 75% within 3 points.  Its
+    wall profile (--kind wall), read by go tool pprof, is its wall time
+    (within 5%), 25% in compute and 75% in wait_for_timer within 3
+    points."""
     w, wall, cpu = run_to_end(workloads, "timer_wait", 4)
+    check_wall_profile(daemon, w.pid, wall, tmp_path, gohome)
     off = history(daemon, w.pid, "offcpu")
     on = history(daemon, w.pid, "cpu")
     period_ns = daemon.status()["sample_period_ns"]
@@ -76,6 +80,25 @@ def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads)
 # 20 command substitutions, 20 new processes: some 80 context switches in
 # 10 ms (perf stat -e cs), new tasks' all
 SUBSHELLS = "for i in " + " ".join(map(str, range(20))) + "; do x=$(echo $i); done"
+
+
+def check_wall_profile(daemon, pid, wall, tmp_path, gohome):
+    out = tmp_path / "wall.pb.gz"
+    rc, _, err = daemon.perfctl("snapshot", "--pid", str(pid), "--since", "1m", "--kind", "wall",
+                                "-o", str(out), timeout=60)
+    assert rc == 0, f"snapshot --kind wall exited {rc}: {err}"
+    raw = go_pprof(gohome, out, "-raw")
+    assert "wall/nanoseconds" in raw, f"not a wall profile:\n{raw[:1000]}"
+    text = go_pprof(gohome, out, "-top", "-cum", "-unit=ms")
+    cum = {m.group(6): (float(m.group(4).removesuffix("ms")), float(m.group(5)))
+           for m in map(perfdtest.TOP_ROW.match, text.splitlines()) if m and m.group(1) != "flat"}
+    print(f"wall profile of timer_wait ({wall:.2f} s):\n{text}")
+    assert "main" in cum and "compute" in cum and "wait_for_timer" in cum, text
+    assert abs(cum["main"][0] / 1e3 - wall) <= 0.05 * wall, \
+        f"main's wall time {cum['main'][0] / 1e3:.2f} s, the process's {wall:.2f} s\n{text}"
+    assert abs(cum["compute"][1] - 25) <= 3, f"compute {cum['compute'][1]}% of wall time\n{text}"
+    assert abs(cum["wait_for_timer"][1] - 75) <= 3, \
+        f"wait_for_timer {cum['wait_for_timer'][1]}% of wall time\n{text}"
 
 
 def test_process_starts_do_not_thin_an_established_tasks_long_waits(daemon, workloads):

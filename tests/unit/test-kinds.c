@@ -71,6 +71,8 @@ static const struct known {
 				PERFD_KIND_COUNTS_MEMORY, 2, "space", "bytes" } },
 	{ PERFD_VALUE_OFFCPU, { "offcpu", "nanoseconds", "Off-CPU", true, PERFD_KIND_PERIOD_NONE,
 				PERFD_KIND_COUNTS_WAIT, 3, "off_cpu", "nanoseconds" } },
+	{ PERFD_VALUE_WALL, { "wall", "nanoseconds", "Wall clock", true, PERFD_KIND_PERIOD_NONE,
+			      PERFD_KIND_COUNTS_TIME, 0, "wall", "nanoseconds" } },
 };
 
 Test(kinds, each_kind_says_what_it_said_before)
@@ -271,4 +273,19 @@ Test(kinds, top_offers_the_produced_kinds)
 	snprintf(line, sizeof(line), "{\"version\":1,\"command\":\"top\",\"view\":\"functions\"}");
 	cr_assert_eq(request_parse(line, strlen(line), &r, &e), 0);
 	cr_expect_eq(REQUEST_ARGS(&r, struct top_args)->kind, PROFILE_KIND_CPU);
+}
+
+/* A wall profile is the kinds that are time, in nanoseconds: a CPU value
+ * (periods) times the period, an off-CPU value as it is, memory not at
+ * all; any other kind takes its own values only. */
+Test(kinds, a_wall_profile_sums_cpu_and_off_cpu_time)
+{
+	cr_expect_eq(kind_value_in(PERFD_VALUE_WALL, PERFD_VALUE_CPU, 3, 10000000), 30000000);
+	cr_expect_eq(kind_value_in(PERFD_VALUE_WALL, PERFD_VALUE_OFFCPU, 250, 10000000), 250);
+	cr_expect_eq(kind_value_in(PERFD_VALUE_WALL, PERFD_VALUE_MEMORY, 4096, 10000000), 0);
+	cr_expect_eq(kind_value_in(PERFD_VALUE_CPU, PERFD_VALUE_CPU, 3, 10000000), 3);
+	cr_expect_eq(kind_value_in(PERFD_VALUE_CPU, PERFD_VALUE_OFFCPU, 250, 10000000), 0);
+	cr_expect_eq(kind_value_in(PERFD_VALUE_OFFCPU, PERFD_VALUE_CPU, 3, 10000000), 0);
+	cr_expect_eq(kind_value_in(PERFD_VALUE_MEMORY, PERFD_VALUE_MEMORY, 4096, 10000000), 4096);
+	cr_expect_eq(kind_value_in(PERFD_VALUE_WALL, PERFD_VALUE_KINDS, 3, 10000000), 0);
 }
