@@ -195,6 +195,25 @@ def test_a_reader_waits_for_what_it_reads(daemon, workloads, how, function, cls)
     assert mine >= 0.9 * off, f"{mine / off:.0%} in {function} waiting for {cls}\n{show(prof)}"
 
 
+def test_a_direct_reader_waits_for_the_disk(daemon, workloads):
+    """A reader of a file opened O_DIRECT in the build folder (a real
+    block device: the page cache is bypassed), 4 KiB at random places,
+    one read after the other for 3 s: it waits most of its time (its
+    system time is ~1/3 here), nearly all of it in read_disk, for the
+    disk.  The reads are short (~140 us), so they are sampled: ~300
+    stacks, a few percent of error."""
+    w = workloads("waits", "disk", 3, perfdtest.build_dir())
+    pid = int(w.expect_line("ready").split()[1])
+    w.expect_line("done", timeout=60)
+    w.finish(timeout=60)
+    time.sleep(1.5)
+    mine, off, prof = waiting(daemon, pid, "read_disk", "disk")
+    print(f"disk: {mine / 1e9:.2f} s of {off / 1e9:.2f} s off-CPU in read_disk [wait: disk]\n"
+          f"{show(prof)}")
+    assert off >= 0.4 * 3e9, f"{off / 1e9:.2f} s off-CPU of 3 s reading\n{show(prof)}"
+    assert mine >= 0.9 * off, f"{mine / off:.0%} in read_disk waiting for the disk\n{show(prof)}"
+
+
 def test_two_spinners_on_one_cpu_each_wait_half_for_it(daemon, workloads):
     """Two processes spinning on CPU 0 alone for 3 s: each runs half the
     time and waits for the CPU the other half ([wait: cpu] in

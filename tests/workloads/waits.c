@@ -8,21 +8,29 @@
  *           waits on the network ~all its time;
  *   pinned  two processes spin in spin_pinned() on CPU 0 alone: each is
  *           runnable all the time and runs about half of it, waiting
- *           for the CPU the other half.
+ *           for the CPU the other half;
+ *   disk    read_disk() reads 4 KiB at random places of a 16 MiB file in
+ *           DIR opened O_DIRECT (no page cache: every read goes to the
+ *           device), one after the other: it waits for the disk most
+ *           of its time.
  *
  * Proves: off-CPU time says why a thread waited ([wait: pipe],
- * [wait: network], [wait: cpu]) under the function that waited.
+ * [wait: network], [wait: cpu], [wait: disk]) under the function that
+ * waited.
  *
  * usage: waits pipe|tcp|pinned SECONDS
+ *        waits disk SECONDS DIR   (DIR on a block device: not tmpfs)
  * output: "ready PID..." (the processes that wait: the reader, the client,
  *         the two spinners), then "done" at the end.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -56,6 +64,11 @@ __attribute__((noipa)) static int read_pipe(int fd, char *c)
 __attribute__((noipa)) static int recv_reply(int fd, char *c)
 {
 	return (int)recv(fd, c, 1, 0);
+}
+
+__attribute__((noipa)) static ssize_t read_disk(int fd, void *buf, off_t at)
+{
+	return pread(fd, buf, 4096, at);
 }
 
 __attribute__((noipa)) static void spin_pinned(double until)
@@ -151,13 +164,53 @@ static int do_pinned(double seconds)
 	return 0;
 }
 
+#define DISK_FILE_BYTES (16L << 20)
+
+static int do_disk(double seconds, const char *dir)
+{
+	static char chunk[1 << 20];
+	char path[4096];
+	double end = now() + seconds;
+	unsigned seed = 1;
+	void *buf;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/waits-disk-%d", dir, (int)getpid());
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 1;
+	memset(chunk, 'x', sizeof(chunk));
+	for (long done = 0; done < DISK_FILE_BYTES; done += (long)sizeof(chunk))
+		if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+			return 1;
+	if (fsync(fd) < 0 || close(fd) < 0)
+		return 1;
+	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	unlink(path); /* nothing left behind, whatever happens */
+	if (fd < 0) {
+		fprintf(stderr, "waits: O_DIRECT in %s: %s (tmpfs has none)\n", dir, strerror(errno));
+		return 1;
+	}
+	if (posix_memalign(&buf, 4096, 4096))
+		return 1;
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	while (now() < end)
+		if (read_disk(fd, buf, (off_t)(rand_r(&seed) % (DISK_FILE_BYTES / 4096)) * 4096) != 4096)
+			return 1;
+	free(buf);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	double seconds;
 	int r;
 
-	if (argc != 3 || parse_seconds(argv[2], &seconds) < 0) {
-		fprintf(stderr, "usage: %s pipe|tcp|pinned SECONDS\n", argv[0]);
+	if (argc < 3 || argc != 3 + !strcmp(argv[1], "disk") || parse_seconds(argv[2], &seconds) < 0) {
+		fprintf(stderr, "usage: %s pipe|tcp|pinned SECONDS, or %s disk SECONDS DIR\n", argv[0],
+			argv[0]);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -167,6 +220,8 @@ int main(int argc, char **argv)
 		r = do_tcp(seconds);
 	else if (!strcmp(argv[1], "pinned"))
 		r = do_pinned(seconds);
+	else if (!strcmp(argv[1], "disk"))
+		r = do_disk(seconds, argv[3]);
 	else
 		r = 2;
 	if (r)
