@@ -7,7 +7,10 @@
  * Design: perfd already sorts and computes %CPU, so this file only prints.
  * --json passes perfd's answer through unchanged ({"version":1,"ok":true,
  * "interval_seconds":N,"processes":[{pid, comm, samples, cpu_percent,
- * rss_bytes, peak_rss_bytes, ...}]}), every field the daemon sends included.
+ * wait_percent, waits, rss_bytes, peak_rss_bytes, ...}]}), every field the
+ * daemon sends included.  %WAIT is the off-CPU time over the interval (of
+ * one thread's time: threads add up, as for %CPU), WAITING what most of it
+ * was for (the first of perfd's waits, the most first).
  * The human table escapes COMM, since a process can name itself anything,
  * escape sequences included.
  */
@@ -35,14 +38,15 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 		return -EBADMSG;
 	}
 
-	printf("%7s %-16s %9s %6s %8s %8s %10s  %s\n", "PID", "COMM", "SAMPLES", "%CPU", "RSS",
-	       "PEAK", "GROWTH/s", "RUNTIME");
+	printf("%7s %-16s %9s %6s %6s %-10s %8s %8s %10s  %s\n", "PID", "COMM", "SAMPLES", "%CPU",
+	       "%WAIT", "WAITING", "RSS", "PEAK", "GROWTH/s", "RUNTIME");
 	n = json_object_array_length(procs);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *p = json_object_array_get_idx(procs, i);
 		_cleanup_free_ char *comm = ctl_json_string_escaped(p, "comm");
 		_cleanup_free_ char *runtime = ctl_json_string_escaped(p, "runtime");
-		char pid[CTL_COUNT_MAX], samples[CTL_COUNT_MAX], cpu[16];
+		char pid[CTL_COUNT_MAX], samples[CTL_COUNT_MAX], cpu[16], wait[16] = "-";
+		char waiting[16] = "-";
 		char rss[CTL_SIZE_MAX], peak[CTL_SIZE_MAX], growth[CTL_SIZE_MAX + 2] = "-";
 		struct json_object *exited = ctl_json_path(p, "exited");
 		double pct;
@@ -51,6 +55,19 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 			(void)snprintf(cpu, sizeof(cpu), "%.1f", pct);
 		else
 			(void)snprintf(cpu, sizeof(cpu), "-");
+		if (ctl_json_double(p, "wait_percent", &pct))
+			(void)snprintf(wait, sizeof(wait), "%.1f", pct);
+		/* the waits come the most first: the first is what it waited for */
+		if (json_object_is_type(ctl_json_path(p, "waits"), json_type_object)) {
+			json_object_object_foreach(ctl_json_path(p, "waits"), cls, share) {
+				(void)share;
+				/* one word a column ("page fault") */
+				(void)snprintf(waiting, sizeof(waiting), "%s", cls);
+				for (char *c = waiting; *c; c++)
+					*c = *c == ' ' ? '-' : *c;
+				break;
+			}
+		}
 		(void)ctl_json_size(p, "rss_bytes", rss);
 		(void)ctl_json_size(p, "peak_rss_bytes", peak);
 		/* a steady rise is marked: a leak suspect */
@@ -62,9 +79,10 @@ static int print_table(const struct ctl_env *env, struct json_object *resp)
 			(void)snprintf(growth, sizeof(growth), "+%s!", size);
 		}
 
-		printf("%7s %-16s %9s %6s %8s %8s %10s  %s%s\n", ctl_json_count(p, "pid", pid),
-		       comm ? comm : "-", ctl_json_count(p, "samples", samples), cpu, rss, peak,
-		       growth, runtime ? runtime : "-",
+		printf("%7s %-16s %9s %6s %6s %-10.10s %8s %8s %10s  %s%s\n",
+		       ctl_json_count(p, "pid", pid), comm ? comm : "-",
+		       ctl_json_count(p, "samples", samples), cpu, wait, waiting, rss, peak, growth,
+		       runtime ? runtime : "-",
 		       json_object_get_boolean(exited) ? "  (exited)" : "");
 	}
 	return 0;

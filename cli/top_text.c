@@ -125,8 +125,8 @@ static int process_lines(struct top_frame *f, const struct top_query *q, struct 
 		      "Enter: functions, f: all functions, q: quit",
 		      f->matched, q->all ? "live" : "active", process_sort_titles[q->process_sort],
 		      q->filter[0] ? filter : "none", q->kernel_threads ? "shown" : "hidden") ||
-	    !add_line(f, TOP_LINE_COLUMNS, "%7s %-8s %-15s %-22s %6s %8s %8s %9s  %s", "PID", "USER",
-		      "COMM", "UNIT", "%CPU", "RSS", "PEAK", "GROWTH/s", "TOP FUNCTION"))
+	    !add_line(f, TOP_LINE_COLUMNS, "%7s %-8s %-15s %-22s %6s %6s %8s %8s %9s  %s", "PID",
+		      "USER", "COMM", "UNIT", "%CPU", "%WAIT", "RSS", "PEAK", "GROWTH/s", "TOP FUNCTION"))
 		return -ENOMEM;
 	n = json_object_is_type(procs, json_type_array) ? json_object_array_length(procs) : 0;
 	for (size_t i = 0; i < n; i++) {
@@ -150,8 +150,9 @@ static int process_lines(struct top_frame *f, const struct top_query *q, struct 
 		/* its share first: a long (C++) name is what the edge cuts */
 		if (ctl_json_double(p, "top_function_percent", &share))
 			(void)snprintf(top, sizeof(top), "%3.0f%% ", share);
-		l = add_line(f, TOP_LINE_ROW, "%7lld %-8.8s %-15.15s %-22.22s %6.1f %8s %8s %9s  %s%s%s%s",
+		l = add_line(f, TOP_LINE_ROW, "%7lld %-8.8s %-15.15s %-22.22s %6.1f %6.1f %8s %8s %9s  %s%s%s%s",
 			     (long long)pid, user, comm, unit, number(p, "cpu_percent", 0),
+			     number(p, "wait_percent", 0),
 			     ctl_json_size(p, "rss_bytes", rss), ctl_json_size(p, "peak_rss_bytes", peak), growth,
 			     json_object_get_boolean(ctl_json_path(p, "exited")) ? "(exited) " : "", top,
 			     fn, fn_kind && strcmp(fn_kind, "kernel") == 0 ? "_[k]" : "");

@@ -277,6 +277,7 @@ static int start_processes(struct top_answer *ta)
 					  .growth = &ctx->growth, .all = ctx->req->all,
 					  .sort = (enum query_sort)t->sort,
 					  .frequency_hz = ctx->d->frequency_hz, .takes = filters_take,
+					  .aggregator = ctx->d->aggregator,
 					  .userdata = (void *)ctx };
 	r = query_list_processes(a, &ta->o, &ta->rows, &ta->matched);
 	if (r < 0)

@@ -23,6 +23,7 @@
 #include "process/mapsread.h"
 #include "process/procfs.h"
 #include "profile/rss.h"
+#include "profile/waitclass.h"
 #include "symbols/debuginfo.h"
 #include "symbols/elfsym.h"
 #include "symbols/perfmap.h"
@@ -721,6 +722,34 @@ int query_list_processes(struct aggregator *a, const struct query_list_opts *o,
 	return 0;
 }
 
+/* p's off-CPU time over o->window: all of it, and by class, the most
+ * first, as percent of one thread's time. */
+static void write_waits(struct jsonw *w, const struct query_list_opts *o, const struct process *p)
+{
+	struct owner_filter owners = daemon_peer_owners(o->peer);
+	uint64_t ns[WAIT_CLASSES], sum;
+	double span_ns = o->window->seconds * 1e9;
+	bool done[WAIT_CLASSES] = { false };
+
+	sum = process_window_waits(o->aggregator, p, o->window->first_second, o->window->end_second,
+				   &owners, ns);
+	jsonw_kv_double(w, "wait_percent", span_ns > 0 ? 100.0 * (double)sum / span_ns : 0);
+	jsonw_key(w, "waits");
+	jsonw_object_begin(w);
+	for (unsigned n = 0; n < WAIT_CLASSES; n++) {
+		unsigned best = WAIT_CLASSES;
+
+		for (unsigned c = 0; c < WAIT_CLASSES; c++)
+			if (!done[c] && ns[c] && (best == WAIT_CLASSES || ns[c] > ns[best]))
+				best = c;
+		if (best == WAIT_CLASSES)
+			break;
+		done[best] = true;
+		jsonw_kv_double(w, wait_class_name(best), 100.0 * (double)ns[best] / span_ns);
+	}
+	jsonw_object_end(w);
+}
+
 void query_write_process_fields(struct jsonw *w, const struct query_list_opts *o,
 				struct query_process_row *row)
 {
@@ -755,6 +784,8 @@ void query_write_process_fields(struct jsonw *w, const struct query_list_opts *o
 	jsonw_kv_u64(w, "peak_rss_bytes", row->peak_rss_bytes);
 	jsonw_kv_double(w, "rss_growth_bytes_per_second", row->trend.bytes_per_second);
 	jsonw_kv_bool(w, "growing", row->trend.growing);
+	if (o->aggregator)
+		write_waits(w, o, p);
 }
 
 int query_ps(struct jsonw *w, struct aggregator *a, const struct perfd_peer *peer,
@@ -763,7 +794,8 @@ int query_ps(struct jsonw *w, struct aggregator *a, const struct perfd_peer *pee
 	struct query_window win;
 	/* ps's trends are over its interval, and it sorts by CPU */
 	struct query_list_opts o = { .peer = peer, .window = &win, .growth = &win, .all = all,
-				     .sort = QUERY_SORT_CPU, .frequency_hz = frequency_hz };
+				     .sort = QUERY_SORT_CPU, .frequency_hz = frequency_hz,
+				     .aggregator = a };
 	_cleanup_free_ struct query_process_row *rows = NULL;
 	size_t n;
 	int r;

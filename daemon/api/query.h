@@ -113,6 +113,7 @@ struct query_list_opts {
 	bool all;                            /* every live one too */
 	enum query_sort sort;
 	unsigned frequency_hz;               /* of the samples: the CPU share's unit */
+	const struct aggregator *aggregator; /* its off-CPU time's (NULL: not written) */
 	/* more filters: false leaves p out; NULL takes every one */
 	bool (*takes)(void *userdata, const struct process *p);
 	void *userdata;
@@ -138,7 +139,10 @@ int query_list_processes(struct aggregator *a, const struct query_list_opts *o,
  * ns_pid, start_time_ns, comm, cgroup and unit, runtime, exited, samples,
  * cpu_percent (of one CPU over o->window), rss_bytes, peak_rss_bytes,
  * rss_growth_bytes_per_second and growing (over o->growth: the trend is
- * read now when the list did not). */
+ * read now when the list did not); with o->aggregator, wait_percent (its
+ * off-CPU time over o->window, of one thread's time: threads waiting
+ * together add up, as cpu_percent's do) and waits ({class: percent} of the
+ * classes it waited for, the most first). */
 void query_write_process_fields(struct jsonw *w, const struct query_list_opts *o,
 				struct query_process_row *row);
 

@@ -386,6 +386,13 @@ uint64_t process_rss_bytes(const struct process *p);
 /* The highest RSS known: perfd's highest reading, the kernel's high-water
  * mark, or the current one, whichever is highest. */
 uint64_t process_peak_rss_bytes(const struct process *p);
+/* p's off-CPU time in the whole seconds [first_second, end_second) (a
+ * block counts in the second it ended), of the windows of its history
+ * whose owner owners takes, by why it waited: ns[c] for each wait class c
+ * of profile/waitclass.h (ns holds WAIT_CLASSES).  Returns the sum. */
+uint64_t process_window_waits(const struct aggregator *a, const struct process *p,
+			      uint64_t first_second, uint64_t end_second,
+			      const struct owner_filter *owners, uint64_t *ns);
 /* The comm thread tid of p was last sampled with, or NULL. */
 const char *process_thread_comm(const struct process *p, uint32_t tid);
 

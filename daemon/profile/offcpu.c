@@ -16,6 +16,10 @@
  * OFFCPU_WAITING_BYTES) and counted in the store's memory; a stack past
  * the bound is dropped and counted.  Waiting stacks of a thread that
  * exits go with its end, which a task always has: it runs again to exit.
+ *
+ * What a process waited for over a few seconds (ps, top) is read back
+ * from its history: each entry of kind OFFCPU names its class by its
+ * stack's leaf (process_window_waits).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -146,6 +150,49 @@ int agg_offcpu_end(struct aggregator *a, const struct perfd_offcpu_end *e)
 	r = w->s.value ? agg_ingest_sample(a, &w->s, w->size, NULL) : 0;
 	free(w);
 	return r;
+}
+
+struct waits_sum {
+	const struct stacktab *stacks;
+	uint64_t *ns;
+};
+
+static int add_wait(void *userdata, uint64_t key, uint64_t value)
+{
+	struct waits_sum *ws = userdata;
+	const struct stack *st;
+	uint64_t leaf;
+
+	if (profile_key_kind(key) != PROFILE_KIND_OFFCPU ||
+	    !(st = stacktab_get(ws->stacks, profile_key_stack(key))) || !st->depth)
+		return 0;
+	leaf = st->frames[0];
+	if (frame_module(leaf) == FRAME_MODULE_SPECIAL && frame_address(leaf) >= FRAME_SPECIAL_WAIT &&
+	    frame_address(leaf) < FRAME_SPECIAL_WAIT + WAIT_CLASSES)
+		ws->ns[frame_address(leaf) - FRAME_SPECIAL_WAIT] += value;
+	else
+		ws->ns[WAIT_OTHER] += value; /* restored from a state of before the classes */
+	return 0;
+}
+
+uint64_t process_window_waits(const struct aggregator *a, const struct process *p,
+			      uint64_t first_second, uint64_t end_second,
+			      const struct owner_filter *owners, uint64_t *ns)
+{
+	struct waits_sum ws = { a->stacks, ns };
+	struct history_iter it;
+	struct history_window w;
+	uint64_t sum = 0;
+
+	memset(ns, 0, WAIT_CLASSES * sizeof(*ns));
+	history_iter_init(&it, &p->history);
+	while (history_iter_next(&it, &w))
+		if (w.start_s >= first_second && w.start_s + w.span_s <= end_second &&
+		    owner_filter_takes(owners, w.owner))
+			(void)history_window_foreach(&w, add_wait, &ws);
+	for (unsigned c = 0; c < WAIT_CLASSES; c++)
+		sum += ns[c];
+	return sum;
 }
 
 void agg_offcpu_free(struct aggregator *a)

@@ -7,6 +7,7 @@ end) and its wall time, so its off-CPU time is wall minus CPU for a
 single thread.  perfd's estimate is a sum of sampled blocks
 (bpf/offcpu.bpf.h): a thread that blocks a few times a second keeps every
 block, so the tolerances below are the timing's, not sampling's."""
+import json
 import os
 import subprocess
 import sys
@@ -57,8 +58,18 @@ def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads,
     profile, the off-CPU share of its time is 75% within 3 points.  Its
     wall profile (--kind wall), read by go tool pprof, is its wall time
     (within 5%), 25% in compute and 75% in wait_for_timer within 3
-    points."""
-    w, wall, cpu = run_to_end(workloads, "timer_wait", 4)
+    points.  While it runs, `perfctl ps` says it waits 75% of its time,
+    for sleep, and that with %CPU that is all of its time (within 16
+    points: a 300 ms sleep counts in the second it ended, 15 points of
+    ps's 2 s, whose whole seconds fall after the process started)."""
+    t0 = time.monotonic()
+    w = workloads("timer_wait", 4)
+    w.expect_line("ready")
+    time.sleep(3.3)
+    check_ps(daemon, w.pid)
+    out = w.finish(timeout=120)
+    wall, cpu = time.monotonic() - t0, float(out.split()[-1])
+    time.sleep(1.5)
     check_wall_profile(daemon, w.pid, wall, tmp_path, gohome)
     off = history(daemon, w.pid, "offcpu")
     on = history(daemon, w.pid, "cpu")
@@ -80,6 +91,24 @@ def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads,
 # 20 command substitutions, 20 new processes: some 80 context switches in
 # 10 ms (perf stat -e cs), new tasks' all
 SUBSHELLS = "for i in " + " ".join(map(str, range(20))) + "; do x=$(echo $i); done"
+
+
+def check_ps(daemon, pid):
+    rc, out, err = daemon.perfctl("--json", "ps", "--interval", "2", timeout=60)
+    assert rc == 0, err
+    rows = [p for p in json.loads(out)["processes"] if p["pid"] == pid]
+    assert rows, f"timer_wait is not in ps: {out[:2000]}"
+    row = rows[0]
+    rc, table, err = daemon.perfctl("ps", "--interval", "2", timeout=60)
+    assert rc == 0, err
+    line = next((l.split() for l in table.splitlines() if l.split()[:1] == [str(pid)]), None)
+    print(f"ps: {row}\n{table}")
+    assert abs(row["wait_percent"] - 75) <= 16, f"ps says timer_wait waits {row['wait_percent']}%"
+    assert next(iter(row["waits"])) == "sleep", f"ps says timer_wait waits for {row['waits']}"
+    assert abs(row["wait_percent"] + row["cpu_percent"] - 100) <= 16, row
+    header = table.splitlines()[0].split()
+    assert line and line[header.index("WAITING")] == "sleep" and \
+        abs(float(line[header.index("%WAIT")]) - 75) <= 16, f"ps's table:\n{table}"
 
 
 def check_wall_profile(daemon, pid, wall, tmp_path, gohome):

@@ -282,7 +282,7 @@ def rows_of(screen):
     start = next(i for i, l in enumerate(lines) if "TOP FUNCTION" in l) + 1
     out = []
     for l in lines[start:]:
-        m = re.match(r"\s*(\d+) \S+\s+.{15} .{22} +[\d.]+ +(\S+) ", l)
+        m = re.match(r"\s*(\d+) \S+\s+.{15} .{22} +[\d.]+ +[\d.]+ +(\S+) ", l)
         if m:
             out.append((int(m.group(1)), m.group(2)))
     return out
@@ -312,7 +312,8 @@ def test_screen_sort_filter_functions_callers_and_quit(perfd, workloads, tmux, t
     time.sleep(2)
 
     screen = start_top(tmux, perfd.socket_path, tmp_path)
-    assert "PID USER" in screen and "%CPU" in screen and "by CPU" in screen, screen
+    assert "PID USER" in screen and "%CPU" in screen and "%WAIT" in screen and "by CPU" in screen, \
+        screen
     assert rows_of(screen), f"no process rows:\n{screen}"
 
     # every live process, scrolled to the last page; back to the active

@@ -869,6 +869,7 @@ Test(ps, table_escapes_comm, .init = cr_redirect_stdout)
 		"{\"pid\":1234,\"comm\":\"stress-ng\",\"samples\":490,\"cpu_percent\":98.99,"
 		"\"rss_bytes\":12897485,\"peak_rss_bytes\":15000000,\"exited\":false,"
 		"\"growing\":true,\"rss_growth_bytes_per_second\":2097152.0,"
+		"\"wait_percent\":41.25,\"waits\":{\"page fault\":30.0,\"lock\":11.25},"
 		"\"runtime\":\"CPython 3.11.7\"},"
 		"{\"pid\":7,\"comm\":\"ev\\u001b[2J\\nil\",\"samples\":1,\"cpu_percent\":0.2,"
 		"\"rss_bytes\":512,\"exited\":true,\"growing\":false,"
@@ -880,10 +881,11 @@ Test(ps, table_escapes_comm, .init = cr_redirect_stdout)
 	server_stop(&s);
 	cr_expect_str_eq(s.peer.request, "{\"version\":1,\"command\":\"ps\",\"interval\":5}");
 	fflush(stdout);
-	/* a steady rise is marked with its rate; an unmarked one is not */
-	cr_expect_stdout_eq_str("    PID COMM               SAMPLES   %CPU      RSS     PEAK   GROWTH/s  RUNTIME\n"
-				"   1234 stress-ng              490   99.0    12.3M    14.3M     +2.0M!  CPython 3.11.7\n"
-				"      7 ev\\x1b[2J\\x0ail          1    0.2     512B        -          -  -  (exited)\n");
+	/* a steady rise is marked with its rate; an unmarked one is not; the
+	 * first wait is what it waited for, in one word */
+	cr_expect_stdout_eq_str("    PID COMM               SAMPLES   %CPU  %WAIT WAITING         RSS     PEAK   GROWTH/s  RUNTIME\n"
+				"   1234 stress-ng              490   99.0   41.2 page-fault    12.3M    14.3M     +2.0M!  CPython 3.11.7\n"
+				"      7 ev\\x1b[2J\\x0ail          1    0.2      - -              512B        -          -  -  (exited)\n");
 }
 
 /* --from/--to: RFC 3339, Unix seconds, local time (here UTC) and a time
