@@ -5,15 +5,19 @@
  * perfd's profile: the workload and its window, what its CPU samples say
  * (the dominant function by self and by total, and whether the latter only
  * coordinates callees), what its memory samples say (peak RSS, the top
- * growth site, the trend), and what the evidence cannot show (too few
- * samples, a process that mostly waits, no growth sampled).
+ * growth site, the trend), what its off-CPU time says (how much of its
+ * time it waits, for what, in which call under which code, and whether
+ * it waits for a CPU: an oversubscribed host), and what the evidence
+ * cannot show (too few samples, a process that mostly waits, no growth
+ * sampled).
  *
  * Design: the rules (which function by self and by total, a coordinator,
  * too few samples, waiting, too little growth: analysis/diagnose.h) are
  * the analysis module's, on the rows report prints; this file asks perfd
  * and says what they found.  It asks for the same json snapshots `report`
- * does (report_fetch()), a cpu one and a memory one of the same range (a
- * live --duration becomes the cpu answer's from/to for the memory one),
+ * does (report_fetch()), a cpu one, a memory one and an off-CPU one of the
+ * same range (a live --duration becomes the cpu answer's from/to for the
+ * others),
  * and runs the rules in perfctl, as report runs on a snapshot.  The RSS
  * figures (now, peak and when, trend) and the growth site's function and
  * line are the daemon's `mem` answer (which names the innermost Python
@@ -74,6 +78,10 @@ struct diagnosis {
 	char *site_file;
 	int64_t site_line;
 	uint64_t site_bytes;
+
+	/* off-CPU */
+	struct profile *off;   /* NULL: off-CPU time is off (status says) */
+	struct diagnose_waits w;
 };
 
 static void diagnosis_done(struct diagnosis *d)
@@ -86,6 +94,7 @@ static void diagnosis_done(struct diagnosis *d)
 	json_object_put(d->mem_answer);
 	report_free(d->cpu);
 	report_free(d->mem);
+	profile_free(d->off);
 }
 
 static double now_realtime(void)
@@ -248,6 +257,55 @@ static char *finding_label(const struct report *r, const struct diagnose_finding
 	return ctl_escape(text, (size_t)n);
 }
 
+/* The name of off's frame, escaped ("?": out of memory), and where it is:
+ * " (file:line)". */
+static char *wait_frame_label(const struct profile *off, uint32_t frame, char *at, size_t size)
+{
+	const struct profile_frame *f = &off->frames[frame];
+	const char *name = off->text + f->function;
+
+	where(f->file ? off->text + f->file : NULL, f->line, at, size);
+	return ctl_escape(name, strlen(name));
+}
+
+/* What the off-CPU time says: its share of all the time (CPU and off-CPU),
+ * for what most, in which call, under which code; and a CPU's wait. */
+static void print_waits(const struct diagnosis *d)
+{
+	const struct diagnose_waits *w = &d->w;
+	double cpu_ns = (double)d->samples * (double)d->period_ns, all = cpu_ns + (double)w->total;
+	char at[LABEL_MAX], code_at[LABEL_MAX];
+
+	if (!d->off)
+		return;
+	if (!w->total) {
+		printf("Waiting: no off-CPU time was sampled in the window.\n");
+		return;
+	}
+	{
+		const char *cls = d->off->text + d->off->frames[w->top_class].function;
+		_cleanup_free_ char *site = w->site ? wait_frame_label(d->off, w->site, at, sizeof(at)) : NULL;
+		_cleanup_free_ char *code = w->code ? wait_frame_label(d->off, w->code, code_at,
+								       sizeof(code_at)) : NULL;
+
+		/* "[wait: network]": network */
+		size_t skip = strncmp(cls, "[wait: ", 7) ? 0 : 7, len = strlen(cls + skip);
+
+		printf("Waiting: %.1f%% of its time (CPU and off-CPU) is off the CPU (%.2f s); %.1f%% of "
+		       "that for %.*s", 100.0 * (double)w->total / all, (double)w->total / 1e9,
+		       report_percent(w->top, w->total), (int)(len && skip ? len - 1 : len), cls + skip);
+		if (site)
+			printf(", %.1f%% of it in %s%s", report_percent(w->site_total, w->top), site, at);
+		if (code)
+			printf(", under %s%s", code, code_at);
+		printf(".\n");
+	}
+	if (100.0 * (double)w->cpu / all >= DIAGNOSE_RUNQUEUE_PERCENT)
+		printf("It is runnable but waiting for a CPU %.1f%% of its time (at least %.0f%%): "
+		       "the CPUs it may run on are oversubscribed.\n", 100.0 * (double)w->cpu / all,
+		       DIAGNOSE_RUNQUEUE_PERCENT);
+}
+
 static void print_text(const struct diagnosis *d)
 {
 	double seconds = d->to - d->from;
@@ -338,6 +396,8 @@ static void print_text(const struct diagnosis *d)
 	} else {
 		printf(" No memory growth was sampled in the window.\n");
 	}
+
+	print_waits(d);
 }
 
 /* --- JSON ------------------------------------------------------------------- */
@@ -452,6 +512,45 @@ static struct json_object *json_memory(const struct diagnosis *d)
 	return TAKE_PTR(o);
 }
 
+/* A frame of the off-CPU profile as {function, file, line}. */
+static struct json_object *json_wait_frame(const struct profile *off, uint32_t frame, uint64_t value,
+					   uint64_t of)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	const struct profile_frame *f = &off->frames[frame];
+
+	if (!o || !ctl_json_put(o, "function", json_object_new_string(off->text + f->function)) ||
+	    (f->file && !ctl_json_put(o, "file", json_object_new_string(off->text + f->file))) ||
+	    (f->line && !ctl_json_put(o, "line", json_object_new_int64(f->line))) ||
+	    !ctl_json_put(o, "percent", new_percent(report_percent(value, of))))
+		return NULL;
+	return TAKE_PTR(o);
+}
+
+static struct json_object *json_waits(const struct diagnosis *d)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	const struct diagnose_waits *w = &d->w;
+	double all = (double)d->samples * (double)d->period_ns + (double)w->total;
+	double cpu = all > 0 ? 100.0 * (double)w->cpu / all : 0;
+
+	if (!o || !ctl_json_put(o, "offcpu_ns", json_object_new_uint64(w->total)) ||
+	    !ctl_json_put(o, "percent", new_percent(all > 0 ? 100.0 * (double)w->total / all : 0)) ||
+	    !ctl_json_put(o, "runqueue_percent", new_percent(cpu)) ||
+	    !ctl_json_put(o, "oversubscribed", json_object_new_boolean(cpu >= DIAGNOSE_RUNQUEUE_PERCENT)) ||
+	    !ctl_json_put(o, "oversubscribed_from_percent", new_percent(DIAGNOSE_RUNQUEUE_PERCENT)))
+		return NULL;
+	if (w->top && (!ctl_json_put(o, "top_class", json_object_new_string(
+						      d->off->text + d->off->frames[w->top_class].function)) ||
+		       !ctl_json_put(o, "top_class_percent", new_percent(report_percent(w->top, w->total)))))
+		return NULL;
+	if (w->site && !ctl_json_put(o, "call", json_wait_frame(d->off, w->site, w->site_total, w->top)))
+		return NULL;
+	if (w->code && !ctl_json_put(o, "code", json_wait_frame(d->off, w->code, w->code_total, w->top)))
+		return NULL;
+	return TAKE_PTR(o);
+}
+
 static enum perfctl_exit print_json(struct ctl_env *env, const struct diagnosis *d)
 {
 	_cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
@@ -471,7 +570,8 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct diagnosis 
 		  ctl_json_put(doc, "frequency_hz", json_object_new_double(
 				       d->period_ns ? 1e9 / (double)d->period_ns : 0)) &&
 		  ctl_json_put(doc, "cpu", json_cpu(d)) &&
-		  ctl_json_put(doc, "memory", json_memory(d));
+		  ctl_json_put(doc, "memory", json_memory(d)) &&
+		  (!d->off || ctl_json_put(doc, "waiting", json_waits(d)));
 
 	if (!ok) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
@@ -616,6 +716,9 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 	rc = report_fetch(env, &msel, "memory", false, &mem, NULL);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
+	rc = report_fetch(env, &msel, "offcpu", true, &d.off, NULL);
+	if (rc != PERFCTL_EXIT_OK)
+		return rc;
 	k = report_build(cpu, &cpu_opts, &d.cpu);
 	if (k >= 0 && d.samples >= DIAGNOSE_MIN_SAMPLES)
 		k = diagnose_cpu(d.cpu, cpu, &d.c);
@@ -623,6 +726,8 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 		k = report_build(mem, &mem_opts, &d.mem);
 	if (k >= 0)
 		k = find_site(&d);
+	if (k >= 0 && d.off)
+		k = diagnose_waits(d.off, &d.w);
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_IO, "diagnose: %s", strerror(-k));
 		return PERFCTL_EXIT_FAILURE;

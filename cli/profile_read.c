@@ -295,9 +295,9 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *f = json_object_array_get_idx(frames, i);
 		const char *name = json_string(f, "function"), *file = json_string(f, "file");
-		const char *fkind = json_string(f, "kind");
+		const char *fkind = json_string(f, "kind"), *module = json_string(f, "module");
 		uint64_t line;
-		int64_t fn, fl, id;
+		int64_t fn, fl, id, mod;
 
 		if (!name || !*name)
 			return profile_fail(err, -EBADMSG, "frame %zu has no \"function\"", i);
@@ -312,6 +312,12 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 		if (id < 0)
 			return (int)id;
 		frame_ids[i] = (uint32_t)id;
+		if (module && !p->frames[id].module) {
+			mod = profile_intern_cstring(p, module);
+			if (mod < 0)
+				return (int)mod;
+			p->frames[id].module = (uint32_t)mod;
+		}
 	}
 
 	w = calloc(1, sizeof(*w));

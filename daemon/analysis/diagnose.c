@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis/diagnose.h"
 
@@ -84,6 +85,99 @@ void diagnose_cpu_done(struct diagnose_cpu *c)
 {
 	free(c->callees.edges);
 	c->callees = (struct report_relatives){ 0 };
+}
+
+/* The key of map with the most value into *key, *value (0, 0: empty). */
+static void most(const struct u64map *m, uint32_t *key, uint64_t *value)
+{
+	*key = 0;
+	*value = 0;
+	U64MAP_FOREACH(slot, m)
+		if (slot->value > *value || (slot->value == *value && slot->key < *key)) {
+			*key = (uint32_t)slot->key;
+			*value = slot->value;
+		}
+}
+
+static int add_to(struct u64map *m, uint64_t key, uint64_t value)
+{
+	bool added;
+	uint64_t *slot = u64map_upsert(m, key, &added);
+
+	if (!slot)
+		return -ENOMEM;
+	*slot = (added ? 0 : *slot) + value;
+	return 0;
+}
+
+static const char *frame_name(const struct profile *p, uint32_t frame)
+{
+	return p->text + p->frames[frame].function;
+}
+
+int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
+{
+	static const char prefix[] = "[wait: ";
+	struct u64map classes, sites, code;
+	int r = 0;
+
+	*ret = (struct diagnose_waits){ 0 };
+	u64map_init(&classes);
+	u64map_init(&sites);
+	u64map_init(&code);
+	/* the classes, by their leaf */
+	for (size_t i = 0; i < off->n_stacks && r == 0; i++) {
+		const struct profile_stack *s = &off->stacks[i];
+		uint32_t leaf;
+
+		if (!s->depth)
+			continue;
+		leaf = off->pool[s->first + s->depth - 1];
+		if (strncmp(frame_name(off, leaf), prefix, sizeof(prefix) - 1))
+			continue;
+		ret->total += s->value;
+		if (!strcmp(frame_name(off, leaf), "[wait: cpu]"))
+			ret->cpu += s->value;
+		r = add_to(&classes, leaf, s->value);
+	}
+	if (r == 0)
+		most(&classes, &ret->top_class, &ret->top);
+	/* where the top class waited */
+	for (size_t i = 0; i < off->n_stacks && r == 0 && ret->top; i++) {
+		const struct profile_stack *s = &off->stacks[i];
+		const uint32_t *f = off->pool + s->first;
+		uint32_t site;
+		size_t at;
+
+		if (!s->depth || f[s->depth - 1] != ret->top_class)
+			continue;
+		for (at = s->depth - 1; at > 0 && off->frames[f[at - 1]].kernel; at--)
+			;
+		if (at == 0)
+			continue; /* kernel frames only */
+		at--;
+		site = f[at];
+		r = add_to(&sites, site, s->value);
+		/* a call in the program itself is its code */
+		if (off->frames[site].module && !strstr(off->text + off->frames[site].module, ".so"))
+			continue;
+		for (; r == 0 && at > 0; at--) {
+			const struct profile_frame *c = &off->frames[f[at - 1]];
+
+			if (c->file && c->line && (!c->module || c->module != off->frames[site].module))
+				break;
+		}
+		if (r == 0 && at > 0)
+			r = add_to(&code, f[at - 1], s->value);
+	}
+	if (r == 0) {
+		most(&sites, &ret->site, &ret->site_total);
+		most(&code, &ret->code, &ret->code_total);
+	}
+	u64map_done(&classes);
+	u64map_done(&sites);
+	u64map_done(&code);
+	return r;
 }
 
 bool diagnose_waiting(double cpu_percent)

@@ -53,6 +53,28 @@ void diagnose_cpu_done(struct diagnose_cpu *c);
  * waiting rather than computing. */
 bool diagnose_waiting(double cpu_percent);
 
+/* Of a wall profile's time (CPU and off-CPU), waiting for a CPU while
+ * runnable this share or more says the CPUs are oversubscribed. */
+#define DIAGNOSE_RUNQUEUE_PERCENT 10.0
+
+/* What an off-CPU profile says (leaf frames "[wait: CLASS]", perfd's
+ * waitclass.h): all of its time, that of [wait: cpu], the class with the
+ * most (its leaf frame), and, in that class's stacks, where the most of it
+ * was waited: the innermost frame that is not the kernel's (the call that
+ * blocked: recv, nanosleep) and, when that is in a shared library (or
+ * its module is not known), the innermost above it out of that library
+ * with a file and line (the code that made it: a Python function, a
+ * native one with debug lines).  Frame ids of the profile; 0: none. */
+struct diagnose_waits {
+	uint64_t total, cpu;
+	uint32_t top_class;
+	uint64_t top;
+	uint32_t site, code;
+	uint64_t site_total, code_total;
+};
+
+int diagnose_waits(const struct profile *off, struct diagnose_waits *ret);
+
 /* Whether bytes of growth, sampled sample_bytes a sample (0: unknown), are
  * too few samples to name where memory grew. */
 bool diagnose_too_little_growth(uint64_t bytes, uint64_t sample_bytes);

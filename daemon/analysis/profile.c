@@ -115,7 +115,7 @@ int64_t profile_intern_frame(struct profile *p, uint32_t function, uint32_t file
 			u64map_remove(&p->frames_by_hash, key);
 			return -ENOMEM;
 		}
-		p->frames[p->n_frames] = (struct profile_frame){ function, file, line, kernel, kind };
+		p->frames[p->n_frames] = (struct profile_frame){ function, file, line, kernel, kind, 0 };
 		*id = p->n_frames;
 		return (int64_t)p->n_frames++;
 	}

@@ -54,6 +54,9 @@ struct profile_frame {
 	 * enum frame_kind for a profile made in perfd: a Python function and a
 	 * native one of one name are two frames); 0 for every frame of a file */
 	uint8_t kind;
+	/* string id of the module it is in, as a JSON answer names it, 0:
+	 * unknown; not part of what the frame is (the first one seen stays) */
+	uint32_t module;
 };
 
 struct profile_stack {

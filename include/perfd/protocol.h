@@ -132,7 +132,9 @@
  *             live process perfd knows.  Result:
  *      interval_seconds (the window actually covered: min(interval, uptime)),
  *      processes: [ { pid, ns_pid, start_time_ns, comm, cgroup, unit
- *                     (as top's), samples, cpu_percent,
+ *                     (as top's), samples, cpu_percent, wait_percent
+ *                     (off-CPU time over the interval, threads adding up),
+ *                     waits ({ CLASS: percent }, the most first),
  *                     rss_bytes, peak_rss_bytes, rss_anon_bytes,
  *                     rss_file_bytes, rss_shmem_bytes, exited, total_samples,
  *                     runtime (string, present when a language runtime was
@@ -388,7 +390,14 @@
  *                  growth_bytes_per_second (mem's), top_site: { function,
  *                  file, line, bytes (the memory profile's total of it),
  *                  percent (of sampled_bytes) } when enough growth was
- *                  sampled } }
+ *                  sampled },
+ *        waiting: { offcpu_ns, percent (of the CPU and off-CPU time),
+ *                   runqueue_percent ([wait: cpu]'s), oversubscribed (at
+ *                   least oversubscribed_from_percent), top_class ("[wait:
+ *                   network]") and top_class_percent (of offcpu_ns),
+ *                   call and code: { function, file, line, percent (of
+ *                   top_class's) }: the call it blocked in and the code
+ *                   that made it (see analysis/diagnose.h) } }
  *
  * Error codes are stable strings, listed below; messages are for people.
  */

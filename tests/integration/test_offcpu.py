@@ -9,6 +9,7 @@ single thread.  perfd's estimate is a sum of sampled blocks
 block, so the tolerances below are the timing's, not sampling's."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -189,9 +190,18 @@ def test_a_cpus_stacks_are_held_near_the_rate(environment):
 
 def test_off_cpu_history_is_answered_after_the_process_exited(daemon, workloads):
     """The same profile from history, a while after the process is gone:
-    off-CPU samples go to the store like any other."""
+    off-CPU samples go to the store like any other.  diagnose says it: 75%
+    of its time off the CPU, for sleep, in clock_nanosleep under
+    wait_for_timer (libc's wrapper passed for the program's code)."""
     w, wall, cpu = run_to_end(workloads, "timer_wait", 2)
     time.sleep(3)
+    rc, said, err = daemon.perfctl("diagnose", "--pid", str(w.pid), "--since", "1m", timeout=60)
+    assert rc == 0, err
+    print(said)
+    assert re.search(r"^Waiting: 7\d\.\d% of its time \(CPU and off-CPU\) is off the CPU .*for "
+                     r"sleep, .* in clock_nanosleep .*under wait_for_timer \(timer_wait\.c:\d+\)\.$",
+                     said, re.M), f"diagnose of the timer loop:\n{said}"
+    assert "waiting for a CPU" not in said, said
     off = history(daemon, w.pid, "offcpu", since="2m")
     assert total(off) >= 0.9 * (wall - cpu) * 1e9, show(off)
     assert count_where(off, contains("wait_for_timer")) >= 0.9 * total(off), show(off)
@@ -224,6 +234,71 @@ def test_a_reader_waits_for_what_it_reads(daemon, workloads, how, function, cls)
     assert mine >= 0.9 * off, f"{mine / off:.0%} in {function} waiting for {cls}\n{show(prof)}"
 
 
+PYTHON = "/usr/bin/python3.11"  # Debian's, as test_python.py runs it
+
+# A loopback server that answers each byte after 50 ms, and a Python client
+# that sends a byte and waits for the answer in ask(), for SECONDS.
+SLOW_SERVER = """
+import socket, sys, time
+s = socket.create_server(("127.0.0.1", 0))
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+while c.recv(1):
+    time.sleep(0.05)
+    c.sendall(b"x")
+"""
+CLIENT = """import socket, sys, time
+
+
+def ask(sock):
+    sock.sendall(b"x")
+    return sock.recv(1)  # line 6
+
+
+def main(port, seconds):
+    sock = socket.create_connection(("127.0.0.1", port))
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        ask(sock)
+
+
+main(int(sys.argv[1]), float(sys.argv[2]))
+"""
+
+
+def test_a_python_client_waits_for_the_network_at_its_recv_line(daemon, workloads, tmp_path):
+    """A Python client of a slow loopback server (each answer after
+    50 ms), for 3 s: nearly all its off-CPU time is [wait: network] under
+    ask at the line of its recv (client.py:6), and diagnose says so."""
+    server = workloads("server", command=[PYTHON, "-c", SLOW_SERVER])
+    port = server.expect_line("")
+    (tmp_path / "client.py").write_text(CLIENT)
+    client = workloads("client", command=[PYTHON, str(tmp_path / "client.py"), port.strip(), "3"])
+    client.finish(timeout=60)
+    time.sleep(1.5)
+    prof = history(daemon, client.pid, "offcpu")
+    off = total(prof)
+    at_recv = re.compile(r"ask \(.*/client\.py:6\)")
+    mine = count_where(prof, lambda s: any(at_recv.fullmatch(f) for f in s) and
+                       leaf(s) == "[wait: network]")
+    print(f"python client: {mine / 1e9:.2f} s of {off / 1e9:.2f} s off-CPU in ask at its recv\n"
+          f"{show(prof)}")
+    assert off >= 2.5e9, f"{off / 1e9:.2f} s off-CPU of 3 s waiting\n{show(prof)}"
+    assert mine >= 0.9 * off, f"{mine / off:.0%} under ask (client.py:6)\n{show(prof)}"
+    rc, said, err = daemon.perfctl("diagnose", "--pid", str(client.pid), "--since", "1m", timeout=60)
+    assert rc == 0, err
+    print(said)
+    assert re.search(r"^Waiting: 9\d\.\d% of its time .* for network, .* in recv\b.*, under ask "
+                     r"\(client\.py:6\)\.$", said, re.M), said
+    rc, out, err = daemon.perfctl("--json", "diagnose", "--pid", str(client.pid), "--since", "1m",
+                                  timeout=60)
+    assert rc == 0, err
+    waits = json.loads(out)["waiting"]
+    assert waits["top_class"] == "[wait: network]" and waits["percent"] >= 90 and \
+        waits["code"]["function"] == "ask" and waits["code"]["line"] == 6 and \
+        not waits["oversubscribed"], waits
+
+
 def test_a_direct_reader_waits_for_the_disk(daemon, workloads):
     """A reader of a file opened O_DIRECT in the build folder (a real
     block device: the page cache is bypassed), 4 KiB at random places,
@@ -246,7 +321,8 @@ def test_a_direct_reader_waits_for_the_disk(daemon, workloads):
 def test_two_spinners_on_one_cpu_each_wait_half_for_it(daemon, workloads):
     """Two processes spinning on CPU 0 alone for 3 s: each runs half the
     time and waits for the CPU the other half ([wait: cpu] in
-    spin_pinned), within 10 points."""
+    spin_pinned), within 10 points; diagnose says it is runnable but
+    waiting for a CPU about half of its time: oversubscribed."""
     w = workloads("waits", "pinned", 3)
     pids = [int(p) for p in w.expect_line("ready").split()[1:]]
     w.expect_line("done", timeout=60)
@@ -257,3 +333,8 @@ def test_two_spinners_on_one_cpu_each_wait_half_for_it(daemon, workloads):
         print(f"spinner {pid}: {mine / 1e9:.2f} s waiting for the CPU of {off / 1e9:.2f} s off it")
         assert abs(mine / 3e9 - 0.5) <= 0.1, \
             f"spinner {pid} waited {mine / 3e9:.0%} of 3 s for the CPU\n{show(prof)}"
+    rc, said, err = daemon.perfctl("diagnose", "--pid", str(pids[0]), "--since", "1m", timeout=60)
+    assert rc == 0, err
+    print(said)
+    assert re.search(r"^It is runnable but waiting for a CPU [3-6]\d\.\d% of its time .*: the CPUs "
+                     r"it may run on are oversubscribed\.$", said, re.M), said
