@@ -171,7 +171,7 @@ static int add_wait(void *userdata, uint64_t key, uint64_t value)
 	    frame_address(leaf) < FRAME_SPECIAL_WAIT + WAIT_CLASSES)
 		ws->ns[frame_address(leaf) - FRAME_SPECIAL_WAIT] += value;
 	else
-		ws->ns[WAIT_OTHER] += value; /* restored from a state of before the classes */
+		ws->ns[WAIT_OTHER] += value; /* no class named: none is, but it waited */
 	return 0;
 }
 
