@@ -190,7 +190,7 @@ def test_bash_completes_commands_options_values_and_live_pids():
     assert "record" in perfctl_commands()
     assert completions("perfctl", "sn") == ["snapshot"]
     assert completions("perfctl", "--socket", "/x", "snapshot", "--no") == ["--no-lines"]
-    assert set(completions("perfctl", "snapshot", "--kind", "")) == {"cpu", "memory", "offcpu"}
+    assert set(completions("perfctl", "snapshot", "--kind", "")) == {"cpu", "memory", "offcpu", "wall"}
     assert set(completions("perfctl", "snapshot", "--format", "")) == \
         {"folded", "json", "pprof", "speedscope", "html", "svg"}
     assert set(completions("perfctl", "diff", "--format", "")) == {"text", "html", "svg"}
