@@ -262,9 +262,9 @@ static char *finding_label(const struct report *r, const struct diagnose_finding
 static char *wait_frame_label(const struct profile *off, uint32_t frame, char *at, size_t size)
 {
 	const struct profile_frame *f = &off->frames[frame];
-	const char *name = off->text + f->function;
+	const char *name = profile_string(off, f->function);
 
-	where(f->file ? off->text + f->file : NULL, f->line, at, size);
+	where(f->file ? profile_string(off, f->file) : NULL, f->line, at, size);
 	return ctl_escape(name, strlen(name));
 }
 
@@ -283,7 +283,7 @@ static void print_waits(const struct diagnosis *d)
 		return;
 	}
 	{
-		const char *cls = d->off->text + d->off->frames[w->top_class].function;
+		const char *cls = profile_string(d->off, d->off->frames[w->top_class].function);
 		_cleanup_free_ char *site = w->site ? wait_frame_label(d->off, w->site, at, sizeof(at)) : NULL;
 		_cleanup_free_ char *code = w->code ? wait_frame_label(d->off, w->code, code_at,
 								       sizeof(code_at)) : NULL;
@@ -519,8 +519,8 @@ static struct json_object *json_wait_frame(const struct profile *off, uint32_t f
 	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
 	const struct profile_frame *f = &off->frames[frame];
 
-	if (!o || !ctl_json_put(o, "function", json_object_new_string(off->text + f->function)) ||
-	    (f->file && !ctl_json_put(o, "file", json_object_new_string(off->text + f->file))) ||
+	if (!o || !ctl_json_put(o, "function", json_object_new_string(profile_string(off, f->function))) ||
+	    (f->file && !ctl_json_put(o, "file", json_object_new_string(profile_string(off, f->file)))) ||
 	    (f->line && !ctl_json_put(o, "line", json_object_new_int64(f->line))) ||
 	    !ctl_json_put(o, "percent", new_percent(report_percent(value, of))))
 		return NULL;
@@ -541,7 +541,7 @@ static struct json_object *json_waits(const struct diagnosis *d)
 	    !ctl_json_put(o, "oversubscribed_from_percent", new_percent(DIAGNOSE_RUNQUEUE_PERCENT)))
 		return NULL;
 	if (w->top && (!ctl_json_put(o, "top_class", json_object_new_string(
-						      d->off->text + d->off->frames[w->top_class].function)) ||
+						      profile_string(d->off, d->off->frames[w->top_class].function))) ||
 		       !ctl_json_put(o, "top_class_percent", new_percent(report_percent(w->top, w->total)))))
 		return NULL;
 	if (w->site && !ctl_json_put(o, "call", json_wait_frame(d->off, w->site, w->site_total, w->top)))

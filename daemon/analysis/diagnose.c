@@ -110,11 +110,6 @@ static int add_to(struct u64map *m, uint64_t key, uint64_t value)
 	return 0;
 }
 
-static const char *frame_name(const struct profile *p, uint32_t frame)
-{
-	return p->text + p->frames[frame].function;
-}
-
 int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 {
 	static const char prefix[] = "[wait: ";
@@ -133,10 +128,10 @@ int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 		if (!s->depth)
 			continue;
 		leaf = off->pool[s->first + s->depth - 1];
-		if (strncmp(frame_name(off, leaf), prefix, sizeof(prefix) - 1))
+		if (strncmp(profile_string(off, off->frames[leaf].function), prefix, sizeof(prefix) - 1))
 			continue;
 		ret->total += s->value;
-		if (!strcmp(frame_name(off, leaf), "[wait: cpu]"))
+		if (!strcmp(profile_string(off, off->frames[leaf].function), "[wait: cpu]"))
 			ret->cpu += s->value;
 		r = add_to(&classes, leaf, s->value);
 	}
@@ -159,7 +154,7 @@ int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 		site = f[at];
 		r = add_to(&sites, site, s->value);
 		/* a call in the program itself is its code */
-		if (off->frames[site].module && !strstr(off->text + off->frames[site].module, ".so"))
+		if (off->frames[site].module && !strstr(profile_string(off, off->frames[site].module), ".so"))
 			continue;
 		for (; r == 0 && at > 0; at--) {
 			const struct profile_frame *c = &off->frames[f[at - 1]];
