@@ -380,13 +380,81 @@ static __always_inline __u64 python_thread_state(struct task_struct *task,
 	return tstate;
 }
 
+/* The GIL.  A thread holds it while it is the interpreter's current
+ * thread, which CPython makes it just after it took the GIL and unmakes
+ * just before it drops it (PyEval_SaveThread(), the eval loop's switch):
+ * up to 3.11 its state is the runtime's gilstate.tstate_current; from 3.12
+ * that is thread-local, and its state's _status.active bit says it.  (The
+ * GIL's own locked and last_holder fields do not: a thread that has just
+ * released it to sleep still reads as its holder while the thread taking
+ * it over has set locked and not yet last_holder, and a tick in that
+ * thread between the two stores made a whole sleep look held.)  It waits
+ * for it when it is blocked in a futex inside the GIL's struct, whose
+ * mutex and condition variables take_gil() and drop_gil() wait on: the
+ * system call its entry registers name (orig_ax; an interrupt's is
+ * negative), a futex operation that waits (not the wake of a release),
+ * and its first argument, the futex's address.  A thread that left the
+ * CPU holding it (a C extension blocking without releasing it) shows as
+ * HELD in its off-CPU sample: every other thread of the interpreter waits
+ * for it.  One read.  Sub-interpreters with a GIL of their own (3.12+) are
+ * not looked at. */
+#define PYTHON_NR_FUTEX 202 /* x86_64 */
+#define PYTHON_FUTEX_CMD_MASK 127 /* without FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME */
+
+/* FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI,
+ * FUTEX_LOCK_PI2: the operations that wait. */
+static __always_inline bool python_futex_waits(__u64 op)
+{
+	op &= PYTHON_FUTEX_CMD_MASK;
+	return op == 0 || op == 6 || op == 9 || op == 11 || op == 13;
+}
+
+static __always_inline void python_gil_state(struct task_struct *task,
+					     const struct perfd_python_process *py, __u64 tstate,
+					     __u32 *flags)
+{
+	struct pt_regs *regs;
+	__u64 current = 0, uaddr;
+	__u32 status = 0;
+
+	if (py->gil_current_addr) {
+		if (bpf_probe_read_user(&current, sizeof(current),
+					(const void *)py->gil_current_addr))
+			return;
+		*flags |= PERFD_SAMPLE_F_GIL_KNOWN;
+		if (current == tstate) {
+			*flags |= PERFD_SAMPLE_F_GIL_HELD;
+			return;
+		}
+	} else if (py->tstate_active >= 0) {
+		if (bpf_probe_read_user(&status, sizeof(status),
+					(const void *)(tstate + py->tstate_active)))
+			return;
+		*flags |= PERFD_SAMPLE_F_GIL_KNOWN;
+		if (status & py->tstate_active_mask) {
+			*flags |= PERFD_SAMPLE_F_GIL_HELD;
+			return;
+		}
+	} else {
+		return;
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!py->gil_addr || !regs || regs->orig_ax != PYTHON_NR_FUTEX ||
+	    !python_futex_waits(regs->si))
+		return;
+	uaddr = regs->di;
+	if (uaddr >= py->gil_addr && uaddr < py->gil_addr + py->gil_size)
+		*flags |= PERFD_SAMPLE_F_GIL_WAIT;
+}
+
 /* Appends the Python frames of the current thread (task, from
  * bpf_get_current_task_btf()) at ips[base...].
  * Returns how many records were stored.  counted: the walk is a CPU
  * sample's, which status' python counters count (memory samples walk
- * too, uncounted, so the counters keep meaning CPU samples). */
+ * too, uncounted, so the counters keep meaning CPU samples).  gil: say the
+ * thread's GIL state in *flags (CPU and off-CPU samples). */
 static __always_inline __u32 python_walk_stack(struct task_struct *task, __u32 tgid, __u32 base,
-					       __u32 *flags, bool counted, __u64 now)
+					       __u32 *flags, bool counted, bool gil, __u64 now)
 {
 	const struct perfd_python_process *py = bpf_map_lookup_elem(&python_processes, &tgid);
 	__u32 key = counted ? PERFD_VALUE_CPU : PERFD_VALUE_MEMORY;
@@ -410,6 +478,8 @@ static __always_inline __u32 python_walk_stack(struct task_struct *task, __u32 t
 			count(PERFD_CNT_PYTHON_NO_THREAD_STATE);
 		return 0;
 	}
+	if (gil)
+		python_gil_state(task, py, tstate, flags);
 	if (bpf_probe_read_user(&frame, sizeof(frame),
 				(const void *)(tstate + py->tstate_frame)))
 		goto truncated;

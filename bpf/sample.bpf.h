@@ -475,7 +475,8 @@ static __always_inline int sample(void *ctx, struct task_struct *task, bool full
 
 	if (python && mm) {
 		pdepth = python_walk_stack(task, tgid, kdepth + udepth, &s->flags,
-					   value_kind == PERFD_VALUE_CPU, now);
+					   value_kind == PERFD_VALUE_CPU,
+					   value_kind != PERFD_VALUE_MEMORY, now);
 		if (pdepth > PERFD_MAX_PYTHON_DEPTH)
 			pdepth = PERFD_MAX_PYTHON_DEPTH;
 		s->python_depth = pdepth;

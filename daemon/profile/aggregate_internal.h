@@ -137,6 +137,14 @@ static inline unsigned sample_wait_class(uint32_t flags)
 	return (flags & SAMPLE_WAIT_MASK) >> SAMPLE_WAIT_SHIFT;
 }
 
+/* The root frame of a sample whose GIL state BPF read. */
+static inline uint64_t sample_gil_special(uint32_t flags)
+{
+	return flags & PERFD_SAMPLE_F_GIL_HELD ? FRAME_SPECIAL_GIL_HELD :
+	       flags & PERFD_SAMPLE_F_GIL_WAIT ? FRAME_SPECIAL_GIL_WAITING :
+						 FRAME_SPECIAL_GIL_RELEASED;
+}
+
 /* proctab.c */
 void agg_notify_gone(struct aggregator *a, const struct process *p);
 size_t agg_process_bytes(const struct process *p);

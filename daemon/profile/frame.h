@@ -45,6 +45,11 @@ enum frame_special {
 	FRAME_SPECIAL_CONTEXT_SWITCH,  /* the whole stack of a tick that fell due
 					* while its task was being switched out
 					* (PERFD_SAMPLE_F_SWITCHED) */
+	/* the root of a Python thread's CPU or off-CPU stack: whether it
+	 * held its interpreter's GIL (PERFD_SAMPLE_F_GIL_*) */
+	FRAME_SPECIAL_GIL_HELD,
+	FRAME_SPECIAL_GIL_WAITING,
+	FRAME_SPECIAL_GIL_RELEASED,
 	/* the leaf of an off-CPU stack: why it waited, the wait class
 	 * (profile/waitclass.h) added to this */
 	FRAME_SPECIAL_WAIT = 64,

@@ -278,9 +278,10 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	 * the jittered tick that passed several blocks' targets. */
 	uint64_t value = s->value;
 	/* the specials: a wait's leaf, kernel error, user error; and the last
-	 * slot, kept for the root marker whether there is one or not */
-	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 4];
-	const size_t frames_cap = ELEMENTSOF(frames) - 1; /* for all but the marker */
+	 * two slots, kept for the root marker and the GIL's state whether
+	 * there are any or not */
+	uint64_t frames[2 * PERFD_MAX_STACK_DEPTH + PERFD_MAX_PYTHON_DEPTH + 5];
+	const size_t frames_cap = ELEMENTSOF(frames) - 2; /* for all but the roots */
 	bool pending = s->flags & PERFD_SAMPLE_F_UNWIND_PENDING;
 	/* A tick charged to the task a context switch took off the CPU
 	 * comes without a stack and with the RSS of the task switched in. */
@@ -381,6 +382,10 @@ int agg_ingest_sample(struct aggregator *a, const struct perfd_sample *s, size_t
 	 * than pass for one whose caller is its last frame. */
 	if (root_special)
 		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, root_special);
+	/* A Python thread's stacks part at their root by its GIL: what
+	 * it did holding it, waiting for it, and without it. */
+	if (s->flags & PERFD_SAMPLE_F_GIL_KNOWN)
+		frames[n++] = frame_make(FRAME_MODULE_SPECIAL, sample_gil_special(s->flags));
 
 	id = intern_stack(a, p, frames, n, kernel_n);
 	key = profile_key(id, s->hdr.tid, kind);

@@ -94,13 +94,17 @@ static const char *kernel_name(void *ctx, uint64_t frame, char *buf, size_t size
 					  NULL;
 }
 
-/* Why s waited, from state and its kernel frames. */
+/* Why s waited, from state and its kernel frames; a Python thread's
+ * futex in its GIL is the GIL's (BPF saw which futex). */
 static enum wait_class classify(struct aggregator *a, const struct perfd_sample *s, uint32_t state)
 {
 	uint64_t frames[PERFD_MAX_STACK_DEPTH];
 	uint32_t kd = s->kernel_depth > 0 ? MIN((uint32_t)s->kernel_depth, PERFD_MAX_STACK_DEPTH) : 0;
 	uint32_t skip = kind_infos[PERFD_VALUE_OFFCPU].kernel_skip;
 	size_t n = 0;
+
+	if ((s->flags & PERFD_SAMPLE_F_GIL_WAIT) && !(state & PERFD_OFFCPU_RUNNABLE))
+		return WAIT_GIL;
 
 	for (uint32_t i = skip; i < kd; i++)
 		frames[n++] = frame_make(FRAME_MODULE_KERNEL, s->ips[i] - (i > skip));

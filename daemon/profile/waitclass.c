@@ -11,7 +11,7 @@ static const char *const names[WAIT_CLASSES] = {
 	[WAIT_OTHER] = "other",	   [WAIT_CPU] = "cpu",	       [WAIT_DISK] = "disk",
 	[WAIT_NETWORK] = "network", [WAIT_LOCK] = "lock",	       [WAIT_SLEEP] = "sleep",
 	[WAIT_POLL] = "poll",	   [WAIT_PIPE] = "pipe",	       [WAIT_PAGE_FAULT] = "page fault",
-	[WAIT_CHILD] = "child",
+	[WAIT_CHILD] = "child",	   [WAIT_GIL] = "GIL",
 };
 
 static const char *const frame_names[WAIT_CLASSES] = {
@@ -20,6 +20,7 @@ static const char *const frame_names[WAIT_CLASSES] = {
 	[WAIT_LOCK] = "[wait: lock]",	    [WAIT_SLEEP] = "[wait: sleep]",
 	[WAIT_POLL] = "[wait: poll]",	    [WAIT_PIPE] = "[wait: pipe]",
 	[WAIT_PAGE_FAULT] = "[wait: page fault]", [WAIT_CHILD] = "[wait: child]",
+	[WAIT_GIL] = "[wait: GIL]",
 };
 
 const char *wait_class_name(unsigned c)

@@ -27,11 +27,13 @@ enum wait_class {
 	WAIT_PIPE,       /* a pipe, a Unix socket, System V IPC */
 	WAIT_PAGE_FAULT, /* a page fault waiting for its page (swap, a file) */
 	WAIT_CHILD,      /* wait(), waitpid(): a child process */
+	WAIT_GIL,        /* a Python thread blocked on its interpreter's GIL
+			  * (PERFD_SAMPLE_F_GIL_WAIT) */
 	WAIT_CLASSES,
 };
 
 /* "other", "cpu", "disk", "network", "lock", "sleep", "poll", "pipe",
- * "page fault", "child"; "?" past the table. */
+ * "page fault", "child", "GIL"; "?" past the table. */
 const char *wait_class_name(unsigned c);
 
 /* The leaf frame's name of a block of class c: "[wait: network]". */

@@ -172,6 +172,12 @@ static const char *special_name(uint64_t what)
 		return "[truncated]";
 	case FRAME_SPECIAL_CONTEXT_SWITCH:
 		return "[context switch]";
+	case FRAME_SPECIAL_GIL_HELD:
+		return "[GIL: held]";
+	case FRAME_SPECIAL_GIL_WAITING:
+		return "[GIL: waiting]";
+	case FRAME_SPECIAL_GIL_RELEASED:
+		return "[GIL: released]";
 	default:
 		if (what >= FRAME_SPECIAL_WAIT && what < FRAME_SPECIAL_WAIT + WAIT_CLASSES)
 			return wait_frame_name((unsigned)(what - FRAME_SPECIAL_WAIT));

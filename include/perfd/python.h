@@ -80,6 +80,19 @@ struct perfd_python_process {
 	__u32 code_tag_size;         /* < 128 */
 	__s32 tag_firstlineno;
 	__s32 tag_filename;
+	/* The GIL (bpf/python.bpf.h, "The GIL").  A thread holds it while
+	 * it is the current one: its state is the runtime's tstate_current
+	 * at gil_current_addr (up to 3.11), or, from 3.12 (gil_current_addr
+	 * 0), its state's tstate_active_mask bit at tstate_active is set
+	 * (-1: neither is known).  A thread blocked in a futex in the
+	 * gil_size bytes at gil_addr (the main interpreter's struct
+	 * _gil_runtime_state: its mutexes and condition variables) waits
+	 * for it; gil_addr 0: unknown. */
+	__u64 gil_current_addr;
+	__s32 tstate_active;
+	__u32 tstate_active_mask;
+	__u64 gil_addr;
+	__u32 gil_size;
 };
 
 /* code: the code object's address | PERFD_PYFRAME_ENTRY.

@@ -109,6 +109,14 @@ struct perfd_sample {
  * no stack, and its RSS fields are not the process's. */
 #define PERFD_SAMPLE_F_SWITCHED (1u << 7)
 
+/* The thread runs Python and the walker read its interpreter's GIL
+ * (bpf/python.bpf.h, "The GIL"): it holds it (HELD), is blocked in the
+ * GIL's own locks (WAIT), or neither (it released it: native code, a
+ * blocking call). */
+#define PERFD_SAMPLE_F_GIL_KNOWN (1u << 8)
+#define PERFD_SAMPLE_F_GIL_HELD (1u << 9)
+#define PERFD_SAMPLE_F_GIL_WAIT (1u << 10)
+
 #define PERFD_SAMPLE_MAX_WORDS                                                 \
 	(2 * PERFD_MAX_STACK_DEPTH +                                           \
 	 PERFD_MAX_PYTHON_DEPTH * PERFD_PYFRAME_WORDS)

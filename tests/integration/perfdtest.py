@@ -557,12 +557,20 @@ def count_where(stacks, predicate):
 # The root perfd gives a stack cut short in code whose unwind table was
 # still being built (walked with frame pointers it may not keep).
 UNWIND_PENDING = "[unwind table pending]"
+# The root of a Python thread's stacks: its GIL state at the sample.
+GIL_FRAMES = ("[GIL: held]", "[GIL: waiting]", "[GIL: released]")
+
+
+def without_gil(stack):
+    """The folded stack (a tuple, comm first) without the GIL state perfd
+    roots a Python thread's stacks at, for the tests of what is below it."""
+    return tuple(f for f in stack if f not in GIL_FRAMES)
 
 
 def is_pending(stack):
     """The stack was cut short while a table was being built: its root
-    (after comm, and after a [thread ...] frame) is UNWIND_PENDING."""
-    return UNWIND_PENDING in stack[1:3]
+    (after comm, a [thread ...] frame and a GIL state) is UNWIND_PENDING."""
+    return UNWIND_PENDING in stack[1:4]
 
 
 def unwind_pending(stacks):

@@ -102,9 +102,12 @@ def qualname(version, name):
 
 
 def user_frames(stack):
-    """A stack's frames without comm and without a leading [thread ...]."""
+    """A stack's frames without comm, a leading [thread ...] and the GIL
+    state perfd roots a Python thread's stacks at."""
     frames = stack[1:]
     if frames and THREAD_FRAME.match(frames[0]):
+        frames = frames[1:]
+    if frames and frames[0] in perfdtest.GIL_FRAMES:
         frames = frames[1:]
     return frames
 
@@ -397,6 +400,8 @@ def test_ps_reports_the_python_runtime(split_run):
 # --- one workload per test, per interpreter -------------------------------------
 
 THREADS = python_workload("threads")
+# Long enough for the GIL's shares within 5 points (check_gil).
+THREADS_CPU_SECONDS = 4
 
 
 @pytest.mark.parametrize("interp", SUPPORTED)
@@ -405,20 +410,27 @@ def test_threads_show_under_their_own_thread(interp, perfd_fast, workloads):
     py-beta, taking turns on the GIL.  With --threads each stack starts with
     "[thread TID COMM]"; each function shows under its own thread's TID and
     comm only, called from its thread's run closure under threading's
-    bootstrap.  Protects finding the sampled thread's own Python state."""
-    w = start_python(workloads, interp, THREADS, 2)
+    bootstrap.  Protects finding the sampled thread's own Python state.
+
+    Over the same time, its wall profile says each thread's GIL state
+    (check_gil)."""
+    w = start_python(workloads, interp, THREADS, THREADS_CPU_SECONDS)
     tids = {}
     for name in ("alpha", "beta"):
         _, tid = w.expect_line(name + " ").split()
         tids[name] = int(tid)
     _, version = ready_version(w)
     snap = BackgroundSnapshot(perfd_fast, w.pid, "--threads")
+    wall = BackgroundSnapshot(perfd_fast, w.pid, "--threads", "--kind", "wall")
     stacks, _, _ = snap.result(process_comm(w.pid))
-    w.finish()
+    wall_stacks, _, _ = wall.result(process_comm(w.pid))
+    ran = {line.split()[0]: float(line.split()[2]) / float(line.split()[3])
+           for line in w.finish().splitlines() if line.split()[1:2] == ["ran"]}
+    check_gil(wall_stacks, tids, ran, w.pid)
 
     n = total(stacks)
-    # 2 CPU-s at 999 Hz, less the start-up before "ready": ~1900 samples.
-    assert n >= 1500, f"only {n} samples\n{show(stacks)}"
+    # 4 CPU-s at 999 Hz, less the start-up before "ready": ~3900 samples.
+    assert n >= 3000, f"only {n} samples\n{show(stacks)}"
     unthreaded = [s for s in stacks if not THREAD_FRAME.match(s[1])]
     assert not unthreaded, \
         f"stacks without [thread TID COMM] after comm: {[';'.join(s) for s in unthreaded[:5]]}"
@@ -450,6 +462,58 @@ def test_threads_show_under_their_own_thread(interp, perfd_fast, workloads):
         assert called >= 0.9 * m and rooted >= 0.9 * m, \
             f"{func}: {called} of {m} samples end {run} -> {func} in its loop, " \
             f"{rooted} start at {bootstrap} in threading.py\n{show(mine)}"
+
+
+def check_gil(wall, tids, ran, main_tid):
+    """threads.py's two spinners take turns on the GIL, 5 ms each: each
+    holds it ([GIL: held] at its stacks' root) the share of its time it
+    says it ran (ran: its CPU time's share of its life, 50% within a
+    point or two), within 5 points, and waits for it (the leaf
+    [wait: GIL]) the rest, within 8: its wait is an estimate from blocks
+    sampled (bpf/offcpu.bpf.h), and a spinner blocks a few hundred times
+    a second (its GIL waits, preemptions) of which about 100 are taken:
+    ~400 in THREADS_CPU_SECONDS, a relative error of ~5% (2.5 points of
+    50; its held share, of ~2,000 CPU samples, moves with the total by
+    half that, ~1.6 points with its own; at 2 s, 1 check in 56 was off
+    by 6).  Less than 15% of its time
+    is neither.  The main thread sleeps in time.sleep()
+    most of its time, every sleep under [GIL: released] (it holds the GIL
+    to start the threads and, in the window too, to finalize)."""
+    by_thread = {}
+    for s, ns in wall.items():
+        m = THREAD_FRAME.match(s[1])
+        assert m, f"a wall stack without [thread TID COMM]: {';'.join(s)}"
+        by_thread.setdefault(int(m.group(1)), {})[s] = ns
+
+    def share(mine, predicate):
+        return 100.0 * count(mine, predicate) / max(total(mine), 1)
+
+    for name, tid in tids.items():
+        mine = by_thread.get(tid, {})
+        assert total(mine) >= 0.5e9, f"py-{name}: {total(mine)} ns of wall time\n{show(wall)}"
+        held = share(mine, lambda s: s[2] == "[GIL: held]")
+        waits = share(mine, lambda s: s[-1] == "[wait: GIL]")
+        truth = 100 * ran[name]
+        assert abs(held - truth) <= 5 and abs(waits - (100 - truth)) <= 8 and \
+            held + waits >= 85, \
+            f"py-{name} holds the GIL {held:.1f}% and waits for it {waits:.1f}% of its time; " \
+            f"it ran {truth:.1f}% of it\n{show(mine)}"
+        assert count(mine, lambda s: s[-1] == "[wait: GIL]" and
+                     any(q == "spin_" + name for q, _ in script_frames(s, THREADS))) >= \
+            0.9 * count(mine, lambda s: s[-1] == "[wait: GIL]"), \
+            f"py-{name}'s GIL waits are not in spin_{name}\n{show(mine)}"
+    main = by_thread.get(main_tid, {})
+    line = marker_line(THREADS, "SLEEP: main")
+    asleep = count(main, lambda s: s[-1] in ("[wait: sleep]", "[wait: poll]") and
+                   ("main", line) in script_frames(s, THREADS))
+    assert asleep >= 0.5 * total(main), \
+        f"the main thread sleeps {asleep} of {total(main)} ns at line {line}\n{show(main)}"
+    released = count(main, lambda s: s[2] == "[GIL: released]" and
+                      s[-1] in ("[wait: sleep]", "[wait: poll]") and
+                      ("main", line) in script_frames(s, THREADS))
+    assert released == asleep, \
+        f"of {asleep} ns asleep in time.sleep(), {asleep - released} are not under " \
+        f"[GIL: released]\n{show(main)}"
 
 
 NATIVE_THREAD = python_workload("native_thread")

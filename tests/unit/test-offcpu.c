@@ -86,7 +86,8 @@ static void header(struct perfd_event_header *h, uint32_t kind, uint32_t tid, ui
 
 /* The stack thread tid left its CPU at, at out_ns: the program's three
  * frames (kernel_skip), then schedule's return, then kips (leaf first). */
-static void send_stack(uint32_t tid, uint64_t out_ns, const uint64_t *kips, int n)
+static void send_stack_flags(uint32_t tid, uint64_t out_ns, const uint64_t *kips, int n,
+			     uint32_t flags)
 {
 	size_t size = sizeof(struct perfd_sample) + (size_t)(n + 4) * sizeof(uint64_t);
 	struct perfd_sample *s = calloc(1, size);
@@ -103,8 +104,14 @@ static void send_stack(uint32_t tid, uint64_t out_ns, const uint64_t *kips, int 
 	for (int i = 0; i < n; i++)
 		s->ips[4 + i] = kips[i];
 	s->kernel_depth = n + 4;
+	s->flags = flags;
 	cr_assert_eq(aggregator_ingest(agg, s, size), 0);
 	free(s);
+}
+
+static void send_stack(uint32_t tid, uint64_t out_ns, const uint64_t *kips, int n)
+{
+	send_stack_flags(tid, out_ns, kips, n, 0);
 }
 
 /* odds: 1 in one_in */
@@ -118,8 +125,9 @@ static void send_end(uint32_t tid, uint64_t out_ns, uint64_t in_ns, uint32_t one
 }
 
 /* Off-CPU nanoseconds of the process whose stacks' leaf is the wait class
- * c (-1: any), and whose next frame is schedule's. */
-static uint64_t waited(int c)
+ * c (-1: any), and whose next frame is schedule's; with root not 0, only
+ * of the stacks whose root frame is that special one. */
+static uint64_t waited_under(int c, uint64_t root)
 {
 	struct process *p = agg_lookup(agg, PID, START);
 	struct history_iter it;
@@ -143,12 +151,19 @@ static uint64_t waited(int c)
 			cr_assert_eq(frame_module(s->frames[0]), FRAME_MODULE_SPECIAL);
 			cr_assert_eq(frame_kernel_address(s->frames[1]), K_SCHEDULE + 0x10,
 				     "the program's own frames were left in");
+			if (root && s->frames[s->depth - 1] != frame_make(FRAME_MODULE_SPECIAL, root))
+				continue;
 			if (c < 0 || frame_address(s->frames[0]) == FRAME_SPECIAL_WAIT + (uint64_t)c)
 				n += slot->value;
 		}
 		profile_release(&one, aggregator_stacks(agg));
 	}
 	return n;
+}
+
+static uint64_t waited(int c)
+{
+	return waited_under(c, 0);
 }
 
 Test(offcpu, a_block_is_its_length_times_its_odds_under_why_it_waited)
@@ -186,6 +201,35 @@ Test(offcpu, the_class_comes_from_the_state_and_the_kernel_frames)
 	cr_assert_eq(waited(WAIT_PAGE_FAULT), 2000);
 	cr_assert_eq(waited(WAIT_CPU), 4000);
 	cr_assert_eq(waited(WAIT_OTHER), 8000);
+}
+
+Test(offcpu, a_python_threads_gil_wait_is_its_class_and_its_gil_state_its_root)
+{
+	const uint64_t sleep[] = { K_NANOSLEEP + 4 };
+	const uint32_t waiting = PERFD_SAMPLE_F_GIL_KNOWN | PERFD_SAMPLE_F_GIL_WAIT;
+
+	/* blocked in the GIL's futex: the GIL's wait, whatever the kernel says */
+	send_stack_flags(PID, 1 * SEC, NULL, 0, waiting);
+	send_end(PID, 1 * SEC, 1 * SEC + 1000, 1, 1);
+	/* preempted on its way into it: a wait for a CPU */
+	send_stack_flags(PID + 1, 1 * SEC, NULL, 0, waiting);
+	send_end(PID + 1, 1 * SEC, 1 * SEC + 2000, 1, PERFD_OFFCPU_RUNNABLE);
+	/* asleep without it, and asleep holding it */
+	send_stack_flags(PID + 2, 1 * SEC, sleep, 1, PERFD_SAMPLE_F_GIL_KNOWN);
+	send_end(PID + 2, 1 * SEC, 1 * SEC + 4000, 1, 1);
+	send_stack_flags(PID + 3, 1 * SEC, sleep, 1,
+			 PERFD_SAMPLE_F_GIL_KNOWN | PERFD_SAMPLE_F_GIL_HELD);
+	send_end(PID + 3, 1 * SEC, 1 * SEC + 8000, 1, 1);
+	/* not Python: no GIL root */
+	send_stack(PID + 4, 1 * SEC, sleep, 1);
+	send_end(PID + 4, 1 * SEC, 1 * SEC + 16000, 1, 1);
+
+	cr_assert_eq(waited_under(WAIT_GIL, FRAME_SPECIAL_GIL_WAITING), 1000);
+	cr_assert_eq(waited_under(WAIT_CPU, FRAME_SPECIAL_GIL_WAITING), 2000);
+	cr_assert_eq(waited_under(WAIT_SLEEP, FRAME_SPECIAL_GIL_RELEASED), 4000);
+	cr_assert_eq(waited_under(WAIT_SLEEP, FRAME_SPECIAL_GIL_HELD), 8000);
+	cr_assert_eq(waited(WAIT_SLEEP), 4000 + 8000 + 16000);
+	cr_assert_eq(waited(-1), 31000);
 }
 
 Test(offcpu, an_end_without_its_stack_and_a_stack_without_its_end_are_counted)

@@ -100,6 +100,22 @@ static void check_walk(pid_t pid, const struct pyruntime *rt)
 		cr_assert_eq(read_u64(pid, tstate + (uint64_t)o->tstate_native_thread_id),
 			     (uint64_t)pid, "native_thread_id is not the main thread's");
 	cr_assert_neq(read_u64(pid, tstate + (uint64_t)o->tstate_thread_id), 0);
+	/* the GIL the walker reads: the only thread took it last, and
+	 * released it to sleep (3.12+: where interp->ceval.gil points) */
+	cr_assert_eq(read_u64(pid, rt->runtime_addr + (uint64_t)o->runtime_gil +
+					   (uint64_t)o->gil_last_holder),
+		     tstate, "the GIL's last holder is not the main thread");
+	cr_assert_eq((int32_t)read_u64(pid, rt->runtime_addr + (uint64_t)o->runtime_gil +
+						    (uint64_t)o->gil_locked),
+		     0, "the GIL is held by a sleeping thread");
+	/* and the thread says so itself, as the walker reads it */
+	if (o->runtime_tstate_current >= 0)
+		cr_assert_eq(read_u64(pid, rt->runtime_addr + (uint64_t)o->runtime_tstate_current), 0,
+			     "a sleeping thread is the current one");
+	else
+		cr_assert_eq(read_u64(pid, tstate + (uint64_t)o->tstate_status) &
+				     (1ull << o->tstate_active_bit),
+			     0, "a sleeping thread is active");
 
 	if (o->tstate_frame >= 0) {
 		frame = follow(pid, maps, tstate, o->tstate_frame, "tstate->frame");
@@ -383,6 +399,7 @@ static const char gen_source[] =
 	"#include <Python.h>\n"
 	"#include <stddef.h>\n"
 	"#include <stdio.h>\n"
+	"#include <string.h>\n"
 	"#if PY_VERSION_HEX < 0x03090000\n"
 	"#include <frameobject.h>\n"
 	"#include <internal/pycore_pystate.h>\n"
@@ -407,6 +424,29 @@ static const char gen_source[] =
 	"#else\n"
 	"	P(\"runtime_tstate_current\", -1);\n"
 	"	P(\"runtime_autotsskey\", offsetof(_PyRuntimeState, autoTSSkey));\n"
+	"#endif\n"
+	"#if PY_VERSION_HEX < 0x030C0000\n"
+	"	P(\"runtime_gil\", offsetof(_PyRuntimeState, ceval.gil));\n"
+	"#else\n"
+	"	P(\"runtime_gil\", offsetof(_PyRuntimeState, _main_interpreter) +\n"
+	"			   offsetof(PyInterpreterState, _gil));\n"
+	"#endif\n"
+	"	P(\"gil_last_holder\", offsetof(struct _gil_runtime_state, last_holder));\n"
+	"	P(\"gil_locked\", offsetof(struct _gil_runtime_state, locked));\n"
+	"	P(\"gil_size\", sizeof(struct _gil_runtime_state));\n"
+	"#if PY_VERSION_HEX < 0x030C0000\n"
+	"	P(\"tstate_status\", -1);\n"
+	"	P(\"tstate_active_bit\", -1);\n"
+	"#else\n"
+	"	{\n"
+	"		PyThreadState t;\n"
+	"		unsigned w;\n"
+	"		memset(&t, 0, sizeof(t));\n"
+	"		t._status.active = 1;\n"
+	"		memcpy(&w, (char *)&t + offsetof(PyThreadState, _status), sizeof(w));\n"
+	"		P(\"tstate_status\", offsetof(PyThreadState, _status));\n"
+	"		P(\"tstate_active_bit\", __builtin_ctz(w));\n"
+	"	}\n"
 	"#endif\n"
 	"	P(\"tss_initialized\", offsetof(Py_tss_t, _is_initialized));\n"
 	"	P(\"tss_key\", offsetof(Py_tss_t, _key));\n"
@@ -488,11 +528,13 @@ static const struct {
 	size_t off;
 } fields[] = {
 	FIELD(runtime_interpreters_head), FIELD(runtime_tstate_current),
-	FIELD(runtime_autotsskey), FIELD(tss_initialized), FIELD(tss_key),
+	FIELD(runtime_autotsskey), FIELD(runtime_gil), FIELD(gil_last_holder),
+	FIELD(gil_locked), FIELD(gil_size), FIELD(tss_initialized), FIELD(tss_key),
 	FIELD(interp_next), FIELD(interp_tstate_head), FIELD(tstate_next),
 	FIELD(tstate_interp), FIELD(tstate_thread_id), FIELD(tstate_native_thread_id),
 	FIELD(tstate_frame), FIELD(tstate_cframe), FIELD(cframe_current_frame),
-	FIELD(tstate_current_frame), FIELD(frame_code), FIELD(frame_previous),
+	FIELD(tstate_current_frame), FIELD(tstate_status), FIELD(tstate_active_bit),
+	FIELD(frame_code), FIELD(frame_previous),
 	FIELD(frame_lasti), FIELD(frame_instr), FIELD(frame_owner), FIELD(frame_is_entry),
 	FIELD(frame_ident),
 	FIELD(code_name), FIELD(code_qualname), FIELD(code_filename), FIELD(code_firstlineno),

@@ -47,6 +47,8 @@
 static const struct pyoffsets offsets_table[] = {
 	{
 		.major = 3, .minor = 8,
+		.tstate_status = -1, .tstate_active_bit = -1,
+		.runtime_gil = 1152, .gil_last_holder = 8, .gil_locked = 16, .gil_size = 208,
 		.runtime_interpreters_head = 32, .runtime_tstate_current = 1368,
 		.runtime_autotsskey = 1392, .tss_initialized = 0, .tss_key = 4,
 		.interp_next = 0, .interp_tstate_head = 8,
@@ -62,6 +64,8 @@ static const struct pyoffsets offsets_table[] = {
 	},
 	{
 		.major = 3, .minor = 9,
+		.tstate_status = -1, .tstate_active_bit = -1,
+		.runtime_gil = 352, .gil_last_holder = 8, .gil_locked = 16, .gil_size = 208,
 		.runtime_interpreters_head = 32, .runtime_tstate_current = 568,
 		.runtime_autotsskey = 584, .tss_initialized = 0, .tss_key = 4,
 		.interp_next = 0, .interp_tstate_head = 8,
@@ -78,6 +82,8 @@ static const struct pyoffsets offsets_table[] = {
 	{
 		/* f_lasti counts code units from 3.10, bytes before. */
 		.major = 3, .minor = 10,
+		.tstate_status = -1, .tstate_active_bit = -1,
+		.runtime_gil = 352, .gil_last_holder = 8, .gil_locked = 16, .gil_size = 208,
 		.runtime_interpreters_head = 32, .runtime_tstate_current = 568,
 		.runtime_autotsskey = 584, .tss_initialized = 0, .tss_key = 4,
 		.interp_next = 0, .interp_tstate_head = 8,
@@ -93,6 +99,8 @@ static const struct pyoffsets offsets_table[] = {
 	},
 	{
 		.major = 3, .minor = 11,
+		.tstate_status = -1, .tstate_active_bit = -1,
+		.runtime_gil = 360, .gil_last_holder = 8, .gil_locked = 16, .gil_size = 208,
 		.runtime_interpreters_head = 40, .runtime_tstate_current = 576,
 		.runtime_autotsskey = 592, .tss_initialized = 0, .tss_key = 4,
 		.interp_next = 0, .interp_tstate_head = 16,
@@ -109,6 +117,8 @@ static const struct pyoffsets offsets_table[] = {
 	{
 		/* The thread state moved to the thread-local _Py_tss_tstate. */
 		.major = 3, .minor = 12,
+		.tstate_status = 24, .tstate_active_bit = 4,
+		.runtime_gil = 77432, .gil_last_holder = 8, .gil_locked = 16, .gil_size = 208,
 		.runtime_interpreters_head = 40, .runtime_tstate_current = -1,
 		.runtime_autotsskey = 1544, .tss_initialized = 0, .tss_key = 4,
 		.interp_next = 0, .interp_tstate_head = 72,
@@ -126,6 +136,8 @@ static const struct pyoffsets offsets_table[] = {
 		/* _PyRuntime opens with _Py_DebugOffsets ("xdebugpy"), which
 		 * holds most of these offsets at run time. */
 		.major = 3, .minor = 13,
+		.tstate_status = 32, .tstate_active_bit = 4,
+		.runtime_gil = 96104, .gil_last_holder = 8, .gil_locked = 16, .gil_size = 208,
 		.runtime_interpreters_head = 632, .runtime_tstate_current = -1,
 		.runtime_autotsskey = 2160, .tss_initialized = 0, .tss_key = 4,
 		.interp_next = 7264, .interp_tstate_head = 7344,

@@ -30,6 +30,13 @@ struct pyoffsets {
 	int32_t runtime_interpreters_head;
 	int32_t runtime_tstate_current; /* gilstate.tstate_current; -1 from 3.12 (TLS) */
 	int32_t runtime_autotsskey;     /* gilstate.autoTSSkey, autoTSSkey from 3.12 */
+	/* the main interpreter's GIL, struct _gil_runtime_state: ceval.gil,
+	 * _main_interpreter._gil from 3.12 (where interp->ceval.gil points) */
+	int32_t runtime_gil;
+	/* struct _gil_runtime_state */
+	int32_t gil_last_holder; /* the PyThreadState* that took it last */
+	int32_t gil_locked;      /* int: 1 while held */
+	int32_t gil_size;        /* sizeof: its mutexes and condition variables are in it */
 	/* Py_tss_t */
 	int32_t tss_initialized;
 	int32_t tss_key; /* the pthread_key_t */
@@ -47,6 +54,11 @@ struct pyoffsets {
 	int32_t tstate_cframe;           /* _PyCFrame *cframe; 3.11-3.12 */
 	int32_t cframe_current_frame;    /* _PyCFrame.current_frame; 3.11-3.12 */
 	int32_t tstate_current_frame;    /* _PyInterpreterFrame *current_frame; 3.13 */
+	/* the 32-bit word of the _status bit-field (3.12+, -1 before) and the
+	 * bit of `active` in it: set while the thread is attached, that is
+	 * holds the GIL (cleared before it drops it, set after it took it) */
+	int32_t tstate_status;
+	int32_t tstate_active_bit;
 
 	/* PyFrameObject (3.8-3.10) or _PyInterpreterFrame (3.11+) */
 	int32_t frame_code;     /* f_code; f_executable in 3.13 */

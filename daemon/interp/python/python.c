@@ -382,6 +382,12 @@ static int describe(const struct pyruntime *rt, const struct pthread_tsd *tsd,
 					    MIN(o->code_firstlineno, o->code_filename)),
 		.code_adaptive = o->code_code_adaptive,
 		.cframe_current_frame = -1,
+		.gil_addr = rt->runtime_addr ? rt->runtime_addr + (uint64_t)o->runtime_gil : 0,
+		.gil_size = (uint32_t)o->gil_size,
+		.gil_current_addr = rt->runtime_addr && o->runtime_tstate_current >= 0 ?
+					    rt->runtime_addr + (uint64_t)o->runtime_tstate_current : 0,
+		.tstate_active = o->tstate_status,
+		.tstate_active_mask = o->tstate_active_bit >= 0 ? 1u << o->tstate_active_bit : 0,
 	};
 	if (rt->minor <= 10) {
 		ret->walk = PERFD_PYWALK_FRAME_OBJECTS;

@@ -11,7 +11,14 @@ of one CPU.  Each thread names itself (its kernel comm, written to
 
 with TID its kernel thread id, so every sample taken after those lines
 carries the new name.  The main thread prints "ready CPython 3.X.Y" once
-both lines are out and waits in join() (off CPU).
+both lines are out and waits for them in time.sleep() (off CPU, without
+the GIL), waking every 0.1 s to look.  At its end each thread prints
+
+    alpha ran CPU WALL
+
+with CPU its CPU seconds (time.thread_time()) and WALL its seconds alive
+since it named itself: its share of CPU time is the share of its time it
+held the GIL, less a little (the GIL's hand-over, preemptions).
 
 The hot lines carry "# HOT: alpha" and "# HOT: beta".
 
@@ -45,9 +52,14 @@ def start(name, target, limit, started):
         tid = threading.get_native_id()
         with open("/proc/self/task/%d/comm" % tid, "w") as f:
             f.write("py-" + name)
+        t0 = time.monotonic()
         print(name, tid, flush=True)
         started.release()
         target(limit)  # CALL: target
+        # one write: print() writes its pieces apart, and the other
+        # thread's line would come between them
+        sys.stdout.write("%s ran %.4f %.4f\n" % (name, time.thread_time(), time.monotonic() - t0))
+        sys.stdout.flush()
     t = threading.Thread(target=run, name="py-" + name, daemon=True)
     t.start()
     return t
@@ -61,8 +73,8 @@ def main(limit):
     started.acquire()
     print("ready", platform.python_implementation(),
           "%d.%d.%d" % sys.version_info[:3], flush=True)
-    for t in threads:
-        t.join()
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.1)  # SLEEP: main
 
 
 if __name__ == "__main__":
