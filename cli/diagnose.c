@@ -7,9 +7,11 @@
  * coordinates callees), what its memory samples say (peak RSS, the top
  * growth site, the trend), what its off-CPU time says (how much of its
  * time it waits, for what, in which call under which code, and whether
- * it waits for a CPU: an oversubscribed host), and what the evidence
- * cannot show (too few samples, a process that mostly waits, no growth
- * sampled).
+ * it waits for a CPU: an oversubscribed host), what the GIL's states at
+ * the roots of a Python thread's stacks say (the thread that waits for it
+ * most, the one that holds it, where: a wall profile by thread, asked only
+ * when the off-CPU one has them), and what the evidence cannot show (too
+ * few samples, a process that mostly waits, no growth sampled).
  *
  * Design: the rules (which function by self and by total, a coordinator,
  * too few samples, waiting, too little growth: analysis/diagnose.h) are
@@ -82,6 +84,11 @@ struct diagnosis {
 	/* off-CPU */
 	struct profile *off;   /* NULL: off-CPU time is off (status says) */
 	struct diagnose_waits w;
+
+	/* the GIL: a wall profile by thread, asked when the off-CPU one
+	 * has Python threads' GIL states (NULL: not asked) */
+	struct profile *wall;
+	struct diagnose_gil gil;
 };
 
 static void diagnosis_done(struct diagnosis *d)
@@ -95,6 +102,7 @@ static void diagnosis_done(struct diagnosis *d)
 	report_free(d->cpu);
 	report_free(d->mem);
 	profile_free(d->off);
+	profile_free(d->wall);
 }
 
 static double now_realtime(void)
@@ -306,6 +314,52 @@ static void print_waits(const struct diagnosis *d)
 		       DIAGNOSE_RUNQUEUE_PERCENT);
 }
 
+/* "thread TID COMM" of the profile's "[thread TID COMM]" frame, escaped
+ * ("?": out of memory); *ret_tid its TID. */
+static char *thread_label(const struct profile *p, uint32_t frame, int64_t *ret_tid)
+{
+	const char *name = profile_string(p, p->frames[frame].function);
+	size_t n = strlen(name);
+	long long tid = 0;
+
+	(void)sscanf(name, "[thread %lld", &tid);
+	*ret_tid = tid;
+	return n >= 2 ? ctl_escape(name + 1, n - 2) : ctl_escape(name, n);
+}
+
+/* Whether a thread waits for the GIL enough to say so. */
+static bool gil_said(const struct diagnosis *d)
+{
+	return d->wall && d->gil.waiter &&
+	       report_percent(d->gil.waiter_waits, d->gil.waiter_total) >= DIAGNOSE_GIL_PERCENT;
+}
+
+/* Which thread waits for the GIL, which holds it, where. */
+static void print_gil(const struct diagnosis *d)
+{
+	const struct diagnose_gil *g = &d->gil;
+	_cleanup_free_ char *waiter = NULL, *holder = NULL, *code = NULL;
+	char code_at[LABEL_MAX];
+	int64_t tid;
+
+	if (!gil_said(d))
+		return;
+	waiter = thread_label(d->wall, g->waiter, &tid);
+	printf("The GIL: %s waits for it %.1f%% of its time (at least %.0f%%)",
+	       waiter ? waiter : "?", report_percent(g->waiter_waits, g->waiter_total),
+	       DIAGNOSE_GIL_PERCENT);
+	if (g->holder) {
+		holder = thread_label(d->wall, g->holder, &tid);
+		code = g->code ? wait_frame_label(d->wall, g->code, code_at, sizeof(code_at)) : NULL;
+		printf("; %s holds it %.1f%% of its time", holder ? holder : "?",
+		       report_percent(g->holder_held, g->holder_total));
+		if (code)
+			printf(", %.1f%% of that in %s%s", report_percent(g->code_held, g->holder_held),
+			       code, code_at);
+	}
+	printf(".\n");
+}
+
 static void print_text(const struct diagnosis *d)
 {
 	double seconds = d->to - d->from;
@@ -398,6 +452,7 @@ static void print_text(const struct diagnosis *d)
 	}
 
 	print_waits(d);
+	print_gil(d);
 }
 
 /* --- JSON ------------------------------------------------------------------- */
@@ -551,6 +606,43 @@ static struct json_object *json_waits(const struct diagnosis *d)
 	return TAKE_PTR(o);
 }
 
+static struct json_object *json_thread(const struct profile *p, uint32_t frame, uint64_t value,
+				       uint64_t of)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	const char *name = profile_string(p, p->frames[frame].function), *comm;
+	int64_t tid;
+
+	_cleanup_free_ char *label = thread_label(p, frame, &tid);
+	comm = strchr(name + 8, ' ');
+	if (!o || !ctl_json_put(o, "tid", json_object_new_int64(tid)) ||
+	    !ctl_json_put(o, "comm", json_object_new_string_len(
+					       comm ? comm + 1 : "", comm ? (int)strlen(comm + 1) - 1 : 0)) ||
+	    !ctl_json_put(o, "percent", new_percent(report_percent(value, of))))
+		return NULL;
+	return TAKE_PTR(o);
+}
+
+/* "gil" (when gil_said()): who waits for it, who holds it and where. */
+static struct json_object *json_gil(const struct diagnosis *d)
+{
+	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+	const struct diagnose_gil *g = &d->gil;
+	struct json_object *holder;
+
+	if (!o || !ctl_json_put(o, "from_percent", new_percent(DIAGNOSE_GIL_PERCENT)) ||
+	    !ctl_json_put(o, "waiter", json_thread(d->wall, g->waiter, g->waiter_waits, g->waiter_total)))
+		return NULL;
+	if (g->holder) {
+		if (!ctl_json_put(o, "holder", holder = json_thread(d->wall, g->holder, g->holder_held,
+								    g->holder_total)) ||
+		    (g->code && !ctl_json_put(holder, "code", json_wait_frame(d->wall, g->code, g->code_held,
+									      g->holder_held))))
+			return NULL;
+	}
+	return TAKE_PTR(o);
+}
+
 static enum perfctl_exit print_json(struct ctl_env *env, const struct diagnosis *d)
 {
 	_cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
@@ -571,7 +663,8 @@ static enum perfctl_exit print_json(struct ctl_env *env, const struct diagnosis 
 				       d->period_ns ? 1e9 / (double)d->period_ns : 0)) &&
 		  ctl_json_put(doc, "cpu", json_cpu(d)) &&
 		  ctl_json_put(doc, "memory", json_memory(d)) &&
-		  (!d->off || ctl_json_put(doc, "waiting", json_waits(d)));
+		  (!d->off || ctl_json_put(doc, "waiting", json_waits(d))) &&
+		  (!gil_said(d) || ctl_json_put(doc, "gil", json_gil(d)));
 
 	if (!ok) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
@@ -645,7 +738,7 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 
 	if (parse_args(env, argc, argv, &sel) < 0)
 		return PERFCTL_EXIT_USAGE;
-	rc = report_fetch(env, &sel, "cpu", true, &cpu, &answer);
+	rc = report_fetch(env, &sel, "cpu", REPORT_FETCH_LINES, &cpu, &answer);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 	now = now_realtime();
@@ -713,10 +806,10 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 	d.possible = d.period_ns ? (d.to - d.from) * 1e9 / (double)d.period_ns : 0;
 	d.cpu_percent = d.possible > 0 ? 100.0 * (double)d.samples / d.possible : 0;
 
-	rc = report_fetch(env, &msel, "memory", false, &mem, NULL);
+	rc = report_fetch(env, &msel, "memory", 0, &mem, NULL);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
-	rc = report_fetch(env, &msel, "offcpu", true, &d.off, NULL);
+	rc = report_fetch(env, &msel, "offcpu", REPORT_FETCH_LINES, &d.off, NULL);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 	k = report_build(cpu, &cpu_opts, &d.cpu);
@@ -728,6 +821,12 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 		k = find_site(&d);
 	if (k >= 0 && d.off)
 		k = diagnose_waits(d.off, &d.w);
+	if (k >= 0 && d.off && diagnose_has_gil(d.off)) {
+		rc = report_fetch(env, &msel, "wall", REPORT_FETCH_THREADS, &d.wall, NULL);
+		if (rc != PERFCTL_EXIT_OK)
+			return rc;
+		k = diagnose_gil(d.wall, &d.gil);
+	}
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_IO, "diagnose: %s", strerror(-k));
 		return PERFCTL_EXIT_FAILURE;
@@ -750,5 +849,6 @@ const struct ctl_command ctl_cmd_diagnose = {
 		"(SELECTION WHEN: see 'perfctl snapshot --help'): the window and samples,\n"
 		"the dominant function by self and by total (and whether it only\n"
 		"coordinates callees), the peak RSS, the top growth site and the trend,\n"
-		"and what the samples cannot show (too few, mostly waiting).\n",
+		"what it waited for, which Python thread waits for the GIL and which\n"
+		"holds it, and what the samples cannot show (too few, mostly waiting).\n",
 };

@@ -38,6 +38,7 @@
 
 #include "base/array.h"
 #include "base/kindtab.h"
+#include "perfd/sample.h" /* PERFD_TASK_COMM_LEN */
 #include "output.h" /* json_object_putp */
 #include "profile.pb-c.h"
 #include "profile_read.h"
@@ -196,7 +197,33 @@ struct json_walk {
 	char *err;
 	uint32_t path[PROFILE_MAX_DEPTH]; /* frame ids from the root to the node */
 	size_t depth;
+	bool threads; /* a thread node is the frame "[thread TID COMM]" */
 };
+
+/* The frame "[thread TID COMM]" of a thread node's "thread" object. */
+static int thread_frame(struct json_walk *w, struct json_object *thread, uint32_t *ret)
+{
+	struct json_object *tid, *comm;
+	char name[PERFD_TASK_COMM_LEN + 40];
+	int64_t fn, id;
+
+	if (!json_object_object_get_ex(thread, "tid", &tid) ||
+	    !json_object_is_type(tid, json_type_int) || json_object_get_int64(tid) <= 0 ||
+	    !json_object_object_get_ex(thread, "comm", &comm) ||
+	    !json_object_is_type(comm, json_type_string) ||
+	    json_object_get_string_len(comm) >= PERFD_TASK_COMM_LEN)
+		return profile_fail(w->err, -EBADMSG, "a thread without a \"tid\" and a \"comm\"");
+	(void)snprintf(name, sizeof(name), "[thread %" PRId64 " %s]", json_object_get_int64(tid),
+		       json_object_get_string(comm));
+	fn = profile_intern_cstring(w->p, name);
+	if (fn < 0)
+		return (int)fn;
+	id = profile_intern_frame(w->p, (uint32_t)fn, 0, 0, false, 0);
+	if (id < 0)
+		return (int)id;
+	*ret = (uint32_t)id;
+	return 0;
+}
 
 /* Emits node's self as the stack of its path, then its children's.  The
  * recursion goes as deep as the tree, which json-c's nesting limit and the
@@ -222,6 +249,14 @@ static int walk_node(struct json_walk *w, struct json_object *node, bool root)
 		pushed = true;
 	} else if (!root && !json_object_object_get_ex(node, "thread", &v)) {
 		return profile_fail(w->err, -EBADMSG, "a tree node with neither \"frame\" nor \"thread\"");
+	} else if (!root && w->threads) {
+		if (w->depth == PROFILE_MAX_DEPTH)
+			return profile_fail(w->err, -E2BIG, "a stack deeper than %d frames", PROFILE_MAX_DEPTH);
+		r = thread_frame(w, v, &w->path[w->depth]);
+		if (r < 0)
+			return r;
+		w->depth++;
+		pushed = true;
 	}
 
 	if (self > 0) {
@@ -250,7 +285,8 @@ static int walk_node(struct json_walk *w, struct json_object *node, bool root)
 	return 0;
 }
 
-static int read_json_doc(struct profile *p, struct json_object *doc, const char *kind, char *err)
+static int read_json_doc(struct profile *p, struct json_object *doc, const char *kind,
+			 bool threads, char *err)
 {
 	struct json_object *frames, *processes, *profile;
 	_cleanup_free_ uint32_t *frame_ids = NULL;
@@ -323,7 +359,8 @@ static int read_json_doc(struct profile *p, struct json_object *doc, const char 
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	*w = (struct json_walk){ .p = p, .frame_ids = frame_ids, .n_frames = n, .err = err };
+	*w = (struct json_walk){ .p = p, .frame_ids = frame_ids, .n_frames = n, .err = err,
+				 .threads = threads };
 	for (size_t i = 0; i < json_object_array_length(processes); i++) {
 		struct json_object *tree;
 
@@ -639,12 +676,13 @@ static int read_json_text(struct profile *p, const char *data, size_t len, const
 		if (!strchr(" \t\r\n", data[end]) || data[end] == '\0')
 			return profile_fail(err, -EBADMSG, "not JSON: bytes after the document at byte %zu",
 				    end);
-	return read_json_doc(p, doc, kind, err);
+	return read_json_doc(p, doc, kind, false, err);
 }
 
 /* Runs one reader into a new profile; *ret only on success. */
 static int read_into(enum profile_format format, const char *data, size_t len,
-		     struct json_object *doc, const char *kind, struct profile **ret, char *err)
+		     struct json_object *doc, const char *kind, bool threads, struct profile **ret,
+		     char *err)
 {
 	_cleanup_(profile_freep) struct profile *p = NULL;
 	const struct kind_info *k = kind ? kind_by_name(kind) : &kind_infos[PERFD_VALUE_CPU];
@@ -659,7 +697,7 @@ static int read_into(enum profile_format format, const char *data, size_t len,
 		r = read_pprof(p, data, len, kind, err);
 		break;
 	case PROFILE_FORMAT_JSON:
-		r = doc ? read_json_doc(p, doc, kind, err) : read_json_text(p, data, len, kind, err);
+		r = doc ? read_json_doc(p, doc, kind, threads, err) : read_json_text(p, data, len, kind, err);
 		break;
 	default:
 		r = profile_set_kind(p, k->name, k->unit);
@@ -681,18 +719,18 @@ int profile_read(const char *data, size_t len, const char *kind, struct profile 
 	if (len > PROFILE_MAX_FILE_BYTES)
 		return profile_fail(err, -EFBIG, "larger than %zu MiB", PROFILE_MAX_FILE_BYTES >> 20);
 	if (len >= 2 && (unsigned char)data[0] == 0x1f && (unsigned char)data[1] == 0x8b)
-		return read_into(PROFILE_FORMAT_PPROF, data, len, NULL, kind, ret, err);
+		return read_into(PROFILE_FORMAT_PPROF, data, len, NULL, kind, false, ret, err);
 	while (i < len && strchr(" \t\r\n", data[i]) && data[i])
 		i++;
 	if (i < len && data[i] == '{')
-		return read_into(PROFILE_FORMAT_JSON, data, len, NULL, kind, ret, err);
-	return read_into(PROFILE_FORMAT_FOLDED, data, len, NULL, kind, ret, err);
+		return read_into(PROFILE_FORMAT_JSON, data, len, NULL, kind, false, ret, err);
+	return read_into(PROFILE_FORMAT_FOLDED, data, len, NULL, kind, false, ret, err);
 }
 
-int profile_read_json(struct json_object *doc, const char *kind, struct profile **ret,
-		      char *err)
+int profile_read_json(struct json_object *doc, const char *kind, bool threads,
+		      struct profile **ret, char *err)
 {
-	return read_into(PROFILE_FORMAT_JSON, NULL, 0, doc, kind, ret, err);
+	return read_into(PROFILE_FORMAT_JSON, NULL, 0, doc, kind, threads, ret, err);
 }
 
 int profile_read_file(const char *path, const char *kind, struct profile **ret, char *err)

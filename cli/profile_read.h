@@ -44,8 +44,10 @@ int profile_read(const char *data, size_t len, const char *kind, struct profile 
 int profile_read_file(const char *path, const char *kind, struct profile **ret, char *err);
 
 /* Reads a json call tree already parsed (a snapshot answer's "profile"),
- * as profile_read() does. */
-int profile_read_json(struct json_object *doc, const char *kind, struct profile **ret,
-		      char *err);
+ * as profile_read() does; threads: a thread node (--threads) is the frame
+ * "[thread TID COMM]" rooting its stacks, as the folded format has it,
+ * where the readers otherwise leave threads out. */
+int profile_read_json(struct json_object *doc, const char *kind, bool threads,
+		      struct profile **ret, char *err);
 
 #endif

@@ -183,7 +183,7 @@ enum perfctl_exit report_read_file(struct ctl_env *env, const char *command, con
 
 /* A live report's profile: a json snapshot from perfd (see report.h). */
 enum perfctl_exit report_fetch(struct ctl_env *env, const struct ctl_selection *sel,
-				const char *kind, bool lines, struct profile **ret,
+				const char *kind, unsigned flags, struct profile **ret,
 				struct json_object **ret_answer)
 {
 	_cleanup_(json_object_putp) struct json_object *req = ctl_request_new("snapshot"), *resp = NULL;
@@ -195,7 +195,10 @@ enum perfctl_exit report_fetch(struct ctl_env *env, const struct ctl_selection *
 	if (!req || ctl_selection_add(sel, req) < 0 ||
 	    json_object_object_add(req, "format", json_object_new_string("json")) < 0 ||
 	    (kind && json_object_object_add(req, "kind", json_object_new_string(kind)) < 0) ||
-	    (lines && json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0)) {
+	    ((flags & REPORT_FETCH_LINES) &&
+	     json_object_object_add(req, "lines", json_object_new_boolean(1)) < 0) ||
+	    ((flags & REPORT_FETCH_THREADS) &&
+	     json_object_object_add(req, "threads", json_object_new_boolean(1)) < 0)) {
 		ctl_error(env, CTL_ERR_IO, "out of memory");
 		return PERFCTL_EXIT_FAILURE;
 	}
@@ -207,7 +210,7 @@ enum perfctl_exit report_fetch(struct ctl_env *env, const struct ctl_selection *
 		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's snapshot answer has no \"profile\" object");
 		return PERFCTL_EXIT_FAILURE;
 	}
-	k = profile_read_json(profile, kind, ret, err);
+	k = profile_read_json(profile, kind, flags & REPORT_FETCH_THREADS, ret, err);
 	if (k < 0) {
 		ctl_error(env, CTL_ERR_PROTOCOL, "perfd's call tree cannot be read: %s",
 			  err[0] ? err : strerror(-k));
@@ -522,7 +525,7 @@ enum perfctl_exit do_report(struct ctl_env *env, int argc, char **argv)
 	if (parse_args(env, argc, argv, &o) < 0)
 		return PERFCTL_EXIT_USAGE;
 	rc = o.file ? report_read_file(env, "report", o.file, o.kind, &p) :
-		      report_fetch(env, &o.sel, o.kind, o.lines, &p, NULL);
+		      report_fetch(env, &o.sel, o.kind, o.lines ? REPORT_FETCH_LINES : 0, &p, NULL);
 	if (rc != PERFCTL_EXIT_OK)
 		return rc;
 

@@ -28,14 +28,20 @@ struct json_object;
  * terminal.  NULL on ENOMEM; free() it. */
 char *report_row_label(const struct report *r, uint32_t row);
 
-/* Asks perfd for a --format json snapshot of sel (kind NULL: cpu; lines:
- * native frames with file:line) and reads its call tree.  Returns
+/* What report_fetch() asks for besides the profile. */
+enum report_fetch_flags {
+	REPORT_FETCH_LINES = 1 << 0,   /* native frames with file:line */
+	REPORT_FETCH_THREADS = 1 << 1, /* stacks rooted at "[thread TID COMM]" */
+};
+
+/* Asks perfd for a --format json snapshot of sel (kind NULL: cpu; flags:
+ * enum report_fetch_flags) and reads its call tree.  Returns
  * PERFCTL_EXIT_OK with the profile in *ret (profile_free() it) and, when
  * ret_answer is not NULL, the whole answer in *ret_answer (put it); any
  * other exit code after the error has been reported.  A note of perfd's
  * goes to stderr. */
 enum perfctl_exit report_fetch(struct ctl_env *env, const struct ctl_selection *sel,
-			       const char *kind, bool lines, struct profile **ret,
+			       const char *kind, unsigned flags, struct profile **ret,
 			       struct json_object **ret_answer);
 
 /* --- shared with the other commands that compute on profiles (diff.c) --- */

@@ -156,6 +156,17 @@ int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 		/* a call in the program itself is its code */
 		if (off->frames[site].module && !strstr(profile_string(off, off->frames[site].module), ".so"))
 			continue;
+		/* an interpreter's code (no module: a Python line) first, or
+		 * the interpreter's own C would stand for it (a GIL wait's
+		 * PyCOND_TIMEDWAIT) */
+		for (size_t up = at; r == 0 && up > 0; up--) {
+			const struct profile_frame *c = &off->frames[f[up - 1]];
+
+			if (c->file && c->line && !c->module && !c->kernel) {
+				at = up;
+				break;
+			}
+		}
 		for (; r == 0 && at > 0; at--) {
 			const struct profile_frame *c = &off->frames[f[at - 1]];
 
@@ -171,6 +182,97 @@ int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 	}
 	u64map_done(&classes);
 	u64map_done(&sites);
+	u64map_done(&code);
+	return r;
+}
+
+static bool named(const struct profile *p, uint32_t frame, const char *name)
+{
+	return strcmp(profile_string(p, p->frames[frame].function), name) == 0;
+}
+
+static bool is_gil_frame(const struct profile *p, uint32_t frame)
+{
+	return strncmp(profile_string(p, p->frames[frame].function), "[GIL: ", 6) == 0;
+}
+
+bool diagnose_has_gil(const struct profile *p)
+{
+	for (size_t i = 0; i < p->n_frames; i++)
+		if (is_gil_frame(p, (uint32_t)i))
+			return true;
+	return false;
+}
+
+int diagnose_gil(const struct profile *wall, struct diagnose_gil *ret)
+{
+	struct u64map totals, waits, held, code;
+	uint64_t best_share_num = 0, best_share_den = 1;
+	int r = 0;
+
+	*ret = (struct diagnose_gil){ 0 };
+	u64map_init(&totals);
+	u64map_init(&waits);
+	u64map_init(&held);
+	u64map_init(&code);
+	/* each thread's time, waits and hold */
+	for (size_t i = 0; i < wall->n_stacks && r == 0; i++) {
+		const struct profile_stack *s = &wall->stacks[i];
+		const uint32_t *f = wall->pool + s->first;
+
+		if (s->depth < 2 ||
+		    strncmp(profile_string(wall, wall->frames[f[0]].function), "[thread ", 8))
+			continue;
+		r = add_to(&totals, f[0], s->value);
+		if (r == 0 && named(wall, f[s->depth - 1], "[wait: GIL]"))
+			r = add_to(&waits, f[0], s->value);
+		if (r == 0 && named(wall, f[1], "[GIL: held]"))
+			r = add_to(&held, f[0], s->value);
+	}
+	/* who waits the largest share of its time */
+	U64MAP_FOREACH(slot, &waits) {
+		uint64_t *t = u64map_get(&totals, slot->key);
+
+		if (t && *t && (unsigned __int128)slot->value * best_share_den >
+				       (unsigned __int128)best_share_num * *t) {
+			best_share_num = slot->value;
+			best_share_den = *t;
+			ret->waiter = (uint32_t)slot->key;
+		}
+	}
+	if (ret->waiter) {
+		ret->waiter_total = best_share_den;
+		ret->waiter_waits = best_share_num;
+	}
+	/* who else held it the longest */
+	U64MAP_FOREACH(slot, &held)
+		if (slot->key != ret->waiter && slot->value > ret->holder_held) {
+			ret->holder = (uint32_t)slot->key;
+			ret->holder_held = slot->value;
+		}
+	if (ret->holder)
+		ret->holder_total = *u64map_get(&totals, ret->holder);
+	/* and where: its held stacks' innermost frame with a line */
+	for (size_t i = 0; i < wall->n_stacks && r == 0 && ret->holder; i++) {
+		const struct profile_stack *s = &wall->stacks[i];
+		const uint32_t *f = wall->pool + s->first;
+
+		if (s->depth < 2 || f[0] != ret->holder || !named(wall, f[1], "[GIL: held]"))
+			continue;
+		for (size_t at = s->depth; at > 2; at--) {
+			const struct profile_frame *c = &wall->frames[f[at - 1]];
+
+			if (c->file && c->line && !c->kernel) {
+				r = add_to(&code, f[at - 1], s->value);
+				break;
+			}
+		}
+	}
+	if (r == 0)
+		most(&code, &ret->code, &ret->code_held);
+	u64map_done(&totals);
+	u64map_done(&waits);
+	u64map_done(&held);
 	u64map_done(&code);
 	return r;
 }

@@ -62,9 +62,10 @@ bool diagnose_waiting(double cpu_percent);
  * most (its leaf frame), and, in that class's stacks, where the most of it
  * was waited: the innermost frame that is not the kernel's (the call that
  * blocked: recv, nanosleep) and, when that is in a shared library (or
- * its module is not known), the innermost above it out of that library
- * with a file and line (the code that made it: a Python function, a
- * native one with debug lines).  Frame ids of the profile; 0: none. */
+ * its module is not known), the code that made it: the innermost frame
+ * above it with a file and line and no module (an interpreter's: a Python
+ * line), else the innermost out of that library with a file and line (a
+ * native function with debug lines).  Frame ids of the profile; 0: none. */
 struct diagnose_waits {
 	uint64_t total, cpu;
 	uint32_t top_class;
@@ -74,6 +75,31 @@ struct diagnose_waits {
 };
 
 int diagnose_waits(const struct profile *off, struct diagnose_waits *ret);
+
+/* Whether a profile's stacks carry a Python thread's GIL state (the root
+ * frames "[GIL: held]", "[GIL: waiting]", "[GIL: released]"). */
+bool diagnose_has_gil(const struct profile *p);
+
+/* A Python thread waiting this share of its time or more for the GIL is
+ * worth a sentence. */
+#define DIAGNOSE_GIL_PERCENT 10.0
+
+/* What a wall profile whose stacks are rooted at "[thread TID COMM]" then
+ * the GIL's state says of the GIL: the thread that waits for it the
+ * largest share of its time (a "[wait: GIL]" leaf), the other thread that
+ * held it the longest, and in that thread's held stacks the innermost
+ * frame with a file and line with the most of it (the code that holds
+ * it).  Thread and code are frame ids of the profile; 0: none. */
+struct diagnose_gil {
+	uint32_t waiter;
+	uint64_t waiter_total, waiter_waits;
+	uint32_t holder;
+	uint64_t holder_total, holder_held;
+	uint32_t code;
+	uint64_t code_held;
+};
+
+int diagnose_gil(const struct profile *wall, struct diagnose_gil *ret);
 
 /* Whether bytes of growth, sampled sample_bytes a sample (0: unknown), are
  * too few samples to name where memory grew. */

@@ -397,7 +397,13 @@
  *                   network]") and top_class_percent (of offcpu_ns),
  *                   call and code: { function, file, line, percent (of
  *                   top_class's) }: the call it blocked in and the code
- *                   that made it (see analysis/diagnose.h) } }
+ *                   that made it (see analysis/diagnose.h) },
+ *        gil (when a Python thread waits for its GIL at least from_percent
+ *             of its time): { from_percent, waiter: { tid, comm, percent
+ *             (of its time waiting for it) }, holder: { tid, comm, percent
+ *             (of its time holding it), code: { function, file, line,
+ *             percent (of its holding) } } (the other thread that held it
+ *             the longest) } }
  *
  * Error codes are stable strings, listed below; messages are for people.
  */

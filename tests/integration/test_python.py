@@ -29,6 +29,7 @@ not depend on how busy the machine is; each share asserted below says next
 to it how many standard deviations of sampling error its tolerance leaves.
 """
 
+import json
 import math
 import os
 import re
@@ -413,7 +414,8 @@ def test_threads_show_under_their_own_thread(interp, perfd_fast, workloads):
     bootstrap.  Protects finding the sampled thread's own Python state.
 
     Over the same time, its wall profile says each thread's GIL state
-    (check_gil)."""
+    (check_gil), and diagnose which thread waits for it and which holds it
+    where (check_gil_diagnosis)."""
     w = start_python(workloads, interp, THREADS, THREADS_CPU_SECONDS)
     tids = {}
     for name in ("alpha", "beta"):
@@ -427,6 +429,7 @@ def test_threads_show_under_their_own_thread(interp, perfd_fast, workloads):
     ran = {line.split()[0]: float(line.split()[2]) / float(line.split()[3])
            for line in w.finish().splitlines() if line.split()[1:2] == ["ran"]}
     check_gil(wall_stacks, tids, ran, w.pid)
+    check_gil_diagnosis(perfd_fast, w.pid, tids)
 
     n = total(stacks)
     # 4 CPU-s at 999 Hz, less the start-up before "ready": ~3900 samples.
@@ -514,6 +517,27 @@ def check_gil(wall, tids, ran, main_tid):
     assert released == asleep, \
         f"of {asleep} ns asleep in time.sleep(), {asleep - released} are not under " \
         f"[GIL: released]\n{show(main)}"
+
+
+def check_gil_diagnosis(daemon, pid, tids):
+    """diagnose names a spinner that waits for the GIL about half of its
+    time, the other as its holder about half of its time, most of that in
+    its own spin function (`diagnose --json`, and the same in its text)."""
+    doc = daemon.perfctl_json("diagnose", "--pid", str(pid), "--since", "1m")
+    gil = doc.get("gil")
+    names = {tid: name for name, tid in tids.items()}
+    assert gil and gil["waiter"]["tid"] in names and gil.get("holder"), \
+        f"diagnose names no spinner waiting for the GIL: {json.dumps(doc.get('gil'))}"
+    holder = gil["holder"]
+    other = names[holder["tid"]]
+    assert holder["tid"] != gil["waiter"]["tid"] and holder["comm"] == "py-" + other and \
+        abs(gil["waiter"]["percent"] - 50) <= 10 and abs(holder["percent"] - 50) <= 10 and \
+        holder.get("code", {}).get("function") == "spin_" + other and \
+        holder["code"]["file"] == THREADS, f"diagnose's GIL: {json.dumps(gil)}"
+    rc, out, err = daemon.perfctl("diagnose", "--pid", str(pid), "--since", "1m")
+    said = f"The GIL: thread {gil['waiter']['tid']} {gil['waiter']['comm']} waits for it"
+    assert rc == 0 and said in out and f"in spin_{other} (threads.py:" in out, \
+        f"diagnose exited {rc} without {said!r} ... spin_{other}:\n{out}{err}"
 
 
 NATIVE_THREAD = python_workload("native_thread")

@@ -7,16 +7,20 @@
  * the diagnosis rules on the dominant path, and one check
  * that top's path (the daemon's model through api/model_profile.h) and
  * report's path (the same model written as a folded snapshot and read
- * back by profile_read) give the same rows for the same stacks.
+ * back by profile_read) give the same rows for the same stacks; and the
+ * GIL's waiter and holder from a wall profile by thread.
  */
 #include <criterion/criterion.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "analysis/diagnose.h"
 #include "analysis/diff.h"
 #include "analysis/functions.h"
 #include "api/model_profile.h"
 #include "fakemodel.h"
+#include "output.h" /* json_object_putp */
 #include "profile_read.h"
 
 FAKE_SUITE(analysis);
@@ -397,4 +401,68 @@ Test(analysis, a_file_holds_at_most_the_stack_cap)
 	cr_expect_eq(r, -E2BIG);
 	cr_expect_eq(p->n_stacks, PROFILE_MAX_STACKS);
 	cr_expect(strstr(err, "stacks"), "%s", err);
+}
+
+/* A wall profile as perfd's json snapshot --threads writes it: py-a (101)
+ * waits for the GIL 60 of its 100, py-b (102) 30 of its 110 and holds it
+ * 80, 70 of them under spin_b (b.py:9) (20 in a native callee without a
+ * line), main (103) 5 of its 105 and holds it never. */
+static const char gil_wall[] =
+	"{\"kind\": \"wall\", \"unit\": \"nanoseconds\", \"frames\": ["
+	"{\"function\": \"[GIL: held]\"}, {\"function\": \"[GIL: waiting]\"},"
+	"{\"function\": \"[GIL: released]\"}, {\"function\": \"run\"},"
+	"{\"function\": \"spin_a\", \"file\": \"a.py\", \"line\": 5},"
+	"{\"function\": \"spin_b\", \"file\": \"b.py\", \"line\": 9},"
+	"{\"function\": \"native_leaf\"}, {\"function\": \"[wait: GIL]\"},"
+	"{\"function\": \"other\", \"file\": \"b.py\", \"line\": 20},"
+	"{\"function\": \"[wait: sleep]\"}],"
+	"\"processes\": [{\"pid\": 100, \"tree\": {\"self\": 0, \"children\": ["
+	" {\"thread\": {\"tid\": 101, \"comm\": \"py-a\"}, \"self\": 0, \"children\": ["
+	"  {\"frame\": 0, \"self\": 0, \"children\": [{\"frame\": 3, \"self\": 0, \"children\": ["
+	"   {\"frame\": 4, \"self\": 40}]}]},"
+	"  {\"frame\": 1, \"self\": 0, \"children\": [{\"frame\": 3, \"self\": 0, \"children\": ["
+	"   {\"frame\": 4, \"self\": 0, \"children\": [{\"frame\": 7, \"self\": 60}]}]}]}]},"
+	" {\"thread\": {\"tid\": 102, \"comm\": \"py-b\"}, \"self\": 0, \"children\": ["
+	"  {\"frame\": 0, \"self\": 0, \"children\": [{\"frame\": 3, \"self\": 0, \"children\": ["
+	"   {\"frame\": 5, \"self\": 50, \"children\": [{\"frame\": 6, \"self\": 20}]},"
+	"   {\"frame\": 8, \"self\": 10}]}]},"
+	"  {\"frame\": 1, \"self\": 0, \"children\": [{\"frame\": 3, \"self\": 0, \"children\": ["
+	"   {\"frame\": 5, \"self\": 0, \"children\": [{\"frame\": 7, \"self\": 30}]}]}]}]},"
+	" {\"thread\": {\"tid\": 103, \"comm\": \"main\"}, \"self\": 0, \"children\": ["
+	"  {\"frame\": 2, \"self\": 0, \"children\": [{\"frame\": 9, \"self\": 100}]},"
+	"  {\"frame\": 1, \"self\": 0, \"children\": [{\"frame\": 7, \"self\": 5}]}]}"
+	"]}}]}";
+
+static const char *frame_name(const struct profile *p, uint32_t frame)
+{
+	return profile_string(p, p->frames[frame].function);
+}
+
+Test(analysis, diagnose_names_the_thread_waiting_for_the_gil_and_who_holds_it_where)
+{
+	_cleanup_(json_object_putp) struct json_object *doc = json_tokener_parse(gil_wall);
+	_cleanup_(profile_freep) struct profile *threads = NULL, *plain = NULL;
+	char err[PROFILE_ERROR_MAX] = "";
+	struct diagnose_gil g;
+
+	cr_assert_not_null(doc);
+	cr_assert_eq(profile_read_json(doc, "wall", true, &threads, err), 0, "%s", err);
+	cr_assert(diagnose_has_gil(threads));
+	cr_assert_eq(diagnose_gil(threads, &g), 0);
+	cr_assert_str_eq(frame_name(threads, g.waiter), "[thread 101 py-a]");
+	cr_assert_eq(g.waiter_waits, 60);
+	cr_assert_eq(g.waiter_total, 100);
+	cr_assert_str_eq(frame_name(threads, g.holder), "[thread 102 py-b]");
+	cr_assert_eq(g.holder_held, 80);
+	cr_assert_eq(g.holder_total, 110);
+	cr_assert_str_eq(frame_name(threads, g.code), "spin_b");
+	cr_assert_eq(threads->frames[g.code].line, 9);
+	cr_assert_eq(g.code_held, 70, "the native leaf without a line is its Python caller's");
+
+	/* without threads there is no thread to name */
+	cr_assert_eq(profile_read_json(doc, "wall", false, &plain, err), 0, "%s", err);
+	cr_assert_eq(plain->total, threads->total);
+	cr_assert_eq(diagnose_gil(plain, &g), 0);
+	cr_assert_eq(g.waiter, 0);
+	cr_assert_eq(g.holder, 0);
 }
