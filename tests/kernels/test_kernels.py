@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 import kmatrix  # noqa: E402
-from perfdtest import (UNWIND_PENDING, functions, is_kernel, is_pending,  # noqa: E402
+from perfdtest import (UNWIND_PENDING, functions, is_kernel, is_pending, without_gil,  # noqa: E402
                        marker_line, parse_folded, python_frame, show, total)
 
 # The verifier's limit is 1M instructions; a program is kept under a
@@ -316,7 +316,7 @@ def judge_python(boot, report):
     share = slow / m if m else 0.0
     tol = sd_tolerance(m, floor=0.03)
     complete = sum(c for s, c in stacks.items()
-                   if [f for f in functions(s)][:1] == ["_start"] and "Py_BytesMain" in functions(s)
+                   if functions(without_gil(s))[:1] == ["_start"] and "Py_BytesMain" in functions(s)
                    and python_frames(s)[:1] and python_frames(s)[0][:2] == ("<module>", GUEST_SPLIT))
     pending = sum(c for s, c in stacks.items() if is_pending(s))
     report.data["python"] = {"samples": n, "slow_path": slow, "fast_path": fast, "exact_chain": exact,
