@@ -759,27 +759,56 @@ def throughput(ctx, argv, key, seconds):
     raise BenchError(f"{argv[0]} printed no {key!r} line: {out[:300]!r}")
 
 
+def other_offcpu(ctx, kind):
+    """Starts the other off-CPU profiler of kind (perf_offcpu: `perf record
+    --off-cpu` at 99 Hz; bpftrace_offcpu: Bpftrace.OFFCPU); returns its
+    stop()."""
+    if kind == "perf_offcpu":
+        rec = PerfRecord(ctx.procs, ctx.tmpdir, 99, ctx.cpus, name="offcpu", extra=("--off-cpu",))
+
+        def stop():
+            rec.stop()
+            try:
+                os.unlink(rec.data)
+            except OSError:
+                pass
+        return stop
+    b = Bpftrace(ctx.procs, ctx.tmpdir, 99, ctx.cpus, program=Bpftrace.OFFCPU)
+    return b.stop
+
+
 def phase_offcpu(ctx):
     """Throughput of a context-switch-heavy pair and of a request/response
     server under perfd with off-CPU time on (its default), off
-    (--no-offcpu), and no profiler, rotating; and the kernel's cost per
-    switch: perfd's BPF time (run_time_ns of its sched_switch programs,
-    kernel.bpf_stats_enabled) over the times it ran: every switch."""
+    (--no-offcpu), `perf record --off-cpu` and a bpftrace offcputime (every
+    block's stacks, as bcc's), and no profiler, rotating; and the kernel's
+    cost per switch: perfd's BPF time (run_time_ns of its sched_switch
+    programs, kernel.bpf_stats_enabled) over the times it ran: every
+    switch."""
     sec = ("13. Off-CPU time: throughput with perfd's off-CPU time on (default) against "
-           "--no-offcpu and no profiler (99 Hz, rotating), kernel cost per switch")
+           "--no-offcpu, perf record --off-cpu, bpftrace's offcputime and no profiler "
+           "(99 Hz, rotating), kernel cost per switch")
     loads = {"pingpong": ([str(ctx.build / "workloads" / "pingpong"), str(OFFCPU_SECONDS)], "rounds",
                           "round trips/s"),
              "server": ([ctx.workload("server"), str(OFFCPU_SECONDS), "8", "200"], "requests",
                         "requests/s")}
-    kinds = ["none", "offcpu", "no_offcpu"]
+    kinds = ["none", "offcpu", "no_offcpu", "perf_offcpu", "bpftrace_offcpu"]
     for name, (argv, key, unit) in loads.items():
         for i in range(ctx.runs):
-            order = kinds[i % 3:] + kinds[:i % 3]
+            order = kinds[i % len(kinds):] + kinds[:i % len(kinds)]
             log(f"offcpu: {name} run {i + 1}/{ctx.runs} ({', '.join(order)})")
             rate, per_switch = {}, None
             for kind in order:
                 if kind == "none":
                     rate[kind] = throughput(ctx, argv, key, OFFCPU_SECONDS)
+                    continue
+                if kind in ("perf_offcpu", "bpftrace_offcpu"):
+                    stop = other_offcpu(ctx, kind)
+                    try:
+                        time.sleep(0.5)
+                        rate[kind] = throughput(ctx, argv, key, OFFCPU_SECONDS)
+                    finally:
+                        stop()
                     continue
                 p = ctx.perfd(99, () if kind == "offcpu" else ("--no-offcpu",))
                 try:
@@ -815,6 +844,11 @@ def phase_offcpu(ctx):
             ctx.add(f"offcpu.{name}.cost_pct", sec,
                     f"{name}: off-CPU time's own cost (on against --no-offcpu), run by run", "%",
                     (rate["no_offcpu"] / rate["offcpu"] - 1) * 100, "lower")
+            for other, label in (("perf_offcpu", "perf record --off-cpu (99 Hz)"),
+                                 ("bpftrace_offcpu", "bpftrace offcputime (every block)")):
+                ctx.add(f"offcpu.{name}.slow_{other}_pct", sec,
+                        f"{name}: slowdown with {label}, run by run", "%",
+                        (rate["none"] / rate[other] - 1) * 100, "lower")
 
 
 def phase_export(ctx):

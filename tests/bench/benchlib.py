@@ -384,15 +384,33 @@ class Bpftrace:
 
     ANCHOR = "@[kstack, ustack, pid] = count();"
 
-    def __init__(self, procs, tmpdir, frequency, cpus, body=ANCHOR):
+    # Off-CPU time by stack as bcc's offcputime and `perf record
+    # --off-cpu` take it: at every switch out, the time and both stacks of
+    # the task leaving (the tracepoint runs in it); at its switch in, its
+    # time away summed under them.  Every block, no sampling.
+    OFFCPU = ("tracepoint:sched:sched_switch { "
+              "if (args->prev_pid != 0) { @start[args->prev_pid] = nsecs; "
+              "@ks[args->prev_pid] = kstack; @us[args->prev_pid] = ustack; } "
+              "$s = @start[args->next_pid]; "
+              "if ($s != 0) { @t[@ks[args->next_pid], @us[args->next_pid]] = sum(nsecs - $s); "
+              "delete(@start[args->next_pid]); } } "
+              "END { clear(@start); clear(@ks); clear(@us); clear(@t); }")
+
+    def __init__(self, procs, tmpdir, frequency, cpus, body=ANCHOR, program=None):
+        """program: a whole bpftrace program instead of the profile probe
+        (its END clears its maps itself); attached when bpftrace holds a
+        BPF program."""
         self.procs = procs
-        program = f"profile:hz:{frequency} {{ {body} }} END {{ clear(@); }}"
+        if program is None:
+            program = f"profile:hz:{frequency} {{ {body} }} END {{ clear(@); }}"
+            attached = lambda: bpf_progs(self.proc.pid) and perf_event_fds(self.proc.pid) >= cpus  # noqa: E731
+        else:
+            attached = lambda: bpf_progs(self.proc.pid, None)  # noqa: E731
         self.out_path = Path(tmpdir) / f"bpftrace-{frequency}-{time.monotonic_ns()}.out"
         with open(self.out_path, "wb") as out:
             self.proc = procs.start(["bpftrace", "-e", program], stdout=out, stderr=subprocess.STDOUT)
         try:
-            wait_until(lambda: bpf_progs(self.proc.pid) and perf_event_fds(self.proc.pid) >= cpus,
-                       60, "bpftrace to attach its profile probe", self.proc)
+            wait_until(attached, 60, "bpftrace to attach its probes", self.proc)
         except BenchError as e:
             self.stop()
             raise BenchError(f"{e}\nbpftrace output:\n{self.out_path.read_text(errors='replace')[-2000:]}")
@@ -413,12 +431,13 @@ class PerfRecord:
     pass at the end (it happens after every measurement window anyway, and
     costs seconds)."""
 
-    def __init__(self, procs, tmpdir, frequency, cpus, name="perf"):
+    def __init__(self, procs, tmpdir, frequency, cpus, name="perf", extra=()):
+        """extra: more options (--off-cpu)."""
         self.procs = procs
         self.data = str(Path(tmpdir) / f"{name}-{frequency}-{time.monotonic_ns()}.data")
         self.err_path = Path(self.data + ".err")
         argv = ["perf", "record", "-F", str(frequency), "-g", "-a", "-e", "cpu-clock",
-                "-B", "-o", self.data]
+                "-B", *extra, "-o", self.data]
         with open(self.err_path, "wb") as err:
             self.proc = procs.start(argv, stderr=err)
         try:

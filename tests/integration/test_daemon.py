@@ -138,7 +138,8 @@ def test_short_commands_do_not_wake_the_daemon(perfd):
     machine and the draw (13 to 31 of 80 measured).  The bound is twice
     the processes perfd sampled in those seconds, from its history, plus
     the wake-ups of as long before the commands (what else the machine
-    runs: a process first sampled, maps to re-read) and a few more."""
+    runs: a process first sampled, maps to re-read) and a few more, and
+    fewer than one a command."""
     n, gap = 100, 0.05
 
     def wakeups():
@@ -166,9 +167,10 @@ def test_short_commands_do_not_wake_the_daemon(perfd):
         # time, say), the ones with none of this kind at 0
         sampled |= {p["pid"] for p in doc["processes"] if p["value"] > 0}
     limit = 2 * len(sampled) + (w1 - w0) + 5
-    assert limit < n, \
-        f"perfd sampled {len(sampled)} processes in {n} commands' time: too many to tell"
-    assert added <= limit, \
+    # Fewer than one a command (before, each woke it at least once), and
+    # no more than the sampled ones explain.  (Their number varies: 54 of
+    # 100 on a CI run, where the bound alone could not have told.)
+    assert added < n and added <= limit, \
         f"{n} commands woke the daemon {added} times ({w1 - w0} as long before them); " \
         f"it sampled only {len(sampled)} processes then"
 

@@ -108,6 +108,47 @@ def test_off_cpu_history_is_answered_after_the_process_exited(daemon, workloads)
     assert count_where(off, contains("wait_for_timer")) >= 0.9 * total(off), show(off)
 
 
+def test_diff_compares_where_two_processes_wait(daemon, workloads, tmp_path):
+    """The timer loop (asleep in wait_for_timer three quarters of its
+    time) before, the pipe reader (waiting in read_pipe nearly all of its
+    time) after, as snapshot files users keep (pprof, json): `diff --kind
+    offcpu` has wait_for_timer's total share fall by ~100 points and
+    read_pipe's rise by ~100, the leaves [wait: sleep] and [wait: pipe]
+    likewise; `diff --kind wall` has wait_for_timer fall by ~75 and
+    compute by ~25.  Tolerance 10 points: the processes' starts and the
+    reader's own CPU time."""
+    timer = workloads("timer_wait", 2)
+    reader = workloads("waits", "pipe", 2)
+    pid = int(reader.expect_line("ready").split()[1])
+    reader.expect_line("done", timeout=60)
+    reader.finish(timeout=60)
+    timer.finish(timeout=120)
+    time.sleep(1.5)
+    docs = {}
+    for kind in ("offcpu", "wall"):
+        paths = []
+        for name, p, ext in (("before", timer.pid, "pb.gz"), ("after", pid, "json")):
+            path = tmp_path / f"{name}-{kind}.{ext}"
+            rc, _, err = daemon.perfctl("snapshot", "--pid", str(p), "--since", "1m", "--kind", kind,
+                                        "-o", str(path), timeout=60)
+            assert rc == 0, f"snapshot --kind {kind} of {name} exited {rc}: {err}"
+            paths.append(str(path))
+        doc = daemon.perfctl_json("diff", *paths, "--kind", kind, "--top", "0")
+        assert doc.get("ok") is True and doc["kind"] == kind, doc
+        docs[kind] = {r["function"]: r for r in doc["functions"] if not r["kernel"]}
+
+    def delta(kind, function):
+        r = docs[kind].get(function)
+        assert r, f"diff --kind {kind} has no row {function}: {sorted(docs[kind])[:30]}"
+        return r["total_delta"]
+
+    for kind, function, want in (("offcpu", "wait_for_timer", -100), ("offcpu", "read_pipe", 100),
+                                 ("offcpu", "[wait: sleep]", -100), ("offcpu", "[wait: pipe]", 100),
+                                 ("wall", "wait_for_timer", -75), ("wall", "compute", -25)):
+        assert abs(delta(kind, function) - want) <= 10, \
+            f"diff --kind {kind}: {function} moved {delta(kind, function):+.1f} points, not {want}"
+
+
 def waiting(daemon, pid, function, cls, since="1m"):
     """(off-CPU ns of pid under function with the leaf [wait: cls], all of
     pid's off-CPU ns, the profile)."""
