@@ -314,16 +314,27 @@ static void print_waits(const struct diagnosis *d)
 		       DIAGNOSE_RUNQUEUE_PERCENT);
 }
 
+/* The TID of the profile's "[thread TID COMM]" frame (0: none), and its
+ * COMM: *ret_comm_len bytes at *ret_comm. */
+static int64_t thread_of(const struct profile *p, uint32_t frame, const char **ret_comm,
+			 size_t *ret_comm_len)
+{
+	const char *name = profile_string(p, p->frames[frame].function);
+	const char *comm = strncmp(name, "[thread ", 8) ? NULL : strchr(name + 8, ' ');
+	size_t n = comm ? strlen(comm + 1) : 0;
+
+	*ret_comm = comm && n ? comm + 1 : "";
+	*ret_comm_len = comm && n ? n - 1 : 0; /* without the "]" */
+	return comm ? strtoll(name + 8, NULL, 10) : 0;
+}
+
 /* "thread TID COMM" of the profile's "[thread TID COMM]" frame, escaped
- * ("?": out of memory); *ret_tid its TID. */
-static char *thread_label(const struct profile *p, uint32_t frame, int64_t *ret_tid)
+ * (NULL: out of memory). */
+static char *thread_label(const struct profile *p, uint32_t frame)
 {
 	const char *name = profile_string(p, p->frames[frame].function);
 	size_t n = strlen(name);
-	long long tid = 0;
 
-	(void)sscanf(name, "[thread %lld", &tid);
-	*ret_tid = tid;
 	return n >= 2 ? ctl_escape(name + 1, n - 2) : ctl_escape(name, n);
 }
 
@@ -340,16 +351,15 @@ static void print_gil(const struct diagnosis *d)
 	const struct diagnose_gil *g = &d->gil;
 	_cleanup_free_ char *waiter = NULL, *holder = NULL, *code = NULL;
 	char code_at[LABEL_MAX];
-	int64_t tid;
 
 	if (!gil_said(d))
 		return;
-	waiter = thread_label(d->wall, g->waiter, &tid);
+	waiter = thread_label(d->wall, g->waiter);
 	printf("The GIL: %s waits for it %.1f%% of its time (at least %.0f%%)",
 	       waiter ? waiter : "?", report_percent(g->waiter_waits, g->waiter_total),
 	       DIAGNOSE_GIL_PERCENT);
 	if (g->holder) {
-		holder = thread_label(d->wall, g->holder, &tid);
+		holder = thread_label(d->wall, g->holder);
 		code = g->code ? wait_frame_label(d->wall, g->code, code_at, sizeof(code_at)) : NULL;
 		printf("; %s holds it %.1f%% of its time", holder ? holder : "?",
 		       report_percent(g->holder_held, g->holder_total));
@@ -610,14 +620,12 @@ static struct json_object *json_thread(const struct profile *p, uint32_t frame, 
 				       uint64_t of)
 {
 	_cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
-	const char *name = profile_string(p, p->frames[frame].function), *comm;
-	int64_t tid;
+	const char *comm;
+	size_t comm_len;
+	int64_t tid = thread_of(p, frame, &comm, &comm_len);
 
-	_cleanup_free_ char *label = thread_label(p, frame, &tid);
-	comm = strchr(name + 8, ' ');
 	if (!o || !ctl_json_put(o, "tid", json_object_new_int64(tid)) ||
-	    !ctl_json_put(o, "comm", json_object_new_string_len(
-					       comm ? comm + 1 : "", comm ? (int)strlen(comm + 1) - 1 : 0)) ||
+	    !ctl_json_put(o, "comm", json_object_new_string_len(comm, (int)comm_len)) ||
 	    !ctl_json_put(o, "percent", new_percent(report_percent(value, of))))
 		return NULL;
 	return TAKE_PTR(o);
