@@ -10,7 +10,7 @@
  * it waits for a CPU: an oversubscribed host), what the GIL's states at
  * the roots of a Python thread's stacks say (the thread that waits for it
  * most, the one that holds it, where: a wall profile by thread, asked only
- * when the off-CPU one has them), and what the evidence cannot show (too
+ * when the off-CPU one has [wait: GIL] time), and what the evidence cannot show (too
  * few samples, a process that mostly waits, no growth sampled).
  *
  * Design: the rules (which function by self and by total, a coordinator,
@@ -86,7 +86,7 @@ struct diagnosis {
 	struct diagnose_waits w;
 
 	/* the GIL: a wall profile by thread, asked when the off-CPU one
-	 * has Python threads' GIL states (NULL: not asked) */
+	 * has [wait: GIL] time (NULL: not asked) */
 	struct profile *wall;
 	struct diagnose_gil gil;
 };
@@ -829,7 +829,8 @@ enum perfctl_exit do_diagnose(struct ctl_env *env, int argc, char **argv)
 		k = find_site(&d);
 	if (k >= 0 && d.off)
 		k = diagnose_waits(d.off, &d.w);
-	if (k >= 0 && d.off && diagnose_has_gil(d.off)) {
+	/* only a thread that waited for the GIL makes it worth a query */
+	if (k >= 0 && d.off && d.w.gil) {
 		rc = report_fetch(env, &msel, "wall", REPORT_FETCH_THREADS, &d.wall, NULL);
 		if (rc != PERFCTL_EXIT_OK)
 			return rc;

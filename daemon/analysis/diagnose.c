@@ -110,6 +110,11 @@ static int add_to(struct u64map *m, uint64_t key, uint64_t value)
 	return 0;
 }
 
+static bool named(const struct profile *p, uint32_t frame, const char *name)
+{
+	return strcmp(profile_string(p, p->frames[frame].function), name) == 0;
+}
+
 int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 {
 	static const char prefix[] = "[wait: ";
@@ -131,8 +136,10 @@ int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 		if (strncmp(profile_string(off, off->frames[leaf].function), prefix, sizeof(prefix) - 1))
 			continue;
 		ret->total += s->value;
-		if (!strcmp(profile_string(off, off->frames[leaf].function), "[wait: cpu]"))
+		if (named(off, leaf, "[wait: cpu]"))
 			ret->cpu += s->value;
+		else if (named(off, leaf, "[wait: GIL]"))
+			ret->gil += s->value;
 		r = add_to(&classes, leaf, s->value);
 	}
 	if (r == 0)
@@ -184,24 +191,6 @@ int diagnose_waits(const struct profile *off, struct diagnose_waits *ret)
 	u64map_done(&sites);
 	u64map_done(&code);
 	return r;
-}
-
-static bool named(const struct profile *p, uint32_t frame, const char *name)
-{
-	return strcmp(profile_string(p, p->frames[frame].function), name) == 0;
-}
-
-static bool is_gil_frame(const struct profile *p, uint32_t frame)
-{
-	return strncmp(profile_string(p, p->frames[frame].function), "[GIL: ", 6) == 0;
-}
-
-bool diagnose_has_gil(const struct profile *p)
-{
-	for (size_t i = 0; i < p->n_frames; i++)
-		if (is_gil_frame(p, (uint32_t)i))
-			return true;
-	return false;
 }
 
 int diagnose_gil(const struct profile *wall, struct diagnose_gil *ret)

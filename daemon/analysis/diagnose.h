@@ -58,7 +58,8 @@ bool diagnose_waiting(double cpu_percent);
 #define DIAGNOSE_RUNQUEUE_PERCENT 10.0
 
 /* What an off-CPU profile says (leaf frames "[wait: CLASS]", perfd's
- * waitclass.h): all of its time, that of [wait: cpu], the class with the
+ * waitclass.h): all of its time, that of [wait: cpu] and of [wait: GIL]
+ * (a Python thread's: only then is the GIL worth a look), the class with the
  * most (its leaf frame), and, in that class's stacks, where the most of it
  * was waited: the innermost frame that is not the kernel's (the call that
  * blocked: recv, nanosleep) and, when that is in a shared library (or
@@ -67,7 +68,7 @@ bool diagnose_waiting(double cpu_percent);
  * line), else the innermost out of that library with a file and line (a
  * native function with debug lines).  Frame ids of the profile; 0: none. */
 struct diagnose_waits {
-	uint64_t total, cpu;
+	uint64_t total, cpu, gil;
 	uint32_t top_class;
 	uint64_t top;
 	uint32_t site, code;
@@ -75,10 +76,6 @@ struct diagnose_waits {
 };
 
 int diagnose_waits(const struct profile *off, struct diagnose_waits *ret);
-
-/* Whether a profile's stacks carry a Python thread's GIL state (the root
- * frames "[GIL: held]", "[GIL: waiting]", "[GIL: released]"). */
-bool diagnose_has_gil(const struct profile *p);
 
 /* A Python thread waiting this share of its time or more for the GIL is
  * worth a sentence. */

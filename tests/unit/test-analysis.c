@@ -443,11 +443,11 @@ Test(analysis, diagnose_names_the_thread_waiting_for_the_gil_and_who_holds_it_wh
 	_cleanup_(json_object_putp) struct json_object *doc = json_tokener_parse(gil_wall);
 	_cleanup_(profile_freep) struct profile *threads = NULL, *plain = NULL;
 	char err[PROFILE_ERROR_MAX] = "";
+	struct diagnose_waits w;
 	struct diagnose_gil g;
 
 	cr_assert_not_null(doc);
 	cr_assert_eq(profile_read_json(doc, "wall", true, &threads, err), 0, "%s", err);
-	cr_assert(diagnose_has_gil(threads));
 	cr_assert_eq(diagnose_gil(threads, &g), 0);
 	cr_assert_str_eq(frame_name(threads, g.waiter), "[thread 101 py-a]");
 	cr_assert_eq(g.waiter_waits, 60);
@@ -459,8 +459,13 @@ Test(analysis, diagnose_names_the_thread_waiting_for_the_gil_and_who_holds_it_wh
 	cr_assert_eq(threads->frames[g.code].line, 9);
 	cr_assert_eq(g.code_held, 70, "the native leaf without a line is its Python caller's");
 
-	/* without threads there is no thread to name */
+	/* without threads there is no thread to name; its waits say there is
+	 * GIL time to look at (what makes diagnose ask for the threads) */
 	cr_assert_eq(profile_read_json(doc, "wall", false, &plain, err), 0, "%s", err);
+	cr_assert_eq(diagnose_waits(plain, &w), 0);
+	cr_assert_eq(w.gil, 60 + 30 + 5);
+	cr_assert_eq(w.cpu, 0);
+	cr_assert_eq(w.total, 60 + 30 + 5 + 100);
 	cr_assert_eq(plain->total, threads->total);
 	cr_assert_eq(diagnose_gil(plain, &g), 0);
 	cr_assert_eq(g.waiter, 0);
