@@ -62,6 +62,9 @@ class JitProcess:
         self.start, self.size = int(start, 16), int(size, 16)
         self.map_path = f"/tmp/perf-{self.w.pid}.map"
         self.name = f"perfd_hostile_{tag}_{self.w.pid}"
+        # A map at that path is a dead process's that had this pid (an
+        # interpreter run with -X perf leaves one): the tests put their own.
+        self.remove_map()
 
     def map_text(self):
         return f"{self.start:x} {self.size:x} {self.name}\n"

@@ -160,12 +160,21 @@ _unused_ static void pychild_start(char *const argv[], enum pychild_report repor
 	pychild_wait_sleeping(c->pid);
 }
 
-/* Kills and reaps c if it runs; safe to call again. */
+/* Kills and reaps c if it runs, and removes the perf map or jitdump an
+ * interpreter run with -X perf or -X perf_jit leaves in /tmp: a later
+ * process given the same pid would otherwise inherit it (the integration
+ * tests put a map of their own at that path).  Safe to call again. */
 _unused_ static void pychild_stop(struct pychild *c)
 {
+	char path[64];
+
 	if (c->pid > 0) {
 		(void)kill(c->pid, SIGKILL);
 		(void)waitpid(c->pid, NULL, 0);
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)c->pid);
+		(void)unlink(path);
+		snprintf(path, sizeof(path), "/tmp/jit-%d.dump", (int)c->pid);
+		(void)unlink(path);
 		c->pid = 0;
 	}
 }

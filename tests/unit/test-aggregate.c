@@ -2020,10 +2020,21 @@ static bool self_has_anonymous_code(void)
 	return found;
 }
 
+/* The JIT map the two tests below write as this process's: removed also
+ * when an assertion ended the test, so that a later process given this
+ * pid does not inherit it. */
+static void remove_own_jit_map(void)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	(void)unlink(path);
+}
+
 /* The JIT map (/tmp/perf-PID.map) is looked for where there is code
  * without a file for it to name: not in a process of files only, and at
  * once when such code is mapped (here found at exec). */
-Test(aggregate, a_jit_map_is_looked_for_where_code_has_no_file)
+Test(aggregate, a_jit_map_is_looked_for_where_code_has_no_file, .fini = remove_own_jit_map)
 {
 	char path[64];
 	uint64_t start;
@@ -2690,7 +2701,8 @@ static void feed_in_jit_code(void *arg)
 /* The JIT map is a file in the process's root, on whatever it mounted
  * there: it is opened on the lane, with the process's probes, never on
  * the loop; the samples in its code wait for it and go in named by it. */
-Test(aggregate, a_jit_map_is_opened_on_the_lane_and_samples_in_its_code_wait_for_it)
+Test(aggregate, a_jit_map_is_opened_on_the_lane_and_samples_in_its_code_wait_for_it,
+     .fini = remove_own_jit_map)
 {
 	struct jit_recheck c = { .start = 0 };
 	struct aggregator_stats before, after;

@@ -41,26 +41,9 @@ static const char script[] =
 	"print(v[0], v[1], v[2], flush=True)\n"
 	"time.sleep(30)\n";
 
-static void remove_jit_files(pid_t pid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-	(void)unlink(path);
-	snprintf(path, sizeof(path), "/tmp/jit-%d.dump", (int)pid);
-	(void)unlink(path);
-}
-
-/* The suite's fini: the child's perf map or jitdump goes with it, also
- * when a test failed. */
-static void stop_and_clean(void)
-{
-	if (current.pid > 0)
-		remove_jit_files(current.pid);
-	pychild_stop_current();
-}
-
-TestSuite(pytrampoline, .fini = stop_and_clean);
+/* The suite's fini stops the child, and its perf map or jitdump goes with
+ * it (pychild_stop()), also when a test failed. */
+TestSuite(pytrampoline, .fini = pychild_stop_current);
 
 /* Whether the chunk at addr holds copies of code at stride from its start
  * to as many as fit, read here whole. */
@@ -140,7 +123,7 @@ static void check_interpreter(const char *exe, const char *option, uint32_t want
 	cr_assert_geq(arenas.n, brute);
 	cr_assert_not(pytrampoline_contains(&arenas, 0));
 
-	stop_and_clean();
+	pychild_stop_current();
 	pytrampoline_arenas_done(&arenas);
 }
 
@@ -238,7 +221,7 @@ Test(pytrampoline, gone_process_is_esrch, .timeout = 30)
 	cr_assert_eq(pytrampoline_find(c->pid, maps, rt.trampoline, rt.trampoline_size, &arenas),
 		     1);
 	pid = c->pid;
-	stop_and_clean();
+	pychild_stop_current();
 	/* what was found stands without a read (known_arenas_are_not_read_again) */
 	cr_assert_eq(pytrampoline_find(pid, maps, rt.trampoline, rt.trampoline_size, &arenas),
 		     1);
