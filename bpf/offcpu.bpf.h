@@ -51,6 +51,16 @@
  * (PERFD_CNT_OFFCPU_SKIPPED_NS), and status shows them beside the
  * estimate.
  *
+ * One more block's stack is taken, whatever the odds: the one a task
+ * leaves its CPU at while a tick of the CPU's perf timer is due and held
+ * off by the switch itself (__schedule() runs with interrupts off).  That
+ * tick is delivered in the task switched in and charged to this one
+ * (perfd.bpf.c, "Whose tick it is"), which it can no longer read: the
+ * daemon gives it this stack (profile/offcpu.c).  Such a block's odds are
+ * one, decided at its start by the timer, not by its length: the
+ * estimate stays unbiased, and these stacks, one per tick at most, come
+ * out of neither budget.
+ *
  * perfd's own threads are left out too (offcpu_self_tgid).  Kernel
  * threads and the idle task are left out: their waits are the
  * kernel's, and they would spend the budget of the processes users ask
@@ -271,6 +281,30 @@ static __always_inline void offcpu_end(struct task_struct *task, __u64 now)
 				      BPF_RB_NO_WAKEUP);
 }
 
+/* Whether a tick of this CPU's perf timer fell due by now and waits for
+ * the interrupts this switch keeps off, and will sample there: its
+ * expiry is past and a jittered target is due by it (ticks_due(), without
+ * moving on).  Not known before the CPU's first tick (st->timer). */
+static __always_inline bool tick_held_off(__u64 now)
+{
+	struct perfd_cpu_state *st;
+	struct hrtimer *timer;
+	__u64 expires;
+	__u32 zero = 0;
+
+	st = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (!st || !st->timer)
+		return false;
+	/* (out of BPF_CORE_READ(), whose relocations would take st's field
+	 * for the kernel's) */
+	timer = (struct hrtimer *)st->timer;
+	expires = BPF_CORE_READ(timer, node.expires);
+	if (expires > now)
+		return false;
+	return !jitter_period_ns ||
+	       (st->period_gen == period_gen && st->target_ns && st->target_ns <= expires);
+}
+
 /* task, the current one, leaves the CPU at now. */
 static __always_inline int offcpu_begin(void *ctx, struct task_struct *task, bool preempt,
 					__u64 now)
@@ -296,8 +330,12 @@ static __always_inline int offcpu_begin(void *ctx, struct task_struct *task, boo
 	n->out_ns = now;
 	n->state = preempt || state == 0 ? PERFD_OFFCPU_RUNNABLE : state;
 	n->odds = 0;
-	if (!take(n, now, &odds))
+	if (tick_held_off(now)) {
+		odds = PERFD_OFFCPU_ODDS_ONE;
+		count(PERFD_CNT_OFFCPU_FOR_TICK);
+	} else if (!take(n, now, &odds)) {
 		return 0;
+	}
 	n->odds = odds;
 	count(PERFD_CNT_OFFCPU_SAMPLED);
 	return sample(ctx, task, true, true, &no_uregs, PERFD_VALUE_OFFCPU, 0, now);

@@ -227,6 +227,8 @@ static void samples_status(struct jsonw *w, const struct status_info *in)
 	jsonw_kv_u64(w, "ticks_thinned", in->bpf[PERFD_CNT_THINNED]);
 	jsonw_kv_u64(w, "ticks_clocked", in->bpf[PERFD_CNT_TICKS_CLOCKED]);
 	jsonw_kv_u64(w, "context_switch", in->bpf[PERFD_CNT_SWITCHED]);
+	jsonw_kv_u64(w, "context_switch_stacked", in->agg.switched_stacked);
+	jsonw_kv_u64(w, "context_switch_bare", in->agg.switched_bare);
 	jsonw_kv_u64(w, "received", in->agg.samples);
 	jsonw_kv_u64(w, "queued", in->drain.queued_samples);
 	jsonw_kv_u64(w, "profiled", in->agg.samples - MIN(in->agg.samples, in->agg.samples_evicted));
@@ -265,6 +267,7 @@ static void samples_status(struct jsonw *w, const struct status_info *in)
 	jsonw_kv_u64(w, "stacks_per_cpu_second", in->offcpu_rate);
 	jsonw_kv_u64(w, "blocks", in->bpf[PERFD_CNT_OFFCPU_BLOCKS]);
 	jsonw_kv_u64(w, "blocks_sampled", in->bpf[PERFD_CNT_OFFCPU_SAMPLED]);
+	jsonw_kv_u64(w, "blocks_sampled_for_ticks", in->bpf[PERFD_CNT_OFFCPU_FOR_TICK]);
 	jsonw_kv_u64(w, "sampled_ns", in->bpf[PERFD_CNT_OFFCPU_SAMPLED_NS]);
 	jsonw_kv_u64(w, "skipped_ns", in->bpf[PERFD_CNT_OFFCPU_SKIPPED_NS]);
 	jsonw_kv_u64(w, "lost", in->bpf[PERFD_CNT_OFFCPU_LOST]);

@@ -286,6 +286,9 @@ struct aggregator_stats {
 	 * each block times the odds against its stack being taken) */
 	uint64_t offcpu_stacks, offcpu_stacks_replaced, offcpu_stacks_dropped;
 	uint64_t offcpu_joined, offcpu_ends_unmatched, offcpu_unmatched_ns;
+	/* ticks charged to a task a switch took off its CPU (in periods):
+	 * given the stack it left at, and left at "[context switch]" */
+	uint64_t switched_stacked, switched_bare;
 	size_t offcpu_waiting;
 	uint64_t offcpu_ns;
 	size_t history_bytes;       /* of the windows */

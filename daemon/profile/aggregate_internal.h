@@ -116,11 +116,13 @@ struct aggregator {
 	} offcpu; /* off-CPU stacks waiting for their blocks' ends */
 };
 
-/* offcpu.c: an off-CPU block's stack waits for its end, then goes in. */
+/* offcpu.c: an off-CPU block's stack waits for its end, then goes in;
+ * a tick charged to a task switched out goes in with that stack. */
 #define OFFCPU_WAITING_MAX 65536
 #define OFFCPU_WAITING_BYTES (32u << 20)
 int agg_offcpu_begin(struct aggregator *a, const struct perfd_sample *s, size_t size);
 int agg_offcpu_end(struct aggregator *a, const struct perfd_offcpu_end *e);
+int agg_offcpu_switched_tick(struct aggregator *a, const struct perfd_sample *s, size_t size);
 void agg_offcpu_free(struct aggregator *a);
 
 /* A joined off-CPU sample's wait class (profile/waitclass.h), set by

@@ -545,9 +545,12 @@ int aggregator_ingest(struct aggregator *a, const void *record, size_t size)
 	case PERFD_EVENT_SAMPLE:
 		if (size < sizeof(struct perfd_sample))
 			return -EINVAL;
-		/* an off-CPU block's stack waits for its end (offcpu.c) */
+		/* an off-CPU block's stack waits for its end, and a tick
+		 * charged to a task switched out takes that stack (offcpu.c) */
 		if (((const struct perfd_sample *)record)->value_kind == PERFD_VALUE_OFFCPU)
 			return agg_offcpu_begin(a, record, size);
+		if (((const struct perfd_sample *)record)->flags & PERFD_SAMPLE_F_SWITCHED)
+			return agg_offcpu_switched_tick(a, record, size);
 		return agg_ingest_sample(a, record, size, NULL);
 	case PERFD_EVENT_OFFCPU_END:
 		if (size < sizeof(struct perfd_offcpu_end))

@@ -17,6 +17,17 @@
  * the bound is dropped and counted.  Waiting stacks of a thread that
  * exits go with its end, which a task always has: it runs again to exit.
  *
+ * A tick that fell due while a task was on its way off its CPU is
+ * charged to it (PERFD_SAMPLE_F_SWITCHED: bpf/perfd.bpf.c, "Whose tick it
+ * is") but comes without a stack: the task switched in cannot read it.
+ * BPF took the stack the task left at, seeing the tick held off
+ * (bpf/offcpu.bpf.h), and it waits here, sent just before the tick on the
+ * same CPU: the tick goes in as a CPU sample with that stack (its leaf in
+ * __schedule, where the task was when the tick fell due), rooted at
+ * "[context switch]" only when there is none (off-CPU off, a kernel
+ * thread, a block not begun within SWITCHED_STACK_NS after the tick),
+ * counted either way.
+ *
  * What a process waited for over a few seconds (ps, top) is read back
  * from its history: each entry of kind OFFCPU names its class by its
  * stack's leaf (process_window_waits).
@@ -154,6 +165,48 @@ int agg_offcpu_end(struct aggregator *a, const struct perfd_offcpu_end *e)
 	r = w->s.value ? agg_ingest_sample(a, &w->s, w->size, NULL) : 0;
 	free(w);
 	return r;
+}
+
+/* How long after a switched tick fell due its task's block may begin
+ * and still be the switch it fell due in: interrupts are off from before
+ * the switch, microseconds.  (A later block of the same thread would be a
+ * race of the task on another CPU with this one's interrupts.) */
+#define SWITCHED_STACK_NS (1000ull * 1000)
+
+int agg_offcpu_switched_tick(struct aggregator *a, const struct perfd_sample *s, size_t size)
+{
+	const uint32_t skip = kind_infos[PERFD_VALUE_OFFCPU].kernel_skip;
+	const uint64_t *slot = u64map_get(&a->offcpu.by_tid, s->hdr.tid);
+	const struct offcpu_stack *w = slot ? (const struct offcpu_stack *)(uintptr_t)*slot : NULL;
+	_cleanup_free_ struct perfd_sample *t = NULL;
+	uint32_t kd;
+
+	if (!w || w->s.hdr.tgid != s->hdr.tgid || w->s.hdr.start_time_ns != s->hdr.start_time_ns ||
+	    w->s.hdr.timestamp_ns < s->hdr.timestamp_ns ||
+	    w->s.hdr.timestamp_ns - s->hdr.timestamp_ns > SWITCHED_STACK_NS ||
+	    !(t = malloc(w->size))) {
+		a->stats.switched_bare += s->value;
+		return agg_ingest_sample(a, s, size, NULL);
+	}
+	memcpy(t, &w->s, w->size);
+	t->hdr.timestamp_ns = s->hdr.timestamp_ns;
+	t->value_kind = PERFD_VALUE_CPU;
+	t->value = s->value;
+	/* the kernel stack from the switch on: without the off-CPU
+	 * program's own frames, the first a return address as the others
+	 * (ingest steps back into the call of all but the first) */
+	kd = t->kernel_depth > 0 ? (uint32_t)t->kernel_depth : 0;
+	if (kd > skip) {
+		memmove(t->ips, t->ips + skip,
+			w->size - sizeof(*t) - skip * sizeof(t->ips[0]));
+		t->ips[0]--;
+		t->kernel_depth -= (int32_t)skip;
+		size = w->size - skip * sizeof(t->ips[0]);
+	} else {
+		size = w->size;
+	}
+	a->stats.switched_stacked += s->value;
+	return agg_ingest_sample(a, t, size, NULL);
 }
 
 struct waits_sum {

@@ -34,7 +34,10 @@
  *                 first, a missed note, every tick without that program),
  *                 context_switch (samples, idle included, of ticks that
  *                 fell due before a context switch and were charged to
- *                 the task switched out: rooted at "[context switch]"),
+ *                 the task switched out), context_switch_stacked (those
+ *                 given the stack the task left its CPU at, which the
+ *                 off-CPU program took for them), context_switch_bare
+ *                 (those without: rooted at "[context switch]"),
  *                 received (CPU samples the daemon aggregated, in periods),
  *                 profiled (received and still in a profile),
  *                 lost: { ringbuf_full, queue_full (the loop fell behind the

@@ -254,6 +254,9 @@ enum perfd_counter {
 	PERFD_CNT_OFFCPU_SAMPLED_NS,
 	PERFD_CNT_OFFCPU_SKIPPED_NS,
 	PERFD_CNT_OFFCPU_LOST,
+	/* ... blocks whose stack was taken because a tick fell due in their
+	 * switch (bpf/offcpu.bpf.h), for the tick: in OFFCPU_SAMPLED too */
+	PERFD_CNT_OFFCPU_FOR_TICK,
 	PERFD_CNT_MAX,
 };
 

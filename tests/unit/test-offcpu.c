@@ -124,10 +124,10 @@ static void send_end(uint32_t tid, uint64_t out_ns, uint64_t in_ns, uint32_t one
 	cr_assert_eq(aggregator_ingest(agg, &e, sizeof(e)), 0);
 }
 
-/* Off-CPU nanoseconds of the process whose stacks' leaf is the wait class
- * c (-1: any), and whose next frame is schedule's; with root not 0, only
- * of the stacks whose root frame is that special one. */
-static uint64_t waited_under(int c, uint64_t root)
+/* The sum of keep(kind, stack, ud) ? value : 0 over the process's
+ * history. */
+static uint64_t sum_where(bool (*keep)(enum profile_kind, const struct stack *, const void *),
+			  const void *ud)
 {
 	struct process *p = agg_lookup(agg, PID, START);
 	struct history_iter it;
@@ -146,19 +146,39 @@ static uint64_t waited_under(int c, uint64_t root)
 			const struct stack *s = stacktab_get(aggregator_stacks(agg),
 							     profile_key_stack(slot->key));
 
-			if (profile_key_kind(slot->key) != PROFILE_KIND_OFFCPU || !s || s->depth < 2)
-				continue;
-			cr_assert_eq(frame_module(s->frames[0]), FRAME_MODULE_SPECIAL);
-			cr_assert_eq(frame_kernel_address(s->frames[1]), K_SCHEDULE + 0x10,
-				     "the program's own frames were left in");
-			if (root && s->frames[s->depth - 1] != frame_make(FRAME_MODULE_SPECIAL, root))
-				continue;
-			if (c < 0 || frame_address(s->frames[0]) == FRAME_SPECIAL_WAIT + (uint64_t)c)
+			if (s && keep(profile_key_kind(slot->key), s, ud))
 				n += slot->value;
 		}
 		profile_release(&one, aggregator_stacks(agg));
 	}
 	return n;
+}
+
+struct waited_filter {
+	int c;
+	uint64_t root;
+};
+
+static bool waited_keep(enum profile_kind kind, const struct stack *s, const void *ud)
+{
+	const struct waited_filter *f = ud;
+
+	if (kind != PROFILE_KIND_OFFCPU || s->depth < 2)
+		return false;
+	cr_assert_eq(frame_module(s->frames[0]), FRAME_MODULE_SPECIAL);
+	cr_assert_eq(frame_kernel_address(s->frames[1]), K_SCHEDULE + 0x10,
+		     "the program's own frames were left in");
+	if (f->root && s->frames[s->depth - 1] != frame_make(FRAME_MODULE_SPECIAL, f->root))
+		return false;
+	return f->c < 0 || frame_address(s->frames[0]) == FRAME_SPECIAL_WAIT + (uint64_t)f->c;
+}
+
+/* Off-CPU nanoseconds of the process whose stacks' leaf is the wait class
+ * c (-1: any), and whose next frame is schedule's; with root not 0, only
+ * of the stacks whose root frame is that special one. */
+static uint64_t waited_under(int c, uint64_t root)
+{
+	return sum_where(waited_keep, &(struct waited_filter){ c, root });
 }
 
 static uint64_t waited(int c)
@@ -254,6 +274,72 @@ Test(offcpu, an_end_without_its_stack_and_a_stack_without_its_end_are_counted)
 	cr_assert_eq(waited(WAIT_SLEEP), 500);
 	send_end(PID, 9 * SEC, 9 * SEC + 100, 1, 1);
 	cr_assert_eq(waited(WAIT_SLEEP), 600);
+}
+
+/* A tick charged to thread tid, switched out (no stack), of value periods,
+ * fallen due at ts. */
+static void send_switched_tick(uint32_t tid, uint64_t ts, uint64_t value)
+{
+	struct perfd_sample s = { .value_kind = PERFD_VALUE_CPU, .value = value,
+				  .flags = PERFD_SAMPLE_F_SWITCHED, .page_size = 4096 };
+
+	header(&s.hdr, PERFD_EVENT_SAMPLE, tid, ts);
+	snprintf(s.comm, sizeof(s.comm), "waiter");
+	cr_assert_eq(aggregator_ingest(agg, &s, sizeof(s)), 0);
+}
+
+struct exact_stack {
+	const uint64_t *frames;
+	uint16_t depth;
+};
+
+static bool cpu_keep(enum profile_kind kind, const struct stack *s, const void *ud)
+{
+	const struct exact_stack *e = ud;
+
+	return kind == PROFILE_KIND_CPU && s->depth == e->depth &&
+	       memcmp(s->frames, e->frames, e->depth * sizeof(*e->frames)) == 0;
+}
+
+/* The CPU periods of the process whose stack is exactly frames (leaf
+ * first). */
+static uint64_t cpu_at(const uint64_t *frames, uint16_t depth)
+{
+	return sum_where(cpu_keep, &(struct exact_stack){ frames, depth });
+}
+
+/* A tick that fell due just before its thread left the CPU is that
+ * thread's CPU time, at the stack it left at (without the program's
+ * frames, schedule's return stepped back into its call), when that stack
+ * was sent; otherwise "[context switch]", counted either way; the block
+ * itself is joined as ever. */
+Test(offcpu, a_tick_due_at_a_switch_takes_the_stack_its_thread_left_at)
+{
+	const uint64_t sleep[] = { K_NANOSLEEP + 0x20 };
+	const uint64_t at_switch[] = { frame_make(FRAME_MODULE_KERNEL, K_SCHEDULE + 0x10 - 1),
+				       frame_make(FRAME_MODULE_KERNEL, K_NANOSLEEP + 0x20 - 1) };
+	const uint64_t bare[] = { frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_CONTEXT_SWITCH) };
+	struct aggregator_stats st;
+
+	send_stack(PID, 10 * SEC, sleep, 1);
+	send_switched_tick(PID, 10 * SEC - 20000, 3);
+	cr_assert_eq(cpu_at(at_switch, 2), 3, "the tick did not take the stack at the switch");
+	cr_assert_eq(cpu_at(bare, 1), 0);
+	/* no stack of that thread waits; one waits that began 2 ms after the
+	 * tick, or before it: another switch's */
+	send_switched_tick(PID + 1, 10 * SEC, 1);
+	send_stack(PID + 2, 12 * SEC, sleep, 1);
+	send_switched_tick(PID + 2, 12 * SEC - 2000000, 1);
+	send_switched_tick(PID + 2, 12 * SEC + 1, 1);
+	cr_assert_eq(cpu_at(bare, 1), 3);
+	cr_assert_eq(cpu_at(at_switch, 2), 3);
+	aggregator_get_stats(agg, &st);
+	cr_assert_eq(st.switched_stacked, 3);
+	cr_assert_eq(st.switched_bare, 3);
+	cr_assert_eq(st.samples, 6);
+	/* the block's stack still waits for its end, and goes in with it */
+	send_end(PID, 10 * SEC, 10 * SEC + 1000, 1, 1);
+	cr_assert_eq(waited(WAIT_SLEEP), 1000);
 }
 
 Test(offcpu, waiting_stacks_count_in_the_store_and_are_freed_with_it)
