@@ -104,7 +104,7 @@ static struct json_object *top_request(const struct top_query *q)
 					 top_process_sorts[q->process_sort])))
 		goto fail;
 	if (functions &&
-	    (!ctl_json_put(req, "kind", json_object_new_string(q->memory ? "memory" : "cpu")) ||
+	    (!ctl_json_put(req, "kind", json_object_new_string(top_kinds[q->values])) ||
 	     !ctl_json_put(req, "depth", json_object_new_int64(q->depth)) ||
 	     (q->pid && !ctl_json_put(req, "pid", json_object_new_int64(q->pid))) ||
 	     (q->function[0] && !ctl_json_put(req, "function", json_object_new_string(q->function))) ||
@@ -210,6 +210,7 @@ static const struct option top_options[] = {
 	{ "sort", required_argument, NULL, 's' },
 	{ "filter", required_argument, NULL, 'F' },
 	{ "memory", no_argument, NULL, 'M' },
+	{ "wait", no_argument, NULL, 'W' },
 	{ "kernel-threads", no_argument, NULL, 'k' },
 	{ "all", no_argument, NULL, 'a' },
 	{ "rows", required_argument, NULL, 'r' },
@@ -217,7 +218,7 @@ static const struct option top_options[] = {
 	{ "socket", required_argument, NULL, 'S' },
 	{}
 };
-static const char top_shortopts[] = ":bn:d:fkMa";
+static const char top_shortopts[] = ":bn:d:fkMWa";
 
 enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 {
@@ -278,7 +279,10 @@ enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 			(void)snprintf(s.q.filter, sizeof(s.q.filter), "%s", optarg);
 			break;
 		case 'M':
-			s.q.memory = true;
+			s.q.values = TOP_VALUES_MEMORY;
+			break;
+		case 'W':
+			s.q.values = TOP_VALUES_OFFCPU;
 			break;
 		case 'k':
 			s.q.kernel_threads = true;
@@ -321,8 +325,9 @@ enum perfctl_exit do_top(struct ctl_env *env, int argc, char **argv)
 		else
 			s.q.function_sort = k;
 	}
-	if (s.q.memory && s.q.view != TOP_VIEW_FUNCTIONS) {
-		ctl_error(env, CTL_ERR_USAGE, "top: --memory is for the function view (--pid or -f)");
+	if (s.q.values != TOP_VALUES_CPU && s.q.view != TOP_VIEW_FUNCTIONS) {
+		ctl_error(env, CTL_ERR_USAGE, "top: --%s is for the function view (--pid or -f)",
+			  s.q.values == TOP_VALUES_MEMORY ? "memory" : "wait");
 		return PERFCTL_EXIT_USAGE;
 	}
 	if (!batch && (env->json || s.iterations)) {
@@ -353,12 +358,13 @@ const struct ctl_command ctl_cmd_top = {
 	.shortopts = top_shortopts,
 	.summary = "the live view of processes and functions",
 	.synopsis = "[-b [-n N] [--json]] [-d DURATION] [--pid PID | -f] [--sort KEY]\n"
-		    "    [--filter TEXT] [-M] [-k] [-a] [--rows N]",
+		    "    [--filter TEXT] [-M | -W] [-k] [-a] [--rows N]",
 	.help = "The live view, every DURATION (default " CTL_STR(PERFD_TOP_DEFAULT_INTERVAL)
 		"s): processes with CPU %, RSS, peak,\n"
 		"growth and top function; the functions of one (--pid, Enter) or all (-f),\n"
-		"self and total, CPU or memory growth (-M); a function's callers and\n"
-		"callees (Enter).  Keys: c m p g sort, / filter, k kernel threads, a all,\n"
-		"s t sort, M memory, Esc back, q quit.\n"
+		"self and total, CPU, memory growth (-M) or off-CPU time (-W: where\n"
+		"threads wait); a function's callers and callees (Enter).  Keys: c m p g\n"
+		"sort, / filter, k kernel threads, a all, s t sort, M memory, W wait,\n"
+		"Esc back, q quit.\n"
 		"  -b                     plain frames (--json: one object a line)\n",
 };

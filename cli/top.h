@@ -20,6 +20,12 @@ struct json_object;
 
 enum top_view { TOP_VIEW_PROCESSES, TOP_VIEW_FUNCTIONS };
 
+/* What the function view counts: CPU samples, memory growth (-M, bytes),
+ * or off-CPU time (-W, nanoseconds: where threads wait).  The protocol's
+ * kinds, by name in top_kinds. */
+enum top_values { TOP_VALUES_CPU, TOP_VALUES_MEMORY, TOP_VALUES_OFFCPU };
+extern const char *const top_kinds[3]; /* cpu memory offcpu */
+
 /* The sort keys, as the protocol names them (protocol.h, "top"). */
 extern const char *const top_process_sorts[4];  /* cpu rss peak growth */
 extern const char *const top_function_sorts[2]; /* self total */
@@ -29,7 +35,7 @@ struct top_query {
 	enum top_view view;
 	int process_sort;  /* index in top_process_sorts */
 	int function_sort; /* index in top_function_sorts */
-	bool memory;       /* functions: memory growth, not CPU samples */
+	enum top_values values; /* functions: what they count */
 	uint32_t pid;      /* functions: of this process; 0: of all of them */
 	char function[PERFD_TOP_MAX_FUNCTION_BYTES]; /* its callers and callees; "" none */
 	char function_kind[16];                      /* of that function ("native") */

@@ -352,9 +352,13 @@ static void on_key(struct screen *sc, int ch)
 			set_sort(sc, &q->function_sort, ch == 's' ? 0 : 1);
 			return;
 		case 'M':
-			q->memory = !q->memory;
+		case 'W': {
+			enum top_values v = ch == 'M' ? TOP_VALUES_MEMORY : TOP_VALUES_OFFCPU;
+
+			q->values = q->values == v ? TOP_VALUES_CPU : v;
 			requery(sc);
 			return;
+		}
 		}
 	}
 }

@@ -26,6 +26,10 @@
 
 const char *const top_process_sorts[4] = { "cpu", "rss", "peak", "growth" };
 const char *const top_function_sorts[2] = { "self", "total" };
+const char *const top_kinds[3] = { "cpu", "memory", "offcpu" };
+/* What the function view's values are, and what a value per second is
+ * titled. */
+static const char *const values_titles[3] = { "CPU samples", "memory growth", "off-CPU time" };
 
 static const char *const process_sort_titles[4] = { "CPU", "RSS", "peak RSS", "growth" };
 
@@ -216,16 +220,24 @@ static int set_function(struct top_line *l, struct json_object *o)
 	return 0;
 }
 
-/* A value of the view: samples, or bytes per second of growth. */
+/* A value of the view: samples, bytes per second of growth, or seconds
+ * of waiting per second (how many threads wait there, on the mean). */
 static char *value_text(const struct top_query *q, double v, double seconds, char *buf, size_t size)
 {
+	double per_second = seconds > 0 ? v / seconds : 0;
 	char s[CTL_SIZE_MAX];
 
-	if (!q->memory) {
+	switch (q->values) {
+	case TOP_VALUES_MEMORY:
+		(void)snprintf(buf, size, "%s/s", ctl_format_size((uint64_t)per_second, s));
+		break;
+	case TOP_VALUES_OFFCPU:
+		(void)snprintf(buf, size, "%.2fs/s", per_second / 1e9);
+		break;
+	default:
 		(void)snprintf(buf, size, "%.0f", v);
-		return buf;
+		break;
 	}
-	(void)snprintf(buf, size, "%s/s", ctl_format_size((uint64_t)(seconds > 0 ? v / seconds : 0), s));
 	return buf;
 }
 
@@ -304,7 +316,8 @@ static int function_lines(struct top_frame *f, const struct top_query *q, struct
 {
 	struct json_object *list = ctl_json_path(a, "functions"), *fn = ctl_json_path(a, "function");
 	double seconds = number(a, "interval_seconds", 0);
-	const char *what = q->memory ? "memory growth" : "CPU samples";
+	const char *what = values_titles[q->values];
+	bool rates = q->values != TOP_VALUES_CPU;
 	_cleanup_free_ char *subj = subject(q, a);
 	char total[64];
 	size_t n;
@@ -314,14 +327,14 @@ static int function_lines(struct top_frame *f, const struct top_query *q, struct
 	if (q->function[0] && json_object_is_type(fn, json_type_object))
 		return function_detail(f, q, a, fn, what, seconds);
 	if (!add_line(f, TOP_LINE_HEADER,
-		      "Functions of %s: %s, %s in %.0fs; %zu functions, by %s [s t] - M: %s - "
+		      "Functions of %s: %s, %s in %.0fs; %zu functions, by %s [s t] - M: %s, W: %s - "
 		      "Enter: callers and callees, Esc: back",
 		      subj, what, value_text(q, number(a, "total", 0), seconds, total, sizeof(total)),
 		      seconds, f->matched, top_function_sorts[q->function_sort],
-		      q->memory ? "CPU" : "memory growth") ||
+		      q->values == TOP_VALUES_MEMORY ? "CPU" : "memory growth",
+		      q->values == TOP_VALUES_OFFCPU ? "CPU" : "waits") ||
 	    !add_line(f, TOP_LINE_COLUMNS, "%7s %7s %10s %10s  %-40s %s", "SELF%", "TOTAL%",
-		      q->memory ? "SELF/s" : "SELF", q->memory ? "TOTAL/s" : "TOTAL", "FUNCTION",
-		      "WHERE"))
+		      rates ? "SELF/s" : "SELF", rates ? "TOTAL/s" : "TOTAL", "FUNCTION", "WHERE"))
 		return -ENOMEM;
 	if (q->function[0] && !add_line(f, TOP_LINE_TEXT, "  (%s was not sampled in this interval)",
 					q->function))

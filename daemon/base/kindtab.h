@@ -30,13 +30,14 @@ struct kind_info {
 
 extern const struct kind_info kind_infos[PERFD_VALUE_KINDS];
 
-/* Whether `top` offers kind k: one something produces, but off-CPU time
- * (WAIT), which has no view of its own there yet. */
+/* Whether `top`'s function view offers kind k: one something produces
+ * (wall clock is made of two, per thread: report's). */
 static inline bool kind_in_top(int k)
 {
 	return k >= 0 && k < PERFD_VALUE_KINDS &&
 	       (kind_infos[k].counts == PERFD_KIND_COUNTS_CPU ||
-		kind_infos[k].counts == PERFD_KIND_COUNTS_MEMORY);
+		kind_infos[k].counts == PERFD_KIND_COUNTS_MEMORY ||
+		kind_infos[k].counts == PERFD_KIND_COUNTS_WAIT);
 }
 
 /* Whether kind k's values are counts of sampling periods (PERIODS): what

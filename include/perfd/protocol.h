@@ -281,8 +281,10 @@
  *             "all": true takes every live process, not only the active
  *             ones (those ps lists: on CPU, or their RSS moved).
  *             Functions: of "pid", or of every process the process view
- *             would take; "kind": "cpu" (default) or "memory" (growth,
- *             bytes; kernel frames left out); "sort": "self" (default) or
+ *             would take; "kind": "cpu" (default), "memory" (growth,
+ *             bytes; kernel frames left out) or "offcpu" (nanoseconds
+ *             waited, each stack's leaf why: "[wait: sleep]" ...);
+ *             "sort": "self" (default) or
  *             "total"; "function" (its name) with optional
  *             "function_kind" ("native", "kernel", "python", ...): its
  *             callers and callees, "depth" levels (1..PERFD_TOP_MAX_DEPTH,

@@ -62,12 +62,15 @@ def test_a_timer_loop_waits_three_quarters_of_its_time_asleep(daemon, workloads,
     points.  While it runs, `perfctl ps` says it waits 75% of its time,
     for sleep, and that with %CPU that is all of its time (within 16
     points: a 300 ms sleep counts in the second it ended, 15 points of
-    ps's 2 s, whose whole seconds fall after the process started)."""
+    ps's 2 s, whose whole seconds fall after the process started), and
+    `top --wait` ranks [wait: sleep] first by self time, under
+    wait_for_timer."""
     t0 = time.monotonic()
     w = workloads("timer_wait", 4)
     w.expect_line("ready")
     time.sleep(3.3)
     check_ps(daemon, w.pid)
+    check_top_waits(daemon, w.pid)
     out = w.finish(timeout=120)
     wall, cpu = time.monotonic() - t0, float(out.split()[-1])
     time.sleep(1.5)
@@ -290,6 +293,30 @@ def test_two_spinners_on_one_cpu_each_wait_half_for_it(daemon, workloads):
 # 20 command substitutions, 20 new processes: some 80 context switches in
 # 10 ms (perf stat -e cs), new tasks' all
 SUBSHELLS = "for i in " + " ".join(map(str, range(20))) + "; do x=$(echo $i); done"
+
+
+def check_top_waits(daemon, pid):
+    """top's wait view (-W) of the timer loop's last 2 s: the functions by
+    off-CPU time, [wait: sleep] on top by self time (the leaf of all its
+    sleeps) and wait_for_timer's total nearly all of it; the text frame
+    says what it counts, in seconds of waiting a second."""
+    rc, out, err = daemon.perfctl("--json", "top", "-b", "-n", "1", "-d", "2", "--pid", str(pid),
+                                  "-W", timeout=60)
+    assert rc == 0, err
+    frame = json.loads(out)
+    assert frame["view"] == "functions" and frame["kind"] == "offcpu", frame
+    rows = {f["function"]: f for f in frame["functions"]}
+    first = frame["functions"][0]
+    print(f"top -W: {[(f['function'], f['self_percent'], f['total_percent']) for f in frame['functions'][:5]]}")
+    assert first["function"] == "[wait: sleep]" and first["self_percent"] >= 90, frame["functions"][:5]
+    assert rows.get("wait_for_timer", {}).get("total_percent", 0) >= 90, frame["functions"][:5]
+    rc, text, err = daemon.perfctl("top", "-b", "-n", "1", "-d", "2", "--pid", str(pid), "-W",
+                                   timeout=60)
+    assert rc == 0, err
+    lines = text.splitlines()
+    columns = next((i for i, l in enumerate(lines) if "SELF/s" in l), None)
+    assert columns and f"Functions of pid {pid} (timer_wait): off-CPU time" in lines[columns - 1], text
+    assert re.search(r"\d\.\d\ds/s +\d+\.\d\ds/s +\[wait: sleep\]", lines[columns + 1]), text
 
 
 def check_ps(daemon, pid):

@@ -15,7 +15,7 @@ terminal, the way a person uses it.
   list starts at the top again, `m` sorts by RSS, `/` with
   the unique name of a copy of spin leaves that process, Enter shows its
   functions with spin_burn on top (self and total %), Enter on it shows its
-  caller main, `q` gives the shell its prompt back with the terminal modes
+  caller main, `W` switches to the wait view and back, `q` gives the shell its prompt back with the terminal modes
   as they were: the tty's (stty -g) and the pane's as tmux keeps them (the
   alternate screen, on while top ran, off again; cursor, keypad, mouse);
 - perfd killed (SIGKILL) under a running top: top exits 1 saying perfd
@@ -363,6 +363,13 @@ def test_screen_sort_filter_functions_callers_and_quit(perfd, workloads, tmux, t
 
     tmux.keys("Escape")
     tmux.wait_for(lambda s: "Functions of pid" in s, "the function list again (Esc)")
+    # the wait view and back: W switches the values to off-CPU time
+    tmux.keys("W")
+    tmux.wait_for(lambda s: f"Functions of pid {spin.pid} ({name}): off-CPU time" in s and
+                  "W: CPU" in s and "SELF/s" in s, "the wait view (W)")
+    tmux.keys("W")
+    tmux.wait_for(lambda s: f"Functions of pid {spin.pid} ({name}): CPU samples" in s,
+                  "CPU samples again (W)")
     tmux.keys("q")
     screen = tmux.wait_for(exited, "top's exit")
     assert exit_status(screen) == 0, screen

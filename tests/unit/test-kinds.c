@@ -244,7 +244,8 @@ Test(kinds, encoders_follow_the_rows)
 	}
 }
 
-/* top offers the kinds something produces, cpu by default, and names
+/* top offers the kinds something produces (off-CPU time: its wait view;
+ * not wall clock, made of two per thread), cpu by default, and names
  * them when it refuses one. */
 Test(kinds, top_offers_the_produced_kinds)
 {
@@ -273,6 +274,8 @@ Test(kinds, top_offers_the_produced_kinds)
 	snprintf(line, sizeof(line), "{\"version\":1,\"command\":\"top\",\"view\":\"functions\"}");
 	cr_assert_eq(request_parse(line, strlen(line), &r, &e), 0);
 	cr_expect_eq(REQUEST_ARGS(&r, struct top_args)->kind, PROFILE_KIND_CPU);
+	cr_expect(kind_in_top(PERFD_VALUE_OFFCPU));
+	cr_expect_not(kind_in_top(PERFD_VALUE_WALL));
 }
 
 /* A wall profile is the kinds that are time, in nanoseconds: a CPU value
