@@ -104,13 +104,13 @@ if [ $up = 1 ]; then
 	section fdinfo /tmp/fdinfo 0
 
 	# nofp: run longer than the snapshot, which starts once its unwind
-	# tables had time to be built.
+	# tables had time to be built; stopped once it is taken.
 	/workloads/nofp $((DURATION + SETTLE + 2)) > /tmp/nofp.log 2>&1 &
 	NOFP=$!
 	sleep "$SETTLE"
 	snap nofp $NOFP
+	kill $NOFP 2>/dev/null
 	wait $NOFP
-	echo "$M nofp-exit rc=$?"
 
 	# split.py prints "ready ..." once both of its functions have run.
 	python3.11 -S -I /workloads/split.py $((DURATION + SETTLE + 4)) > /tmp/split.log 2>&1 &
