@@ -323,12 +323,15 @@ SANITIZED_PYTHON_K := (pyenv-3.8 or pyenv-3.11 or pyenv-3.13 or debian or unsupp
 SANITIZED_MEMORY_TESTS := -k "not $(PLAIN_ONLY_K)"
 SANITIZED_PYTHON_TESTS := -k "$(SANITIZED_PYTHON_K)"
 SANITIZED_ONLY_K := (test_soak.py and (test_a_snapshot_or_an_export_ending_in_a_burst \
-	or test_a_reload_in_a_burst_waits_for_its_samples_not_the_loop))
+	or test_a_reload_in_a_burst_waits_for_its_samples_not_the_loop \
+	or test_nothing_is_left_after_the_retention))
 # test_soak.py runs in both builds, at a short scale (test_soak.py's
 # PERFD_SOAK_SCALE default): the plain one checks perfd's RSS against its
 # bound, the sanitized one that nothing per pid leaks (LSan, at perfd's
 # exit).  Its burst tests, which start daemons of their own and watch no
-# RSS, run in the sanitized build only (SANITIZED_ONLY_K).  `make soak` runs it plain at full scale: 20,000 processes, 1 M
+# RSS, and its check that nothing is left after the retention, the same
+# assertions with LSan's on top, run in the sanitized build only
+# (SANITIZED_ONLY_K).  `make soak` runs it plain at full scale: 20,000 processes, 1 M
 # unique stacks, 10,000 threads.
 #
 # `make test` runs each integration test once, in the build that checks the

@@ -284,11 +284,12 @@ def test_restored_names_count_in_the_store_and_go_with_their_history(state_tmpdi
     """The names of restored frames (state.restored_bytes) count inside the
     store's --max-memory (store.restored_names_bytes), and are freed once
     the restored windows naming them are gone: perfd restarted with a
-    25 s retention drops the whole table within a minute."""
+    15 s retention (its windows are some 7 s old then) drops the whole
+    table within a minute."""
     daemon = start(state_tmpdir)
     split_run(workloads, 3)
     daemon.stop()
-    again = start(state_tmpdir, "--retention", "25s")
+    again = start(state_tmpdir, "--retention", "15s")
     try:
         status = again.status()
         state, store = status["state"], status["store"]
@@ -300,7 +301,7 @@ def test_restored_names_count_in_the_store_and_go_with_their_history(state_tmpdi
         while state["restored_bytes"] or state["restored_frames"]:
             assert time.monotonic() < deadline, \
                 f"the restored table still holds {state['restored_bytes']} bytes 60 s after " \
-                f"a restart with a 25 s retention: {state}\n{again.status()['store']}"
+                f"a restart with a 15 s retention: {state}\n{again.status()['store']}"
             time.sleep(1)
             state = again.status()["state"]
         assert state["restored_table_freed"] == 1, state
