@@ -281,25 +281,32 @@ static __always_inline void offcpu_end(struct task_struct *task, __u64 now)
 				      BPF_RB_NO_WAKEUP);
 }
 
-/* Whether a tick of this CPU's perf timer fell due by now and waits for
- * the interrupts this switch keeps off, and will sample there: its
- * expiry is past and a jittered target is due by it (ticks_due(), without
- * moving on).  Not known before the CPU's first tick (st->timer). */
-static __always_inline bool tick_held_off(__u64 now)
+/* Whether a tick of this CPU's perf timer fell due before task's switch
+ * out and waits for the interrupts the switch keeps off, and will sample
+ * there, charged to task: its expiry is before the switch as
+ * on_sched_switch noted it (on_tick's test; before now if that program
+ * has not run yet) and within a timer period of it (a cancelled or
+ * stopped timer keeps its old expiry: it takes stacks for a period at
+ * most; its state field, which would say, is not in every kernel's
+ * struct hrtimer: 7.2's refused the read), and a jittered
+ * target is due by it (ticks_due(), without moving on).  Not known
+ * before the CPU's first tick (st->timer). */
+static __always_inline bool tick_held_off(struct task_struct *task, __u64 now)
 {
 	struct perfd_cpu_state *st;
 	struct hrtimer *timer;
-	__u64 expires;
+	__u64 expires, at;
 	__u32 zero = 0;
 
 	st = bpf_map_lookup_elem(&cpu_states, &zero);
 	if (!st || !st->timer)
 		return false;
+	at = st->prev == (__u64)task ? st->switch_ns : now;
 	/* (out of BPF_CORE_READ(), whose relocations would take st's field
 	 * for the kernel's) */
 	timer = (struct hrtimer *)st->timer;
 	expires = BPF_CORE_READ(timer, node.expires);
-	if (expires > now)
+	if (expires >= at || at - expires > timer_period_ns)
 		return false;
 	return !jitter_period_ns ||
 	       (st->period_gen == period_gen && st->target_ns && st->target_ns <= expires);
@@ -330,7 +337,7 @@ static __always_inline int offcpu_begin(void *ctx, struct task_struct *task, boo
 	n->out_ns = now;
 	n->state = preempt || state == 0 ? PERFD_OFFCPU_RUNNABLE : state;
 	n->odds = 0;
-	if (tick_held_off(now)) {
+	if (tick_held_off(task, now)) {
 		odds = PERFD_OFFCPU_ODDS_ONE;
 		count(PERFD_CNT_OFFCPU_FOR_TICK);
 	} else if (!take(n, now, &odds)) {

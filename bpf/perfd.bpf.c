@@ -263,7 +263,7 @@ static __always_inline __u64 ticks_due(struct perfd_cpu_state *st, __u64 now)
  * (the mm at hand is the incoming task's).  The off-CPU program took the
  * stack the task left at, seeing the tick held off (bpf/offcpu.bpf.h),
  * and the daemon gives it that one; without it (off-CPU off, a kernel
- * thread), it roots the tick at "[context switch]", counted.  The
+ * thread, a stack lost), it roots the tick at "[context switch]", counted.  The
  * outgoing task is still alive then:
  * finish_task_switch() drops a dead one's last reference only after it
  * re-enabled interrupts, that is after this tick, and frees it after an

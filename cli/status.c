@@ -116,8 +116,8 @@ static const struct count_line sample_lines[] = {
 	  { "samples.received", "samples.profiled", "samples.idle" } },
 	{ "              idle in ticks the kernel did not deliver %s\n",
 	  { "samples.idle_undelivered" } },
-	{ "              due before a context switch %s (charged to the task switched out: "
-	  "%s at the stack it left at, %s without a stack)\n",
+	{ "              due before a context switch %s (charged to the task switched out); "
+	  "given the stack it left at %s, left without one %s\n",
 	  { "samples.context_switch", "samples.context_switch_stacked",
 	    "samples.context_switch_bare" } },
 	{ "Lost:         %s total (ring buffer full %s, evicted %s, not delivered by the kernel %s)\n",

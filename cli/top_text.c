@@ -221,7 +221,8 @@ static int set_function(struct top_line *l, struct json_object *o)
 }
 
 /* A value of the view: samples, bytes per second of growth, or seconds
- * of waiting per second (how many threads wait there, on the mean). */
+ * of waiting per second (each wait counted whole in the second it ended:
+ * a 10 s sleep is 10 s in one refresh). */
 static char *value_text(const struct top_query *q, double v, double seconds, char *buf, size_t size)
 {
 	double per_second = seconds > 0 ? v / seconds : 0;

@@ -24,9 +24,10 @@
  * (bpf/offcpu.bpf.h), and it waits here, sent just before the tick on the
  * same CPU: the tick goes in as a CPU sample with that stack (its leaf in
  * __schedule, where the task was when the tick fell due), rooted at
- * "[context switch]" only when there is none (off-CPU off, a kernel
- * thread, a block not begun within SWITCHED_STACK_NS after the tick),
- * counted either way.
+ * "[context switch]" only when there is none (off-CPU off; a kernel
+ * thread, perfd's own or a dying one, whose stacks it does not take; a
+ * stack dropped or lost; a tick BPF did not see held off), counted
+ * either way.
  *
  * What a process waited for over a few seconds (ps, top) is read back
  * from its history: each entry of kind OFFCPU names its class by its
@@ -179,11 +180,14 @@ int agg_offcpu_switched_tick(struct aggregator *a, const struct perfd_sample *s,
 	const uint64_t *slot = u64map_get(&a->offcpu.by_tid, s->hdr.tid);
 	const struct offcpu_stack *w = slot ? (const struct offcpu_stack *)(uintptr_t)*slot : NULL;
 	_cleanup_free_ struct perfd_sample *t = NULL;
-	uint32_t kd;
+	uint32_t kd = w && w->s.kernel_depth > 0 ? (uint32_t)w->s.kernel_depth : 0;
 
+	/* (the waiting record's depths are checked when it goes in: here,
+	 * only that its kernel frames are there to move) */
 	if (!w || w->s.hdr.tgid != s->hdr.tgid || w->s.hdr.start_time_ns != s->hdr.start_time_ns ||
 	    w->s.hdr.timestamp_ns < s->hdr.timestamp_ns ||
 	    w->s.hdr.timestamp_ns - s->hdr.timestamp_ns > SWITCHED_STACK_NS ||
+	    kd > PERFD_MAX_STACK_DEPTH || w->size < sizeof(*t) + kd * sizeof(t->ips[0]) ||
 	    !(t = malloc(w->size))) {
 		a->stats.switched_bare += s->value;
 		return agg_ingest_sample(a, s, size, NULL);
@@ -192,14 +196,12 @@ int agg_offcpu_switched_tick(struct aggregator *a, const struct perfd_sample *s,
 	t->hdr.timestamp_ns = s->hdr.timestamp_ns;
 	t->value_kind = PERFD_VALUE_CPU;
 	t->value = s->value;
-	/* the kernel stack from the switch on: without the off-CPU
-	 * program's own frames, the first a return address as the others
-	 * (ingest steps back into the call of all but the first) */
-	kd = t->kernel_depth > 0 ? (uint32_t)t->kernel_depth : 0;
+	/* the kernel stack from the switch on, without the off-CPU
+	 * program's own frames: its first frame as the off-CPU profile has
+	 * it (ingest takes a part's first frame as it is) */
 	if (kd > skip) {
 		memmove(t->ips, t->ips + skip,
 			w->size - sizeof(*t) - skip * sizeof(t->ips[0]));
-		t->ips[0]--;
 		t->kernel_depth -= (int32_t)skip;
 		size = w->size - skip * sizeof(t->ips[0]);
 	} else {

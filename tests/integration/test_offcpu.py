@@ -299,7 +299,8 @@ def check_top_waits(daemon, pid):
     """top's wait view (-W) of the timer loop's last 2 s: the functions by
     off-CPU time, [wait: sleep] on top by self time (the leaf of all its
     sleeps) and wait_for_timer's total nearly all of it; the text frame
-    says what it counts, in seconds of waiting a second."""
+    says what it counts, in seconds of waiting a second.  (The truth is
+    75% asleep; a busy host adds waits for a CPU.)"""
     rc, out, err = daemon.perfctl("--json", "top", "-b", "-n", "1", "-d", "2", "--pid", str(pid),
                                   "-W", timeout=60)
     assert rc == 0, err
@@ -308,8 +309,10 @@ def check_top_waits(daemon, pid):
     rows = {f["function"]: f for f in frame["functions"]}
     first = frame["functions"][0]
     print(f"top -W: {[(f['function'], f['self_percent'], f['total_percent']) for f in frame['functions'][:5]]}")
-    assert first["function"] == "[wait: sleep]" and first["self_percent"] >= 90, frame["functions"][:5]
-    assert rows.get("wait_for_timer", {}).get("total_percent", 0) >= 90, frame["functions"][:5]
+    # (a busy host adds [wait: cpu]: sleep stays first and all under wait_for_timer)
+    assert first["function"] == "[wait: sleep]" and first["self_percent"] >= 60, frame["functions"][:5]
+    assert rows.get("wait_for_timer", {}).get("total_percent", 0) >= first["self_percent"] - 0.01, \
+        frame["functions"][:5]
     rc, text, err = daemon.perfctl("top", "-b", "-n", "1", "-d", "2", "--pid", str(pid), "-W",
                                    timeout=60)
     assert rc == 0, err

@@ -53,8 +53,8 @@ import subprocess
 import time
 
 import perfdtest
-from perfdtest import (BackgroundSnapshot, contains, count_where, cpu_ticks, functions, is_kernel,
-                       parse_folded, show)
+from perfdtest import (BackgroundSnapshot, contains, count_where, cpu_ticks, function, functions,
+                       is_kernel, parse_folded, show)
 
 HZ = perfdtest.FAST_HZ
 SECONDS = 6
@@ -63,10 +63,14 @@ SPLIT_SHARE, SPLIT_TOLERANCE = 0.75, 0.04
 SHARE_TOLERANCE = 0.02
 CPU_TOLERANCE = 0.05
 KERNEL_ON_LEAF_MAX = 0.01
-# Ticks left without a stack: a tick that fell due between the two
-# sched_switch programs' clock reads, a block's stack the ring had no room
-# for.  None of ~2,000 in the runs when this was written.
+# Ticks left without a stack: a block's stack the ring had no room for, a
+# tick overdue by more than a timer period at the switch.  None of ~1,800
+# in the runs when this was written.
 SWITCHED_BARE_MAX = 0.005
+# The pair's ticks due in its own switches, at the stack it left at
+# (leaf __schedule): 17-29% of its samples (docs/notes/performance-history.md,
+# "Context switches").
+SWITCHED_STACKED_MIN = 0.05
 PERF = "/usr/bin/perf"
 
 
@@ -162,9 +166,10 @@ def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads
         any(f.startswith("finish_task_switch") for f in functions(s)))
     split_samples = sum(split_stacks.values())
     stacked = after["context_switch_stacked"] - before["context_switch_stacked"]
+    at_switch = count_where(pair_stacks, lambda s: function(s[-1]) == "__schedule")
     figures = (f"ping-pong: perfd {switch} of {samples} samples in the switch path ({share:.1%}; "
-               f"host-wide {stacked} due before a switch given a stack, {bare} of the pair's "
-               f"without), perf {perf_switch} of {len(theirs)} "
+               f"{at_switch} at the stack they left at, {bare} bare; host-wide {stacked} "
+               f"given a stack), perf {perf_switch} of {len(theirs)} "
                f"({perf_share:.1%}; within {tolerance:.1%}); CPU {cpu:.2f} s (steal {steal:.2f} s), perfd "
                f"{samples / HZ:.2f} s\nsplit: {hot}:{cold} ({hot / max(hot + cold, 1):.3f}), "
                f"the switch path on top of its leaves in {kernel_on_leaf} of {split_samples} "
@@ -173,7 +178,8 @@ def test_ticks_due_at_a_switch_go_to_the_task_switched_out(perfd_fast, workloads
 
     assert {s[0] for s in pair_stacks} == {"ping", "pong"}, show(pair_stacks)
     assert after["context_switch"] > before["context_switch"], (before, after)
-    assert stacked > 0.05 * samples, f"few ticks due at a switch had a stack\n{figures}"
+    assert at_switch > SWITCHED_STACKED_MIN * samples and stacked > 0, \
+        f"few ticks due at a switch had a stack\n{figures}\n{show(pair_stacks)}"
     assert bare <= SWITCHED_BARE_MAX * samples, f"{figures}\n{show(pair_stacks)}"
     assert len(theirs) > 0.5 * samples, f"perf -a saw little of the pair\n{figures}"
     assert abs(share - perf_share) <= tolerance, f"{figures}\n{show(pair_stacks)}"

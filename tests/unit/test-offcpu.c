@@ -310,13 +310,13 @@ static uint64_t cpu_at(const uint64_t *frames, uint16_t depth)
 
 /* A tick that fell due just before its thread left the CPU is that
  * thread's CPU time, at the stack it left at (without the program's
- * frames, schedule's return stepped back into its call), when that stack
+ * frames, schedule's return as the off-CPU profile has it), when that stack
  * was sent; otherwise "[context switch]", counted either way; the block
  * itself is joined as ever. */
 Test(offcpu, a_tick_due_at_a_switch_takes_the_stack_its_thread_left_at)
 {
 	const uint64_t sleep[] = { K_NANOSLEEP + 0x20 };
-	const uint64_t at_switch[] = { frame_make(FRAME_MODULE_KERNEL, K_SCHEDULE + 0x10 - 1),
+	const uint64_t at_switch[] = { frame_make(FRAME_MODULE_KERNEL, K_SCHEDULE + 0x10),
 				       frame_make(FRAME_MODULE_KERNEL, K_NANOSLEEP + 0x20 - 1) };
 	const uint64_t bare[] = { frame_make(FRAME_MODULE_SPECIAL, FRAME_SPECIAL_CONTEXT_SWITCH) };
 	struct aggregator_stats st;
