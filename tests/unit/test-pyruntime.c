@@ -224,6 +224,44 @@ Test(pyruntime, debian_static_3_11, .timeout = 10)
 	check_supported("/usr/bin/python3.11", "python3.11");
 }
 
+/* A process chrooted without a mount namespace of its own: its maps name
+ * its files as we see them (DIR/usr/bin/python3.11), which is no path from
+ * its root, so detection opens them through their mappings.  The root
+ * holds Debian's static 3.11, the libraries it links and its encodings
+ * package, all Python needs to start with -S. */
+Test(pyruntime, debian_static_3_11_in_a_chroot, .timeout = 20)
+{
+	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;
+	char dir[] = "/tmp/perfd-chroot.XXXXXX", cmd[512];
+	struct pychild *c = &current;
+	struct pyruntime rt;
+	int r;
+
+	require_installed("/usr/bin/python3.11");
+	require_installed("/usr/sbin/chroot");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; for f in /usr/bin/python3.11 $(ldd /usr/bin/python3.11 | grep -o '/[^ ]*'); "
+		 "do cp --parents -L \"$f\" %s; done; cp -r --parents /usr/lib/python3.11/encodings %s",
+		 dir, dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "exec /usr/sbin/chroot %s /usr/bin/python3.11 -S -c \"$0\" 2>/dev/null",
+		 dir);
+	pychild_spawn((char *[]){ (char *)"/bin/sh", (char *)"-c", cmd, (char *)script, NULL },
+		      PYCHILD_VERSION, c);
+	cr_assert_eq(procmaps_read_pid(c->pid, false, &maps), 0);
+	r = pyruntime_detect(c->pid, maps, &rt);
+	cr_assert_eq(r, 0, "in a chroot: %s", strerror(-r));
+	cr_assert_eq(rt.minor, 11);
+	cr_assert_eq(rt.patch, (int)c->patch);
+	cr_assert_eq(strncmp(rt.path, dir, strlen(dir)), 0, "runtime in %s", rt.path);
+	cr_assert_eq(rt.offsets, pyoffsets_for(3, 11));
+	check_walk(c->pid, &rt);
+	pychild_stop(c);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 static void check_unsupported(const char *version, bool has_runtime)
 {
 	_cleanup_(procmaps_freep) struct procmaps *maps = NULL;

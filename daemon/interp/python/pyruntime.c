@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/elfopen.h"
@@ -503,15 +505,20 @@ static int find_bias(const struct procmaps *maps, const char *path, const struct
 	return -ENOENT;
 }
 
-/* A file the process maps, by the path it maps it at, as seen from its
- * root (pid <= 0: from ours): a regular file only (procfs.h). */
-static int open_in_process(pid_t pid, const char *path)
+/* The file process pid maps at m, through its mapping (pid <= 0: by its
+ * path, from our root): a regular file only (procfs.h).  Not by the path
+ * from the process's root: the kernel writes a mapping's path as the
+ * reader sees it, so for a process chrooted without a mount namespace of
+ * its own the path is from our root ("/srv/root/usr/bin/python3.14"). */
+static int open_mapped(pid_t pid, const struct procmap *m)
 {
 	static const struct procfs_file_rules binary = { .follow_symlinks = true };
+	struct stat st;
 
 	if (pid > 0)
-		return procfs_open_in_process(pid, PROCFS_START_ANY, path, &binary);
-	return procfs_open_in_root(AT_FDCWD, path, &binary);
+		return procfs_open_mapped_file(pid, m->start, m->end, m->path,
+					       makedev(m->dev_major, m->dev_minor), m->inode, &st);
+	return procfs_open_in_root(AT_FDCWD, m->path, &binary);
 }
 
 static bool seen_before(const struct procmaps *maps, size_t i)
@@ -583,7 +590,7 @@ int pyruntime_detect(pid_t pid, const struct procmaps *maps, struct pyruntime *r
 		if ((kind < 0 && !is_first) || seen_before(maps, i))
 			continue;
 
-		fd = open_in_process(pid, path);
+		fd = open_mapped(pid, &maps->maps[i]);
 		if (fd < 0) {
 			if (kind >= 0 && error == 0)
 				error = fd;
