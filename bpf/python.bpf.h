@@ -284,7 +284,9 @@ static __always_inline int python_frame(struct python_walk *w)
 		w->truncated = true;
 		return 1;
 	}
-	code = buf_u64(b, w->frame_code);
+	/* 3.14's f_executable is a _PyStackRef: tag bits (Py_TAG_BITS) in
+	 * the low bits of the code object's address, which is 8-aligned */
+	code = buf_u64(b, w->frame_code) & ~(__u64)7;
 	ident = buf_u64(b, w->frame_ident);
 	if (w->frame_owner >= 0)
 		owner = buf_u8(b, w->frame_owner);
@@ -296,7 +298,7 @@ static __always_inline int python_frame(struct python_walk *w)
 	} else {
 		__u64 instr = buf_u64(b, w->frame_position);
 
-		if (w->walk == PERFD_PYWALK_SHIM_FRAMES && owner == PERFD_PY_OWNED_BY_CSTACK) {
+		if (w->walk == PERFD_PYWALK_SHIM_FRAMES && owner >= PERFD_PY_OWNED_BY_SHIM) {
 			python_close_call(w);
 			return 0;
 		}

@@ -44,12 +44,16 @@ enum perfd_python_walk {
 	/* 3.11: _PyInterpreterFrame via tstate->cframe->current_frame;
 	 * is_entry marks the outermost frame of a call; prev_instr. */
 	PERFD_PYWALK_IS_ENTRY = 2,
-	/* 3.12-3.13: a shim frame owned by the C stack sits below the
-	 * outermost frame of each call (and is not shown). */
+	/* 3.12-3.14: a shim frame, owned by the C stack (3.12-3.13) or
+	 * the interpreter (3.14), sits below the outermost frame of each
+	 * call (and is not shown). */
 	PERFD_PYWALK_SHIM_FRAMES = 3,
 };
 
-#define PERFD_PY_OWNED_BY_CSTACK 3 /* _PyInterpreterFrame.owner, 3.12+ */
+/* _PyInterpreterFrame.owner of a shim frame and up: 3.12-3.13's
+ * FRAME_OWNED_BY_CSTACK, 3.14's FRAME_OWNED_BY_INTERPRETER (and its
+ * FRAME_OWNED_BY_CSTACK, 4). */
+#define PERFD_PY_OWNED_BY_SHIM 3
 
 struct perfd_python_process {
 	__u64 tss_addr;  /* &Py_tss_t of the autoTSSkey: {int initialized; pthread_key_t key} */

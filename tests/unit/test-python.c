@@ -373,10 +373,10 @@ static size_t walk_frames(pid_t pid, uint64_t tstate, const struct perfd_python_
 			uint8_t owner;
 
 			read_mem(pid, frame + (uint64_t)d->frame_owner, &owner, 1);
-			if (owner == PERFD_PY_OWNED_BY_CSTACK)
+			if (owner >= PERFD_PY_OWNED_BY_SHIM)
 				continue;
 		}
-		code = read_u64(pid, frame + (uint64_t)d->frame_code);
+		code = read_u64(pid, frame + (uint64_t)d->frame_code) & ~(uint64_t)7; /* 3.14: a _PyStackRef */
 		cr_assert_neq(code, 0);
 		ident = read_u64(pid, frame + (uint64_t)d->frame_ident);
 		cr_assert_neq(ident, 0, "frame %zu: no function or globals", n);

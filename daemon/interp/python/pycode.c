@@ -14,7 +14,7 @@
  * before an unmapped page still arrives); only longer contents take a
  * second read.  A system call is microseconds here, the parsing nothing.
  *
- * str layout (all of 3.8-3.13): after PyObject_HEAD, length at 16, hash at
+ * str layout (all of 3.8-3.15): after PyObject_HEAD, length at 16, hash at
  * 24, a 32-bit state at 32 whose bits 2-4 are the kind, bit 5 compact and
  * bit 6 ascii.  A compact ASCII string's bytes follow the PyASCIIObject
  * header; other compact strings follow the longer PyCompactUnicodeObject

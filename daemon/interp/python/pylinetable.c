@@ -195,7 +195,7 @@ static int location_entry(const uint8_t *t, size_t size, size_t *pos, int64_t *r
 	return 0;
 }
 
-/* 3.11-3.13: the line delta applies before the entry's own line is taken;
+/* 3.11-3.14: the line delta applies before the entry's own line is taken;
  * a no-location entry has delta 0.  Past the end: -1. */
 static int locations_line(const uint8_t *t, size_t size, int firstlineno, uint64_t addr)
 {
@@ -224,7 +224,7 @@ static int locations_line(const uint8_t *t, size_t size, int firstlineno, uint64
 int pylinetable_line(unsigned minor, const uint8_t *table, size_t size, int firstlineno,
 		     int64_t addr)
 {
-	if (minor < 8 || minor > 13)
+	if (minor < 8 || minor > 14)
 		return -EPROTONOSUPPORT;
 	if (addr < 0 || (!table && size > 0))
 		return -EINVAL;

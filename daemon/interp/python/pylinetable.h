@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pylinetable.h - the source line of a CPython bytecode offset, from the raw
- * bytes of its code object's line table, for CPython 3.8 to 3.13.  Pure: no
+ * bytes of its code object's line table, for CPython 3.8 to 3.14.  Pure: no
  * I/O, no allocation; the caller reads the table out of the process.
  */
 #ifndef PERFD_PYLINETABLE_H

@@ -153,6 +153,27 @@ static const struct pyoffsets offsets_table[] = {
 		.code_code_adaptive = 200,
 		.unicode_ascii_data = 40, .bytes_sval = 32, .var_size = 16,
 	},
+	{
+		/* f_executable is a _PyStackRef: tag bits below the code
+		 * object's address (bpf/python.bpf.h clears them); the entry
+		 * frame's owner is FRAME_OWNED_BY_INTERPRETER (3), and 4 is
+		 * FRAME_OWNED_BY_CSTACK. */
+		.major = 3, .minor = 14,
+		.tstate_status = 32, .tstate_active_bit = 4,
+		.runtime_gil = 98536, .gil_last_holder = 8, .gil_locked = 16, .gil_size = 208,
+		.runtime_interpreters_head = 808, .runtime_tstate_current = -1,
+		.runtime_autotsskey = 2336, .tss_initialized = 0, .tss_key = 4,
+		.interp_next = 7272, .interp_tstate_head = 7344,
+		.tstate_next = 8, .tstate_interp = 16, .tstate_thread_id = 152,
+		.tstate_native_thread_id = 160, .tstate_frame = -1, .tstate_cframe = -1,
+		.cframe_current_frame = -1, .tstate_current_frame = 72,
+		.frame_code = 0, .frame_previous = 8, .frame_lasti = -1,
+		.frame_instr = 56, .frame_owner = 74, .frame_is_entry = -1, .frame_ident = 16,
+		.code_name = 120, .code_qualname = 128, .code_filename = 112,
+		.code_firstlineno = 68, .code_lnotab = -1, .code_linetable = 136,
+		.code_code_adaptive = 208,
+		.unicode_ascii_data = 40, .bytes_sval = 32, .var_size = 16,
+	},
 };
 
 const struct pyoffsets *pyoffsets_for(unsigned major, unsigned minor)

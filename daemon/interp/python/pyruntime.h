@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pyruntime.h - finding the CPython runtime in a process, and the struct
- * offsets a frame walker needs for each supported CPython (3.8 to 3.13,
+ * offsets a frame walker needs for each supported CPython (3.8 to 3.14,
  * x86_64).
  */
 #ifndef PERFD_PYRUNTIME_H
@@ -15,7 +15,7 @@
 #include "process/procmaps.h"
 
 #define PYRUNTIME_MIN_MINOR 8  /* 3.8 */
-#define PYRUNTIME_MAX_MINOR 13 /* 3.13 */
+#define PYRUNTIME_MAX_MINOR 14 /* 3.14 */
 #define PYRUNTIME_EVAL_RANGES 2  /* _PyEval_EvalFrameDefault and its .cold part */
 #define PYRUNTIME_TRAMPOLINE_MAX 64
 
@@ -53,7 +53,7 @@ struct pyoffsets {
 	int32_t tstate_frame;            /* PyFrameObject *frame; 3.8-3.10 */
 	int32_t tstate_cframe;           /* _PyCFrame *cframe; 3.11-3.12 */
 	int32_t cframe_current_frame;    /* _PyCFrame.current_frame; 3.11-3.12 */
-	int32_t tstate_current_frame;    /* _PyInterpreterFrame *current_frame; 3.13 */
+	int32_t tstate_current_frame;    /* _PyInterpreterFrame *current_frame; 3.13+ */
 	/* the 32-bit word of the _status bit-field (3.12+, -1 before) and the
 	 * bit of `active` in it: set while the thread is attached, that is
 	 * holds the GIL (cleared before it drops it, set after it took it) */
@@ -61,10 +61,10 @@ struct pyoffsets {
 	int32_t tstate_active_bit;
 
 	/* PyFrameObject (3.8-3.10) or _PyInterpreterFrame (3.11+) */
-	int32_t frame_code;     /* f_code; f_executable in 3.13 */
+	int32_t frame_code;     /* f_code; f_executable from 3.13 (a _PyStackRef in 3.14) */
 	int32_t frame_previous; /* f_back (3.8-3.10), previous */
 	int32_t frame_lasti;    /* int f_lasti; 3.8-3.10 only */
-	int32_t frame_instr;    /* prev_instr (3.11-3.12), instr_ptr (3.13) */
+	int32_t frame_instr;    /* prev_instr (3.11-3.12), instr_ptr (3.13+) */
 	int32_t frame_owner;    /* char owner; 3.11+ */
 	int32_t frame_is_entry; /* bool is_entry; 3.11 only */
 	int32_t frame_ident;    /* f_globals (3.8-3.10), f_func (3.11), f_funcobj (3.12+) */
@@ -119,10 +119,11 @@ struct pyruntime {
 
 /* Decides whether the process pid, whose mappings are maps (as read by
  * procmaps_read_pid(), all or only the executable ones), runs CPython, and where.  Files are
- * opened through /proc/PID/root, so processes in other mount namespaces are
- * seen as they see themselves (pid <= 0 opens the paths as they are).
+ * opened through their mappings (/proc/PID/map_files), so processes in
+ * other mount namespaces or chroots are seen as they see themselves (pid
+ * <= 0 opens the paths as they are).
  *
- * Returns 0 and fills *ret for CPython 3.8 to 3.13; -EPROTONOSUPPORT for
+ * Returns 0 and fills *ret for CPython 3.8 to 3.14; -EPROTONOSUPPORT for
  * another CPython, with ret's version, path and bias filled (and
  * runtime_addr when the file has one) so that the caller can report it;
  * -ENOENT when the process is not CPython; another -errno when a file
