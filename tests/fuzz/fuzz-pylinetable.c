@@ -3,7 +3,7 @@
  * fuzz-pylinetable.c - CPython line tables (interp/python/pylinetable.c),
  * which perfd reads out of a Python process's memory.  The input is
  * the 9-byte header of the seeds' format (tests/fuzz/gen-pylinetable.py):
- * the minor version (3.8 + byte % 6), co_firstlineno and a bytecode
+ * the minor version (3.8 + byte % 7), co_firstlineno and a bytecode
  * offset (both int32, little-endian), then the table's bytes.  The table
  * is asked about that offset and about one past its end.
  */
@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 9)
 		return 0;
-	minor = 8 + data[0] % 6;
+	minor = 8 + data[0] % 7;
 	memcpy(&firstlineno, data + 1, 4);
 	memcpy(&addr, data + 5, 4);
 	n = size - 9;

@@ -35,12 +35,14 @@
 #include <libelf.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/elfopen.h"
+#include "interp/python/pyeval.h"
 #include "perfd/macro.h"
 #include "process/procfs.h"
 
@@ -353,6 +355,40 @@ static void read_trampoline(int fd, struct elf_facts *f)
 	f->trampoline_size = (uint32_t)(end - start);
 }
 
+struct file_reader {
+	int fd;
+	const struct elf_facts *f;
+};
+
+static int read_file_at(void *ctx, uint64_t vaddr, void *buf, size_t size)
+{
+	const struct file_reader *r = ctx;
+
+	return read_at(r->fd, r->f, vaddr, buf, size);
+}
+
+/* The part of the loop with no symbol (pyeval.c) as eval[1], when the
+ * symbols named none; eh is PT_GNU_EH_FRAME (p_filesz 0: none). */
+static void find_split_part(int fd, struct elf_facts *f, const GElf_Phdr *eh)
+{
+	_cleanup_free_ uint8_t *func = NULL, *hdr = NULL;
+	struct file_reader reader = { .fd = fd, .f = f };
+	uint64_t start, end;
+
+	if (!f->eval[0].size || f->eval[1].size || f->eval[0].size > PYEVAL_FUNC_MAX ||
+	    !eh->p_filesz || eh->p_filesz > PYEVAL_HDR_MAX)
+		return;
+	func = malloc(f->eval[0].size);
+	hdr = malloc(eh->p_filesz);
+	if (!func || !hdr || read_at(fd, f, f->eval[0].vaddr, func, f->eval[0].size) < 0 ||
+	    read_at(fd, f, eh->p_vaddr, hdr, eh->p_filesz) < 0 ||
+	    pyeval_split_part(func, f->eval[0].size, f->eval[0].vaddr, hdr, eh->p_filesz,
+			      eh->p_vaddr, read_file_at, &reader, &start, &end) < 0)
+		return;
+	f->eval[1].vaddr = start;
+	f->eval[1].size = end - start;
+}
+
 /* Scans one symbol table for the symbols detection cares about. */
 static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_facts *f)
 {
@@ -426,6 +462,7 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 	_cleanup_(elf_endp) Elf *elf = NULL;
 	Elf_Scn *scn = NULL;
 	bool too_big = false;
+	GElf_Phdr eh_frame_hdr = { 0 };
 	GElf_Ehdr eh;
 	size_t nph;
 	int r;
@@ -446,6 +483,8 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 			return -EINVAL;
 		if (ph.p_type == PT_LOAD && f->n_loads < MAX_LOADS)
 			f->loads[f->n_loads++] = ph;
+		else if (ph.p_type == PT_GNU_EH_FRAME)
+			eh_frame_hdr = ph;
 	}
 
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -466,6 +505,8 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 	if (!f->has_runtime && !name_known)
 		return 0; /* not Python; spare the .rodata scan */
 	read_trampoline(fd, f);
+	if (f->has_runtime)
+		find_split_part(fd, f, &eh_frame_hdr);
 
 	if (f->has_py_version) {
 		uint32_t v;

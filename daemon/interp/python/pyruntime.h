@@ -16,7 +16,7 @@
 
 #define PYRUNTIME_MIN_MINOR 8  /* 3.8 */
 #define PYRUNTIME_MAX_MINOR 14 /* 3.14 */
-#define PYRUNTIME_EVAL_RANGES 2  /* _PyEval_EvalFrameDefault and its .cold part */
+#define PYRUNTIME_EVAL_RANGES 2  /* _PyEval_EvalFrameDefault, its part out of line */
 #define PYRUNTIME_TRAMPOLINE_MAX 64
 
 /* Offsets in bytes within CPython's structures; -1 where the field does not
@@ -99,8 +99,10 @@ struct pyruntime {
 	/* &PyCode_Type, to tell code objects from other objects; 0 unknown */
 	uint64_t code_type_addr;
 	/* Where _PyEval_EvalFrameDefault lies, as offsets in path's file,
-	 * [start, end); an empty range when its symbol is not in the file
-	 * (the .cold part of a stripped binary). */
+	 * [start, end): the function, and its part out of line (.cold in
+	 * .symtab, or found by pyeval.c); an empty range when neither
+	 * symbols nor pyeval.c tell (a stripped binary's .cold part that
+	 * only one jump reaches). */
 	struct { uint64_t start, end; } eval[PYRUNTIME_EVAL_RANGES];
 
 	/* The perf trampoline template (3.12+: what `-X perf` and `-X
