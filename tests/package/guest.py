@@ -12,12 +12,9 @@ needs them and the container's root is the host's (no user namespace);
 the unit's own sandbox then applies inside, as on a machine.
 
 The root: `debootstrap --variant=minbase` of bookworm with systemd, dbus and
-the package's dependencies (from its Depends), from the mirror the
-machine's apt sources name (kmatrix.machine_mirror, read at run time).
-debootstrap keeps no state outside its target, so the machine's apt is not
-touched.  The root is cached in BUILD/boot/root-KEY/, KEY a hash of the
-suite and the package list: a second run downloads nothing, and a change
-of the dependencies makes a new root.  Each boot gets a fresh copy of it.
+the package's dependencies (from its Depends), made and cached by
+tests/debroot.py in BUILD/boot/root-KEY/.  Each boot gets a fresh copy of
+it.
 
 The root's packages are known before the .deb is built (ROOT_PACKAGES:
 its Depends as dpkg-shlibdeps writes them here), so that `make test` can
@@ -29,8 +26,6 @@ The host needs no systemd of its own: nspawn runs with --register=no and
 --keep-unit (no machined, no scope unit) and creates its cgroups itself.
 """
 
-import fcntl
-import hashlib
 import os
 import shutil
 import signal
@@ -41,7 +36,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "kernels"))
-import kmatrix  # noqa: E402  (the mirror, as the kernel matrix finds it)
+sys.path.insert(0, str(REPO / "tests"))
+import debroot  # noqa: E402  (the root, made by debootstrap)
+import kmatrix  # noqa: E402  (its run())
 
 BUILD = Path(os.environ.get("PERFD_BUILD") or REPO / "build")
 BOOT_DIR = BUILD / "boot"
@@ -54,7 +51,6 @@ BASE_PACKAGES = ("systemd", "systemd-sysv", "dbus")
 ROOT_PACKAGES = BASE_PACKAGES + (
     "adduser", "procps", "libbpf1", "libc6", "libcurl4", "libdw1", "libelf1", "libjson-c5",
     "liblzma5", "libncursesw6", "libprotobuf-c1", "libsystemd0", "libtinfo6", "zlib1g")
-DEBOOTSTRAP_TIMEOUT = 900
 BOOT_TIMEOUT = 120
 
 
@@ -78,48 +74,10 @@ def missing_packages(deb, root):
 
 
 def root():
-    """BUILD/boot/root-KEY/ (root_for ROOT_PACKAGES), waiting for a
-    `guest.py prepare` making it meanwhile."""
-    BOOT_DIR.mkdir(parents=True, exist_ok=True)
-    with open(BOOT_DIR / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return root_for(ROOT_PACKAGES)
-
-
-def root_for(packages):
-    """BUILD/boot/root-KEY/, a bookworm minbase with packages installed,
-    made by debootstrap when it is not there yet; returns (path, seconds
-    debootstrap took, 0 when cached)."""
-    packages = sorted(set(BASE_PACKAGES) | set(packages))
-    key = hashlib.sha256(f"{SUITE} minbase {' '.join(packages)}".encode()).hexdigest()[:12]
-    root = BOOT_DIR / f"root-{key}"
-    if (root / ".complete").exists():
-        return root, 0.0
-    uri, keyring = kmatrix.machine_mirror()
-    tmp = BOOT_DIR / f"root-{key}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    BOOT_DIR.mkdir(parents=True, exist_ok=True)
-    log(f"debootstrap {SUITE} minbase + {', '.join(packages)} into {tmp}")
-    start = time.monotonic()
-    kmatrix.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
-                 f"--keyring={keyring}", SUITE, tmp, uri], timeout=DEBOOTSTRAP_TIMEOUT)
-    seconds = round(time.monotonic() - start, 1)
-    # debootstrap unmounts the /proc and /sys it mounted there unless one
-    # is busy then (a `grep -r` of the tree reading /proc/PID/pagemap): a
-    # copy of root would then copy the host's /proc, 75 GB of it once
-    for mnt in ("proc", "sys"):
-        if os.path.ismount(tmp / mnt):
-            kmatrix.run(["umount", "--lazy", tmp / mnt])
-    # What every boot would otherwise redo: the downloaded .debs go (the
-    # copies are made of what is left), and apt lists stay for apt-get purge.
-    for deb in (tmp / "var/cache/apt/archives").glob("*.deb"):
-        deb.unlink()
-    (tmp / ".complete").write_text(f"{' '.join(packages)}\n")
-    for old in BOOT_DIR.glob("root-*"):
-        if old.is_dir() and old != tmp:
-            shutil.rmtree(old, ignore_errors=True)
-    os.replace(tmp, root)
-    return root, seconds
+    """BUILD/boot/root-KEY/ (debroot.root of bookworm with ROOT_PACKAGES),
+    waiting for a `guest.py prepare` making it meanwhile; returns (path,
+    seconds debootstrap took, 0 when cached)."""
+    return debroot.root(BOOT_DIR, SUITE, set(BASE_PACKAGES) | set(ROOT_PACKAGES), log)
 
 
 class Guest:
@@ -200,9 +158,7 @@ class Guest:
 
 def wait_for_prepare():
     """Returns once no `guest.py prepare` holds the lock."""
-    BOOT_DIR.mkdir(parents=True, exist_ok=True)
-    with open(BOOT_DIR / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    debroot.wait(BOOT_DIR)
 
 
 if __name__ == "__main__":
