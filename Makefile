@@ -64,7 +64,7 @@ WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
 SOCKET ?= $(CURDIR)/run/perfd.sock
 
-.PHONY: all deps deps-test run test unit unit-bins integration workloads clean test-kernels soak
+.PHONY: all deps deps-test run test unit unit-bins integration workloads clean test-kernels soak sid-root
 all: $(BUILD)/perfd $(BUILD)/perfctl
 
 deps:
@@ -288,7 +288,12 @@ WORKLOAD_BINS += $(BUILD)/workloads/templates $(BUILD)/workloads/rust-spin-legac
 
 workloads: $(WORKLOAD_BINS)
 
-unit: deps-test $(UNIT_BINS)
+# sid's CPythons 3.14 and 3.15 in a root of their own (tests/pythons/sid.py),
+# for the Python tests, unit and integration: made once, cached in build/sid/.
+sid-root: deps-test
+	$(PYTHON) tests/pythons/sid.py prepare
+
+unit: deps-test sid-root $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/unit/lsan.supp $$t --jobs 2; done
 
@@ -344,7 +349,7 @@ SANITIZED_FILES_K := ($(subst $(space), or ,$(strip $(notdir $(SANITIZED_INTEGRA
 PLAIN_TESTS := -k "not ($(SANITIZED_FILES_K) and not $(PLAIN_ONLY_K)) \
 	and not (test_python.py and $(SANITIZED_PYTHON_K)) and not $(SANITIZED_ONLY_K)"
 
-integration: deps-test all workloads
+integration: deps-test sid-root all workloads
 	PERFD_BUILD=$(CURDIR)/$(BUILD) $(PYTHON) -m pytest -v -p no:cacheprovider --durations=15 $(INTEGRATION_TESTS) $(PYTEST_ARGS)
 
 soak: deps-test all workloads
@@ -358,13 +363,16 @@ unit-bins: $(UNIT_BINS)
 
 # The unit suites run once too, under ASan+UBSan: the same assertions,
 # with the sanitizers' checks on top.  The boot test's Debian root
-# (tests/package/guest.py) is made in the background while perfd builds:
-# mostly a download; the tests wait for it to end.
+# (tests/package/guest.py) and the sid root of the Python tests
+# (tests/pythons/sid.py) are made in the background while perfd builds:
+# mostly downloads; the tests wait for them to end.
 test: deps-test
-	mkdir -p $(BUILD)/boot
+	mkdir -p $(BUILD)/boot build/sid
 	$(PYTHON) tests/package/guest.py prepare > $(BUILD)/boot/prepare.log 2>&1 &
+	$(PYTHON) tests/pythons/sid.py prepare > build/sid/prepare.log 2>&1 &
 	$(MAKE) -j$(NPROC) all workloads
 	$(PYTHON) tests/package/guest.py wait
+	$(PYTHON) tests/pythons/sid.py wait
 	$(MAKE) integration PYTEST_ARGS='$(PLAIN_TESTS)'
 	$(MAKE) -j$(NPROC) SANITIZE=1 all unit-bins
 	$(MAKE) SANITIZE=1 unit

@@ -26,6 +26,7 @@ is `make bench`'s, not built for these tests.
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,9 @@ import pytest
 
 import perfdtest
 from perfdtest import marker_line, python_workload
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pythons"))
+import sid  # noqa: E402  (sid's CPythons, in a root of their own)
 
 MIB = 1024 * 1024
 THP_SYSFS = Path("/sys/kernel/mm/transparent_hugepage")
@@ -189,13 +193,17 @@ def _pyenv_param(minor):
 
 
 # One version per frame layout the walker knows (3.8: frame objects, 3.11:
-# is_entry, 3.13: shim frames) and Debian's static build without frame
-# pointers: a memory sample's Python frames are walked by the same code as
-# a CPU sample's, which test_python.py runs on every supported version.
-# (The other three added ~30 s to a suite that must stay under 20 minutes.)
-MEMORY_MINORS = (8, 11, 13)
+# is_entry, 3.14: shim frames, as 3.12-3.13, and stack references) and
+# Debian's static build without frame pointers: a memory sample's Python
+# frames are walked by the same code as a CPU sample's, which
+# test_python.py runs on every supported version.  (The other four added
+# ~40 s to a suite that must stay under 20 minutes.)  sid's 3.14 runs in
+# the sid root (tests/pythons/sid.py), the workload copied in.
+MEMORY_MINORS = (8, 11)
 PYTHONS = [_pyenv_param(m) for m in SUPPORTED_MINORS if m in MEMORY_MINORS] + [
-    pytest.param(Interpreter("debian-3.11", DEBIAN_PYTHON, 11), id="debian-3.11")]
+    pytest.param(Interpreter("debian-3.11", DEBIAN_PYTHON, 11), id="debian-3.11"),
+    pytest.param(Interpreter("sid-3.14", sid.python("3.14"), 14), id="sid-3.14")]
+sid.mirror(perfdtest.PYTHON_WORKLOADS)
 
 MATERIALIZE = python_workload("materialize")
 

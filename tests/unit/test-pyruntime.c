@@ -587,7 +587,7 @@ _Static_assert(sizeof(struct pyoffsets) ==
 
 /* Compiles gen_source against the headers in include_dir, runs it and
  * compares each printed offset with the table. */
-static void check_headers(const char *include_dir, unsigned minor)
+static void check_headers(const char *include_dir, const char *sysroot, unsigned minor)
 {
 	char dir[] = "/tmp/perfd-pyoffsets.XXXXXX";
 	char src[PATH_MAX], bin[PATH_MAX], cmd[4 * PATH_MAX], line[128];
@@ -606,8 +606,11 @@ static void check_headers(const char *include_dir, unsigned minor)
 	cr_assert_geq(fputs(gen_source, f), 0);
 	cr_assert_eq(fclose(f), 0);
 
-	snprintf(cmd, sizeof(cmd), "cc -w -I%s -I%s/internal -o %s %s 2>&1", include_dir,
-		 include_dir, bin, src);
+	/* a root's own /usr/include after ours: its pyconfig.h includes
+	 * <x86_64-linux-gnu/python3.X/pyconfig.h> */
+	snprintf(cmd, sizeof(cmd), "cc -w -I%s -I%s/internal%s%s%s -o %s %s 2>&1", include_dir,
+		 include_dir, sysroot ? " -idirafter " : "", sysroot ? sysroot : "",
+		 sysroot ? "/usr/include" : "", bin, src);
 	status = system(cmd);
 	cr_assert_eq(status, 0, "%s failed", cmd);
 
@@ -651,7 +654,19 @@ static void check_pyenv_headers(const char *version, unsigned minor)
 
 	snprintf(rest, sizeof(rest), "/include/python3.%u", minor);
 	pyenv_path(dir, sizeof(dir), version, rest);
-	check_headers(dir, minor);
+	check_headers(dir, NULL, minor);
+}
+
+/* sid's pythonX.Y-dev, in the root tests/pythons/sid.py makes (make test
+ * and make unit make it first). */
+#define SID_ROOT "build/sid/root"
+
+static void check_sid_headers(unsigned minor)
+{
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), SID_ROOT "/usr/include/python3.%u", minor);
+	check_headers(dir, SID_ROOT, minor);
 }
 
 Test(pyoffsets, headers_3_8, .timeout = 20) { check_pyenv_headers("3.8.18", 8); }
@@ -660,4 +675,5 @@ Test(pyoffsets, headers_3_10, .timeout = 20) { check_pyenv_headers("3.10.13", 10
 Test(pyoffsets, headers_3_11, .timeout = 20) { check_pyenv_headers("3.11.7", 11); }
 Test(pyoffsets, headers_3_12, .timeout = 20) { check_pyenv_headers("3.12.1", 12); }
 Test(pyoffsets, headers_3_13, .timeout = 20) { check_pyenv_headers("3.13.0", 13); }
-Test(pyoffsets, headers_debian_3_11, .timeout = 20) { check_headers("/usr/include/python3.11", 11); }
+Test(pyoffsets, headers_debian_3_11, .timeout = 20) { check_headers("/usr/include/python3.11", NULL, 11); }
+Test(pyoffsets, headers_sid_3_14, .timeout = 20) { check_sid_headers(14); }
