@@ -552,9 +552,11 @@ run: deps all
 clean:
 	rm -rf build build-san build-fuzz run
 
-# The compilers' dependency files; not inside the boot test's Debian root
-# (test_boot.py), whose /etc holds many folders named *.d.
--include $(shell find $(BUILD) -path '$(BUILD)/boot' -prune -o -name '*.d' -type f -print 2>/dev/null)
+# The compilers' dependency files; not inside the Debian roots of the boot
+# test (test_boot.py) and of sid's CPythons (tests/pythons/sid.py), whose
+# files named *.d (/etc's folders, /usr/sbin/invoke-rc.d) are no makefiles.
+-include $(shell find $(BUILD) \( -path '$(BUILD)/boot' -o -path '$(BUILD)/sid' \) -prune \
+	-o -name '*.d' -type f -print 2>/dev/null)
 
 # --- benchmarks (not part of `make test`) ------------------------------
 # `make bench` measures perfd next to perf record and bpftrace and writes
