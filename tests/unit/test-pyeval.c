@@ -9,7 +9,8 @@
  * f.cold is, and f.cold, which jumps back into f twice, must find none (f
  * is a function).  Then made-up tables, FDEs and code for what GCC did not
  * show: tail calls to a function, single jumps, the function's own FDE, a
- * function with more jumps than the part, FDEs that are not what the table
+ * function with more jumps than the part, jumps past a part's code or into
+ * the last FDE, FDEs that are not what the table
  * says, and headers that are short, in other encodings or count more than
  * they hold (each copied to a buffer of exactly its size, for ASan).
  */
@@ -308,6 +309,28 @@ Test(pyeval, functions_single_jumps_and_its_own_fde_find_nothing)
 	cr_assert_eq(split(func, sizeof(func), h, hn, &im, &start, &end), -ENOENT);
 }
 
+Test(pyeval, jumps_past_an_fdes_code_or_into_the_last_fde_find_nothing)
+{
+	uint8_t func[FUNC_SIZE] = { 0 }, h[128];
+	size_t hn = make_hdr(h, 0x3b);
+	uint64_t start, end;
+	struct image im;
+
+	/* into a part, and past its code (PART_SIZE) before the next FDE */
+	make_image(&im, 1u << 0 | 1u << 5);
+	put_jump(func, 0, 0x1100, false);
+	put_jump(func, 5, 0x1000 + PART_SIZE + 0x10, false);
+	/* into the last FDE, a part too: its end is not known from the table */
+	put_jump(func, 10, 0x6100, false);
+	put_jump(func, 15, 0x6200, false);
+	put_jump(func, 20, 0x6300, false);
+	cr_assert_eq(split(func, sizeof(func), h, hn, &im, &start, &end), -ENOENT);
+	/* the same jump inside the part's code: found */
+	put_jump(func, 5, 0x1000 + PART_SIZE - 0x10, false);
+	cr_assert_eq(split(func, sizeof(func), h, hn, &im, &start, &end), 0);
+	cr_assert_eq(start, 0x1000);
+}
+
 Test(pyeval, a_function_with_more_jumps_gives_way_to_a_part)
 {
 	uint8_t func[FUNC_SIZE] = { 0 }, h[128];
@@ -315,19 +338,19 @@ Test(pyeval, a_function_with_more_jumps_gives_way_to_a_part)
 	uint64_t start = 0, end = 0;
 	struct image im;
 
-	make_image(&im, 1u << 5);
+	make_image(&im, 1u << 4);
 	put_jump(func, 0, 0x1100, false);
 	put_jump(func, 5, 0x1200, false);
 	put_jump(func, 10, 0x1300, false);
-	put_jump(func, 15, 0x6100, true);
-	put_jump(func, 21, 0x6300, false);
+	put_jump(func, 15, 0x5100, true);
+	put_jump(func, 21, 0x5300, false);
 	cr_assert_eq(split(func, sizeof(func), h, hn, &im, &start, &end), 0);
-	cr_assert_eq(start, 0x6000);
-	cr_assert_eq(end, 0x6000 + PART_SIZE);
-	/* the last FDE ends the readable bytes: read again, shorter */
-	im.readable = sizeof(im.eh) - FDE_SIZE + 24;
+	cr_assert_eq(start, 0x5000);
+	cr_assert_eq(end, 0x5000 + PART_SIZE);
+	/* its FDE ends the readable bytes: read again, shorter */
+	im.readable = FDE_SIZE * 4 + 24;
 	cr_assert_eq(split(func, sizeof(func), h, hn, &im, &start, &end), 0);
-	cr_assert_eq(start, 0x6000);
+	cr_assert_eq(start, 0x5000);
 	/* opcodes in the last bytes, their displacements past the end */
 	func[FUNC_SIZE - 3] = 0xe9;
 	func[FUNC_SIZE - 2] = 0x0f;

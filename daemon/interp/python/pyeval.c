@@ -15,13 +15,16 @@
  * lands anywhere), votes for the FDE its target falls in, found in
  * .eh_frame_hdr's table, sorted by address, in its usual encoding (4-byte
  * values, the table's relative to the header; another encoding finds
- * nothing).  What tells a part from a function tail-called is its FDE: a
- * function's instructions begin at the CIE's frame (the return address
- * just pushed) and change it only after an advance, a part's define the
- * frame it runs in (its function's) before any advance.  The caller takes
- * the candidate with the most votes, two at least, whose FDE says it is a
- * part; the FDE gives its end.  The bytes are a file's, untrusted: every
- * read is bounded by what the caller passed.
+ * nothing); the last FDE, and gaps between FDEs, take no vote.  What tells
+ * a part from a function tail-called is its FDE: a function's
+ * instructions begin at the CIE's frame (the return address just pushed)
+ * and change it only after an advance, a part's define the frame it runs
+ * in (its function's) before any advance.  The part is the candidate with
+ * the most votes, two at least, whose FDE says so and covers every jump
+ * that voted for it; the FDE gives its end.  (The PLT's one FDE also
+ * begins in a frame made elsewhere: the caller refuses a part there.)  The
+ * bytes are a file's, untrusted: every read is bounded by what the caller
+ * passed.
  */
 #include "interp/python/pyeval.h"
 
@@ -121,9 +124,9 @@ static bool jump_at(const uint8_t *func, size_t size, size_t i, uint64_t vaddr, 
 }
 
 /* Code the function jumps into: the FDE that covers it (at fde_vaddr,
- * starting at start), and how many jumps land there. */
+ * starting at start), how many jumps land there, and the furthest. */
 struct candidate {
-	uint64_t fde_vaddr, start;
+	uint64_t fde_vaddr, start, last;
 	unsigned votes;
 };
 
@@ -142,7 +145,9 @@ static size_t candidates(const uint8_t *func, size_t size, uint64_t vaddr,
 		if (!jump_at(func, size, i, vaddr, &target) || target - vaddr < size)
 			continue;
 		fde = fde_find(&t, target);
-		if (fde == t.n || fde == own)
+		/* none; the function's own; past the next FDE's start (a gap,
+		 * or past the last FDE: a false jump lands there most) */
+		if (fde == t.n || fde == own || fde + 1 == t.n || target >= fde_start(&t, fde + 1))
 			continue;
 		for (c = 0; c < used && out[c].start != fde_start(&t, fde); c++)
 			;
@@ -155,6 +160,8 @@ static size_t candidates(const uint8_t *func, size_t size, uint64_t vaddr,
 			};
 		}
 		out[c].votes++;
+		if (target > out[c].last)
+			out[c].last = target;
 	}
 	/* most votes first (few candidates: an insertion sort) */
 	for (size_t i = 1; i < used; i++)
@@ -234,7 +241,9 @@ int pyeval_split_part(const uint8_t *func, size_t size, uint64_t vaddr, const ui
 		if (read(ctx, c[i].fde_vaddr, fde, got) < 0 &&
 		    read(ctx, c[i].fde_vaddr, fde, got = FDE_READ_LEAST) < 0)
 			continue;
-		if (fde_part(fde, got, c[i].fde_vaddr, c[i].start, ret_end) == 0) {
+		/* every jump that voted lands in the code the FDE covers */
+		if (fde_part(fde, got, c[i].fde_vaddr, c[i].start, ret_end) == 0 &&
+		    c[i].last < *ret_end) {
 			*ret_start = c[i].start;
 			return 0;
 		}

@@ -367,13 +367,42 @@ static int read_file_at(void *ctx, uint64_t vaddr, void *buf, size_t size)
 	return read_at(r->fd, r->f, vaddr, buf, size);
 }
 
-/* The part of the loop with no symbol (pyeval.c) as eval[1], when the
- * symbols named none; eh is PT_GNU_EH_FRAME (p_filesz 0: none). */
-static void find_split_part(int fd, struct elf_facts *f, const GElf_Phdr *eh)
+/* Whether [start, end) overlaps one of elf's PLT sections. */
+static bool in_plt(Elf *elf, uint64_t start, uint64_t end)
+{
+	static const char *const plts[] = { ".plt", ".plt.sec", ".plt.got" };
+
+	for (size_t i = 0; i < ELEMENTSOF(plts); i++) {
+		GElf_Shdr sh;
+
+		if (elf_find_section(elf, plts[i], &sh) && start < sh.sh_addr + sh.sh_size &&
+		    sh.sh_addr < end)
+			return true;
+	}
+	return false;
+}
+
+/* The end of the executable PT_LOAD's bytes in the file that hold vaddr,
+ * or 0 if none does. */
+static uint64_t code_end(const struct elf_facts *f, uint64_t vaddr)
+{
+	for (size_t i = 0; i < f->n_loads; i++) {
+		const GElf_Phdr *ph = &f->loads[i];
+
+		if ((ph->p_flags & PF_X) && vaddr >= ph->p_vaddr && vaddr - ph->p_vaddr < ph->p_filesz)
+			return ph->p_vaddr + ph->p_filesz;
+	}
+	return 0;
+}
+
+/* The part of the loop with no symbol (pyeval.c) as eval[1], in a file
+ * with no .symtab to name it (a stripped build); eh is PT_GNU_EH_FRAME
+ * (p_filesz 0: none).  Not in the PLT, and no further than the code. */
+static void find_split_part(int fd, Elf *elf, struct elf_facts *f, const GElf_Phdr *eh)
 {
 	_cleanup_free_ uint8_t *func = NULL, *hdr = NULL;
 	struct file_reader reader = { .fd = fd, .f = f };
-	uint64_t start, end;
+	uint64_t start, end, limit;
 
 	if (!f->eval[0].size || f->eval[1].size || f->eval[0].size > PYEVAL_FUNC_MAX ||
 	    !eh->p_filesz || eh->p_filesz > PYEVAL_HDR_MAX)
@@ -385,8 +414,11 @@ static void find_split_part(int fd, struct elf_facts *f, const GElf_Phdr *eh)
 	    pyeval_split_part(func, f->eval[0].size, f->eval[0].vaddr, hdr, eh->p_filesz,
 			      eh->p_vaddr, read_file_at, &reader, &start, &end) < 0)
 		return;
+	limit = code_end(f, start);
+	if (!limit || in_plt(elf, start, end))
+		return;
 	f->eval[1].vaddr = start;
-	f->eval[1].size = end - start;
+	f->eval[1].size = MIN(end, limit) - start;
 }
 
 /* Scans one symbol table for the symbols detection cares about. */
@@ -461,7 +493,7 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 {
 	_cleanup_(elf_endp) Elf *elf = NULL;
 	Elf_Scn *scn = NULL;
-	bool too_big = false;
+	bool too_big = false, have_symtab = false;
 	GElf_Phdr eh_frame_hdr = { 0 };
 	GElf_Ehdr eh;
 	size_t nph;
@@ -499,14 +531,15 @@ static int read_facts(int fd, bool name_known, unsigned major, unsigned minor,
 			continue;
 		}
 		scan_symbols(elf, scn, &sh, f);
+		have_symtab |= sh.sh_type == SHT_SYMTAB;
 	}
 	if (too_big && !f->has_runtime)
 		return -EFBIG;
 	if (!f->has_runtime && !name_known)
 		return 0; /* not Python; spare the .rodata scan */
 	read_trampoline(fd, f);
-	if (f->has_runtime)
-		find_split_part(fd, f, &eh_frame_hdr);
+	if (f->has_runtime && !have_symtab)
+		find_split_part(fd, elf, f, &eh_frame_hdr);
 
 	if (f->has_py_version) {
 		uint32_t v;
