@@ -202,8 +202,8 @@ def _pyenv_param(minor):
 MEMORY_MINORS = (8, 11)
 PYTHONS = [_pyenv_param(m) for m in SUPPORTED_MINORS if m in MEMORY_MINORS] + [
     pytest.param(Interpreter("debian-3.11", DEBIAN_PYTHON, 11), id="debian-3.11"),
-    pytest.param(Interpreter("sid-3.14", sid.python("3.14"), 14), id="sid-3.14")]
-sid.mirror(perfdtest.PYTHON_WORKLOADS)
+    sid.pytest_param("3.14", lambda path: Interpreter("sid-3.14", path, 14),
+                     perfdtest.PYTHON_WORKLOADS)]
 
 MATERIALIZE = python_workload("materialize")
 

@@ -75,11 +75,10 @@ def _pyenv_param(minor):
 
 def _sid_param(version):
     """sid's pythonVERSION, run in the sid root (tests/pythons/sid.py: made
-    here when make test has not made it), with the workloads copied into
-    the root at the paths they have here."""
-    sid.mirror(perfdtest.PYTHON_WORKLOADS, perfdtest.build_dir() / "workloads")
-    label = f"sid-{version}"
-    return pytest.param(Interpreter(label, sid.python(version), False), id=label)
+    here when make has not made it), with the workloads copied into the
+    root at the paths they have here."""
+    return sid.pytest_param(version, lambda path: Interpreter(f"sid-{version}", path, False),
+                            perfdtest.PYTHON_WORKLOADS, perfdtest.build_dir() / "workloads")
 
 
 # Collected once: a version that is not installed shows up as a skipped
