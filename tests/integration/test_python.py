@@ -1096,9 +1096,13 @@ def test_unsupported_python_is_named_and_still_profiled(interp, perfd_fast, work
     are detected but not walked: ps says "CPython 3.X.Y (unsupported)", and
     snapshots still hold the native stacks (the eval loop under _start),
     with no Python frames made up."""
-    w = start_python(workloads, interp, SPLIT, 2)
+    w = start_python(workloads, interp, SPLIT, 3)
     runtime, _ = ready_version(w)
     comm = process_comm(w.pid)
+    # (sid's 8 MB stripped python3.15 takes a while to get its unwind
+    # table under ASan: until then its stacks are rooted at "[unwind
+    # table pending]"; 1 s more of work for that)
+    perfdtest.await_tables(perfd_fast, w)
     snap = BackgroundSnapshot(perfd_fast, w.pid)
     try:
         entry = poll_runtime(perfd_fast, w)
